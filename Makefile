@@ -1,0 +1,101 @@
+# xstage build: the C11 core (libxstage.a), the CUDA side (libxstage_cuda.a, whenever nvcc is
+# found), the `xstage` tool and the tests. `make help` lists the targets.
+
+BUILD  ?= build
+CC     ?= gcc
+NVCC   ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+NOCUDA ?=
+SAN    ?=
+
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -Iinclude -D_GNU_SOURCE
+LDLIBS   := -l:libjansson.a -lm -ldl -lpthread
+NVARCH   ?= -gencode=arch=compute_90a,code=sm_90a
+NVFLAGS  ?= -O3 -lineinfo
+NVFLAGS  += -std=c++17 $(NVARCH) -Iinclude -Xcompiler -Wall,-Wno-unused-function -diag-suppress 177
+
+ifneq ($(SAN),)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+NOCUDA  := 1
+endif
+ifneq ($(NOCUDA),)
+NVCC :=
+endif
+
+CORE_SRC  := $(wildcard src/*.c)
+CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o)
+TOOL_SRC  := $(wildcard tools/*.c)
+TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+CU_SRC    := $(wildcard cuda/*.cu)
+CU_OBJ    := $(CU_SRC:%.cu=$(BUILD)/%.o)
+DEV_SRC   := $(wildcard dev/*.cu)
+DEV_OBJ   := $(DEV_SRC:%.cu=$(BUILD)/%.o)
+TEST_SRC  := $(wildcard tests/test_*.c)
+TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
+GTEST_SRC := $(wildcard tests/gpu/test_*.cu)
+GTEST_BIN := $(GTEST_SRC:%.cu=$(BUILD)/%)
+HEADERS   := $(wildcard include/*.h include/*.cuh src/*.h tools/*.h cuda/*.h cuda/*.cuh tests/*.h)
+
+ifneq ($(NVCC),)
+ALL_GPU  := $(BUILD)/libxstage_cuda.a $(GTEST_BIN) $(DEV_OBJ)
+TOOL_GPU := $(BUILD)/libxstage_cuda.a
+LINK     := $(NVCC) $(NVARCH) -Xlinker --no-as-needed
+else
+LINK     := $(CC) $(LDFLAGS)
+endif
+
+.PHONY: all lib tool tests test sanitize run deps clean help fuzz
+all: tool tests $(ALL_GPU)
+lib: $(BUILD)/libxstage.a
+tool: $(BUILD)/xstage
+tests: $(TEST_BIN)
+
+$(BUILD)/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/%.o: %.cu $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+$(BUILD)/libxstage.a: $(CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libxstage_cuda.a: $(CU_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/xstage: $(TOOL_OBJ) $(TOOL_GPU) $(BUILD)/libxstage.a
+	$(LINK) -o $@ $(TOOL_OBJ) $(TOOL_GPU) $(BUILD)/libxstage.a $(LDLIBS)
+
+$(BUILD)/tests/test_%: tests/test_%.c $(BUILD)/libxstage.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< -o $@ $(BUILD)/libxstage.a $(LDLIBS)
+
+$(BUILD)/tests/gpu/test_%: tests/gpu/test_%.cu $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) $< -o $@ $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(LDLIBS)
+
+# CPU tests (unit, property, command line). The last line is "N passed, N failed".
+test: all
+	@sh tests/run.sh $(BUILD)
+
+# The CPU core, the tool and the tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+sanitize:
+	$(MAKE) SAN=1 BUILD=$(BUILD)-san test
+
+# The main job: plan the example schedule (calibrate and replay as well where a GPU is present).
+run: all
+	@sh scripts/main.sh $(BUILD)
+
+deps:
+	@sh scripts/deps.sh
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-fuzz
+
+help:
+	@echo "targets: all (default) lib tool tests test sanitize run deps clean"
+	@echo "vars: BUILD=dir NOCUDA=1 (skip nvcc) SAN=1 (ASan+UBSan) NVARCH=... CC=..."

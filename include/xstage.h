@@ -1,0 +1,230 @@
+/*
+ * xstage.h - public C API of the xstage CPU core.
+ *
+ * The X-Stage is the interval after a remote store is accepted by the issuing SM and before it
+ * is visible at its destination. This header covers everything that needs no GPU: status and
+ * errors, calibrated profiles, burst-gap schedules, the Burst-Gap closed forms, the
+ * per-producer event simulation, the planner, calibration fitting and small statistics.
+ * Units are in every name or field comment: ns, bytes, bytes per ns (= GB/s).
+ * docs/MODEL.md states the model; docs/METRICS.md defines every derived number.
+ */
+#ifndef XSTAGE_H
+#define XSTAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status and errors ------------------------------------------------------------------ */
+
+typedef enum {
+    XS_OK = 0,
+    XS_EINVAL,      /* bad argument or bad input value */
+    XS_EIO,         /* file missing, unreadable or unwritable */
+    XS_EPARSE,      /* malformed file */
+    XS_ENOMEM,      /* host allocation failed */
+    XS_ERANGE,      /* value outside what the model or hardware can represent */
+    XS_ECUDA,       /* CUDA runtime error, no GPU, no driver, out of device memory */
+    XS_ENCCL,       /* NCCL missing, too old, or an NCCL call failed */
+    XS_ETIMEOUT,    /* a bounded wait expired */
+    XS_EVERIFY,     /* data at a destination was wrong or missing */
+    XS_EUNSUPPORTED /* built without the component that is needed */
+} xs_status;
+
+/* The library never prints and never exits: a failing call returns a status and leaves a
+ * one-line message (no trailing newline) that names the input, the line and the problem.
+ * xs_errmsg returns it; it stays valid until the next failing call in the same thread. */
+const char *xs_errmsg(void);
+const char *xs_status_name(xs_status s);
+xs_status xs_seterr(xs_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Source position of the first failure, for XS_DEBUG=1 traces (file:line of the library). */
+const char *xs_errwhere(void);
+void xs_errwhere_set(const char *file, int line);
+
+/* Propagate a failing status, recording where it was first seen. */
+#define XS_TRY(call)                                                                          \
+    do {                                                                                      \
+        xs_status xs_try_s_ = (call);                                                         \
+        if (xs_try_s_ != XS_OK) {                                                             \
+            xs_errwhere_set(__FILE__, __LINE__);                                              \
+            return xs_try_s_;                                                                 \
+        }                                                                                     \
+    } while (0)
+
+/* ---- profile: the calibrated numbers of one path ------------------------------------------ */
+
+typedef struct {
+    double issue_bytes_per_ns;          /* one producer's unconstrained issue rate */
+    double issue_overhead_ns;           /* fixed cost of one burst on one producer */
+    double drain_bytes_per_ns;          /* R: aggregate drain rate of the stage */
+    double capacity_bytes;              /* Q: shared outstanding capacity */
+    double capacity_bytes_per_producer; /* per-producer cap; 0 = none; Q(K) = min(Q, K*cap) */
+    double chunk_bytes;                 /* acceptance granularity of the stage */
+    double barrier_ns;                  /* optional: one grid barrier (sync replay); default 0 */
+    char device[128];                   /* e.g. "NVIDIA H200" */
+    char path[16];                      /* "host", "local", "peer" or "virtual" */
+    char date[32];                      /* ISO date of the calibration */
+    char command[512];                  /* command line that produced it */
+    int provisional;                    /* 1 until a calibration replaced the numbers */
+} xs_profile;
+
+/* The profile embedded in the library (H200, PCIe path to pinned host memory). */
+void xs_profile_default(xs_profile *p);
+/* Load a JSON profile; every required numeric field must be present and a number. */
+xs_status xs_profile_load(const char *path, xs_profile *p);
+xs_status xs_profile_parse(const char *text, size_t len, const char *name, xs_profile *p);
+xs_status xs_profile_save(const xs_profile *p, const char *path);
+/* Apply one "NAME=VALUE" override of a numeric field (the names of the JSON file). */
+xs_status xs_profile_set(xs_profile *p, const char *assignment);
+/* Physical plausibility: positive rates, positive capacity and chunk, chunk <= capacity. */
+xs_status xs_profile_check(const xs_profile *p, const char *name);
+void xs_profile_print(const xs_profile *p, FILE *f);
+/* Names of the numeric fields, NULL-terminated, in file order. */
+extern const char *const xs_profile_fields[];
+
+/* ---- schedule: rows of bursts and gaps ------------------------------------------------------ */
+
+/* Row r: producers 0..producers-1 each store bytes_per_producer bytes, then every producer
+ * does gap_ns of useful work before row r+1. */
+typedef struct {
+    int producers;
+    int64_t bytes_per_producer;
+    double gap_ns;
+} xs_row;
+
+typedef struct {
+    xs_row *rows;
+    int nrows;
+    int cap;
+} xs_schedule;
+
+#define XS_MAX_PRODUCERS 65536
+#define XS_MAX_ROWS 10000000
+#define XS_MAX_BYTES_PER_PRODUCER (INT64_C(1) << 40)
+#define XS_MAX_GAP_NS 1e12
+
+xs_status xs_schedule_load(const char *path, xs_schedule *s);
+xs_status xs_schedule_parse(const char *text, size_t len, const char *name, xs_schedule *s);
+xs_status xs_schedule_append(xs_schedule *s, int producers, int64_t bytes, double gap_ns);
+xs_status xs_schedule_write(const xs_schedule *s, FILE *f, const char *comment);
+xs_status xs_schedule_save(const xs_schedule *s, const char *path, const char *comment);
+void xs_schedule_free(xs_schedule *s);
+int xs_schedule_max_producers(const xs_schedule *s);
+double xs_schedule_bytes(const xs_schedule *s); /* sum over rows of producers*bytes */
+double xs_schedule_gap_ns(const xs_schedule *s); /* sum of gaps */
+
+/* ---- Burst-Gap closed forms (DESIGN.md section 1) ------------------------------------------ */
+
+typedef struct {
+    int producers;               /* K */
+    double bytes_per_producer;   /* B */
+    double volume_bytes;         /* V = K*B */
+    double gap_ns;               /* G */
+    double capacity_bytes;       /* Q(K) = min(Q, K*cap_per_producer) */
+    double t_iss0_ns;            /* issue time without backpressure: o + B/r */
+    double v_over_r_ns;          /* V/R */
+    double t_period_ns;          /* published: max(T_iss0 + G, V/R) */
+    double t_iss_ns;             /* published: max(T_iss0, V/R - G) */
+    double delta_t_iss_ns;       /* [V/R - G - T_iss0]+ */
+    double g_star_ns;            /* [V/R - T_iss0]+ */
+    double q_peak0_bytes;        /* [V - R*T_iss0]+ */
+    double t_iss_iso_ns;         /* isolated burst into an empty stage: o + max(B/r, (V-Q)/R) */
+    double injection_bytes_per_ns; /* V / (T_iss0 + G) */
+    int rate_ok;                 /* V/(T_iss0+G) <= R */
+    int capacity_ok;             /* q_peak0 <= Q(K) */
+    int no_backpressure;         /* both */
+    /* capacity-aware steady state (ours; equals the published form when Q >= R*G) */
+    double t_iss_steady_ns;      /* o + max(B/r, V/R - G - o, (V-Q)/R) */
+    double t_period_steady_ns;   /* t_iss_steady + G */
+} xs_bg;
+
+double xs_capacity(const xs_profile *p, int producers);
+void xs_bg_eval(const xs_profile *p, int producers, double bytes_per_producer, double gap_ns,
+                xs_bg *out);
+
+/* ---- per-producer event simulation --------------------------------------------------------- */
+
+typedef struct {
+    double issue_med_ns; /* median over the row's producers of first store -> last accepted */
+    double issue_max_ns; /* maximum of the same */
+    double end_ns;       /* when the row's last producer finished issuing, from schedule start */
+} xs_rowres;
+
+typedef struct {
+    double t_ns;          /* time from schedule start */
+    double backlog_bytes; /* bytes accepted and not yet drained, just after t */
+} xs_sample;
+
+typedef struct {
+    int nrows;
+    int nproducers;      /* max producers over rows */
+    xs_rowres *rows;     /* [nrows] */
+    double *win_start;   /* [nrows * nproducers] issue start per producer, NaN if inactive */
+    double *win_end;     /* [nrows * nproducers] last acceptance per producer, NaN if inactive */
+    xs_sample *backlog;  /* [nbacklog], only when asked for */
+    size_t nbacklog;
+    double peak_backlog_bytes;
+} xs_result;
+
+typedef struct {
+    int sync;             /* grid barrier between rows (all producers wait for the slowest) */
+    int record_windows;   /* fill win_start / win_end */
+    int record_backlog;   /* fill backlog samples (at most max_samples, evenly decimated) */
+    size_t max_samples;   /* 0 = 100000 */
+} xs_sim_opts;
+
+/* Simulate a schedule. Fills *out (free with xs_result_free). Fails with XS_ERANGE when the
+ * schedule has more chunks than can be simulated in reasonable time (> 2^31). */
+xs_status xs_simulate(const xs_profile *p, const xs_schedule *s, const xs_sim_opts *o,
+                      xs_result *out);
+xs_status xs_result_alloc(xs_result *r, int nrows, int nproducers, int windows);
+/* Per-row columns from per-producer windows (used by replay as well as by the simulation). */
+void xs_result_rows_from_windows(xs_result *r, const xs_schedule *s);
+void xs_result_free(xs_result *r);
+/* One line per row: row,producers,bytes_per_producer,gap_ns,issue_med_ns,issue_max_ns,end_ns */
+void xs_result_print(const xs_result *r, const xs_schedule *s, int csv, FILE *f);
+
+/* ---- planner ---------------------------------------------------------------------------------- */
+
+typedef struct {
+    double move_cost;      /* extra compute per ns of work moved between rows (locality loss) */
+    double headroom;       /* fraction of Q(K) a planned burst may fill; 0 = 0.9 */
+    int max_split;         /* largest split factor of one burst; 0 = 64 */
+    int allow_move;        /* may move useful work between rows (default on via xs_plan_opts_default) */
+} xs_plan_opts;
+
+typedef struct {
+    int reshaped;          /* 0: piggyback (kept as is) */
+    int criterion_ok;      /* every row of the original meets the criterion */
+    double original_ns;    /* predicted total of the original */
+    double planned_ns;     /* predicted total of the plan */
+    double bound_ns;       /* max(useful work + unstalled issue, bytes/R) lower bound */
+    xs_schedule planned;   /* owned; free with xs_plan_free */
+    char how[256];         /* one line: what the planner did */
+} xs_plan;
+
+void xs_plan_opts_default(xs_plan_opts *o);
+xs_status xs_plan_schedule(const xs_profile *p, const xs_schedule *s, const xs_plan_opts *o,
+                           xs_plan *out);
+void xs_plan_free(xs_plan *pl);
+
+/* ---- statistics ------------------------------------------------------------------------------- */
+
+double xs_median(const double *x, size_t n);           /* does not modify x; NaN if n == 0 */
+double xs_quantile(const double *x, size_t n, double q);
+double xs_geomean(const double *x, size_t n);
+double xs_min(const double *x, size_t n);
+double xs_max(const double *x, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XSTAGE_H */

@@ -1,0 +1,52 @@
+/*
+ * xstage_cli.h - command-line helpers shared by the tool's CPU and GPU subcommands.
+ *
+ * Sizes accept K/M/G suffixes (powers of 1024), times accept ns/us/ms/s suffixes; every parser
+ * returns XS_EINVAL with a one-line message naming the option and the bad text.
+ */
+#ifndef XSTAGE_CLI_H
+#define XSTAGE_CLI_H
+
+#include <getopt.h>
+#include <stdint.h>
+#include "xstage.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+xs_status xs_parse_size(const char *opt, const char *s, int64_t *out);   /* "64K" -> 65536 */
+xs_status xs_parse_int(const char *opt, const char *s, long lo, long hi, long *out);
+xs_status xs_parse_double(const char *opt, const char *s, double lo, double hi, double *out);
+xs_status xs_parse_time_ns(const char *opt, const char *s, double *out); /* "2us" -> 2000 */
+
+/* Profile options common to every subcommand that reads a profile: --profile FILE and any number
+ * of --set NAME=VALUE. Collect them while parsing, then resolve: the file (or the embedded
+ * default), then the overrides in order, then xs_profile_check. */
+typedef struct {
+    const char *file;
+    const char *sets[64];
+    int nsets;
+} xs_profile_args;
+
+xs_status xs_profile_args_add_set(xs_profile_args *a, const char *assignment);
+xs_status xs_profile_args_resolve(const xs_profile_args *a, xs_profile *p);
+
+/* getopt_long ids for the shared options, above the ASCII range. */
+enum { XS_OPT_PROFILE = 1000, XS_OPT_SET, XS_OPT_CSV, XS_OPT_JSON, XS_OPT_PLOT, XS_OPT_OUT,
+       XS_OPT_TARGET, XS_OPT_SYNC, XS_OPT_QUICK, XS_OPT_VPEERS, XS_OPT_SCHEDULE, XS_OPT_SEED,
+       XS_OPT_FIRST_FREE = 1100 };
+
+/* Print "xstage: error: <msg>" (one line) and return 1; for subcommands' error paths. */
+int xs_cli_fail(void);
+/* The same with a message built here. */
+int xs_cli_failf(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

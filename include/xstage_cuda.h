@@ -1,0 +1,104 @@
+/*
+ * xstage_cuda.h - host-side C API of the CUDA side: GPU discovery, the report header, error
+ * checks, and cuBLAS loaded at run time.
+ *
+ * Everything here is callable from C and C++ (.cu) files. The tool links the CUDA runtime
+ * statically and loads libcublas and libnccl with dlopen, so the same binary starts, and its CPU
+ * subcommands work, on a machine with no GPU, no driver and no CUDA libraries.
+ */
+#ifndef XSTAGE_CUDA_H
+#define XSTAGE_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "xstage.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int device;              /* CUDA ordinal */
+    char name[256];          /* e.g. "NVIDIA H200" */
+    int sm_count;
+    int sm_clock_khz;        /* cudaDevAttrClockRate */
+    int mem_clock_khz;
+    size_t l2_bytes;
+    size_t mem_bytes;
+    size_t smem_per_sm;      /* shared memory per SM, bytes */
+    size_t smem_optin;       /* max dynamic shared memory per block after opt-in */
+    int driver_version;      /* cudaDriverGetVersion, e.g. 13000 */
+    int runtime_version;     /* cudaRuntimeGetVersion */
+    int nccl_version;        /* 0 until NCCL has been loaded */
+    char pci_bus[32];
+} xs_gpu_info;
+
+/* Select device `device` and fill *info. Fails (XS_ECUDA) with one line such as
+ * "no CUDA GPU: cudaGetDeviceCount: CUDA driver version is insufficient" when there is none. */
+xs_status xs_gpu_open(int device, xs_gpu_info *info);
+/* Report header: '#' lines with device, SMs, clocks, driver, CUDA, NCCL, date and command. */
+void xs_gpu_report_header(FILE *f, const xs_gpu_info *info, int argc, char **argv);
+/* The same facts as a JSON object fragment ("device": ..., ...) without braces, for results. */
+void xs_gpu_json_fields(FILE *f, const xs_gpu_info *info, int argc, char **argv);
+
+/* cuBLAS, loaded on first use (libcublas.so.13 or .12, XS_CUBLAS_LIB overrides). The handle is
+ * opaque to C. */
+typedef struct xs_cublas xs_cublas;
+xs_status xs_cublas_open(xs_cublas **out);
+void xs_cublas_close(xs_cublas *h);
+/* Row-major bf16 GEMM with fp32 accumulation: C[m,n] = A[m,k] * B[k,n] (B given as [n,k] when
+ * b_trans, i.e. C = A * B^T), C in bf16 (c_f32 = 0) or fp32 (c_f32 = 1). */
+xs_status xs_cublas_gemm_bf16(xs_cublas *h, void *stream, int m, int n, int k, const void *a,
+                              const void *b, int b_trans, void *c, int c_f32);
+/* Strided batched form of the same. */
+xs_status xs_cublas_gemm_bf16_batched(xs_cublas *h, void *stream, int m, int n, int k,
+                                      const void *a, long long stride_a, const void *b,
+                                      long long stride_b, int b_trans, void *c,
+                                      long long stride_c, int c_f32, int batch);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ---- checks (C++/CUDA translation units only) ------------------------------------------------ */
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+#include <stdlib.h>
+/* Library code: turn a CUDA error into an xs_status with the failing call's text. */
+#define XS_CU(call)                                                                           \
+    do {                                                                                      \
+        cudaError_t xs_cu_e_ = (call);                                                        \
+        if (xs_cu_e_ != cudaSuccess) {                                                        \
+            xs_errwhere_set(__FILE__, __LINE__);                                              \
+            return xs_seterr(XS_ECUDA, "%s: %s", #call, cudaGetErrorString(xs_cu_e_));        \
+        }                                                                                     \
+    } while (0)
+/* After a launch: launch errors and (with sync) execution errors. */
+#define XS_CU_LAUNCH() XS_CU(cudaGetLastError())
+#endif
+
+/* Tools and benchmarks: print the failing call, file and line, and exit non-zero. Works on both
+ * xs_status calls and (in .cu files) cudaError_t calls via XS_CHECK_CU. */
+#define XS_CHECK(call)                                                                        \
+    do {                                                                                      \
+        xs_status xs_chk_s_ = (call);                                                         \
+        if (xs_chk_s_ != XS_OK) {                                                             \
+            fprintf(stderr, "xstage: error: %s (%s failed at %s:%d)\n", xs_errmsg(), #call,    \
+                    __FILE__, __LINE__);                                                      \
+            exit(1);                                                                          \
+        }                                                                                     \
+    } while (0)
+#ifdef __CUDACC__
+#define XS_CHECK_CU(call)                                                                     \
+    do {                                                                                      \
+        cudaError_t xs_chk_e_ = (call);                                                       \
+        if (xs_chk_e_ != cudaSuccess) {                                                       \
+            fprintf(stderr, "xstage: error: %s: %s (%s:%d)\n", #call,                         \
+                    cudaGetErrorString(xs_chk_e_), __FILE__, __LINE__);                       \
+            exit(1);                                                                          \
+        }                                                                                     \
+    } while (0)
+#endif
+
+#endif /* XSTAGE_CUDA_H */

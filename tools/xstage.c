@@ -1,0 +1,107 @@
+/*
+ * xstage - the command-line tool: predict, criterion, plan and profile run anywhere; calibrate,
+ * replay, validate and bench need a GPU (and a build with nvcc).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "xstage.h"
+#include "xstage_cli.h"
+#include "xstage_cmd.h"
+
+/* GPU subcommands are weak: a build without nvcc has none, and says so. */
+#pragma weak xs_cmd_calibrate
+#pragma weak xs_cmd_replay
+#pragma weak xs_cmd_validate
+#pragma weak xs_bench_ep
+#pragma weak xs_bench_tp
+#pragma weak xs_bench_up
+
+typedef struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} xs_subcmd;
+
+static int cmd_bench(int argc, char **argv);
+
+static const xs_subcmd subcmds[] = {
+    {"predict", xs_cmd_predict, "simulate a schedule on a profile: per-row issue and end times"},
+    {"criterion", xs_cmd_criterion, "closed forms and the no-backpressure criterion for K, B, G"},
+    {"plan", xs_cmd_plan, "piggyback or reshape a schedule; write the planned schedule"},
+    {"profile", xs_cmd_profile, "show or check a profile (JSON)"},
+    {"calibrate", NULL, "measure R, issue rate, overhead and capacity on the GPU; fit a profile"},
+    {"replay", NULL, "run a schedule on the GPU and measure the same columns as predict"},
+    {"validate", NULL, "predict and replay a built-in suite of schedules; report the errors"},
+    {"bench", cmd_bench, "fused workloads: bench ep | tp | up"},
+};
+
+static int (*gpu_fn(const char *name))(int, char **)
+{
+    if (!strcmp(name, "calibrate")) return xs_cmd_calibrate;
+    if (!strcmp(name, "replay")) return xs_cmd_replay;
+    if (!strcmp(name, "validate")) return xs_cmd_validate;
+    if (!strcmp(name, "ep")) return xs_bench_ep;
+    if (!strcmp(name, "tp")) return xs_bench_tp;
+    if (!strcmp(name, "up")) return xs_bench_up;
+    return NULL;
+}
+
+static int not_built(const char *name)
+{
+    fprintf(stderr, "xstage: error: '%s' needs the CUDA side, and this xstage was built without "
+                    "nvcc\n", name);
+    return 1;
+}
+
+static int cmd_bench(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        printf("usage: xstage bench ep|tp|up [options]   (xstage bench ep --help for options)\n"
+               "  ep  fused MoE: dispatch, Linear-1, SwiGLU, Linear-2, combine (expert parallel)\n"
+               "  tp  fused GEMM + reduce-scatter, all-gather + GEMM, TP MLP block\n"
+               "  up  attention with a piggybacked Ulysses all-to-all\n");
+        return argc < 2 ? 1 : 0;
+    }
+    int (*fn)(int, char **) = NULL;
+    if (!strcmp(argv[1], "ep") || !strcmp(argv[1], "tp") || !strcmp(argv[1], "up"))
+        fn = gpu_fn(argv[1]);
+    else {
+        fprintf(stderr, "xstage: error: unknown benchmark '%s' (ep, tp or up)\n", argv[1]);
+        return 1;
+    }
+    if (!fn)
+        return not_built(argv[1]);
+    return fn(argc - 1, argv + 1);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: xstage <command> [options]   (xstage <command> --help for its options)\n\n");
+    for (size_t i = 0; i < sizeof subcmds / sizeof subcmds[0]; i++)
+        fprintf(f, "  %-10s %s\n", subcmds[i].name, subcmds[i].help);
+    fprintf(f, "\nProfiles: --profile FILE and --set NAME=VALUE on every command that reads one;\n"
+               "without --profile the embedded H200 PCIe profile is used.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 1;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof subcmds / sizeof subcmds[0]; i++) {
+        if (strcmp(argv[1], subcmds[i].name))
+            continue;
+        int (*fn)(int, char **) = subcmds[i].fn ? subcmds[i].fn : gpu_fn(argv[1]);
+        if (!fn)
+            return not_built(argv[1]);
+        return fn(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "xstage: error: unknown command '%s' (xstage --help lists them)\n", argv[1]);
+    return 1;
+}
