@@ -172,6 +172,7 @@ typedef struct {
     xs_sample *backlog;  /* [nbacklog], only when asked for */
     size_t nbacklog;
     double peak_backlog_bytes;
+    double makespan_ns;  /* when the last producer finished its last row's useful work */
 } xs_result;
 
 typedef struct {

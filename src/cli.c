@@ -1,0 +1,134 @@
+/*
+ * cli.c - option value parsing shared by every subcommand (sizes with K/M/G, times with units,
+ * bounded integers) and the --profile / --set resolution.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xstage_cli.h"
+
+xs_status xs_parse_size(const char *opt, const char *s, int64_t *out)
+{
+    if (!s || !*s)
+        return xs_seterr(XS_EINVAL, "%s: missing size", opt);
+    errno = 0;
+    char *end;
+    if (*s == '-')
+        return xs_seterr(XS_EINVAL, "%s '%s': a size cannot be negative", opt, s);
+    double v = strtod(s, &end);
+    if (end == s || errno == ERANGE || !isfinite(v))
+        return xs_seterr(XS_EINVAL, "%s '%s': not a size (e.g. 4096, 64K, 2M, 1G)", opt, s);
+    double mul = 1;
+    if (*end == 'K' || *end == 'k') mul = 1024.0, end++;
+    else if (*end == 'M' || *end == 'm') mul = 1024.0 * 1024, end++;
+    else if (*end == 'G' || *end == 'g') mul = 1024.0 * 1024 * 1024, end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end)
+        return xs_seterr(XS_EINVAL, "%s '%s': not a size (e.g. 4096, 64K, 2M, 1G)", opt, s);
+    v *= mul;
+    if (v > 9.0e18 || v != floor(v))
+        return xs_seterr(XS_EINVAL, "%s '%s': not a whole number of bytes in range", opt, s);
+    *out = (int64_t)v;
+    return XS_OK;
+}
+
+xs_status xs_parse_int(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    if (!s || !*s)
+        return xs_seterr(XS_EINVAL, "%s: missing value", opt);
+    errno = 0;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno == ERANGE)
+        return xs_seterr(XS_EINVAL, "%s '%s': not an integer", opt, s);
+    if (v < lo || v > hi)
+        return xs_seterr(XS_EINVAL, "%s %ld: outside %ld..%ld", opt, v, lo, hi);
+    *out = v;
+    return XS_OK;
+}
+
+xs_status xs_parse_double(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    if (!s || !*s)
+        return xs_seterr(XS_EINVAL, "%s: missing value", opt);
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno == ERANGE || !isfinite(v))
+        return xs_seterr(XS_EINVAL, "%s '%s': not a number", opt, s);
+    if (v < lo || v > hi)
+        return xs_seterr(XS_EINVAL, "%s %g: outside %g..%g", opt, v, lo, hi);
+    *out = v;
+    return XS_OK;
+}
+
+xs_status xs_parse_time_ns(const char *opt, const char *s, double *out)
+{
+    if (!s || !*s)
+        return xs_seterr(XS_EINVAL, "%s: missing time", opt);
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || errno == ERANGE || !isfinite(v))
+        return xs_seterr(XS_EINVAL, "%s '%s': not a time (e.g. 500, 500ns, 2us, 1.5ms)", opt, s);
+    double mul = 1;
+    if (!*end || !strcmp(end, "ns")) mul = 1;
+    else if (!strcmp(end, "us")) mul = 1e3;
+    else if (!strcmp(end, "ms")) mul = 1e6;
+    else if (!strcmp(end, "s")) mul = 1e9;
+    else
+        return xs_seterr(XS_EINVAL, "%s '%s': unknown time unit '%s' (ns, us, ms, s)", opt, s,
+                         end);
+    if (v < 0)
+        return xs_seterr(XS_EINVAL, "%s '%s': a time cannot be negative", opt, s);
+    v *= mul;
+    if (v > XS_MAX_GAP_NS)
+        return xs_seterr(XS_EINVAL, "%s '%s': longer than 1000 s", opt, s);
+    *out = v;
+    return XS_OK;
+}
+
+xs_status xs_profile_args_add_set(xs_profile_args *a, const char *assignment)
+{
+    if (a->nsets >= (int)(sizeof a->sets / sizeof a->sets[0]))
+        return xs_seterr(XS_EINVAL, "--set: at most 64 overrides");
+    a->sets[a->nsets++] = assignment;
+    return XS_OK;
+}
+
+xs_status xs_profile_args_resolve(const xs_profile_args *a, xs_profile *p)
+{
+    if (a->file)
+        XS_TRY(xs_profile_load(a->file, p));
+    else
+        xs_profile_default(p);
+    for (int i = 0; i < a->nsets; i++)
+        XS_TRY(xs_profile_set(p, a->sets[i]));
+    return xs_profile_check(p, a->nsets ? "profile after --set" : (a->file ? a->file
+                                                                            : "embedded profile"));
+}
+
+int xs_cli_fail(void)
+{
+    fprintf(stderr, "xstage: error: %s\n", xs_errmsg());
+    if (getenv("XS_DEBUG") && *xs_errwhere())
+        fprintf(stderr, "xstage: (first seen at %s)\n", xs_errwhere());
+    return 1;
+}
+
+int xs_cli_failf(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "xstage: error: %s\n", msg);
+    return 1;
+}

@@ -1,0 +1,359 @@
+/*
+ * profile.c - calibrated profiles: JSON load/save (jansson), --set overrides, plausibility.
+ *
+ * A profile is the calibrated numbers of one path (host, local, peer, virtual). The embedded
+ * default is an H200 over PCIe to pinned host memory; it goes through the same parser as a file.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xstage.h"
+
+/* Embedded default: the calibrated H200 host profile (bench/results/ holds the run). */
+static const char default_profile_json[] =
+    "{\n"
+    "  \"device\": \"NVIDIA H200\",\n"
+    "  \"path\": \"host\",\n"
+    "  \"date\": \"2026-11-29\",\n"
+    "  \"command\": \"DESIGN.md section 2 probe figures (not yet calibrated)\",\n"
+    "  \"provisional\": true,\n"
+    "  \"issue_bytes_per_ns\": 41.0,\n"
+    "  \"issue_overhead_ns\": 100.0,\n"
+    "  \"drain_bytes_per_ns\": 52.5,\n"
+    "  \"capacity_bytes\": 2359296,\n"
+    "  \"capacity_bytes_per_producer\": 18432,\n"
+    "  \"chunk_bytes\": 2048,\n"
+    "  \"barrier_ns\": 0\n"
+    "}\n";
+
+typedef struct {
+    const char *name;
+    size_t offset;
+    int required;
+} numeric_field;
+
+#define FIELD(n, req) {#n, offsetof(xs_profile, n), req}
+static const numeric_field numeric_fields[] = {
+    FIELD(issue_bytes_per_ns, 1),
+    FIELD(issue_overhead_ns, 1),
+    FIELD(drain_bytes_per_ns, 1),
+    FIELD(capacity_bytes, 1),
+    FIELD(capacity_bytes_per_producer, 1),
+    FIELD(chunk_bytes, 1),
+    FIELD(barrier_ns, 0),
+};
+#define NNUMERIC (sizeof numeric_fields / sizeof numeric_fields[0])
+
+const char *const xs_profile_fields[] = {
+    "issue_bytes_per_ns", "issue_overhead_ns", "drain_bytes_per_ns", "capacity_bytes",
+    "capacity_bytes_per_producer", "chunk_bytes", "barrier_ns", NULL};
+
+/* Keys that may appear besides the numeric fields; anything else is a typo. */
+static const char *const other_keys[] = {"device", "path", "date", "command", "provisional",
+                                         "fit", "notes", NULL};
+
+static double *field_ptr(xs_profile *p, const numeric_field *f)
+{
+    return (double *)((char *)p + f->offset);
+}
+
+static const numeric_field *find_numeric(const char *name)
+{
+    for (size_t i = 0; i < NNUMERIC; i++)
+        if (!strcmp(numeric_fields[i].name, name))
+            return &numeric_fields[i];
+    return NULL;
+}
+
+/* Line of the first occurrence of "key" in the text, for messages; 0 if not found. */
+static int key_line(const char *text, size_t len, const char *key)
+{
+    size_t kl = strlen(key);
+    int line = 1;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '\n')
+            line++;
+        else if (text[i] == '"' && i + kl + 1 < len && !strncmp(text + i + 1, key, kl) &&
+                 text[i + kl + 1] == '"')
+            return line;
+    }
+    return 0;
+}
+
+/* Edit distance, to suggest the field a typo meant. */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return 99;
+    int d[64][64];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < c) c = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < c) c = d[i][j - 1] + 1;
+            d[i][j] = c;
+        }
+    return d[la][lb];
+}
+
+static const char *suggest(const char *name)
+{
+    const char *best = NULL;
+    int bd = 4;
+    for (size_t i = 0; i < NNUMERIC; i++) {
+        int dd = edit_distance(name, numeric_fields[i].name);
+        if (dd < bd) { bd = dd; best = numeric_fields[i].name; }
+    }
+    for (size_t i = 0; other_keys[i]; i++) {
+        int dd = edit_distance(name, other_keys[i]);
+        if (dd < bd) { bd = dd; best = other_keys[i]; }
+    }
+    return best;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src ? src : "");
+}
+
+xs_status xs_profile_parse(const char *text, size_t len, const char *name, xs_profile *p)
+{
+    json_error_t err;
+    memset(p, 0, sizeof *p);
+    if (len == 0)
+        return xs_seterr(XS_EPARSE, "%s: empty profile", name);
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+    if (!root)
+        return xs_seterr(XS_EPARSE, "%s:%d:%d: invalid JSON: %s", name, err.line, err.column,
+                         err.text);
+    xs_status st = XS_OK;
+    if (!json_is_object(root)) {
+        st = xs_seterr(XS_EPARSE, "%s:1: a profile is a JSON object, not %s", name,
+                       json_is_array(root) ? "an array" : "a scalar");
+        goto out;
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach(root, key, val) {
+        int line = key_line(text, len, key);
+        const numeric_field *f = find_numeric(key);
+        if (f) {
+            if (!json_is_number(val)) {
+                st = xs_seterr(XS_EPARSE, "%s:%d: field '%s' must be a number", name, line, key);
+                goto out;
+            }
+            double v = json_number_value(val);
+            if (!isfinite(v)) {
+                st = xs_seterr(XS_EPARSE, "%s:%d: field '%s' is not finite", name, line, key);
+                goto out;
+            }
+            *field_ptr(p, f) = v;
+            continue;
+        }
+        int known = 0;
+        for (size_t i = 0; other_keys[i]; i++)
+            known |= !strcmp(other_keys[i], key);
+        if (!known) {
+            const char *s = suggest(key);
+            st = xs_seterr(XS_EPARSE, "%s:%d: unknown field '%s'%s%s%s", name, line, key,
+                           s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
+            goto out;
+        }
+        if (!strcmp(key, "provisional")) {
+            if (!json_is_boolean(val)) {
+                st = xs_seterr(XS_EPARSE, "%s:%d: field 'provisional' must be true or false",
+                               name, line);
+                goto out;
+            }
+            p->provisional = json_is_true(val);
+        } else if (!strcmp(key, "fit") || !strcmp(key, "notes")) {
+            /* informational: residuals of the fit, free-form notes */
+        } else {
+            if (!json_is_string(val)) {
+                st = xs_seterr(XS_EPARSE, "%s:%d: field '%s' must be a string", name, line, key);
+                goto out;
+            }
+            const char *s = json_string_value(val);
+            if (!strcmp(key, "device")) copy_str(p->device, sizeof p->device, s);
+            else if (!strcmp(key, "path")) copy_str(p->path, sizeof p->path, s);
+            else if (!strcmp(key, "date")) copy_str(p->date, sizeof p->date, s);
+            else copy_str(p->command, sizeof p->command, s);
+        }
+    }
+    for (size_t i = 0; i < NNUMERIC; i++) {
+        if (numeric_fields[i].required && !json_object_get(root, numeric_fields[i].name)) {
+            st = xs_seterr(XS_EPARSE, "%s: missing field '%s'", name, numeric_fields[i].name);
+            goto out;
+        }
+    }
+    if (!json_object_get(root, "path")) {
+        st = xs_seterr(XS_EPARSE, "%s: missing field 'path' (host, local, peer or virtual)", name);
+        goto out;
+    }
+    if (strcmp(p->path, "host") && strcmp(p->path, "local") && strcmp(p->path, "peer") &&
+        strcmp(p->path, "virtual")) {
+        st = xs_seterr(XS_EPARSE, "%s:%d: field 'path' is '%s'; expected host, local, peer or "
+                       "virtual", name, key_line(text, len, "path"), p->path);
+        goto out;
+    }
+    st = xs_profile_check(p, name);
+out:
+    json_decref(root);
+    return st;
+}
+
+void xs_profile_default(xs_profile *p)
+{
+    xs_status st = xs_profile_parse(default_profile_json, sizeof default_profile_json - 1,
+                                    "embedded profile", p);
+    if (st != XS_OK)
+        abort(); /* a broken embedded profile is a build defect; tests catch it first */
+}
+
+xs_status xs_profile_load(const char *path, xs_profile *p)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return xs_seterr(XS_EIO, "%s: cannot open profile: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        fclose(f);
+        return xs_seterr(XS_ENOMEM, "%s: out of memory", path);
+    }
+    for (;;) {
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0)
+            break;
+        if (len == cap) {
+            if (cap >= (64u << 20)) {
+                free(buf);
+                fclose(f);
+                return xs_seterr(XS_ERANGE, "%s: profile larger than 64 MiB", path);
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return xs_seterr(XS_ENOMEM, "%s: out of memory", path);
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    int rerr = ferror(f);
+    fclose(f);
+    if (rerr) {
+        free(buf);
+        return xs_seterr(XS_EIO, "%s: read error", path);
+    }
+    xs_status st = xs_profile_parse(buf, len, path, p);
+    free(buf);
+    return st;
+}
+
+xs_status xs_profile_check(const xs_profile *p, const char *name)
+{
+    static const double huge = 1e15;
+    for (size_t i = 0; i < NNUMERIC; i++) {
+        double v = *field_ptr((xs_profile *)p, &numeric_fields[i]);
+        if (!isfinite(v) || fabs(v) > huge)
+            return xs_seterr(XS_ERANGE, "%s: %s = %g is not a usable number", name,
+                             numeric_fields[i].name, v);
+    }
+    if (p->issue_bytes_per_ns <= 0)
+        return xs_seterr(XS_ERANGE, "%s: issue_bytes_per_ns = %g: an issue rate must be > 0",
+                         name, p->issue_bytes_per_ns);
+    if (p->drain_bytes_per_ns <= 0)
+        return xs_seterr(XS_ERANGE, "%s: drain_bytes_per_ns = %g: a drain rate must be > 0",
+                         name, p->drain_bytes_per_ns);
+    if (p->issue_overhead_ns < 0)
+        return xs_seterr(XS_ERANGE, "%s: issue_overhead_ns = %g must be >= 0", name,
+                         p->issue_overhead_ns);
+    if (p->chunk_bytes < 1)
+        return xs_seterr(XS_ERANGE, "%s: chunk_bytes = %g must be >= 1", name, p->chunk_bytes);
+    if (p->capacity_bytes < p->chunk_bytes)
+        return xs_seterr(XS_ERANGE, "%s: capacity_bytes = %g is smaller than one chunk (%g)",
+                         name, p->capacity_bytes, p->chunk_bytes);
+    if (p->capacity_bytes_per_producer < 0 ||
+        (p->capacity_bytes_per_producer > 0 && p->capacity_bytes_per_producer < p->chunk_bytes))
+        return xs_seterr(XS_ERANGE, "%s: capacity_bytes_per_producer = %g must be 0 (no cap) or "
+                         ">= chunk_bytes (%g)", name, p->capacity_bytes_per_producer,
+                         p->chunk_bytes);
+    if (p->barrier_ns < 0)
+        return xs_seterr(XS_ERANGE, "%s: barrier_ns = %g must be >= 0", name, p->barrier_ns);
+    return XS_OK;
+}
+
+xs_status xs_profile_set(xs_profile *p, const char *assignment)
+{
+    const char *eq = strchr(assignment, '=');
+    if (!eq || eq == assignment)
+        return xs_seterr(XS_EINVAL, "--set '%s': expected NAME=VALUE", assignment);
+    char name[64];
+    size_t nl = (size_t)(eq - assignment);
+    if (nl >= sizeof name)
+        return xs_seterr(XS_EINVAL, "--set '%s': unknown field name", assignment);
+    memcpy(name, assignment, nl);
+    name[nl] = 0;
+    const numeric_field *f = find_numeric(name);
+    if (!f) {
+        const char *s = suggest(name);
+        return xs_seterr(XS_EINVAL, "--set: unknown profile field '%s'%s%s%s (numeric fields: "
+                         "issue_bytes_per_ns, issue_overhead_ns, drain_bytes_per_ns, "
+                         "capacity_bytes, capacity_bytes_per_producer, chunk_bytes, barrier_ns)",
+                         name, s ? "; did you mean '" : "", s ? s : "", s ? "'?" : "");
+    }
+    const char *v = eq + 1;
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    while (end && isspace((unsigned char)*end))
+        end++;
+    if (!*v || *end || errno == ERANGE || !isfinite(x))
+        return xs_seterr(XS_EINVAL, "--set %s: '%s' is not a finite number", name, v);
+    *field_ptr(p, f) = x;
+    return XS_OK;
+}
+
+xs_status xs_profile_save(const xs_profile *p, const char *path)
+{
+    json_t *o = json_object();
+    if (!o)
+        return xs_seterr(XS_ENOMEM, "out of memory");
+    json_object_set_new(o, "device", json_string(p->device));
+    json_object_set_new(o, "path", json_string(p->path));
+    json_object_set_new(o, "date", json_string(p->date));
+    json_object_set_new(o, "command", json_string(p->command));
+    json_object_set_new(o, "provisional", json_boolean(p->provisional));
+    for (size_t i = 0; i < NNUMERIC; i++)
+        json_object_set_new(o, numeric_fields[i].name,
+                            json_real(*field_ptr((xs_profile *)p, &numeric_fields[i])));
+    int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    json_decref(o);
+    if (rc != 0)
+        return xs_seterr(XS_EIO, "%s: cannot write profile", path);
+    return XS_OK;
+}
+
+void xs_profile_print(const xs_profile *p, FILE *f)
+{
+    fprintf(f, "# profile: %s, path %s, %s%s\n", p->device[0] ? p->device : "?", p->path,
+            p->date[0] ? p->date : "undated", p->provisional ? " (provisional)" : "");
+    if (p->command[0])
+        fprintf(f, "# produced by: %s\n", p->command);
+    fprintf(f, "%-30s %14s  %s\n", "field", "value", "unit");
+    static const char *const units[] = {"bytes/ns", "ns", "bytes/ns", "bytes", "bytes", "bytes",
+                                        "ns"};
+    for (size_t i = 0; i < NNUMERIC; i++)
+        fprintf(f, "%-30s %14.6g  %s\n", numeric_fields[i].name,
+                *field_ptr((xs_profile *)p, &numeric_fields[i]), units[i]);
+}

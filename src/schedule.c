@@ -1,0 +1,308 @@
+/*
+ * schedule.c - burst-gap schedules: CSV parse and write (DESIGN.md section 4).
+ *
+ *     # comment lines and blank lines anywhere
+ *     producers,bytes_per_producer,gap_ns
+ *     132,16384,0
+ *
+ * Every error names the file and line: a schedule is usually written by hand.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xstage.h"
+
+#define MAX_LINE 4096
+static const char header[] = "producers,bytes_per_producer,gap_ns";
+
+void xs_schedule_free(xs_schedule *s)
+{
+    free(s->rows);
+    s->rows = NULL;
+    s->nrows = s->cap = 0;
+}
+
+xs_status xs_schedule_append(xs_schedule *s, int producers, int64_t bytes, double gap_ns)
+{
+    if (producers < 1 || producers > XS_MAX_PRODUCERS)
+        return xs_seterr(XS_ERANGE, "producers = %d outside 1..%d", producers, XS_MAX_PRODUCERS);
+    if (bytes < 1 || bytes > XS_MAX_BYTES_PER_PRODUCER)
+        return xs_seterr(XS_ERANGE, "bytes_per_producer = %" PRId64 " outside 1..2^40", bytes);
+    if (!(gap_ns >= 0) || gap_ns > XS_MAX_GAP_NS)
+        return xs_seterr(XS_ERANGE, "gap_ns = %g outside 0..1e12", gap_ns);
+    if (s->nrows >= XS_MAX_ROWS)
+        return xs_seterr(XS_ERANGE, "more than %d rows", XS_MAX_ROWS);
+    if (s->nrows == s->cap) {
+        int nc = s->cap ? s->cap * 2 : 16;
+        xs_row *nr = realloc(s->rows, (size_t)nc * sizeof *nr);
+        if (!nr)
+            return xs_seterr(XS_ENOMEM, "out of memory for %d schedule rows", nc);
+        s->rows = nr;
+        s->cap = nc;
+    }
+    s->rows[s->nrows++] = (xs_row){producers, bytes, gap_ns};
+    return XS_OK;
+}
+
+static char *trim(char *a)
+{
+    while (isspace((unsigned char)*a))
+        a++;
+    char *e = a + strlen(a);
+    while (e > a && isspace((unsigned char)e[-1]))
+        *--e = 0;
+    return a;
+}
+
+/* Integer with an optional K/M/G suffix (powers of 1024); 0 on success. */
+static int parse_int(const char *t, int64_t max, int64_t *out, const char **why)
+{
+    if (!*t) { *why = "is empty"; return -1; }
+    if (*t == '-') { *why = "is negative"; return -1; }
+    if (!isdigit((unsigned char)*t)) { *why = "is not a number"; return -1; }
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(t, &end, 10);
+    if (errno == ERANGE) { *why = "overflows"; return -1; }
+    unsigned long long mul = 1;
+    if (*end == 'K' || *end == 'k') mul = 1ull << 10, end++;
+    else if (*end == 'M' || *end == 'm') mul = 1ull << 20, end++;
+    else if (*end == 'G' || *end == 'g') mul = 1ull << 30, end++;
+    if (*end) { *why = (*end == '.' || *end == 'e' || *end == 'E') ? "is not an integer"
+                                                                     : "is not a number";
+                return -1; }
+    if (v > (unsigned long long)max / mul) { *why = "is too large"; return -1; }
+    *out = (int64_t)(v * mul);
+    return 0;
+}
+
+static int parse_gap(const char *t, double *out, const char **why)
+{
+    if (!*t) { *why = "is empty"; return -1; }
+    errno = 0;
+    char *end;
+    double v = strtod(t, &end);
+    if (end == t || *end) { *why = "is not a number"; return -1; }
+    if (errno == ERANGE || !isfinite(v)) { *why = "overflows"; return -1; }
+    if (v < 0) { *why = "is negative"; return -1; }
+    if (v > XS_MAX_GAP_NS) { *why = "is too large (over 1e12 ns)"; return -1; }
+    *out = v;
+    return 0;
+}
+
+xs_status xs_schedule_parse(const char *text, size_t len, const char *name, xs_schedule *s)
+{
+    memset(s, 0, sizeof *s);
+    if (len == 0)
+        return xs_seterr(XS_EPARSE, "%s: empty schedule (expected the header '%s')", name, header);
+    if (memchr(text, 0, len))
+        return xs_seterr(XS_EPARSE, "%s: binary data (NUL byte) in a schedule", name);
+    char line[MAX_LINE + 2];
+    int lineno = 0, have_header = 0;
+    double total = 0;
+    size_t pos = 0;
+    while (pos < len) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t ll = nl ? (size_t)(nl - (text + pos)) : len - pos;
+        lineno++;
+        if (ll > MAX_LINE) {
+            xs_schedule_free(s);
+            return xs_seterr(XS_EPARSE, "%s:%d: line longer than %d characters", name, lineno,
+                             MAX_LINE);
+        }
+        memcpy(line, text + pos, ll);
+        line[ll] = 0;
+        pos += ll + (nl ? 1 : 0);
+        char *l = trim(line);
+        if (!*l || *l == '#')
+            continue;
+        if (!have_header) {
+            /* the header, with optional spaces around the names */
+            char norm[MAX_LINE + 2];
+            size_t n = 0;
+            for (char *c = l; *c; c++)
+                if (!isspace((unsigned char)*c))
+                    norm[n++] = *c;
+            norm[n] = 0;
+            if (strcmp(norm, header)) {
+                xs_seterr(XS_EPARSE, "%s:%d: expected the header '%s', found '%.60s'", name,
+                          lineno, header, l);
+                return XS_EPARSE;
+            }
+            have_header = 1;
+            continue;
+        }
+        char *field[4];
+        int nf = 0;
+        char *c = l;
+        field[nf++] = c;
+        for (; *c; c++) {
+            if (*c == ',') {
+                *c = 0;
+                if (nf == 4)
+                    break;
+                field[nf++] = c + 1;
+            }
+        }
+        if (nf != 3) {
+            xs_schedule_free(s);
+            return xs_seterr(XS_EPARSE, "%s:%d: %s fields; a row is producers,bytes_per_producer,"
+                             "gap_ns", name, lineno, nf < 3 ? "too few" : "too many");
+        }
+        const char *why;
+        int64_t k, b;
+        double g;
+        if (parse_int(trim(field[0]), XS_MAX_PRODUCERS, &k, &why)) {
+            xs_schedule_free(s);
+            if (!strcmp(why, "is too large"))
+                return xs_seterr(XS_EPARSE, "%s:%d: producers '%s' is too large (at most %d)",
+                                 name, lineno, trim(field[0]), XS_MAX_PRODUCERS);
+            return xs_seterr(XS_EPARSE, "%s:%d: producers '%s' %s", name, lineno, trim(field[0]),
+                             why);
+        }
+        if (k == 0) {
+            xs_schedule_free(s);
+            return xs_seterr(XS_EPARSE, "%s:%d: zero producers; a row needs at least one", name,
+                             lineno);
+        }
+        if (parse_int(trim(field[1]), XS_MAX_BYTES_PER_PRODUCER, &b, &why)) {
+            xs_schedule_free(s);
+            return xs_seterr(XS_EPARSE, "%s:%d: bytes_per_producer '%s' %s%s", name, lineno,
+                             trim(field[1]), why,
+                             strcmp(why, "is too large") ? "" : " (at most 2^40)");
+        }
+        if (b == 0) {
+            xs_schedule_free(s);
+            return xs_seterr(XS_EPARSE, "%s:%d: bytes_per_producer is zero; a burst stores at "
+                             "least one byte", name, lineno);
+        }
+        if (parse_gap(trim(field[2]), &g, &why)) {
+            xs_schedule_free(s);
+            return xs_seterr(XS_EPARSE, "%s:%d: gap_ns '%s' %s", name, lineno, trim(field[2]),
+                             why);
+        }
+        total += (double)k * (double)b;
+        if (total > 4e18) {
+            xs_schedule_free(s);
+            return xs_seterr(XS_EPARSE, "%s:%d: total bytes of the schedule overflow", name,
+                             lineno);
+        }
+        xs_status st = xs_schedule_append(s, (int)k, b, g);
+        if (st != XS_OK) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", xs_errmsg());
+            xs_schedule_free(s);
+            return xs_seterr(st, "%s:%d: %s", name, lineno, msg);
+        }
+    }
+    if (!have_header)
+        return xs_seterr(XS_EPARSE, "%s: empty schedule (only comments or blank lines; expected "
+                         "the header '%s')", name, header);
+    if (s->nrows == 0)
+        return xs_seterr(XS_EPARSE, "%s:%d: no rows after the header", name, lineno);
+    return XS_OK;
+}
+
+xs_status xs_schedule_load(const char *path, xs_schedule *s)
+{
+    memset(s, 0, sizeof *s);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return xs_seterr(XS_EIO, "%s: cannot open schedule: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    xs_status st = XS_OK;
+    if (!buf) {
+        st = xs_seterr(XS_ENOMEM, "%s: out of memory", path);
+        goto out;
+    }
+    for (;;) {
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0)
+            break;
+        if (len == cap) {
+            if (cap >= ((size_t)1 << 30)) {
+                st = xs_seterr(XS_ERANGE, "%s: schedule larger than 1 GiB", path);
+                goto out;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                st = xs_seterr(XS_ENOMEM, "%s: out of memory", path);
+                goto out;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    if (ferror(f)) {
+        st = xs_seterr(XS_EIO, "%s: read error: %s", path, strerror(errno));
+        goto out;
+    }
+    st = xs_schedule_parse(buf, len, path, s);
+out:
+    free(buf);
+    fclose(f);
+    return st;
+}
+
+xs_status xs_schedule_write(const xs_schedule *s, FILE *f, const char *comment)
+{
+    if (comment && *comment) {
+        /* every line of the comment becomes a '#' line */
+        const char *c = comment;
+        while (*c) {
+            const char *e = strchr(c, '\n');
+            size_t n = e ? (size_t)(e - c) : strlen(c);
+            fprintf(f, "# %.*s\n", (int)n, c);
+            c += n + (e ? 1 : 0);
+        }
+    }
+    fprintf(f, "%s\n", header);
+    for (int i = 0; i < s->nrows; i++)
+        fprintf(f, "%d,%" PRId64 ",%.10g\n", s->rows[i].producers, s->rows[i].bytes_per_producer,
+                s->rows[i].gap_ns);
+    return ferror(f) ? xs_seterr(XS_EIO, "write error") : XS_OK;
+}
+
+xs_status xs_schedule_save(const xs_schedule *s, const char *path, const char *comment)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return xs_seterr(XS_EIO, "%s: cannot write schedule: %s", path, strerror(errno));
+    xs_status st = xs_schedule_write(s, f, comment);
+    if (fclose(f) != 0 && st == XS_OK)
+        st = xs_seterr(XS_EIO, "%s: write error", path);
+    else if (st != XS_OK)
+        st = xs_seterr(st, "%s: write error", path);
+    return st;
+}
+
+int xs_schedule_max_producers(const xs_schedule *s)
+{
+    int m = 0;
+    for (int i = 0; i < s->nrows; i++)
+        if (s->rows[i].producers > m)
+            m = s->rows[i].producers;
+    return m;
+}
+
+double xs_schedule_bytes(const xs_schedule *s)
+{
+    double b = 0;
+    for (int i = 0; i < s->nrows; i++)
+        b += (double)s->rows[i].producers * (double)s->rows[i].bytes_per_producer;
+    return b;
+}
+
+double xs_schedule_gap_ns(const xs_schedule *s)
+{
+    double g = 0;
+    for (int i = 0; i < s->nrows; i++)
+        g += s->rows[i].gap_ns;
+    return g;
+}

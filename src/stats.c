@@ -1,0 +1,64 @@
+/*
+ * stats.c - medians, quantiles and geometric means for reports (copies; inputs untouched).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xstage.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Linear interpolation between order statistics (type 7, as numpy's default). */
+double xs_quantile(const double *x, size_t n, double q)
+{
+    if (n == 0)
+        return NAN;
+    double *c = malloc(n * sizeof *c);
+    if (!c)
+        return NAN;
+    memcpy(c, x, n * sizeof *c);
+    qsort(c, n, sizeof *c, cmp_double);
+    if (q <= 0) q = 0;
+    if (q >= 1) q = 1;
+    double h = q * (double)(n - 1);
+    size_t i = (size_t)floor(h);
+    double v = i + 1 < n ? c[i] + (h - (double)i) * (c[i + 1] - c[i]) : c[n - 1];
+    free(c);
+    return v;
+}
+
+double xs_median(const double *x, size_t n) { return xs_quantile(x, n, 0.5); }
+
+double xs_geomean(const double *x, size_t n)
+{
+    if (n == 0)
+        return NAN;
+    double s = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(x[i] > 0))
+            return NAN;
+        s += log(x[i]);
+    }
+    return exp(s / (double)n);
+}
+
+double xs_min(const double *x, size_t n)
+{
+    double m = n ? x[0] : NAN;
+    for (size_t i = 1; i < n; i++)
+        if (x[i] < m) m = x[i];
+    return m;
+}
+
+double xs_max(const double *x, size_t n)
+{
+    double m = n ? x[0] : NAN;
+    for (size_t i = 1; i < n; i++)
+        if (x[i] > m) m = x[i];
+    return m;
+}

@@ -1,0 +1,436 @@
+/*
+ * test_model.c - closed forms, the event simulation against them (property tests over random
+ * parameters), producer drift, the per-producer cap, and the planner's invariants.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "xstage.h"
+#include "xt.h"
+
+static uint64_t rng_state;
+static double urand(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+static double uniform(double a, double b) { return a + (b - a) * urand(); }
+static double loguniform(double a, double b) { return exp(uniform(log(a), log(b))); }
+
+static xs_profile b200(void)
+{
+    xs_profile p;
+    xs_profile_default(&p);
+    p.issue_bytes_per_ns = 43.1;
+    p.drain_bytes_per_ns = 717;
+    p.capacity_bytes = 4456448;
+    p.capacity_bytes_per_producer = 0;
+    p.issue_overhead_ns = 0;
+    return p;
+}
+
+static xs_profile random_profile(void)
+{
+    xs_profile p;
+    xs_profile_default(&p);
+    p.issue_bytes_per_ns = loguniform(5, 100);
+    p.drain_bytes_per_ns = loguniform(20, 1000);
+    p.issue_overhead_ns = urand() < 0.3 ? 0 : uniform(0, 400);
+    p.chunk_bytes = 512 * (1 << (int)uniform(0, 5)); /* 512 .. 8K */
+    p.capacity_bytes = p.chunk_bytes * floor(loguniform(64, 4096));
+    p.capacity_bytes_per_producer = urand() < 0.5 ? 0 : p.chunk_bytes * floor(uniform(2, 32));
+    return p;
+}
+
+static void one_row(xs_schedule *s, int k, int64_t b, double g, int rows)
+{
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < rows; i++)
+        xs_schedule_append(s, k, b, g);
+}
+
+static void test_closed_forms(void)
+{
+    xs_profile p = b200();
+    xs_bg o;
+    xs_bg_eval(&p, 148, 32768, 0, &o);
+    XT_NEAR(o.t_iss0_ns, 32768 / 43.1, 1e-12);   /* the published ~0.76 us */
+    XT_NEAR(o.v_over_r_ns, 148.0 * 32768 / 717, 1e-12);
+    XT_NEAR(o.g_star_ns, 148.0 * 32768 / 717 - 32768 / 43.1, 1e-12);
+    XT_NEAR(o.q_peak0_bytes, 148.0 * 32768 - 717 * (32768 / 43.1), 1e-12);
+    XT_NEAR(o.t_period_ns, 148.0 * 32768 / 717, 1e-12);
+    XT_CHECK(!o.rate_ok && o.capacity_ok && !o.no_backpressure, "zero gap at B=32K is rate-bound");
+    /* exactly G*: the rate inequality holds with equality */
+    xs_bg_eval(&p, 148, 32768, o.g_star_ns, &o);
+    XT_CHECK(o.rate_ok && o.no_backpressure, "G = G* meets the criterion");
+    XT_NEAR(o.t_period_ns, o.t_iss0_ns + o.g_star_ns, 1e-12);
+    XT_CHECK(o.delta_t_iss_ns == 0, "no overhead at G*: %g", o.delta_t_iss_ns);
+    /* above the knee an isolated burst is capacity-bound */
+    xs_bg_eval(&p, 148, 131072, 0, &o);
+    XT_NEAR(o.t_iss_iso_ns, (148.0 * 131072 - 4456448) / 717, 1e-12);
+    XT_CHECK(!o.capacity_ok, "148 x 128K exceeds Q");
+    /* per-producer cap: Q(K) = min(Q, K * cap) */
+    p.capacity_bytes_per_producer = 16384;
+    XT_NEAR(xs_capacity(&p, 16), 16.0 * 16384, 1e-12);
+    XT_NEAR(xs_capacity(&p, 1000), 4456448, 1e-12);
+    /* capacity-aware steady state equals the published one when Q >= R*(G+o) */
+    p = b200();
+    xs_bg_eval(&p, 148, 65536, 2000, &o);
+    XT_NEAR(o.t_iss_steady_ns, o.t_iss_ns, 1e-12);
+    /* and differs when the stage runs dry in the gap (small Q, long gap) */
+    p.capacity_bytes = 65536;
+    xs_bg_eval(&p, 148, 65536, 5000, &o);
+    XT_CHECK(o.t_iss_steady_ns > o.t_iss_ns, "steady %g > published %g when Q < R*G",
+             o.t_iss_steady_ns, o.t_iss_ns);
+}
+
+/* The issue's acceptance figures: the published B200 numbers, B from 8 KB to 256 KB. */
+static void test_b200_acceptance(void)
+{
+    xs_profile p = b200();
+    for (int64_t B = 8192; B <= 262144; B *= 2) {
+        xs_schedule s;
+        xs_result r;
+        one_row(&s, 148, B, 0, 1);
+        XT_CHECK(xs_simulate(&p, &s, NULL, &r) == XS_OK, "%s", xs_errmsg());
+        double want = fmax(B / 43.1, (148.0 * B - 4456448) / 717);
+        XT_NEAR(r.rows[0].issue_max_ns, want, 0.02);
+        xs_result_free(&r);
+        xs_schedule_free(&s);
+        one_row(&s, 148, B, 0, 10);
+        XT_CHECK(xs_simulate(&p, &s, NULL, &r) == XS_OK, "%s", xs_errmsg());
+        if (10.0 * 148 * B > 4456448 + 148.0 * B / 43.1 * 717)
+            XT_NEAR(r.rows[9].end_ns, (10.0 * 148 * B - 4456448) / 717, 0.02);
+        xs_result_free(&r);
+        xs_schedule_free(&s);
+    }
+}
+
+/* Random parameters: an isolated burst agrees with T_iss_iso within 1 %. */
+static void test_isolated_property(int trials)
+{
+    int fails = 0;
+    for (int t = 0; t < trials; t++) {
+        xs_profile p = random_profile();
+        int k = (int)loguniform(1, 257);
+        int64_t b = (int64_t)(p.chunk_bytes * floor(loguniform(16, 512)));
+        xs_schedule s;
+        xs_result r;
+        one_row(&s, k, b, 0, 1);
+        if (xs_simulate(&p, &s, NULL, &r) != XS_OK) {
+            XT_CHECK(0, "simulate: %s", xs_errmsg());
+            xs_schedule_free(&s);
+            continue;
+        }
+        xs_bg o;
+        xs_bg_eval(&p, k, (double)b, 0, &o);
+        if (!xt_near(r.rows[0].issue_max_ns, o.t_iss_iso_ns, 0.01)) {
+            fails++;
+            fprintf(stderr, "isolated: r=%g R=%g o=%g Q=%g cap=%g chunk=%g K=%d B=%lld: sim %g "
+                            "closed %g\n", p.issue_bytes_per_ns, p.drain_bytes_per_ns,
+                    p.issue_overhead_ns, p.capacity_bytes, p.capacity_bytes_per_producer,
+                    p.chunk_bytes, k, (long long)b, r.rows[0].issue_max_ns, o.t_iss_iso_ns);
+        }
+        xs_result_free(&r);
+        xs_schedule_free(&s);
+    }
+    XT_CHECK(fails == 0, "%d of %d isolated bursts off by more than 1 %%", fails, trials);
+}
+
+/* Random parameters: steady periodic bursts of identical, synchronised producers reach the
+ * capacity-aware steady state: period and issue time within 1 %. */
+static void test_periodic_property(int trials)
+{
+    int fails = 0;
+    for (int t = 0; t < trials; t++) {
+        xs_profile p = random_profile();
+        p.barrier_ns = 0;
+        int k = (int)loguniform(1, 257);
+        int64_t b = (int64_t)(p.chunk_bytes * floor(loguniform(16, 256)));
+        xs_bg o;
+        xs_bg_eval(&p, k, (double)b, 0, &o);
+        /* gaps from far below to far above G* */
+        double g = o.g_star_ns * loguniform(0.05, 3) + uniform(0, 2000);
+        xs_bg_eval(&p, k, (double)b, g, &o);
+        /* enough bursts to fill the stage when the train is drain-limited, plus 20 */
+        double grow = o.volume_bytes - p.drain_bytes_per_ns * (o.t_iss0_ns + g);
+        double fill = grow > 0 ? o.capacity_bytes / grow : 0;
+        if (fill > 2000) {
+            t--; /* too slow to reach steady state here: draw again */
+            continue;
+        }
+        const int rows = 20 + (int)ceil(fill);
+        xs_schedule s;
+        xs_result r;
+        one_row(&s, k, b, g, rows);
+        xs_sim_opts so = {.sync = 1};
+        if (xs_simulate(&p, &s, &so, &r) != XS_OK) {
+            XT_CHECK(0, "simulate: %s", xs_errmsg());
+            xs_schedule_free(&s);
+            continue;
+        }
+        double period = (r.rows[rows - 1].end_ns - r.rows[rows - 11].end_ns) / 10;
+        double iss = r.rows[rows - 1].issue_max_ns;
+        if (!xt_near(period, o.t_period_steady_ns, 0.01) || !xt_near(iss, o.t_iss_steady_ns, 0.01)) {
+            fails++;
+            fprintf(stderr, "periodic: r=%g R=%g o=%g Q(K)=%g chunk=%g K=%d B=%lld G=%g: period "
+                            "sim %g closed %g; issue sim %g closed %g\n",
+                    p.issue_bytes_per_ns, p.drain_bytes_per_ns, p.issue_overhead_ns,
+                    o.capacity_bytes, p.chunk_bytes, k, (long long)b, g, period,
+                    o.t_period_steady_ns, iss, o.t_iss_steady_ns);
+        }
+        /* where the published assumptions hold (Q >= R(G+o)), the published forms too */
+        if (o.capacity_bytes >= p.drain_bytes_per_ns * (g + p.issue_overhead_ns) &&
+            !xt_near(period, o.t_period_ns, 0.01))
+            fails++;
+        xs_result_free(&r);
+        xs_schedule_free(&s);
+    }
+    XT_CHECK(fails == 0, "%d of %d periodic trains off by more than 1 %%", fails, trials);
+}
+
+/* DESIGN.md section 2: free-running producers drift after one backpressured burst, and later
+ * equal bursts are then accepted without stall; synchronised producers stall every time. */
+static void test_drift(void)
+{
+    xs_profile p;
+    xs_profile_default(&p);
+    p.capacity_bytes_per_producer = 0;
+    xs_schedule s;
+    one_row(&s, 132, 32768, 100000, 6);
+    xs_result fr, sr;
+    xs_sim_opts so = {.sync = 1, .record_windows = 1};
+    xs_sim_opts fo = {.sync = 0, .record_windows = 1};
+    XT_CHECK(xs_simulate(&p, &s, &fo, &fr) == XS_OK, "%s", xs_errmsg());
+    XT_CHECK(xs_simulate(&p, &s, &so, &sr) == XS_OK, "%s", xs_errmsg());
+    xs_bg o;
+    xs_bg_eval(&p, 132, 32768, 100000, &o);
+    /* the first burst is the same in both */
+    XT_NEAR(fr.rows[0].issue_max_ns, sr.rows[0].issue_max_ns, 1e-9);
+    XT_NEAR(sr.rows[0].issue_max_ns, o.t_iss_iso_ns, 0.01);
+    /* after it, producers are spread: at least one round of chunks (K*c/R) */
+    double lo = INFINITY, hi = -INFINITY;
+    for (int q = 0; q < 132; q++) {
+        double e = fr.win_end[q];
+        lo = e < lo ? e : lo;
+        hi = e > hi ? e : hi;
+    }
+    double stall = o.t_iss_iso_ns - o.t_iss0_ns;
+    double round = 132 * p.chunk_bytes / p.drain_bytes_per_ns;
+    XT_CHECK(hi - lo > 0.9 * round, "end-time spread %.0f ns vs one round %.0f ns", hi - lo,
+             round);
+    /* from the third burst on, free-running producers issue unstalled; synchronised ones stall */
+    XT_NEAR(fr.rows[4].issue_max_ns, o.t_iss0_ns, 0.01);
+    XT_NEAR(sr.rows[4].issue_max_ns, o.t_iss_iso_ns, 0.01);
+    double ratio = sr.rows[5].end_ns / fr.rows[5].end_ns;
+    XT_CHECK(ratio > 1.15, "synchronised/free-running total %.3f (drift should save > 15 %%)",
+             ratio);
+    xs_result_free(&fr);
+    xs_result_free(&sr);
+
+    /* with chunks as large as half a burst, the spread after one burst is about the stall */
+    p.chunk_bytes = 16384;
+    XT_CHECK(xs_simulate(&p, &s, &fo, &fr) == XS_OK, "%s", xs_errmsg());
+    lo = INFINITY, hi = -INFINITY;
+    for (int q = 0; q < 132; q++) {
+        lo = fmin(lo, fr.win_end[q]);
+        hi = fmax(hi, fr.win_end[q]);
+    }
+    XT_CHECK(hi - lo > 0.5 * stall, "end-time spread %.0f ns vs stall %.0f ns", hi - lo, stall);
+    XT_NEAR(fr.rows[1].issue_max_ns, o.t_iss0_ns, 0.01);
+    xs_result_free(&fr);
+    xs_schedule_free(&s);
+}
+
+/* Fewer producers stall on smaller volumes when each producer's outstanding bytes are capped. */
+static void test_per_producer_cap(void)
+{
+    xs_profile p;
+    xs_profile_default(&p);
+    p.capacity_bytes_per_producer = 16384;
+    xs_schedule s;
+    xs_result r;
+    one_row(&s, 16, 65536, 0, 1);
+    XT_CHECK(xs_simulate(&p, &s, NULL, &r) == XS_OK, "%s", xs_errmsg());
+    xs_bg o;
+    xs_bg_eval(&p, 16, 65536, 0, &o);
+    XT_NEAR(o.capacity_bytes, 16.0 * 16384, 1e-12);
+    XT_NEAR(r.rows[0].issue_max_ns, o.t_iss_iso_ns, 0.01);
+    XT_CHECK(o.t_iss_iso_ns > o.t_iss0_ns * 1.5, "16 x 64K stalls with a 16K cap");
+    xs_result_free(&r);
+    xs_schedule_free(&s);
+    p.capacity_bytes_per_producer = 0;
+    one_row(&s, 16, 65536, 0, 1);
+    XT_CHECK(xs_simulate(&p, &s, NULL, &r) == XS_OK, "%s", xs_errmsg());
+    XT_NEAR(r.rows[0].issue_max_ns, p.issue_overhead_ns + 65536 / p.issue_bytes_per_ns, 0.01);
+    xs_result_free(&r);
+    xs_schedule_free(&s);
+}
+
+/* Mixed rows: windows, ordering, inactive producers and the backlog record. */
+static void test_sim_invariants(void)
+{
+    xs_profile p;
+    xs_profile_default(&p);
+    xs_schedule s = {0};
+    xs_schedule_append(&s, 132, 65536, 5000);
+    xs_schedule_append(&s, 8, 4096, 0);
+    xs_schedule_append(&s, 64, 100000, 20000);
+    xs_schedule_append(&s, 132, 16, 0);
+    xs_sim_opts so = {.record_windows = 1, .record_backlog = 1, .max_samples = 1000};
+    xs_result r;
+    XT_CHECK(xs_simulate(&p, &s, &so, &r) == XS_OK, "%s", xs_errmsg());
+    XT_CHECK(r.nproducers == 132 && r.nrows == 4, "shape %d x %d", r.nrows, r.nproducers);
+    int bad = 0;
+    for (int row = 0; row < 4; row++)
+        for (int q = 0; q < 132; q++) {
+            double a = r.win_start[row * 132 + q], e = r.win_end[row * 132 + q];
+            int active = q < s.rows[row].producers;
+            if (active != !isnan(a))
+                bad++;
+            if (active && e < a + p.issue_overhead_ns +
+                                  s.rows[row].bytes_per_producer / p.issue_bytes_per_ns - 1e-6)
+                bad++; /* faster than unconstrained issue */
+        }
+    XT_CHECK(bad == 0, "%d windows inconsistent", bad);
+    XT_CHECK(r.nbacklog > 0 && r.nbacklog <= 1000, "%zu backlog samples", r.nbacklog);
+    double peak = 0;
+    for (size_t i = 0; i < r.nbacklog; i++) {
+        peak = fmax(peak, r.backlog[i].backlog_bytes);
+        if (i && r.backlog[i].t_ns < r.backlog[i - 1].t_ns)
+            bad++;
+    }
+    XT_CHECK(bad == 0, "backlog samples out of order");
+    XT_CHECK(peak <= xs_capacity(&p, 132) + 1e-6, "peak %g above capacity", peak);
+    XT_CHECK(r.peak_backlog_bytes <= p.capacity_bytes + 1e-6, "peak %g", r.peak_backlog_bytes);
+    XT_CHECK(r.makespan_ns >= r.rows[3].end_ns, "makespan %g", r.makespan_ns);
+    xs_result_free(&r);
+    xs_schedule_free(&s);
+
+    /* too much work is refused, not attempted */
+    xs_schedule_append(&s, 65536, INT64_C(1) << 40, 0);
+    XT_CHECK(xs_simulate(&p, &s, NULL, &r) == XS_ERANGE, "huge schedule refused");
+    XT_CHECK(strstr(xs_errmsg(), "chunks") != NULL, "message: %s", xs_errmsg());
+    xs_schedule_free(&s);
+}
+
+static void check_plan_invariants(const xs_schedule *s, const xs_plan *pl, double move_cost)
+{
+    XT_NEAR(xs_schedule_bytes(&pl->planned), xs_schedule_bytes(s), 1e-12);
+    if (move_cost == 0)
+        XT_NEAR(xs_schedule_gap_ns(&pl->planned), xs_schedule_gap_ns(s), 1e-9);
+    else
+        XT_CHECK(xs_schedule_gap_ns(&pl->planned) >= xs_schedule_gap_ns(s) - 1e-6,
+                 "moved work never shrinks");
+    XT_CHECK(pl->planned_ns <= pl->original_ns + 1e-6, "plan %g slower than original %g",
+             pl->planned_ns, pl->original_ns);
+    XT_CHECK(pl->planned_ns >= pl->bound_ns * 0.999, "plan %g below the bound %g",
+             pl->planned_ns, pl->bound_ns);
+}
+
+static void test_planner(void)
+{
+    xs_profile p;
+    xs_profile_default(&p);
+    xs_plan_opts po;
+    xs_plan_opts_default(&po);
+    xs_plan pl;
+
+    /* criterion holds: piggyback, unchanged */
+    xs_schedule s;
+    one_row(&s, 132, 4096, 20000, 8);
+    XT_CHECK(xs_plan_schedule(&p, &s, &po, &pl) == XS_OK, "%s", xs_errmsg());
+    XT_CHECK(pl.criterion_ok && !pl.reshaped, "piggyback expected: %s", pl.how);
+    XT_CHECK(pl.planned.nrows == s.nrows, "unchanged rows");
+    check_plan_invariants(&s, &pl, 0);
+    xs_plan_free(&pl);
+    xs_schedule_free(&s);
+
+    /* an expert-wave train: long work, then a burst far over the headroom: reshape wins */
+    memset(&s, 0, sizeof s);
+    for (int w = 0; w < 6; w++) {
+        xs_schedule_append(&s, 132, 131072, 50000);
+        xs_schedule_append(&s, 132, 1024, 300000);
+    }
+    XT_CHECK(xs_plan_schedule(&p, &s, &po, &pl) == XS_OK, "%s", xs_errmsg());
+    XT_CHECK(!pl.criterion_ok && pl.reshaped, "reshape expected: %s", pl.how);
+    XT_CHECK(pl.planned_ns < 0.9 * pl.original_ns, "reshape gains: %g -> %g", pl.original_ns,
+             pl.planned_ns);
+    check_plan_invariants(&s, &pl, 0);
+    /* every planned burst fits the headroom */
+    int over = 0;
+    for (int r = 0; r < pl.planned.nrows; r++) {
+        xs_bg o;
+        xs_bg_eval(&p, pl.planned.rows[r].producers,
+                   (double)pl.planned.rows[r].bytes_per_producer, 0, &o);
+        over += o.q_peak0_bytes > 0.9 * o.capacity_bytes * (1 + 1e-9);
+    }
+    XT_CHECK(over == 0, "%d planned bursts over the headroom", over);
+    xs_plan_free(&pl);
+
+    /* a locality cost makes moving dearer but the plan is still never worse */
+    po.move_cost = 0.5;
+    XT_CHECK(xs_plan_schedule(&p, &s, &po, &pl) == XS_OK, "%s", xs_errmsg());
+    check_plan_invariants(&s, &pl, 0.5);
+    xs_plan_free(&pl);
+    xs_schedule_free(&s);
+
+    /* drain-bound with no work to move: nothing helps, schedule kept */
+    xs_plan_opts_default(&po);
+    one_row(&s, 132, 262144, 0, 4);
+    XT_CHECK(xs_plan_schedule(&p, &s, &po, &pl) == XS_OK, "%s", xs_errmsg());
+    XT_CHECK(!pl.reshaped, "nothing to gain: %s", pl.how);
+    check_plan_invariants(&s, &pl, 0);
+    xs_plan_free(&pl);
+    xs_schedule_free(&s);
+
+    /* random schedules: invariants always hold */
+    for (int t = 0; t < 30; t++) {
+        memset(&s, 0, sizeof s);
+        int rows = (int)uniform(1, 12);
+        for (int r = 0; r < rows; r++)
+            xs_schedule_append(&s, (int)uniform(1, 133), 16 * (int64_t)loguniform(1, 16384),
+                               loguniform(1, 400000));
+        XT_CHECK(xs_plan_schedule(&p, &s, &po, &pl) == XS_OK, "%s", xs_errmsg());
+        check_plan_invariants(&s, &pl, 0);
+        xs_plan_free(&pl);
+        xs_schedule_free(&s);
+    }
+}
+
+static void test_stats(void)
+{
+    double x[] = {5, 1, 4, 2, 3};
+    XT_NEAR(xs_median(x, 5), 3, 1e-12);
+    XT_NEAR(xs_quantile(x, 5, 0.25), 2, 1e-12);
+    XT_NEAR(xs_quantile(x, 4, 0.5), 3, 1e-12); /* {5,1,4,2}: (2+4)/2 */
+    double g[] = {1, 4, 16};
+    XT_NEAR(xs_geomean(g, 3), 4, 1e-12);
+    XT_CHECK(isnan(xs_median(x, 0)), "empty median is NaN");
+    XT_CHECK(x[0] == 5, "input untouched");
+    XT_NEAR(xs_min(x, 5), 1, 0);
+    XT_NEAR(xs_max(x, 5), 5, 0);
+}
+
+int main(void)
+{
+    const char *seed = getenv("XT_SEED");
+    rng_state = seed ? strtoull(seed, NULL, 10) : (uint64_t)time(NULL) * 2654435761u + 1;
+    printf("# XT_SEED=%llu\n", (unsigned long long)rng_state);
+    test_closed_forms();
+    test_b200_acceptance();
+    test_isolated_property(300);
+    test_periodic_property(300);
+    test_drift();
+    test_per_producer_cap();
+    test_sim_invariants();
+    test_planner();
+    test_stats();
+    return xt_done();
+}

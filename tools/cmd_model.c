@@ -1,0 +1,440 @@
+/*
+ * cmd_model.c - the CPU subcommands: predict, criterion, plan, profile. They need no GPU and run
+ * on the embedded profile unless --profile FILE is given.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "xstage.h"
+#include "xstage_cli.h"
+#include "xstage_cmd.h"
+
+#define PROFILE_OPTIONS                                                                       \
+    {"profile", required_argument, 0, XS_OPT_PROFILE}, {"set", required_argument, 0, XS_OPT_SET}
+
+#define PROFILE_HELP                                                                          \
+    "  --profile FILE        calibrated profile (JSON); default: the embedded H200 PCIe one\n" \
+    "  --set NAME=VALUE      override a numeric profile field (repeatable)\n"
+
+/* Handle the shared profile options inside a getopt loop; 1 when the option was one of them. */
+static int profile_opt(int c, xs_profile_args *pa, int *bad)
+{
+    if (c == XS_OPT_PROFILE) {
+        pa->file = optarg;
+        return 1;
+    }
+    if (c == XS_OPT_SET) {
+        if (xs_profile_args_add_set(pa, optarg) != XS_OK)
+            *bad = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static void print_profile_line(FILE *f, const xs_profile *p, const char *src)
+{
+    fprintf(f, "# profile: %s (%s, path %s%s): r %.4g B/ns, o %.4g ns, R %.4g B/ns, Q %.6g B, "
+               "Q/producer %.6g B, chunk %.6g B\n",
+            src, p->device[0] ? p->device : "?", p->path, p->provisional ? ", provisional" : "",
+            p->issue_bytes_per_ns, p->issue_overhead_ns, p->drain_bytes_per_ns, p->capacity_bytes,
+            p->capacity_bytes_per_producer, p->chunk_bytes);
+}
+
+static int have_program(const char *name)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        return 0;
+    char buf[4096];
+    const char *c = path;
+    while (*c) {
+        const char *e = strchr(c, ':');
+        size_t n = e ? (size_t)(e - c) : strlen(c);
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)n, c, name);
+        if (access(buf, X_OK) == 0)
+            return 1;
+        c += n + (e ? 1 : 0);
+    }
+    return 0;
+}
+
+/* Backlog over time (top) and each producer's issue windows (bottom), through gnuplot. */
+static int plot(const char *png, const xs_result *r, const xs_schedule *s, const char *title)
+{
+    if (!have_program("gnuplot"))
+        return xs_cli_failf("--plot needs gnuplot, which is not on PATH (Debian: apt-get install "
+                            "gnuplot-nox)");
+    char dir[] = "/tmp/xstage-plot-XXXXXX";
+    if (!mkdtemp(dir))
+        return xs_cli_failf("--plot: cannot create a temporary directory");
+    char fb[512], fw[512], fs[512];
+    snprintf(fb, sizeof fb, "%s/backlog.dat", dir);
+    snprintf(fw, sizeof fw, "%s/windows.dat", dir);
+    snprintf(fs, sizeof fs, "%s/plot.gp", dir);
+    FILE *b = fopen(fb, "w"), *w = fopen(fw, "w"), *g = fopen(fs, "w");
+    int rc = 0;
+    if (!b || !w || !g) {
+        rc = xs_cli_failf("--plot: cannot write temporary files in %s", dir);
+        goto out;
+    }
+    fprintf(b, "0 0\n");
+    for (size_t i = 0; i < r->nbacklog; i++)
+        fprintf(b, "%.6g %.6g\n", r->backlog[i].t_ns / 1e3, r->backlog[i].backlog_bytes / 1048576);
+    for (int row = 0; row < r->nrows; row++)
+        for (int p = 0; p < r->nproducers; p++) {
+            double a = r->win_start[(size_t)row * r->nproducers + p];
+            double e = r->win_end[(size_t)row * r->nproducers + p];
+            if (!isnan(a) && !isnan(e))
+                fprintf(w, "%.6g %d %.6g %d\n", a / 1e3, p, (e - a) / 1e3, row % 8);
+        }
+    fprintf(g,
+            "set terminal pngcairo size 1200,800 font ',10'\n"
+            "set output '%s'\n"
+            "set multiplot layout 2,1 title \"%s\"\n"
+            "set xlabel 'time (us)'\n"
+            "set ylabel 'backlog (MiB)'\n"
+            "set grid\n"
+            "plot '%s' using 1:2 with steps lw 1.5 title 'stage backlog'\n"
+            "set ylabel 'producer'\n"
+            "set yrange [-1:%d]\n"
+            "plot '%s' using 1:2:3:(0):4 with vectors nohead lw 2 lc variable "
+            "title 'issue windows (colour = row mod 8)'\n"
+            "unset multiplot\n",
+            png, title, fb, r->nproducers, fw);
+    fclose(b);
+    fclose(w);
+    fclose(g);
+    b = w = g = NULL;
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", fs);
+    FILE *pp = popen(cmd, "r");
+    char line[512];
+    int status = -1;
+    if (pp) {
+        while (fgets(line, sizeof line, pp))
+            fputs(line, stderr);
+        status = pclose(pp);
+    }
+    if (status != 0)
+        rc = xs_cli_failf("--plot: gnuplot failed writing %s", png);
+out:
+    if (b) fclose(b);
+    if (w) fclose(w);
+    if (g) fclose(g);
+    unlink(fb);
+    unlink(fw);
+    unlink(fs);
+    rmdir(dir);
+    return rc;
+}
+
+int xs_cmd_predict(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"schedule", required_argument, 0, 's'}, {"csv", no_argument, 0, XS_OPT_CSV},
+        {"plot", required_argument, 0, XS_OPT_PLOT}, {"sync", no_argument, 0, XS_OPT_SYNC},
+        {"help", no_argument, 0, 'h'}, PROFILE_OPTIONS, {0, 0, 0, 0}};
+    const char *sched = NULL, *png = NULL;
+    int csv = 0, sync = 0, bad = 0, c;
+    xs_profile_args pa = {0};
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "s:h", lo, NULL)) != -1) {
+        if (profile_opt(c, &pa, &bad))
+            continue;
+        switch (c) {
+        case 's': sched = optarg; break;
+        case XS_OPT_CSV: csv = 1; break;
+        case XS_OPT_PLOT: png = optarg; break;
+        case XS_OPT_SYNC: sync = 1; break;
+        case 'h':
+            printf("usage: xstage predict --schedule FILE [--csv] [--plot FILE.png] [--sync]\n"
+                   "Simulate the schedule producer by producer; one line per row:\n"
+                   "row,producers,bytes_per_producer,gap_ns,issue_med_ns,issue_max_ns,end_ns\n\n"
+                   "  -s, --schedule FILE   CSV: producers,bytes_per_producer,gap_ns\n"
+                   "  --csv                 CSV instead of the table\n"
+                   "  --plot FILE.png       backlog over time and issue windows (gnuplot)\n"
+                   "  --sync                a grid barrier between rows (default: free-running)\n"
+                   PROFILE_HELP);
+            return 0;
+        default: return 1;
+        }
+    }
+    if (bad)
+        return xs_cli_fail();
+    if (optind < argc)
+        return xs_cli_failf("predict: unexpected argument '%s'", argv[optind]);
+    if (!sched)
+        return xs_cli_failf("predict: --schedule FILE is required");
+    xs_profile p;
+    if (xs_profile_args_resolve(&pa, &p) != XS_OK)
+        return xs_cli_fail();
+    xs_schedule s;
+    if (xs_schedule_load(sched, &s) != XS_OK)
+        return xs_cli_fail();
+    xs_sim_opts so = {.sync = sync, .record_windows = png != NULL, .record_backlog = png != NULL};
+    xs_result r;
+    if (xs_simulate(&p, &s, &so, &r) != XS_OK) {
+        xs_schedule_free(&s);
+        return xs_cli_fail();
+    }
+    int rc = 0;
+    if (csv) {
+        xs_result_print(&r, &s, 1, stdout);
+    } else {
+        print_profile_line(stdout, &p, pa.file ? pa.file : "embedded");
+        printf("# schedule: %s, %d rows, %.6g bytes, %s producers\n", sched, s.nrows,
+               xs_schedule_bytes(&s), sync ? "synchronised" : "free-running");
+        xs_result_print(&r, &s, 0, stdout);
+        printf("# total (end_ns of the last row) %.1f ns; makespan with the last gap %.1f ns; "
+               "peak backlog %.0f bytes\n", r.rows[r.nrows - 1].end_ns, r.makespan_ns,
+               r.peak_backlog_bytes);
+    }
+    if (png) {
+        char title[256];
+        snprintf(title, sizeof title, "xstage predict %s", sched);
+        rc = plot(png, &r, &s, title);
+        if (!rc && !csv)
+            printf("# plot written to %s\n", png);
+    }
+    xs_result_free(&r);
+    xs_schedule_free(&s);
+    return rc;
+}
+
+int xs_cmd_criterion(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"producers", required_argument, 0, 'k'}, {"bytes", required_argument, 0, 'b'},
+        {"gap", required_argument, 0, 'g'}, {"help", no_argument, 0, 'h'}, PROFILE_OPTIONS,
+        {0, 0, 0, 0}};
+    long k = -1;
+    int64_t b = -1;
+    double g = -1;
+    int bad = 0, c;
+    xs_profile_args pa = {0};
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "k:b:g:h", lo, NULL)) != -1) {
+        if (profile_opt(c, &pa, &bad))
+            continue;
+        switch (c) {
+        case 'k':
+            if (xs_parse_int("--producers", optarg, 1, XS_MAX_PRODUCERS, &k) != XS_OK)
+                return xs_cli_fail();
+            break;
+        case 'b':
+            if (xs_parse_size("--bytes", optarg, &b) != XS_OK)
+                return xs_cli_fail();
+            if (b < 1)
+                return xs_cli_failf("--bytes %s: a burst stores at least one byte", optarg);
+            break;
+        case 'g':
+            if (xs_parse_time_ns("--gap", optarg, &g) != XS_OK)
+                return xs_cli_fail();
+            break;
+        case 'h':
+            printf("usage: xstage criterion --producers K --bytes B --gap NS\n"
+                   "Burst-Gap closed forms and the no-backpressure criterion for steady periodic\n"
+                   "bursts of K producers x B bytes separated by G of useful work.\n\n"
+                   "  -k, --producers K     concurrent producers\n"
+                   "  -b, --bytes B         bytes per producer per burst (K/M/G suffixes)\n"
+                   "  -g, --gap NS          useful work between bursts (ns, or with us/ms)\n"
+                   PROFILE_HELP);
+            return 0;
+        default: return 1;
+        }
+    }
+    if (bad)
+        return xs_cli_fail();
+    if (optind < argc)
+        return xs_cli_failf("criterion: unexpected argument '%s'", argv[optind]);
+    if (k < 0 || b < 0 || g < 0)
+        return xs_cli_failf("criterion: --producers, --bytes and --gap are all required");
+    xs_profile p;
+    if (xs_profile_args_resolve(&pa, &p) != XS_OK)
+        return xs_cli_fail();
+    xs_bg o;
+    xs_bg_eval(&p, (int)k, (double)b, g, &o);
+    print_profile_line(stdout, &p, pa.file ? pa.file : "embedded");
+    printf("%-34s %14s  %s\n", "quantity", "value", "unit");
+    printf("%-34s %14d  %s\n", "K (producers)", (int)k, "");
+    printf("%-34s %14lld  %s\n", "B (bytes per producer)", (long long)b, "bytes");
+    printf("%-34s %14.0f  %s\n", "V = K*B", o.volume_bytes, "bytes");
+    printf("%-34s %14.1f  %s\n", "G (gap)", g, "ns");
+    printf("%-34s %14.0f  %s\n", "Q(K) capacity", o.capacity_bytes, "bytes");
+    printf("%-34s %14.1f  %s\n", "T_iss0 = o + B/r", o.t_iss0_ns, "ns");
+    printf("%-34s %14.1f  %s\n", "V/R", o.v_over_r_ns, "ns");
+    printf("%-34s %14.1f  %s\n", "G* = [V/R - T_iss0]+", o.g_star_ns, "ns");
+    printf("%-34s %14.0f  %s\n", "q_peak0 = [V - R*T_iss0]+", o.q_peak0_bytes, "bytes");
+    printf("%-34s %14.1f  %s\n", "T_iss(G) = max(T_iss0, V/R - G)", o.t_iss_ns, "ns");
+    printf("%-34s %14.1f  %s\n", "dT_iss = [V/R - G - T_iss0]+", o.delta_t_iss_ns, "ns");
+    printf("%-34s %14.1f  %s\n", "T_period = max(T_iss0 + G, V/R)", o.t_period_ns, "ns");
+    printf("%-34s %14.1f  %s\n", "T_iss_iso (isolated burst)", o.t_iss_iso_ns, "ns");
+    printf("%-34s %14.1f  %s\n", "T_iss steady (capacity-aware)", o.t_iss_steady_ns, "ns");
+    printf("%-34s %14.1f  %s\n", "T_period steady (capacity-aware)", o.t_period_steady_ns, "ns");
+    printf("rate:     V/(T_iss0+G) = %.4g B/ns %s R = %.4g B/ns  -> %s\n",
+           o.injection_bytes_per_ns, o.rate_ok ? "<=" : ">", p.drain_bytes_per_ns,
+           o.rate_ok ? "holds" : "fails");
+    printf("capacity: q_peak0 = %.6g B %s Q(K) = %.6g B  -> %s\n", o.q_peak0_bytes,
+           o.capacity_ok ? "<=" : ">", o.capacity_bytes, o.capacity_ok ? "holds" : "fails");
+    printf("verdict:  %s\n", o.no_backpressure ? "no backpressure (piggyback)"
+                                               : "backpressure (reshape)");
+    return 0;
+}
+
+int xs_cmd_plan(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"schedule", required_argument, 0, 's'}, {"out", required_argument, 0, 'o'},
+        {"move-cost", required_argument, 0, 'm'}, {"headroom", required_argument, 0, 'H'},
+        {"max-split", required_argument, 0, 'x'}, {"no-move", no_argument, 0, 'n'},
+        {"csv", no_argument, 0, XS_OPT_CSV}, {"help", no_argument, 0, 'h'}, PROFILE_OPTIONS,
+        {0, 0, 0, 0}};
+    const char *sched = NULL, *outp = NULL;
+    int bad = 0, c, csv = 0;
+    xs_plan_opts po;
+    xs_plan_opts_default(&po);
+    xs_profile_args pa = {0};
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "s:o:h", lo, NULL)) != -1) {
+        if (profile_opt(c, &pa, &bad))
+            continue;
+        switch (c) {
+        case 's': sched = optarg; break;
+        case 'o': outp = optarg; break;
+        case 'm':
+            if (xs_parse_double("--move-cost", optarg, 0, 100, &po.move_cost) != XS_OK)
+                return xs_cli_fail();
+            break;
+        case 'H':
+            if (xs_parse_double("--headroom", optarg, 0.01, 1, &po.headroom) != XS_OK)
+                return xs_cli_fail();
+            break;
+        case 'x': {
+            long v;
+            if (xs_parse_int("--max-split", optarg, 1, 4096, &v) != XS_OK)
+                return xs_cli_fail();
+            po.max_split = (int)v;
+            break;
+        }
+        case 'n': po.allow_move = 0; break;
+        case XS_OPT_CSV: csv = 1; break;
+        case 'h':
+            printf("usage: xstage plan --schedule FILE [--out FILE] [options]\n"
+                   "The gaps of the schedule are the useful work available between bursts.\n"
+                   "Piggyback when every burst meets the criterion; otherwise reshape: split\n"
+                   "bursts to fit the headroom and move work earlier so the injection rate\n"
+                   "stays at or under R. Prints both predictions; --out writes the plan.\n\n"
+                   "  -s, --schedule FILE   the schedule to plan\n"
+                   "  -o, --out FILE        write the planned schedule (CSV)\n"
+                   "  --move-cost X         extra work per unit of work moved (locality), def 0\n"
+                   "  --headroom F          fraction of Q(K) a planned burst may fill, def 0.9\n"
+                   "  --max-split N         most pieces per burst, default 64\n"
+                   "  --no-move             split only; never move work between rows\n"
+                   "  --csv                 print the plan's predicted rows as CSV\n"
+                   PROFILE_HELP);
+            return 0;
+        default: return 1;
+        }
+    }
+    if (bad)
+        return xs_cli_fail();
+    if (optind < argc)
+        return xs_cli_failf("plan: unexpected argument '%s'", argv[optind]);
+    if (!sched)
+        return xs_cli_failf("plan: --schedule FILE is required");
+    xs_profile p;
+    if (xs_profile_args_resolve(&pa, &p) != XS_OK)
+        return xs_cli_fail();
+    xs_schedule s;
+    if (xs_schedule_load(sched, &s) != XS_OK)
+        return xs_cli_fail();
+    xs_plan pl;
+    if (xs_plan_schedule(&p, &s, &po, &pl) != XS_OK) {
+        xs_schedule_free(&s);
+        return xs_cli_fail();
+    }
+    int rc = 0;
+    if (csv) {
+        xs_result r;
+        if (xs_simulate(&p, &pl.planned, NULL, &r) != XS_OK)
+            rc = xs_cli_fail();
+        else {
+            xs_result_print(&r, &pl.planned, 1, stdout);
+            xs_result_free(&r);
+        }
+    } else {
+        print_profile_line(stdout, &p, pa.file ? pa.file : "embedded");
+        printf("# schedule: %s, %d rows, %.6g bytes, %.1f us of useful work\n", sched, s.nrows,
+               xs_schedule_bytes(&s), xs_schedule_gap_ns(&s) / 1e3);
+        printf("criterion:     %s\n", pl.criterion_ok ? "holds on every burst"
+                                                      : "fails on at least one burst");
+        printf("decision:      %s\n", pl.how);
+        printf("%-14s %12s  %s\n", "prediction", "makespan", "");
+        printf("%-14s %12.1f  us\n", "original", pl.original_ns / 1e3);
+        printf("%-14s %12.1f  us  (%.3fx)\n", "planned", pl.planned_ns / 1e3,
+               pl.original_ns / pl.planned_ns);
+        printf("%-14s %12.1f  us  (max(work + unstalled issue, (bytes - Q)/R))\n", "bound",
+               pl.bound_ns / 1e3);
+    }
+    if (outp) {
+        char comment[1024];
+        snprintf(comment, sizeof comment,
+                 "planned by xstage plan from %s\n%s\npredicted makespan %.1f us (original %.1f "
+                 "us)", sched, pl.how, pl.planned_ns / 1e3, pl.original_ns / 1e3);
+        if (xs_schedule_save(&pl.planned, outp, comment) != XS_OK)
+            rc = xs_cli_fail();
+        else if (!csv)
+            printf("# planned schedule written to %s (%d rows)\n", outp, pl.planned.nrows);
+    }
+    xs_plan_free(&pl);
+    xs_schedule_free(&s);
+    return rc;
+}
+
+int xs_cmd_profile(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        printf("usage: xstage profile show [FILE] [--set NAME=VALUE ...]\n"
+               "       xstage profile check FILE\n"
+               "show prints the numbers (the embedded profile without FILE); check validates\n"
+               "a profile (JSON syntax, every required field, types, physical plausibility).\n");
+        return argc < 2 ? 1 : 0;
+    }
+    const char *verb = argv[1];
+    if (strcmp(verb, "show") && strcmp(verb, "check"))
+        return xs_cli_failf("profile: unknown action '%s' (show or check)", verb);
+    xs_profile_args pa = {0};
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--set") && i + 1 < argc) {
+            if (xs_profile_args_add_set(&pa, argv[++i]) != XS_OK)
+                return xs_cli_fail();
+        } else if (!strncmp(argv[i], "--set=", 6)) {
+            if (xs_profile_args_add_set(&pa, argv[i] + 6) != XS_OK)
+                return xs_cli_fail();
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return xs_cli_failf("profile %s: unknown option '%s'", verb, argv[i]);
+        } else if (!pa.file) {
+            pa.file = argv[i];
+        } else {
+            return xs_cli_failf("profile %s: more than one file given", verb);
+        }
+    }
+    if (!strcmp(verb, "check") && !pa.file)
+        return xs_cli_failf("profile check: FILE is required");
+    xs_profile p;
+    if (xs_profile_args_resolve(&pa, &p) != XS_OK)
+        return xs_cli_fail();
+    if (!strcmp(verb, "check")) {
+        printf("%s: ok (%s, path %s%s)\n", pa.file, p.device[0] ? p.device : "no device",
+               p.path, p.provisional ? ", provisional" : "");
+        return 0;
+    }
+    xs_profile_print(&p, stdout);
+    return 0;
+}
