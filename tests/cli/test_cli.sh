@@ -1,0 +1,137 @@
+#!/bin/sh
+# Command-line tests of the xstage tool: good runs, the published B200 acceptance figures, and
+# every bad input with its one-line error and non-zero exit. Usage: test_cli.sh BUILD_DIR
+build=${1:-build}
+X="$build/xstage"
+T=$(mktemp -d /tmp/xs-cli-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+# expect_ok DESC CMD...: exit 0
+expect_ok() {
+    d=$1; shift
+    if "$@" >"$T/out" 2>"$T/err"; then ok; else bad "$d: exit $? ($(head -c 300 "$T/err"))"; fi
+}
+# expect_err DESC PATTERN CMD...: non-zero exit, exactly one stderr line, matching PATTERN
+expect_err() {
+    d=$1; pat=$2; shift 2
+    "$@" >"$T/out" 2>"$T/err"
+    rc=$?
+    n=$(wc -l <"$T/err")
+    if [ "$rc" -eq 0 ]; then bad "$d: exit 0"; return; fi
+    if [ "$rc" -gt 125 ]; then bad "$d: crashed (exit $rc)"; return; fi
+    if [ "$n" -ne 1 ]; then bad "$d: $n stderr lines: $(cat "$T/err")"; return; fi
+    if grep -q -- "$pat" "$T/err"; then ok; else bad "$d: '$(cat "$T/err")' lacks '$pat'"; fi
+}
+
+H=producers,bytes_per_producer,gap_ns
+B200="--set issue_bytes_per_ns=43.1 --set drain_bytes_per_ns=717 --set capacity_bytes=4456448 --set capacity_bytes_per_producer=0 --set issue_overhead_ns=0"
+
+# --- good runs ---------------------------------------------------------------------------------
+expect_ok "help" "$X" --help
+for c in predict criterion plan profile; do
+    expect_ok "$c --help" "$X" $c --help
+done
+for c in calibrate replay validate "bench ep" "bench tp" "bench up"; do
+    if "$X" $c --help 2>&1 | grep -q 'built without nvcc'; then
+        expect_err "$c without CUDA" "built without nvcc" "$X" $c --help
+    else
+        expect_ok "$c --help" "$X" $c --help
+    fi
+done
+expect_ok "predict example" "$X" predict --schedule examples/ep_wave.csv
+expect_ok "predict csv" "$X" predict --schedule examples/mixed.csv --csv
+head -n 1 "$T/out" | grep -q '^row,producers,bytes_per_producer,gap_ns,issue_med_ns,issue_max_ns,end_ns$' && ok || bad "predict --csv header"
+[ "$(wc -l <"$T/out")" -eq 6 ] && ok || bad "predict --csv: one line per row"
+expect_ok "criterion" "$X" criterion -k 132 -b 16K -g 2us
+grep -q '^verdict:' "$T/out" && ok || bad "criterion prints a verdict"
+expect_ok "plan" "$X" plan --schedule examples/ep_wave.csv --out "$T/plan.csv"
+expect_ok "planned schedule is valid" "$X" predict --schedule "$T/plan.csv"
+expect_ok "profile show" "$X" profile show
+expect_ok "profile show set" "$X" profile show --set chunk_bytes=4096
+grep -q 'chunk_bytes *4096' "$T/out" && ok || bad "--set shows in profile show"
+for f in bench/results/*profile*.json; do
+    [ -e "$f" ] && expect_ok "profile check $f" "$X" profile check "$f"
+done
+
+# --- acceptance: the published B200 numbers, one row of 148 producers x B ---------------------
+for B in 8192 16384 32768 65536 131072 262144; do
+    printf '%s\n148,%s,0\n' "$H" "$B" >"$T/one.csv"
+    got=$("$X" predict --csv --schedule "$T/one.csv" $B200 | tail -n 1 | cut -d, -f6)
+    awk -v g="$got" -v B="$B" 'BEGIN { a = B / 43.1; b = (148 * B - 4456448) / 717;
+        w = a > b ? a : b; e = (g - w) / w; if (e < 0) e = -e; exit !(e <= 0.02) }' \
+        && ok || bad "B200 one row B=$B: issue_max $got"
+    { echo "$H"; for i in 1 2 3 4 5 6 7 8 9 10; do echo "148,$B,0"; done; } >"$T/ten.csv"
+    got=$("$X" predict --csv --schedule "$T/ten.csv" $B200 | tail -n 1 | cut -d, -f7)
+    awk -v g="$got" -v B="$B" 'BEGIN { w = (10 * 148 * B - 4456448) / 717;
+        if (10 * 148 * B - 4456448 < 148 * B / 43.1 * 717) exit 0;
+        e = (g - w) / w; if (e < 0) e = -e; exit !(e <= 0.02) }' \
+        && ok || bad "B200 ten rows B=$B: end $got"
+done
+
+# --- bad input: schedules -----------------------------------------------------------------------
+sched_err() { # DESC PATTERN CONTENT
+    printf '%b' "$3" >"$T/s.csv"
+    expect_err "$1" "$2" "$X" predict --schedule "$T/s.csv"
+}
+expect_err "missing schedule file" "cannot open schedule" "$X" predict --schedule "$T/none.csv"
+mkdir -p "$T/dir.csv"
+expect_err "unreadable schedule (a directory)" "dir.csv" "$X" predict --schedule "$T/dir.csv"
+sched_err "empty schedule" "s.csv: empty schedule" ""
+sched_err "missing header" "s.csv:1: expected the header" "132,16384,0\n"
+sched_err "wrong header" "s.csv:1: expected the header" "k,b,g\n1,2,3\n"
+sched_err "header only" "no rows after the header" "$H\n"
+sched_err "non-numeric" "s.csv:2: producers 'x' is not a number" "$H\nx,1,0\n"
+sched_err "negative bytes" "s.csv:2: bytes_per_producer '-1' is negative" "$H\n4,-1,0\n"
+sched_err "negative gap" "s.csv:3: gap_ns '-5' is negative" "$H\n4,16,0\n4,16,-5\n"
+sched_err "zero producers" "s.csv:2: zero producers" "$H\n0,16,0\n"
+sched_err "overflow" "s.csv:2: producers '99999999999999999999' overflows" "$H\n99999999999999999999,16,0\n"
+sched_err "too large" "bytes_per_producer '9999999999999' is too large" "$H\n4,9999999999999,0\n"
+sched_err "too few fields" "s.csv:2: too few fields" "$H\n4,16\n"
+sched_err "too many fields" "s.csv:2: too many fields" "$H\n4,16,0,1\n"
+expect_err "schedule required" "--schedule FILE is required" "$X" predict
+expect_err "plan schedule required" "--schedule FILE is required" "$X" plan
+
+# --- bad input: profiles and --set ----------------------------------------------------------------
+good='{"device": "d", "path": "host", "date": "x", "command": "c", "issue_bytes_per_ns": 41, "issue_overhead_ns": 0, "drain_bytes_per_ns": 52, "capacity_bytes": 2000000, "capacity_bytes_per_producer": 0, "chunk_bytes": 2048}'
+printf '%s\n' "$good" >"$T/good.json"
+expect_ok "profile check good" "$X" profile check "$T/good.json"
+expect_ok "predict with a profile file" "$X" predict --schedule examples/isolated.csv --profile "$T/good.json"
+prof_err() { # DESC PATTERN CONTENT
+    printf '%s' "$3" >"$T/p.json"
+    expect_err "$1" "$2" "$X" profile check "$T/p.json"
+}
+expect_err "missing profile" "cannot open profile" "$X" predict --schedule examples/isolated.csv --profile "$T/none.json"
+prof_err "empty profile" "empty profile" ""
+prof_err "invalid JSON" "p.json:1:.*invalid JSON" '{"path": "host",,}'
+prof_err "missing field" "missing field 'chunk_bytes'" "$(printf '%s' "$good" | sed 's/, "chunk_bytes": 2048//')"
+prof_err "mistyped field" "field 'chunk_bytes' must be a number" "$(printf '%s' "$good" | sed 's/"chunk_bytes": 2048/"chunk_bytes": "2048"/')"
+prof_err "misspelled field" "unknown field 'chunk_byte' (did you mean 'chunk_bytes'?)" "$(printf '%s' "$good" | sed 's/"chunk_bytes"/"chunk_byte"/')"
+prof_err "zero drain" "a drain rate must be > 0" "$(printf '%s' "$good" | sed 's/"drain_bytes_per_ns": 52/"drain_bytes_per_ns": 0/')"
+prof_err "negative issue rate" "an issue rate must be > 0" "$(printf '%s' "$good" | sed 's/"issue_bytes_per_ns": 41/"issue_bytes_per_ns": -41/')"
+expect_err "unknown --set" "unknown profile field 'drain'" "$X" predict --schedule examples/isolated.csv --set drain=5
+expect_err "bad --set value" "'fast' is not a finite number" "$X" criterion -k 1 -b 1K -g 0 --set chunk_bytes=fast
+expect_err "impossible --set" "a drain rate must be > 0" "$X" criterion -k 1 -b 1K -g 0 --set drain_bytes_per_ns=-1
+
+# --- bad input: options -----------------------------------------------------------------------------
+expect_err "unknown command" "unknown command 'frobnicate'" "$X" frobnicate
+expect_err "criterion missing args" "are all required" "$X" criterion -k 4
+expect_err "criterion bad size" "--bytes '12Q': not a size" "$X" criterion -k 4 -b 12Q -g 0
+expect_err "criterion zero producers" "--producers 0: outside" "$X" criterion -k 0 -b 1K -g 0
+expect_err "criterion bad time" "unknown time unit" "$X" criterion -k 4 -b 1K -g 3parsecs
+expect_err "profile bad action" "unknown action 'frob'" "$X" profile frob
+expect_err "stray argument" "unexpected argument 'extra'" "$X" predict --schedule examples/isolated.csv extra
+expect_err "unknown benchmark" "unknown benchmark 'xx'" "$X" bench xx
+
+# --- plot ----------------------------------------------------------------------------------------------
+if command -v gnuplot >/dev/null 2>&1; then
+    expect_ok "plot" "$X" predict --schedule examples/drift.csv --plot "$T/d.png"
+    [ -s "$T/d.png" ] && ok || bad "plot wrote a PNG"
+fi
+expect_err "plot without gnuplot" "needs gnuplot" env PATH=/nonexistent "$(cd "$(dirname "$X")" && pwd)/xstage" predict --schedule examples/drift.csv --plot "$T/e.png"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
