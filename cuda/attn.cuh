@@ -1,0 +1,495 @@
+/*
+ * attn.cuh - FlashAttention-2-style forward tile engine (bf16 in/out, head dim 128, fp32 online
+ * softmax) whose output tiles either land in a local buffer or are stored straight into the
+ * Ulysses all-to-all destinations through the window table, and the C-callable launchers that
+ * cuda/attn.cu implements.
+ *
+ * Layout: Q, K, V and O are [seq, heads, 128] bf16, row-major (batch 1; fold a batch into heads
+ * or run one launch per batch element). That is the [batch, seq, heads, dim] layout of
+ * flash-attn and of a Ulysses all-to-all: the rows of sequence shard p of all local heads are one
+ * contiguous block of O, and that block is exactly what rank p receives from this rank.
+ *
+ * One CTA: 8 warps, BLOCK_M = 128 query rows (16 per warp), BLOCK_N = 64 keys per iteration.
+ *   S = Q K^T and O += P V on tensor cores (mma.sync.m16n8k16 bf16 -> fp32); Q is read once per
+ *   tile into registers with ldmatrix, K with ldmatrix, V with ldmatrix.trans; P is reused from
+ *   the S accumulators as the A operand without touching shared memory (the C layout of two
+ *   adjacent m16n8 tiles is the A layout of one m16k16 tile).
+ *   K/V (and the next tile's Q) stream in with cp.async into a 2-stage ring: the loads of item
+ *   n+1 (a key block of this tile, or the first key block of the CTA's next tile) are in flight
+ *   while item n is computed, so a persistent CTA starts its next query block without a bubble.
+ *   Shared tiles are [rows][16 chunks of 16 B] with chunk' = chunk ^ (row & 7): every ldmatrix
+ *   phase (8 rows, one chunk column) then hits 8 distinct 16-byte bank groups.
+ *   Softmax in fp32 with exp2: p = 2^(s*scale*log2e - m*scale*log2e), one FFMA + one MUFU.EX2.
+ *
+ * Persistent schedule: CTA b walks tiles b, b + grid, ...; tile t is (query block
+ * nqb-1 - t/heads, head t%heads), heaviest causal blocks first, and for rank 0 of a Ulysses
+ * group the locally kept shard (the first seq/P rows) comes last, so the final wave's stores
+ * do not cross the link. A launch with grid = number of tiles is the ordinary one-tile-per-CTA
+ * kernel; the code is the same.
+ *
+ * Output: after the final rescale each warp converts its 16 x 128 fp32 rows to bf16 in its own
+ * 4 KB of shared memory (warp-private, so no CTA barrier) and stores them with 16-byte
+ * coalesced stores (one 256-byte row per 16 lanes):
+ *   split = 0  right away (piggyback: the warps go straight on to the next query block);
+ *   split = n  1/n of the tile per key-block iteration of the CTA's next tile (reshape: the
+ *              next query block's loop is the drain window), the rest flushed at that tile's
+ *              end, and the last tile's at the end of the kernel.
+ */
+#ifndef XSTAGE_ATTN_CUH
+#define XSTAGE_ATTN_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xstage.h"
+#include "xstage_device.cuh"
+#include "xstage_win.h"
+
+#define XS_ATTN_D 128                                 /* head dim (fixed) */
+#define XS_ATTN_BM 128                                /* query rows per tile */
+#define XS_ATTN_BN 64                                 /* keys per iteration */
+#define XS_ATTN_WARPS 8
+#define XS_ATTN_THREADS (32 * XS_ATTN_WARPS)
+#define XS_ATTN_ROW_BYTES (XS_ATTN_D * 2)             /* one row of one head: 256 B */
+#define XS_ATTN_Q_BYTES (XS_ATTN_BM * XS_ATTN_ROW_BYTES) /* 32 KB */
+#define XS_ATTN_KV_BYTES (XS_ATTN_BN * XS_ATTN_ROW_BYTES) /* 16 KB per K or V stage */
+#define XS_ATTN_WARP_OUT_BYTES (16 * XS_ATTN_ROW_BYTES)   /* 4 KB: one warp's output rows */
+#define XS_ATTN_UNITS_PER_WARP (XS_ATTN_WARP_OUT_BYTES / 16) /* 256 16-byte stores */
+/* Q | K stage 0,1 | V stage 0,1 | output staging (8 warps x 4 KB) = 128 KB: one CTA per SM */
+#define XS_ATTN_SMEM_BYTES (2 * XS_ATTN_Q_BYTES + 4 * XS_ATTN_KV_BYTES)
+#define XS_ATTN_MAX_SPLIT XS_ATTN_UNITS_PER_WARP
+#define XS_ATTN_MAX_SEQ (1 << 24)
+#define XS_ATTN_MAX_HEADS 4096
+
+typedef enum { XS_ATTN_OUT_LOCAL = 0, XS_ATTN_OUT_WINDOWS = 1 } xs_attn_out;
+
+/* Everything a launch needs, by value. Pointers are device-usable. */
+typedef struct {
+    const void *q, *k, *v;  /* bf16 [seq, heads, 128] */
+    void *o;                /* bf16 [seq, heads, 128]; the destination when out = LOCAL */
+    int seq;                /* sequence length (any >= 1; tails are masked) */
+    int heads;              /* heads held by this rank */
+    int causal;             /* 1: key j visible to query i only when j <= i */
+    float scale;            /* softmax scale; 0 = 1/sqrt(128) */
+    int out;                /* xs_attn_out */
+    int rows_per_rank;      /* WINDOWS: rank p receives sequence rows [p*rpr, (p+1)*rpr) of all
+                               heads, as [rpr, heads, 128] at offset 0 of its window */
+    int split;              /* 0: store a tile right after its final rescale; n in 1..256:
+                               spread it over n key-block iterations of the CTA's next tile */
+    int signal;             /* WINDOWS: after its last store each CTA adds 1 (release, system
+                               scope) to flags[r][0] of every rank r */
+    uint64_t *cta_ns;       /* [grid * 3] or NULL: per CTA, %globaltimer at start, when its
+                               last store was issued (the sender-visible end, before any fence),
+                               and ns warp 0 spent issuing output stores */
+    uint64_t *tile_ns;      /* [tiles] or NULL: %globaltimer when warp 0 finished the tile's
+                               epilogue (stores issued, or staged when split > 0) */
+    xs_devstatus *status;   /* or NULL: first device-side failure (a row with no rank) */
+} xs_attn_args;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Query blocks x heads. */
+int xs_attn_tiles(int seq, int heads);
+/* Key-block iterations of tile t (0 <= t < tiles), in the kernel's tile order. */
+int xs_attn_tile_iters(int seq, int heads, int causal, int t);
+/* First query row of tile t. */
+int xs_attn_tile_row0(int seq, int heads, int t);
+/* Check sizes, pointers, split and (for WINDOWS) that every row has a rank and fits its
+ * window. XS_EINVAL with one line naming the problem. */
+xs_status xs_attn_validate(const xs_attn_args *a, const xs_wintab *tab, int grid);
+/* Launch the forward kernel on `grid` CTAs (1 <= grid <= tiles; grid = SM count is the
+ * persistent kernel, grid = tiles the one-tile-per-CTA kernel). tab may be NULL for LOCAL.
+ * Asynchronous; returns launch errors only. */
+xs_status xs_attn_fwd(const xs_attn_args *a, const xs_wintab *tab, int grid, cudaStream_t s);
+
+/* fp32 reference for n sampled (row, head) pairs: rows[2i] = sequence row, rows[2i+1] = head
+ * (device array). ref[i*128 + d] = softmax(q k^T * scale) v in fp32, got[i*128 + d] = the bf16
+ * output o at that row and head, widened. A plain two-pass kernel, one CTA per sample. */
+xs_status xs_attn_ref_rows(const void *q, const void *k, const void *v, const void *o, int seq,
+                           int heads, int causal, float scale, const int *rows, int n, float *ref,
+                           float *got, cudaStream_t s);
+/* n bf16 values, uniform in [lo, hi), from (seed, index): fresh inputs without a host copy. */
+xs_status xs_attn_fill_random(void *p, size_t n, uint32_t seed, float lo, float hi,
+                              cudaStream_t s);
+/* Fill bytes (a multiple of 16) at a device-usable pointer (device or mapped host) with a
+ * repeated 32-bit word; used to poison destinations before a run. */
+xs_status xs_attn_fill_word(void *p, size_t bytes, uint32_t word, cudaStream_t s);
+/* Add to *bad (device counter) the number of 16-byte units of [a, a+bytes) that differ from
+ * [b, b+bytes); either may be mapped host memory. bytes a multiple of 16. */
+xs_status xs_attn_compare(const void *a, const void *b, size_t bytes, unsigned long long *bad,
+                          cudaStream_t s);
+/* out[r] = flags[r][0] for every rank of tab (device array of nranks); zero them after
+ * reading when `zero`. */
+xs_status xs_attn_flags(const xs_wintab *tab, uint64_t *out, int zero, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ---- device tile engine ------------------------------------------------------------------ */
+#ifdef __CUDACC__
+
+XS_DEV uint32_t xs_attn_smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* Byte offset of 16-byte chunk `ch` (0..15) of row `r` in a swizzled [rows][256 B] tile. */
+XS_DEV uint32_t xs_attn_swz(int r, int ch) { return (uint32_t)(r * 256 + ((ch ^ (r & 7)) << 4)); }
+
+XS_DEV void xs_cp_async16(uint32_t dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+}
+XS_DEV void xs_cp_async_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+XS_DEV void xs_cp_async_wait_all(void) { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+XS_DEV void xs_ldsm_x4(uint32_t addr, uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr));
+}
+XS_DEV void xs_ldsm_x4_t(uint32_t addr, uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr));
+}
+
+/* c += a * b for one m16n8k16 tile: a row-major 16x16 bf16 (4 regs), b 16x8 "col" (2 regs). */
+XS_DEV void xs_mma_bf16(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* 2^x; ex2.approx(-inf) = +0, which is what masked scores need. */
+XS_DEV float xs_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* Two floats to a bf16x2 register: `lo` in the low half (the lower column index). */
+XS_DEV uint32_t xs_pack_bf16(float lo, float hi)
+{
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&h);
+}
+
+/* cp.async ROWS rows (one head) starting at sequence row row0 into a swizzled tile at shared
+ * address s. g points at row 0 of the head; rows are row_stride bytes apart. Rows at or past seq
+ * are zero-filled (src-size 0), so masked keys multiply exact zeros, never stale NaNs. */
+template <int ROWS>
+XS_DEV void xs_attn_load_tile(uint32_t s, const char *g, int row0, int seq, size_t row_stride)
+{
+#pragma unroll
+    for (int i = 0; i < ROWS * 16 / XS_ATTN_THREADS; i++) {
+        int c = (int)threadIdx.x + i * XS_ATTN_THREADS;
+        int r = c >> 4, ch = c & 15, gr = row0 + r;
+        int ok = gr < seq;
+        const char *src = g + (size_t)(ok ? gr : 0) * row_stride + ch * 16;
+        xs_cp_async16(s + xs_attn_swz(r, ch), src, ok ? 16 : 0);
+    }
+}
+
+/* Store 16-byte units [u0, u1) of one warp's staged rows (unit u = row u/16, chunk u%16;
+ * row0 = the sequence row of staged row 0, h its head) to their destination. */
+XS_DEV void xs_attn_store_units(const xs_attn_args &a, const xs_wintab &tab,
+                                const unsigned char *stg, int row0, int h, int u0, int u1,
+                                int lane)
+{
+    for (int u = u0 + lane; u < u1; u += 32) {
+        int r = u >> 4, ch = u & 15, grow = row0 + r;
+        if (grow >= a.seq)
+            continue;
+        uint4 val = *reinterpret_cast<const uint4 *>(stg + xs_attn_swz(r, ch));
+        char *dst;
+        if (a.out == XS_ATTN_OUT_LOCAL) {
+            dst = (char *)a.o + ((size_t)grow * a.heads + h) * XS_ATTN_ROW_BYTES + ch * 16;
+        } else {
+            int p = grow / a.rows_per_rank;
+            if (p >= tab.nranks) {
+                xs_devfail(a.status, XS_DEVERR_BOUNDS, (unsigned long long)grow);
+                continue;
+            }
+            dst = tab.data[p] +
+                  ((size_t)(grow - p * a.rows_per_rank) * a.heads + h) * XS_ATTN_ROW_BYTES +
+                  ch * 16;
+        }
+        xs_st16v(dst, val);
+    }
+}
+
+/* The whole CTA: walk tiles blockIdx.x, +gridDim.x, ... (see the top of the file). */
+template <bool CAUSAL>
+XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned char *smem)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t4 = lane & 3;
+    const int seq = a.seq, heads = a.heads;
+    const int nqb = (seq + XS_ATTN_BM - 1) / XS_ATTN_BM;
+    const int ntiles = nqb * heads;
+    const size_t row_stride = (size_t)heads * XS_ATTN_ROW_BYTES;
+    const float scale = a.scale > 0.f ? a.scale : 0.08838834764831845f; /* 1/sqrt(128) */
+    const float sl2 = scale * 1.4426950408889634f;                     /* scale * log2(e) */
+
+    const uint32_t s_q = xs_attn_smem_u32(smem);
+    const uint32_t s_k = s_q + XS_ATTN_Q_BYTES;
+    const uint32_t s_v = s_k + 2 * XS_ATTN_KV_BYTES;
+    unsigned char *stg = smem + XS_ATTN_Q_BYTES + 4 * XS_ATTN_KV_BYTES +
+                         warp * XS_ATTN_WARP_OUT_BYTES; /* this warp's output rows */
+
+    const uint64_t t_start = xs_globaltimer();
+    uint64_t store_ns = 0;
+
+    /* Units per iteration when a tile's stores are spread over the next tile (split > 0). */
+    const int split = a.split;
+    const int upi = split > 0 ? (XS_ATTN_UNITS_PER_WARP + split - 1) / split : 0;
+    int pend_u = XS_ATTN_UNITS_PER_WARP; /* units of the staged tile already stored */
+    int pend_row0 = 0, pend_h = 0;
+
+    int tile = blockIdx.x;
+    int stage = 0;
+    if (tile < ntiles) {
+        int qb = nqb - 1 - tile / heads, h = tile % heads;
+        const char *qg = (const char *)a.q + (size_t)h * XS_ATTN_ROW_BYTES;
+        const char *kg = (const char *)a.k + (size_t)h * XS_ATTN_ROW_BYTES;
+        const char *vg = (const char *)a.v + (size_t)h * XS_ATTN_ROW_BYTES;
+        xs_attn_load_tile<XS_ATTN_BM>(s_q, qg, qb * XS_ATTN_BM, seq, row_stride);
+        xs_attn_load_tile<XS_ATTN_BN>(s_k, kg, 0, seq, row_stride);
+        xs_attn_load_tile<XS_ATTN_BN>(s_v, vg, 0, seq, row_stride);
+    }
+    xs_cp_async_commit();
+
+    while (tile < ntiles) {
+        const int qb = nqb - 1 - tile / heads, h = tile % heads;
+        const int q0 = qb * XS_ATTN_BM;
+        const int wrow0 = q0 + warp * 16; /* first query row of this warp */
+        const int last_row = min(q0 + XS_ATTN_BM, seq) - 1;
+        const int nkb = CAUSAL ? last_row / XS_ATTN_BN + 1 : (seq + XS_ATTN_BN - 1) / XS_ATTN_BN;
+        const int next = tile + gridDim.x;
+        const char *kg = (const char *)a.k + (size_t)h * XS_ATTN_ROW_BYTES;
+        const char *vg = (const char *)a.v + (size_t)h * XS_ATTN_ROW_BYTES;
+
+        uint32_t qf[8][4];
+        float oacc[16][4];
+        float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+#pragma unroll
+        for (int i = 0; i < 16; i++)
+            oacc[i][0] = oacc[i][1] = oacc[i][2] = oacc[i][3] = 0.f;
+
+        for (int j = 0; j < nkb; j++) {
+            xs_cp_async_wait_all();
+            __syncthreads(); /* item j (and at j = 0 this tile's Q) visible to every warp */
+            if (j == 0) {
+#pragma unroll
+                for (int ks = 0; ks < 8; ks++) {
+                    int r = warp * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
+                    int ch = 2 * ks + (lane >> 4);
+                    xs_ldsm_x4(s_q + xs_attn_swz(r, ch), qf[ks][0], qf[ks][1], qf[ks][2],
+                               qf[ks][3]);
+                }
+                /* every warp holds its Q: the Q buffer may take the next tile's rows */
+                __syncthreads();
+            }
+            /* prefetch item n+1 into the other stage; its last reader finished item n-1 before
+             * the barrier above */
+            {
+                const uint32_t ko = s_k + (stage ^ 1) * XS_ATTN_KV_BYTES;
+                const uint32_t vo = s_v + (stage ^ 1) * XS_ATTN_KV_BYTES;
+                if (j + 1 < nkb) {
+                    xs_attn_load_tile<XS_ATTN_BN>(ko, kg, (j + 1) * XS_ATTN_BN, seq, row_stride);
+                    xs_attn_load_tile<XS_ATTN_BN>(vo, vg, (j + 1) * XS_ATTN_BN, seq, row_stride);
+                } else if (next < ntiles) {
+                    int nqb2 = nqb - 1 - next / heads, nh = next % heads;
+                    size_t ho = (size_t)nh * XS_ATTN_ROW_BYTES;
+                    xs_attn_load_tile<XS_ATTN_BM>(s_q, (const char *)a.q + ho,
+                                                  nqb2 * XS_ATTN_BM, seq, row_stride);
+                    xs_attn_load_tile<XS_ATTN_BN>(ko, (const char *)a.k + ho, 0, seq,
+                                                  row_stride);
+                    xs_attn_load_tile<XS_ATTN_BN>(vo, (const char *)a.v + ho, 0, seq,
+                                                  row_stride);
+                }
+                xs_cp_async_commit();
+            }
+            /* reshape: a slice of the previous tile's stores rides on this iteration */
+            if (pend_u < XS_ATTN_UNITS_PER_WARP) {
+                int u1 = min(XS_ATTN_UNITS_PER_WARP, pend_u + upi);
+                uint64_t t0 = warp == 0 ? xs_globaltimer() : 0;
+                xs_attn_store_units(a, tab, stg, pend_row0, pend_h, pend_u, u1, lane);
+                if (warp == 0)
+                    store_ns += xs_globaltimer() - t0;
+                pend_u = u1;
+            }
+
+            const int key0 = j * XS_ATTN_BN;
+            const uint32_t sk = s_k + stage * XS_ATTN_KV_BYTES;
+            const uint32_t sv = s_v + stage * XS_ATTN_KV_BYTES;
+            stage ^= 1;
+            if (CAUSAL && key0 > wrow0 + 15)
+                continue; /* every key of the block is after every row of this warp */
+
+            /* S = Q K^T: 16 x 64 per warp */
+            float sacc[8][4];
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                sacc[i][0] = sacc[i][1] = sacc[i][2] = sacc[i][3] = 0.f;
+#pragma unroll
+            for (int ks = 0; ks < 8; ks++) {
+#pragma unroll
+                for (int np = 0; np < 4; np++) {
+                    const int mi = lane >> 3;
+                    int r = np * 16 + (lane & 7) + ((mi >> 1) << 3);
+                    int ch = 2 * ks + (mi & 1);
+                    uint32_t b0, b1, b2, b3;
+                    xs_ldsm_x4(sk + xs_attn_swz(r, ch), b0, b1, b2, b3);
+                    xs_mma_bf16(sacc[2 * np], qf[ks], b0, b1);
+                    xs_mma_bf16(sacc[2 * np + 1], qf[ks], b2, b3);
+                }
+            }
+
+            /* mask keys past the end and, causally, keys after the query */
+            if (key0 + XS_ATTN_BN > seq || (CAUSAL && key0 + XS_ATTN_BN - 1 > wrow0)) {
+#pragma unroll
+                for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        int key = key0 + nt * 8 + 2 * t4 + (e & 1);
+                        int row = wrow0 + g + ((e >> 1) << 3);
+                        if (key >= seq || (CAUSAL && key > row))
+                            sacc[nt][e] = -INFINITY;
+                    }
+            }
+
+            /* online softmax; thread holds rows g (e = 0,1) and g + 8 (e = 2,3), and the 4
+             * threads of a quad share a row */
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                float mx = -INFINITY;
+#pragma unroll
+                for (int nt = 0; nt < 8; nt++)
+                    mx = fmaxf(mx, fmaxf(sacc[nt][2 * r], sacc[nt][2 * r + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float mnew = fmaxf(m[r], mx);
+                /* a row with no visible key yet keeps p = 0 and alpha = 0, never NaN */
+                const float msc = mnew == -INFINITY ? 0.f : mnew * sl2;
+                const float alpha = xs_exp2(m[r] * sl2 - msc);
+                m[r] = mnew;
+                float sum = 0.f;
+#pragma unroll
+                for (int nt = 0; nt < 8; nt++) {
+                    float p0 = xs_exp2(fmaf(sacc[nt][2 * r], sl2, -msc));
+                    float p1 = xs_exp2(fmaf(sacc[nt][2 * r + 1], sl2, -msc));
+                    sacc[nt][2 * r] = p0;
+                    sacc[nt][2 * r + 1] = p1;
+                    sum += p0 + p1;
+                }
+                l[r] = l[r] * alpha + sum; /* thread-partial; the quad is summed at the end */
+#pragma unroll
+                for (int dt = 0; dt < 16; dt++) {
+                    oacc[dt][2 * r] *= alpha;
+                    oacc[dt][2 * r + 1] *= alpha;
+                }
+            }
+
+            /* O += P V: P (16 x 64) from the S registers, V^T fragments via ldmatrix.trans */
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) {
+                uint32_t pf[4];
+                pf[0] = xs_pack_bf16(sacc[2 * kk][0], sacc[2 * kk][1]);
+                pf[1] = xs_pack_bf16(sacc[2 * kk][2], sacc[2 * kk][3]);
+                pf[2] = xs_pack_bf16(sacc[2 * kk + 1][0], sacc[2 * kk + 1][1]);
+                pf[3] = xs_pack_bf16(sacc[2 * kk + 1][2], sacc[2 * kk + 1][3]);
+#pragma unroll
+                for (int dp = 0; dp < 8; dp++) {
+                    const int mi = lane >> 3;
+                    int r = kk * 16 + (lane & 7) + ((mi & 1) << 3);
+                    int ch = 2 * dp + (mi >> 1);
+                    uint32_t b0, b1, b2, b3;
+                    xs_ldsm_x4_t(sv + xs_attn_swz(r, ch), b0, b1, b2, b3);
+                    xs_mma_bf16(oacc[2 * dp], pf, b0, b1);
+                    xs_mma_bf16(oacc[2 * dp + 1], pf, b2, b3);
+                }
+            }
+        }
+
+        /* ---- epilogue: final rescale, bf16, this warp's 16 rows out ---- */
+        float inv[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float s = l[r];
+            s += __shfl_xor_sync(0xffffffffu, s, 1);
+            s += __shfl_xor_sync(0xffffffffu, s, 2);
+            inv[r] = s > 0.f ? 1.f / s : 0.f;
+        }
+        if (pend_u < XS_ATTN_UNITS_PER_WARP) {
+            /* the next tile was shorter than the split: flush the rest of the previous one */
+            uint64_t t0 = warp == 0 ? xs_globaltimer() : 0;
+            xs_attn_store_units(a, tab, stg, pend_row0, pend_h, pend_u,
+                                XS_ATTN_UNITS_PER_WARP, lane);
+            if (warp == 0)
+                store_ns += xs_globaltimer() - t0;
+        }
+        __syncwarp(); /* every lane has read the old rows before they are overwritten */
+#pragma unroll
+        for (int dt = 0; dt < 16; dt++) {
+            *reinterpret_cast<uint32_t *>(stg + xs_attn_swz(g, dt) + 4 * t4) =
+                xs_pack_bf16(oacc[dt][0] * inv[0], oacc[dt][1] * inv[0]);
+            *reinterpret_cast<uint32_t *>(stg + xs_attn_swz(g + 8, dt) + 4 * t4) =
+                xs_pack_bf16(oacc[dt][2] * inv[1], oacc[dt][3] * inv[1]);
+        }
+        __syncwarp();
+        if (split == 0) {
+            uint64_t t0 = warp == 0 ? xs_globaltimer() : 0;
+            xs_attn_store_units(a, tab, stg, wrow0, h, 0, XS_ATTN_UNITS_PER_WARP, lane);
+            if (warp == 0)
+                store_ns += xs_globaltimer() - t0;
+            pend_u = XS_ATTN_UNITS_PER_WARP;
+        } else {
+            pend_u = 0;
+            pend_row0 = wrow0;
+            pend_h = h;
+        }
+        if (tid == 0 && a.tile_ns)
+            a.tile_ns[tile] = xs_globaltimer();
+        tile = next;
+    }
+
+    if (pend_u < XS_ATTN_UNITS_PER_WARP) {
+        uint64_t t0 = warp == 0 ? xs_globaltimer() : 0;
+        xs_attn_store_units(a, tab, stg, pend_row0, pend_h, pend_u, XS_ATTN_UNITS_PER_WARP,
+                            lane);
+        if (warp == 0)
+            store_ns += xs_globaltimer() - t0;
+    }
+    xs_cp_async_wait_all(); /* nothing may still be landing in shared memory at exit */
+    __syncthreads();        /* every warp has issued its last store */
+    if (tid == 0) {
+        uint64_t t_end = xs_globaltimer();
+        if (a.cta_ns) {
+            a.cta_ns[3 * blockIdx.x + 0] = t_start;
+            a.cta_ns[3 * blockIdx.x + 1] = t_end;
+            a.cta_ns[3 * blockIdx.x + 2] = store_ns;
+        }
+        if (a.out == XS_ATTN_OUT_WINDOWS && a.signal) {
+            /* release at system scope after the barrier: cumulative over the CTA's payload
+             * stores, so a destination that acquires the count sees this CTA's rows */
+            for (int r = 0; r < tab.nranks; r++)
+                asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(tab.flags[r]),
+                             "l"((unsigned long long)1)
+                             : "memory");
+        }
+    }
+}
+
+#endif /* __CUDACC__ */
+#endif /* XSTAGE_ATTN_CUH */

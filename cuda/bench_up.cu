@@ -1,0 +1,920 @@
+/*
+ * bench_up.cu - `xstage bench up`: FlashAttention forward with a piggybacked Ulysses all-to-all.
+ *
+ * One rank of a Ulysses group of P ranks (virtual peers on one GPU: rank 0 is a window in HBM,
+ * ranks 1..P-1 are windows in pinned host memory reached over PCIe) holds H heads for the whole
+ * sequence; after attention, sequence shard p of its output goes to rank p. Three ways, same
+ * inputs, same kernel code (cuda/attn.cuh), run side by side:
+ *   fa      attention alone, output to a local buffer;
+ *   serial  the same, then the all-to-all with cudaMemcpyAsync of each shard into its window;
+ *   fused   attention whose output warps store each tile straight into its destination window,
+ *           either right away (piggyback, split 0) or spread over the next query block's
+ *           key/value iterations (reshape, split n) when the planner predicts backpressure.
+ * Times: the kernels' spans come from %globaltimer stamps inside the kernel (first CTA start to
+ * the last CTA's last store issued - never a fence); the copies are timed with events. The
+ * planner's prediction uses the calibrated profile and gaps measured in the fa run.
+ * Checks: fa against an fp32 GPU reference on sampled rows (bf16 tolerance), and every byte of
+ * every destination window of every serial and fused repetition against the fa output, after
+ * poisoning the windows; fused CTAs also signal each destination, and the counts are checked.
+ * docs/UP.md defines every column.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn.cuh"
+#include "xstage.h"
+#include "xstage_cli.h"
+#include "xstage_cmd.h"
+#include "xstage_cuda.h"
+#include "xstage_win.h"
+
+#define UP_ATOL 2e-3           /* |out - ref| <= ATOL + RTOL*|ref|: bf16 P and bf16 output */
+#define UP_RTOL 2e-2
+#define UP_POISON 0xffffffffu  /* bf16 NaN pairs: never an attention output */
+#define UP_MAX_LIST 32
+#define UP_MAX_ITERS 1000
+
+typedef struct {
+    int seq[UP_MAX_LIST], nseq;
+    int heads[UP_MAX_LIST], nheads;
+    int peers[UP_MAX_LIST], npeers;
+    int causal_lo, causal_hi;
+    int iters, warmup;
+    int split;        /* -1: planner chooses; else forced */
+    int samples;      /* reference rows per configuration */
+    uint32_t seed;
+    int device;
+    const char *csv;
+    xs_profile_args pa;
+} up_opts;
+
+/* Device buffers sized for the largest configuration. */
+typedef struct {
+    void *q, *k, *v, *o;           /* bf16 [seq, heads, 128] */
+    void *flush;                   /* written before each timed run: evicts L2 */
+    size_t flush_bytes;
+    uint64_t *cta_ns;              /* [sm_count * 3] */
+    uint64_t *tile_ns;             /* [max tiles] */
+    xs_devstatus *status;
+    unsigned long long *bad;
+    uint64_t *flags;               /* [XS_MAX_RANKS] */
+    int *rows;                     /* [2 * samples] */
+    float *ref, *got;              /* [samples * 128] */
+    cudaStream_t stream;
+    cudaEvent_t ev[3];
+} up_bufs;
+
+/* One row of the report. */
+typedef struct {
+    int seq, heads, causal, peers, grid, tiles, split, criterion_ok, verified;
+    double comm_mb;                         /* bytes that cross the link, MB */
+    double fa_us, fa_min, fa_max, fa_evt_us, fa_tflops;
+    double copy_us, serial_us, serial_min, serial_max;
+    double pb_us, pb_min, pb_max, pb_pred_us, pb_vis_us;
+    double fused_us, fused_min, fused_max, fused_vis_us, pred_us, pred_err_pct, store_us;
+    double hidden_pct, speedup, max_err;
+} up_row;
+
+/* ---- options -------------------------------------------------------------------------------- */
+
+static int parse_list(const char *opt, const char *s, int sizes, long lo, long hi, int *out,
+                      int *n)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (*n >= UP_MAX_LIST)
+            return xs_cli_failf("%s: at most %d values", opt, UP_MAX_LIST);
+        long v;
+        if (sizes) {
+            int64_t b;
+            if (xs_parse_size(opt, tok, &b) != XS_OK)
+                return xs_cli_fail();
+            if (b < lo || b > hi)
+                return xs_cli_failf("%s %" PRId64 ": outside %ld..%ld", opt, b, lo, hi);
+            v = (long)b;
+        } else if (xs_parse_int(opt, tok, lo, hi, &v) != XS_OK) {
+            return xs_cli_fail();
+        }
+        out[(*n)++] = (int)v;
+    }
+    if (*n == 0)
+        return xs_cli_failf("%s: empty list", opt);
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: xstage bench up [options]\n"
+            "FlashAttention forward (bf16, head dim 128) + Ulysses all-to-all to virtual peers:\n"
+            "fa (local output), serial (attention, then cudaMemcpyAsync per peer) and fused\n"
+            "(output warps store straight into the peers' windows; planner picks piggyback or\n"
+            "reshape). Every window byte is verified in every repetition.\n"
+            "  -s, --seq LIST        sequence lengths (K suffix ok) [8192,16384,32768,49152,65536]\n"
+            "  -H, --heads LIST      heads held by this rank [8,16]\n"
+            "  -p, --peers LIST      ranks of the Ulysses group, incl. this one [2,4,8]\n"
+            "  -c, --causal 0|1|both [both]\n"
+            "  -n, --iters N         timed repetitions [5]\n"
+            "  -w, --warmup N        warm-up repetitions [1]\n"
+            "      --split N         -1: planner decides; 0: piggyback; 1..256: spread each tile\n"
+            "                        over N iterations of the next query block [-1]\n"
+            "      --samples N       reference rows checked per configuration [256]\n"
+            "      --seed N          input seed [fixed per run: 12345]\n"
+            "  -d, --device N        CUDA device [0]\n"
+            "      --csv FILE        write the rows as CSV (with '#' header lines)\n"
+            "      --quick           seq 8192,16384, heads 16, peers 8, -n 3\n"
+            "      --profile FILE    calibrated profile (JSON); default: embedded H200 PCIe\n"
+            "      --set NAME=VALUE  override a numeric profile field (repeatable)\n"
+            "  -h, --help\n");
+}
+
+static int parse_opts(int argc, char **argv, up_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    static const int seq_def[] = {8192, 16384, 32768, 49152, 65536};
+    memcpy(o->seq, seq_def, sizeof seq_def);
+    o->nseq = 5;
+    o->heads[0] = 8, o->heads[1] = 16, o->nheads = 2;
+    o->peers[0] = 2, o->peers[1] = 4, o->peers[2] = 8, o->npeers = 3;
+    o->causal_lo = 0, o->causal_hi = 1;
+    o->iters = 5, o->warmup = 1, o->split = -1, o->samples = 256, o->seed = 12345;
+    int seq_set = 0, heads_set = 0, peers_set = 0, iters_set = 0, quick = 0;
+    enum { OPT_SPLIT = XS_OPT_FIRST_FREE, OPT_SAMPLES };
+    static const struct option lo[] = {
+        {"seq", required_argument, 0, 's'},       {"heads", required_argument, 0, 'H'},
+        {"peers", required_argument, 0, 'p'},     {"causal", required_argument, 0, 'c'},
+        {"iters", required_argument, 0, 'n'},     {"warmup", required_argument, 0, 'w'},
+        {"device", required_argument, 0, 'd'},    {"split", required_argument, 0, OPT_SPLIT},
+        {"samples", required_argument, 0, OPT_SAMPLES},
+        {"seed", required_argument, 0, XS_OPT_SEED}, {"csv", required_argument, 0, XS_OPT_CSV},
+        {"quick", no_argument, 0, XS_OPT_QUICK},  {"profile", required_argument, 0, XS_OPT_PROFILE},
+        {"set", required_argument, 0, XS_OPT_SET}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    int c;
+    long v;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "s:H:p:c:n:w:d:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            if (parse_list("--seq", optarg, 1, 1, XS_ATTN_MAX_SEQ, o->seq, &o->nseq))
+                return 1;
+            seq_set = 1;
+            break;
+        case 'H':
+            if (parse_list("--heads", optarg, 0, 1, XS_ATTN_MAX_HEADS, o->heads, &o->nheads))
+                return 1;
+            heads_set = 1;
+            break;
+        case 'p':
+            if (parse_list("--peers", optarg, 0, 1, XS_MAX_RANKS, o->peers, &o->npeers))
+                return 1;
+            peers_set = 1;
+            break;
+        case 'c':
+            if (!strcmp(optarg, "0")) o->causal_lo = o->causal_hi = 0;
+            else if (!strcmp(optarg, "1")) o->causal_lo = o->causal_hi = 1;
+            else if (!strcmp(optarg, "both")) o->causal_lo = 0, o->causal_hi = 1;
+            else return xs_cli_failf("--causal '%s': expected 0, 1 or both", optarg);
+            break;
+        case 'n':
+            if (xs_parse_int("--iters", optarg, 1, UP_MAX_ITERS, &v) != XS_OK)
+                return xs_cli_fail();
+            o->iters = (int)v;
+            iters_set = 1;
+            break;
+        case 'w':
+            if (xs_parse_int("--warmup", optarg, 0, 100, &v) != XS_OK)
+                return xs_cli_fail();
+            o->warmup = (int)v;
+            break;
+        case 'd':
+            if (xs_parse_int("--device", optarg, 0, 1023, &v) != XS_OK)
+                return xs_cli_fail();
+            o->device = (int)v;
+            break;
+        case OPT_SPLIT:
+            if (xs_parse_int("--split", optarg, -1, XS_ATTN_MAX_SPLIT, &v) != XS_OK)
+                return xs_cli_fail();
+            o->split = (int)v;
+            break;
+        case OPT_SAMPLES:
+            if (xs_parse_int("--samples", optarg, 1, 65536, &v) != XS_OK)
+                return xs_cli_fail();
+            o->samples = (int)v;
+            break;
+        case XS_OPT_SEED:
+            if (xs_parse_int("--seed", optarg, 0, 4294967295L, &v) != XS_OK)
+                return xs_cli_fail();
+            o->seed = (uint32_t)v;
+            break;
+        case XS_OPT_CSV: o->csv = optarg; break;
+        case XS_OPT_QUICK: quick = 1; break;
+        case XS_OPT_PROFILE: o->pa.file = optarg; break;
+        case XS_OPT_SET:
+            if (xs_profile_args_add_set(&o->pa, optarg) != XS_OK)
+                return xs_cli_fail();
+            break;
+        case 'h': usage(stdout); return -1;
+        default: usage(stderr); return 1;
+        }
+    }
+    if (optind < argc)
+        return xs_cli_failf("bench up: unexpected argument '%s'", argv[optind]);
+    if (quick) {
+        if (!seq_set) o->seq[0] = 8192, o->seq[1] = 16384, o->nseq = 2;
+        if (!heads_set) o->heads[0] = 16, o->nheads = 1;
+        if (!peers_set) o->peers[0] = 8, o->npeers = 1;
+        if (!iters_set) o->iters = 3;
+    }
+    for (int i = 0; i < o->nseq; i++)
+        for (int j = 0; j < o->npeers; j++)
+            if (o->seq[i] % o->peers[j])
+                return xs_cli_failf("--seq %d is not a multiple of --peers %d (each rank "
+                                    "receives seq/peers rows)", o->seq[i], o->peers[j]);
+    return 0;
+}
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* min CTA start to max CTA end-of-issue, from the kernel's stamps. */
+static double span_us(const uint64_t *cta, int grid)
+{
+    uint64_t t0 = UINT64_MAX, t1 = 0;
+    for (int b = 0; b < grid; b++) {
+        if (cta[3 * b] < t0) t0 = cta[3 * b];
+        if (cta[3 * b + 1] > t1) t1 = cta[3 * b + 1];
+    }
+    return t1 > t0 ? (double)(t1 - t0) / 1e3 : NAN;
+}
+
+static double median_store_us(const uint64_t *cta, int grid)
+{
+    double *x = (double *)malloc((size_t)grid * sizeof *x);
+    if (!x)
+        return NAN;
+    for (int b = 0; b < grid; b++)
+        x[b] = (double)cta[3 * b + 2] / 1e3;
+    double m = xs_median(x, (size_t)grid);
+    free(x);
+    return m;
+}
+
+static void check_devstatus(up_bufs *B, const char *what)
+{
+    xs_devstatus st;
+    XS_CHECK_CU(cudaMemcpy(&st, B->status, sizeof st, cudaMemcpyDeviceToHost));
+    if (st.code) {
+        fprintf(stderr, "xstage: error: %s: device failure code %u in CTA %u (detail %llu)\n",
+                what, st.code, st.block, st.detail);
+        exit(1);
+    }
+}
+
+/* Evict L2 so that no run starts on inputs a previous run left cached. */
+static void flush_l2(up_bufs *B, int rep)
+{
+    XS_CHECK_CU(cudaMemsetAsync(B->flush, rep & 0xff, B->flush_bytes, B->stream));
+}
+
+/* ---- one configuration --------------------------------------------------------------------- */
+
+typedef struct {
+    int seq, heads, causal, peers, grid, tiles, rpr;
+    const xs_wintab *tab;
+    xs_attn_args base;
+} up_cfg;
+
+/* Bytes of tile t that go to a rank other than rank 0 (i.e. cross the link). */
+static double tile_remote_bytes(const up_cfg *c, int t)
+{
+    int q0 = xs_attn_tile_row0(c->seq, c->heads, t);
+    int q1 = q0 + XS_ATTN_BM < c->seq ? q0 + XS_ATTN_BM : c->seq;
+    int lo = q0 > c->rpr ? q0 : c->rpr; /* rows >= rpr belong to ranks 1.. */
+    return q1 > lo ? (double)(q1 - lo) * XS_ATTN_ROW_BYTES : 0.0;
+}
+
+/* The kernel's structure as a burst-gap schedule (DESIGN.md section 4): producers = CTAs, one
+ * group of rows per wave of tiles (wave w = tiles w*grid .. ; CTA b has tile b + w*grid), bytes
+ * = the wave's mean remote bytes per tile, gaps = the next wave's mean tile time measured in the
+ * fa run. split = 0: a tile's bytes in one burst after it; split = n: n slices, one before each
+ * of the next tile's first n iterations, the rest flushed after it (next tile shorter than n),
+ * and the last wave's tiles flushed at the end. Rows that store nothing fold into the previous
+ * gap (before the first burst: into *lead_ns, the first wave's compute). */
+static xs_status build_schedule(const up_cfg *c, const double *dur_ns, int split,
+                                xs_schedule *s, double *lead_ns)
+{
+    const int W = (c->tiles + c->grid - 1) / c->grid;
+    double *K = (double *)calloc((size_t)W, sizeof(double));
+    double *Bw = (double *)calloc((size_t)W, sizeof(double));
+    double *D = (double *)calloc((size_t)W, sizeof(double));
+    double *I = (double *)calloc((size_t)W, sizeof(double));
+    if (!K || !Bw || !D || !I) {
+        free(K); free(Bw); free(D); free(I);
+        return xs_seterr(XS_ENOMEM, "out of memory building a schedule of %d waves", W);
+    }
+    for (int t = 0; t < c->tiles; t++) {
+        int w = t / c->grid;
+        K[w] += 1;
+        Bw[w] += tile_remote_bytes(c, t);
+        D[w] += dur_ns[t];
+        I[w] += xs_attn_tile_iters(c->seq, c->heads, c->causal, t);
+    }
+    for (int w = 0; w < W; w++)
+        Bw[w] /= K[w], D[w] /= K[w], I[w] /= K[w];
+
+    memset(s, 0, sizeof *s);
+    *lead_ns = D[0];
+    xs_status st = XS_OK;
+    /* append a row, folding byte-less rows into the previous gap */
+#define UP_ROW(k_, b_, g_)                                                                    \
+    do {                                                                                      \
+        int64_t bb_ = (int64_t)llround((b_) / 16.0) * 16;                                     \
+        if (bb_ < 16) {                                                                       \
+            if (s->nrows) s->rows[s->nrows - 1].gap_ns += (g_);                               \
+            else *lead_ns += (g_);                                                            \
+        } else if (st == XS_OK) {                                                             \
+            st = xs_schedule_append(s, (int)(k_), bb_, (g_));                                 \
+        }                                                                                     \
+    } while (0)
+    for (int w = 0; w < W && st == XS_OK; w++) {
+        if (w + 1 == W) {
+            UP_ROW(K[w], Bw[w], 0.0);
+        } else if (split == 0) {
+            UP_ROW(K[w], Bw[w], D[w + 1]);
+        } else {
+            int nk = (int)lround(I[w + 1]);
+            if (nk < 1) nk = 1;
+            double t_it = D[w + 1] / nk;
+            int sl = split < nk ? split : nk;
+            for (int j = 0; j < sl; j++)
+                UP_ROW(K[w], Bw[w] / split, j + 1 < sl ? t_it : t_it * (nk - sl + 1));
+            if (split > nk)
+                UP_ROW(K[w], Bw[w] * (split - nk) / split, 0.0);
+        }
+    }
+#undef UP_ROW
+    free(K); free(Bw); free(D); free(I);
+    if (st != XS_OK)
+        xs_schedule_free(s);
+    return st;
+}
+
+/* Predicted sender-visible time (ns) of the fused kernel with this split; NAN when the model
+ * cannot say (its message is printed once). */
+static double predict_ns(const xs_profile *p, const up_cfg *c, const double *dur_ns, int split)
+{
+    xs_schedule s;
+    double lead;
+    if (build_schedule(c, dur_ns, split, &s, &lead) != XS_OK) {
+        fprintf(stderr, "xstage: warning: schedule: %s\n", xs_errmsg());
+        return NAN;
+    }
+    if (s.nrows == 0) /* nothing crosses the link */
+        return lead;
+    xs_result r;
+    double ns = NAN;
+    if (xs_simulate(p, &s, NULL, &r) == XS_OK) {
+        ns = lead + r.makespan_ns;
+        xs_result_free(&r);
+    } else {
+        fprintf(stderr, "xstage: warning: simulate: %s\n", xs_errmsg());
+    }
+    xs_schedule_free(&s);
+    return ns;
+}
+
+/* Poison every destination window's rows of this configuration. */
+static void poison_windows(up_bufs *B, const up_cfg *c)
+{
+    size_t bytes = (size_t)c->rpr * c->heads * XS_ATTN_ROW_BYTES;
+    for (int r = 0; r < c->peers; r++)
+        XS_CHECK(xs_attn_fill_word(c->tab->data[r], bytes, UP_POISON, B->stream));
+}
+
+/* 16-byte units of the windows that differ from the fa output (every byte of every rank). */
+static unsigned long long verify_windows(up_bufs *B, const up_cfg *c)
+{
+    size_t bytes = (size_t)c->rpr * c->heads * XS_ATTN_ROW_BYTES;
+    XS_CHECK_CU(cudaMemsetAsync(B->bad, 0, sizeof *B->bad, B->stream));
+    for (int r = 0; r < c->peers; r++)
+        XS_CHECK(xs_attn_compare(c->tab->data[r], (const char *)B->o + (size_t)r * bytes, bytes,
+                                 B->bad, B->stream));
+    unsigned long long bad = 0;
+    XS_CHECK_CU(cudaMemcpyAsync(&bad, B->bad, sizeof bad, cudaMemcpyDeviceToHost, B->stream));
+    XS_CHECK_CU(cudaStreamSynchronize(B->stream));
+    return bad;
+}
+
+/* One kernel launch between events, after an L2 flush; returns the in-kernel span (us). */
+static double timed_launch(up_bufs *B, const up_cfg *c, const xs_attn_args *a, int rep,
+                           double *evt_us, uint64_t *cta_host)
+{
+    flush_l2(B, rep);
+    XS_CHECK_CU(cudaEventRecord(B->ev[0], B->stream));
+    XS_CHECK(xs_attn_fwd(a, a->out == XS_ATTN_OUT_WINDOWS ? c->tab : NULL, c->grid, B->stream));
+    XS_CHECK_CU(cudaEventRecord(B->ev[1], B->stream));
+    XS_CHECK_CU(cudaStreamSynchronize(B->stream));
+    float ms = 0;
+    XS_CHECK_CU(cudaEventElapsedTime(&ms, B->ev[0], B->ev[1]));
+    *evt_us = ms * 1e3;
+    XS_CHECK_CU(cudaMemcpy(cta_host, B->cta_ns, (size_t)c->grid * 3 * sizeof(uint64_t),
+                           cudaMemcpyDeviceToHost));
+    return span_us(cta_host, c->grid);
+}
+
+/* fa output against the fp32 reference on sampled rows: edges, shard and block boundaries and
+ * random rows. Returns the worst |out - ref| / (ATOL + RTOL |ref|) (<= 1 passes); *max_abs
+ * gets the worst absolute error. */
+static double check_reference(up_bufs *B, const up_cfg *c, int nsamples, uint64_t rng,
+                              double *max_abs)
+{
+    int n = nsamples;
+    int *rows = (int *)malloc((size_t)2 * n * sizeof(int));
+    float *ref = (float *)malloc((size_t)n * XS_ATTN_D * sizeof(float));
+    float *got = (float *)malloc((size_t)n * XS_ATTN_D * sizeof(float));
+    if (!rows || !ref || !got) {
+        fprintf(stderr, "xstage: error: out of host memory for %d reference rows\n", n);
+        exit(1);
+    }
+    const int fixed[] = {0, c->seq - 1, XS_ATTN_BM - 1, XS_ATTN_BM, XS_ATTN_BN - 1,
+                         c->rpr - 1, c->rpr, c->seq / 2, c->seq - XS_ATTN_BM};
+    const int nfixed = (int)(sizeof fixed / sizeof fixed[0]);
+    for (int i = 0; i < n; i++) {
+        int s = i < nfixed ? fixed[i] : (int)(splitmix64(&rng) % (uint64_t)c->seq);
+        if (s < 0) s = 0;
+        if (s >= c->seq) s = c->seq - 1;
+        rows[2 * i] = s;
+        rows[2 * i + 1] = i < nfixed ? (i * 7) % c->heads
+                                     : (int)(splitmix64(&rng) % (uint64_t)c->heads);
+    }
+    XS_CHECK_CU(cudaMemcpyAsync(B->rows, rows, (size_t)2 * n * sizeof(int),
+                                cudaMemcpyHostToDevice, B->stream));
+    XS_CHECK(xs_attn_ref_rows(B->q, B->k, B->v, B->o, c->seq, c->heads, c->causal, 0.f, B->rows,
+                              n, B->ref, B->got, B->stream));
+    XS_CHECK_CU(cudaMemcpyAsync(ref, B->ref, (size_t)n * XS_ATTN_D * sizeof(float),
+                                cudaMemcpyDeviceToHost, B->stream));
+    XS_CHECK_CU(cudaMemcpyAsync(got, B->got, (size_t)n * XS_ATTN_D * sizeof(float),
+                                cudaMemcpyDeviceToHost, B->stream));
+    XS_CHECK_CU(cudaStreamSynchronize(B->stream));
+    double worst = 0;
+    *max_abs = 0;
+    for (int i = 0; i < n * XS_ATTN_D; i++) {
+        double e = fabs((double)got[i] - (double)ref[i]);
+        double r = e / (UP_ATOL + UP_RTOL * fabs((double)ref[i]));
+        if (!(r <= worst)) /* NaN propagates as a failure */
+            worst = isnan(r) ? INFINITY : r;
+        if (e > *max_abs || isnan(e))
+            *max_abs = isnan(e) ? INFINITY : e;
+    }
+    free(rows);
+    free(ref);
+    free(got);
+    return worst;
+}
+
+typedef struct {
+    double med, min, max;
+} up_stat;
+
+static up_stat stat_of(const double *x, int n)
+{
+    up_stat s = {xs_median(x, (size_t)n), xs_min(x, (size_t)n), xs_max(x, (size_t)n)};
+    return s;
+}
+
+/* Fused runs with one split: span, visibility (events), every byte checked, signals counted. */
+static int run_fused(up_bufs *B, const up_cfg *c, const up_opts *o, int split, up_stat *span,
+                     double *vis_us, double *store_us, uint64_t *cta_host, double *tmp,
+                     double *tmp2)
+{
+    xs_attn_args a = c->base;
+    a.out = XS_ATTN_OUT_WINDOWS;
+    a.rows_per_rank = c->rpr;
+    a.split = split;
+    a.signal = 1;
+    int ok = 1;
+    for (int i = 0; i < o->warmup + o->iters; i++) {
+        poison_windows(B, c);
+        XS_CHECK(xs_attn_flags(c->tab, B->flags, 1, B->stream)); /* zero the counts */
+        XS_CHECK_CU(cudaStreamSynchronize(B->stream)); /* poison landed before timing */
+        double evt;
+        double sp = timed_launch(B, c, &a, i, &evt, cta_host);
+        uint64_t flags[XS_MAX_RANKS];
+        XS_CHECK(xs_attn_flags(c->tab, B->flags, 1, B->stream));
+        XS_CHECK_CU(cudaMemcpyAsync(flags, B->flags, (size_t)c->peers * sizeof(uint64_t),
+                                    cudaMemcpyDeviceToHost, B->stream));
+        unsigned long long bad = verify_windows(B, c);
+        for (int r = 0; r < c->peers; r++)
+            if (flags[r] != (uint64_t)c->grid) {
+                fprintf(stderr, "xstage: error: fused split %d: rank %d counted %" PRIu64
+                        " CTA signals, expected %d\n", split, r, flags[r], c->grid);
+                ok = 0;
+            }
+        if (bad) {
+            fprintf(stderr, "xstage: error: fused split %d (seq %d heads %d causal %d peers "
+                    "%d): %llu of %zu 16-byte units differ at their destinations\n", split,
+                    c->seq, c->heads, c->causal, c->peers, bad,
+                    (size_t)c->rpr * c->heads * XS_ATTN_ROW_BYTES / 16 * c->peers);
+            ok = 0;
+        }
+        if (i >= o->warmup) {
+            tmp[i - o->warmup] = sp;
+            tmp2[i - o->warmup] = evt;
+        }
+    }
+    check_devstatus(B, "fused attention");
+    *span = stat_of(tmp, o->iters);
+    *vis_us = xs_median(tmp2, (size_t)o->iters);
+    *store_us = median_store_us(cta_host, c->grid);
+    return ok;
+}
+
+static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
+                       const xs_gpu_info *gi, up_cfg *c, up_row *row)
+{
+    const size_t nel = (size_t)c->seq * c->heads * XS_ATTN_D;
+    memset(row, 0, sizeof *row);
+    row->seq = c->seq, row->heads = c->heads, row->causal = c->causal, row->peers = c->peers;
+    row->tiles = c->tiles = xs_attn_tiles(c->seq, c->heads);
+    row->grid = c->grid = c->tiles < gi->sm_count ? c->tiles : gi->sm_count;
+    c->rpr = c->seq / c->peers;
+    row->comm_mb = (double)(c->seq - c->rpr) * c->heads * XS_ATTN_ROW_BYTES / 1e6;
+
+    /* fresh inputs for every configuration; never zeros */
+    uint32_t seed = o->seed ^ xs_mix32((uint32_t)c->seq * 131u + (uint32_t)c->heads * 7u +
+                                       (uint32_t)c->causal * 3u + (uint32_t)c->peers * 17u);
+    XS_CHECK(xs_attn_fill_random(B->q, nel, seed * 3u + 1u, -2.f, 2.f, B->stream));
+    XS_CHECK(xs_attn_fill_random(B->k, nel, seed * 3u + 2u, -2.f, 2.f, B->stream));
+    XS_CHECK(xs_attn_fill_random(B->v, nel, seed * 3u + 3u, -1.f, 1.f, B->stream));
+    XS_CHECK_CU(cudaMemsetAsync(B->status, 0, sizeof(xs_devstatus), B->stream));
+
+    xs_attn_args *a = &c->base;
+    memset(a, 0, sizeof *a);
+    a->q = B->q, a->k = B->k, a->v = B->v, a->o = B->o;
+    a->seq = c->seq, a->heads = c->heads, a->causal = c->causal;
+    a->out = XS_ATTN_OUT_LOCAL;
+    a->cta_ns = B->cta_ns, a->tile_ns = B->tile_ns, a->status = B->status;
+
+    const int n = o->iters;
+    double *x = (double *)malloc((size_t)n * sizeof(double));
+    double *y = (double *)malloc((size_t)n * sizeof(double));
+    uint64_t *cta = (uint64_t *)malloc((size_t)c->grid * 3 * sizeof(uint64_t));
+    uint64_t *tns = (uint64_t *)malloc((size_t)c->tiles * sizeof(uint64_t));
+    double *dur = (double *)malloc((size_t)c->tiles * sizeof(double));
+    if (!x || !y || !cta || !tns || !dur) {
+        fprintf(stderr, "xstage: error: out of host memory for seq %d heads %d\n", c->seq,
+                c->heads);
+        exit(1);
+    }
+
+    /* ---- fa: attention alone, local output ---- */
+    for (int i = 0; i < o->warmup + n; i++) {
+        double evt, sp = timed_launch(B, c, a, i, &evt, cta);
+        if (i >= o->warmup)
+            x[i - o->warmup] = sp, y[i - o->warmup] = evt;
+    }
+    check_devstatus(B, "attention");
+    up_stat fa = stat_of(x, n);
+    row->fa_us = fa.med, row->fa_min = fa.min, row->fa_max = fa.max;
+    row->fa_evt_us = xs_median(y, (size_t)n);
+    double flops = 4.0 * c->seq * (double)c->seq * XS_ATTN_D * c->heads * (c->causal ? 0.5 : 1);
+    row->fa_tflops = flops / (row->fa_us * 1e-6) / 1e12;
+
+    /* per-tile compute times of the last fa run: the gaps of the planner's schedule */
+    XS_CHECK_CU(cudaMemcpy(tns, B->tile_ns, (size_t)c->tiles * sizeof(uint64_t),
+                           cudaMemcpyDeviceToHost));
+    for (int t = 0; t < c->tiles; t++) {
+        uint64_t prev = t >= c->grid ? tns[t - c->grid] : cta[3 * (t % c->grid)];
+        dur[t] = tns[t] > prev ? (double)(tns[t] - prev) : 0.0;
+    }
+
+    /* ---- reference ---- */
+    double ref_ratio = check_reference(B, c, o->samples, (uint64_t)seed * 7919u, &row->max_err);
+    int ok = ref_ratio <= 1.0;
+    if (!ok)
+        fprintf(stderr, "xstage: error: seq %d heads %d causal %d: output differs from the fp32 "
+                "reference by %.3g (%.2fx the tolerance %.0e + %.0e|ref|)\n", c->seq, c->heads,
+                c->causal, row->max_err, ref_ratio, UP_ATOL, UP_RTOL);
+
+    /* ---- planner: criterion on the piggyback schedule, then the kernel's reshape family ---- */
+    row->pb_pred_us = predict_ns(prof, c, dur, 0) / 1e3;
+    {
+        xs_schedule s;
+        double lead;
+        row->criterion_ok = -1;
+        if (build_schedule(c, dur, 0, &s, &lead) == XS_OK) {
+            xs_plan pl;
+            if (s.nrows == 0) {
+                row->criterion_ok = 1;
+            } else if (xs_plan_schedule(prof, &s, NULL, &pl) == XS_OK) {
+                row->criterion_ok = pl.criterion_ok;
+                printf("# plan seq %d heads %d causal %d peers %d: %s\n", c->seq, c->heads,
+                       c->causal, c->peers, pl.how);
+                xs_plan_free(&pl);
+            } else {
+                fprintf(stderr, "xstage: warning: plan: %s\n", xs_errmsg());
+            }
+            xs_schedule_free(&s);
+        }
+    }
+    int split = o->split;
+    row->pred_us = row->pb_pred_us;
+    if (split < 0) {
+        split = 0;
+        if (row->criterion_ok == 0) {
+            static const int cand[] = {2, 4, 8, 16, 32, 64, 128, 256};
+            double best = row->pb_pred_us;
+            for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
+                double p = predict_ns(prof, c, dur, cand[i]) / 1e3;
+                if (p < best * 0.995) /* a reshape must be predicted >= 0.5 % faster */
+                    best = p, split = cand[i];
+            }
+            row->pred_us = best;
+        }
+    } else if (split > 0) {
+        row->pred_us = predict_ns(prof, c, dur, split) / 1e3;
+    }
+    row->split = split;
+
+    /* ---- serial: attention, then the all-to-all over the same link ---- */
+    size_t shard = (size_t)c->rpr * c->heads * XS_ATTN_ROW_BYTES;
+    for (int i = 0; i < o->warmup + n; i++) {
+        poison_windows(B, c);
+        XS_CHECK_CU(cudaStreamSynchronize(B->stream));
+        flush_l2(B, i);
+        XS_CHECK_CU(cudaEventRecord(B->ev[0], B->stream));
+        XS_CHECK(xs_attn_fwd(a, NULL, c->grid, B->stream));
+        XS_CHECK_CU(cudaEventRecord(B->ev[1], B->stream));
+        for (int r = 0; r < c->peers; r++)
+            XS_CHECK_CU(cudaMemcpyAsync(c->tab->data[r], (const char *)B->o + r * shard, shard,
+                                        cudaMemcpyDefault, B->stream));
+        XS_CHECK_CU(cudaEventRecord(B->ev[2], B->stream));
+        XS_CHECK_CU(cudaStreamSynchronize(B->stream));
+        float ms = 0;
+        XS_CHECK_CU(cudaEventElapsedTime(&ms, B->ev[1], B->ev[2]));
+        XS_CHECK_CU(cudaMemcpy(cta, B->cta_ns, (size_t)c->grid * 3 * sizeof(uint64_t),
+                               cudaMemcpyDeviceToHost));
+        double sp = span_us(cta, c->grid);
+        unsigned long long bad = verify_windows(B, c);
+        if (bad) {
+            fprintf(stderr, "xstage: error: serial all-to-all: %llu 16-byte units differ at "
+                    "their destinations\n", bad);
+            ok = 0;
+        }
+        if (i >= o->warmup)
+            x[i - o->warmup] = sp + ms * 1e3, y[i - o->warmup] = ms * 1e3;
+    }
+    up_stat se = stat_of(x, n);
+    row->serial_us = se.med, row->serial_min = se.min, row->serial_max = se.max;
+    row->copy_us = xs_median(y, (size_t)n);
+
+    /* ---- fused: piggyback always, the planned reshape too when one was chosen ---- */
+    up_stat pb, fu;
+    double store_pb;
+    ok &= run_fused(B, c, o, 0, &pb, &row->pb_vis_us, &store_pb, cta, x, y);
+    row->pb_us = pb.med, row->pb_min = pb.min, row->pb_max = pb.max;
+    if (split > 0) {
+        ok &= run_fused(B, c, o, split, &fu, &row->fused_vis_us, &row->store_us, cta, x, y);
+    } else {
+        fu = pb;
+        row->fused_vis_us = row->pb_vis_us;
+        row->store_us = store_pb;
+    }
+    row->fused_us = fu.med, row->fused_min = fu.min, row->fused_max = fu.max;
+    row->pred_err_pct = 100.0 * (row->pred_us - row->fused_us) / row->fused_us;
+    row->hidden_pct = 100.0 * (row->serial_us - row->fused_us) / (row->serial_us - row->fa_us);
+    row->speedup = row->serial_us / row->fused_us;
+    row->verified = ok;
+
+    free(x); free(y); free(cta); free(tns); free(dur);
+}
+
+/* ---- report ---------------------------------------------------------------------------------- */
+
+static const char csv_header[] =
+    "seq,heads,head_dim,causal,peers,grid,tiles,comm_mb,fa_us,fa_min_us,fa_max_us,fa_evt_us,"
+    "fa_tflops,copy_us,serial_us,serial_min_us,serial_max_us,pb_us,pb_min_us,pb_max_us,"
+    "pb_pred_us,pb_vis_us,criterion_ok,split,fused_us,fused_min_us,fused_max_us,fused_vis_us,"
+    "pred_us,pred_err_pct,store_us,hidden_pct,speedup,max_err,verified";
+
+static void csv_row(FILE *f, const up_row *r)
+{
+    fprintf(f,
+            "%d,%d,%d,%d,%d,%d,%d,%.4f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,"
+            "%.2f,%.2f,%.2f,%d,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%.2f,%.4f,%.3g,%d\n",
+            r->seq, r->heads, XS_ATTN_D, r->causal, r->peers, r->grid, r->tiles, r->comm_mb,
+            r->fa_us, r->fa_min, r->fa_max, r->fa_evt_us, r->fa_tflops, r->copy_us,
+            r->serial_us, r->serial_min, r->serial_max, r->pb_us, r->pb_min, r->pb_max,
+            r->pb_pred_us, r->pb_vis_us, r->criterion_ok, r->split, r->fused_us, r->fused_min,
+            r->fused_max, r->fused_vis_us, r->pred_us, r->pred_err_pct, r->store_us,
+            r->hidden_pct, r->speedup, r->max_err, r->verified);
+}
+
+static void table_header(void)
+{
+    printf("%6s %5s %2s %2s %8s %10s %6s %7s %10s %6s %10s %5s %10s %6s %10s %6s %7s %7s %3s\n",
+           "seq", "heads", "c", "P", "comm", "fa", "spread", "fa", "serial", "spread", "pb",
+           "split", "fused", "spread", "pred", "err", "hidden", "serial/", "ok");
+    printf("%6s %5s %2s %2s %8s %10s %6s %7s %10s %6s %10s %5s %10s %6s %10s %6s %7s %7s %3s\n",
+           "", "", "", "", "MB", "us", "%", "TFLOP/s", "us", "%", "us", "", "us", "%", "us", "%",
+           "%", "fused", "");
+}
+
+static double spread_pct(double med, double lo, double hi) { return 100.0 * (hi - lo) / med; }
+
+static void table_row(const up_row *r)
+{
+    printf("%6d %5d %2d %2d %8.2f %10.1f %6.1f %7.1f %10.1f %6.1f %10.1f %5d %10.1f %6.1f "
+           "%10.1f %+6.1f %7.1f %7.3f %3s\n",
+           r->seq, r->heads, r->causal, r->peers, r->comm_mb, r->fa_us,
+           spread_pct(r->fa_us, r->fa_min, r->fa_max), r->fa_tflops, r->serial_us,
+           spread_pct(r->serial_us, r->serial_min, r->serial_max), r->pb_us, r->split,
+           r->fused_us, spread_pct(r->fused_us, r->fused_min, r->fused_max), r->pred_us,
+           r->pred_err_pct, r->hidden_pct, r->speedup, r->verified ? "yes" : "NO");
+    fflush(stdout);
+}
+
+static int summary(const up_row *rows, int nrows)
+{
+    double *sp = (double *)malloc((size_t)nrows * sizeof(double));
+    int nok = 0, ncrit = 0, ncrit90 = 0, nresh = 0, nresh90 = 0, nerr10 = 0, npred = 0;
+    int min_seq = rows[0].seq;
+    double worst_err = 0, min_hid_crit = INFINITY, min_hid_resh = INFINITY;
+    double min_tf = INFINITY, max_tf = 0;
+    for (int i = 0; i < nrows; i++) {
+        const up_row *r = &rows[i];
+        sp[i] = r->speedup;
+        nok += r->verified;
+        if (r->seq < min_seq)
+            min_seq = r->seq;
+        if (r->criterion_ok == 1 && r->split == 0) {
+            ncrit++;
+            ncrit90 += r->hidden_pct >= 90.0;
+            min_hid_crit = fmin(min_hid_crit, r->hidden_pct);
+        } else if (r->split > 0) {
+            nresh++;
+            nresh90 += r->hidden_pct >= 90.0;
+            min_hid_resh = fmin(min_hid_resh, r->hidden_pct);
+        }
+        if (isfinite(r->pred_err_pct)) {
+            npred++;
+            nerr10 += fabs(r->pred_err_pct) <= 10.0;
+            worst_err = fmax(worst_err, fabs(r->pred_err_pct));
+        }
+        min_tf = fmin(min_tf, r->fa_tflops);
+        max_tf = fmax(max_tf, r->fa_tflops);
+    }
+    printf("# summary: %d rows, %d verified; serial/fused geomean %.3fx\n", nrows, nok,
+           xs_geomean(sp, (size_t)nrows));
+    for (int i = 0; i < nrows; i++) {
+        const up_row *r = &rows[i];
+        if (r->seq == min_seq)
+            printf("# summary: seq %d heads %d causal %d peers %d: comm/compute %.2f, "
+                   "serial/fused %.3fx, hidden %.1f%%\n", r->seq, r->heads, r->causal,
+                   r->peers, r->copy_us / r->fa_us, r->speedup, r->hidden_pct);
+    }
+    printf("# summary: criterion holds (piggyback): hidden >= 90%% in %d of %d rows (min "
+           "%.1f%%)\n", ncrit90, ncrit, ncrit ? min_hid_crit : NAN);
+    printf("# summary: criterion fails, reshaped: hidden >= 90%% in %d of %d rows (min "
+           "%.1f%%)\n", nresh90, nresh, nresh ? min_hid_resh : NAN);
+    printf("# summary: planner's predicted fused time within 10%% in %d of %d rows (worst "
+           "%.1f%%)\n", nerr10, npred, worst_err);
+    printf("# summary: attention %.1f..%.1f TFLOP/s (scripts/sdpa_ref.py: the reference)\n",
+           min_tf, max_tf);
+    free(sp);
+    if (nok != nrows) {
+        printf("# bench up FAILED: %d of %d rows not verified\n", nrows - nok, nrows);
+        return 1;
+    }
+    printf("# bench up OK\n");
+    return 0;
+}
+
+/* ---- entry -------------------------------------------------------------------------------- */
+
+extern "C" int xs_bench_up(int argc, char **argv)
+{
+    up_opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    xs_profile prof;
+    if (xs_profile_args_resolve(&o.pa, &prof) != XS_OK)
+        return xs_cli_fail();
+    xs_gpu_info gi;
+    if (xs_gpu_open(o.device, &gi) != XS_OK)
+        return xs_cli_fail();
+
+    FILE *csv = NULL;
+    if (o.csv && !(csv = fopen(o.csv, "w")))
+        return xs_cli_failf("--csv %s: cannot open for writing", o.csv);
+    xs_gpu_report_header(stdout, &gi, argc, argv);
+    printf("# profile: %s R %.4g B/ns, Q %.6g B, Q/producer %.6g B, r %.4g B/ns%s\n",
+           o.pa.file ? o.pa.file : "embedded", prof.drain_bytes_per_ns, prof.capacity_bytes,
+           prof.capacity_bytes_per_producer, prof.issue_bytes_per_ns,
+           prof.provisional ? " (provisional)" : "");
+    printf("# layout [seq, heads, 128] bf16; BLOCK_M %d, BLOCK_N %d, %d warps, persistent grid "
+           "= min(tiles, %d SMs); tolerance %.0e + %.0e|ref|\n", XS_ATTN_BM, XS_ATTN_BN,
+           XS_ATTN_WARPS, gi.sm_count, UP_ATOL, UP_RTOL);
+    if (csv) {
+        xs_gpu_report_header(csv, &gi, argc, argv);
+        fprintf(csv, "%s\n", csv_header);
+    }
+
+    int max_seq = 0, max_heads = 0;
+    for (int i = 0; i < o.nseq; i++) max_seq = o.seq[i] > max_seq ? o.seq[i] : max_seq;
+    for (int i = 0; i < o.nheads; i++) max_heads = o.heads[i] > max_heads ? o.heads[i] : max_heads;
+
+    up_bufs B;
+    memset(&B, 0, sizeof B);
+    size_t nbytes = (size_t)max_seq * max_heads * XS_ATTN_ROW_BYTES;
+    int max_tiles = xs_attn_tiles(max_seq, max_heads);
+    XS_CHECK_CU(cudaStreamCreateWithFlags(&B.stream, cudaStreamNonBlocking));
+    for (int i = 0; i < 3; i++)
+        XS_CHECK_CU(cudaEventCreate(&B.ev[i]));
+    XS_CHECK_CU(cudaMalloc(&B.q, nbytes));
+    XS_CHECK_CU(cudaMalloc(&B.k, nbytes));
+    XS_CHECK_CU(cudaMalloc(&B.v, nbytes));
+    XS_CHECK_CU(cudaMalloc(&B.o, nbytes));
+    B.flush_bytes = 2 * gi.l2_bytes > ((size_t)64 << 20) ? 2 * gi.l2_bytes : (size_t)64 << 20;
+    XS_CHECK_CU(cudaMalloc(&B.flush, B.flush_bytes));
+    XS_CHECK_CU(cudaMalloc((void **)&B.cta_ns, (size_t)gi.sm_count * 3 * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc((void **)&B.tile_ns, (size_t)max_tiles * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc((void **)&B.status, sizeof(xs_devstatus)));
+    XS_CHECK_CU(cudaMalloc((void **)&B.bad, sizeof(unsigned long long)));
+    XS_CHECK_CU(cudaMalloc((void **)&B.flags, XS_MAX_RANKS * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc((void **)&B.rows, (size_t)2 * o.samples * sizeof(int)));
+    XS_CHECK_CU(cudaMalloc((void **)&B.ref, (size_t)o.samples * XS_ATTN_D * sizeof(float)));
+    XS_CHECK_CU(cudaMalloc((void **)&B.got, (size_t)o.samples * XS_ATTN_D * sizeof(float)));
+    /* the output buffer is compared against windows: never leave it uninitialised */
+    XS_CHECK_CU(cudaMemset(B.o, 0, nbytes));
+
+    int nrows_max = o.nseq * o.nheads * o.npeers * (o.causal_hi - o.causal_lo + 1);
+    up_row *rows = (up_row *)calloc((size_t)nrows_max, sizeof(up_row));
+    if (!rows)
+        return xs_cli_failf("out of host memory for %d rows", nrows_max);
+    int nrows = 0;
+    table_header();
+    for (int pi = 0; pi < o.npeers; pi++) {
+        const int P = o.peers[pi];
+        xs_win_opts wo;
+        memset(&wo, 0, sizeof wo);
+        wo.target = XS_TARGET_VIRTUAL;
+        wo.virtual_peers = P;
+        wo.bytes = (size_t)(max_seq / P) * max_heads * XS_ATTN_ROW_BYTES;
+        wo.nflags = 1;
+        wo.device = o.device;
+        xs_winset *ws = NULL;
+        XS_CHECK(xs_win_open(&wo, &ws));
+        const xs_wintab *tab = xs_win_table(ws);
+        if (tab->nranks != P) {
+            fprintf(stderr, "xstage: error: asked for %d virtual peers, the window table has "
+                    "%d ranks\n", P, tab->nranks);
+            exit(1);
+        }
+        for (int hi = 0; hi < o.nheads; hi++)
+            for (int si = 0; si < o.nseq; si++)
+                for (int cz = o.causal_lo; cz <= o.causal_hi; cz++) {
+                    up_cfg c;
+                    memset(&c, 0, sizeof c);
+                    c.seq = o.seq[si], c.heads = o.heads[hi], c.causal = cz, c.peers = P;
+                    c.tab = tab;
+                    run_config(&B, &o, &prof, &gi, &c, &rows[nrows]);
+                    table_row(&rows[nrows]);
+                    if (csv) {
+                        csv_row(csv, &rows[nrows]);
+                        fflush(csv);
+                    }
+                    nrows++;
+                }
+        xs_win_close(ws);
+    }
+    rc = summary(rows, nrows);
+    if (csv) {
+        fprintf(csv, "# %s\n", rc ? "bench up FAILED" : "bench up OK");
+        fclose(csv);
+    }
+    free(rows);
+    cudaFree(B.q); cudaFree(B.k); cudaFree(B.v); cudaFree(B.o); cudaFree(B.flush);
+    cudaFree(B.cta_ns); cudaFree(B.tile_ns); cudaFree(B.status); cudaFree(B.bad);
+    cudaFree(B.flags); cudaFree(B.rows); cudaFree(B.ref); cudaFree(B.got);
+    for (int i = 0; i < 3; i++)
+        cudaEventDestroy(B.ev[i]);
+    cudaStreamDestroy(B.stream);
+    return rc;
+}
