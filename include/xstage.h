@@ -73,6 +73,7 @@ typedef struct {
     char path[16];                      /* "host", "local", "peer" or "virtual" */
     char date[32];                      /* ISO date of the calibration */
     char command[512];                  /* command line that produced it */
+    char notes[512];                    /* versions, fit residuals (informational) */
     int provisional;                    /* 1 until a calibration replaced the numbers */
 } xs_profile;
 
@@ -216,6 +217,52 @@ void xs_plan_opts_default(xs_plan_opts *o);
 xs_status xs_plan_schedule(const xs_profile *p, const xs_schedule *s, const xs_plan_opts *o,
                            xs_plan *out);
 void xs_plan_free(xs_plan *pl);
+
+/* ---- calibration samples and fitting (src/fit.c) ------------------------------------------- */
+
+/* One measured row of one calibration run. experiment: "issue" (unconstrained bursts, for r and
+ * o), "drain" (periodic zero-gap bursts, for R), "capacity" (isolated bursts, for Q(K)),
+ * "drift" (free-running trains, for chunk_bytes). */
+typedef struct {
+    char experiment[16];
+    int producers;
+    int64_t bytes_per_producer;
+    double gap_ns;
+    int rows;            /* rows of the run's schedule (all equal) */
+    int rep;             /* repetition */
+    int row;             /* this row */
+    double issue_med_ns, issue_max_ns, end_ns;
+} xs_sample_row;
+
+typedef struct {
+    xs_sample_row *v;
+    size_t n, cap;
+} xs_samples;
+
+xs_status xs_samples_add(xs_samples *s, const xs_sample_row *r);
+void xs_samples_free(xs_samples *s);
+/* CSV with the header experiment,producers,bytes_per_producer,gap_ns,rows,rep,row,issue_med_ns,
+ * issue_max_ns,end_ns; '#' lines are comments (device, date, command). */
+xs_status xs_samples_load(const char *path, xs_samples *s);
+xs_status xs_samples_save(const xs_samples *s, const char *path, const char *comment);
+
+typedef struct {
+    int n_issue, n_drain, n_capacity, n_drift; /* samples used */
+    double issue_resid_med, issue_resid_max;    /* |rel| residual of o + B/r on "issue" */
+    double drain_spread;                        /* (max - min)/median of R over K/B splits */
+    double drain_by_split[16];                  /* R of each K/B split, bytes/ns */
+    int drain_split_k[16];
+    int n_splits;
+    double capacity_by_k[32];                   /* measured Q(K), bytes (0 = no stall seen) */
+    int capacity_k[32];
+    int n_k;
+    double capacity_resid_med, capacity_resid_max; /* |rel| residual of min(Q, K q) */
+    double chunk_err;                           /* mean |rel| error of the drift trains */
+    char notes[512];
+} xs_fit_report;
+
+/* Fit a profile from calibration samples (metadata fields of *p are kept). */
+xs_status xs_fit_profile(const xs_samples *s, xs_profile *p, xs_fit_report *rep);
 
 /* ---- statistics ------------------------------------------------------------------------------- */
 

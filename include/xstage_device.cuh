@@ -20,16 +20,16 @@
 
 /* ---- time -------------------------------------------------------------------------------- */
 
-XS_DEV uint64_t xs_globaltimer(void)
+XS_DEV unsigned long long xs_globaltimer(void)
 {
-    uint64_t t;
+    unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
 
-XS_DEV uint64_t xs_clock(void)
+XS_DEV unsigned long long xs_clock(void)
 {
-    uint64_t c;
+    unsigned long long c;
     asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
     return c;
 }
@@ -37,10 +37,11 @@ XS_DEV uint64_t xs_clock(void)
 /* Read %globaltimer right after it ticks, with the clock64 value of that instant, so that one
  * SM's cycle counter can be placed on the common ns time base to within one read. Bounded: gives
  * up after max_cycles and returns the last pair. */
-XS_DEV void xs_time_anchor(uint64_t *gt_ns, uint64_t *clk, uint64_t max_cycles)
+XS_DEV void xs_time_anchor(unsigned long long *gt_ns, unsigned long long *clk,
+                           unsigned long long max_cycles)
 {
-    uint64_t c0 = xs_clock();
-    uint64_t g0 = xs_globaltimer(), g = g0, c = c0;
+    unsigned long long c0 = xs_clock();
+    unsigned long long g0 = xs_globaltimer(), g = g0, c = c0;
     while (g == g0 && c - c0 < max_cycles) {
         c = xs_clock();
         g = xs_globaltimer();
@@ -50,9 +51,9 @@ XS_DEV void xs_time_anchor(uint64_t *gt_ns, uint64_t *clk, uint64_t max_cycles)
 }
 
 /* Useful work: spin for the given cycles (no memory traffic). */
-XS_DEV void xs_spin_cycles(uint64_t cycles)
+XS_DEV void xs_spin_cycles(unsigned long long cycles)
 {
-    uint64_t c0 = xs_clock();
+    unsigned long long c0 = xs_clock();
     while (xs_clock() - c0 < cycles) {
     }
 }
@@ -69,25 +70,41 @@ XS_DEV void xs_st16(void *p, uint32_t a, uint32_t b, uint32_t c, uint32_t d)
 XS_DEV void xs_st16v(void *p, uint4 v) { xs_st16(p, v.x, v.y, v.z, v.w); }
 
 /* The calling CTA stores n16 16-byte units of the pattern (seed, first_idx16 + i) to dst.
- * Coalesced: thread t stores units t, t + blockDim.x, ... Unrolled so that several stores are in
- * flight per thread. */
+ * Coalesced: thread t stores units t, t + blockDim.x, ... Four stores in flight per thread per
+ * iteration; the pattern costs one add per word per store (xstage_pattern.h), so the stores, not
+ * the data generation, set the issue rate. Units beyond 2^32 within one burst are not supported
+ * (64 GiB). */
 XS_DEV void xs_burst_pattern(char *dst, uint64_t n16, uint32_t seed, uint64_t first_idx16)
 {
-    const uint64_t step = blockDim.x;
+    const uint32_t step = blockDim.x;
+    uint32_t b0 = xs_pattern_base(seed, 0), b1 = xs_pattern_base(seed, 1);
+    uint32_t b2 = xs_pattern_base(seed, 2), b3 = xs_pattern_base(seed, 3);
     uint64_t i = threadIdx.x;
+    /* the high word of the index is constant over a burst except across a 2^32 boundary */
+    uint32_t hi = (uint32_t)((first_idx16 + i) >> 32) * 0x85ebca6bu;
+    uint32_t lin = (uint32_t)(first_idx16 + i) * XS_PATTERN_STEP;
+    const uint32_t dlin = step * XS_PATTERN_STEP;
+    if (((first_idx16 + n16) >> 32) != (first_idx16 >> 32)) {
+        /* rare: crosses a 2^32-unit boundary; take the exact (slower) path */
+        for (; i < n16; i += step) {
+            uint64_t g = first_idx16 + i;
+            xs_st16(dst + 16 * i, xs_pattern_word(seed, g, 0), xs_pattern_word(seed, g, 1),
+                    xs_pattern_word(seed, g, 2), xs_pattern_word(seed, g, 3));
+        }
+        return;
+    }
 #pragma unroll 1
-    for (; i + 3 * step < n16; i += 4 * step) {
+    for (; i + 3 * (uint64_t)step < n16; i += 4 * (uint64_t)step) {
 #pragma unroll
         for (int u = 0; u < 4; u++) {
-            uint64_t j = i + u * step, g = first_idx16 + j;
-            xs_st16(dst + 16 * j, xs_pattern_word(seed, g, 0), xs_pattern_word(seed, g, 1),
-                    xs_pattern_word(seed, g, 2), xs_pattern_word(seed, g, 3));
+            xs_st16(dst + 16 * (i + u * (uint64_t)step), (b0 + lin) ^ hi, (b1 + lin) ^ hi,
+                    (b2 + lin) ^ hi, (b3 + lin) ^ hi);
+            lin += dlin;
         }
     }
     for (; i < n16; i += step) {
-        uint64_t g = first_idx16 + i;
-        xs_st16(dst + 16 * i, xs_pattern_word(seed, g, 0), xs_pattern_word(seed, g, 1),
-                xs_pattern_word(seed, g, 2), xs_pattern_word(seed, g, 3));
+        xs_st16(dst + 16 * i, (b0 + lin) ^ hi, (b1 + lin) ^ hi, (b2 + lin) ^ hi, (b3 + lin) ^ hi);
+        lin += dlin;
     }
 }
 
@@ -119,7 +136,7 @@ XS_DEV void xs_signal_cta(uint64_t *flag, uint64_t value)
  * XS_WAIT_TIMEOUT. */
 XS_DEV int xs_wait_geq(const uint64_t *flag, uint64_t value, uint64_t timeout_ns)
 {
-    uint64_t t0 = xs_globaltimer();
+    unsigned long long t0 = xs_globaltimer();
     while (xs_ld_acquire_sys(flag) < value) {
         if (xs_globaltimer() - t0 > timeout_ns)
             return XS_WAIT_TIMEOUT;

@@ -173,8 +173,14 @@ xs_status xs_profile_parse(const char *text, size_t len, const char *name, xs_pr
                 goto out;
             }
             p->provisional = json_is_true(val);
-        } else if (!strcmp(key, "fit") || !strcmp(key, "notes")) {
-            /* informational: residuals of the fit, free-form notes */
+        } else if (!strcmp(key, "fit")) {
+            /* informational: residuals of the fit */
+        } else if (!strcmp(key, "notes")) {
+            if (!json_is_string(val)) {
+                st = xs_seterr(XS_EPARSE, "%s:%d: field 'notes' must be a string", name, line);
+                goto out;
+            }
+            copy_str(p->notes, sizeof p->notes, json_string_value(val));
         } else {
             if (!json_is_string(val)) {
                 st = xs_seterr(XS_EPARSE, "%s:%d: field '%s' must be a string", name, line, key);
@@ -334,6 +340,8 @@ xs_status xs_profile_save(const xs_profile *p, const char *path)
     json_object_set_new(o, "date", json_string(p->date));
     json_object_set_new(o, "command", json_string(p->command));
     json_object_set_new(o, "provisional", json_boolean(p->provisional));
+    if (p->notes[0])
+        json_object_set_new(o, "notes", json_string(p->notes));
     for (size_t i = 0; i < NNUMERIC; i++)
         json_object_set_new(o, numeric_fields[i].name,
                             json_real(*field_ptr((xs_profile *)p, &numeric_fields[i])));

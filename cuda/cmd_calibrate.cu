@@ -1,0 +1,350 @@
+/*
+ * cmd_calibrate.cu - `xstage calibrate`: the microbenchmarks of the X-Stage, each a schedule run
+ * by the replay kernel, then the fit (src/fit.c) and the profile.
+ *
+ *   (a) drain     periodic zero-gap bursts; several K/B splits of one volume side by side
+ *   (b) issue     unconstrained bursts and the large-gap plateau
+ *   (c) capacity  isolated bursts, volume sweeps for K = 1, 2, 4, ..., all SMs
+ *   (d) local     the same loops into local HBM (--target local, the control)
+ *   (e) latency   issue-to-visibility round trip seen by the host (host target)
+ *   drift         free-running trains above the headroom (fits chunk_bytes)
+ *   store bw      a plain large zero-copy store kernel, for comparison with R
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "xstage.h"
+#include "xstage_cli.h"
+#include "xstage_cmd.h"
+#include "xstage_cuda.h"
+#include "xstage_replay.h"
+#include "xstage_win.h"
+
+typedef struct {
+    xs_replayer *rp;
+    xs_samples *samples;
+    uint32_t seed;
+    int runs;
+    double bytes;
+} calib_ctx;
+
+static xs_status add_samples(calib_ctx *c, const char *exp, const xs_schedule *s, int rep,
+                             const xs_result *r)
+{
+    for (int i = 0; i < s->nrows; i++) {
+        xs_sample_row x;
+        memset(&x, 0, sizeof x);
+        snprintf(x.experiment, sizeof x.experiment, "%s", exp);
+        x.producers = s->rows[i].producers;
+        x.bytes_per_producer = s->rows[i].bytes_per_producer;
+        x.gap_ns = s->rows[0].gap_ns;
+        x.rows = s->nrows;
+        x.rep = rep;
+        x.row = i;
+        x.issue_med_ns = r->rows[i].issue_med_ns;
+        x.issue_max_ns = r->rows[i].issue_max_ns;
+        x.end_ns = r->rows[i].end_ns;
+        XS_TRY(xs_samples_add(c->samples, &x));
+    }
+    return XS_OK;
+}
+
+/* Run `rows` equal rows (the last without a gap), `reps` times; record every row. */
+static xs_status train(calib_ctx *c, const char *exp, int k, int64_t b, double gap, int rows,
+                       int reps)
+{
+    xs_schedule s = {0};
+    for (int i = 0; i < rows; i++)
+        XS_TRY(xs_schedule_append(&s, k, b, i + 1 < rows ? gap : 0));
+    xs_status st = XS_OK;
+    for (int rep = 0; rep < reps && st == XS_OK; rep++) {
+        xs_result r;
+        xs_replay_stats rs;
+        st = xs_replay_run(c->rp, &s, 0, c->seed++, &r, &rs);
+        if (st != XS_OK)
+            break;
+        c->runs++;
+        c->bytes += rs.bytes;
+        st = add_samples(c, exp, &s, rep, &r);
+        xs_result_free(&r);
+    }
+    xs_schedule_free(&s);
+    return st;
+}
+
+static double med_of(const xs_samples *s, const char *exp, int k, int64_t b, int row,
+                     int use_max, double *spread)
+{
+    double v[256];
+    int n = 0;
+    for (size_t i = 0; i < s->n && n < 256; i++) {
+        const xs_sample_row *x = &s->v[i];
+        if (!strcmp(x->experiment, exp) && x->producers == k && x->bytes_per_producer == b &&
+            x->row == row)
+            v[n++] = use_max ? x->issue_max_ns : x->issue_med_ns;
+    }
+    if (spread)
+        *spread = n ? (xs_max(v, (size_t)n) - xs_min(v, (size_t)n)) : NAN;
+    return n ? xs_median(v, (size_t)n) : NAN;
+}
+
+static void usage(void)
+{
+    printf("usage: xstage calibrate [--target host|local] [--out FILE] [--samples FILE] [--quick]\n"
+           "Measure the X-Stage of one path on this GPU and fit a profile: drain rate R from\n"
+           "periodic zero-gap bursts (several K/B splits), issue rate r and overhead o from\n"
+           "unconstrained bursts and the large-gap plateau, capacity Q(K) from isolated bursts\n"
+           "(K = 1, 2, 4, ..., all SMs), chunk_bytes from free-running trains; plus a plain\n"
+           "zero-copy store kernel and (host) the visibility round trip. Every byte verified.\n\n"
+           "  -t, --target T        host (pinned host memory over PCIe, default) or local (HBM)\n"
+           "  -o, --out FILE        write the fitted profile (JSON)\n"
+           "  --samples FILE        write the raw samples (CSV), the fit's input\n"
+           "  --quick               fewer repetitions and sizes (< 15 s)\n"
+           "  -d, --device N        CUDA device (default 0)\n"
+           "  --window SIZE         destination window, default 256M\n"
+           "  --timeout S           bound on one run, seconds (default 30)\n");
+}
+
+int xs_cmd_calibrate(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"target", required_argument, 0, 't'}, {"out", required_argument, 0, 'o'},
+        {"samples", required_argument, 0, 's'}, {"quick", no_argument, 0, 'q'},
+        {"device", required_argument, 0, 'd'}, {"window", required_argument, 0, 'W'},
+        {"timeout", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    xs_replay_opts ro;
+    memset(&ro, 0, sizeof ro);
+    ro.target = XS_TARGET_HOST;
+    ro.window_bytes = 256u << 20;
+    ro.timeout_s = 30;
+    const char *out = NULL, *samples_out = NULL;
+    int quick = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "t:o:d:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            if (xs_target_parse(optarg, &ro.target) != XS_OK)
+                return xs_cli_fail();
+            if (ro.target != XS_TARGET_HOST && ro.target != XS_TARGET_LOCAL)
+                return xs_cli_failf("calibrate: --target %s is not calibrated by this command "
+                                    "(host or local)", optarg);
+            break;
+        case 'o': out = optarg; break;
+        case 's': samples_out = optarg; break;
+        case 'q': quick = 1; break;
+        case 'd': {
+            long v;
+            if (xs_parse_int("--device", optarg, 0, 63, &v) != XS_OK)
+                return xs_cli_fail();
+            ro.device = (int)v;
+            break;
+        }
+        case 'W': {
+            int64_t v;
+            if (xs_parse_size("--window", optarg, &v) != XS_OK)
+                return xs_cli_fail();
+            if (v < (64 << 20))
+                return xs_cli_failf("--window %s: at least 64M", optarg);
+            ro.window_bytes = (size_t)v;
+            break;
+        }
+        case 'T':
+            if (xs_parse_double("--timeout", optarg, 1, 3600, &ro.timeout_s) != XS_OK)
+                return xs_cli_fail();
+            break;
+        case 'h': usage(); return 0;
+        default: return 1;
+        }
+    }
+    if (optind < argc)
+        return xs_cli_failf("calibrate: unexpected argument '%s'", argv[optind]);
+
+    time_t t_start = time(NULL);
+    xs_replayer *rp;
+    if (xs_replayer_open(&ro, &rp) != XS_OK)
+        return xs_cli_fail();
+    const xs_gpu_info *gpu = xs_replayer_gpu(rp);
+    const int sms = gpu->sm_count;
+    xs_gpu_report_header(stdout, gpu, argc + 1, argv - 1);
+    printf("# target %s, window %.0f MiB, %s\n", xs_target_name(ro.target),
+           ro.window_bytes / 1048576.0, quick ? "quick" : "full");
+    fflush(stdout);
+
+    xs_samples smp = {0};
+    calib_ctx cx = {rp, &smp, 0x5eed1u + (uint32_t)t_start, 0, 0};
+    xs_status st = XS_OK;
+    const int reps = quick ? 2 : 4;
+    xs_profile p;
+    xs_profile_default(&p); /* metadata and starting values; every number is refitted */
+    xs_fit_report fr;
+
+    /* (b) issue: unconstrained bursts (one and four producers, every size), and the large-gap
+     * plateau of all SMs (each burst well under the headroom, gap long enough to drain) */
+    static const int64_t issue_b[] = {1024, 2048, 4096, 8192, 16384, 32768, 65536};
+    for (int i = 0; i < 7 && st == XS_OK; i++)
+        st = train(&cx, "issue", 1, issue_b[i], 0, 1, reps);
+    for (int i = 0; i < 4 && st == XS_OK; i++)
+        st = train(&cx, "issue", 4, issue_b[i], 0, 1, reps);
+    for (int i = 1; i < 4 && st == XS_OK; i++) {
+        double v = (double)sms * issue_b[i];
+        st = train(&cx, "issue", sms, issue_b[i], 3 * v / p.drain_bytes_per_ns + 5000, 4,
+                   quick ? 1 : 2);
+    }
+    /* (a) drain: one volume per row, several K/B splits side by side */
+    const int64_t vrow = (int64_t)sms * 32768;
+    static const int split_div[] = {1, 2, 4, 8};
+    for (int i = 0; i < 4 && st == XS_OK; i++) {
+        int k = sms / split_div[i];
+        int64_t b = (vrow / k) / 16 * 16;
+        st = train(&cx, "drain", k, b, 0, 12, quick ? 2 : 3);
+    }
+    /* preliminary r, o and R for the steps below: the fit sets them in order and stops at the
+     * capacity step, whose samples do not exist yet (so its error is expected and ignored) */
+    if (st == XS_OK)
+        (void)xs_fit_profile(&smp, &p, &fr);
+    /* (c) capacity: isolated bursts, volume sweeps per K */
+    static const int ks[] = {1, 2, 4, 8, 16, 32, 64, 0};
+    static const double vols[] = {0.25, 0.5, 1, 2, 4, 8};
+    for (int i = 0; i < 8 && st == XS_OK; i++) {
+        int k = ks[i] ? ks[i] : sms;
+        for (int j = quick ? 1 : 0; j < 6 && st == XS_OK; j += quick ? 2 : 1) {
+            int64_t b = ((int64_t)(vols[j] * 1048576) / k) / 16 * 16;
+            if (b < 16)
+                continue;
+            st = train(&cx, "capacity", k, b, 0, 1, reps);
+        }
+    }
+    /* drift: trains above the headroom with enough work between bursts to average under R */
+    if (st == XS_OK) {
+        double rr = p.drain_bytes_per_ns > 0 ? p.drain_bytes_per_ns : 50;
+        int64_t b1 = 32768, b2 = 65536;
+        st = train(&cx, "drift", sms, b1, 1.25 * sms * b1 / rr, 6, quick ? 1 : 2);
+        if (st == XS_OK)
+            st = train(&cx, "drift", sms / 2, b2, 1.25 * (sms / 2) * b2 / rr, 6, quick ? 1 : 2);
+    }
+    if (st != XS_OK) {
+        xs_cli_fail();
+        xs_samples_free(&smp);
+        xs_replayer_close(rp);
+        return 1;
+    }
+    if (xs_fit_profile(&smp, &p, &fr) != XS_OK) {
+        xs_cli_fail();
+        xs_samples_free(&smp);
+        xs_replayer_close(rp);
+        return 1;
+    }
+    /* plain store kernel, same window, same run */
+    double bw_med = NAN, bw_min = NAN, bw_max = NAN;
+    if (xs_replay_store_bw(rp, ro.window_bytes, quick ? 3 : 5, &bw_med, &bw_min, &bw_max) !=
+        XS_OK) {
+        xs_cli_fail();
+        xs_samples_free(&smp);
+        xs_replayer_close(rp);
+        return 1;
+    }
+    /* (e) visibility round trip (host) */
+    static const size_t vis_b[] = {16, 4096, 65536, 1048576};
+    double vis_med[4] = {NAN, NAN, NAN, NAN}, vis_p90[4] = {NAN, NAN, NAN, NAN};
+    if (ro.target == XS_TARGET_HOST) {
+        for (int i = 0; i < 4; i++)
+            if (xs_replay_visibility(rp, vis_b[i], quick ? 50 : 200, &vis_med[i], &vis_p90[i]) !=
+                XS_OK) {
+                xs_cli_fail();
+                xs_samples_free(&smp);
+                xs_replayer_close(rp);
+                return 1;
+            }
+    }
+
+    /* ---- report ---- */
+    printf("\n## (b) issue: T = o + B/r on unconstrained bursts (%d samples)\n", fr.n_issue);
+    printf("%10s %10s %14s %14s %10s\n", "producers", "bytes", "issue_med_ns", "model_ns", "resid");
+    for (int i = 0; i < 7; i++) {
+        double m = med_of(&smp, "issue", 1, issue_b[i], 0, 0, NULL);
+        double pr = p.issue_overhead_ns + issue_b[i] / p.issue_bytes_per_ns;
+        printf("%10d %10lld %14.1f %14.1f %9.1f%%\n", 1, (long long)issue_b[i], m, pr,
+               100 * (m - pr) / m);
+    }
+    for (int i = 1; i < 4; i++) {
+        double m = med_of(&smp, "issue", sms, issue_b[i], 3, 0, NULL);
+        double pr = p.issue_overhead_ns + issue_b[i] / p.issue_bytes_per_ns;
+        printf("%10d %10lld %14.1f %14.1f %9.1f%%   (plateau, row 3 of 4)\n", sms,
+               (long long)issue_b[i], m, pr, 100 * (m - pr) / m);
+    }
+    printf("r = %.2f bytes/ns per producer, o = %.1f ns; |residual| median %.1f%%, max %.1f%%\n",
+           p.issue_bytes_per_ns, p.issue_overhead_ns, 100 * fr.issue_resid_med,
+           100 * fr.issue_resid_max);
+    printf("\n## (a) drain: periodic zero-gap bursts of %.2f MB per row, K/B splits\n",
+           vrow / 1e6);
+    printf("%10s %12s %14s\n", "producers", "bytes", "R_bytes_per_ns");
+    for (int i = 0; i < fr.n_splits; i++)
+        printf("%10d %12lld %14.2f\n", fr.drain_split_k[i],
+               (long long)((vrow / fr.drain_split_k[i]) / 16 * 16), fr.drain_by_split[i]);
+    printf("R = %.2f bytes/ns (median of splits; spread %.1f%%)\n", p.drain_bytes_per_ns,
+           100 * fr.drain_spread);
+    printf("plain zero-copy store kernel (%d CTAs x 256 threads, %.0f MiB): %.2f GB/s median "
+           "[%.2f, %.2f]; R / store bw = %.3f\n", 4 * sms, ro.window_bytes / 1048576.0, bw_med,
+           bw_min, bw_max, p.drain_bytes_per_ns / bw_med);
+    printf("\n## (c) capacity: isolated bursts; Q(K) = V - R (T - o) where stalled\n");
+    printf("%10s %14s %14s %10s\n", "producers", "Q(K)_bytes", "model_bytes", "resid");
+    for (int i = 0; i < fr.n_k; i++) {
+        double m = xs_capacity(&p, fr.capacity_k[i]);
+        printf("%10d %14.0f %14.0f %9.1f%%\n", fr.capacity_k[i], fr.capacity_by_k[i], m,
+               100 * (fr.capacity_by_k[i] - m) / fr.capacity_by_k[i]);
+    }
+    printf("Q = %.0f bytes, per producer %.0f bytes; |residual| median %.1f%%, max %.1f%%\n",
+           p.capacity_bytes, p.capacity_bytes_per_producer, 100 * fr.capacity_resid_med,
+           100 * fr.capacity_resid_max);
+    printf("\n## drift: free-running trains; chunk_bytes = %.0f (mean |error| %.1f%%)\n",
+           p.chunk_bytes, 100 * fr.chunk_err);
+    if (ro.target == XS_TARGET_HOST) {
+        printf("\n## (e) visibility: payload, flag (release.sys) -> host acquires, answers -> "
+               "GPU sees the answer\n");
+        printf("%12s %14s %14s\n", "bytes", "rtt_med_ns", "rtt_p90_ns");
+        for (int i = 0; i < 4; i++)
+            printf("%12zu %14.0f %14.0f\n", vis_b[i], vis_med[i], vis_p90[i]);
+    }
+    if (fr.notes[0])
+        printf("# notes: %s\n", fr.notes);
+
+    /* the profile */
+    snprintf(p.device, sizeof p.device, "%.127s", gpu->name);
+    snprintf(p.path, sizeof p.path, "%s", xs_target_name(ro.target));
+    strftime(p.date, sizeof p.date, "%Y-%m-%d", gmtime(&t_start));
+    {
+        size_t n = 0;
+        n += (size_t)snprintf(p.command + n, sizeof p.command - n, "xstage");
+        for (int i = 0; i < argc && n < sizeof p.command; i++)
+            n += (size_t)snprintf(p.command + n, sizeof p.command - n, " %s", argv[i]);
+    }
+    snprintf(p.notes, sizeof p.notes,
+             "driver %d, CUDA runtime %d, %d SMs; R/store-bw %.3f; residuals: issue %.1f%% med, "
+             "capacity %.1f%% med, drain split spread %.1f%%, drift %.1f%%",
+             gpu->driver_version, gpu->runtime_version, sms, p.drain_bytes_per_ns / bw_med,
+             100 * fr.issue_resid_med, 100 * fr.capacity_resid_med, 100 * fr.drain_spread,
+             100 * fr.chunk_err);
+    printf("\n");
+    xs_profile_print(&p, stdout);
+    int rc = 0;
+    if (out && xs_profile_save(&p, out) != XS_OK)
+        rc = xs_cli_fail();
+    if (samples_out) {
+        char comment[2048];
+        snprintf(comment, sizeof comment,
+                 "xstage calibrate raw samples\ndevice %s, %d SMs, driver %d, CUDA runtime %d\n"
+                 "date %s\ncommand %s", gpu->name, sms, gpu->driver_version,
+                 gpu->runtime_version, p.date, p.command);
+        if (xs_samples_save(&smp, samples_out, comment) != XS_OK)
+            rc = xs_cli_fail();
+    }
+    printf("# %d runs, %.1f MB stored and verified, %ld s; calibrate %s\n", cx.runs,
+           cx.bytes / 1e6, (long)(time(NULL) - t_start), rc ? "FAILED" : "OK");
+    xs_samples_free(&smp);
+    xs_replayer_close(rp);
+    return rc;
+}

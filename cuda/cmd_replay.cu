@@ -1,0 +1,513 @@
+/*
+ * cmd_replay.cu - `xstage replay` (run a schedule on the GPU, print the columns `predict` prints)
+ * and `xstage validate` (a built-in suite of schedules never used in fitting, each predicted
+ * without refitting and replayed; errors per schedule and over the suite).
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "xstage.h"
+#include "xstage_cli.h"
+#include "xstage_cmd.h"
+#include "xstage_cuda.h"
+#include "xstage_replay.h"
+#include "xstage_win.h"
+
+/* Options shared by replay and validate. */
+typedef struct {
+    xs_replay_opts ro;
+    xs_profile_args pa;
+    int reps;
+    int sync;
+    int csv;
+    const char *schedule;
+    const char *csv_out;
+} run_args;
+
+enum { OPT_WINDOW = XS_OPT_FIRST_FREE, OPT_TIMEOUT, OPT_DEVICE, OPT_CSVFILE };
+
+static int parse_common(int c, run_args *a)
+{
+    switch (c) {
+    case 't':
+    case XS_OPT_TARGET:
+        if (xs_target_parse(optarg, &a->ro.target) != XS_OK)
+            return xs_cli_fail();
+        return 0;
+    case XS_OPT_VPEERS: {
+        long v;
+        if (xs_parse_int("--virtual-peers", optarg, 1, XS_MAX_RANKS, &v) != XS_OK)
+            return xs_cli_fail();
+        a->ro.virtual_peers = (int)v;
+        return 0;
+    }
+    case OPT_WINDOW: {
+        int64_t v;
+        if (xs_parse_size("--window", optarg, &v) != XS_OK)
+            return xs_cli_fail();
+        if (v < 4096)
+            return xs_cli_failf("--window %s: at least 4K", optarg);
+        a->ro.window_bytes = (size_t)v;
+        return 0;
+    }
+    case OPT_TIMEOUT:
+        if (xs_parse_double("--timeout", optarg, 0.001, 3600, &a->ro.timeout_s) != XS_OK)
+            return xs_cli_fail();
+        return 0;
+    case 'd':
+    case OPT_DEVICE: {
+        long v;
+        if (xs_parse_int("--device", optarg, 0, 63, &v) != XS_OK)
+            return xs_cli_fail();
+        a->ro.device = (int)v;
+        return 0;
+    }
+    case 'n': {
+        long v;
+        if (xs_parse_int("--iters", optarg, 1, 1000, &v) != XS_OK)
+            return xs_cli_fail();
+        a->reps = (int)v;
+        return 0;
+    }
+    case XS_OPT_PROFILE: a->pa.file = optarg; return 0;
+    case XS_OPT_SET:
+        if (xs_profile_args_add_set(&a->pa, optarg) != XS_OK)
+            return xs_cli_fail();
+        return 0;
+    case XS_OPT_SYNC: a->sync = 1; return 0;
+    case XS_OPT_CSV: a->csv = 1; return 0;
+    case OPT_CSVFILE: a->csv_out = optarg; return 0;
+    case 's': a->schedule = optarg; return 0;
+    default: return 1;
+    }
+}
+
+#define COMMON_OPTIONS                                                                        \
+    {"target", required_argument, 0, 't'}, {"virtual-peers", required_argument, 0, XS_OPT_VPEERS}, \
+    {"window", required_argument, 0, OPT_WINDOW}, {"timeout", required_argument, 0, OPT_TIMEOUT}, \
+    {"device", required_argument, 0, 'd'}, {"iters", required_argument, 0, 'n'},              \
+    {"profile", required_argument, 0, XS_OPT_PROFILE}, {"set", required_argument, 0, XS_OPT_SET}, \
+    {"sync", no_argument, 0, XS_OPT_SYNC}, {"help", no_argument, 0, 'h'}
+
+#define COMMON_HELP                                                                           \
+    "  -t, --target T        host (default), local, virtual, peer\n"                          \
+    "  --virtual-peers N     with --target virtual: 1 local + N-1 host windows\n"              \
+    "  --window SIZE         bytes of each destination window (default: fits the work)\n"      \
+    "  --timeout S           bound on one run, seconds (default 30)\n"                          \
+    "  -d, --device N        CUDA device (default 0)\n"                                        \
+    "  -n, --iters N         repetitions; rows report the median repetition (default 3)\n"     \
+    "  --profile FILE, --set NAME=VALUE   the profile for the prediction shown alongside\n"
+
+static void defaults(run_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->ro.target = XS_TARGET_HOST;
+    a->ro.timeout_s = 30;
+    a->reps = 3;
+}
+
+/* Replay a schedule `reps` times; out gets, per row, the median over repetitions of each
+ * column (windows of the median-total repetition). */
+static xs_status replay_median(xs_replayer *rp, const xs_schedule *s, int sync, int reps,
+                               uint32_t *seed, xs_result *out, double *spread_pct,
+                               xs_replay_stats *last)
+{
+    xs_result *rs = (xs_result *)calloc((size_t)reps, sizeof *rs);
+    double *tot = (double *)calloc((size_t)reps, sizeof *tot);
+    double *col = (double *)calloc((size_t)reps, sizeof *col);
+    xs_status st = XS_OK;
+    int done = 0;
+    if (!rs || !tot || !col) {
+        st = xs_seterr(XS_ENOMEM, "out of host memory");
+        goto out;
+    }
+    for (int i = 0; i < reps && st == XS_OK; i++) {
+        st = xs_replay_run(rp, s, sync, (*seed)++, &rs[i], last);
+        if (st == XS_OK) {
+            tot[i] = rs[i].rows[s->nrows - 1].end_ns;
+            done++;
+        }
+    }
+    if (st != XS_OK)
+        goto out;
+    {
+        int best = 0;
+        double m = xs_median(tot, (size_t)reps);
+        for (int i = 1; i < reps; i++)
+            if (fabs(tot[i] - m) < fabs(tot[best] - m))
+                best = i;
+        *out = rs[best];
+        memset(&rs[best], 0, sizeof rs[best]);
+        for (int r = 0; r < s->nrows; r++) {
+            for (int i = 0; i < reps; i++) col[i] = i == best ? out->rows[r].issue_med_ns : rs[i].rows[r].issue_med_ns;
+            out->rows[r].issue_med_ns = xs_median(col, (size_t)reps);
+            for (int i = 0; i < reps; i++) col[i] = i == best ? out->rows[r].issue_max_ns : rs[i].rows[r].issue_max_ns;
+            out->rows[r].issue_max_ns = xs_median(col, (size_t)reps);
+            for (int i = 0; i < reps; i++) col[i] = i == best ? out->rows[r].end_ns : rs[i].rows[r].end_ns;
+            out->rows[r].end_ns = xs_median(col, (size_t)reps);
+        }
+        *spread_pct = m > 0 ? 100 * (xs_max(tot, (size_t)reps) - xs_min(tot, (size_t)reps)) / m
+                            : NAN;
+    }
+out:
+    for (int i = 0; i < done; i++)
+        xs_result_free(&rs[i]);
+    free(rs);
+    free(tot);
+    free(col);
+    return st;
+}
+
+static size_t window_for(const xs_schedule *s, const run_args *a)
+{
+    if (a->ro.window_bytes)
+        return a->ro.window_bytes;
+    double b = xs_schedule_bytes(s);
+    int n = a->ro.target == XS_TARGET_VIRTUAL && a->ro.virtual_peers > 0 ? a->ro.virtual_peers : 1;
+    /* per destination, rounded up generously for the slot layout */
+    double per = b / n + 2.0 * xs_schedule_max_producers(s) * 16 * s->nrows + (1 << 20);
+    return (size_t)per + 4096;
+}
+
+int xs_cmd_replay(int argc, char **argv)
+{
+    static const struct option lo[] = {{"schedule", required_argument, 0, 's'},
+                                       {"csv", no_argument, 0, XS_OPT_CSV}, COMMON_OPTIONS,
+                                       {0, 0, 0, 0}};
+    run_args a;
+    defaults(&a);
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "s:t:d:n:h", lo, NULL)) != -1) {
+        if (c == 'h') {
+            printf("usage: xstage replay --schedule FILE [--target T] [--sync] [--csv]\n"
+                   "Run the schedule on this GPU with one producer (CTA of 128 threads) per SM,\n"
+                   "free-running unless --sync, and print the measured columns of predict:\n"
+                   "row,producers,bytes_per_producer,gap_ns,issue_med_ns,issue_max_ns,end_ns.\n"
+                   "Every byte is verified at its destination.\n\n"
+                   "  -s, --schedule FILE   the schedule (CSV)\n"
+                   "  --sync                a grid barrier between rows\n"
+                   "  --csv                 CSV instead of the table\n" COMMON_HELP);
+            return 0;
+        }
+        if (parse_common(c, &a))
+            return 1;
+    }
+    if (optind < argc)
+        return xs_cli_failf("replay: unexpected argument '%s'", argv[optind]);
+    if (!a.schedule)
+        return xs_cli_failf("replay: --schedule FILE is required");
+    if (a.ro.target == XS_TARGET_VIRTUAL && a.ro.virtual_peers < 1)
+        return xs_cli_failf("replay: --target virtual needs --virtual-peers N");
+    xs_profile p;
+    if (xs_profile_args_resolve(&a.pa, &p) != XS_OK)
+        return xs_cli_fail();
+    xs_schedule s;
+    if (xs_schedule_load(a.schedule, &s) != XS_OK)
+        return xs_cli_fail();
+    a.ro.window_bytes = window_for(&s, &a);
+    xs_replayer *rp;
+    if (xs_replayer_open(&a.ro, &rp) != XS_OK) {
+        xs_schedule_free(&s);
+        return xs_cli_fail();
+    }
+    if (xs_replay_check(rp, &s) != XS_OK) {
+        xs_replayer_close(rp);
+        xs_schedule_free(&s);
+        return xs_cli_fail();
+    }
+    uint32_t seed = 0xa11ceu ^ (uint32_t)time(NULL);
+    xs_result m;
+    double spread = 0;
+    xs_replay_stats rs;
+    /* one warm-up run, not reported */
+    xs_status st = xs_replay_run(rp, &s, a.sync, seed++, &m, &rs);
+    if (st == XS_OK) {
+        xs_result_free(&m);
+        st = replay_median(rp, &s, a.sync, a.reps, &seed, &m, &spread, &rs);
+    }
+    if (st != XS_OK) {
+        xs_cli_fail();
+        xs_replayer_close(rp);
+        xs_schedule_free(&s);
+        return 1;
+    }
+    if (a.csv) {
+        xs_result_print(&m, &s, 1, stdout);
+    } else {
+        xs_gpu_report_header(stdout, xs_replayer_gpu(rp), argc + 1, argv - 1);
+        printf("# schedule %s, %d rows, %.6g bytes; target %s; %s; median of %d runs\n",
+               a.schedule, s.nrows, xs_schedule_bytes(&s), xs_target_name(a.ro.target),
+               a.sync ? "synchronised" : "free-running", a.reps);
+        xs_result_print(&m, &s, 0, stdout);
+        xs_sim_opts so;
+        memset(&so, 0, sizeof so);
+        so.sync = a.sync;
+        xs_result pr;
+        if (xs_simulate(&p, &s, &so, &pr) == XS_OK) {
+            double mt = m.rows[s.nrows - 1].end_ns, pt = pr.rows[s.nrows - 1].end_ns;
+            printf("# total %.1f ns measured (spread %.1f%% over runs), %.1f ns predicted by the "
+                   "%s profile: error %+.1f%%\n", mt, spread, pt, a.pa.file ? a.pa.file : "embedded",
+                   100 * (pt - mt) / mt);
+            xs_result_free(&pr);
+        }
+        printf("# SM clock %.3f GHz, producer start skew %.0f ns, %.0f bytes verified, %llu bad; "
+               "replay OK\n", rs.sm_ghz, rs.start_skew_ns, rs.bytes,
+               (unsigned long long)rs.bad16);
+    }
+    xs_result_free(&m);
+    xs_replayer_close(rp);
+    xs_schedule_free(&s);
+    return 0;
+}
+
+/* ---- validate ------------------------------------------------------------------------------ */
+
+typedef struct {
+    char name[48];
+    xs_schedule s;
+    int sync;
+} vcase;
+
+static void add_case(vcase *v, int *n, const char *name, int sync)
+{
+    snprintf(v[*n].name, sizeof v[*n].name, "%s", name);
+    v[*n].sync = sync;
+    (*n)++;
+}
+
+static void train_rows(xs_schedule *s, int k, int64_t b, double g, int rows)
+{
+    for (int i = 0; i < rows; i++)
+        xs_schedule_append(s, k, b, i + 1 < rows ? g : 0);
+}
+
+static int64_t r16(double b) { return b < 16 ? 16 : ((int64_t)b) / 16 * 16; }
+
+/* The suite: shapes the calibration never ran (other K, other B, other gaps). */
+static int build_suite(const xs_profile *p, int sms, vcase *v, uint32_t seed)
+{
+    int n = 0;
+    char nm[48];
+    /* gap sweeps across G*: K = all SMs, 16 KiB */
+    {
+        xs_bg o;
+        xs_bg_eval(p, sms, 16384, 0, &o);
+        static const double f[] = {0.3, 0.7, 1.0, 1.5, 3.0};
+        for (int i = 0; i < 5; i++) {
+            memset(&v[n].s, 0, sizeof v[n].s);
+            train_rows(&v[n].s, sms, 16384, f[i] * o.g_star_ns, 8);
+            snprintf(nm, sizeof nm, "gap %.1fxG* K%d 16K", f[i], sms);
+            add_case(v, &n, nm, 0);
+        }
+    }
+    /* capacity sweeps across Q(K): isolated bursts, K = 96 and 24 */
+    static const int kc[] = {96, 24};
+    static const double fv[] = {0.5, 0.9, 1.3, 2.0, 4.0};
+    for (int j = 0; j < 2; j++) {
+        int k = kc[j] < sms ? kc[j] : sms;
+        double q = xs_capacity(p, k);
+        for (int i = 0; i < 5; i++) {
+            memset(&v[n].s, 0, sizeof v[n].s);
+            train_rows(&v[n].s, k, r16(fv[i] * q / k), 0, 1);
+            snprintf(nm, sizeof nm, "isolated %.1fxQ(K) K%d", fv[i], k);
+            add_case(v, &n, nm, 0);
+        }
+    }
+    /* isolated burst well above the knee, synchronised replay: T_iss_iso */
+    memset(&v[n].s, 0, sizeof v[n].s);
+    train_rows(&v[n].s, sms, r16(3.0 * xs_capacity(p, sms) / sms), 0, 1);
+    add_case(v, &n, "isolated 3xQ sync", 1);
+    /* mixed producer counts */
+    memset(&v[n].s, 0, sizeof v[n].s);
+    xs_schedule_append(&v[n].s, 16 < sms ? 16 : sms, 262144, 20000);
+    xs_schedule_append(&v[n].s, sms, 8192, 5000);
+    xs_schedule_append(&v[n].s, sms, 8192, 5000);
+    xs_schedule_append(&v[n].s, sms / 2, 65536, 40000);
+    xs_schedule_append(&v[n].s, sms, 16384, 0);
+    add_case(v, &n, "mixed producers A", 0);
+    memset(&v[n].s, 0, sizeof v[n].s);
+    xs_schedule_append(&v[n].s, 40 < sms ? 40 : sms, 98304, 10000);
+    xs_schedule_append(&v[n].s, sms, 4096, 60000);
+    xs_schedule_append(&v[n].s, 8, 524288, 0);
+    xs_schedule_append(&v[n].s, sms, 24576, 30000);
+    xs_schedule_append(&v[n].s, 72 < sms ? 72 : sms, 49152, 0);
+    add_case(v, &n, "mixed producers B", 0);
+    /* random trains */
+    uint64_t x = seed | 1;
+    for (int t = 0; t < 4; t++) {
+        memset(&v[n].s, 0, sizeof v[n].s);
+        for (int r = 0; r < 10; r++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            int k = 8 + (int)(x % (uint64_t)(sms - 7));
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            int64_t b = r16(4096.0 * pow(32.0, (double)(x % 1000) / 1000.0));
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            double g = (double)k * b / p->drain_bytes_per_ns * 2.0 * (double)(x % 1000) / 1000.0;
+            xs_schedule_append(&v[n].s, k, b, r + 1 < 10 ? g : 0);
+        }
+        snprintf(nm, sizeof nm, "random train %d", t);
+        add_case(v, &n, nm, 0);
+    }
+    /* trains that make producers drift (other K and B than the calibration's) */
+    {
+        int k = 100 < sms ? 100 : sms;
+        int64_t b = 49152;
+        double g = 1.2 * k * b / p->drain_bytes_per_ns;
+        memset(&v[n].s, 0, sizeof v[n].s);
+        train_rows(&v[n].s, k, b, g, 8);
+        add_case(v, &n, "drift K100 48K free", 0);
+        memset(&v[n].s, 0, sizeof v[n].s);
+        train_rows(&v[n].s, k, b, g, 8);
+        add_case(v, &n, "drift K100 48K sync", 1);
+    }
+    /* expert-wave schedule and its interleaved form (examples/) */
+    memset(&v[n].s, 0, sizeof v[n].s);
+    train_rows(&v[n].s, sms, 32768, 100000, 8);
+    add_case(v, &n, "ep wave", 0);
+    memset(&v[n].s, 0, sizeof v[n].s);
+    for (int w = 0; w < 8; w++)
+        for (int i = 0; i < 8; i++)
+            xs_schedule_append(&v[n].s, sms, 4096, w < 7 ? 12500 : 0);
+    add_case(v, &n, "ep interleaved", 0);
+    return n;
+}
+
+int xs_cmd_validate(int argc, char **argv)
+{
+    static const struct option lo[] = {{"csv", required_argument, 0, OPT_CSVFILE}, COMMON_OPTIONS,
+                                       {0, 0, 0, 0}};
+    run_args a;
+    defaults(&a);
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "t:d:n:h", lo, NULL)) != -1) {
+        if (c == 'h') {
+            printf("usage: xstage validate [--profile FILE] [--target host|local] [--csv FILE]\n"
+                   "Predict (without refitting) and replay a built-in suite of schedules that the\n"
+                   "calibration never ran: gap sweeps across G*, capacity sweeps across Q(K),\n"
+                   "mixed producer counts, random trains, drift trains, expert-wave schedules.\n"
+                   "Prints per schedule the error of the total and of each row's issue_max_ns,\n"
+                   "then the median and maximum over the suite.\n\n"
+                   "  --csv FILE            also write the table as CSV\n" COMMON_HELP);
+            return 0;
+        }
+        if (parse_common(c, &a))
+            return 1;
+    }
+    if (optind < argc)
+        return xs_cli_failf("validate: unexpected argument '%s'", argv[optind]);
+    xs_profile p;
+    if (xs_profile_args_resolve(&a.pa, &p) != XS_OK)
+        return xs_cli_fail();
+    if (a.ro.target != XS_TARGET_HOST && a.ro.target != XS_TARGET_LOCAL &&
+        a.ro.target != XS_TARGET_PEER)
+        return xs_cli_failf("validate: --target host, local or peer");
+    if (!a.ro.window_bytes)
+        a.ro.window_bytes = 128u << 20;
+    xs_replayer *rp;
+    if (xs_replayer_open(&a.ro, &rp) != XS_OK)
+        return xs_cli_fail();
+    const xs_gpu_info *gpu = xs_replayer_gpu(rp);
+    vcase v[40];
+    memset(v, 0, sizeof v);
+    uint32_t seed = 0xc0ffeeu;
+    int nv = build_suite(&p, gpu->sm_count, v, seed);
+    FILE *cf = NULL;
+    if (a.csv_out && !(cf = fopen(a.csv_out, "w"))) {
+        xs_replayer_close(rp);
+        return xs_cli_failf("validate: cannot write %s", a.csv_out);
+    }
+    xs_gpu_report_header(stdout, gpu, argc + 1, argv - 1);
+    printf("# profile %s: r %.3g B/ns, o %.3g ns, R %.4g B/ns, Q %.4g B, q %.4g B, chunk %.0f B\n",
+           a.pa.file ? a.pa.file : "embedded", p.issue_bytes_per_ns, p.issue_overhead_ns,
+           p.drain_bytes_per_ns, p.capacity_bytes, p.capacity_bytes_per_producer, p.chunk_bytes);
+    printf("# target %s; each schedule: median of %d replays after one warm-up\n",
+           xs_target_name(a.ro.target), a.reps);
+    printf("%-26s %5s %12s %12s %9s %7s %10s %10s\n", "schedule", "rows", "meas_us", "pred_us",
+           "err_tot", "spread", "row_med", "row_max");
+    printf("%-26s %5s %12s %12s %9s %7s %10s %10s\n", "", "", "(us)", "(us)", "(%)", "(%)",
+           "|err| (%)", "|err| (%)");
+    if (cf) {
+        xs_gpu_report_header(cf, gpu, argc + 1, argv - 1);
+        fprintf(cf, "schedule,rows,sync,meas_total_ns,pred_total_ns,err_total_pct,spread_pct,"
+                    "row_issue_max_err_med_pct,row_issue_max_err_max_pct\n");
+    }
+    double etot[40], allrow[4000];
+    int nall = 0, ok = 1, rc = 0;
+    double iso_err = NAN;
+    for (int i = 0; i < nv; i++) {
+        xs_schedule *s = &v[i].s;
+        xs_sim_opts so;
+        memset(&so, 0, sizeof so);
+        so.sync = v[i].sync;
+        xs_result pr, m;
+        xs_replay_stats rs;
+        double spread = 0;
+        if (xs_simulate(&p, s, &so, &pr) != XS_OK) {
+            rc = xs_cli_fail();
+            break;
+        }
+        xs_status st = xs_replay_run(rp, s, v[i].sync, seed++, &m, &rs); /* warm-up */
+        if (st == XS_OK) {
+            xs_result_free(&m);
+            st = replay_median(rp, s, v[i].sync, a.reps, &seed, &m, &spread, &rs);
+        }
+        if (st != XS_OK) {
+            xs_result_free(&pr);
+            rc = xs_cli_fail();
+            break;
+        }
+        double mt = m.rows[s->nrows - 1].end_ns, pt = pr.rows[s->nrows - 1].end_ns;
+        etot[i] = 100 * (pt - mt) / mt;
+        double re[512];
+        int nr = 0;
+        for (int r = 0; r < s->nrows && nr < 512; r++) {
+            re[nr] = 100 * fabs(pr.rows[r].issue_max_ns - m.rows[r].issue_max_ns) /
+                     m.rows[r].issue_max_ns;
+            if (nall < 4000)
+                allrow[nall++] = re[nr];
+            nr++;
+        }
+        if (!strcmp(v[i].name, "isolated 3xQ sync")) {
+            xs_bg o;
+            xs_bg_eval(&p, s->rows[0].producers, (double)s->rows[0].bytes_per_producer, 0, &o);
+            iso_err = 100 * (m.rows[0].issue_max_ns - o.t_iss_iso_ns) / o.t_iss_iso_ns;
+        }
+        printf("%-26s %5d %12.1f %12.1f %+8.1f%% %6.1f%% %9.1f%% %9.1f%%\n", v[i].name, s->nrows,
+               mt / 1e3, pt / 1e3, etot[i], spread, xs_median(re, (size_t)nr),
+               xs_max(re, (size_t)nr));
+        fflush(stdout);
+        if (cf)
+            fprintf(cf, "%s,%d,%d,%.1f,%.1f,%.2f,%.2f,%.2f,%.2f\n", v[i].name, s->nrows,
+                    v[i].sync, mt, pt, etot[i], spread, xs_median(re, (size_t)nr),
+                    xs_max(re, (size_t)nr));
+        xs_result_free(&pr);
+        xs_result_free(&m);
+    }
+    if (!rc) {
+        double ae[40];
+        for (int i = 0; i < nv; i++)
+            ae[i] = fabs(etot[i]);
+        double med = xs_median(ae, (size_t)nv), mx = xs_max(ae, (size_t)nv);
+        double rmed = xs_median(allrow, (size_t)nall);
+        printf("# totals: median |error| %.1f%% (target <= 5%%), max %.1f%% (target <= 15%%)\n", med,
+               mx);
+        printf("# per-row issue_max_ns: median |error| %.1f%% (target <= 15%%) over %d rows\n",
+               rmed, nall);
+        printf("# isolated burst above the knee, --sync: measured vs T_iss_iso %+.1f%% (target "
+               "within 10%%)\n", iso_err);
+        ok = med <= 5 && mx <= 15 && rmed <= 15 && fabs(iso_err) <= 10;
+        printf("# validate %s\n", ok ? "OK: all targets met" : "done: targets NOT all met");
+    }
+    if (cf)
+        fclose(cf);
+    for (int i = 0; i < nv; i++)
+        xs_schedule_free(&v[i].s);
+    xs_replayer_close(rp);
+    return rc;
+}

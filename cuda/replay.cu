@@ -1,0 +1,657 @@
+/*
+ * replay.cu - run a burst-gap schedule on the GPU and measure it (include/xstage_replay.h).
+ *
+ * One kernel serves replay, calibration and validation: every microbenchmark is a schedule.
+ * Producer p = CTA p (128 threads, one per SM). Destination of producer p: rank p % N of the
+ * window table, slot p / N of the row's region there, so the same kernel runs against one host
+ * window, local HBM, N virtual peers or NCCL peers. Timing: each SM reads clock64 around its
+ * issue; a tick-edge anchor at start and end places those cycles on the %globaltimer time base,
+ * so windows of different SMs are comparable to within one timer read.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "xstage.h"
+#include "xstage_cuda.h"
+#include "xstage_device.cuh"
+#include "xstage_replay.h"
+#include "xstage_win.h"
+
+/* One schedule row as the kernel sees it. */
+typedef struct {
+    int k;                       /* producers in the row */
+    unsigned int seed;           /* pattern seed of the row (rank mixed in on the device) */
+    unsigned long long n16;      /* 16-byte units per producer */
+    unsigned long long gap_cyc;  /* useful work after the row, in SM cycles */
+    unsigned long long off16;    /* start of the row's region in every window, 16-byte units */
+} xs_drow;
+
+typedef struct {
+    unsigned long long c_start, c_end; /* clock64 around this producer's issue in one row */
+} xs_stamp;
+
+typedef struct {
+    unsigned long long g0, c0, g1, c1; /* tick-edge anchors at start and end */
+    unsigned long long c_go;           /* clock64 when the common start instant was reached */
+} xs_anchor;
+
+struct xs_replayer {
+    xs_replay_opts o;
+    xs_gpu_info gpu;
+    xs_winset *win;
+    xs_wintab tab;
+    size_t smem;                 /* dynamic shared memory that forces one CTA per SM */
+    double ghz;                  /* SM clock from the probe (cycles per ns) */
+    xs_devstatus *dstat;         /* mapped host memory */
+    unsigned long long *dscratch; /* [0] common start instant, [1] grid barrier counter */
+    xs_drow *drows;
+    size_t drows_cap;
+    xs_stamp *dstamps;
+    size_t dstamps_cap;
+    xs_anchor *danchors;
+    cudaEvent_t ev0, ev1;
+    cudaStream_t stream;
+};
+
+static __device__ __forceinline__ unsigned long long ld_acquire_gpu(const unsigned long long *p)
+{
+    unsigned long long v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
+    replay_kernel(xs_wintab tab, const xs_drow *rows, int nrows, xs_stamp *stamps,
+                  xs_anchor *anchors, int sync, unsigned long long *scratch,
+                  unsigned long long lead_ns, unsigned long long timeout_ns, xs_devstatus *st)
+{
+    extern __shared__ unsigned char occupancy_only[]; /* forces one CTA per SM; unused */
+    (void)occupancy_only;
+    const int p = blockIdx.x, grid = gridDim.x, n = tab.nranks;
+    __shared__ int s_abort;
+    xs_anchor a = {0, 0, 0, 0, 0};
+    if (threadIdx.x == 0) {
+        s_abort = 0;
+        xs_time_anchor(&a.g0, &a.c0, 1u << 16);
+        /* the first producer to arrive fixes the common start instant */
+        unsigned long long mine = a.g0 + lead_ns;
+        unsigned long long old = atomicCAS(&scratch[0], 0ull, mine);
+        unsigned long long go = old ? old : mine;
+        while (xs_globaltimer() < go) {
+            if (xs_globaltimer() > a.g0 + timeout_ns) {
+                xs_devfail(st, XS_DEVERR_TIMEOUT, 0);
+                s_abort = 1;
+                break;
+            }
+        }
+        a.c_go = xs_clock();
+    }
+    __syncthreads();
+    if (s_abort)
+        return;
+    const int d = p % n;
+    const unsigned long long slot = (unsigned long long)(p / n);
+    for (int r = 0; r < nrows; r++) {
+        const xs_drow row = rows[r];
+        if (p < row.k) {
+            __syncthreads();
+            unsigned long long cs = xs_clock();
+            unsigned long long first = row.off16 + slot * row.n16;
+            xs_burst_pattern(tab.data[d] + 16 * first, row.n16, row.seed ^ (d * 0x85ebca6bu),
+                             first);
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                xs_stamp s = {cs, xs_clock()};
+                stamps[(size_t)r * grid + p] = s;
+            }
+        }
+        if (row.gap_cyc)
+            xs_spin_cycles(row.gap_cyc);
+        if (sync) {
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                __threadfence();
+                atomicAdd(&scratch[1], 1ull);
+                unsigned long long want = (unsigned long long)(r + 1) * grid;
+                unsigned long long t0 = xs_globaltimer();
+                while (ld_acquire_gpu(&scratch[1]) < want) {
+                    if (xs_globaltimer() - t0 > timeout_ns) {
+                        xs_devfail(st, XS_DEVERR_TIMEOUT, 1000000ull + r);
+                        s_abort = 1;
+                        break;
+                    }
+                }
+            }
+            __syncthreads();
+            if (s_abort)
+                return;
+        }
+    }
+    if (threadIdx.x == 0) {
+        xs_time_anchor(&a.g1, &a.c1, 1u << 16);
+        anchors[p] = a;
+    }
+}
+
+/* SM clock probe: spin on clock64 between two tick-edge anchors ~2 ms apart. */
+__global__ void clock_probe_kernel(unsigned long long *out)
+{
+    unsigned long long g0, c0, g1, c1;
+    xs_time_anchor(&g0, &c0, 1u << 16);
+    while (xs_globaltimer() - g0 < 2000000ull) {
+    }
+    xs_time_anchor(&g1, &c1, 1u << 16);
+    out[0] = g1 - g0;
+    out[1] = c1 - c0;
+}
+
+/* Plain zero-copy store kernel: a grid of many CTAs, each storing its slice with the pattern. */
+__global__ void store_bw_kernel(char *dst, unsigned long long n16, unsigned int seed)
+{
+    unsigned long long per = (n16 + gridDim.x - 1) / gridDim.x;
+    unsigned long long first = per * blockIdx.x;
+    if (first >= n16)
+        return;
+    unsigned long long cnt = first + per > n16 ? n16 - first : per;
+    xs_burst_pattern(dst + 16 * first, cnt, seed, first);
+}
+
+/* Visibility round trip: payload, flag up (release.sys); wait for the host's answer (acquire). */
+__global__ void visibility_kernel(char *payload, unsigned long long n16, uint64_t *flag_up,
+                                  uint64_t *flag_back, int reps, unsigned int seed,
+                                  unsigned long long *rtt, unsigned long long timeout_ns,
+                                  xs_devstatus *st)
+{
+    __shared__ int s_abort;
+    for (int i = 0; i < reps; i++) {
+        unsigned long long t0 = 0;
+        if (threadIdx.x == 0) {
+            s_abort = 0;
+            t0 = xs_globaltimer();
+        }
+        __syncthreads();
+        xs_burst_pattern(payload, n16, seed + (unsigned)i, 0);
+        xs_signal_cta(flag_up, (uint64_t)i + 1);
+        if (threadIdx.x == 0) {
+            if (xs_wait_geq(flag_back, (uint64_t)i + 1, timeout_ns) != XS_WAIT_OK) {
+                xs_devfail(st, XS_DEVERR_TIMEOUT, (unsigned long long)i);
+                s_abort = 1;
+            } else {
+                rtt[i] = xs_globaltimer() - t0;
+            }
+        }
+        __syncthreads();
+        if (s_abort)
+            return;
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Wait for an event with a bound: a kernel's own waits are bounded, but a schedule with huge gaps
+ * must not hold the process forever either. */
+static xs_status wait_event(cudaEvent_t ev, double timeout_s, const char *what)
+{
+    double t0 = now_s();
+    for (;;) {
+        cudaError_t e = cudaEventQuery(ev);
+        if (e == cudaSuccess)
+            return XS_OK;
+        if (e != cudaErrorNotReady)
+            return xs_seterr(XS_ECUDA, "%s: %s", what, cudaGetErrorString(e));
+        if (now_s() - t0 > timeout_s)
+            return xs_seterr(XS_ETIMEOUT, "%s did not finish within %.0f s", what, timeout_s);
+        usleep(50);
+    }
+}
+
+static xs_status check_devstatus(xs_replayer *rp, const char *what)
+{
+    volatile xs_devstatus *v = rp->dstat;
+    xs_devstatus s;
+    s.code = v->code;
+    s.block = v->block;
+    s.detail = v->detail;
+    if (s.code == 0)
+        return XS_OK;
+    memset(rp->dstat, 0, sizeof *rp->dstat);
+    if (s.code == XS_DEVERR_TIMEOUT) {
+        if (s.detail >= 1000000ull)
+            return xs_seterr(XS_ETIMEOUT, "%s: grid barrier after row %llu timed out on producer "
+                             "%u (%.1f s bound)", what, s.detail - 1000000ull, s.block,
+                             rp->o.timeout_s);
+        return xs_seterr(XS_ETIMEOUT, "%s: wait timed out on CTA %u (detail %llu, %.1f s bound)",
+                         what, s.block, s.detail, rp->o.timeout_s);
+    }
+    return xs_seterr(XS_ECUDA, "%s: device reported failure %u on CTA %u", what, s.code,
+                     s.block);
+}
+
+xs_status xs_replayer_open(const xs_replay_opts *o, xs_replayer **out)
+{
+    *out = NULL;
+    xs_replayer *rp = (xs_replayer *)calloc(1, sizeof *rp);
+    if (!rp)
+        return xs_seterr(XS_ENOMEM, "out of host memory");
+    rp->o = *o;
+    if (!(rp->o.timeout_s > 0))
+        rp->o.timeout_s = 30;
+    xs_status st = xs_gpu_open(o->device, &rp->gpu);
+    if (st != XS_OK) {
+        free(rp);
+        return st;
+    }
+    xs_win_opts wo;
+    memset(&wo, 0, sizeof wo);
+    wo.target = o->target;
+    wo.virtual_peers = o->virtual_peers;
+    wo.bytes = o->window_bytes;
+    wo.nflags = 8;
+    wo.device = o->device;
+    st = xs_win_open(&wo, &rp->win);
+    if (st != XS_OK) {
+        free(rp);
+        return st;
+    }
+    rp->tab = *xs_win_table(rp->win);
+    /* more than half an SM's shared memory: the scheduler can place only one CTA per SM */
+    rp->smem = rp->gpu.smem_per_sm / 2 + 1024;
+    if (rp->smem > rp->gpu.smem_optin)
+        rp->smem = rp->gpu.smem_optin;
+#define OPEN_CU(call)                                                                         \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        if (e_ != cudaSuccess) {                                                              \
+            xs_seterr(XS_ECUDA, "%s: %s", #call, cudaGetErrorString(e_));                     \
+            xs_replayer_close(rp);                                                            \
+            return XS_ECUDA;                                                                  \
+        }                                                                                     \
+    } while (0)
+    OPEN_CU(cudaFuncSetAttribute(replay_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)rp->smem));
+    OPEN_CU(cudaHostAlloc((void **)&rp->dstat, sizeof(xs_devstatus), cudaHostAllocMapped));
+    memset(rp->dstat, 0, sizeof *rp->dstat);
+    OPEN_CU(cudaMalloc((void **)&rp->dscratch, 4 * sizeof(unsigned long long)));
+    OPEN_CU(cudaMalloc((void **)&rp->danchors, (size_t)rp->gpu.sm_count * sizeof(xs_anchor)));
+    OPEN_CU(cudaStreamCreateWithFlags(&rp->stream, cudaStreamNonBlocking));
+    OPEN_CU(cudaEventCreate(&rp->ev0));
+    OPEN_CU(cudaEventCreate(&rp->ev1));
+    /* SM clock, for converting gaps to cycles */
+    unsigned long long *dprobe, hprobe[2];
+    OPEN_CU(cudaMalloc((void **)&dprobe, sizeof hprobe));
+    clock_probe_kernel<<<1, 1, 0, rp->stream>>>(dprobe);
+    OPEN_CU(cudaGetLastError());
+    OPEN_CU(cudaMemcpyAsync(hprobe, dprobe, sizeof hprobe, cudaMemcpyDeviceToHost, rp->stream));
+    OPEN_CU(cudaStreamSynchronize(rp->stream));
+    cudaFree(dprobe);
+    rp->ghz = hprobe[0] ? (double)hprobe[1] / (double)hprobe[0] : 0;
+    if (!(rp->ghz > 0.1 && rp->ghz < 10)) {
+        xs_replayer_close(rp);
+        return xs_seterr(XS_ECUDA, "SM clock probe gave %.3f GHz; %%globaltimer not usable",
+                         rp->ghz);
+    }
+#undef OPEN_CU
+    *out = rp;
+    return XS_OK;
+}
+
+void xs_replayer_close(xs_replayer *rp)
+{
+    if (!rp)
+        return;
+    if (rp->stream)
+        cudaStreamSynchronize(rp->stream);
+    cudaFree(rp->drows);
+    cudaFree(rp->dstamps);
+    cudaFree(rp->danchors);
+    cudaFree(rp->dscratch);
+    if (rp->dstat)
+        cudaFreeHost(rp->dstat);
+    if (rp->ev0) cudaEventDestroy(rp->ev0);
+    if (rp->ev1) cudaEventDestroy(rp->ev1);
+    if (rp->stream) cudaStreamDestroy(rp->stream);
+    if (rp->win)
+        xs_win_close(rp->win);
+    free(rp);
+}
+
+const xs_gpu_info *xs_replayer_gpu(const xs_replayer *rp) { return &rp->gpu; }
+
+int xs_replayer_max_producers(const xs_replayer *rp) { return rp->gpu.sm_count; }
+
+/* 16-byte units each destination window needs for the schedule. */
+static unsigned long long window_need16(const xs_schedule *s, int n)
+{
+    unsigned long long need = 0;
+    for (int r = 0; r < s->nrows; r++) {
+        unsigned long long slots = (unsigned long long)((s->rows[r].producers + n - 1) / n);
+        need += slots * (unsigned long long)(s->rows[r].bytes_per_producer / 16);
+    }
+    return need;
+}
+
+xs_status xs_replay_check(const xs_replayer *rp, const xs_schedule *s)
+{
+    int kmax = xs_schedule_max_producers(s);
+    if (kmax > rp->gpu.sm_count)
+        return xs_seterr(XS_ERANGE, "the schedule needs %d producers; %s has %d SMs (one producer "
+                         "per SM)", kmax, rp->gpu.name, rp->gpu.sm_count);
+    for (int r = 0; r < s->nrows; r++)
+        if (s->rows[r].bytes_per_producer % 16)
+            return xs_seterr(XS_EINVAL, "row %d: bytes_per_producer %lld is not a multiple of 16 "
+                             "(producers store 16-byte units)", r,
+                             (long long)s->rows[r].bytes_per_producer);
+    unsigned long long need = 16 * window_need16(s, rp->tab.nranks);
+    if (need > rp->tab.bytes)
+        return xs_seterr(XS_ERANGE, "the schedule stores %.4g MB per destination window; the "
+                         "window holds %.4g MB (raise --window)", need / 1e6,
+                         rp->tab.bytes / 1e6);
+    if ((double)s->nrows * kmax > (double)(1 << 24))
+        return xs_seterr(XS_ERANGE, "%d rows x %d producers: too many issue windows to record "
+                         "(at most 2^24)", s->nrows, kmax);
+    double work_s = xs_schedule_gap_ns(s) * 1e-9 + xs_schedule_bytes(s) / 1e9; /* >= 1 GB/s */
+    if (work_s > rp->o.timeout_s)
+        return xs_seterr(XS_ERANGE, "the schedule would run about %.0f s, over the %.0f s bound "
+                         "(--timeout)", work_s, rp->o.timeout_s);
+    return XS_OK;
+}
+
+/* Verify every row's regions at every destination, destination-side. */
+static xs_status verify_all(xs_replayer *rp, const xs_schedule *s, const unsigned int *seeds,
+                            const unsigned long long *off16, uint64_t *bad_total)
+{
+    const int n = rp->tab.nranks;
+    *bad_total = 0;
+    for (int r = 0; r < s->nrows; r++) {
+        unsigned long long n16 = (unsigned long long)(s->rows[r].bytes_per_producer / 16);
+        for (int d = 0; d < n && d < s->rows[r].producers; d++) {
+            if (xs_win_target(rp->win) == XS_TARGET_PEER && d != rp->tab.rank)
+                continue; /* a peer's window is verified by the peer */
+            unsigned long long slots =
+                (unsigned long long)((s->rows[r].producers - d + n - 1) / n);
+            uint64_t bad = 0;
+            XS_TRY(xs_win_verify(rp->win, d, off16[r], slots * n16,
+                                 seeds[r] ^ ((unsigned)d * 0x85ebca6bu), off16[r], &bad));
+            *bad_total += bad;
+        }
+    }
+    return XS_OK;
+}
+
+xs_status xs_replay_run(xs_replayer *rp, const xs_schedule *s, int sync, uint32_t seed,
+                        xs_result *res, xs_replay_stats *stats)
+{
+    memset(res, 0, sizeof *res);
+    memset(stats, 0, sizeof *stats);
+    XS_TRY(xs_replay_check(rp, s));
+    const int n = rp->tab.nranks, grid = xs_schedule_max_producers(s);
+    xs_drow *h = (xs_drow *)calloc((size_t)s->nrows, sizeof *h);
+    unsigned int *seeds = (unsigned int *)calloc((size_t)s->nrows, sizeof *seeds);
+    unsigned long long *off16 =
+        (unsigned long long *)calloc((size_t)s->nrows, sizeof *off16);
+    size_t nst = (size_t)s->nrows * grid;
+    xs_stamp *hs = (xs_stamp *)malloc(nst * sizeof *hs);
+    xs_anchor *ha = (xs_anchor *)malloc((size_t)grid * sizeof *ha);
+    xs_status st = XS_OK;
+    if (!h || !seeds || !off16 || !hs || !ha) {
+        st = xs_seterr(XS_ENOMEM, "out of host memory for %d rows", s->nrows);
+        goto out;
+    }
+    {
+        unsigned long long off = 0;
+        for (int r = 0; r < s->nrows; r++) {
+            const xs_row *rw = &s->rows[r];
+            h[r].k = rw->producers;
+            h[r].n16 = (unsigned long long)(rw->bytes_per_producer / 16);
+            h[r].gap_cyc = (unsigned long long)llround(rw->gap_ns * rp->ghz);
+            h[r].off16 = off;
+            h[r].seed = xs_mix32(seed * 0x9e3779b9u + (unsigned)r) | 1u;
+            seeds[r] = h[r].seed;
+            off16[r] = off;
+            off += (unsigned long long)((rw->producers + n - 1) / n) * h[r].n16;
+        }
+    }
+#define RUN_CU(call)                                                                          \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        if (e_ != cudaSuccess) {                                                              \
+            st = xs_seterr(XS_ECUDA, "%s: %s", #call, cudaGetErrorString(e_));                \
+            goto out;                                                                         \
+        }                                                                                     \
+    } while (0)
+    if ((size_t)s->nrows > rp->drows_cap) {
+        cudaFree(rp->drows);
+        rp->drows = NULL;
+        RUN_CU(cudaMalloc((void **)&rp->drows, (size_t)s->nrows * sizeof(xs_drow)));
+        rp->drows_cap = (size_t)s->nrows;
+    }
+    if (nst > rp->dstamps_cap) {
+        cudaFree(rp->dstamps);
+        rp->dstamps = NULL;
+        RUN_CU(cudaMalloc((void **)&rp->dstamps, nst * sizeof(xs_stamp)));
+        rp->dstamps_cap = nst;
+    }
+    RUN_CU(cudaMemcpyAsync(rp->drows, h, (size_t)s->nrows * sizeof *h, cudaMemcpyHostToDevice,
+                           rp->stream));
+    RUN_CU(cudaMemsetAsync(rp->dscratch, 0, 4 * sizeof(unsigned long long), rp->stream));
+    RUN_CU(cudaMemsetAsync(rp->dstamps, 0, nst * sizeof(xs_stamp), rp->stream));
+    RUN_CU(cudaEventRecord(rp->ev0, rp->stream));
+    replay_kernel<<<grid, XS_PRODUCER_THREADS, rp->smem, rp->stream>>>(
+        rp->tab, rp->drows, s->nrows, rp->dstamps, rp->danchors, sync, rp->dscratch,
+        10000ull /* common start 10 us after the first producer arrives */,
+        (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat);
+    RUN_CU(cudaGetLastError());
+    RUN_CU(cudaEventRecord(rp->ev1, rp->stream));
+    st = wait_event(rp->ev1, rp->o.timeout_s + 5, "replay kernel");
+    if (st != XS_OK)
+        goto out;
+    st = check_devstatus(rp, "replay kernel");
+    if (st != XS_OK)
+        goto out;
+    {
+        float ms = 0;
+        RUN_CU(cudaEventElapsedTime(&ms, rp->ev0, rp->ev1));
+        stats->kernel_ms = ms;
+    }
+    RUN_CU(cudaMemcpy(hs, rp->dstamps, nst * sizeof *hs, cudaMemcpyDeviceToHost));
+    RUN_CU(cudaMemcpy(ha, rp->danchors, (size_t)grid * sizeof *ha, cudaMemcpyDeviceToHost));
+#undef RUN_CU
+    {
+        /* cycles -> ns on the common base: per producer, its own anchors and the median clock */
+        double *f = (double *)malloc((size_t)grid * sizeof *f);
+        double *go = (double *)malloc((size_t)grid * sizeof *go);
+        if (!f || !go) {
+            free(f);
+            free(go);
+            st = xs_seterr(XS_ENOMEM, "out of host memory");
+            goto out;
+        }
+        for (int p = 0; p < grid; p++) {
+            double dg = (double)(ha[p].g1 - ha[p].g0), dc = (double)(ha[p].c1 - ha[p].c0);
+            f[p] = dg > 20000 ? dc / dg : rp->ghz;
+        }
+        double ghz = xs_median(f, (size_t)grid);
+        stats->sm_ghz = ghz;
+        /* the common start instant: every producer spun until the same %globaltimer value */
+        double t_go = INFINITY;
+        for (int p = 0; p < grid; p++) {
+            go[p] = (double)ha[p].g0 + (double)(ha[p].c_go - ha[p].c0) / ghz;
+            if (go[p] < t_go)
+                t_go = go[p];
+        }
+        stats->start_skew_ns = xs_max(go, (size_t)grid) - t_go;
+        st = xs_result_alloc(res, s->nrows, grid, 1);
+        if (st != XS_OK) {
+            free(f);
+            free(go);
+            goto out;
+        }
+        for (int r = 0; r < s->nrows; r++)
+            for (int p = 0; p < s->rows[r].producers; p++) {
+                const xs_stamp *x = &hs[(size_t)r * grid + p];
+                double base = (double)ha[p].g0 - t_go;
+                res->win_start[(size_t)r * grid + p] =
+                    base + (double)(x->c_start - ha[p].c0) / ghz;
+                res->win_end[(size_t)r * grid + p] = base + (double)(x->c_end - ha[p].c0) / ghz;
+            }
+        double mk = 0;
+        for (int p = 0; p < grid; p++) {
+            double e = (double)ha[p].g0 - t_go + (double)(ha[p].c1 - ha[p].c0) / ghz;
+            if (e > mk)
+                mk = e;
+        }
+        res->makespan_ns = mk;
+        xs_result_rows_from_windows(res, s);
+        free(f);
+        free(go);
+    }
+    stats->bytes = xs_schedule_bytes(s);
+    st = verify_all(rp, s, seeds, off16, &stats->bad16);
+    if (st == XS_OK && stats->bad16)
+        st = xs_seterr(XS_EVERIFY, "%llu of %.0f 16-byte units wrong or missing at the "
+                       "destination", (unsigned long long)stats->bad16, stats->bytes / 16);
+out:
+    if (st != XS_OK)
+        xs_result_free(res);
+    free(h);
+    free(seeds);
+    free(off16);
+    free(hs);
+    free(ha);
+    return st;
+}
+
+xs_status xs_replay_store_bw(xs_replayer *rp, size_t bytes, int reps, double *gbps_med,
+                             double *gbps_min, double *gbps_max)
+{
+    if (bytes > rp->tab.bytes)
+        bytes = rp->tab.bytes;
+    bytes &= ~(size_t)15;
+    if (bytes < 16 || reps < 1)
+        return xs_seterr(XS_EINVAL, "store bandwidth: nothing to store");
+    double *g = (double *)malloc((size_t)reps * sizeof *g);
+    if (!g)
+        return xs_seterr(XS_ENOMEM, "out of host memory");
+    xs_status st = XS_OK;
+    int grid = 4 * rp->gpu.sm_count;
+    for (int i = -1; i < reps && st == XS_OK; i++) {
+        unsigned int seed = xs_mix32(0xb5u + (unsigned)(i + 7) * 7919u) | 1u;
+        cudaEventRecord(rp->ev0, rp->stream);
+        store_bw_kernel<<<grid, 256, 0, rp->stream>>>(rp->tab.data[0], bytes / 16, seed);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) {
+            st = xs_seterr(XS_ECUDA, "store_bw_kernel: %s", cudaGetErrorString(e));
+            break;
+        }
+        cudaEventRecord(rp->ev1, rp->stream);
+        st = wait_event(rp->ev1, rp->o.timeout_s, "store bandwidth kernel");
+        if (st != XS_OK)
+            break;
+        float ms = 0;
+        cudaEventElapsedTime(&ms, rp->ev0, rp->ev1);
+        uint64_t bad = 0;
+        st = xs_win_verify(rp->win, 0, 0, bytes / 16, seed, 0, &bad);
+        if (st == XS_OK && bad)
+            st = xs_seterr(XS_EVERIFY, "store bandwidth: %llu of %zu 16-byte units wrong",
+                           (unsigned long long)bad, bytes / 16);
+        if (i >= 0)
+            g[i] = (double)bytes / (ms * 1e6); /* warm-up run (i = -1) not kept */
+    }
+    if (st == XS_OK) {
+        *gbps_med = xs_median(g, (size_t)reps);
+        *gbps_min = xs_min(g, (size_t)reps);
+        *gbps_max = xs_max(g, (size_t)reps);
+    }
+    free(g);
+    return st;
+}
+
+xs_status xs_replay_visibility(xs_replayer *rp, size_t bytes, int reps, double *rtt_med_ns,
+                               double *rtt_p90_ns)
+{
+    if (!rp->tab.host_mem[0])
+        return xs_seterr(XS_EINVAL, "visibility is measured on host windows (--target host)");
+    bytes = bytes < 16 ? 16 : bytes & ~(size_t)15;
+    if (bytes > rp->tab.bytes || reps < 1 || reps > 100000)
+        return xs_seterr(XS_EINVAL, "visibility: %zu bytes x %d reps do not fit", bytes, reps);
+    unsigned long long *drtt = NULL;
+    if (cudaMalloc((void **)&drtt, (size_t)reps * sizeof *drtt) != cudaSuccess)
+        return xs_seterr(XS_ECUDA, "visibility: out of device memory");
+    /* host windows are mapped with the same address on host and device (UVA) */
+    volatile uint64_t *up = (volatile uint64_t *)rp->tab.flags[0];
+    volatile uint64_t *back = up + 1;
+    up[0] = 0;
+    back[0] = 0;
+    unsigned int seed = 0x7157u;
+    visibility_kernel<<<1, XS_PRODUCER_THREADS, 0, rp->stream>>>(
+        rp->tab.data[0], bytes / 16, rp->tab.flags[0], rp->tab.flags[0] + 1, reps, seed, drtt,
+        (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat);
+    cudaError_t e = cudaGetLastError();
+    xs_status st = XS_OK;
+    uint64_t bad = 0;
+    if (e == cudaSuccess)
+        e = cudaEventRecord(rp->ev1, rp->stream);
+    if (e != cudaSuccess) {
+        st = xs_seterr(XS_ECUDA, "visibility_kernel: %s", cudaGetErrorString(e));
+        goto out;
+    }
+    for (int i = 0; i < reps; i++) {
+        double t0 = now_s();
+        while (__atomic_load_n((uint64_t *)up, __ATOMIC_ACQUIRE) < (uint64_t)i + 1) {
+            if (now_s() - t0 > rp->o.timeout_s) {
+                st = xs_seterr(XS_ETIMEOUT, "visibility: flag %d never arrived within %.0f s",
+                               i + 1, rp->o.timeout_s);
+                break;
+            }
+        }
+        if (st != XS_OK)
+            break;
+        /* the flag was acquired: the payload must be complete */
+        bad += xs_pattern_check((const uint32_t *)rp->tab.data[0], bytes / 16, seed + (unsigned)i,
+                                0);
+        __atomic_store_n((uint64_t *)back, (uint64_t)i + 1, __ATOMIC_RELEASE);
+    }
+    if (st != XS_OK) {
+        /* release the kernel so that it ends (its own wait is bounded as well) */
+        __atomic_store_n((uint64_t *)back, (uint64_t)reps + 1, __ATOMIC_RELEASE);
+    }
+    {
+        xs_status s2 = wait_event(rp->ev1, rp->o.timeout_s + 5, "visibility kernel");
+        if (st == XS_OK)
+            st = s2;
+    }
+    if (st == XS_OK)
+        st = check_devstatus(rp, "visibility kernel");
+    if (st == XS_OK && bad)
+        st = xs_seterr(XS_EVERIFY, "visibility: %llu 16-byte units wrong after the flag",
+                       (unsigned long long)bad);
+    if (st == XS_OK) {
+        unsigned long long *h = (unsigned long long *)malloc((size_t)reps * sizeof *h);
+        double *d = (double *)malloc((size_t)reps * sizeof *d);
+        if (!h || !d || cudaMemcpy(h, drtt, (size_t)reps * sizeof *h, cudaMemcpyDeviceToHost) !=
+                            cudaSuccess) {
+            st = xs_seterr(XS_ECUDA, "visibility: cannot read the round trips");
+        } else {
+            for (int i = 0; i < reps; i++)
+                d[i] = (double)h[i];
+            *rtt_med_ns = xs_median(d, (size_t)reps);
+            *rtt_p90_ns = xs_quantile(d, (size_t)reps, 0.9);
+        }
+        free(h);
+        free(d);
+    }
+out:
+    cudaFree(drtt);
+    return st;
+}

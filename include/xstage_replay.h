@@ -1,0 +1,65 @@
+/*
+ * xstage_replay.h - run a burst-gap schedule on the GPU with the producers of DESIGN.md section 4
+ * and measure the same columns the model predicts.
+ *
+ * Producer p is one CTA of 128 threads, one per SM (forced by a large dynamic shared-memory
+ * request). Row r: producers 0..K_r-1 store B_r bytes with 16-byte coalesced stores into their own
+ * region of the window, then every producer spins G_r ns of "useful work". All producers start at
+ * a common %globaltimer instant; issue windows are measured with clock64 on each SM and placed on
+ * the common time base through a tick-edge anchor. Every byte is verified at the destination
+ * after each run.
+ */
+#ifndef XSTAGE_REPLAY_H
+#define XSTAGE_REPLAY_H
+
+#include "xstage.h"
+#include "xstage_cuda.h"
+#include "xstage_win.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct xs_replayer xs_replayer; /* owns windows and device buffers; reusable */
+
+typedef struct {
+    xs_target target;       /* host, local, virtual or peer */
+    int virtual_peers;      /* with XS_TARGET_VIRTUAL */
+    size_t window_bytes;    /* payload bytes of each destination window */
+    int device;             /* CUDA device */
+    double timeout_s;       /* bound on one run (device-side waits and host wait) */
+} xs_replay_opts;
+
+typedef struct {
+    double kernel_ms;        /* event time of the replay kernel */
+    double sm_ghz;           /* SM clock measured during the run (clock64 / globaltimer) */
+    double start_skew_ns;    /* spread of the producers' actual start around the common instant */
+    double bytes;            /* bytes stored (and verified) */
+    uint64_t bad16;          /* 16-byte units wrong or missing at the destination */
+} xs_replay_stats;
+
+/* Open windows and buffers. Fails with one line when there is no GPU, the window cannot be
+ * allocated, or the target is unavailable. */
+xs_status xs_replayer_open(const xs_replay_opts *o, xs_replayer **out);
+void xs_replayer_close(xs_replayer *rp);
+const xs_gpu_info *xs_replayer_gpu(const xs_replayer *rp);
+int xs_replayer_max_producers(const xs_replayer *rp); /* SM count */
+/* Check that a schedule can run: producers <= SMs, bytes multiple of 16, fits the window. */
+xs_status xs_replay_check(const xs_replayer *rp, const xs_schedule *s);
+/* Run once. Fills *res like xs_simulate does (rows, windows), plus stats. Verifies every byte;
+ * a mismatch is XS_EVERIFY (with stats->bad16 set). seed rotates the pattern (never 0 data). */
+xs_status xs_replay_run(xs_replayer *rp, const xs_schedule *s, int sync, uint32_t seed,
+                        xs_result *res, xs_replay_stats *stats);
+/* Plain zero-copy store bandwidth: a grid of many CTAs storing `bytes` into the window; GB/s. */
+xs_status xs_replay_store_bw(xs_replayer *rp, size_t bytes, int reps, double *gbps_med,
+                             double *gbps_min, double *gbps_max);
+/* Visibility: one producer stores `bytes` then raises a flag (release, system scope); the host
+ * polls it (acquire) and answers with a second flag that the producer waits for (bounded). Returns
+ * the median round trip over reps in ns. Host targets only. */
+xs_status xs_replay_visibility(xs_replayer *rp, size_t bytes, int reps, double *rtt_med_ns,
+                               double *rtt_p90_ns);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
