@@ -1,0 +1,157 @@
+/*
+ * test_fit.c - calibration fitting. (1) Samples synthesised by the event model from a known
+ * profile: the fit must recover the profile's numbers. (2) Raw samples recorded from a real H200
+ * run (tests/data/, when present): the fit must succeed, give physically sensible numbers, and
+ * reproduce the profile recorded with them under bench/results/.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "xstage.h"
+#include "xt.h"
+
+static void synth(xs_samples *s, const xs_profile *p, const char *exp, int k, int64_t b,
+                  double gap, int rows)
+{
+    xs_schedule sc = {0};
+    for (int i = 0; i < rows; i++)
+        xs_schedule_append(&sc, k, b, i + 1 < rows ? gap : 0);
+    xs_result r;
+    if (xs_simulate(p, &sc, NULL, &r) != XS_OK) {
+        XT_CHECK(0, "simulate: %s", xs_errmsg());
+        xs_schedule_free(&sc);
+        return;
+    }
+    for (int i = 0; i < rows; i++) {
+        xs_sample_row x;
+        memset(&x, 0, sizeof x);
+        snprintf(x.experiment, sizeof x.experiment, "%s", exp);
+        x.producers = k;
+        x.bytes_per_producer = b;
+        x.gap_ns = gap;
+        x.rows = rows;
+        x.row = i;
+        x.issue_med_ns = r.rows[i].issue_med_ns;
+        x.issue_max_ns = r.rows[i].issue_max_ns;
+        x.end_ns = r.rows[i].end_ns;
+        xs_samples_add(s, &x);
+    }
+    xs_result_free(&r);
+    xs_schedule_free(&sc);
+}
+
+static void test_recover(const xs_profile *truth)
+{
+    xs_samples s = {0};
+    static const int64_t ib[] = {1024, 2048, 4096, 8192, 16384, 32768, 65536};
+    for (int i = 0; i < 7; i++)
+        synth(&s, truth, "issue", 1, ib[i], 0, 1);
+    for (int d = 1; d <= 8; d *= 2)
+        synth(&s, truth, "drain", 132 / d, (132 * 32768 / (132 / d)) / 16 * 16, 0, 12);
+    static const int ks[] = {1, 2, 4, 8, 16, 32, 64, 132};
+    static const double vols[] = {0.25, 0.5, 1, 2, 4, 8};
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 6; j++)
+            synth(&s, truth, "capacity", ks[i], (int64_t)(vols[j] * 1048576 / ks[i]) / 16 * 16, 0,
+                  1);
+    synth(&s, truth, "drift", 132, 32768, 1.25 * 132 * 32768 / truth->drain_bytes_per_ns, 6);
+    synth(&s, truth, "drift", 66, 65536, 1.25 * 66 * 65536 / truth->drain_bytes_per_ns, 6);
+
+    /* save and load: the fit reads what calibrate writes */
+    char path[] = "/tmp/xs-samples-XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    XT_CHECK(xs_samples_save(&s, path, "synthetic\nfrom the event model") == XS_OK, "%s",
+             xs_errmsg());
+    xs_samples t;
+    XT_CHECK(xs_samples_load(path, &t) == XS_OK, "%s", xs_errmsg());
+    XT_CHECK(t.n == s.n, "%zu samples back of %zu", t.n, s.n);
+    unlink(path);
+
+    xs_profile p;
+    xs_profile_default(&p);
+    p.chunk_bytes = 4096; /* the fit must move it */
+    xs_fit_report rep;
+    XT_CHECK(xs_fit_profile(&t, &p, &rep) == XS_OK, "%s", xs_errmsg());
+    XT_NEAR(p.issue_bytes_per_ns, truth->issue_bytes_per_ns, 0.01);
+    XT_CHECK(fabs(p.issue_overhead_ns - truth->issue_overhead_ns) < 5, "o %g vs %g",
+             p.issue_overhead_ns, truth->issue_overhead_ns);
+    XT_NEAR(p.drain_bytes_per_ns, truth->drain_bytes_per_ns, 0.01);
+    XT_CHECK(rep.drain_spread < 0.02, "K/B splits agree: spread %g", rep.drain_spread);
+    XT_NEAR(p.capacity_bytes, truth->capacity_bytes, 0.05);
+    if (truth->capacity_bytes_per_producer > 0)
+        XT_NEAR(p.capacity_bytes_per_producer, truth->capacity_bytes_per_producer, 0.05);
+    XT_NEAR(p.chunk_bytes, truth->chunk_bytes, 1e-9);
+    XT_CHECK(rep.issue_resid_max < 0.01, "issue residual %g", rep.issue_resid_max);
+    XT_CHECK(!p.provisional, "a fitted profile is not provisional");
+    xs_samples_free(&s);
+    xs_samples_free(&t);
+}
+
+static void test_bad_samples(void)
+{
+    xs_samples s = {0};
+    xs_profile p;
+    xs_profile_default(&p);
+    xs_fit_report rep;
+    XT_CHECK(xs_fit_profile(&s, &p, &rep) == XS_EINVAL, "no samples refused");
+    XT_CHECK(strstr(xs_errmsg(), "'issue' samples") != NULL, "%s", xs_errmsg());
+    char path[] = "/tmp/xs-bad-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "experiment,producers,bytes_per_producer,gap_ns,rows,rep,row,issue_med_ns,"
+               "issue_max_ns,end_ns\nissue,1,1024,0,1,0,3,1,1,1\n");
+    fclose(f);
+    XT_CHECK(xs_samples_load(path, &s) == XS_EPARSE, "row >= rows refused");
+    XT_CHECK(strstr(xs_errmsg(), ":2: malformed sample row") != NULL, "%s", xs_errmsg());
+    unlink(path);
+}
+
+/* Raw samples of a real H200 run, when committed: the fit reproduces the recorded profile. */
+static void test_h200(void)
+{
+    const char *samples = "tests/data/h200_host_samples.csv";
+    const char *profile = "bench/results/h200_host_profile.json";
+    if (access(samples, R_OK) != 0 || access(profile, R_OK) != 0) {
+        printf("# no recorded H200 samples yet (%s): skipped\n", samples);
+        return;
+    }
+    xs_samples s;
+    XT_CHECK(xs_samples_load(samples, &s) == XS_OK, "%s", xs_errmsg());
+    xs_profile want, p;
+    XT_CHECK(xs_profile_load(profile, &want) == XS_OK, "%s", xs_errmsg());
+    xs_profile_default(&p);
+    xs_fit_report rep;
+    XT_CHECK(xs_fit_profile(&s, &p, &rep) == XS_OK, "%s", xs_errmsg());
+    XT_NEAR(p.issue_bytes_per_ns, want.issue_bytes_per_ns, 1e-6);
+    XT_NEAR(p.drain_bytes_per_ns, want.drain_bytes_per_ns, 1e-6);
+    XT_NEAR(p.capacity_bytes, want.capacity_bytes, 1e-6);
+    XT_NEAR(p.chunk_bytes, want.chunk_bytes, 1e-9);
+    XT_CHECK(p.drain_bytes_per_ns > 20 && p.drain_bytes_per_ns < 80, "PCIe Gen5 drain %g B/ns",
+             p.drain_bytes_per_ns);
+    XT_CHECK(rep.drain_spread < 0.1, "K/B splits of one volume agree within 10%%: %g",
+             rep.drain_spread);
+    xs_samples_free(&s);
+}
+
+int main(void)
+{
+    xs_profile truth;
+    xs_profile_default(&truth);
+    truth.issue_bytes_per_ns = 40.5;
+    truth.issue_overhead_ns = 150;
+    truth.drain_bytes_per_ns = 53.2;
+    truth.capacity_bytes = 2621440;
+    truth.capacity_bytes_per_producer = 24576; /* a multiple of the chunk: Q(K) exact */
+    truth.chunk_bytes = 8192;
+    test_recover(&truth);
+    truth.capacity_bytes_per_producer = 0;
+    truth.chunk_bytes = 2048;
+    test_recover(&truth);
+    test_bad_samples();
+    test_h200();
+    return xt_done();
+}
