@@ -296,6 +296,35 @@ extern "C" xs_status xs_attn_compare(const void *a, const void *b, size_t bytes,
     return XS_OK;
 }
 
+__global__ void xs_attn_nonfinite_kernel(const unsigned short *p, size_t n,
+                                         unsigned long long *count)
+{
+    unsigned long long c = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        c += (p[i] & 0x7f80u) == 0x7f80u; /* exponent all ones: Inf or NaN */
+    for (int o = 16; o > 0; o >>= 1)
+        c += __shfl_xor_sync(0xffffffffu, c, o);
+    if ((threadIdx.x & 31) == 0 && c)
+        atomicAdd(count, c);
+}
+
+extern "C" xs_status xs_attn_count_nonfinite(const void *p, size_t n, unsigned long long *count,
+                                             cudaStream_t s)
+{
+    if (!p || !count)
+        return xs_seterr(XS_EINVAL, "count non-finite: NULL buffer or counter");
+    if (n == 0)
+        return XS_OK;
+    size_t blocks = (n + 255) / 256;
+    if (blocks > 4096)
+        blocks = 4096;
+    xs_attn_nonfinite_kernel<<<(unsigned)blocks, 256, 0, s>>>((const unsigned short *)p, n,
+                                                              count);
+    XS_CU_LAUNCH();
+    return XS_OK;
+}
+
 __global__ void xs_attn_flags_kernel(const __grid_constant__ xs_wintab tab, uint64_t *out,
                                      int zero)
 {

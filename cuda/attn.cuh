@@ -122,6 +122,10 @@ xs_status xs_attn_fill_word(void *p, size_t bytes, uint32_t word, cudaStream_t s
  * [b, b+bytes); either may be mapped host memory. bytes a multiple of 16. */
 xs_status xs_attn_compare(const void *a, const void *b, size_t bytes, unsigned long long *bad,
                           cudaStream_t s);
+/* Add to *count (device counter) the number of bf16 values among n that are NaN or infinite:
+ * after poisoning an output with NaN, 0 proves every element was written, and written finite. */
+xs_status xs_attn_count_nonfinite(const void *p, size_t n, unsigned long long *count,
+                                  cudaStream_t s);
 /* out[r] = flags[r][0] for every rank of tab (device array of nranks); zero them after
  * reading when `zero`. */
 xs_status xs_attn_flags(const xs_wintab *tab, uint64_t *out, int zero, cudaStream_t s);

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# gpu_up.sh - the Ulysses (attention + all-to-all) GPU runs, from an already built tree:
+#   1. build/tests/gpu/test_attn      kernel vs CPU reference, fused output via virtual peers
+#   2. scripts/sdpa_ref.py            PyTorch SDPA (flash backend) throughput, same shapes
+#   3. build/xstage bench up          fa / serial / fused sweep, planner prediction, every byte
+#                                     of every window verified
+# then a summary: our attention throughput against the reference, and the bench's summary.
+# Writes to $OUT (default ./out-up): gpu_up.log (everything), up.csv, sdpa_ref.csv.
+# Usage: OUT=dir [BUILD=build] [PY=python3] [UP_ARGS="..."] scripts/gpu_up.sh
+# Each step runs under a timeout and a failure does not stop the next one; exit status is
+# non-zero when any step failed. Expected wall time on one H200: about 2 minutes.
+set -u
+
+BUILD=${BUILD:-build}
+OUT=${OUT:-./out-up}
+PY=${PY:-/opt/torch/.venv/bin/python3}
+[ -x "$PY" ] || PY=python3
+SEQS=${SEQS:-8192,16384,32768,49152,65536}
+HEADS=${HEADS:-8,16}
+UP_ARGS=${UP_ARGS:-}
+mkdir -p "$OUT"
+LOG="$OUT/gpu_up.log"
+: >"$LOG"
+
+results=()
+fails=0
+
+# step NAME TIMEOUT_S CMD...: run, tee into the log, record PASS/FAIL
+step() {
+    local name=$1 limit=$2
+    shift 2
+    echo "=== $name: $* (timeout ${limit}s)" | tee -a "$LOG"
+    local t0=$SECONDS
+    timeout --kill-after=10 "$limit" "$@" 2>&1 | tee -a "$LOG"
+    local rc=${PIPESTATUS[0]}
+    local dt=$((SECONDS - t0))
+    if [ "$rc" -eq 0 ]; then
+        results+=("PASS  $name (${dt}s)")
+    else
+        [ "$rc" -eq 124 ] && rc="$rc, timed out"
+        results+=("FAIL  $name (exit $rc, ${dt}s)")
+        fails=$((fails + 1))
+    fi
+}
+
+{
+    echo "# gpu_up.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,pcie.link.gen.current,pcie.link.width.current \
+        --format=csv,noheader 2>&1 | sed 's/^/# gpu: /'
+    echo "# git: $(git rev-parse --short HEAD 2>/dev/null) $(git status --porcelain 2>/dev/null | wc -l) changed files"
+} | tee -a "$LOG"
+
+if [ -x "$BUILD/tests/gpu/test_attn" ]; then
+    step test_attn 45 "$BUILD/tests/gpu/test_attn"
+else
+    results+=("FAIL  test_attn (not built: $BUILD/tests/gpu/test_attn)"); fails=$((fails + 1))
+fi
+
+step sdpa_ref 60 "$PY" scripts/sdpa_ref.py --seq "$SEQS" --heads "$HEADS" --causal both \
+    --csv "$OUT/sdpa_ref.csv"
+
+if [ -x "$BUILD/xstage" ]; then
+    # shellcheck disable=SC2086
+    step bench_up 150 "$BUILD/xstage" bench up --seq "$SEQS" --heads "$HEADS" \
+        --csv "$OUT/up.csv" $UP_ARGS
+else
+    results+=("FAIL  bench_up (not built: $BUILD/xstage)"); fails=$((fails + 1))
+fi
+
+# ---- summary: throughput vs the reference (event-timed both), then the bench's own lines ----
+bench_summary=$(grep -E '^# (summary|bench up)' "$LOG")
+{
+    echo
+    echo "=== summary"
+    if [ -s "$OUT/up.csv" ] && [ -s "$OUT/sdpa_ref.csv" ]; then
+        "$PY" - "$OUT/up.csv" "$OUT/sdpa_ref.csv" <<'EOF' || echo "(throughput join failed)"
+import csv, sys
+def rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(l for l in f if not l.startswith("#")))
+ours, ref = {}, {}
+for r in rows(sys.argv[1]):
+    ours.setdefault((int(r["seq"]), int(r["heads"]), int(r["causal"])), float(r["fa_evt_us"]))
+for r in rows(sys.argv[2]):
+    ref[(int(r["seq"]), int(r["heads"]), int(r["causal"]))] = (float(r["ref_us"]), r["backend"])
+print(f"{'seq':>6} {'heads':>5} {'c':>2} {'ours_TF/s':>9} {'ref_TF/s':>9} {'ours/ref':>8} backend")
+ratios = []
+for key in sorted(ours):
+    if key not in ref:
+        continue
+    s, h, c = key
+    fl = 4.0 * s * s * 128 * h * (0.5 if c else 1.0)
+    ot, (rt_us, be) = fl / ours[key] / 1e6, ref[key]
+    rt = fl / rt_us / 1e6
+    ratios.append(ot / rt)
+    print(f"{s:>6} {h:>5} {c:>2} {ot:>9.1f} {rt:>9.1f} {ot / rt:>8.2f} {be}")
+if ratios:
+    g = 1.0
+    for x in ratios:
+        g *= x
+    g **= 1.0 / len(ratios)
+    print(f"attention throughput vs reference: geomean {g:.2f}, min {min(ratios):.2f}, "
+          f"max {max(ratios):.2f} (target >= 0.50) -> {'PASS' if min(ratios) >= 0.5 else 'BELOW'}")
+EOF
+    else
+        echo "(no throughput table: up.csv or sdpa_ref.csv missing)"
+    fi
+    [ -n "$bench_summary" ] && printf '%s\n' "$bench_summary"
+    echo
+    printf '%s\n' "${results[@]}"
+    if [ "$fails" -eq 0 ]; then echo "gpu_up: ALL PASS"; else echo "gpu_up: $fails step(s) FAILED"; fi
+} 2>&1 | tee -a "$LOG"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,429 @@
+/*
+ * test_attn.cu - the attention forward kernel (cuda/attn.cuh) against a CPU fp64 reference on
+ * small shapes: causal and non-causal, odd sequence lengths (masked tails), one tile per CTA,
+ * persistent and tiny grids (many tiles per CTA, so the cross-tile prefetch is exercised); the
+ * fused output through virtual peers (HBM + pinned host windows) with every split, every byte
+ * checked at its destination and every CTA's signal counted; the helpers the benchmark relies
+ * on (fp32 reference rows, fill, compare); and bad input. Needs a GPU; the last line is
+ * "N passed, N failed".
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../cuda/attn.cuh"
+#include "../xt.h"
+#include "xstage_cuda.h"
+#include "xstage_win.h"
+
+#define ATOL 2e-3 /* the benchmark's bf16 tolerance: |out - ref| <= ATOL + RTOL |ref| */
+#define RTOL 2e-2
+
+static uint64_t rng_state;
+static double urand(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (double)((z ^ (z >> 31)) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Test-side CUDA check: a failing call is one failed assertion and ends the test binary with
+ * the summary line, never a crash. */
+#define TCU(call)                                                                             \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        if (e_ != cudaSuccess) {                                                              \
+            XT_CHECK(0, "%s: %s", #call, cudaGetErrorString(e_));                             \
+            exit(xt_done());                                                                  \
+        }                                                                                     \
+    } while (0)
+#define TXS(call)                                                                             \
+    do {                                                                                      \
+        xs_status s_ = (call);                                                                \
+        if (s_ != XS_OK) {                                                                    \
+            XT_CHECK(0, "%s: %s", #call, xs_errmsg());                                        \
+            exit(xt_done());                                                                  \
+        }                                                                                     \
+    } while (0)
+
+typedef struct {
+    int seq, heads;
+    size_t nel;
+    __nv_bfloat16 *hq, *hk, *hv; /* host inputs */
+    double *ref;                 /* [causal][seq, heads, 128] fp64 reference */
+    void *q, *k, *v, *o;         /* device */
+} shape;
+
+static void cpu_reference(const shape *s, int causal, double *out)
+{
+    const int H = s->heads, D = XS_ATTN_D;
+    const double scale = 1.0 / sqrt((double)D);
+    double *p = (double *)malloc((size_t)s->seq * sizeof(double));
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < s->seq; i++) {
+            int nk = causal ? i + 1 : s->seq;
+            double mx = -INFINITY, l = 0;
+            for (int j = 0; j < nk; j++) {
+                double d = 0;
+                for (int x = 0; x < D; x++)
+                    d += (double)__bfloat162float(s->hq[((size_t)i * H + h) * D + x]) *
+                         (double)__bfloat162float(s->hk[((size_t)j * H + h) * D + x]);
+                p[j] = d * scale;
+                mx = fmax(mx, p[j]);
+            }
+            for (int j = 0; j < nk; j++)
+                l += (p[j] = exp(p[j] - mx));
+            for (int x = 0; x < D; x++) {
+                double acc = 0;
+                for (int j = 0; j < nk; j++)
+                    acc += p[j] * (double)__bfloat162float(s->hv[((size_t)j * H + h) * D + x]);
+                out[((size_t)i * H + h) * D + x] = acc / l;
+            }
+        }
+    free(p);
+}
+
+static void shape_init(shape *s, int seq, int heads)
+{
+    memset(s, 0, sizeof *s);
+    s->seq = seq, s->heads = heads;
+    s->nel = (size_t)seq * heads * XS_ATTN_D;
+    s->hq = (__nv_bfloat16 *)malloc(s->nel * 2);
+    s->hk = (__nv_bfloat16 *)malloc(s->nel * 2);
+    s->hv = (__nv_bfloat16 *)malloc(s->nel * 2);
+    s->ref = (double *)malloc(2 * s->nel * sizeof(double));
+    if (!s->hq || !s->hk || !s->hv || !s->ref) {
+        XT_CHECK(0, "out of host memory");
+        exit(xt_done());
+    }
+    for (size_t i = 0; i < s->nel; i++) {
+        s->hq[i] = __float2bfloat16((float)(4 * urand() - 2));
+        s->hk[i] = __float2bfloat16((float)(4 * urand() - 2));
+        s->hv[i] = __float2bfloat16((float)(2 * urand() - 1));
+    }
+    cpu_reference(s, 0, s->ref);
+    cpu_reference(s, 1, s->ref + s->nel);
+    TCU(cudaMalloc(&s->q, s->nel * 2));
+    TCU(cudaMalloc(&s->k, s->nel * 2));
+    TCU(cudaMalloc(&s->v, s->nel * 2));
+    TCU(cudaMalloc(&s->o, s->nel * 2));
+    TCU(cudaMemcpy(s->q, s->hq, s->nel * 2, cudaMemcpyHostToDevice));
+    TCU(cudaMemcpy(s->k, s->hk, s->nel * 2, cudaMemcpyHostToDevice));
+    TCU(cudaMemcpy(s->v, s->hv, s->nel * 2, cudaMemcpyHostToDevice));
+}
+
+static void shape_free(shape *s)
+{
+    free(s->hq); free(s->hk); free(s->hv); free(s->ref);
+    cudaFree(s->q); cudaFree(s->k); cudaFree(s->v); cudaFree(s->o);
+}
+
+static xs_attn_args base_args(const shape *s, int causal)
+{
+    xs_attn_args a;
+    memset(&a, 0, sizeof a);
+    a.q = s->q, a.k = s->k, a.v = s->v, a.o = s->o;
+    a.seq = s->seq, a.heads = s->heads, a.causal = causal;
+    a.out = XS_ATTN_OUT_LOCAL;
+    return a;
+}
+
+/* Worst |got - ref| / (ATOL + RTOL |ref|) over all elements; NaN counts as infinite. */
+static double worst_ratio(const __nv_bfloat16 *got, const double *ref, size_t n, double *max_abs)
+{
+    double w = 0;
+    *max_abs = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g = (double)__bfloat162float(got[i]);
+        double e = fabs(g - ref[i]);
+        if (isnan(e))
+            return *max_abs = INFINITY;
+        *max_abs = fmax(*max_abs, e);
+        w = fmax(w, e / (ATOL + RTOL * fabs(ref[i])));
+    }
+    return w;
+}
+
+/* Local output for one grid; returns the output (host, caller frees). */
+static __nv_bfloat16 *run_local(const shape *s, int causal, int grid, uint64_t *cta_ns,
+                                uint64_t *tile_ns)
+{
+    xs_attn_args a = base_args(s, causal);
+    a.cta_ns = cta_ns, a.tile_ns = tile_ns;
+    TXS(xs_attn_fill_word(s->o, s->nel * 2, 0xffffffffu, 0)); /* NaN: unwritten rows fail */
+    TXS(xs_attn_fwd(&a, NULL, grid, 0));
+    TCU(cudaDeviceSynchronize());
+    __nv_bfloat16 *h = (__nv_bfloat16 *)malloc(s->nel * 2);
+    TCU(cudaMemcpy(h, s->o, s->nel * 2, cudaMemcpyDeviceToHost));
+    return h;
+}
+
+static void test_local(const shape *s, int sm_count)
+{
+    int tiles = xs_attn_tiles(s->seq, s->heads);
+    int grids[3] = {tiles, tiles < sm_count ? tiles : sm_count, tiles < 2 ? 1 : 2};
+    uint64_t *d_cta, *d_tile;
+    TCU(cudaMalloc((void **)&d_cta, (size_t)tiles * 3 * sizeof(uint64_t)));
+    TCU(cudaMalloc((void **)&d_tile, (size_t)tiles * sizeof(uint64_t)));
+    for (int causal = 0; causal <= 1; causal++) {
+        __nv_bfloat16 *first = NULL;
+        for (int gi = 0; gi < 3; gi++) {
+            TCU(cudaMemset(d_tile, 0, (size_t)tiles * sizeof(uint64_t)));
+            __nv_bfloat16 *h = run_local(s, causal, grids[gi], d_cta, d_tile);
+            double max_abs, w = worst_ratio(h, s->ref + causal * s->nel, s->nel, &max_abs);
+            XT_CHECK(w <= 1.0, "seq %d heads %d causal %d grid %d: max |err| %.3g = %.2fx the "
+                     "tolerance", s->seq, s->heads, causal, grids[gi], max_abs, w);
+            if (!first) {
+                first = h;
+            } else {
+                XT_CHECK(!memcmp(first, h, s->nel * 2), "seq %d heads %d causal %d: grid %d "
+                         "differs bitwise from grid %d", s->seq, s->heads, causal, grids[gi],
+                         grids[0]);
+                free(h);
+            }
+            /* stamps: every CTA started before it ended, every tile was stamped */
+            uint64_t *cta = (uint64_t *)malloc((size_t)grids[gi] * 3 * sizeof(uint64_t));
+            uint64_t *tl = (uint64_t *)malloc((size_t)tiles * sizeof(uint64_t));
+            TCU(cudaMemcpy(cta, d_cta, (size_t)grids[gi] * 3 * sizeof(uint64_t),
+                           cudaMemcpyDeviceToHost));
+            TCU(cudaMemcpy(tl, d_tile, (size_t)tiles * sizeof(uint64_t),
+                           cudaMemcpyDeviceToHost));
+            int bad = 0;
+            for (int b = 0; b < grids[gi]; b++)
+                bad += !(cta[3 * b] > 0 && cta[3 * b + 1] >= cta[3 * b]);
+            for (int t = 0; t < tiles; t++)
+                bad += tl[t] == 0;
+            XT_CHECK(bad == 0, "seq %d grid %d: %d CTA or tile stamps missing or reversed",
+                     s->seq, grids[gi], bad);
+            free(cta);
+            free(tl);
+        }
+        free(first);
+    }
+    cudaFree(d_cta);
+    cudaFree(d_tile);
+}
+
+/* Fused output to P virtual peers: every byte at every destination equals the local output;
+ * every CTA signalled every rank. */
+static void test_fused(const shape *s, int P, int sm_count)
+{
+    int rpr = s->seq / P;
+    int tiles = xs_attn_tiles(s->seq, s->heads);
+    size_t shard = (size_t)rpr * s->heads * XS_ATTN_ROW_BYTES;
+    xs_win_opts wo;
+    memset(&wo, 0, sizeof wo);
+    wo.target = XS_TARGET_VIRTUAL;
+    wo.virtual_peers = P;
+    wo.bytes = shard;
+    wo.nflags = 1;
+    xs_winset *ws = NULL;
+    xs_status st = xs_win_open(&wo, &ws);
+    XT_CHECK(st == XS_OK, "xs_win_open virtual %d: %s", P, xs_errmsg());
+    if (st != XS_OK)
+        return;
+    const xs_wintab *tab = xs_win_table(ws);
+    XT_CHECK(tab->nranks == P, "window table has %d ranks, asked for %d", tab->nranks, P);
+    uint64_t *d_flags, *d_cta;
+    TCU(cudaMalloc((void **)&d_flags, XS_MAX_RANKS * sizeof(uint64_t)));
+    TCU(cudaMalloc((void **)&d_cta, (size_t)tiles * 3 * sizeof(uint64_t)));
+    char *want = (char *)malloc(shard), *got = (char *)malloc(shard);
+    const int splits[] = {0, 1, 3, 64, XS_ATTN_MAX_SPLIT};
+    for (int causal = 0; causal <= 1; causal++) {
+        __nv_bfloat16 *local = run_local(s, causal, tiles, NULL, NULL);
+        const int grids[2] = {tiles < sm_count ? tiles : sm_count, tiles < 2 ? 1 : 2};
+        for (int gi = 0; gi < 2; gi++)
+            for (size_t si = 0; si < sizeof splits / sizeof splits[0]; si++) {
+                xs_attn_args a = base_args(s, causal);
+                a.out = XS_ATTN_OUT_WINDOWS;
+                a.rows_per_rank = rpr;
+                a.split = splits[si];
+                a.signal = 1;
+                a.cta_ns = d_cta;
+                for (int r = 0; r < P; r++)
+                    TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
+                TXS(xs_attn_flags(tab, d_flags, 1, 0));
+                TXS(xs_attn_fwd(&a, tab, grids[gi], 0));
+                TCU(cudaDeviceSynchronize());
+                uint64_t flags[XS_MAX_RANKS];
+                TXS(xs_attn_flags(tab, d_flags, 1, 0));
+                TCU(cudaMemcpy(flags, d_flags, (size_t)P * sizeof(uint64_t),
+                               cudaMemcpyDeviceToHost));
+                int bad_units = 0, bad_flags = 0;
+                for (int r = 0; r < P; r++) {
+                    TCU(cudaMemcpy(got, tab->data[r], shard, cudaMemcpyDefault));
+                    memcpy(want, (const char *)local + (size_t)r * shard, shard);
+                    for (size_t u = 0; u < shard / 16; u++)
+                        bad_units += memcmp(got + 16 * u, want + 16 * u, 16) != 0;
+                    bad_flags += flags[r] != (uint64_t)grids[gi];
+                }
+                XT_CHECK(bad_units == 0, "fused seq %d heads %d causal %d P %d grid %d split "
+                         "%d: %d 16-byte units differ at their destinations", s->seq, s->heads,
+                         causal, P, grids[gi], splits[si], bad_units);
+                XT_CHECK(bad_flags == 0, "fused seq %d P %d grid %d split %d: %d ranks did "
+                         "not count %d CTA signals", s->seq, P, grids[gi], splits[si],
+                         bad_flags, grids[gi]);
+            }
+        free(local);
+    }
+    free(want);
+    free(got);
+    cudaFree(d_flags);
+    cudaFree(d_cta);
+    xs_win_close(ws);
+}
+
+/* The benchmark's fp32 reference rows agree with the fp64 CPU reference. */
+static void test_ref_rows(const shape *s)
+{
+    const int n = 6;
+    int rows[2 * n] = {0, 0, s->seq - 1, s->heads - 1, s->seq / 2, 0,
+                       1, s->heads / 2, s->seq - 2 > 0 ? s->seq - 2 : 0, 0, 3 % s->seq, 0};
+    int *d_rows;
+    float *d_ref, *d_got;
+    TCU(cudaMalloc((void **)&d_rows, sizeof rows));
+    TCU(cudaMalloc((void **)&d_ref, n * XS_ATTN_D * sizeof(float)));
+    TCU(cudaMalloc((void **)&d_got, n * XS_ATTN_D * sizeof(float)));
+    TCU(cudaMemcpy(d_rows, rows, sizeof rows, cudaMemcpyHostToDevice));
+    for (int causal = 0; causal <= 1; causal++) {
+        float ref[n * XS_ATTN_D];
+        TXS(xs_attn_ref_rows(s->q, s->k, s->v, s->o, s->seq, s->heads, causal, 0.f, d_rows, n,
+                             d_ref, d_got, 0));
+        TCU(cudaMemcpy(ref, d_ref, sizeof ref, cudaMemcpyDeviceToHost));
+        double worst = 0;
+        for (int i = 0; i < n; i++)
+            for (int x = 0; x < XS_ATTN_D; x++) {
+                double want = s->ref[causal * s->nel +
+                                     ((size_t)rows[2 * i] * s->heads + rows[2 * i + 1]) *
+                                         XS_ATTN_D + x];
+                worst = fmax(worst, fabs(ref[i * XS_ATTN_D + x] - want) /
+                                        (1e-5 + 1e-4 * fabs(want)));
+            }
+        XT_CHECK(worst <= 1.0, "fp32 reference rows causal %d: %.2fx the 1e-5 + 1e-4|ref| "
+                 "tolerance", causal, worst);
+    }
+    cudaFree(d_rows);
+    cudaFree(d_ref);
+    cudaFree(d_got);
+}
+
+static void test_helpers(void)
+{
+    const size_t n = 4096;
+    __nv_bfloat16 *d, h[n];
+    TCU(cudaMalloc((void **)&d, n * 2));
+    TXS(xs_attn_fill_random(d, n, 7, -2.f, 2.f, 0));
+    TCU(cudaMemcpy(h, d, n * 2, cudaMemcpyDeviceToHost));
+    int out = 0, zeros = 0;
+    for (size_t i = 0; i < n; i++) {
+        float f = __bfloat162float(h[i]);
+        out += !(f >= -2.f && f <= 2.f);
+        zeros += f == 0.f;
+    }
+    XT_CHECK(out == 0 && zeros < 16, "random fill: %d values outside [-2, 2], %d zeros", out,
+             zeros);
+    unsigned long long *bad, hb = 0;
+    void *d2;
+    TCU(cudaMalloc((void **)&bad, sizeof *bad));
+    TCU(cudaMalloc(&d2, n * 2));
+    TCU(cudaMemcpy(d2, d, n * 2, cudaMemcpyDeviceToDevice));
+    TCU(cudaMemset((char *)d2 + 160, 0x5a, 1));       /* unit 10 */
+    TCU(cudaMemset((char *)d2 + 16 * 300 + 15, 1, 1)); /* unit 300 */
+    TCU(cudaMemset(bad, 0, sizeof *bad));
+    TXS(xs_attn_compare(d, d2, n * 2, bad, 0));
+    TCU(cudaMemcpy(&hb, bad, sizeof hb, cudaMemcpyDeviceToHost));
+    XT_CHECK(hb == 2, "compare counted %llu differing units, expected 2", hb);
+    XT_CHECK(xs_attn_compare(d, d2, 24, bad, 0) == XS_EINVAL, "compare of 24 bytes accepted");
+    /* non-finite count: the random buffer has none; three NaN/Inf planted */
+    const unsigned short planted[3] = {0x7fc0, 0xff80, 0xffff}; /* NaN, -Inf, NaN */
+    for (int i = 0; i < 3; i++)
+        TCU(cudaMemcpy((unsigned short *)d + 100 * i + 5, &planted[i], 2,
+                       cudaMemcpyHostToDevice));
+    TCU(cudaMemset(bad, 0, sizeof *bad));
+    TXS(xs_attn_count_nonfinite(d, n, bad, 0));
+    TCU(cudaMemcpy(&hb, bad, sizeof hb, cudaMemcpyDeviceToHost));
+    XT_CHECK(hb == 3, "non-finite count %llu, expected 3", hb);
+    XT_CHECK(xs_attn_fill_word(d, 8, 0, 0) == XS_EINVAL, "fill of 8 bytes accepted");
+    cudaFree(d);
+    cudaFree(d2);
+    cudaFree(bad);
+}
+
+static void test_bad_input(const shape *s)
+{
+    xs_attn_args a = base_args(s, 0);
+    int tiles = xs_attn_tiles(s->seq, s->heads);
+    XT_CHECK(xs_attn_fwd(&a, NULL, 0, 0) == XS_EINVAL, "grid 0 accepted");
+    XT_CHECK(xs_attn_fwd(&a, NULL, tiles + 1, 0) == XS_EINVAL, "grid > tiles accepted");
+    a.seq = 0;
+    XT_CHECK(xs_attn_fwd(&a, NULL, 1, 0) == XS_EINVAL, "seq 0 accepted");
+    a = base_args(s, 0);
+    a.heads = 0;
+    XT_CHECK(xs_attn_fwd(&a, NULL, 1, 0) == XS_EINVAL, "heads 0 accepted");
+    a = base_args(s, 0);
+    a.split = XS_ATTN_MAX_SPLIT + 1;
+    XT_CHECK(xs_attn_fwd(&a, NULL, 1, 0) == XS_EINVAL, "split %d accepted", a.split);
+    a = base_args(s, 0);
+    a.q = (const char *)s->q + 2;
+    XT_CHECK(xs_attn_fwd(&a, NULL, 1, 0) == XS_EINVAL, "misaligned q accepted");
+    a = base_args(s, 0);
+    a.o = NULL;
+    XT_CHECK(xs_attn_fwd(&a, NULL, 1, 0) == XS_EINVAL, "NULL local output accepted");
+    a = base_args(s, 0);
+    a.out = XS_ATTN_OUT_WINDOWS;
+    a.rows_per_rank = s->seq;
+    XT_CHECK(xs_attn_fwd(&a, NULL, 1, 0) == XS_EINVAL, "windows without a table accepted");
+    xs_wintab tab;
+    memset(&tab, 0, sizeof tab);
+    tab.nranks = 2;
+    tab.bytes = (size_t)s->seq * s->heads * XS_ATTN_ROW_BYTES;
+    tab.data[0] = tab.data[1] = (char *)s->o;
+    a.rows_per_rank = s->seq / 2 - 1; /* 2 ranks no longer cover the sequence */
+    XT_CHECK(xs_attn_fwd(&a, &tab, 1, 0) == XS_EINVAL, "uncovered rows accepted");
+    a.rows_per_rank = s->seq;
+    tab.bytes = 16;
+    XT_CHECK(xs_attn_fwd(&a, &tab, 1, 0) == XS_EINVAL, "too small a window accepted");
+    tab.bytes = (size_t)s->seq * s->heads * XS_ATTN_ROW_BYTES;
+    a.signal = 1; /* no flags in the table */
+    XT_CHECK(xs_attn_fwd(&a, &tab, 1, 0) == XS_EINVAL, "signal without flags accepted");
+    XT_CHECK(cudaGetLastError() == cudaSuccess, "a rejected launch left a CUDA error");
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : (uint64_t)time(NULL);
+    rng_state = seed;
+    printf("test_attn: seed %llu (pass it as the first argument to repeat)\n",
+           (unsigned long long)seed);
+    xs_gpu_info gi;
+    xs_status st = xs_gpu_open(0, &gi);
+    XT_CHECK(st == XS_OK, "no GPU: %s", xs_errmsg());
+    if (st != XS_OK)
+        return xt_done();
+    printf("test_attn: %s, %d SMs\n", gi.name, gi.sm_count);
+
+    /* (seq, heads): tails of every kind against BLOCK_M = 128 and BLOCK_N = 64 */
+    const int shapes[][2] = {{1, 1}, {7, 2}, {64, 1}, {65, 3}, {128, 2}, {129, 1},
+                             {200, 3}, {257, 2}, {384, 3}};
+    shape s;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        shape_init(&s, shapes[i][0], shapes[i][1]);
+        test_local(&s, gi.sm_count);
+        if (s.seq == 384) {
+            test_fused(&s, 3, gi.sm_count);  /* 128 rows per rank: tiles align with ranks */
+            test_fused(&s, 1, gi.sm_count);  /* everything local */
+            test_ref_rows(&s);
+            test_bad_input(&s);
+        }
+        if (s.seq == 200)
+            test_fused(&s, 4, gi.sm_count);  /* 50 rows per rank: tiles straddle ranks */
+        if (s.seq == 129)
+            test_fused(&s, 3, gi.sm_count);  /* 43 rows per rank, a one-row last tile */
+        shape_free(&s);
+    }
+    test_helpers();
+    return xt_done();
+}
