@@ -1,0 +1,1737 @@
+/*
+ * moe.cu - the fused MoE workload (cuda/moe.h): routing, the persistent fused kernel
+ * (dispatch -> Linear-1 -> SwiGLU -> Linear-2 -> combine) and its task lists (wave,
+ * interleaved), the unfused cuBLAS baseline, references, destination-side verification, traces,
+ * and the X-Stage model of the combine (prediction, the auto rule, per-tile stalls).
+ *
+ * One kernel, every schedule: a persistent grid (one 256-thread CTA per SM, 194 KB of shared
+ * memory each) takes tasks from a precomputed list through an atomic counter. A task is one
+ * 128 x 256 tile of Linear-1 (gate+up of one 128-row block of one expert; its A rows are
+ * gathered straight from the tokens: the dispatch) or of Linear-2 (the down projection of a row
+ * block; its epilogue scales each row by its routing weight and stores it to the token's source
+ * rank through the window table: the combine). A Linear-2 tile waits (bounded) until the
+ * per-row-block counter says all Linear-1 tiles of its row block are done. Schedules differ only
+ * in the order of the task list.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "moe.h"
+#include "gemm.cuh"
+
+typedef xs_gemm_big xs_moe_cfg; /* 128 x 256 tiles, 8 warps */
+#define XS_MOE_BM 128
+#define XS_MOE_BN 256
+#define XS_MOE_TRACE_WORDS 8 /* u64 per task: 5 clocks, cta/smid, bytes, spare */
+
+/* ---- configurations ---------------------------------------------------------------------- */
+
+/* Public model configurations (their config.json: hidden_size, moe/expert intermediate size,
+ * routed experts, experts per token). Token counts keep each point of the sweep to a few ms. */
+const xs_moe_config xs_moe_configs[] = {
+    {"mixtral-8x7b", 4096, 14336, 8, 2, {512, 1024, 2048}},
+    {"mixtral-8x22b", 6144, 16384, 8, 2, {256, 512, 1024}},
+    {"dbrx", 6144, 10752, 16, 4, {256, 512, 1024}},
+    {"qwen2-57b-a14b", 3584, 2560, 64, 8, {512, 1024, 2048}},
+    {"qwen1.5-moe-a2.7b", 2048, 1408, 60, 4, {1024, 2048, 4096}},
+    {"deepseek-v2-lite", 2048, 1408, 64, 6, {1024, 2048, 3072}},
+    {"olmoe-1b-7b", 2048, 1024, 64, 8, {512, 1024, 2048}},
+};
+const int xs_moe_nconfigs = (int)(sizeof xs_moe_configs / sizeof xs_moe_configs[0]);
+
+const xs_moe_config *xs_moe_config_find(const char *name)
+{
+    for (int i = 0; i < xs_moe_nconfigs; i++)
+        if (!strcmp(xs_moe_configs[i].name, name))
+            return &xs_moe_configs[i];
+    return NULL;
+}
+
+const char *xs_moe_sched_name(xs_moe_sched s)
+{
+    return s == XS_MOE_WAVE ? "wave" : s == XS_MOE_INTERLEAVED ? "interleaved" : "auto";
+}
+
+const char *xs_moe_routing_name(xs_moe_routing r)
+{
+    return r == XS_ROUTE_ZIPF ? "zipf" : "balanced";
+}
+
+/* ---- small helpers ------------------------------------------------------------------------- */
+
+static uint64_t xs_sm64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double xs_u01(uint64_t *s) { return (double)(xs_sm64(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+static float xs_bf16_to_f(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint16_t xs_f_to_bf16(float f) /* round to nearest even; NaN stays NaN */
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return 0x7fc0;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_of(double *v, int n)
+{
+    if (n <= 0)
+        return NAN;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* cudaMalloc with a one-line error naming the buffer and its size */
+static xs_status xs_dalloc(void **p, size_t bytes, const char *what)
+{
+    cudaError_t e = cudaMalloc(p, bytes ? bytes : 16);
+    if (e != cudaSuccess) {
+        *p = NULL;
+        cudaGetLastError();
+        return xs_seterr(XS_ECUDA, "moe: cannot allocate %.1f MB of device memory for %s: %s",
+                         (double)bytes / 1e6, what, cudaGetErrorString(e));
+    }
+    return XS_OK;
+}
+
+/* ---- device helpers ----------------------------------------------------------------------- */
+
+/* uniform in [-scale, scale), a function of (seed, index) */
+__global__ void xs_moe_fill_kernel(xs_bf16 *x, size_t n, uint32_t seed, float scale)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = xs_mix32((uint32_t)i * 0x9e3779b1u ^ xs_mix32(seed ^ (uint32_t)(i >> 32)));
+        x[i] = __float2bfloat16(((float)(h >> 8) * (2.0f / 16777216.0f) - 1.0f) * scale);
+    }
+}
+
+__global__ void xs_moe_poison_kernel(uint4 *p, size_t n16)
+{
+    const uint4 v = make_uint4(0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n16;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] = v;
+}
+
+/* ---- weights -------------------------------------------------------------------------------- */
+
+struct xs_moe_weights {
+    xs_moe_config cfg;
+    xs_bf16 *w1; /* [E, 2I, H] */
+    xs_bf16 *w2; /* [E, H, I] */
+};
+
+static xs_status xs_moe_check_config(const xs_moe_config *c)
+{
+    if (c->hidden < 8 || c->hidden % 8)
+        return xs_seterr(XS_EINVAL, "moe %s: hidden size %d must be a positive multiple of 8",
+                         c->name, c->hidden);
+    if (c->inter < 16 || c->inter % 16)
+        return xs_seterr(XS_EINVAL, "moe %s: intermediate size %d must be a positive multiple "
+                         "of 16 (SwiGLU gate/up groups)", c->name, c->inter);
+    if (c->experts < 1 || c->experts > 4096 || c->topk < 1 || c->topk > c->experts)
+        return xs_seterr(XS_EINVAL, "moe %s: want 1 <= topk=%d <= experts=%d <= 4096", c->name,
+                         c->topk, c->experts);
+    return XS_OK;
+}
+
+xs_status xs_moe_weights_create(const xs_moe_config *c, uint32_t seed, xs_moe_weights **out)
+{
+    *out = NULL;
+    XS_TRY(xs_moe_check_config(c));
+    xs_moe_weights *w = (xs_moe_weights *)calloc(1, sizeof *w);
+    if (!w)
+        return xs_seterr(XS_ENOMEM, "moe: out of host memory");
+    w->cfg = *c;
+    size_t n1 = (size_t)c->experts * 2 * c->inter * c->hidden;
+    size_t n2 = (size_t)c->experts * c->hidden * c->inter;
+    xs_status st = xs_dalloc((void **)&w->w1, n1 * 2, "Linear-1 weights");
+    if (st == XS_OK)
+        st = xs_dalloc((void **)&w->w2, n2 * 2, "Linear-2 weights");
+    if (st != XS_OK) {
+        xs_moe_weights_destroy(w);
+        return st;
+    }
+    /* uniform(-a, a) with a = 3 / sqrt(fan_in): unit-variance outputs for unit-variance inputs */
+    xs_moe_fill_kernel<<<2048, 256>>>(w->w1, n1, seed * 2654435761u + 1u,
+                                      3.0f / sqrtf((float)c->hidden));
+    xs_moe_fill_kernel<<<2048, 256>>>(w->w2, n2, seed * 2654435761u + 2u,
+                                      3.0f / sqrtf((float)c->inter));
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess)
+        e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+        xs_moe_weights_destroy(w);
+        return xs_seterr(XS_ECUDA, "moe: filling weights: %s", cudaGetErrorString(e));
+    }
+    *out = w;
+    return XS_OK;
+}
+
+void xs_moe_weights_destroy(xs_moe_weights *w)
+{
+    if (!w)
+        return;
+    cudaFree(w->w1);
+    cudaFree(w->w2);
+    free(w);
+}
+
+/* ---- the problem ---------------------------------------------------------------------------- */
+
+typedef struct {
+    int2 *host;      /* [n] {kind << 30 | row block, n-block} */
+    int2 *dev;
+    int n;
+    xs_moe_plan plan;
+} xs_moe_tasklist;
+
+struct xs_moe {
+    const xs_moe_weights *w;
+    xs_moe_config cfg;
+    xs_moe_opts opts;
+    int T, H, I, E, K, N, rows, nrb, l1_per_rb, l2_per_rb, grid;
+    /* host routing, expert-sorted rows */
+    int *row_token, *row_k, *row_rank, *row_expert;
+    float *row_weight;
+    long long *row_off;   /* byte offset of the row's slot in its rank's window */
+    int *expert_off, *expert_rows;
+    int4 *rb;             /* [nrb] {expert, first row, rows, remote rows (rank != 0)} */
+    size_t window_bytes;
+    size_t *rank_used;    /* bytes of rank r's window that receive rows */
+    /* device */
+    xs_bf16 *x, *h;
+    int *d_row_token, *d_row_rank;
+    float *d_row_weight;
+    long long *d_row_off;
+    int4 *d_rb;
+    unsigned int *d_queue;
+    unsigned long long *d_done1;
+    xs_devstatus *d_status;
+    char **d_rank_base;
+    unsigned char *d_rank_host;
+    unsigned long long *d_trace, *d_anchors;
+    int trace_cap;
+    xs_moe_tasklist slots[XS_MOE_SLOTS];
+    cudaEvent_t ev[6];
+    /* last run's trace */
+    unsigned long long *h_trace, *h_anchors;
+    xs_moe_tile *tiles;
+    int ntiles;
+    /* local control windows */
+    char *local_win;
+    /* unfused / reference workspaces (lazily) */
+    xs_bf16 *xs_sorted, *y1, *y2, *stage;
+    float *y1f, *y2f, *reff;
+    float *ref; /* host [rows, H] */
+    int have_ref;
+    /* L2 flush scratch */
+    void *flush;
+    size_t flush_bytes;
+    int flush_count;
+};
+
+static void xs_moe_route(xs_moe *m, int *route_e, float *route_w)
+{
+    uint64_t s = 0x51ed2701ull ^ ((uint64_t)m->opts.seed << 20);
+    int E = m->E, K = m->K;
+    int *perm = (int *)malloc(sizeof(int) * (size_t)E);
+    double *pw = (double *)malloc(sizeof(double) * (size_t)E);
+    double *left = (double *)malloc(sizeof(double) * (size_t)E);
+    double zs = m->opts.zipf_s > 0 ? m->opts.zipf_s : 1.2;
+    /* Zipf popularity: the expert of popularity rank j gets 1 / (j + 1)^s; ranks shuffled */
+    for (int e = 0; e < E; e++)
+        perm[e] = e;
+    for (int e = E - 1; e > 0; e--) {
+        int j = (int)(xs_sm64(&s) % (uint64_t)(e + 1));
+        int t = perm[e];
+        perm[e] = perm[j];
+        perm[j] = t;
+    }
+    for (int j = 0; j < E; j++)
+        pw[perm[j]] = 1.0 / pow((double)(j + 1), zs);
+    for (int t = 0; t < m->T; t++) {
+        double wsum = 0;
+        if (m->opts.routing == XS_ROUTE_BALANCED) {
+            /* top-k distinct experts, uniformly: every expert equally likely */
+            for (int e = 0; e < E; e++)
+                perm[e] = e;
+            for (int k = 0; k < K; k++) {
+                int j = k + (int)(xs_sm64(&s) % (uint64_t)(E - k));
+                int tmp = perm[k];
+                perm[k] = perm[j];
+                perm[j] = tmp;
+                route_e[t * K + k] = perm[k];
+            }
+        } else {
+            /* top-k distinct experts drawn without replacement from the Zipf popularity */
+            double total = 0;
+            for (int e = 0; e < E; e++) {
+                left[e] = pw[e];
+                total += pw[e];
+            }
+            for (int k = 0; k < K; k++) {
+                double u = xs_u01(&s) * total;
+                int pick = -1;
+                for (int e = 0; e < E; e++) {
+                    if (left[e] <= 0)
+                        continue;
+                    pick = e;
+                    if (u < left[e])
+                        break;
+                    u -= left[e];
+                }
+                route_e[t * K + k] = pick;
+                total -= left[pick];
+                left[pick] = 0;
+            }
+        }
+        for (int k = 0; k < K; k++) {
+            route_w[t * K + k] = (float)(0.2 + 0.8 * xs_u01(&s));
+            wsum += route_w[t * K + k];
+        }
+        for (int k = 0; k < K; k++)
+            route_w[t * K + k] = (float)(route_w[t * K + k] / wsum);
+    }
+    free(perm);
+    free(pw);
+    free(left);
+}
+
+static xs_status xs_moe_upload(void *dst, const void *src, size_t bytes)
+{
+    XS_CU(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    return XS_OK;
+}
+
+xs_status xs_moe_create(const xs_moe_weights *w, const xs_moe_opts *o, xs_moe **out)
+{
+    *out = NULL;
+    if (!w)
+        return xs_seterr(XS_EINVAL, "moe: no weights");
+    if (o->tokens < 1 || o->tokens > (1 << 24))
+        return xs_seterr(XS_EINVAL, "moe: tokens=%d must be in 1..16777216", o->tokens);
+    if (o->peers < 1 || o->peers > XS_MAX_RANKS)
+        return xs_seterr(XS_EINVAL, "moe: peers=%d must be in 1..%d", o->peers, XS_MAX_RANKS);
+    if ((double)o->tokens * w->cfg.topk > 2e9)
+        return xs_seterr(XS_EINVAL, "moe: %d tokens x top-%d rows exceed 2^31", o->tokens,
+                         w->cfg.topk);
+    int dev = 0, sms = 0;
+    XS_CU(cudaGetDevice(&dev));
+    XS_CU(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+
+    xs_moe *m = (xs_moe *)calloc(1, sizeof *m);
+    if (!m)
+        return xs_seterr(XS_ENOMEM, "moe: out of host memory");
+    m->w = w;
+    m->cfg = w->cfg;
+    m->opts = *o;
+    m->T = o->tokens;
+    m->H = w->cfg.hidden;
+    m->I = w->cfg.inter;
+    m->E = w->cfg.experts;
+    m->K = w->cfg.topk;
+    m->N = o->peers;
+    m->rows = m->T * m->K;
+    m->l1_per_rb = (2 * m->I + XS_MOE_BN - 1) / XS_MOE_BN;
+    m->l2_per_rb = (m->H + XS_MOE_BN - 1) / XS_MOE_BN;
+    m->grid = sms;
+    *out = m; /* from here on, failures clean up through xs_moe_destroy */
+    xs_status st = XS_OK;
+#define XS_STEP(call)                                                                          \
+    do {                                                                                       \
+        st = (call);                                                                           \
+        if (st != XS_OK) {                                                                     \
+            xs_moe_destroy(m);                                                                 \
+            *out = NULL;                                                                       \
+            return st;                                                                         \
+        }                                                                                      \
+    } while (0)
+
+    int *route_e = (int *)malloc(sizeof(int) * (size_t)m->rows);
+    float *route_w = (float *)malloc(sizeof(float) * (size_t)m->rows);
+    m->row_token = (int *)malloc(sizeof(int) * (size_t)m->rows);
+    m->row_k = (int *)malloc(sizeof(int) * (size_t)m->rows);
+    m->row_rank = (int *)malloc(sizeof(int) * (size_t)m->rows);
+    m->row_expert = (int *)malloc(sizeof(int) * (size_t)m->rows);
+    m->row_weight = (float *)malloc(sizeof(float) * (size_t)m->rows);
+    m->row_off = (long long *)malloc(sizeof(long long) * (size_t)m->rows);
+    m->expert_off = (int *)calloc((size_t)m->E + 1, sizeof(int));
+    m->expert_rows = (int *)calloc((size_t)m->E, sizeof(int));
+    m->rank_used = (size_t *)calloc((size_t)m->N, sizeof(size_t));
+    if (!route_e || !route_w || !m->row_token || !m->row_k || !m->row_rank || !m->row_expert ||
+        !m->row_weight || !m->row_off || !m->expert_off || !m->expert_rows || !m->rank_used) {
+        free(route_e);
+        free(route_w);
+        XS_STEP(xs_seterr(XS_ENOMEM, "moe: out of host memory for %d rows", m->rows));
+    }
+    xs_moe_route(m, route_e, route_w);
+
+    /* counting sort of (token, k) by expert, stable in token order */
+    for (int i = 0; i < m->rows; i++)
+        m->expert_rows[route_e[i]]++;
+    for (int e = 0; e < m->E; e++)
+        m->expert_off[e + 1] = m->expert_off[e] + m->expert_rows[e];
+    int *fill = (int *)calloc((size_t)m->E, sizeof(int));
+    if (!fill) {
+        free(route_e);
+        free(route_w);
+        XS_STEP(xs_seterr(XS_ENOMEM, "moe: out of host memory"));
+    }
+    const long long row_bytes = 2LL * m->H;
+    for (int t = 0; t < m->T; t++)
+        for (int k = 0; k < m->K; k++) {
+            int e = route_e[t * m->K + k];
+            int gr = m->expert_off[e] + fill[e]++;
+            m->row_token[gr] = t;
+            m->row_k[gr] = k;
+            m->row_expert[gr] = e;
+            m->row_weight[gr] = route_w[t * m->K + k];
+            m->row_rank[gr] = t % m->N;
+            m->row_off[gr] = ((long long)(t / m->N) * m->K + k) * row_bytes;
+        }
+    free(fill);
+    free(route_e);
+    free(route_w);
+    m->window_bytes = (size_t)((m->T + m->N - 1) / m->N) * m->K * row_bytes;
+    for (int r = 0; r < m->N; r++) {
+        long long tok = r < m->T ? (m->T - r + m->N - 1) / m->N : 0;
+        m->rank_used[r] = (size_t)tok * m->K * row_bytes;
+    }
+
+    /* 128-row blocks per expert */
+    m->nrb = 0;
+    for (int e = 0; e < m->E; e++)
+        m->nrb += (m->expert_rows[e] + XS_MOE_BM - 1) / XS_MOE_BM;
+    if (m->nrb >= (1 << 30))
+        XS_STEP(xs_seterr(XS_ERANGE, "moe: %d row blocks", m->nrb));
+    m->rb = (int4 *)malloc(sizeof(int4) * (size_t)(m->nrb ? m->nrb : 1));
+    if (!m->rb)
+        XS_STEP(xs_seterr(XS_ENOMEM, "moe: out of host memory"));
+    int b = 0;
+    for (int e = 0; e < m->E; e++)
+        for (int r0 = 0; r0 < m->expert_rows[e]; r0 += XS_MOE_BM) {
+            int nr = m->expert_rows[e] - r0 < XS_MOE_BM ? m->expert_rows[e] - r0 : XS_MOE_BM;
+            int remote = 0;
+            for (int i = 0; i < nr; i++)
+                remote += m->row_rank[m->expert_off[e] + r0 + i] != 0;
+            m->rb[b++] = make_int4(e, m->expert_off[e] + r0, nr, remote);
+        }
+
+    /* device copies */
+    size_t rows = (size_t)m->rows;
+    XS_STEP(xs_dalloc((void **)&m->x, (size_t)m->T * m->H * 2, "tokens"));
+    XS_STEP(xs_dalloc((void **)&m->h, rows * m->I * 2, "SwiGLU output"));
+    XS_STEP(xs_dalloc((void **)&m->d_row_token, rows * 4, "row map"));
+    XS_STEP(xs_dalloc((void **)&m->d_row_rank, rows * 4, "row ranks"));
+    XS_STEP(xs_dalloc((void **)&m->d_row_weight, rows * 4, "routing weights"));
+    XS_STEP(xs_dalloc((void **)&m->d_row_off, rows * 8, "row slots"));
+    XS_STEP(xs_dalloc((void **)&m->d_rb, sizeof(int4) * (size_t)(m->nrb + 1), "row blocks"));
+    XS_STEP(xs_dalloc((void **)&m->d_queue, 16, "task counter"));
+    XS_STEP(xs_dalloc((void **)&m->d_done1, 8 * (size_t)(m->nrb + 1), "row-block counters"));
+    XS_STEP(xs_dalloc((void **)&m->d_status, sizeof(xs_devstatus), "device status"));
+    XS_STEP(xs_dalloc((void **)&m->d_rank_base, sizeof(char *) * XS_MAX_RANKS, "rank table"));
+    XS_STEP(xs_dalloc((void **)&m->d_rank_host, XS_MAX_RANKS, "rank table"));
+    m->trace_cap = m->nrb * (m->l1_per_rb + m->l2_per_rb);
+    XS_STEP(xs_dalloc((void **)&m->d_trace, 8 * XS_MOE_TRACE_WORDS * (size_t)(m->trace_cap + 1),
+                      "trace"));
+    XS_STEP(xs_dalloc((void **)&m->d_anchors, 8 * 4 * (size_t)m->grid, "time anchors"));
+    XS_STEP(xs_moe_upload(m->d_row_token, m->row_token, rows * 4));
+    XS_STEP(xs_moe_upload(m->d_row_rank, m->row_rank, rows * 4));
+    XS_STEP(xs_moe_upload(m->d_row_weight, m->row_weight, rows * 4));
+    XS_STEP(xs_moe_upload(m->d_row_off, m->row_off, rows * 8));
+    if (m->nrb)
+        XS_STEP(xs_moe_upload(m->d_rb, m->rb, sizeof(int4) * (size_t)m->nrb));
+    m->h_trace = (unsigned long long *)malloc(8 * XS_MOE_TRACE_WORDS * (size_t)(m->trace_cap + 1));
+    m->h_anchors = (unsigned long long *)malloc(8 * 4 * (size_t)m->grid);
+    m->tiles = (xs_moe_tile *)calloc((size_t)m->trace_cap + 1, sizeof(xs_moe_tile));
+    if (!m->h_trace || !m->h_anchors || !m->tiles)
+        XS_STEP(xs_seterr(XS_ENOMEM, "moe: out of host memory for traces"));
+    for (int i = 0; i < 6; i++) {
+        cudaError_t e = cudaEventCreate(&m->ev[i]);
+        if (e != cudaSuccess)
+            XS_STEP(xs_seterr(XS_ECUDA, "moe: cudaEventCreate: %s", cudaGetErrorString(e)));
+    }
+    xs_moe_fill_kernel<<<1024, 256>>>(m->x, (size_t)m->T * m->H, o->seed * 7919u + 3u, 1.0f);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess)
+        e = cudaDeviceSynchronize();
+    if (e != cudaSuccess)
+        XS_STEP(xs_seterr(XS_ECUDA, "moe: filling tokens: %s", cudaGetErrorString(e)));
+#undef XS_STEP
+    return XS_OK;
+}
+
+void xs_moe_destroy(xs_moe *m)
+{
+    if (!m)
+        return;
+    free(m->row_token); free(m->row_k); free(m->row_rank); free(m->row_expert);
+    free(m->row_weight); free(m->row_off); free(m->expert_off); free(m->expert_rows);
+    free(m->rank_used); free(m->rb); free(m->h_trace); free(m->h_anchors); free(m->tiles);
+    free(m->ref);
+    for (int i = 0; i < XS_MOE_SLOTS; i++) {
+        free(m->slots[i].host);
+        cudaFree(m->slots[i].dev);
+    }
+    for (int i = 0; i < 6; i++)
+        if (m->ev[i])
+            cudaEventDestroy(m->ev[i]);
+    void *dev[] = {m->x, m->h, m->d_row_token, m->d_row_rank, m->d_row_weight, m->d_row_off,
+                   m->d_rb, m->d_queue, m->d_done1, m->d_status, m->d_rank_base,
+                   m->d_rank_host, m->d_trace, m->d_anchors, m->local_win, m->xs_sorted, m->y1,
+                   m->y2, m->stage, m->y1f, m->y2f, m->reff, m->flush};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+        if (dev[i])
+            cudaFree(dev[i]);
+    free(m);
+}
+
+void xs_moe_get_info(const xs_moe *m, xs_moe_info *f)
+{
+    memset(f, 0, sizeof *f);
+    f->hidden = m->H;
+    f->inter = m->I;
+    f->experts = m->E;
+    f->topk = m->K;
+    f->tokens = m->T;
+    f->peers = m->N;
+    f->rows = m->rows;
+    f->row_blocks = m->nrb;
+    f->l1_per_rb = m->l1_per_rb;
+    f->l2_per_rb = m->l2_per_rb;
+    f->l1_tiles = m->nrb * m->l1_per_rb;
+    f->l2_tiles = m->nrb * m->l2_per_rb;
+    f->min_expert_rows = m->rows;
+    for (int e = 0; e < m->E; e++) {
+        if (m->expert_rows[e] < f->min_expert_rows)
+            f->min_expert_rows = m->expert_rows[e];
+        if (m->expert_rows[e] > f->max_expert_rows)
+            f->max_expert_rows = m->expert_rows[e];
+    }
+    f->grid = m->grid;
+    f->flops = 2.0 * m->rows * (double)m->H * 3.0 * m->I;
+    f->total_bytes = (double)m->rows * 2.0 * m->H;
+    long remote = 0;
+    for (int i = 0; i < m->rows; i++)
+        remote += m->row_rank[i] != 0;
+    f->remote_bytes = (double)remote * 2.0 * m->H;
+    f->window_bytes = m->window_bytes;
+}
+
+/* ---- task lists ------------------------------------------------------------------------------- */
+
+int xs_moe_default_lead(const xs_moe *m)
+{
+    return (m->grid + m->l1_per_rb - 1) / m->l1_per_rb + 1;
+}
+
+int xs_moe_default_wave(const xs_moe *m)
+{
+    /* fewest leading experts whose Linear-1 tiles fill the machine once (per-expert sizes vary
+     * with skewed routing; this counts from expert 0, as the wave builder does) */
+    int tiles = 0, e = 0;
+    while (e < m->E && tiles < m->grid) {
+        tiles += (m->expert_rows[e] + XS_MOE_BM - 1) / XS_MOE_BM * m->l1_per_rb;
+        e++;
+    }
+    return e < 1 ? 1 : e;
+}
+
+static int2 xs_task(int kind, int rb, int nb) { return make_int2((kind << 30) | rb, nb); }
+
+xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p)
+{
+    if (slot < 0 || slot >= XS_MOE_SLOTS)
+        return xs_seterr(XS_EINVAL, "moe: plan slot %d out of 0..%d", slot, XS_MOE_SLOTS - 1);
+    if (p->kind != XS_MOE_WAVE && p->kind != XS_MOE_INTERLEAVED)
+        return xs_seterr(XS_EINVAL, "moe: a plan is wave or interleaved (resolve auto first)");
+    if (p->lead < 0 || p->wave_experts < 0)
+        return xs_seterr(XS_EINVAL, "moe: negative lead %d or wave size %d", p->lead,
+                         p->wave_experts);
+    xs_moe_tasklist *tl = &m->slots[slot];
+    const int n1 = m->nrb * m->l1_per_rb, n2 = m->nrb * m->l2_per_rb, n = n1 + n2;
+    if (!tl->host) {
+        tl->host = (int2 *)malloc(sizeof(int2) * (size_t)(m->trace_cap + 1));
+        if (!tl->host)
+            return xs_seterr(XS_ENOMEM, "moe: out of host memory for a task list");
+        XS_TRY(xs_dalloc((void **)&tl->dev, sizeof(int2) * (size_t)(m->trace_cap + 1),
+                         "task list"));
+    }
+    int2 *t = tl->host;
+    int q = 0;
+    if (p->kind == XS_MOE_WAVE) {
+        /* waves of consecutive experts: all Linear-1 tiles of the wave, then its Linear-2 */
+        const int we = p->wave_experts ? p->wave_experts : xs_moe_default_wave(m);
+        int b0 = 0;
+        for (int e0 = 0; e0 < m->E; e0 += we) {
+            int b1 = b0;
+            while (b1 < m->nrb && m->rb[b1].x < e0 + we)
+                b1++;
+            for (int b = b0; b < b1; b++)
+                for (int nb = 0; nb < m->l1_per_rb; nb++)
+                    t[q++] = xs_task(1, b, nb);
+            for (int b = b0; b < b1; b++)
+                for (int nb = 0; nb < m->l2_per_rb; nb++)
+                    t[q++] = xs_task(2, b, nb);
+            b0 = b1;
+        }
+    } else {
+        /* proportional merge of the Linear-1 and Linear-2 sequences (row-block order) with the
+         * Linear-1 prefix at least `lead` row blocks ahead of every Linear-2 tile placed */
+        long long i1 = 0, i2 = 0;
+        while (i1 < n1 || i2 < n2) {
+            if (i2 < n2) {
+                int b = (int)(i2 / m->l2_per_rb);
+                long long need_rb = (long long)b + p->lead;
+                if (need_rb > m->nrb - 1)
+                    need_rb = m->nrb - 1;
+                long long need1 = (need_rb + 1) * m->l1_per_rb;
+                int ready = i1 >= need1;
+                int behind = i1 >= n1 || i2 * (long long)n1 <= i1 * (long long)n2;
+                if (ready && behind) {
+                    t[q++] = xs_task(2, b, (int)(i2 % m->l2_per_rb));
+                    i2++;
+                    continue;
+                }
+            }
+            t[q++] = xs_task(1, (int)(i1 / m->l1_per_rb), (int)(i1 % m->l1_per_rb));
+            i1++;
+        }
+    }
+    if (q != n)
+        return xs_seterr(XS_EINVAL, "moe: internal: task list of %d tasks, expected %d", q, n);
+    tl->n = n;
+    tl->plan = *p;
+    if (n)
+        XS_CU(cudaMemcpy(tl->dev, t, sizeof(int2) * (size_t)n, cudaMemcpyHostToDevice));
+    return XS_OK;
+}
+
+/* ---- the fused kernel ------------------------------------------------------------------------ */
+
+typedef struct {
+    const xs_bf16 *x;           /* [T, H] */
+    const xs_bf16 *w1;          /* [E, 2I, H] */
+    const xs_bf16 *w2;          /* [E, H, I] */
+    xs_bf16 *h;                 /* [rows, I] */
+    const int *row_token;       /* [rows] */
+    const float *row_weight;    /* [rows] */
+    const int *row_rank;        /* [rows] */
+    const long long *row_off;   /* [rows] bytes within the rank's window */
+    const int4 *rbs;            /* [nrb] {expert, first row, rows, remote rows} */
+    const int2 *tasks;          /* [ntasks] */
+    int ntasks;
+    unsigned int *queue;        /* next task */
+    unsigned long long *done1;  /* [nrb] finished Linear-1 tiles */
+    int hidden, inter, l1_per_rb;
+    unsigned long long timeout_ns;
+    int fault_skip_l1;
+    xs_devstatus *status;
+    char *const *rank_base;     /* [N] device-usable window payload pointers */
+    const unsigned char *rank_host; /* [N] 1 = the window is host memory (remote over PCIe) */
+    unsigned long long *trace;  /* [ntasks][XS_MOE_TRACE_WORDS] */
+    unsigned long long *anchors; /* [grid][4]: globaltimer/clock64 pairs at start and end */
+} xs_moe_kargs;
+
+__global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1) xs_moe_kernel(xs_moe_kargs a)
+{
+    typedef xs_moe_cfg C;
+    extern __shared__ __align__(128) char xs_moe_smem[];
+    char *smem = xs_moe_smem;
+    __shared__ int s_task, s_abort;
+    const int tid = threadIdx.x;
+    char **dst = xs_gemm_dst_rows<C>(smem);
+    float *scale = xs_gemm_row_scale<C>(smem);
+    unsigned long long g0 = 0, k0 = 0;
+    unsigned int smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    if (tid == 0)
+        xs_time_anchor(&g0, &k0, 1ull << 23);
+
+#pragma unroll 1
+    for (;;) {
+        if (tid == 0) {
+            int t = -1;
+            /* stop taking work once any CTA recorded a failure */
+            if (*(volatile unsigned int *)&a.status->code == 0)
+                t = (int)atomicAdd(a.queue, 1u);
+            s_task = t;
+            s_abort = 0;
+        }
+        __syncthreads();
+        const int ti = s_task;
+        if (ti < 0 || ti >= a.ntasks)
+            break;
+        const uint64_t c_fetch = xs_clock();
+        const int2 tk = a.tasks[ti];
+        const int kind = (tk.x >> 30) & 3, rbi = tk.x & 0x3fffffff, nb = tk.y;
+        const int4 rb = a.rbs[rbi];
+        const int expert = rb.x, row0 = rb.y, nrows = rb.z;
+
+        if (kind == 2 && tid == 0 &&
+            xs_wait_geq((const uint64_t *)(a.done1 + rbi), (uint64_t)a.l1_per_rb,
+                        a.timeout_ns) != XS_WAIT_OK) {
+            xs_devfail(a.status, XS_DEVERR_TIMEOUT,
+                       ((unsigned long long)blockIdx.x << 32) | (unsigned int)rbi);
+            s_abort = 1;
+        }
+        /* per-row destinations: h rows (Linear-1) or window slots (Linear-2) */
+        int remote = 0;
+        if (tid < C::BM) {
+            char *d = NULL;
+            float sc = 1.0f;
+            if (tid < nrows) {
+                const int gr = row0 + tid;
+                if (kind == 1) {
+                    d = (char *)(a.h + (long long)gr * a.inter + nb * (C::BN / 2));
+                } else {
+                    const int rank = a.row_rank[gr];
+                    d = a.rank_base[rank] + a.row_off[gr] + (long long)nb * C::BN * 2;
+                    sc = a.row_weight[gr];
+                    remote = a.rank_host[rank];
+                }
+            }
+            dst[tid] = d;
+            scale[tid] = sc;
+        }
+        /* barrier: s_abort, the acquired dependency and the row tables are seen by all */
+        const int nremote = __syncthreads_count(remote);
+        if (s_abort)
+            break;
+        const uint64_t c_mma0 = xs_clock();
+
+        xs_gemm_problem p;
+        if (kind == 1) {
+            p.a = a.x;
+            p.a_rows = a.row_token + row0; /* fused dispatch: gather token rows */
+            p.lda = a.hidden;
+            p.b = a.w1 + (long long)expert * 2 * a.inter * a.hidden;
+            p.ldb = a.hidden;
+            p.m = nrows;
+            p.n = 2 * a.inter;
+            p.k = a.hidden;
+        } else {
+            p.a = a.h + (long long)row0 * a.inter;
+            p.a_rows = NULL;
+            p.lda = a.inter;
+            p.b = a.w2 + (long long)expert * a.hidden * a.inter;
+            p.ldb = a.inter;
+            p.m = nrows;
+            p.n = a.hidden;
+            p.k = a.inter;
+        }
+        float acc[C::MT][C::NT][4];
+        xs_gemm_mainloop<C>(p, 0, nb * C::BN, smem, acc);
+        const uint64_t c_mma1 = xs_clock();
+        int ncols;
+        if (kind == 1) {
+            const int nv = 2 * a.inter - nb * C::BN;
+            ncols = (nv < C::BN ? nv : C::BN) / 2;
+            xs_gemm_stage_swiglu<C>(smem, acc, NULL);
+        } else {
+            const int nv = a.hidden - nb * C::BN;
+            ncols = nv < C::BN ? nv : C::BN;
+            xs_gemm_stage_acc<C>(smem, acc, scale); /* routing weight per row */
+        }
+        __syncthreads();
+        const uint64_t c_st0 = xs_clock();
+        if (kind == 1)
+            xs_gemm_store_rows<C, C::BN / 2>(smem, dst, nrows, ncols);
+        else
+            xs_gemm_store_rows<C, C::BN>(smem, dst, nrows, ncols);
+        __syncthreads(); /* every store of the tile issued (accepted by the SM) */
+        if (tid == 0) {
+            const uint64_t c_st1 = xs_clock();
+            if (kind == 1 && !(a.fault_skip_l1 && ti == 0)) {
+                /* release: the CTA's h stores (ordered by the barrier) before the count */
+                __threadfence();
+                atomicAdd(a.done1 + rbi, 1ull);
+            }
+            if (a.trace) {
+                unsigned long long *r = a.trace + (size_t)ti * XS_MOE_TRACE_WORDS;
+                r[0] = c_fetch;
+                r[1] = c_mma0;
+                r[2] = c_mma1;
+                r[3] = c_st0;
+                r[4] = c_st1;
+                r[5] = ((unsigned long long)blockIdx.x << 32) | smid;
+                r[6] = ((unsigned long long)(nremote * ncols * 2) << 32) |
+                       (unsigned int)(nrows * ncols * 2);
+                r[7] = 0;
+            }
+        }
+    }
+    if (tid == 0 && a.anchors) {
+        unsigned long long g1, k1;
+        xs_time_anchor(&g1, &k1, 1ull << 23);
+        unsigned long long *an = a.anchors + 4 * (size_t)blockIdx.x;
+        an[0] = g0;
+        an[1] = k0;
+        an[2] = g1;
+        an[3] = k1;
+    }
+}
+
+/* ---- windows ------------------------------------------------------------------------------ */
+
+xs_status xs_moe_local_table(xs_moe *m, xs_wintab *tab)
+{
+    if (!m->local_win)
+        XS_TRY(xs_dalloc((void **)&m->local_win, m->window_bytes * (size_t)m->N,
+                         "local-control windows"));
+    memset(tab, 0, sizeof *tab);
+    tab->nranks = m->N;
+    tab->rank = 0;
+    tab->bytes = m->window_bytes;
+    tab->nflags = 0;
+    for (int r = 0; r < m->N; r++) {
+        tab->data[r] = m->local_win + (size_t)r * m->window_bytes;
+        tab->host_mem[r] = 0;
+    }
+    return XS_OK;
+}
+
+static xs_status xs_moe_check_table(const xs_moe *m, const xs_wintab *tab)
+{
+    if (!tab || tab->nranks < m->N)
+        return xs_seterr(XS_EINVAL, "moe: window table has %d ranks, the problem needs %d",
+                         tab ? tab->nranks : 0, m->N);
+    if (tab->bytes < m->window_bytes)
+        return xs_seterr(XS_EINVAL, "moe: windows of %zu bytes, the combine needs %zu",
+                         tab->bytes, m->window_bytes);
+    for (int r = 0; r < m->N; r++)
+        if (!tab->data[r] || ((uintptr_t)tab->data[r] & 15))
+            return xs_seterr(XS_EINVAL, "moe: window of rank %d is missing or not 16-byte "
+                             "aligned", r);
+    return XS_OK;
+}
+
+xs_status xs_moe_poison(xs_moe *m, const xs_wintab *tab, cudaStream_t s)
+{
+    XS_TRY(xs_moe_check_table(m, tab));
+    for (int r = 0; r < m->N; r++) {
+        xs_moe_poison_kernel<<<264, 256, 0, s>>>((uint4 *)tab->data[r], m->window_bytes / 16);
+        XS_CU_LAUNCH();
+    }
+    return XS_OK;
+}
+
+xs_status xs_moe_flush_l2(xs_moe *m, cudaStream_t s)
+{
+    if (!m->flush) {
+        int dev = 0, l2 = 0;
+        XS_CU(cudaGetDevice(&dev));
+        XS_CU(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+        m->flush_bytes = (size_t)(l2 > 0 ? l2 : (64 << 20)) * 2;
+        XS_TRY(xs_dalloc(&m->flush, m->flush_bytes, "L2 flush buffer"));
+    }
+    XS_CU(cudaMemsetAsync(m->flush, (m->flush_count++ & 0x7f) + 1, m->flush_bytes, s));
+    return XS_OK;
+}
+
+static xs_status xs_moe_upload_table(xs_moe *m, const xs_wintab *tab, cudaStream_t s)
+{
+    /* static: cudaMemcpyAsync from pageable memory copies before returning */
+    char *base[XS_MAX_RANKS];
+    unsigned char host[XS_MAX_RANKS];
+    for (int r = 0; r < XS_MAX_RANKS; r++) {
+        base[r] = r < m->N ? tab->data[r] : NULL;
+        host[r] = r < m->N ? tab->host_mem[r] : 0;
+    }
+    XS_CU(cudaMemcpyAsync(m->d_rank_base, base, sizeof base, cudaMemcpyHostToDevice, s));
+    XS_CU(cudaMemcpyAsync(m->d_rank_host, host, sizeof host, cudaMemcpyHostToDevice, s));
+    XS_CU(cudaStreamSynchronize(s));
+    return XS_OK;
+}
+
+/* ---- running the fused kernel ----------------------------------------------------------------- */
+
+static void xs_moe_decode_trace(xs_moe *m, const xs_moe_tasklist *tl)
+{
+    /* clock64 -> ns on the global time base, per CTA: ns = g0 + (clk - k0) * (g1 - g0)/(k1 - k0).
+     * Integer differences first: %globaltimer counts ns since the epoch (~2^61), beyond the 53
+     * bits a double holds exactly. */
+    unsigned long long g_origin = ~0ull;
+    for (int c = 0; c < m->grid; c++)
+        if (m->h_anchors[4 * (size_t)c] < g_origin)
+            g_origin = m->h_anchors[4 * (size_t)c];
+    double t_min = INFINITY;
+    m->ntiles = tl->n;
+    for (int i = 0; i < tl->n; i++) {
+        const unsigned long long *r = m->h_trace + (size_t)i * XS_MOE_TRACE_WORDS;
+        xs_moe_tile *t = &m->tiles[i];
+        int cta = (int)(r[5] >> 32);
+        if (cta < 0 || cta >= m->grid) {
+            memset(t, 0, sizeof *t);
+            t->cta = -1;
+            continue;
+        }
+        const unsigned long long *an = m->h_anchors + 4 * (size_t)cta;
+        double dg = (double)(long long)(an[2] - an[0]), dk = (double)(long long)(an[3] - an[1]);
+        double ns_per_clk = dk > 0 ? dg / dk : 0.0;
+        double base = (double)(long long)(an[0] - g_origin);
+        double v[5];
+        for (int j = 0; j < 5; j++)
+            v[j] = base + (double)(long long)(r[j] - an[1]) * ns_per_clk;
+        t->fetch_ns = v[0];
+        t->mma0_ns = v[1];
+        t->mma1_ns = v[2];
+        t->st0_ns = v[3];
+        t->st1_ns = v[4];
+        t->kind = (tl->host[i].x >> 30) & 3;
+        t->rb = tl->host[i].x & 0x3fffffff;
+        t->nb = tl->host[i].y;
+        t->cta = cta;
+        t->smid = (int)(r[5] & 0xffffffffu);
+        t->remote_bytes = (int)(r[6] >> 32);
+        t->total_bytes = (int)(r[6] & 0xffffffffu);
+        if (v[0] < t_min)
+            t_min = v[0];
+    }
+    for (int i = 0; i < tl->n; i++) {
+        xs_moe_tile *t = &m->tiles[i];
+        if (t->cta < 0)
+            continue;
+        t->fetch_ns -= t_min;
+        t->mma0_ns -= t_min;
+        t->mma1_ns -= t_min;
+        t->st0_ns -= t_min;
+        t->st1_ns -= t_min;
+    }
+}
+
+xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_moe_run_opts *o,
+                           cudaStream_t s, float *ms)
+{
+    typedef xs_moe_cfg C;
+    if (slot < 0 || slot >= XS_MOE_SLOTS || !m->slots[slot].host)
+        return xs_seterr(XS_EINVAL, "moe: plan slot %d has no task list", slot);
+    XS_TRY(xs_moe_check_table(m, tab));
+    const xs_moe_tasklist *tl = &m->slots[slot];
+    static int attr_done;
+    if (!attr_done) {
+        XS_CU(cudaFuncSetAttribute(xs_moe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   C::SMEM_BYTES));
+        int per_sm = 0;
+        XS_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, xs_moe_kernel, C::THREADS,
+                                                            C::SMEM_BYTES));
+        if (per_sm < 1)
+            return xs_seterr(XS_ECUDA, "moe: the fused kernel (%d threads, %d bytes of shared "
+                             "memory) does not fit on an SM", C::THREADS, C::SMEM_BYTES);
+        attr_done = 1;
+    }
+    XS_TRY(xs_moe_upload_table(m, tab, s));
+    XS_CU(cudaMemsetAsync(m->d_queue, 0, 16, s));
+    XS_CU(cudaMemsetAsync(m->d_done1, 0, 8 * (size_t)(m->nrb + 1), s));
+    XS_CU(cudaMemsetAsync(m->d_status, 0, sizeof(xs_devstatus), s));
+    XS_CU(cudaMemsetAsync(m->d_trace, 0xff, 8 * XS_MOE_TRACE_WORDS * (size_t)(tl->n + 1), s));
+
+    xs_moe_kargs a;
+    memset(&a, 0, sizeof a);
+    a.x = m->x;
+    a.w1 = m->w->w1;
+    a.w2 = m->w->w2;
+    a.h = m->h;
+    a.row_token = m->d_row_token;
+    a.row_weight = m->d_row_weight;
+    a.row_rank = m->d_row_rank;
+    a.row_off = m->d_row_off;
+    a.rbs = m->d_rb;
+    a.tasks = tl->dev;
+    a.ntasks = tl->n;
+    a.queue = m->d_queue;
+    a.done1 = m->d_done1;
+    a.hidden = m->H;
+    a.inter = m->I;
+    a.l1_per_rb = m->l1_per_rb;
+    a.timeout_ns = o && o->timeout_ns ? o->timeout_ns : 2000000000ull;
+    a.fault_skip_l1 = o ? o->fault_skip_l1 : 0;
+    a.status = m->d_status;
+    a.rank_base = m->d_rank_base;
+    a.rank_host = m->d_rank_host;
+    a.trace = m->d_trace;
+    a.anchors = m->d_anchors;
+
+    XS_CU(cudaEventRecord(m->ev[0], s));
+    xs_moe_kernel<<<m->grid, C::THREADS, C::SMEM_BYTES, s>>>(a);
+    XS_CU_LAUNCH();
+    XS_CU(cudaEventRecord(m->ev[1], s));
+    XS_CU(cudaEventSynchronize(m->ev[1]));
+    float t = 0;
+    XS_CU(cudaEventElapsedTime(&t, m->ev[0], m->ev[1]));
+    if (ms)
+        *ms = t;
+    xs_devstatus st;
+    XS_CU(cudaMemcpy(&st, m->d_status, sizeof st, cudaMemcpyDeviceToHost));
+    XS_CU(cudaMemcpy(m->h_trace, m->d_trace, 8 * XS_MOE_TRACE_WORDS * (size_t)tl->n,
+                     cudaMemcpyDeviceToHost));
+    XS_CU(cudaMemcpy(m->h_anchors, m->d_anchors, 8 * 4 * (size_t)m->grid,
+                     cudaMemcpyDeviceToHost));
+    if (st.code == XS_DEVERR_TIMEOUT)
+        return xs_seterr(XS_ETIMEOUT, "fused MoE: CTA %u waited more than %.0f ms for the "
+                         "Linear-1 tiles of row block %u (dependency never signalled)",
+                         (unsigned)(st.detail >> 32), (double)a.timeout_ns / 1e6,
+                         (unsigned)(st.detail & 0xffffffffu));
+    if (st.code)
+        return xs_seterr(XS_ECUDA, "fused MoE: device failure code %u in CTA %u", st.code,
+                         st.block);
+    /* every task ran exactly once (the trace was poisoned with 0xff before the launch) */
+    for (int i = 0; i < tl->n; i++)
+        if (m->h_trace[(size_t)i * XS_MOE_TRACE_WORDS + 5] == ~0ull)
+            return xs_seterr(XS_EVERIFY, "fused MoE: task %d of %d never ran", i, tl->n);
+    xs_moe_decode_trace(m, tl);
+    return XS_OK;
+}
+
+xs_status xs_moe_trace(xs_moe *m, const xs_moe_tile **tiles, int *n)
+{
+    *tiles = m->tiles;
+    *n = m->ntiles;
+    return XS_OK;
+}
+
+/* ---- the unfused baseline and the GPU reference ------------------------------------------------ */
+
+/* Xs[gr] = X[row_token[gr]]: the dispatch as its own pass (16-byte copies) */
+__global__ void xs_moe_gather_kernel(const xs_bf16 *x, const int *row_token, xs_bf16 *xs,
+                                     int rows, int hidden)
+{
+    const int per_row = hidden / 8;
+    const size_t total = (size_t)rows * per_row;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int r = (int)(i / per_row), c = (int)(i % per_row);
+        ((uint4 *)(xs + (size_t)r * hidden))[c] =
+            __ldg((const uint4 *)(x + (size_t)row_token[r] * hidden) + c);
+    }
+}
+
+/* h = silu(gate) * up from the interleaved Linear-1 output (bf16 or fp32), h in bf16 */
+template <typename T>
+__global__ void xs_moe_swiglu_kernel(const T *y, xs_bf16 *h, int rows, int inter)
+{
+    const size_t total = (size_t)rows * inter;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int r = (int)(i / inter), j = (int)(i % inter);
+        const int pg = 32 * (j / 16) + (j % 16);
+        const float g = (float)y[(size_t)r * 2 * inter + pg];
+        const float u = (float)y[(size_t)r * 2 * inter + pg + 16];
+        h[i] = __float2bfloat16(g / (1.0f + expf(-g)) * u);
+    }
+}
+
+/* combine preparation: row gr scaled by its routing weight, written to its rank's staging
+ * region at the window offset (bf16), or to the fp32 reference in sorted order */
+template <typename T>
+__global__ void xs_moe_scatter_kernel(const T *y2, const float *w, const int *row_rank,
+                                      const long long *row_off, char *stage, size_t win_bytes,
+                                      float *ref, int rows, int hidden)
+{
+    const size_t total = (size_t)rows * hidden;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int r = (int)(i / hidden), c = (int)(i % hidden);
+        const float v = (float)y2[i] * w[r];
+        if (ref) {
+            ref[i] = v;
+        } else {
+            xs_bf16 *o = (xs_bf16 *)(stage + (size_t)row_rank[r] * win_bytes + row_off[r]);
+            o[c] = __float2bfloat16(v);
+        }
+    }
+}
+
+static xs_status xs_moe_ensure_unfused(xs_moe *m, int reference)
+{
+    size_t rows = (size_t)m->rows;
+    if (!m->xs_sorted)
+        XS_TRY(xs_dalloc((void **)&m->xs_sorted, rows * m->H * 2, "dispatched tokens"));
+    if (reference) {
+        if (!m->y1f)
+            XS_TRY(xs_dalloc((void **)&m->y1f, rows * 2 * m->I * 4, "fp32 Linear-1 output"));
+        if (!m->y2f)
+            XS_TRY(xs_dalloc((void **)&m->y2f, rows * m->H * 4, "fp32 Linear-2 output"));
+        if (!m->reff)
+            XS_TRY(xs_dalloc((void **)&m->reff, rows * m->H * 4, "reference rows"));
+    } else {
+        if (!m->y1)
+            XS_TRY(xs_dalloc((void **)&m->y1, rows * 2 * m->I * 2, "Linear-1 output"));
+        if (!m->y2)
+            XS_TRY(xs_dalloc((void **)&m->y2, rows * m->H * 2, "Linear-2 output"));
+        if (!m->stage)
+            XS_TRY(xs_dalloc((void **)&m->stage, m->window_bytes * (size_t)m->N,
+                             "combine staging"));
+    }
+    return XS_OK;
+}
+
+/* the cuBLAS GEMMs of one layer, one call per expert with rows (grouped by hand) */
+static xs_status xs_moe_gemms(xs_moe *m, xs_cublas *cb, cudaStream_t s, int layer, int f32)
+{
+    const int H = m->H, I = m->I;
+    for (int e = 0; e < m->E; e++) {
+        const int n = m->expert_rows[e], off = m->expert_off[e];
+        if (!n)
+            continue;
+        if (layer == 1) {
+            void *c = f32 ? (void *)(m->y1f + (size_t)off * 2 * I) : (void *)(m->y1 + (size_t)off * 2 * I);
+            XS_TRY(xs_cublas_gemm_bf16(cb, s, n, 2 * I, H, m->xs_sorted + (size_t)off * H,
+                                       m->w->w1 + (size_t)e * 2 * I * H, 1, c, f32));
+        } else {
+            void *c = f32 ? (void *)(m->y2f + (size_t)off * H) : (void *)(m->y2 + (size_t)off * H);
+            XS_TRY(xs_cublas_gemm_bf16(cb, s, n, H, I, m->h + (size_t)off * I,
+                                       m->w->w2 + (size_t)e * H * I, 1, c, f32));
+        }
+    }
+    return XS_OK;
+}
+
+xs_status xs_moe_run_unfused(xs_moe *m, xs_cublas *cb, const xs_wintab *tab, cudaStream_t s,
+                             float *ms, float *gemm_ms)
+{
+    XS_TRY(xs_moe_check_table(m, tab));
+    XS_TRY(xs_moe_ensure_unfused(m, 0));
+    const int blocks = 4 * m->grid;
+    XS_CU(cudaEventRecord(m->ev[0], s));
+    xs_moe_gather_kernel<<<blocks, 256, 0, s>>>(m->x, m->d_row_token, m->xs_sorted, m->rows, m->H);
+    XS_CU_LAUNCH();
+    XS_CU(cudaEventRecord(m->ev[2], s));
+    XS_TRY(xs_moe_gemms(m, cb, s, 1, 0));
+    XS_CU(cudaEventRecord(m->ev[3], s));
+    xs_moe_swiglu_kernel<xs_bf16><<<blocks, 256, 0, s>>>(m->y1, m->h, m->rows, m->I);
+    XS_CU_LAUNCH();
+    XS_CU(cudaEventRecord(m->ev[4], s));
+    XS_TRY(xs_moe_gemms(m, cb, s, 2, 0));
+    XS_CU(cudaEventRecord(m->ev[5], s));
+    xs_moe_scatter_kernel<xs_bf16><<<blocks, 256, 0, s>>>(m->y2, m->d_row_weight, m->d_row_rank,
+                                                          m->d_row_off, (char *)m->stage,
+                                                          m->window_bytes, (float *)NULL, m->rows,
+                                                          m->H);
+    XS_CU_LAUNCH();
+    for (int r = 0; r < m->N; r++)
+        if (m->rank_used[r])
+            XS_CU(cudaMemcpyAsync(tab->data[r], (char *)m->stage + (size_t)r * m->window_bytes,
+                                  m->rank_used[r], cudaMemcpyDefault, s));
+    XS_CU(cudaEventRecord(m->ev[1], s));
+    XS_CU(cudaEventSynchronize(m->ev[1]));
+    float t = 0, g1 = 0, g2 = 0;
+    XS_CU(cudaEventElapsedTime(&t, m->ev[0], m->ev[1]));
+    XS_CU(cudaEventElapsedTime(&g1, m->ev[2], m->ev[3]));
+    XS_CU(cudaEventElapsedTime(&g2, m->ev[4], m->ev[5]));
+    if (ms)
+        *ms = t;
+    if (gemm_ms)
+        *gemm_ms = g1 + g2;
+    return XS_OK;
+}
+
+xs_status xs_moe_reference_gpu(xs_moe *m, xs_cublas *cb)
+{
+    XS_TRY(xs_moe_ensure_unfused(m, 1));
+    const int blocks = 4 * m->grid;
+    cudaStream_t s = 0;
+    xs_moe_gather_kernel<<<blocks, 256, 0, s>>>(m->x, m->d_row_token, m->xs_sorted, m->rows, m->H);
+    XS_CU_LAUNCH();
+    XS_TRY(xs_moe_gemms(m, cb, s, 1, 1));
+    xs_moe_swiglu_kernel<float><<<blocks, 256, 0, s>>>(m->y1f, m->h, m->rows, m->I);
+    XS_CU_LAUNCH();
+    XS_TRY(xs_moe_gemms(m, cb, s, 2, 1));
+    xs_moe_scatter_kernel<float><<<blocks, 256, 0, s>>>(m->y2f, m->d_row_weight, m->d_row_rank,
+                                                        m->d_row_off, (char *)NULL, 0, m->reff,
+                                                        m->rows, m->H);
+    XS_CU_LAUNCH();
+    XS_CU(cudaDeviceSynchronize());
+    if (!m->ref && !(m->ref = (float *)malloc(sizeof(float) * (size_t)m->rows * m->H)))
+        return xs_seterr(XS_ENOMEM, "moe: out of host memory for %d reference rows", m->rows);
+    XS_CU(cudaMemcpy(m->ref, m->reff, (size_t)m->rows * m->H * 4, cudaMemcpyDeviceToHost));
+    /* the fp32 temporaries are large; give them back */
+    cudaFree(m->y1f);
+    cudaFree(m->y2f);
+    cudaFree(m->reff);
+    m->y1f = m->y2f = m->reff = NULL;
+    m->have_ref = 1;
+    return XS_OK;
+}
+
+xs_status xs_moe_reference_cpu(xs_moe *m)
+{
+    const int H = m->H, I = m->I;
+    if ((double)m->rows * H * 3.0 * I > 8589934592.0)
+        return xs_seterr(XS_EINVAL, "moe: %d rows x H=%d x I=%d is too large for the CPU "
+                         "reference; use the GPU reference", m->rows, H, I);
+    size_t nx = (size_t)m->T * H, n1 = (size_t)m->E * 2 * I * H, n2 = (size_t)m->E * H * I;
+    uint16_t *xb = (uint16_t *)malloc(nx * 2), *w1 = (uint16_t *)malloc(n1 * 2),
+             *w2 = (uint16_t *)malloc(n2 * 2);
+    double *y1 = (double *)malloc(sizeof(double) * 2 * (size_t)I);
+    float *hr = (float *)malloc(sizeof(float) * (size_t)I);
+    if (!m->ref)
+        m->ref = (float *)malloc(sizeof(float) * (size_t)m->rows * H);
+    if (!xb || !w1 || !w2 || !y1 || !hr || !m->ref) {
+        free(xb); free(w1); free(w2); free(y1); free(hr);
+        return xs_seterr(XS_ENOMEM, "moe: out of host memory for the CPU reference");
+    }
+    cudaError_t e = cudaMemcpy(xb, m->x, nx * 2, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(w1, m->w->w1, n1 * 2, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(w2, m->w->w2, n2 * 2, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        free(xb); free(w1); free(w2); free(y1); free(hr);
+        return xs_seterr(XS_ECUDA, "moe: copying inputs for the CPU reference: %s",
+                         cudaGetErrorString(e));
+    }
+    for (int gr = 0; gr < m->rows; gr++) {
+        const int ex = m->row_expert[gr];
+        const uint16_t *xr = xb + (size_t)m->row_token[gr] * H;
+        for (int p = 0; p < 2 * I; p++) {
+            const uint16_t *wr = w1 + ((size_t)ex * 2 * I + p) * H;
+            double s = 0;
+            for (int c = 0; c < H; c++)
+                s += (double)xs_bf16_to_f(xr[c]) * (double)xs_bf16_to_f(wr[c]);
+            y1[p] = s;
+        }
+        for (int j = 0; j < I; j++) {
+            int pg = 32 * (j / 16) + (j % 16);
+            double g = y1[pg], u = y1[pg + 16];
+            /* h is bf16 in every path: round it the same way */
+            hr[j] = xs_bf16_to_f(xs_f_to_bf16((float)(g / (1.0 + exp(-g)) * u)));
+        }
+        for (int o = 0; o < H; o++) {
+            const uint16_t *wr = w2 + ((size_t)ex * H + o) * I;
+            double s = 0;
+            for (int j = 0; j < I; j++)
+                s += (double)hr[j] * (double)xs_bf16_to_f(wr[j]);
+            m->ref[(size_t)gr * H + o] = (float)(s * m->row_weight[gr]);
+        }
+    }
+    free(xb); free(w1); free(w2); free(y1); free(hr);
+    m->have_ref = 1;
+    return XS_OK;
+}
+
+/* ---- verification ------------------------------------------------------------------------------ */
+
+typedef struct {
+    const xs_moe *m;
+    unsigned char *const *win;
+    int r0, r1;
+    double se, sr, maxrel;
+    long bad, nonfinite;
+} xs_vjob;
+
+static void *xs_moe_verify_worker(void *arg)
+{
+    xs_vjob *j = (xs_vjob *)arg;
+    const xs_moe *m = j->m;
+    const int H = m->H;
+    for (int gr = j->r0; gr < j->r1; gr++) {
+        const uint16_t *got = (const uint16_t *)(j->win[m->row_rank[gr]] + m->row_off[gr]);
+        const float *ref = m->ref + (size_t)gr * H;
+        double se = 0, sr = 0;
+        long nf = 0;
+        for (int c = 0; c < H; c++) {
+            float g = xs_bf16_to_f(got[c]);
+            if (!isfinite(g)) {
+                nf++;
+                continue;
+            }
+            double d = (double)g - (double)ref[c];
+            se += d * d;
+            sr += (double)ref[c] * ref[c];
+        }
+        double rel = sqrt(se / (sr > 1e-30 ? sr : 1e-30));
+        if (nf || rel > XS_MOE_TOL_ROW)
+            j->bad++;
+        if (rel > j->maxrel)
+            j->maxrel = rel;
+        j->nonfinite += nf;
+        j->se += se;
+        j->sr += sr;
+    }
+    return NULL;
+}
+
+xs_status xs_moe_verify(xs_moe *m, const xs_wintab *tab, xs_moe_check *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!m->have_ref)
+        return xs_seterr(XS_EINVAL, "moe: verify needs a reference (xs_moe_reference_*)");
+    XS_TRY(xs_moe_check_table(m, tab));
+    unsigned char *win[XS_MAX_RANKS];
+    memset(win, 0, sizeof win);
+    xs_status st = XS_OK;
+    /* destination side: each rank's window as its owner sees it (host memory read by the CPU
+     * through the runtime's copy; device memory copied back) */
+    for (int r = 0; r < m->N && st == XS_OK; r++) {
+        win[r] = (unsigned char *)malloc(m->rank_used[r] ? m->rank_used[r] : 16);
+        if (!win[r]) {
+            st = xs_seterr(XS_ENOMEM, "moe: out of host memory for window %d", r);
+            break;
+        }
+        if (m->rank_used[r]) {
+            cudaError_t e = cudaMemcpy(win[r], tab->data[r], m->rank_used[r], cudaMemcpyDefault);
+            if (e != cudaSuccess)
+                st = xs_seterr(XS_ECUDA, "moe: reading window %d: %s", r, cudaGetErrorString(e));
+        }
+    }
+    if (st == XS_OK) {
+        enum { NJ = 8 };
+        xs_vjob jobs[NJ];
+        pthread_t th[NJ];
+        int started[NJ] = {0};
+        for (int i = 0; i < NJ; i++) {
+            memset(&jobs[i], 0, sizeof jobs[i]);
+            jobs[i].m = m;
+            jobs[i].win = win;
+            jobs[i].r0 = (int)((long long)m->rows * i / NJ);
+            jobs[i].r1 = (int)((long long)m->rows * (i + 1) / NJ);
+            started[i] = pthread_create(&th[i], NULL, xs_moe_verify_worker, &jobs[i]) == 0;
+            if (!started[i])
+                xs_moe_verify_worker(&jobs[i]);
+        }
+        double se = 0, sr = 0;
+        for (int i = 0; i < NJ; i++) {
+            if (started[i])
+                pthread_join(th[i], NULL);
+            se += jobs[i].se;
+            sr += jobs[i].sr;
+            out->bad_rows += jobs[i].bad;
+            out->nonfinite += jobs[i].nonfinite;
+            if (jobs[i].maxrel > out->max_row_rel)
+                out->max_row_rel = jobs[i].maxrel;
+        }
+        out->rows = m->rows;
+        out->rel_frob = sqrt(se / (sr > 1e-30 ? sr : 1e-30));
+        out->ok = out->bad_rows == 0 && out->nonfinite == 0 && out->rel_frob <= XS_MOE_TOL_FROB;
+    }
+    for (int r = 0; r < m->N; r++)
+        free(win[r]);
+    return st;
+}
+
+/* ---- costs from traces ---------------------------------------------------------------------------- */
+
+void xs_moe_costs_from_trace(const xs_moe_tile *t, int n, xs_moe_costs *c)
+{
+    memset(c, 0, sizeof *c);
+    double *a = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *b = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *d = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    if (!a || !b || !d) {
+        free(a); free(b); free(d);
+        return;
+    }
+    int na = 0, nb = 0;
+    double t0 = INFINITY, t1 = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (t[i].cta < 0)
+            continue;
+        if (t[i].kind == 1) {
+            a[na] = t[i].st1_ns - t[i].mma0_ns;
+            d[na++] = t[i].mma1_ns - t[i].mma0_ns;
+        }
+        c->wait_ns += t[i].mma0_ns - t[i].fetch_ns;
+        if (t[i].fetch_ns < t0)
+            t0 = t[i].fetch_ns;
+        if (t[i].st1_ns > t1)
+            t1 = t[i].st1_ns;
+    }
+    c->c1_ns = median_of(a, na);
+    c->mma1_ns = median_of(d, na);
+    for (int i = 0; i < n; i++)
+        if (t[i].cta >= 0 && t[i].kind == 2) {
+            a[nb] = t[i].st0_ns - t[i].mma0_ns;
+            b[nb] = t[i].st1_ns - t[i].st0_ns;
+            d[nb++] = t[i].mma1_ns - t[i].mma0_ns;
+        }
+    c->c2_ns = median_of(a, nb);
+    c->span2_ns = median_of(b, nb);
+    c->mma2_ns = median_of(d, nb);
+    c->kernel_ns = t1 > t0 ? t1 - t0 : 0;
+    free(a); free(b); free(d);
+}
+
+/* ---- the X-Stage model ---------------------------------------------------------------------------- */
+
+/* The stage of src/sim.c: a FIFO server draining at R whose state is the departure time of the
+ * last accepted byte; a chunk is accepted when it fits in the capacity Q, and (per-producer cap)
+ * when the producer's m-th most recent chunk has drained. */
+typedef struct {
+    double r, R, o, Q, chunk;
+    int ring_m;
+    double d_last;
+} xs_stage;
+
+typedef struct {
+    double t;
+    int p;
+} xs_mev;
+
+typedef struct {
+    xs_mev *a;
+    int n;
+} xs_mheap;
+
+static void xs_mheap_push(xs_mheap *h, xs_mev e)
+{
+    int i = h->n++;
+    while (i > 0) {
+        int up = (i - 1) / 2;
+        if (h->a[up].t < e.t || (h->a[up].t == e.t && h->a[up].p <= e.p))
+            break;
+        h->a[i] = h->a[up];
+        i = up;
+    }
+    h->a[i] = e;
+}
+
+static xs_mev xs_mheap_pop(xs_mheap *h)
+{
+    xs_mev top = h->a[0], last = h->a[--h->n];
+    int i = 0;
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, s = i;
+        xs_mev best = last;
+        if (l < h->n && (h->a[l].t < best.t || (h->a[l].t == best.t && h->a[l].p < best.p))) {
+            s = l;
+            best = h->a[l];
+        }
+        if (r < h->n && (h->a[r].t < best.t || (h->a[r].t == best.t && h->a[r].p < best.p)))
+            s = r;
+        if (s == i)
+            break;
+        h->a[i] = h->a[s];
+        i = s;
+    }
+    if (h->n > 0)
+        h->a[i] = last;
+    return top;
+}
+
+static void xs_stage_init(xs_stage *g, const xs_profile *p)
+{
+    g->r = p->issue_bytes_per_ns;
+    g->R = p->drain_bytes_per_ns;
+    g->o = p->issue_overhead_ns;
+    g->Q = p->capacity_bytes;
+    g->chunk = p->chunk_bytes > 0 ? p->chunk_bytes : 1;
+    g->ring_m = 0;
+    if (p->capacity_bytes_per_producer > 0) {
+        g->ring_m = (int)floor(p->capacity_bytes_per_producer / g->chunk);
+        if (g->ring_m < 1)
+            g->ring_m = 1;
+    }
+    g->d_last = 0;
+}
+
+/* A producer (one CTA) and its burst in flight. */
+typedef struct {
+    int state;         /* 0 = wants a task, 1 = bursting */
+    double remain;     /* remote bytes of the burst not yet accepted */
+    double per_chunk;  /* issue time of one chunk's share of the tile's stores */
+    double *ring;      /* departure times of its last ring_m chunks (per-producer cap) */
+    int ring_head, ring_n;
+} xs_prod;
+
+/* Offer producer q's next chunk (of the burst whose remaining bytes are *remain) at time t.
+ * Returns 1 and sets *t_acc when accepted, 0 and sets *t_retry when its own cap makes it
+ * wait. */
+static int xs_stage_offer(xs_stage *g, xs_prod *q, double *remain, double t, double *t_acc,
+                          double *t_retry)
+{
+    if (g->ring_m && q->ring_n == g->ring_m && q->ring[q->ring_head] > t) {
+        *t_retry = q->ring[q->ring_head];
+        return 0;
+    }
+    double c = *remain < g->chunk ? *remain : g->chunk;
+    double t_space = g->d_last - (g->Q - c) / g->R;
+    double ta = t > t_space ? t : t_space;
+    double t_arr = ta - c / g->r;
+    g->d_last = (g->d_last > t_arr ? g->d_last : t_arr) + c / g->R;
+    if (g->ring_m) {
+        if (q->ring_n < g->ring_m) {
+            q->ring[(q->ring_head + q->ring_n) % g->ring_m] = g->d_last;
+            q->ring_n++;
+        } else {
+            q->ring[q->ring_head] = g->d_last;
+            q->ring_head = (q->ring_head + 1) % g->ring_m;
+        }
+    }
+    *remain -= c;
+    *t_acc = ta;
+    return 1;
+}
+
+static xs_status xs_prods_alloc(xs_prod **pr, double **rings, int np, int ring_m)
+{
+    *pr = (xs_prod *)calloc((size_t)np, sizeof **pr);
+    *rings = ring_m ? (double *)calloc((size_t)np * ring_m, sizeof **rings) : NULL;
+    if (!*pr || (ring_m && !*rings)) {
+        free(*pr);
+        free(*rings);
+        return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    }
+    for (int i = 0; i < np; i++)
+        (*pr)[i].ring = ring_m ? *rings + (size_t)i * ring_m : NULL;
+    return XS_OK;
+}
+
+/* remote and total combine bytes of Linear-2 tile (rb, nb) for the virtual-peer layout */
+static void xs_moe_tile_bytes(const xs_moe *m, int rb, int nb, double *remote, double *total)
+{
+    int nv = m->H - nb * XS_MOE_BN;
+    int ncols = nv < XS_MOE_BN ? nv : XS_MOE_BN;
+    *total = (double)m->rb[rb].z * ncols * 2.0;
+    *remote = m->N > 1 ? (double)m->rb[rb].w * ncols * 2.0 : 0.0;
+}
+
+xs_status xs_moe_predict(xs_moe *m, int slot, const xs_profile *pf, const xs_moe_costs *c,
+                         double *total_ns)
+{
+    if (slot < 0 || slot >= XS_MOE_SLOTS || !m->slots[slot].host)
+        return xs_seterr(XS_EINVAL, "moe: plan slot %d has no task list", slot);
+    XS_TRY(xs_profile_check(pf, "profile"));
+    if (!(c->c1_ns > 0) || !(c->c2_ns > 0))
+        return xs_seterr(XS_EINVAL, "moe model: tile costs c1=%g c2=%g ns must be positive",
+                         c->c1_ns, c->c2_ns);
+    const xs_moe_tasklist *tl = &m->slots[slot];
+    xs_stage g;
+    xs_stage_init(&g, pf);
+    const int K = m->grid;
+    xs_prod *pr = NULL;
+    double *rings = NULL;
+    XS_TRY(xs_prods_alloc(&pr, &rings, K, g.ring_m));
+    double *dep_fin = (double *)calloc((size_t)m->nrb + 1, sizeof(double));
+    int *dep_cnt = (int *)calloc((size_t)m->nrb + 1, sizeof(int));
+    xs_mheap h = {(xs_mev *)malloc(sizeof(xs_mev) * (size_t)(K + 1)), 0};
+    if (!dep_fin || !dep_cnt || !h.a) {
+        free(pr); free(rings); free(dep_fin); free(dep_cnt); free(h.a);
+        return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    }
+    for (int p = 0; p < K; p++)
+        xs_mheap_push(&h, (xs_mev){0.0, p});
+    int q = 0;
+    double makespan = 0;
+    while (h.n) {
+        xs_mev e = xs_mheap_pop(&h);
+        xs_prod *P = &pr[e.p];
+        if (P->state == 1) {
+            double ta, tr;
+            if (!xs_stage_offer(&g, P, &P->remain, e.t, &ta, &tr)) {
+                xs_mheap_push(&h, (xs_mev){tr, e.p});
+                continue;
+            }
+            if (P->remain > 0) {
+                xs_mheap_push(&h, (xs_mev){ta + P->per_chunk, e.p});
+            } else {
+                P->state = 0;
+                xs_mheap_push(&h, (xs_mev){ta, e.p});
+            }
+            continue;
+        }
+        if (q >= tl->n) {
+            if (e.t > makespan)
+                makespan = e.t;
+            continue;
+        }
+        const int2 tk = tl->host[q++];
+        const int kind = (tk.x >> 30) & 3, rb = tk.x & 0x3fffffff;
+        if (kind == 1) {
+            double fin = e.t + c->c1_ns;
+            if (fin > dep_fin[rb])
+                dep_fin[rb] = fin;
+            dep_cnt[rb]++;
+            xs_mheap_push(&h, (xs_mev){fin, e.p});
+            continue;
+        }
+        /* a Linear-2 tile: its row block's Linear-1 tiles were all taken earlier */
+        double start = e.t > dep_fin[rb] ? e.t : dep_fin[rb];
+        double ce = start + c->c2_ns, rem, tot;
+        xs_moe_tile_bytes(m, rb, tk.y, &rem, &tot);
+        if (rem <= 0) {
+            xs_mheap_push(&h, (xs_mev){ce + g.o + tot / g.r, e.p});
+            continue;
+        }
+        double nch = ceil(rem / g.chunk);
+        P->state = 1;
+        P->remain = rem;
+        P->per_chunk = tot / g.r / nch;
+        xs_mheap_push(&h, (xs_mev){ce + g.o + P->per_chunk, e.p});
+    }
+    *total_ns = makespan;
+    free(pr); free(rings); free(dep_fin); free(dep_cnt); free(h.a);
+    return XS_OK;
+}
+
+xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_costs *wc,
+                      const xs_moe_costs *ic, xs_moe_auto_result *out)
+{
+    memset(out, 0, sizeof *out);
+    XS_TRY(xs_profile_check(p, "profile"));
+    const int scratch = XS_MOE_SLOTS - 1;
+    xs_moe_costs inter = *wc;
+    if (ic && ic->c1_ns > 0 && ic->c2_ns > 0) {
+        inter = *ic;
+    } else {
+        inter.c1_ns *= 1.03; /* no measurement of the interleaved order: assume 3 % locality loss */
+        inter.c2_ns *= 1.03;
+    }
+    /* the criterion on the wave order's Linear-2 bursts: K producers, the mean remote bytes of
+     * a Linear-2 tile, the compute of the next Linear-2 tile as the gap */
+    double rem_sum = 0;
+    int n2 = 0;
+    for (int b = 0; b < m->nrb; b++)
+        for (int nb = 0; nb < m->l2_per_rb; nb++) {
+            double rem, tot;
+            xs_moe_tile_bytes(m, b, nb, &rem, &tot);
+            rem_sum += rem;
+            n2++;
+        }
+    double mean_rem = n2 ? rem_sum / n2 : 0;
+    int k = m->grid < n2 ? m->grid : (n2 ? n2 : 1);
+    xs_bg bg;
+    xs_bg_eval(p, k, mean_rem, wc->c2_ns, &bg);
+    out->criterion_ok = mean_rem <= 0 || bg.no_backpressure;
+
+    xs_moe_plan wave = {XS_MOE_WAVE, 0, 0};
+    XS_TRY(xs_moe_set_plan(m, scratch, &wave));
+    XS_TRY(xs_moe_predict(m, scratch, p, wc, &out->wave_ns));
+    out->plan = wave;
+    const int d0 = xs_moe_default_lead(m);
+    const int leads[3] = {d0, 2 * d0, d0 / 2 > 1 ? d0 / 2 : 1};
+    double best = INFINITY;
+    int best_lead = d0;
+    for (int i = 0; i < 3; i++) {
+        xs_moe_plan ip = {XS_MOE_INTERLEAVED, leads[i], 0};
+        double t;
+        XS_TRY(xs_moe_set_plan(m, scratch, &ip));
+        XS_TRY(xs_moe_predict(m, scratch, p, &inter, &t));
+        if (t < best) {
+            best = t;
+            best_lead = leads[i];
+        }
+    }
+    out->inter_ns = best;
+    if (out->criterion_ok) {
+        snprintf(out->how, sizeof out->how, "piggyback: the wave order's Linear-2 bursts (K=%d, "
+                 "%.0f B, gap %.0f ns) meet the criterion; keep wave", k, mean_rem, wc->c2_ns);
+    } else if (best < out->wave_ns * 0.97) {
+        out->plan.kind = XS_MOE_INTERLEAVED;
+        out->plan.lead = best_lead;
+        snprintf(out->how, sizeof out->how, "reshape: criterion fails (injection %.1f B/ns vs R "
+                 "%.1f); interleaved D=%d predicted %.0f us vs wave %.0f us",
+                 bg.injection_bytes_per_ns, p->drain_bytes_per_ns, best_lead, best / 1e3,
+                 out->wave_ns / 1e3);
+    } else {
+        snprintf(out->how, sizeof out->how, "keep wave: criterion fails but interleaving is "
+                 "predicted %.0f us vs wave %.0f us (< 3 %% gain after its locality cost)",
+                 best / 1e3, out->wave_ns / 1e3);
+    }
+    return XS_OK;
+}
+
+xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *pf, int grid,
+                               xs_moe_stall *out, double *pred_span)
+{
+    memset(out, 0, sizeof *out);
+    XS_TRY(xs_profile_check(pf, "profile"));
+    xs_stage g;
+    xs_stage_init(&g, pf);
+    int maxcta = grid;
+    for (int i = 0; i < n; i++)
+        if (t[i].cta + 1 > maxcta)
+            maxcta = t[i].cta + 1;
+    xs_prod *pr = NULL;
+    double *rings = NULL;
+    XS_TRY(xs_prods_alloc(&pr, &rings, maxcta, g.ring_m));
+    /* one producer per CTA (its cap ring); bursts keep their own remaining bytes, since a
+     * predicted burst may still run when the CTA's next measured burst starts */
+    int *order = (int *)malloc(sizeof(int) * (size_t)(n + 1));
+    double *remain = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *per = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *pend = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    xs_mheap h = {(xs_mev *)malloc(sizeof(xs_mev) * (size_t)(n + 1)), 0};
+    double *e_meas = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *e_pred = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *e_abs = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    if (!order || !remain || !per || !pend || !h.a || !e_meas || !e_pred || !e_abs) {
+        free(pr); free(rings); free(order); free(remain); free(per); free(pend); free(h.a);
+        free(e_meas); free(e_pred); free(e_abs);
+        return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    }
+    int nb = 0;
+    for (int i = 0; i < n; i++) {
+        if (pred_span)
+            pred_span[i] = NAN;
+        if (t[i].cta >= 0 && t[i].kind == 2 && t[i].remote_bytes > 0)
+            order[nb++] = i;
+    }
+    /* each burst's first chunk is ready at its measured start + o + its share of issue time */
+    for (int j = 0; j < nb; j++) {
+        const int i = order[j];
+        remain[i] = (double)t[i].remote_bytes;
+        per[i] = (double)t[i].total_bytes / g.r / ceil(remain[i] / g.chunk);
+        pend[i] = t[i].st0_ns;
+        xs_mheap_push(&h, (xs_mev){t[i].st0_ns + g.o + per[i], i});
+    }
+    while (h.n) {
+        xs_mev e = xs_mheap_pop(&h);
+        double ta, tr;
+        if (!xs_stage_offer(&g, &pr[t[e.p].cta], &remain[e.p], e.t, &ta, &tr)) {
+            xs_mheap_push(&h, (xs_mev){tr, e.p});
+            continue;
+        }
+        if (remain[e.p] > 0)
+            xs_mheap_push(&h, (xs_mev){ta + per[e.p], e.p});
+        else
+            pend[e.p] = ta;
+    }
+    for (int j = 0; j < nb; j++) {
+        const xs_moe_tile *u = &t[order[j]];
+        double t0 = g.o + (double)u->total_bytes / g.r; /* T_iss0 of the tile */
+        double meas = u->st1_ns - u->st0_ns, pred = pend[order[j]] - u->st0_ns;
+        if (pred < t0)
+            pred = t0;
+        if (pred_span)
+            pred_span[order[j]] = pred;
+        e_meas[j] = meas - t0;
+        e_pred[j] = pred - t0;
+        e_abs[j] = fabs(pred - meas);
+    }
+    out->tiles = nb;
+    if (nb) {
+        out->meas_stall_med_ns = median_of(e_meas, nb);
+        out->pred_stall_med_ns = median_of(e_pred, nb);
+        out->abs_err_med_ns = median_of(e_abs, nb); /* sorted now */
+        out->abs_err_p90_ns = e_abs[(int)(0.9 * (nb - 1))];
+    }
+    free(pr); free(rings); free(order); free(remain); free(per); free(pend); free(h.a);
+    free(e_meas); free(e_pred); free(e_abs);
+    return XS_OK;
+}

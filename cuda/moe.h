@@ -1,0 +1,225 @@
+/*
+ * moe.h - the fused MoE (expert-parallel) workload: routing, the persistent fused kernel and its
+ * schedules, the unfused cuBLAS baseline, references and destination-side verification, and the
+ * X-Stage model of the combine (auto schedule, per-tile stall prediction). docs/EP.md explains
+ * the kernel, the schedules, the auto rule, the tolerance and the metrics.
+ *
+ * Data (bf16 unless noted; "rows" are (token, k) pairs sorted by expert, rows = T * topk):
+ *   X  [T, H]            tokens; every token has a source rank t % N (virtual peers)
+ *   W1 [E, 2I, H]        gate and up, interleaved in groups of 16 rows (cuda/gemm.cuh SwiGLU)
+ *   W2 [E, H, I]         down projection
+ *   h  [rows, I]         SwiGLU output (workspace)
+ *   out: rank r's window, slot (t / N) * topk + k, H values: routing weight * (W2 h)
+ * Callable from C++ (.cu) translation units; cudaStream_t appears in the signatures.
+ */
+#ifndef XSTAGE_MOE_H
+#define XSTAGE_MOE_H
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xstage.h"
+#include "xstage_cuda.h"
+#include "xstage_win.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- configurations ---------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    int hidden;  /* H */
+    int inter;   /* I: the expert (moe) intermediate size */
+    int experts; /* E: routed experts */
+    int topk;    /* experts per token */
+    int tokens[3]; /* default token counts of the sweep */
+} xs_moe_config;
+
+extern const xs_moe_config xs_moe_configs[];
+extern const int xs_moe_nconfigs;
+const xs_moe_config *xs_moe_config_find(const char *name); /* NULL if unknown */
+
+typedef enum { XS_ROUTE_BALANCED = 0, XS_ROUTE_ZIPF = 1 } xs_moe_routing;
+typedef enum { XS_MOE_WAVE = 0, XS_MOE_INTERLEAVED = 1, XS_MOE_AUTO = 2 } xs_moe_sched;
+const char *xs_moe_sched_name(xs_moe_sched s);
+const char *xs_moe_routing_name(xs_moe_routing r);
+
+/* ---- weights (per configuration, reused across token counts) ------------------------------ */
+
+typedef struct xs_moe_weights xs_moe_weights;
+/* Random bf16 weights on the current device (scaled so activations stay O(1)). XS_EINVAL when
+ * H is not a multiple of 8 or I not a multiple of 16; XS_ECUDA (one line) when out of memory. */
+xs_status xs_moe_weights_create(const xs_moe_config *c, uint32_t seed, xs_moe_weights **out);
+void xs_moe_weights_destroy(xs_moe_weights *w);
+
+/* ---- one problem --------------------------------------------------------------------------- */
+
+typedef struct {
+    int tokens;             /* T >= 1 */
+    int peers;              /* N destinations, 1..XS_MAX_RANKS; token t belongs to rank t % N */
+    xs_moe_routing routing;
+    double zipf_s;          /* exponent of the skewed routing; 0 = 1.2 */
+    uint32_t seed;          /* routing, routing weights and tokens are functions of the seed */
+} xs_moe_opts;
+
+typedef struct xs_moe xs_moe;
+/* Route the tokens, sort rows by expert, allocate the workspaces; the weights must outlive m. */
+xs_status xs_moe_create(const xs_moe_weights *w, const xs_moe_opts *o, xs_moe **out);
+void xs_moe_destroy(xs_moe *m);
+
+typedef struct {
+    int hidden, inter, experts, topk, tokens, peers;
+    int rows;                  /* T * topk */
+    int row_blocks;            /* 128-row blocks of expert-sorted rows */
+    int l1_per_rb, l2_per_rb;  /* tiles per row block: ceil(2I / 256), ceil(H / 256) */
+    int l1_tiles, l2_tiles;
+    int min_expert_rows, max_expert_rows;
+    int grid;                  /* persistent CTAs (one per SM) */
+    double flops;              /* 2 * rows * H * 3I */
+    double total_bytes;        /* combine bytes, all ranks */
+    double remote_bytes;       /* combine bytes to ranks whose window is host memory (N > 1) */
+    size_t window_bytes;       /* payload bytes each rank's window needs */
+} xs_moe_info;
+void xs_moe_get_info(const xs_moe *m, xs_moe_info *info);
+
+/* ---- schedules ------------------------------------------------------------------------------- */
+
+typedef struct {
+    xs_moe_sched kind;  /* XS_MOE_WAVE or XS_MOE_INTERLEAVED */
+    int lead;           /* interleaved: minimum row-block lead D of Linear-1 over Linear-2 */
+    int wave_experts;   /* wave: experts per wave; 0 = fewest experts with >= grid L1 tiles */
+} xs_moe_plan;
+
+#define XS_MOE_SLOTS 4
+/* Build the task list of a plan into slot 0..XS_MOE_SLOTS-1 (uploaded to the device). */
+xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p);
+/* The default lead: ceil(grid / l1_per_rb) + 1 row blocks (one machine-wide round of Linear-1
+ * tiles between a row block's last Linear-1 tile and its first Linear-2 tile). */
+int xs_moe_default_lead(const xs_moe *m);
+int xs_moe_default_wave(const xs_moe *m); /* experts per wave for wave_experts = 0 */
+
+/* ---- windows -------------------------------------------------------------------------------- */
+
+/* The local control: N windows in this GPU's memory (owned by m), in the same table format. */
+xs_status xs_moe_local_table(xs_moe *m, xs_wintab *tab);
+/* Fill the payload of every window of tab with 0xff bytes (bf16 NaN) on stream s. */
+xs_status xs_moe_poison(xs_moe *m, const xs_wintab *tab, cudaStream_t s);
+/* Overwrite a scratch buffer larger than L2 so that no run starts with a warm cache. */
+xs_status xs_moe_flush_l2(xs_moe *m, cudaStream_t s);
+
+/* ---- runs ------------------------------------------------------------------------------------- */
+
+typedef struct {
+    unsigned long long timeout_ns; /* bound of every dependency wait; 0 = 2 s */
+    int fault_skip_l1;             /* test hook: the first Linear-1 tile never signals */
+} xs_moe_run_opts;
+
+/* One launch of the fused kernel with the task list of `slot`, storing the combine through tab.
+ * Waits for it; *ms = kernel time (events). XS_ETIMEOUT (one line: which row block, which CTA)
+ * when a dependency wait expired; XS_ECUDA on a CUDA failure. The per-tile trace of the run is
+ * kept in m (xs_moe_trace). */
+xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_moe_run_opts *o,
+                           cudaStream_t s, float *ms);
+
+/* The unfused baseline: gather, cuBLAS GEMM per expert, SwiGLU kernel, cuBLAS GEMM per expert,
+ * scale/permute, then one cudaMemcpyAsync per rank into its window. *ms = whole sequence,
+ * *gemm_ms = the cuBLAS GEMMs alone (both from events). */
+xs_status xs_moe_run_unfused(xs_moe *m, xs_cublas *cb, const xs_wintab *tab, cudaStream_t s,
+                             float *ms, float *gemm_ms);
+
+/* ---- references and verification ------------------------------------------------------------ */
+
+/* fp32 reference of every row (host copy kept in m): the unfused path with fp32 GEMM outputs
+ * (h rounded to bf16, as in every path). */
+xs_status xs_moe_reference_gpu(xs_moe *m, xs_cublas *cb);
+/* fp64 reference on the CPU (small shapes only: rows * H * 3I <= 2^33). */
+xs_status xs_moe_reference_cpu(xs_moe *m);
+
+typedef struct {
+    long rows;            /* rows checked (every slot of every rank that receives one) */
+    long bad_rows;        /* relative L2 error above the row tolerance, or non-finite values */
+    long nonfinite;       /* NaN/Inf values (poison left = a missing store) */
+    double rel_frob;      /* global relative Frobenius error */
+    double max_row_rel;   /* worst row */
+    int ok;               /* bad_rows == 0 && rel_frob <= XS_MOE_TOL_FROB */
+} xs_moe_check;
+
+#define XS_MOE_TOL_ROW 2e-2  /* per row: ||out - ref|| / ||ref|| */
+#define XS_MOE_TOL_FROB 1e-2 /* whole output */
+
+/* Read every combined row at its destination (host windows by the CPU, device windows copied
+ * back) and compare it with the reference. Needs a reference; XS_EVERIFY is not returned here:
+ * the caller decides from out->ok. */
+xs_status xs_moe_verify(xs_moe *m, const xs_wintab *tab, xs_moe_check *out);
+
+/* ---- traces ----------------------------------------------------------------------------------- */
+
+typedef struct {
+    double fetch_ns, mma0_ns, mma1_ns, st0_ns, st1_ns; /* from the kernel's first fetch */
+    int kind;                  /* 1 = Linear-1 (+SwiGLU, local h), 2 = Linear-2 (+combine) */
+    int rb, nb, cta, smid;
+    int remote_bytes, total_bytes; /* combine bytes of the tile (Linear-2) */
+} xs_moe_tile;
+
+/* The trace of the last run (ns on the global time base, from clock64 anchored to
+ * %globaltimer per CTA); *n = number of tasks. Owned by m, valid until the next run. */
+xs_status xs_moe_trace(xs_moe *m, const xs_moe_tile **tiles, int *n);
+
+/* ---- the X-Stage model of the combine ------------------------------------------------------------ */
+
+typedef struct {
+    double c1_ns;        /* Linear-1 tile: main loop + SwiGLU + local h stores (median) */
+    double c2_ns;        /* Linear-2 tile up to its first combine store (median) */
+    double mma1_ns, mma2_ns; /* main loops alone (median) */
+    double span2_ns;     /* Linear-2 combine store span (median) */
+    double wait_ns;      /* dependency waits, summed over tiles */
+    double kernel_ns;    /* first fetch to last store */
+} xs_moe_costs;
+
+/* Per-tile medians of a trace (a local-control trace gives the compute costs of an order). */
+void xs_moe_costs_from_trace(const xs_moe_tile *t, int n, xs_moe_costs *c);
+
+/* Predicted kernel time of task list `slot` with the given tile costs: a task-level event
+ * simulation (every CTA takes the next task when free, Linear-2 tiles wait for their row block,
+ * combine stores enter the per-producer X-Stage model of src/sim.c: FIFO server at R, capacity
+ * Q, per-producer cap, chunked acceptance). */
+xs_status xs_moe_predict(xs_moe *m, int slot, const xs_profile *p, const xs_moe_costs *c,
+                         double *total_ns);
+
+typedef struct {
+    xs_moe_plan plan;      /* the decision (wave or interleaved with lead) */
+    int criterion_ok;      /* the wave order meets the no-backpressure criterion (xs_bg_eval) */
+    double wave_ns;        /* predicted */
+    double inter_ns;       /* predicted, best lead */
+    char how[200];         /* one line: why */
+} xs_moe_auto_result;
+
+/* The auto rule (docs/EP.md): piggyback (keep the wave order) when the wave order's Linear-2
+ * bursts meet the criterion; otherwise simulate wave and interleaved (leads D, 2D, D/2) with the
+ * measured compute costs of each order (interleaved costs carry its L2-locality loss; NULL =
+ * wave costs + 3 %) and choose interleaved only when it is predicted >= 3 % faster. Uses slot
+ * XS_MOE_SLOTS - 1 as scratch. */
+xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_costs *wave_costs,
+                      const xs_moe_costs *inter_costs, xs_moe_auto_result *out);
+
+typedef struct {
+    int tiles;              /* Linear-2 tiles with remote bytes */
+    double meas_stall_med_ns;  /* measured span - T_iss0, median */
+    double pred_stall_med_ns;  /* predicted span - T_iss0, median */
+    double abs_err_med_ns;     /* median |predicted - measured| */
+    double abs_err_p90_ns;
+} xs_moe_stall;
+
+/* Per-tile stall: every Linear-2 tile's combine burst, started at its measured time, goes
+ * through the X-Stage model; predicted vs measured span. pred_span (optional, [n]) receives the
+ * prediction per task (NaN for tasks without remote bytes). */
+xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *p, int grid,
+                               xs_moe_stall *out, double *pred_span);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XSTAGE_MOE_H */

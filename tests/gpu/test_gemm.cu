@@ -1,0 +1,493 @@
+/*
+ * test_gemm.cu - the tensor-core tile engine (cuda/gemm.cuh): correctness against a CPU fp64
+ * reference on small odd shapes (boundaries, row gather, row scale, SwiGLU, untouched guards),
+ * against cuBLAS on large shapes, and throughput next to cuBLAS on MoE-like shapes.
+ *
+ * Tolerances (bf16 output of an fp32 accumulation, inputs O(1)): per element
+ * |c - ref| <= 2^-7 |ref| + 1e-3 rms(ref); relative Frobenius error <= 4e-3 against fp64 and
+ * <= 1e-2 against cuBLAS (fp32 output). Throughput is reported, not asserted: median of -n
+ * repetitions with p10/p90, after warm-up, inputs rotated over copies larger than L2.
+ *
+ * usage: test_gemm [--quick] [-n reps] [--csv FILE]      last line: "N passed, N failed"
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../xt.h"
+#include "xstage.h"
+#include "xstage_cuda.h"
+#include "../../cuda/gemm.cuh"
+
+/* ---- inputs ------------------------------------------------------------------------------- */
+
+/* Uniform values in [-scale, scale), a function of (seed, index): never zeros, never constant. */
+__global__ void fill_bf16_kernel(xs_bf16 *x, size_t n, uint32_t seed, float scale)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = xs_mix32((uint32_t)i * 0x9e3779b1u ^ xs_mix32(seed ^ (uint32_t)(i >> 32)));
+        float u = (float)(h >> 8) * (2.0f / 16777216.0f) - 1.0f;
+        x[i] = __float2bfloat16(u * scale);
+    }
+}
+
+static void fill_bf16(xs_bf16 *x, size_t n, uint32_t seed, float scale)
+{
+    fill_bf16_kernel<<<1024, 256>>>(x, n, seed, scale);
+    XS_CHECK_CU(cudaGetLastError());
+}
+
+static void *dalloc(size_t bytes)
+{
+    void *p = NULL;
+    XS_CHECK_CU(cudaMalloc(&p, bytes ? bytes : 16));
+    return p;
+}
+
+static float *to_host_f32(const xs_bf16 *d, size_t n)
+{
+    xs_bf16 *h = (xs_bf16 *)malloc(n * sizeof *h + 1);
+    float *f = (float *)malloc(n * sizeof *f + 1);
+    if (!h || !f) {
+        fprintf(stderr, "test_gemm: out of host memory\n");
+        exit(1);
+    }
+    XS_CHECK_CU(cudaMemcpy(h, d, n * sizeof *h, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++)
+        f[i] = __bfloat162float(h[i]);
+    free(h);
+    return f;
+}
+
+static uint32_t rng_state = 12345u;
+static uint32_t rng(void)
+{
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return xs_mix32(rng_state);
+}
+
+/* ---- correctness against fp64 ------------------------------------------------------------------ */
+
+typedef struct {
+    int m, n, k;
+    int gather; /* A rows through a random row map (with repeats) */
+    int scale;  /* random row scale */
+    int swiglu; /* interleaved gate/up; output n/2 columns */
+} gcase;
+
+static double silu_d(double g) { return g / (1.0 + exp(-g)); }
+
+template <class C>
+static void check_small(const gcase *t, const char *cfg_name)
+{
+    const int m = t->m, n = t->n, k = t->k;
+    const int nout = t->swiglu ? n / 2 : n;
+    const int arows = t->gather ? m + 7 : m;
+    const long long lda = k + 8, ldb = k + 16;       /* strides wider than k */
+    const long long ldc = ((nout + 7) / 8) * 8 + 8;  /* guard columns after nout */
+    const int crows = m + 3;                         /* guard rows after m */
+
+    xs_bf16 *a = (xs_bf16 *)dalloc((size_t)arows * lda * 2);
+    xs_bf16 *b = (xs_bf16 *)dalloc((size_t)n * ldb * 2);
+    xs_bf16 *c = (xs_bf16 *)dalloc((size_t)crows * ldc * 2);
+    int *rows_d = (int *)dalloc((size_t)m * sizeof(int));
+    float *scale_d = (float *)dalloc((size_t)m * sizeof(float));
+    uint32_t seed = rng();
+    fill_bf16(a, (size_t)arows * lda, seed, 1.0f);
+    fill_bf16(b, (size_t)n * ldb, seed + 1, 1.0f);
+    XS_CHECK_CU(cudaMemset(c, 0xff, (size_t)crows * ldc * 2)); /* poison: bf16 NaN */
+
+    int *rows_h = (int *)malloc((size_t)m * sizeof(int) + 1);
+    float *scale_h = (float *)malloc((size_t)m * sizeof(float) + 1);
+    for (int i = 0; i < m; i++) {
+        rows_h[i] = t->gather ? (int)(rng() % (uint32_t)arows) : i;
+        scale_h[i] = t->scale ? 0.25f + (float)(rng() % 1000) / 500.0f : 1.0f;
+    }
+    XS_CHECK_CU(cudaMemcpy(rows_d, rows_h, (size_t)m * sizeof(int), cudaMemcpyHostToDevice));
+    XS_CHECK_CU(cudaMemcpy(scale_d, scale_h, (size_t)m * sizeof(float), cudaMemcpyHostToDevice));
+
+    xs_gemm_problem p = {a, t->gather ? rows_d : NULL, lda, b, ldb, m, n, k};
+    xs_status st = t->swiglu ? xs_gemm_bf16<C, true>(&p, c, ldc, t->scale ? scale_d : NULL, 0)
+                             : xs_gemm_bf16<C, false>(&p, c, ldc, t->scale ? scale_d : NULL, 0);
+    XT_CHECK(st == XS_OK, "%s m=%d n=%d k=%d: launch: %s", cfg_name, m, n, k, xs_errmsg());
+    XS_CHECK_CU(cudaDeviceSynchronize());
+
+    float *ah = to_host_f32(a, (size_t)arows * lda);
+    float *bh = to_host_f32(b, (size_t)n * ldb);
+    xs_bf16 *ch = (xs_bf16 *)malloc((size_t)crows * ldc * 2);
+    XS_CHECK_CU(cudaMemcpy(ch, c, (size_t)crows * ldc * 2, cudaMemcpyDeviceToHost));
+
+    /* reference: fp64 dot products, then SwiGLU and the row scale in fp64 */
+    double *ref = (double *)malloc((size_t)m * nout * sizeof(double) + 1);
+    double *full = (double *)malloc((size_t)n * sizeof(double) + 1);
+    double ss_ref = 0;
+    for (int i = 0; i < m; i++) {
+        const float *ar = ah + (size_t)rows_h[i] * lda;
+        for (int j = 0; j < n; j++) {
+            const float *br = bh + (size_t)j * ldb;
+            double s = 0;
+            for (int x = 0; x < k; x++)
+                s += (double)ar[x] * (double)br[x];
+            full[j] = s;
+        }
+        for (int j = 0; j < nout; j++) {
+            double v;
+            if (t->swiglu) {
+                /* output j = intermediate j: gate at physical 32*(j/16) + j%16, up 16 later */
+                int pg = 32 * (j / 16) + (j % 16);
+                v = silu_d(full[pg]) * full[pg + 16];
+            } else {
+                v = full[j];
+            }
+            v *= scale_h[i];
+            ref[(size_t)i * nout + j] = v;
+            ss_ref += v * v;
+        }
+    }
+    double rms = m && nout ? sqrt(ss_ref / ((double)m * nout)) : 0;
+    double ss_err = 0;
+    long bad = 0, guard_bad = 0;
+    for (int i = 0; i < crows; i++)
+        for (long long j = 0; j < ldc; j++) {
+            xs_bf16 raw = ch[(size_t)i * ldc + j];
+            uint16_t bits;
+            memcpy(&bits, &raw, 2);
+            if (i >= m || j >= nout) {
+                guard_bad += bits != 0xffff; /* nothing may be written outside [m, nout) */
+                continue;
+            }
+            double got = __bfloat162float(raw), want = ref[(size_t)i * nout + j];
+            double e = got - want;
+            ss_err += e * e;
+            if (!(fabs(e) <= 0.0078125 * fabs(want) + 1e-3 * rms)) {
+                if (bad < 3)
+                    fprintf(stderr, "  %s m=%d n=%d k=%d: C[%d][%lld] = %g, want %g\n", cfg_name,
+                            m, n, k, i, j, got, want);
+                bad++;
+            }
+        }
+    double rel = ss_ref > 0 ? sqrt(ss_err / ss_ref) : 0;
+    XT_CHECK(bad == 0, "%s m=%d n=%d k=%d gather=%d scale=%d swiglu=%d: %ld elements off", cfg_name,
+             m, n, k, t->gather, t->scale, t->swiglu, bad);
+    XT_CHECK(guard_bad == 0, "%s m=%d n=%d k=%d: %ld guard elements written", cfg_name, m, n, k,
+             guard_bad);
+    XT_CHECK(rel <= 4e-3, "%s m=%d n=%d k=%d: relative Frobenius error %.3g > 4e-3", cfg_name, m,
+             n, k, rel);
+    printf("ok %-6s m=%4d n=%4d k=%4d gather=%d scale=%d swiglu=%d  rel_err=%.2e\n", cfg_name, m,
+           n, k, t->gather, t->scale, t->swiglu, rel);
+
+    free(ah); free(bh); free(ch); free(ref); free(full); free(rows_h); free(scale_h);
+    cudaFree(a); cudaFree(b); cudaFree(c); cudaFree(rows_d); cudaFree(scale_d);
+}
+
+/* ---- against cuBLAS -------------------------------------------------------------------------- */
+
+/* relative Frobenius error of bf16 `got` [m, ldc] against fp32 `want` [m, n] (host copies) */
+static double rel_frob(const xs_bf16 *got_d, long long ldc, const float *want_d, int m, int n,
+                       long *nonfinite)
+{
+    size_t cn = (size_t)m * ldc, wn = (size_t)m * n;
+    xs_bf16 *g = (xs_bf16 *)malloc(cn * 2 + 1);
+    float *w = (float *)malloc(wn * 4 + 1);
+    if (!g || !w) {
+        fprintf(stderr, "test_gemm: out of host memory\n");
+        exit(1);
+    }
+    XS_CHECK_CU(cudaMemcpy(g, got_d, cn * 2, cudaMemcpyDeviceToHost));
+    XS_CHECK_CU(cudaMemcpy(w, want_d, wn * 4, cudaMemcpyDeviceToHost));
+    double se = 0, sr = 0;
+    long nf = 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double a = __bfloat162float(g[(size_t)i * ldc + j]), b = w[(size_t)i * n + j];
+            if (!isfinite(a)) {
+                nf++;
+                continue;
+            }
+            se += (a - b) * (a - b);
+            sr += b * b;
+        }
+    free(g);
+    free(w);
+    *nonfinite = nf;
+    return sr > 0 ? sqrt(se / sr) : (se > 0 ? INFINITY : 0);
+}
+
+/* SwiGLU of an fp32 interleaved Linear-1 output (device) into fp32 [m, n/2] */
+__global__ void swiglu_ref_kernel(const float *y, float *h, int m, int n)
+{
+    size_t total = (size_t)m * (n / 2);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        int r = (int)(i / (n / 2)), j = (int)(i % (n / 2));
+        int pg = 32 * (j / 16) + (j % 16);
+        float g = y[(size_t)r * n + pg], u = y[(size_t)r * n + pg + 16];
+        h[i] = g / (1.0f + expf(-g)) * u;
+    }
+}
+
+static void check_large(xs_cublas *cb, int m, int n, int k, int swiglu)
+{
+    xs_bf16 *a = (xs_bf16 *)dalloc((size_t)m * k * 2);
+    xs_bf16 *b = (xs_bf16 *)dalloc((size_t)n * k * 2);
+    int nout = swiglu ? n / 2 : n;
+    xs_bf16 *c = (xs_bf16 *)dalloc((size_t)m * nout * 2);
+    float *ref = (float *)dalloc((size_t)m * n * 4);
+    float *ref2 = swiglu ? (float *)dalloc((size_t)m * nout * 4) : NULL;
+    uint32_t seed = rng();
+    fill_bf16(a, (size_t)m * k, seed, 1.0f);
+    fill_bf16(b, (size_t)n * k, seed + 7, 1.0f / sqrtf((float)k) * 4.0f);
+    XS_CHECK_CU(cudaMemset(c, 0xff, (size_t)m * nout * 2));
+    xs_gemm_problem p = {a, NULL, k, b, k, m, n, k};
+    xs_status st = swiglu ? xs_gemm_bf16<xs_gemm_big, true>(&p, c, nout, NULL, 0)
+                          : xs_gemm_bf16<xs_gemm_big, false>(&p, c, nout, NULL, 0);
+    XT_CHECK(st == XS_OK, "large launch: %s", xs_errmsg());
+    st = xs_cublas_gemm_bf16(cb, NULL, m, n, k, a, b, 1, ref, 1);
+    XT_CHECK(st == XS_OK, "cuBLAS: %s", xs_errmsg());
+    if (swiglu) {
+        swiglu_ref_kernel<<<1024, 256>>>(ref, ref2, m, n);
+        XS_CHECK_CU(cudaGetLastError());
+    }
+    XS_CHECK_CU(cudaDeviceSynchronize());
+    long nf = 0;
+    double rel = rel_frob(c, nout, swiglu ? ref2 : ref, m, nout, &nf);
+    XT_CHECK(nf == 0, "large m=%d n=%d k=%d swiglu=%d: %ld non-finite outputs", m, n, k, swiglu,
+             nf);
+    XT_CHECK(rel <= 1e-2, "large m=%d n=%d k=%d swiglu=%d: rel Frobenius vs cuBLAS %.3g > 1e-2",
+             m, n, k, swiglu, rel);
+    printf("ok large  m=%5d n=%5d k=%5d swiglu=%d  rel_err_vs_cublas=%.2e\n", m, n, k, swiglu,
+           rel);
+    cudaFree(a); cudaFree(b); cudaFree(c); cudaFree(ref);
+    if (ref2)
+        cudaFree(ref2);
+}
+
+/* ---- throughput ------------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    int m, n, k;
+} pshape;
+
+static const pshape perf_shapes[] = {
+    {"olmoe-l1", 8192, 2048, 2048},    {"olmoe-l2", 8192, 2048, 1024},
+    {"qwen15-l1", 8192, 2816, 2048},   {"qwen15-l2", 8192, 2048, 1408},
+    {"qwen2-l1", 4096, 5120, 3584},    {"qwen2-l2", 4096, 3584, 2560},
+    {"mixtral-l1", 2048, 28672, 4096}, {"mixtral-l2", 2048, 4096, 14336},
+};
+
+static int cmp_f(const void *x, const void *y)
+{
+    float a = *(const float *)x, b = *(const float *)y;
+    return a < b ? -1 : a > b;
+}
+
+typedef struct {
+    double med, p10, p90; /* TFLOP/s */
+} perf;
+
+/* variant: 0 = engine big, 1 = engine small, 2 = cuBLAS */
+static perf time_variant(int variant, xs_cublas *cb, xs_bf16 **as, xs_bf16 **bs, int copies,
+                         xs_bf16 *c, const pshape *s, int reps, int *last_copy)
+{
+    cudaEvent_t e0, e1;
+    XS_CHECK_CU(cudaEventCreate(&e0));
+    XS_CHECK_CU(cudaEventCreate(&e1));
+    float *ms = (float *)malloc(sizeof(float) * (size_t)reps);
+    const int warm = 3;
+    for (int it = 0; it < warm + reps; it++) {
+        int cp = it % copies;
+        xs_gemm_problem p = {as[cp], NULL, s->k, bs[cp], s->k, s->m, s->n, s->k};
+        XS_CHECK_CU(cudaEventRecord(e0, 0));
+        if (variant == 0)
+            XS_CHECK((xs_gemm_bf16<xs_gemm_big, false>(&p, c, s->n, NULL, 0)));
+        else if (variant == 1)
+            XS_CHECK((xs_gemm_bf16<xs_gemm_small, false>(&p, c, s->n, NULL, 0)));
+        else
+            XS_CHECK(xs_cublas_gemm_bf16(cb, NULL, s->m, s->n, s->k, as[cp], bs[cp], 1, c, 0));
+        XS_CHECK_CU(cudaEventRecord(e1, 0));
+        XS_CHECK_CU(cudaEventSynchronize(e1));
+        if (it >= warm)
+            XS_CHECK_CU(cudaEventElapsedTime(&ms[it - warm], e0, e1));
+        *last_copy = cp;
+    }
+    qsort(ms, (size_t)reps, sizeof(float), cmp_f);
+    double flop = 2.0 * s->m * (double)s->n * s->k;
+    perf r;
+    r.med = flop / (ms[reps / 2] * 1e-3) / 1e12;
+    r.p10 = flop / (ms[(int)(0.9 * (reps - 1))] * 1e-3) / 1e12; /* slow end of the times */
+    r.p90 = flop / (ms[(int)(0.1 * (reps - 1))] * 1e-3) / 1e12;
+    free(ms);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return r;
+}
+
+static void run_perf(xs_cublas *cb, const xs_gpu_info *gi, int quick, int reps, FILE *csv)
+{
+    int nshapes = (int)(sizeof perf_shapes / sizeof perf_shapes[0]);
+    printf("\n# gemm throughput: bf16 in, fp32 accumulate, bf16 out; TFLOP/s median [p10 p90] of "
+           "%d reps after 3 warm-up, inputs rotated over copies > 3x L2\n", reps);
+    printf("%-11s %5s %6s %6s  %-22s %-22s %-22s %9s\n", "shape", "m", "n", "k",
+           "engine 128x256", "engine 128x128", "cuBLAS", "best/cuBL");
+    if (csv)
+        fprintf(csv, "shape,m,n,k,big_tflops,big_p10,big_p90,small_tflops,small_p10,small_p90,"
+                     "cublas_tflops,cublas_p10,cublas_p90,ratio,big_rel_err,small_rel_err\n");
+    double logsum = 0;
+    int counted = 0;
+    for (int si = 0; si < nshapes; si++) {
+        if (quick && si % 3 != 0)
+            continue;
+        const pshape *s = &perf_shapes[si];
+        size_t abytes = (size_t)s->m * s->k * 2, bbytes = (size_t)s->n * s->k * 2;
+        int copies = (int)((3.0 * (double)gi->l2_bytes) / (double)(abytes + bbytes)) + 1;
+        if (copies < 2)
+            copies = 2;
+        if (copies > 8)
+            copies = 8;
+        xs_bf16 *as[8], *bs[8];
+        for (int cp = 0; cp < copies; cp++) {
+            as[cp] = (xs_bf16 *)dalloc(abytes);
+            bs[cp] = (xs_bf16 *)dalloc(bbytes);
+            fill_bf16(as[cp], abytes / 2, 1000u + 17u * cp + si, 1.0f);
+            fill_bf16(bs[cp], bbytes / 2, 2000u + 31u * cp + si, 4.0f / sqrtf((float)s->k));
+        }
+        xs_bf16 *c = (xs_bf16 *)dalloc((size_t)s->m * s->n * 2);
+        float *ref = (float *)dalloc((size_t)s->m * s->n * 4);
+        perf pv[3];
+        double rel[2] = {0, 0};
+        for (int v = 0; v < 3; v++) {
+            int last = 0;
+            XS_CHECK_CU(cudaMemset(c, 0xff, (size_t)s->m * s->n * 2));
+            pv[v] = time_variant(v, cb, as, bs, copies, c, s, reps, &last);
+            if (v < 2) {
+                /* the timed output itself is checked against cuBLAS on the same inputs */
+                XS_CHECK(xs_cublas_gemm_bf16(cb, NULL, s->m, s->n, s->k, as[last], bs[last], 1,
+                                             ref, 1));
+                XS_CHECK_CU(cudaDeviceSynchronize());
+                long nf = 0;
+                rel[v] = rel_frob(c, s->n, ref, s->m, s->n, &nf);
+                XT_CHECK(nf == 0 && rel[v] <= 1e-2, "perf %s variant %d: %ld non-finite, rel "
+                         "err %.3g", s->name, v, nf, rel[v]);
+            }
+        }
+        double best = pv[0].med > pv[1].med ? pv[0].med : pv[1].med;
+        double ratio = best / pv[2].med;
+        logsum += log(ratio);
+        counted++;
+        char b0[32], b1[32], b2[32];
+        snprintf(b0, sizeof b0, "%6.1f [%5.1f %5.1f]", pv[0].med, pv[0].p10, pv[0].p90);
+        snprintf(b1, sizeof b1, "%6.1f [%5.1f %5.1f]", pv[1].med, pv[1].p10, pv[1].p90);
+        snprintf(b2, sizeof b2, "%6.1f [%5.1f %5.1f]", pv[2].med, pv[2].p10, pv[2].p90);
+        printf("%-11s %5d %6d %6d  %-22s %-22s %-22s %9.3f\n", s->name, s->m, s->n, s->k, b0, b1,
+               b2, ratio);
+        if (csv)
+            fprintf(csv, "%s,%d,%d,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.4f,%.3g,%.3g\n",
+                    s->name, s->m, s->n, s->k, pv[0].med, pv[0].p10, pv[0].p90, pv[1].med,
+                    pv[1].p10, pv[1].p90, pv[2].med, pv[2].p10, pv[2].p90, ratio, rel[0], rel[1]);
+        for (int cp = 0; cp < copies; cp++) {
+            cudaFree(as[cp]);
+            cudaFree(bs[cp]);
+        }
+        cudaFree(c);
+        cudaFree(ref);
+    }
+    if (counted) {
+        double g = exp(logsum / counted);
+        printf("# gemm: geomean engine/cuBLAS = %.3f over %d shapes (target >= 0.50): %s\n", g,
+               counted, g >= 0.5 ? "MET" : "NOT MET");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0, reps = 20;
+    const char *csv_path = NULL;
+    static const struct option opts[] = {{"quick", no_argument, 0, 'q'},
+                                         {"csv", required_argument, 0, 'c'},
+                                         {"iters", required_argument, 0, 'n'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    int ch;
+    while ((ch = getopt_long(argc, argv, "qn:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'q': quick = 1; break;
+        case 'c': csv_path = optarg; break;
+        case 'n':
+            reps = atoi(optarg);
+            if (reps < 1 || reps > 100000) {
+                fprintf(stderr, "test_gemm: error: -n %s: want 1..100000 repetitions\n", optarg);
+                return 2;
+            }
+            break;
+        case 'h':
+            printf("usage: test_gemm [--quick] [-n reps] [--csv FILE]\n");
+            return 0;
+        default:
+            fprintf(stderr, "usage: test_gemm [--quick] [-n reps] [--csv FILE]\n");
+            return 2;
+        }
+    }
+    xs_gpu_info gi;
+    if (xs_gpu_open(0, &gi) != XS_OK) {
+        fprintf(stderr, "test_gemm: %s\n", xs_errmsg());
+        XT_CHECK(0, "no GPU");
+        return xt_done();
+    }
+    xs_gpu_report_header(stdout, &gi, argc, argv);
+
+    /* bad input is refused with one line, never launched */
+    {
+        xs_gemm_problem p = {NULL, NULL, 16, NULL, 16, 4, 4, 12};
+        XT_CHECK((xs_gemm_bf16<xs_gemm_big, false>(&p, NULL, 8, NULL, 0)) == XS_EINVAL,
+                 "k=12 accepted");
+        p.k = 8;
+        p.lda = 10; /* not a multiple of 8 */
+        XT_CHECK((xs_gemm_bf16<xs_gemm_big, false>(&p, NULL, 8, NULL, 0)) == XS_EINVAL,
+                 "lda=10 accepted");
+        p.lda = 8;
+        p.n = 48;
+        XT_CHECK((xs_gemm_bf16<xs_gemm_big, true>(&p, NULL, 24, NULL, 0)) == XS_EINVAL,
+                 "SwiGLU n=48 accepted");
+        printf("ok bad input refused (%s)\n", xs_errmsg());
+    }
+
+    static const gcase cases[] = {
+        {1, 8, 8, 0, 0, 0},      {17, 24, 40, 0, 0, 0},    {77, 131, 200, 0, 0, 0},
+        {128, 256, 64, 0, 0, 0}, {129, 257, 72, 0, 0, 0},  {255, 100, 8, 0, 0, 0},
+        {300, 520, 1000, 0, 0, 0}, {200, 264, 136, 1, 1, 0}, {33, 19, 520, 1, 0, 0},
+        {150, 320, 264, 0, 0, 1}, {64, 96, 128, 1, 1, 1},  {257, 544, 72, 0, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        check_small<xs_gemm_big>(&cases[i], "big");
+        check_small<xs_gemm_small>(&cases[i], "small");
+    }
+
+    xs_cublas *cb = NULL;
+    if (xs_cublas_open(&cb) != XS_OK) {
+        fprintf(stderr, "test_gemm: %s\n", xs_errmsg());
+        XT_CHECK(0, "cuBLAS unavailable: large-shape checks and throughput not run");
+        return xt_done();
+    }
+    check_large(cb, 2048, 2816, 2048, 0);
+    check_large(cb, 1000, 4096, 1408, 0);
+    check_large(cb, 2048, 2816, 2048, 1);
+    if (!quick)
+        check_large(cb, 4096, 5120, 3584, 0);
+
+    FILE *csv = NULL;
+    if (csv_path && !(csv = fopen(csv_path, "w"))) {
+        fprintf(stderr, "test_gemm: error: cannot write %s\n", csv_path);
+        XT_CHECK(0, "csv");
+    }
+    run_perf(cb, &gi, quick, quick ? (reps < 10 ? reps : 10) : reps, csv);
+    if (csv)
+        fclose(csv);
+    xs_cublas_close(cb);
+    XS_CHECK_CU(cudaDeviceSynchronize());
+    return xt_done();
+}
