@@ -16,6 +16,11 @@ extern "C" int xs_attn_tiles(int seq, int heads)
     return (seq + XS_ATTN_BM - 1) / XS_ATTN_BM * heads;
 }
 
+extern "C" int xs_attn_tile_of(int grid, int wave, int cta)
+{
+    return xs_attn_snake(grid, wave, cta);
+}
+
 extern "C" int xs_attn_tile_row0(int seq, int heads, int t)
 {
     int nqb = (seq + XS_ATTN_BM - 1) / XS_ATTN_BM;
@@ -85,9 +90,10 @@ extern "C" xs_status xs_attn_validate(const xs_attn_args *a, const xs_wintab *ta
         if (!tab->data[r] || ((uintptr_t)tab->data[r] & 15))
             return xs_seterr(XS_EINVAL, "attention: window of rank %d is NULL or not 16-byte "
                              "aligned", r);
-        if (a->signal && (tab->nflags < 1 || !tab->flags[r]))
-            return xs_seterr(XS_EINVAL, "attention: signal asked for but rank %d has no flag",
-                             r);
+        if (a->signal && (tab->nflags < grid || !tab->flags[r]))
+            return xs_seterr(XS_EINVAL, "attention: signalling %d CTAs needs %d flags per "
+                             "window; rank %d has %d", grid, grid, r,
+                             tab->flags[r] ? tab->nflags : 0);
     }
     return XS_OK;
 }
@@ -325,26 +331,30 @@ extern "C" xs_status xs_attn_count_nonfinite(const void *p, size_t n, unsigned l
     return XS_OK;
 }
 
-__global__ void xs_attn_flags_kernel(const __grid_constant__ xs_wintab tab, uint64_t *out,
-                                     int zero)
+__global__ void xs_attn_flags_kernel(const __grid_constant__ xs_wintab tab, int n,
+                                     uint64_t value, unsigned long long *bad)
 {
-    int r = threadIdx.x;
-    if (r < tab.nranks) {
-        out[r] = xs_ld_acquire_sys(tab.flags[r]);
-        if (zero)
-            *(volatile uint64_t *)tab.flags[r] = 0;
-    }
+    const uint64_t *f = tab.flags[blockIdx.x];
+    unsigned long long c = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        c += xs_ld_acquire_sys(f + i) != value;
+    for (int o = 16; o > 0; o >>= 1)
+        c += __shfl_xor_sync(0xffffffffu, c, o);
+    if ((threadIdx.x & 31) == 0 && c)
+        atomicAdd(bad, c);
 }
 
-extern "C" xs_status xs_attn_flags(const xs_wintab *tab, uint64_t *out, int zero,
-                                   cudaStream_t s)
+extern "C" xs_status xs_attn_flags_check(const xs_wintab *tab, int n, uint64_t value,
+                                         unsigned long long *bad, cudaStream_t s)
 {
-    if (!tab || !out || tab->nranks < 1 || tab->nranks > XS_MAX_RANKS || tab->nflags < 1)
-        return xs_seterr(XS_EINVAL, "flags: no table, no output, or no flags in the table");
+    if (!tab || !bad || tab->nranks < 1 || tab->nranks > XS_MAX_RANKS || n < 1 ||
+        n > tab->nflags)
+        return xs_seterr(XS_EINVAL, "flags check: no table or counter, or %d flags of %d", n,
+                         tab ? tab->nflags : 0);
     for (int r = 0; r < tab->nranks; r++)
         if (!tab->flags[r])
-            return xs_seterr(XS_EINVAL, "flags: rank %d has no flag pointer", r);
-    xs_attn_flags_kernel<<<1, XS_MAX_RANKS, 0, s>>>(*tab, out, zero);
+            return xs_seterr(XS_EINVAL, "flags check: rank %d has no flag pointer", r);
+    xs_attn_flags_kernel<<<tab->nranks, 256, 0, s>>>(*tab, n, value, bad);
     XS_CU_LAUNCH();
     return XS_OK;
 }

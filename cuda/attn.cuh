@@ -21,11 +21,13 @@
  *   phase (8 rows, one chunk column) then hits 8 distinct 16-byte bank groups.
  *   Softmax in fp32 with exp2: p = 2^(s*scale*log2e - m*scale*log2e), one FFMA + one MUFU.EX2.
  *
- * Persistent schedule: CTA b walks tiles b, b + grid, ...; tile t is (query block
- * nqb-1 - t/heads, head t%heads), heaviest causal blocks first, and for rank 0 of a Ulysses
- * group the locally kept shard (the first seq/P rows) comes last, so the final wave's stores
- * do not cross the link. A launch with grid = number of tiles is the ordinary one-tile-per-CTA
- * kernel; the code is the same.
+ * Persistent schedule: tile t is (query block nqb-1 - t/heads, head t%heads): heaviest causal
+ * blocks first, and for rank 0 of a Ulysses group the locally kept shard (the first seq/P rows)
+ * comes last, so the final wave's stores do not cross the link. Wave w is tiles
+ * [w*grid, (w+1)*grid); CTA b takes tile w*grid + b in even waves and w*grid + grid-1-b in odd
+ * ones (a snake), so a CTA that drew a long causal block in one wave draws a short one in the
+ * next and the CTAs finish together. A launch with grid = number of tiles is the ordinary
+ * one-tile-per-CTA kernel; the code is the same.
  *
  * Output: after the final rescale each warp converts its 16 x 128 fp32 rows to bf16 in its own
  * 4 KB of shared memory (warp-private, so no CTA barrier) and stores them with 16-byte
@@ -78,8 +80,11 @@ typedef struct {
                                heads, as [rpr, heads, 128] at offset 0 of its window */
     int split;              /* 0: store a tile right after its final rescale; n in 1..256:
                                spread it over n key-block iterations of the CTA's next tile */
-    int signal;             /* WINDOWS: after its last store each CTA adds 1 (release, system
-                               scope) to flags[r][0] of every rank r */
+    uint64_t signal;        /* WINDOWS, nonzero: after its last store CTA b stores this value
+                               (release, system scope) to flags[r][b] of every rank r, so the
+                               table needs nflags >= grid. Plain stores, no atomics: host
+                               memory behind PCIe need not support them. Use a new value per
+                               run and stale flags never match. */
     uint64_t *cta_ns;       /* [grid * 3] or NULL: per CTA, %globaltimer at start, when its
                                last store was issued (the sender-visible end, before any fence),
                                and ns warp 0 spent issuing output stores */
@@ -94,6 +99,8 @@ extern "C" {
 
 /* Query blocks x heads. */
 int xs_attn_tiles(int seq, int heads);
+/* The tile CTA `cta` of a grid of `grid` computes in wave `wave` (may be >= tiles: none). */
+int xs_attn_tile_of(int grid, int wave, int cta);
 /* Key-block iterations of tile t (0 <= t < tiles), in the kernel's tile order. */
 int xs_attn_tile_iters(int seq, int heads, int causal, int t);
 /* First query row of tile t. */
@@ -126,9 +133,10 @@ xs_status xs_attn_compare(const void *a, const void *b, size_t bytes, unsigned l
  * after poisoning an output with NaN, 0 proves every element was written, and written finite. */
 xs_status xs_attn_count_nonfinite(const void *p, size_t n, unsigned long long *count,
                                   cudaStream_t s);
-/* out[r] = flags[r][0] for every rank of tab (device array of nranks); zero them after
- * reading when `zero`. */
-xs_status xs_attn_flags(const xs_wintab *tab, uint64_t *out, int zero, cudaStream_t s);
+/* Add to *bad (device counter) the number of flags[r][i], r < nranks, i < n, that differ from
+ * value: 0 after a run with signal = value and grid n means every CTA signalled every rank. */
+xs_status xs_attn_flags_check(const xs_wintab *tab, int n, uint64_t value,
+                              unsigned long long *bad, cudaStream_t s);
 
 #ifdef __cplusplus
 }
@@ -232,7 +240,10 @@ XS_DEV void xs_attn_store_units(const xs_attn_args &a, const xs_wintab &tab,
     }
 }
 
-/* The whole CTA: walk tiles blockIdx.x, +gridDim.x, ... (see the top of the file). */
+/* Tile of CTA b in wave w: the snake order described at the top of the file. */
+XS_HD int xs_attn_snake(int grid, int w, int b) { return w * grid + ((w & 1) ? grid - 1 - b : b); }
+
+/* The whole CTA: walk its tiles wave by wave (see the top of the file). */
 template <bool CAUSAL>
 XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned char *smem)
 {
@@ -260,7 +271,7 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
     int pend_u = XS_ATTN_UNITS_PER_WARP; /* units of the staged tile already stored */
     int pend_row0 = 0, pend_h = 0;
 
-    int tile = blockIdx.x;
+    int tile = blockIdx.x, wave = 0;
     int stage = 0;
     if (tile < ntiles) {
         int qb = nqb - 1 - tile / heads, h = tile % heads;
@@ -279,7 +290,8 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         const int wrow0 = q0 + warp * 16; /* first query row of this warp */
         const int last_row = min(q0 + XS_ATTN_BM, seq) - 1;
         const int nkb = CAUSAL ? last_row / XS_ATTN_BN + 1 : (seq + XS_ATTN_BN - 1) / XS_ATTN_BN;
-        const int next = tile + gridDim.x;
+        /* the next tile of this CTA; tiles only grow with the wave, so past the end is done */
+        const int next = xs_attn_snake(gridDim.x, wave + 1, blockIdx.x);
         const char *kg = (const char *)a.k + (size_t)h * XS_ATTN_ROW_BYTES;
         const char *vg = (const char *)a.v + (size_t)h * XS_ATTN_ROW_BYTES;
 
@@ -466,6 +478,7 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         if (tid == 0 && a.tile_ns)
             a.tile_ns[tile] = xs_globaltimer();
         tile = next;
+        wave++;
     }
 
     if (pend_u < XS_ATTN_UNITS_PER_WARP) {
@@ -486,11 +499,9 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         }
         if (a.out == XS_ATTN_OUT_WINDOWS && a.signal) {
             /* release at system scope after the barrier: cumulative over the CTA's payload
-             * stores, so a destination that acquires the count sees this CTA's rows */
+             * stores, so a destination that acquires the flag sees this CTA's rows */
             for (int r = 0; r < tab.nranks; r++)
-                asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(tab.flags[r]),
-                             "l"((unsigned long long)1)
-                             : "memory");
+                xs_st_release_sys(tab.flags[r] + blockIdx.x, a.signal);
         }
     }
 }

@@ -15,7 +15,8 @@
  * planner's prediction uses the calibrated profile and gaps measured in the fa run.
  * Checks: fa against an fp32 GPU reference on sampled rows (bf16 tolerance), and every byte of
  * every destination window of every serial and fused repetition against the fa output, after
- * poisoning the windows; fused CTAs also signal each destination, and the counts are checked.
+ * poisoning the windows; every fused CTA also signals every destination, and the flags are
+ * checked.
  * docs/UP.md defines every column.
  */
 #include <getopt.h>
@@ -61,7 +62,6 @@ typedef struct {
     uint64_t *tile_ns;             /* [max tiles] */
     xs_devstatus *status;
     unsigned long long *bad;
-    uint64_t *flags;               /* [XS_MAX_RANKS] */
     int *rows;                     /* [2 * samples] */
     float *ref, *got;              /* [samples * 128] */
     cudaStream_t stream;
@@ -309,9 +309,9 @@ static double tile_remote_bytes(const up_cfg *c, int t)
 }
 
 /* The kernel's structure as a burst-gap schedule (DESIGN.md section 4): producers = CTAs, one
- * group of rows per wave of tiles (wave w = tiles w*grid .. ; CTA b has tile b + w*grid), bytes
- * = the wave's mean remote bytes per tile, gaps = the next wave's mean tile time measured in the
- * fa run. split = 0: a tile's bytes in one burst after it; split = n: n slices, one before each
+ * group of rows per wave of tiles (wave w = tiles w*grid .. (w+1)*grid - 1, snake order),
+ * bytes = the wave's mean remote bytes per tile, gaps = the next wave's mean tile time measured
+ * in the fa run. split = 0: a tile's bytes in one burst after it; split = n: n slices, one before each
  * of the next tile's first n iterations, the rest flushed after it (next tile shorter than n),
  * and the last wave's tiles flushed at the end. Rows that store nothing fold into the previous
  * gap (before the first burst: into *lead_ns, the first wave's compute). */
@@ -514,34 +514,35 @@ static up_stat stat_of(const double *x, int n)
     return s;
 }
 
-/* Fused runs with one split: span, visibility (events), every byte checked, signals counted. */
+/* Fused runs with one split: span, visibility (events), every byte checked, every CTA's
+ * signal to every rank checked (a new flag value per run, so a stale flag never passes). */
 static int run_fused(up_bufs *B, const up_cfg *c, const up_opts *o, int split, up_stat *span,
                      double *vis_us, double *store_us, uint64_t *cta_host, double *tmp,
                      double *tmp2)
 {
+    static uint64_t epoch;
     xs_attn_args a = c->base;
     a.out = XS_ATTN_OUT_WINDOWS;
     a.rows_per_rank = c->rpr;
     a.split = split;
-    a.signal = 1;
     int ok = 1;
     for (int i = 0; i < o->warmup + o->iters; i++) {
+        a.signal = ++epoch;
         poison_windows(B, c);
-        XS_CHECK(xs_attn_flags(c->tab, B->flags, 1, B->stream)); /* zero the counts */
         XS_CHECK_CU(cudaStreamSynchronize(B->stream)); /* poison landed before timing */
         double evt;
         double sp = timed_launch(B, c, &a, i, &evt, cta_host);
-        uint64_t flags[XS_MAX_RANKS];
-        XS_CHECK(xs_attn_flags(c->tab, B->flags, 1, B->stream));
-        XS_CHECK_CU(cudaMemcpyAsync(flags, B->flags, (size_t)c->peers * sizeof(uint64_t),
+        unsigned long long bad = verify_windows(B, c), bad_flags = 0;
+        XS_CHECK_CU(cudaMemsetAsync(B->bad, 0, sizeof *B->bad, B->stream));
+        XS_CHECK(xs_attn_flags_check(c->tab, c->grid, a.signal, B->bad, B->stream));
+        XS_CHECK_CU(cudaMemcpyAsync(&bad_flags, B->bad, sizeof bad_flags,
                                     cudaMemcpyDeviceToHost, B->stream));
-        unsigned long long bad = verify_windows(B, c);
-        for (int r = 0; r < c->peers; r++)
-            if (flags[r] != (uint64_t)c->grid) {
-                fprintf(stderr, "xstage: error: fused split %d: rank %d counted %" PRIu64
-                        " CTA signals, expected %d\n", split, r, flags[r], c->grid);
-                ok = 0;
-            }
+        XS_CHECK_CU(cudaStreamSynchronize(B->stream));
+        if (bad_flags) {
+            fprintf(stderr, "xstage: error: fused split %d: %llu of %d x %d CTA signals "
+                    "missing\n", split, bad_flags, c->peers, c->grid);
+            ok = 0;
+        }
         if (bad) {
             fprintf(stderr, "xstage: error: fused split %d (seq %d heads %d causal %d peers "
                     "%d): %llu of %zu 16-byte units differ at their destinations\n", split,
@@ -631,7 +632,11 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
     XS_CHECK_CU(cudaMemcpy(tns, B->tile_ns, (size_t)c->tiles * sizeof(uint64_t),
                            cudaMemcpyDeviceToHost));
     for (int t = 0; t < c->tiles; t++) {
-        uint64_t prev = t >= c->grid ? tns[t - c->grid] : cta[3 * (t % c->grid)];
+        /* the CTA that computed t in wave w, and the tile it computed before */
+        int w = t / c->grid, b = t % c->grid;
+        if (w & 1)
+            b = c->grid - 1 - b;
+        uint64_t prev = w ? tns[xs_attn_tile_of(c->grid, w - 1, b)] : cta[3 * b];
         dur[t] = tns[t] > prev ? (double)(tns[t] - prev) : 0.0;
     }
 
@@ -892,7 +897,6 @@ extern "C" int xs_bench_up(int argc, char **argv)
     XS_CHECK_CU(cudaMalloc((void **)&B.tile_ns, (size_t)max_tiles * sizeof(uint64_t)));
     XS_CHECK_CU(cudaMalloc((void **)&B.status, sizeof(xs_devstatus)));
     XS_CHECK_CU(cudaMalloc((void **)&B.bad, sizeof(unsigned long long)));
-    XS_CHECK_CU(cudaMalloc((void **)&B.flags, XS_MAX_RANKS * sizeof(uint64_t)));
     XS_CHECK_CU(cudaMalloc((void **)&B.rows, (size_t)2 * o.samples * sizeof(int)));
     XS_CHECK_CU(cudaMalloc((void **)&B.ref, (size_t)o.samples * XS_ATTN_D * sizeof(float)));
     XS_CHECK_CU(cudaMalloc((void **)&B.got, (size_t)o.samples * XS_ATTN_D * sizeof(float)));
@@ -912,7 +916,7 @@ extern "C" int xs_bench_up(int argc, char **argv)
         wo.target = XS_TARGET_VIRTUAL;
         wo.virtual_peers = P;
         wo.bytes = (size_t)(max_seq / P) * max_heads * XS_ATTN_ROW_BYTES;
-        wo.nflags = 1;
+        wo.nflags = gi.sm_count; /* one per CTA of the persistent grid */
         wo.device = o.device;
         xs_winset *ws = NULL;
         XS_CHECK(xs_win_open(&wo, &ws));
@@ -947,7 +951,7 @@ extern "C" int xs_bench_up(int argc, char **argv)
     free(rows);
     cudaFree(B.q); cudaFree(B.k); cudaFree(B.v); cudaFree(B.o); cudaFree(B.flush);
     cudaFree(B.cta_ns); cudaFree(B.tile_ns); cudaFree(B.status); cudaFree(B.bad);
-    cudaFree(B.flags); cudaFree(B.rows); cudaFree(B.ref); cudaFree(B.got);
+    cudaFree(B.rows); cudaFree(B.ref); cudaFree(B.got);
     for (int i = 0; i < 3; i++)
         cudaEventDestroy(B.ev[i]);
     cudaStreamDestroy(B.stream);

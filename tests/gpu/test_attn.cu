@@ -211,6 +211,7 @@ static void test_local(const shape *s, int sm_count)
  * every CTA signalled every rank. */
 static void test_fused(const shape *s, int P, int sm_count)
 {
+    static uint64_t epoch;
     int rpr = s->seq / P;
     int tiles = xs_attn_tiles(s->seq, s->heads);
     size_t shard = (size_t)rpr * s->heads * XS_ATTN_ROW_BYTES;
@@ -219,7 +220,7 @@ static void test_fused(const shape *s, int P, int sm_count)
     wo.target = XS_TARGET_VIRTUAL;
     wo.virtual_peers = P;
     wo.bytes = shard;
-    wo.nflags = 1;
+    wo.nflags = tiles; /* one per CTA of the largest grid */
     xs_winset *ws = NULL;
     xs_status st = xs_win_open(&wo, &ws);
     XT_CHECK(st == XS_OK, "xs_win_open virtual %d: %s", P, xs_errmsg());
@@ -227,8 +228,9 @@ static void test_fused(const shape *s, int P, int sm_count)
         return;
     const xs_wintab *tab = xs_win_table(ws);
     XT_CHECK(tab->nranks == P, "window table has %d ranks, asked for %d", tab->nranks, P);
-    uint64_t *d_flags, *d_cta;
-    TCU(cudaMalloc((void **)&d_flags, XS_MAX_RANKS * sizeof(uint64_t)));
+    uint64_t *d_cta;
+    unsigned long long *d_bad;
+    TCU(cudaMalloc((void **)&d_bad, sizeof *d_bad));
     TCU(cudaMalloc((void **)&d_cta, (size_t)tiles * 3 * sizeof(uint64_t)));
     char *want = (char *)malloc(shard), *got = (char *)malloc(shard);
     const int splits[] = {0, 1, 3, 64, XS_ATTN_MAX_SPLIT};
@@ -241,37 +243,35 @@ static void test_fused(const shape *s, int P, int sm_count)
                 a.out = XS_ATTN_OUT_WINDOWS;
                 a.rows_per_rank = rpr;
                 a.split = splits[si];
-                a.signal = 1;
+                a.signal = ++epoch; /* new per run: a stale flag never matches */
                 a.cta_ns = d_cta;
                 for (int r = 0; r < P; r++)
                     TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
-                TXS(xs_attn_flags(tab, d_flags, 1, 0));
                 TXS(xs_attn_fwd(&a, tab, grids[gi], 0));
                 TCU(cudaDeviceSynchronize());
-                uint64_t flags[XS_MAX_RANKS];
-                TXS(xs_attn_flags(tab, d_flags, 1, 0));
-                TCU(cudaMemcpy(flags, d_flags, (size_t)P * sizeof(uint64_t),
-                               cudaMemcpyDeviceToHost));
-                int bad_units = 0, bad_flags = 0;
+                unsigned long long bad_flags = 0;
+                TCU(cudaMemset(d_bad, 0, sizeof *d_bad));
+                TXS(xs_attn_flags_check(tab, grids[gi], a.signal, d_bad, 0));
+                TCU(cudaMemcpy(&bad_flags, d_bad, sizeof bad_flags, cudaMemcpyDeviceToHost));
+                int bad_units = 0;
                 for (int r = 0; r < P; r++) {
                     TCU(cudaMemcpy(got, tab->data[r], shard, cudaMemcpyDefault));
                     memcpy(want, (const char *)local + (size_t)r * shard, shard);
                     for (size_t u = 0; u < shard / 16; u++)
                         bad_units += memcmp(got + 16 * u, want + 16 * u, 16) != 0;
-                    bad_flags += flags[r] != (uint64_t)grids[gi];
                 }
                 XT_CHECK(bad_units == 0, "fused seq %d heads %d causal %d P %d grid %d split "
                          "%d: %d 16-byte units differ at their destinations", s->seq, s->heads,
                          causal, P, grids[gi], splits[si], bad_units);
-                XT_CHECK(bad_flags == 0, "fused seq %d P %d grid %d split %d: %d ranks did "
-                         "not count %d CTA signals", s->seq, P, grids[gi], splits[si],
-                         bad_flags, grids[gi]);
+                XT_CHECK(bad_flags == 0, "fused seq %d P %d grid %d split %d: %llu of %d x %d "
+                         "CTA signals missing", s->seq, P, grids[gi], splits[si], bad_flags, P,
+                         grids[gi]);
             }
         free(local);
     }
     free(want);
     free(got);
-    cudaFree(d_flags);
+    cudaFree(d_bad);
     cudaFree(d_cta);
     xs_win_close(ws);
 }
