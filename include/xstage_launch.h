@@ -1,0 +1,91 @@
+/*
+ * xstage_launch.h - one process per GPU: the fork/exec launcher behind `-g/--gpus N`.
+ *
+ * The parent makes the NCCL unique id, then starts N copies of this program (/proc/self/exe, same
+ * command line) with XS_RANK, XS_NRANKS, XS_NCCL_ID (256 hex digits) and XS_DEVICE (= rank) in
+ * their environment, and waits. When one rank fails, the others get SIGTERM and, after a grace
+ * period, SIGKILL; an overall timeout stops them all; children also die with the parent
+ * (PR_SET_PDEATHSIG), so no rank outlives a failed run. No MPI.
+ *
+ * A launched child sees XS_RANK and does the work itself (xs_launch_needed is false there);
+ * xs_gpu_open and xs_win_open take the child's GPU from XS_DEVICE.
+ *
+ * src/launch.c is CPU-only C11 (testable without a GPU). xs_launch_or_run, the one call a GPU
+ * subcommand makes, lives in the CUDA library (cuda/nccl.cu) because it needs the GPU count and
+ * the NCCL id; it is xs_launch_or_run_with plus those two hooks.
+ */
+#ifndef XSTAGE_LAUNCH_H
+#define XSTAGE_LAUNCH_H
+
+#include <stddef.h>
+#include "xstage.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define XS_LAUNCH_MAX_RANKS 64 /* = XS_MAX_RANKS of xstage_win.h */
+#define XS_NCCL_ID_BYTES 128   /* sizeof(ncclUniqueId) */
+
+typedef struct {
+    const char *exe;  /* program to run; NULL: /proc/self/exe (this very binary) */
+    int timeout_s;    /* bound on the whole run, s; <= 0: none */
+    int grace_s;      /* after a failure: SIGTERM, then SIGKILL after this many s; <= 0: 10 */
+    int quiet_stdout; /* 1: ranks > 0 write stdout to /dev/null (stderr always passes) */
+} xs_launch_opts;
+
+/* True in a process that should start the ranks: ngpus > 1 and XS_RANK is not set. */
+int xs_launch_needed(int ngpus);
+
+/* Start nranks copies of o->exe with argument vector argv (argv[0] included, NULL-terminated),
+ * each with XS_RANK=r, XS_NRANKS=nranks, XS_DEVICE=r and, when nccl_id_hex is not NULL,
+ * XS_NCCL_ID=nccl_id_hex; wait for all. XS_OK when every rank exits 0. Otherwise *exit_code is
+ * the first failure's status (128 + signal for a signal, 124 for the timeout) and the one-line
+ * message says who, e.g. "rank 2 exited with status 3; stopped ranks 0,1,3" (XS_EIO) or
+ * "ranks did not finish within 60 s; stopped ranks 0,1" (XS_ETIMEOUT). Returns only after every
+ * child has been reaped. o may be NULL (defaults). */
+xs_status xs_launch(int nranks, char *const argv[], const char *nccl_id_hex,
+                    const xs_launch_opts *o, int *exit_code);
+
+/* This process's place in a launched run. Without XS_RANK: rank 0 of 1, *have_id = 0. With it:
+ * XS_RANK, XS_NRANKS and XS_NCCL_ID validated (XS_EINVAL with one line naming the variable and
+ * its bad value), id decoded into id[XS_NCCL_ID_BYTES], *have_id = 1. id may be NULL. */
+xs_status xs_rank_env(int *rank, int *nranks, unsigned char *id, int *have_id);
+
+/* The CUDA device this process should use: XS_DEVICE when it is set to a valid ordinal (a
+ * launched rank), otherwise `requested`. */
+int xs_rank_device(int requested);
+
+/* Hex (lowercase, 2 digits per byte, NUL-terminated: out holds 2n+1 bytes) and back. */
+void xs_hex_encode(const unsigned char *b, size_t n, char *out);
+xs_status xs_hex_decode(const char *hex, unsigned char *b, size_t n); /* exactly 2n digits */
+
+/* The whole decision for a subcommand that accepts -g/--gpus N:
+ *   returns  1 when this process was the launcher: the ranks ran, *exit_code is the run's status
+ *              (on failure xs_errmsg() has the one-line reason);
+ *   returns  0 when this process should do the work (ngpus <= 1, or it is a launched rank);
+ *   returns -1 on an error before anything started (bad N, too few GPUs, no NCCL; xs_errmsg()).
+ * argv: the full argument vector for the children, argv[0] first; NULL: this process's own
+ * command line, read from /proc/self/cmdline (what a subcommand handed argv+1 should pass).
+ * Hooks: count_gpus (visible GPUs; NULL skips the check) and make_id (the NCCL unique id; NULL
+ * starts the ranks without XS_NCCL_ID). o may be NULL (defaults; timeout XS_LAUNCH_TIMEOUT or
+ * 900 s). */
+typedef struct {
+    xs_status (*count_gpus)(int *n);
+    xs_status (*make_id)(unsigned char id[XS_NCCL_ID_BYTES]);
+} xs_launch_hooks;
+int xs_launch_or_run_with(int ngpus, int argc, char **argv, const xs_launch_hooks *h,
+                          const xs_launch_opts *o, int *exit_code);
+
+/* In the CUDA library (cuda/nccl.cu): xs_launch_or_run_with with the CUDA GPU count and an NCCL
+ * unique id made here (NCCL loaded and version-checked first). Typical use in a subcommand:
+ *     int ec, l = xs_launch_or_run(o.gpus, 0, NULL, &ec);
+ *     if (l < 0) return xs_cli_fail();
+ *     if (l > 0) return ec ? xs_cli_fail() : 0;
+ *     ... this process is rank r of n (xs_rank_env); open windows with XS_TARGET_PEER ... */
+int xs_launch_or_run(int ngpus, int argc, char **argv, int *exit_code);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XSTAGE_LAUNCH_H */

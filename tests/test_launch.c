@@ -1,0 +1,326 @@
+/*
+ * test_launch.c - the launcher on the CPU: rank environment parsing (good and bad values), hex,
+ * starting N helper programs (all succeed; one fails and the others are stopped within the bound;
+ * a child that ignores SIGTERM is killed; a hung run times out; a signal death), argument and
+ * environment passthrough (this binary re-executes itself as the ranks), and the
+ * xs_launch_or_run_with decision with fake hooks.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../tests/xt.h"
+#include "xstage_launch.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void clear_launch_env(void)
+{
+    unsetenv("XS_RANK");
+    unsetenv("XS_NRANKS");
+    unsetenv("XS_NCCL_ID");
+    unsetenv("XS_DEVICE");
+}
+
+static unsigned char fake_id[XS_NCCL_ID_BYTES];
+
+static void fill_fake_id(void)
+{
+    for (int i = 0; i < XS_NCCL_ID_BYTES; i++)
+        fake_id[i] = (unsigned char)(i * 37 + 11);
+}
+
+/* ---- child mode: this binary started by the launcher ---------------------------------------- */
+
+/* Exit 0 when the environment and arguments are what the parent passed; a distinct code per
+ * mismatch so that a failure names what went wrong. */
+static int child_main(int argc, char **argv)
+{
+    int rank, n, have;
+    unsigned char id[XS_NCCL_ID_BYTES];
+    if (xs_rank_env(&rank, &n, id, &have) != XS_OK) {
+        fprintf(stderr, "child: %s\n", xs_errmsg());
+        return 10;
+    }
+    if (xs_rank_device(-1) != rank)
+        return 11;
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (!strcmp(mode, "--args")) {
+        /* argv passthrough: argument with spaces, an empty one, one with '=' */
+        if (argc != 5 || strcmp(argv[2], "two words") || strcmp(argv[3], "") ||
+            strcmp(argv[4], "--x=1"))
+            return 12;
+        if (n != 3 || !have || memcmp(id, fake_id, sizeof id))
+            return 13;
+        return 0;
+    }
+    /* started through xs_launch_or_run_with(argv = NULL): our own command line, the fake id */
+    if (n != 2 || !have || memcmp(id, fake_id, sizeof id))
+        return 14;
+    return 0;
+}
+
+/* ---- parent tests ------------------------------------------------------------------------ */
+
+static void test_hex(void)
+{
+    unsigned char b[4] = {0x00, 0x7f, 0xa5, 0xff}, c[4];
+    char h[9];
+    xs_hex_encode(b, 4, h);
+    XT_CHECK(!strcmp(h, "007fa5ff"), "hex %s", h);
+    XT_CHECK(xs_hex_decode(h, c, 4) == XS_OK && !memcmp(b, c, 4), "roundtrip");
+    XT_CHECK(xs_hex_decode("007FA5FF", c, 4) == XS_OK && !memcmp(b, c, 4), "upper case");
+    XT_CHECK(xs_hex_decode("007fa5f", c, 4) == XS_EINVAL, "short");
+    XT_CHECK(xs_hex_decode("007fa5fg", c, 4) == XS_EINVAL, "non-hex");
+}
+
+static void test_env(void)
+{
+    int rank = -1, n = -1, have = -1;
+    unsigned char id[XS_NCCL_ID_BYTES];
+    char hex[2 * XS_NCCL_ID_BYTES + 1];
+    fill_fake_id();
+    xs_hex_encode(fake_id, XS_NCCL_ID_BYTES, hex);
+
+    clear_launch_env();
+    XT_CHECK(xs_rank_env(&rank, &n, id, &have) == XS_OK, "%s", xs_errmsg());
+    XT_CHECK(rank == 0 && n == 1 && have == 0, "no launcher: rank %d of %d, id %d", rank, n, have);
+    XT_CHECK(xs_rank_device(3) == 3, "no XS_DEVICE: requested device");
+
+    setenv("XS_RANK", "2", 1);
+    setenv("XS_NRANKS", "4", 1);
+    setenv("XS_NCCL_ID", hex, 1);
+    setenv("XS_DEVICE", "2", 1);
+    XT_CHECK(xs_rank_env(&rank, &n, id, &have) == XS_OK, "%s", xs_errmsg());
+    XT_CHECK(rank == 2 && n == 4 && have == 1 && !memcmp(id, fake_id, sizeof id), "parsed");
+    XT_CHECK(xs_rank_device(0) == 2, "XS_DEVICE wins");
+    XT_CHECK(xs_launch_needed(4) == 0, "a launched rank does not launch");
+
+    struct {
+        const char *var, *val, *expect;
+    } bad[] = {
+        {"XS_RANK", "abc", "XS_RANK='abc'"},
+        {"XS_RANK", "4", "XS_RANK='4' is not an integer in [0, 3]"},
+        {"XS_RANK", "-1", "XS_RANK='-1'"},
+        {"XS_RANK", "1x", "XS_RANK='1x'"},
+        {"XS_RANK", "", "XS_RANK=''"},
+        {"XS_NRANKS", "0", "XS_NRANKS='0'"},
+        {"XS_NRANKS", "65", "XS_NRANKS='65'"},
+        {"XS_NRANKS", "two", "XS_NRANKS='two'"},
+        {"XS_NCCL_ID", "abcd", "XS_NCCL_ID is not 256 hex digits (length 4)"},
+        {"XS_DEVICE", "-2", "XS_DEVICE='-2'"},
+        {"XS_DEVICE", "gpu0", "XS_DEVICE='gpu0'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("XS_RANK", "2", 1);
+        setenv("XS_NRANKS", "4", 1);
+        setenv("XS_NCCL_ID", hex, 1);
+        setenv("XS_DEVICE", "2", 1);
+        setenv(bad[i].var, bad[i].val, 1);
+        xs_status s = xs_rank_env(&rank, &n, id, &have);
+        XT_CHECK(s == XS_EINVAL, "%s=%s accepted", bad[i].var, bad[i].val);
+        XT_CHECK(strstr(xs_errmsg(), bad[i].expect) != NULL, "message '%s' lacks '%s'",
+                 xs_errmsg(), bad[i].expect);
+        XT_CHECK(strchr(xs_errmsg(), '\n') == NULL, "one line");
+    }
+    /* a non-hex id of the right length */
+    char badhex[2 * XS_NCCL_ID_BYTES + 1];
+    memcpy(badhex, hex, sizeof badhex);
+    badhex[17] = 'z';
+    setenv("XS_DEVICE", "2", 1);
+    setenv("XS_NCCL_ID", badhex, 1);
+    setenv("XS_RANK", "0", 1);
+    XT_CHECK(xs_rank_env(&rank, &n, id, &have) == XS_EINVAL, "non-hex id accepted");
+    /* several ranks need the id; one rank does not */
+    unsetenv("XS_NCCL_ID");
+    XT_CHECK(xs_rank_env(&rank, &n, id, &have) == XS_EINVAL &&
+                 strstr(xs_errmsg(), "XS_NCCL_ID is not set"),
+             "missing id: %s", xs_errmsg());
+    setenv("XS_NRANKS", "1", 1);
+    XT_CHECK(xs_rank_env(&rank, &n, id, &have) == XS_OK && n == 1 && have == 0, "one rank");
+    /* XS_RANK without XS_NRANKS */
+    unsetenv("XS_NRANKS");
+    XT_CHECK(xs_rank_env(&rank, &n, id, &have) == XS_EINVAL &&
+                 strstr(xs_errmsg(), "XS_NRANKS is not"),
+             "rank without size: %s", xs_errmsg());
+    clear_launch_env();
+}
+
+static void test_launch_sh(void)
+{
+    int ec = -1;
+    xs_launch_opts o;
+    memset(&o, 0, sizeof o);
+    o.exe = "/bin/sh";
+    o.timeout_s = 20;
+    o.grace_s = 1;
+
+    /* all succeed; each sees its rank, the size, its device and the id */
+    char *ok[] = {"sh", "-c",
+                  "test \"$XS_NRANKS\" = 4 && test \"$XS_DEVICE\" = \"$XS_RANK\" && "
+                  "test \"$XS_RANK\" -ge 0 && test \"$XS_RANK\" -lt 4 && "
+                  "test \"$XS_NCCL_ID\" = 00ff",
+                  NULL};
+    xs_status s = xs_launch(4, ok, "00ff", &o, &ec);
+    XT_CHECK(s == XS_OK && ec == 0, "all ranks: %s (exit %d)", xs_errmsg(), ec);
+
+    /* the parent's own launch variables do not leak into the children */
+    setenv("XS_RANK", "7", 1);
+    char *noleak[] = {"sh", "-c", "test \"$XS_RANK\" -lt 2 && test -z \"$XS_NCCL_ID\"", NULL};
+    s = xs_launch(2, noleak, NULL, &o, &ec);
+    XT_CHECK(s == XS_OK && ec == 0, "env replaced: %s", xs_errmsg());
+    clear_launch_env();
+
+    /* rank 2 fails; the others (sleeping) are stopped well within the bound */
+    char *one_fails[] = {"sh", "-c", "if [ \"$XS_RANK\" = 2 ]; then exit 3; fi; exec sleep 30",
+                         NULL};
+    double t0 = now_s();
+    s = xs_launch(4, one_fails, NULL, &o, &ec);
+    double dt = now_s() - t0;
+    XT_CHECK(s == XS_EIO && ec == 3, "one fails: status %d exit %d", s, ec);
+    XT_CHECK(!strcmp(xs_errmsg(), "rank 2 exited with status 3; stopped ranks 0,1,3"),
+             "message: %s", xs_errmsg());
+    XT_CHECK(dt < 5, "stopped in %.2f s", dt);
+
+    /* a rank that ignores SIGTERM is killed after the grace period */
+    char *stubborn[] = {"sh", "-c",
+                        "if [ \"$XS_RANK\" = 0 ]; then sleep 0.2; exit 5; fi; "
+                        "trap '' TERM; exec sleep 30",
+                        NULL};
+    t0 = now_s();
+    s = xs_launch(3, stubborn, NULL, &o, &ec);
+    dt = now_s() - t0;
+    XT_CHECK(s == XS_EIO && ec == 5, "stubborn: status %d exit %d", s, ec);
+    XT_CHECK(strstr(xs_errmsg(), "rank 0 exited with status 5; stopped ranks 1,2") &&
+                 strstr(xs_errmsg(), "killed after the grace period"),
+             "message: %s", xs_errmsg());
+    XT_CHECK(dt > 1.0 && dt < 5, "killed after grace in %.2f s", dt);
+
+    /* a hung run times out */
+    o.timeout_s = 1;
+    char *hung[] = {"sh", "-c", "exec sleep 30", NULL};
+    t0 = now_s();
+    s = xs_launch(2, hung, NULL, &o, &ec);
+    dt = now_s() - t0;
+    XT_CHECK(s == XS_ETIMEOUT && ec == 124, "timeout: status %d exit %d", s, ec);
+    XT_CHECK(!strcmp(xs_errmsg(), "ranks did not finish within 1 s; stopped ranks 0,1"),
+             "message: %s", xs_errmsg());
+    XT_CHECK(dt >= 1.0 && dt < 4, "timed out in %.2f s", dt);
+    o.timeout_s = 20;
+
+    /* death by a signal */
+    char *crash[] = {"sh", "-c", "if [ \"$XS_RANK\" = 1 ]; then kill -SEGV $$; fi; exit 0", NULL};
+    s = xs_launch(2, crash, NULL, &o, &ec);
+    XT_CHECK(s == XS_EIO && ec == 128 + SIGSEGV, "signal: status %d exit %d", s, ec);
+    XT_CHECK(strstr(xs_errmsg(), "rank 1 was killed by signal 11") != NULL, "message: %s",
+             xs_errmsg());
+
+    /* a program that cannot be executed */
+    o.exe = "/nonexistent/xstage";
+    s = xs_launch(2, hung, NULL, &o, &ec);
+    XT_CHECK(s == XS_EIO && ec == 127, "exec failure: status %d exit %d", s, ec);
+    XT_CHECK(strstr(xs_errmsg(), "exited with status 127") != NULL, "message: %s", xs_errmsg());
+    o.exe = "/bin/sh";
+
+    /* bad arguments */
+    XT_CHECK(xs_launch(0, ok, NULL, &o, &ec) == XS_EINVAL, "0 ranks");
+    XT_CHECK(xs_launch(65, ok, NULL, &o, &ec) == XS_EINVAL, "65 ranks");
+    char *empty[] = {NULL};
+    XT_CHECK(xs_launch(2, empty, NULL, &o, &ec) == XS_EINVAL, "empty argv");
+}
+
+static void test_self_args(const char *self)
+{
+    /* this binary as the ranks (exe NULL: /proc/self/exe), arguments passed through */
+    int ec = -1;
+    xs_launch_opts o;
+    memset(&o, 0, sizeof o);
+    o.timeout_s = 20;
+    char *args[] = {(char *)self, "--args", "two words", "", "--x=1", NULL};
+    char hex[2 * XS_NCCL_ID_BYTES + 1];
+    xs_hex_encode(fake_id, XS_NCCL_ID_BYTES, hex);
+    xs_status s = xs_launch(3, args, hex, &o, &ec);
+    XT_CHECK(s == XS_OK && ec == 0, "argv passthrough: %s (exit %d)", xs_errmsg(), ec);
+}
+
+static xs_status hook_one_gpu(int *n)
+{
+    *n = 1;
+    return XS_OK;
+}
+static xs_status hook_two_gpus(int *n)
+{
+    *n = 2;
+    return XS_OK;
+}
+static xs_status hook_id(unsigned char id[XS_NCCL_ID_BYTES])
+{
+    memcpy(id, fake_id, XS_NCCL_ID_BYTES);
+    return XS_OK;
+}
+static xs_status hook_no_nccl(unsigned char id[XS_NCCL_ID_BYTES])
+{
+    (void)id;
+    return xs_seterr(XS_ENCCL, "NCCL not found (test hook)");
+}
+
+static void test_launch_or_run(void)
+{
+    int ec = -1;
+    xs_launch_hooks one = {hook_one_gpu, hook_id}, two = {hook_two_gpus, hook_id};
+    xs_launch_hooks nonccl = {hook_two_gpus, hook_no_nccl};
+    clear_launch_env();
+    XT_CHECK(xs_launch_or_run_with(1, 0, NULL, &one, NULL, &ec) == 0, "one GPU: work here");
+    XT_CHECK(xs_launch_or_run_with(0, 0, NULL, &one, NULL, &ec) == -1 &&
+                 strstr(xs_errmsg(), "-g/--gpus 0"),
+             "0 GPUs: %s", xs_errmsg());
+    XT_CHECK(xs_launch_or_run_with(2, 0, NULL, &one, NULL, &ec) == -1 &&
+                 !strcmp(xs_errmsg(), "-g/--gpus 2 asks for 2 GPUs (one process per GPU); 1 is "
+                                      "visible"),
+             "too few GPUs: %s", xs_errmsg());
+    XT_CHECK(xs_launch_or_run_with(2, 0, NULL, &nonccl, NULL, &ec) == -1 &&
+                 strstr(xs_errmsg(), "NCCL not found"),
+             "no NCCL: %s", xs_errmsg());
+
+    /* a launched rank does the work; a size mismatch is an error */
+    setenv("XS_RANK", "1", 1);
+    setenv("XS_NRANKS", "2", 1);
+    char hex[2 * XS_NCCL_ID_BYTES + 1];
+    xs_hex_encode(fake_id, XS_NCCL_ID_BYTES, hex);
+    setenv("XS_NCCL_ID", hex, 1);
+    XT_CHECK(xs_launch_or_run_with(2, 0, NULL, &two, NULL, &ec) == 0, "rank: work here");
+    XT_CHECK(xs_launch_or_run_with(4, 0, NULL, &two, NULL, &ec) == -1 &&
+                 strstr(xs_errmsg(), "launched as rank 1 of 2 but -g/--gpus says 4"),
+             "mismatch: %s", xs_errmsg());
+    setenv("XS_RANK", "9", 1);
+    XT_CHECK(xs_launch_or_run_with(2, 0, NULL, &two, NULL, &ec) == -1, "bad rank env");
+    clear_launch_env();
+
+    /* the real thing: argv = NULL re-runs this binary's own command line as 2 ranks */
+    xs_launch_opts o;
+    memset(&o, 0, sizeof o);
+    o.timeout_s = 20;
+    int l = xs_launch_or_run_with(2, 0, NULL, &two, &o, &ec);
+    XT_CHECK(l == 1 && ec == 0, "self launch: %d exit %d (%s)", l, ec, xs_errmsg());
+}
+
+int main(int argc, char **argv)
+{
+    fill_fake_id();
+    if (getenv("XS_RANK"))
+        return child_main(argc, argv);
+    test_hex();
+    test_env();
+    test_launch_sh();
+    test_self_args(argv[0]);
+    test_launch_or_run();
+    return xt_done();
+}
