@@ -187,6 +187,7 @@ __global__ void __launch_bounds__(XS_REF_THREADS)
         }
         __syncthreads();
         int cnt = nk - c0 < XS_REF_THREADS ? nk - c0 : XS_REF_THREADS;
+#pragma unroll 8 /* independent loads in flight; the sums stay in order */
         for (int jj = 0; jj < cnt; jj++) {
             float p = ps[jj];
             acc += p * __bfloat162float(vh[(size_t)(c0 + jj) * hs + tid]);
