@@ -117,7 +117,8 @@ static void usage(FILE *f)
             "fa (local output), serial (attention, then cudaMemcpyAsync per peer) and fused\n"
             "(output warps store straight into the peers' windows; planner picks piggyback or\n"
             "reshape). Every window byte is verified in every repetition.\n"
-            "  -s, --seq LIST        sequence lengths (K suffix ok) [8192,16384,32768,49152,65536]\n"
+            "  -s, --seq LIST        sequence lengths, K suffix ok\n"
+            "                        [8192,16384,32768,49152,65536]\n"
             "  -H, --heads LIST      heads held by this rank [8,16]\n"
             "  -p, --peers LIST      ranks of the Ulysses group, incl. this one [2,4,8]\n"
             "  -c, --causal 0|1|both [both]\n"
@@ -311,10 +312,10 @@ static double tile_remote_bytes(const up_cfg *c, int t)
 /* The kernel's structure as a burst-gap schedule (DESIGN.md section 4): producers = CTAs, one
  * group of rows per wave of tiles (wave w = tiles w*grid .. (w+1)*grid - 1, snake order),
  * bytes = the wave's mean remote bytes per tile, gaps = the next wave's mean tile time measured
- * in the fa run. split = 0: a tile's bytes in one burst after it; split = n: n slices, one before each
- * of the next tile's first n iterations, the rest flushed after it (next tile shorter than n),
- * and the last wave's tiles flushed at the end. Rows that store nothing fold into the previous
- * gap (before the first burst: into *lead_ns, the first wave's compute). */
+ * in the fa run. split = 0: a tile's bytes in one burst after it; split = n: n slices, one
+ * before each of the next tile's first n iterations, the rest flushed after that tile when it
+ * is shorter than n, and the last wave's tiles flushed at the end. Rows that store nothing fold
+ * into the previous gap (before the first burst: into *lead_ns, the first wave's compute). */
 static xs_status build_schedule(const up_cfg *c, const double *dur_ns, int split,
                                 xs_schedule *s, double *lead_ns)
 {

@@ -6,7 +6,8 @@
 #                                     of every window verified
 # then a summary: our attention throughput against the reference, and the bench's summary.
 # Writes to $OUT (default ./out-up): gpu_up.log (everything), up.csv, sdpa_ref.csv.
-# Usage: OUT=dir [BUILD=build] [PY=python3] [UP_ARGS="..."] scripts/gpu_up.sh
+# Usage: OUT=dir [BUILD=build] [PY=python3] [SEQS=..] [HEADS=..] [PEERS=..] [UP_ARGS="..."]
+#        scripts/gpu_up.sh
 # Each step runs under a timeout and a failure does not stop the next one; exit status is
 # non-zero when any step failed. Expected wall time on one H200: about 2 minutes.
 set -u
@@ -17,6 +18,7 @@ PY=${PY:-/opt/torch/.venv/bin/python3}
 [ -x "$PY" ] || PY=python3
 SEQS=${SEQS:-8192,16384,32768,49152,65536}
 HEADS=${HEADS:-8,16}
+PEERS=${PEERS:-2,4,8}
 UP_ARGS=${UP_ARGS:-}
 mkdir -p "$OUT"
 LOG="$OUT/gpu_up.log"
@@ -45,9 +47,10 @@ step() {
 
 {
     echo "# gpu_up.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
-    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,pcie.link.gen.current,pcie.link.width.current \
-        --format=csv,noheader 2>&1 | sed 's/^/# gpu: /'
-    echo "# git: $(git rev-parse --short HEAD 2>/dev/null) $(git status --porcelain 2>/dev/null | wc -l) changed files"
+    nvidia-smi --format=csv,noheader --query-gpu=name,driver_version,clocks.max.sm,\
+pcie.link.gen.current,pcie.link.width.current 2>&1 | sed 's/^/# gpu: /'
+    echo "# git: $(git rev-parse --short HEAD 2>/dev/null)," \
+        "$(git status --porcelain 2>/dev/null | wc -l) changed files"
 } | tee -a "$LOG"
 
 if [ -x "$BUILD/tests/gpu/test_attn" ]; then
@@ -62,7 +65,7 @@ step sdpa_ref 60 "$PY" scripts/sdpa_ref.py --seq "$SEQS" --heads "$HEADS" --caus
 if [ -x "$BUILD/xstage" ]; then
     # shellcheck disable=SC2086
     step bench_up 150 "$BUILD/xstage" bench up --seq "$SEQS" --heads "$HEADS" \
-        --csv "$OUT/up.csv" $UP_ARGS
+        --peers "$PEERS" --csv "$OUT/up.csv" $UP_ARGS
 else
     results+=("FAIL  bench_up (not built: $BUILD/xstage)"); fails=$((fails + 1))
 fi
@@ -108,6 +111,10 @@ EOF
     [ -n "$bench_summary" ] && printf '%s\n' "$bench_summary"
     echo
     printf '%s\n' "${results[@]}"
-    if [ "$fails" -eq 0 ]; then echo "gpu_up: ALL PASS"; else echo "gpu_up: $fails step(s) FAILED"; fi
+    if [ "$fails" -eq 0 ]; then
+        echo "gpu_up: ALL PASS"
+    else
+        echo "gpu_up: $fails step(s) FAILED"
+    fi
 } 2>&1 | tee -a "$LOG"
 [ "$fails" -eq 0 ]

@@ -59,9 +59,11 @@ def main():
             for c in causals:
                 g = torch.Generator(device=dev).manual_seed(1234 + s + 7 * h + c)
                 shape = (1, s, h, 128)
-                q = torch.empty(shape, dtype=torch.bfloat16, device=dev).uniform_(-2, 2, generator=g)
-                k = torch.empty(shape, dtype=torch.bfloat16, device=dev).uniform_(-2, 2, generator=g)
-                v = torch.empty(shape, dtype=torch.bfloat16, device=dev).uniform_(-1, 1, generator=g)
+                def rand(lo, hi):
+                    x = torch.empty(shape, dtype=torch.bfloat16, device=dev)
+                    return x.uniform_(lo, hi, generator=g)
+
+                q, k, v = rand(-2, 2), rand(-2, 2), rand(-1, 1)
                 qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))  # [1, h, s, 128] views
 
                 backend = "flash"
@@ -80,7 +82,8 @@ def main():
                           f"using the default backend", file=sys.stderr)
                     backend = "default"
                 times = []
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
                 for i in range(a.warmup + a.iters):
                     flush.fill_(i & 0xFF)
                     start.record()
@@ -98,7 +101,8 @@ def main():
                 del q, k, v, qt, kt, vt
     if a.csv:
         with open(a.csv, "w") as f:
-            f.write(f"# sdpa_ref: {props.name}, torch {torch.__version__}, CUDA {torch.version.cuda}\n")
+            f.write(f"# sdpa_ref: {props.name}, torch {torch.__version__}, "
+                    f"CUDA {torch.version.cuda}\n")
             f.write("seq,heads,head_dim,causal,ref_us,ref_min_us,ref_max_us,ref_tflops,backend\n")
             for r in rows:
                 f.write("%d,%d,%d,%d,%.2f,%.2f,%.2f,%.2f,%s\n" % r)
