@@ -82,7 +82,11 @@ extern "C" xs_status xs_attn_validate(const xs_attn_args *a, const xs_wintab *ta
     if (a->rows_per_rank < 1 || (long long)a->rows_per_rank * tab->nranks < a->seq)
         return xs_seterr(XS_EINVAL, "attention: %d ranks x %d rows per rank do not cover seq "
                          "%d", tab->nranks, a->rows_per_rank, a->seq);
-    size_t need = (size_t)a->rows_per_rank * a->heads * XS_ATTN_ROW_BYTES;
+    const int dh = a->dst_heads > 0 ? a->dst_heads : a->heads;
+    if (a->dst_heads < 0 || a->dst_head0 < 0 || a->dst_head0 + a->heads > dh)
+        return xs_seterr(XS_EINVAL, "attention: heads %d..%d do not fit %d heads per "
+                         "destination row", a->dst_head0, a->dst_head0 + a->heads - 1, dh);
+    size_t need = (size_t)a->rows_per_rank * dh * XS_ATTN_ROW_BYTES;
     if (need > tab->bytes)
         return xs_seterr(XS_EINVAL, "attention: a rank's rows need %zu bytes, its window holds "
                          "%zu", need, tab->bytes);

@@ -76,8 +76,12 @@ typedef struct {
     int causal;             /* 1: key j visible to query i only when j <= i */
     float scale;            /* softmax scale; 0 = 1/sqrt(128) */
     int out;                /* xs_attn_out */
-    int rows_per_rank;      /* WINDOWS: rank p receives sequence rows [p*rpr, (p+1)*rpr) of all
-                               heads, as [rpr, heads, 128] at offset 0 of its window */
+    int rows_per_rank;      /* WINDOWS: rank p receives sequence rows [p*rpr, (p+1)*rpr) */
+    int dst_heads;          /* WINDOWS: heads per row at the destination, [rpr, dst_heads, 128]
+                               from offset 0 of each window; 0 = heads (one source, as with
+                               virtual peers); P*heads when P ranks each send their heads */
+    int dst_head0;          /* WINDOWS: where this rank's heads start in a destination row
+                               (rank * heads for real peers) */
     int split;              /* 0: store a tile right after its final rescale; n in 1..256:
                                spread it over n key-block iterations of the CTA's next tile */
     uint64_t signal;        /* WINDOWS, nonzero: after its last store CTA b stores this value
@@ -232,8 +236,10 @@ XS_DEV void xs_attn_store_units(const xs_attn_args &a, const xs_wintab &tab,
                 xs_devfail(a.status, XS_DEVERR_BOUNDS, (unsigned long long)grow);
                 continue;
             }
+            const int dh = a.dst_heads > 0 ? a.dst_heads : a.heads;
             dst = tab.data[p] +
-                  ((size_t)(grow - p * a.rows_per_rank) * a.heads + h) * XS_ATTN_ROW_BYTES +
+                  ((size_t)(grow - p * a.rows_per_rank) * dh + a.dst_head0 + h) *
+                      XS_ATTN_ROW_BYTES +
                   ch * 16;
         }
         xs_st16v(dst, val);

@@ -276,6 +276,54 @@ static void test_fused(const shape *s, int P, int sm_count)
     xs_win_close(ws);
 }
 
+/* As a second rank of a group that sends 2*heads per destination row: this rank's heads land
+ * at [heads, 2*heads) of each row, the other half of every row stays untouched. */
+static void test_fused_offset(const shape *s, int P)
+{
+    const int rpr = s->seq / P, H = s->heads, tiles = xs_attn_tiles(s->seq, H);
+    const size_t row = (size_t)2 * H * XS_ATTN_ROW_BYTES, shard = (size_t)rpr * row;
+    xs_win_opts wo;
+    memset(&wo, 0, sizeof wo);
+    wo.target = XS_TARGET_VIRTUAL;
+    wo.virtual_peers = P;
+    wo.bytes = shard;
+    wo.nflags = tiles;
+    xs_winset *ws = NULL;
+    xs_status st = xs_win_open(&wo, &ws);
+    XT_CHECK(st == XS_OK, "xs_win_open virtual %d: %s", P, xs_errmsg());
+    if (st != XS_OK)
+        return;
+    const xs_wintab *tab = xs_win_table(ws);
+    __nv_bfloat16 *local = run_local(s, 1, tiles, NULL, NULL);
+    xs_attn_args a = base_args(s, 1);
+    a.out = XS_ATTN_OUT_WINDOWS;
+    a.rows_per_rank = rpr;
+    a.dst_heads = 2 * H;
+    a.dst_head0 = H;
+    a.split = 5;
+    for (int r = 0; r < P; r++)
+        TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
+    TXS(xs_attn_fwd(&a, tab, tiles < 2 ? 1 : 2, 0));
+    TCU(cudaDeviceSynchronize());
+    unsigned char *got = (unsigned char *)malloc(shard);
+    size_t ours_bad = 0, other_bad = 0, half = (size_t)H * XS_ATTN_ROW_BYTES;
+    for (int p = 0; p < P; p++) {
+        TCU(cudaMemcpy(got, tab->data[p], shard, cudaMemcpyDefault));
+        for (int i = 0; i < rpr; i++) {
+            const unsigned char *want = (const unsigned char *)local + (size_t)(p * rpr + i) * half;
+            ours_bad += memcmp(got + i * row + half, want, half) != 0;
+            for (size_t b = 0; b < half; b++)
+                other_bad += got[i * row + b] != 0xff;
+        }
+    }
+    XT_CHECK(ours_bad == 0, "head offset: %zu rows differ at their destinations", ours_bad);
+    XT_CHECK(other_bad == 0, "head offset: %zu bytes of other ranks' heads overwritten",
+             other_bad);
+    free(got);
+    free(local);
+    xs_win_close(ws);
+}
+
 /* The benchmark's fp32 reference rows agree with the fp64 CPU reference. */
 static void test_ref_rows(const shape *s)
 {
@@ -387,6 +435,10 @@ static void test_bad_input(const shape *s)
     tab.bytes = 16;
     XT_CHECK(xs_attn_fwd(&a, &tab, 1, 0) == XS_EINVAL, "too small a window accepted");
     tab.bytes = (size_t)s->seq * s->heads * XS_ATTN_ROW_BYTES;
+    a.dst_heads = s->heads;
+    a.dst_head0 = 1; /* this rank's heads would run past the destination row */
+    XT_CHECK(xs_attn_fwd(&a, &tab, 1, 0) == XS_EINVAL, "heads past the destination accepted");
+    a.dst_heads = 0, a.dst_head0 = 0;
     a.signal = 1; /* no flags in the table */
     XT_CHECK(xs_attn_fwd(&a, &tab, 1, 0) == XS_EINVAL, "signal without flags accepted");
     XT_CHECK(cudaGetLastError() == cudaSuccess, "a rejected launch left a CUDA error");
@@ -418,8 +470,10 @@ int main(int argc, char **argv)
             test_ref_rows(&s);
             test_bad_input(&s);
         }
-        if (s.seq == 200)
+        if (s.seq == 200) {
             test_fused(&s, 4, gi.sm_count);  /* 50 rows per rank: tiles straddle ranks */
+            test_fused_offset(&s, 2);
+        }
         if (s.seq == 129)
             test_fused(&s, 3, gi.sm_count);  /* 43 rows per rank, a one-row last tile */
         shape_free(&s);
