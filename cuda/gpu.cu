@@ -1,0 +1,400 @@
+/*
+ * gpu.cu - GPU discovery, the report header (text and JSON), and cuBLAS loaded at run time.
+ *
+ * The tool links the CUDA runtime statically and must start (and run its CPU subcommands) on a
+ * machine with no driver: nothing here touches CUDA before a function is called, and cuBLAS is
+ * found with dlopen only when a benchmark asks for it.
+ */
+#include <dlfcn.h>
+#include <glob.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "xstage_cuda.h"
+#include "xstage_exchange.h"
+#include "xstage_launch.h"
+
+/* ---- discovery ---------------------------------------------------------------------------- */
+
+extern "C" xs_status xs_gpu_count(int *n)
+{
+    *n = 0;
+    cudaError_t e = cudaGetDeviceCount(n);
+    if (e != cudaSuccess) {
+        *n = 0;
+        return xs_seterr(XS_ECUDA, "no CUDA GPU: cudaGetDeviceCount: %s", cudaGetErrorString(e));
+    }
+    return XS_OK;
+}
+
+extern "C" xs_status xs_gpu_open(int device, xs_gpu_info *info)
+{
+    memset(info, 0, sizeof *info);
+    int n = 0;
+    XS_TRY(xs_gpu_count(&n));
+    if (n == 0) {
+        const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+        return xs_seterr(XS_ECUDA, "no CUDA GPU: no device is visible%s%s%s", vis ? " (CUDA_"
+                         "VISIBLE_DEVICES='" : "", vis ? vis : "", vis ? "')" : "");
+    }
+    device = xs_rank_device(device); /* a launched rank uses the GPU the launcher gave it */
+    if (device < 0 || device >= n)
+        return xs_seterr(XS_ECUDA, "GPU %d does not exist: %d GPU%s visible (ordinals 0..%d)",
+                         device, n, n == 1 ? " is" : "s are", n - 1);
+    XS_CU(cudaSetDevice(device));
+    cudaDeviceProp p;
+    XS_CU(cudaGetDeviceProperties(&p, device));
+    info->device = device;
+    snprintf(info->name, sizeof info->name, "%s", p.name);
+    info->sm_count = p.multiProcessorCount;
+    XS_CU(cudaDeviceGetAttribute(&info->sm_clock_khz, cudaDevAttrClockRate, device));
+    XS_CU(cudaDeviceGetAttribute(&info->mem_clock_khz, cudaDevAttrMemoryClockRate, device));
+    info->l2_bytes = (size_t)p.l2CacheSize;
+    info->mem_bytes = p.totalGlobalMem;
+    info->smem_per_sm = p.sharedMemPerMultiprocessor;
+    info->smem_optin = p.sharedMemPerBlockOptin;
+    XS_CU(cudaDriverGetVersion(&info->driver_version));
+    XS_CU(cudaRuntimeGetVersion(&info->runtime_version));
+    info->nccl_version = xs_nccl_loaded_version();
+    if (cudaDeviceGetPCIBusId(info->pci_bus, (int)sizeof info->pci_bus, device) != cudaSuccess)
+        snprintf(info->pci_bus, sizeof info->pci_bus, "?");
+    return XS_OK;
+}
+
+/* ---- report header ------------------------------------------------------------------------ */
+
+/* The kernel module's version ("580.95.05") from /proc, or "" when it cannot be read. */
+static void driver_release(char *out, size_t cap)
+{
+    out[0] = 0;
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (!f)
+        return;
+    char line[512];
+    if (fgets(line, sizeof line, f)) {
+        /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Thu ..." */
+        const char *k = strstr(line, "Kernel Module");
+        if (k) {
+            k += strlen("Kernel Module");
+            while (*k == ' ')
+                k++;
+            size_t n = 0;
+            while (k[n] && k[n] != ' ' && k[n] != '\n' && n + 1 < cap)
+                n++;
+            memcpy(out, k, n);
+            out[n] = 0;
+        }
+    }
+    fclose(f);
+}
+
+static void iso_date(char *out, size_t cap)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int plain_arg(const char *a)
+{
+    if (!*a)
+        return 0;
+    for (; *a; a++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,+-@%", *a))
+            return 0;
+    return 1;
+}
+
+/* The command line as a shell would need it typed (quoted where needed). */
+static void print_command(FILE *f, int argc, char **argv)
+{
+    for (int i = 0; i < argc && argv && argv[i]; i++) {
+        if (i)
+            fputc(' ', f);
+        if (plain_arg(argv[i])) {
+            fputs(argv[i], f);
+            continue;
+        }
+        fputc('\'', f);
+        for (const char *c = argv[i]; *c; c++) {
+            if (*c == '\'')
+                fputs("'\\''", f);
+            else
+                fputc(*c, f);
+        }
+        fputc('\'', f);
+    }
+}
+
+static int nccl_version_now(const xs_gpu_info *info)
+{
+    int v = xs_nccl_loaded_version();
+    return v ? v : info->nccl_version;
+}
+
+extern "C" void xs_gpu_report_header(FILE *f, const xs_gpu_info *info, int argc, char **argv)
+{
+    char drv[64], date[40], host[128] = "?";
+    driver_release(drv, sizeof drv);
+    iso_date(date, sizeof date);
+    gethostname(host, sizeof host - 1);
+    fprintf(f, "# device %d: %s (PCI %s), %d SMs, SM clock %d MHz, memory clock %d MHz\n",
+            info->device, info->name, info->pci_bus, info->sm_count, info->sm_clock_khz / 1000,
+            info->mem_clock_khz / 1000);
+    fprintf(f, "# L2 %.1f MiB, memory %.1f GiB, shared memory %zu KiB per SM (%zu KiB per block "
+            "opt-in)\n", info->l2_bytes / 1048576.0, info->mem_bytes / 1073741824.0,
+            info->smem_per_sm / 1024, info->smem_optin / 1024);
+    fprintf(f, "# driver %s%sCUDA %d.%d, CUDA runtime %d.%d", drv, drv[0] ? " for " : "",
+            info->driver_version / 1000, info->driver_version % 1000 / 10,
+            info->runtime_version / 1000, info->runtime_version % 1000 / 10);
+    int nv = nccl_version_now(info);
+    if (nv)
+        fprintf(f, ", NCCL %d.%d.%d (%s)", nv / 10000, nv / 100 % 100, nv % 100,
+                xs_nccl_lib_path());
+    else
+        fprintf(f, ", NCCL not loaded");
+    fprintf(f, "\n# host %s, date %s\n# command: ", host, date);
+    print_command(f, argc, argv);
+    fputc('\n', f);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+extern "C" void xs_gpu_json_fields(FILE *f, const xs_gpu_info *info, int argc, char **argv)
+{
+    char drv[64], date[40], host[128] = "?";
+    driver_release(drv, sizeof drv);
+    iso_date(date, sizeof date);
+    gethostname(host, sizeof host - 1);
+    fputs("\"device\": ", f);
+    json_str(f, info->name);
+    fprintf(f, ", \"device_ordinal\": %d, \"pci_bus\": ", info->device);
+    json_str(f, info->pci_bus);
+    fprintf(f, ", \"sm_count\": %d, \"sm_clock_mhz\": %d, \"mem_clock_mhz\": %d, "
+            "\"l2_bytes\": %zu, \"mem_bytes\": %zu, \"smem_per_sm\": %zu, \"smem_optin\": %zu, "
+            "\"driver_version\": %d, \"driver_release\": ", info->sm_count,
+            info->sm_clock_khz / 1000, info->mem_clock_khz / 1000, info->l2_bytes,
+            info->mem_bytes, info->smem_per_sm, info->smem_optin, info->driver_version);
+    json_str(f, drv);
+    fprintf(f, ", \"runtime_version\": %d, \"nccl_version\": %d, \"host\": ",
+            info->runtime_version, nccl_version_now(info));
+    json_str(f, host);
+    fputs(", \"date\": ", f);
+    json_str(f, date);
+    /* the command as one string, quoted the way the text header prints it */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (m) {
+        print_command(m, argc, argv);
+        fclose(m);
+    }
+    fputs(", \"command\": ", f);
+    json_str(f, buf ? buf : "");
+    free(buf);
+}
+
+/* ---- cuBLAS, loaded at run time ------------------------------------------------------------ */
+
+typedef cublasStatus_t (*fn_create)(cublasHandle_t *);
+typedef cublasStatus_t (*fn_destroy)(cublasHandle_t);
+typedef cublasStatus_t (*fn_set_stream)(cublasHandle_t, cudaStream_t);
+typedef const char *(*fn_status_string)(cublasStatus_t);
+typedef cublasStatus_t (*fn_gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
+                                     int, int, const void *, const void *, cudaDataType, int,
+                                     const void *, cudaDataType, int, const void *, void *,
+                                     cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+typedef cublasStatus_t (*fn_gemm_sb)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
+                                     int, int, const void *, const void *, cudaDataType, int,
+                                     long long, const void *, cudaDataType, int, long long,
+                                     const void *, void *, cudaDataType, int, long long, int,
+                                     cublasComputeType_t, cublasGemmAlgo_t);
+
+static struct {
+    void *lib;
+    char path[512];
+    fn_create create;
+    fn_destroy destroy;
+    fn_set_stream set_stream;
+    fn_status_string status_string;
+    fn_gemm_ex gemm;
+    fn_gemm_sb gemm_sb;
+} cub;
+
+struct xs_cublas {
+    cublasHandle_t h;
+};
+
+/* Try one candidate; on failure keep dlerror's text in err. */
+static void *try_open(const char *path, char *err, size_t cap)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(err, cap, "%s", e ? e : path);
+    }
+    return h;
+}
+
+static xs_status cublas_load(void)
+{
+    if (cub.lib)
+        return XS_OK;
+    char err[512] = "", tried[1024] = "";
+    void *h = NULL;
+    const char *env = getenv("XS_CUBLAS_LIB");
+    if (env && *env) {
+        h = try_open(env, err, sizeof err);
+        if (!h)
+            return xs_seterr(XS_EUNSUPPORTED, "cuBLAS cannot be loaded from XS_CUBLAS_LIB=%s: %s",
+                             env, err);
+        snprintf(cub.path, sizeof cub.path, "%s", env);
+    } else {
+        const char *names[] = {"libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.13",
+                               "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so.12"};
+        for (size_t i = 0; !h && i < sizeof names / sizeof names[0]; i++)
+            if ((h = try_open(names[i], err, sizeof err)))
+                snprintf(cub.path, sizeof cub.path, "%s", names[i]);
+        /* the pip wheels next to PyTorch: nvidia-cublas (cu13 layout) and nvidia-cublas-cu12 */
+        const char *globs[] = {
+            "/opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib/libcublas.so.13",
+            "/opt/torch/.venv/lib/python3*/site-packages/nvidia/cublas/lib/libcublas.so.1[23]",
+        };
+        for (size_t i = 0; !h && i < sizeof globs / sizeof globs[0]; i++) {
+            glob_t g;
+            if (glob(globs[i], 0, NULL, &g) == 0) {
+                for (size_t j = 0; !h && j < g.gl_pathc; j++)
+                    if ((h = try_open(g.gl_pathv[j], err, sizeof err)))
+                        snprintf(cub.path, sizeof cub.path, "%s", g.gl_pathv[j]);
+            }
+            globfree(&g);
+        }
+        snprintf(tried, sizeof tried, "libcublas.so.13, libcublas.so.12, /usr/local/cuda/lib64 "
+                 "and the pip wheels under /opt/torch/.venv");
+        if (!h)
+            return xs_seterr(XS_EUNSUPPORTED, "cuBLAS not found (tried %s; set XS_CUBLAS_LIB): "
+                             "%s", tried, err);
+    }
+    cub.create = (fn_create)dlsym(h, "cublasCreate_v2");
+    cub.destroy = (fn_destroy)dlsym(h, "cublasDestroy_v2");
+    cub.set_stream = (fn_set_stream)dlsym(h, "cublasSetStream_v2");
+    cub.status_string = (fn_status_string)dlsym(h, "cublasGetStatusString");
+    cub.gemm = (fn_gemm_ex)dlsym(h, "cublasGemmEx");
+    cub.gemm_sb = (fn_gemm_sb)dlsym(h, "cublasGemmStridedBatchedEx");
+    if (!cub.create || !cub.destroy || !cub.set_stream || !cub.gemm || !cub.gemm_sb) {
+        char path[512];
+        snprintf(path, sizeof path, "%s", cub.path);
+        dlclose(h);
+        memset(&cub, 0, sizeof cub);
+        return xs_seterr(XS_EUNSUPPORTED, "%s lacks cublasGemmEx/cublasGemmStridedBatchedEx "
+                         "(cuBLAS 12 or newer is needed)", path);
+    }
+    cub.lib = h;
+    return XS_OK;
+}
+
+static const char *cublas_str(cublasStatus_t s)
+{
+    if (cub.status_string)
+        return cub.status_string(s);
+    static char buf[32];
+    snprintf(buf, sizeof buf, "cuBLAS status %d", (int)s);
+    return buf;
+}
+
+extern "C" xs_status xs_cublas_open(xs_cublas **out)
+{
+    *out = NULL;
+    XS_TRY(cublas_load());
+    xs_cublas *c = (xs_cublas *)calloc(1, sizeof *c);
+    if (!c)
+        return xs_seterr(XS_ENOMEM, "out of host memory");
+    cublasStatus_t s = cub.create(&c->h);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        free(c);
+        return xs_seterr(XS_ECUDA, "cublasCreate (%s): %s", cub.path, cublas_str(s));
+    }
+    *out = c;
+    return XS_OK;
+}
+
+extern "C" void xs_cublas_close(xs_cublas *h)
+{
+    if (!h)
+        return;
+    if (h->h && cub.destroy)
+        cub.destroy(h->h);
+    free(h);
+}
+
+/* Row-major C[m,n] = A[m,k] B is column-major C^T[n,m] = B^T A^T: swap the operands and the
+ * m/n roles. B row-major [k,n] is column-major [n,k] with ld n (no transpose); B given as [n,k]
+ * (b_trans) is column-major [k,n] with ld k, transposed. */
+static xs_status gemm_check(int m, int n, int k, const void *a, const void *b, const void *c,
+                            int batch)
+{
+    if (m <= 0 || n <= 0 || k <= 0 || batch <= 0)
+        return xs_seterr(XS_EINVAL, "GEMM m=%d n=%d k=%d batch=%d: every size must be positive",
+                         m, n, k, batch);
+    if (!a || !b || !c)
+        return xs_seterr(XS_EINVAL, "GEMM m=%d n=%d k=%d: null operand", m, n, k);
+    return XS_OK;
+}
+
+extern "C" xs_status xs_cublas_gemm_bf16(xs_cublas *h, void *stream, int m, int n, int k,
+                                         const void *a, const void *b, int b_trans, void *c,
+                                         int c_f32)
+{
+    XS_TRY(gemm_check(m, n, k, a, b, c, 1));
+    const float alpha = 1.0f, beta = 0.0f;
+    cublasStatus_t s = cub.set_stream(h->h, (cudaStream_t)stream);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cub.gemm(h->h, b_trans ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b,
+                     CUDA_R_16BF, b_trans ? k : n, a, CUDA_R_16BF, k, &beta, c,
+                     c_f32 ? CUDA_R_32F : CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return xs_seterr(XS_ECUDA, "cublasGemmEx(m=%d, n=%d, k=%d, bf16 -> %s): %s", m, n, k,
+                         c_f32 ? "fp32" : "bf16", cublas_str(s));
+    return XS_OK;
+}
+
+extern "C" xs_status xs_cublas_gemm_bf16_batched(xs_cublas *h, void *stream, int m, int n, int k,
+                                                 const void *a, long long stride_a,
+                                                 const void *b, long long stride_b, int b_trans,
+                                                 void *c, long long stride_c, int c_f32,
+                                                 int batch)
+{
+    XS_TRY(gemm_check(m, n, k, a, b, c, batch));
+    const float alpha = 1.0f, beta = 0.0f;
+    cublasStatus_t s = cub.set_stream(h->h, (cudaStream_t)stream);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cub.gemm_sb(h->h, b_trans ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
+                        b, CUDA_R_16BF, b_trans ? k : n, stride_b, a, CUDA_R_16BF, k, stride_a,
+                        &beta, c, c_f32 ? CUDA_R_32F : CUDA_R_16BF, n, stride_c, batch,
+                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return xs_seterr(XS_ECUDA, "cublasGemmStridedBatchedEx(m=%d, n=%d, k=%d, batch=%d, bf16 "
+                         "-> %s): %s", m, n, k, batch, c_f32 ? "fp32" : "bf16", cublas_str(s));
+    return XS_OK;
+}
