@@ -552,8 +552,8 @@ int xs_moe_default_lead(const xs_moe *m)
 
 int xs_moe_default_wave(const xs_moe *m)
 {
-    /* fewest leading experts whose Linear-1 tiles fill the machine once (per-expert sizes vary
-     * with skewed routing; this counts from expert 0, as the wave builder does) */
+    /* experts in the first wave of the default rule (waves grow expert by expert until they
+     * hold at least one machine-wide round of Linear-1 tiles) */
     int tiles = 0, e = 0;
     while (e < m->E && tiles < m->grid) {
         tiles += (m->expert_rows[e] + XS_MOE_BM - 1) / XS_MOE_BM * m->l1_per_rb;
@@ -585,12 +585,22 @@ xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p)
     int2 *t = tl->host;
     int q = 0;
     if (p->kind == XS_MOE_WAVE) {
-        /* waves of consecutive experts: all Linear-1 tiles of the wave, then its Linear-2 */
-        const int we = p->wave_experts ? p->wave_experts : xs_moe_default_wave(m);
-        int b0 = 0;
-        for (int e0 = 0; e0 < m->E; e0 += we) {
+        /* waves of consecutive experts: all Linear-1 tiles of the wave, then its Linear-2.
+         * wave_experts = 0: a wave grows expert by expert until it holds >= grid Linear-1
+         * tiles (one machine-wide round), so skewed routing gives waves of equal work */
+        int b0 = 0, e0 = 0;
+        while (e0 < m->E) {
+            int e1 = e0, tiles = 0;
+            if (p->wave_experts) {
+                e1 = e0 + p->wave_experts < m->E ? e0 + p->wave_experts : m->E;
+            } else {
+                while (e1 < m->E && tiles < m->grid) {
+                    tiles += (m->expert_rows[e1] + XS_MOE_BM - 1) / XS_MOE_BM * m->l1_per_rb;
+                    e1++;
+                }
+            }
             int b1 = b0;
-            while (b1 < m->nrb && m->rb[b1].x < e0 + we)
+            while (b1 < m->nrb && m->rb[b1].x < e1)
                 b1++;
             for (int b = b0; b < b1; b++)
                 for (int nb = 0; nb < m->l1_per_rb; nb++)
@@ -599,6 +609,7 @@ xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p)
                 for (int nb = 0; nb < m->l2_per_rb; nb++)
                     t[q++] = xs_task(2, b, nb);
             b0 = b1;
+            e0 = e1;
         }
     } else {
         /* proportional merge of the Linear-1 and Linear-2 sequences (row-block order) with the
@@ -1617,7 +1628,14 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_costs *wc,
     int k = m->grid < n2 ? m->grid : (n2 ? n2 : 1);
     xs_bg bg;
     xs_bg_eval(p, k, mean_rem, wc->c2_ns, &bg);
-    out->criterion_ok = mean_rem <= 0 || bg.no_backpressure;
+    /* rate: every CTA injects one tile burst per (T_iss0 + G). capacity: in a persistent grid the
+     * CTAs' Linear-2 epilogues are staggered, so about K * T_iss0 / (T_iss0 + G) of them burst at
+     * once (at least one) - the synchronised form would fail for every 64 KB tile burst */
+    double keff = k * bg.t_iss0_ns / (bg.t_iss0_ns + wc->c2_ns);
+    if (keff < 1)
+        keff = 1;
+    const int cap_ok = keff * mean_rem - p->drain_bytes_per_ns * bg.t_iss0_ns <= xs_capacity(p, k);
+    out->criterion_ok = mean_rem <= 0 || (bg.rate_ok && cap_ok);
 
     xs_moe_plan wave = {XS_MOE_WAVE, 0, 0};
     XS_TRY(xs_moe_set_plan(m, scratch, &wave));
@@ -1640,7 +1658,8 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_costs *wc,
     out->inter_ns = best;
     if (out->criterion_ok) {
         snprintf(out->how, sizeof out->how, "piggyback: the wave order's Linear-2 bursts (K=%d, "
-                 "%.0f B, gap %.0f ns) meet the criterion; keep wave", k, mean_rem, wc->c2_ns);
+                 "%.0f B, gap %.0f ns: %.1f B/ns <= R %.1f) meet the criterion; keep wave", k,
+                 mean_rem, wc->c2_ns, bg.injection_bytes_per_ns, p->drain_bytes_per_ns);
     } else if (best < out->wave_ns * 0.97) {
         out->plan.kind = XS_MOE_INTERLEAVED;
         out->plan.lead = best_lead;

@@ -90,7 +90,8 @@ void xs_moe_get_info(const xs_moe *m, xs_moe_info *info);
 typedef struct {
     xs_moe_sched kind;  /* XS_MOE_WAVE or XS_MOE_INTERLEAVED */
     int lead;           /* interleaved: minimum row-block lead D of Linear-1 over Linear-2 */
-    int wave_experts;   /* wave: experts per wave; 0 = fewest experts with >= grid L1 tiles */
+    int wave_experts;   /* wave: experts per wave; 0 = each wave grows expert by expert until
+                         * it holds >= grid Linear-1 tiles (equal work under skew) */
 } xs_moe_plan;
 
 #define XS_MOE_SLOTS 4
@@ -99,7 +100,7 @@ xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p);
 /* The default lead: ceil(grid / l1_per_rb) + 1 row blocks (one machine-wide round of Linear-1
  * tiles between a row block's last Linear-1 tile and its first Linear-2 tile). */
 int xs_moe_default_lead(const xs_moe *m);
-int xs_moe_default_wave(const xs_moe *m); /* experts per wave for wave_experts = 0 */
+int xs_moe_default_wave(const xs_moe *m); /* experts in the first wave for wave_experts = 0 */
 
 /* ---- windows -------------------------------------------------------------------------------- */
 
@@ -191,7 +192,9 @@ xs_status xs_moe_predict(xs_moe *m, int slot, const xs_profile *p, const xs_moe_
 
 typedef struct {
     xs_moe_plan plan;      /* the decision (wave or interleaved with lead) */
-    int criterion_ok;      /* the wave order meets the no-backpressure criterion (xs_bg_eval) */
+    int criterion_ok;      /* the wave order's Linear-2 bursts meet the no-backpressure criterion:
+                            * K * B / (T_iss0 + G) <= R and, with K * T_iss0 / (T_iss0 + G)
+                            * staggered producers bursting at once, the capacity part */
     double wave_ns;        /* predicted */
     double inter_ns;       /* predicted, best lead */
     char how[200];         /* one line: why */

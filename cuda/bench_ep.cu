@@ -1,0 +1,748 @@
+/*
+ * bench_ep.cu - `xstage bench ep`: the fused MoE (expert parallelism) sweep on one GPU with
+ * virtual peers: rank 0's window in HBM, ranks 1..N-1 in pinned host memory over PCIe.
+ *
+ * For every configuration x routing x token count x peer count, with the same inputs:
+ *   unfused      gather, cuBLAS GEMM per expert, SwiGLU, cuBLAS GEMM per expert, scale, one
+ *                cudaMemcpyAsync per rank into its window (the same link);
+ *   wave         the fused kernel, expert-wave task order (the published baseline);
+ *   interleaved  the fused kernel, Linear-1 tiles of later row blocks between Linear-2 bursts
+ *                with a minimum row lead D;
+ *   auto         the fused kernel in the order the model picks (docs/EP.md);
+ *   local        the fused kernel with every window in HBM (the control; its traces give the
+ *                compute costs the auto rule and bound_us use).
+ * Runs are interleaved round-robin over the iterations so that drift hits every variant alike;
+ * before each run the windows are poisoned (bf16 NaN) and L2 is overwritten. Every variant's
+ * last run is verified row by row at the destination against an fp32 reference (the unfused
+ * path with fp32 GEMM outputs). docs/EP.md defines every column.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "moe.h"
+#include "xstage.h"
+#include "xstage_cli.h"
+#include "xstage_cmd.h"
+#include "xstage_cuda.h"
+#include "xstage_win.h"
+
+#define EP_MAX_LIST 16
+#define EP_MAX_ROWS 1024
+
+enum { EP_UNFUSED, EP_WAVE, EP_INTER, EP_AUTO, EP_NVAR };
+static const char *const ep_var_name[EP_NVAR] = {"unfused", "wave", "interleaved", "auto"};
+
+typedef struct {
+    const xs_moe_config *configs[EP_MAX_LIST];
+    int nconfigs;
+    int tokens[EP_MAX_LIST];
+    int ntokens; /* 0: each configuration's defaults */
+    int peers[EP_MAX_LIST];
+    int npeers;
+    xs_moe_routing routings[2];
+    int nroutings;
+    int run[EP_NVAR];
+    int iters, warmup, device, quick, lead, wave_experts;
+    unsigned int seed;
+    double timeout_ms;
+    const char *csv, *tiles;
+    xs_profile_args pa;
+} ep_opts;
+
+typedef struct {
+    double med, p10, p90; /* us */
+} ep_time;
+
+typedef struct {
+    const char *config;
+    const char *routing;
+    int tokens, peers, rows, lead, auto_lead, criterion_ok, verified;
+    const char *auto_choice;
+    ep_time t[EP_NVAR];
+    ep_time local, local_inter;
+    double bound_us, compute_us, drain_us, cublas_gemm_us, gemm_eff;
+    double pred_wave_us, pred_inter_us, remote_mb, max_rel_err;
+    xs_moe_stall stall_wave, stall_inter, stall_auto;
+    double local_span_us; /* local control: Linear-2 store span, median */
+    char how[200];
+} ep_row;
+
+static void ep_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: xstage bench ep [options]\n"
+            "  fused MoE: dispatch -> Linear-1 -> SwiGLU -> Linear-2 -> combine to virtual peers\n"
+            "  -c, --config NAME[,NAME]|all  configurations (default all):");
+    for (int i = 0; i < xs_moe_nconfigs; i++)
+        fprintf(f, "%s%s", i % 4 ? " " : "\n                                  ",
+                xs_moe_configs[i].name);
+    fprintf(f,
+            "\n"
+            "  -t, --tokens LIST            token counts (default: 3 per configuration)\n"
+            "  -p, --peers LIST             destinations incl. the local rank (default 4)\n"
+            "  -r, --routing balanced|zipf|all   (default all)\n"
+            "      --schedule wave|interleaved|auto|all  fused schedules to run (default all)\n"
+            "  -n, --iters N                timed runs per variant (default 5)\n"
+            "  -w, --warmup N               warm-up runs per variant (default 1)\n"
+            "      --lead D                 interleaved row-block lead (default: model rule)\n"
+            "      --wave-experts W         experts per wave (default: waves of >= 1 round)\n"
+            "      --csv FILE               one row per point (docs/EP.md columns)\n"
+            "      --tiles FILE             one row per tile of every verified run\n"
+            "      --profile FILE, --set NAME=VALUE   X-Stage profile (default: embedded)\n"
+            "      --seed S                 inputs and routing (default 1)\n"
+            "      --timeout-ms MS          bound of every in-kernel wait (default 2000)\n"
+            "  -d, --device N               CUDA device (default 0)\n"
+            "      --quick                  2 configurations, 3 token counts, 3 iterations\n");
+}
+
+/* comma list of positive integers */
+static int ep_parse_list(const char *opt, const char *s, long lo, long hi, int *out, int *n)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        long v;
+        if (*n >= EP_MAX_LIST)
+            return xs_cli_failf("%s: at most %d values", opt, EP_MAX_LIST);
+        if (xs_parse_int(opt, tok, lo, hi, &v) != XS_OK)
+            return xs_cli_fail();
+        out[(*n)++] = (int)v;
+    }
+    if (!*n)
+        return xs_cli_failf("%s: empty list", opt);
+    return 0;
+}
+
+static int ep_parse(int argc, char **argv, ep_opts *o)
+{
+    enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_TIMEOUT };
+    static const struct option lo[] = {
+        {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
+        {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
+        {"schedule", required_argument, 0, XS_OPT_SCHEDULE},
+        {"iters", required_argument, 0, 'n'},    {"warmup", required_argument, 0, 'w'},
+        {"csv", required_argument, 0, XS_OPT_CSV},
+        {"tiles", required_argument, 0, O_TILES},
+        {"profile", required_argument, 0, XS_OPT_PROFILE},
+        {"set", required_argument, 0, XS_OPT_SET},
+        {"seed", required_argument, 0, XS_OPT_SEED},
+        {"lead", required_argument, 0, O_LEAD},
+        {"wave-experts", required_argument, 0, O_WAVE},
+        {"timeout-ms", required_argument, 0, O_TIMEOUT},
+        {"device", required_argument, 0, 'd'},   {"quick", no_argument, 0, XS_OPT_QUICK},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+    memset(o, 0, sizeof *o);
+    o->iters = 5;
+    o->warmup = 1;
+    o->seed = 1;
+    o->lead = -1;
+    o->timeout_ms = 2000;
+    o->peers[0] = 4;
+    o->npeers = 1;
+    o->routings[0] = XS_ROUTE_BALANCED;
+    o->routings[1] = XS_ROUTE_ZIPF;
+    o->nroutings = 2;
+    for (int v = 0; v < EP_NVAR; v++)
+        o->run[v] = 1;
+    const char *cfg_arg = "all";
+    int iters_set = 0;
+    int c;
+    long v;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:t:p:r:n:w:d:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            cfg_arg = optarg;
+            break;
+        case 't':
+            if (ep_parse_list("--tokens", optarg, 1, 1 << 20, o->tokens, &o->ntokens))
+                return 1;
+            break;
+        case 'p':
+            if (ep_parse_list("--peers", optarg, 1, XS_MAX_RANKS, o->peers, &o->npeers))
+                return 1;
+            break;
+        case 'r':
+            if (!strcmp(optarg, "balanced")) {
+                o->routings[0] = XS_ROUTE_BALANCED;
+                o->nroutings = 1;
+            } else if (!strcmp(optarg, "zipf")) {
+                o->routings[0] = XS_ROUTE_ZIPF;
+                o->nroutings = 1;
+            } else if (strcmp(optarg, "all")) {
+                return xs_cli_failf("--routing '%s': balanced, zipf or all", optarg);
+            }
+            break;
+        case XS_OPT_SCHEDULE:
+            if (!strcmp(optarg, "all"))
+                break;
+            o->run[EP_WAVE] = !strcmp(optarg, "wave");
+            o->run[EP_INTER] = !strcmp(optarg, "interleaved");
+            o->run[EP_AUTO] = !strcmp(optarg, "auto");
+            if (!o->run[EP_WAVE] && !o->run[EP_INTER] && !o->run[EP_AUTO])
+                return xs_cli_failf("--schedule '%s': wave, interleaved, auto or all", optarg);
+            o->run[EP_WAVE] = 1; /* wave is the baseline every ratio divides */
+            break;
+        case 'n':
+            if (xs_parse_int("--iters", optarg, 1, 1000, &v) != XS_OK)
+                return xs_cli_fail();
+            o->iters = (int)v;
+            iters_set = 1;
+            break;
+        case 'w':
+            if (xs_parse_int("--warmup", optarg, 0, 100, &v) != XS_OK)
+                return xs_cli_fail();
+            o->warmup = (int)v;
+            break;
+        case 'd':
+            if (xs_parse_int("--device", optarg, 0, 1023, &v) != XS_OK)
+                return xs_cli_fail();
+            o->device = (int)v;
+            break;
+        case XS_OPT_CSV:
+            o->csv = optarg;
+            break;
+        case O_TILES:
+            o->tiles = optarg;
+            break;
+        case XS_OPT_PROFILE:
+            o->pa.file = optarg;
+            break;
+        case XS_OPT_SET:
+            if (xs_profile_args_add_set(&o->pa, optarg) != XS_OK)
+                return xs_cli_fail();
+            break;
+        case XS_OPT_SEED:
+            if (xs_parse_int("--seed", optarg, 0, 4294967295L, &v) != XS_OK)
+                return xs_cli_fail();
+            o->seed = (unsigned int)v;
+            break;
+        case O_LEAD:
+            if (xs_parse_int("--lead", optarg, 0, 1 << 20, &v) != XS_OK)
+                return xs_cli_fail();
+            o->lead = (int)v;
+            break;
+        case O_WAVE:
+            if (xs_parse_int("--wave-experts", optarg, 1, 4096, &v) != XS_OK)
+                return xs_cli_fail();
+            o->wave_experts = (int)v;
+            break;
+        case O_TIMEOUT:
+            if (xs_parse_double("--timeout-ms", optarg, 1, 600000, &o->timeout_ms) != XS_OK)
+                return xs_cli_fail();
+            break;
+        case XS_OPT_QUICK:
+            o->quick = 1;
+            break;
+        case 'h':
+            ep_usage(stdout);
+            return -1;
+        default:
+            ep_usage(stderr);
+            return 1;
+        }
+    }
+    if (optind < argc)
+        return xs_cli_failf("bench ep: unexpected argument '%s'", argv[optind]);
+    if (o->quick && !iters_set)
+        o->iters = 3;
+    if (!strcmp(cfg_arg, "all")) {
+        if (o->quick) {
+            o->configs[o->nconfigs++] = xs_moe_config_find("olmoe-1b-7b");
+            o->configs[o->nconfigs++] = xs_moe_config_find("mixtral-8x7b");
+        } else {
+            for (int i = 0; i < xs_moe_nconfigs && i < EP_MAX_LIST; i++)
+                o->configs[o->nconfigs++] = &xs_moe_configs[i];
+        }
+    } else {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", cfg_arg);
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+             tok = strtok_r(NULL, ",", &save)) {
+            const xs_moe_config *cf = xs_moe_config_find(tok);
+            if (!cf)
+                return xs_cli_failf("--config '%s': unknown (xstage bench ep --help lists them)",
+                                    tok);
+            if (o->nconfigs >= EP_MAX_LIST)
+                return xs_cli_failf("--config: at most %d configurations", EP_MAX_LIST);
+            o->configs[o->nconfigs++] = cf;
+        }
+    }
+    return 0;
+}
+
+/* ---- one point ------------------------------------------------------------------------------ */
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static ep_time ep_stats(const double *v, int n)
+{
+    ep_time t = {NAN, NAN, NAN};
+    if (n <= 0)
+        return t;
+    double s[1024];
+    int k = n < 1024 ? n : 1024;
+    memcpy(s, v, sizeof(double) * (size_t)k);
+    qsort(s, (size_t)k, sizeof(double), cmp_d);
+    t.med = k % 2 ? s[k / 2] : 0.5 * (s[k / 2 - 1] + s[k / 2]);
+    t.p10 = s[(int)floor(0.1 * (k - 1))];
+    t.p90 = s[(int)ceil(0.9 * (k - 1))];
+    return t;
+}
+
+static void ep_tiles_out(FILE *f, const ep_row *r, const char *sched, xs_moe *m,
+                         const xs_profile *p, int grid)
+{
+    const xs_moe_tile *t;
+    int n;
+    xs_moe_trace(m, &t, &n);
+    double *pred = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    xs_moe_stall s;
+    if (!pred || xs_moe_stall_predict(t, n, p, grid, &s, pred) != XS_OK) {
+        free(pred);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        double t0 = p->issue_overhead_ns + t[i].total_bytes / p->issue_bytes_per_ns;
+        double span = t[i].st1_ns - t[i].st0_ns;
+        fprintf(f, "%s,%s,%d,%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,"
+                   "%.0f,%.0f,%.0f\n",
+                r->config, r->routing, r->tokens, r->peers, sched, i, t[i].kind, t[i].rb,
+                t[i].nb, t[i].cta, t[i].smid, t[i].remote_bytes, t[i].total_bytes, t[i].fetch_ns,
+                t[i].mma0_ns, t[i].mma1_ns, t[i].st0_ns, t[i].st1_ns, span, pred[i], t0,
+                t[i].kind == 2 ? span - t0 : NAN, isnan(pred[i]) ? NAN : pred[i] - t0);
+    }
+    free(pred);
+}
+
+/* One verified run of a variant; returns XS_OK and sets *us (and *gemm_us for unfused). */
+static xs_status ep_run(xs_moe *m, xs_cublas *cb, int var, int slot, const xs_wintab *tab,
+                        const xs_moe_run_opts *ro, double *us, double *gemm_us)
+{
+    XS_TRY(xs_moe_poison(m, tab, 0));
+    XS_TRY(xs_moe_flush_l2(m, 0));
+    float ms = 0, gms = 0;
+    if (var == EP_UNFUSED)
+        XS_TRY(xs_moe_run_unfused(m, cb, tab, 0, &ms, &gms));
+    else
+        XS_TRY(xs_moe_run_fused(m, slot, tab, ro, 0, &ms));
+    *us = ms * 1e3;
+    if (gemm_us)
+        *gemm_us = gms * 1e3;
+    return XS_OK;
+}
+
+static xs_status ep_check(xs_moe *m, const xs_wintab *tab, const char *what, ep_row *r)
+{
+    xs_moe_check c;
+    XS_TRY(xs_moe_verify(m, tab, &c));
+    if (c.max_row_rel > r->max_rel_err || isnan(c.max_row_rel))
+        r->max_rel_err = c.max_row_rel;
+    if (!c.ok) {
+        r->verified = 0;
+        fprintf(stderr, "xstage: error: %s %s T=%d N=%d %s: %ld of %ld rows wrong (%ld NaN/Inf), "
+                "rel err %.3g (tolerance %.0e per row, %.0e overall)\n", r->config, r->routing,
+                r->tokens, r->peers, what, c.bad_rows, c.rows, c.nonfinite, c.rel_frob,
+                XS_MOE_TOL_ROW, XS_MOE_TOL_FROB);
+    }
+    return XS_OK;
+}
+
+static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_moe_config *cfg,
+                          int tokens, int peers, xs_moe_routing routing, const xs_profile *prof,
+                          xs_cublas *cb, FILE *tiles, ep_row *r)
+{
+    memset(r, 0, sizeof *r);
+    r->config = cfg->name;
+    r->routing = xs_moe_routing_name(routing);
+    r->tokens = tokens;
+    r->peers = peers;
+    r->verified = 1;
+    r->auto_choice = "-";
+    for (int v = 0; v < EP_NVAR; v++)
+        r->t[v].med = r->t[v].p10 = r->t[v].p90 = NAN;
+    r->stall_wave.abs_err_med_ns = r->stall_inter.abs_err_med_ns = NAN;
+
+    xs_moe *m = NULL;
+    xs_moe_opts mo = {tokens, peers, routing, 0, o->seed};
+    XS_TRY(xs_moe_create(w, &mo, &m));
+    xs_status st = XS_OK;
+    xs_winset *ws = NULL;
+    xs_moe_info info;
+    xs_moe_get_info(m, &info);
+    r->rows = info.rows;
+    r->remote_mb = info.remote_bytes / 1e6;
+    xs_moe_run_opts ro = {(unsigned long long)(o->timeout_ms * 1e6), 0};
+    double *samples[EP_NVAR] = {0};
+    double *gemm_samples = NULL;
+    int ns[EP_NVAR] = {0};
+    int nsv = o->iters;
+#define EP_TRY(call)                                                                           \
+    do {                                                                                       \
+        st = (call);                                                                           \
+        if (st != XS_OK)                                                                       \
+            goto done;                                                                         \
+    } while (0)
+
+    for (int v = 0; v < EP_NVAR; v++)
+        samples[v] = (double *)calloc((size_t)nsv + 1, sizeof(double));
+    gemm_samples = (double *)calloc((size_t)nsv + 1, sizeof(double));
+    for (int v = 0; v < EP_NVAR; v++)
+        if (!samples[v])
+            EP_TRY(xs_seterr(XS_ENOMEM, "bench ep: out of host memory"));
+    if (!gemm_samples)
+        EP_TRY(xs_seterr(XS_ENOMEM, "bench ep: out of host memory"));
+
+    EP_TRY(xs_moe_reference_gpu(m, cb));
+    {
+        /* plans: slot 0 wave, slot 1 interleaved, slot 2 auto (slot 3: the model's scratch) */
+        xs_moe_plan wp = {XS_MOE_WAVE, 0, o->wave_experts};
+        r->lead = o->lead >= 0 ? o->lead : xs_moe_default_lead(m);
+        xs_moe_plan ip = {XS_MOE_INTERLEAVED, r->lead, 0};
+        EP_TRY(xs_moe_set_plan(m, 0, &wp));
+        EP_TRY(xs_moe_set_plan(m, 1, &ip));
+
+        /* the local control, both orders: compute costs without the link */
+        xs_wintab local;
+        EP_TRY(xs_moe_local_table(m, &local));
+        xs_moe_costs cost[2];
+        const xs_moe_tile *tr;
+        int ntr;
+        for (int slot = 0; slot < 2; slot++) {
+            double v[64];
+            int nv = 0, runs = o->warmup + (o->iters < 3 ? o->iters : 3);
+            for (int it = 0; it < runs; it++) {
+                double us;
+                EP_TRY(ep_run(m, cb, EP_WAVE, slot, &local, &ro, &us, NULL));
+                if (it >= o->warmup && nv < 64)
+                    v[nv++] = us;
+            }
+            EP_TRY(ep_check(m, &local, slot ? "local interleaved" : "local wave", r));
+            xs_moe_trace(m, &tr, &ntr);
+            xs_moe_costs_from_trace(tr, ntr, &cost[slot]);
+            if (slot == 0) {
+                r->local = ep_stats(v, nv);
+                r->local_span_us = cost[0].span2_ns / 1e3;
+            } else {
+                r->local_inter = ep_stats(v, nv);
+            }
+            if (tiles)
+                ep_tiles_out(tiles, r, slot ? "local-interleaved" : "local-wave", m, prof,
+                             info.grid);
+        }
+        /* auto: the model decides from the profile and the measured costs of both orders */
+        xs_moe_auto_result ar;
+        EP_TRY(xs_moe_auto(m, prof, &cost[0], &cost[1], &ar));
+        EP_TRY(xs_moe_set_plan(m, 2, &ar.plan));
+        r->auto_choice = xs_moe_sched_name(ar.plan.kind);
+        r->auto_lead = ar.plan.kind == XS_MOE_INTERLEAVED ? ar.plan.lead : 0;
+        r->criterion_ok = ar.criterion_ok;
+        r->pred_wave_us = ar.wave_ns / 1e3;
+        r->pred_inter_us = ar.inter_ns / 1e3;
+        snprintf(r->how, sizeof r->how, "%s", ar.how);
+
+        /* the virtual-peer windows */
+        xs_win_opts wo;
+        memset(&wo, 0, sizeof wo);
+        wo.target = XS_TARGET_VIRTUAL;
+        wo.virtual_peers = peers;
+        wo.bytes = info.window_bytes;
+        wo.nflags = 1;
+        wo.device = o->device;
+        EP_TRY(xs_win_open(&wo, &ws));
+        const xs_wintab *tab = xs_win_table(ws);
+
+        /* round-robin over the variants, the last round verified */
+        const int slot_of[EP_NVAR] = {0, 0, 1, 2};
+        for (int it = 0; it < o->warmup + o->iters; it++) {
+            const int last = it == o->warmup + o->iters - 1;
+            for (int var = 0; var < EP_NVAR; var++) {
+                if (!o->run[var])
+                    continue;
+                double us = 0, gus = 0;
+                EP_TRY(ep_run(m, cb, var, slot_of[var], tab, &ro, &us, &gus));
+                if (it >= o->warmup) {
+                    samples[var][ns[var]++] = us;
+                    if (var == EP_UNFUSED)
+                        gemm_samples[ns[var] - 1] = gus;
+                }
+                if (!last)
+                    continue;
+                EP_TRY(ep_check(m, tab, ep_var_name[var], r));
+                if (var == EP_UNFUSED)
+                    continue;
+                xs_moe_trace(m, &tr, &ntr);
+                xs_moe_stall *sp = var == EP_WAVE ? &r->stall_wave
+                                   : var == EP_INTER ? &r->stall_inter : &r->stall_auto;
+                EP_TRY(xs_moe_stall_predict(tr, ntr, prof, info.grid, sp, NULL));
+                if (tiles)
+                    ep_tiles_out(tiles, r, ep_var_name[var], m, prof, info.grid);
+            }
+        }
+        for (int v = 0; v < EP_NVAR; v++)
+            r->t[v] = ep_stats(samples[v], ns[v]);
+        ep_time g = ep_stats(gemm_samples, ns[EP_UNFUSED]);
+        r->cublas_gemm_us = g.med;
+        double local_best = r->local.med < r->local_inter.med ? r->local.med : r->local_inter.med;
+        r->compute_us = local_best;
+        r->drain_us = info.remote_bytes / prof->drain_bytes_per_ns / 1e3;
+        r->bound_us = r->compute_us > r->drain_us ? r->compute_us : r->drain_us;
+        r->gemm_eff = r->cublas_gemm_us / r->local.med;
+    }
+done:
+#undef EP_TRY
+    if (ws)
+        xs_win_close(ws);
+    for (int v = 0; v < EP_NVAR; v++)
+        free(samples[v]);
+    free(gemm_samples);
+    xs_moe_destroy(m);
+    if (st != XS_OK)
+        r->verified = 0;
+    return st;
+}
+
+/* ---- output -------------------------------------------------------------------------------- */
+
+static const char *ep_csv_header =
+    "config,routing,tokens,peers,unfused_us,wave_us,interleaved_us,auto_us,bound_us,verified,"
+    "local_us,local_interleaved_us,compute_us,drain_us,cublas_gemm_us,gemm_eff,criterion_met,"
+    "auto_schedule,auto_lead,lead,pred_wave_us,pred_interleaved_us,wave_over_interleaved,"
+    "wave_over_auto,unfused_p10,unfused_p90,wave_p10,wave_p90,interleaved_p10,interleaved_p90,"
+    "auto_p10,auto_p90,stall_tiles,stall_meas_med_us,stall_pred_med_us,stall_abs_err_med_us,"
+    "stall_abs_err_p90_us,stall_abs_err_interleaved_us,stall_abs_err_auto_us,local_span_us,"
+    "rows,remote_mb,max_row_rel_err\n";
+
+static void ep_csv_row(FILE *f, const ep_row *r)
+{
+    const ep_time *t = r->t;
+    fprintf(f, "%s,%s,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%d,%s,%d,"
+               "%d,%.1f,%.1f,%.4f,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d,%.3f,%.3f,%.3f,"
+               "%.3f,%.3f,%.3f,%.3f,%d,%.2f,%.3g\n",
+            r->config, r->routing, r->tokens, r->peers, t[EP_UNFUSED].med, t[EP_WAVE].med,
+            t[EP_INTER].med, t[EP_AUTO].med, r->bound_us, r->verified ? "true" : "false",
+            r->local.med, r->local_inter.med, r->compute_us, r->drain_us, r->cublas_gemm_us,
+            r->gemm_eff, r->criterion_ok, r->auto_choice, r->auto_lead, r->lead, r->pred_wave_us,
+            r->pred_inter_us, t[EP_WAVE].med / t[EP_INTER].med, t[EP_WAVE].med / t[EP_AUTO].med,
+            t[EP_UNFUSED].p10, t[EP_UNFUSED].p90, t[EP_WAVE].p10, t[EP_WAVE].p90,
+            t[EP_INTER].p10, t[EP_INTER].p90, t[EP_AUTO].p10, t[EP_AUTO].p90,
+            r->stall_wave.tiles, r->stall_wave.meas_stall_med_ns / 1e3,
+            r->stall_wave.pred_stall_med_ns / 1e3, r->stall_wave.abs_err_med_ns / 1e3,
+            r->stall_wave.abs_err_p90_ns / 1e3, r->stall_inter.abs_err_med_ns / 1e3,
+            r->stall_auto.abs_err_med_ns / 1e3, r->local_span_us, r->rows, r->remote_mb,
+            r->max_rel_err);
+    fflush(f);
+}
+
+static void ep_table_header(void)
+{
+    printf("%-18s %-8s %5s %2s %9s %9s %11s %9s %9s %8s %6s %6s %-12s %4s %7s %6s %3s\n", "config",
+           "routing", "T", "N", "unfused", "wave", "interleaved", "auto", "bound", "local",
+           "w/int", "w/auto", "auto", "crit", "stallE", "gemm", "ok");
+    printf("%-18s %-8s %5s %2s %9s %9s %11s %9s %9s %8s %6s %6s %-12s %4s %7s %6s %3s\n", "", "",
+           "", "", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(x)", "(x)", "(choice)",
+           "", "(us)", "(eff)", "");
+}
+
+static void ep_table_row(const ep_row *r)
+{
+    char choice[24];
+    if (!strcmp(r->auto_choice, "interleaved"))
+        snprintf(choice, sizeof choice, "inter D=%d", r->auto_lead);
+    else
+        snprintf(choice, sizeof choice, "%s", r->auto_choice);
+    printf("%-18s %-8s %5d %2d %9.1f %9.1f %11.1f %9.1f %9.1f %8.1f %6.3f %6.3f %-12s %4s %7.2f "
+           "%6.2f %3s\n",
+           r->config, r->routing, r->tokens, r->peers, r->t[EP_UNFUSED].med, r->t[EP_WAVE].med,
+           r->t[EP_INTER].med, r->t[EP_AUTO].med, r->bound_us, r->local.med,
+           r->t[EP_WAVE].med / r->t[EP_INTER].med, r->t[EP_WAVE].med / r->t[EP_AUTO].med, choice,
+           r->criterion_ok ? "met" : "no", r->stall_wave.abs_err_med_ns / 1e3, r->gemm_eff,
+           r->verified ? "yes" : "NO");
+    fflush(stdout);
+}
+
+static void ep_summary_ratio(const char *name, const double *x, int n)
+{
+    if (n <= 0) {
+        printf("# %-22s no rows\n", name);
+        return;
+    }
+    printf("# %-22s geomean %.3f  median %.3f  max %.3f  min %.3f  (%d rows)\n", name,
+           xs_geomean(x, (size_t)n), xs_median(x, (size_t)n), xs_max(x, (size_t)n),
+           xs_min(x, (size_t)n), n);
+}
+
+static void ep_summary(const ep_row *rows, int n)
+{
+    double *a = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *b = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *c = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *d = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *e = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    if (!a || !b || !c || !d || !e) {
+        free(a); free(b); free(c); free(d); free(e);
+        return;
+    }
+    int na = 0, nb = 0, nc = 0, nd = 0, ne = 0, below = 0, near_bound = 0, reshaped = 0;
+    int met = 0, notmet = 0;
+    for (int i = 0; i < n; i++) {
+        const ep_row *r = &rows[i];
+        double wi = r->t[EP_WAVE].med / r->t[EP_INTER].med;
+        double wa = r->t[EP_WAVE].med / r->t[EP_AUTO].med;
+        if (isfinite(wi) && wi > 0)
+            a[na++] = wi;
+        if (isfinite(wa) && wa > 0) {
+            b[nb++] = wa;
+            below += wa < 0.99;
+        }
+        if (isfinite(r->gemm_eff) && r->gemm_eff > 0)
+            c[nc++] = r->gemm_eff;
+        if (isfinite(r->stall_wave.abs_err_med_ns))
+            d[nd++] = r->stall_wave.abs_err_med_ns / 1e3;
+        if (isfinite(r->stall_inter.abs_err_med_ns))
+            d[nd++] = r->stall_inter.abs_err_med_ns / 1e3;
+        if (!strcmp(r->auto_choice, "interleaved") && isfinite(r->t[EP_AUTO].med)) {
+            reshaped++;
+            double q = r->t[EP_AUTO].med / r->bound_us;
+            e[ne++] = q;
+            near_bound += q <= 1.10;
+        }
+        met += r->criterion_ok;
+        notmet += !r->criterion_ok;
+    }
+    printf("#\n# summary over %d points (criterion met: %d, not met: %d)\n", n, met, notmet);
+    ep_summary_ratio("wave/interleaved", a, na);
+    ep_summary_ratio("wave/auto", b, nb);
+    printf("# %-22s %d of %d rows below 0.99\n", "wave/auto < 0.99", below, nb);
+    ep_summary_ratio("auto/bound (reshaped)", e, ne);
+    printf("# %-22s %d of %d reshaped rows within 10%% of bound_us\n", "auto near bound",
+           near_bound, reshaped);
+    ep_summary_ratio("cuBLAS GEMMs / local", c, nc);
+    if (nd)
+        printf("# %-22s median over rows of per-tile median |pred - meas| = %.3f us (max %.3f)\n",
+               "stall prediction", xs_median(d, (size_t)nd), xs_max(d, (size_t)nd));
+    free(a); free(b); free(c); free(d); free(e);
+}
+
+/* ---- entry ---------------------------------------------------------------------------------- */
+
+int xs_bench_ep(int argc, char **argv)
+{
+    ep_opts o;
+    int rc = ep_parse(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    xs_profile prof;
+    if (xs_profile_args_resolve(&o.pa, &prof) != XS_OK)
+        return xs_cli_fail();
+    xs_gpu_info gi;
+    if (xs_gpu_open(o.device, &gi) != XS_OK)
+        return xs_cli_fail();
+    xs_cublas *cb = NULL;
+    if (xs_cublas_open(&cb) != XS_OK)
+        return xs_cli_fail(); /* the baseline and the reference need it */
+    FILE *csv = NULL, *tiles = NULL;
+    if (o.csv && !(csv = fopen(o.csv, "w"))) {
+        xs_cublas_close(cb);
+        return xs_cli_failf("--csv %s: cannot write", o.csv);
+    }
+    if (o.tiles && !(tiles = fopen(o.tiles, "w"))) {
+        if (csv)
+            fclose(csv);
+        xs_cublas_close(cb);
+        return xs_cli_failf("--tiles %s: cannot write", o.tiles);
+    }
+    xs_gpu_report_header(stdout, &gi, argc, argv);
+    printf("# profile: %s path, R %.1f B/ns, Q %.0f B (per producer %.0f), r %.1f B/ns, o %.0f "
+           "ns, chunk %.0f B%s\n", prof.path, prof.drain_bytes_per_ns, prof.capacity_bytes,
+           prof.capacity_bytes_per_producer, prof.issue_bytes_per_ns, prof.issue_overhead_ns,
+           prof.chunk_bytes, prof.provisional ? " (provisional)" : "");
+    printf("# times: median of %d runs after %d warm-up, variants interleaved round-robin; "
+           "windows poisoned and L2 overwritten before every run; every variant's last run "
+           "verified at the destination (row tolerance %.0e, overall %.0e)\n", o.iters,
+           o.warmup, XS_MOE_TOL_ROW, XS_MOE_TOL_FROB);
+    if (csv) {
+        xs_gpu_report_header(csv, &gi, argc, argv);
+        fputs(ep_csv_header, csv);
+    }
+    if (tiles)
+        fputs("config,routing,tokens,peers,schedule,task,kind,rb,nb,cta,smid,remote_bytes,"
+              "total_bytes,fetch_ns,mma0_ns,mma1_ns,st0_ns,st1_ns,span_ns,pred_span_ns,"
+              "t_iss0_ns,stall_meas_ns,stall_pred_ns\n", tiles);
+
+    static ep_row rows[EP_MAX_ROWS];
+    int nrows = 0, failures = 0;
+    ep_table_header();
+    for (int ci = 0; ci < o.nconfigs; ci++) {
+        const xs_moe_config *cfg = o.configs[ci];
+        xs_moe_weights *w = NULL;
+        if (xs_moe_weights_create(cfg, o.seed, &w) != XS_OK) {
+            fprintf(stderr, "xstage: error: %s: %s\n", cfg->name, xs_errmsg());
+            failures++;
+            continue;
+        }
+        int toks[EP_MAX_LIST], nt = 0;
+        if (o.ntokens) {
+            memcpy(toks, o.tokens, sizeof(int) * (size_t)o.ntokens);
+            nt = o.ntokens;
+        } else {
+            for (int i = 0; i < 3; i++)
+                toks[nt++] = o.quick ? cfg->tokens[0] / (i == 2 ? 1 : (2 - i) * 2)
+                                     : cfg->tokens[i];
+        }
+        for (int ri = 0; ri < o.nroutings; ri++)
+            for (int ti = 0; ti < nt; ti++)
+                for (int pi = 0; pi < o.npeers && nrows < EP_MAX_ROWS; pi++) {
+                    ep_row *r = &rows[nrows];
+                    xs_status st = ep_point(&o, w, cfg, toks[ti], o.peers[pi], o.routings[ri],
+                                            &prof, cb, tiles, r);
+                    if (st != XS_OK) {
+                        fprintf(stderr, "xstage: error: %s %s T=%d N=%d: %s\n", cfg->name,
+                                xs_moe_routing_name(o.routings[ri]), toks[ti], o.peers[pi],
+                                xs_errmsg());
+                        failures++;
+                        if (st == XS_ECUDA) {
+                            /* a sticky CUDA error poisons every later point: stop here */
+                            cudaError_t e = cudaGetLastError();
+                            if (e != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+                                xs_moe_weights_destroy(w);
+                                goto finish;
+                            }
+                        }
+                        continue;
+                    }
+                    failures += !r->verified;
+                    ep_table_row(r);
+                    if (csv)
+                        ep_csv_row(csv, r);
+                    nrows++;
+                }
+        xs_moe_weights_destroy(w);
+    }
+finish:
+    ep_summary(rows, nrows);
+    for (int i = 0; i < nrows; i++)
+        if (rows[i].how[0])
+            printf("# auto %s %s T=%d N=%d: %s\n", rows[i].config, rows[i].routing,
+                   rows[i].tokens, rows[i].peers, rows[i].how);
+    if (csv)
+        fclose(csv);
+    if (tiles)
+        fclose(tiles);
+    xs_cublas_close(cb);
+    if (failures) {
+        printf("# bench ep FAILED: %d point(s) failed or did not verify\n", failures);
+        return 1;
+    }
+    printf("# bench ep OK: %d points, every run verified\n", nrows);
+    return 0;
+}

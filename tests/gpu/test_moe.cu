@@ -1,0 +1,469 @@
+/*
+ * test_moe.cu - the fused MoE kernel (cuda/moe.cu): every schedule against an fp64 CPU reference
+ * on small odd shapes (partial tiles, empty experts, 1..4 destinations, local and virtual-peer
+ * windows), against the unfused cuBLAS path on a real configuration, the dependency order seen
+ * in the trace, a missed dependency timing out with one line, bad input, and the model (auto
+ * rule, stall predictor) on synthetic cases.
+ *
+ * Tolerance: per combined row ||out - ref|| / ||ref|| <= 2e-2 and <= 1e-2 over the whole output
+ * (bf16 h and bf16 output of fp32 accumulations; docs/EP.md).
+ *
+ * usage: test_moe [--quick]                         last line: "N passed, N failed"
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../xt.h"
+#include "xstage.h"
+#include "xstage_cuda.h"
+#include "xstage_win.h"
+#include "../../cuda/moe.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Linear-2 tiles start only after every Linear-1 tile of their row block stored its h rows */
+static void check_trace(xs_moe *m, const char *what)
+{
+    const xs_moe_tile *t;
+    int n;
+    xs_moe_trace(m, &t, &n);
+    xs_moe_info info;
+    xs_moe_get_info(m, &info);
+    XT_CHECK(n == info.l1_tiles + info.l2_tiles, "%s: trace has %d tasks, want %d", what, n,
+             info.l1_tiles + info.l2_tiles);
+    double *l1_end = (double *)calloc((size_t)info.row_blocks + 1, sizeof(double));
+    int *l1_cnt = (int *)calloc((size_t)info.row_blocks + 1, sizeof(int));
+    int bad_order = 0, bad_time = 0, bad_rb = 0;
+    for (int i = 0; i < n; i++) {
+        if (t[i].rb < 0 || t[i].rb >= info.row_blocks || t[i].cta < 0) {
+            bad_rb++;
+            continue;
+        }
+        if (!(t[i].mma0_ns >= t[i].fetch_ns - 1 && t[i].mma1_ns >= t[i].mma0_ns &&
+              t[i].st0_ns >= t[i].mma1_ns && t[i].st1_ns >= t[i].st0_ns))
+            bad_time++;
+        if (t[i].kind == 1) {
+            l1_cnt[t[i].rb]++;
+            if (t[i].st1_ns > l1_end[t[i].rb])
+                l1_end[t[i].rb] = t[i].st1_ns;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (t[i].kind == 2 && t[i].rb >= 0 && t[i].rb < info.row_blocks &&
+            (l1_cnt[t[i].rb] != info.l1_per_rb || t[i].mma0_ns + 2000.0 < l1_end[t[i].rb]))
+            bad_order++; /* 2 us slack: clocks of different SMs on one time base */
+    XT_CHECK(bad_rb == 0, "%s: %d trace records with a bad row block or CTA", what, bad_rb);
+    XT_CHECK(bad_time == 0, "%s: %d tasks with timestamps out of order", what, bad_time);
+    XT_CHECK(bad_order == 0, "%s: %d Linear-2 tiles started before their Linear-1 tiles ended",
+             what, bad_order);
+    free(l1_end);
+    free(l1_cnt);
+}
+
+static void verify(xs_moe *m, const xs_wintab *tab, const char *what)
+{
+    xs_moe_check c;
+    xs_status st = xs_moe_verify(m, tab, &c);
+    XT_CHECK(st == XS_OK, "%s: verify: %s", what, xs_errmsg());
+    XT_CHECK(c.ok, "%s: %ld of %ld rows off (%ld non-finite), rel err %.3g, worst row %.3g", what,
+             c.bad_rows, c.rows, c.nonfinite, c.rel_frob, c.max_row_rel);
+    printf("%s %-52s rows=%6ld rel_err=%.2e worst_row=%.2e\n", c.ok ? "ok  " : "FAIL", what,
+           c.rows, c.rel_frob, c.max_row_rel);
+}
+
+static void run_and_verify(xs_moe *m, int slot, const xs_wintab *tab, const char *what)
+{
+    XT_CHECK(xs_moe_poison(m, tab, 0) == XS_OK, "%s: poison: %s", what, xs_errmsg());
+    float ms = 0;
+    xs_status st = xs_moe_run_fused(m, slot, tab, NULL, 0, &ms);
+    XT_CHECK(st == XS_OK, "%s: run: %s", what, xs_errmsg());
+    if (st != XS_OK)
+        return;
+    verify(m, tab, what);
+    check_trace(m, what);
+}
+
+typedef struct {
+    xs_moe_config cfg;
+    int tokens, peers;
+    xs_moe_routing routing;
+} scase;
+
+static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
+{
+    char what[160];
+    xs_moe_weights *w = NULL;
+    xs_moe *m = NULL;
+    xs_status st = xs_moe_weights_create(&c->cfg, 11u, &w);
+    XT_CHECK(st == XS_OK, "%s: weights: %s", c->cfg.name, xs_errmsg());
+    if (st != XS_OK)
+        return;
+    xs_moe_opts o = {c->tokens, c->peers, c->routing, 0, 5u};
+    st = xs_moe_create(w, &o, &m);
+    XT_CHECK(st == XS_OK, "%s: create: %s", c->cfg.name, xs_errmsg());
+    if (st != XS_OK) {
+        xs_moe_weights_destroy(w);
+        return;
+    }
+    xs_moe_info info;
+    xs_moe_get_info(m, &info);
+    printf("# %s H=%d I=%d E=%d top-%d T=%d N=%d %s: rows=%d row_blocks=%d experts rows %d..%d\n",
+           c->cfg.name, info.hidden, info.inter, info.experts, info.topk, info.tokens,
+           info.peers, xs_moe_routing_name(c->routing), info.rows, info.row_blocks,
+           info.min_expert_rows, info.max_expert_rows);
+    st = xs_moe_reference_cpu(m);
+    XT_CHECK(st == XS_OK, "%s: cpu reference: %s", c->cfg.name, xs_errmsg());
+
+    xs_wintab local;
+    XT_CHECK(xs_moe_local_table(m, &local) == XS_OK, "local table: %s", xs_errmsg());
+    xs_winset *ws = NULL;
+    xs_win_opts wo;
+    memset(&wo, 0, sizeof wo);
+    wo.target = XS_TARGET_VIRTUAL;
+    wo.virtual_peers = c->peers;
+    wo.bytes = info.window_bytes;
+    wo.nflags = 1;
+    wo.device = 0;
+    st = xs_win_open(&wo, &ws);
+    XT_CHECK(st == XS_OK, "%s: virtual windows: %s", c->cfg.name, xs_errmsg());
+    xs_wintab virt;
+    memset(&virt, 0, sizeof virt);
+    if (st == XS_OK)
+        virt = *xs_win_table(ws);
+
+    const int d0 = xs_moe_default_lead(m);
+    const xs_moe_plan plans[] = {
+        {XS_MOE_WAVE, 0, 0},        {XS_MOE_WAVE, 0, 1},         {XS_MOE_INTERLEAVED, 0, 0},
+        {XS_MOE_INTERLEAVED, 1, 0}, {XS_MOE_INTERLEAVED, d0, 0}, {XS_MOE_INTERLEAVED, 1000, 0},
+    };
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        st = xs_moe_set_plan(m, 0, &plans[i]);
+        XT_CHECK(st == XS_OK, "set plan: %s", xs_errmsg());
+        snprintf(what, sizeof what, "%s/%s %s D=%d W=%d local", c->cfg.name,
+                 xs_moe_routing_name(c->routing), xs_moe_sched_name(plans[i].kind), plans[i].lead,
+                 plans[i].wave_experts);
+        run_and_verify(m, 0, &local, what);
+        if (ws) {
+            snprintf(what, sizeof what, "%s/%s %s D=%d W=%d virtual N=%d", c->cfg.name,
+                     xs_moe_routing_name(c->routing), xs_moe_sched_name(plans[i].kind),
+                     plans[i].lead, plans[i].wave_experts, c->peers);
+            run_and_verify(m, 0, &virt, what);
+        }
+    }
+    /* auto from the local-control costs of both orders */
+    xs_moe_plan wp = {XS_MOE_WAVE, 0, 0}, ip = {XS_MOE_INTERLEAVED, d0, 0};
+    xs_moe_costs wc, ic;
+    const xs_moe_tile *tr;
+    int ntr;
+    float ms;
+    XT_CHECK(xs_moe_set_plan(m, 0, &wp) == XS_OK && xs_moe_run_fused(m, 0, &local, NULL, 0, &ms) ==
+             XS_OK, "local wave: %s", xs_errmsg());
+    xs_moe_trace(m, &tr, &ntr);
+    xs_moe_costs_from_trace(tr, ntr, &wc);
+    XT_CHECK(xs_moe_set_plan(m, 1, &ip) == XS_OK && xs_moe_run_fused(m, 1, &local, NULL, 0, &ms) ==
+             XS_OK, "local interleaved: %s", xs_errmsg());
+    xs_moe_trace(m, &tr, &ntr);
+    xs_moe_costs_from_trace(tr, ntr, &ic);
+    XT_CHECK(wc.c1_ns > 0 && wc.c2_ns > 0, "costs from trace: c1=%g c2=%g", wc.c1_ns, wc.c2_ns);
+    xs_moe_auto_result ar;
+    st = xs_moe_auto(m, prof, &wc, &ic, &ar);
+    XT_CHECK(st == XS_OK, "auto: %s", xs_errmsg());
+    if (st == XS_OK && ws) {
+        XT_CHECK(xs_moe_set_plan(m, 2, &ar.plan) == XS_OK, "auto plan: %s", xs_errmsg());
+        snprintf(what, sizeof what, "%s/%s auto(%s D=%d) virtual", c->cfg.name,
+                 xs_moe_routing_name(c->routing), xs_moe_sched_name(ar.plan.kind), ar.plan.lead);
+        run_and_verify(m, 2, &virt, what);
+        printf("     auto: %s\n", ar.how);
+    }
+    /* the unfused baseline over the same windows */
+    if (cb && ws) {
+        float t = 0, g = 0;
+        XT_CHECK(xs_moe_poison(m, &virt, 0) == XS_OK, "poison");
+        st = xs_moe_run_unfused(m, cb, &virt, 0, &t, &g);
+        XT_CHECK(st == XS_OK, "unfused: %s", xs_errmsg());
+        snprintf(what, sizeof what, "%s/%s unfused virtual", c->cfg.name,
+                 xs_moe_routing_name(c->routing));
+        if (st == XS_OK)
+            verify(m, &virt, what);
+        /* the GPU reference agrees with the CPU one: the fused output passes against both */
+        st = xs_moe_reference_gpu(m, cb);
+        XT_CHECK(st == XS_OK, "gpu reference: %s", xs_errmsg());
+        XT_CHECK(xs_moe_set_plan(m, 0, &wp) == XS_OK, "plan");
+        snprintf(what, sizeof what, "%s/%s wave vs GPU reference", c->cfg.name,
+                 xs_moe_routing_name(c->routing));
+        if (st == XS_OK)
+            run_and_verify(m, 0, &virt, what);
+    }
+    if (ws)
+        xs_win_close(ws);
+    xs_moe_destroy(m);
+    xs_moe_weights_destroy(w);
+}
+
+static void large_case(const char *name, int tokens, int peers, xs_moe_routing routing,
+                       xs_cublas *cb)
+{
+    char what[160];
+    const xs_moe_config *cfg = xs_moe_config_find(name);
+    XT_CHECK(cfg != NULL, "config %s", name);
+    if (!cfg || !cb)
+        return;
+    xs_moe_weights *w = NULL;
+    xs_moe *m = NULL;
+    XT_CHECK(xs_moe_weights_create(cfg, 3u, &w) == XS_OK, "weights: %s", xs_errmsg());
+    if (!w)
+        return;
+    xs_moe_opts o = {tokens, peers, routing, 0, 9u};
+    XT_CHECK(xs_moe_create(w, &o, &m) == XS_OK, "create: %s", xs_errmsg());
+    if (!m) {
+        xs_moe_weights_destroy(w);
+        return;
+    }
+    XT_CHECK(xs_moe_reference_gpu(m, cb) == XS_OK, "reference: %s", xs_errmsg());
+    xs_moe_info info;
+    xs_moe_get_info(m, &info);
+    xs_winset *ws = NULL;
+    xs_win_opts wo;
+    memset(&wo, 0, sizeof wo);
+    wo.target = XS_TARGET_VIRTUAL;
+    wo.virtual_peers = peers;
+    wo.bytes = info.window_bytes;
+    wo.nflags = 1;
+    xs_status st = xs_win_open(&wo, &ws);
+    XT_CHECK(st == XS_OK, "virtual windows: %s", xs_errmsg());
+    if (st == XS_OK) {
+        xs_wintab virt = *xs_win_table(ws);
+        xs_moe_plan plans[2] = {{XS_MOE_WAVE, 0, 0},
+                                {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0}};
+        for (int i = 0; i < 2; i++) {
+            XT_CHECK(xs_moe_set_plan(m, 0, &plans[i]) == XS_OK, "plan: %s", xs_errmsg());
+            snprintf(what, sizeof what, "%s T=%d N=%d %s %s", name, tokens, peers,
+                     xs_moe_routing_name(routing), xs_moe_sched_name(plans[i].kind));
+            run_and_verify(m, 0, &virt, what);
+        }
+        float t, g;
+        XT_CHECK(xs_moe_poison(m, &virt, 0) == XS_OK, "poison");
+        XT_CHECK(xs_moe_run_unfused(m, cb, &virt, 0, &t, &g) == XS_OK, "unfused: %s",
+                 xs_errmsg());
+        snprintf(what, sizeof what, "%s T=%d N=%d %s unfused", name, tokens, peers,
+                 xs_moe_routing_name(routing));
+        verify(m, &virt, what);
+        xs_win_close(ws);
+    }
+    xs_moe_destroy(m);
+    xs_moe_weights_destroy(w);
+}
+
+static void timeout_case(void)
+{
+    xs_moe_config cfg = {"timeout", 256, 128, 4, 2, {0, 0, 0}};
+    xs_moe_weights *w = NULL;
+    xs_moe *m = NULL;
+    XT_CHECK(xs_moe_weights_create(&cfg, 1u, &w) == XS_OK, "weights: %s", xs_errmsg());
+    xs_moe_opts o = {200, 1, XS_ROUTE_BALANCED, 0, 1u};
+    XT_CHECK(w && xs_moe_create(w, &o, &m) == XS_OK, "create: %s", xs_errmsg());
+    if (!m) {
+        xs_moe_weights_destroy(w);
+        return;
+    }
+    xs_wintab local;
+    xs_moe_local_table(m, &local);
+    xs_moe_plan wp = {XS_MOE_WAVE, 0, 0};
+    xs_moe_set_plan(m, 0, &wp);
+    xs_moe_run_opts ro = {20000000ull /* 20 ms */, 1};
+    double t0 = now_s();
+    float ms;
+    xs_status st = xs_moe_run_fused(m, 0, &local, &ro, 0, &ms);
+    double dt = now_s() - t0;
+    XT_CHECK(st == XS_ETIMEOUT, "missed dependency: got %s, want XS_ETIMEOUT", xs_status_name(st));
+    XT_CHECK(dt < 2.0, "missed dependency took %.2f s to report (bound 20 ms)", dt);
+    XT_CHECK(strchr(xs_errmsg(), '\n') == NULL && strlen(xs_errmsg()) > 10, "one-line message");
+    printf("ok   timeout reported in %.3f s: %s\n", dt, xs_errmsg());
+    /* the context survives: the next run completes */
+    ro.fault_skip_l1 = 0;
+    st = xs_moe_run_fused(m, 0, &local, &ro, 0, &ms);
+    XT_CHECK(st == XS_OK, "run after a timeout: %s", xs_errmsg());
+    xs_moe_destroy(m);
+    xs_moe_weights_destroy(w);
+}
+
+static void bad_input(void)
+{
+    xs_moe_weights *w = NULL;
+    xs_moe_config c1 = {"bad-h", 100, 128, 4, 2, {0, 0, 0}};
+    XT_CHECK(xs_moe_weights_create(&c1, 1, &w) == XS_EINVAL, "H=100 accepted");
+    printf("ok   %s\n", xs_errmsg());
+    xs_moe_config c2 = {"bad-i", 128, 24, 4, 2, {0, 0, 0}};
+    XT_CHECK(xs_moe_weights_create(&c2, 1, &w) == XS_EINVAL, "I=24 accepted");
+    printf("ok   %s\n", xs_errmsg());
+    xs_moe_config c3 = {"bad-k", 128, 32, 4, 5, {0, 0, 0}};
+    XT_CHECK(xs_moe_weights_create(&c3, 1, &w) == XS_EINVAL, "top-5 of 4 accepted");
+    printf("ok   %s\n", xs_errmsg());
+    xs_moe_config c4 = {"ok", 128, 32, 4, 2, {0, 0, 0}};
+    XT_CHECK(xs_moe_weights_create(&c4, 1, &w) == XS_OK, "valid weights: %s", xs_errmsg());
+    if (!w)
+        return;
+    xs_moe *m = NULL;
+    xs_moe_opts o = {0, 2, XS_ROUTE_BALANCED, 0, 1};
+    XT_CHECK(xs_moe_create(w, &o, &m) == XS_EINVAL, "tokens=0 accepted");
+    printf("ok   %s\n", xs_errmsg());
+    o.tokens = 10;
+    o.peers = XS_MAX_RANKS + 1;
+    XT_CHECK(xs_moe_create(w, &o, &m) == XS_EINVAL, "too many peers accepted");
+    printf("ok   %s\n", xs_errmsg());
+    o.peers = 2;
+    XT_CHECK(xs_moe_create(w, &o, &m) == XS_OK, "valid problem: %s", xs_errmsg());
+    if (m) {
+        xs_moe_plan p = {XS_MOE_AUTO, 0, 0};
+        XT_CHECK(xs_moe_set_plan(m, 0, &p) == XS_EINVAL, "unresolved auto accepted");
+        p.kind = XS_MOE_WAVE;
+        XT_CHECK(xs_moe_set_plan(m, XS_MOE_SLOTS, &p) == XS_EINVAL, "bad slot accepted");
+        xs_wintab small;
+        xs_moe_local_table(m, &small);
+        small.nranks = 1;
+        XT_CHECK(xs_moe_set_plan(m, 0, &p) == XS_OK, "plan");
+        float ms;
+        XT_CHECK(xs_moe_run_fused(m, 0, &small, NULL, 0, &ms) == XS_EINVAL,
+                 "a table with too few ranks accepted");
+        printf("ok   %s\n", xs_errmsg());
+        xs_moe_check chk;
+        XT_CHECK(xs_moe_verify(m, &small, &chk) == XS_EINVAL, "verify without reference");
+        xs_moe_destroy(m);
+    }
+    xs_moe_weights_destroy(w);
+}
+
+/* the model on synthetic inputs: no GPU work beyond creating a small problem */
+static void model_case(const xs_profile *prof)
+{
+    xs_moe_config cfg = {"model", 2048, 1024, 64, 8, {0, 0, 0}};
+    xs_moe_weights *w = NULL;
+    xs_moe *m = NULL;
+    XT_CHECK(xs_moe_weights_create(&cfg, 2u, &w) == XS_OK, "weights: %s", xs_errmsg());
+    xs_moe_opts o = {1024, 4, XS_ROUTE_BALANCED, 0, 2u};
+    XT_CHECK(w && xs_moe_create(w, &o, &m) == XS_OK, "create: %s", xs_errmsg());
+    if (!m) {
+        xs_moe_weights_destroy(w);
+        return;
+    }
+    xs_moe_info info;
+    xs_moe_get_info(m, &info);
+    /* each wave's Linear-2 bursts are drain-bound (6.5 MB per machine round against a 20 us
+     * gap) while a wave's Linear-1 phase (150 us) leaves the stage idle: interleaving fills
+     * those gaps, so it must be predicted faster and chosen */
+    xs_moe_costs c;
+    memset(&c, 0, sizeof c);
+    c.c1_ns = 150000;
+    c.c2_ns = 20000;
+    xs_moe_auto_result ar;
+    XT_CHECK(xs_moe_auto(m, prof, &c, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
+    /* sender-visible: the last store is accepted up to Q/R before the stage drains */
+    double drain_ns = (info.remote_bytes - prof->capacity_bytes) / prof->drain_bytes_per_ns;
+    printf("ok   model bursty: wave %.0f us, interleaved %.0f us, drain %.0f us: %s\n",
+           ar.wave_ns / 1e3, ar.inter_ns / 1e3, drain_ns / 1e3, ar.how);
+    XT_CHECK(!ar.criterion_ok, "bursty shape meets the criterion?");
+    XT_CHECK(ar.wave_ns >= drain_ns * 0.999 && ar.inter_ns >= drain_ns * 0.999,
+             "prediction below the drain bound: wave %g inter %g drain %g", ar.wave_ns,
+             ar.inter_ns, drain_ns);
+    XT_CHECK(ar.inter_ns < 0.8 * ar.wave_ns, "interleaving not predicted faster: %g vs %g",
+             ar.inter_ns, ar.wave_ns);
+    XT_CHECK(ar.plan.kind == XS_MOE_INTERLEAVED, "auto kept wave on a bursty shape");
+    /* compute-bound: a fast link */
+    xs_profile fast = *prof;
+    fast.drain_bytes_per_ns = 1e6;
+    fast.capacity_bytes = 1e12;
+    fast.capacity_bytes_per_producer = 0;
+    XT_CHECK(xs_moe_auto(m, &fast, &c, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
+    XT_CHECK(ar.criterion_ok && ar.plan.kind == XS_MOE_WAVE, "compute-bound: auto chose %s",
+             xs_moe_sched_name(ar.plan.kind));
+    printf("ok   model compute-bound: %s\n", ar.how);
+
+    /* stall predictor: one burst below capacity issues unstalled; K simultaneous bursts
+     * above capacity stall by about (V - Q) / R for the last one */
+    enum { NB = 64 };
+    xs_moe_tile t[NB];
+    memset(t, 0, sizeof t);
+    for (int i = 0; i < NB; i++) {
+        t[i].kind = 2;
+        t[i].cta = i;
+        t[i].remote_bytes = t[i].total_bytes = 65536;
+        t[i].st0_ns = 0;
+        t[i].st1_ns = 1000;
+    }
+    xs_profile p1 = *prof;
+    p1.capacity_bytes_per_producer = 0;
+    xs_moe_stall s;
+    double pred[NB];
+    XT_CHECK(xs_moe_stall_predict(t, 1, &p1, 132, &s, pred) == XS_OK, "stall: %s", xs_errmsg());
+    double t0 = p1.issue_overhead_ns + 65536 / p1.issue_bytes_per_ns, lone = pred[0];
+    XT_NEAR(lone, t0, 0.02);
+    XT_CHECK(xs_moe_stall_predict(t, NB, &p1, 132, &s, pred) == XS_OK, "stall: %s", xs_errmsg());
+    double worst = 0;
+    for (int i = 0; i < NB; i++)
+        if (pred[i] > worst)
+            worst = pred[i];
+    double expect = (NB * 65536.0 - p1.capacity_bytes) / p1.drain_bytes_per_ns;
+    if (expect < t0)
+        expect = t0;
+    XT_NEAR(worst, expect, 0.1);
+    printf("ok   stall model: lone burst %.0f ns (T_iss0 %.0f), %d bursts: last %.0f ns (expect "
+           "%.0f)\n", lone, t0, NB, worst, expect);
+    xs_moe_destroy(m);
+    xs_moe_weights_destroy(w);
+}
+
+int main(int argc, char **argv)
+{
+    int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    if (argc > 1 && !quick) {
+        fprintf(stderr, "usage: test_moe [--quick]\n");
+        return 2;
+    }
+    xs_gpu_info gi;
+    if (xs_gpu_open(0, &gi) != XS_OK) {
+        fprintf(stderr, "test_moe: %s\n", xs_errmsg());
+        XT_CHECK(0, "no GPU");
+        return xt_done();
+    }
+    xs_gpu_report_header(stdout, &gi, argc, argv);
+    xs_profile prof;
+    xs_profile_default(&prof);
+    xs_cublas *cb = NULL;
+    if (xs_cublas_open(&cb) != XS_OK) {
+        fprintf(stderr, "test_moe: %s\n", xs_errmsg());
+        XT_CHECK(0, "cuBLAS unavailable: unfused and large checks not run");
+        cb = NULL;
+    }
+
+    bad_input();
+    model_case(&prof);
+    timeout_case();
+
+    /* small odd shapes: partial Linear-1 tiles (2I < 256, 2I = 384), ragged H (520 = 2*256+8),
+     * few rows per expert, empty experts (zipf), 1..4 destinations */
+    const scase smalls[] = {
+        {{"small-a", 256, 192, 6, 2, {0, 0, 0}}, 300, 3, XS_ROUTE_BALANCED},
+        {{"small-a", 256, 192, 6, 2, {0, 0, 0}}, 300, 3, XS_ROUTE_ZIPF},
+        {{"small-b", 320, 80, 5, 3, {0, 0, 0}}, 257, 1, XS_ROUTE_BALANCED},
+        {{"small-c", 520, 144, 9, 2, {0, 0, 0}}, 190, 4, XS_ROUTE_ZIPF},
+    };
+    for (size_t i = 0; i < sizeof smalls / sizeof smalls[0]; i++)
+        if (!quick || i % 2 == 0)
+            small_case(&smalls[i], cb, &prof);
+
+    large_case("qwen1.5-moe-a2.7b", 1024, 4, XS_ROUTE_ZIPF, cb);
+    if (!quick)
+        large_case("mixtral-8x7b", 512, 2, XS_ROUTE_BALANCED, cb);
+
+    if (cb)
+        xs_cublas_close(cb);
+    return xt_done();
+}
