@@ -133,12 +133,14 @@ static void test_to_host(void)
     xs_win_reset(w, 0x11);
     cudaStream_t st;
     cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
-    /* the host address of the same flag and payload: mapped memory is unified here */
+    /* host addresses of the payload and the flag: the window base's host pointer, plus the
+     * flag's offset in the same allocation */
     cudaPointerAttributes pa;
-    cudaPointerGetAttributes(&pa, tab->flags[0]);
-    uint64_t *hflag = (uint64_t *)pa.hostPointer;
+    memset(&pa, 0, sizeof pa);
     cudaPointerGetAttributes(&pa, tab->data[0]);
     const char *hdata = (const char *)pa.hostPointer;
+    uint64_t *hflag =
+        hdata ? (uint64_t *)(hdata + ((const char *)tab->flags[0] - tab->data[0])) : NULL;
     XT_CHECK(hflag && hdata, "host pointers");
     if (!hflag || !hdata) {
         xs_win_close(w);
