@@ -39,7 +39,7 @@ HEADERS   := $(wildcard include/*.h include/*.cuh src/*.h tools/*.h cuda/*.h cud
 
 ifneq ($(NVCC),)
 ALL_GPU  := $(BUILD)/libxstage_cuda.a $(GTEST_BIN) $(DEV_OBJ)
-TOOL_GPU := $(BUILD)/libxstage_cuda.a
+TOOL_GPU := $(CU_OBJ)   # objects, not the archive: weak references do not pull archive members
 LINK     := $(NVCC) $(NVARCH) -Xlinker --no-as-needed
 else
 LINK     := $(CC) $(LDFLAGS)
@@ -92,6 +92,20 @@ run: all
 
 deps:
 	@sh scripts/deps.sh
+
+# libFuzzer targets (tests/fuzz/, clang): the schedule and profile parsers and the CPU
+# subcommands' command line, each linked with the core built the same way (ASan + UBSan);
+# scripts/fuzz.sh builds them here and runs each for a bounded time. The command-line target
+# opens files through its in-memory seam (fuzz_cli.c).
+FUZZ_CC    ?= clang
+FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+              -fno-sanitize-recover=undefined -std=c11 -Wall -Wextra -Wno-unused-parameter \
+              -Iinclude -D_GNU_SOURCE
+fuzz: $(BUILD)-fuzz/fuzz_schedule $(BUILD)-fuzz/fuzz_profile $(BUILD)-fuzz/fuzz_cli
+$(BUILD)-fuzz/fuzz_cli: FUZZ_SEAM := -Dfopen=xs_fuzz_fopen
+$(BUILD)-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(CORE_SRC) tools/cmd_model.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SEAM) -o $@ $< $(CORE_SRC) tools/cmd_model.c $(LDLIBS)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-fuzz

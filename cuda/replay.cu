@@ -588,7 +588,15 @@ xs_status xs_replay_visibility(xs_replayer *rp, size_t bytes, int reps, double *
     unsigned long long *drtt = NULL;
     if (cudaMalloc((void **)&drtt, (size_t)reps * sizeof *drtt) != cudaSuccess)
         return xs_seterr(XS_ECUDA, "visibility: out of device memory");
-    /* host windows are mapped with the same address on host and device (UVA) */
+    /* host windows are mapped with the same address on host and device (UVA); check it */
+    cudaPointerAttributes pa;
+    if (cudaPointerGetAttributes(&pa, rp->tab.flags[0]) != cudaSuccess ||
+        pa.hostPointer != (void *)rp->tab.flags[0]) {
+        cudaGetLastError();
+        cudaFree(drtt);
+        return xs_seterr(XS_EUNSUPPORTED, "visibility: the host window's device address is not "
+                         "its host address (no unified addressing)");
+    }
     volatile uint64_t *up = (volatile uint64_t *)rp->tab.flags[0];
     volatile uint64_t *back = up + 1;
     up[0] = 0;

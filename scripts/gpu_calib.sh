@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# gpu_calib.sh - calibration runs on one GPU, from an already built tree (issue 3):
+#   1. xstage calibrate --target host   (full; profile, raw samples, report)
+#   2. xstage calibrate --target local  (the HBM control)
+#   3. xstage calibrate --quick         (timed: must stay under 15 s)
+#   4. xstage validate on the host profile (suite never used in fitting)
+#   5. xstage replay: examples, free-running and --sync, host and local
+#   6. compute-sanitizer memcheck on calibrate --quick and on replay
+# Writes to $OUT: calib.log (everything), h200_host_profile.json, h200_local_profile.json,
+# h200_host_samples.csv, h200_local_samples.csv, validate.csv. Each step bounded by `timeout`;
+# one failure does not stop the others; PASS/FAIL table last.
+# Usage: OUT=dir [BUILD=build] scripts/gpu_calib.sh
+set -u
+BUILD=${BUILD:-build}
+OUT=${OUT:-./out-calib}
+X="$BUILD/xstage"
+mkdir -p "$OUT"
+LOG="$OUT/calib.log"
+: >"$LOG"
+names=()
+res=()
+fails=0
+step() {
+    local name=$1 limit=$2
+    shift 2
+    echo "=== $name (limit ${limit}s): $*" | tee -a "$LOG"
+    local t0=$SECONDS
+    timeout --kill-after=5 "$limit" "$@" >>"$LOG" 2>&1
+    local rc=$?
+    local dt=$((SECONDS - t0))
+    if [ $rc -eq 0 ]; then names+=("$name"); res+=("PASS ${dt}s"); else
+        names+=("$name"); res+=("FAIL rc=$rc ${dt}s"); fails=$((fails + 1)); fi
+    echo "=== $name: rc=$rc ${dt}s" | tee -a "$LOG"
+    tail -n 3 "$LOG"
+}
+step calibrate-host 120 "$X" calibrate --target host --out "$OUT/h200_host_profile.json" \
+    --samples "$OUT/h200_host_samples.csv"
+step calibrate-local 120 "$X" calibrate --target local --out "$OUT/h200_local_profile.json" \
+    --samples "$OUT/h200_local_samples.csv"
+step calibrate-quick 60 "$X" calibrate --target host --quick --out "$OUT/quick_profile.json"
+P="$OUT/h200_host_profile.json"
+[ -s "$P" ] || P=""
+step validate-host 240 "$X" validate ${P:+--profile "$P"} --csv "$OUT/validate.csv"
+for f in examples/ep_wave.csv examples/drift.csv; do
+    step "replay $(basename "$f")" 60 "$X" replay --schedule "$f" ${P:+--profile "$P"}
+    step "replay --sync $(basename "$f")" 60 "$X" replay --schedule "$f" --sync ${P:+--profile "$P"}
+done
+step "replay isolated --sync" 60 "$X" replay --schedule examples/isolated.csv --sync ${P:+--profile "$P"}
+step "replay local" 60 "$X" replay --schedule examples/ep_wave.csv --target local
+if command -v compute-sanitizer >/dev/null 2>&1; then
+    step "memcheck calibrate --quick" 240 compute-sanitizer --tool memcheck --error-exitcode 3 \
+        "$X" calibrate --target host --quick
+    step "memcheck replay" 120 compute-sanitizer --tool memcheck --error-exitcode 3 \
+        "$X" replay --schedule examples/mixed.csv -n 1
+fi
+echo
+echo "== gpu_calib summary"
+for i in "${!names[@]}"; do printf '%-34s %s\n' "${names[$i]}" "${res[$i]}"; done
+grep -E "^R = |^r = |^Q = |R / store bw|chunk_bytes = |^# totals|^# per-row|^# isolated|^# validate" "$LOG" | head -20
+exit $fails
