@@ -250,7 +250,7 @@ extern "C" void xs_win_close(xs_winset *w)
     free(w);
 }
 
-/* ---- reset ------------------------------------------------------------------------------------ */
+/* ---- reset -------------------------------------------------------------------------------- */
 
 static xs_status fill_own(xs_winset *w, unsigned char poison, int flags_too)
 {

@@ -67,7 +67,7 @@ size_t xs_exchange_max_bytes(const xs_winset *w);
  * "flag 3 of rank 0's window stayed at 0 < 1 for 200 ms". */
 xs_status xs_win_wait_flag(xs_winset *w, int rank, int flag, uint64_t value, uint64_t timeout_ns);
 
-/* ---- internals shared by win.cu / exchange.cu / nccl.cu / gpu.cu ------------------------------ */
+/* ---- internals shared by win.cu / exchange.cu / nccl.cu / gpu.cu -------------------------- */
 
 /* 1 where rank r's window belongs to this process (it may poison and verify it). */
 int xs_win_owns(const xs_winset *w, int r);

@@ -346,7 +346,7 @@ static void test_peer_one_rank(int dev, int quick)
     xs_win_close(w);
 }
 
-/* ---- launcher: several processes --------------------------------------------------------------- */
+/* ---- launcher: several processes ---------------------------------------------------------- */
 
 /* Child: open a peer window set and exchange; the parent judges by the exit status. */
 static int child_main(int argc, char **argv)
