@@ -91,8 +91,12 @@ if need "$BUILD/tests/gpu/test_win"; then
     step test_win 60 "$BUILD/tests/gpu/test_win"
 fi
 
-SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [ -x "$SAN" ] && [ -x "$BUILD/tests/gpu/test_win" ] && [ $((SECONDS - T0)) -lt 90 ]; then
+SAN=$(command -v compute-sanitizer || true)
+for c in /usr/local/cuda/bin/compute-sanitizer \
+    /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+    [ -z "$SAN" ] && [ -x "$c" ] && SAN=$c
+done
+if [ -n "$SAN" ] && [ -x "$SAN" ] && [ -x "$BUILD/tests/gpu/test_win" ] && [ $((SECONDS - T0)) -lt 90 ]; then
     step memcheck_test_win 60 env XS_TEST_SKIP_LAUNCH=1 "$SAN" --tool memcheck \
         --error-exitcode 1 "$BUILD/tests/gpu/test_win" --quick
 else
