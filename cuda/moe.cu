@@ -1664,12 +1664,12 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_costs *wc,
         out->plan.kind = XS_MOE_INTERLEAVED;
         out->plan.lead = best_lead;
         snprintf(out->how, sizeof out->how, "reshape: criterion fails (injection %.1f B/ns vs R "
-                 "%.1f); interleaved D=%d predicted %.0f us vs wave %.0f us",
+                 "%.1f); interleaved D=%d predicted %.1f us vs wave %.1f us",
                  bg.injection_bytes_per_ns, p->drain_bytes_per_ns, best_lead, best / 1e3,
                  out->wave_ns / 1e3);
     } else {
         snprintf(out->how, sizeof out->how, "keep wave: criterion fails but interleaving is "
-                 "predicted %.0f us vs wave %.0f us (< 3 %% gain after its locality cost)",
+                 "predicted %.1f us vs wave %.1f us (< 3 %% gain after its locality cost)",
                  best / 1e3, out->wave_ns / 1e3);
     }
     return XS_OK;

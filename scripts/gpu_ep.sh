@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# gpu_ep.sh - the expert-parallel GPU runs on one H200, from an already-built tree:
+#   1. tests/gpu/test_gemm  the tile engine vs fp64 / cuBLAS, and its throughput vs cuBLAS
+#   2. tests/gpu/test_moe   the fused MoE kernel: every schedule verified, timeouts, the model
+#   3. xstage bench ep      the sweep (7 configurations x 2 routings x 3 token counts, 4 peers)
+# Writes to $OUT (default ./out): ep.log (everything), ep.csv (bench rows), gemm.csv (GEMM
+# throughput). Every step is bounded by `timeout`; one failing step does not stop the others.
+# The last lines printed are a summary table with PASS/FAIL per step.
+# usage: OUT=dir scripts/gpu_ep.sh [BUILD_DIR]        (BUILD_DIR defaults to build)
+#        EP_ARGS="--quick" replaces the sweep's arguments (default: the full sweep, -n 5 -w 1)
+set -u
+
+B=${1:-${BUILD:-build}}
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+LOG="$OUT/ep.log"
+: >"$LOG"
+
+say() { printf '%s\n' "$*" | tee -a "$LOG"; }
+
+say "# gpu_ep.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) build=$B out=$OUT"
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv 2>&1 || true; } >>"$LOG"
+
+declare -a NAMES RESULTS DETAILS
+
+# run_step NAME LIMIT_S CMD... : runs CMD with a time bound, output appended to the log
+run_step() {
+    local name=$1 limit=$2
+    shift 2
+    say "=== $name (limit ${limit}s): $*"
+    local t0=$SECONDS rc
+    if [ ! -x "$1" ]; then
+        say "FAIL $name: $1 is missing (build it first: make -j all)"
+        NAMES+=("$name"); RESULTS+=("FAIL"); DETAILS+=("binary missing: $1")
+        return
+    fi
+    timeout -k 10 "$limit" "$@" >"$OUT/.step.out" 2>&1
+    rc=$?
+    cat "$OUT/.step.out" >>"$LOG"
+    local dt=$((SECONDS - t0)) last detail result
+    last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$OUT/.step.out" | tail -n 1)
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        result=FAIL; detail="timed out after ${limit}s"
+    elif [ "$rc" -ne 0 ]; then
+        result=FAIL; detail="exit $rc ${last}"
+    else
+        result=PASS; detail="${last}"
+    fi
+    case "$name" in
+    test_gemm)
+        detail="$detail; $(grep -E '^# gemm: geomean' "$OUT/.step.out" | sed 's/^# gemm: //')" ;;
+    bench_ep)
+        detail="$(grep -E '^# (bench ep|wave/interleaved|wave/auto )' "$OUT/.step.out" |
+            sed 's/^# //; s/  */ /g' | tr '\n' ';')" ;;
+    esac
+    if [ "$result" = FAIL ]; then
+        say "FAIL $name (${dt}s): $detail"
+        tail -n 15 "$OUT/.step.out" | sed 's/^/    /'
+    else
+        say "PASS $name (${dt}s): $detail"
+    fi
+    NAMES+=("$name"); RESULTS+=("$result"); DETAILS+=("$detail (${dt}s)")
+}
+
+run_step test_gemm 45 "$B/tests/gpu/test_gemm" --csv "$OUT/gemm.csv" -n 20
+run_step test_moe 50 "$B/tests/gpu/test_moe"
+if [ -x "$B/xstage" ] && "$B/xstage" bench ep --help 2>&1 | grep -q 'needs the CUDA side'; then
+    say "FAIL bench_ep: $B/xstage was linked without the CUDA subcommands (xs_bench_ep)"
+    NAMES+=("bench_ep"); RESULTS+=("FAIL"); DETAILS+=("xstage lacks bench ep")
+else
+    # shellcheck disable=SC2086
+    run_step bench_ep 140 "$B/xstage" bench ep --csv "$OUT/ep.csv" ${EP_ARGS:--n 5 -w 1}
+fi
+rm -f "$OUT/.step.out"
+
+# the sweep's table and summary, then the per-step verdicts (last)
+if [ -s "$OUT/ep.csv" ]; then
+    echo
+    grep -E '^(config|[a-z0-9.-]+,)' "$OUT/ep.csv" |
+        awk -F, 'NR==1{for(i=1;i<=NF;i++)c[$i]=i; printf "%-18s %-8s %5s %2s %9s %9s %9s %9s %9s %6s %6s %-11s %4s %5s\n","config","routing","T","N","unfused","wave","inter","auto","bound","w/int","w/auto","auto","crit","ok"; next}
+             {printf "%-18s %-8s %5s %2s %9.1f %9.1f %9.1f %9.1f %9.1f %6.3f %6.3f %-11s %4s %5s\n",$c["config"],$c["routing"],$c["tokens"],$c["peers"],$c["unfused_us"],$c["wave_us"],$c["interleaved_us"],$c["auto_us"],$c["bound_us"],$c["wave_over_interleaved"],$c["wave_over_auto"],$c["auto_schedule"],$c["criterion_met"],$c["verified"]}'
+fi
+echo
+printf '%-10s %-5s %s\n' step result detail | tee -a "$LOG"
+fail=0
+for i in "${!NAMES[@]}"; do
+    printf '%-10s %-5s %s\n' "${NAMES[$i]}" "${RESULTS[$i]}" "${DETAILS[$i]}" | tee -a "$LOG"
+    [ "${RESULTS[$i]}" = PASS ] || fail=1
+done
+[ "$fail" -eq 0 ] && say "gpu_ep: ALL PASS" || say "gpu_ep: SOME STEPS FAILED (see $LOG)"
+exit "$fail"
