@@ -1,0 +1,2274 @@
+/*
+ * tp.cu - tensor parallelism on the shared tile engine (cuda/gemm.cuh): the persistent task
+ * kernel (GEMM tiles with local, SwiGLU or reduce-scatter epilogues, all-gather pushes,
+ * owner-side reductions, every dependency a bounded wait), the naive and shaped task orders, the
+ * X-Stage model of an order, the unfused cuBLAS baseline, fp32 references and destination-side
+ * verification. cuda/tp.h is the contract; docs/TP.md the design.
+ *
+ * The kernel: CTA b runs tasks b, b + grid, b + 2 grid, ... of a task list (static round robin;
+ * "step" s = tasks [s grid, (s+1) grid)). A task is a slot that may hold
+ *   TILE    one 128 x 256 tile of GEMM g: xs_gemm_mainloop, then the staged epilogue to its
+ *           destination rows - local output, SwiGLU to local h, or (reduce-scatter) the owner's
+ *           slot for this source in the owner's window, followed by a per-tile signal there
+ *           (xs_signal_cta: payload, barrier, st.release.sys of the epoch);
+ *   PUSH    one 64 KB chunk of this rank's shard to one peer's gathered buffer, then its signal;
+ *   REDUCE  this rank's own tile t: wait for all P sources' signals, sum the P slots in fp32
+ *           (source order 0..P-1, so the result is deterministic), store bf16 to y.
+ * Dependencies are bounded waits (%globaltimer) polled by thread 0: a GEMM 0 tile of an
+ * all-gathered shard waits for that shard's chunks; an mlp GEMM 2 tile waits for the count of
+ * GEMM 1 tiles of its row block (red.release.gpu / ld.acquire.gpu, reset before each launch);
+ * a reduction waits for the P source flags. A timeout is recorded once (xs_devstatus, first
+ * failure wins) and every other waiting CTA sees it and stops, so a missed signal ends the
+ * kernel within one bound. Tasks wait only on tasks earlier in the list, and every CTA is
+ * resident (one per SM), so the order cannot deadlock.
+ */
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gemm.cuh"
+#include "tp.h"
+#include "xstage.h"
+#include "xstage_cuda.h"
+#include "xstage_device.cuh"
+#include "xstage_win.h"
+
+#if defined(__has_include)
+#if __has_include(<nccl.h>)
+#include <nccl.h>
+#define XS_TP_HAVE_NCCL_H 1
+#endif
+#endif
+
+typedef xs_gemm_big TPC; /* 128 x 256 tiles, 8 warps, 4 stages: one CTA per SM */
+static_assert(TPC::BM == XS_TP_BM && TPC::BN == XS_TP_BN, "tp.h tile sizes");
+
+/* ---- tasks --------------------------------------------------------------------------------- */
+
+enum { TP_T_TILE = 1, TP_T_PUSH = 2, TP_T_REDUCE = 4 };
+
+typedef struct __align__(16) {
+    int flags;      /* TP_T_* (0 = nothing: padding of a step) */
+    int gemm;       /* TILE: GEMM 0 or 1 */
+    int tm, tn;     /* TILE: tile row and column */
+    int push_rank;  /* PUSH: destination rank */
+    int push_chunk; /* PUSH: chunk of this rank's shard */
+    int red_t;      /* REDUCE: own tile index, 0..t_own-1 */
+    int pad;
+} tp_task;
+static_assert(sizeof(tp_task) == 32, "two int4 per task");
+
+/* Everything the kernel needs besides the window table (by value, in parameter space). */
+typedef struct {
+    const tp_task *tasks;
+    int ntasks;
+    int me, P;
+    xs_gemm_problem g[2];
+    xs_bf16 *out0;               /* GEMM 0 local output when GEMM 0 is not reduce-scattered */
+    long long ldo0;              /* elements */
+    int swiglu0;
+    int rs_gemm;                 /* -1, 0 or 1 */
+    int rs_rows, rs_n, rs_tiles_n, t_own, rs_flag0;
+    unsigned long long rs_off;   /* bytes */
+    xs_bf16 *y;                  /* [rs_rows, rs_n] */
+    int ag, shard_rows, ag_k, ag_chunks;
+    unsigned long long shard_bytes;
+    unsigned int *rb_count;      /* [tiles_m] GEMM 0 tiles done per row block (mlp), or NULL */
+    int n0_per_rb;
+    unsigned long long epoch, timeout_ns;
+    unsigned long long *task_ns; /* [ntasks] %globaltimer at the end of each task, or NULL */
+    unsigned long long *cta_ns;  /* [2 grid] start and end per CTA, or NULL */
+    xs_devstatus *status;
+    int fault;
+} tp_args;
+
+/* Device failure detail: wait kind (1 = shard chunk flag, 2 = row-block count, 3 = source
+ * flag of a reduction) in bits 60..63, the flag or row block in bits 32..59, the task below. */
+#define TP_DETAIL(kind, idx, task)                                                             \
+    (((unsigned long long)(kind) << 60) | ((unsigned long long)((idx) & 0x0fffffff) << 32) |    \
+     (unsigned long long)(unsigned)(task))
+
+/* ---- device: bounded waits ---------------------------------------------------------------- */
+
+XS_DEV unsigned int tp_ld_acquire_gpu_u32(const unsigned int *p)
+{
+    unsigned int v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+XS_DEV int tp_failed(const tp_args &a)
+{
+    return a.status && *(const volatile unsigned int *)&a.status->code != 0u;
+}
+
+/* 0: *flag >= want; 1: timed out (recorded); 2: another CTA failed first. Thread 0 only. */
+XS_DEV int tp_wait_flag(const tp_args &a, const uint64_t *flag, uint64_t want,
+                        unsigned long long detail)
+{
+    const unsigned long long t0 = xs_globaltimer();
+    while (xs_ld_acquire_sys(flag) < want) {
+        if (tp_failed(a))
+            return 2;
+        if (xs_globaltimer() - t0 > a.timeout_ns) {
+            xs_devfail(a.status, XS_DEVERR_TIMEOUT, detail);
+            return 1;
+        }
+        __nanosleep(64);
+    }
+    return 0;
+}
+
+XS_DEV int tp_wait_count(const tp_args &a, const unsigned int *cnt, unsigned int want,
+                         unsigned long long detail)
+{
+    const unsigned long long t0 = xs_globaltimer();
+    while (tp_ld_acquire_gpu_u32(cnt) < want) {
+        if (tp_failed(a))
+            return 2;
+        if (xs_globaltimer() - t0 > a.timeout_ns) {
+            xs_devfail(a.status, XS_DEVERR_TIMEOUT, detail);
+            return 1;
+        }
+        __nanosleep(64);
+    }
+    return 0;
+}
+
+/* The inputs of tile (g, tm): the shard's chunks (all-gathered A) or GEMM 1's row block. */
+XS_DEV int tp_tile_wait(const tp_args &a, const xs_wintab &tab, int g, int tm, int task)
+{
+    const int m0 = tm * XS_TP_BM;
+    if (g == 0 && a.ag) {
+        const int s = m0 / a.shard_rows; /* shard_rows is a multiple of BM: one shard per tile */
+        if (s != a.me) {
+            const unsigned long long row_bytes = (unsigned long long)a.ag_k * 2;
+            const unsigned long long lo = (unsigned long long)(m0 - s * a.shard_rows) * row_bytes;
+            unsigned long long hi = lo + XS_TP_BM * row_bytes;
+            if (hi > a.shard_bytes)
+                hi = a.shard_bytes;
+            const int c0 = (int)(lo / XS_TP_CHUNK), c1 = (int)((hi - 1) / XS_TP_CHUNK);
+            for (int c = c0; c <= c1; c++) {
+                const int f = s * a.ag_chunks + c;
+                const int w = tp_wait_flag(a, tab.flags[a.me] + f, a.epoch, TP_DETAIL(1, f, task));
+                if (w)
+                    return w;
+            }
+        }
+    }
+    if (g == 1 && a.rb_count)
+        return tp_wait_count(a, a.rb_count + tm, (unsigned)a.n0_per_rb, TP_DETAIL(2, tm, task));
+    return 0;
+}
+
+/* ---- device: the three kinds of work --------------------------------------------------------- */
+
+/* One tile of GEMM g to its destination rows. Starts after a barrier, ends with one. */
+template <class C>
+XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, int g, int tm, int tn)
+{
+    const xs_gemm_problem &p = a.g[g];
+    const int tid = threadIdx.x;
+    const int m0 = tm * C::BM, n0 = tn * C::BN;
+    const bool rs = g == a.rs_gemm;
+    const bool sw = g == 0 && a.swiglu0;
+    const int owner = rs ? m0 / a.rs_rows : 0; /* rs_rows is a multiple of BM */
+    char **dst = xs_gemm_dst_rows<C>(smem);
+    if (tid < C::BM) {
+        const int r = m0 + tid;
+        char *d = NULL;
+        if (r < p.m) {
+            if (rs)
+                d = tab.data[owner] + a.rs_off +
+                    ((size_t)a.me * a.rs_rows + (size_t)(r - owner * a.rs_rows)) *
+                        (size_t)a.rs_n * 2 +
+                    (size_t)n0 * 2;
+            else
+                d = (char *)(a.out0 + (size_t)r * (size_t)a.ldo0 + (sw ? n0 / 2 : n0));
+        }
+        dst[tid] = d;
+    }
+    float acc[C::MT][C::NT][4];
+    xs_gemm_mainloop<C>(p, m0, n0, smem, acc); /* ends with a barrier: dst rows visible */
+    const int nvalid = p.n - n0 < C::BN ? p.n - n0 : C::BN;
+    if (sw) {
+        xs_gemm_stage_swiglu<C>(smem, acc, NULL);
+        __syncthreads();
+        xs_gemm_store_rows<C, C::BN / 2>(smem, dst, p.m - m0, nvalid / 2);
+    } else {
+        xs_gemm_stage_acc<C>(smem, acc, NULL);
+        __syncthreads();
+        xs_gemm_store_rows<C, C::BN>(smem, dst, p.m - m0, nvalid);
+    }
+    if (rs) {
+        const int t_loc = ((m0 - owner * a.rs_rows) / C::BM) * a.rs_tiles_n + tn;
+        const bool skip = a.fault == XS_TP_FAULT_RS_SIGNAL && owner == a.me && t_loc == 0;
+        if (!skip)
+            xs_signal_cta(tab.flags[owner] + a.rs_flag0 + (size_t)a.me * a.t_own + t_loc,
+                          a.epoch); /* barrier, then release.sys by thread 0 */
+        else
+            __syncthreads();
+    } else {
+        __syncthreads(); /* every row stored: staging tile and dst rows free, h complete */
+        if (g == 0 && a.rb_count && tid == 0 &&
+            !(a.fault == XS_TP_FAULT_H_COUNT && tm == 0 && tn == 0))
+            asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(a.rb_count + tm)
+                         : "memory");
+    }
+}
+
+/* One chunk of this rank's shard (own window) to rank r's gathered buffer, then its flag. */
+template <class C>
+XS_DEV void tp_push(const tp_args &a, const xs_wintab &tab, int r, int c)
+{
+    const unsigned long long off =
+        (unsigned long long)a.me * a.shard_bytes + (unsigned long long)c * XS_TP_CHUNK;
+    unsigned long long nb = a.shard_bytes - (unsigned long long)c * XS_TP_CHUNK;
+    if (nb > XS_TP_CHUNK)
+        nb = XS_TP_CHUNK;
+    const uint4 *src = (const uint4 *)(tab.data[a.me] + off);
+    char *dst = tab.data[r] + off;
+    const int n16 = (int)(nb / 16);
+    for (int j = threadIdx.x; j < n16; j += 4 * C::THREADS) {
+        uint4 v[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int x = j + u * C::THREADS;
+            v[u] = x < n16 ? __ldg(src + x) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int x = j + u * C::THREADS;
+            if (x < n16)
+                xs_st16v(dst + 16 * (size_t)x, v[u]);
+        }
+    }
+    xs_signal_cta(tab.flags[r] + (size_t)a.me * a.ag_chunks + c, a.epoch);
+}
+
+XS_DEV int tp_reduce_wait(const tp_args &a, const xs_wintab &tab, int t, int task)
+{
+    for (int s = 0; s < a.P; s++) {
+        const int f = a.rs_flag0 + s * a.t_own + t;
+        const int w = tp_wait_flag(a, tab.flags[a.me] + f, a.epoch, TP_DETAIL(3, f, task));
+        if (w)
+            return w;
+    }
+    return 0;
+}
+
+XS_DEV void tp_acc8(float *s, uint4 v)
+{
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        __nv_bfloat162 b;
+        memcpy(&b, &w[i], 4);
+        const float2 f = __bfloat1622float2(b);
+        s[2 * i] += f.x;
+        s[2 * i + 1] += f.y;
+    }
+}
+
+/* Own tile t: y = sum over sources of their partials (fp32, source order), bf16. */
+template <class C>
+XS_DEV void tp_reduce(const tp_args &a, const xs_wintab &tab, int t)
+{
+    const int trow = t / a.rs_tiles_n, tn = t % a.rs_tiles_n;
+    const int row0 = trow * C::BM, col0 = tn * C::BN;
+    const int ncols = a.rs_n - col0 < C::BN ? a.rs_n - col0 : C::BN;
+    const int cpr = ncols / 8; /* rs_n is a multiple of 8 */
+    const char *base = tab.data[a.me] + a.rs_off;
+    const size_t ld = (size_t)a.rs_n * 2;
+    for (int j = threadIdx.x; j < C::BM * cpr; j += C::THREADS) {
+        const int row = row0 + j / cpr, col = col0 + (j % cpr) * 8;
+        float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int src = 0; src < a.P; src++)
+            tp_acc8(s, __ldcg((const uint4 *)(base + ((size_t)src * a.rs_rows + row) * ld +
+                                              (size_t)col * 2)));
+        uint4 o;
+        o.x = xs_pack_bf16(s[0], s[1]);
+        o.y = xs_pack_bf16(s[2], s[3]);
+        o.z = xs_pack_bf16(s[4], s[5]);
+        o.w = xs_pack_bf16(s[6], s[7]);
+        *(uint4 *)(a.y + (size_t)row * a.rs_n + col) = o;
+    }
+}
+
+/* ---- the kernel ---------------------------------------------------------------------------- */
+
+template <class C>
+__global__ void __launch_bounds__(C::THREADS, 1)
+    tp_kernel(const __grid_constant__ tp_args a, const __grid_constant__ xs_wintab tab)
+{
+    extern __shared__ __align__(128) char tp_smem[];
+    __shared__ int s_abort;
+    const int tid = threadIdx.x;
+    const unsigned long long t_start = xs_globaltimer();
+    if (tid == 0)
+        s_abort = 0;
+    __syncthreads();
+    for (int i = blockIdx.x; i < a.ntasks; i += gridDim.x) {
+        const int4 *t4 = (const int4 *)(a.tasks + i);
+        const int4 w0 = __ldg(t4), w1 = __ldg(t4 + 1);
+        const int kind = w0.x;
+        if (kind & TP_T_TILE) {
+            if (tid == 0 && tp_tile_wait(a, tab, w0.y, w0.z, i))
+                s_abort = 1;
+            __syncthreads();
+            if (s_abort)
+                break;
+            tp_tile<C>(a, tab, tp_smem, w0.y, w0.z, w0.w);
+        }
+        if (kind & TP_T_PUSH)
+            tp_push<C>(a, tab, w1.x, w1.y);
+        if (kind & TP_T_REDUCE) {
+            if (tid == 0 && tp_reduce_wait(a, tab, w1.z, i))
+                s_abort = 1;
+            __syncthreads();
+            if (s_abort)
+                break;
+            tp_reduce<C>(a, tab, w1.z);
+        }
+        if (tid == 0 && a.task_ns)
+            a.task_ns[i] = xs_globaltimer();
+        /* s_abort is read by every thread after a barrier and written by thread 0 only before
+         * the next one: this barrier keeps a fast thread 0 from raising it while a slow thread
+         * still reads the previous value */
+        __syncthreads();
+    }
+    __syncthreads();
+    if (tid == 0 && a.cta_ns) {
+        a.cta_ns[2 * blockIdx.x] = t_start;
+        a.cta_ns[2 * blockIdx.x + 1] = xs_globaltimer();
+    }
+}
+
+/* ---- helper kernels ------------------------------------------------------------------------- */
+
+/* Uniform values in [-scale, scale) from (seed, index): never all zeros, never constant. */
+__global__ void tp_fill_kernel(xs_bf16 *x, size_t n, uint32_t seed, float scale)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = xs_mix32((uint32_t)i * 0x9e3779b1u ^ xs_mix32(seed ^ (uint32_t)(i >> 32)));
+        float u = (float)(h >> 8) * (2.0f / 16777216.0f) - 1.0f;
+        x[i] = __float2bfloat16(u * scale);
+    }
+}
+
+/* Fill n16 16-byte units with a repeated word (device or mapped host memory). */
+__global__ void tp_word_kernel(uint4 *p, size_t n16, uint32_t w)
+{
+    const uint4 v = make_uint4(w, w, w, w);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n16;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] = v;
+}
+
+__global__ void tp_flags_kernel(uint64_t *f, int n, unsigned long long v)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        f[i] = v;
+}
+
+/* Count 16-byte units of a and b that differ. */
+__global__ void tp_cmp_kernel(const uint4 *a, const uint4 *b, size_t n16, unsigned long long *bad)
+{
+    unsigned long long mine = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n16;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint4 x = __ldcg(a + i), y = __ldcg(b + i);
+        mine += (x.x != y.x) | (x.y != y.y) | (x.z != y.z) | (x.w != y.w);
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        mine += __shfl_xor_sync(0xffffffffu, mine, o);
+    if ((threadIdx.x & 31) == 0 && mine)
+        atomicAdd(bad, mine);
+}
+
+/* Per row r: err2[r] = sum (got - ref)^2, ref2[r] = sum ref^2 over finite values; non-finite
+ * values of got are counted. One block (256 threads) per row, grid-stride over rows. */
+__global__ void tp_err_kernel(const xs_bf16 *got, long long ldg, const float *ref, long long ldr,
+                              int rows, int cols, double *err2, double *ref2,
+                              unsigned long long *nonfinite)
+{
+    __shared__ double se[8], sr[8];
+    __shared__ unsigned long long sn[8];
+    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+        double e = 0, q = 0;
+        unsigned long long nf = 0;
+        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+            const double g = __bfloat162float(got[(size_t)r * ldg + c]);
+            const double w = ref[(size_t)r * ldr + c];
+            if (!isfinite(g)) {
+                nf++;
+                continue;
+            }
+            e += (g - w) * (g - w);
+            q += w * w;
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            e += __shfl_xor_sync(0xffffffffu, e, o);
+            q += __shfl_xor_sync(0xffffffffu, q, o);
+            nf += __shfl_xor_sync(0xffffffffu, nf, o);
+        }
+        const int w = threadIdx.x >> 5;
+        if ((threadIdx.x & 31) == 0)
+            se[w] = e, sr[w] = q, sn[w] = nf;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            double te = 0, tq = 0;
+            unsigned long long tn = 0;
+            for (int i = 0; i < (int)(blockDim.x >> 5); i++)
+                te += se[i], tq += sr[i], tn += sn[i];
+            err2[r] = te;
+            ref2[r] = tq;
+            if (tn)
+                atomicAdd(nonfinite, tn);
+        }
+        __syncthreads();
+    }
+}
+
+/* ref_y = ref_own (fp32 [rows, n], ld n) + the other sources' partials (bf16 slots). */
+__global__ void tp_ref_y_kernel(const float *ref_own, const xs_bf16 *slots, int P, int me, int rows,
+                                int n, float *ref_y)
+{
+    const size_t total = (size_t)rows * n, slot = (size_t)rows * n;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float s = ref_own[i];
+        for (int q = 0; q < P; q++)
+            if (q != me)
+                s += __bfloat162float(slots[(size_t)q * slot + i]);
+        ref_y[i] = s;
+    }
+}
+
+/* SwiGLU of an interleaved Linear-1 output [m, n_phys] into h [m, n_phys/2] (bf16). */
+template <typename T>
+__global__ void tp_swiglu_kernel(const T *y, xs_bf16 *h, float *h32, int m, int n_phys)
+{
+    const int hn = n_phys / 2;
+    const size_t total = (size_t)m * hn;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int r = (int)(i / hn), j = (int)(i % hn);
+        const int pg = 32 * (j / 16) + (j % 16);
+        const float g = (float)y[(size_t)r * n_phys + pg], u = (float)y[(size_t)r * n_phys + pg + 16];
+        const float v = g / (1.0f + expf(-g)) * u;
+        h[i] = __float2bfloat16(v);
+        if (h32)
+            h32[i] = v;
+    }
+}
+
+/* y [rows, n] = sum over sources q of slot q (own partial from `own`), fp32, bf16 out. */
+__global__ void tp_sum_kernel(const xs_bf16 *slots, const xs_bf16 *own, int P, int me, int rows,
+                              int n, xs_bf16 *y)
+{
+    const size_t n8 = (size_t)rows * n / 8, slot = (size_t)rows * n;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n8;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int q = 0; q < P; q++) {
+            const xs_bf16 *src = q == me ? own : slots + (size_t)q * slot;
+            tp_acc8(s, __ldcg((const uint4 *)src + i));
+        }
+        uint4 o;
+        o.x = xs_pack_bf16(s[0], s[1]);
+        o.y = xs_pack_bf16(s[2], s[3]);
+        o.z = xs_pack_bf16(s[4], s[5]);
+        o.w = xs_pack_bf16(s[6], s[7]);
+        ((uint4 *)y)[i] = o;
+    }
+}
+
+/* ---- ops and shapes --------------------------------------------------------------------------- */
+
+static const char *const tp_op_names[XS_TP_NOPS] = {"gemm_rs", "ag_gemm", "mlp"};
+
+extern "C" const char *xs_tp_op_name(xs_tp_op op)
+{
+    return (unsigned)op < XS_TP_NOPS ? tp_op_names[op] : "?";
+}
+
+extern "C" xs_status xs_tp_op_parse(const char *s, xs_tp_op *op)
+{
+    for (int i = 0; i < XS_TP_NOPS; i++)
+        if (s && !strcmp(s, tp_op_names[i])) {
+            *op = (xs_tp_op)i;
+            return XS_OK;
+        }
+    return xs_seterr(XS_EINVAL, "unknown tp operation '%s' (gemm_rs, ag_gemm or mlp)",
+                     s ? s : "");
+}
+
+static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+extern "C" xs_status xs_tp_info_of(const xs_tp_shape *s, xs_tp_info *in)
+{
+    memset(in, 0, sizeof *in);
+    if (!s)
+        return xs_seterr(XS_EINVAL, "tp: no shape");
+    const char *op = xs_tp_op_name(s->op);
+    if ((unsigned)s->op >= XS_TP_NOPS)
+        return xs_seterr(XS_EINVAL, "tp: operation %d unknown", (int)s->op);
+    const int P = s->peers, m = s->m, n = s->n, k = s->k;
+    if (P < 1 || P > XS_MAX_RANKS)
+        return xs_seterr(XS_EINVAL, "tp %s: peers %d outside 1..%d", op, P, XS_MAX_RANKS);
+    if (m < 1 || n < 1 || k < 1 || m > (1 << 24) || n > (1 << 24) || k > (1 << 24))
+        return xs_seterr(XS_EINVAL, "tp %s: m=%d n=%d k=%d must be in 1..16M", op, m, n, k);
+    if (m % (XS_TP_BM * P))
+        return xs_seterr(XS_EINVAL, "tp %s: m=%d is not a multiple of %d x peers %d (every rank "
+                         "owns whole 128-row blocks)", op, m, XS_TP_BM, P);
+    in->rs_rows = m / P;
+    in->tiles_m = m / XS_TP_BM;
+    in->rs_gemm = -1;
+    switch (s->op) {
+    case XS_TP_GEMM_RS:
+        if (k % (8 * P))
+            return xs_seterr(XS_EINVAL, "tp gemm_rs: k=%d must be a multiple of 8 x peers %d "
+                             "(k/P is the GEMM's K, 16-byte loads)", k, P);
+        if (n % 8)
+            return xs_seterr(XS_EINVAL, "tp gemm_rs: n=%d is not a multiple of 8 (16-byte "
+                             "stores and reductions)", n);
+        in->ngemm = 1;
+        in->gm[0] = m, in->gn[0] = n, in->gk[0] = k / P, in->out_n[0] = n;
+        in->rs_gemm = 0;
+        in->rs_n = n;
+        break;
+    case XS_TP_AG_GEMM:
+        if (n % (8 * P))
+            return xs_seterr(XS_EINVAL, "tp ag_gemm: n=%d must be a multiple of 8 x peers %d "
+                             "(n/P output columns, 16-byte stores)", n, P);
+        if (k % 8)
+            return xs_seterr(XS_EINVAL, "tp ag_gemm: k=%d is not a multiple of 8", k);
+        in->ngemm = 1;
+        in->gm[0] = m, in->gn[0] = n / P, in->gk[0] = k, in->out_n[0] = n / P;
+        in->ag = 1;
+        in->ag_k = k;
+        break;
+    case XS_TP_MLP:
+        if (k % (16 * P))
+            return xs_seterr(XS_EINVAL, "tp mlp: intermediate k=%d must be a multiple of 16 x "
+                             "peers %d (SwiGLU groups of 16 per rank)", k, P);
+        if (n % 8)
+            return xs_seterr(XS_EINVAL, "tp mlp: hidden n=%d is not a multiple of 8", n);
+        in->ngemm = 2;
+        in->gm[0] = m, in->gn[0] = 2 * (k / P), in->gk[0] = n, in->out_n[0] = k / P;
+        in->swiglu0 = 1;
+        in->gm[1] = m, in->gn[1] = n, in->gk[1] = k / P, in->out_n[1] = n;
+        in->rs_gemm = 1;
+        in->rs_n = n;
+        in->ag = 1;
+        in->ag_k = n;
+        break;
+    }
+    for (int g = 0; g < in->ngemm; g++) {
+        in->tiles_n[g] = (in->gn[g] + XS_TP_BN - 1) / XS_TP_BN;
+        in->tiles[g] = in->tiles_m * in->tiles_n[g];
+        in->flops += 2.0 * in->gm[g] * (double)in->gn[g] * in->gk[g];
+    }
+    if (in->ag) {
+        in->ag_bytes = (size_t)m * in->ag_k * 2;
+        in->shard_bytes = (size_t)in->rs_rows * in->ag_k * 2;
+        in->ag_chunks = (int)((in->shard_bytes + XS_TP_CHUNK - 1) / XS_TP_CHUNK);
+        in->push_tasks = (P - 1) * in->ag_chunks;
+        in->ag_remote_bytes = (double)(P - 1) * in->shard_bytes;
+    }
+    in->rs_off = align_up(in->ag_bytes, 4096);
+    in->window_bytes = in->rs_off;
+    in->rs_flag0 = in->ag ? P * in->ag_chunks : 0;
+    in->nflags = in->rs_flag0;
+    if (in->rs_gemm >= 0) {
+        in->slot_bytes = (size_t)in->rs_rows * in->rs_n * 2;
+        in->t_own = (in->rs_rows / XS_TP_BM) * in->tiles_n[in->rs_gemm];
+        in->reduce_tasks = in->t_own;
+        in->window_bytes += (size_t)P * in->slot_bytes;
+        in->nflags += P * in->t_own;
+        in->rs_remote_bytes = (double)(P - 1) * in->slot_bytes;
+    }
+    if (in->nflags < 1)
+        in->nflags = 1;
+    if ((double)in->nflags > 268435455.0)
+        return xs_seterr(XS_ERANGE, "tp %s: %d flags per window are too many", op, in->nflags);
+    return XS_OK;
+}
+
+/* ---- the context ------------------------------------------------------------------------------ */
+
+typedef enum { TP_RUN_NONE = 0, TP_RUN_FUSED, TP_RUN_LOCAL, TP_RUN_UNFUSED } tp_run_kind;
+
+struct xs_tp {
+    xs_tp_shape s;
+    xs_tp_info in;
+    int grid, me, P, device;
+    uint32_t seed;
+    size_t l2_bytes;
+    xs_wintab vt;                  /* the caller's table (virtual peers or peers) */
+    xs_wintab lt;                  /* local control: P windows in this GPU's memory */
+    char *lmem;                    /* payload of lt, P * lstride bytes */
+    uint64_t *lflags;              /* flags of lt, P * nflags */
+    size_t lstride;
+    void *host[XS_MAX_RANKS];      /* CPU view of vt's host windows (payload) */
+    uint64_t *host_flags[XS_MAX_RANKS];
+    xs_bf16 *a_rs;                 /* gemm_rs A [m, k/P] */
+    xs_bf16 *w[2];                 /* weights */
+    xs_bf16 *out0;                 /* GEMM 0 local output [m, out_n[0]] (ag_gemm, mlp) */
+    xs_bf16 *y;                    /* [rs_rows, rs_n] */
+    unsigned int *rb_count;        /* [tiles_m] */
+    xs_devstatus *status;
+    unsigned long long *task_ns, *cta_ns;
+    size_t task_cap;
+    unsigned long long *d_bad, *d_nonfinite;
+    double *d_err;                 /* [2 * max rows] */
+    size_t err_rows;
+    void *flush;
+    size_t flush_bytes;
+    cudaEvent_t ev0, ev1;
+    cudaStream_t vstream;          /* internal work (fills, checks) */
+    /* task lists */
+    tp_task *h_tasks[XS_TP_SLOTS], *d_tasks[XS_TP_SLOTS];
+    int ntasks[XS_TP_SLOTS], d_cap[XS_TP_SLOTS], dirty[XS_TP_SLOTS];
+    unsigned long long epoch_v, epoch_l;
+    /* the last run */
+    tp_run_kind last;
+    int last_slot, last_failed;
+    unsigned long long last_epoch;
+    /* references (device, fp32) */
+    int have_ref;
+    float *ref_part;               /* [m, rs_n] */
+    float *ref_y;                  /* [rs_rows, rs_n] */
+    float *ref_out0;               /* ag_gemm out [m, n/P]; mlp h [m, I/P] (fp32 of the ref h) */
+    float *ref_tmp;                /* mlp GEMM1 output [m, 2I/P] */
+    xs_bf16 *ref_h;                /* mlp reference h, bf16 */
+    /* expectations: the first local run's bytes, checked against the reference */
+    int have_exp;
+    xs_bf16 *exp_part;             /* device [m, rs_n]: what this rank sends, every owner */
+    xs_bf16 *exp_y, *exp_out0;
+    xs_bf16 *exp_part_h;           /* host copy of exp_part */
+    xs_bf16 *exp_shard_h;          /* host copy of this rank's shard */
+    /* unfused */
+    xs_bf16 *u_c0, *u_h, *u_c, *u_y;
+    xs_bf16 *u_part_h;             /* host snapshot of u_c */
+    void *nccl_comm;               /* ncclComm_t of a peer run, or NULL */
+};
+
+static int tp_blocks(size_t n, int threads)
+{
+    size_t b = (n + threads - 1) / threads;
+    if (b > 4096)
+        b = 4096;
+    return b < 1 ? 1 : (int)b;
+}
+
+static xs_status tp_fill(xs_tp *t, xs_bf16 *x, size_t n, uint32_t seed, float scale)
+{
+    if (!n)
+        return XS_OK;
+    tp_fill_kernel<<<tp_blocks(n, 256), 256, 0, t->vstream>>>(x, n, seed, scale);
+    XS_CU_LAUNCH();
+    return XS_OK;
+}
+
+static xs_status tp_word(cudaStream_t s, void *p, size_t bytes, uint32_t w)
+{
+    if (!bytes)
+        return XS_OK;
+    if (bytes % 16 || ((uintptr_t)p & 15))
+        return xs_seterr(XS_EINVAL, "tp: fill of %zu bytes at %p is not 16-byte aligned", bytes,
+                         p);
+    tp_word_kernel<<<tp_blocks(bytes / 16, 256), 256, 0, s>>>((uint4 *)p, bytes / 16, w);
+    XS_CU_LAUNCH();
+    return XS_OK;
+}
+
+static xs_status tp_setflags(cudaStream_t s, uint64_t *f, int n, unsigned long long v)
+{
+    if (n <= 0)
+        return XS_OK;
+    tp_flags_kernel<<<tp_blocks((size_t)n, 256), 256, 0, s>>>(f, n, v);
+    XS_CU_LAUNCH();
+    return XS_OK;
+}
+
+#define TP_ALLOC(ptr, bytes)                                                                   \
+    do {                                                                                       \
+        size_t b_ = (bytes);                                                                   \
+        if (b_) {                                                                              \
+            cudaError_t e_ = cudaMalloc((void **)&(ptr), b_);                                  \
+            if (e_ != cudaSuccess) {                                                           \
+                cudaGetLastError();                                                            \
+                st = xs_seterr(XS_ECUDA, "tp %s m=%d n=%d k=%d P=%d: cudaMalloc of %.1f MB: %s", \
+                               xs_tp_op_name(s->op), s->m, s->n, s->k, s->peers, b_ / 1e6,     \
+                               cudaGetErrorString(e_));                                        \
+                goto fail;                                                                     \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
+#define TP_TRY(call)                                                                           \
+    do {                                                                                       \
+        st = (call);                                                                           \
+        if (st != XS_OK)                                                                       \
+            goto fail;                                                                         \
+    } while (0)
+
+#define TP_CUF(call)                                                                           \
+    do {                                                                                       \
+        cudaError_t e_ = (call);                                                               \
+        if (e_ != cudaSuccess) {                                                               \
+            st = xs_seterr(XS_ECUDA, "%s: %s", #call, cudaGetErrorString(e_));                 \
+            goto fail;                                                                         \
+        }                                                                                      \
+    } while (0)
+
+/* The CPU address of a device-usable pointer into pinned host memory, or NULL. */
+static void *tp_host_view(void *p)
+{
+    cudaPointerAttributes at;
+    memset(&at, 0, sizeof at);
+    if (!p || cudaPointerGetAttributes(&at, p) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    if (at.type != cudaMemoryTypeHost || !at.hostPointer)
+        return NULL;
+    return at.hostPointer;
+}
+
+extern "C" void xs_tp_destroy(xs_tp *t)
+{
+    if (!t)
+        return;
+    if (t->vstream)
+        cudaStreamSynchronize(t->vstream);
+    cudaFree(t->lmem);
+    cudaFree(t->lflags);
+    cudaFree(t->a_rs);
+    cudaFree(t->w[0]);
+    cudaFree(t->w[1]);
+    cudaFree(t->out0);
+    cudaFree(t->y);
+    cudaFree(t->rb_count);
+    cudaFree(t->status);
+    cudaFree(t->task_ns);
+    cudaFree(t->cta_ns);
+    cudaFree(t->d_bad);
+    cudaFree(t->d_nonfinite);
+    cudaFree(t->d_err);
+    cudaFree(t->flush);
+    cudaFree(t->ref_part);
+    cudaFree(t->ref_y);
+    cudaFree(t->ref_out0);
+    cudaFree(t->ref_tmp);
+    cudaFree(t->ref_h);
+    cudaFree(t->exp_part);
+    cudaFree(t->exp_y);
+    cudaFree(t->exp_out0);
+    cudaFree(t->u_c0);
+    cudaFree(t->u_h);
+    cudaFree(t->u_c);
+    cudaFree(t->u_y);
+    for (int i = 0; i < XS_TP_SLOTS; i++) {
+        free(t->h_tasks[i]);
+        cudaFree(t->d_tasks[i]);
+    }
+    free(t->exp_part_h);
+    free(t->exp_shard_h);
+    free(t->u_part_h);
+    if (t->ev0)
+        cudaEventDestroy(t->ev0);
+    if (t->ev1)
+        cudaEventDestroy(t->ev1);
+    if (t->vstream)
+        cudaStreamDestroy(t->vstream);
+    cudaGetLastError();
+    free(t);
+}
+
+extern "C" xs_status xs_tp_create(const xs_tp_shape *s, const xs_wintab *tab, int grid,
+                                  uint32_t seed, xs_tp **out)
+{
+    *out = NULL;
+    xs_tp_info in;
+    XS_TRY(xs_tp_info_of(s, &in));
+    const char *op = xs_tp_op_name(s->op);
+    if (!tab)
+        return xs_seterr(XS_EINVAL, "tp %s: no window table", op);
+    if (tab->nranks != s->peers)
+        return xs_seterr(XS_EINVAL, "tp %s: the window table has %d ranks, the shape %d peers", op,
+                         tab->nranks, s->peers);
+    if (tab->rank < 0 || tab->rank >= tab->nranks)
+        return xs_seterr(XS_EINVAL, "tp %s: window table rank %d outside 0..%d", op, tab->rank,
+                         tab->nranks - 1);
+    if (tab->bytes < in.window_bytes || tab->nflags < in.nflags)
+        return xs_seterr(XS_EINVAL, "tp %s m=%d n=%d k=%d P=%d: windows hold %zu bytes and %d "
+                         "flags; the problem needs %zu bytes and %d flags", op, s->m, s->n, s->k,
+                         s->peers, tab->bytes, tab->nflags, in.window_bytes, in.nflags);
+    for (int r = 0; r < tab->nranks; r++)
+        if (!tab->data[r] || !tab->flags[r] || ((uintptr_t)tab->data[r] & 15) ||
+            ((uintptr_t)tab->flags[r] & 7))
+            return xs_seterr(XS_EINVAL, "tp %s: window of rank %d is NULL or misaligned", op, r);
+    if (grid < 1 || grid > 1 << 20)
+        return xs_seterr(XS_EINVAL, "tp %s: grid %d outside 1..%d", op, grid, 1 << 20);
+
+    xs_status st = XS_OK;
+    xs_tp *t = (xs_tp *)calloc(1, sizeof *t);
+    if (!t)
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory");
+    t->s = *s;
+    t->in = in;
+    t->grid = grid;
+    t->me = tab->rank;
+    t->P = s->peers;
+    t->seed = seed;
+    t->vt = *tab;
+    {
+        const int P = t->P, me = t->me;
+        const size_t m = (size_t)s->m;
+        TP_CUF(cudaGetDevice(&t->device));
+        int l2 = 0;
+        TP_CUF(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, t->device));
+        t->l2_bytes = (size_t)l2;
+        TP_CUF(cudaStreamCreateWithFlags(&t->vstream, cudaStreamNonBlocking));
+        TP_CUF(cudaEventCreate(&t->ev0));
+        TP_CUF(cudaEventCreate(&t->ev1));
+
+        /* the local control table: same layout, every window in this GPU's memory */
+        t->lstride = align_up(in.window_bytes, 4096);
+        TP_ALLOC(t->lmem, (size_t)P * t->lstride);
+        TP_ALLOC(t->lflags, (size_t)P * in.nflags * 8);
+        memset(&t->lt, 0, sizeof t->lt);
+        t->lt.nranks = P;
+        t->lt.rank = me;
+        t->lt.bytes = t->lstride;
+        t->lt.nflags = in.nflags;
+        for (int r = 0; r < P; r++) {
+            t->lt.data[r] = t->lmem + (size_t)r * t->lstride;
+            t->lt.flags[r] = t->lflags + (size_t)r * in.nflags;
+        }
+        for (int r = 0; r < P; r++) {
+            t->host[r] = tab->host_mem[r] ? tp_host_view(tab->data[r]) : NULL;
+            t->host_flags[r] = tab->host_mem[r] ? (uint64_t *)tp_host_view(tab->flags[r]) : NULL;
+            if (tab->host_mem[r] && (!t->host[r] || !t->host_flags[r])) {
+                st = xs_seterr(XS_EINVAL, "tp %s: rank %d's window is marked host memory but "
+                               "has no CPU address (cudaPointerGetAttributes)", op, r);
+                goto fail;
+            }
+        }
+
+        /* inputs: O(1) activations; weights scaled so that every output is O(1) */
+        if (s->op == XS_TP_GEMM_RS) {
+            TP_ALLOC(t->a_rs, m * in.gk[0] * 2);
+            TP_TRY(tp_fill(t, t->a_rs, m * in.gk[0], seed * 7u + 1u, 1.0f));
+        }
+        for (int g = 0; g < in.ngemm; g++) {
+            TP_ALLOC(t->w[g], (size_t)in.gn[g] * in.gk[g] * 2);
+            TP_TRY(tp_fill(t, t->w[g], (size_t)in.gn[g] * in.gk[g], seed * 7u + 2u + g,
+                           sqrtf(3.0f / (float)in.gk[g])));
+        }
+        if (in.rs_gemm != 0)
+            TP_ALLOC(t->out0, m * in.out_n[0] * 2);
+        if (in.rs_gemm >= 0)
+            TP_ALLOC(t->y, (size_t)in.rs_rows * in.rs_n * 2);
+        TP_ALLOC(t->rb_count, (size_t)in.tiles_m * sizeof(unsigned));
+        TP_ALLOC(t->status, sizeof(xs_devstatus));
+        TP_ALLOC(t->cta_ns, (size_t)2 * grid * sizeof(unsigned long long));
+        TP_ALLOC(t->d_bad, sizeof(unsigned long long));
+        TP_ALLOC(t->d_nonfinite, sizeof(unsigned long long));
+        t->err_rows = m;
+        TP_ALLOC(t->d_err, 2 * m * sizeof(double));
+        t->flush_bytes = 2 * t->l2_bytes > ((size_t)64 << 20) ? 2 * t->l2_bytes : (size_t)64 << 20;
+        TP_ALLOC(t->flush, t->flush_bytes);
+        TP_CUF(cudaMemsetAsync(t->status, 0, sizeof(xs_devstatus), t->vstream));
+        TP_CUF(cudaMemsetAsync(t->rb_count, 0, (size_t)in.tiles_m * sizeof(unsigned), t->vstream));
+
+        /* this rank's windows (both tables): the gathered buffer holds every shard (its own,
+         * and the ones it would have received), the reduce-scatter region the other sources'
+         * partials of its rows; the own slot is written by the runs */
+        /* virtual peers: every other rank's window is this process's host memory, so this rank
+         * also plays the other sources; real peers write their own data and flags */
+        int virt = 1;
+        for (int r = 0; r < P; r++)
+            if (r != me && !tab->host_mem[r])
+                virt = 0;
+        const xs_wintab *tabs[2] = {&t->vt, &t->lt};
+        for (int q = 0; q < 2; q++) {
+            char *own = tabs[q]->data[me];
+            if (in.ag)
+                TP_TRY(tp_fill(t, (xs_bf16 *)own, m * in.ag_k, seed * 7u + 5u, 1.0f));
+            if (in.rs_gemm >= 0)
+                for (int src = 0; src < P; src++) {
+                    char *slot = own + in.rs_off + (size_t)src * in.slot_bytes;
+                    if (src != me && !virt && q == 0)
+                        continue;
+                    if (src == me)
+                        TP_TRY(tp_word(t->vstream, slot, in.slot_bytes, 0xffffffffu));
+                    else
+                        TP_TRY(tp_fill(t, (xs_bf16 *)slot, in.slot_bytes / 2,
+                                       seed * 7u + 11u + (uint32_t)src, 1.0f));
+                }
+            /* flags: zero this problem's range everywhere, then raise what has "arrived" */
+            for (int r = 0; r < P; r++)
+                TP_TRY(tp_setflags(t->vstream, tabs[q]->flags[r], in.nflags, 0));
+            for (int src = 0; src < P; src++) {
+                if (src == me || (!virt && q == 0))
+                    continue;
+                if (in.ag)
+                    TP_TRY(tp_setflags(t->vstream, tabs[q]->flags[me] + (size_t)src * in.ag_chunks,
+                                       in.ag_chunks, XS_TP_ARRIVED));
+                if (in.rs_gemm >= 0)
+                    TP_TRY(tp_setflags(t->vstream,
+                                       tabs[q]->flags[me] + in.rs_flag0 + (size_t)src * in.t_own,
+                                       in.t_own, XS_TP_ARRIVED));
+            }
+        }
+        TP_CUF(cudaStreamSynchronize(t->vstream));
+    }
+    *out = t;
+    return XS_OK;
+fail:
+    xs_tp_destroy(t);
+    return st;
+}
+
+extern "C" void xs_tp_get_info(const xs_tp *t, xs_tp_info *info) { *info = t->in; }
+extern "C" void xs_tp_set_nccl_comm(xs_tp *t, void *comm) { t->nccl_comm = comm; }
+extern "C" int xs_tp_grid(const xs_tp *t) { return t->grid; }
+
+extern "C" void xs_tp_get_bufs(const xs_tp *t, xs_tp_bufs *b)
+{
+    memset(b, 0, sizeof *b);
+    b->a = t->s.op == XS_TP_GEMM_RS ? (const void *)t->a_rs : (const void *)t->vt.data[t->me];
+    b->b[0] = t->w[0];
+    b->b[1] = t->w[1];
+    b->rs_slots = t->in.rs_gemm >= 0 ? t->vt.data[t->me] + t->in.rs_off : NULL;
+    b->y = t->y;
+    b->out0 = t->out0;
+    for (int r = 0; r < t->P; r++)
+        b->host[r] = t->host[r];
+}
+
+extern "C" void xs_tp_reference_ptrs(const xs_tp *t, const float **ref_y, const float **ref_out0)
+{
+    if (ref_y)
+        *ref_y = t->have_ref ? t->ref_y : NULL;
+    if (ref_out0)
+        *ref_out0 = t->have_ref ? t->ref_out0 : NULL;
+}
+
+/* ---- task orders ------------------------------------------------------------------------------ */
+
+typedef struct {
+    tp_task *v;
+    int n, cap;
+} tp_list;
+
+static int list_push(tp_list *l, tp_task x)
+{
+    if (l->n == l->cap) {
+        int nc = l->cap ? 2 * l->cap : 1024;
+        tp_task *nv = (tp_task *)realloc(l->v, (size_t)nc * sizeof *nv);
+        if (!nv)
+            return -1;
+        l->v = nv;
+        l->cap = nc;
+    }
+    l->v[l->n++] = x;
+    return 0;
+}
+
+static tp_task mk_tile(int g, int tm, int tn)
+{
+    tp_task x;
+    memset(&x, 0, sizeof x);
+    x.flags = TP_T_TILE, x.gemm = g, x.tm = tm, x.tn = tn;
+    return x;
+}
+
+static tp_task mk_push(int r, int c)
+{
+    tp_task x;
+    memset(&x, 0, sizeof x);
+    x.flags = TP_T_PUSH, x.push_rank = r, x.push_chunk = c;
+    return x;
+}
+
+static tp_task mk_reduce(int t_own)
+{
+    tp_task x;
+    memset(&x, 0, sizeof x);
+    x.flags = TP_T_REDUCE, x.red_t = t_own;
+    return x;
+}
+
+/* Tiles of GEMM g over row blocks [rb0, rb1) in grouped raster order: groups of 8 row blocks,
+ * column-major within a group, so that tiles running together share A and B panels in L2. */
+static int raster(tp_list *l, int g, int rb0, int rb1, int tiles_n)
+{
+    for (int gs = rb0; gs < rb1; gs += 8) {
+        const int ge = gs + 8 < rb1 ? gs + 8 : rb1;
+        for (int tn = 0; tn < tiles_n; tn++)
+            for (int tm = gs; tm < ge; tm++)
+                if (list_push(l, mk_tile(g, tm, tn)))
+                    return -1;
+    }
+    return 0;
+}
+
+/* Remote bytes of a task: reduce-scatter tiles to another owner, pushes. */
+static double task_bytes(const xs_tp *t, const tp_task *x)
+{
+    const xs_tp_info *in = &t->in;
+    double b = 0;
+    if ((x->flags & TP_T_TILE) && x->gemm == in->rs_gemm) {
+        const int owner = x->tm * XS_TP_BM / in->rs_rows;
+        if (owner != t->me) {
+            const int n0 = x->tn * XS_TP_BN;
+            const int cols = in->gn[x->gemm] - n0 < XS_TP_BN ? in->gn[x->gemm] - n0 : XS_TP_BN;
+            b += (double)XS_TP_BM * cols * 2;
+        }
+    }
+    if (x->flags & TP_T_PUSH) {
+        const double rest = (double)in->shard_bytes - (double)x->push_chunk * XS_TP_CHUNK;
+        b += rest < XS_TP_CHUNK ? rest : XS_TP_CHUNK;
+    }
+    return b;
+}
+
+/* Compute (ns) of a task on its CTA, from measured costs; a push riding on a tile adds none
+ * (its issue is what the model adds). */
+static double task_cost(const xs_tp_costs *c, const tp_task *x)
+{
+    double ns = 0;
+    if (x->flags & TP_T_TILE)
+        ns += c->tile_ns[x->gemm];
+    else if (x->flags & TP_T_PUSH)
+        ns += c->push_ns;
+    if (x->flags & TP_T_REDUCE)
+        ns += c->reduce_ns;
+    return ns;
+}
+
+static xs_status tp_store_order(xs_tp *t, int slot, tp_list *l)
+{
+    if (slot < 0 || slot >= XS_TP_SLOTS) {
+        free(l->v);
+        return xs_seterr(XS_EINVAL, "tp: order slot %d outside 0..%d", slot, XS_TP_SLOTS - 1);
+    }
+    if (l->n == 0 && list_push(l, mk_reduce(0)) == 0)
+        l->v[0].flags = 0; /* nothing to do (not reachable for a valid shape): one empty task */
+    free(t->h_tasks[slot]);
+    t->h_tasks[slot] = l->v;
+    t->ntasks[slot] = l->n;
+    t->dirty[slot] = 1; /* uploaded by the next run that uses it */
+    return XS_OK;
+}
+
+/* Upload a task list and size the per-task stamps for it. */
+static xs_status tp_upload_order(xs_tp *t, int slot)
+{
+    const int n = t->ntasks[slot];
+    if (n > t->d_cap[slot]) {
+        cudaFree(t->d_tasks[slot]);
+        t->d_tasks[slot] = NULL;
+        t->d_cap[slot] = 0;
+        XS_CU(cudaMalloc((void **)&t->d_tasks[slot], (size_t)n * sizeof(tp_task)));
+        t->d_cap[slot] = n;
+    }
+    XS_CU(cudaMemcpy(t->d_tasks[slot], t->h_tasks[slot], (size_t)n * sizeof(tp_task),
+                     cudaMemcpyHostToDevice));
+    if ((size_t)n > t->task_cap) {
+        cudaFree(t->task_ns);
+        t->task_ns = NULL;
+        t->task_cap = 0;
+        XS_CU(cudaMalloc((void **)&t->task_ns, (size_t)n * sizeof(unsigned long long)));
+        t->task_cap = (size_t)n;
+    }
+    t->dirty[slot] = 0;
+    return XS_OK;
+}
+
+extern "C" xs_status xs_tp_order_naive(xs_tp *t, int slot)
+{
+    const xs_tp_info *in = &t->in;
+    const int P = t->P, me = t->me, rbpr = in->rs_rows / XS_TP_BM;
+    tp_list l = {NULL, 0, 0};
+    int bad = 0;
+    if (in->ag)
+        for (int c = 0; c < in->ag_chunks; c++)
+            for (int j = 1; j < P; j++)
+                bad |= list_push(&l, mk_push((me + j) % P, c));
+    /* GEMM 0 and (mlp) GEMM 1: this rank's rows first, then the ring */
+    for (int g = 0; g < in->ngemm; g++)
+        for (int j = 0; j < P; j++) {
+            const int r = (me + j) % P;
+            bad |= raster(&l, g, r * rbpr, (r + 1) * rbpr, in->tiles_n[g]);
+        }
+    for (int i = 0; i < in->reduce_tasks; i++)
+        bad |= list_push(&l, mk_reduce(i));
+    if (bad) {
+        free(l.v);
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory for a task list");
+    }
+    return tp_store_order(t, slot, &l);
+}
+
+extern "C" xs_status xs_tp_order_copy(xs_tp *t, int dst, int src)
+{
+    if (src < 0 || src >= XS_TP_SLOTS || !t->ntasks[src])
+        return xs_seterr(XS_EINVAL, "tp: order slot %d is empty", src);
+    tp_list l = {(tp_task *)malloc((size_t)t->ntasks[src] * sizeof(tp_task)), t->ntasks[src],
+                 t->ntasks[src]};
+    if (!l.v)
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory for a task list");
+    memcpy(l.v, t->h_tasks[src], (size_t)l.n * sizeof(tp_task));
+    return tp_store_order(t, dst, &l);
+}
+
+extern "C" int xs_tp_order_tasks(const xs_tp *t, int slot)
+{
+    return slot >= 0 && slot < XS_TP_SLOTS ? t->ntasks[slot] : 0;
+}
+
+/* A queue of candidate tasks with a taken mark, scanned from its first untaken entry. */
+typedef struct {
+    tp_list l;
+    unsigned char *taken;
+    int front, left;
+} tp_queue;
+
+static int queue_seal(tp_queue *q)
+{
+    q->taken = (unsigned char *)calloc((size_t)(q->l.n ? q->l.n : 1), 1);
+    q->front = 0;
+    q->left = q->l.n;
+    return q->taken ? 0 : -1;
+}
+
+static void queue_free(tp_queue *q)
+{
+    free(q->l.v);
+    free(q->taken);
+}
+
+/* mlp readiness: GEMM 2 tiles of row block tm wait for every GEMM 1 tile of it. */
+typedef struct {
+    const int *done;      /* GEMM 1 tiles placed per row block */
+    const int *last_step; /* step of the last of them */
+    int need;             /* tiles per row block */
+    int step, lead;
+} tp_ready;
+
+static int is_ready(const tp_task *x, const tp_ready *r)
+{
+    if (!r || !(x->flags & TP_T_TILE) || x->gemm != 1)
+        return 1;
+    return r->done[x->tm] == r->need && r->last_step[x->tm] <= r->step - r->lead;
+}
+
+/* Index of the first untaken ready entry, or -1. */
+static int queue_find(tp_queue *q, const tp_ready *r)
+{
+    while (q->front < q->l.n && q->taken[q->front])
+        q->front++;
+    for (int i = q->front; i < q->l.n; i++)
+        if (!q->taken[i] && is_ready(&q->l.v[i], r))
+            return i;
+    return -1;
+}
+
+static tp_task queue_take(tp_queue *q, int i)
+{
+    q->taken[i] = 1;
+    q->left--;
+    return q->l.v[i];
+}
+
+extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pace,
+                                        const xs_tp_costs *c, const xs_profile *prof)
+{
+    const xs_tp_info *in = &t->in;
+    const int P = t->P, me = t->me, G = t->grid, rbpr = in->rs_rows / XS_TP_BM;
+    if (!pace || !(pace->finish > 0 && pace->finish <= 1) || pace->lead < 0 ||
+        !(pace->cap_bytes >= 0) || !(pace->burst >= 0))
+        return xs_seterr(XS_EINVAL, "tp: pace finish must be in (0, 1], lead, burst and cap >= 0");
+    if (!c || !(c->tile_ns[0] > 0) || (in->ngemm > 1 && !(c->tile_ns[1] > 0)))
+        return xs_seterr(XS_EINVAL, "tp: shaping needs measured tile costs (a local run)");
+    (void)prof;
+
+    /* queues: pushes (chunk-major), remote reduce-scatter tiles (owners interleaved so that
+     * tiles running together walk the same columns), local GEMM tiles, own reduce-scatter tiles,
+     * reductions */
+    tp_queue qp, qr, ql, qo;
+    memset(&qp, 0, sizeof qp), memset(&qr, 0, sizeof qr);
+    memset(&ql, 0, sizeof ql), memset(&qo, 0, sizeof qo);
+    int *done = (int *)calloc((size_t)in->tiles_m, sizeof(int));
+    int *last_step = (int *)calloc((size_t)in->tiles_m, sizeof(int));
+    int bad = !done || !last_step;
+    xs_status st = XS_OK;
+    if (in->ag)
+        for (int cc = 0; cc < in->ag_chunks; cc++)
+            for (int j = 1; j < P; j++)
+                bad |= list_push(&qp.l, mk_push((me + j) % P, cc));
+    for (int g = 0; g < in->ngemm; g++) {
+        if (g == in->rs_gemm) {
+            /* per-owner rasters merged round robin over the other owners */
+            tp_list per[XS_MAX_RANKS];
+            memset(per, 0, sizeof per);
+            for (int j = 1; j < P; j++)
+                bad |= raster(&per[j], g, ((me + j) % P) * rbpr, ((me + j) % P + 1) * rbpr,
+                              in->tiles_n[g]);
+            const int each = rbpr * in->tiles_n[g];
+            for (int i = 0; i < each && !bad; i++)
+                for (int j = 1; j < P; j++)
+                    bad |= list_push(&qr.l, per[j].v[i]);
+            for (int j = 1; j < P; j++)
+                free(per[j].v);
+            bad |= raster(&qo.l, g, me * rbpr, (me + 1) * rbpr, in->tiles_n[g]);
+        } else {
+            /* row groups interleaved over the shards (ring order from this rank): every shard's
+             * first rows come early (the pushes are chunk-major, so a shard's first chunks are
+             * the first to arrive), and in the mlp, row blocks of every owner complete early,
+             * so remote GEMM 2 tiles become available all along */
+            const int gs = rbpr < 8 ? rbpr : 8, ng = (rbpr + gs - 1) / gs;
+            /* this rank's group j runs ahead of the other shards' group j (its rows are there
+             * from the start), and the last round ends with its own group, so the last remote
+             * GEMM 2 row blocks complete while local work remains to hide their drain */
+            for (int j = -1; j < ng; j++)
+                for (int i = 1; i <= P; i++) {
+                    const int r = (me + i) % P, jj = i == P ? j + 1 : j;
+                    if (jj < 0 || jj >= ng)
+                        continue;
+                    const int lo = r * rbpr + jj * gs;
+                    const int hi = lo + gs < (r + 1) * rbpr ? lo + gs : (r + 1) * rbpr;
+                    bad |= raster(&ql.l, g, lo, hi, in->tiles_n[g]);
+                }
+        }
+    }
+    tp_list out = {NULL, 0, 0};
+    tp_task *step = (tp_task *)calloc((size_t)G, sizeof(tp_task));
+    tp_task *riders = (tp_task *)calloc((size_t)G, sizeof(tp_task));
+    bad |= !step || !riders;
+    bad |= queue_seal(&qp) | queue_seal(&qr) | queue_seal(&ql) | queue_seal(&qo);
+    if (bad) {
+        st = xs_seterr(XS_ENOMEM, "tp: out of host memory for a task list");
+        goto done;
+    }
+    {
+        /* the pace: all remote bytes issued by `finish` of the estimated compute time */
+        double remote = 0, compute = 0;
+        for (int i = 0; i < qp.l.n; i++)
+            remote += task_bytes(t, &qp.l.v[i]);
+        for (int i = 0; i < qr.l.n; i++) {
+            remote += task_bytes(t, &qr.l.v[i]);
+            compute += task_cost(c, &qr.l.v[i]);
+        }
+        for (int i = 0; i < ql.l.n; i++)
+            compute += task_cost(c, &ql.l.v[i]);
+        for (int i = 0; i < qo.l.n; i++)
+            compute += task_cost(c, &qo.l.v[i]);
+        const int items = qr.l.n + ql.l.n + qo.l.n;
+        const int steps_est = (items + G - 1) / G > 0 ? (items + G - 1) / G : 1;
+        const double d_step = compute / G / steps_est; /* mean step duration, ns */
+        const double rate = remote / (pace->finish * (compute / G > 1 ? compute / G : 1));
+        const double tile_b = (double)XS_TP_BM * XS_TP_BN * 2;
+        const double credit = 0.5 * (qp.l.n ? (double)XS_TP_CHUNK : tile_b);
+        tp_ready rd = {done, last_step, in->tiles_n[0], 0, pace->lead};
+        const tp_ready *rdp = in->ngemm > 1 ? &rd : NULL;
+        /* bytes left to place; compute left (ns summed over tasks) */
+        double sent = 0, rem_left = remote, comp_left = compute;
+        int off_r = 0, off_p = 0;
+        for (int s = 0; qp.left + qr.left + ql.left + qo.left > 0; s++) {
+            double budget = rate * (s + 1) * d_step + credit - sent;
+            if (pace->burst > 0 && budget > pace->burst * rate * d_step + credit)
+                budget = pace->burst * rate * d_step + credit; /* no catching up in one burst */
+            /* floor: what is left must still drain while the compute left runs, one step
+             * before its end (the last step's local work hides the last drain) */
+            const double cover = comp_left / G - d_step;
+            const double need = cover > d_step ? rem_left * d_step / cover : rem_left;
+            if (budget < need)
+                budget = need;
+            if (pace->cap_bytes > 0 && budget > pace->cap_bytes)
+                budget = pace->cap_bytes;
+            double used = 0;
+            int n = 0, nr = 0, np = 0, nrem = 0;
+            rd.step = s;
+            rd.lead = pace->lead;
+            for (int pass = 0; pass < 2 && n == 0 && np == 0; pass++) {
+                /* 1. pushes ride on this step's tasks, within the budget */
+                while (np < G) {
+                    int i = queue_find(&qp, NULL);
+                    if (i < 0)
+                        break;
+                    const double b = task_bytes(t, &qp.l.v[i]);
+                    if (used + b > budget && !(np == 0 && nrem == 0 && budget > 0.5 * b))
+                        break;
+                    riders[np++] = queue_take(&qp, i);
+                    used += b;
+                }
+                /* 2. remote tiles, within the budget */
+                while (n < G) {
+                    int i = queue_find(&qr, rdp);
+                    if (i < 0)
+                        break;
+                    const double b = task_bytes(t, &qr.l.v[i]);
+                    if (used + b > budget && !(np == 0 && nrem == 0 && budget > 0.5 * b))
+                        break;
+                    step[n++] = queue_take(&qr, i);
+                    used += b;
+                    nrem++;
+                }
+                nr = n;
+                /* 3. local work: GEMM 0 tiles, then this rank's own reduce-scatter tiles */
+                while (n < G) {
+                    int i = queue_find(&ql, NULL);
+                    if (i < 0)
+                        i = -2;
+                    if (i == -2) {
+                        i = queue_find(&qo, rdp);
+                        if (i < 0)
+                            break;
+                        step[n++] = queue_take(&qo, i);
+                    } else {
+                        step[n++] = queue_take(&ql, i);
+                    }
+                }
+                /* 4. no local work left: remote tiles beyond the budget (drain-bound) */
+                while (n < G) {
+                    int i = queue_find(&qr, rdp);
+                    if (i < 0)
+                        break;
+                    used += task_bytes(t, &qr.l.v[i]);
+                    step[n++] = queue_take(&qr, i);
+                    nr = n;
+                }
+                /* 5. nothing but pushes left: pushes alone */
+                if (qr.left + ql.left + qo.left == 0)
+                    while (n + np < G) {
+                        int i = queue_find(&qp, NULL);
+                        if (i < 0)
+                            break;
+                        used += task_bytes(t, &qp.l.v[i]);
+                        riders[np++] = queue_take(&qp, i);
+                    }
+                /* nothing was ready (waiting on the lead): the next pass relaxes it */
+                rd.lead = 0;
+            }
+            if (n == 0 && np == 0) {
+                st = xs_seterr(XS_EINVAL, "tp: shaping made no progress at step %d (internal)",
+                               s);
+                goto done;
+            }
+            /* place: remote tiles rotate over the CTAs step by step; pushes ride from their own
+             * rotating offset; a push with no task to ride on is a task of its own */
+            const int base = (int)out.n;
+            for (int j = 0; j < G; j++) {
+                tp_task x;
+                memset(&x, 0, sizeof x);
+                if (list_push(&out, x)) {
+                    st = xs_seterr(XS_ENOMEM, "tp: out of host memory for a task list");
+                    goto done;
+                }
+            }
+            for (int j = 0; j < n; j++)
+                out.v[base + (j + off_r) % G] = step[j];
+            for (int j = 0; j < np; j++) {
+                tp_task *x = &out.v[base + (j + off_p) % G];
+                x->flags |= TP_T_PUSH;
+                x->push_rank = riders[j].push_rank;
+                x->push_chunk = riders[j].push_chunk;
+            }
+            off_r = (off_r + nr) % G;
+            off_p = (off_p + np) % G;
+            sent += used;
+            rem_left -= used;
+            for (int j = 0; j < n; j++)
+                comp_left -= task_cost(c, &step[j]);
+            for (int j = 0; j < n; j++)
+                if (step[j].gemm == 0 && in->ngemm > 1) {
+                    done[step[j].tm]++;
+                    last_step[step[j].tm] = s;
+                }
+        }
+        /* reductions last, packed */
+        for (int i = 0; i < in->reduce_tasks; i++)
+            if (list_push(&out, mk_reduce(i))) {
+                st = xs_seterr(XS_ENOMEM, "tp: out of host memory for a task list");
+                goto done;
+            }
+    }
+    st = tp_store_order(t, slot, &out);
+    out.v = NULL;
+done:
+    free(out.v);
+    free(step);
+    free(riders);
+    free(done);
+    free(last_step);
+    queue_free(&qp);
+    queue_free(&qr);
+    queue_free(&ql);
+    queue_free(&qo);
+    return st;
+}
+
+/* ---- the model of an order ----------------------------------------------------------------------- */
+
+/* Completion (ns) of `sched` after `lead` ns of compute: max(makespan, last byte drained). */
+static xs_status sim_total(const xs_profile *p, const xs_schedule *sc, double lead, double *ns)
+{
+    if (sc->nrows == 0) {
+        *ns = lead;
+        return XS_OK;
+    }
+    double chunks = 0;
+    const double cb = p->chunk_bytes > 1 ? p->chunk_bytes : 1;
+    for (int r = 0; r < sc->nrows; r++)
+        chunks += sc->rows[r].producers * ceil((double)sc->rows[r].bytes_per_producer / cb);
+    xs_sim_opts o;
+    memset(&o, 0, sizeof o);
+    o.record_backlog = 1;
+    o.max_samples = (size_t)chunks + 16; /* never decimated: the last sample is the last byte */
+    xs_result res;
+    XS_TRY(xs_simulate(p, sc, &o, &res));
+    double drained = 0;
+    if (res.nbacklog) {
+        const xs_sample *last = &res.backlog[res.nbacklog - 1];
+        drained = last->t_ns + last->backlog_bytes / p->drain_bytes_per_ns;
+    }
+    *ns = lead + (res.makespan_ns > drained ? res.makespan_ns : drained);
+    xs_result_free(&res);
+    return XS_OK;
+}
+
+extern "C" xs_status xs_tp_predict(xs_tp *t, int slot, const xs_profile *p, const xs_tp_costs *c,
+                                   xs_tp_pred *out)
+{
+    memset(out, 0, sizeof *out);
+    if (slot < 0 || slot >= XS_TP_SLOTS || !t->ntasks[slot])
+        return xs_seterr(XS_EINVAL, "tp: order slot %d is empty", slot);
+    if (!c)
+        return xs_seterr(XS_EINVAL, "tp: prediction needs measured costs");
+    const int G = t->grid, n = t->ntasks[slot], S = (n + G - 1) / G;
+    const tp_task *v = t->h_tasks[slot];
+    double *bytes = (double *)calloc((size_t)S, sizeof(double));
+    double *comp = (double *)calloc((size_t)S, sizeof(double));
+    if (!bytes || !comp) {
+        free(bytes);
+        free(comp);
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory for a schedule");
+    }
+    for (int i = 0; i < n; i++) {
+        bytes[i / G] += task_bytes(t, &v[i]);
+        comp[i / G] += task_cost(c, &v[i]) / G;
+    }
+    /* one row per step: every CTA stores the step's mean remote bytes, then computes the next
+     * step's mean; byte-less rows fold into the previous gap (or the lead) */
+    xs_schedule sc;
+    memset(&sc, 0, sizeof sc);
+    double lead = comp[0];
+    xs_status st = XS_OK;
+    for (int s = 0; s < S && st == XS_OK; s++) {
+        const double gap = s + 1 < S ? comp[s + 1] : 0.0;
+        const int64_t b = (int64_t)llround(bytes[s] / G / 16.0) * 16;
+        out->bytes += bytes[s];
+        if (b < 16) {
+            if (sc.nrows)
+                sc.rows[sc.nrows - 1].gap_ns += gap;
+            else
+                lead += gap;
+        } else {
+            st = xs_schedule_append(&sc, G, b, gap);
+        }
+    }
+    free(bytes);
+    free(comp);
+    if (st == XS_OK) {
+        xs_profile ideal = *p;
+        ideal.drain_bytes_per_ns = 1e9;
+        ideal.capacity_bytes = 1e15;
+        ideal.capacity_bytes_per_producer = 0;
+        st = sim_total(p, &sc, lead, &out->model_ns);
+        if (st == XS_OK)
+            st = sim_total(&ideal, &sc, lead, &out->ideal_ns);
+    }
+    out->rows = sc.nrows;
+    out->criterion_ok = 1;
+    if (st == XS_OK && sc.nrows) {
+        xs_plan pl;
+        st = xs_plan_schedule(p, &sc, NULL, &pl);
+        if (st == XS_OK) {
+            out->criterion_ok = pl.criterion_ok;
+            snprintf(out->how, sizeof out->how, "%s", pl.how);
+            xs_plan_free(&pl);
+        }
+    } else if (st == XS_OK) {
+        snprintf(out->how, sizeof out->how, "no remote bytes");
+    }
+    xs_schedule_free(&sc);
+    return st;
+}
+
+/* ---- runs -------------------------------------------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Wait for an event, bounded: a kernel's own waits are bounded, this is the backstop. */
+static xs_status wait_event(cudaEvent_t ev, double timeout_s, const char *what)
+{
+    const double t0 = now_s();
+    for (;;) {
+        cudaError_t e = cudaEventQuery(ev);
+        if (e == cudaSuccess)
+            return XS_OK;
+        if (e != cudaErrorNotReady)
+            return xs_seterr(XS_ECUDA, "%s: %s", what, cudaGetErrorString(e));
+        if (now_s() - t0 > timeout_s)
+            return xs_seterr(XS_ETIMEOUT, "%s did not finish within %.0f s", what, timeout_s);
+        usleep(20);
+    }
+}
+
+/* Poison every destination a run writes through `tab`, and this rank's outputs. */
+static xs_status tp_poison(xs_tp *t, const xs_wintab *tab, cudaStream_t s)
+{
+    const xs_tp_info *in = &t->in;
+    const uint32_t w = 0xffffffffu; /* bf16 NaN pairs: never a result */
+    for (int r = 0; r < t->P; r++) {
+        if (in->rs_gemm >= 0)
+            XS_TRY(tp_word(s, tab->data[r] + in->rs_off + (size_t)t->me * in->slot_bytes,
+                           in->slot_bytes, w));
+        if (in->ag && r != t->me)
+            XS_TRY(tp_word(s, tab->data[r] + (size_t)t->me * in->shard_bytes, in->shard_bytes, w));
+    }
+    if (t->y)
+        XS_TRY(tp_word(s, t->y, (size_t)in->rs_rows * in->rs_n * 2, w));
+    if (t->out0)
+        XS_TRY(tp_word(s, t->out0, (size_t)t->s.m * in->out_n[0] * 2, w));
+    return XS_OK;
+}
+
+static xs_status tp_flush(xs_tp *t, cudaStream_t s, int salt)
+{
+    XS_CU(cudaMemsetAsync(t->flush, salt & 0xff, t->flush_bytes, s));
+    return XS_OK;
+}
+
+static const char *wait_kind(unsigned long long detail)
+{
+    switch ((int)(detail >> 60)) {
+    case 1: return "a shard chunk's arrival flag";
+    case 2: return "the GEMM 1 tiles of its row block";
+    case 3: return "a source's partial-tile flag";
+    default: return "a flag";
+    }
+}
+
+extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cudaStream_t s,
+                               float *ms)
+{
+    xs_tp_run_opts def;
+    memset(&def, 0, sizeof def);
+    if (!o)
+        o = &def;
+    if (slot < 0 || slot >= XS_TP_SLOTS || !t->ntasks[slot])
+        return xs_seterr(XS_EINVAL, "tp: order slot %d is empty", slot);
+    const xs_tp_info *in = &t->in;
+    const xs_wintab *tab = o->local ? &t->lt : &t->vt;
+    const unsigned long long epoch = o->local ? ++t->epoch_l : ++t->epoch_v;
+    t->last = TP_RUN_NONE;
+
+    if (t->dirty[slot])
+        XS_TRY(tp_upload_order(t, slot));
+    XS_TRY(tp_poison(t, tab, s));
+    XS_CU(cudaMemsetAsync(t->rb_count, 0, (size_t)in->tiles_m * sizeof(unsigned), s));
+    XS_CU(cudaMemsetAsync(t->status, 0, sizeof(xs_devstatus), s));
+    /* test hook: one received chunk that never arrives */
+    uint64_t *fault_flag = NULL;
+    if (o->fault == XS_TP_FAULT_AG_FLAG && in->ag && t->P > 1) {
+        fault_flag = tab->flags[t->me] + (size_t)((t->me + 1) % t->P) * in->ag_chunks;
+        XS_TRY(tp_setflags(s, fault_flag, 1, 0));
+    }
+    if (o->flush_l2)
+        XS_TRY(tp_flush(t, s, (int)epoch));
+
+    tp_args a;
+    memset(&a, 0, sizeof a);
+    a.tasks = t->d_tasks[slot];
+    a.ntasks = t->ntasks[slot];
+    a.me = t->me;
+    a.P = t->P;
+    const xs_gemm_problem none = {NULL, NULL, 8, NULL, 8, 0, 0, 8};
+    a.g[0] = a.g[1] = none;
+    {
+        xs_gemm_problem *g0 = &a.g[0];
+        g0->a = t->s.op == XS_TP_GEMM_RS ? t->a_rs : (const xs_bf16 *)tab->data[t->me];
+        g0->a_rows = NULL;
+        g0->lda = in->gk[0];
+        g0->b = t->w[0];
+        g0->ldb = in->gk[0];
+        g0->m = in->gm[0], g0->n = in->gn[0], g0->k = in->gk[0];
+        XS_TRY(xs_gemm_check(g0, -1, NULL));
+        if (in->ngemm > 1) {
+            xs_gemm_problem *g1 = &a.g[1];
+            g1->a = t->out0; /* h */
+            g1->a_rows = NULL;
+            g1->lda = in->out_n[0];
+            g1->b = t->w[1];
+            g1->ldb = in->gk[1];
+            g1->m = in->gm[1], g1->n = in->gn[1], g1->k = in->gk[1];
+            XS_TRY(xs_gemm_check(g1, -1, NULL));
+        }
+    }
+    a.out0 = t->out0;
+    a.ldo0 = in->out_n[0];
+    a.swiglu0 = in->swiglu0;
+    a.rs_gemm = in->rs_gemm;
+    a.rs_rows = in->rs_rows;
+    a.rs_n = in->rs_n;
+    a.rs_tiles_n = in->rs_gemm >= 0 ? in->tiles_n[in->rs_gemm] : 1;
+    a.t_own = in->t_own;
+    a.rs_flag0 = in->rs_flag0;
+    a.rs_off = in->rs_off;
+    a.y = t->y;
+    a.ag = in->ag;
+    a.shard_rows = in->rs_rows;
+    a.ag_k = in->ag_k;
+    a.ag_chunks = in->ag_chunks;
+    a.shard_bytes = in->shard_bytes;
+    a.rb_count = in->ngemm > 1 ? t->rb_count : NULL;
+    a.n0_per_rb = in->tiles_n[0];
+    a.epoch = epoch;
+    a.timeout_ns = o->timeout_ns ? o->timeout_ns : 2000000000ull;
+    a.task_ns = t->task_ns;
+    a.cta_ns = t->cta_ns;
+    a.status = t->status;
+    a.fault = o->fault;
+
+    XS_CU(cudaFuncSetAttribute(tp_kernel<TPC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               TPC::SMEM_BYTES));
+    XS_CU(cudaEventRecord(t->ev0, s));
+    tp_kernel<TPC><<<t->grid, TPC::THREADS, TPC::SMEM_BYTES, s>>>(a, *tab);
+    XS_CU_LAUNCH();
+    XS_CU(cudaEventRecord(t->ev1, s));
+    /* backstop: every device wait is bounded; allow for all of them in a chain plus the work */
+    const double bound_s = 60.0 + 4.0 * (double)a.timeout_ns * 1e-9;
+    XS_TRY(wait_event(t->ev1, bound_s, "tp kernel"));
+    float e_ms = 0;
+    XS_CU(cudaEventElapsedTime(&e_ms, t->ev0, t->ev1));
+    if (ms)
+        *ms = e_ms;
+    xs_devstatus ds;
+    XS_CU(cudaMemcpyAsync(&ds, t->status, sizeof ds, cudaMemcpyDeviceToHost, s));
+    XS_CU(cudaStreamSynchronize(s));
+    if (fault_flag) {
+        XS_TRY(tp_setflags(s, fault_flag, 1, XS_TP_ARRIVED));
+        XS_CU(cudaStreamSynchronize(s));
+    }
+    t->last = o->local ? TP_RUN_LOCAL : TP_RUN_FUSED;
+    t->last_slot = slot;
+    t->last_epoch = epoch;
+    t->last_failed = ds.code != 0;
+    if (ds.code) {
+        const unsigned task = (unsigned)(ds.detail & 0xffffffffu);
+        const unsigned idx = (unsigned)((ds.detail >> 32) & 0x0fffffffu);
+        if (ds.code == XS_DEVERR_TIMEOUT)
+            return xs_seterr(XS_ETIMEOUT, "tp %s (%s): CTA %u, task %u waited longer than %.3f s "
+                             "for %s (%s %u)", xs_tp_op_name(t->s.op),
+                             o->local ? "local" : "fused", ds.block, task,
+                             (double)a.timeout_ns * 1e-9, wait_kind(ds.detail),
+                             (ds.detail >> 60) == 2 ? "row block" : "flag", idx);
+        return xs_seterr(XS_ECUDA, "tp %s: device failure %u in CTA %u (detail %llu)",
+                         xs_tp_op_name(t->s.op), ds.code, ds.block, ds.detail);
+    }
+    return XS_OK;
+}
+
+static int cmp_dbl(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+static double med(double *v, int n)
+{
+    if (n <= 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_dbl);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+extern "C" xs_status xs_tp_costs_of_last(xs_tp *t, xs_tp_costs *c)
+{
+    memset(c, 0, sizeof *c);
+    if (t->last != TP_RUN_LOCAL && t->last != TP_RUN_FUSED)
+        return xs_seterr(XS_EINVAL, "tp: no fused or local run to take costs from");
+    const int slot = t->last_slot, n = t->ntasks[slot], G = t->grid;
+    unsigned long long *tn = (unsigned long long *)malloc((size_t)n * sizeof *tn);
+    unsigned long long *cn = (unsigned long long *)malloc((size_t)2 * G * sizeof *cn);
+    double *d[4];
+    int nd[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 4; i++)
+        d[i] = (double *)malloc((size_t)n * sizeof(double));
+    if (!tn || !cn || !d[0] || !d[1] || !d[2] || !d[3]) {
+        free(tn), free(cn);
+        for (int i = 0; i < 4; i++)
+            free(d[i]);
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory for %d stamps", n);
+    }
+    xs_status st = XS_OK;
+    if (cudaMemcpy(tn, t->task_ns, (size_t)n * sizeof *tn, cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpy(cn, t->cta_ns, (size_t)2 * G * sizeof *cn, cudaMemcpyDeviceToHost) !=
+            cudaSuccess) {
+        st = xs_seterr(XS_ECUDA, "tp: reading stamps: %s", cudaGetErrorString(cudaGetLastError()));
+    } else {
+        const tp_task *v = t->h_tasks[slot];
+        for (int b = 0; b < G && b < n; b++) {
+            unsigned long long prev = cn[2 * b];
+            for (int i = b; i < n; i += G) {
+                const double dur = tn[i] > prev ? (double)(tn[i] - prev) : 0.0;
+                prev = tn[i] > prev ? tn[i] : prev;
+                const int f = v[i].flags;
+                if (f == TP_T_TILE)
+                    d[v[i].gemm][nd[v[i].gemm]++] = dur;
+                else if (f == TP_T_PUSH)
+                    d[2][nd[2]++] = dur;
+                else if (f == TP_T_REDUCE)
+                    d[3][nd[3]++] = dur;
+            }
+        }
+        c->tile_ns[0] = med(d[0], nd[0]);
+        c->tile_ns[1] = med(d[1], nd[1]);
+        c->push_ns = med(d[2], nd[2]);
+        c->reduce_ns = med(d[3], nd[3]);
+        c->n_tile[0] = nd[0], c->n_tile[1] = nd[1], c->n_push = nd[2], c->n_reduce = nd[3];
+    }
+    free(tn), free(cn);
+    for (int i = 0; i < 4; i++)
+        free(d[i]);
+    return st;
+}
+
+/* ---- NCCL (peer target): loaded at run time ------------------------------------------------------ */
+
+#ifdef XS_TP_HAVE_NCCL_H
+typedef ncclResult_t (*tp_nccl_rs_fn)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
+                                      ncclComm_t, cudaStream_t);
+typedef ncclResult_t (*tp_nccl_ag_fn)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
+                                      cudaStream_t);
+
+/* Reduce-scatter (send [m, n] partial, receive [m/P, n]) or all-gather (send own shard,
+ * receive the gathered buffer) with NCCL on the window set's communicator. */
+static xs_status tp_nccl(xs_tp *t, int allgather, const void *send, void *recv, size_t count,
+                         cudaStream_t s)
+{
+    void *comm = t->nccl_comm;
+    if (!comm)
+        return xs_seterr(XS_EUNSUPPORTED, "tp unfused on peers: no NCCL communicator was given "
+                         "(xs_tp_set_nccl_comm)");
+    static void *lib;
+    if (!lib)
+        lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL);
+    if (!lib)
+        return xs_seterr(XS_ENCCL, "tp: cannot load libnccl.so.2: %s", dlerror());
+    ncclResult_t r;
+    if (allgather) {
+        tp_nccl_ag_fn f = (tp_nccl_ag_fn)dlsym(lib, "ncclAllGather");
+        if (!f)
+            return xs_seterr(XS_ENCCL, "tp: ncclAllGather not found");
+        r = f(send, recv, count, ncclBfloat16, (ncclComm_t)comm, s);
+    } else {
+        tp_nccl_rs_fn f = (tp_nccl_rs_fn)dlsym(lib, "ncclReduceScatter");
+        if (!f)
+            return xs_seterr(XS_ENCCL, "tp: ncclReduceScatter not found");
+        r = f(send, recv, count, ncclBfloat16, ncclSum, (ncclComm_t)comm, s);
+    }
+    if (r != ncclSuccess)
+        return xs_seterr(XS_ENCCL, "tp: NCCL %s failed with code %d",
+                         allgather ? "all-gather" : "reduce-scatter", (int)r);
+    return XS_OK;
+}
+#else
+static xs_status tp_nccl(xs_tp *t, int allgather, const void *send, void *recv, size_t count,
+                         cudaStream_t s)
+{
+    (void)t, (void)allgather, (void)send, (void)recv, (void)count, (void)s;
+    return xs_seterr(XS_EUNSUPPORTED, "tp unfused on peers: built without nccl.h");
+}
+#endif
+
+/* ---- the unfused baseline ------------------------------------------------------------------------ */
+
+static xs_status tp_unfused_alloc(xs_tp *t)
+{
+    const xs_tp_info *in = &t->in;
+    const size_t m = (size_t)t->s.m;
+    if (t->s.op != XS_TP_GEMM_RS && !t->u_c0)
+        XS_CU(cudaMalloc((void **)&t->u_c0, m * in->gn[0] * 2));
+    if (t->s.op == XS_TP_MLP && !t->u_h)
+        XS_CU(cudaMalloc((void **)&t->u_h, m * in->out_n[0] * 2));
+    if (in->rs_gemm >= 0 && !t->u_c) {
+        XS_CU(cudaMalloc((void **)&t->u_c, m * in->rs_n * 2));
+        XS_CU(cudaMalloc((void **)&t->u_y, (size_t)in->rs_rows * in->rs_n * 2));
+    }
+    return XS_OK;
+}
+
+extern "C" xs_status xs_tp_run_unfused(xs_tp *t, xs_cublas *cb, cudaStream_t s, float *ms)
+{
+    if (!cb)
+        return xs_seterr(XS_EINVAL, "tp unfused: no cuBLAS handle");
+    const xs_tp_info *in = &t->in;
+    const int P = t->P, me = t->me, peer = !t->vt.host_mem[(me + 1) % P] && P > 1;
+    const size_t m = (size_t)t->s.m;
+    XS_TRY(tp_unfused_alloc(t));
+    t->last = TP_RUN_NONE;
+    /* poison what this run writes: the other ranks' windows and the outputs */
+    const uint32_t w = 0xffffffffu;
+    for (int r = 0; r < P; r++) {
+        if (r == me)
+            continue;
+        if (in->rs_gemm >= 0)
+            XS_TRY(tp_word(s, t->vt.data[r] + in->rs_off + (size_t)me * in->slot_bytes,
+                           in->slot_bytes, w));
+        if (in->ag)
+            XS_TRY(tp_word(s, t->vt.data[r] + (size_t)me * in->shard_bytes, in->shard_bytes, w));
+    }
+    if (t->u_y)
+        XS_TRY(tp_word(s, t->u_y, (size_t)in->rs_rows * in->rs_n * 2, w));
+    if (t->u_c0)
+        XS_TRY(tp_word(s, t->u_c0, m * in->gn[0] * 2, w));
+    XS_TRY(tp_flush(t, s, 0x5a));
+
+    char *own = t->vt.data[me];
+    XS_CU(cudaEventRecord(t->ev0, s));
+    /* all-gather */
+    if (in->ag) {
+        if (peer) {
+            XS_TRY(tp_nccl(t, 1, own + (size_t)me * in->shard_bytes, own, in->shard_bytes / 2, s));
+        } else {
+            for (int j = 1; j < P; j++) {
+                const int r = (me + j) % P;
+                XS_CU(cudaMemcpyAsync(t->vt.data[r] + (size_t)me * in->shard_bytes,
+                                      own + (size_t)me * in->shard_bytes, in->shard_bytes,
+                                      cudaMemcpyDefault, s));
+            }
+        }
+    }
+    /* GEMMs */
+    if (t->s.op == XS_TP_GEMM_RS) {
+        XS_TRY(xs_cublas_gemm_bf16(cb, s, t->s.m, in->gn[0], in->gk[0], t->a_rs, t->w[0], 1, t->u_c,
+                                   0));
+    } else {
+        XS_TRY(xs_cublas_gemm_bf16(cb, s, t->s.m, in->gn[0], in->gk[0], own, t->w[0], 1, t->u_c0,
+                                   0));
+        if (t->s.op == XS_TP_MLP) {
+            const size_t nh = m * in->out_n[0];
+            tp_swiglu_kernel<xs_bf16><<<tp_blocks(nh, 256), 256, 0, s>>>(t->u_c0, t->u_h, NULL,
+                                                                         t->s.m, in->gn[0]);
+            XS_CU_LAUNCH();
+            XS_TRY(xs_cublas_gemm_bf16(cb, s, t->s.m, in->gn[1], in->gk[1], t->u_h, t->w[1], 1,
+                                       t->u_c, 0));
+        }
+    }
+    /* reduce-scatter */
+    if (in->rs_gemm >= 0) {
+        if (peer) {
+            XS_TRY(tp_nccl(t, 0, t->u_c, t->u_y, (size_t)in->rs_rows * in->rs_n, s));
+        } else {
+            for (int j = 1; j < P; j++) {
+                const int r = (me + j) % P;
+                XS_CU(cudaMemcpyAsync(t->vt.data[r] + in->rs_off + (size_t)me * in->slot_bytes,
+                                      (const char *)t->u_c + (size_t)r * in->slot_bytes,
+                                      in->slot_bytes, cudaMemcpyDefault, s));
+            }
+            const size_t n8 = (size_t)in->rs_rows * in->rs_n / 8;
+            tp_sum_kernel<<<tp_blocks(n8, 256), 256, 0, s>>>(
+                (const xs_bf16 *)(own + in->rs_off), t->u_c + (size_t)me * in->rs_rows * in->rs_n,
+                P, me, in->rs_rows, in->rs_n, t->u_y);
+            XS_CU_LAUNCH();
+        }
+    }
+    XS_CU(cudaEventRecord(t->ev1, s));
+    XS_TRY(wait_event(t->ev1, 120.0, "tp unfused"));
+    float e_ms = 0;
+    XS_CU(cudaEventElapsedTime(&e_ms, t->ev0, t->ev1));
+    if (ms)
+        *ms = e_ms;
+    t->last = TP_RUN_UNFUSED;
+    return XS_OK;
+}
+
+/* ---- references -------------------------------------------------------------------------------- */
+
+extern "C" xs_status xs_tp_reference(xs_tp *t, xs_cublas *cb)
+{
+    if (!cb)
+        return xs_seterr(XS_EINVAL, "tp reference: no cuBLAS handle");
+    const xs_tp_info *in = &t->in;
+    const size_t m = (size_t)t->s.m;
+    cudaStream_t s = t->vstream;
+    const char *own = t->vt.data[t->me];
+    if (in->rs_gemm >= 0) {
+        if (!t->ref_part)
+            XS_CU(cudaMalloc((void **)&t->ref_part, m * in->rs_n * 4));
+        if (!t->ref_y)
+            XS_CU(cudaMalloc((void **)&t->ref_y, (size_t)in->rs_rows * in->rs_n * 4));
+    }
+    if (t->s.op == XS_TP_AG_GEMM && !t->ref_out0)
+        XS_CU(cudaMalloc((void **)&t->ref_out0, m * in->out_n[0] * 4));
+    if (t->s.op == XS_TP_MLP) {
+        if (!t->ref_out0)
+            XS_CU(cudaMalloc((void **)&t->ref_out0, m * in->out_n[0] * 4));
+        if (!t->ref_tmp)
+            XS_CU(cudaMalloc((void **)&t->ref_tmp, m * in->gn[0] * 4));
+        if (!t->ref_h)
+            XS_CU(cudaMalloc((void **)&t->ref_h, m * in->out_n[0] * 2));
+    }
+    switch (t->s.op) {
+    case XS_TP_GEMM_RS:
+        XS_TRY(xs_cublas_gemm_bf16(cb, s, t->s.m, in->gn[0], in->gk[0], t->a_rs, t->w[0], 1,
+                                   t->ref_part, 1));
+        break;
+    case XS_TP_AG_GEMM:
+        XS_TRY(xs_cublas_gemm_bf16(cb, s, t->s.m, in->gn[0], in->gk[0], own, t->w[0], 1,
+                                   t->ref_out0, 1));
+        break;
+    case XS_TP_MLP: {
+        XS_TRY(xs_cublas_gemm_bf16(cb, s, t->s.m, in->gn[0], in->gk[0], own, t->w[0], 1,
+                                   t->ref_tmp, 1));
+        const size_t nh = m * in->out_n[0];
+        tp_swiglu_kernel<float><<<tp_blocks(nh, 256), 256, 0, s>>>(t->ref_tmp, t->ref_h,
+                                                                   t->ref_out0, t->s.m, in->gn[0]);
+        XS_CU_LAUNCH();
+        XS_TRY(xs_cublas_gemm_bf16(cb, s, t->s.m, in->gn[1], in->gk[1], t->ref_h, t->w[1], 1,
+                                   t->ref_part, 1));
+        break;
+    }
+    }
+    if (in->rs_gemm >= 0) {
+        const size_t ny = (size_t)in->rs_rows * in->rs_n;
+        tp_ref_y_kernel<<<tp_blocks(ny, 256), 256, 0, s>>>(
+            t->ref_part + (size_t)t->me * ny, (const xs_bf16 *)(own + in->rs_off), t->P, t->me,
+            in->rs_rows, in->rs_n, t->ref_y);
+        XS_CU_LAUNCH();
+    }
+    XS_CU(cudaStreamSynchronize(s));
+    t->have_ref = 1;
+    return XS_OK;
+}
+
+/* ---- verification -------------------------------------------------------------------------------- */
+
+/* 16-byte units of [a, a+bytes) and [b, b+bytes) that differ (CPU). */
+static uint64_t cpu_diff_units(const void *a, const void *b, size_t bytes)
+{
+    const size_t blk = 1 << 16;
+    uint64_t bad = 0;
+    const char *x = (const char *)a, *y = (const char *)b;
+    for (size_t off = 0; off < bytes; off += blk) {
+        const size_t len = bytes - off < blk ? bytes - off : blk;
+        if (!memcmp(x + off, y + off, len))
+            continue;
+        for (size_t u = 0; u < len; u += 16)
+            bad += memcmp(x + off + u, y + off + u, len - u < 16 ? len - u : 16) != 0;
+    }
+    return bad;
+}
+
+static xs_status gpu_diff_units(xs_tp *t, const void *a, const void *b, size_t bytes,
+                                uint64_t *bad)
+{
+    if (!bytes) {
+        *bad = 0;
+        return XS_OK;
+    }
+    unsigned long long h = 0;
+    XS_CU(cudaMemsetAsync(t->d_bad, 0, sizeof h, t->vstream));
+    tp_cmp_kernel<<<tp_blocks(bytes / 16, 256), 256, 0, t->vstream>>>(
+        (const uint4 *)a, (const uint4 *)b, bytes / 16, t->d_bad);
+    XS_CU_LAUNCH();
+    XS_CU(cudaMemcpyAsync(&h, t->d_bad, sizeof h, cudaMemcpyDeviceToHost, t->vstream));
+    XS_CU(cudaStreamSynchronize(t->vstream));
+    *bad = h;
+    return XS_OK;
+}
+
+/* Tolerance check of got (bf16 [rows, ldg]) against ref (fp32 [rows, ldr]) over `cols`. */
+static xs_status tol_check(xs_tp *t, const xs_bf16 *got, long long ldg, const float *ref,
+                           long long ldr, int rows, int cols, xs_tp_check *c, const char *what)
+{
+    if ((size_t)rows > t->err_rows)
+        return xs_seterr(XS_EINVAL, "tp: %d rows to check, room for %zu", rows, t->err_rows);
+    unsigned long long nf = 0;
+    XS_CU(cudaMemsetAsync(t->d_nonfinite, 0, sizeof nf, t->vstream));
+    tp_err_kernel<<<rows < 4096 ? rows : 4096, 256, 0, t->vstream>>>(
+        got, ldg, ref, ldr, rows, cols, t->d_err, t->d_err + rows, t->d_nonfinite);
+    XS_CU_LAUNCH();
+    double *h = (double *)malloc((size_t)2 * rows * sizeof(double));
+    if (!h)
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory checking %d rows", rows);
+    cudaError_t e1 = cudaMemcpyAsync(h, t->d_err, (size_t)2 * rows * sizeof(double),
+                                     cudaMemcpyDeviceToHost, t->vstream);
+    cudaError_t e2 = cudaMemcpyAsync(&nf, t->d_nonfinite, sizeof nf, cudaMemcpyDeviceToHost,
+                                     t->vstream);
+    cudaError_t e3 = cudaStreamSynchronize(t->vstream);
+    if (e1 != cudaSuccess || e2 != cudaSuccess || e3 != cudaSuccess) {
+        free(h);
+        return xs_seterr(XS_ECUDA, "tp: reading check sums: %s",
+                         cudaGetErrorString(e1 != cudaSuccess ? e1 : e2 != cudaSuccess ? e2 : e3));
+    }
+    double se = 0, sr = 0, worst = 0;
+    for (int r = 0; r < rows; r++) {
+        se += h[r];
+        sr += h[rows + r];
+        const double rr = h[rows + r] > 0 ? sqrt(h[r] / h[rows + r]) : (h[r] > 0 ? INFINITY : 0);
+        if (!(rr <= worst))
+            worst = rr;
+    }
+    free(h);
+    const double rel = sr > 0 ? sqrt(se / sr) : (se > 0 ? INFINITY : 0);
+    c->checked_ref = 1;
+    if (!(rel <= c->rel_frob) || c->rel_frob < 0)
+        c->rel_frob = rel;
+    if (!(worst <= c->max_row_rel))
+        c->max_row_rel = worst;
+    c->nonfinite += (long)nf;
+    if ((nf || !(rel <= XS_TP_TOL_FROB) || !(worst <= XS_TP_TOL_ROW)) && !c->what[0])
+        snprintf(c->what, sizeof c->what, "%s: relative Frobenius error %.3g (tol %.0e), worst "
+                 "row %.3g (tol %.0e), %llu non-finite", what, rel, XS_TP_TOL_FROB, worst,
+                 XS_TP_TOL_ROW, nf);
+    return XS_OK;
+}
+
+static void note(xs_tp_check *c, const char *what, unsigned long long n, const char *problem)
+{
+    if (!c->what[0])
+        snprintf(c->what, sizeof c->what, "%s: %llu %s", what, n, problem);
+}
+
+/* Signals of this rank at rank r's window: every chunk and every tile sent there carries the
+ * epoch. flags = a CPU view of rank r's flags. */
+static uint64_t flags_wrong(const xs_tp *t, const uint64_t *flags, int r, unsigned long long epoch)
+{
+    const xs_tp_info *in = &t->in;
+    uint64_t bad = 0;
+    const volatile uint64_t *f = flags;
+    if (in->ag && r != t->me)
+        for (int c = 0; c < in->ag_chunks; c++)
+            bad += f[(size_t)t->me * in->ag_chunks + c] != epoch;
+    if (in->rs_gemm >= 0)
+        for (int i = 0; i < in->t_own; i++)
+            bad += f[in->rs_flag0 + (size_t)t->me * in->t_own + i] != epoch;
+    return bad;
+}
+
+/* The bytes a fused or local run sent to each rank, against the expectation. */
+static xs_status check_sent(xs_tp *t, const xs_wintab *tab, int cpu_side, unsigned long long epoch,
+                            xs_tp_check *c)
+{
+    const xs_tp_info *in = &t->in;
+    uint64_t *fl = (uint64_t *)malloc((size_t)in->nflags * 8);
+    if (!fl)
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory for flags");
+    xs_status st = XS_OK;
+    for (int r = 0; r < t->P && st == XS_OK; r++) {
+        const int host = cpu_side && t->host[r];
+        if (cpu_side && !host && r != t->me)
+            continue; /* a peer's device window: verified by that peer */
+        uint64_t bad = 0;
+        if (in->rs_gemm >= 0) {
+            const size_t off = in->rs_off + (size_t)t->me * in->slot_bytes;
+            uint64_t b = 0;
+            if (host) {
+                b = cpu_diff_units((const char *)t->host[r] + off,
+                                   t->exp_part_h + (size_t)r * in->rs_rows * in->rs_n,
+                                   in->slot_bytes);
+                c->remote_bytes += (double)in->slot_bytes;
+            } else {
+                st = gpu_diff_units(t, tab->data[r] + off,
+                                    t->exp_part + (size_t)r * in->rs_rows * in->rs_n,
+                                    in->slot_bytes, &b);
+            }
+            bad += b;
+        }
+        if (in->ag && r != t->me && st == XS_OK) {
+            const size_t off = (size_t)t->me * in->shard_bytes;
+            uint64_t b = 0;
+            if (host) {
+                b = cpu_diff_units((const char *)t->host[r] + off, t->exp_shard_h,
+                                   in->shard_bytes);
+                c->remote_bytes += (double)in->shard_bytes;
+            } else {
+                st = gpu_diff_units(t, tab->data[r] + off, tab->data[t->me] + off,
+                                    in->shard_bytes, &b);
+            }
+            bad += b;
+        }
+        if (st != XS_OK)
+            break;
+        if (host) {
+            c->bad_units += bad;
+            if (bad)
+                note(c, "sent bytes", bad, "16-byte units differ at a host window");
+            const uint64_t bf = flags_wrong(t, t->host_flags[r], r, epoch);
+            c->bad_flags += bf;
+            if (bf)
+                note(c, "signals", bf, "missing or stale at a host window");
+        } else {
+            c->local_bad += bad;
+            if (bad)
+                note(c, "sent bytes", bad, "16-byte units differ in a device window");
+            cudaError_t e = cudaMemcpy(fl, tab->flags[r], (size_t)in->nflags * 8,
+                                       cudaMemcpyDeviceToHost);
+            if (e != cudaSuccess) {
+                st = xs_seterr(XS_ECUDA, "tp: reading flags: %s", cudaGetErrorString(e));
+                break;
+            }
+            const uint64_t bf = flags_wrong(t, fl, r, epoch);
+            c->bad_flags += bf;
+            if (bf)
+                note(c, "signals", bf, "missing or stale in a device window");
+        }
+    }
+    free(fl);
+    return st;
+}
+
+extern "C" xs_status xs_tp_verify(xs_tp *t, xs_tp_check *c)
+{
+    memset(c, 0, sizeof *c);
+    c->rel_frob = -1;
+    const xs_tp_info *in = &t->in;
+    const size_t m = (size_t)t->s.m;
+    const int P = t->P, me = t->me;
+    if (t->last == TP_RUN_NONE)
+        return xs_seterr(XS_EINVAL, "tp verify: no completed run");
+    if (t->last_failed) {
+        snprintf(c->what, sizeof c->what, "the run failed");
+        return XS_OK;
+    }
+    const size_t ny = (size_t)in->rs_rows * in->rs_n;
+    if (t->last == TP_RUN_LOCAL && !t->have_exp) {
+        /* the first local run: against the fp32 reference, then it is the expectation */
+        if (!t->have_ref)
+            return xs_seterr(XS_EINVAL, "tp verify: the first local run needs xs_tp_reference");
+        if (in->rs_gemm >= 0) {
+            if (!t->exp_part)
+                XS_CU(cudaMalloc((void **)&t->exp_part, m * in->rs_n * 2));
+            if (!t->exp_y)
+                XS_CU(cudaMalloc((void **)&t->exp_y, ny * 2));
+            for (int r = 0; r < P; r++)
+                XS_CU(cudaMemcpyAsync(t->exp_part + (size_t)r * ny,
+                                      t->lt.data[r] + in->rs_off + (size_t)me * in->slot_bytes,
+                                      in->slot_bytes, cudaMemcpyDeviceToDevice, t->vstream));
+            XS_CU(cudaMemcpyAsync(t->exp_y, t->y, ny * 2, cudaMemcpyDeviceToDevice, t->vstream));
+            XS_TRY(tol_check(t, t->exp_part, in->rs_n, t->ref_part, in->rs_n, t->s.m, in->rs_n, c,
+                             "partial sums sent"));
+            XS_TRY(tol_check(t, t->y, in->rs_n, t->ref_y, in->rs_n, in->rs_rows, in->rs_n, c,
+                             "reduced rows"));
+            if (!t->exp_part_h)
+                t->exp_part_h = (xs_bf16 *)malloc(m * in->rs_n * 2);
+            if (!t->exp_part_h)
+                return xs_seterr(XS_ENOMEM, "tp: out of host memory for the expectation");
+            XS_CU(cudaMemcpy(t->exp_part_h, t->exp_part, m * in->rs_n * 2,
+                             cudaMemcpyDeviceToHost));
+        }
+        if (t->out0) {
+            if (!t->exp_out0)
+                XS_CU(cudaMalloc((void **)&t->exp_out0, m * in->out_n[0] * 2));
+            XS_CU(cudaMemcpyAsync(t->exp_out0, t->out0, m * in->out_n[0] * 2,
+                                  cudaMemcpyDeviceToDevice, t->vstream));
+            XS_TRY(tol_check(t, t->out0, in->out_n[0], t->ref_out0, in->out_n[0], t->s.m,
+                             in->out_n[0], c, t->s.op == XS_TP_MLP ? "h" : "GEMM output"));
+        }
+        if (in->ag) {
+            if (!t->exp_shard_h)
+                t->exp_shard_h = (xs_bf16 *)malloc(in->shard_bytes);
+            if (!t->exp_shard_h)
+                return xs_seterr(XS_ENOMEM, "tp: out of host memory for the expectation");
+            XS_CU(cudaMemcpy(t->exp_shard_h, t->vt.data[me] + (size_t)me * in->shard_bytes,
+                             in->shard_bytes, cudaMemcpyDeviceToHost));
+        }
+        XS_CU(cudaStreamSynchronize(t->vstream));
+        t->have_exp = 1;
+        XS_TRY(check_sent(t, &t->lt, 0, t->last_epoch, c));
+    } else if (t->last == TP_RUN_LOCAL || t->last == TP_RUN_FUSED) {
+        if (!t->have_exp)
+            return xs_seterr(XS_EINVAL, "tp verify: a fused run needs a verified local run first");
+        const int fused = t->last == TP_RUN_FUSED;
+        XS_TRY(check_sent(t, fused ? &t->vt : &t->lt, fused, t->last_epoch, c));
+        uint64_t b = 0;
+        if (t->y) {
+            XS_TRY(gpu_diff_units(t, t->y, t->exp_y, ny * 2, &b));
+            c->local_bad += b;
+            if (b)
+                note(c, "reduced rows", b, "16-byte units differ from the verified local run");
+        }
+        if (t->out0) {
+            XS_TRY(gpu_diff_units(t, t->out0, t->exp_out0, m * in->out_n[0] * 2, &b));
+            c->local_bad += b;
+            if (b)
+                note(c, "GEMM 0 output", b, "16-byte units differ from the verified local run");
+        }
+    } else { /* unfused */
+        if (!t->have_ref)
+            return xs_seterr(XS_EINVAL, "tp verify: the unfused run needs xs_tp_reference");
+        if (in->rs_gemm >= 0) {
+            if (!t->u_part_h)
+                t->u_part_h = (xs_bf16 *)malloc(m * in->rs_n * 2);
+            if (!t->u_part_h)
+                return xs_seterr(XS_ENOMEM, "tp: out of host memory for the unfused check");
+            XS_CU(cudaMemcpy(t->u_part_h, t->u_c, m * in->rs_n * 2, cudaMemcpyDeviceToHost));
+            XS_TRY(tol_check(t, t->u_y, in->rs_n, t->ref_y, in->rs_n, in->rs_rows, in->rs_n, c,
+                             "unfused reduced rows"));
+        }
+        if (t->s.op == XS_TP_AG_GEMM)
+            XS_TRY(tol_check(t, t->u_c0, in->gn[0], t->ref_out0, in->out_n[0], t->s.m,
+                             in->out_n[0], c, "unfused GEMM output"));
+        if (in->ag && !t->exp_shard_h) {
+            t->exp_shard_h = (xs_bf16 *)malloc(in->shard_bytes);
+            if (!t->exp_shard_h)
+                return xs_seterr(XS_ENOMEM, "tp: out of host memory for the expectation");
+            XS_CU(cudaMemcpy(t->exp_shard_h, t->vt.data[me] + (size_t)me * in->shard_bytes,
+                             in->shard_bytes, cudaMemcpyDeviceToHost));
+        }
+        for (int r = 0; r < P; r++) {
+            if (r == me || !t->host[r])
+                continue;
+            uint64_t bad = 0;
+            if (in->rs_gemm >= 0) {
+                bad += cpu_diff_units((const char *)t->host[r] + in->rs_off +
+                                          (size_t)me * in->slot_bytes,
+                                      t->u_part_h + (size_t)r * ny, in->slot_bytes);
+                c->remote_bytes += (double)in->slot_bytes;
+            }
+            if (in->ag) {
+                bad += cpu_diff_units((const char *)t->host[r] + (size_t)me * in->shard_bytes,
+                                      t->exp_shard_h, in->shard_bytes);
+                c->remote_bytes += (double)in->shard_bytes;
+            }
+            c->bad_units += bad;
+            if (bad)
+                note(c, "unfused copies", bad, "16-byte units differ from their source at a host window");
+        }
+    }
+    c->ok = c->bad_units == 0 && c->bad_flags == 0 && c->local_bad == 0 && c->nonfinite == 0 &&
+            (!c->checked_ref || (c->rel_frob <= XS_TP_TOL_FROB && c->max_row_rel <= XS_TP_TOL_ROW));
+    return XS_OK;
+}

@@ -1,0 +1,236 @@
+/*
+ * tp.h - tensor parallelism: fused GEMM + reduce-scatter, fused all-gather + GEMM and the fused
+ * TP MLP block (all-gather + GEMM1 + SwiGLU -> GEMM2 + reduce-scatter), in one persistent task
+ * kernel on the shared tile engine (cuda/gemm.cuh); the task orders (naive and shaped), the
+ * X-Stage model of an order, the unfused cuBLAS baseline, references and destination-side
+ * verification. docs/TP.md explains the kernel, the orders, the window layout, the tolerance and
+ * what one GPU with virtual peers can and cannot exercise.
+ *
+ * Shapes (one rank `me` of P; "full" widths are the unsharded layer's; bf16 unless noted):
+ *   gemm_rs  row-parallel linear:    A [m, k/P] x B [n, k/P]^T -> partial [m, n], reduce-scattered
+ *            over rows: rank p owns rows [p m/P, (p+1) m/P) and receives every source's partial
+ *            of them; it sums the P partials into its output y [m/P, n].
+ *   ag_gemm  column-parallel linear:  X [m, k] all-gathered over rows (rank p holds shard p, rows
+ *            [p m/P, (p+1) m/P)) x W [n/P, k]^T -> out [m, n/P] (local).
+ *   mlp      n = hidden H, k = intermediate I: all-gather X [m, H]; GEMM1 with W1 [2I/P, H]
+ *            (gate and up interleaved in groups of 16, gemm.cuh SwiGLU layout) -> h [m, I/P] =
+ *            silu(gate) * up (local); GEMM2 h x W2 [H, I/P]^T -> partial [m, H], reduce-scattered.
+ *
+ * Window layout of every rank (xstage_win.h; payload bytes, then 64-bit flags):
+ *   [0, ag_bytes)              gathered X [m, K0]: shard s at rows [s m/P, (s+1) m/P)
+ *   [rs_off, +P*slot_bytes)    reduce-scatter slots: slot s = source s's partial of the rank's
+ *                              rows, [m/P, n]
+ *   flags [0, P*ag_chunks)     flag s*ag_chunks + c: chunk c of shard s has arrived
+ *   flags [rs_flag0, +P*t_own) flag rs_flag0 + s*t_own + t: source s's partial of own tile t
+ * Flags carry the launch's epoch (a value that grows with every launch), so they are never reset
+ * between launches.
+ *
+ * Callable from C++ (.cu) translation units; cudaStream_t appears in the signatures.
+ */
+#ifndef XSTAGE_TP_H
+#define XSTAGE_TP_H
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xstage.h"
+#include "xstage_cuda.h"
+#include "xstage_win.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- operations and shapes ------------------------------------------------------------------ */
+
+typedef enum { XS_TP_GEMM_RS = 0, XS_TP_AG_GEMM = 1, XS_TP_MLP = 2 } xs_tp_op;
+#define XS_TP_NOPS 3
+const char *xs_tp_op_name(xs_tp_op op);            /* "gemm_rs", "ag_gemm", "mlp" */
+xs_status xs_tp_op_parse(const char *s, xs_tp_op *op);
+
+#define XS_TP_BM 128             /* tile rows (cuda/gemm.cuh xs_gemm_big) */
+#define XS_TP_BN 256             /* tile columns */
+#define XS_TP_CHUNK 65536        /* bytes of one all-gather push task (one destination) */
+#define XS_TP_ARRIVED (1ull << 62) /* flag value of data placed before the launch */
+#define XS_TP_SLOTS 4            /* task lists held per context */
+
+typedef struct {
+    xs_tp_op op;
+    int m;     /* tokens: rows of the activations; a multiple of 128 * peers */
+    int n;     /* full output width (gemm_rs, ag_gemm) or hidden size H (mlp) */
+    int k;     /* full input width (gemm_rs, ag_gemm) or intermediate size I (mlp) */
+    int peers; /* P ranks, 1..XS_MAX_RANKS */
+} xs_tp_shape;
+
+/* Everything derived from a shape (per rank). */
+typedef struct {
+    int ngemm;                   /* 1, or 2 for mlp */
+    int gm[2], gn[2], gk[2];     /* GEMM g: [gm, gk] x [gn, gk]^T (gn physical: 2I/P for GEMM1) */
+    int out_n[2];                /* output columns of GEMM g (gn/2 after SwiGLU) */
+    int swiglu0;                 /* GEMM 0 output goes through SwiGLU */
+    int rs_gemm;                 /* the GEMM whose output is reduce-scattered, or -1 */
+    int ag;                      /* GEMM 0's A is all-gathered */
+    int tiles_m, tiles_n[2], tiles[2];
+    int rs_rows;                 /* m / P: rows owned by each rank */
+    int rs_n;                    /* columns of the reduce-scattered output */
+    int t_own;                   /* tiles of one owner's rows: (rs_rows/128) * ceil(rs_n/256) */
+    int ag_k;                    /* columns of the gathered activation (K of GEMM 0) */
+    int ag_chunks;               /* push tasks per shard per destination */
+    int push_tasks, reduce_tasks;
+    size_t ag_bytes, shard_bytes; /* gathered buffer, one shard */
+    size_t rs_off, slot_bytes;   /* reduce-scatter region offset, one slot */
+    size_t window_bytes;         /* payload each window needs */
+    int rs_flag0, nflags;        /* first reduce-scatter flag; flags each window needs */
+    double flops;                /* 2 * sum of m * n * k over the GEMMs */
+    double ag_remote_bytes;      /* all-gather bytes this rank sends to the P-1 other ranks */
+    double rs_remote_bytes;      /* reduce-scatter bytes this rank sends to the P-1 other ranks */
+} xs_tp_info;
+
+/* Check a shape (XS_EINVAL, one line naming the constraint) and derive its info. */
+xs_status xs_tp_info_of(const xs_tp_shape *s, xs_tp_info *info);
+
+/* ---- one problem -------------------------------------------------------------------------- */
+
+typedef struct xs_tp xs_tp;
+
+/* Allocate and fill one problem for the rank tab->rank of the window table `tab` (virtual peers:
+ * rank 0 in HBM, ranks 1.. in pinned host memory; or peer windows). Inputs are random, never
+ * zero, functions of `seed`. The windows must hold info.window_bytes and info.nflags (XS_EINVAL
+ * otherwise). Also builds a local control table (P windows in this GPU's memory, same layout).
+ * Places the other ranks' data that this rank would receive (their shards and their partials of
+ * its rows, random) in its own windows with their flags raised (XS_TP_ARRIVED): one GPU plays
+ * every source but its own. XS_ECUDA (one line) when out of memory. */
+xs_status xs_tp_create(const xs_tp_shape *s, const xs_wintab *tab, int grid, uint32_t seed,
+                       xs_tp **out);
+void xs_tp_destroy(xs_tp *t);
+void xs_tp_get_info(const xs_tp *t, xs_tp_info *info);
+int xs_tp_grid(const xs_tp *t);
+/* Peer target: the ncclComm_t the unfused baseline's collectives run on (not owned). */
+void xs_tp_set_nccl_comm(xs_tp *t, void *comm);
+
+/* Device pointers, for tests that build their own references. */
+typedef struct {
+    const void *a;        /* GEMM 0 A: gathered X [m, ag_k] in the own window, or A [m, k/P] */
+    const void *b[2];     /* weights of GEMM 0 and 1 */
+    const void *rs_slots; /* own window's reduce-scatter slots [P][rs_rows][rs_n] */
+    const void *y;        /* this rank's reduced rows [rs_rows, rs_n] (last fused run) */
+    const void *out0;     /* GEMM 0 local output: ag_gemm out [m, n/P], mlp h [m, I/P] */
+    void *host[XS_MAX_RANKS]; /* CPU pointer of rank r's window payload (host windows), or NULL */
+} xs_tp_bufs;
+void xs_tp_get_bufs(const xs_tp *t, xs_tp_bufs *b);
+
+/* ---- task orders ---------------------------------------------------------------------------- */
+
+/* Measured costs of one task of each kind (local control run; ns). */
+typedef struct {
+    double tile_ns[2];   /* a tile of GEMM g, main loop + epilogue */
+    double push_ns;      /* one push chunk alone */
+    double reduce_ns;    /* one owner-side reduction of a tile */
+    int n_tile[2], n_push, n_reduce; /* tasks measured */
+} xs_tp_costs;
+
+/* The shaped order's pacing. Steps of `grid` tasks are filled one after the other: remote bytes
+ * (pushes riding on tiles, remote reduce-scatter tiles) first, up to the step's budget, then
+ * local tiles (GEMM 1, then this rank's own reduce-scatter tiles, which therefore form the tail
+ * that hides the last drain), then - only when no local work is left - remote tiles beyond the
+ * budget. The budget keeps the cumulative remote bytes at a steady rate that would issue them
+ * all by `finish` x the estimated compute time; one step may not exceed `burst` x the steady
+ * per-step volume (0 = may catch up at once) nor cap_bytes (0 = no cap; 0.9 Q(grid) fits every
+ * burst in the headroom). mlp GEMM 2 tiles start `lead` steps after the last GEMM 1 tile of
+ * their row block. Remote tiles rotate over the CTAs from step to step. */
+typedef struct {
+    double finish;     /* 0 < finish <= 1 */
+    double burst;      /* >= 0 */
+    double cap_bytes;  /* >= 0 */
+    int lead;          /* steps, >= 0 */
+} xs_tp_pace;
+
+/* Natural order into slot: pushes first, tiles in rank-ring row order from this rank (grouped
+ * raster within each rank's rows), owner-side reductions last. */
+xs_status xs_tp_order_naive(xs_tp *t, int slot);
+/* Shaped order into slot (see xs_tp_pace and docs/TP.md). */
+xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *p, const xs_tp_costs *c,
+                             const xs_profile *prof);
+xs_status xs_tp_order_copy(xs_tp *t, int dst, int src);
+int xs_tp_order_tasks(const xs_tp *t, int slot);   /* 0 when the slot is empty */
+
+/* ---- the X-Stage model of an order ------------------------------------------------------------ */
+
+typedef struct {
+    double model_ns;     /* the order as a burst-gap schedule (producers = CTAs, one row per step of
+                            `grid` tasks, bytes = the step's remote bytes, gaps = the next step's
+                            measured compute), simulated on the profile: completion incl. drain */
+    double ideal_ns;     /* the same schedule on an unlimited stage */
+    double bytes;        /* remote bytes of the schedule */
+    int rows;            /* schedule rows */
+    int criterion_ok;    /* every row meets the no-backpressure criterion (xs_plan_schedule) */
+    char how[256];       /* the planner's one line on the schedule */
+} xs_tp_pred;
+xs_status xs_tp_predict(xs_tp *t, int slot, const xs_profile *p, const xs_tp_costs *c,
+                        xs_tp_pred *out);
+
+/* ---- runs ------------------------------------------------------------------------------------- */
+
+enum { XS_TP_FAULT_NONE = 0, XS_TP_FAULT_RS_SIGNAL = 1, XS_TP_FAULT_AG_FLAG = 2,
+       XS_TP_FAULT_H_COUNT = 3 };
+
+typedef struct {
+    int local;                     /* 1: run against the local control table (all HBM) */
+    unsigned long long timeout_ns; /* bound of every device-side wait; 0 = 2 s */
+    int flush_l2;                  /* overwrite a buffer larger than L2 before the launch */
+    int fault;                     /* test hook: XS_TP_FAULT_RS_SIGNAL (the first own tile never
+                                      signals), _AG_FLAG (one received shard chunk never arrives),
+                                      _H_COUNT (a GEMM1 tile never counts) */
+} xs_tp_run_opts;
+
+/* Poison every destination the launch writes, launch the order in `slot`, wait. *ms = kernel
+ * time (events; includes the drain of the remote stores, which completes with the kernel).
+ * XS_ETIMEOUT with one line (which wait, which CTA, which flag) when a device wait expired;
+ * the context stays usable. */
+xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cudaStream_t s, float *ms);
+/* Per-kind median task durations of the last run (its per-task %globaltimer stamps). */
+xs_status xs_tp_costs_of_last(xs_tp *t, xs_tp_costs *c);
+
+/* The unfused baseline on the same inputs: cuBLAS GEMM(s) (+ SwiGLU kernel), then the
+ * collective over the same link: one cudaMemcpyAsync per peer window (virtual peers), or NCCL
+ * (peer target; needs the communicator of the window set), then the owner-side reduction.
+ * *ms = the whole sequence (events). */
+xs_status xs_tp_run_unfused(xs_tp *t, xs_cublas *cb, cudaStream_t s, float *ms);
+
+/* ---- references and verification ---------------------------------------------------------------- */
+
+/* fp32 references on the GPU (cuBLAS with fp32 output; h rounded to bf16 as in every path). */
+xs_status xs_tp_reference(xs_tp *t, xs_cublas *cb);
+
+#define XS_TP_TOL_FROB 1e-2 /* relative Frobenius error of an output against the fp32 reference */
+#define XS_TP_TOL_ROW 2e-2  /* relative L2 error of any one row */
+
+typedef struct {
+    double remote_bytes;     /* bytes checked at other ranks' (host) windows, CPU-side */
+    uint64_t bad_units;      /* 16-byte units there that differ from what was sent */
+    uint64_t bad_flags;      /* signals there missing or with the wrong epoch */
+    uint64_t local_bad;      /* 16-byte units of this rank's own outputs that differ (bitwise) */
+    double rel_frob;         /* worst relative Frobenius error of a tolerance check, -1 if none */
+    double max_row_rel;      /* worst row of the same */
+    long nonfinite;          /* NaN/Inf in checked outputs (poison left = a missing store) */
+    int checked_ref;         /* 1 when this call compared against the fp32 reference */
+    int ok;
+    char what[160];          /* one line on the first failure */
+} xs_tp_check;
+
+/* Verify the last run (fused, local or unfused) at every destination it wrote: other ranks'
+ * host windows by the CPU (bytes and signals), this rank's outputs on the GPU. The first local
+ * run is compared with the fp32 reference (needs xs_tp_reference) and becomes the bitwise
+ * expectation of every later fused run; unfused runs are compared with the reference and their
+ * sent bytes with their sources. XS_EVERIFY is not returned: the caller decides from out->ok. */
+xs_status xs_tp_verify(xs_tp *t, xs_tp_check *out);
+
+/* The fp32 reference of this rank's reduced rows [rs_rows, rs_n] and of GEMM 0's output
+ * [m, out_n[0]] (device pointers, NULL when the op has none); valid after xs_tp_reference. */
+void xs_tp_reference_ptrs(const xs_tp *t, const float **ref_y, const float **ref_out0);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XSTAGE_TP_H */
