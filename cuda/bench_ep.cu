@@ -67,6 +67,7 @@ typedef struct {
     double pred_wave_us, pred_inter_us, remote_mb, max_rel_err;
     xs_moe_stall stall_wave, stall_inter, stall_auto;
     double local_span_us; /* local control: Linear-2 store span, median */
+    double local_issue;   /* local control: Linear-2 store bytes per ns of span, median */
     char how[200];
 } ep_row;
 
@@ -300,19 +301,19 @@ static ep_time ep_stats(const double *v, int n)
 }
 
 static void ep_tiles_out(FILE *f, const ep_row *r, const char *sched, xs_moe *m,
-                         const xs_profile *p, int grid)
+                         const xs_profile *p, int grid, double r_local)
 {
     const xs_moe_tile *t;
     int n;
     xs_moe_trace(m, &t, &n);
     double *pred = (double *)malloc(sizeof(double) * (size_t)(n + 1));
     xs_moe_stall s;
-    if (!pred || xs_moe_stall_predict(t, n, p, grid, &s, pred) != XS_OK) {
+    if (!pred || xs_moe_stall_predict(t, n, p, grid, r_local, &s, pred) != XS_OK) {
         free(pred);
         return;
     }
     for (int i = 0; i < n; i++) {
-        double t0 = p->issue_overhead_ns + t[i].total_bytes / p->issue_bytes_per_ns;
+        double t0 = xs_moe_tile_t0(p, t[i].remote_bytes, t[i].total_bytes, r_local);
         double span = t[i].st1_ns - t[i].st0_ns;
         fprintf(f, "%s,%s,%d,%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,"
                    "%.0f,%.0f,%.0f\n",
@@ -437,8 +438,10 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
             }
             if (tiles)
                 ep_tiles_out(tiles, r, slot ? "local-interleaved" : "local-wave", m, prof,
-                             info.grid);
+                             info.grid, cost[0].local_issue_bytes_per_ns);
         }
+        const double r_local = cost[0].local_issue_bytes_per_ns;
+        r->local_issue = r_local;
         /* auto: the model decides from the profile and the measured costs of both orders */
         xs_moe_auto_result ar;
         EP_TRY(xs_moe_auto(m, prof, &cost[0], &cost[1], &ar));
@@ -483,9 +486,9 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
                 xs_moe_trace(m, &tr, &ntr);
                 xs_moe_stall *sp = var == EP_WAVE ? &r->stall_wave
                                    : var == EP_INTER ? &r->stall_inter : &r->stall_auto;
-                EP_TRY(xs_moe_stall_predict(tr, ntr, prof, info.grid, sp, NULL));
+                EP_TRY(xs_moe_stall_predict(tr, ntr, prof, info.grid, r_local, sp, NULL));
                 if (tiles)
-                    ep_tiles_out(tiles, r, ep_var_name[var], m, prof, info.grid);
+                    ep_tiles_out(tiles, r, ep_var_name[var], m, prof, info.grid, r_local);
             }
         }
         for (int v = 0; v < EP_NVAR; v++)
@@ -520,14 +523,14 @@ static const char *ep_csv_header =
     "wave_over_auto,unfused_p10,unfused_p90,wave_p10,wave_p90,interleaved_p10,interleaved_p90,"
     "auto_p10,auto_p90,stall_tiles,stall_meas_med_us,stall_pred_med_us,stall_abs_err_med_us,"
     "stall_abs_err_p90_us,stall_abs_err_interleaved_us,stall_abs_err_auto_us,local_span_us,"
-    "rows,remote_mb,max_row_rel_err\n";
+    "local_issue_bytes_per_ns,rows,remote_mb,max_row_rel_err\n";
 
 static void ep_csv_row(FILE *f, const ep_row *r)
 {
     const ep_time *t = r->t;
     fprintf(f, "%s,%s,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%d,%s,%d,"
                "%d,%.1f,%.1f,%.4f,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d,%.3f,%.3f,%.3f,"
-               "%.3f,%.3f,%.3f,%.3f,%d,%.2f,%.3g\n",
+               "%.3f,%.3f,%.3f,%.3f,%.1f,%d,%.2f,%.3g\n",
             r->config, r->routing, r->tokens, r->peers, t[EP_UNFUSED].med, t[EP_WAVE].med,
             t[EP_INTER].med, t[EP_AUTO].med, r->bound_us, r->verified ? "true" : "false",
             r->local.med, r->local_inter.med, r->compute_us, r->drain_us, r->cublas_gemm_us,
@@ -538,7 +541,8 @@ static void ep_csv_row(FILE *f, const ep_row *r)
             r->stall_wave.tiles, r->stall_wave.meas_stall_med_ns / 1e3,
             r->stall_wave.pred_stall_med_ns / 1e3, r->stall_wave.abs_err_med_ns / 1e3,
             r->stall_wave.abs_err_p90_ns / 1e3, r->stall_inter.abs_err_med_ns / 1e3,
-            r->stall_auto.abs_err_med_ns / 1e3, r->local_span_us, r->rows, r->remote_mb,
+            r->stall_auto.abs_err_med_ns / 1e3, r->local_span_us, r->local_issue, r->rows,
+            r->remote_mb,
             r->max_rel_err);
     fflush(f);
 }

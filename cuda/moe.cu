@@ -1383,6 +1383,11 @@ void xs_moe_costs_from_trace(const xs_moe_tile *t, int n, xs_moe_costs *c)
         }
     c->c2_ns = median_of(a, nb);
     c->span2_ns = median_of(b, nb);
+    nb = 0;
+    for (int i = 0; i < n; i++)
+        if (t[i].cta >= 0 && t[i].kind == 2 && t[i].st1_ns > t[i].st0_ns)
+            b[nb++] = (double)t[i].total_bytes / (t[i].st1_ns - t[i].st0_ns);
+    c->local_issue_bytes_per_ns = median_of(b, nb);
     c->mma2_ns = median_of(d, nb);
     c->kernel_ns = t1 > t0 ? t1 - t0 : 0;
     free(a); free(b); free(d);
@@ -1513,6 +1518,14 @@ static xs_status xs_prods_alloc(xs_prod **pr, double **rings, int np, int ring_m
     return XS_OK;
 }
 
+double xs_moe_tile_t0(const xs_profile *p, double remote_bytes, double total_bytes,
+                      double local_bytes_per_ns)
+{
+    const double rl = local_bytes_per_ns > 0 ? local_bytes_per_ns : p->issue_bytes_per_ns;
+    return p->issue_overhead_ns + remote_bytes / p->issue_bytes_per_ns +
+           (total_bytes - remote_bytes) / rl;
+}
+
 /* remote and total combine bytes of Linear-2 tile (rb, nb) for the virtual-peer layout */
 static void xs_moe_tile_bytes(const xs_moe *m, int rb, int nb, double *remote, double *total)
 {
@@ -1585,14 +1598,15 @@ xs_status xs_moe_predict(xs_moe *m, int slot, const xs_profile *pf, const xs_moe
         double start = e.t > dep_fin[rb] ? e.t : dep_fin[rb];
         double ce = start + c->c2_ns, rem, tot;
         xs_moe_tile_bytes(m, rb, tk.y, &rem, &tot);
+        const double t0 = xs_moe_tile_t0(pf, rem, tot, c->local_issue_bytes_per_ns);
         if (rem <= 0) {
-            xs_mheap_push(&h, (xs_mev){ce + g.o + tot / g.r, e.p});
+            xs_mheap_push(&h, (xs_mev){ce + t0, e.p});
             continue;
         }
         double nch = ceil(rem / g.chunk);
         P->state = 1;
         P->remain = rem;
-        P->per_chunk = tot / g.r / nch;
+        P->per_chunk = (t0 - g.o) / nch; /* the tile's stores, remote and local, in order */
         xs_mheap_push(&h, (xs_mev){ce + g.o + P->per_chunk, e.p});
     }
     *total_ns = makespan;
@@ -1676,7 +1690,7 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_costs *wc,
 }
 
 xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *pf, int grid,
-                               xs_moe_stall *out, double *pred_span)
+                               double local_bytes_per_ns, xs_moe_stall *out, double *pred_span)
 {
     memset(out, 0, sizeof *out);
     XS_TRY(xs_profile_check(pf, "profile"));
@@ -1715,7 +1729,8 @@ xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *pf
     for (int j = 0; j < nb; j++) {
         const int i = order[j];
         remain[i] = (double)t[i].remote_bytes;
-        per[i] = (double)t[i].total_bytes / g.r / ceil(remain[i] / g.chunk);
+        per[i] = (xs_moe_tile_t0(pf, remain[i], t[i].total_bytes, local_bytes_per_ns) - g.o) /
+                 ceil(remain[i] / g.chunk);
         pend[i] = t[i].st0_ns;
         xs_mheap_push(&h, (xs_mev){t[i].st0_ns + g.o + per[i], i});
     }
@@ -1733,7 +1748,8 @@ xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *pf
     }
     for (int j = 0; j < nb; j++) {
         const xs_moe_tile *u = &t[order[j]];
-        double t0 = g.o + (double)u->total_bytes / g.r; /* T_iss0 of the tile */
+        const double t0 = xs_moe_tile_t0(pf, u->remote_bytes, u->total_bytes,
+                                         local_bytes_per_ns); /* T_iss0 of the tile */
         double meas = u->st1_ns - u->st0_ns, pred = pend[order[j]] - u->st0_ns;
         if (pred < t0)
             pred = t0;

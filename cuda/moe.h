@@ -176,6 +176,8 @@ typedef struct {
     double c2_ns;        /* Linear-2 tile up to its first combine store (median) */
     double mma1_ns, mma2_ns; /* main loops alone (median) */
     double span2_ns;     /* Linear-2 combine store span (median) */
+    double local_issue_bytes_per_ns; /* Linear-2 store bytes / span, median: the unstalled issue
+                                      * rate of local (HBM) rows; from a local-control trace */
     double wait_ns;      /* dependency waits, summed over tiles */
     double kernel_ns;    /* first fetch to last store */
 } xs_moe_costs;
@@ -217,10 +219,14 @@ typedef struct {
 } xs_moe_stall;
 
 /* Per-tile stall: every Linear-2 tile's combine burst, started at its measured time, goes
- * through the X-Stage model; predicted vs measured span. pred_span (optional, [n]) receives the
+ * through the X-Stage model; predicted vs measured span. Rows for rank 0 (HBM) issue at
+ * local_bytes_per_ns (measured in the local control; 0 = the profile's r), remote rows at r. pred_span (optional, [n]) receives the
  * prediction per task (NaN for tasks without remote bytes). */
 xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *p, int grid,
-                               xs_moe_stall *out, double *pred_span);
+                               double local_bytes_per_ns, xs_moe_stall *out, double *pred_span);
+/* T_iss0 of a tile: o + remote / r + local / local_bytes_per_ns (0 = the profile's r). */
+double xs_moe_tile_t0(const xs_profile *p, double remote_bytes, double total_bytes,
+                      double local_bytes_per_ns);
 
 #ifdef __cplusplus
 }

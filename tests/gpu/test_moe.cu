@@ -402,10 +402,10 @@ static void model_case(const xs_profile *prof)
     p1.capacity_bytes_per_producer = 0;
     xs_moe_stall s;
     double pred[NB];
-    XT_CHECK(xs_moe_stall_predict(t, 1, &p1, 132, &s, pred) == XS_OK, "stall: %s", xs_errmsg());
+    XT_CHECK(xs_moe_stall_predict(t, 1, &p1, 132, 0, &s, pred) == XS_OK, "stall: %s", xs_errmsg());
     double t0 = p1.issue_overhead_ns + 65536 / p1.issue_bytes_per_ns, lone = pred[0];
     XT_NEAR(lone, t0, 0.02);
-    XT_CHECK(xs_moe_stall_predict(t, NB, &p1, 132, &s, pred) == XS_OK, "stall: %s", xs_errmsg());
+    XT_CHECK(xs_moe_stall_predict(t, NB, &p1, 132, 0, &s, pred) == XS_OK, "stall: %s", xs_errmsg());
     double worst = 0;
     for (int i = 0; i < NB; i++)
         if (pred[i] > worst)
