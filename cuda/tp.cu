@@ -10,8 +10,10 @@
  *   TILE    one 128 x 256 tile of GEMM g: xs_gemm_mainloop, then the staged epilogue to its
  *           destination rows - local output, SwiGLU to local h, or (reduce-scatter) the owner's
  *           slot for this source in the owner's window, followed by a per-tile signal there
- *           (xs_signal_cta: payload, barrier, st.release.sys of the epoch);
- *   PUSH    one 64 KB chunk of this rank's shard to one peer's gathered buffer, then its signal;
+ *           (payload, CTA barrier, st.release.sys of the epoch by thread 0 - raised lazily at the
+ *           CTA's next release point, see tp_pend);
+ *   PUSH    one 64 KB chunk of this rank's shard to one peer's gathered buffer, then its signal
+ *           (the same way);
  *   REDUCE  this rank's own tile t: wait for all P sources' signals, sum the P slots in fp32
  *           (source order 0..P-1, so the result is deterministic), store bf16 to y.
  * Dependencies are bounded waits (%globaltimer) polled by thread 0: a GEMM 0 tile of an
@@ -108,10 +110,42 @@ XS_DEV int tp_failed(const tp_args &a)
     return a.status && *(const volatile unsigned int *)&a.status->code != 0u;
 }
 
-/* 0: *flag >= want; 1: timed out (recorded); 2: another CTA failed first. Thread 0 only. */
-XS_DEV int tp_wait_flag(const tp_args &a, const uint64_t *flag, uint64_t want,
+/* Signals whose payload is stored but whose flag is not yet raised (thread 0's list, in shared
+ * memory). A release fence orders every prior write of the CTA, and on the PCIe path it may
+ * have to wait until those writes have left the GPU; raising a tile's flag right after its
+ * stores would make the CTA wait for its own drain. So flags are raised at the CTA's next
+ * release point - after its next tile's main loop (by then the stores have drained), before it
+ * could block in a wait, and at its end - and never while it holds work others wait for. */
+#define TP_PEND 4
+typedef struct {
+    uint64_t *flag[TP_PEND];
+    int n;
+} tp_pend;
+
+/* Raise every pending flag (thread 0; the payload stores precede a CTA barrier before this). */
+XS_DEV void tp_release(tp_pend *pd, unsigned long long epoch)
+{
+    for (int i = 0; i < pd->n; i++)
+        xs_st_release_sys(pd->flag[i], epoch);
+    pd->n = 0;
+}
+
+/* Queue a flag (thread 0, after the barrier that follows the payload stores). */
+XS_DEV void tp_pend_add(tp_pend *pd, uint64_t *flag, unsigned long long epoch)
+{
+    if (pd->n == TP_PEND)
+        tp_release(pd, epoch);
+    pd->flag[pd->n++] = flag;
+}
+
+/* 0: *flag >= want; 1: timed out (recorded); 2: another CTA failed first. Thread 0 only; raises
+ * this CTA's pending flags before it blocks. */
+XS_DEV int tp_wait_flag(const tp_args &a, tp_pend *pd, const uint64_t *flag, uint64_t want,
                         unsigned long long detail)
 {
+    if (xs_ld_acquire_sys(flag) >= want)
+        return 0;
+    tp_release(pd, a.epoch);
     const unsigned long long t0 = xs_globaltimer();
     while (xs_ld_acquire_sys(flag) < want) {
         if (tp_failed(a))
@@ -125,9 +159,12 @@ XS_DEV int tp_wait_flag(const tp_args &a, const uint64_t *flag, uint64_t want,
     return 0;
 }
 
-XS_DEV int tp_wait_count(const tp_args &a, const unsigned int *cnt, unsigned int want,
+XS_DEV int tp_wait_count(const tp_args &a, tp_pend *pd, const unsigned int *cnt, unsigned int want,
                          unsigned long long detail)
 {
+    if (tp_ld_acquire_gpu_u32(cnt) >= want)
+        return 0;
+    tp_release(pd, a.epoch);
     const unsigned long long t0 = xs_globaltimer();
     while (tp_ld_acquire_gpu_u32(cnt) < want) {
         if (tp_failed(a))
@@ -142,7 +179,8 @@ XS_DEV int tp_wait_count(const tp_args &a, const unsigned int *cnt, unsigned int
 }
 
 /* The inputs of tile (g, tm): the shard's chunks (all-gathered A) or GEMM 1's row block. */
-XS_DEV int tp_tile_wait(const tp_args &a, const xs_wintab &tab, int g, int tm, int task)
+XS_DEV int tp_tile_wait(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int g, int tm,
+                        int task)
 {
     const int m0 = tm * XS_TP_BM;
     if (g == 0 && a.ag) {
@@ -156,14 +194,14 @@ XS_DEV int tp_tile_wait(const tp_args &a, const xs_wintab &tab, int g, int tm, i
             const int c0 = (int)(lo / XS_TP_CHUNK), c1 = (int)((hi - 1) / XS_TP_CHUNK);
             for (int c = c0; c <= c1; c++) {
                 const int f = s * a.ag_chunks + c;
-                const int w = tp_wait_flag(a, tab.flags[a.me] + f, a.epoch, TP_DETAIL(1, f, task));
+                const int w = tp_wait_flag(a, pd, tab.flags[a.me] + f, a.epoch, TP_DETAIL(1, f, task));
                 if (w)
                     return w;
             }
         }
     }
     if (g == 1 && a.rb_count)
-        return tp_wait_count(a, a.rb_count + tm, (unsigned)a.n0_per_rb, TP_DETAIL(2, tm, task));
+        return tp_wait_count(a, pd, a.rb_count + tm, (unsigned)a.n0_per_rb, TP_DETAIL(2, tm, task));
     return 0;
 }
 
@@ -171,7 +209,8 @@ XS_DEV int tp_tile_wait(const tp_args &a, const xs_wintab &tab, int g, int tm, i
 
 /* One tile of GEMM g to its destination rows. Starts after a barrier, ends with one. */
 template <class C>
-XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, int g, int tm, int tn)
+XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, tp_pend *pd, int g, int tm,
+                    int tn)
 {
     const xs_gemm_problem &p = a.g[g];
     const int tid = threadIdx.x;
@@ -196,6 +235,9 @@ XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, int g, i
     }
     float acc[C::MT][C::NT][4];
     xs_gemm_mainloop<C>(p, m0, n0, smem, acc); /* ends with a barrier: dst rows visible */
+    /* a release point: the previous tasks' stores precede this main loop's barriers */
+    if (tid == 0 && pd->n)
+        tp_release(pd, a.epoch);
     const int nvalid = p.n - n0 < C::BN ? p.n - n0 : C::BN;
     if (sw) {
         xs_gemm_stage_swiglu<C>(smem, acc, NULL);
@@ -206,26 +248,27 @@ XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, int g, i
         __syncthreads();
         xs_gemm_store_rows<C, C::BN>(smem, dst, p.m - m0, nvalid);
     }
-    if (rs) {
-        const int t_loc = ((m0 - owner * a.rs_rows) / C::BM) * a.rs_tiles_n + tn;
-        const bool skip = a.fault == XS_TP_FAULT_RS_SIGNAL && owner == a.me && t_loc == 0;
-        if (!skip)
-            xs_signal_cta(tab.flags[owner] + a.rs_flag0 + (size_t)a.me * a.t_own + t_loc,
-                          a.epoch); /* barrier, then release.sys by thread 0 */
-        else
-            __syncthreads();
-    } else {
-        __syncthreads(); /* every row stored: staging tile and dst rows free, h complete */
-        if (g == 0 && a.rb_count && tid == 0 &&
-            !(a.fault == XS_TP_FAULT_H_COUNT && tm == 0 && tn == 0))
+    __syncthreads(); /* every row stored: staging tile and dst rows free */
+    if (tid == 0) {
+        if (rs) {
+            /* the per-tile signal in the owner's window (raised at the next release point) */
+            const int t_loc = ((m0 - owner * a.rs_rows) / C::BM) * a.rs_tiles_n + tn;
+            const bool skip = a.fault == XS_TP_FAULT_RS_SIGNAL && owner == a.me && t_loc == 0;
+            if (!skip)
+                tp_pend_add(pd, tab.flags[owner] + a.rs_flag0 + (size_t)a.me * a.t_own + t_loc,
+                            a.epoch);
+        } else if (g == 0 && a.rb_count &&
+                   !(a.fault == XS_TP_FAULT_H_COUNT && tm == 0 && tn == 0)) {
+            /* h rows of this tile complete (GPU scope: the consumers are on this GPU) */
             asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(a.rb_count + tm)
                          : "memory");
+        }
     }
 }
 
 /* One chunk of this rank's shard (own window) to rank r's gathered buffer, then its flag. */
 template <class C>
-XS_DEV void tp_push(const tp_args &a, const xs_wintab &tab, int r, int c)
+XS_DEV void tp_push(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int r, int c)
 {
     const unsigned long long off =
         (unsigned long long)a.me * a.shard_bytes + (unsigned long long)c * XS_TP_CHUNK;
@@ -249,14 +292,16 @@ XS_DEV void tp_push(const tp_args &a, const xs_wintab &tab, int r, int c)
                 xs_st16v(dst + 16 * (size_t)x, v[u]);
         }
     }
-    xs_signal_cta(tab.flags[r] + (size_t)a.me * a.ag_chunks + c, a.epoch);
+    __syncthreads(); /* every thread's stores precede the flag */
+    if (threadIdx.x == 0)
+        tp_pend_add(pd, tab.flags[r] + (size_t)a.me * a.ag_chunks + c, a.epoch);
 }
 
-XS_DEV int tp_reduce_wait(const tp_args &a, const xs_wintab &tab, int t, int task)
+XS_DEV int tp_reduce_wait(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int t, int task)
 {
     for (int s = 0; s < a.P; s++) {
         const int f = a.rs_flag0 + s * a.t_own + t;
-        const int w = tp_wait_flag(a, tab.flags[a.me] + f, a.epoch, TP_DETAIL(3, f, task));
+        const int w = tp_wait_flag(a, pd, tab.flags[a.me] + f, a.epoch, TP_DETAIL(3, f, task));
         if (w)
             return w;
     }
@@ -309,27 +354,30 @@ __global__ void __launch_bounds__(C::THREADS, 1)
 {
     extern __shared__ __align__(128) char tp_smem[];
     __shared__ int s_abort;
+    __shared__ tp_pend s_pend; /* used by thread 0 only */
     const int tid = threadIdx.x;
     const unsigned long long t_start = xs_globaltimer();
-    if (tid == 0)
+    if (tid == 0) {
         s_abort = 0;
+        s_pend.n = 0;
+    }
     __syncthreads();
     for (int i = blockIdx.x; i < a.ntasks; i += gridDim.x) {
         const int4 *t4 = (const int4 *)(a.tasks + i);
         const int4 w0 = __ldg(t4), w1 = __ldg(t4 + 1);
         const int kind = w0.x;
         if (kind & TP_T_TILE) {
-            if (tid == 0 && tp_tile_wait(a, tab, w0.y, w0.z, i))
+            if (tid == 0 && tp_tile_wait(a, tab, &s_pend, w0.y, w0.z, i))
                 s_abort = 1;
             __syncthreads();
             if (s_abort)
                 break;
-            tp_tile<C>(a, tab, tp_smem, w0.y, w0.z, w0.w);
+            tp_tile<C>(a, tab, tp_smem, &s_pend, w0.y, w0.z, w0.w);
         }
         if (kind & TP_T_PUSH)
-            tp_push<C>(a, tab, w1.x, w1.y);
+            tp_push<C>(a, tab, &s_pend, w1.x, w1.y);
         if (kind & TP_T_REDUCE) {
-            if (tid == 0 && tp_reduce_wait(a, tab, w1.z, i))
+            if (tid == 0 && tp_reduce_wait(a, tab, &s_pend, w1.z, i))
                 s_abort = 1;
             __syncthreads();
             if (s_abort)
@@ -344,9 +392,14 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         __syncthreads();
     }
     __syncthreads();
-    if (tid == 0 && a.cta_ns) {
-        a.cta_ns[2 * blockIdx.x] = t_start;
-        a.cta_ns[2 * blockIdx.x + 1] = xs_globaltimer();
+    if (tid == 0) {
+        /* the last release point: every store of the CTA precedes the barrier above */
+        const unsigned long long t_end = xs_globaltimer(); /* sender-visible: before the fence */
+        tp_release(&s_pend, a.epoch);
+        if (a.cta_ns) {
+            a.cta_ns[2 * blockIdx.x] = t_start;
+            a.cta_ns[2 * blockIdx.x + 1] = t_end;
+        }
     }
 }
 

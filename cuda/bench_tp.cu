@@ -1,0 +1,879 @@
+/*
+ * bench_tp.cu - `xstage bench tp`: fused GEMM + reduce-scatter, fused all-gather + GEMM and the
+ * fused TP MLP block, against the unfused sequence, on one GPU with virtual peers.
+ *
+ * This rank (0) of P: its window in HBM, ranks 1..P-1 windows in pinned host memory reached
+ * over PCIe (the X-Stage under test). Per configuration, same inputs, run side by side:
+ *   local    the fused kernel against P windows in HBM (the "GEMM alone" of bound_us)
+ *   naive    the fused kernel in natural order: pushes first, this rank's rows first, remote
+ *            tiles stored as soon as done (in bursts), reductions last
+ *   shaped   the fused kernel in a planned order (cuda/tp.h xs_tp_pace): remote bytes paced at
+ *            the drain rate, spread through the compute, this rank's own tiles as the tail
+ *   unfused  cuBLAS GEMM(s) (+ SwiGLU kernel), then the collective: cudaMemcpyAsync of each
+ *            peer's rows into its window, and the owner-side reduction
+ * The planner builds the naive and several shaped orders as burst-gap schedules (producers =
+ * CTAs, one row per step of grid tasks, bytes = the step's remote bytes, gaps = the local run's
+ * measured task times) and predicts each with the event model (xs_simulate) on the profile; its
+ * four most promising candidates (and the naive order) get one verified pilot run each and the
+ * fastest becomes `shaped` (the model's own choice is reported next to it).
+ * Times are CUDA events around each launch or sequence (completion: includes the drain of the
+ * remote stores), medians of -n iterations after -w warm-up, L2 flushed before each, the three
+ * variants interleaved iteration by iteration. Every run is verified: the first local run
+ * against an fp32 cuBLAS reference (relative Frobenius <= 1e-2, every row <= 2e-2), every later
+ * run bitwise against it, every byte that crossed PCIe read back by the CPU at its destination
+ * together with its signal. docs/TP.md defines the columns.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tp.h"
+#include "xstage.h"
+#include "xstage_cli.h"
+#include "xstage_cmd.h"
+#include "xstage_cuda.h"
+#include "xstage_pattern.h"
+#include "xstage_win.h"
+
+#define TPB_MAX_LIST 16
+#define TPB_MAX_ITERS 1000
+#define TPB_MAX_CAND 12
+
+/* ---- shapes of public models (config.json of each; docs/TP.md) -------------------------------- */
+
+typedef struct {
+    const char *name;
+    int hidden, inter;  /* H, I */
+    int tokens[2];      /* default token counts (M * H <= 64M: windows of 256 MB at most) */
+    int peers[2];       /* default peer counts: compute and PCIe traffic of comparable size */
+} tpb_model;
+
+static const tpb_model tpb_models[] = {
+    {"llama3-8b", 4096, 14336, {8192, 16384}, {2, 4}},
+    {"llama3-70b", 8192, 28672, {4096, 8192}, {4, 8}},
+    {"llama3-405b", 16384, 53248, {2048, 4096}, {4, 8}},
+};
+#define TPB_NMODELS ((int)(sizeof tpb_models / sizeof tpb_models[0]))
+
+typedef struct {
+    int ops[XS_TP_NOPS], nops;
+    int models[TPB_NMODELS], nmodels;
+    int m[TPB_MAX_LIST], nm;
+    int n[TPB_MAX_LIST], nn;
+    int k[TPB_MAX_LIST], nk;
+    int peers[TPB_MAX_LIST], npeers;
+    int iters, warmup, device, quick, model_pick;
+    uint32_t seed;
+    double timeout_s, max_time_s;
+    const char *csv;
+    xs_profile_args pa;
+} tpb_opts;
+
+/* One configuration and its results. */
+typedef struct {
+    xs_tp_op op;
+    const char *model;
+    xs_tp_shape s;
+    int grid, tiles, ok, ran, verified;
+    double remote_mb, local_tflops;
+    double unf, unf_min, unf_max, nai, nai_min, nai_max, shp, shp_min, shp_max; /* us */
+    double local_us, bound_us, comm_us, nai_pred, shp_pred;                    /* us */
+    int crit_ok, model_rank;
+    char cand[32];
+    double max_err;
+    char how[256];
+} tpb_row;
+
+/* ---- options -------------------------------------------------------------------------------- */
+
+static int parse_list(const char *opt, const char *s, long lo, long hi, int *out, int *n)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (*n >= TPB_MAX_LIST)
+            return xs_cli_failf("%s: at most %d values", opt, TPB_MAX_LIST);
+        int64_t b;
+        if (xs_parse_size(opt, tok, &b) != XS_OK)
+            return xs_cli_fail();
+        if (b < lo || b > hi)
+            return xs_cli_failf("%s %" PRId64 ": outside %ld..%ld", opt, b, lo, hi);
+        out[(*n)++] = (int)b;
+    }
+    if (*n == 0)
+        return xs_cli_failf("%s: empty list", opt);
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: xstage bench tp [options]\n"
+            "Tensor parallelism on one GPU with virtual peers (rank 0 in HBM, ranks 1..P-1 in\n"
+            "pinned host memory over PCIe): fused GEMM + reduce-scatter (gemm_rs), all-gather +\n"
+            "GEMM (ag_gemm) and the TP MLP block (mlp), naive and shaped, against cuBLAS + the\n"
+            "collective; every byte that crosses the link is verified at its destination.\n"
+            "  -o, --op LIST         gemm_rs,ag_gemm,mlp or all [all]\n"
+            "      --model LIST      llama3-8b,llama3-70b,llama3-405b or all [all]; gemm_rs is the\n"
+            "                        down projection (n=H, k=I), ag_gemm the gate+up projection\n"
+            "                        (n=2I, k=H), mlp the block (n=H, k=I)\n"
+            "  -m, --m LIST          tokens (K suffix ok) [per model: 8b 8K,16K; 70b 4K,8K;\n"
+            "                        405b 2K,4K]\n"
+            "      --n LIST, --k LIST  explicit full layer widths instead of --model (all pairs)\n"
+            "  -p, --peers LIST      ranks, this one included [per model: 8b 2,4; 70b 4,8; 405b 4,8]\n"
+            "  -n, --iters N         timed iterations of each variant [5]\n"
+            "  -w, --warmup N        warm-up iterations [1]\n"
+            "      --pick model|measure  shaped order: the model's best candidate, or the fastest\n"
+            "                        of a verified pilot run of the model's candidates [measure]\n"
+            "      --timeout S       bound of every device-side wait, seconds [2]\n"
+            "      --max-time S      skip the remaining configurations after S seconds [200]\n"
+            "      --seed N          input seed [12345]\n"
+            "  -d, --device N        CUDA device [0]\n"
+            "      --csv FILE        write the rows as CSV (with '#' header lines)\n"
+            "      --quick           fewer shapes (one token count, fewer peers), -n 3\n"
+            "      --profile FILE    calibrated profile (JSON); default: embedded H200 PCIe\n"
+            "      --set NAME=VALUE  override a numeric profile field (repeatable)\n"
+            "  -h, --help\n");
+}
+
+static int parse_opts(int argc, char **argv, tpb_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->iters = 5, o->warmup = 1, o->seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
+    int iters_set = 0, ops_set = 0, models_set = 0;
+    enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_TIMEOUT, OPT_MAXTIME };
+    static const struct option lo[] = {
+        {"op", required_argument, 0, 'o'},        {"model", required_argument, 0, OPT_MODEL},
+        {"m", required_argument, 0, 'm'},         {"n", required_argument, 0, OPT_N},
+        {"k", required_argument, 0, OPT_K},       {"peers", required_argument, 0, 'p'},
+        {"iters", required_argument, 0, 'n'},     {"warmup", required_argument, 0, 'w'},
+        {"pick", required_argument, 0, OPT_PICK}, {"timeout", required_argument, 0, OPT_TIMEOUT},
+        {"max-time", required_argument, 0, OPT_MAXTIME},
+        {"seed", required_argument, 0, XS_OPT_SEED}, {"device", required_argument, 0, 'd'},
+        {"csv", required_argument, 0, XS_OPT_CSV}, {"quick", no_argument, 0, XS_OPT_QUICK},
+        {"profile", required_argument, 0, XS_OPT_PROFILE},
+        {"set", required_argument, 0, XS_OPT_SET}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    int c;
+    long v;
+    double d;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:m:p:n:w:d:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'o': {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", optarg);
+            o->nops = 0;
+            for (char *sv = NULL, *tok = strtok_r(buf, ",", &sv); tok;
+                 tok = strtok_r(NULL, ",", &sv)) {
+                if (!strcmp(tok, "all")) {
+                    for (int i = 0; i < XS_TP_NOPS; i++)
+                        o->ops[i] = i;
+                    o->nops = XS_TP_NOPS;
+                    continue;
+                }
+                xs_tp_op op;
+                if (xs_tp_op_parse(tok, &op) != XS_OK)
+                    return xs_cli_fail();
+                if (o->nops >= XS_TP_NOPS)
+                    return xs_cli_failf("--op: at most %d operations", XS_TP_NOPS);
+                o->ops[o->nops++] = (int)op;
+            }
+            if (!o->nops)
+                return xs_cli_failf("--op: empty list");
+            ops_set = 1;
+            break;
+        }
+        case OPT_MODEL: {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", optarg);
+            o->nmodels = 0;
+            for (char *sv = NULL, *tok = strtok_r(buf, ",", &sv); tok;
+                 tok = strtok_r(NULL, ",", &sv)) {
+                int found = -1;
+                for (int i = 0; i < TPB_NMODELS; i++)
+                    if (!strcmp(tok, tpb_models[i].name) || !strcmp(tok, tpb_models[i].name + 7))
+                        found = i;
+                if (!strcmp(tok, "all")) {
+                    for (int i = 0; i < TPB_NMODELS; i++)
+                        o->models[i] = i;
+                    o->nmodels = TPB_NMODELS;
+                    continue;
+                }
+                if (found < 0)
+                    return xs_cli_failf("--model '%s': unknown (llama3-8b, llama3-70b, "
+                                        "llama3-405b or all)", tok);
+                if (o->nmodels >= TPB_NMODELS)
+                    return xs_cli_failf("--model: at most %d models", TPB_NMODELS);
+                o->models[o->nmodels++] = found;
+            }
+            models_set = 1;
+            break;
+        }
+        case 'm':
+            if (parse_list("--m", optarg, 1, 1 << 24, o->m, &o->nm))
+                return 1;
+            break;
+        case OPT_N:
+            if (parse_list("--n", optarg, 1, 1 << 24, o->n, &o->nn))
+                return 1;
+            break;
+        case OPT_K:
+            if (parse_list("--k", optarg, 1, 1 << 24, o->k, &o->nk))
+                return 1;
+            break;
+        case 'p':
+            if (parse_list("--peers", optarg, 1, XS_MAX_RANKS, o->peers, &o->npeers))
+                return 1;
+            break;
+        case 'n':
+            if (xs_parse_int("--iters", optarg, 1, TPB_MAX_ITERS, &v) != XS_OK)
+                return xs_cli_fail();
+            o->iters = (int)v;
+            iters_set = 1;
+            break;
+        case 'w':
+            if (xs_parse_int("--warmup", optarg, 0, 100, &v) != XS_OK)
+                return xs_cli_fail();
+            o->warmup = (int)v;
+            break;
+        case 'd':
+            if (xs_parse_int("--device", optarg, 0, 1023, &v) != XS_OK)
+                return xs_cli_fail();
+            o->device = (int)v;
+            break;
+        case OPT_PICK:
+            if (!strcmp(optarg, "model"))
+                o->model_pick = 1;
+            else if (!strcmp(optarg, "measure"))
+                o->model_pick = 0;
+            else
+                return xs_cli_failf("--pick '%s': expected model or measure", optarg);
+            break;
+        case OPT_TIMEOUT:
+            if (xs_parse_double("--timeout", optarg, 1e-4, 600, &d) != XS_OK)
+                return xs_cli_fail();
+            o->timeout_s = d;
+            break;
+        case OPT_MAXTIME:
+            if (xs_parse_double("--max-time", optarg, 1, 1e6, &d) != XS_OK)
+                return xs_cli_fail();
+            o->max_time_s = d;
+            break;
+        case XS_OPT_SEED:
+            if (xs_parse_int("--seed", optarg, 0, 4294967295L, &v) != XS_OK)
+                return xs_cli_fail();
+            o->seed = (uint32_t)v;
+            break;
+        case XS_OPT_CSV: o->csv = optarg; break;
+        case XS_OPT_QUICK: o->quick = 1; break;
+        case XS_OPT_PROFILE: o->pa.file = optarg; break;
+        case XS_OPT_SET:
+            if (xs_profile_args_add_set(&o->pa, optarg) != XS_OK)
+                return xs_cli_fail();
+            break;
+        case 'h': usage(stdout); return -1;
+        default: usage(stderr); return 1;
+        }
+    }
+    if (optind < argc)
+        return xs_cli_failf("bench tp: unexpected argument '%s'", argv[optind]);
+    if ((o->nn > 0) != (o->nk > 0))
+        return xs_cli_failf("bench tp: --n and --k go together (explicit layer widths)");
+    if (o->nn && models_set)
+        return xs_cli_failf("bench tp: --model and --n/--k are alternatives");
+    if (o->nn && !o->nm)
+        return xs_cli_failf("bench tp: --n/--k need --m (tokens)");
+    if (o->nn && !o->npeers)
+        return xs_cli_failf("bench tp: --n/--k need --peers");
+    if (!ops_set) {
+        for (int i = 0; i < XS_TP_NOPS; i++)
+            o->ops[i] = i;
+        o->nops = XS_TP_NOPS;
+    }
+    if (!models_set && !o->nn) {
+        for (int i = 0; i < TPB_NMODELS; i++)
+            o->models[i] = i;
+        o->nmodels = TPB_NMODELS;
+    }
+    if (o->quick && !iters_set)
+        o->iters = 3;
+    return 0;
+}
+
+/* ---- configurations -------------------------------------------------------------------------- */
+
+/* The full layer widths of an op on a model: gemm_rs the down projection, ag_gemm gate+up. */
+static void model_nk(xs_tp_op op, const tpb_model *md, int *n, int *k)
+{
+    switch (op) {
+    case XS_TP_GEMM_RS: *n = md->hidden, *k = md->inter; break;
+    case XS_TP_AG_GEMM: *n = 2 * md->inter, *k = md->hidden; break;
+    case XS_TP_MLP: *n = md->hidden, *k = md->inter; break;
+    }
+}
+
+static int build_rows(const tpb_opts *o, tpb_row **out, int *nout)
+{
+    int cap = 256, n = 0;
+    tpb_row *rows = (tpb_row *)calloc((size_t)cap, sizeof *rows);
+    if (!rows)
+        return xs_cli_failf("out of host memory");
+#define ADD_ROW(op_, model_, m_, n_, k_, p_)                                                  \
+    do {                                                                                      \
+        if (n == cap) {                                                                       \
+            free(rows);                                                                       \
+            return xs_cli_failf("bench tp: more than %d configurations", cap);                \
+        }                                                                                     \
+        tpb_row *r_ = &rows[n++];                                                             \
+        r_->op = (xs_tp_op)(op_), r_->model = (model_);                                       \
+        r_->s.op = (xs_tp_op)(op_), r_->s.m = (m_), r_->s.n = (n_), r_->s.k = (k_);           \
+        r_->s.peers = (p_);                                                                   \
+        xs_tp_info in_;                                                                       \
+        if (xs_tp_info_of(&r_->s, &in_) != XS_OK) {                                           \
+            free(rows);                                                                       \
+            return xs_cli_fail();                                                             \
+        }                                                                                     \
+    } while (0)
+    for (int oi = 0; oi < o->nops; oi++) {
+        const xs_tp_op op = (xs_tp_op)o->ops[oi];
+        if (o->nn) {
+            for (int a = 0; a < o->nm; a++)
+                for (int b = 0; b < o->nn; b++)
+                    for (int c = 0; c < o->nk; c++)
+                        for (int p = 0; p < o->npeers; p++)
+                            ADD_ROW(op, "custom", o->m[a], o->n[b], o->k[c], o->peers[p]);
+            continue;
+        }
+        for (int mi = 0; mi < o->nmodels; mi++) {
+            const tpb_model *md = &tpb_models[o->models[mi]];
+            int nn = 0, kk = 0;
+            model_nk(op, md, &nn, &kk);
+            int ms[TPB_MAX_LIST], nms = 0, ps[TPB_MAX_LIST], nps = 0;
+            if (o->nm) {
+                memcpy(ms, o->m, sizeof(int) * o->nm);
+                nms = o->nm;
+            } else {
+                ms[nms++] = md->tokens[0];
+                if (!o->quick)
+                    ms[nms++] = md->tokens[1];
+            }
+            if (o->npeers) {
+                memcpy(ps, o->peers, sizeof(int) * o->npeers);
+                nps = o->npeers;
+            } else if (o->quick) {
+                ps[nps++] = md->peers[md == &tpb_models[0] ? 0 : 1];
+            } else {
+                ps[nps++] = md->peers[0];
+                ps[nps++] = md->peers[1];
+            }
+            for (int a = 0; a < nms; a++)
+                for (int p = 0; p < nps; p++)
+                    ADD_ROW(op, md->name, ms[a], nn, kk, ps[p]);
+        }
+    }
+#undef ADD_ROW
+    *out = rows;
+    *nout = n;
+    return 0;
+}
+
+/* ---- statistics ------------------------------------------------------------------------------- */
+
+typedef struct {
+    double med, min, max;
+} tpb_stat;
+
+static tpb_stat stat_of(const double *x, int n)
+{
+    tpb_stat s = {xs_median(x, (size_t)n), xs_min(x, (size_t)n), xs_max(x, (size_t)n)};
+    return s;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- one configuration ----------------------------------------------------------------------- */
+
+typedef struct {
+    cudaStream_t s;
+    xs_cublas *cb;
+    const xs_profile *prof;
+    const tpb_opts *o;
+    int grid;
+} tpb_ctx;
+
+/* A failed library call inside a configuration: print it, mark the row, leave the row. */
+#define ROW_TRY(call)                                                                          \
+    do {                                                                                       \
+        if ((call) != XS_OK) {                                                                 \
+            fprintf(stderr, "xstage: error: %s %s m=%d n=%d k=%d P=%d: %s\n",                  \
+                    xs_tp_op_name(row->op), row->model, row->s.m, row->s.n, row->s.k,          \
+                    row->s.peers, xs_errmsg());                                                \
+            ok = 0;                                                                            \
+            goto out;                                                                          \
+        }                                                                                      \
+    } while (0)
+
+/* Verify the last run; print the first problem once per variant. */
+static int verified(xs_tp *t, const tpb_row *row, const char *variant, int *printed,
+                    double *max_err)
+{
+    xs_tp_check c;
+    if (xs_tp_verify(t, &c) != XS_OK) {
+        fprintf(stderr, "xstage: error: %s %s m=%d P=%d %s: verify: %s\n", xs_tp_op_name(row->op),
+                row->model, row->s.m, row->s.peers, variant, xs_errmsg());
+        return 0;
+    }
+    if (c.checked_ref && c.rel_frob > *max_err)
+        *max_err = c.rel_frob;
+    if (!c.ok && !*printed) {
+        fprintf(stderr, "xstage: error: %s %s m=%d n=%d k=%d P=%d %s: %s\n",
+                xs_tp_op_name(row->op), row->model, row->s.m, row->s.n, row->s.k, row->s.peers,
+                variant, c.what[0] ? c.what : "verification failed");
+        *printed = 1;
+    }
+    return c.ok;
+}
+
+static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, uint32_t seed)
+{
+    const tpb_opts *o = cx->o;
+    const int n = o->iters, W = o->warmup;
+    xs_tp *t = NULL;
+    int ok = 1, pr_l = 0, pr_n = 0, pr_s = 0, pr_u = 0;
+    double *x[4];
+    for (int i = 0; i < 4; i++)
+        x[i] = (double *)calloc((size_t)n, sizeof(double));
+    xs_tp_run_opts ro;
+    memset(&ro, 0, sizeof ro);
+    ro.timeout_ns = (unsigned long long)(o->timeout_s * 1e9);
+    ro.flush_l2 = 1;
+    xs_tp_info in;
+    xs_tp_costs cost;
+    xs_tp_pred pn, ps;
+    memset(&pn, 0, sizeof pn);
+    memset(&ps, 0, sizeof ps);
+    row->ran = 1;
+    row->max_err = 0;
+    snprintf(row->cand, sizeof row->cand, "-");
+    if (!x[0] || !x[1] || !x[2] || !x[3]) {
+        fprintf(stderr, "xstage: error: out of host memory\n");
+        ok = 0;
+        goto out;
+    }
+    ROW_TRY(xs_tp_create(&row->s, tab, cx->grid, seed, &t));
+    xs_tp_get_info(t, &in);
+    row->grid = cx->grid;
+    row->tiles = in.tiles[0] + (in.ngemm > 1 ? in.tiles[1] : 0);
+    row->remote_mb = (in.ag_remote_bytes + in.rs_remote_bytes) / 1e6;
+    row->comm_us = (in.ag_remote_bytes + in.rs_remote_bytes) / cx->prof->drain_bytes_per_ns / 1e3;
+    ROW_TRY(xs_tp_reference(t, cx->cb));
+
+    /* ---- local control, natural order: the GEMM-alone time, task costs, the expectation ---- */
+    ROW_TRY(xs_tp_order_naive(t, 0));
+    {
+        double loc_n[TPB_MAX_ITERS];
+        ro.local = 1;
+        for (int i = 0; i < W + n; i++) {
+            float ms = 0;
+            ROW_TRY(xs_tp_run(t, 0, &ro, cx->s, &ms));
+            ok &= verified(t, row, "local", &pr_l, &row->max_err);
+            if (i >= W)
+                loc_n[i - W] = ms * 1e3;
+        }
+        ROW_TRY(xs_tp_costs_of_last(t, &cost));
+        row->local_us = xs_median(loc_n, (size_t)n);
+    }
+    if (!ok) {
+        fprintf(stderr, "xstage: error: %s %s m=%d P=%d: the local control run is wrong; the "
+                "fused variants are not timed\n", xs_tp_op_name(row->op), row->model, row->s.m,
+                row->s.peers);
+        goto out;
+    }
+
+    /* ---- planner: naive and candidate shaped orders, each predicted by the model ---- */
+    ROW_TRY(xs_tp_predict(t, 0, cx->prof, &cost, &pn));
+    row->crit_ok = pn.criterion_ok;
+    snprintf(row->how, sizeof row->how, "%s", pn.how);
+    {
+        const double Qh = 0.9 * xs_capacity(cx->prof, cx->grid);
+        xs_tp_pace cand[TPB_MAX_CAND];
+        double pred[TPB_MAX_CAND];
+        int nc = 0;
+        const double fin[3] = {0.6, 0.8, 0.95}, bur[2] = {0, 1.5}, cap[2] = {0, Qh};
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 2; b++)
+                for (int c = 0; c < 2; c++) {
+                    xs_tp_pace p = {fin[a], bur[b], cap[c], 2};
+                    cand[nc] = p;
+                    ROW_TRY(xs_tp_order_shaped(t, 2, &p, &cost, cx->prof));
+                    xs_tp_pred pp;
+                    ROW_TRY(xs_tp_predict(t, 2, cx->prof, &cost, &pp));
+                    pred[nc++] = pp.model_ns;
+                }
+        /* the pilot set: the model's best, the front-loaded, the spread and the capped
+         * candidates (the mean-field model cannot see producer drift; the pilot can) */
+        int order[TPB_MAX_CAND];
+        for (int i = 0; i < nc; i++)
+            order[i] = i;
+        for (int i = 1; i < nc; i++)
+            for (int j = i; j > 0 && pred[order[j]] < pred[order[j - 1]]; j--) {
+                int tmp = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = tmp;
+            }
+        int pilot[5], np = 0;
+        const int fixed[3] = {0 * 4 + 0 * 2 + 0, 2 * 4 + 1 * 2 + 0, 2 * 4 + 1 * 2 + 1};
+        pilot[np++] = order[0];
+        for (int i = 0; i < 3; i++) {
+            int dup = 0;
+            for (int j = 0; j < np; j++)
+                dup |= pilot[j] == fixed[i];
+            if (!dup)
+                pilot[np++] = fixed[i];
+        }
+        int best = -1; /* -1: the naive order */
+        if (o->model_pick) {
+            best = pred[order[0]] < pn.model_ns ? order[0] : -1;
+        } else {
+            ro.local = 0;
+            float ms = 0, best_ms = 0;
+            int pr = 0;
+            double dummy = 0;
+            /* naive first (its run also warms the virtual windows up), then the candidates */
+            ROW_TRY(xs_tp_run(t, 0, &ro, cx->s, &ms));
+            ok &= verified(t, row, "pilot naive", &pr, &dummy);
+            ROW_TRY(xs_tp_run(t, 0, &ro, cx->s, &best_ms));
+            ok &= verified(t, row, "pilot naive", &pr, &dummy);
+            for (int i = 0; i < np; i++) {
+                ROW_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], &cost, cx->prof));
+                ROW_TRY(xs_tp_run(t, 2, &ro, cx->s, &ms));
+                ok &= verified(t, row, "pilot shaped", &pr, &dummy);
+                if (ms < best_ms)
+                    best_ms = ms, best = pilot[i];
+            }
+        }
+        /* rank of the chosen order in the model's ranking of naive and the candidates */
+        const double chosen = best < 0 ? pn.model_ns : pred[best];
+        row->model_rank = 1 + (pn.model_ns < chosen);
+        for (int i = 0; i < nc; i++)
+            row->model_rank += pred[i] < chosen;
+        if (best < 0) {
+            ROW_TRY(xs_tp_order_copy(t, 1, 0));
+            snprintf(row->cand, sizeof row->cand, "naive");
+        } else {
+            ROW_TRY(xs_tp_order_shaped(t, 1, &cand[best], &cost, cx->prof));
+            snprintf(row->cand, sizeof row->cand, "f%.2f/b%.1f/%s", cand[best].finish,
+                     cand[best].burst, cand[best].cap_bytes > 0 ? "capQ" : "nocap");
+        }
+    }
+
+    /* ---- local control, shaped order: the bound takes the faster of the two ---- */
+    {
+        double loc_s[TPB_MAX_ITERS];
+        ro.local = 1;
+        for (int i = 0; i < W + n; i++) {
+            float ms = 0;
+            ROW_TRY(xs_tp_run(t, 1, &ro, cx->s, &ms));
+            ok &= verified(t, row, "local shaped", &pr_l, &row->max_err);
+            if (i >= W)
+                loc_s[i - W] = ms * 1e3;
+        }
+        const double ls = xs_median(loc_s, (size_t)n);
+        ROW_TRY(xs_tp_predict(t, 1, cx->prof, &cost, &ps));
+        row->nai_pred = (row->local_us * 1e3 + (pn.model_ns - pn.ideal_ns)) / 1e3;
+        row->shp_pred = (ls * 1e3 + (ps.model_ns - ps.ideal_ns)) / 1e3;
+        if (ls < row->local_us)
+            row->local_us = ls;
+    }
+    row->local_tflops = in.flops / (row->local_us * 1e-6) / 1e12;
+    row->bound_us = row->local_us > row->comm_us ? row->local_us : row->comm_us;
+
+    /* ---- the three variants, interleaved iteration by iteration ---- */
+    ro.local = 0;
+    for (int i = 0; i < W + n; i++) {
+        float ms[3] = {0, 0, 0};
+        ROW_TRY(xs_tp_run(t, 0, &ro, cx->s, &ms[0]));
+        ok &= verified(t, row, "naive", &pr_n, &row->max_err);
+        ROW_TRY(xs_tp_run(t, 1, &ro, cx->s, &ms[1]));
+        ok &= verified(t, row, "shaped", &pr_s, &row->max_err);
+        ROW_TRY(xs_tp_run_unfused(t, cx->cb, cx->s, &ms[2]));
+        ok &= verified(t, row, "unfused", &pr_u, &row->max_err);
+        if (i >= W)
+            for (int v = 0; v < 3; v++)
+                x[v][i - W] = ms[v] * 1e3;
+    }
+    {
+        tpb_stat a = stat_of(x[0], n), b = stat_of(x[1], n), c = stat_of(x[2], n);
+        row->nai = a.med, row->nai_min = a.min, row->nai_max = a.max;
+        row->shp = b.med, row->shp_min = b.min, row->shp_max = b.max;
+        row->unf = c.med, row->unf_min = c.min, row->unf_max = c.max;
+    }
+    row->ok = 1;
+out:
+    row->verified = ok && row->ok;
+    for (int i = 0; i < 4; i++)
+        free(x[i]);
+    xs_tp_destroy(t);
+}
+#undef ROW_TRY
+
+/* ---- report ------------------------------------------------------------------------------------ */
+
+static const char csv_header[] =
+    "op,model,m,n,k,peers,grid,tiles,remote_mb,local_tflops,unfused_us,unfused_min_us,"
+    "unfused_max_us,naive_us,naive_min_us,naive_max_us,shaped_us,shaped_min_us,shaped_max_us,"
+    "local_us,comm_us,bound_us,naive_pred_us,shaped_pred_us,shaped_order,model_rank,"
+    "criterion_ok,unfused_over_shaped,naive_over_shaped,shaped_over_bound,max_err,verified";
+
+static void csv_row(FILE *f, const tpb_row *r)
+{
+    fprintf(f,
+            "%s,%s,%d,%d,%d,%d,%d,%d,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,"
+            "%.1f,%.1f,%.1f,%.1f,%s,%d,%d,%.4f,%.4f,%.4f,%.3g,%d\n",
+            xs_tp_op_name(r->op), r->model, r->s.m, r->s.n, r->s.k, r->s.peers, r->grid, r->tiles,
+            r->remote_mb, r->local_tflops, r->unf, r->unf_min, r->unf_max, r->nai, r->nai_min,
+            r->nai_max, r->shp, r->shp_min, r->shp_max, r->local_us, r->comm_us, r->bound_us,
+            r->nai_pred, r->shp_pred, r->cand, r->model_rank, r->crit_ok, r->unf / r->shp,
+            r->nai / r->shp, r->shp / r->bound_us, r->max_err, r->verified);
+}
+
+static double spread_pct(double med, double lo, double hi) { return 100.0 * (hi - lo) / med; }
+
+static void table_header(void)
+{
+    printf("%-7s %-11s %6s %6s %6s %2s %7s %9s %5s %9s %5s %9s %5s %9s %9s %9s %9s %-17s %6s %6s "
+           "%6s %3s\n",
+           "op", "model", "m", "n", "k", "P", "remote", "unfused", "sprd", "naive", "sprd",
+           "shaped", "sprd", "local", "bound", "pred_nai", "pred_shp", "shaped order", "unf/",
+           "nai/", "shp/", "ok");
+    printf("%-7s %-11s %6s %6s %6s %2s %7s %9s %5s %9s %5s %9s %5s %9s %9s %9s %9s %-17s %6s %6s "
+           "%6s %3s\n",
+           "", "", "", "", "", "", "MB", "us", "%", "us", "%", "us", "%", "us", "us", "us", "us",
+           "", "shp", "shp", "bound", "");
+}
+
+static void table_row(const tpb_row *r)
+{
+    printf("%-7s %-11s %6d %6d %6d %2d %7.1f %9.1f %5.1f %9.1f %5.1f %9.1f %5.1f %9.1f %9.1f %9.1f "
+           "%9.1f %-17s %6.3f %6.3f %6.3f %3s\n",
+           xs_tp_op_name(r->op), r->model, r->s.m, r->s.n, r->s.k, r->s.peers, r->remote_mb, r->unf,
+           spread_pct(r->unf, r->unf_min, r->unf_max), r->nai,
+           spread_pct(r->nai, r->nai_min, r->nai_max), r->shp,
+           spread_pct(r->shp, r->shp_min, r->shp_max), r->local_us, r->bound_us, r->nai_pred,
+           r->shp_pred, r->cand, r->unf / r->shp, r->nai / r->shp, r->shp / r->bound_us,
+           r->verified ? "yes" : "NO");
+    fflush(stdout);
+}
+
+static void ratio_line(const char *what, const tpb_row *rows, int nrows, int op, int num)
+{
+    double v[512];
+    int n = 0;
+    for (int i = 0; i < nrows && n < 512; i++) {
+        const tpb_row *r = &rows[i];
+        if (!r->ok || (op >= 0 && (int)r->op != op))
+            continue;
+        v[n++] = (num ? r->nai : r->unf) / r->shp;
+    }
+    if (!n)
+        return;
+    printf("# summary: %-7s %s/shaped: geomean %.3f, min %.3f, max %.3f over %d rows\n", what,
+           num ? "naive" : "unfused", xs_geomean(v, (size_t)n), xs_min(v, (size_t)n),
+           xs_max(v, (size_t)n), n);
+}
+
+static int summary(const tpb_row *rows, int nrows, int skipped)
+{
+    int nok = 0, nran = 0, ntimed = 0, nge = 0, nrs = 0, nrs10 = 0, nagree = 0;
+    double worst_rs = 0, worst_ge = INFINITY;
+    double perr[512];
+    int npe = 0;
+    for (int i = 0; i < nrows; i++) {
+        const tpb_row *r = &rows[i];
+        if (!r->ran)
+            continue;
+        nran++;
+        nok += r->verified;
+        if (!r->ok)
+            continue;
+        ntimed++;
+        /* within noise: the shaped median no slower than the naive one by more than the larger
+         * of the two spreads */
+        const double noise = fmax(r->nai_max - r->nai_min, r->shp_max - r->shp_min);
+        nge += r->shp <= r->nai + noise;
+        worst_ge = fmin(worst_ge, r->nai / r->shp);
+        if (r->op == XS_TP_GEMM_RS) {
+            nrs++;
+            nrs10 += r->shp <= 1.10 * r->bound_us;
+            worst_rs = fmax(worst_rs, r->shp / r->bound_us);
+        }
+        nagree += r->model_rank == 1;
+        if (npe < 512 && r->shp > 0)
+            perr[npe++] = fabs(r->shp_pred - r->shp) / r->shp * 100;
+    }
+    printf("# summary: %d configurations run, %d verified, %d timed\n", nran, nok, ntimed);
+    if (skipped)
+        printf("# summary: %d configurations skipped (--max-time)\n", skipped);
+    ratio_line("all", rows, nrows, -1, 0);
+    ratio_line("all", rows, nrows, -1, 1);
+    for (int op = 0; op < XS_TP_NOPS; op++) {
+        ratio_line(xs_tp_op_name((xs_tp_op)op), rows, nrows, op, 0);
+        ratio_line(xs_tp_op_name((xs_tp_op)op), rows, nrows, op, 1);
+    }
+    if (ntimed)
+        printf("# summary: shaped >= naive within noise in %d of %d rows (worst naive/shaped "
+               "%.3f)\n", nge, ntimed, worst_ge);
+    if (nrs)
+        printf("# summary: gemm_rs shaped within 10%% of bound_us in %d of %d rows (worst %.3f x "
+               "bound)\n", nrs10, nrs, worst_rs);
+    {
+        double v[512];
+        int n = 0;
+        for (int i = 0; i < nrows && n < 512; i++)
+            if (rows[i].ok && rows[i].op == XS_TP_MLP)
+                v[n++] = rows[i].unf / rows[i].shp;
+        if (n) {
+            const double g = xs_geomean(v, (size_t)n), mx = xs_max(v, (size_t)n);
+            printf("# summary: mlp unfused/shaped geomean %.3f (target 1.5: %s), max %.3f (target "
+                   "1.75: %s)\n", g, g >= 1.5 ? "MET" : "NOT MET", mx,
+                   mx >= 1.75 ? "MET" : "NOT MET");
+        }
+    }
+    if (npe)
+        printf("# summary: model picked the measured best order in %d of %d rows; shaped "
+               "prediction error median %.1f%%, max %.1f%%\n", nagree, ntimed,
+               xs_median(perr, (size_t)npe), xs_max(perr, (size_t)npe));
+    if (nok != nran || ntimed != nran) {
+        printf("# bench tp FAILED: %d of %d configurations not verified or not run\n",
+               nran - nok, nran);
+        return 1;
+    }
+    printf("# bench tp OK\n");
+    return 0;
+}
+
+/* ---- entry -------------------------------------------------------------------------------------- */
+
+extern "C" int xs_bench_tp(int argc, char **argv)
+{
+    tpb_opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    xs_profile prof;
+    if (xs_profile_args_resolve(&o.pa, &prof) != XS_OK)
+        return xs_cli_fail();
+    tpb_row *rows = NULL;
+    int nrows = 0;
+    if (build_rows(&o, &rows, &nrows))
+        return 1;
+    xs_gpu_info gi;
+    if (xs_gpu_open(o.device, &gi) != XS_OK) {
+        free(rows);
+        return xs_cli_fail();
+    }
+    xs_cublas *cb = NULL;
+    if (xs_cublas_open(&cb) != XS_OK) {
+        free(rows);
+        return xs_cli_fail();
+    }
+    FILE *csv = NULL;
+    if (o.csv && !(csv = fopen(o.csv, "w"))) {
+        free(rows);
+        xs_cublas_close(cb);
+        return xs_cli_failf("--csv %s: cannot open for writing", o.csv);
+    }
+    xs_gpu_report_header(stdout, &gi, argc, argv);
+    printf("# profile: %s R %.4g B/ns, Q %.6g B, Q/producer %.6g B, r %.4g B/ns%s\n",
+           o.pa.file ? o.pa.file : "embedded", prof.drain_bytes_per_ns, prof.capacity_bytes,
+           prof.capacity_bytes_per_producer, prof.issue_bytes_per_ns,
+           prof.provisional ? " (provisional)" : "");
+    printf("# tiles %dx%d (cuda/gemm.cuh, bf16 mma.sync, fp32 accumulate), persistent grid = %d "
+           "SMs; push chunks %d KB; tolerance: relative Frobenius <= %.0e, rows <= %.0e vs fp32; "
+           "times: CUDA events (completion incl. drain), median of %d after %d warm-up, L2 "
+           "flushed\n", XS_TP_BM, XS_TP_BN, gi.sm_count, XS_TP_CHUNK / 1024, XS_TP_TOL_FROB,
+           XS_TP_TOL_ROW, o.iters, o.warmup);
+    if (csv) {
+        xs_gpu_report_header(csv, &gi, argc, argv);
+        fprintf(csv, "%s\n", csv_header);
+    }
+    cudaStream_t stream;
+    XS_CHECK_CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    tpb_ctx cx = {stream, cb, &prof, &o, gi.sm_count};
+    const double t0 = now_s();
+    int skipped = 0;
+    table_header();
+    /* one window set per peer count, sized for its largest configuration */
+    for (int i = 0; i < nrows; i++) {
+        if (rows[i].ran || rows[i].s.peers == 0)
+            continue;
+        const int P = rows[i].s.peers;
+        size_t bytes = 0;
+        int nflags = 1;
+        for (int j = i; j < nrows; j++) {
+            if (rows[j].s.peers != P)
+                continue;
+            xs_tp_info in;
+            xs_tp_info_of(&rows[j].s, &in);
+            bytes = in.window_bytes > bytes ? in.window_bytes : bytes;
+            nflags = in.nflags > nflags ? in.nflags : nflags;
+        }
+        xs_win_opts wo;
+        memset(&wo, 0, sizeof wo);
+        wo.target = XS_TARGET_VIRTUAL;
+        wo.virtual_peers = P;
+        wo.bytes = bytes;
+        wo.nflags = nflags;
+        wo.device = o.device;
+        xs_winset *ws = NULL;
+        if (xs_win_open(&wo, &ws) != XS_OK) {
+            fprintf(stderr, "xstage: error: %d virtual peers with %.1f MB windows: %s\n", P,
+                    bytes / 1e6, xs_errmsg());
+            for (int j = i; j < nrows; j++)
+                if (rows[j].s.peers == P)
+                    rows[j].ran = 1; /* counted as run and failed */
+            continue;
+        }
+        const xs_wintab *tab = xs_win_table(ws);
+        for (int j = i; j < nrows; j++) {
+            if (rows[j].s.peers != P)
+                continue;
+            if (now_s() - t0 > o.max_time_s) {
+                skipped++;
+                rows[j].s.peers = 0; /* not run */
+                continue;
+            }
+            const uint32_t seed = o.seed ^ xs_mix32((uint32_t)j * 2654435761u + 17u);
+            run_config(&cx, tab, &rows[j], seed);
+            if (rows[j].ok)
+                table_row(&rows[j]);
+            if (csv && rows[j].ok) {
+                csv_row(csv, &rows[j]);
+                fflush(csv);
+            }
+        }
+        xs_win_close(ws);
+    }
+    rc = summary(rows, nrows, skipped);
+    printf("# wall time %.1f s\n", now_s() - t0);
+    if (csv) {
+        fprintf(csv, "# %s\n", rc ? "bench tp FAILED" : "bench tp OK");
+        fclose(csv);
+    }
+    cudaStreamDestroy(stream);
+    xs_cublas_close(cb);
+    free(rows);
+    return rc;
+}
