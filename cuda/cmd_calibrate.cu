@@ -55,7 +55,7 @@ static xs_status add_samples(calib_ctx *c, const char *exp, const xs_schedule *s
 
 /* Run `rows` equal rows (the last without a gap), `reps` times; record every row. */
 static xs_status train(calib_ctx *c, const char *exp, int k, int64_t b, double gap, int rows,
-                       int reps)
+                       int reps, int sync)
 {
     xs_schedule s = {0};
     for (int i = 0; i < rows; i++)
@@ -64,7 +64,7 @@ static xs_status train(calib_ctx *c, const char *exp, int k, int64_t b, double g
     for (int rep = 0; rep < reps && st == XS_OK; rep++) {
         xs_result r;
         xs_replay_stats rs;
-        st = xs_replay_run(c->rp, &s, 0, c->seed++, &r, &rs);
+        st = xs_replay_run(c->rp, &s, sync, c->seed++, &r, &rs);
         if (st != XS_OK)
             break;
         c->runs++;
@@ -184,47 +184,54 @@ int xs_cmd_calibrate(int argc, char **argv)
 
     /* (b) issue: unconstrained bursts (one and four producers, every size), and the large-gap
      * plateau of all SMs (each burst well under the headroom, gap long enough to drain) */
-    static const int64_t issue_b[] = {1024, 2048, 4096, 8192, 16384, 32768, 65536};
-    for (int i = 0; i < 7 && st == XS_OK; i++)
-        st = train(&cx, "issue", 1, issue_b[i], 0, 1, reps);
-    for (int i = 0; i < 4 && st == XS_OK; i++)
-        st = train(&cx, "issue", 4, issue_b[i], 0, 1, reps);
-    for (int i = 1; i < 4 && st == XS_OK; i++) {
+    static const int64_t issue_b[] = {256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
+    for (int i = 0; i < 9 && st == XS_OK; i++)
+        st = train(&cx, "issue", 1, issue_b[i], 0, 1, reps, 0);
+    for (int i = 0; i < 6 && st == XS_OK; i++)
+        st = train(&cx, "issue", 4, issue_b[i], 0, 1, reps, 0);
+    /* long single-producer bursts: one producer issues below R, so these are unconstrained too
+     * and pin the steady issue rate */
+    st = st == XS_OK ? train(&cx, "issue", 1, 262144, 0, 1, reps, 0) : st;
+    st = st == XS_OK ? train(&cx, "issue", 1, 1048576, 0, 1, reps, 0) : st;
+    for (int i = 3; i < 6 && st == XS_OK; i++) {
         double v = (double)sms * issue_b[i];
         st = train(&cx, "issue", sms, issue_b[i], 3 * v / p.drain_bytes_per_ns + 5000, 4,
-                   quick ? 1 : 2);
+                   quick ? 1 : 2, 0);
     }
-    /* (a) drain: one volume per row, several K/B splits side by side */
+    /* (a) drain: one volume per row, several K/B splits side by side; synchronised rows, so
+     * that each row's end is the whole grid's and the period of the second half is V/R */
     const int64_t vrow = (int64_t)sms * 32768;
     static const int split_div[] = {1, 2, 4, 8};
     for (int i = 0; i < 4 && st == XS_OK; i++) {
         int k = sms / split_div[i];
         int64_t b = (vrow / k) / 16 * 16;
-        st = train(&cx, "drain", k, b, 0, 12, quick ? 2 : 3);
+        st = train(&cx, "drain", k, b, 0, 16, quick ? 1 : 2, 1);
     }
     /* preliminary r, o and R for the steps below: the fit sets them in order and stops at the
-     * capacity step, whose samples do not exist yet (so its error is expected and ignored) */
+     * stage step, whose samples do not exist yet (so its error is expected and ignored) */
     if (st == XS_OK)
         (void)xs_fit_profile(&smp, &p, &fr);
     /* (c) capacity: isolated bursts, volume sweeps per K */
     static const int ks[] = {1, 2, 4, 8, 16, 32, 64, 0};
-    static const double vols[] = {0.25, 0.5, 1, 2, 4, 8};
+    static const double vols[] = {0.5, 1, 2, 4, 8, 16};
     for (int i = 0; i < 8 && st == XS_OK; i++) {
         int k = ks[i] ? ks[i] : sms;
         for (int j = quick ? 1 : 0; j < 6 && st == XS_OK; j += quick ? 2 : 1) {
             int64_t b = ((int64_t)(vols[j] * 1048576) / k) / 16 * 16;
             if (b < 16)
                 continue;
-            st = train(&cx, "capacity", k, b, 0, 1, reps);
+            st = train(&cx, "capacity", k, b, 0, 1, reps, 0);
         }
     }
-    /* drift: trains above the headroom with enough work between bursts to average under R */
+    /* drift: trains far above the headroom with enough work between bursts to average under
+     * R (1.25 V/R), so that free-running producers desynchronise */
     if (st == XS_OK) {
         double rr = p.drain_bytes_per_ns > 0 ? p.drain_bytes_per_ns : 50;
-        int64_t b1 = 32768, b2 = 65536;
-        st = train(&cx, "drift", sms, b1, 1.25 * sms * b1 / rr, 6, quick ? 1 : 2);
+        int64_t b1 = 65536, b2 = 131072;
+        st = train(&cx, "drift", sms, b1, 1.25 * sms * b1 / rr, 6, quick ? 1 : 2, 0);
         if (st == XS_OK)
-            st = train(&cx, "drift", sms / 2, b2, 1.25 * (sms / 2) * b2 / rr, 6, quick ? 1 : 2);
+            st = train(&cx, "drift", sms / 2, b2, 1.25 * (sms / 2) * b2 / rr, 6, quick ? 1 : 2,
+                       0);
     }
     if (st != XS_OK) {
         xs_cli_fail();
@@ -262,25 +269,28 @@ int xs_cmd_calibrate(int argc, char **argv)
     }
 
     /* ---- report ---- */
-    printf("\n## (b) issue: T = o + B/r on unconstrained bursts (%d samples)\n", fr.n_issue);
+    printf("\n## (b) issue: T = o + [B - b]+/r on unconstrained bursts (%d samples)\n",
+           fr.n_issue);
     printf("%10s %10s %14s %14s %10s\n", "producers", "bytes", "issue_med_ns", "model_ns", "resid");
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 9; i++) {
         double m = med_of(&smp, "issue", 1, issue_b[i], 0, 0, NULL);
-        double pr = p.issue_overhead_ns + issue_b[i] / p.issue_bytes_per_ns;
+        double pr = p.issue_overhead_ns +
+                    fmax(0, issue_b[i] - p.queue_bytes_per_producer) / p.issue_bytes_per_ns;
         printf("%10d %10lld %14.1f %14.1f %9.1f%%\n", 1, (long long)issue_b[i], m, pr,
                100 * (m - pr) / m);
     }
-    for (int i = 1; i < 4; i++) {
+    for (int i = 3; i < 6; i++) {
         double m = med_of(&smp, "issue", sms, issue_b[i], 3, 0, NULL);
-        double pr = p.issue_overhead_ns + issue_b[i] / p.issue_bytes_per_ns;
+        double pr = p.issue_overhead_ns +
+                    fmax(0, issue_b[i] - p.queue_bytes_per_producer) / p.issue_bytes_per_ns;
         printf("%10d %10lld %14.1f %14.1f %9.1f%%   (plateau, row 3 of 4)\n", sms,
                (long long)issue_b[i], m, pr, 100 * (m - pr) / m);
     }
-    printf("r = %.2f bytes/ns per producer, o = %.1f ns; |residual| median %.1f%%, max %.1f%%\n",
-           p.issue_bytes_per_ns, p.issue_overhead_ns, 100 * fr.issue_resid_med,
-           100 * fr.issue_resid_max);
-    printf("\n## (a) drain: periodic zero-gap bursts of %.2f MB per row, K/B splits\n",
-           vrow / 1e6);
+    printf("r = %.2f bytes/ns per producer, o = %.1f ns, queue b = %.0f bytes; |residual| median "
+           "%.1f%%, max %.1f%%\n", p.issue_bytes_per_ns, p.issue_overhead_ns,
+           p.queue_bytes_per_producer, 100 * fr.issue_resid_med, 100 * fr.issue_resid_max);
+    printf("\n## (a) drain: synchronised periodic zero-gap bursts of %.2f MB per row, K/B "
+           "splits\n", vrow / 1e6);
     printf("%10s %12s %14s\n", "producers", "bytes", "R_bytes_per_ns");
     for (int i = 0; i < fr.n_splits; i++)
         printf("%10d %12lld %14.2f\n", fr.drain_split_k[i],
@@ -290,18 +300,18 @@ int xs_cmd_calibrate(int argc, char **argv)
     printf("plain zero-copy store kernel (%d CTAs x 256 threads, %.0f MiB): %.2f GB/s median "
            "[%.2f, %.2f]; R / store bw = %.3f\n", 4 * sms, ro.window_bytes / 1048576.0, bw_med,
            bw_min, bw_max, p.drain_bytes_per_ns / bw_med);
-    printf("\n## (c) capacity: isolated bursts; Q(K) = V - R (T - o) where stalled\n");
-    printf("%10s %14s %14s %10s\n", "producers", "Q(K)_bytes", "model_bytes", "resid");
+    printf("\n## (c) capacity: isolated bursts; apparent Q(K) = V - R (T_max - o), smallest over "
+           "stalled bursts\n");
+    printf("%10s %14s %14s %10s\n", "producers", "apparent_bytes", "model_Q(K)", "resid");
     for (int i = 0; i < fr.n_k; i++) {
         double m = xs_capacity(&p, fr.capacity_k[i]);
         printf("%10d %14.0f %14.0f %9.1f%%\n", fr.capacity_k[i], fr.capacity_by_k[i], m,
                100 * (fr.capacity_by_k[i] - m) / fr.capacity_by_k[i]);
     }
-    printf("Q = %.0f bytes, per producer %.0f bytes; |residual| median %.1f%%, max %.1f%%\n",
-           p.capacity_bytes, p.capacity_bytes_per_producer, 100 * fr.capacity_resid_med,
-           100 * fr.capacity_resid_max);
-    printf("\n## drift: free-running trains; chunk_bytes = %.0f (mean |error| %.1f%%)\n",
-           p.chunk_bytes, 100 * fr.chunk_err);
+    printf("Q = %.0f bytes shared + %.0f bytes per producer queue; chunk_bytes = %.0f\n",
+           p.capacity_bytes, p.queue_bytes_per_producer, p.chunk_bytes);
+    printf("\n## the event model on the isolated bursts and drift trains it was fitted to: mean "
+           "|error| %.1f%%\n", 100 * fr.chunk_err);
     if (ro.target == XS_TARGET_HOST) {
         printf("\n## (e) visibility: payload, flag (release.sys) -> host acquires, answers -> "
                "GPU sees the answer\n");
@@ -324,10 +334,9 @@ int xs_cmd_calibrate(int argc, char **argv)
     }
     snprintf(p.notes, sizeof p.notes,
              "driver %d, CUDA runtime %d, %d SMs; R/store-bw %.3f; residuals: issue %.1f%% med, "
-             "capacity %.1f%% med, drain split spread %.1f%%, drift %.1f%%",
+             "drain split spread %.1f%%, event model on fitting data %.1f%%",
              gpu->driver_version, gpu->runtime_version, sms, p.drain_bytes_per_ns / bw_med,
-             100 * fr.issue_resid_med, 100 * fr.capacity_resid_med, 100 * fr.drain_spread,
-             100 * fr.chunk_err);
+             100 * fr.issue_resid_med, 100 * fr.drain_spread, 100 * fr.chunk_err);
     printf("\n");
     xs_profile_print(&p, stdout);
     int rc = 0;

@@ -26,9 +26,10 @@ typedef struct {
     int csv;
     const char *schedule;
     const char *csv_out;
+    const char *windows_out;
 } run_args;
 
-enum { OPT_WINDOW = XS_OPT_FIRST_FREE, OPT_TIMEOUT, OPT_DEVICE, OPT_CSVFILE };
+enum { OPT_WINDOW = XS_OPT_FIRST_FREE, OPT_TIMEOUT, OPT_DEVICE, OPT_CSVFILE, OPT_WINDOWS };
 
 static int parse_common(int c, run_args *a)
 {
@@ -81,6 +82,7 @@ static int parse_common(int c, run_args *a)
     case XS_OPT_SYNC: a->sync = 1; return 0;
     case XS_OPT_CSV: a->csv = 1; return 0;
     case OPT_CSVFILE: a->csv_out = optarg; return 0;
+    case OPT_WINDOWS: a->windows_out = optarg; return 0;
     case 's': a->schedule = optarg; return 0;
     default: return 1;
     }
@@ -176,8 +178,9 @@ static size_t window_for(const xs_schedule *s, const run_args *a)
 int xs_cmd_replay(int argc, char **argv)
 {
     static const struct option lo[] = {{"schedule", required_argument, 0, 's'},
-                                       {"csv", no_argument, 0, XS_OPT_CSV}, COMMON_OPTIONS,
-                                       {0, 0, 0, 0}};
+                                       {"csv", no_argument, 0, XS_OPT_CSV},
+                                       {"windows", required_argument, 0, OPT_WINDOWS},
+                                       COMMON_OPTIONS, {0, 0, 0, 0}};
     run_args a;
     defaults(&a);
     int c;
@@ -191,7 +194,10 @@ int xs_cmd_replay(int argc, char **argv)
                    "Every byte is verified at its destination.\n\n"
                    "  -s, --schedule FILE   the schedule (CSV)\n"
                    "  --sync                a grid barrier between rows\n"
-                   "  --csv                 CSV instead of the table\n" COMMON_HELP);
+                   "  --csv                 CSV instead of the table\n"
+                   "  --windows FILE        every producer's issue window of the reported run\n"
+                   "                        (CSV: row,producer,start_ns,end_ns; measured and\n"
+                   "                        predicted side by side)\n" COMMON_HELP);
             return 0;
         }
         if (parse_common(c, &a))
@@ -259,10 +265,37 @@ int xs_cmd_replay(int argc, char **argv)
                "replay OK\n", rs.sm_ghz, rs.start_skew_ns, rs.bytes,
                (unsigned long long)rs.bad16);
     }
+    int rc = 0;
+    if (a.windows_out) {
+        FILE *wf = fopen(a.windows_out, "w");
+        xs_sim_opts wo;
+        memset(&wo, 0, sizeof wo);
+        wo.sync = a.sync;
+        wo.record_windows = 1;
+        xs_result pw;
+        if (!wf) {
+            rc = xs_cli_failf("replay: cannot write %s", a.windows_out);
+        } else if (xs_simulate(&p, &s, &wo, &pw) != XS_OK) {
+            fclose(wf);
+            rc = xs_cli_fail();
+        } else {
+            xs_gpu_report_header(wf, xs_replayer_gpu(rp), argc + 1, argv - 1);
+            fprintf(wf, "row,producer,start_ns,end_ns,pred_start_ns,pred_end_ns\n");
+            for (int r = 0; r < s.nrows; r++)
+                for (int q = 0; q < s.rows[r].producers; q++) {
+                    size_t i = (size_t)r * m.nproducers + q, j = (size_t)r * pw.nproducers + q;
+                    fprintf(wf, "%d,%d,%.1f,%.1f,%.1f,%.1f\n", r, q, m.win_start[i],
+                            m.win_end[i], pw.win_start[j], pw.win_end[j]);
+                }
+            xs_result_free(&pw);
+            if (fclose(wf) != 0)
+                rc = xs_cli_failf("replay: write error on %s", a.windows_out);
+        }
+    }
     xs_result_free(&m);
     xs_replayer_close(rp);
     xs_schedule_free(&s);
-    return 0;
+    return rc;
 }
 
 /* ---- validate ------------------------------------------------------------------------------ */

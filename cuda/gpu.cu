@@ -79,11 +79,13 @@ static void driver_release(char *out, size_t cap)
         return;
     char line[512];
     if (fgets(line, sizeof line, f)) {
-        /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Thu ..." */
+        /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Thu ..." or
+         * "... Open Kernel Module for x86_64  580.159.04  Release Build ...": the first token
+         * after "Kernel Module" that starts with a digit */
         const char *k = strstr(line, "Kernel Module");
         if (k) {
             k += strlen("Kernel Module");
-            while (*k == ' ')
+            while (*k && !(k[0] >= '0' && k[0] <= '9' && (k[-1] == ' ' || k[-1] == '\t')))
                 k++;
             size_t n = 0;
             while (k[n] && k[n] != ' ' && k[n] != '\n' && n + 1 < cap)

@@ -68,6 +68,9 @@ typedef struct {
     double capacity_bytes;              /* Q: shared outstanding capacity */
     double capacity_bytes_per_producer; /* per-producer cap; 0 = none; Q(K) = min(Q, K*cap) */
     double chunk_bytes;                 /* acceptance granularity of the stage */
+    double queue_bytes_per_producer;    /* optional: each producer's own store queue in front
+                                         * of the stage (the SM's); issue of the last bytes of a
+                                         * burst completes into it; default 0 */
     double barrier_ns;                  /* optional: one grid barrier (sync replay); default 0 */
     char device[128];                   /* e.g. "NVIDIA H200" */
     char path[16];                      /* "host", "local", "peer" or "virtual" */
@@ -129,21 +132,21 @@ typedef struct {
     double bytes_per_producer;   /* B */
     double volume_bytes;         /* V = K*B */
     double gap_ns;               /* G */
-    double capacity_bytes;       /* Q(K) = min(Q, K*cap_per_producer) */
-    double t_iss0_ns;            /* issue time without backpressure: o + B/r */
+    double capacity_bytes;       /* Q(K) = min(Q, K*cap_per_producer) + K*queue */
+    double t_iss0_ns;            /* issue time without backpressure: o + [B - queue]+/r */
     double v_over_r_ns;          /* V/R */
     double t_period_ns;          /* published: max(T_iss0 + G, V/R) */
     double t_iss_ns;             /* published: max(T_iss0, V/R - G) */
     double delta_t_iss_ns;       /* [V/R - G - T_iss0]+ */
     double g_star_ns;            /* [V/R - T_iss0]+ */
     double q_peak0_bytes;        /* [V - R*T_iss0]+ */
-    double t_iss_iso_ns;         /* isolated burst into an empty stage: o + max(B/r, (V-Q)/R) */
+    double t_iss_iso_ns;         /* isolated burst: o + max([B-queue]+/r, (V-Q(K))/R) */
     double injection_bytes_per_ns; /* V / (T_iss0 + G) */
     int rate_ok;                 /* V/(T_iss0+G) <= R */
     int capacity_ok;             /* q_peak0 <= Q(K) */
     int no_backpressure;         /* both */
     /* capacity-aware steady state (ours; equals the published form when Q >= R*G) */
-    double t_iss_steady_ns;      /* o + max(B/r, V/R - G - o, (V-Q)/R) */
+    double t_iss_steady_ns;      /* max(T_iss0, o + (V-Q(K))/R, max(V/R, B/r) - G) */
     double t_period_steady_ns;   /* t_iss_steady + G */
 } xs_bg;
 
@@ -248,16 +251,18 @@ xs_status xs_samples_save(const xs_samples *s, const char *path, const char *com
 
 typedef struct {
     int n_issue, n_drain, n_capacity, n_drift; /* samples used */
-    double issue_resid_med, issue_resid_max;    /* |rel| residual of o + B/r on "issue" */
+    double issue_resid_med, issue_resid_max;    /* |rel| residual of o + [B-b]+/r on "issue" */
     double drain_spread;                        /* (max - min)/median of R over K/B splits */
     double drain_by_split[16];                  /* R of each K/B split, bytes/ns */
     int drain_split_k[16];
     int n_splits;
-    double capacity_by_k[32];                   /* measured Q(K), bytes (0 = no stall seen) */
+    double capacity_by_k[32];                   /* apparent Q(K) = V - R (T_max - o), bytes,
+                                                 * the smallest over stalled isolated bursts */
     int capacity_k[32];
     int n_k;
-    double capacity_resid_med, capacity_resid_max; /* |rel| residual of min(Q, K q) */
-    double chunk_err;                           /* mean |rel| error of the drift trains */
+    double capacity_resid_med, capacity_resid_max; /* |rel| of the model's Q(K) against them */
+    double chunk_err;                           /* event model on isolated bursts and drift
+                                                 * trains: exp(mean |log(pred/meas)|) - 1 */
     char notes[512];
 } xs_fit_report;
 

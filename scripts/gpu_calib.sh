@@ -47,6 +47,15 @@ for f in examples/ep_wave.csv examples/drift.csv; do
 done
 step "replay isolated --sync" 60 "$X" replay --schedule examples/isolated.csv --sync ${P:+--profile "$P"}
 step "replay local" 60 "$X" replay --schedule examples/ep_wave.csv --target local
+# per-producer issue windows (measured next to predicted): isolated bursts and a drift train
+printf 'producers,bytes_per_producer,gap_ns\n16,524288,0\n' >/tmp/xs_iso16.csv
+printf 'producers,bytes_per_producer,gap_ns\n132,63536,0\n' >/tmp/xs_iso132.csv
+step "windows isolated K16 8M" 60 "$X" replay --schedule /tmp/xs_iso16.csv ${P:+--profile "$P"} \
+    --windows "$OUT/windows_iso16.csv"
+step "windows isolated K132 8M" 60 "$X" replay --schedule /tmp/xs_iso132.csv ${P:+--profile "$P"} \
+    --windows "$OUT/windows_iso132.csv"
+step "windows drift" 60 "$X" replay --schedule examples/drift.csv ${P:+--profile "$P"} \
+    --windows "$OUT/windows_drift.csv"
 if command -v compute-sanitizer >/dev/null 2>&1; then
     step "memcheck calibrate --quick" 240 compute-sanitizer --tool memcheck --error-exitcode 3 \
         "$X" calibrate --target host --quick

@@ -97,8 +97,9 @@ for c in /usr/local/cuda/bin/compute-sanitizer \
     [ -z "$SAN" ] && [ -x "$c" ] && SAN=$c
 done
 if [ -n "$SAN" ] && [ -x "$SAN" ] && [ -x "$BUILD/tests/gpu/test_win" ] && [ $((SECONDS - T0)) -lt 90 ]; then
+    # the test provokes out-of-memory on purpose: API errors are the test's, not findings
     step memcheck_test_win 60 env XS_TEST_SKIP_LAUNCH=1 "$SAN" --tool memcheck \
-        --error-exitcode 1 "$BUILD/tests/gpu/test_win" --quick
+        --report-api-errors no --error-exitcode 1 "$BUILD/tests/gpu/test_win" --quick
 else
     results+=("SKIP  memcheck_test_win (no compute-sanitizer, no binary or no time left)")
 fi

@@ -1,13 +1,15 @@
 /*
  * fit.c - calibration: fit a profile to measured samples (docs/MODEL.md, docs/METRICS.md).
  *
- *   issue     unconstrained bursts (few producers, any B)   T = o + B/r      -> r, o
- *   drain     periodic zero-gap bursts, several K/B splits   slope of end_ns  -> R
- *   capacity  isolated bursts above the knee, per K          Q(K) = V - R(T - o) -> Q, q
- *   drift     free-running trains above the headroom         event model vs measured -> chunk
+ *   issue     unconstrained bursts (one producer, any B;      T = o + [B - b]+/r  -> r, o, b
+ *             all producers with long gaps: the plateau)      (b: the producer's own queue)
+ *   drain     synchronised periodic zero-gap trains, several  period of the second half -> R
+ *             K/B splits of one volume
+ *   capacity  isolated bursts, volume sweeps per K      }     the event model itself, fitted
+ *   drift     free-running trains above the headroom    }     -> Q and chunk_bytes
  *
- * Each step uses only its own experiment, so a number is never tuned to hide another's error;
- * the validation suite (xstage validate) uses schedules none of these saw.
+ * Each step uses only its own experiments, in this order, so that a number is never tuned to hide
+ * another's error; the validation suite (xstage validate) uses schedules none of them saw.
  */
 #include <errno.h>
 #include <math.h>
@@ -118,43 +120,74 @@ xs_status xs_samples_load(const char *path, xs_samples *s)
 
 static int is(const xs_sample_row *r, const char *e) { return !strcmp(r->experiment, e); }
 
-/* issue: least squares of issue_med = o + B/r over the unconstrained bursts */
-static xs_status fit_issue(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
+/* issue: T = o + [B - b]+/r over the unconstrained bursts, for a given queue b: weighted least
+ * squares (weights 1/T^2, i.e. relative error) of o and 1/r; returns the sum of squared relative
+ * residuals, or INFINITY when the data do not determine a positive rate */
+static double fit_issue_for(const xs_samples *s, double b, double *o, double *r, double *rmed,
+                            double *rmax)
 {
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
     int n = 0;
     for (size_t i = 0; i < s->n; i++) {
         if (!is(&s->v[i], "issue"))
             continue;
-        double x = (double)s->v[i].bytes_per_producer, y = s->v[i].issue_med_ns;
-        sx += x; sy += y; sxx += x * x; sxy += x * y;
+        double x = (double)s->v[i].bytes_per_producer - b, y = s->v[i].issue_med_ns;
+        x = x > 0 ? x : 0;
+        double w = 1 / (y * y);
+        sw += w; sx += w * x; sy += w * y; sxx += w * x * x; sxy += w * x * y;
         n++;
     }
-    rep->n_issue = n;
-    if (n < 3)
-        return xs_seterr(XS_EINVAL, "calibration: %d 'issue' samples; at least 3 needed", n);
-    double det = n * sxx - sx * sx;
+    double det = sw * sxx - sx * sx;
     if (!(det > 0))
-        return xs_seterr(XS_EINVAL, "calibration: 'issue' samples need two or more sizes");
-    double slope = (n * sxy - sx * sy) / det, icpt = (sy - slope * sx) / n;
+        return INFINITY;
+    double slope = (sw * sxy - sx * sy) / det, icpt = (sy - slope * sx) / sw;
     if (!(slope > 0))
-        return xs_seterr(XS_ERANGE, "calibration: issue time does not grow with the burst size "
-                         "(slope %g ns/byte)", slope);
-    p->issue_bytes_per_ns = 1 / slope;
-    p->issue_overhead_ns = icpt > 0 ? icpt : 0;
-    double *res = malloc((size_t)n * sizeof *res);
-    if (!res)
-        return xs_seterr(XS_ENOMEM, "out of memory");
+        return INFINITY;
+    if (icpt < 0)
+        icpt = 0;
+    double err = 0, *res = malloc((size_t)n * sizeof *res);
     int k = 0;
     for (size_t i = 0; i < s->n; i++) {
         if (!is(&s->v[i], "issue"))
             continue;
-        double pred = p->issue_overhead_ns + s->v[i].bytes_per_producer / p->issue_bytes_per_ns;
-        res[k++] = fabs(pred - s->v[i].issue_med_ns) / s->v[i].issue_med_ns;
+        double x = (double)s->v[i].bytes_per_producer - b, y = s->v[i].issue_med_ns;
+        double e = (icpt + slope * (x > 0 ? x : 0) - y) / y;
+        err += e * e;
+        if (res)
+            res[k++] = fabs(e);
     }
-    rep->issue_resid_med = xs_median(res, (size_t)k);
-    rep->issue_resid_max = xs_max(res, (size_t)k);
+    *o = icpt;
+    *r = 1 / slope;
+    if (rmed)
+        *rmed = res ? xs_median(res, (size_t)k) : NAN;
+    if (rmax)
+        *rmax = res ? xs_max(res, (size_t)k) : NAN;
     free(res);
+    return err / n;
+}
+
+/* issue alone (the queue that fits the issue times best); the stage step may revise b */
+static xs_status fit_issue(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
+{
+    int n = 0;
+    for (size_t i = 0; i < s->n; i++)
+        n += is(&s->v[i], "issue");
+    rep->n_issue = n;
+    if (n < 3)
+        return xs_seterr(XS_EINVAL, "calibration: %d 'issue' samples; at least 3 needed", n);
+    double best = INFINITY, bb = 0, o, r;
+    for (double b = 0; b <= 32768; b += 512) {
+        double e = fit_issue_for(s, b, &o, &r, NULL, NULL);
+        if (e < best * (1 - 1e-6) - 1e-12) { /* ties: the smallest queue */
+            best = e;
+            bb = b;
+        }
+    }
+    if (!isfinite(best))
+        return xs_seterr(XS_ERANGE, "calibration: issue time does not grow with the burst size");
+    fit_issue_for(s, bb, &p->issue_overhead_ns, &p->issue_bytes_per_ns, &rep->issue_resid_med,
+                  &rep->issue_resid_max);
+    p->queue_bytes_per_producer = bb;
     return XS_OK;
 }
 
@@ -215,199 +248,238 @@ static xs_status fit_drain(const xs_samples *s, xs_profile *p, xs_fit_report *re
     return XS_OK;
 }
 
-/* capacity: Q(K) from stalled isolated bursts, then (Q, q) of min(Q, K q) in log space */
-static xs_status fit_capacity(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
+/* One measured schedule (all rows equal but the last, which has no gap), its repetitions merged:
+ * per row, the median over repetitions of each column. */
+#define MAX_REPS 16
+typedef struct {
+    int k, rows, weight, nrep;
+    int64_t b;
+    double g;
+    double *meas_max, *meas_med, *meas_end; /* [rows], medians once merged */
+    double *rep_max, *rep_med, *rep_end;    /* [MAX_REPS * rows] while collecting */
+} run;
+
+static void runs_free(run *runs, int n)
 {
-    int ks[32], nk = 0;
-    double vmax = 0;
+    for (int i = 0; i < n; i++) {
+        free(runs[i].meas_max);
+        free(runs[i].meas_med);
+        free(runs[i].meas_end);
+        free(runs[i].rep_max);
+        free(runs[i].rep_med);
+        free(runs[i].rep_end);
+    }
+}
+
+/* Collect the schedules of experiments "capacity" and "drift" (at most cap of them). */
+static xs_status collect_runs(const xs_samples *s, run *runs, int cap, int *nruns,
+                              xs_fit_report *rep)
+{
+    int n = 0;
     for (size_t i = 0; i < s->n; i++) {
         const xs_sample_row *a = &s->v[i];
-        if (!is(a, "capacity"))
+        int drift = is(a, "drift");
+        if (!drift && !is(a, "capacity"))
             continue;
-        double v = (double)a->producers * a->bytes_per_producer;
-        vmax = v > vmax ? v : vmax;
-        int k;
-        for (k = 0; k < nk; k++)
-            if (ks[k] == a->producers)
-                break;
-        if (k == nk && nk < 32)
-            ks[nk++] = a->producers;
-    }
-    double qk[32];
-    int nq = 0;
-    double est[512];
-    for (int k = 0; k < nk; k++) {
-        int ne = 0;
-        for (size_t i = 0; i < s->n && ne < 512; i++) {
-            const xs_sample_row *a = &s->v[i];
-            if (!is(a, "capacity") || a->producers != ks[k])
-                continue;
+        if (drift)
+            rep->n_drift++;
+        else
             rep->n_capacity++;
-            double t0 = p->issue_overhead_ns + a->bytes_per_producer / p->issue_bytes_per_ns;
-            /* clearly stalled: well above the unconstrained time */
-            if (a->issue_max_ns < 1.3 * t0 + 500)
+        int k;
+        for (k = 0; k < n; k++)
+            if (runs[k].k == a->producers && runs[k].b == a->bytes_per_producer &&
+                runs[k].g == a->gap_ns && runs[k].rows == a->rows &&
+                runs[k].weight == (drift ? 2 : 1))
+                break;
+        if (k == n) {
+            if (n == cap)
                 continue;
-            est[ne++] = (double)a->producers * a->bytes_per_producer -
-                        p->drain_bytes_per_ns * (a->issue_max_ns - p->issue_overhead_ns);
-        }
-        rep->capacity_k[k] = ks[k];
-        rep->capacity_by_k[k] = ne ? xs_median(est, (size_t)ne) : 0;
-        if (ne && rep->capacity_by_k[k] > 0) {
-            rep->capacity_k[nq] = ks[k];
-            rep->capacity_by_k[nq] = rep->capacity_by_k[k];
-            qk[nq++] = rep->capacity_by_k[k];
-        }
-    }
-    rep->n_k = nq;
-    if (rep->n_capacity == 0)
-        return xs_seterr(XS_EINVAL, "calibration: no 'capacity' samples");
-    if (nq == 0) {
-        /* never stalled (local HBM): the capacity is at least the largest burst tried */
-        p->capacity_bytes = vmax;
-        p->capacity_bytes_per_producer = 0;
-        snprintf(rep->notes + strlen(rep->notes), sizeof rep->notes - strlen(rep->notes),
-                 "no isolated burst stalled (up to %.3g bytes): capacity is a lower bound; ",
-                 vmax);
-        return XS_OK;
-    }
-    double lo = xs_min(qk, (size_t)nq), hi = xs_max(qk, (size_t)nq);
-    double qlo = INFINITY, qhi = 0;
-    for (int k = 0; k < nq; k++) {
-        double per = qk[k] / rep->capacity_k[k];
-        qlo = per < qlo ? per : qlo;
-        qhi = per > qhi ? per : qhi;
-    }
-    double best = INFINITY, bq = hi, bp = 0;
-    for (int i = 0; i <= 240; i++) {
-        double Q = lo * 0.5 * pow(4 * hi / lo, i / 240.0);
-        for (int j = -1; j <= 240; j++) {
-            double q = j < 0 ? 0 : qlo * 0.5 * pow(4 * qhi / qlo, j / 240.0);
-            double err = 0;
-            for (int k = 0; k < nq; k++) {
-                double m = q > 0 && rep->capacity_k[k] * q < Q ? rep->capacity_k[k] * q : Q;
-                double e = log(m / qk[k]);
-                err += e * e;
-            }
-            if (err < best - 1e-12) {
-                best = err;
-                bq = Q;
-                bp = q;
+            size_t rr = (size_t)a->rows;
+            runs[k] = (run){a->producers, a->rows, drift ? 2 : 1, 0, a->bytes_per_producer,
+                            a->gap_ns, calloc(rr, sizeof(double)), calloc(rr, sizeof(double)),
+                            calloc(rr, sizeof(double)), calloc(MAX_REPS * rr, sizeof(double)),
+                            calloc(MAX_REPS * rr, sizeof(double)),
+                            calloc(MAX_REPS * rr, sizeof(double))};
+            n++;
+            if (!runs[k].meas_max || !runs[k].meas_med || !runs[k].meas_end ||
+                !runs[k].rep_max || !runs[k].rep_med || !runs[k].rep_end) {
+                runs_free(runs, n);
+                return xs_seterr(XS_ENOMEM, "out of memory");
             }
         }
+        if (a->rep < 0 || a->rep >= MAX_REPS)
+            continue;
+        if (a->rep + 1 > runs[k].nrep)
+            runs[k].nrep = a->rep + 1;
+        size_t at = (size_t)a->rep * (size_t)a->rows + (size_t)a->row;
+        runs[k].rep_max[at] = a->issue_max_ns;
+        runs[k].rep_med[at] = a->issue_med_ns;
+        runs[k].rep_end[at] = a->end_ns;
     }
-    p->capacity_bytes = bq;
-    p->capacity_bytes_per_producer = bp;
-    double res[32];
-    for (int k = 0; k < nq; k++) {
-        double m = bp > 0 && rep->capacity_k[k] * bp < bq ? rep->capacity_k[k] * bp : bq;
-        res[k] = fabs(m - qk[k]) / qk[k];
-    }
-    rep->capacity_resid_med = xs_median(res, (size_t)nq);
-    rep->capacity_resid_max = xs_max(res, (size_t)nq);
+    double col[MAX_REPS];
+    for (int k = 0; k < n; k++)
+        for (int r = 0; r < runs[k].rows; r++) {
+            double *src[3] = {runs[k].rep_max, runs[k].rep_med, runs[k].rep_end};
+            double *dst[3] = {runs[k].meas_max, runs[k].meas_med, runs[k].meas_end};
+            for (int c = 0; c < 3; c++) {
+                int m = 0;
+                for (int i = 0; i < runs[k].nrep; i++)
+                    if (src[c][(size_t)i * runs[k].rows + r] > 0)
+                        col[m++] = src[c][(size_t)i * runs[k].rows + r];
+                dst[c][r] = m ? xs_median(col, (size_t)m) : 0;
+            }
+        }
+    *nruns = n;
     return XS_OK;
 }
 
-/* The drift runs as schedules: one per (producers, bytes, gap, rows, rep). */
-typedef struct {
-    int k, rows, rep;
-    int64_t b;
-    double g;
-    double *meas_max, *meas_end; /* [rows] */
-} drift_run;
-
-static double drift_error(const xs_profile *p, const drift_run *runs, int nruns)
+/* Mean |log(predicted / measured)| of issue_max (weight 1), issue_med (1/2) and, for trains,
+ * the last row's end (1), over all rows of all runs. */
+static double model_error(const xs_profile *p, const run *runs, int nruns)
 {
-    double err = 0;
-    int n = 0;
+    double err = 0, wsum = 0;
     for (int i = 0; i < nruns; i++) {
         xs_schedule sc = {0};
         for (int r = 0; r < runs[i].rows; r++)
-            if (xs_schedule_append(&sc, runs[i].k, runs[i].b, r + 1 < runs[i].rows ? runs[i].g
-                                                                                    : 0) != XS_OK)
+            if (xs_schedule_append(&sc, runs[i].k, runs[i].b,
+                                   r + 1 < runs[i].rows ? runs[i].g : 0) != XS_OK)
                 break;
         xs_result res;
-        if (xs_simulate(p, &sc, NULL, &res) == XS_OK) {
-            for (int r = 0; r < runs[i].rows; r++) {
-                if (runs[i].meas_max[r] > 0) {
-                    err += fabs(res.rows[r].issue_max_ns - runs[i].meas_max[r]) /
-                           runs[i].meas_max[r];
-                    n++;
-                }
-            }
-            int last = runs[i].rows - 1;
-            if (runs[i].meas_end[last] > 0) {
-                err += fabs(res.rows[last].end_ns - runs[i].meas_end[last]) /
-                       runs[i].meas_end[last];
-                n++;
-            }
-            xs_result_free(&res);
-        } else {
-            err += 10;
-            n++;
+        if (xs_simulate(p, &sc, NULL, &res) != XS_OK) {
+            xs_schedule_free(&sc);
+            return INFINITY;
         }
+        for (int r = 0; r < runs[i].rows; r++) {
+            if (runs[i].meas_max[r] > 0 && res.rows[r].issue_max_ns > 0) {
+                err += runs[i].weight * fabs(log(res.rows[r].issue_max_ns / runs[i].meas_max[r]));
+                wsum += runs[i].weight;
+            }
+            if (runs[i].meas_med[r] > 0 && res.rows[r].issue_med_ns > 0) {
+                err += 0.5 * runs[i].weight *
+                       fabs(log(res.rows[r].issue_med_ns / runs[i].meas_med[r]));
+                wsum += 0.5 * runs[i].weight;
+            }
+        }
+        int last = runs[i].rows - 1;
+        if (runs[i].rows > 1 && runs[i].meas_end[last] > 0) {
+            err += runs[i].weight * fabs(log(res.rows[last].end_ns / runs[i].meas_end[last]));
+            wsum += runs[i].weight;
+        }
+        xs_result_free(&res);
         xs_schedule_free(&sc);
     }
-    return n ? err / n : INFINITY;
+    return wsum > 0 ? err / wsum : INFINITY;
 }
 
-static xs_status fit_chunk(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
+/* capacity and chunk: the event model fitted to the isolated bursts and the drift trains.
+ * Coarse-to-fine: Q on a log grid at a middle chunk size, then the chunk size, then Q again. */
+static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
 {
-    drift_run runs[64];
+    run runs[256];
     int nruns = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        const xs_sample_row *a = &s->v[i];
-        if (!is(a, "drift"))
+    XS_TRY(collect_runs(s, runs, 256, &nruns, rep));
+    if (rep->n_capacity == 0) {
+        runs_free(runs, nruns);
+        return xs_seterr(XS_EINVAL, "calibration: no 'capacity' samples");
+    }
+    /* apparent Q(K) per K, for the report: V - R (T_max - o) over stalled bursts */
+    for (int i = 0; i < nruns; i++) {
+        if (runs[i].weight != 1)
             continue;
-        rep->n_drift++;
+        double t0 = p->issue_overhead_ns + runs[i].b / p->issue_bytes_per_ns;
+        if (runs[i].meas_max[0] < 1.3 * t0 + 500)
+            continue;
         int k;
-        for (k = 0; k < nruns; k++)
-            if (runs[k].k == a->producers && runs[k].b == a->bytes_per_producer &&
-                runs[k].g == a->gap_ns && runs[k].rows == a->rows && runs[k].rep == a->rep)
+        for (k = 0; k < rep->n_k; k++)
+            if (rep->capacity_k[k] == runs[i].k)
                 break;
-        if (k == nruns) {
-            if (nruns == 64)
+        if (k == rep->n_k) {
+            if (k == 32)
                 continue;
-            runs[k] = (drift_run){a->producers, a->rows, a->rep, a->bytes_per_producer,
-                                  a->gap_ns, calloc((size_t)a->rows, sizeof(double)),
-                                  calloc((size_t)a->rows, sizeof(double))};
-            if (!runs[k].meas_max || !runs[k].meas_end) {
-                free(runs[k].meas_max);
-                free(runs[k].meas_end);
-                for (int j = 0; j < nruns; j++) { free(runs[j].meas_max); free(runs[j].meas_end); }
-                return xs_seterr(XS_ENOMEM, "out of memory");
-            }
-            nruns++;
+            rep->capacity_k[k] = runs[i].k;
+            rep->capacity_by_k[k] = INFINITY;
+            rep->n_k++;
         }
-        runs[k].meas_max[a->row] = a->issue_max_ns;
-        runs[k].meas_end[a->row] = a->end_ns;
+        double est = (double)runs[i].k * runs[i].b -
+                     p->drain_bytes_per_ns * (runs[i].meas_max[0] - p->issue_overhead_ns);
+        if (est < rep->capacity_by_k[k])
+            rep->capacity_by_k[k] = est; /* the smallest: the least flattered by unfairness */
     }
-    xs_status st = XS_OK;
-    if (nruns == 0) {
-        snprintf(rep->notes + strlen(rep->notes), sizeof rep->notes - strlen(rep->notes),
-                 "no drift samples: chunk_bytes kept at %g; ", p->chunk_bytes);
-        rep->chunk_err = NAN;
-    } else {
-        double best = INFINITY, bc = p->chunk_bytes;
-        for (double c = 512; c <= 65536; c *= 2) {
-            if (c > p->capacity_bytes ||
-                (p->capacity_bytes_per_producer > 0 && c > p->capacity_bytes_per_producer))
+    /* for each producer queue b: the issue line refitted for b, then Q and the chunk size
+     * (coarse-to-fine); the score adds the issue error so that b serves both */
+    double best = INFINITY, bq = p->capacity_bytes, bc = p->chunk_bytes, bb = 0, bo = 0, br = 1;
+    for (double b = 0; b <= 32768; b += 4096) {
+        xs_profile q = *p;
+        q.capacity_bytes_per_producer = 0;
+        q.queue_bytes_per_producer = b;
+        double ie = fit_issue_for(s, b, &q.issue_overhead_ns, &q.issue_bytes_per_ns, NULL, NULL);
+        if (!isfinite(ie))
+            continue;
+        double issue_err = sqrt(ie);
+        double lb = INFINITY, lq = q.capacity_bytes, lc = 4096;
+        q.chunk_bytes = 4096;
+        for (int i = 0; i <= 12; i++) {
+            q.capacity_bytes = 65536.0 * pow(2, i); /* 64 KiB .. 256 MiB */
+            double e = model_error(&q, runs, nruns);
+            if (e < lb) { lb = e; lq = q.capacity_bytes; }
+        }
+        double q0 = lq;
+        for (int i = -4; i <= 4; i++) {
+            q.capacity_bytes = q0 * pow(2, i / 4.0);
+            double e = model_error(&q, runs, nruns);
+            if (e < lb) { lb = e; lq = q.capacity_bytes; }
+        }
+        q.capacity_bytes = lq;
+        for (double c = 1024; c <= 65536; c *= 2) {
+            if (c > lq)
                 break;
-            xs_profile q = *p;
             q.chunk_bytes = c;
-            double e = drift_error(&q, runs, nruns);
-            if (e < best) {
-                best = e;
-                bc = c;
-            }
+            double e = model_error(&q, runs, nruns);
+            if (e < lb) { lb = e; lc = c; }
         }
-        p->chunk_bytes = bc;
-        rep->chunk_err = best;
+        q.chunk_bytes = lc;
+        q0 = lq;
+        for (int i = -3; i <= 3; i++) {
+            q.capacity_bytes = q0 * pow(2, i / 8.0);
+            if (q.capacity_bytes < q.chunk_bytes)
+                continue;
+            double e = model_error(&q, runs, nruns);
+            if (e < lb) { lb = e; lq = q.capacity_bytes; }
+        }
+        if (lb + issue_err < best) {
+            best = lb + issue_err;
+            bq = lq;
+            bc = lc;
+            bb = b;
+            bo = q.issue_overhead_ns;
+            br = q.issue_bytes_per_ns;
+            rep->chunk_err = exp(lb) - 1; /* mean |log ratio| as a relative error */
+        }
     }
-    for (int j = 0; j < nruns; j++) {
-        free(runs[j].meas_max);
-        free(runs[j].meas_end);
+    if (!isfinite(best)) {
+        runs_free(runs, nruns);
+        return xs_seterr(XS_ERANGE, "calibration: the event model fits none of the isolated "
+                         "bursts");
     }
-    return st;
+    p->queue_bytes_per_producer = bb;
+    p->issue_overhead_ns = bo;
+    p->issue_bytes_per_ns = br;
+    fit_issue_for(s, bb, &bo, &br, &rep->issue_resid_med, &rep->issue_resid_max);
+    p->capacity_bytes = bq;
+    p->capacity_bytes_per_producer = 0;
+    p->chunk_bytes = bc;
+    /* residuals of the fitted Q(K) against the apparent per-K values */
+    double res[32];
+    for (int k = 0; k < rep->n_k; k++)
+        res[k] = fabs(xs_capacity(p, rep->capacity_k[k]) - rep->capacity_by_k[k]) /
+                 fabs(rep->capacity_by_k[k]);
+    rep->capacity_resid_med = rep->n_k ? xs_median(res, (size_t)rep->n_k) : NAN;
+    rep->capacity_resid_max = rep->n_k ? xs_max(res, (size_t)rep->n_k) : NAN;
+    if (rep->n_drift == 0)
+        snprintf(rep->notes + strlen(rep->notes), sizeof rep->notes - strlen(rep->notes),
+                 "no drift trains: chunk_bytes fitted on isolated bursts only; ");
+    runs_free(runs, nruns);
+    return XS_OK;
 }
 
 xs_status xs_fit_profile(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
@@ -415,8 +487,7 @@ xs_status xs_fit_profile(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
     memset(rep, 0, sizeof *rep);
     XS_TRY(fit_issue(s, p, rep));
     XS_TRY(fit_drain(s, p, rep));
-    XS_TRY(fit_capacity(s, p, rep));
-    XS_TRY(fit_chunk(s, p, rep));
+    XS_TRY(fit_stage(s, p, rep));
     p->provisional = 0;
     return xs_profile_check(p, "fitted profile");
 }

@@ -12,6 +12,14 @@
 static double pos(double x) { return x > 0 ? x : 0; }
 static double max2(double a, double b) { return a > b ? a : b; }
 
+/* Bytes of one producer's queue, in whole chunks as the event model holds them. */
+static double queue_bytes(const xs_profile *p)
+{
+    return p->chunk_bytes > 0 ? floor(p->queue_bytes_per_producer / p->chunk_bytes) *
+                                    p->chunk_bytes
+                              : 0;
+}
+
 double xs_capacity(const xs_profile *p, int producers)
 {
     double q = p->capacity_bytes;
@@ -20,31 +28,34 @@ double xs_capacity(const xs_profile *p, int producers)
         if (qk < q)
             q = qk;
     }
-    return q;
+    return q + (double)producers * queue_bytes(p);
 }
 
 void xs_bg_eval(const xs_profile *p, int producers, double bytes, double gap_ns, xs_bg *o)
 {
     const double r = p->issue_bytes_per_ns, R = p->drain_bytes_per_ns, oh = p->issue_overhead_ns;
     const double V = (double)producers * bytes, Q = xs_capacity(p, producers);
+    const double b_issue = pos(bytes - queue_bytes(p)); /* what must pass the producer's path */
     o->producers = producers;
     o->bytes_per_producer = bytes;
     o->volume_bytes = V;
     o->gap_ns = gap_ns;
     o->capacity_bytes = Q;
-    o->t_iss0_ns = oh + bytes / r;
+    o->t_iss0_ns = oh + b_issue / r;
     o->v_over_r_ns = V / R;
     o->t_period_ns = max2(o->t_iss0_ns + gap_ns, o->v_over_r_ns);
     o->t_iss_ns = max2(o->t_iss0_ns, o->v_over_r_ns - gap_ns);
     o->delta_t_iss_ns = pos(o->v_over_r_ns - gap_ns - o->t_iss0_ns);
     o->g_star_ns = pos(o->v_over_r_ns - o->t_iss0_ns);
     o->q_peak0_bytes = pos(V - R * o->t_iss0_ns);
-    o->t_iss_iso_ns = oh + max2(bytes / r, (V - Q) / R);
+    o->t_iss_iso_ns = oh + max2(b_issue / r, (V - Q) / R);
     o->injection_bytes_per_ns = V / (o->t_iss0_ns + gap_ns);
     /* a relative slack of 1e-9 keeps exact boundary cases (G = G*) on the safe side */
     o->rate_ok = o->injection_bytes_per_ns <= R * (1 + 1e-9);
     o->capacity_ok = o->q_peak0_bytes <= Q * (1 + 1e-9);
     o->no_backpressure = o->rate_ok && o->capacity_ok;
-    o->t_iss_steady_ns = max2(max2(o->t_iss0_ns, oh + (V - Q) / R), o->v_over_r_ns - gap_ns);
+    /* a producer's own path passes at most r: its queue cannot shorten a period below B/r */
+    o->t_iss_steady_ns = max2(max2(o->t_iss0_ns, oh + (V - Q) / R),
+                              max2(o->v_over_r_ns, bytes / r) - gap_ns);
     o->t_period_steady_ns = o->t_iss_steady_ns + gap_ns;
 }

@@ -44,13 +44,14 @@ static const numeric_field numeric_fields[] = {
     FIELD(capacity_bytes, 1),
     FIELD(capacity_bytes_per_producer, 1),
     FIELD(chunk_bytes, 1),
+    FIELD(queue_bytes_per_producer, 0),
     FIELD(barrier_ns, 0),
 };
 #define NNUMERIC (sizeof numeric_fields / sizeof numeric_fields[0])
 
 const char *const xs_profile_fields[] = {
     "issue_bytes_per_ns", "issue_overhead_ns", "drain_bytes_per_ns", "capacity_bytes",
-    "capacity_bytes_per_producer", "chunk_bytes", "barrier_ns", NULL};
+    "capacity_bytes_per_producer", "chunk_bytes", "queue_bytes_per_producer", "barrier_ns", NULL};
 
 /* Keys that may appear besides the numeric fields; anything else is a typo. */
 static const char *const other_keys[] = {"device", "path", "date", "command", "provisional",
@@ -118,9 +119,20 @@ static const char *suggest(const char *name)
     return best;
 }
 
+/* Copy a JSON string (UTF-8) into a fixed field. A string too long for the field is cut at a
+ * character boundary: half a character would make the field invalid UTF-8, which jansson
+ * refuses to write, so xs_profile_save would silently drop the field. */
 static void copy_str(char *dst, size_t cap, const char *src)
 {
-    snprintf(dst, cap, "%s", src ? src : "");
+    src = src ? src : "";
+    size_t n = strlen(src);
+    if (n >= cap) {
+        n = cap - 1;
+        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
+            n--;
+    }
+    memcpy(dst, src, n);
+    dst[n] = 0;
 }
 
 xs_status xs_profile_parse(const char *text, size_t len, const char *name, xs_profile *p)
@@ -294,6 +306,9 @@ xs_status xs_profile_check(const xs_profile *p, const char *name)
         return xs_seterr(XS_ERANGE, "%s: capacity_bytes_per_producer = %g must be 0 (no cap) or "
                          ">= chunk_bytes (%g)", name, p->capacity_bytes_per_producer,
                          p->chunk_bytes);
+    if (p->queue_bytes_per_producer < 0)
+        return xs_seterr(XS_ERANGE, "%s: queue_bytes_per_producer = %g must be >= 0", name,
+                         p->queue_bytes_per_producer);
     if (p->barrier_ns < 0)
         return xs_seterr(XS_ERANGE, "%s: barrier_ns = %g must be >= 0", name, p->barrier_ns);
     return XS_OK;
@@ -315,16 +330,18 @@ xs_status xs_profile_set(xs_profile *p, const char *assignment)
         const char *s = suggest(name);
         return xs_seterr(XS_EINVAL, "--set: unknown profile field '%s'%s%s%s (numeric fields: "
                          "issue_bytes_per_ns, issue_overhead_ns, drain_bytes_per_ns, "
-                         "capacity_bytes, capacity_bytes_per_producer, chunk_bytes, barrier_ns)",
+                         "capacity_bytes, capacity_bytes_per_producer, chunk_bytes, "
+                         "queue_bytes_per_producer, barrier_ns)",
                          name, s ? "; did you mean '" : "", s ? s : "", s ? "'?" : "");
     }
     const char *v = eq + 1;
     char *end;
     errno = 0;
     double x = strtod(v, &end);
+    int none = end == v; /* only white space: strtod read nothing and returned 0 */
     while (end && isspace((unsigned char)*end))
         end++;
-    if (!*v || *end || errno == ERANGE || !isfinite(x))
+    if (none || *end || errno == ERANGE || !isfinite(x))
         return xs_seterr(XS_EINVAL, "--set %s: '%s' is not a finite number", name, v);
     *field_ptr(p, f) = x;
     return XS_OK;
@@ -345,7 +362,19 @@ xs_status xs_profile_save(const xs_profile *p, const char *path)
     for (size_t i = 0; i < NNUMERIC; i++)
         json_object_set_new(o, numeric_fields[i].name,
                             json_real(*field_ptr((xs_profile *)p, &numeric_fields[i])));
-    int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    /* the fewest significant digits (15 to 17) that read every number back as the same double:
+     * a saved profile loads exactly as it was, and predicts exactly the same */
+    int digits = 15;
+    for (size_t i = 0; i < NNUMERIC; i++) {
+        double v = *field_ptr((xs_profile *)p, &numeric_fields[i]);
+        char text[32];
+        for (; digits < 17; digits++) {
+            snprintf(text, sizeof text, "%.*g", digits, v);
+            if (strtod(text, NULL) == v)
+                break;
+        }
+    }
+    int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_REAL_PRECISION(digits));
     json_decref(o);
     if (rc != 0)
         return xs_seterr(XS_EIO, "%s: cannot write profile", path);
@@ -360,7 +389,7 @@ void xs_profile_print(const xs_profile *p, FILE *f)
         fprintf(f, "# produced by: %s\n", p->command);
     fprintf(f, "%-30s %14s  %s\n", "field", "value", "unit");
     static const char *const units[] = {"bytes/ns", "ns", "bytes/ns", "bytes", "bytes", "bytes",
-                                        "ns"};
+                                        "bytes", "ns"};
     for (size_t i = 0; i < NNUMERIC; i++)
         fprintf(f, "%-30s %14.6g  %s\n", numeric_fields[i].name,
                 *field_ptr((xs_profile *)p, &numeric_fields[i]), units[i]);

@@ -1,13 +1,15 @@
 /*
  * sim.c - the per-producer event simulation of the X-Stage (docs/MODEL.md, "Event model").
  *
- * Every producer runs on its own clock: at the start of its row it pays the issue overhead, then
- * offers its burst to the stage in chunks of chunk_bytes, one chunk every chunk/r ns when nothing
- * stalls. The stage is one work-conserving FIFO server draining at R: it accepts a chunk when the
- * chunk fits in the free capacity (and, with a per-producer cap, when the producer's own
- * outstanding bytes leave room). Offers are served first-come-first-served in time order, so a
- * producer that fell behind in one backpressured burst stays behind: this is the drift of
- * DESIGN.md section 2, which a fluid model of synchronised producers cannot represent.
+ * Every producer runs on its own clock. Its program starts a burst, pays the issue overhead, and
+ * issues the burst into its own small queue (the SM's store queue, queue_bytes_per_producer, in
+ * chunks); the queue streams each chunk towards the stage at the producer's issue rate r. The
+ * stage is one work-conserving FIFO server draining at R: it accepts a chunk when the chunk fits
+ * in its free capacity Q (and, with a per-producer cap, when the producer's own outstanding bytes
+ * leave room). The program's issue of a burst ends when its last chunk has entered the queue;
+ * with no queue, when the last chunk is accepted. Offers are served first-come-first-served in
+ * time order, so a producer that fell behind in one backpressured burst stays behind: this is the
+ * drift of DESIGN.md section 2, which a fluid model of synchronised producers cannot represent.
  *
  * State of the FIFO server: the departure time of the last accepted byte (d_last). The backlog at
  * time t is R * max(0, d_last - t), so admission and drain need no per-chunk queue.
@@ -63,11 +65,22 @@ static ev heap_pop(heap *h)
 }
 
 typedef struct {
-    int row;            /* current row */
-    int64_t remaining;  /* bytes of the current burst not yet offered */
-    double ready;       /* when the pending chunk is ready to be accepted */
-    int64_t pending;    /* size of the pending chunk */
-    double *ring;       /* departure times of this producer's last `m` chunks (per-producer cap) */
+    /* program side: the row whose issue end is awaited, or the barrier */
+    int prow;           /* program row (nrows: finished) */
+    int64_t plast;      /* index of prow's last chunk (prow active and issuing) */
+    int pwait;          /* 1 while prow's issue end is not yet known */
+    int64_t assigned;   /* chunks handed to the queue so far (indices 0..assigned-1) */
+    /* offer side: the chunk at the head of the queue */
+    int orow;           /* row of the chunk being offered (-1 before the first) */
+    int64_t orem;       /* bytes of orow not yet offered */
+    int64_t oidx;       /* index of the chunk being offered */
+    int64_t pending;    /* its size */
+    int owait;          /* 1 when the next chunk's row has not been started by the program */
+    int64_t accepted;   /* chunks accepted so far */
+    double a_prev;      /* acceptance time of the previous chunk */
+    double *acc;        /* acceptance times of the last q+1 chunks: acc[idx % (q+1)] */
+    double *ring;       /* departure times of its last ring_m chunks (per-producer cap); NULL
+                         * when the cap never holds this producer */
     int ring_head;
     int ring_n;
 } producer;
@@ -182,17 +195,48 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
                          "handles at most 2^31 (raise chunk_bytes with --set)", nchunks,
                          (long long)chunk);
 
-    int ring_m = 0;
+    /* The per-producer cap: a producer with m chunks outstanding waits for the oldest of them
+     * to drain, which takes a ring of its last m departure times. Rows take producers 0..K-1, so
+     * the chunks a producer offers over the schedule fall with its index, and one that offers at
+     * most m is never held and needs no ring: only producers 0..nring-1 get one (a cap of 1e15
+     * bytes, or 65536 producers of which a few store much, must not allocate m rings each). */
+    int ring_m = 0, nring = 0;
     if (pf->capacity_bytes_per_producer > 0) {
-        ring_m = (int)floor(pf->capacity_bytes_per_producer / (double)chunk);
-        if (ring_m < 1)
-            ring_m = 1;
+        double m = floor(pf->capacity_bytes_per_producer / (double)chunk);
+        if (m < 1)
+            m = 1;
+        double *offered = calloc((size_t)np, sizeof *offered); /* by the row's last producer */
+        if (!offered)
+            return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", np);
+        for (int i = 0; i < s->nrows; i++)
+            offered[s->rows[i].producers - 1] +=
+                ceil((double)s->rows[i].bytes_per_producer / (double)chunk);
+        double total = 0; /* chunks offered by producer p over the schedule */
+        for (int p = np - 1; p >= 0 && !nring; p--) {
+            total += offered[p];
+            if (total > m)
+                nring = p + 1;
+        }
+        free(offered);
+        if (nring && m * nring > (double)(1 << 28))
+            return xs_seterr(XS_ERANGE, "%d producers x a per-producer cap of %.0f chunks: too "
+                             "many outstanding chunks to track (at most 2^28; raise chunk_bytes "
+                             "with --set)", nring, m);
+        if (nring)
+            ring_m = (int)m; /* < total <= 2^31 */
     }
+
+    /* the producer's queue, in whole chunks */
+    const int q = (int)floor(pf->queue_bytes_per_producer / (double)chunk);
+    if ((double)np * (q + 1) > (double)(1 << 28))
+        return xs_seterr(XS_ERANGE, "%d producers x a queue of %d chunks: too much state (raise "
+                         "chunk_bytes with --set)", np, q);
 
     XS_TRY(xs_result_alloc(out, s->nrows, np, 1));
     producer *pr = calloc((size_t)np, sizeof *pr);
     heap h = {malloc((size_t)np * sizeof(ev)), 0};
-    double *rings = ring_m ? malloc((size_t)np * (size_t)ring_m * sizeof(double)) : NULL;
+    double *rings = nring ? malloc((size_t)nring * (size_t)ring_m * sizeof(double)) : NULL;
+    double *accs = malloc((size_t)np * (size_t)(q + 1) * sizeof(double));
     double *arrive = o->sync ? malloc((size_t)np * sizeof(double)) : NULL;
     sampler smp = {0};
     if (o->record_backlog) {
@@ -202,85 +246,153 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
         smp.a = malloc(smp.cap * sizeof *smp.a);
         smp.stride = 1;
     }
-    if (!pr || !h.a || (ring_m && !rings) || (o->sync && !arrive) ||
+    if (!pr || !h.a || (nring && !rings) || !accs || (o->sync && !arrive) ||
         (o->record_backlog && !smp.a)) {
-        free(pr); free(h.a); free(rings); free(arrive); free(smp.a);
+        free(pr); free(h.a); free(rings); free(accs); free(arrive); free(smp.a);
         xs_result_free(out);
         return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", np);
     }
-    for (int p = 0; p < np; p++)
-        pr[p].ring = ring_m ? rings + (size_t)p * ring_m : NULL;
+    for (int p = 0; p < np; p++) {
+        pr[p].ring = p < nring ? rings + (size_t)p * ring_m : NULL;
+        pr[p].acc = accs + (size_t)p * (q + 1);
+        pr[p].orow = -1;
+        pr[p].owait = 1;
+        pr[p].a_prev = -INFINITY;
+    }
 
     double d_last = 0, peak = 0, makespan = 0;
-    int arrived = 0;
+    int arrived = 0, barrier_row = 0;
+    double *win0 = out->win_start, *win1 = out->win_end;
+#define W(row, p) ((size_t)(row) * np + (p))
+#define NCHUNKS(row) ((s->rows[row].bytes_per_producer + chunk - 1) / chunk)
 
-    /* Start producer p's row at time t (skipping rows it takes no part in); returns 1 when it
-     * has a chunk to offer (pushed to the heap), 0 when it finished the schedule or waits at a
-     * sync barrier. */
-#define ROW_START(p_, t_)                                                                     \
+    /* Offer the next chunk of producer p (the head of its queue), if its row has started. */
+#define OFFER_NEXT(p_)                                                                        \
     do {                                                                                      \
-        int pp_ = (p_);                                                                       \
-        double tt_ = (t_);                                                                    \
-        for (;;) {                                                                            \
-            int row_ = pr[pp_].row;                                                           \
-            if (row_ >= s->nrows)                                                             \
-                break;                                                                        \
-            const xs_row *rw_ = &s->rows[row_];                                               \
-            if (pp_ < rw_->producers) {                                                       \
-                out->win_start[(size_t)row_ * np + pp_] = tt_;                                \
-                pr[pp_].remaining = rw_->bytes_per_producer;                                  \
-                pr[pp_].pending = pr[pp_].remaining < chunk ? pr[pp_].remaining : chunk;      \
-                pr[pp_].remaining -= pr[pp_].pending;                                         \
-                pr[pp_].ready = tt_ + oh + (double)pr[pp_].pending / r;                       \
-                heap_push(&h, (ev){pr[pp_].ready, pp_});                                      \
+        producer *z_ = &pr[p_];                                                               \
+        if (z_->orem == 0) {                                                                  \
+            int nr_ = z_->orow + 1;                                                           \
+            while (nr_ < s->nrows && (p_) >= s->rows[nr_].producers)                          \
+                nr_++;                                                                        \
+            if (nr_ >= s->nrows || isnan(win0[W(nr_, p_)])) {                                 \
+                z_->owait = 1; /* no more chunks, or the program has not started that row */  \
                 break;                                                                        \
             }                                                                                 \
-            /* not in this row: its useful work only */                                       \
+            z_->orow = nr_;                                                                   \
+            z_->orem = s->rows[nr_].bytes_per_producer;                                       \
+        }                                                                                     \
+        z_->owait = 0;                                                                        \
+        z_->pending = z_->orem < chunk ? z_->orem : chunk;                                    \
+        z_->orem -= z_->pending;                                                              \
+        z_->oidx = z_->accepted;                                                              \
+        /* in the queue once the program has started and there is room; streamed at r after  \
+         * the previous chunk left */                                                         \
+        double in_ = win0[W(z_->orow, p_)] + oh;                                              \
+        if (q > 0 && z_->oidx - q >= 0 && z_->acc[(z_->oidx - q) % (q + 1)] > in_)            \
+            in_ = z_->acc[(z_->oidx - q) % (q + 1)];                                          \
+        double rd_ = (in_ > z_->a_prev ? in_ : z_->a_prev) + (double)z_->pending / r;         \
+        heap_push(&h, (ev){rd_, (p_)});                                                       \
+    } while (0)
+
+    /* Start producer p's program at time t: skip the rows it takes no part in (their work
+     * only), stop at a sync barrier, or start an active row and hand its chunks to the queue. */
+#define PROGRAM_START(p_, t_)                                                                 \
+    do {                                                                                      \
+        producer *y_ = &pr[p_];                                                               \
+        double tt_ = (t_);                                                                    \
+        for (;;) {                                                                            \
+            if (y_->prow >= s->nrows) {                                                       \
+                y_->pwait = 0;                                                                \
+                break;                                                                        \
+            }                                                                                 \
+            const xs_row *rw_ = &s->rows[y_->prow];                                           \
+            if ((p_) < rw_->producers) {                                                      \
+                win0[W(y_->prow, p_)] = tt_;                                                  \
+                y_->assigned += NCHUNKS(y_->prow);                                            \
+                y_->plast = y_->assigned - 1;                                                 \
+                y_->pwait = 1;                                                                \
+                if (y_->owait)                                                                \
+                    OFFER_NEXT(p_);                                                           \
+                break;                                                                        \
+            }                                                                                 \
             tt_ += rw_->gap_ns;                                                               \
             if (tt_ > makespan)                                                               \
                 makespan = tt_;                                                               \
             if (o->sync) {                                                                    \
-                arrive[pp_] = tt_;                                                            \
+                arrive[p_] = tt_;                                                             \
                 arrived++;                                                                    \
+                y_->pwait = 0;                                                                \
                 break;                                                                        \
             }                                                                                 \
-            pr[pp_].row++;                                                                    \
+            y_->prow++;                                                                       \
         }                                                                                     \
     } while (0)
 
-    for (int p = 0; p < np; p++)
-        ROW_START(p, 0.0);
+    /* The program's issue of its row ends when the row's last chunk is in the queue, i.e. when
+     * the chunk q places before it has been accepted (with no queue: the last chunk itself);
+     * then its work, then the next row (or the barrier). Repeats while ends are known. */
+#define SETTLE(p_)                                                                            \
+    do {                                                                                      \
+        producer *x_ = &pr[p_];                                                               \
+        while (x_->pwait && x_->plast - q < x_->accepted) {                                   \
+            int64_t need_ = x_->plast - q;                                                    \
+            double en_ = win0[W(x_->prow, p_)] + oh;                                          \
+            if (need_ >= 0 && x_->acc[need_ % (q + 1)] > en_)                                 \
+                en_ = x_->acc[need_ % (q + 1)];                                               \
+            win1[W(x_->prow, p_)] = en_;                                                      \
+            x_->pwait = 0;                                                                    \
+            double tn_ = en_ + s->rows[x_->prow].gap_ns;                                      \
+            if (tn_ > makespan)                                                               \
+                makespan = tn_;                                                               \
+            if (o->sync) {                                                                    \
+                arrive[p_] = tn_;                                                             \
+                arrived++;                                                                    \
+                break;                                                                        \
+            }                                                                                 \
+            x_->prow++;                                                                       \
+            PROGRAM_START(p_, tn_);                                                           \
+        }                                                                                     \
+    } while (0)
+
+    for (int p = 0; p < np; p++) {
+        PROGRAM_START(p, 0.0);
+        SETTLE(p);
+    }
 
     for (;;) {
-        if (o->sync && h.n == 0 && arrived == np) {
-            /* every producer reached the barrier after row `row`: release them together */
+        if (o->sync && arrived == np) {
+            /* every producer reached the barrier after barrier_row: release them together */
             double t = -INFINITY;
             for (int p = 0; p < np; p++)
                 if (arrive[p] > t)
                     t = arrive[p];
             t += pf->barrier_ns;
             arrived = 0;
-            if (pr[0].row + 1 >= s->nrows)
+            barrier_row++;
+            if (barrier_row >= s->nrows)
                 break;
             for (int p = 0; p < np; p++) {
-                pr[p].row++;
-                ROW_START(p, t);
+                pr[p].prow = barrier_row;
+                PROGRAM_START(p, t);
             }
+            /* a burst entirely within the queue ends at once */
+            for (int p = 0; p < np; p++)
+                SETTLE(p);
             continue;
         }
         if (h.n == 0)
             break;
         ev e = heap_pop(&h);
-        producer *q = &pr[e.p];
+        producer *z = &pr[e.p];
         /* the producer's own cap: its m-th most recent chunk must have drained */
-        if (ring_m && q->ring_n == ring_m) {
-            double tc = q->ring[q->ring_head];
+        if (z->ring && z->ring_n == ring_m) {
+            double tc = z->ring[z->ring_head];
             if (tc > e.t) {
                 heap_push(&h, (ev){tc, e.p});
                 continue;
             }
         }
-        double c = (double)q->pending;
+        double c = (double)z->pending;
         double t_space = d_last - (Q - c) / R;
         double t_acc = e.t > t_space ? e.t : t_space;
         /* the chunk's bytes streamed in over the c/r before it was complete: the server may
@@ -291,37 +403,35 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
         if (backlog > peak)
             peak = backlog;
         sample_add(&smp, t_acc, backlog);
-        if (ring_m) {
-            if (q->ring_n < ring_m) {
-                q->ring[(q->ring_head + q->ring_n) % ring_m] = d_last;
-                q->ring_n++;
+        if (z->ring) {
+            if (z->ring_n < ring_m) {
+                z->ring[(z->ring_head + z->ring_n) % ring_m] = d_last;
+                z->ring_n++;
             } else {
-                q->ring[q->ring_head] = d_last;
-                q->ring_head = (q->ring_head + 1) % ring_m;
+                z->ring[z->ring_head] = d_last;
+                z->ring_head = (z->ring_head + 1) % ring_m;
             }
         }
-        if (q->remaining > 0) {
-            q->pending = q->remaining < chunk ? q->remaining : chunk;
-            q->remaining -= q->pending;
-            q->ready = t_acc + (double)q->pending / r;
-            heap_push(&h, (ev){q->ready, e.p});
-            continue;
-        }
-        /* burst done: the last accepted store closes the issue window; then useful work */
-        const xs_row *rw = &s->rows[q->row];
-        out->win_end[(size_t)q->row * np + e.p] = t_acc;
-        double t_next = t_acc + rw->gap_ns;
-        if (t_next > makespan)
-            makespan = t_next;
-        if (o->sync) {
-            arrive[e.p] = t_next;
-            arrived++;
-            continue;
-        }
-        q->row++;
-        ROW_START(e.p, t_next);
+        z->acc[z->oidx % (q + 1)] = t_acc;
+        z->a_prev = t_acc;
+        z->accepted = z->oidx + 1;
+        SETTLE(e.p);
+        OFFER_NEXT(e.p);
     }
-#undef ROW_START
+    /* every active window must have closed; anything else is a defect of this function */
+    for (int row = 0; row < s->nrows; row++)
+        for (int p = 0; p < s->rows[row].producers; p++)
+            if (isnan(win1[W(row, p)])) {
+                free(pr); free(h.a); free(rings); free(accs); free(arrive); free(smp.a);
+                xs_result_free(out);
+                return xs_seterr(XS_ERANGE, "simulation did not complete (row %d, producer %d)",
+                                 row, p);
+            }
+#undef OFFER_NEXT
+#undef PROGRAM_START
+#undef SETTLE
+#undef W
+#undef NCHUNKS
 
     /* rows where a producer was inactive keep NaN windows */
     xs_result_rows_from_windows(out, s);
@@ -339,6 +449,7 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
     free(pr);
     free(h.a);
     free(rings);
+    free(accs);
     free(arrive);
     return XS_OK;
 }

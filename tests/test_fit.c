@@ -14,13 +14,14 @@
 #include "xt.h"
 
 static void synth(xs_samples *s, const xs_profile *p, const char *exp, int k, int64_t b,
-                  double gap, int rows)
+                  double gap, int rows, int sync)
 {
     xs_schedule sc = {0};
     for (int i = 0; i < rows; i++)
         xs_schedule_append(&sc, k, b, i + 1 < rows ? gap : 0);
     xs_result r;
-    if (xs_simulate(p, &sc, NULL, &r) != XS_OK) {
+    xs_sim_opts so = {.sync = sync};
+    if (xs_simulate(p, &sc, &so, &r) != XS_OK) {
         XT_CHECK(0, "simulate: %s", xs_errmsg());
         xs_schedule_free(&sc);
         return;
@@ -46,19 +47,19 @@ static void synth(xs_samples *s, const xs_profile *p, const char *exp, int k, in
 static void test_recover(const xs_profile *truth)
 {
     xs_samples s = {0};
-    static const int64_t ib[] = {1024, 2048, 4096, 8192, 16384, 32768, 65536};
-    for (int i = 0; i < 7; i++)
-        synth(&s, truth, "issue", 1, ib[i], 0, 1);
+    static const int64_t ib[] = {256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
+    for (int i = 0; i < 9; i++)
+        synth(&s, truth, "issue", 1, ib[i], 0, 1, 0);
     for (int d = 1; d <= 8; d *= 2)
-        synth(&s, truth, "drain", 132 / d, (132 * 32768 / (132 / d)) / 16 * 16, 0, 12);
+        synth(&s, truth, "drain", 132 / d, (132 * 32768 / (132 / d)) / 16 * 16, 0, 16, 1);
     static const int ks[] = {1, 2, 4, 8, 16, 32, 64, 132};
-    static const double vols[] = {0.25, 0.5, 1, 2, 4, 8};
+    static const double vols[] = {0.5, 1, 2, 4, 8, 16};
     for (int i = 0; i < 8; i++)
         for (int j = 0; j < 6; j++)
             synth(&s, truth, "capacity", ks[i], (int64_t)(vols[j] * 1048576 / ks[i]) / 16 * 16, 0,
-                  1);
-    synth(&s, truth, "drift", 132, 32768, 1.25 * 132 * 32768 / truth->drain_bytes_per_ns, 6);
-    synth(&s, truth, "drift", 66, 65536, 1.25 * 66 * 65536 / truth->drain_bytes_per_ns, 6);
+                  1, 0);
+    synth(&s, truth, "drift", 132, 65536, 1.25 * 132 * 65536 / truth->drain_bytes_per_ns, 6, 0);
+    synth(&s, truth, "drift", 66, 131072, 1.25 * 66 * 131072 / truth->drain_bytes_per_ns, 6, 0);
 
     /* save and load: the fit reads what calibrate writes */
     char path[] = "/tmp/xs-samples-XXXXXX";
@@ -79,12 +80,14 @@ static void test_recover(const xs_profile *truth)
     XT_NEAR(p.issue_bytes_per_ns, truth->issue_bytes_per_ns, 0.01);
     XT_CHECK(fabs(p.issue_overhead_ns - truth->issue_overhead_ns) < 5, "o %g vs %g",
              p.issue_overhead_ns, truth->issue_overhead_ns);
+    XT_NEAR(p.queue_bytes_per_producer, truth->queue_bytes_per_producer, 0.07);
     XT_NEAR(p.drain_bytes_per_ns, truth->drain_bytes_per_ns, 0.01);
     XT_CHECK(rep.drain_spread < 0.02, "K/B splits agree: spread %g", rep.drain_spread);
-    XT_NEAR(p.capacity_bytes, truth->capacity_bytes, 0.05);
-    if (truth->capacity_bytes_per_producer > 0)
-        XT_NEAR(p.capacity_bytes_per_producer, truth->capacity_bytes_per_producer, 0.05);
-    XT_NEAR(p.chunk_bytes, truth->chunk_bytes, 1e-9);
+    XT_NEAR(p.capacity_bytes, truth->capacity_bytes, 0.1);
+    XT_CHECK(rep.chunk_err < 0.02, "the fitted event model reproduces its own samples: %g",
+             rep.chunk_err);
+    XT_CHECK(p.chunk_bytes >= truth->chunk_bytes / 2 && p.chunk_bytes <= truth->chunk_bytes * 2,
+             "chunk %g vs %g", p.chunk_bytes, truth->chunk_bytes);
     XT_CHECK(rep.issue_resid_max < 0.01, "issue residual %g", rep.issue_resid_max);
     XT_CHECK(!p.provisional, "a fitted profile is not provisional");
     xs_samples_free(&s);
@@ -141,14 +144,16 @@ int main(void)
 {
     xs_profile truth;
     xs_profile_default(&truth);
-    truth.issue_bytes_per_ns = 40.5;
+    truth.issue_bytes_per_ns = 50.5;
     truth.issue_overhead_ns = 150;
     truth.drain_bytes_per_ns = 53.2;
-    truth.capacity_bytes = 2621440;
-    truth.capacity_bytes_per_producer = 24576; /* a multiple of the chunk: Q(K) exact */
-    truth.chunk_bytes = 8192;
-    test_recover(&truth);
+    truth.capacity_bytes = 700000;
     truth.capacity_bytes_per_producer = 0;
+    truth.queue_bytes_per_producer = 8192;
+    truth.chunk_bytes = 4096;
+    test_recover(&truth);
+    truth.capacity_bytes = 2621440;
+    truth.queue_bytes_per_producer = 0;
     truth.chunk_bytes = 2048;
     test_recover(&truth);
     test_bad_samples();
