@@ -18,7 +18,11 @@ xs_status xs_parse_size(const char *opt, const char *s, int64_t *out)
         return xs_seterr(XS_EINVAL, "%s: missing size", opt);
     errno = 0;
     char *end;
-    if (*s == '-')
+    /* strtod skips leading white space, so the sign is looked for after it */
+    const char *sign = s;
+    while (isspace((unsigned char)*sign))
+        sign++;
+    if (*sign == '-')
         return xs_seterr(XS_EINVAL, "%s '%s': a size cannot be negative", opt, s);
     double v = strtod(s, &end);
     if (end == s || errno == ERANGE || !isfinite(v))

@@ -27,9 +27,11 @@ xs_status xs_seterr(xs_status s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(errmsg, sizeof errmsg, fmt, ap);
     va_end(ap);
-    /* one line: fold any newline a caller passed through (file content, library messages) */
+    /* one line: fold any newline or other control character a caller passed through (file
+     * content, library messages); a vertical tab or an escape sequence from a hand-written file
+     * would break the line on a terminal just as well */
     for (char *c = errmsg; *c; c++)
-        if (*c == '\n' || *c == '\r')
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
             *c = ' ';
     errwhere[0] = 0;
     return s;

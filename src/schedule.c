@@ -263,9 +263,18 @@ xs_status xs_schedule_write(const xs_schedule *s, FILE *f, const char *comment)
         }
     }
     fprintf(f, "%s\n", header);
-    for (int i = 0; i < s->nrows; i++)
-        fprintf(f, "%d,%" PRId64 ",%.10g\n", s->rows[i].producers, s->rows[i].bytes_per_producer,
-                s->rows[i].gap_ns);
+    for (int i = 0; i < s->nrows; i++) {
+        /* the gap in the fewest digits (15 to 17) that read back as the same double, so that a
+         * written schedule (a plan's gap/n) loads exactly as it was predicted */
+        char gap[32];
+        for (int digits = 15; digits <= 17; digits++) {
+            snprintf(gap, sizeof gap, "%.*g", digits, s->rows[i].gap_ns);
+            if (strtod(gap, NULL) == s->rows[i].gap_ns)
+                break;
+        }
+        fprintf(f, "%d,%" PRId64 ",%s\n", s->rows[i].producers, s->rows[i].bytes_per_producer,
+                gap);
+    }
     return ferror(f) ? xs_seterr(XS_EIO, "write error") : XS_OK;
 }
 
