@@ -503,7 +503,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     }
 
     /* ---- planner: naive and candidate shaped orders, each predicted by the model ---- */
-    ROW_TRY(xs_tp_predict(t, 0, cx->prof, &cost, &pn));
+    ROW_TRY(xs_tp_predict(t, 0, cx->prof, &cost, 1, &pn));
     row->crit_ok = pn.criterion_ok;
     snprintf(row->how, sizeof row->how, "%s", pn.how);
     {
@@ -519,7 +519,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
                     cand[nc] = p;
                     ROW_TRY(xs_tp_order_shaped(t, 2, &p, &cost, cx->prof));
                     xs_tp_pred pp;
-                    ROW_TRY(xs_tp_predict(t, 2, cx->prof, &cost, &pp));
+                    ROW_TRY(xs_tp_predict(t, 2, cx->prof, &cost, 0, &pp));
                     pred[nc++] = pp.model_ns;
                 }
         /* the pilot set: the model's best, the front-loaded, the spread and the capped
@@ -591,7 +591,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
                 loc_s[i - W] = ms * 1e3;
         }
         const double ls = xs_median(loc_s, (size_t)n);
-        ROW_TRY(xs_tp_predict(t, 1, cx->prof, &cost, &ps));
+        ROW_TRY(xs_tp_predict(t, 1, cx->prof, &cost, 0, &ps));
         row->nai_pred = (row->local_us * 1e3 + (pn.model_ns - pn.ideal_ns)) / 1e3;
         row->shp_pred = (ls * 1e3 + (ps.model_ns - ps.ideal_ns)) / 1e3;
         if (ls < row->local_us)

@@ -1505,7 +1505,7 @@ static xs_status sim_total(const xs_profile *p, const xs_schedule *sc, double le
 }
 
 extern "C" xs_status xs_tp_predict(xs_tp *t, int slot, const xs_profile *p, const xs_tp_costs *c,
-                                   xs_tp_pred *out)
+                                   int with_plan, xs_tp_pred *out)
 {
     memset(out, 0, sizeof *out);
     if (slot < 0 || slot >= XS_TP_SLOTS || !t->ntasks[slot])
@@ -1557,7 +1557,10 @@ extern "C" xs_status xs_tp_predict(xs_tp *t, int slot, const xs_profile *p, cons
     }
     out->rows = sc.nrows;
     out->criterion_ok = 1;
-    if (st == XS_OK && sc.nrows) {
+    if (st == XS_OK && sc.nrows && !with_plan) {
+        out->criterion_ok = -1;
+        snprintf(out->how, sizeof out->how, "(not planned)");
+    } else if (st == XS_OK && sc.nrows) {
         xs_plan pl;
         st = xs_plan_schedule(p, &sc, NULL, &pl);
         if (st == XS_OK) {

@@ -167,8 +167,10 @@ typedef struct {
     int criterion_ok;    /* every row meets the no-backpressure criterion (xs_plan_schedule) */
     char how[256];       /* the planner's one line on the schedule */
 } xs_tp_pred;
+/* with_plan: also run xs_plan_schedule on the schedule (criterion_ok, how); costs a few more
+ * simulations. */
 xs_status xs_tp_predict(xs_tp *t, int slot, const xs_profile *p, const xs_tp_costs *c,
-                        xs_tp_pred *out);
+                        int with_plan, xs_tp_pred *out);
 
 /* ---- runs ------------------------------------------------------------------------------------- */
 

@@ -338,7 +338,7 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb)
     XT_CHECK(xs_tp_order_shaped(t, 1, &pace, &cost, &prof) == XS_OK, "%s: shaped: %s", name,
              xs_errmsg());
     xs_tp_pred pred;
-    XT_CHECK(xs_tp_predict(t, 1, &prof, &cost, &pred) == XS_OK && pred.model_ns >= pred.ideal_ns &&
+    XT_CHECK(xs_tp_predict(t, 1, &prof, &cost, 1, &pred) == XS_OK && pred.model_ns >= pred.ideal_ns &&
                  pred.ideal_ns > 0,
              "%s: predict: %s (%g, %g)", name, xs_errmsg(), pred.model_ns, pred.ideal_ns);
     ro.local = 0;
