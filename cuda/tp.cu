@@ -1660,6 +1660,9 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
         fault_flag = tab->flags[t->me] + (size_t)((t->me + 1) % t->P) * in->ag_chunks;
         XS_TRY(tp_setflags(s, fault_flag, 1, 0));
     }
+    /* the poison has crossed the link before the timed launch starts (nothing of it queues
+     * in front of the kernel's stores) */
+    XS_CU(cudaStreamSynchronize(s));
     if (o->flush_l2)
         XS_TRY(tp_flush(t, s, (int)epoch));
 
@@ -1909,6 +1912,7 @@ extern "C" xs_status xs_tp_run_unfused(xs_tp *t, xs_cublas *cb, cudaStream_t s, 
         XS_TRY(tp_word(s, t->u_y, (size_t)in->rs_rows * in->rs_n * 2, w));
     if (t->u_c0)
         XS_TRY(tp_word(s, t->u_c0, m * in->gn[0] * 2, w));
+    XS_CU(cudaStreamSynchronize(s)); /* the poison has crossed the link before timing */
     XS_TRY(tp_flush(t, s, 0x5a));
 
     char *own = t->vt.data[me];
