@@ -71,6 +71,10 @@ typedef struct {
     double queue_bytes_per_producer;    /* optional: each producer's own store queue in front
                                          * of the stage (the SM's); issue of the last bytes of a
                                          * burst completes into it; default 0 */
+    double reserve_bytes_per_producer;  /* optional: stage capacity each producer with stores
+                                         * outstanding adds to Q (Q(K) grows with K); default 0 */
+    double arbitration_skew;            /* optional: spread of the producers' shares of a
+                                         * contended stage, log scale; 0 = fair; default 0 */
     double barrier_ns;                  /* optional: one grid barrier (sync replay); default 0 */
     char device[128];                   /* e.g. "NVIDIA H200" */
     char path[16];                      /* "host", "local", "peer" or "virtual" */
@@ -132,7 +136,7 @@ typedef struct {
     double bytes_per_producer;   /* B */
     double volume_bytes;         /* V = K*B */
     double gap_ns;               /* G */
-    double capacity_bytes;       /* Q(K) = min(Q, K*cap_per_producer) + K*queue */
+    double capacity_bytes;       /* Q(K) = min(Q, K*cap) + K*(queue + reserve) */
     double t_iss0_ns;            /* issue time without backpressure: o + [B - queue]+/r */
     double v_over_r_ns;          /* V/R */
     double t_period_ns;          /* published: max(T_iss0 + G, V/R) */
@@ -141,6 +145,8 @@ typedef struct {
     double g_star_ns;            /* [V/R - T_iss0]+ */
     double q_peak0_bytes;        /* [V - R*T_iss0]+ */
     double t_iss_iso_ns;         /* isolated burst: o + max([B-queue]+/r, (V-Q(K))/R) */
+    double t_iss_last_ns;        /* the same for a producer left last: only its own reserve,
+                                  * Q(K) - (K-1)*reserve instead of Q(K) (>= t_iss_iso) */
     double injection_bytes_per_ns; /* V / (T_iss0 + G) */
     int rate_ok;                 /* V/(T_iss0+G) <= R */
     int capacity_ok;             /* q_peak0 <= Q(K) */
@@ -151,6 +157,8 @@ typedef struct {
 } xs_bg;
 
 double xs_capacity(const xs_profile *p, int producers);
+/* Producer p's share weight in a contended stage: exp(skew * z_p), z_p fixed in [-1, 1]. */
+double xs_arbitration_weight(const xs_profile *p, int index);
 void xs_bg_eval(const xs_profile *p, int producers, double bytes_per_producer, double gap_ns,
                 xs_bg *out);
 

@@ -405,66 +405,73 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
         if (est < rep->capacity_by_k[k])
             rep->capacity_by_k[k] = est; /* the smallest: the least flattered by unfairness */
     }
-    /* for each producer queue b: the issue line refitted for b, then Q and the chunk size
-     * (coarse-to-fine); the score adds the issue error so that b serves both */
-    double best = INFINITY, bq = p->capacity_bytes, bc = p->chunk_bytes, bb = 0, bo = 0, br = 1;
-    for (double b = 0; b <= 32768; b += 4096) {
-        xs_profile q = *p;
-        q.capacity_bytes_per_producer = 0;
-        q.queue_bytes_per_producer = b;
-        double ie = fit_issue_for(s, b, &q.issue_overhead_ns, &q.issue_bytes_per_ns, NULL, NULL);
-        if (!isfinite(ie))
-            continue;
-        double issue_err = sqrt(ie);
-        double lb = INFINITY, lq = q.capacity_bytes, lc = 4096;
+    /* The stage's numbers. For each per-producer reserve on a grid (Q and the reserve trade
+     * against each other, so they are searched jointly): Q on a log grid then refined, the
+     * arbitration skew, the chunk size (no larger than the producer queue, which holds whole
+     * chunks), Q again. The producer queue and the issue line stay as the issue step fitted. */
+    xs_profile q = *p, bestp = *p;
+    q.capacity_bytes_per_producer = 0;
+    double best = INFINITY, stage_err = INFINITY;
+#define TRY(field, value)                                                                     \
+    do {                                                                                      \
+        double keep_ = q.field;                                                               \
+        q.field = (value);                                                                    \
+        double e_ = q.chunk_bytes <= q.capacity_bytes ? model_error(&q, runs, nruns) : INFINITY; \
+        if (e_ < lbest)                                                                       \
+            lbest = e_;                                                                       \
+        else                                                                                  \
+            q.field = keep_;                                                                  \
+    } while (0)
+    static const double reserves[] = {0, 4096, 8192, 12288, 16384, 24576, 32768};
+    for (int ir = 0; ir < 7; ir++) {
+        double lbest = INFINITY;
+        q.reserve_bytes_per_producer = reserves[ir];
         q.chunk_bytes = 4096;
-        for (int i = 0; i <= 12; i++) {
-            q.capacity_bytes = 65536.0 * pow(2, i); /* 64 KiB .. 256 MiB */
-            double e = model_error(&q, runs, nruns);
-            if (e < lb) { lb = e; lq = q.capacity_bytes; }
-        }
-        double q0 = lq;
-        for (int i = -4; i <= 4; i++) {
-            q.capacity_bytes = q0 * pow(2, i / 4.0);
-            double e = model_error(&q, runs, nruns);
-            if (e < lb) { lb = e; lq = q.capacity_bytes; }
-        }
-        q.capacity_bytes = lq;
-        for (double c = 1024; c <= 65536; c *= 2) {
-            if (c > lq)
-                break;
-            q.chunk_bytes = c;
-            double e = model_error(&q, runs, nruns);
-            if (e < lb) { lb = e; lc = c; }
-        }
-        q.chunk_bytes = lc;
-        q0 = lq;
-        for (int i = -3; i <= 3; i++) {
-            q.capacity_bytes = q0 * pow(2, i / 8.0);
-            if (q.capacity_bytes < q.chunk_bytes)
-                continue;
-            double e = model_error(&q, runs, nruns);
-            if (e < lb) { lb = e; lq = q.capacity_bytes; }
-        }
-        if (lb + issue_err < best) {
-            best = lb + issue_err;
-            bq = lq;
-            bc = lc;
-            bb = b;
-            bo = q.issue_overhead_ns;
-            br = q.issue_bytes_per_ns;
-            rep->chunk_err = exp(lb) - 1; /* mean |log ratio| as a relative error */
+        if (q.queue_bytes_per_producer > 0 && q.chunk_bytes > q.queue_bytes_per_producer)
+            q.chunk_bytes = q.queue_bytes_per_producer;
+        /* skew and Q jointly on a coarse grid: they trade against each other too */
+        double bq0 = 1 << 20, bs0 = 0;
+        for (int is = 0; is <= 3; is++)
+            for (int i = 0; i <= 12; i++) {
+                q.arbitration_skew = 0.5 * is;
+                q.capacity_bytes = 65536.0 * pow(2, i); /* 64 KiB .. 256 MiB */
+                double e = q.chunk_bytes <= q.capacity_bytes ? model_error(&q, runs, nruns)
+                                                             : INFINITY;
+                if (e < lbest) {
+                    lbest = e;
+                    bq0 = q.capacity_bytes;
+                    bs0 = q.arbitration_skew;
+                }
+            }
+        q.capacity_bytes = bq0;
+        q.arbitration_skew = bs0;
+        for (int i = -4; i <= 4; i++)
+            TRY(capacity_bytes, bq0 * pow(2, i / 8.0));
+        for (int i = -1; i <= 1; i += 2)
+            TRY(arbitration_skew, fmax(0, bs0 + 0.25 * i));
+        for (double c = 1024; c <= 65536; c *= 2)
+            if (q.queue_bytes_per_producer == 0 || c <= q.queue_bytes_per_producer)
+                TRY(chunk_bytes, c);
+        double q0 = q.capacity_bytes;
+        for (int i = -3; i <= 3; i++)
+            TRY(capacity_bytes, q0 * pow(2, i / 16.0));
+        if (lbest < best) {
+            best = lbest;
+            stage_err = lbest;
+            bestp = q;
         }
     }
+#undef TRY
+    q = bestp;
     if (!isfinite(best)) {
         runs_free(runs, nruns);
         return xs_seterr(XS_ERANGE, "calibration: the event model fits none of the isolated "
                          "bursts");
     }
-    p->queue_bytes_per_producer = bb;
-    p->issue_overhead_ns = bo;
-    p->issue_bytes_per_ns = br;
-    fit_issue_for(s, bb, &bo, &br, &rep->issue_resid_med, &rep->issue_resid_max);
+    rep->chunk_err = exp(stage_err) - 1; /* mean |log ratio| as a relative error */
+    p->arbitration_skew = q.arbitration_skew;
+    p->reserve_bytes_per_producer = q.reserve_bytes_per_producer;
+    double bq = q.capacity_bytes, bc = q.chunk_bytes;
     p->capacity_bytes = bq;
     p->capacity_bytes_per_producer = 0;
     p->chunk_bytes = bc;

@@ -28,7 +28,7 @@ double xs_capacity(const xs_profile *p, int producers)
         if (qk < q)
             q = qk;
     }
-    return q + (double)producers * queue_bytes(p);
+    return q + (double)producers * (queue_bytes(p) + p->reserve_bytes_per_producer);
 }
 
 void xs_bg_eval(const xs_profile *p, int producers, double bytes, double gap_ns, xs_bg *o)
@@ -49,6 +49,11 @@ void xs_bg_eval(const xs_profile *p, int producers, double bytes, double gap_ns,
     o->g_star_ns = pos(o->v_over_r_ns - o->t_iss0_ns);
     o->q_peak0_bytes = pos(V - R * o->t_iss0_ns);
     o->t_iss_iso_ns = oh + max2(b_issue / r, (V - Q) / R);
+    /* A producer's reserve leaves the stage with it once its stores are accepted. Producers that
+     * finish together (the fluid view above) keep all K reserves to the end; a producer that is
+     * last by a margin (unequal shares, chunk rounds) finishes with only its own. */
+    const double q_last = Q - (double)(producers - 1) * p->reserve_bytes_per_producer;
+    o->t_iss_last_ns = oh + max2(b_issue / r, (V - q_last) / R);
     o->injection_bytes_per_ns = V / (o->t_iss0_ns + gap_ns);
     /* a relative slack of 1e-9 keeps exact boundary cases (G = G*) on the safe side */
     o->rate_ok = o->injection_bytes_per_ns <= R * (1 + 1e-9);

@@ -45,13 +45,16 @@ static const numeric_field numeric_fields[] = {
     FIELD(capacity_bytes_per_producer, 1),
     FIELD(chunk_bytes, 1),
     FIELD(queue_bytes_per_producer, 0),
+    FIELD(reserve_bytes_per_producer, 0),
+    FIELD(arbitration_skew, 0),
     FIELD(barrier_ns, 0),
 };
 #define NNUMERIC (sizeof numeric_fields / sizeof numeric_fields[0])
 
 const char *const xs_profile_fields[] = {
     "issue_bytes_per_ns", "issue_overhead_ns", "drain_bytes_per_ns", "capacity_bytes",
-    "capacity_bytes_per_producer", "chunk_bytes", "queue_bytes_per_producer", "barrier_ns", NULL};
+    "capacity_bytes_per_producer", "chunk_bytes", "queue_bytes_per_producer",
+    "reserve_bytes_per_producer", "arbitration_skew", "barrier_ns", NULL};
 
 /* Keys that may appear besides the numeric fields; anything else is a typo. */
 static const char *const other_keys[] = {"device", "path", "date", "command", "provisional",
@@ -306,6 +309,12 @@ xs_status xs_profile_check(const xs_profile *p, const char *name)
         return xs_seterr(XS_ERANGE, "%s: capacity_bytes_per_producer = %g must be 0 (no cap) or "
                          ">= chunk_bytes (%g)", name, p->capacity_bytes_per_producer,
                          p->chunk_bytes);
+    if (p->reserve_bytes_per_producer < 0)
+        return xs_seterr(XS_ERANGE, "%s: reserve_bytes_per_producer = %g must be >= 0", name,
+                         p->reserve_bytes_per_producer);
+    if (p->arbitration_skew < 0 || p->arbitration_skew > 5)
+        return xs_seterr(XS_ERANGE, "%s: arbitration_skew = %g must be within 0..5", name,
+                         p->arbitration_skew);
     if (p->queue_bytes_per_producer < 0)
         return xs_seterr(XS_ERANGE, "%s: queue_bytes_per_producer = %g must be >= 0", name,
                          p->queue_bytes_per_producer);
@@ -331,7 +340,8 @@ xs_status xs_profile_set(xs_profile *p, const char *assignment)
         return xs_seterr(XS_EINVAL, "--set: unknown profile field '%s'%s%s%s (numeric fields: "
                          "issue_bytes_per_ns, issue_overhead_ns, drain_bytes_per_ns, "
                          "capacity_bytes, capacity_bytes_per_producer, chunk_bytes, "
-                         "queue_bytes_per_producer, barrier_ns)",
+                         "queue_bytes_per_producer, reserve_bytes_per_producer, "
+                         "arbitration_skew, barrier_ns)",
                          name, s ? "; did you mean '" : "", s ? s : "", s ? "'?" : "");
     }
     const char *v = eq + 1;
@@ -389,7 +399,7 @@ void xs_profile_print(const xs_profile *p, FILE *f)
         fprintf(f, "# produced by: %s\n", p->command);
     fprintf(f, "%-30s %14s  %s\n", "field", "value", "unit");
     static const char *const units[] = {"bytes/ns", "ns", "bytes/ns", "bytes", "bytes", "bytes",
-                                        "bytes", "ns"};
+                                        "bytes", "bytes", "", "ns"};
     for (size_t i = 0; i < NNUMERIC; i++)
         fprintf(f, "%-30s %14.6g  %s\n", numeric_fields[i].name,
                 *field_ptr((xs_profile *)p, &numeric_fields[i]), units[i]);

@@ -21,7 +21,8 @@
 #include "xstage.h"
 
 typedef struct {
-    double t;
+    double t;  /* primary key: ready time (future heap) or start tag (eligible heap) */
+    double t2; /* secondary key: ready time in the eligible heap, 0 in the future heap */
     int p;
 } ev;
 
@@ -30,7 +31,10 @@ typedef struct {
     int n;
 } heap;
 
-static int ev_less(ev x, ev y) { return x.t < y.t || (x.t == y.t && x.p < y.p); }
+static int ev_less(ev x, ev y)
+{
+    return x.t < y.t || (x.t == y.t && (x.t2 < y.t2 || (x.t2 == y.t2 && x.p < y.p)));
+}
 
 static void heap_push(heap *h, ev e)
 {
@@ -78,6 +82,11 @@ typedef struct {
     int owait;          /* 1 when the next chunk's row has not been started by the program */
     int64_t accepted;   /* chunks accepted so far */
     double a_prev;      /* acceptance time of the previous chunk */
+    double ready;       /* when the pending chunk is ready */
+    double ftag;        /* finish tag of its last accepted chunk (fair queueing) */
+    double weight;      /* its share of the stage when producers contend */
+    double d_own;       /* when its last accepted byte will have drained */
+    int outstanding;    /* 1 while it has bytes in the stage (holds its reserve) */
     double *acc;        /* acceptance times of the last q+1 chunks: acc[idx % (q+1)] */
     double *ring;       /* departure times of its last ring_m chunks (per-producer cap); NULL
                          * when the cap never holds this producer */
@@ -170,6 +179,22 @@ static void sample_add(sampler *s, double t, double b)
     s->a[s->n++] = (xs_sample){t, b};
 }
 
+double xs_arbitration_weight(const xs_profile *p, int index)
+{
+    if (!(p->arbitration_skew > 0))
+        return 1;
+    /* a fixed pseudo-random place in [-1, 1] per producer index: which SMs are favoured depends on
+     * where they sit, which the model does not know; only the spread of shares matters */
+    uint32_t x = (uint32_t)index * 0x9e3779b9u + 0x7f4a7c15u;
+    x ^= x >> 16;
+    x *= 0x85ebca6bu;
+    x ^= x >> 13;
+    x *= 0xc2b2ae35u;
+    x ^= x >> 16;
+    double z = 2.0 * ((double)x / 4294967296.0) - 1.0;
+    return exp(p->arbitration_skew * z);
+}
+
 xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_opts *opts,
                       xs_result *out)
 {
@@ -182,6 +207,7 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
 
     const double r = pf->issue_bytes_per_ns, R = pf->drain_bytes_per_ns;
     const double oh = pf->issue_overhead_ns, Q = pf->capacity_bytes;
+    const double reserve = pf->reserve_bytes_per_producer;
     const int64_t chunk = (int64_t)pf->chunk_bytes > 0 ? (int64_t)pf->chunk_bytes : 1;
     const int np = xs_schedule_max_producers(s);
 
@@ -202,7 +228,9 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
      * bytes, or 65536 producers of which a few store much, must not allocate m rings each). */
     int ring_m = 0, nring = 0;
     if (pf->capacity_bytes_per_producer > 0) {
-        double m = floor(pf->capacity_bytes_per_producer / (double)chunk);
+        /* the cap limits a producer's share of Q; its reserve comes on top of it */
+        double m = floor((pf->capacity_bytes_per_producer + pf->reserve_bytes_per_producer) /
+                         (double)chunk);
         if (m < 1)
             m = 1;
         double *offered = calloc((size_t)np, sizeof *offered); /* by the row's last producer */
@@ -234,7 +262,11 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
 
     XS_TRY(xs_result_alloc(out, s->nrows, np, 1));
     producer *pr = calloc((size_t)np, sizeof *pr);
-    heap h = {malloc((size_t)np * sizeof(ev)), 0};
+    heap h = {malloc((size_t)np * sizeof(ev)), 0};  /* chunks not yet ready, by ready time */
+    heap el = {malloc((size_t)np * sizeof(ev)), 0}; /* ready chunks contending, by start tag */
+    const int held_cap = 4 * np + 16; /* producers' drain times (reserve), with stale entries */
+    heap held = {reserve > 0 ? malloc((size_t)held_cap * sizeof(ev)) : NULL, 0};
+    int n_out = 0;
     double *rings = nring ? malloc((size_t)nring * (size_t)ring_m * sizeof(double)) : NULL;
     double *accs = malloc((size_t)np * (size_t)(q + 1) * sizeof(double));
     double *arrive = o->sync ? malloc((size_t)np * sizeof(double)) : NULL;
@@ -246,9 +278,10 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
         smp.a = malloc(smp.cap * sizeof *smp.a);
         smp.stride = 1;
     }
-    if (!pr || !h.a || (nring && !rings) || !accs || (o->sync && !arrive) ||
-        (o->record_backlog && !smp.a)) {
-        free(pr); free(h.a); free(rings); free(accs); free(arrive); free(smp.a);
+    if (!pr || !h.a || !el.a || (reserve > 0 && !held.a) || (nring && !rings) || !accs ||
+        (o->sync && !arrive) || (o->record_backlog && !smp.a)) {
+        free(pr); free(h.a); free(el.a); free(held.a); free(rings); free(accs); free(arrive);
+        free(smp.a);
         xs_result_free(out);
         return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", np);
     }
@@ -258,9 +291,10 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
         pr[p].orow = -1;
         pr[p].owait = 1;
         pr[p].a_prev = -INFINITY;
+        pr[p].weight = xs_arbitration_weight(pf, p);
     }
 
-    double d_last = 0, peak = 0, makespan = 0;
+    double d_last = 0, peak = 0, makespan = 0, t_now = -INFINITY, vtime = 0;
     int arrived = 0, barrier_row = 0;
     double *win0 = out->win_start, *win1 = out->win_end;
 #define W(row, p) ((size_t)(row) * np + (p))
@@ -291,7 +325,8 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
         if (q > 0 && z_->oidx - q >= 0 && z_->acc[(z_->oidx - q) % (q + 1)] > in_)            \
             in_ = z_->acc[(z_->oidx - q) % (q + 1)];                                          \
         double rd_ = (in_ > z_->a_prev ? in_ : z_->a_prev) + (double)z_->pending / r;         \
-        heap_push(&h, (ev){rd_, (p_)});                                                       \
+        z_->ready = rd_;                                                                      \
+        heap_push(&h, (ev){rd_, 0, (p_)});                                                    \
     } while (0)
 
     /* Start producer p's program at time t: skip the rows it takes no part in (their work
@@ -380,25 +415,68 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
                 SETTLE(p);
             continue;
         }
-        if (h.n == 0)
+        if (h.n == 0 && el.n == 0)
             break;
-        ev e = heap_pop(&h);
+        /* The next acceptance: when the stage has room for a chunk, or the earliest chunk is
+         * ready, whichever is later. Every chunk ready by then contends; the stage serves them in
+         * start-tag order (start-time fair queueing, weighted by each producer's share), so with
+         * equal shares contending producers take turns, and with skewed shares some are starved:
+         * the unfairness measured on the H200. */
+        /* the stage's room: Q shared, plus a reserve for each producer with stores in it (at
+         * least one: the producer about to offer brings its own into an empty stage) */
+        while (reserve > 0 && held.n && held.a[0].t <= t_now) {
+            ev d = heap_pop(&held);
+            if (d.t == pr[d.p].d_own) {
+                pr[d.p].outstanding = 0;
+                n_out--;
+            }
+        }
+        double t_space =
+            d_last - (Q + reserve * (double)(n_out > 0 ? n_out : 1) - (double)chunk) / R;
+        double t_next = el.n ? t_now : h.a[0].t;
+        if (t_space > t_next)
+            t_next = t_space;
+        while (h.n && h.a[0].t <= t_next) {
+            ev f = heap_pop(&h);
+            producer *y = &pr[f.p];
+            double tag = y->ftag > vtime ? y->ftag : vtime;
+            heap_push(&el, (ev){tag, f.t, f.p});
+        }
+        ev e = heap_pop(&el);
         producer *z = &pr[e.p];
         /* the producer's own cap: its m-th most recent chunk must have drained */
         if (z->ring && z->ring_n == ring_m) {
             double tc = z->ring[z->ring_head];
-            if (tc > e.t) {
-                heap_push(&h, (ev){tc, e.p});
+            if (tc > t_next) {
+                heap_push(&h, (ev){tc, 0, e.p});
                 continue;
             }
         }
         double c = (double)z->pending;
-        double t_space = d_last - (Q - c) / R;
-        double t_acc = e.t > t_space ? e.t : t_space;
-        /* the chunk's bytes streamed in over the c/r before it was complete: the server may
-         * start on them then (without this, every burst would start draining c/r late) */
+        double t_acc = t_next > z->ready ? t_next : z->ready;
+        if (t_acc < t_now)
+            t_acc = t_now;
+        t_now = t_acc;
+        vtime = e.t;
+        z->ftag = e.t + c / z->weight;
         double t_arr = t_acc - c / r;
         d_last = (d_last > t_arr ? d_last : t_arr) + c / R;
+        if (reserve > 0) {
+            /* this producer holds its reserve until its last accepted byte has drained */
+            if (!z->outstanding) {
+                z->outstanding = 1;
+                n_out++;
+            }
+            z->d_own = d_last;
+            if (held.n == held_cap) {
+                /* stale entries only: compact by re-pushing the live ones */
+                held.n = 0;
+                for (int p = 0; p < np; p++)
+                    if (pr[p].outstanding)
+                        heap_push(&held, (ev){pr[p].d_own, 0, p});
+            }
+            heap_push(&held, (ev){d_last, 0, e.p});
+        }
         double backlog = R * (d_last - t_acc);
         if (backlog > peak)
             peak = backlog;
@@ -422,7 +500,8 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
     for (int row = 0; row < s->nrows; row++)
         for (int p = 0; p < s->rows[row].producers; p++)
             if (isnan(win1[W(row, p)])) {
-                free(pr); free(h.a); free(rings); free(accs); free(arrive); free(smp.a);
+                free(pr); free(h.a); free(el.a); free(held.a); free(rings); free(accs);
+                free(arrive); free(smp.a);
                 xs_result_free(out);
                 return xs_seterr(XS_ERANGE, "simulation did not complete (row %d, producer %d)",
                                  row, p);
@@ -448,6 +527,8 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
     }
     free(pr);
     free(h.a);
+    free(el.a);
+    free(held.a);
     free(rings);
     free(accs);
     free(arrive);

@@ -84,7 +84,7 @@ static void test_recover(const xs_profile *truth)
     XT_NEAR(p.drain_bytes_per_ns, truth->drain_bytes_per_ns, 0.01);
     XT_CHECK(rep.drain_spread < 0.02, "K/B splits agree: spread %g", rep.drain_spread);
     XT_NEAR(p.capacity_bytes, truth->capacity_bytes, 0.1);
-    XT_CHECK(rep.chunk_err < 0.02, "the fitted event model reproduces its own samples: %g",
+    XT_CHECK(rep.chunk_err < 0.03, "the fitted event model reproduces its own samples: %g",
              rep.chunk_err);
     XT_CHECK(p.chunk_bytes >= truth->chunk_bytes / 2 && p.chunk_bytes <= truth->chunk_bytes * 2,
              "chunk %g vs %g", p.chunk_bytes, truth->chunk_bytes);
