@@ -351,9 +351,10 @@ static xs_status ep_check(xs_moe *m, const xs_wintab *tab, const char *what, ep_
     if (!c.ok) {
         r->verified = 0;
         fprintf(stderr, "xstage: error: %s %s T=%d N=%d %s: %ld of %ld rows wrong (%ld NaN/Inf), "
-                "rel err %.3g (tolerance %.0e per row, %.0e overall)\n", r->config, r->routing,
-                r->tokens, r->peers, what, c.bad_rows, c.rows, c.nonfinite, c.rel_frob,
-                XS_MOE_TOL_ROW, XS_MOE_TOL_FROB);
+                "rel err %.3g, worst row %ld of expert %d (tolerance %.0e per row, %.0e "
+                "overall; tests/gpu/test_moe checks each layer alone)\n", r->config,
+                r->routing, r->tokens, r->peers, what, c.bad_rows, c.rows, c.nonfinite,
+                c.rel_frob, c.worst_row, c.worst_expert, XS_MOE_TOL_ROW, XS_MOE_TOL_FROB);
     }
     return XS_OK;
 }

@@ -237,6 +237,8 @@ struct xs_moe {
     unsigned long long *d_trace, *d_anchors;
     int trace_cap;
     xs_moe_tasklist slots[XS_MOE_SLOTS];
+    xs_moe_tasklist sub;  /* the Linear-1 or Linear-2 tasks of a plan (run option only) */
+    void *d_kargs;        /* the fused kernel's arguments (device memory, see the kernel) */
     cudaEvent_t ev[6];
     /* last run's trace */
     unsigned long long *h_trace, *h_anchors;
@@ -249,6 +251,8 @@ struct xs_moe {
     float *y1f, *y2f, *reff;
     float *ref; /* host [rows, H] */
     int have_ref;
+    xs_bf16 *ref_h; /* device [rows, I]: the reference's h (bf16), for xs_moe_verify_h */
+    int have_ref_h;
     /* L2 flush scratch */
     void *flush;
     size_t flush_bytes;
@@ -498,13 +502,15 @@ void xs_moe_destroy(xs_moe *m)
         free(m->slots[i].host);
         cudaFree(m->slots[i].dev);
     }
+    free(m->sub.host);
+    cudaFree(m->sub.dev);
     for (int i = 0; i < 6; i++)
         if (m->ev[i])
             cudaEventDestroy(m->ev[i]);
     void *dev[] = {m->x, m->h, m->d_row_token, m->d_row_rank, m->d_row_weight, m->d_row_off,
                    m->d_rb, m->d_queue, m->d_done1, m->d_status, m->d_rank_base,
                    m->d_rank_host, m->d_trace, m->d_anchors, m->local_win, m->xs_sorted, m->y1,
-                   m->y2, m->stage, m->y1f, m->y2f, m->reff, m->flush};
+                   m->y2, m->stage, m->y1f, m->y2f, m->reff, m->flush, m->d_kargs, m->ref_h};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -669,9 +675,18 @@ typedef struct {
     unsigned long long *anchors; /* [grid][4]: globaltimer/clock64 pairs at start and end */
 } xs_moe_kargs;
 
-__global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1) xs_moe_kernel(xs_moe_kargs a)
+/* The arguments are read from device memory (xs_moe_run_fused copies them before the launch),
+ * not from a by-value kernel parameter. With `a` a by-value (or __grid_constant__) struct,
+ * nvcc 13.0 (V13.0.88, NVVM 7.0.1) miscompiles the if/else that fills the GEMM problem below:
+ * it turns the two loads of p.a into one load through a phi of parameter addresses, loses the
+ * Linear-2 side, and every Linear-2 tile reads its A operand from X instead of h (PTX: no load
+ * of the h field but the Linear-1 destinations). Loads from global memory are lowered
+ * correctly; test_moe runs Linear-1 and Linear-2 alone to catch any regression (docs/EP.md). */
+__global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
+    xs_moe_kernel(const xs_moe_kargs *__restrict__ args)
 {
     typedef xs_moe_cfg C;
+    const xs_moe_kargs &a = *args;
     extern __shared__ __align__(128) char xs_moe_smem[];
     char *smem = xs_moe_smem;
     __shared__ int s_task, s_abort;
@@ -936,6 +951,28 @@ static void xs_moe_decode_trace(xs_moe *m, const xs_moe_tasklist *tl)
     }
 }
 
+/* The tasks of one kind (1 = Linear-1, 2 = Linear-2) of a task list, in its order, into m->sub. */
+static xs_status xs_moe_subset(xs_moe *m, const xs_moe_tasklist *from, int kind)
+{
+    xs_moe_tasklist *t = &m->sub;
+    if (!t->host) {
+        t->host = (int2 *)malloc(sizeof(int2) * (size_t)(m->trace_cap + 1));
+        if (!t->host)
+            return xs_seterr(XS_ENOMEM, "moe: out of host memory for a task list");
+        XS_TRY(xs_dalloc((void **)&t->dev, sizeof(int2) * (size_t)(m->trace_cap + 1),
+                         "task list"));
+    }
+    int n = 0;
+    for (int i = 0; i < from->n; i++)
+        if (((from->host[i].x >> 30) & 3) == kind)
+            t->host[n++] = from->host[i];
+    t->n = n;
+    t->plan = from->plan;
+    if (n)
+        XS_CU(cudaMemcpy(t->dev, t->host, sizeof(int2) * (size_t)n, cudaMemcpyHostToDevice));
+    return XS_OK;
+}
+
 xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_moe_run_opts *o,
                            cudaStream_t s, float *ms)
 {
@@ -944,6 +981,16 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
         return xs_seterr(XS_EINVAL, "moe: plan slot %d has no task list", slot);
     XS_TRY(xs_moe_check_table(m, tab));
     const xs_moe_tasklist *tl = &m->slots[slot];
+    const int only = o ? o->only : 0;
+    if (only < 0 || only > 2)
+        return xs_seterr(XS_EINVAL, "moe: run option only=%d: 0 (the layer), 1 (Linear-1 tiles) "
+                         "or 2 (Linear-2 tiles)", only);
+    if (only) {
+        XS_TRY(xs_moe_subset(m, tl, only));
+        tl = &m->sub;
+    }
+    if (!m->d_kargs)
+        XS_TRY(xs_dalloc(&m->d_kargs, sizeof(xs_moe_kargs), "kernel arguments"));
     static int attr_done;
     if (!attr_done) {
         XS_CU(cudaFuncSetAttribute(xs_moe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -959,6 +1006,24 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
     XS_TRY(xs_moe_upload_table(m, tab, s));
     XS_CU(cudaMemsetAsync(m->d_queue, 0, 16, s));
     XS_CU(cudaMemsetAsync(m->d_done1, 0, 8 * (size_t)(m->nrb + 1), s));
+    if (only == 1) /* a missing h store reads as NaN in xs_moe_verify_h */
+        XS_CU(cudaMemsetAsync(m->h, 0xff, (size_t)m->rows * m->I * 2, s));
+    if (only == 2) {
+        /* every row block's Linear-1 tiles count as done (h is whatever the caller left) */
+        unsigned long long *full =
+            (unsigned long long *)malloc(8 * (size_t)(m->nrb + 1));
+        if (!full)
+            return xs_seterr(XS_ENOMEM, "moe: out of host memory");
+        for (int b = 0; b <= m->nrb; b++)
+            full[b] = (unsigned long long)m->l1_per_rb;
+        /* pageable source: the copy is staged before cudaMemcpyAsync returns */
+        cudaError_t e = cudaMemcpyAsync(m->d_done1, full, 8 * (size_t)(m->nrb + 1),
+                                        cudaMemcpyHostToDevice, s);
+        free(full);
+        if (e != cudaSuccess)
+            return xs_seterr(XS_ECUDA, "moe: presetting the dependency counters: %s",
+                             cudaGetErrorString(e));
+    }
     XS_CU(cudaMemsetAsync(m->d_status, 0, sizeof(xs_devstatus), s));
     XS_CU(cudaMemsetAsync(m->d_trace, 0xff, 8 * XS_MOE_TRACE_WORDS * (size_t)(tl->n + 1), s));
 
@@ -987,9 +1052,11 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
     a.rank_host = m->d_rank_host;
     a.trace = m->d_trace;
     a.anchors = m->d_anchors;
+    /* pageable source: staged before the call returns, ordered before the launch on s */
+    XS_CU(cudaMemcpyAsync(m->d_kargs, &a, sizeof a, cudaMemcpyHostToDevice, s));
 
     XS_CU(cudaEventRecord(m->ev[0], s));
-    xs_moe_kernel<<<m->grid, C::THREADS, C::SMEM_BYTES, s>>>(a);
+    xs_moe_kernel<<<m->grid, C::THREADS, C::SMEM_BYTES, s>>>((const xs_moe_kargs *)m->d_kargs);
     XS_CU_LAUNCH();
     XS_CU(cudaEventRecord(m->ev[1], s));
     XS_CU(cudaEventSynchronize(m->ev[1]));
@@ -1162,6 +1229,21 @@ xs_status xs_moe_run_unfused(xs_moe *m, xs_cublas *cb, const xs_wintab *tab, cud
     return XS_OK;
 }
 
+/* The reference's h into m->ref_h: from host bf16 bits (hb) or, hb = NULL, from the device h
+ * that the reference path just wrote (stream 0). */
+static xs_status xs_moe_keep_ref_h(xs_moe *m, const uint16_t *hb)
+{
+    const size_t bytes = (size_t)m->rows * m->I * 2;
+    if (!m->ref_h)
+        XS_TRY(xs_dalloc((void **)&m->ref_h, bytes, "reference h"));
+    if (hb)
+        XS_CU(cudaMemcpy(m->ref_h, hb, bytes, cudaMemcpyHostToDevice));
+    else
+        XS_CU(cudaMemcpyAsync(m->ref_h, m->h, bytes, cudaMemcpyDeviceToDevice, 0));
+    m->have_ref_h = 1;
+    return XS_OK;
+}
+
 xs_status xs_moe_reference_gpu(xs_moe *m, xs_cublas *cb)
 {
     XS_TRY(xs_moe_ensure_unfused(m, 1));
@@ -1172,6 +1254,7 @@ xs_status xs_moe_reference_gpu(xs_moe *m, xs_cublas *cb)
     XS_TRY(xs_moe_gemms(m, cb, s, 1, 1));
     xs_moe_swiglu_kernel<float><<<blocks, 256, 0, s>>>(m->y1f, m->h, m->rows, m->I);
     XS_CU_LAUNCH();
+    XS_TRY(xs_moe_keep_ref_h(m, NULL));
     XS_TRY(xs_moe_gemms(m, cb, s, 2, 1));
     xs_moe_scatter_kernel<float><<<blocks, 256, 0, s>>>(m->y2f, m->d_row_weight, m->d_row_rank,
                                                         m->d_row_off, (char *)NULL, 0, m->reff,
@@ -1201,10 +1284,11 @@ xs_status xs_moe_reference_cpu(xs_moe *m)
              *w2 = (uint16_t *)malloc(n2 * 2);
     double *y1 = (double *)malloc(sizeof(double) * 2 * (size_t)I);
     float *hr = (float *)malloc(sizeof(float) * (size_t)I);
+    uint16_t *hb = (uint16_t *)malloc(2 * (size_t)m->rows * I + 2); /* h of every row, bf16 */
     if (!m->ref)
         m->ref = (float *)malloc(sizeof(float) * (size_t)m->rows * H);
-    if (!xb || !w1 || !w2 || !y1 || !hr || !m->ref) {
-        free(xb); free(w1); free(w2); free(y1); free(hr);
+    if (!xb || !w1 || !w2 || !y1 || !hr || !hb || !m->ref) {
+        free(xb); free(w1); free(w2); free(y1); free(hr); free(hb);
         return xs_seterr(XS_ENOMEM, "moe: out of host memory for the CPU reference");
     }
     cudaError_t e = cudaMemcpy(xb, m->x, nx * 2, cudaMemcpyDeviceToHost);
@@ -1213,7 +1297,7 @@ xs_status xs_moe_reference_cpu(xs_moe *m)
     if (e == cudaSuccess)
         e = cudaMemcpy(w2, m->w->w2, n2 * 2, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) {
-        free(xb); free(w1); free(w2); free(y1); free(hr);
+        free(xb); free(w1); free(w2); free(y1); free(hr); free(hb);
         return xs_seterr(XS_ECUDA, "moe: copying inputs for the CPU reference: %s",
                          cudaGetErrorString(e));
     }
@@ -1231,7 +1315,8 @@ xs_status xs_moe_reference_cpu(xs_moe *m)
             int pg = 32 * (j / 16) + (j % 16);
             double g = y1[pg], u = y1[pg + 16];
             /* h is bf16 in every path: round it the same way */
-            hr[j] = xs_bf16_to_f(xs_f_to_bf16((float)(g / (1.0 + exp(-g)) * u)));
+            hb[(size_t)gr * I + j] = xs_f_to_bf16((float)(g / (1.0 + exp(-g)) * u));
+            hr[j] = xs_bf16_to_f(hb[(size_t)gr * I + j]);
         }
         for (int o = 0; o < H; o++) {
             const uint16_t *wr = w2 + ((size_t)ex * H + o) * I;
@@ -1242,6 +1327,9 @@ xs_status xs_moe_reference_cpu(xs_moe *m)
         }
     }
     free(xb); free(w1); free(w2); free(y1); free(hr);
+    xs_status st = xs_moe_keep_ref_h(m, hb);
+    free(hb);
+    XS_TRY(st);
     m->have_ref = 1;
     return XS_OK;
 }
@@ -1254,6 +1342,8 @@ typedef struct {
     int r0, r1;
     double se, sr, maxrel;
     long bad, nonfinite;
+    long worst;        /* row with the highest score (non-finite values first, then rel) */
+    double worst_score;
 } xs_vjob;
 
 static void *xs_moe_verify_worker(void *arg)
@@ -1281,6 +1371,11 @@ static void *xs_moe_verify_worker(void *arg)
             j->bad++;
         if (rel > j->maxrel)
             j->maxrel = rel;
+        const double score = nf ? INFINITY : rel;
+        if (j->worst < 0 || score > j->worst_score) {
+            j->worst = gr;
+            j->worst_score = score;
+        }
         j->nonfinite += nf;
         j->se += se;
         j->sr += sr;
@@ -1291,6 +1386,8 @@ static void *xs_moe_verify_worker(void *arg)
 xs_status xs_moe_verify(xs_moe *m, const xs_wintab *tab, xs_moe_check *out)
 {
     memset(out, 0, sizeof *out);
+    out->worst_row = -1;
+    out->worst_expert = -1;
     if (!m->have_ref)
         return xs_seterr(XS_EINVAL, "moe: verify needs a reference (xs_moe_reference_*)");
     XS_TRY(xs_moe_check_table(m, tab));
@@ -1320,13 +1417,15 @@ xs_status xs_moe_verify(xs_moe *m, const xs_wintab *tab, xs_moe_check *out)
             memset(&jobs[i], 0, sizeof jobs[i]);
             jobs[i].m = m;
             jobs[i].win = win;
+            jobs[i].worst = -1;
             jobs[i].r0 = (int)((long long)m->rows * i / NJ);
             jobs[i].r1 = (int)((long long)m->rows * (i + 1) / NJ);
             started[i] = pthread_create(&th[i], NULL, xs_moe_verify_worker, &jobs[i]) == 0;
             if (!started[i])
                 xs_moe_verify_worker(&jobs[i]);
         }
-        double se = 0, sr = 0;
+        double se = 0, sr = 0, worst_score = 0;
+        out->worst_row = -1;
         for (int i = 0; i < NJ; i++) {
             if (started[i])
                 pthread_join(th[i], NULL);
@@ -1336,7 +1435,12 @@ xs_status xs_moe_verify(xs_moe *m, const xs_wintab *tab, xs_moe_check *out)
             out->nonfinite += jobs[i].nonfinite;
             if (jobs[i].maxrel > out->max_row_rel)
                 out->max_row_rel = jobs[i].maxrel;
+            if (jobs[i].worst >= 0 && (out->worst_row < 0 || jobs[i].worst_score > worst_score)) {
+                out->worst_row = jobs[i].worst;
+                worst_score = jobs[i].worst_score;
+            }
         }
+        out->worst_expert = out->worst_row >= 0 ? m->row_expert[out->worst_row] : -1;
         out->rows = m->rows;
         out->rel_frob = sqrt(se / (sr > 1e-30 ? sr : 1e-30));
         out->ok = out->bad_rows == 0 && out->nonfinite == 0 && out->rel_frob <= XS_MOE_TOL_FROB;
@@ -1344,6 +1448,79 @@ xs_status xs_moe_verify(xs_moe *m, const xs_wintab *tab, xs_moe_check *out)
     for (int r = 0; r < m->N; r++)
         free(win[r]);
     return st;
+}
+
+xs_status xs_moe_verify_h(xs_moe *m, int expert, xs_moe_check *out)
+{
+    memset(out, 0, sizeof *out);
+    out->worst_row = -1;
+    out->worst_expert = -1;
+    if (!m->have_ref_h)
+        return xs_seterr(XS_EINVAL, "moe: verify_h needs a reference (xs_moe_reference_*)");
+    if (expert >= m->E)
+        return xs_seterr(XS_EINVAL, "moe: verify_h: expert %d of %d", expert, m->E);
+    const int I = m->I;
+    const int r0 = expert < 0 ? 0 : m->expert_off[expert];
+    const int r1 = expert < 0 ? m->rows : r0 + m->expert_rows[expert];
+    const size_t n = (size_t)(r1 - r0) * I;
+    uint16_t *got = (uint16_t *)malloc(2 * n + 2), *want = (uint16_t *)malloc(2 * n + 2);
+    if (!got || !want) {
+        free(got);
+        free(want);
+        return xs_seterr(XS_ENOMEM, "moe: out of host memory for %d rows of h", r1 - r0);
+    }
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e == cudaSuccess && n)
+        e = cudaMemcpy(got, m->h + (size_t)r0 * I, 2 * n, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess && n)
+        e = cudaMemcpy(want, m->ref_h + (size_t)r0 * I, 2 * n, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        free(got);
+        free(want);
+        return xs_seterr(XS_ECUDA, "moe: reading h: %s", cudaGetErrorString(e));
+    }
+    double se_all = 0, sr_all = 0, worst_score = 0;
+    for (int gr = r0; gr < r1; gr++) {
+        const uint16_t *g = got + (size_t)(gr - r0) * I, *w = want + (size_t)(gr - r0) * I;
+        double se = 0, sr = 0;
+        long nf = 0;
+        for (int j = 0; j < I; j++) {
+            const float a = xs_bf16_to_f(g[j]), b = xs_bf16_to_f(w[j]);
+            if (!isfinite(a)) {
+                nf++;
+                continue;
+            }
+            se += ((double)a - b) * ((double)a - b);
+            sr += (double)b * b;
+        }
+        const double rel = sqrt(se / (sr > 1e-30 ? sr : 1e-30));
+        out->bad_rows += nf || rel > XS_MOE_TOL_ROW;
+        if (rel > out->max_row_rel)
+            out->max_row_rel = rel;
+        const double score = nf ? INFINITY : rel;
+        if (out->worst_row < 0 || score > worst_score) {
+            out->worst_row = gr;
+            worst_score = score;
+        }
+        out->nonfinite += nf;
+        se_all += se;
+        sr_all += sr;
+    }
+    free(got);
+    free(want);
+    out->rows = r1 - r0;
+    out->worst_expert = out->worst_row >= 0 ? m->row_expert[out->worst_row] : -1;
+    out->rel_frob = sqrt(se_all / (sr_all > 1e-30 ? sr_all : 1e-30));
+    out->ok = out->bad_rows == 0 && out->nonfinite == 0 && out->rel_frob <= XS_MOE_TOL_FROB;
+    return XS_OK;
+}
+
+xs_status xs_moe_load_reference_h(xs_moe *m)
+{
+    if (!m->have_ref_h)
+        return xs_seterr(XS_EINVAL, "moe: no reference h (xs_moe_reference_*)");
+    XS_CU(cudaMemcpy(m->h, m->ref_h, (size_t)m->rows * m->I * 2, cudaMemcpyDeviceToDevice));
+    return XS_OK;
 }
 
 /* ---- costs from traces ---------------------------------------------------------------------------- */
@@ -1670,7 +1847,11 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_costs *wc,
         }
     }
     out->inter_ns = best;
-    if (out->criterion_ok) {
+    if (mean_rem <= 0) {
+        /* N = 1 (or no row for ranks 1..N-1): every combine store goes to this GPU's memory */
+        snprintf(out->how, sizeof out->how, "piggyback: no remote combine bytes (N=%d: every "
+                 "row is stored locally), nothing reaches the X-Stage; keep wave", m->N);
+    } else if (out->criterion_ok) {
         snprintf(out->how, sizeof out->how, "piggyback: the wave order's Linear-2 bursts (K=%d, "
                  "%.0f B, gap %.0f ns: %.1f B/ns <= R %.1f) meet the criterion; keep wave", k,
                  mean_rem, wc->c2_ns, bg.injection_bytes_per_ns, p->drain_bytes_per_ns);

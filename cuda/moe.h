@@ -116,6 +116,11 @@ xs_status xs_moe_flush_l2(xs_moe *m, cudaStream_t s);
 typedef struct {
     unsigned long long timeout_ns; /* bound of every dependency wait; 0 = 2 s */
     int fault_skip_l1;             /* test hook: the first Linear-1 tile never signals */
+    int only;                      /* test hook, 0 = the whole layer. 1 = the plan's Linear-1
+                                    * tiles alone (h is poisoned first; check it with
+                                    * xs_moe_verify_h). 2 = its Linear-2 tiles alone, reading h
+                                    * as it is (e.g. xs_moe_load_reference_h), every dependency
+                                    * counted as met; check the windows with xs_moe_verify */
 } xs_moe_run_opts;
 
 /* One launch of the fused kernel with the task list of `slot`, storing the combine through tab.
@@ -145,6 +150,8 @@ typedef struct {
     long nonfinite;       /* NaN/Inf values (poison left = a missing store) */
     double rel_frob;      /* global relative Frobenius error */
     double max_row_rel;   /* worst row */
+    long worst_row;       /* its index in expert-sorted order (-1: no row checked) */
+    int worst_expert;     /* its expert (-1: no row checked) */
     int ok;               /* bad_rows == 0 && rel_frob <= XS_MOE_TOL_FROB */
 } xs_moe_check;
 
@@ -155,6 +162,15 @@ typedef struct {
  * back) and compare it with the reference. Needs a reference; XS_EVERIFY is not returned here:
  * the caller decides from out->ok. */
 xs_status xs_moe_verify(xs_moe *m, const xs_wintab *tab, xs_moe_check *out);
+
+/* The intermediate h [rows, I] that the last run left on the device against the reference's h
+ * (bf16 in every path; kept by xs_moe_reference_cpu and xs_moe_reference_gpu), row by row with
+ * the tolerances above: the rows of one expert (0..E-1), or every row (expert < 0). With
+ * xs_moe_run_opts.only = 1 this checks Linear-1, the gather and SwiGLU alone. */
+xs_status xs_moe_verify_h(xs_moe *m, int expert, xs_moe_check *out);
+/* Overwrite the device h with the reference's h, so that a run with only = 2 checks Linear-2
+ * and the combine alone. */
+xs_status xs_moe_load_reference_h(xs_moe *m);
 
 /* ---- traces ----------------------------------------------------------------------------------- */
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu_ep.sh - the expert-parallel GPU runs on one H200, from an already-built tree:
 #   1. tests/gpu/test_gemm  the tile engine vs fp64 / cuBLAS, and its throughput vs cuBLAS
-#   2. tests/gpu/test_moe   the fused MoE kernel: every schedule verified, timeouts, the model
+#   2. tests/gpu/test_moe   the fused MoE kernel: each layer alone (h, then Linear-2 from the
+#                           reference h), every schedule verified, timeouts, the model
 #   3. xstage bench ep      the sweep (7 configurations x 2 routings x 3 token counts, 4 peers)
 # Writes to $OUT (default ./out): ep.log (everything), ep.csv (bench rows), gemm.csv (GEMM
 # throughput). Every step is bounded by `timeout`; one failing step does not stop the others.
@@ -63,7 +64,7 @@ run_step() {
 }
 
 run_step test_gemm 45 "$B/tests/gpu/test_gemm" --csv "$OUT/gemm.csv" -n 20
-run_step test_moe 50 "$B/tests/gpu/test_moe"
+run_step test_moe 90 "$B/tests/gpu/test_moe"
 X="$B/xstage"
 if [ -x "$X" ] && "$X" bench ep --help 2>&1 | grep -q 'needs the CUDA side'; then
     # a CPU-only link of the tool: relink a private one from the built objects when possible

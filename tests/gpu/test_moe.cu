@@ -3,7 +3,9 @@
  * on small odd shapes (partial tiles, empty experts, 1..4 destinations, local and virtual-peer
  * windows), against the unfused cuBLAS path on a real configuration, the dependency order seen
  * in the trace, a missed dependency timing out with one line, bad input, and the model (auto
- * rule, stall predictor) on synthetic cases.
+ * rule, stall predictor) on synthetic cases. Before the schedules, each layer runs alone
+ * (stage_checks): Linear-1 against the reference's h expert by expert, and Linear-2 fed the
+ * reference's h, so that a fault in the fused path names its layer, expert and row.
  *
  * Tolerance: per combined row ||out - ref|| / ||ref|| <= 2e-2 and <= 1e-2 over the whole output
  * (bf16 h and bf16 output of fp32 accumulations; docs/EP.md).
@@ -91,6 +93,81 @@ static void run_and_verify(xs_moe *m, int slot, const xs_wintab *tab, const char
     check_trace(m, what);
 }
 
+/* Localisers: Linear-1 alone (the gather, the expert's W1 rows, SwiGLU and the h layout) must
+ * reproduce the reference's h expert by expert, and Linear-2 alone, fed the reference's h (the
+ * expert's W2, the routing weights, the combine slots), must reproduce the combined rows. A
+ * fault in the path shared by every schedule fails exactly one of them. (The first GPU run
+ * failed every fused variant with rel err 1.4: Linear-2 read its A operand from X instead of
+ * h, docs/EP.md; Linear-1 alone would have passed and Linear-2 alone failed.) */
+static void stage_checks(xs_moe *m, const xs_wintab *local, const xs_wintab *virt,
+                         const char *name)
+{
+    char what[160];
+    xs_moe_info info;
+    xs_moe_get_info(m, &info);
+    const xs_moe_plan wp = {XS_MOE_WAVE, 0, 0};
+    xs_status st = xs_moe_set_plan(m, 0, &wp);
+    XT_CHECK(st == XS_OK, "%s: plan: %s", name, xs_errmsg());
+    if (st != XS_OK)
+        return;
+    xs_moe_run_opts ro;
+    memset(&ro, 0, sizeof ro);
+    float ms = 0;
+    const xs_moe_tile *t;
+    int n = 0;
+
+    ro.only = 1; /* h is poisoned first: a missing store is non-finite */
+    st = xs_moe_run_fused(m, 0, local, &ro, 0, &ms);
+    XT_CHECK(st == XS_OK, "%s: Linear-1 alone: %s", name, xs_errmsg());
+    if (st == XS_OK) {
+        xs_moe_trace(m, &t, &n);
+        XT_CHECK(n == info.l1_tiles, "%s: Linear-1 alone ran %d tasks, want %d", name, n,
+                 info.l1_tiles);
+        int bad = 0;
+        for (int e = 0; e < info.experts; e++) {
+            xs_moe_check c;
+            st = xs_moe_verify_h(m, e, &c);
+            XT_CHECK(st == XS_OK, "%s: verify h of expert %d: %s", name, e, xs_errmsg());
+            if (st != XS_OK || c.ok)
+                continue;
+            if (bad < 4)
+                printf("FAIL %s Linear-1 alone: expert %d: %ld of %ld h rows off (%ld "
+                       "non-finite), rel err %.2e, worst row %ld (rel %.2e)\n", name, e,
+                       c.bad_rows, c.rows, c.nonfinite, c.rel_frob, c.worst_row, c.max_row_rel);
+            bad++;
+        }
+        XT_CHECK(bad == 0, "%s: Linear-1 alone: h of %d of %d experts differs from the reference "
+                 "SwiGLU output", name, bad, info.experts);
+        xs_moe_check c;
+        st = xs_moe_verify_h(m, -1, &c);
+        XT_CHECK(st == XS_OK && c.ok, "%s: Linear-1 alone: h %ld of %ld rows off (%ld "
+                 "non-finite), rel err %.3g, worst row %ld of expert %d (%.3g)", name, c.bad_rows,
+                 c.rows, c.nonfinite, c.rel_frob, c.worst_row, c.worst_expert, c.max_row_rel);
+        snprintf(what, sizeof what, "%s Linear-1 alone: h vs reference", name);
+        printf("%s %-52s rows=%6ld rel_err=%.2e worst_row=%.2e\n", c.ok ? "ok  " : "FAIL", what,
+               c.rows, c.rel_frob, c.max_row_rel);
+    }
+
+    st = xs_moe_load_reference_h(m);
+    XT_CHECK(st == XS_OK, "%s: load reference h: %s", name, xs_errmsg());
+    const xs_wintab *tabs[2] = {local, virt};
+    for (int i = 0; i < 2 && st == XS_OK; i++) {
+        if (!tabs[i])
+            continue;
+        snprintf(what, sizeof what, "%s Linear-2 alone (reference h) %s", name,
+                 i ? "virtual" : "local");
+        XT_CHECK(xs_moe_poison(m, tabs[i], 0) == XS_OK, "%s: poison: %s", what, xs_errmsg());
+        ro.only = 2;
+        xs_status rs = xs_moe_run_fused(m, 0, tabs[i], &ro, 0, &ms);
+        XT_CHECK(rs == XS_OK, "%s: run: %s", what, xs_errmsg());
+        if (rs != XS_OK)
+            continue;
+        xs_moe_trace(m, &t, &n);
+        XT_CHECK(n == info.l2_tiles, "%s: ran %d tasks, want %d", what, n, info.l2_tiles);
+        verify(m, tabs[i], what);
+    }
+}
+
 typedef struct {
     xs_moe_config cfg;
     int tokens, peers;
@@ -139,6 +216,9 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
     if (st == XS_OK)
         virt = *xs_win_table(ws);
 
+    snprintf(what, sizeof what, "%s/%s", c->cfg.name, xs_moe_routing_name(c->routing));
+    stage_checks(m, &local, ws ? &virt : NULL, what);
+
     const int d0 = xs_moe_default_lead(m);
     const xs_moe_plan plans[] = {
         {XS_MOE_WAVE, 0, 0},        {XS_MOE_WAVE, 0, 1},         {XS_MOE_INTERLEAVED, 0, 0},
@@ -183,6 +263,9 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
         run_and_verify(m, 2, &virt, what);
         printf("     auto: %s\n", ar.how);
     }
+    if (st == XS_OK && info.peers == 1)
+        XT_CHECK(ar.criterion_ok && ar.plan.kind == XS_MOE_WAVE && strstr(ar.how, "no remote"),
+                 "N=1 (every row local): auto should piggyback and say why: %s", ar.how);
     /* the unfused baseline over the same windows */
     if (cb && ws) {
         float t = 0, g = 0;
@@ -199,8 +282,15 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
         XT_CHECK(xs_moe_set_plan(m, 0, &wp) == XS_OK, "plan");
         snprintf(what, sizeof what, "%s/%s wave vs GPU reference", c->cfg.name,
                  xs_moe_routing_name(c->routing));
-        if (st == XS_OK)
+        if (st == XS_OK) {
             run_and_verify(m, 0, &virt, what);
+            /* the reference's h is now the GPU path's: the fused h must match it too */
+            xs_moe_check hc;
+            st = xs_moe_verify_h(m, -1, &hc);
+            XT_CHECK(st == XS_OK && hc.ok, "%s: h vs the GPU reference: %ld of %ld rows off, "
+                     "rel err %.3g, worst row %ld of expert %d", what, hc.bad_rows, hc.rows,
+                     hc.rel_frob, hc.worst_row, hc.worst_expert);
+        }
     }
     if (ws)
         xs_win_close(ws);
@@ -241,6 +331,11 @@ static void large_case(const char *name, int tokens, int peers, xs_moe_routing r
     XT_CHECK(st == XS_OK, "virtual windows: %s", xs_errmsg());
     if (st == XS_OK) {
         xs_wintab virt = *xs_win_table(ws);
+        xs_wintab local;
+        XT_CHECK(xs_moe_local_table(m, &local) == XS_OK, "local table: %s", xs_errmsg());
+        snprintf(what, sizeof what, "%s T=%d N=%d %s", name, tokens, peers,
+                 xs_moe_routing_name(routing));
+        stage_checks(m, &local, &virt, what);
         xs_moe_plan plans[2] = {{XS_MOE_WAVE, 0, 0},
                                 {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0}};
         for (int i = 0; i < 2; i++) {
