@@ -35,11 +35,12 @@ for a in $AREAS; do
             timeout 180 "$t" >>"$W/$a/tests.log" 2>&1
             echo "$(basename "$t"): rc=$? $(tail -n 1 "$W/$a/tests.log")" | tee -a "$S"
         done ;;
-    ep) OUT="$W/$a" timeout 420 bash scripts/gpu_ep.sh build 2>&1 | tail -n 40 | tee -a "$S" ;;
-    up) OUT="$W/$a" timeout 300 bash scripts/gpu_up.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
-    tp) OUT="$W/$a" timeout 300 bash scripts/gpu_tp.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
+    ep) OUT="$W/$a" timeout 240 bash scripts/gpu_ep.sh build 2>&1 | tail -n 40 | tee -a "$S" ;;
+    up) OUT="$W/$a" timeout 150 bash scripts/gpu_up.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
+    tp) OUT="$W/$a" timeout 240 bash scripts/gpu_tp.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
     *) echo "unknown area $a" | tee -a "$S" ;;
     esac
+    # pack after every area: a call cut short still returns what finished
+    tar czf "$OUT/results.tar.gz" -C "$W" .
 done
-tar czf "$OUT/results.tar.gz" -C "$W" .
 ls -la "$OUT"
