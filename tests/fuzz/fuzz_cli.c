@@ -13,16 +13,15 @@
  * profiles from memory by name (see `files`), sends every write (--out) to /dev/null and refuses
  * every other path, so the fuzzer never reads or writes the filesystem. PATH is emptied, so
  * --plot stops at "needs gnuplot" and never starts a program. The schedules are small enough
- * that any profile simulates them in milliseconds: the fuzzer explores parsing, not run time.
+ * that any profile simulates them in well under a second: the fuzzer explores the command line
+ * and the model's corners, not run time.
  */
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "fuzz.h"
 #include "xstage.h"
@@ -54,6 +53,8 @@ static const struct {
                "\"capacity_bytes_per_producer\": 4096, " PROFILE_NUMBERS "}\n"},
     {"nocap.json", "{\"path\": \"virtual\", \"barrier_ns\": 700, "
                    "\"capacity_bytes_per_producer\": 0, " PROFILE_NUMBERS "}\n"},
+    {"queue.json", "{\"path\": \"local\", \"queue_bytes_per_producer\": 8192, "
+                   "\"capacity_bytes_per_producer\": 6144, " PROFILE_NUMBERS "}\n"},
     {"bad.json", "{\"path\": \"host\", \"chunk_bytes\": 1,,}\n"},
 };
 
