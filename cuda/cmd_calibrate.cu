@@ -22,6 +22,7 @@
 #include "xstage_cmd.h"
 #include "xstage_cuda.h"
 #include "xstage_replay.h"
+#include "xstage_sigint.h"
 #include "xstage_win.h"
 
 typedef struct {
@@ -62,6 +63,10 @@ static xs_status train(calib_ctx *c, const char *exp, int k, int64_t b, double g
         XS_TRY(xs_schedule_append(&s, k, b, i + 1 < rows ? gap : 0));
     xs_status st = XS_OK;
     for (int rep = 0; rep < reps && st == XS_OK; rep++) {
+        if (xs_interrupted()) {
+            st = xs_interrupt_err("%d calibration runs; no profile or samples written", c->runs);
+            break;
+        }
         xs_result r;
         xs_replay_stats rs;
         st = xs_replay_run(c->rp, &s, sync, c->seed++, &r, &rs);
@@ -103,6 +108,8 @@ static void usage(void)
            "  -t, --target T        host (pinned host memory over PCIe, default) or local (HBM)\n"
            "  -o, --out FILE        write the fitted profile (JSON)\n"
            "  --samples FILE        write the raw samples (CSV), the fit's input\n"
+           "  --out-published FILE  also write the fit restricted to the published model (no\n"
+           "                        producer queue, no reserve): the embedded default's form\n"
            "  --quick               fewer repetitions and sizes (< 15 s)\n"
            "  -d, --device N        CUDA device (default 0)\n"
            "  --window SIZE         destination window, default 256M\n"
@@ -114,6 +121,7 @@ int xs_cmd_calibrate(int argc, char **argv)
     static const struct option lo[] = {
         {"target", required_argument, 0, 't'}, {"out", required_argument, 0, 'o'},
         {"samples", required_argument, 0, 's'}, {"quick", no_argument, 0, 'q'},
+        {"out-published", required_argument, 0, 'P'},
         {"device", required_argument, 0, 'd'}, {"window", required_argument, 0, 'W'},
         {"timeout", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     xs_replay_opts ro;
@@ -121,7 +129,7 @@ int xs_cmd_calibrate(int argc, char **argv)
     ro.target = XS_TARGET_HOST;
     ro.window_bytes = 256u << 20;
     ro.timeout_s = 30;
-    const char *out = NULL, *samples_out = NULL;
+    const char *out = NULL, *samples_out = NULL, *out_pub = NULL;
     int quick = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:o:d:h", lo, NULL)) != -1) {
@@ -135,6 +143,7 @@ int xs_cmd_calibrate(int argc, char **argv)
             break;
         case 'o': out = optarg; break;
         case 's': samples_out = optarg; break;
+        case 'P': out_pub = optarg; break;
         case 'q': quick = 1; break;
         case 'd': {
             long v;
@@ -344,6 +353,26 @@ int xs_cmd_calibrate(int argc, char **argv)
     int rc = 0;
     if (out && xs_profile_save(&p, out) != XS_OK)
         rc = xs_cli_fail();
+    /* the same samples fitted in the published model's form (the embedded default's form) */
+    xs_profile pp = p;
+    xs_fit_report fp;
+    if (xs_fit_profile_published(&smp, &pp, &fp) != XS_OK) {
+        rc = xs_cli_fail();
+    } else {
+        printf("\n## the published form (no producer queue, no reserve) fitted to the same samples: "
+               "r %.2f B/ns, o %.1f ns, R %.2f B/ns, Q %.0f B, skew %.2f, chunk %.0f B; event model "
+               "on the fitting data: mean |error| %.1f%% (extended form: %.1f%%)\n",
+               pp.issue_bytes_per_ns, pp.issue_overhead_ns, pp.drain_bytes_per_ns,
+               pp.capacity_bytes, pp.arbitration_skew, pp.chunk_bytes, 100 * fp.chunk_err,
+               100 * fr.chunk_err);
+        snprintf(pp.notes, sizeof pp.notes,
+                 "published form (queue 0, reserve 0) of the calibration; driver %d, CUDA runtime "
+                 "%d, %d SMs; issue residual %.1f%% med; event model on fitting data %.1f%%",
+                 gpu->driver_version, gpu->runtime_version, sms, 100 * fp.issue_resid_med,
+                 100 * fp.chunk_err);
+        if (out_pub && xs_profile_save(&pp, out_pub) != XS_OK)
+            rc = xs_cli_fail();
+    }
     if (samples_out) {
         char comment[2048];
         snprintf(comment, sizeof comment,

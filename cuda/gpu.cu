@@ -17,6 +17,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "xstage_cli.h"
 #include "xstage_cuda.h"
 #include "xstage_exchange.h"
 #include "xstage_launch.h"
@@ -115,9 +116,17 @@ static int plain_arg(const char *a)
     return 1;
 }
 
-/* The command line as a shell would need it typed (quoted where needed). */
+/* The command line as a shell would need it typed (quoted where needed). The tool records its
+ * whole command line at start (xs_cli_set_command): a subcommand's argv starts at its own name,
+ * so that one is preferred when it is there. */
 static void print_command(FILE *f, int argc, char **argv)
 {
+    int gargc = 0;
+    char **gargv = xs_cli_command(&gargc);
+    if (gargv && gargc > 0) {
+        argc = gargc;
+        argv = gargv;
+    }
     for (int i = 0; i < argc && argv && argv[i]; i++) {
         if (i)
             fputc(' ', f);

@@ -28,6 +28,8 @@ typedef struct {
     int k;                       /* producers in the row */
     unsigned int seed;           /* pattern seed of the row (rank mixed in on the device) */
     unsigned long long n16;      /* 16-byte units per producer */
+    unsigned long long stride16; /* units between producers' regions: n16 rounded up to 128 B,
+                                  * so that no two SMs write parts of one 128-byte line */
     unsigned long long gap_cyc;  /* useful work after the row, in SM cycles */
     unsigned long long off16;    /* start of the row's region in every window, 16-byte units */
 } xs_drow;
@@ -102,7 +104,7 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
         if (p < row.k) {
             __syncthreads();
             unsigned long long cs = xs_clock();
-            unsigned long long first = row.off16 + slot * row.n16;
+            unsigned long long first = row.off16 + slot * row.stride16;
             xs_burst_pattern(tab.data[d] + 16 * first, row.n16, row.seed ^ (d * 0x85ebca6bu),
                              first);
             __syncthreads();
@@ -330,13 +332,20 @@ const xs_gpu_info *xs_replayer_gpu(const xs_replayer *rp) { return &rp->gpu; }
 
 int xs_replayer_max_producers(const xs_replayer *rp) { return rp->gpu.sm_count; }
 
+/* A producer's region in 16-byte units: its bytes rounded up to whole 128-byte lines. */
+static unsigned long long slot16(int64_t bytes)
+{
+    unsigned long long n16 = (unsigned long long)(bytes / 16);
+    return (n16 + 7) & ~7ull;
+}
+
 /* 16-byte units each destination window needs for the schedule. */
 static unsigned long long window_need16(const xs_schedule *s, int n)
 {
     unsigned long long need = 0;
     for (int r = 0; r < s->nrows; r++) {
         unsigned long long slots = (unsigned long long)((s->rows[r].producers + n - 1) / n);
-        need += slots * (unsigned long long)(s->rows[r].bytes_per_producer / 16);
+        need += slots * slot16(s->rows[r].bytes_per_producer);
     }
     return need;
 }
@@ -367,7 +376,8 @@ xs_status xs_replay_check(const xs_replayer *rp, const xs_schedule *s)
     return XS_OK;
 }
 
-/* Verify every row's regions at every destination, destination-side. */
+/* Verify every row's regions at every destination, destination-side: every producer's bytes
+ * (the padding to whole lines between them is never written and not checked). */
 static xs_status verify_all(xs_replayer *rp, const xs_schedule *s, const unsigned int *seeds,
                             const unsigned long long *off16, uint64_t *bad_total)
 {
@@ -375,15 +385,24 @@ static xs_status verify_all(xs_replayer *rp, const xs_schedule *s, const unsigne
     *bad_total = 0;
     for (int r = 0; r < s->nrows; r++) {
         unsigned long long n16 = (unsigned long long)(s->rows[r].bytes_per_producer / 16);
+        unsigned long long st16 = slot16(s->rows[r].bytes_per_producer);
         for (int d = 0; d < n && d < s->rows[r].producers; d++) {
             if (xs_win_target(rp->win) == XS_TARGET_PEER && d != rp->tab.rank)
                 continue; /* a peer's window is verified by the peer */
             unsigned long long slots =
                 (unsigned long long)((s->rows[r].producers - d + n - 1) / n);
+            unsigned int seed = seeds[r] ^ ((unsigned)d * 0x85ebca6bu);
             uint64_t bad = 0;
-            XS_TRY(xs_win_verify(rp->win, d, off16[r], slots * n16,
-                                 seeds[r] ^ ((unsigned)d * 0x85ebca6bu), off16[r], &bad));
-            *bad_total += bad;
+            if (st16 == n16) {
+                XS_TRY(xs_win_verify(rp->win, d, off16[r], slots * n16, seed, off16[r], &bad));
+                *bad_total += bad;
+                continue;
+            }
+            for (unsigned long long k = 0; k < slots; k++) {
+                unsigned long long first = off16[r] + k * st16;
+                XS_TRY(xs_win_verify(rp->win, d, first, n16, seed, first, &bad));
+                *bad_total += bad;
+            }
         }
     }
     return XS_OK;
@@ -414,12 +433,13 @@ xs_status xs_replay_run(xs_replayer *rp, const xs_schedule *s, int sync, uint32_
             const xs_row *rw = &s->rows[r];
             h[r].k = rw->producers;
             h[r].n16 = (unsigned long long)(rw->bytes_per_producer / 16);
+            h[r].stride16 = slot16(rw->bytes_per_producer);
             h[r].gap_cyc = (unsigned long long)llround(rw->gap_ns * rp->ghz);
             h[r].off16 = off;
             h[r].seed = xs_mix32(seed * 0x9e3779b9u + (unsigned)r) | 1u;
             seeds[r] = h[r].seed;
             off16[r] = off;
-            off += (unsigned long long)((rw->producers + n - 1) / n) * h[r].n16;
+            off += (unsigned long long)((rw->producers + n - 1) / n) * h[r].stride16;
         }
     }
 #define RUN_CU(call)                                                                          \

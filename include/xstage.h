@@ -32,7 +32,8 @@ typedef enum {
     XS_ENCCL,       /* NCCL missing, too old, or an NCCL call failed */
     XS_ETIMEOUT,    /* a bounded wait expired */
     XS_EVERIFY,     /* data at a destination was wrong or missing */
-    XS_EUNSUPPORTED /* built without the component that is needed */
+    XS_EUNSUPPORTED, /* built without the component that is needed */
+    XS_EINTR        /* stopped by SIGINT or SIGTERM (xstage_sigint.h) */
 } xs_status;
 
 /* The library never prints and never exits: a failing call returns a status and leaves a
@@ -276,6 +277,9 @@ typedef struct {
 
 /* Fit a profile from calibration samples (metadata fields of *p are kept). */
 xs_status xs_fit_profile(const xs_samples *s, xs_profile *p, xs_fit_report *rep);
+/* The same restricted to the published model's numbers: no producer queue, no reserve, equal
+ * shares (queue_bytes_per_producer = reserve_bytes_per_producer = arbitration_skew = 0). */
+xs_status xs_fit_profile_published(const xs_samples *s, xs_profile *p, xs_fit_report *rep);
 
 /* ---- statistics ------------------------------------------------------------------------------- */
 

@@ -37,6 +37,11 @@ enum { XS_OPT_PROFILE = 1000, XS_OPT_SET, XS_OPT_CSV, XS_OPT_JSON, XS_OPT_PLOT, 
        XS_OPT_TARGET, XS_OPT_SYNC, XS_OPT_QUICK, XS_OPT_VPEERS, XS_OPT_SCHEDULE, XS_OPT_SEED,
        XS_OPT_FIRST_FREE = 1100 };
 
+/* The tool's whole command line, recorded by main() so that every report names the exact command
+ * that produced it. xs_cli_command returns NULL (and *argc = 0) when none was recorded. */
+void xs_cli_set_command(int argc, char **argv);
+char **xs_cli_command(int *argc);
+
 /* Print "xstage: error: <msg>" (one line) and return 1; for subcommands' error paths. */
 int xs_cli_fail(void);
 /* The same with a message built here. */

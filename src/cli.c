@@ -118,6 +118,21 @@ xs_status xs_profile_args_resolve(const xs_profile_args *a, xs_profile *p)
                                                                             : "embedded profile"));
 }
 
+static int cmd_argc;
+static char **cmd_argv;
+
+void xs_cli_set_command(int argc, char **argv)
+{
+    cmd_argc = argc;
+    cmd_argv = argv;
+}
+
+char **xs_cli_command(int *argc)
+{
+    *argc = cmd_argc;
+    return cmd_argv;
+}
+
 int xs_cli_fail(void)
 {
     fprintf(stderr, "xstage: error: %s\n", xs_errmsg());

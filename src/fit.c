@@ -124,7 +124,7 @@ static int is(const xs_sample_row *r, const char *e) { return !strcmp(r->experim
  * squares (weights 1/T^2, i.e. relative error) of o and 1/r; returns the sum of squared relative
  * residuals, or INFINITY when the data do not determine a positive rate */
 static double fit_issue_for(const xs_samples *s, double b, double *o, double *r, double *rmed,
-                            double *rmax)
+                            double *rmax, int published)
 {
     double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
     int n = 0;
@@ -133,7 +133,10 @@ static double fit_issue_for(const xs_samples *s, double b, double *o, double *r,
             continue;
         double x = (double)s->v[i].bytes_per_producer - b, y = s->v[i].issue_med_ns;
         x = x > 0 ? x : 0;
-        double w = 1 / (y * y);
+        /* relative error (1/T^2); the published form has no queue to fit the first few KiB
+         * of a burst, and with relative weights those would pull r far above the long-burst
+         * rate: weights 1/T balance the two */
+        double w = published ? 1 / y : 1 / (y * y);
         sw += w; sx += w * x; sy += w * y; sxx += w * x * x; sxy += w * x * y;
         n++;
     }
@@ -167,7 +170,8 @@ static double fit_issue_for(const xs_samples *s, double b, double *o, double *r,
 }
 
 /* issue alone (the queue that fits the issue times best); the stage step may revise b */
-static xs_status fit_issue(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
+static xs_status fit_issue(const xs_samples *s, xs_profile *p, xs_fit_report *rep,
+                           int published)
 {
     int n = 0;
     for (size_t i = 0; i < s->n; i++)
@@ -176,8 +180,8 @@ static xs_status fit_issue(const xs_samples *s, xs_profile *p, xs_fit_report *re
     if (n < 3)
         return xs_seterr(XS_EINVAL, "calibration: %d 'issue' samples; at least 3 needed", n);
     double best = INFINITY, bb = 0, o, r;
-    for (double b = 0; b <= 32768; b += 512) {
-        double e = fit_issue_for(s, b, &o, &r, NULL, NULL);
+    for (double b = 0; b <= (published ? 0 : 32768); b += 512) {
+        double e = fit_issue_for(s, b, &o, &r, NULL, NULL, published);
         if (e < best * (1 - 1e-6) - 1e-12) { /* ties: the smallest queue */
             best = e;
             bb = b;
@@ -186,7 +190,7 @@ static xs_status fit_issue(const xs_samples *s, xs_profile *p, xs_fit_report *re
     if (!isfinite(best))
         return xs_seterr(XS_ERANGE, "calibration: issue time does not grow with the burst size");
     fit_issue_for(s, bb, &p->issue_overhead_ns, &p->issue_bytes_per_ns, &rep->issue_resid_med,
-                  &rep->issue_resid_max);
+                  &rep->issue_resid_max, published);
     p->queue_bytes_per_producer = bb;
     return XS_OK;
 }
@@ -373,7 +377,8 @@ static double model_error(const xs_profile *p, const run *runs, int nruns)
 
 /* capacity and chunk: the event model fitted to the isolated bursts and the drift trains.
  * Coarse-to-fine: Q on a log grid at a middle chunk size, then the chunk size, then Q again. */
-static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
+static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *rep,
+                           int published)
 {
     run runs[256];
     int nruns = 0;
@@ -423,7 +428,7 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
             q.field = keep_;                                                                  \
     } while (0)
     static const double reserves[] = {0, 4096, 8192, 12288, 16384, 24576, 32768};
-    for (int ir = 0; ir < 7; ir++) {
+    for (int ir = 0; ir < (published ? 1 : 7); ir++) {
         double lbest = INFINITY;
         q.reserve_bytes_per_producer = reserves[ir];
         q.chunk_bytes = 4096;
@@ -452,9 +457,18 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
         for (double c = 1024; c <= 65536; c *= 2)
             if (q.queue_bytes_per_producer == 0 || c <= q.queue_bytes_per_producer)
                 TRY(chunk_bytes, c);
-        double q0 = q.capacity_bytes;
-        for (int i = -3; i <= 3; i++)
-            TRY(capacity_bytes, q0 * pow(2, i / 16.0));
+        /* polish: Q in 1/32 octaves, the skew, the chunk once more, Q again */
+        for (int pass = 0; pass < 2; pass++) {
+            double q0 = q.capacity_bytes, s0 = q.arbitration_skew, c0 = q.chunk_bytes;
+            for (int i = -6; i <= 6; i++)
+                if (i)
+                    TRY(capacity_bytes, q0 * pow(2, i / 32.0));
+            for (int i = -1; i <= 1; i += 2)
+                TRY(arbitration_skew, fmax(0, s0 + 0.125 * i));
+            for (int i = -1; i <= 1; i += 2)
+                if (q.queue_bytes_per_producer == 0 || c0 * pow(2, i) <= q.queue_bytes_per_producer)
+                    TRY(chunk_bytes, fmax(512, c0 * pow(2, i)));
+        }
         if (lbest < best) {
             best = lbest;
             stage_err = lbest;
@@ -489,12 +503,27 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
     return XS_OK;
 }
 
-xs_status xs_fit_profile(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
+static xs_status fit(const xs_samples *s, xs_profile *p, xs_fit_report *rep, int published)
 {
     memset(rep, 0, sizeof *rep);
-    XS_TRY(fit_issue(s, p, rep));
+    if (published) {
+        p->queue_bytes_per_producer = 0;
+        p->reserve_bytes_per_producer = 0;
+        p->arbitration_skew = 0;
+    }
+    XS_TRY(fit_issue(s, p, rep, published));
     XS_TRY(fit_drain(s, p, rep));
-    XS_TRY(fit_stage(s, p, rep));
+    XS_TRY(fit_stage(s, p, rep, published));
     p->provisional = 0;
     return xs_profile_check(p, "fitted profile");
+}
+
+xs_status xs_fit_profile(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
+{
+    return fit(s, p, rep, 0);
+}
+
+xs_status xs_fit_profile_published(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
+{
+    return fit(s, p, rep, 1);
 }

@@ -8,6 +8,7 @@
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
+#include "xstage_sigint.h"
 
 /* GPU subcommands are weak: a build without nvcc has none, and says so. */
 #pragma weak xs_cmd_calibrate
@@ -72,6 +73,7 @@ static int cmd_bench(int argc, char **argv)
     }
     if (!fn)
         return not_built(argv[1]);
+    xs_sigint_install();
     return fn(argc - 1, argv + 1);
 }
 
@@ -86,6 +88,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    xs_cli_set_command(argc, argv);
     if (argc < 2) {
         usage(stderr);
         return 1;
@@ -100,6 +103,8 @@ int main(int argc, char **argv)
         int (*fn)(int, char **) = subcmds[i].fn ? subcmds[i].fn : gpu_fn(argv[1]);
         if (!fn)
             return not_built(argv[1]);
+        if (!subcmds[i].fn)
+            xs_sigint_install(); /* GPU commands stop cleanly between runs (xstage_sigint.h) */
         return fn(argc - 1, argv + 1);
     }
     fprintf(stderr, "xstage: error: unknown command '%s' (xstage --help lists them)\n", argv[1]);
