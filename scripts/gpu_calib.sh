@@ -34,13 +34,17 @@ step() {
     tail -n 3 "$LOG"
 }
 step calibrate-host 120 "$X" calibrate --target host --out "$OUT/h200_host_profile.json" \
-    --samples "$OUT/h200_host_samples.csv"
+    --out-published "$OUT/h200_host_profile_published.json" --samples "$OUT/h200_host_samples.csv"
 step calibrate-local 120 "$X" calibrate --target local --out "$OUT/h200_local_profile.json" \
     --samples "$OUT/h200_local_samples.csv"
 step calibrate-quick 60 "$X" calibrate --target host --quick --out "$OUT/quick_profile.json"
 P="$OUT/h200_host_profile.json"
 [ -s "$P" ] || P=""
-step validate-host 240 "$X" validate ${P:+--profile "$P"} --csv "$OUT/validate.csv"
+step validate-host 240 "$X" validate ${P:+--profile "$P"} --csv "$OUT/validate.csv" \
+    --rows "$OUT/validate_rows.csv"
+PP="$OUT/h200_host_profile_published.json"
+[ -s "$PP" ] && step validate-host-published 240 "$X" validate --profile "$PP" \
+    --csv "$OUT/validate_published.csv" --rows "$OUT/validate_published_rows.csv"
 for f in examples/ep_wave.csv examples/drift.csv; do
     step "replay $(basename "$f")" 60 "$X" replay --schedule "$f" ${P:+--profile "$P"}
     step "replay --sync $(basename "$f")" 60 "$X" replay --schedule "$f" --sync ${P:+--profile "$P"}
