@@ -2,7 +2,6 @@
 """Embed a calibrated profile (JSON) as the library's default: rewrites the string literal
 default_profile_json in src/profile.c. Usage: scripts/embed_profile.py PROFILE.json [RESULTS_DIR]"""
 import json
-import re
 import sys
 
 ORDER = ["device", "path", "date", "command", "provisional", "notes", "issue_bytes_per_ns",
@@ -34,10 +33,24 @@ def main():
                "versions are in it). Regenerate with\n * scripts/embed_profile.py. */\n"
                "static const char default_profile_json[] =\n" + "\n".join(lines) + ";\n")
     src = open("src/profile.c").read()
-    new, n = re.subn(r"/\* Embedded default:.*?static const char default_profile_json\[\] =\n(?:    \".*\"\n)*?    \".*\";\n",
-                     lambda m: literal, src, flags=re.S)
-    if n != 1:
+    start = src.find("/* Embedded default:")
+    decl = src.find("static const char default_profile_json[] =\n", start)
+    end = -1
+    if start >= 0 and decl > start:
+        # the literal is one quoted string per line; it ends at the first line ending in ";
+        pos = decl + len("static const char default_profile_json[] =\n")
+        while pos < len(src):
+            nl = src.find("\n", pos)
+            line = src[pos:nl]
+            if not line.startswith('    "'):
+                break
+            pos = nl + 1
+            if line.endswith('";'):
+                end = pos
+                break
+    if end < 0:
         sys.exit("embed_profile: the default_profile_json literal was not found in src/profile.c")
+    new = src[:start] + literal + src[end:]
     open("src/profile.c", "w").write(new)
 
 
