@@ -51,6 +51,7 @@ const char *xs_status_name(xs_status s)
     case XS_ETIMEOUT: return "timeout";
     case XS_EVERIFY: return "verification failed";
     case XS_EUNSUPPORTED: return "unsupported";
+    case XS_EINTR: return "interrupted";
     }
     return "unknown status";
 }
