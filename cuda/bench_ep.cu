@@ -27,6 +27,7 @@
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_cuda.h"
+#include "xstage_sigint.h"
 #include "xstage_win.h"
 
 #define EP_MAX_LIST 16
@@ -685,7 +686,8 @@ int xs_bench_ep(int argc, char **argv)
               "t_iss0_ns,stall_meas_ns,stall_pred_ns\n", tiles);
 
     static ep_row rows[EP_MAX_ROWS];
-    int nrows = 0, failures = 0;
+    int nrows = 0, failures = 0, tried = 0, intr = 0;
+    const int total = o.nconfigs * o.nroutings * (o.ntokens ? o.ntokens : 3) * o.npeers;
     ep_table_header();
     for (int ci = 0; ci < o.nconfigs; ci++) {
         const xs_moe_config *cfg = o.configs[ci];
@@ -707,6 +709,12 @@ int xs_bench_ep(int argc, char **argv)
         for (int ri = 0; ri < o.nroutings; ri++)
             for (int ti = 0; ti < nt; ti++)
                 for (int pi = 0; pi < o.npeers && nrows < EP_MAX_ROWS; pi++) {
+                    if (xs_interrupted()) { /* stop between points (xstage_sigint.h) */
+                        intr = 1;
+                        xs_moe_weights_destroy(w);
+                        goto finish;
+                    }
+                    tried++;
                     ep_row *r = &rows[nrows];
                     xs_status st = ep_point(&o, w, cfg, toks[ti], o.peers[pi], o.routings[ri],
                                             &prof, cb, tiles, r);
@@ -739,11 +747,18 @@ finish:
         if (rows[i].how[0])
             printf("# auto %s %s T=%d N=%d: %s\n", rows[i].config, rows[i].routing,
                    rows[i].tokens, rows[i].peers, rows[i].how);
+    if (intr && csv)
+        fputs("# INTERRUPTED: partial results\n", csv);
+    if (intr && tiles)
+        fputs("# INTERRUPTED: partial results\n", tiles);
     if (csv)
         fclose(csv);
     if (tiles)
         fclose(tiles);
     xs_cublas_close(cb);
+    if (intr)
+        return xs_cli_failf("interrupted by %s after %d of %d points%s", xs_interrupt_name(),
+                            tried, total, o.csv || o.tiles ? "; partial CSV marked" : "");
     if (failures) {
         printf("# bench ep FAILED: %d point(s) failed or did not verify\n", failures);
         return 1;

@@ -31,6 +31,7 @@
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_cuda.h"
+#include "xstage_sigint.h"
 #include "xstage_win.h"
 
 #define UP_ATOL 2e-3           /* |out - ref| <= ATOL + RTOL*|ref|: bf16 P and bf16 output */
@@ -910,7 +911,7 @@ extern "C" int xs_bench_up(int argc, char **argv)
         return xs_cli_failf("out of host memory for %d rows", nrows_max);
     int nrows = 0;
     table_header();
-    for (int pi = 0; pi < o.npeers; pi++) {
+    for (int pi = 0; pi < o.npeers && !xs_interrupted(); pi++) { /* xstage_sigint.h */
         const int P = o.peers[pi];
         xs_win_opts wo;
         memset(&wo, 0, sizeof wo);
@@ -929,7 +930,7 @@ extern "C" int xs_bench_up(int argc, char **argv)
         }
         for (int hi = 0; hi < o.nheads; hi++)
             for (int si = 0; si < o.nseq; si++)
-                for (int cz = o.causal_lo; cz <= o.causal_hi; cz++) {
+                for (int cz = o.causal_lo; cz <= o.causal_hi && !xs_interrupted(); cz++) {
                     up_cfg c;
                     memset(&c, 0, sizeof c);
                     c.seq = o.seq[si], c.heads = o.heads[hi], c.causal = cz, c.peers = P;
@@ -944,9 +945,11 @@ extern "C" int xs_bench_up(int argc, char **argv)
                 }
         xs_win_close(ws);
     }
-    rc = summary(rows, nrows);
+    const int intr = xs_interrupted() && nrows < nrows_max; /* stopped early: no verdict */
+    rc = intr ? 1 : summary(rows, nrows);
     if (csv) {
-        fprintf(csv, "# %s\n", rc ? "bench up FAILED" : "bench up OK");
+        fprintf(csv, "# %s\n", intr ? "INTERRUPTED: partial results"
+                               : rc ? "bench up FAILED" : "bench up OK");
         fclose(csv);
     }
     free(rows);
@@ -956,5 +959,9 @@ extern "C" int xs_bench_up(int argc, char **argv)
     for (int i = 0; i < 3; i++)
         cudaEventDestroy(B.ev[i]);
     cudaStreamDestroy(B.stream);
+    if (intr)
+        return xs_cli_failf("interrupted by %s after %d of %d configurations%s",
+                            xs_interrupt_name(), nrows, nrows_max,
+                            o.csv ? "; partial CSV marked" : "");
     return rc;
 }
