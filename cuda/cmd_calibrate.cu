@@ -21,6 +21,7 @@
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_cuda.h"
+#include "xstage_launch.h"
 #include "xstage_replay.h"
 #include "xstage_sigint.h"
 #include "xstage_win.h"
@@ -105,7 +106,10 @@ static void usage(void)
            "unconstrained bursts and the large-gap plateau, capacity Q(K) from isolated bursts\n"
            "(K = 1, 2, 4, ..., all SMs), chunk_bytes from free-running trains; plus a plain\n"
            "zero-copy store kernel and (host) the visibility round trip. Every byte verified.\n\n"
-           "  -t, --target T        host (pinned host memory over PCIe, default) or local (HBM)\n"
+           "  -t, --target T        host (pinned host memory over PCIe, default), local (HBM),\n"
+           "                        peer (NCCL windows; one rank: its own window) or virtual\n"
+           "  --virtual-peers N     with --target virtual: 1 local + N-1 host windows\n"
+           "  -g, --gpus N          with --target peer: N ranks, one process per GPU\n"
            "  -o, --out FILE        write the fitted profile (JSON)\n"
            "  --samples FILE        write the raw samples (CSV), the fit's input\n"
            "  --out-published FILE  also write the fit restricted to the published model (no\n"
@@ -123,24 +127,37 @@ int xs_cmd_calibrate(int argc, char **argv)
         {"samples", required_argument, 0, 's'}, {"quick", no_argument, 0, 'q'},
         {"out-published", required_argument, 0, 'P'},
         {"device", required_argument, 0, 'd'}, {"window", required_argument, 0, 'W'},
-        {"timeout", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"timeout", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'},
+        {"gpus", required_argument, 0, 'g'}, {"virtual-peers", required_argument, 0, 'V'},
+        {0, 0, 0, 0}};
     xs_replay_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.target = XS_TARGET_HOST;
     ro.window_bytes = 256u << 20;
     ro.timeout_s = 30;
     const char *out = NULL, *samples_out = NULL, *out_pub = NULL;
-    int quick = 0, c;
+    int quick = 0, c, gpus = 1;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "t:o:d:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:o:d:g:h", lo, NULL)) != -1) {
         switch (c) {
         case 't':
             if (xs_target_parse(optarg, &ro.target) != XS_OK)
                 return xs_cli_fail();
-            if (ro.target != XS_TARGET_HOST && ro.target != XS_TARGET_LOCAL)
-                return xs_cli_failf("calibrate: --target %s is not calibrated by this command "
-                                    "(host or local)", optarg);
             break;
+        case 'g': {
+            long v;
+            if (xs_parse_int("--gpus", optarg, 1, XS_MAX_RANKS, &v) != XS_OK)
+                return xs_cli_fail();
+            gpus = (int)v;
+            break;
+        }
+        case 'V': {
+            long v;
+            if (xs_parse_int("--virtual-peers", optarg, 1, XS_MAX_RANKS, &v) != XS_OK)
+                return xs_cli_fail();
+            ro.virtual_peers = (int)v;
+            break;
+        }
         case 'o': out = optarg; break;
         case 's': samples_out = optarg; break;
         case 'P': out_pub = optarg; break;
@@ -171,6 +188,20 @@ int xs_cmd_calibrate(int argc, char **argv)
     }
     if (optind < argc)
         return xs_cli_failf("calibrate: unexpected argument '%s'", argv[optind]);
+    if (ro.target == XS_TARGET_VIRTUAL && ro.virtual_peers < 1)
+        return xs_cli_failf("calibrate: --target virtual needs --virtual-peers N");
+    if (gpus > 1 && ro.target != XS_TARGET_PEER)
+        return xs_cli_failf("calibrate: --gpus %d needs --target peer", gpus);
+    {
+        int ec = 0, l = xs_launch_or_run(gpus, 0, NULL, &ec);
+        if (l < 0)
+            return xs_cli_fail();
+        if (l == 1) {
+            if (ec)
+                xs_cli_fail();
+            return ec;
+        }
+    }
 
     time_t t_start = time(NULL);
     xs_replayer *rp;
