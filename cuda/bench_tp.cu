@@ -36,6 +36,7 @@
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_cuda.h"
+#include "xstage_sigint.h"
 #include "xstage_pattern.h"
 #include "xstage_win.h"
 
@@ -817,7 +818,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
     table_header();
     /* one window set per peer count, sized for its largest configuration */
     for (int i = 0; i < nrows; i++) {
-        if (rows[i].ran || rows[i].s.peers == 0)
+        if (rows[i].ran || rows[i].s.peers == 0 || xs_interrupted())
             continue;
         const int P = rows[i].s.peers;
         size_t bytes = 0;
@@ -850,6 +851,8 @@ extern "C" int xs_bench_tp(int argc, char **argv)
         for (int j = i; j < nrows; j++) {
             if (rows[j].s.peers != P)
                 continue;
+            if (xs_interrupted()) /* stop between configurations (xstage_sigint.h) */
+                break;
             if (now_s() - t0 > o.max_time_s) {
                 skipped++;
                 rows[j].s.peers = 0; /* not run */
@@ -866,14 +869,22 @@ extern "C" int xs_bench_tp(int argc, char **argv)
         }
         xs_win_close(ws);
     }
-    rc = summary(rows, nrows, skipped);
+    int nran = 0;
+    for (int j = 0; j < nrows; j++)
+        nran += rows[j].ran;
+    const int intr = xs_interrupted() && nran + skipped < nrows; /* stopped early: no verdict */
+    rc = intr ? 1 : summary(rows, nrows, skipped);
     printf("# wall time %.1f s\n", now_s() - t0);
     if (csv) {
-        fprintf(csv, "# %s\n", rc ? "bench tp FAILED" : "bench tp OK");
+        fprintf(csv, "# %s\n", intr ? "INTERRUPTED: partial results"
+                               : rc ? "bench tp FAILED" : "bench tp OK");
         fclose(csv);
     }
     cudaStreamDestroy(stream);
     xs_cublas_close(cb);
     free(rows);
+    if (intr)
+        return xs_cli_failf("interrupted by %s after %d of %d configurations%s",
+                            xs_interrupt_name(), nran, nrows, o.csv ? "; partial CSV marked" : "");
     return rc;
 }
