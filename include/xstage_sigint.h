@@ -20,7 +20,8 @@ extern "C" {
 #endif
 
 /* Install the handlers (idempotent): SIGINT always; SIGTERM too, unless this process is a rank
- * started by the launcher (XS_RANK set), where the launcher's SIGTERM must stop it at once. */
+ * started by the launcher (XS_RANK set), where the launcher's SIGTERM must stop it at once. A
+ * signal ignored at start (a background job of a script) stays ignored. */
 void xs_sigint_install(void);
 /* The signal that arrived since xs_sigint_install (SIGINT or SIGTERM), or 0. */
 int xs_interrupted(void);

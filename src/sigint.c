@@ -4,7 +4,9 @@
  * The handler does the one async-signal-safe thing: store the signal number in a volatile
  * sig_atomic_t. SA_RESETHAND makes the first signal the only one handled: a second Ctrl-C takes
  * the default action and ends the process at once (a stuck driver call stays interruptible).
- * SA_RESTART keeps the rest of the program's system calls (reads, waits) as they were.
+ * SA_RESTART keeps the rest of the program's system calls (reads, waits) as they were. A
+ * signal that was ignored when the process started (a background job of a non-interactive
+ * shell ignores SIGINT) is left ignored, as shells and Python do.
  */
 #include <signal.h>
 #include <stdarg.h>
@@ -22,6 +24,9 @@ static void on_signal(int sig) { caught = sig; }
 static void handle(int sig)
 {
     struct sigaction sa;
+    /* a signal ignored by whoever started us (a background job of a script) stays ignored */
+    if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+        return;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);

@@ -2,7 +2,8 @@
  * test_sigint.c - the interrupt flag of long GPU commands (src/sigint.c) on the CPU: SIGINT and
  * SIGTERM set it and the process goes on; the message is one line with the signal's name; a
  * second signal takes the default action (checked in forked children); a launched rank
- * (XS_RANK set) keeps SIGTERM's default action; the status has a name.
+ * (XS_RANK set) keeps SIGTERM's default action; a SIGINT ignored at start stays ignored; the
+ * status has a name.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -49,6 +50,14 @@ static void rank_term(void)
     _exit(5);
 }
 
+static void ignored_int(void)
+{
+    signal(SIGINT, SIG_IGN); /* as a shell starts a background job */
+    xs_sigint_install();
+    raise(SIGINT);
+    _exit(xs_interrupted() == 0 ? 8 : 9);
+}
+
 static void plain_term(void)
 {
     unsetenv("XS_RANK");
@@ -69,6 +78,9 @@ int main(void)
     ws = in_child(rank_term);
     XT_CHECK(ws != -1 && WIFSIGNALED(ws) && WTERMSIG(ws) == SIGTERM,
              "a launched rank ends on SIGTERM (status %#x)", ws);
+    ws = in_child(ignored_int);
+    XT_CHECK(ws != -1 && WIFEXITED(ws) && WEXITSTATUS(ws) == 8,
+             "an ignored SIGINT stays ignored (status %#x)", ws);
     ws = in_child(plain_term);
     XT_CHECK(ws != -1 && WIFEXITED(ws) && WEXITSTATUS(ws) == 6,
              "SIGTERM sets the flag outside the launcher (status %#x)", ws);
