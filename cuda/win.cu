@@ -114,6 +114,12 @@ static xs_status alloc_device(xs_winset *w, const char *what)
 
 static xs_status alloc_host(xs_winset *w, int r, const char *what)
 {
+    /* more than the host has can never be pinned: say so before the driver tries (pinning
+     * page by page towards an impossible size would only squeeze the rest of the host) */
+    const double host_bytes = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (host_bytes > 0 && (double)w->win_bytes > host_bytes)
+        return xs_seterr(XS_ECUDA, "out of pinned host memory: %.1f MiB for %s is more than the "
+                         "host's %.1f MiB", w->win_bytes / 1048576.0, what, host_bytes / 1048576.0);
     char *h = NULL;
     cudaError_t e = cudaHostAlloc((void **)&h, w->win_bytes, cudaHostAllocMapped);
     if (e != cudaSuccess) {

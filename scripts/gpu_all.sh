@@ -2,7 +2,7 @@
 # gpu_all.sh - one device call: environment facts, then the area scripts named in AREAS (default:
 # calib transport tests), each with its own output folder; everything is packed into
 # $OUT/results.tar.gz (the device returns at most 8 files) next to summary.log.
-# Usage: OUT=dir [AREAS="calib transport tests ep up tp"] scripts/gpu_all.sh
+# Usage: OUT=dir [AREAS="calib transport tests ep up tp sanitize faults"] scripts/gpu_all.sh
 set -u
 OUT=${OUT:-./out}
 AREAS=${AREAS:-calib transport tests}
@@ -38,6 +38,8 @@ for a in $AREAS; do
     ep) OUT="$W/$a" timeout 240 bash scripts/gpu_ep.sh build 2>&1 | tail -n 40 | tee -a "$S" ;;
     up) OUT="$W/$a" timeout 150 bash scripts/gpu_up.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
     tp) OUT="$W/$a" timeout 240 bash scripts/gpu_tp.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
+    sanitize) OUT="$W/$a" timeout 400 bash tests/gpu/sanitize.sh 2>&1 | tail -n 60 | tee -a "$S" ;;
+    faults) OUT="$W/$a" timeout 300 bash tests/gpu/faults.sh 2>&1 | tail -n 20 | tee -a "$S" ;;
     *) echo "unknown area $a" | tee -a "$S" ;;
     esac
     # pack after every area: a call cut short still returns what finished
