@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# sanitize.sh - every GPU test binary and a small case of every GPU subcommand under
+# compute-sanitizer memcheck, synccheck and racecheck (issue 9, item 2), on one GPU, from an
+# already built tree (make -j all). The cases (each a few seconds natively):
+#   test_attn 12345, test_gemm --quick -n 1, test_tp --quick, test_moe --quick, test_signal,
+#   test_win --quick (XS_TEST_SKIP_LAUNCH=1: no launcher children; --report-api-errors no: it
+#   provokes out-of-memory and a missing device on purpose - the only case that turns API error
+#   reports off), xstage replay of examples/mixed.csv -n 1 (host, and 4 virtual peers),
+#   validate --quick -n 1, calibrate --quick, bench up/tp/ep on their smallest shapes
+#   (bench ep: --schedule wave under racecheck, which is the slowest tool). Device-side waits of
+#   the subcommands get a 120 s bound (sanitized kernels run 10-100x slower).
+# Runs memcheck over every case first, then synccheck, then racecheck; every step is bounded by
+# `timeout` and by what is left of SAN_BUDGET (default 300 s): a step that no longer fits is
+# SKIPPED, never started. A failing step does not stop the others.
+# Writes $OUT/sanitize.log (every step's full output) and $OUT/sanitize.csv
+# (tool,case,findings,status,seconds after '#' lines: device, date, driver, CUDA, sanitizer
+# and the exact command of every step). status: CLEAN (sanitizer summary with 0 findings, exit
+# 0), FINDINGS (errors or racecheck hazards reported), FAIL (the program failed without a
+# finding, or no sanitizer summary), TIMEOUT, SKIP (budget spent), MISSING (binary or
+# compute-sanitizer not found). Prints a summary table last.
+# Exit status: 0 all clean; 1 any finding; 2 no finding but a step not clean.
+# Usage: OUT=dir [BUILD=build] [SAN_BUDGET=300] [SAN_TOOLS="memcheck synccheck racecheck"]
+#        [SAN_CASES="test_attn replay ..."] [SANITIZER=/path/compute-sanitizer]
+#        bash tests/gpu/sanitize.sh
+set -u
+
+BUILD=${BUILD:-build}
+OUT=${OUT:-./out-sanitize}
+BUDGET=${SAN_BUDGET:-300}
+TOOLS=${SAN_TOOLS:-memcheck synccheck racecheck}
+ALL_CASES="test_attn test_gemm test_tp test_moe test_signal test_win replay replay_virtual
+validate calibrate bench_up bench_tp bench_ep"
+CASES=${SAN_CASES:-$ALL_CASES}
+mkdir -p "$OUT"
+LOG="$OUT/sanitize.log"
+CSV="$OUT/sanitize.csv"
+: >"$LOG"
+T=$(mktemp -d /tmp/xs-san-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+T0=$SECONDS
+
+SAN=${SANITIZER:-$(command -v compute-sanitizer || true)}
+for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer
+do
+    [ -z "$SAN" ] && [ -x "$c" ] && SAN=$c
+done
+X="$BUILD/xstage"
+G="$BUILD/tests/gpu"
+
+# setup CASE TOOL: the case's command (CMD), environment (ENVV), API error reports (API) and
+# bound in seconds (LIMIT); racecheck gets the smallest variant and 1.5x the bound
+setup() {
+    local c=$1 tool=$2
+    CMD=() ENVV=() API=explicit LIMIT=45
+    case $c in
+    test_attn) CMD=("$G/test_attn" 12345) LIMIT=40 ;;
+    test_gemm) CMD=("$G/test_gemm" --quick -n 1) LIMIT=60 ;;
+    test_tp) CMD=("$G/test_tp" --quick) LIMIT=60 ;;
+    test_moe) CMD=("$G/test_moe" --quick) LIMIT=60 ;;
+    test_signal) CMD=("$G/test_signal") LIMIT=40 ;;
+    test_win) CMD=("$G/test_win" --quick) ENVV=(XS_TEST_SKIP_LAUNCH=1) API=no LIMIT=60 ;;
+    replay) CMD=("$X" replay --schedule examples/mixed.csv -n 1 --timeout 120) LIMIT=30 ;;
+    replay_virtual)
+        CMD=("$X" replay --schedule examples/mixed.csv -n 1 --timeout 120 --target virtual
+            --virtual-peers 4) LIMIT=30 ;;
+    validate) CMD=("$X" validate --quick -n 1 --timeout 120) LIMIT=45 ;;
+    calibrate) CMD=("$X" calibrate --quick --timeout 120) LIMIT=60 ;;
+    bench_up)
+        CMD=("$X" bench up --seq 1024 --heads 1 --peers 2 --causal both -n 1 -w 0
+            --samples 16) LIMIT=45 ;;
+    bench_tp)
+        CMD=("$X" bench tp --op all --m 256 --n 256 --k 256 --peers 2 -n 1 -w 0 --timeout 120)
+        LIMIT=60 ;;
+    bench_ep)
+        CMD=("$X" bench ep --config olmoe-1b-7b --tokens 32 --peers 2 --routing balanced -n 1
+            -w 0 --timeout-ms 120000) LIMIT=60
+        [ "$tool" = racecheck ] && CMD+=(--schedule wave) ;;
+    *) return 1 ;;
+    esac
+    [ "$tool" = racecheck ] && LIMIT=$((LIMIT * 3 / 2))
+    return 0
+}
+
+declare -A RES       # tool/case -> "STATUS FINDINGS SECONDS"
+declare -A NOTE      # tool/case -> one line: the first finding or the program's last line
+ROWS=()              # CSV rows in order
+STEPS=()             # "# step tool/case: command" lines for the CSV header
+
+record() { # TOOL CASE STATUS FINDINGS SECONDS NOTE
+    RES["$1/$2"]="$3 ${4:--} $5"
+    NOTE["$1/$2"]=$6
+    ROWS+=("$1,$2,$4,$3,$5")
+    echo "=== $1 $2: $3 findings=${4:-?} ${5}s${6:+ ($6)}" | tee -a "$LOG"
+}
+
+run_step() { # TOOL CASE
+    local tool=$1 c=$2
+    if ! setup "$c" "$tool"; then
+        record "$tool" "$c" MISSING "" 0 "unknown case"
+        return
+    fi
+    if [ ! -x "${CMD[0]}" ]; then
+        record "$tool" "$c" MISSING "" 0 "not built: ${CMD[0]}"
+        return
+    fi
+    if [ -z "$SAN" ] || [ ! -x "$SAN" ]; then
+        record "$tool" "$c" MISSING "" 0 "compute-sanitizer not found"
+        return
+    fi
+    local left=$((BUDGET - (SECONDS - T0)))
+    if [ "$left" -lt 10 ]; then
+        record "$tool" "$c" SKIP "" 0 "SAN_BUDGET=${BUDGET}s spent"
+        return
+    fi
+    local lim=$LIMIT
+    [ "$lim" -gt "$left" ] && lim=$left
+    local full=(env ${ENVV[@]+"${ENVV[@]}"} "$SAN" --tool "$tool" --error-exitcode 3
+        --report-api-errors "$API" "${CMD[@]}")
+    STEPS+=("# step $tool/$c: ${full[*]}")
+    local sl="$T/$tool-$c.log"
+    echo "=== $tool $c (limit ${lim}s): ${full[*]}" >>"$LOG"
+    local t0=$SECONDS
+    timeout --kill-after=5 "$lim" "${full[@]}" >"$sl" 2>&1 </dev/null
+    local rc=$?
+    local dt=$((SECONDS - t0))
+    cat "$sl" >>"$LOG"
+    # findings: the sum of "ERROR SUMMARY: N errors" lines (one per process), or racecheck's
+    # "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)" when larger
+    local n h f
+    n=$(awk '/^========= ERROR SUMMARY: [0-9]+ error/ {s += $4; seen = 1}
+             END {if (seen) print s}' "$sl")
+    h=$(awk '/^========= RACECHECK SUMMARY: [0-9]+ hazard/ {s += $4; seen = 1}
+             END {if (seen) print s}' "$sl")
+    f=$n
+    if [ -n "$h" ] && { [ -z "$f" ] || [ "$h" -gt "$f" ]; }; then f=$h; fi
+    local first last
+    first=$(grep -m1 -E '^========= +(Invalid|Race|Error|Barrier|Program hit|Malformed|Warning|Uninitialized|Cuda|ERROR)' "$sl" | cut -c1-200)
+    last=$(grep -v '^=========' "$sl" | grep -v '^[[:space:]]*$' | tail -n 1 | cut -c1-200)
+    if [ -n "$f" ] && [ "$f" -gt 0 ]; then
+        record "$tool" "$c" FINDINGS "$f" "$dt" "${first:-see the log}"
+    elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        record "$tool" "$c" TIMEOUT "$f" "$dt" "killed after ${lim}s; last: $last"
+    elif [ "$rc" -eq 3 ]; then
+        record "$tool" "$c" FINDINGS "${f:-1}" "$dt" "${first:-sanitizer exit 3}"
+    elif [ "$rc" -ne 0 ]; then
+        record "$tool" "$c" FAIL "$f" "$dt" "exit $rc; last: $last"
+    elif [ -z "$f" ]; then
+        record "$tool" "$c" FAIL "" "$dt" "no sanitizer summary; last: $last"
+    else
+        record "$tool" "$c" CLEAN "$f" "$dt" ""
+    fi
+}
+
+{
+    echo "# sanitize.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+    echo "# git $(git rev-parse --short HEAD 2>/dev/null)," \
+        "$(git status --porcelain 2>/dev/null | wc -l) changed files"
+    echo "# sanitizer: ${SAN:-none}; tools: $TOOLS; budget ${BUDGET}s"
+} | tee -a "$LOG"
+for tool in $TOOLS; do
+    for c in $CASES; do
+        run_step "$tool" "$c"
+    done
+done
+
+# ---- the CSV: '#' lines, the header, one row per step --------------------------------------
+gpu=$(nvidia-smi --query-gpu=name,driver_version,pci.bus_id,memory.total --format=csv,noheader \
+    2>/dev/null | head -n 1)
+cuda_drv=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -n 1)
+nvcc_v=$( (nvcc --version || /usr/local/cuda/bin/nvcc --version) 2>/dev/null | grep release |
+    sed 's/^Cuda compilation tools, //')
+san_v=$("${SAN:-false}" --version 2>/dev/null | grep -i version | tail -n 1)
+{
+    echo "# xstage tests/gpu/sanitize.sh: GPU tests and small GPU subcommand cases under" \
+        "compute-sanitizer"
+    echo "# date $(date -u +%Y-%m-%dT%H:%M:%SZ), host $(hostname)," \
+        "git $(git rev-parse --short HEAD 2>/dev/null)"
+    echo "# device: ${gpu:-unknown} (name, driver, PCI, memory)"
+    echo "# CUDA: driver supports ${cuda_drv:-?}; toolkit: ${nvcc_v:-?}; sanitizer: ${san_v:-?}"
+    echo "# budget ${BUDGET}s; findings = errors reported (racecheck: hazards); status CLEAN" \
+        "FINDINGS FAIL TIMEOUT SKIP MISSING"
+    for s in ${STEPS[@]+"${STEPS[@]}"}; do echo "$s"; done
+    echo "tool,case,findings,status,seconds"
+    for r in ${ROWS[@]+"${ROWS[@]}"}; do echo "$r"; done
+} >"$CSV"
+
+# ---- the summary table ------------------------------------------------------------------------
+nfind=0 nbad=0 nclean=0 nall=0
+for tool in $TOOLS; do
+    for c in $CASES; do
+        read -r st _ <<<"${RES["$tool/$c"]:-SKIP}"
+        nall=$((nall + 1))
+        case $st in
+        CLEAN) nclean=$((nclean + 1)) ;;
+        FINDINGS) nfind=$((nfind + 1)) ;;
+        *) nbad=$((nbad + 1)) ;;
+        esac
+    done
+done
+{
+    echo
+    echo "=== summary ($((SECONDS - T0)) s; log $LOG, csv $CSV)"
+    printf '%-16s' case
+    for tool in $TOOLS; do printf ' %-15s' "$tool"; done
+    echo
+    for c in $CASES; do
+        printf '%-16s' "$c"
+        for tool in $TOOLS; do
+            read -r st nf sec <<<"${RES["$tool/$c"]:-SKIP - 0}"
+            [ "$st" = FINDINGS ] && st="FINDINGS:$nf"
+            printf ' %-15s' "$st ${sec}s"
+        done
+        echo
+    done
+    skipped=""
+    for tool in $TOOLS; do
+        for c in $CASES; do
+            read -r st _ <<<"${RES["$tool/$c"]:-SKIP}"
+            case $st in
+            CLEAN) ;;
+            SKIP) skipped="$skipped $tool/$c" ;;
+            *) echo "  $tool $c: $st: ${NOTE["$tool/$c"]:-}" ;;
+            esac
+        done
+    done
+    [ -n "$skipped" ] && echo "  skipped (SAN_BUDGET=${BUDGET}s spent):$skipped"
+    echo "sanitize: $nall steps: $nclean clean, $nfind with findings, $nbad not clean" \
+        "(failed, timed out, skipped or missing)"
+} | tee -a "$LOG"
+[ "$nfind" -gt 0 ] && exit 1
+[ "$nbad" -gt 0 ] && exit 2
+exit 0
