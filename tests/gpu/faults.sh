@@ -17,7 +17,7 @@
 # docs/ROBUSTNESS.md has the whole table.
 # Writes $OUT/faults.log; prints a PASS/FAIL table last; exit status non-zero when any check
 # failed. Expected wall time on one H200: about a minute.
-# Usage: OUT=dir [BUILD=build] [SIGINT_BOUND=60] bash tests/gpu/faults.sh
+# Usage, from the repository root: OUT=dir [BUILD=build] [SIGINT_BOUND=60] bash tests/gpu/faults.sh
 set -u
 
 BUILD=${BUILD:-build}

@@ -19,9 +19,9 @@
 # finding, or no sanitizer summary), TIMEOUT, SKIP (budget spent), MISSING (binary or
 # compute-sanitizer not found). Prints a summary table last.
 # Exit status: 0 all clean; 1 any finding; 2 no finding but a step not clean.
-# Usage: OUT=dir [BUILD=build] [SAN_BUDGET=300] [SAN_TOOLS="memcheck synccheck racecheck"]
-#        [SAN_CASES="test_attn replay ..."] [SANITIZER=/path/compute-sanitizer]
-#        bash tests/gpu/sanitize.sh
+# Usage, from the repository root: OUT=dir [BUILD=build] [SAN_BUDGET=300]
+#        [SAN_TOOLS="memcheck synccheck racecheck"] [SAN_CASES="test_attn replay ..."]
+#        [SANITIZER=/path/compute-sanitizer] bash tests/gpu/sanitize.sh
 set -u
 
 BUILD=${BUILD:-build}
@@ -134,7 +134,8 @@ run_step() { # TOOL CASE
     f=$n
     if [ -n "$h" ] && { [ -z "$f" ] || [ "$h" -gt "$f" ]; }; then f=$h; fi
     local first last
-    first=$(grep -m1 -E '^========= +(Invalid|Race|Error|Barrier|Program hit|Malformed|Warning|Uninitialized|Cuda|ERROR)' "$sl" | cut -c1-200)
+    local pat='^========= +(Invalid|Race|Error|Barrier|Program hit|Malformed|Warning|Uninit|Cuda)'
+    first=$(grep -m1 -E "$pat" "$sl" | cut -c1-200)
     last=$(grep -v '^=========' "$sl" | grep -v '^[[:space:]]*$' | tail -n 1 | cut -c1-200)
     if [ -n "$f" ] && [ "$f" -gt 0 ]; then
         record "$tool" "$c" FINDINGS "$f" "$dt" "${first:-see the log}"
