@@ -14,6 +14,7 @@
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_cuda.h"
+#include "xstage_launch.h"
 #include "xstage_replay.h"
 #include "xstage_sigint.h"
 #include "xstage_win.h"
@@ -29,6 +30,7 @@ typedef struct {
     const char *csv_out;
     const char *windows_out;
     const char *rows_out;
+    int gpus;
 } run_args;
 
 enum { OPT_WINDOW = XS_OPT_FIRST_FREE, OPT_TIMEOUT, OPT_DEVICE, OPT_CSVFILE, OPT_WINDOWS,
@@ -62,6 +64,13 @@ static int parse_common(int c, run_args *a)
         if (xs_parse_double("--timeout", optarg, 0.001, 3600, &a->ro.timeout_s) != XS_OK)
             return xs_cli_fail();
         return 0;
+    case 'g': {
+        long v;
+        if (xs_parse_int("--gpus", optarg, 1, XS_MAX_RANKS, &v) != XS_OK)
+            return xs_cli_fail();
+        a->gpus = (int)v;
+        return 0;
+    }
     case 'd':
     case OPT_DEVICE: {
         long v;
@@ -96,6 +105,7 @@ static int parse_common(int c, run_args *a)
     {"target", required_argument, 0, 't'}, {"virtual-peers", required_argument, 0, XS_OPT_VPEERS}, \
     {"window", required_argument, 0, OPT_WINDOW}, {"timeout", required_argument, 0, OPT_TIMEOUT}, \
     {"device", required_argument, 0, 'd'}, {"iters", required_argument, 0, 'n'},              \
+    {"gpus", required_argument, 0, 'g'},                                                      \
     {"profile", required_argument, 0, XS_OPT_PROFILE}, {"set", required_argument, 0, XS_OPT_SET}, \
     {"sync", no_argument, 0, XS_OPT_SYNC}, {"help", no_argument, 0, 'h'}
 
@@ -105,6 +115,7 @@ static int parse_common(int c, run_args *a)
     "  --window SIZE         bytes of each destination window (default: fits the work)\n"      \
     "  --timeout S           bound on one run, seconds (default 30)\n"                          \
     "  -d, --device N        CUDA device (default 0)\n"                                        \
+    "  -g, --gpus N          with --target peer: N ranks, one process per GPU (launcher)\n"      \
     "  -n, --iters N         repetitions; rows report the median repetition (default 3)\n"     \
     "  --profile FILE, --set NAME=VALUE   the profile for the prediction shown alongside\n"
 
@@ -114,6 +125,25 @@ static void defaults(run_args *a)
     a->ro.target = XS_TARGET_HOST;
     a->ro.timeout_s = 30;
     a->reps = 3;
+    a->gpus = 1;
+}
+
+/* -g N: start one process per GPU (the parent returns their status) or go on as one rank.
+ * Returns -1 to go on, else the exit status to return. */
+static int maybe_launch(const run_args *a)
+{
+    if (a->gpus > 1 && a->ro.target != XS_TARGET_PEER)
+        return xs_cli_failf("--gpus %d needs --target peer (ranks exchange through NCCL windows)",
+                            a->gpus);
+    int ec = 0, l = xs_launch_or_run(a->gpus, 0, NULL, &ec);
+    if (l < 0)
+        return xs_cli_fail();
+    if (l == 1) {
+        if (ec)
+            xs_cli_fail();
+        return ec;
+    }
+    return -1;
 }
 
 /* Replay a schedule `reps` times; out gets, per row, the median over repetitions of each
@@ -194,7 +224,7 @@ int xs_cmd_replay(int argc, char **argv)
     defaults(&a);
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "s:t:d:n:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:t:d:n:g:h", lo, NULL)) != -1) {
         if (c == 'h') {
             printf("usage: xstage replay --schedule FILE [--target T] [--sync] [--csv]\n"
                    "Run the schedule on this GPU with one producer (CTA of 128 threads) per SM,\n"
@@ -218,6 +248,9 @@ int xs_cmd_replay(int argc, char **argv)
         return xs_cli_failf("replay: --schedule FILE is required");
     if (a.ro.target == XS_TARGET_VIRTUAL && a.ro.virtual_peers < 1)
         return xs_cli_failf("replay: --target virtual needs --virtual-peers N");
+    int lr = maybe_launch(&a);
+    if (lr >= 0)
+        return lr;
     xs_profile p;
     if (xs_profile_args_resolve(&a.pa, &p) != XS_OK)
         return xs_cli_fail();
@@ -448,7 +481,7 @@ int xs_cmd_validate(int argc, char **argv)
     defaults(&a);
     int c, quick = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "t:d:n:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:d:n:g:h", lo, NULL)) != -1) {
         if (c == 'h') {
             printf("usage: xstage validate [--profile FILE] [--target host|local] [--csv FILE]\n"
                    "Predict (without refitting) and replay a built-in suite of schedules that the\n"
@@ -477,6 +510,9 @@ int xs_cmd_validate(int argc, char **argv)
     if (a.ro.target != XS_TARGET_HOST && a.ro.target != XS_TARGET_LOCAL &&
         a.ro.target != XS_TARGET_PEER)
         return xs_cli_failf("validate: --target host, local or peer");
+    int lr = maybe_launch(&a);
+    if (lr >= 0)
+        return lr;
     if (!a.ro.window_bytes)
         a.ro.window_bytes = 128u << 20;
     xs_replayer *rp;
