@@ -126,6 +126,16 @@ expect_err "profile bad action" "unknown action 'frob'" "$X" profile frob
 expect_err "stray argument" "unexpected argument 'extra'" "$X" predict --schedule examples/isolated.csv extra
 expect_err "unknown benchmark" "unknown benchmark 'xx'" "$X" bench xx
 
+# --- GPU subcommands' argument checks (no GPU needed: they fail before touching one) --------------
+if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
+    expect_err "replay -g without peer" "--gpus 2 needs --target peer" "$X" replay --schedule examples/ep_wave.csv --gpus 2
+    expect_err "calibrate -g without peer" "--gpus 2 needs --target peer" "$X" calibrate --gpus 2
+    expect_err "replay virtual without N" "needs --virtual-peers N" "$X" replay --schedule examples/ep_wave.csv --target virtual
+    expect_err "replay bad target" "" "$X" replay --schedule examples/ep_wave.csv --target moon
+    expect_err "replay no schedule" "--schedule FILE is required" "$X" replay
+    expect_err "validate bad iters" "--iters 0: outside" "$X" validate -n 0
+fi
+
 # --- plot ----------------------------------------------------------------------------------------------
 if command -v gnuplot >/dev/null 2>&1; then
     expect_ok "plot" "$X" predict --schedule examples/drift.csv --plot "$T/d.png"
