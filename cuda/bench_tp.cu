@@ -42,7 +42,10 @@
 
 #define TPB_MAX_LIST 16
 #define TPB_MAX_ITERS 1000
-#define TPB_MAX_CAND 12
+#define TPB_MAX_CAND 18
+/* The tile engine's rate on an H200 (first run: local_tflops 337-375 over 34 rows), used only to
+ * pick default peer counts where compute and PCIe traffic are of comparable size. */
+#define TPB_ENGINE_TFLOPS 355.0
 
 /* ---- shapes of public models (config.json of each; docs/TP.md) -------------------------------- */
 
@@ -50,15 +53,17 @@ typedef struct {
     const char *name;
     int hidden, inter;  /* H, I */
     int tokens[2];      /* default token counts (M * H <= 64M: windows of 256 MB at most) */
-    int peers[2];       /* default peer counts: compute and PCIe traffic of comparable size */
 } tpb_model;
 
 static const tpb_model tpb_models[] = {
-    {"llama3-8b", 4096, 14336, {8192, 16384}, {2, 4}},
-    {"llama3-70b", 8192, 28672, {4096, 8192}, {4, 8}},
-    {"llama3-405b", 16384, 53248, {2048, 4096}, {4, 8}},
+    {"llama3-8b", 4096, 14336, {8192, 16384}},
+    {"llama3-70b", 8192, 28672, {4096, 8192}},
+    {"llama3-405b", 16384, 53248, {2048, 4096}},
 };
 #define TPB_NMODELS ((int)(sizeof tpb_models / sizeof tpb_models[0]))
+/* default peer counts are chosen among these, per operation and model (default_peers) */
+static const int tpb_peer_choices[] = {2, 4, 8, 16};
+#define TPB_NPEER_CHOICES ((int)(sizeof tpb_peer_choices / sizeof tpb_peer_choices[0]))
 
 typedef struct {
     int ops[XS_TP_NOPS], nops;
@@ -83,6 +88,8 @@ typedef struct {
     double remote_mb, local_tflops;
     double unf, unf_min, unf_max, nai, nai_min, nai_max, shp, shp_min, shp_max; /* us */
     double local_us, bound_us, comm_us, nai_pred, shp_pred;                    /* us */
+    double floor_us; /* max(local, fill + comm): nothing to send before the first partial tile
+                        when the op has no all-gather (docs/TP.md, columns) */
     int crit_ok, model_rank;
     char cand[32];
     double max_err;
@@ -127,7 +134,8 @@ static void usage(FILE *f)
             "  -m, --m LIST          tokens (K suffix ok) [per model: 8b 8K,16K; 70b 4K,8K;\n"
             "                        405b 2K,4K]\n"
             "      --n LIST, --k LIST  explicit full layer widths instead of --model (all pairs)\n"
-            "  -p, --peers LIST      ranks, this one included [per model: 8b 2,4; 70b 4,8; 405b 4,8]\n"
+            "  -p, --peers LIST      ranks, this one included [per operation and model: the\n"
+            "                        two of 2,4,8,16 whose compute / PCIe time is nearest 1]\n"
             "  -n, --iters N         timed iterations of each variant [5]\n"
             "  -w, --warmup N        warm-up iterations [1]\n"
             "      --pick model|measure  shaped order: the model's best candidate, or the fastest\n"
@@ -320,7 +328,54 @@ static void model_nk(xs_tp_op op, const tpb_model *md, int *n, int *k)
     }
 }
 
-static int build_rows(const tpb_opts *o, tpb_row **out, int *nout)
+/* Compute time over PCIe time of one configuration, estimated: the GEMM FLOPs at the engine's
+ * rate against the bytes this rank sends at the drain rate. Independent of m. */
+static double balance_of(const xs_tp_shape *s, double drain_bytes_per_ns)
+{
+    xs_tp_info in;
+    if (xs_tp_info_of(s, &in) != XS_OK)
+        return -1;
+    const double bytes = in.ag_remote_bytes + in.rs_remote_bytes;
+    if (!(bytes > 0))
+        return -1;
+    return (in.flops / (TPB_ENGINE_TFLOPS * 1e3)) / (bytes / drain_bytes_per_ns);
+}
+
+/* The default peer counts of an operation on a model: the `want` counts of tpb_peer_choices
+ * whose compute / PCIe balance is nearest 1 (the regime where fusing can pay: far from it one
+ * side hides the other anyway), in increasing order. The fused kernel can at best reach
+ * max(compute, traffic); the unfused sequence costs cuBLAS + traffic. */
+static int default_peers(xs_tp_op op, const tpb_model *md, int m, double drain, int want,
+                         int *out)
+{
+    int nn = 0, kk = 0, n = 0;
+    double dist[TPB_NPEER_CHOICES];
+    model_nk(op, md, &nn, &kk);
+    for (int i = 0; i < TPB_NPEER_CHOICES; i++) {
+        xs_tp_shape s = {op, m, nn, kk, tpb_peer_choices[i]};
+        const double b = balance_of(&s, drain);
+        dist[i] = b > 0 ? fabs(log(b)) : INFINITY;
+    }
+    for (int k = 0; k < want; k++) {
+        int best = -1;
+        for (int i = 0; i < TPB_NPEER_CHOICES; i++)
+            if (isfinite(dist[i]) && (best < 0 || dist[i] < dist[best]))
+                best = i;
+        if (best < 0)
+            break;
+        out[n++] = tpb_peer_choices[best];
+        dist[best] = INFINITY;
+    }
+    for (int i = 1; i < n; i++) /* increasing */
+        for (int j = i; j > 0 && out[j] < out[j - 1]; j--) {
+            const int x = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = x;
+        }
+    return n;
+}
+
+static int build_rows(const tpb_opts *o, double drain, tpb_row **out, int *nout)
 {
     int cap = 256, n = 0;
     tpb_row *rows = (tpb_row *)calloc((size_t)cap, sizeof *rows);
@@ -365,18 +420,16 @@ static int build_rows(const tpb_opts *o, tpb_row **out, int *nout)
                 if (!o->quick)
                     ms[nms++] = md->tokens[1];
             }
-            if (o->npeers) {
-                memcpy(ps, o->peers, sizeof(int) * o->npeers);
-                nps = o->npeers;
-            } else if (o->quick) {
-                ps[nps++] = md->peers[md == &tpb_models[0] ? 0 : 1];
-            } else {
-                ps[nps++] = md->peers[0];
-                ps[nps++] = md->peers[1];
-            }
-            for (int a = 0; a < nms; a++)
+            for (int a = 0; a < nms; a++) {
+                if (o->npeers) {
+                    memcpy(ps, o->peers, sizeof(int) * o->npeers);
+                    nps = o->npeers;
+                } else {
+                    nps = default_peers(op, md, ms[a], drain, o->quick ? 1 : 2, ps);
+                }
                 for (int p = 0; p < nps; p++)
                     ADD_ROW(op, md->name, ms[a], nn, kk, ps[p]);
+            }
         }
     }
 #undef ADD_ROW
@@ -483,6 +536,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
 
     /* ---- local control, natural order: the GEMM-alone time, task costs, the expectation ---- */
     ROW_TRY(xs_tp_order_naive(t, 0));
+    ROW_TRY(xs_tp_order_check(t, 0));
     {
         double loc_n[TPB_MAX_ITERS];
         ro.local = 1;
@@ -513,18 +567,23 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         double pred[TPB_MAX_CAND];
         int nc = 0;
         const double fin[3] = {0.6, 0.8, 0.95}, bur[2] = {0, 1.5}, cap[2] = {0, Qh};
-        for (int a = 0; a < 3; a++)
-            for (int b = 0; b < 2; b++)
-                for (int c = 0; c < 2; c++) {
-                    xs_tp_pace p = {fin[a], bur[b], cap[c], 2};
-                    cand[nc] = p;
-                    ROW_TRY(xs_tp_order_shaped(t, 2, &p, &cost, cx->prof));
-                    xs_tp_pred pp;
-                    ROW_TRY(xs_tp_predict(t, 2, cx->prof, &cost, 0, &pp));
-                    pred[nc++] = pp.model_ns;
-                }
+        /* 0..11: stores after each tile (finish x burst x cap); 12..17: streamed through the
+         * main loops (finish x burst; no cap: nothing is stored as a burst) */
+        for (int sp = 0; sp < 2; sp++)
+            for (int a = 0; a < 3; a++)
+                for (int b = 0; b < 2; b++)
+                    for (int c = 0; c < 2 - sp; c++) {
+                        xs_tp_pace p = {fin[a], bur[b], cap[c], 2, sp};
+                        cand[nc] = p;
+                        ROW_TRY(xs_tp_order_shaped(t, 2, &p, &cost, cx->prof));
+                        ROW_TRY(xs_tp_order_check(t, 2));
+                        xs_tp_pred pp;
+                        ROW_TRY(xs_tp_predict(t, 2, cx->prof, &cost, 0, &pp));
+                        pred[nc++] = pp.model_ns;
+                    }
         /* the pilot set: the model's best, the front-loaded, the spread and the capped
-         * candidates (the mean-field model cannot see producer drift; the pilot can) */
+         * candidates, the model's best streamed one and the streamed front-loaded and spread
+         * ones (the mean-field model cannot see producer drift; the pilot can) */
         int order[TPB_MAX_CAND];
         for (int i = 0; i < nc; i++)
             order[i] = i;
@@ -534,15 +593,26 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
                 order[j] = order[j - 1];
                 order[j - 1] = tmp;
             }
-        int pilot[5], np = 0;
-        const int fixed[3] = {0 * 4 + 0 * 2 + 0, 2 * 4 + 1 * 2 + 0, 2 * 4 + 1 * 2 + 1};
-        pilot[np++] = order[0];
-        for (int i = 0; i < 3; i++) {
-            int dup = 0;
+        int best_stream = -1;
+        for (int i = 0; i < nc && best_stream < 0; i++)
+            if (cand[order[i]].spread)
+                best_stream = order[i];
+        int pilot[8], np = 0;
+        const int fixed[6] = {order[0], 0 * 4 + 0 * 2 + 0, 2 * 4 + 1 * 2 + 0, 2 * 4 + 1 * 2 + 1,
+                              best_stream, 12 + 0 * 2 + 0};
+        for (int i = 0; i < 6; i++) {
+            int dup = fixed[i] < 0 || fixed[i] >= nc;
             for (int j = 0; j < np; j++)
                 dup |= pilot[j] == fixed[i];
             if (!dup)
                 pilot[np++] = fixed[i];
+        }
+        if (np < 8 && 12 + 2 * 2 + 0 < nc) {
+            int dup = 0;
+            for (int j = 0; j < np; j++)
+                dup |= pilot[j] == 12 + 2 * 2 + 0;
+            if (!dup)
+                pilot[np++] = 12 + 2 * 2 + 0; /* streamed, spread to the end */
         }
         int best = -1; /* -1: the naive order */
         if (o->model_pick) {
@@ -575,8 +645,10 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             snprintf(row->cand, sizeof row->cand, "naive");
         } else {
             ROW_TRY(xs_tp_order_shaped(t, 1, &cand[best], &cost, cx->prof));
+            ROW_TRY(xs_tp_order_check(t, 1));
             snprintf(row->cand, sizeof row->cand, "f%.2f/b%.1f/%s", cand[best].finish,
-                     cand[best].burst, cand[best].cap_bytes > 0 ? "capQ" : "nocap");
+                     cand[best].burst,
+                     cand[best].spread ? "stream" : cand[best].cap_bytes > 0 ? "capQ" : "nocap");
         }
     }
 
@@ -600,6 +672,12 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     }
     row->local_tflops = in.flops / (row->local_us * 1e-6) / 1e12;
     row->bound_us = row->local_us > row->comm_us ? row->local_us : row->comm_us;
+    {
+        /* without pushes the first remote byte exists once the first tile of the
+         * reduce-scattered GEMM is done: one measured tile time of fill */
+        const double fill = in.ag ? 0.0 : cost.tile_ns[in.rs_gemm >= 0 ? in.rs_gemm : 0] / 1e3;
+        row->floor_us = row->local_us > fill + row->comm_us ? row->local_us : fill + row->comm_us;
+    }
 
     /* ---- the three variants, interleaved iteration by iteration ---- */
     ro.local = 0;
@@ -635,46 +713,48 @@ out:
 static const char csv_header[] =
     "op,model,m,n,k,peers,grid,tiles,remote_mb,local_tflops,unfused_us,unfused_min_us,"
     "unfused_max_us,naive_us,naive_min_us,naive_max_us,shaped_us,shaped_min_us,shaped_max_us,"
-    "local_us,comm_us,bound_us,naive_pred_us,shaped_pred_us,shaped_order,model_rank,"
-    "criterion_ok,unfused_over_shaped,naive_over_shaped,shaped_over_bound,max_err,verified";
+    "local_us,comm_us,bound_us,floor_us,naive_pred_us,shaped_pred_us,shaped_order,model_rank,"
+    "criterion_ok,unfused_over_shaped,naive_over_shaped,shaped_over_bound,shaped_over_floor,"
+    "max_err,verified";
 
 static void csv_row(FILE *f, const tpb_row *r)
 {
     fprintf(f,
             "%s,%s,%d,%d,%d,%d,%d,%d,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,"
-            "%.1f,%.1f,%.1f,%.1f,%s,%d,%d,%.4f,%.4f,%.4f,%.3g,%d\n",
+            "%.1f,%.1f,%.1f,%.1f,%.1f,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.3g,%d\n",
             xs_tp_op_name(r->op), r->model, r->s.m, r->s.n, r->s.k, r->s.peers, r->grid, r->tiles,
             r->remote_mb, r->local_tflops, r->unf, r->unf_min, r->unf_max, r->nai, r->nai_min,
             r->nai_max, r->shp, r->shp_min, r->shp_max, r->local_us, r->comm_us, r->bound_us,
-            r->nai_pred, r->shp_pred, r->cand, r->model_rank, r->crit_ok, r->unf / r->shp,
-            r->nai / r->shp, r->shp / r->bound_us, r->max_err, r->verified);
+            r->floor_us, r->nai_pred, r->shp_pred, r->cand, r->model_rank, r->crit_ok,
+            r->unf / r->shp, r->nai / r->shp, r->shp / r->bound_us, r->shp / r->floor_us,
+            r->max_err, r->verified);
 }
 
 static double spread_pct(double med, double lo, double hi) { return 100.0 * (hi - lo) / med; }
 
 static void table_header(void)
 {
-    printf("%-7s %-11s %6s %6s %6s %2s %7s %9s %5s %9s %5s %9s %5s %9s %9s %9s %9s %-17s %6s %6s "
-           "%6s %3s\n",
+    printf("%-7s %-11s %6s %6s %6s %2s %7s %9s %5s %9s %5s %9s %5s %9s %9s %9s %9s %9s %-17s %6s "
+           "%6s %6s %6s %3s\n",
            "op", "model", "m", "n", "k", "P", "remote", "unfused", "sprd", "naive", "sprd",
-           "shaped", "sprd", "local", "bound", "pred_nai", "pred_shp", "shaped order", "unf/",
-           "nai/", "shp/", "ok");
-    printf("%-7s %-11s %6s %6s %6s %2s %7s %9s %5s %9s %5s %9s %5s %9s %9s %9s %9s %-17s %6s %6s "
-           "%6s %3s\n",
+           "shaped", "sprd", "local", "bound", "floor", "pred_nai", "pred_shp", "shaped order",
+           "unf/", "nai/", "shp/", "shp/", "ok");
+    printf("%-7s %-11s %6s %6s %6s %2s %7s %9s %5s %9s %5s %9s %5s %9s %9s %9s %9s %9s %-17s %6s "
+           "%6s %6s %6s %3s\n",
            "", "", "", "", "", "", "MB", "us", "%", "us", "%", "us", "%", "us", "us", "us", "us",
-           "", "shp", "shp", "bound", "");
+           "us", "", "shp", "shp", "bound", "floor", "");
 }
 
 static void table_row(const tpb_row *r)
 {
     printf("%-7s %-11s %6d %6d %6d %2d %7.1f %9.1f %5.1f %9.1f %5.1f %9.1f %5.1f %9.1f %9.1f %9.1f "
-           "%9.1f %-17s %6.3f %6.3f %6.3f %3s\n",
+           "%9.1f %9.1f %-17s %6.3f %6.3f %6.3f %6.3f %3s\n",
            xs_tp_op_name(r->op), r->model, r->s.m, r->s.n, r->s.k, r->s.peers, r->remote_mb, r->unf,
            spread_pct(r->unf, r->unf_min, r->unf_max), r->nai,
            spread_pct(r->nai, r->nai_min, r->nai_max), r->shp,
-           spread_pct(r->shp, r->shp_min, r->shp_max), r->local_us, r->bound_us, r->nai_pred,
-           r->shp_pred, r->cand, r->unf / r->shp, r->nai / r->shp, r->shp / r->bound_us,
-           r->verified ? "yes" : "NO");
+           spread_pct(r->shp, r->shp_min, r->shp_max), r->local_us, r->bound_us, r->floor_us,
+           r->nai_pred, r->shp_pred, r->cand, r->unf / r->shp, r->nai / r->shp,
+           r->shp / r->bound_us, r->shp / r->floor_us, r->verified ? "yes" : "NO");
     fflush(stdout);
 }
 
@@ -697,8 +777,9 @@ static void ratio_line(const char *what, const tpb_row *rows, int nrows, int op,
 
 static int summary(const tpb_row *rows, int nrows, int skipped)
 {
-    int nok = 0, nran = 0, ntimed = 0, nge = 0, nrs = 0, nrs10 = 0, nagree = 0;
-    double worst_rs = 0, worst_ge = INFINITY;
+    int nok = 0, nran = 0, ntimed = 0, nge = 0, nrs = 0, nrs10 = 0, nrsf10 = 0, nagree = 0;
+    int nstream = 0;
+    double worst_rs = 0, worst_rsf = 0, worst_ge = INFINITY;
     double perr[512];
     int npe = 0;
     for (int i = 0; i < nrows; i++) {
@@ -718,8 +799,11 @@ static int summary(const tpb_row *rows, int nrows, int skipped)
         if (r->op == XS_TP_GEMM_RS) {
             nrs++;
             nrs10 += r->shp <= 1.10 * r->bound_us;
+            nrsf10 += r->shp <= 1.10 * r->floor_us;
             worst_rs = fmax(worst_rs, r->shp / r->bound_us);
+            worst_rsf = fmax(worst_rsf, r->shp / r->floor_us);
         }
+        nstream += strstr(r->cand, "stream") != NULL;
         nagree += r->model_rank == 1;
         if (npe < 512 && r->shp > 0)
             perr[npe++] = fabs(r->shp_pred - r->shp) / r->shp * 100;
@@ -736,9 +820,14 @@ static int summary(const tpb_row *rows, int nrows, int skipped)
     if (ntimed)
         printf("# summary: shaped >= naive within noise in %d of %d rows (worst naive/shaped "
                "%.3f)\n", nge, ntimed, worst_ge);
-    if (nrs)
+    if (nrs) {
         printf("# summary: gemm_rs shaped within 10%% of bound_us in %d of %d rows (worst %.3f x "
                "bound)\n", nrs10, nrs, worst_rs);
+        printf("# summary: gemm_rs shaped within 10%% of floor_us in %d of %d rows (worst %.3f x "
+               "floor)\n", nrsf10, nrs, worst_rsf);
+    }
+    if (ntimed)
+        printf("# summary: shaped order streams its stores in %d of %d rows\n", nstream, ntimed);
     {
         double v[512];
         int n = 0;
@@ -778,7 +867,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
         return xs_cli_fail();
     tpb_row *rows = NULL;
     int nrows = 0;
-    if (build_rows(&o, &rows, &nrows))
+    if (build_rows(&o, prof.drain_bytes_per_ns, &rows, &nrows))
         return 1;
     xs_gpu_info gi;
     if (xs_gpu_open(o.device, &gi) != XS_OK) {

@@ -28,6 +28,7 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,17 @@ static_assert(TPC::BM == XS_TP_BM && TPC::BN == XS_TP_BN, "tp.h tile sizes");
 
 /* ---- tasks --------------------------------------------------------------------------------- */
 
-enum { TP_T_TILE = 1, TP_T_PUSH = 2, TP_T_REDUCE = 4 };
+enum {
+    TP_T_TILE = XS_TP_K_TILE,
+    TP_T_PUSH = XS_TP_K_PUSH,
+    TP_T_REDUCE = XS_TP_K_REDUCE,
+    TP_T_DEFER = XS_TP_K_DEFER,   /* TILE of a remote owner: staged in the CTA's scratch, its
+                                     stores streamed through the CTA's next tile's main loop */
+    TP_T_SPREAD = XS_TP_K_SPREAD, /* PUSH riding on a TILE: its stores streamed through that
+                                     tile's main loop */
+};
+#define TP_T_ALL (TP_T_TILE | TP_T_PUSH | TP_T_REDUCE | TP_T_DEFER | TP_T_SPREAD)
+#define TP_SCRATCH_BYTES (XS_TP_BM * XS_TP_BN * 2) /* one staged tile per CTA */
 
 typedef struct __align__(16) {
     int flags;      /* TP_T_* (0 = nothing: padding of a step) */
@@ -64,7 +75,11 @@ typedef struct __align__(16) {
     int red_t;      /* REDUCE: own tile index, 0..t_own-1 */
     int pad;
 } tp_task;
-static_assert(sizeof(tp_task) == 32, "two int4 per task");
+static_assert(sizeof(tp_task) == 32 && sizeof(xs_tp_task) == 32, "two int4 per task");
+static_assert(offsetof(tp_task, red_t) == offsetof(xs_tp_task, red_t) &&
+                  offsetof(tp_task, push_rank) == offsetof(xs_tp_task, push_rank) &&
+                  offsetof(tp_task, tn) == offsetof(xs_tp_task, tn),
+              "tp.h xs_tp_task is the stored task");
 
 /* Everything the kernel needs besides the window table (by value, in parameter space). */
 typedef struct {
@@ -88,7 +103,23 @@ typedef struct {
     unsigned long long *cta_ns;  /* [2 grid] start and end per CTA, or NULL */
     xs_devstatus *status;
     int fault;
+    char *scratch;               /* [grid][TP_SCRATCH_BYTES]: staged remote tiles (TP_T_DEFER) */
+    unsigned long long *list_sum; /* sum of tp_task_hash over the tasks the CTAs read */
 } tp_args;
+
+/* A hash of task i as read by the kernel; the host sums the same over the list it uploaded, so a
+ * kernel that read a list other than the host's (a stale or partly copied upload) is reported
+ * instead of silently skipping or repeating work. */
+XS_HD unsigned long long tp_task_hash(int i, const int *w)
+{
+    unsigned long long h = 0x9e3779b97f4a7c15ull ^ (unsigned long long)(unsigned)i;
+    for (int j = 0; j < 8; j++) {
+        h ^= (unsigned long long)(unsigned)w[j];
+        h *= 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
 
 /* Device failure detail: wait kind (1 = shard chunk flag, 2 = row-block count, 3 = source
  * flag of a reduction) in bits 60..63, the flag or row block in bits 32..59, the task below. */
@@ -116,7 +147,7 @@ XS_DEV int tp_failed(const tp_args &a)
  * stores would make the CTA wait for its own drain. So flags are raised at the CTA's next
  * release point - after its next tile's main loop (by then the stores have drained), before it
  * could block in a wait, and at its end - and never while it holds work others wait for. */
-#define TP_PEND 4
+#define TP_PEND 8
 typedef struct {
     uint64_t *flag[TP_PEND];
     int n;
@@ -178,6 +209,228 @@ XS_DEV int tp_wait_count(const tp_args &a, tp_pend *pd, const unsigned int *cnt,
     return 0;
 }
 
+/* ---- device: streamed stores ---------------------------------------------------------------- */
+
+/* A transfer whose stores are streamed through a tile's main loop (TP_T_DEFER, TP_T_SPREAD):
+ * `units` 16-byte units, unit u at row u / cpr, chunk u % cpr of src (row stride src_ld bytes)
+ * and dst (row stride dst_ld). Its flag is queued (tp_pend) once every unit is stored. */
+typedef struct {
+    const char *src;
+    char *dst;
+    long long src_ld, dst_ld;
+    int cpr, units;
+    uint64_t *flag;
+} tp_xfer;
+
+/* The CTA's transfers in flight (shared memory; written by thread 0 between barriers, read by
+ * every thread): at most the previous tile's deferred output and this task's riding push. */
+#define TP_NXF 2
+typedef struct {
+    tp_xfer x[TP_NXF];
+    int n, total; /* transfers, units over all of them */
+} tp_xfers;
+
+XS_DEV void tp_xfer_add(tp_xfers *xf, const char *src, long long src_ld, char *dst,
+                        long long dst_ld, int cpr, int rows, uint64_t *flag)
+{
+    tp_xfer *x = &xf->x[xf->n++];
+    x->src = src, x->dst = dst, x->src_ld = src_ld, x->dst_ld = dst_ld;
+    x->cpr = cpr, x->units = cpr * rows, x->flag = flag;
+    xf->total += x->units;
+}
+
+/* Source and destination of unit u (0 <= u < xf.total). */
+XS_DEV void tp_xfer_unit(const tp_xfers &xf, int u, const char **src, char **dst)
+{
+    const tp_xfer *x = &xf.x[0];
+    if (u >= x->units) {
+        u -= x->units;
+        x = &xf.x[1];
+    }
+    const int row = u / x->cpr, c = u - row * x->cpr;
+    *src = x->src + row * x->src_ld + 16 * c;
+    *dst = x->dst + row * x->dst_ld + 16 * c;
+}
+
+/* Store units [u0, total) of the CTA's transfers at once (every thread; four loads in flight per
+ * thread). The caller puts a barrier after it before the flags are queued. */
+XS_DEV void tp_xfer_flush(const tp_xfers &xf, int u0, int nthreads)
+{
+    const int total = xf.total;
+    for (int u = u0 + (int)threadIdx.x; u < total; u += 4 * nthreads) {
+        uint4 v[4];
+        char *d[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int x = u + k * nthreads;
+            d[k] = NULL;
+            if (x < total) {
+                const char *sp;
+                tp_xfer_unit(xf, x, &sp, &d[k]);
+                v[k] = __ldcg((const uint4 *)sp);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            if (d[k])
+                xs_st16v(d[k], v[k]);
+    }
+}
+
+/* Thread 0, after a barrier that follows every unit's store: queue the flags, empty the list. */
+XS_DEV void tp_xfer_retire(tp_xfers *xf, tp_pend *pd, unsigned long long epoch)
+{
+    for (int i = 0; i < xf->n; i++)
+        if (xf->x[i].flag)
+            tp_pend_add(pd, xf->x[i].flag, epoch);
+    xf->n = 0;
+    xf->total = 0;
+}
+
+/* xs_gemm_mainloop (cuda/gemm.cuh) with the CTA's transfers streamed through its k-loop: at
+ * k-tile kt, thread t < per_it loads unit kt * per_it + t (L2) and stores it one k-tile later, so
+ * the load's latency hides behind a k-tile of MMAs and each k-tile issues at most one 16-byte
+ * store per thread. per_it spreads the units over all but the last two k-tiles (at most one unit
+ * per thread per k-tile; what a short loop cannot take is stored after it). The tile code is the
+ * engine's, line for line (same copies, swizzle, fragments, MMAs and barriers); only the stream
+ * is added. Ends, like the engine, with every cp.async drained and a barrier - which also orders
+ * every streamed store before the caller queues the flags. Replace with the engine's own k-range
+ * hook when gemm.cuh has one (docs/TP.md, "Changes requested"). */
+template <class C>
+XS_DEV void tp_mainloop(const xs_gemm_problem &p, int m0, int n0, char *smem,
+                        float (&acc)[C::MT][C::NT][4], const tp_xfers &xf)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int warp_m = warp / C::WARPS_N, warp_n = warp % C::WARPS_N;
+
+#pragma unroll
+    for (int i = 0; i < C::MT; i++)
+#pragma unroll
+        for (int j = 0; j < C::NT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[i][j][e] = 0.0f;
+
+    const int cchunk = tid & 7, crow = tid >> 3;
+    const xs_bf16 *a_src[C::A_CHUNKS];
+#pragma unroll
+    for (int i = 0; i < C::A_CHUNKS; i++) {
+        int r = m0 + crow + C::ROWS_PER_PASS * i;
+        a_src[i] = NULL;
+        if (r < p.m) {
+            long long ar = p.a_rows ? (long long)__ldg(p.a_rows + r) : (long long)r;
+            a_src[i] = p.a + ar * p.lda + cchunk * 8;
+        }
+    }
+    const xs_bf16 *b_src0 = p.b + (long long)(n0 + crow) * p.ldb + cchunk * 8;
+    const long long b_pass = (long long)C::ROWS_PER_PASS * p.ldb;
+    uint32_t b_ok = 0;
+#pragma unroll
+    for (int i = 0; i < C::B_CHUNKS; i++)
+        if (n0 + crow + C::ROWS_PER_PASS * i < p.n)
+            b_ok |= 1u << i;
+    const uint32_t s_base = xs_smem_u32(smem);
+    const uint32_t c_off = (uint32_t)(crow * 128 + ((cchunk ^ (crow & 7)) << 4));
+
+    const int KT = (p.k + C::BK - 1) / C::BK;
+    /* the stream: units per k-tile */
+    const int total = xf.total;
+    int per_it = KT > 2 ? (total + KT - 3) / (KT - 2) : total;
+    if (per_it > C::THREADS)
+        per_it = C::THREADS;
+    uint4 sv = make_uint4(0, 0, 0, 0);
+    char *sd = NULL; /* destination of the unit held in sv */
+
+#define TP_GEMM_LOAD(s_, kt_)                                                                   \
+    do {                                                                                        \
+        const int k0_ = (kt_) * C::BK;                                                          \
+        const bool kok_ = k0_ + cchunk * 8 < p.k;                                               \
+        const uint32_t sa_ = s_base + (uint32_t)((s_) * C::STAGE_BYTES) + c_off;                \
+        const uint32_t sb_ = sa_ + C::A_BYTES;                                                  \
+        _Pragma("unroll") for (int i_ = 0; i_ < C::A_CHUNKS; i_++)                              \
+        {                                                                                       \
+            const bool ok_ = kok_ && a_src[i_] != NULL;                                         \
+            xs_cp_async16(sa_ + i_ * C::ROWS_PER_PASS * 128, ok_ ? a_src[i_] + k0_ : p.a,      \
+                          ok_ ? 16 : 0);                                                        \
+        }                                                                                       \
+        _Pragma("unroll") for (int i_ = 0; i_ < C::B_CHUNKS; i_++)                              \
+        {                                                                                       \
+            const bool ok_ = kok_ && ((b_ok >> i_) & 1u);                                       \
+            xs_cp_async16(sb_ + i_ * C::ROWS_PER_PASS * 128,                                   \
+                          ok_ ? b_src0 + i_ * b_pass + k0_ : p.b, ok_ ? 16 : 0);               \
+        }                                                                                       \
+    } while (0)
+
+#pragma unroll
+    for (int s = 0; s < C::STAGES - 1; s++) {
+        if (s < KT)
+            TP_GEMM_LOAD(s, s);
+        xs_cp_async_commit();
+    }
+
+    const int a_row = warp_m * C::WTM + (lane & 15);
+    const int b_row = warp_n * C::WTN + (lane & 7) + ((lane >> 4) << 3);
+    const int a_khalf = lane >> 4, b_khalf = (lane >> 3) & 1, sw = lane & 7;
+
+    int stage = 0;
+#pragma unroll 1
+    for (int kt = 0; kt < KT; kt++) {
+        xs_cp_async_wait<C::STAGES - 2>();
+        __syncthreads();
+        {
+            const int nk = kt + C::STAGES - 1;
+            int ns = stage + C::STAGES - 1;
+            if (ns >= C::STAGES)
+                ns -= C::STAGES;
+            if (nk < KT)
+                TP_GEMM_LOAD(ns, nk);
+            xs_cp_async_commit();
+        }
+        /* the stream: store the unit loaded one k-tile ago, load this k-tile's */
+        if (sd) {
+            xs_st16v(sd, sv);
+            sd = NULL;
+        }
+        {
+            const int u = kt * per_it + tid;
+            if (tid < per_it && u < total) {
+                const char *sp;
+                tp_xfer_unit(xf, u, &sp, &sd);
+                sv = __ldcg((const uint4 *)sp);
+            }
+        }
+        const uint32_t sa = s_base + (uint32_t)(stage * C::STAGE_BYTES);
+        const uint32_t sb = sa + C::A_BYTES;
+#pragma unroll
+        for (int ks = 0; ks < C::BK / 16; ks++) {
+            uint32_t af[C::MT][4], bfr[C::NT][2];
+            const uint32_t a_chunk = (uint32_t)(((2 * ks + a_khalf) ^ sw) << 4);
+            const uint32_t b_chunk = (uint32_t)(((2 * ks + b_khalf) ^ sw) << 4);
+#pragma unroll
+            for (int i = 0; i < C::MT; i++)
+                xs_ldsm_x4(af[i][0], af[i][1], af[i][2], af[i][3],
+                           sa + (uint32_t)((a_row + 16 * i) * 128) + a_chunk);
+#pragma unroll
+            for (int j = 0; j < C::NT / 2; j++)
+                xs_ldsm_x4(bfr[2 * j][0], bfr[2 * j][1], bfr[2 * j + 1][0], bfr[2 * j + 1][1],
+                           sb + (uint32_t)((b_row + 16 * j) * 128) + b_chunk);
+#pragma unroll
+            for (int i = 0; i < C::MT; i++)
+#pragma unroll
+                for (int j = 0; j < C::NT; j++)
+                    xs_mma_bf16(acc[i][j], af[i], bfr[j][0], bfr[j][1]);
+        }
+        stage = stage + 1 == C::STAGES ? 0 : stage + 1;
+    }
+#undef TP_GEMM_LOAD
+    if (sd)
+        xs_st16v(sd, sv);
+    if (KT * per_it < total) /* uniform: a loop too short for the stream */
+        tp_xfer_flush(xf, KT * per_it, C::THREADS);
+    xs_cp_async_wait<0>();
+    __syncthreads(); /* ring free; every streamed unit stored by every thread */
+}
+
 /* The inputs of tile (g, tm): the shard's chunks (all-gathered A) or GEMM 1's row block. */
 XS_DEV int tp_tile_wait(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int g, int tm,
                         int task)
@@ -207,10 +460,45 @@ XS_DEV int tp_tile_wait(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int
 
 /* ---- device: the three kinds of work --------------------------------------------------------- */
 
-/* One tile of GEMM g to its destination rows. Starts after a barrier, ends with one. */
+/* Thread 0: whether the inputs of task (w0, w1) are all there now (one poll, no wait). A CTA
+ * that holds streamed transfers stores them before it blocks (see the kernel). */
+XS_DEV bool tp_deps_ready(const tp_args &a, const xs_wintab &tab, int4 w0, int4 w1)
+{
+    if (w0.x & TP_T_TILE) {
+        const int g = w0.y, m0 = w0.z * XS_TP_BM;
+        if (g == 0 && a.ag) {
+            const int s = m0 / a.shard_rows;
+            if (s != a.me) {
+                const unsigned long long row_bytes = (unsigned long long)a.ag_k * 2;
+                const unsigned long long lo =
+                    (unsigned long long)(m0 - s * a.shard_rows) * row_bytes;
+                unsigned long long hi = lo + XS_TP_BM * row_bytes;
+                if (hi > a.shard_bytes)
+                    hi = a.shard_bytes;
+                for (int c = (int)(lo / XS_TP_CHUNK); c <= (int)((hi - 1) / XS_TP_CHUNK); c++)
+                    if (xs_ld_acquire_sys(tab.flags[a.me] + s * a.ag_chunks + c) < a.epoch)
+                        return false;
+            }
+        }
+        if (g == 1 && a.rb_count &&
+            tp_ld_acquire_gpu_u32(a.rb_count + w0.z) < (unsigned)a.n0_per_rb)
+            return false;
+    }
+    if (w0.x & TP_T_REDUCE)
+        for (int src = 0; src < a.P; src++)
+            if (xs_ld_acquire_sys(tab.flags[a.me] + a.rs_flag0 + src * a.t_own + w1.z) < a.epoch)
+                return false;
+    return true;
+}
+
+
+
+/* One tile of GEMM g to its destination rows, streaming the CTA's transfers (xf) through its
+ * main loop. defer: a remote owner's tile is staged in the CTA's scratch and becomes a transfer
+ * itself (streamed through the CTA's next tile). Starts after a barrier, ends with one. */
 template <class C>
-XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, tp_pend *pd, int g, int tm,
-                    int tn)
+XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, tp_pend *pd, tp_xfers *xf,
+                    int g, int tm, int tn, bool defer)
 {
     const xs_gemm_problem &p = a.g[g];
     const int tid = threadIdx.x;
@@ -218,12 +506,16 @@ XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, tp_pend 
     const bool rs = g == a.rs_gemm;
     const bool sw = g == 0 && a.swiglu0;
     const int owner = rs ? m0 / a.rs_rows : 0; /* rs_rows is a multiple of BM */
+    defer = defer && rs && owner != a.me;
+    char *const scratch = a.scratch + (size_t)blockIdx.x * TP_SCRATCH_BYTES;
     char **dst = xs_gemm_dst_rows<C>(smem);
     if (tid < C::BM) {
         const int r = m0 + tid;
         char *d = NULL;
         if (r < p.m) {
-            if (rs)
+            if (defer)
+                d = scratch + (size_t)tid * (C::BN * 2); /* dense rows of BN */
+            else if (rs)
                 d = tab.data[owner] + a.rs_off +
                     ((size_t)a.me * a.rs_rows + (size_t)(r - owner * a.rs_rows)) *
                         (size_t)a.rs_n * 2 +
@@ -234,10 +526,19 @@ XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, tp_pend 
         dst[tid] = d;
     }
     float acc[C::MT][C::NT][4];
-    xs_gemm_mainloop<C>(p, m0, n0, smem, acc); /* ends with a barrier: dst rows visible */
-    /* a release point: the previous tasks' stores precede this main loop's barriers */
-    if (tid == 0 && pd->n)
-        tp_release(pd, a.epoch);
+    /* both end with a barrier: dst rows visible, every streamed unit stored (scratch free) */
+    if (xf->total)
+        tp_mainloop<C>(p, m0, n0, smem, acc, *xf);
+    else
+        xs_gemm_mainloop<C>(p, m0, n0, smem, acc);
+    /* a release point: the previous tasks' stores precede this main loop's barriers; then the
+     * flags of the transfers just streamed are queued for the next one */
+    if (tid == 0) {
+        if (pd->n)
+            tp_release(pd, a.epoch);
+        if (xf->n)
+            tp_xfer_retire(xf, pd, a.epoch);
+    }
     const int nvalid = p.n - n0 < C::BN ? p.n - n0 : C::BN;
     if (sw) {
         xs_gemm_stage_swiglu<C>(smem, acc, NULL);
@@ -254,9 +555,19 @@ XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, tp_pend 
             /* the per-tile signal in the owner's window (raised at the next release point) */
             const int t_loc = ((m0 - owner * a.rs_rows) / C::BM) * a.rs_tiles_n + tn;
             const bool skip = a.fault == XS_TP_FAULT_RS_SIGNAL && owner == a.me && t_loc == 0;
-            if (!skip)
-                tp_pend_add(pd, tab.flags[owner] + a.rs_flag0 + (size_t)a.me * a.t_own + t_loc,
-                            a.epoch);
+            uint64_t *flag = tab.flags[owner] + a.rs_flag0 + (size_t)a.me * a.t_own + t_loc;
+            if (defer) {
+                /* staged: its stores and then its signal follow the CTA's next tile */
+                const int rows = p.m - m0 < C::BM ? p.m - m0 : C::BM;
+                char *d0 = tab.data[owner] + a.rs_off +
+                           ((size_t)a.me * a.rs_rows + (size_t)(m0 - owner * a.rs_rows)) *
+                               (size_t)a.rs_n * 2 +
+                           (size_t)n0 * 2;
+                tp_xfer_add(xf, scratch, C::BN * 2, d0, (long long)a.rs_n * 2, nvalid / 8, rows,
+                            flag);
+            } else if (!skip) {
+                tp_pend_add(pd, flag, a.epoch);
+            }
         } else if (g == 0 && a.rb_count &&
                    !(a.fault == XS_TP_FAULT_H_COUNT && tm == 0 && tn == 0)) {
             /* h rows of this tile complete (GPU scope: the consumers are on this GPU) */
@@ -353,28 +664,66 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     tp_kernel(const __grid_constant__ tp_args a, const __grid_constant__ xs_wintab tab)
 {
     extern __shared__ __align__(128) char tp_smem[];
-    __shared__ int s_abort;
+    __shared__ int s_abort, s_flush;
     __shared__ tp_pend s_pend; /* used by thread 0 only */
+    __shared__ tp_xfers s_xf;  /* written by thread 0 between barriers, read by every thread */
     const int tid = threadIdx.x;
     const unsigned long long t_start = xs_globaltimer();
+    unsigned long long lsum = 0; /* thread 0: hash of the tasks read */
     if (tid == 0) {
         s_abort = 0;
         s_pend.n = 0;
+        s_xf.n = 0;
+        s_xf.total = 0;
     }
     __syncthreads();
     for (int i = blockIdx.x; i < a.ntasks; i += gridDim.x) {
         const int4 *t4 = (const int4 *)(a.tasks + i);
         const int4 w0 = __ldg(t4), w1 = __ldg(t4 + 1);
         const int kind = w0.x;
-        if (kind & TP_T_TILE) {
-            if (tid == 0 && tp_tile_wait(a, tab, &s_pend, w0.y, w0.z, i))
-                s_abort = 1;
+        if (tid == 0) {
+            const int w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+            lsum += tp_task_hash(i, w);
+        }
+        const bool tile = kind & TP_T_TILE;
+        const bool spread = tile && (kind & TP_T_SPREAD) && (kind & TP_T_PUSH);
+        if (kind & (TP_T_TILE | TP_T_REDUCE)) {
+            /* a CTA never blocks holding streamed transfers: if this task's inputs are not all
+             * there yet, store them now (others may wait for them), then wait */
+            if (tid == 0)
+                s_flush = s_xf.total > 0 && !tp_deps_ready(a, tab, w0, w1);
+            __syncthreads();
+            if (s_flush) {
+                tp_xfer_flush(s_xf, 0, C::THREADS);
+                __syncthreads();
+                if (tid == 0)
+                    tp_xfer_retire(&s_xf, &s_pend, a.epoch);
+            }
+        }
+        if (tile) {
+            if (tid == 0) {
+                if (tp_tile_wait(a, tab, &s_pend, w0.y, w0.z, i)) {
+                    s_abort = 1;
+                } else if (spread) {
+                    /* the riding push streams through this tile's main loop */
+                    const unsigned long long off = (unsigned long long)a.me * a.shard_bytes +
+                                                   (unsigned long long)w1.y * XS_TP_CHUNK;
+                    unsigned long long nb =
+                        a.shard_bytes - (unsigned long long)w1.y * XS_TP_CHUNK;
+                    if (nb > XS_TP_CHUNK)
+                        nb = XS_TP_CHUNK;
+                    tp_xfer_add(&s_xf, tab.data[a.me] + off, 0, tab.data[w1.x] + off, 0,
+                                (int)(nb / 16), 1,
+                                tab.flags[w1.x] + (size_t)a.me * a.ag_chunks + w1.y);
+                }
+            }
             __syncthreads();
             if (s_abort)
                 break;
-            tp_tile<C>(a, tab, tp_smem, &s_pend, w0.y, w0.z, w0.w);
+            tp_tile<C>(a, tab, tp_smem, &s_pend, &s_xf, w0.y, w0.z, w0.w,
+                       (kind & TP_T_DEFER) != 0);
         }
-        if (kind & TP_T_PUSH)
+        if ((kind & TP_T_PUSH) && !spread)
             tp_push<C>(a, tab, &s_pend, w1.x, w1.y);
         if (kind & TP_T_REDUCE) {
             if (tid == 0 && tp_reduce_wait(a, tab, &s_pend, w1.z, i))
@@ -392,14 +741,23 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         __syncthreads();
     }
     __syncthreads();
+    /* transfers still held (the CTA's last tile was deferred): store them now */
+    if (s_xf.total) {
+        tp_xfer_flush(s_xf, 0, C::THREADS);
+        __syncthreads();
+    }
     if (tid == 0) {
-        /* the last release point: every store of the CTA precedes the barrier above */
+        /* the last release point: every store of the CTA precedes the barriers above */
         const unsigned long long t_end = xs_globaltimer(); /* sender-visible: before the fence */
+        if (s_xf.n) /* (written only when flushed above, after its barrier) */
+            tp_xfer_retire(&s_xf, &s_pend, a.epoch);
         tp_release(&s_pend, a.epoch);
         if (a.cta_ns) {
             a.cta_ns[2 * blockIdx.x] = t_start;
             a.cta_ns[2 * blockIdx.x + 1] = t_end;
         }
+        if (a.list_sum && !s_abort)
+            atomicAdd(a.list_sum, lsum);
     }
 }
 
@@ -688,9 +1046,13 @@ struct xs_tp {
     size_t flush_bytes;
     cudaEvent_t ev0, ev1;
     cudaStream_t vstream;          /* internal work (fills, checks) */
+    int plan_only;                 /* xs_tp_plan_create: no GPU memory */
+    char *scratch;                 /* [grid][TP_SCRATCH_BYTES] staged remote tiles */
+    unsigned long long *d_list_sum; /* the kernel's sum of task hashes */
     /* task lists */
     tp_task *h_tasks[XS_TP_SLOTS], *d_tasks[XS_TP_SLOTS];
     int ntasks[XS_TP_SLOTS], d_cap[XS_TP_SLOTS], dirty[XS_TP_SLOTS];
+    unsigned long long list_hash[XS_TP_SLOTS]; /* sum of tp_task_hash over the host list */
     unsigned long long epoch_v, epoch_l;
     /* the last run */
     tp_run_kind last;
@@ -802,6 +1164,12 @@ extern "C" void xs_tp_destroy(xs_tp *t)
 {
     if (!t)
         return;
+    if (t->plan_only) {
+        for (int i = 0; i < XS_TP_SLOTS; i++)
+            free(t->h_tasks[i]);
+        free(t);
+        return;
+    }
     if (t->vstream)
         cudaStreamSynchronize(t->vstream);
     cudaFree(t->lmem);
@@ -819,6 +1187,8 @@ extern "C" void xs_tp_destroy(xs_tp *t)
     cudaFree(t->d_nonfinite);
     cudaFree(t->d_err);
     cudaFree(t->flush);
+    cudaFree(t->scratch);
+    cudaFree(t->d_list_sum);
     cudaFree(t->ref_part);
     cudaFree(t->ref_y);
     cudaFree(t->ref_out0);
@@ -936,6 +1306,8 @@ extern "C" xs_status xs_tp_create(const xs_tp_shape *s, const xs_wintab *tab, in
         TP_ALLOC(t->rb_count, (size_t)in.tiles_m * sizeof(unsigned));
         TP_ALLOC(t->status, sizeof(xs_devstatus));
         TP_ALLOC(t->cta_ns, (size_t)2 * grid * sizeof(unsigned long long));
+        TP_ALLOC(t->scratch, (size_t)grid * TP_SCRATCH_BYTES);
+        TP_ALLOC(t->d_list_sum, sizeof(unsigned long long));
         TP_ALLOC(t->d_bad, sizeof(unsigned long long));
         TP_ALLOC(t->d_nonfinite, sizeof(unsigned long long));
         t->err_rows = m;
@@ -992,6 +1364,30 @@ extern "C" xs_status xs_tp_create(const xs_tp_shape *s, const xs_wintab *tab, in
 fail:
     xs_tp_destroy(t);
     return st;
+}
+
+extern "C" xs_status xs_tp_plan_create(const xs_tp_shape *s, int rank, int grid, xs_tp **out)
+{
+    *out = NULL;
+    xs_tp_info in;
+    XS_TRY(xs_tp_info_of(s, &in));
+    if (rank < 0 || rank >= s->peers)
+        return xs_seterr(XS_EINVAL, "tp %s: rank %d outside 0..%d", xs_tp_op_name(s->op), rank,
+                         s->peers - 1);
+    if (grid < 1 || grid > 1 << 20)
+        return xs_seterr(XS_EINVAL, "tp %s: grid %d outside 1..%d", xs_tp_op_name(s->op), grid,
+                         1 << 20);
+    xs_tp *t = (xs_tp *)calloc(1, sizeof *t);
+    if (!t)
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory");
+    t->s = *s;
+    t->in = in;
+    t->grid = grid;
+    t->me = rank;
+    t->P = s->peers;
+    t->plan_only = 1;
+    *out = t;
+    return XS_OK;
 }
 
 extern "C" void xs_tp_get_info(const xs_tp *t, xs_tp_info *info) { *info = t->in; }
@@ -1124,22 +1520,36 @@ static xs_status tp_store_order(xs_tp *t, int slot, tp_list *l)
     t->h_tasks[slot] = l->v;
     t->ntasks[slot] = l->n;
     t->dirty[slot] = 1; /* uploaded by the next run that uses it */
+    unsigned long long h = 0;
+    for (int i = 0; i < l->n; i++) {
+        int w[8];
+        memcpy(w, &l->v[i], sizeof w);
+        h += tp_task_hash(i, w);
+    }
+    t->list_hash[slot] = h;
     return XS_OK;
 }
 
-/* Upload a task list and size the per-task stamps for it. */
-static xs_status tp_upload_order(xs_tp *t, int slot)
+/* Upload a task list (stream-ordered before the launch on s) and size the per-task stamps for
+ * it. The copy is on s, not a cudaMemcpy on the legacy default stream: the launch stream is
+ * non-blocking (no implicit order with stream 0), and a cudaMemcpy from pageable memory returns
+ * once the data is staged, possibly before it has reached the device - a kernel launched right
+ * after could read part of the previous contents (the two failures of the first H200 run).
+ * From pageable memory, cudaMemcpyAsync stages the data before it returns, so the host list may
+ * change afterwards. */
+static xs_status tp_upload_order(xs_tp *t, int slot, cudaStream_t s)
 {
     const int n = t->ntasks[slot];
     if (n > t->d_cap[slot]) {
+        XS_CU(cudaStreamSynchronize(s)); /* nothing in flight may use the old list */
         cudaFree(t->d_tasks[slot]);
         t->d_tasks[slot] = NULL;
         t->d_cap[slot] = 0;
         XS_CU(cudaMalloc((void **)&t->d_tasks[slot], (size_t)n * sizeof(tp_task)));
         t->d_cap[slot] = n;
     }
-    XS_CU(cudaMemcpy(t->d_tasks[slot], t->h_tasks[slot], (size_t)n * sizeof(tp_task),
-                     cudaMemcpyHostToDevice));
+    XS_CU(cudaMemcpyAsync(t->d_tasks[slot], t->h_tasks[slot], (size_t)n * sizeof(tp_task),
+                          cudaMemcpyHostToDevice, s));
     if ((size_t)n > t->task_cap) {
         cudaFree(t->task_ns);
         t->task_ns = NULL;
@@ -1191,6 +1601,192 @@ extern "C" xs_status xs_tp_order_copy(xs_tp *t, int dst, int src)
 extern "C" int xs_tp_order_tasks(const xs_tp *t, int slot)
 {
     return slot >= 0 && slot < XS_TP_SLOTS ? t->ntasks[slot] : 0;
+}
+
+extern "C" int xs_tp_order_get(const xs_tp *t, int slot, const xs_tp_task **tasks)
+{
+    if (slot < 0 || slot >= XS_TP_SLOTS) {
+        *tasks = NULL;
+        return 0;
+    }
+    *tasks = (const xs_tp_task *)t->h_tasks[slot];
+    return t->ntasks[slot];
+}
+
+extern "C" xs_status xs_tp_order_set(xs_tp *t, int slot, const xs_tp_task *tasks, int n)
+{
+    if (n < 1 || !tasks)
+        return xs_seterr(XS_EINVAL, "tp: an order needs at least one task");
+    tp_list l = {(tp_task *)malloc((size_t)n * sizeof(tp_task)), n, n};
+    if (!l.v)
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory for a task list");
+    memcpy(l.v, tasks, (size_t)n * sizeof(tp_task));
+    return tp_store_order(t, slot, &l);
+}
+
+extern "C" xs_status xs_tp_order_check(const xs_tp *t, int slot)
+{
+    if (slot < 0 || slot >= XS_TP_SLOTS || !t->ntasks[slot])
+        return xs_seterr(XS_EINVAL, "tp: order slot %d is empty", slot);
+    const xs_tp_info *in = &t->in;
+    const int n = t->ntasks[slot], G = t->grid, P = t->P, me = t->me;
+    const int rbpr = in->rs_rows / XS_TP_BM;
+    const tp_task *v = t->h_tasks[slot];
+    const char *op = xs_tp_op_name(t->s.op);
+    /* position of every tile, push and reduction; -1 = not (yet) seen */
+    const size_t nt0 = (size_t)in->tiles[0], nt1 = in->ngemm > 1 ? (size_t)in->tiles[1] : 0;
+    const size_t npu = (size_t)P * (in->ag_chunks > 0 ? in->ag_chunks : 1);
+    int *pos = (int *)malloc((nt0 + nt1 + npu + (size_t)in->reduce_tasks + 1) * sizeof(int));
+    if (!pos)
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory checking an order");
+    int *pos0 = pos, *pos1 = pos + nt0, *posp = pos1 + nt1, *posr = posp + npu;
+    for (size_t i = 0; i < nt0 + nt1 + npu + (size_t)in->reduce_tasks; i++)
+        pos[i] = -1;
+    char why[200] = "";
+#define TP_BAD(...)                                                                             \
+    do {                                                                                        \
+        if (!why[0])                                                                            \
+            snprintf(why, sizeof why, __VA_ARGS__);                                             \
+    } while (0)
+    for (int i = 0; i < n && !why[0]; i++) {
+        const tp_task *x = &v[i];
+        if (x->flags & ~TP_T_ALL)
+            TP_BAD("task %d: unknown kind bits %#x", i, x->flags);
+        if ((x->flags & TP_T_TILE) && (x->flags & TP_T_REDUCE))
+            TP_BAD("task %d: a tile and a reduction in one task", i);
+        if (x->flags & TP_T_TILE) {
+            const int g = x->gemm;
+            if (g < 0 || g >= in->ngemm || x->tm < 0 || x->tm >= in->tiles_m || x->tn < 0 ||
+                x->tn >= in->tiles_n[g]) {
+                TP_BAD("task %d: tile (GEMM %d, %d, %d) outside the problem", i, g, x->tm, x->tn);
+                break;
+            }
+            int *slotp = (g == 0 ? pos0 : pos1) + (size_t)x->tm * in->tiles_n[g] + x->tn;
+            if (*slotp >= 0)
+                TP_BAD("task %d: tile (GEMM %d, %d, %d) also at task %d", i, g, x->tm, x->tn,
+                       *slotp);
+            *slotp = i;
+            if (x->flags & TP_T_DEFER) {
+                if (g != in->rs_gemm || x->tm / rbpr == me)
+                    TP_BAD("task %d: deferred stores on a tile that is not a remote owner's", i);
+                else if (i + G >= n || !(v[i + G].flags & TP_T_TILE))
+                    TP_BAD("task %d: deferred tile not followed by a tile of its CTA", i);
+            }
+        } else if (x->flags & TP_T_DEFER) {
+            TP_BAD("task %d: deferred stores without a tile", i);
+        }
+        if (x->flags & TP_T_PUSH) {
+            if (!in->ag || x->push_rank < 0 || x->push_rank >= P || x->push_rank == me ||
+                x->push_chunk < 0 || x->push_chunk >= in->ag_chunks) {
+                TP_BAD("task %d: push (rank %d, chunk %d) outside the problem", i, x->push_rank,
+                       x->push_chunk);
+                break;
+            }
+            int *slotp = posp + (size_t)x->push_rank * in->ag_chunks + x->push_chunk;
+            if (*slotp >= 0)
+                TP_BAD("task %d: push (rank %d, chunk %d) also at task %d", i, x->push_rank,
+                       x->push_chunk, *slotp);
+            *slotp = i;
+            if ((x->flags & TP_T_SPREAD) && !(x->flags & TP_T_TILE))
+                TP_BAD("task %d: a streamed push with no tile to ride on", i);
+        } else if (x->flags & TP_T_SPREAD) {
+            TP_BAD("task %d: streamed stores without a push", i);
+        }
+        if (x->flags & TP_T_REDUCE) {
+            if (x->red_t < 0 || x->red_t >= in->reduce_tasks) {
+                TP_BAD("task %d: reduction of tile %d outside 0..%d", i, x->red_t,
+                       in->reduce_tasks - 1);
+                break;
+            }
+            if (posr[x->red_t] >= 0)
+                TP_BAD("task %d: reduction of tile %d also at task %d", i, x->red_t,
+                       posr[x->red_t]);
+            posr[x->red_t] = i;
+        }
+    }
+    /* everything once */
+    for (size_t q = 0; q < nt0 + nt1 && !why[0]; q++)
+        if (pos[q] < 0) {
+            const int g = q < nt0 ? 0 : 1, r = (int)(g ? q - nt0 : q);
+            TP_BAD("tile (GEMM %d, %d, %d) is missing", g, r / in->tiles_n[g],
+                   r % in->tiles_n[g]);
+        }
+    for (int r = 0; r < P && in->ag && !why[0]; r++)
+        for (int c = 0; c < in->ag_chunks && r != me && !why[0]; c++)
+            if (posp[(size_t)r * in->ag_chunks + c] < 0)
+                TP_BAD("push of chunk %d to rank %d is missing", c, r);
+    for (int q = 0; q < in->reduce_tasks && !why[0]; q++)
+        if (posr[q] < 0)
+            TP_BAD("reduction of tile %d is missing", q);
+    /* dependencies: only on earlier tasks */
+    if (in->ngemm > 1)
+        for (int tm = 0; tm < in->tiles_m && !why[0]; tm++) {
+            int last0 = -1, first1 = n;
+            for (int tn = 0; tn < in->tiles_n[0]; tn++)
+                last0 = pos0[(size_t)tm * in->tiles_n[0] + tn] > last0
+                            ? pos0[(size_t)tm * in->tiles_n[0] + tn]
+                            : last0;
+            for (int tn = 0; tn < in->tiles_n[1]; tn++)
+                first1 = pos1[(size_t)tm * in->tiles_n[1] + tn] < first1
+                             ? pos1[(size_t)tm * in->tiles_n[1] + tn]
+                             : first1;
+            if (first1 <= last0)
+                TP_BAD("row block %d: GEMM 2 tile at task %d before the last GEMM 1 tile (task %d)",
+                       tm, first1, last0);
+        }
+    if (in->rs_gemm >= 0) {
+        const int *prs = in->rs_gemm == 0 ? pos0 : pos1, tn_rs = in->tiles_n[in->rs_gemm];
+        for (int q = 0; q < in->reduce_tasks && !why[0]; q++) {
+            const int tm = me * rbpr + q / tn_rs, tn = q % tn_rs;
+            const int src = prs[(size_t)tm * tn_rs + tn];
+            if (src >= posr[q])
+                TP_BAD("reduction of own tile %d at task %d before the tile itself (task %d)", q,
+                       posr[q], src);
+        }
+    }
+#undef TP_BAD
+    free(pos);
+    if (why[0])
+        return xs_seterr(XS_EINVAL, "tp %s m=%d n=%d k=%d P=%d rank %d grid %d, slot %d: %s", op,
+                         t->s.m, t->s.n, t->s.k, P, me, G, slot, why);
+    return XS_OK;
+}
+
+extern "C" xs_status xs_tp_order_stats(const xs_tp *t, int slot, xs_tp_order_info *o)
+{
+    memset(o, 0, sizeof *o);
+    if (slot < 0 || slot >= XS_TP_SLOTS || !t->ntasks[slot])
+        return xs_seterr(XS_EINVAL, "tp: order slot %d is empty", slot);
+    const int n = t->ntasks[slot], G = t->grid;
+    const tp_task *v = t->h_tasks[slot];
+    o->tasks = n;
+    o->steps = (n + G - 1) / G;
+    for (int s0 = 0; s0 < n; s0 += G) {
+        double burst = 0;
+        for (int i = s0; i < n && i < s0 + G; i++) {
+            tp_task x = v[i];
+            double b = task_bytes(t, &x);
+            if ((x.flags & TP_T_TILE) && x.gemm == t->in.rs_gemm &&
+                x.tm * XS_TP_BM / t->in.rs_rows != t->me)
+                o->remote_tiles++;
+            if (x.flags & TP_T_PUSH)
+                o->pushes++;
+            if ((x.flags & TP_T_SPREAD) && (x.flags & TP_T_PUSH)) {
+                o->spread++;
+                tp_task push = x;
+                push.flags = TP_T_PUSH;
+                b -= task_bytes(t, &push);
+            }
+            if (x.flags & TP_T_DEFER) {
+                o->deferred++;
+                b = 0;
+            }
+            burst += b;
+        }
+        if (burst > o->max_step_bytes)
+            o->max_step_bytes = burst;
+    }
+    return XS_OK;
 }
 
 /* A queue of candidate tasks with a taken mark, scanned from its first untaken entry. */
@@ -1253,8 +1849,9 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
     const xs_tp_info *in = &t->in;
     const int P = t->P, me = t->me, G = t->grid, rbpr = in->rs_rows / XS_TP_BM;
     if (!pace || !(pace->finish > 0 && pace->finish <= 1) || pace->lead < 0 ||
-        !(pace->cap_bytes >= 0) || !(pace->burst >= 0))
-        return xs_seterr(XS_EINVAL, "tp: pace finish must be in (0, 1], lead, burst and cap >= 0");
+        !(pace->cap_bytes >= 0) || !(pace->burst >= 0) || pace->spread < 0 || pace->spread > 1)
+        return xs_seterr(XS_EINVAL, "tp: pace finish must be in (0, 1], lead, burst and cap >= 0, "
+                         "spread 0 or 1");
     if (!c || !(c->tile_ns[0] > 0) || (in->ngemm > 1 && !(c->tile_ns[1] > 0)))
         return xs_seterr(XS_EINVAL, "tp: shaping needs measured tile costs (a local run)");
     (void)prof;
@@ -1433,11 +2030,17 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
                     goto done;
                 }
             }
-            for (int j = 0; j < n; j++)
-                out.v[base + (j + off_r) % G] = step[j];
+            for (int j = 0; j < n; j++) {
+                tp_task x = step[j];
+                if (pace->spread && x.gemm == in->rs_gemm && x.tm * XS_TP_BM / in->rs_rows != me)
+                    x.flags |= TP_T_DEFER; /* kept only if the CTA's next task is a tile */
+                out.v[base + (j + off_r) % G] = x;
+            }
             for (int j = 0; j < np; j++) {
                 tp_task *x = &out.v[base + (j + off_p) % G];
                 x->flags |= TP_T_PUSH;
+                if (pace->spread && (x->flags & TP_T_TILE))
+                    x->flags |= TP_T_SPREAD;
                 x->push_rank = riders[j].push_rank;
                 x->push_chunk = riders[j].push_chunk;
             }
@@ -1453,6 +2056,12 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
                     last_step[step[j].tm] = s;
                 }
         }
+        /* a deferred tile streams through the CTA's next task's main loop: keep the mark only
+         * where that task is a tile (else the stores would wait, then go as one burst) */
+        for (int i = 0; i < out.n; i++)
+            if ((out.v[i].flags & TP_T_DEFER) &&
+                (i + G >= out.n || !(out.v[i + G].flags & TP_T_TILE)))
+                out.v[i].flags &= ~TP_T_DEFER;
         /* reductions last, packed */
         for (int i = 0; i < in->reduce_tasks; i++)
             if (list_push(&out, mk_reduce(i))) {
@@ -1514,37 +2123,66 @@ extern "C" xs_status xs_tp_predict(xs_tp *t, int slot, const xs_profile *p, cons
         return xs_seterr(XS_EINVAL, "tp: prediction needs measured costs");
     const int G = t->grid, n = t->ntasks[slot], S = (n + G - 1) / G;
     const tp_task *v = t->h_tasks[slot];
+    /* per step: bytes stored at its end (burst), bytes streamed through its main loops, mean
+     * compute per CTA */
     double *bytes = (double *)calloc((size_t)S, sizeof(double));
+    double *strm = (double *)calloc((size_t)S + 1, sizeof(double));
     double *comp = (double *)calloc((size_t)S, sizeof(double));
-    if (!bytes || !comp) {
+    if (!bytes || !strm || !comp) {
         free(bytes);
+        free(strm);
         free(comp);
         return xs_seterr(XS_ENOMEM, "tp: out of host memory for a schedule");
     }
     for (int i = 0; i < n; i++) {
-        bytes[i / G] += task_bytes(t, &v[i]);
-        comp[i / G] += task_cost(c, &v[i]) / G;
+        const int s = i / G;
+        tp_task x = v[i];
+        double b = task_bytes(t, &x);
+        if ((x.flags & (TP_T_SPREAD | TP_T_PUSH | TP_T_TILE)) ==
+            (TP_T_SPREAD | TP_T_PUSH | TP_T_TILE)) {
+            tp_task push = x;
+            push.flags = TP_T_PUSH;
+            const double pb = task_bytes(t, &push);
+            strm[s] += pb; /* through this tile's main loop */
+            b -= pb;
+        }
+        if ((x.flags & TP_T_DEFER) && s + 1 < S)
+            strm[s + 1] += b; /* through the CTA's next tile */
+        else
+            bytes[s] += b;
+        comp[s] += task_cost(c, &x) / G;
     }
-    /* one row per step: every CTA stores the step's mean remote bytes, then computes the next
-     * step's mean; byte-less rows fold into the previous gap (or the lead) */
+    /* the timeline, one (bytes, gap) pair after the other: step s computes for comp[s] while its
+     * streamed bytes go out in NS equal parts, then stores its burst; pairs with no bytes fold
+     * their gap into the previous row (or the lead) */
+    const int NS = 8;
     xs_schedule sc;
     memset(&sc, 0, sizeof sc);
-    double lead = comp[0];
+    double lead = 0, carry = 0; /* carry: burst bytes waiting for the next row */
     xs_status st = XS_OK;
     for (int s = 0; s < S && st == XS_OK; s++) {
-        const double gap = s + 1 < S ? comp[s + 1] : 0.0;
-        const int64_t b = (int64_t)llround(bytes[s] / G / 16.0) * 16;
-        out->bytes += bytes[s];
-        if (b < 16) {
-            if (sc.nrows)
-                sc.rows[sc.nrows - 1].gap_ns += gap;
-            else
-                lead += gap;
-        } else {
-            st = xs_schedule_append(&sc, G, b, gap);
+        out->bytes += bytes[s] + strm[s];
+        const int parts = strm[s] >= 16.0 * G ? NS : 1;
+        for (int j = 0; j < parts && st == XS_OK; j++) {
+            const double b = carry + (parts > 1 ? strm[s] / NS : strm[s]);
+            const double gap = comp[s] / parts;
+            carry = 0;
+            const int64_t per = (int64_t)llround(b / G / 16.0) * 16;
+            if (per < 16) {
+                if (sc.nrows)
+                    sc.rows[sc.nrows - 1].gap_ns += gap;
+                else
+                    lead += gap;
+            } else {
+                st = xs_schedule_append(&sc, G, per, gap);
+            }
         }
+        carry = bytes[s];
     }
+    if (st == XS_OK && carry / G >= 8.0)
+        st = xs_schedule_append(&sc, G, (int64_t)llround(carry / G / 16.0) * 16, 0.0);
     free(bytes);
+    free(strm);
     free(comp);
     if (st == XS_OK) {
         xs_profile ideal = *p;
@@ -1644,16 +2282,19 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
         o = &def;
     if (slot < 0 || slot >= XS_TP_SLOTS || !t->ntasks[slot])
         return xs_seterr(XS_EINVAL, "tp: order slot %d is empty", slot);
+    if (t->plan_only)
+        return xs_seterr(XS_EINVAL, "tp: a plan-only context cannot run");
     const xs_tp_info *in = &t->in;
     const xs_wintab *tab = o->local ? &t->lt : &t->vt;
     const unsigned long long epoch = o->local ? ++t->epoch_l : ++t->epoch_v;
     t->last = TP_RUN_NONE;
 
     if (t->dirty[slot])
-        XS_TRY(tp_upload_order(t, slot));
+        XS_TRY(tp_upload_order(t, slot, s));
     XS_TRY(tp_poison(t, tab, s));
     XS_CU(cudaMemsetAsync(t->rb_count, 0, (size_t)in->tiles_m * sizeof(unsigned), s));
     XS_CU(cudaMemsetAsync(t->status, 0, sizeof(xs_devstatus), s));
+    XS_CU(cudaMemsetAsync(t->d_list_sum, 0, sizeof(unsigned long long), s));
     /* test hook: one received chunk that never arrives */
     uint64_t *fault_flag = NULL;
     if (o->fault == XS_TP_FAULT_AG_FLAG && in->ag && t->P > 1) {
@@ -1718,6 +2359,8 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
     a.cta_ns = t->cta_ns;
     a.status = t->status;
     a.fault = o->fault;
+    a.scratch = t->scratch;
+    a.list_sum = t->d_list_sum;
 
     XS_CU(cudaFuncSetAttribute(tp_kernel<TPC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                TPC::SMEM_BYTES));
@@ -1733,7 +2376,9 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
     if (ms)
         *ms = e_ms;
     xs_devstatus ds;
+    unsigned long long lsum = 0;
     XS_CU(cudaMemcpyAsync(&ds, t->status, sizeof ds, cudaMemcpyDeviceToHost, s));
+    XS_CU(cudaMemcpyAsync(&lsum, t->d_list_sum, sizeof lsum, cudaMemcpyDeviceToHost, s));
     XS_CU(cudaStreamSynchronize(s));
     if (fault_flag) {
         XS_TRY(tp_setflags(s, fault_flag, 1, XS_TP_ARRIVED));
@@ -1754,6 +2399,13 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
                              (ds.detail >> 60) == 2 ? "row block" : "flag", idx);
         return xs_seterr(XS_ECUDA, "tp %s: device failure %u in CTA %u (detail %llu)",
                          xs_tp_op_name(t->s.op), ds.code, ds.block, ds.detail);
+    }
+    if (lsum != t->list_hash[slot]) {
+        t->last_failed = 1;
+        return xs_seterr(XS_ECUDA, "tp %s (%s): the kernel read a task list other than the one "
+                         "uploaded to slot %d (task hash %016llx, expected %016llx)",
+                         xs_tp_op_name(t->s.op), o->local ? "local" : "fused", slot, lsum,
+                         t->list_hash[slot]);
     }
     return XS_OK;
 }
@@ -1802,7 +2454,7 @@ extern "C" xs_status xs_tp_costs_of_last(xs_tp *t, xs_tp_costs *c)
             for (int i = b; i < n; i += G) {
                 const double dur = tn[i] > prev ? (double)(tn[i] - prev) : 0.0;
                 prev = tn[i] > prev ? tn[i] : prev;
-                const int f = v[i].flags;
+                const int f = v[i].flags & (TP_T_TILE | TP_T_PUSH | TP_T_REDUCE);
                 if (f == TP_T_TILE)
                     d[v[i].gemm][nd[v[i].gemm]++] = dur;
                 else if (f == TP_T_PUSH)
@@ -1892,6 +2544,8 @@ extern "C" xs_status xs_tp_run_unfused(xs_tp *t, xs_cublas *cb, cudaStream_t s, 
 {
     if (!cb)
         return xs_seterr(XS_EINVAL, "tp unfused: no cuBLAS handle");
+    if (t->plan_only)
+        return xs_seterr(XS_EINVAL, "tp: a plan-only context cannot run");
     const xs_tp_info *in = &t->in;
     const int P = t->P, me = t->me, peer = !t->vt.host_mem[(me + 1) % P] && P > 1;
     const size_t m = (size_t)t->s.m;
@@ -1980,6 +2634,8 @@ extern "C" xs_status xs_tp_reference(xs_tp *t, xs_cublas *cb)
 {
     if (!cb)
         return xs_seterr(XS_EINVAL, "tp reference: no cuBLAS handle");
+    if (t->plan_only)
+        return xs_seterr(XS_EINVAL, "tp: a plan-only context has no data");
     const xs_tp_info *in = &t->in;
     const size_t m = (size_t)t->s.m;
     cudaStream_t s = t->vstream;

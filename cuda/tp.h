@@ -108,6 +108,10 @@ void xs_tp_get_info(const xs_tp *t, xs_tp_info *info);
 int xs_tp_grid(const xs_tp *t);
 /* Peer target: the ncclComm_t the unfused baseline's collectives run on (not owned). */
 void xs_tp_set_nccl_comm(xs_tp *t, void *comm);
+/* A plan-only context: no GPU memory, no CUDA call (works on a machine without a GPU). Task
+ * orders, xs_tp_order_check, xs_tp_order_stats and xs_tp_predict work on it; runs, references
+ * and verification refuse it (XS_EINVAL). Release with xs_tp_destroy. */
+xs_status xs_tp_plan_create(const xs_tp_shape *s, int rank, int grid, xs_tp **out);
 
 /* Device pointers, for tests that build their own references. */
 typedef struct {
@@ -144,6 +148,11 @@ typedef struct {
     double burst;      /* >= 0 */
     double cap_bytes;  /* >= 0 */
     int lead;          /* steps, >= 0 */
+    int spread;        /* 1: stream remote stores through main loops instead of storing each tile
+                          or push at once (docs/TP.md "Streamed stores"): a remote reduce-scatter
+                          tile is staged in a per-CTA HBM scratch and its stores are spread over
+                          the CTA's next tile's main loop; a push riding on a tile is spread over
+                          that tile's main loop. 0: the stores follow the tile as a burst. */
 } xs_tp_pace;
 
 /* Natural order into slot: pushes first, tiles in rank-ring row order from this rank (grouped
@@ -155,12 +164,51 @@ xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *p, const xs_t
 xs_status xs_tp_order_copy(xs_tp *t, int dst, int src);
 int xs_tp_order_tasks(const xs_tp *t, int slot);   /* 0 when the slot is empty */
 
+/* One task of an order as stored and uploaded (32 bytes; the kernel reads two int4). kind: bits
+ * of XS_TP_K_*; 0 = an empty slot of a step. */
+enum { XS_TP_K_TILE = 1, XS_TP_K_PUSH = 2, XS_TP_K_REDUCE = 4, XS_TP_K_DEFER = 8,
+       XS_TP_K_SPREAD = 16 };
+typedef struct {
+    int kind;
+    int gemm, tm, tn;            /* TILE: GEMM 0 or 1, tile row and column */
+    int push_rank, push_chunk;   /* PUSH: destination rank, chunk of this rank's shard */
+    int red_t;                   /* REDUCE: own tile 0..t_own-1 */
+    int pad;
+} xs_tp_task;
+/* The tasks of a slot (owned by the context, valid until the slot changes); returns the count. */
+int xs_tp_order_get(const xs_tp *t, int slot, const xs_tp_task **tasks);
+/* Replace a slot's tasks with a copy of tasks[0..n) (tests, tools); not checked here - see
+ * xs_tp_order_check. */
+xs_status xs_tp_order_set(xs_tp *t, int slot, const xs_tp_task *tasks, int n);
+
+/* The invariants every order must hold, checked on the CPU: every task's fields in range; every
+ * tile of every GEMM, every push (destination, chunk) and every reduction exactly once; every
+ * dependency on an earlier task of the list (an mlp GEMM 2 tile after all GEMM 1 tiles of its row
+ * block - so each row-block counter reaches its target -, a reduction after this rank's own tile
+ * that it sums); streamed stores only on remote tiles followed by a tile of the same CTA, and on
+ * pushes that ride on a tile. With these, every CTA resident and every CTA taking its tasks in
+ * list order, the kernel cannot deadlock: the earliest unfinished task only waits on finished
+ * ones. XS_OK, or XS_EINVAL with one line naming the first violation. */
+xs_status xs_tp_order_check(const xs_tp *t, int slot);
+
+/* What an order holds, per step of grid tasks (for reports and tests). */
+typedef struct {
+    int steps, tasks;          /* steps of grid tasks; tasks incl. padding */
+    int remote_tiles, pushes;  /* remote reduce-scatter tiles, push tasks */
+    int deferred, spread;      /* remote tiles whose stores stream through the next tile, pushes
+                                  streamed through their tile */
+    double max_step_bytes;     /* largest remote bytes of one step, burst part (stored at once) */
+} xs_tp_order_info;
+xs_status xs_tp_order_stats(const xs_tp *t, int slot, xs_tp_order_info *out);
+
 /* ---- the X-Stage model of an order ------------------------------------------------------------ */
 
 typedef struct {
     double model_ns;     /* the order as a burst-gap schedule (producers = CTAs, one row per step of
                             `grid` tasks, bytes = the step's remote bytes, gaps = the next step's
-                            measured compute), simulated on the profile: completion incl. drain */
+                            measured compute; streamed stores as 8 equal rows spread through the
+                            step that streams them), simulated on the profile: completion incl.
+                            drain */
     double ideal_ns;     /* the same schedule on an unlimited stage */
     double bytes;        /* remote bytes of the schedule */
     int rows;            /* schedule rows */
@@ -186,9 +234,11 @@ typedef struct {
                                       _H_COUNT (a GEMM1 tile never counts) */
 } xs_tp_run_opts;
 
-/* Poison every destination the launch writes, launch the order in `slot`, wait. *ms = kernel
- * time (events; includes the drain of the remote stores, which completes with the kernel).
- * XS_ETIMEOUT with one line (which wait, which CTA, which flag) when a device wait expired;
+/* Poison every destination the launch writes, upload the order in `slot` if it changed (on s,
+ * ordered before the launch), launch it, wait. *ms = kernel time (events; includes the drain of
+ * the remote stores, which completes with the kernel). XS_ETIMEOUT with one line (which wait,
+ * which CTA, which flag) when a device wait expired; XS_ECUDA when the kernel read a task list
+ * other than the slot's (a hash of every task as read, summed on the device, against the host's);
  * the context stays usable. */
 xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cudaStream_t s, float *ms);
 /* Per-kind median task durations of the last run (its per-task %globaltimer stamps). */

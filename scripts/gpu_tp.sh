@@ -7,15 +7,21 @@
 #                          predictions, every row verified
 # Writes to $OUT (default ./out): tp.log (everything), tp.csv (bench rows).
 # Every step is bounded by `timeout`; one failing step does not stop the next. Expected wall
-# time about 3 minutes (test ~30 s, sweep <= 160 s: it stops starting configurations after
-# TP_MAX_TIME seconds). The last lines printed are a short table and PASS/FAIL per step.
+# time 1-3 minutes (test <= 40 s, sweep <= 190 s: it stops starting configurations after
+# TP_MAX_TIME seconds), inside gpu_all.sh's 240 s for this area. The last lines printed are a
+# short table and PASS/FAIL per step.
+# The model (orders, predictions, comm_us = bytes / R) uses TP_PROFILE, by default the newest
+# calibrated host profile under bench/results/ (the embedded provisional one when there is none).
 # usage: OUT=dir scripts/gpu_tp.sh [BUILD_DIR]      (BUILD_DIR defaults to build)
 #        TP_ARGS="--quick" replaces the sweep's arguments (default: the full sweep, -n 5 -w 1)
 set -u
 
 B=${1:-${BUILD:-build}}
 OUT=${OUT:-out}
-TP_MAX_TIME=${TP_MAX_TIME:-150}
+TP_MAX_TIME=${TP_MAX_TIME:-145}
+if [ -z "${TP_PROFILE:-}" ]; then
+    TP_PROFILE=$(ls -1 bench/results/h200-*/h200_host_profile.json 2>/dev/null | sort | tail -n 1)
+fi
 mkdir -p "$OUT"
 LOG="$OUT/tp.log"
 : >"$LOG"
@@ -25,6 +31,13 @@ say() { printf '%s\n' "$*" | tee -a "$LOG"; }
 say "# gpu_tp.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) build=$B out=$OUT"
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv 2>&1 || true; } >>"$LOG"
 say "# git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(git status --porcelain 2>/dev/null | wc -l) changed files"
+PROFILE_ARGS=()
+if [ -n "$TP_PROFILE" ] && [ -r "$TP_PROFILE" ]; then
+    PROFILE_ARGS=(--profile "$TP_PROFILE")
+    say "# profile: $TP_PROFILE"
+else
+    say "# profile: embedded (no calibrated host profile found)"
+fi
 
 declare -a NAMES RESULTS DETAILS
 
@@ -69,7 +82,7 @@ run_step() {
     NAMES+=("$name"); RESULTS+=("$result"); DETAILS+=("$detail (${dt}s)")
 }
 
-run_step test_tp 60 "$B/tests/gpu/test_tp"
+run_step test_tp 40 "$B/tests/gpu/test_tp"
 
 X="$B/xstage"
 if [ -x "$X" ] && "$X" bench tp --help 2>&1 | grep -q 'needs the CUDA side'; then
@@ -89,7 +102,7 @@ if [ -z "$X" ]; then
 else
     # shellcheck disable=SC2086
     run_step bench_tp $((TP_MAX_TIME + 45)) "$X" bench tp --csv "$OUT/tp.csv" \
-        --max-time "$TP_MAX_TIME" ${TP_ARGS:--n 5 -w 1}
+        --max-time "$TP_MAX_TIME" ${PROFILE_ARGS[@]+"${PROFILE_ARGS[@]}"} ${TP_ARGS:--n 5 -w 1}
 fi
 case "$X" in "${TMPDIR:-/tmp}"/xstage-tp.*) rm -f "$X" ;; esac
 
@@ -97,8 +110,8 @@ case "$X" in "${TMPDIR:-/tmp}"/xstage-tp.*) rm -f "$X" ;; esac
 if [ -s "$OUT/tp.csv" ]; then
     echo
     grep -E '^(op,|[a-z_]+,)' "$OUT/tp.csv" |
-        awk -F, 'NR==1{for(i=1;i<=NF;i++)c[$i]=i; printf "%-7s %-11s %5s %2s %9s %9s %9s %9s %6s %6s %6s %3s\n","op","model","m","P","unfused","naive","shaped","bound","u/s","n/s","s/b","ok"; next}
-             {printf "%-7s %-11s %5s %2s %9.1f %9.1f %9.1f %9.1f %6.3f %6.3f %6.3f %3s\n",$c["op"],$c["model"],$c["m"],$c["peers"],$c["unfused_us"],$c["naive_us"],$c["shaped_us"],$c["bound_us"],$c["unfused_over_shaped"],$c["naive_over_shaped"],$c["shaped_over_bound"],$c["verified"]}'
+        awk -F, 'NR==1{for(i=1;i<=NF;i++)c[$i]=i; printf "%-7s %-11s %5s %2s %9s %9s %9s %9s %9s %6s %6s %6s %6s %-17s %3s\n","op","model","m","P","unfused","naive","shaped","bound","floor","u/s","n/s","s/b","s/f","order","ok"; next}
+             {printf "%-7s %-11s %5s %2s %9.1f %9.1f %9.1f %9.1f %9.1f %6.3f %6.3f %6.3f %6.3f %-17s %3s\n",$c["op"],$c["model"],$c["m"],$c["peers"],$c["unfused_us"],$c["naive_us"],$c["shaped_us"],$c["bound_us"],$c["floor_us"],$c["unfused_over_shaped"],$c["naive_over_shaped"],$c["shaped_over_bound"],$c["shaped_over_floor"],$c["shaped_order"],$c["verified"]}'
 fi
 if [ -s "$OUT/.step.out" ]; then
     echo
