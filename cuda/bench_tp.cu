@@ -627,8 +627,19 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             ok &= verified(t, row, "pilot naive", &pr, &dummy);
             ROW_TRY(xs_tp_run(t, 0, &ro, cx->s, &best_ms));
             ok &= verified(t, row, "pilot naive", &pr, &dummy);
+            unsigned long long seen[9];
+            int nseen = 0;
+            seen[nseen++] = xs_tp_order_hash(t, 0);
             for (int i = 0; i < np; i++) {
                 ROW_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], &cost, cx->prof));
+                /* a list already measured (small problems: most candidates coincide) */
+                const unsigned long long h = xs_tp_order_hash(t, 2);
+                int dup = 0;
+                for (int j = 0; j < nseen; j++)
+                    dup |= seen[j] == h;
+                if (dup)
+                    continue;
+                seen[nseen++] = h;
                 ROW_TRY(xs_tp_run(t, 2, &ro, cx->s, &ms));
                 ok &= verified(t, row, "pilot shaped", &pr, &dummy);
                 if (ms < best_ms)

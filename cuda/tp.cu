@@ -1603,6 +1603,11 @@ extern "C" int xs_tp_order_tasks(const xs_tp *t, int slot)
     return slot >= 0 && slot < XS_TP_SLOTS ? t->ntasks[slot] : 0;
 }
 
+extern "C" unsigned long long xs_tp_order_hash(const xs_tp *t, int slot)
+{
+    return slot >= 0 && slot < XS_TP_SLOTS && t->ntasks[slot] ? t->list_hash[slot] : 0;
+}
+
 extern "C" int xs_tp_order_get(const xs_tp *t, int slot, const xs_tp_task **tasks)
 {
     if (slot < 0 || slot >= XS_TP_SLOTS) {

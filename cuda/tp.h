@@ -175,6 +175,8 @@ typedef struct {
     int red_t;                   /* REDUCE: own tile 0..t_own-1 */
     int pad;
 } xs_tp_task;
+/* The hash of a slot's tasks (the sum the kernel checks; equal lists, equal hashes), 0 if empty. */
+unsigned long long xs_tp_order_hash(const xs_tp *t, int slot);
 /* The tasks of a slot (owned by the context, valid until the slot changes); returns the count. */
 int xs_tp_order_get(const xs_tp *t, int slot, const xs_tp_task **tasks);
 /* Replace a slot's tasks with a copy of tasks[0..n) (tests, tools); not checked here - see
