@@ -25,7 +25,13 @@ for a in $AREAS; do
     mkdir -p "$W/$a"
     echo "##### $a" | tee -a "$S"
     case $a in
-    calib) OUT="$W/$a" bash scripts/gpu_calib.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
+    calib)
+        OUT="$W/$a" bash scripts/gpu_calib.sh 2>&1 | tail -n 40 | tee -a "$S"
+        # the workloads after it predict with this run's calibration (extended form)
+        if [ -s "$W/calib/h200_host_profile.json" ]; then
+            export PROFILE="$W/calib/h200_host_profile.json"
+            echo "# PROFILE=$PROFILE" | tee -a "$S"
+        fi ;;
     transport) OUT="$W/$a" timeout 300 bash scripts/gpu_transport.sh 2>&1 | tail -n 30 | tee -a "$S" ;;
     tests)
         for t in build/tests/gpu/test_*; do
