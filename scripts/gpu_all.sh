@@ -43,7 +43,8 @@ for a in $AREAS; do
         done ;;
     ep) OUT="$W/$a" timeout 240 bash scripts/gpu_ep.sh build 2>&1 | tail -n 40 | tee -a "$S" ;;
     up) OUT="$W/$a" timeout 150 bash scripts/gpu_up.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
-    tp) OUT="$W/$a" timeout 240 bash scripts/gpu_tp.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
+    tp) OUT="$W/$a" TP_PROFILE="${PROFILE:-${TP_PROFILE:-}}" timeout 240 bash scripts/gpu_tp.sh 2>&1 |
+        tail -n 40 | tee -a "$S" ;;
     sanitize) OUT="$W/$a" timeout 400 bash tests/gpu/sanitize.sh 2>&1 | tail -n 60 | tee -a "$S" ;;
     faults) OUT="$W/$a" timeout 300 bash tests/gpu/faults.sh 2>&1 | tail -n 20 | tee -a "$S" ;;
     *) echo "unknown area $a" | tee -a "$S" ;;
