@@ -42,7 +42,7 @@
 
 #define TPB_MAX_LIST 16
 #define TPB_MAX_ITERS 1000
-#define TPB_MAX_CAND 18
+#define TPB_MAX_CAND 24
 /* The tile engine's rate on an H200 (first run: local_tflops 337-375 over 34 rows), used only to
  * pick default peer counts where compute and PCIe traffic are of comparable size. */
 #define TPB_ENGINE_TFLOPS 355.0
@@ -568,11 +568,12 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         int nc = 0;
         const double fin[3] = {0.6, 0.8, 0.95}, bur[2] = {0, 1.5}, cap[2] = {0, Qh};
         /* 0..11: stores after each tile (finish x burst x cap); 12..17: streamed through the
-         * main loops (finish x burst; no cap: nothing is stored as a burst) */
-        for (int sp = 0; sp < 2; sp++)
+         * main loops (finish x burst; no cap: nothing is stored as a burst); 18..23: streamed,
+         * riders always carrying several chunks */
+        for (int sp = 0; sp < 3; sp++)
             for (int a = 0; a < 3; a++)
                 for (int b = 0; b < 2; b++)
-                    for (int c = 0; c < 2 - sp; c++) {
+                    for (int c = 0; c < (sp ? 1 : 2); c++) {
                         xs_tp_pace p = {fin[a], bur[b], cap[c], 2, sp};
                         cand[nc] = p;
                         ROW_TRY(xs_tp_order_shaped(t, 2, &p, &cost, cx->prof));
@@ -659,7 +660,10 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             ROW_TRY(xs_tp_order_check(t, 1));
             snprintf(row->cand, sizeof row->cand, "f%.2f/b%.1f/%s", cand[best].finish,
                      cand[best].burst,
-                     cand[best].spread ? "stream" : cand[best].cap_bytes > 0 ? "capQ" : "nocap");
+                     cand[best].spread == 2   ? "stream4"
+                     : cand[best].spread      ? "stream"
+                     : cand[best].cap_bytes > 0 ? "capQ"
+                                                : "nocap");
         }
     }
 

@@ -71,14 +71,15 @@ typedef struct __align__(16) {
     int gemm;       /* TILE: GEMM 0 or 1 */
     int tm, tn;     /* TILE: tile row and column */
     int push_rank;  /* PUSH: destination rank */
-    int push_chunk; /* PUSH: chunk of this rank's shard */
+    int push_chunk; /* PUSH: first chunk of this rank's shard */
     int red_t;      /* REDUCE: own tile index, 0..t_own-1 */
-    int pad;
+    int push_n;     /* PUSH: chunks from push_chunk (0 = 1) */
 } tp_task;
 static_assert(sizeof(tp_task) == 32 && sizeof(xs_tp_task) == 32, "two int4 per task");
 static_assert(offsetof(tp_task, red_t) == offsetof(xs_tp_task, red_t) &&
                   offsetof(tp_task, push_rank) == offsetof(xs_tp_task, push_rank) &&
-                  offsetof(tp_task, tn) == offsetof(xs_tp_task, tn),
+                  offsetof(tp_task, tn) == offsetof(xs_tp_task, tn) &&
+                  offsetof(tp_task, push_n) == offsetof(xs_tp_task, push_n),
               "tp.h xs_tp_task is the stored task");
 
 /* Everything the kernel needs besides the window table (by value, in parameter space). */
@@ -219,7 +220,8 @@ typedef struct {
     char *dst;
     long long src_ld, dst_ld;
     int cpr, units;
-    uint64_t *flag;
+    uint64_t *flag; /* the first of nflags consecutive flags */
+    int nflags;
 } tp_xfer;
 
 /* The CTA's transfers in flight (shared memory; written by thread 0 between barriers, read by
@@ -231,11 +233,11 @@ typedef struct {
 } tp_xfers;
 
 XS_DEV void tp_xfer_add(tp_xfers *xf, const char *src, long long src_ld, char *dst,
-                        long long dst_ld, int cpr, int rows, uint64_t *flag)
+                        long long dst_ld, int cpr, int rows, uint64_t *flag, int nflags)
 {
     tp_xfer *x = &xf->x[xf->n++];
     x->src = src, x->dst = dst, x->src_ld = src_ld, x->dst_ld = dst_ld;
-    x->cpr = cpr, x->units = cpr * rows, x->flag = flag;
+    x->cpr = cpr, x->units = cpr * rows, x->flag = flag, x->nflags = nflags;
     xf->total += x->units;
 }
 
@@ -281,8 +283,8 @@ XS_DEV void tp_xfer_flush(const tp_xfers &xf, int u0, int nthreads)
 XS_DEV void tp_xfer_retire(tp_xfers *xf, tp_pend *pd, unsigned long long epoch)
 {
     for (int i = 0; i < xf->n; i++)
-        if (xf->x[i].flag)
-            tp_pend_add(pd, xf->x[i].flag, epoch);
+        for (int k = 0; k < xf->x[i].nflags; k++)
+            tp_pend_add(pd, xf->x[i].flag + k, epoch);
     xf->n = 0;
     xf->total = 0;
 }
@@ -564,7 +566,7 @@ XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, tp_pend 
                                (size_t)a.rs_n * 2 +
                            (size_t)n0 * 2;
                 tp_xfer_add(xf, scratch, C::BN * 2, d0, (long long)a.rs_n * 2, nvalid / 8, rows,
-                            flag);
+                            flag, 1);
             } else if (!skip) {
                 tp_pend_add(pd, flag, a.epoch);
             }
@@ -577,15 +579,22 @@ XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, tp_pend 
     }
 }
 
-/* One chunk of this rank's shard (own window) to rank r's gathered buffer, then its flag. */
+/* Bytes of chunks [c, c + n) of a shard (the last chunk may be short). */
+XS_DEV unsigned long long tp_push_bytes(const tp_args &a, int c, int n)
+{
+    const unsigned long long nb = a.shard_bytes - (unsigned long long)c * XS_TP_CHUNK;
+    const unsigned long long want = (unsigned long long)n * XS_TP_CHUNK;
+    return nb < want ? nb : want;
+}
+
+/* Chunks [c, c + n) of this rank's shard (own window) to rank r's gathered buffer, then their
+ * flags. */
 template <class C>
-XS_DEV void tp_push(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int r, int c)
+XS_DEV void tp_push(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int r, int c, int n)
 {
     const unsigned long long off =
         (unsigned long long)a.me * a.shard_bytes + (unsigned long long)c * XS_TP_CHUNK;
-    unsigned long long nb = a.shard_bytes - (unsigned long long)c * XS_TP_CHUNK;
-    if (nb > XS_TP_CHUNK)
-        nb = XS_TP_CHUNK;
+    const unsigned long long nb = tp_push_bytes(a, c, n);
     const uint4 *src = (const uint4 *)(tab.data[a.me] + off);
     char *dst = tab.data[r] + off;
     const int n16 = (int)(nb / 16);
@@ -603,9 +612,10 @@ XS_DEV void tp_push(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int r, 
                 xs_st16v(dst + 16 * (size_t)x, v[u]);
         }
     }
-    __syncthreads(); /* every thread's stores precede the flag */
+    __syncthreads(); /* every thread's stores precede the flags */
     if (threadIdx.x == 0)
-        tp_pend_add(pd, tab.flags[r] + (size_t)a.me * a.ag_chunks + c, a.epoch);
+        for (int k = 0; k < n; k++)
+            tp_pend_add(pd, tab.flags[r] + (size_t)a.me * a.ag_chunks + c + k, a.epoch);
 }
 
 XS_DEV int tp_reduce_wait(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int t, int task)
@@ -687,6 +697,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         }
         const bool tile = kind & TP_T_TILE;
         const bool spread = tile && (kind & TP_T_SPREAD) && (kind & TP_T_PUSH);
+        const int push_n = w1.w > 1 ? w1.w : 1; /* chunks of a push task */
         if (kind & (TP_T_TILE | TP_T_REDUCE)) {
             /* a CTA never blocks holding streamed transfers: if this task's inputs are not all
              * there yet, store them now (others may wait for them), then wait */
@@ -708,13 +719,10 @@ __global__ void __launch_bounds__(C::THREADS, 1)
                     /* the riding push streams through this tile's main loop */
                     const unsigned long long off = (unsigned long long)a.me * a.shard_bytes +
                                                    (unsigned long long)w1.y * XS_TP_CHUNK;
-                    unsigned long long nb =
-                        a.shard_bytes - (unsigned long long)w1.y * XS_TP_CHUNK;
-                    if (nb > XS_TP_CHUNK)
-                        nb = XS_TP_CHUNK;
+                    const unsigned long long nb = tp_push_bytes(a, w1.y, push_n);
                     tp_xfer_add(&s_xf, tab.data[a.me] + off, 0, tab.data[w1.x] + off, 0,
                                 (int)(nb / 16), 1,
-                                tab.flags[w1.x] + (size_t)a.me * a.ag_chunks + w1.y);
+                                tab.flags[w1.x] + (size_t)a.me * a.ag_chunks + w1.y, push_n);
                 }
             }
             __syncthreads();
@@ -724,7 +732,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
                        (kind & TP_T_DEFER) != 0);
         }
         if ((kind & TP_T_PUSH) && !spread)
-            tp_push<C>(a, tab, &s_pend, w1.x, w1.y);
+            tp_push<C>(a, tab, &s_pend, w1.x, w1.y, push_n);
         if (kind & TP_T_REDUCE) {
             if (tid == 0 && tp_reduce_wait(a, tab, &s_pend, w1.z, i))
                 s_abort = 1;
@@ -1489,7 +1497,8 @@ static double task_bytes(const xs_tp *t, const tp_task *x)
     }
     if (x->flags & TP_T_PUSH) {
         const double rest = (double)in->shard_bytes - (double)x->push_chunk * XS_TP_CHUNK;
-        b += rest < XS_TP_CHUNK ? rest : XS_TP_CHUNK;
+        const double want = (double)(x->push_n > 1 ? x->push_n : 1) * XS_TP_CHUNK;
+        b += rest < want ? rest : want;
     }
     return b;
 }
@@ -1681,21 +1690,27 @@ extern "C" xs_status xs_tp_order_check(const xs_tp *t, int slot)
             TP_BAD("task %d: deferred stores without a tile", i);
         }
         if (x->flags & TP_T_PUSH) {
+            const int pn = x->push_n > 1 ? x->push_n : 1;
             if (!in->ag || x->push_rank < 0 || x->push_rank >= P || x->push_rank == me ||
-                x->push_chunk < 0 || x->push_chunk >= in->ag_chunks) {
-                TP_BAD("task %d: push (rank %d, chunk %d) outside the problem", i, x->push_rank,
-                       x->push_chunk);
+                x->push_chunk < 0 || x->push_n < 0 || pn > XS_TP_PUSH_MAX ||
+                x->push_chunk + pn > in->ag_chunks) {
+                TP_BAD("task %d: push (rank %d, chunks %d..%d) outside the problem", i,
+                       x->push_rank, x->push_chunk, x->push_chunk + pn - 1);
                 break;
             }
-            int *slotp = posp + (size_t)x->push_rank * in->ag_chunks + x->push_chunk;
-            if (*slotp >= 0)
-                TP_BAD("task %d: push (rank %d, chunk %d) also at task %d", i, x->push_rank,
-                       x->push_chunk, *slotp);
-            *slotp = i;
+            for (int k = 0; k < pn; k++) {
+                int *slotp = posp + (size_t)x->push_rank * in->ag_chunks + x->push_chunk + k;
+                if (*slotp >= 0)
+                    TP_BAD("task %d: push (rank %d, chunk %d) also at task %d", i, x->push_rank,
+                           x->push_chunk + k, *slotp);
+                *slotp = i;
+            }
             if ((x->flags & TP_T_SPREAD) && !(x->flags & TP_T_TILE))
                 TP_BAD("task %d: a streamed push with no tile to ride on", i);
         } else if (x->flags & TP_T_SPREAD) {
             TP_BAD("task %d: streamed stores without a push", i);
+        } else if (x->push_n) {
+            TP_BAD("task %d: %d push chunks without a push", i, x->push_n);
         }
         if (x->flags & TP_T_REDUCE) {
             if (x->red_t < 0 || x->red_t >= in->reduce_tasks) {
@@ -1854,9 +1869,9 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
     const xs_tp_info *in = &t->in;
     const int P = t->P, me = t->me, G = t->grid, rbpr = in->rs_rows / XS_TP_BM;
     if (!pace || !(pace->finish > 0 && pace->finish <= 1) || pace->lead < 0 ||
-        !(pace->cap_bytes >= 0) || !(pace->burst >= 0) || pace->spread < 0 || pace->spread > 1)
+        !(pace->cap_bytes >= 0) || !(pace->burst >= 0) || pace->spread < 0 || pace->spread > 2)
         return xs_seterr(XS_EINVAL, "tp: pace finish must be in (0, 1], lead, burst and cap >= 0, "
-                         "spread 0 or 1");
+                         "spread 0, 1 or 2");
     if (!c || !(c->tile_ns[0] > 0) || (in->ngemm > 1 && !(c->tile_ns[1] > 0)))
         return xs_seterr(XS_EINVAL, "tp: shaping needs measured tile costs (a local run)");
     (void)prof;
@@ -1960,7 +1975,10 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
             rd.step = s;
             rd.lead = pace->lead;
             for (int pass = 0; pass < 2 && n == 0 && np == 0; pass++) {
-                /* 1. pushes ride on this step's tasks, within the budget */
+                /* 1. pushes ride on this step's tasks, within the budget; while more chunks are
+                 * left than tiles to carry them (spread 2: always), a streamed rider takes up to
+                 * XS_TP_PUSH_MAX consecutive chunks of one destination (else the rest would go
+                 * as bursts of pushes alone after the tiles) */
                 while (np < G) {
                     int i = queue_find(&qp, NULL);
                     if (i < 0)
@@ -1970,6 +1988,22 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
                         break;
                     riders[np++] = queue_take(&qp, i);
                     used += b;
+                    tp_task *rd_ = &riders[np - 1];
+                    /* qp is chunk-major: (rank me + j, chunk c) at c (P - 1) + j - 1 */
+                    const int j = (rd_->push_rank - me + P) % P;
+                    const bool multi = pace->spread == 2 ||
+                                       (pace->spread && qp.left > qr.left + ql.left + qo.left);
+                    for (int k = 1; multi && k < XS_TP_PUSH_MAX; k++) {
+                        const int c2 = rd_->push_chunk + k, i2 = c2 * (P - 1) + j - 1;
+                        if (c2 >= in->ag_chunks || qp.taken[i2])
+                            break;
+                        const double b2 = task_bytes(t, &qp.l.v[i2]);
+                        if (used + b2 > budget)
+                            break;
+                        queue_take(&qp, i2);
+                        rd_->push_n = k + 1;
+                        used += b2;
+                    }
                 }
                 /* 2. remote tiles, within the budget */
                 while (n < G) {
@@ -2048,6 +2082,7 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
                     x->flags |= TP_T_SPREAD;
                 x->push_rank = riders[j].push_rank;
                 x->push_chunk = riders[j].push_chunk;
+                x->push_n = riders[j].push_n;
             }
             off_r = (off_r + nr) % G;
             off_p = (off_p + np) % G;

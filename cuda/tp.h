@@ -51,7 +51,8 @@ xs_status xs_tp_op_parse(const char *s, xs_tp_op *op);
 
 #define XS_TP_BM 128             /* tile rows (cuda/gemm.cuh xs_gemm_big) */
 #define XS_TP_BN 256             /* tile columns */
-#define XS_TP_CHUNK 65536        /* bytes of one all-gather push task (one destination) */
+#define XS_TP_CHUNK 65536        /* bytes of one all-gather chunk (one flag, one destination) */
+#define XS_TP_PUSH_MAX 4         /* chunks one push task may carry (streamed riders) */
 #define XS_TP_ARRIVED (1ull << 62) /* flag value of data placed before the launch */
 #define XS_TP_SLOTS 4            /* task lists held per context */
 
@@ -152,7 +153,10 @@ typedef struct {
                           or push at once (docs/TP.md "Streamed stores"): a remote reduce-scatter
                           tile is staged in a per-CTA HBM scratch and its stores are spread over
                           the CTA's next tile's main loop; a push riding on a tile is spread over
-                          that tile's main loop. 0: the stores follow the tile as a burst. */
+                          that tile's main loop, and carries up to XS_TP_PUSH_MAX chunks while
+                          more chunks are left than tiles. 2: as 1, riders always carry up to
+                          XS_TP_PUSH_MAX chunks (all-gather early). 0: the stores follow the tile
+                          as a burst. */
 } xs_tp_pace;
 
 /* Natural order into slot: pushes first, tiles in rank-ring row order from this rank (grouped
@@ -171,9 +175,9 @@ enum { XS_TP_K_TILE = 1, XS_TP_K_PUSH = 2, XS_TP_K_REDUCE = 4, XS_TP_K_DEFER = 8
 typedef struct {
     int kind;
     int gemm, tm, tn;            /* TILE: GEMM 0 or 1, tile row and column */
-    int push_rank, push_chunk;   /* PUSH: destination rank, chunk of this rank's shard */
+    int push_rank, push_chunk;   /* PUSH: destination rank, first chunk of this rank's shard */
     int red_t;                   /* REDUCE: own tile 0..t_own-1 */
-    int pad;
+    int push_n;                  /* PUSH: chunks push_chunk.. push_chunk + push_n - 1 (0 = 1) */
 } xs_tp_task;
 /* The hash of a slot's tasks (the sum the kernel checks; equal lists, equal hashes), 0 if empty. */
 unsigned long long xs_tp_order_hash(const xs_tp *t, int slot);

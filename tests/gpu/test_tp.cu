@@ -438,7 +438,7 @@ static xs_tp_costs synth_costs(const xs_tp_info *in)
     return c;
 }
 
-/* Every order the bench can build for a shape (naive, the 18 candidates) holds the invariants. */
+/* Every order the bench can build for a shape (naive, the 24 candidates) holds the invariants. */
 static void check_orders(const xs_tp_shape *s, int grid)
 {
     char name[128];
@@ -459,10 +459,10 @@ static void check_orders(const xs_tp_shape *s, int grid)
     const double fin[3] = {0.6, 0.8, 0.95}, bur[2] = {0, 1.5};
     const double cap[2] = {0, 0.9 * xs_capacity(&prof, grid)};
     int n = 0, bad = 0;
-    for (int sp = 0; sp < 2; sp++)
+    for (int sp = 0; sp < 3; sp++)
         for (int a = 0; a < 3; a++)
             for (int b = 0; b < 2; b++)
-                for (int k = 0; k < 2 - sp; k++) {
+                for (int k = 0; k < (sp ? 1 : 2); k++) {
                     const xs_tp_pace p = {fin[a], bur[b], cap[k], 2, sp};
                     n++;
                     if (xs_tp_order_shaped(t, 1, &p, &c, &prof) != XS_OK ||
@@ -620,8 +620,8 @@ static void run_upload_stress(const xs_gpu_info *gi, xs_cublas *cb, int reps)
     xs_profile_default(&prof);
     int fails = 0;
     for (int i = 0; i < reps; i++) {
-        /* a new list in slot 1 every time: naive, shaped, streamed, ... */
-        const xs_tp_pace pace = {i % 2 ? 0.6 : 0.95, 1.5, 0, 2, (i / 2) % 2};
+        /* a new list in slot 1 every time: naive, shaped, streamed (spread 1 and 2), ... */
+        const xs_tp_pace pace = {i % 2 ? 0.6 : 0.95, 1.5, 0, 2, (i / 2) % 3};
         const xs_status e = i % 3 == 0 ? xs_tp_order_naive(t, 1)
                                        : xs_tp_order_shaped(t, 1, &pace, &cost, &prof);
         XT_CHECK(e == XS_OK && xs_tp_order_check(t, 1) == XS_OK, "stress order %d: %s", i,
