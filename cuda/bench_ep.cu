@@ -8,9 +8,10 @@
  *   wave         the fused kernel, expert-wave task order (the published baseline);
  *   interleaved  the fused kernel, Linear-1 tiles of later row blocks between Linear-2 bursts
  *                with a minimum row lead D;
- *   auto         the fused kernel in the order the model picks (docs/EP.md);
- *   local        the fused kernel with every window in HBM (the control; its traces give the
- *                compute costs the auto rule and bound_us use).
+ *   auto         the fused kernel in the order (and pacing) the model picks (docs/EP.md);
+ *   local        the fused kernel with every window in HBM, wave and interleaved order (the
+ *                control; its traces give the compute costs the auto rule and bound_us use, and
+ *                each tile's unstalled main loop for the per-tile MMA-side stall).
  * Runs are interleaved round-robin over the iterations so that drift hits every variant alike;
  * before each run the windows are poisoned (bf16 NaN) and L2 is overwritten. Every variant's
  * last run is verified row by row at the destination against an fp32 reference (the unfused
@@ -46,7 +47,9 @@ typedef struct {
     xs_moe_routing routings[2];
     int nroutings;
     int run[EP_NVAR];
+    int peers_set; /* --peers given: else each configuration's own peer count */
     int iters, warmup, device, quick, lead, wave_experts;
+    xs_moe_model mm; /* the kernel-level model (--block-bytes, --block-speed, --pace-bytes) */
     unsigned int seed;
     double timeout_ms;
     const char *csv, *tiles;
@@ -60,16 +63,18 @@ typedef struct {
 typedef struct {
     const char *config;
     const char *routing;
-    int tokens, peers, rows, lead, auto_lead, criterion_ok, verified;
+    int tokens, peers, rows, lead, auto_lead, criterion_ok, reshape_ok, auto_paced, verified;
     const char *auto_choice;
     ep_time t[EP_NVAR];
     ep_time local, local_inter;
     double bound_us, compute_us, drain_us, cublas_gemm_us, gemm_eff;
-    double pred_wave_us, pred_inter_us, remote_mb, max_rel_err;
+    double pred_wave_us, pred_inter_us, pred_paced_us, pred_auto_us, remote_mb, max_rel_err;
+    double auto_gate_us; /* auto run: median pacer wait of its Linear-2 tiles with remote rows */
+    double block_bytes, block_speed, pace_bytes; /* the model's numbers (xs_moe_model) */
     xs_moe_stall stall_wave, stall_inter, stall_auto;
     double local_span_us; /* local control: Linear-2 store span, median */
     double local_issue;   /* local control: Linear-2 store bytes per ns of span, median */
-    char how[200];
+    char how[240];
 } ep_row;
 
 static void ep_usage(FILE *f)
@@ -84,7 +89,8 @@ static void ep_usage(FILE *f)
     fprintf(f,
             "\n"
             "  -t, --tokens LIST            token counts (default: 3 per configuration)\n"
-            "  -p, --peers LIST             destinations incl. the local rank (default 4)\n"
+            "  -p, --peers LIST             destinations incl. the local rank (default: each\n"
+            "                               configuration's own, docs/EP.md)\n"
             "  -r, --routing balanced|zipf|all   (default all)\n"
             "      --schedule wave|interleaved|auto|all  fused schedules to run (default all)\n"
             "  -n, --iters N                timed runs per variant (default 5)\n"
@@ -94,6 +100,11 @@ static void ep_usage(FILE *f)
             "      --csv FILE               one row per point (docs/EP.md columns)\n"
             "      --tiles FILE             one row per tile of every verified run\n"
             "      --profile FILE, --set NAME=VALUE   X-Stage profile (default: embedded)\n"
+            "      --block-bytes B          model: backlog above which main loops stall\n"
+            "                               (550000)\n"
+            "      --block-speed S          model: main-loop speed while stalled (0.05)\n"
+            "      --pace-bytes B           auto may pace the combine at this backlog (256K;\n"
+            "                               0: auto never paces)\n"
             "      --seed S                 inputs and routing (default 1)\n"
             "      --timeout-ms MS          bound of every in-kernel wait (default 2000)\n"
             "  -d, --device N               CUDA device (default 0)\n"
@@ -122,7 +133,7 @@ static int ep_parse_list(const char *opt, const char *s, long lo, long hi, int *
 
 static int ep_parse(int argc, char **argv, ep_opts *o)
 {
-    enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_TIMEOUT };
+    enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_TIMEOUT, O_BLOCK, O_BSPEED, O_PACE };
     static const struct option lo[] = {
         {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
         {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
@@ -136,6 +147,9 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         {"lead", required_argument, 0, O_LEAD},
         {"wave-experts", required_argument, 0, O_WAVE},
         {"timeout-ms", required_argument, 0, O_TIMEOUT},
+        {"block-bytes", required_argument, 0, O_BLOCK},
+        {"block-speed", required_argument, 0, O_BSPEED},
+        {"pace-bytes", required_argument, 0, O_PACE},
         {"device", required_argument, 0, 'd'},   {"quick", no_argument, 0, XS_OPT_QUICK},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
@@ -144,6 +158,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
     o->seed = 1;
     o->lead = -1;
     o->timeout_ms = 2000;
+    xs_moe_model_default(&o->mm);
     o->peers[0] = 4;
     o->npeers = 1;
     o->routings[0] = XS_ROUTE_BALANCED;
@@ -155,6 +170,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
     int iters_set = 0;
     int c;
     long v;
+    int64_t sz;
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:t:p:r:n:w:d:h", lo, NULL)) != -1) {
         switch (c) {
@@ -168,6 +184,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         case 'p':
             if (ep_parse_list("--peers", optarg, 1, XS_MAX_RANKS, o->peers, &o->npeers))
                 return 1;
+            o->peers_set = 1;
             break;
         case 'r':
             if (!strcmp(optarg, "balanced")) {
@@ -238,6 +255,20 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             if (xs_parse_double("--timeout-ms", optarg, 1, 600000, &o->timeout_ms) != XS_OK)
                 return xs_cli_fail();
             break;
+        case O_BLOCK:
+            if (xs_parse_size("--block-bytes", optarg, &sz) != XS_OK)
+                return xs_cli_fail();
+            o->mm.block_bytes = (double)sz;
+            break;
+        case O_BSPEED:
+            if (xs_parse_double("--block-speed", optarg, 0, 1, &o->mm.block_speed) != XS_OK)
+                return xs_cli_fail();
+            break;
+        case O_PACE:
+            if (xs_parse_size("--pace-bytes", optarg, &sz) != XS_OK)
+                return xs_cli_fail();
+            o->mm.pace_bytes = (double)sz;
+            break;
         case XS_OPT_QUICK:
             o->quick = 1;
             break;
@@ -302,28 +333,66 @@ static ep_time ep_stats(const double *v, int n)
 }
 
 static void ep_tiles_out(FILE *f, const ep_row *r, const char *sched, xs_moe *m,
-                         const xs_profile *p, int grid, double r_local)
+                         const xs_profile *p, const xs_moe_model *mm, double r_local,
+                         const double *ref, int nref)
 {
     const xs_moe_tile *t;
     int n;
     xs_moe_trace(m, &t, &n);
     double *pred = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *pmma = (double *)malloc(sizeof(double) * (size_t)(n + 1));
     xs_moe_stall s;
-    if (!pred || xs_moe_stall_predict(t, n, p, grid, r_local, &s, pred) != XS_OK) {
+    if (!pred || !pmma ||
+        xs_moe_stall_predict(t, n, p, mm, r_local, ref, nref, &s, pred, pmma) != XS_OK) {
         free(pred);
+        free(pmma);
         return;
     }
     for (int i = 0; i < n; i++) {
-        double t0 = xs_moe_tile_t0(p, t[i].remote_bytes, t[i].total_bytes, r_local);
-        double span = t[i].st1_ns - t[i].st0_ns;
+        const double t0 = t[i].kind == 2 ? xs_moe_tile_t0(p, t[i].remote_bytes, t[i].total_bytes,
+                                                           r_local)
+                                         : NAN;
+        const double span = t[i].st1_ns - t[i].st0_ns, loop = t[i].mma1_ns - t[i].mma0_ns;
+        const double rf = ref && t[i].id >= 0 && t[i].id < nref ? ref[t[i].id] : NAN;
         fprintf(f, "%s,%s,%d,%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,"
-                   "%.0f,%.0f,%.0f\n",
+                   "%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f\n",
                 r->config, r->routing, r->tokens, r->peers, sched, i, t[i].kind, t[i].rb,
                 t[i].nb, t[i].cta, t[i].smid, t[i].remote_bytes, t[i].total_bytes, t[i].fetch_ns,
                 t[i].mma0_ns, t[i].mma1_ns, t[i].st0_ns, t[i].st1_ns, span, pred[i], t0,
-                t[i].kind == 2 ? span - t0 : NAN, isnan(pred[i]) ? NAN : pred[i] - t0);
+                t[i].kind == 2 && t[i].remote_bytes > 0 ? span - t0 : NAN,
+                isnan(pred[i]) ? NAN : pred[i] - t0, t[i].gate_ns, rf, loop - rf, pmma[i]);
     }
     free(pred);
+    free(pmma);
+}
+
+/* Each tile's main loop over the local-control runs of one order, by tile id: the median (the
+ * MMA side's unstalled reference). acc[id * cap + k] holds run k. */
+static void ep_ref_add(double *acc, int cap, int *nruns, xs_moe *m, int ntot)
+{
+    const xs_moe_tile *t;
+    int n;
+    xs_moe_trace(m, &t, &n);
+    if (*nruns >= cap)
+        return;
+    for (int i = 0; i < ntot; i++)
+        acc[(size_t)i * cap + *nruns] = NAN;
+    for (int i = 0; i < n; i++)
+        if (t[i].cta >= 0 && t[i].id >= 0 && t[i].id < ntot)
+            acc[(size_t)t[i].id * cap + *nruns] = t[i].mma1_ns - t[i].mma0_ns;
+    (*nruns)++;
+}
+
+static void ep_ref_median(const double *acc, int cap, int nruns, int ntot, double *ref)
+{
+    for (int i = 0; i < ntot; i++) {
+        double v[16];
+        int k = 0;
+        for (int j = 0; j < nruns && j < 16; j++)
+            if (isfinite(acc[(size_t)i * cap + j]))
+                v[k++] = acc[(size_t)i * cap + j];
+        ref[i] = k ? xs_median(v, (size_t)k) : NAN;
+    }
 }
 
 /* One verified run of a variant; returns XS_OK and sets *us (and *gemm_us for unfused). */
@@ -374,6 +443,13 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     for (int v = 0; v < EP_NVAR; v++)
         r->t[v].med = r->t[v].p10 = r->t[v].p90 = NAN;
     r->stall_wave.abs_err_med_ns = r->stall_inter.abs_err_med_ns = NAN;
+    r->stall_auto.abs_err_med_ns = NAN;
+    r->stall_wave.mma_abs_err_med_ns = r->stall_inter.mma_abs_err_med_ns = NAN;
+    r->stall_auto.mma_abs_err_med_ns = NAN;
+    r->pred_paced_us = r->pred_auto_us = r->auto_gate_us = NAN;
+    r->block_bytes = o->mm.block_bytes;
+    r->block_speed = o->mm.block_speed;
+    r->pace_bytes = o->mm.pace_bytes;
 
     xs_moe *m = NULL;
     xs_moe_opts mo = {tokens, peers, routing, 0, o->seed};
@@ -389,6 +465,12 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     double *gemm_samples = NULL;
     int ns[EP_NVAR] = {0};
     int nsv = o->iters;
+    /* per tile (by id): its main loop in each local-control run, and the median, per order */
+    enum { REF_RUNS = 8 };
+    const int ntot = info.l1_tiles + info.l2_tiles;
+    double *ref_acc = (double *)malloc(sizeof(double) * (size_t)(ntot + 1) * REF_RUNS);
+    double *ref[2] = {(double *)malloc(sizeof(double) * (size_t)(ntot + 1)),
+                      (double *)malloc(sizeof(double) * (size_t)(ntot + 1))};
 #define EP_TRY(call)                                                                           \
     do {                                                                                       \
         st = (call);                                                                           \
@@ -402,15 +484,15 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     for (int v = 0; v < EP_NVAR; v++)
         if (!samples[v])
             EP_TRY(xs_seterr(XS_ENOMEM, "bench ep: out of host memory"));
-    if (!gemm_samples)
+    if (!gemm_samples || !ref_acc || !ref[0] || !ref[1])
         EP_TRY(xs_seterr(XS_ENOMEM, "bench ep: out of host memory"));
 
     EP_TRY(xs_moe_reference_gpu(m, cb));
     {
-        /* plans: slot 0 wave, slot 1 interleaved, slot 2 auto (slot 3: the model's scratch) */
-        xs_moe_plan wp = {XS_MOE_WAVE, 0, o->wave_experts};
+        /* plans: slot 0 wave, slot 1 interleaved, slot 2 auto */
+        xs_moe_plan wp = {XS_MOE_WAVE, 0, o->wave_experts, 0, 0};
         r->lead = o->lead >= 0 ? o->lead : xs_moe_default_lead(m);
-        xs_moe_plan ip = {XS_MOE_INTERLEAVED, r->lead, 0};
+        xs_moe_plan ip = {XS_MOE_INTERLEAVED, r->lead, 0, 0, 0};
         EP_TRY(xs_moe_set_plan(m, 0, &wp));
         EP_TRY(xs_moe_set_plan(m, 1, &ip));
 
@@ -422,13 +504,16 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         int ntr;
         for (int slot = 0; slot < 2; slot++) {
             double v[64];
-            int nv = 0, runs = o->warmup + (o->iters < 3 ? o->iters : 3);
+            int nv = 0, nref = 0, runs = o->warmup + (o->iters < 3 ? o->iters : 3);
             for (int it = 0; it < runs; it++) {
                 double us;
                 EP_TRY(ep_run(m, cb, EP_WAVE, slot, &local, &ro, &us, NULL));
                 if (it >= o->warmup && nv < 64)
                     v[nv++] = us;
+                if (it >= o->warmup)
+                    ep_ref_add(ref_acc, REF_RUNS, &nref, m, ntot);
             }
+            ep_ref_median(ref_acc, REF_RUNS, nref, ntot, ref[slot]);
             EP_TRY(ep_check(m, &local, slot ? "local interleaved" : "local wave", r));
             xs_moe_trace(m, &tr, &ntr);
             xs_moe_costs_from_trace(tr, ntr, &cost[slot]);
@@ -440,20 +525,27 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
             }
             if (tiles)
                 ep_tiles_out(tiles, r, slot ? "local-interleaved" : "local-wave", m, prof,
-                             info.grid, cost[0].local_issue_bytes_per_ns);
+                             &o->mm, cost[0].local_issue_bytes_per_ns, ref[slot], ntot);
         }
         const double r_local = cost[0].local_issue_bytes_per_ns;
         r->local_issue = r_local;
         /* auto: the model decides from the profile and the measured costs of both orders */
         xs_moe_auto_result ar;
-        EP_TRY(xs_moe_auto(m, prof, &cost[0], &cost[1], &ar));
+        EP_TRY(xs_moe_auto(m, prof, &o->mm, &cost[0], &cost[1], &ar));
         EP_TRY(xs_moe_set_plan(m, 2, &ar.plan));
         r->auto_choice = xs_moe_sched_name(ar.plan.kind);
         r->auto_lead = ar.plan.kind == XS_MOE_INTERLEAVED ? ar.plan.lead : 0;
+        r->auto_paced = ar.plan.pace_bytes > 0;
         r->criterion_ok = ar.criterion_ok;
+        r->reshape_ok = ar.reshape_ok;
         r->pred_wave_us = ar.wave_ns / 1e3;
         r->pred_inter_us = ar.inter_ns / 1e3;
+        r->pred_paced_us = ar.paced_ns / 1e3;
+        r->pred_auto_us = ar.auto_ns / 1e3;
         snprintf(r->how, sizeof r->how, "%s", ar.how);
+        /* the local-control reference of each variant's order (auto: its own order) */
+        const double *ref_of[EP_NVAR] = {NULL, ref[0], ref[1],
+                                         ar.plan.kind == XS_MOE_WAVE ? ref[0] : ref[1]};
 
         /* the virtual-peer windows */
         xs_win_opts wo;
@@ -488,9 +580,19 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
                 xs_moe_trace(m, &tr, &ntr);
                 xs_moe_stall *sp = var == EP_WAVE ? &r->stall_wave
                                    : var == EP_INTER ? &r->stall_inter : &r->stall_auto;
-                EP_TRY(xs_moe_stall_predict(tr, ntr, prof, info.grid, r_local, sp, NULL));
+                EP_TRY(xs_moe_stall_predict(tr, ntr, prof, &o->mm, r_local, ref_of[var], ntot,
+                                            sp, NULL, NULL));
+                if (var == EP_AUTO && r->auto_paced) {
+                    double g[4096];
+                    int ng = 0;
+                    for (int i = 0; i < ntr && ng < 4096; i++)
+                        if (tr[i].kind == 2 && tr[i].remote_bytes > 0)
+                            g[ng++] = tr[i].gate_ns / 1e3;
+                    r->auto_gate_us = ng ? xs_median(g, (size_t)ng) : NAN;
+                }
                 if (tiles)
-                    ep_tiles_out(tiles, r, ep_var_name[var], m, prof, info.grid, r_local);
+                    ep_tiles_out(tiles, r, ep_var_name[var], m, prof, &o->mm, r_local,
+                                 ref_of[var], ntot);
             }
         }
         for (int v = 0; v < EP_NVAR; v++)
@@ -510,6 +612,9 @@ done:
     for (int v = 0; v < EP_NVAR; v++)
         free(samples[v]);
     free(gemm_samples);
+    free(ref_acc);
+    free(ref[0]);
+    free(ref[1]);
     xs_moe_destroy(m);
     if (st != XS_OK)
         r->verified = 0;
@@ -525,14 +630,21 @@ static const char *ep_csv_header =
     "wave_over_auto,unfused_p10,unfused_p90,wave_p10,wave_p90,interleaved_p10,interleaved_p90,"
     "auto_p10,auto_p90,stall_tiles,stall_meas_med_us,stall_pred_med_us,stall_abs_err_med_us,"
     "stall_abs_err_p90_us,stall_abs_err_interleaved_us,stall_abs_err_auto_us,local_span_us,"
-    "local_issue_bytes_per_ns,rows,remote_mb,max_row_rel_err\n";
+    "local_issue_bytes_per_ns,rows,remote_mb,max_row_rel_err,criterion_reshaped,auto_paced,"
+    "pred_paced_us,pred_auto_us,auto_gate_med_us,stall_meas_med_interleaved_us,"
+    "stall_pred_med_interleaved_us,mma_stall_tiles,mma_stall_meas_med_us,"
+    "mma_stall_pred_med_us,mma_stall_abs_err_med_us,mma_stall_abs_err_p90_us,"
+    "mma_stall_abs_err_interleaved_us,mma_stall_abs_err_auto_us,mma_stall_meas_med_interleaved_us,"
+    "mma_stall_pred_med_interleaved_us,blocked_pred_wave_us,blocked_pred_interleaved_us,"
+    "block_bytes,block_speed,pace_bytes\n";
 
 static void ep_csv_row(FILE *f, const ep_row *r)
 {
     const ep_time *t = r->t;
     fprintf(f, "%s,%s,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%d,%s,%d,"
                "%d,%.1f,%.1f,%.4f,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d,%.3f,%.3f,%.3f,"
-               "%.3f,%.3f,%.3f,%.3f,%.1f,%d,%.2f,%.3g\n",
+               "%.3f,%.3f,%.3f,%.3f,%.1f,%d,%.2f,%.3g,%d,%d,%.1f,%.1f,%.3f,%.3f,%.3f,%d,%.3f,%.3f,"
+               "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f\n",
             r->config, r->routing, r->tokens, r->peers, t[EP_UNFUSED].med, t[EP_WAVE].med,
             t[EP_INTER].med, t[EP_AUTO].med, r->bound_us, r->verified ? "true" : "false",
             r->local.med, r->local_inter.med, r->compute_us, r->drain_us, r->cublas_gemm_us,
@@ -544,35 +656,43 @@ static void ep_csv_row(FILE *f, const ep_row *r)
             r->stall_wave.pred_stall_med_ns / 1e3, r->stall_wave.abs_err_med_ns / 1e3,
             r->stall_wave.abs_err_p90_ns / 1e3, r->stall_inter.abs_err_med_ns / 1e3,
             r->stall_auto.abs_err_med_ns / 1e3, r->local_span_us, r->local_issue, r->rows,
-            r->remote_mb,
-            r->max_rel_err);
+            r->remote_mb, r->max_rel_err, r->reshape_ok, r->auto_paced, r->pred_paced_us,
+            r->pred_auto_us, r->auto_gate_us, r->stall_inter.meas_stall_med_ns / 1e3,
+            r->stall_inter.pred_stall_med_ns / 1e3, r->stall_wave.mma_tiles,
+            r->stall_wave.mma_meas_med_ns / 1e3, r->stall_wave.mma_pred_med_ns / 1e3,
+            r->stall_wave.mma_abs_err_med_ns / 1e3, r->stall_wave.mma_abs_err_p90_ns / 1e3,
+            r->stall_inter.mma_abs_err_med_ns / 1e3, r->stall_auto.mma_abs_err_med_ns / 1e3,
+            r->stall_inter.mma_meas_med_ns / 1e3, r->stall_inter.mma_pred_med_ns / 1e3,
+            r->stall_wave.blocked_ns / 1e3, r->stall_inter.blocked_ns / 1e3, r->block_bytes,
+            r->block_speed, r->pace_bytes);
     fflush(f);
 }
 
 static void ep_table_header(void)
 {
-    printf("%-18s %-8s %5s %2s %9s %9s %11s %9s %9s %8s %6s %6s %-12s %4s %7s %6s %3s\n", "config",
-           "routing", "T", "N", "unfused", "wave", "interleaved", "auto", "bound", "local",
-           "w/int", "w/auto", "auto", "crit", "stallE", "gemm", "ok");
-    printf("%-18s %-8s %5s %2s %9s %9s %11s %9s %9s %8s %6s %6s %-12s %4s %7s %6s %3s\n", "", "",
-           "", "", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(x)", "(x)", "(choice)",
-           "", "(us)", "(eff)", "");
+    printf("%-18s %-8s %5s %2s %9s %9s %11s %9s %9s %8s %6s %6s %-14s %4s %7s %7s %6s %3s\n",
+           "config", "routing", "T", "N", "unfused", "wave", "interleaved", "auto", "bound",
+           "local", "w/int", "w/auto", "auto", "crit", "stallE", "mmaE", "gemm", "ok");
+    printf("%-18s %-8s %5s %2s %9s %9s %11s %9s %9s %8s %6s %6s %-14s %4s %7s %7s %6s %3s\n", "",
+           "", "", "", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(x)", "(x)", "(choice)",
+           "", "(us)", "(us)", "(eff)", "");
 }
 
 static void ep_table_row(const ep_row *r)
 {
-    char choice[24];
+    char choice[32];
     if (!strcmp(r->auto_choice, "interleaved"))
-        snprintf(choice, sizeof choice, "inter D=%d", r->auto_lead);
+        snprintf(choice, sizeof choice, "inter D=%d%s", r->auto_lead, r->auto_paced ? " p" : "");
     else
         snprintf(choice, sizeof choice, "%s", r->auto_choice);
-    printf("%-18s %-8s %5d %2d %9.1f %9.1f %11.1f %9.1f %9.1f %8.1f %6.3f %6.3f %-12s %4s %7.2f "
-           "%6.2f %3s\n",
+    printf("%-18s %-8s %5d %2d %9.1f %9.1f %11.1f %9.1f %9.1f %8.1f %6.3f %6.3f %-14s %4s %7.2f "
+           "%7.2f %6.2f %3s\n",
            r->config, r->routing, r->tokens, r->peers, r->t[EP_UNFUSED].med, r->t[EP_WAVE].med,
            r->t[EP_INTER].med, r->t[EP_AUTO].med, r->bound_us, r->local.med,
            r->t[EP_WAVE].med / r->t[EP_INTER].med, r->t[EP_WAVE].med / r->t[EP_AUTO].med, choice,
-           r->criterion_ok ? "met" : "no", r->stall_wave.abs_err_med_ns / 1e3, r->gemm_eff,
-           r->verified ? "yes" : "NO");
+           r->criterion_ok ? "met" : r->reshape_ok ? "resh" : "no",
+           r->stall_wave.abs_err_med_ns / 1e3, r->stall_wave.mma_abs_err_med_ns / 1e3,
+           r->gemm_eff, r->verified ? "yes" : "NO");
     fflush(stdout);
 }
 
@@ -592,14 +712,16 @@ static void ep_summary(const ep_row *rows, int n)
     double *a = (double *)malloc(sizeof(double) * (size_t)(n + 1));
     double *b = (double *)malloc(sizeof(double) * (size_t)(n + 1));
     double *c = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *d = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *d = (double *)malloc(sizeof(double) * (size_t)(3 * n + 1));
+    double *dm = (double *)malloc(sizeof(double) * (size_t)(3 * n + 1));
     double *e = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    if (!a || !b || !c || !d || !e) {
-        free(a); free(b); free(c); free(d); free(e);
+    double *er = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    if (!a || !b || !c || !d || !dm || !e || !er) {
+        free(a); free(b); free(c); free(d); free(dm); free(e); free(er);
         return;
     }
-    int na = 0, nb = 0, nc = 0, nd = 0, ne = 0, below = 0, near_bound = 0, reshaped = 0;
-    int met = 0, notmet = 0;
+    int na = 0, nb = 0, nc = 0, nd = 0, ndm = 0, ne = 0, ner = 0, below = 0;
+    int near = 0, near_r = 0, met = 0, resh = 0, notmet = 0, inter = 0, paced = 0;
     for (int i = 0; i < n; i++) {
         const ep_row *r = &rows[i];
         double wi = r->t[EP_WAVE].med / r->t[EP_INTER].med;
@@ -612,31 +734,49 @@ static void ep_summary(const ep_row *rows, int n)
         }
         if (isfinite(r->gemm_eff) && r->gemm_eff > 0)
             c[nc++] = r->gemm_eff;
-        if (isfinite(r->stall_wave.abs_err_med_ns))
-            d[nd++] = r->stall_wave.abs_err_med_ns / 1e3;
-        if (isfinite(r->stall_inter.abs_err_med_ns))
-            d[nd++] = r->stall_inter.abs_err_med_ns / 1e3;
-        if (!strcmp(r->auto_choice, "interleaved") && isfinite(r->t[EP_AUTO].med)) {
-            reshaped++;
-            double q = r->t[EP_AUTO].med / r->bound_us;
+        const xs_moe_stall *sv[3] = {&r->stall_wave, &r->stall_inter, &r->stall_auto};
+        for (int k = 0; k < 3; k++) {
+            if (isfinite(sv[k]->abs_err_med_ns))
+                d[nd++] = sv[k]->abs_err_med_ns / 1e3;
+            if (isfinite(sv[k]->mma_abs_err_med_ns))
+                dm[ndm++] = sv[k]->mma_abs_err_med_ns / 1e3;
+        }
+        inter += !strcmp(r->auto_choice, "interleaved");
+        paced += r->auto_paced;
+        /* where the criterion can be met: as the wave order is, or by reshaping */
+        const double q = r->t[EP_AUTO].med / r->bound_us;
+        if ((r->criterion_ok || r->reshape_ok) && isfinite(q)) {
             e[ne++] = q;
-            near_bound += q <= 1.10;
+            near += q <= 1.10;
+        }
+        if (!r->criterion_ok && r->reshape_ok && isfinite(q)) {
+            er[ner++] = q;
+            near_r += q <= 1.10;
         }
         met += r->criterion_ok;
-        notmet += !r->criterion_ok;
+        resh += !r->criterion_ok && r->reshape_ok;
+        notmet += !r->criterion_ok && !r->reshape_ok;
     }
-    printf("#\n# summary over %d points (criterion met: %d, not met: %d)\n", n, met, notmet);
+    printf("#\n# summary over %d points (criterion met: %d; not met, met reshaped: %d; not met "
+           "even reshaped: %d); auto chose interleaved on %d (paced %d)\n", n, met, resh, notmet,
+           inter, paced);
     ep_summary_ratio("wave/interleaved", a, na);
     ep_summary_ratio("wave/auto", b, nb);
     printf("# %-22s %d of %d rows below 0.99\n", "wave/auto < 0.99", below, nb);
-    ep_summary_ratio("auto/bound (reshaped)", e, ne);
-    printf("# %-22s %d of %d reshaped rows within 10%% of bound_us\n", "auto near bound",
-           near_bound, reshaped);
+    ep_summary_ratio("auto/bound (met)", e, ne);
+    printf("# %-22s %d of %d rows where the criterion holds as is or reshaped within 10%% of "
+           "bound_us; %d of %d where only reshaping meets it\n", "auto near bound", near, ne,
+           near_r, ner);
     ep_summary_ratio("cuBLAS GEMMs / local", c, nc);
     if (nd)
-        printf("# %-22s median over rows of per-tile median |pred - meas| = %.3f us (max %.3f)\n",
-               "stall prediction", xs_median(d, (size_t)nd), xs_max(d, (size_t)nd));
-    free(a); free(b); free(c); free(d); free(e);
+        printf("# %-22s issue side: median over runs of the per-tile median |pred - meas| = "
+               "%.3f us (max %.3f, %d runs)\n", "stall prediction", xs_median(d, (size_t)nd),
+               xs_max(d, (size_t)nd), nd);
+    if (ndm)
+        printf("# %-22s MMA side: median over runs of the per-tile median |pred - meas| = %.3f "
+               "us (max %.3f, %d runs)\n", "stall prediction", xs_median(dm, (size_t)ndm),
+               xs_max(dm, (size_t)ndm), ndm);
+    free(a); free(b); free(c); free(d); free(dm); free(e); free(er);
 }
 
 /* ---- entry ---------------------------------------------------------------------------------- */
@@ -672,22 +812,37 @@ int xs_bench_ep(int argc, char **argv)
            "ns, chunk %.0f B%s\n", prof.path, prof.drain_bytes_per_ns, prof.capacity_bytes,
            prof.capacity_bytes_per_producer, prof.issue_bytes_per_ns, prof.issue_overhead_ns,
            prof.chunk_bytes, prof.provisional ? " (provisional)" : "");
+    printf("# profile: queue %.0f B, reserve %.0f B per producer, arbitration skew %.2f; kernel "
+           "model: main loops stall above %.0f B of backlog (speed %.2f); auto may pace at %.0f B "
+           "(%.2f R)\n", prof.queue_bytes_per_producer, prof.reserve_bytes_per_producer,
+           prof.arbitration_skew, o.mm.block_bytes, o.mm.block_speed, o.mm.pace_bytes,
+           o.mm.pace_drain_frac);
     printf("# times: median of %d runs after %d warm-up, variants interleaved round-robin; "
            "windows poisoned and L2 overwritten before every run; every variant's last run "
            "verified at the destination (row tolerance %.0e, overall %.0e)\n", o.iters,
            o.warmup, XS_MOE_TOL_ROW, XS_MOE_TOL_FROB);
     if (csv) {
         xs_gpu_report_header(csv, &gi, argc, argv);
+        fprintf(csv, "# profile: %s path, %s, R %.3f B/ns, Q %.0f B, r %.3f B/ns, o %.1f ns, "
+                "chunk %.0f B, queue %.0f B, reserve %.0f B, skew %.3f%s; kernel model: block "
+                "%.0f B at speed %.3f, pace %.0f B at %.3f R\n", prof.path,
+                prof.date[0] ? prof.date : "undated", prof.drain_bytes_per_ns, prof.capacity_bytes,
+                prof.issue_bytes_per_ns, prof.issue_overhead_ns, prof.chunk_bytes,
+                prof.queue_bytes_per_producer, prof.reserve_bytes_per_producer,
+                prof.arbitration_skew, prof.provisional ? " (provisional)" : "",
+                o.mm.block_bytes, o.mm.block_speed, o.mm.pace_bytes, o.mm.pace_drain_frac);
         fputs(ep_csv_header, csv);
     }
     if (tiles)
         fputs("config,routing,tokens,peers,schedule,task,kind,rb,nb,cta,smid,remote_bytes,"
               "total_bytes,fetch_ns,mma0_ns,mma1_ns,st0_ns,st1_ns,span_ns,pred_span_ns,"
-              "t_iss0_ns,stall_meas_ns,stall_pred_ns\n", tiles);
+              "t_iss0_ns,stall_meas_ns,stall_pred_ns,gate_ns,ref_mainloop_ns,mma_stall_meas_ns,"
+              "mma_stall_pred_ns\n", tiles);
 
     static ep_row rows[EP_MAX_ROWS];
     int nrows = 0, failures = 0, tried = 0, intr = 0;
-    const int total = o.nconfigs * o.nroutings * (o.ntokens ? o.ntokens : 3) * o.npeers;
+    const int total = o.nconfigs * o.nroutings * (o.ntokens ? o.ntokens : 3) *
+                      (o.peers_set ? o.npeers : 1);
     ep_table_header();
     for (int ci = 0; ci < o.nconfigs; ci++) {
         const xs_moe_config *cfg = o.configs[ci];
@@ -706,9 +861,16 @@ int xs_bench_ep(int argc, char **argv)
                 toks[nt++] = o.quick ? cfg->tokens[0] / (i == 2 ? 1 : (2 - i) * 2)
                                      : cfg->tokens[i];
         }
+        /* peers: --peers, or the configuration's own (docs/EP.md, "Choosing the sweep") */
+        int peers[EP_MAX_LIST], npeers = o.npeers;
+        memcpy(peers, o.peers, sizeof peers);
+        if (!o.peers_set) {
+            peers[0] = cfg->peers > 0 ? cfg->peers : 4;
+            npeers = 1;
+        }
         for (int ri = 0; ri < o.nroutings; ri++)
             for (int ti = 0; ti < nt; ti++)
-                for (int pi = 0; pi < o.npeers && nrows < EP_MAX_ROWS; pi++) {
+                for (int pi = 0; pi < npeers && nrows < EP_MAX_ROWS; pi++) {
                     if (xs_interrupted()) { /* stop between points (xstage_sigint.h) */
                         intr = 1;
                         xs_moe_weights_destroy(w);
@@ -716,11 +878,11 @@ int xs_bench_ep(int argc, char **argv)
                     }
                     tried++;
                     ep_row *r = &rows[nrows];
-                    xs_status st = ep_point(&o, w, cfg, toks[ti], o.peers[pi], o.routings[ri],
+                    xs_status st = ep_point(&o, w, cfg, toks[ti], peers[pi], o.routings[ri],
                                             &prof, cb, tiles, r);
                     if (st != XS_OK) {
                         fprintf(stderr, "xstage: error: %s %s T=%d N=%d: %s\n", cfg->name,
-                                xs_moe_routing_name(o.routings[ri]), toks[ti], o.peers[pi],
+                                xs_moe_routing_name(o.routings[ri]), toks[ti], peers[pi],
                                 xs_errmsg());
                         failures++;
                         if (st == XS_ECUDA) {

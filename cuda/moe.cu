@@ -25,20 +25,24 @@
 typedef xs_gemm_big xs_moe_cfg; /* 128 x 256 tiles, 8 warps */
 #define XS_MOE_BM 128
 #define XS_MOE_BN 256
-#define XS_MOE_TRACE_WORDS 8 /* u64 per task: 5 clocks, cta/smid, bytes, spare */
+#define XS_MOE_TRACE_WORDS 8 /* u64 per task: 5 clocks, cta/smid, bytes, pacer wait (ns) */
 
 /* ---- configurations ---------------------------------------------------------------------- */
 
 /* Public model configurations (their config.json: hidden_size, moe/expert intermediate size,
- * routed experts, experts per token). Token counts keep each point of the sweep to a few ms. */
+ * routed experts, experts per token). The sweep's points (docs/EP.md, "Choosing the sweep"):
+ * three token counts a factor 2 apart per configuration (each point a few ms), and the peer
+ * count of {2, 4, 8} that brings the middle point's drain time / compute time closest to 0.8
+ * (drain and compute comparable: where interleaving matters), or 8, the most remote traffic,
+ * where even 8 leaves the point compute-bound (the large-I configurations). */
 const xs_moe_config xs_moe_configs[] = {
-    {"mixtral-8x7b", 4096, 14336, 8, 2, {512, 1024, 2048}},
-    {"mixtral-8x22b", 6144, 16384, 8, 2, {256, 512, 1024}},
-    {"dbrx", 6144, 10752, 16, 4, {256, 512, 1024}},
-    {"qwen2-57b-a14b", 3584, 2560, 64, 8, {512, 1024, 2048}},
-    {"qwen1.5-moe-a2.7b", 2048, 1408, 60, 4, {1024, 2048, 4096}},
-    {"deepseek-v2-lite", 2048, 1408, 64, 6, {1024, 2048, 3072}},
-    {"olmoe-1b-7b", 2048, 1024, 64, 8, {512, 1024, 2048}},
+    {"mixtral-8x7b", 4096, 14336, 8, 2, {512, 1024, 2048}, 8},
+    {"mixtral-8x22b", 6144, 16384, 8, 2, {256, 512, 1024}, 8},
+    {"dbrx", 6144, 10752, 16, 4, {256, 512, 1024}, 8},
+    {"qwen2-57b-a14b", 3584, 2560, 64, 8, {512, 1024, 2048}, 8},
+    {"qwen1.5-moe-a2.7b", 2048, 1408, 60, 4, {1024, 2048, 4096}, 8},
+    {"deepseek-v2-lite", 2048, 1408, 64, 6, {1024, 2048, 4096}, 4},
+    {"olmoe-1b-7b", 2048, 1024, 64, 8, {1024, 2048, 4096}, 2},
 };
 const int xs_moe_nconfigs = (int)(sizeof xs_moe_configs / sizeof xs_moe_configs[0]);
 
@@ -232,6 +236,7 @@ struct xs_moe {
     unsigned int *d_queue;
     unsigned long long *d_done1;
     xs_devstatus *d_status;
+    unsigned long long *d_pace; /* the pacer's reserved-until time (ns, %globaltimer) */
     char **d_rank_base;
     unsigned char *d_rank_host;
     unsigned long long *d_trace, *d_anchors;
@@ -458,6 +463,7 @@ xs_status xs_moe_create(const xs_moe_weights *w, const xs_moe_opts *o, xs_moe **
     XS_STEP(xs_dalloc((void **)&m->d_queue, 16, "task counter"));
     XS_STEP(xs_dalloc((void **)&m->d_done1, 8 * (size_t)(m->nrb + 1), "row-block counters"));
     XS_STEP(xs_dalloc((void **)&m->d_status, sizeof(xs_devstatus), "device status"));
+    XS_STEP(xs_dalloc((void **)&m->d_pace, 16, "combine pacer"));
     XS_STEP(xs_dalloc((void **)&m->d_rank_base, sizeof(char *) * XS_MAX_RANKS, "rank table"));
     XS_STEP(xs_dalloc((void **)&m->d_rank_host, XS_MAX_RANKS, "rank table"));
     m->trace_cap = m->nrb * (m->l1_per_rb + m->l2_per_rb);
@@ -508,7 +514,7 @@ void xs_moe_destroy(xs_moe *m)
         if (m->ev[i])
             cudaEventDestroy(m->ev[i]);
     void *dev[] = {m->x, m->h, m->d_row_token, m->d_row_rank, m->d_row_weight, m->d_row_off,
-                   m->d_rb, m->d_queue, m->d_done1, m->d_status, m->d_rank_base,
+                   m->d_rb, m->d_queue, m->d_done1, m->d_status, m->d_pace, m->d_rank_base,
                    m->d_rank_host, m->d_trace, m->d_anchors, m->local_win, m->xs_sorted, m->y1,
                    m->y2, m->stage, m->y1f, m->y2f, m->reff, m->flush, m->d_kargs, m->ref_h};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
@@ -570,25 +576,25 @@ int xs_moe_default_wave(const xs_moe *m)
 
 static int2 xs_task(int kind, int rb, int nb) { return make_int2((kind << 30) | rb, nb); }
 
-xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p)
+static xs_status xs_moe_check_plan(const xs_moe_plan *p)
 {
-    if (slot < 0 || slot >= XS_MOE_SLOTS)
-        return xs_seterr(XS_EINVAL, "moe: plan slot %d out of 0..%d", slot, XS_MOE_SLOTS - 1);
     if (p->kind != XS_MOE_WAVE && p->kind != XS_MOE_INTERLEAVED)
         return xs_seterr(XS_EINVAL, "moe: a plan is wave or interleaved (resolve auto first)");
     if (p->lead < 0 || p->wave_experts < 0)
         return xs_seterr(XS_EINVAL, "moe: negative lead %d or wave size %d", p->lead,
                          p->wave_experts);
-    xs_moe_tasklist *tl = &m->slots[slot];
-    const int n1 = m->nrb * m->l1_per_rb, n2 = m->nrb * m->l2_per_rb, n = n1 + n2;
-    if (!tl->host) {
-        tl->host = (int2 *)malloc(sizeof(int2) * (size_t)(m->trace_cap + 1));
-        if (!tl->host)
-            return xs_seterr(XS_ENOMEM, "moe: out of host memory for a task list");
-        XS_TRY(xs_dalloc((void **)&tl->dev, sizeof(int2) * (size_t)(m->trace_cap + 1),
-                         "task list"));
-    }
-    int2 *t = tl->host;
+    if (p->pace_bytes < 0 || !(p->pace_bytes < 1e15) ||
+        (p->pace_bytes > 0 && !(p->pace_bytes_per_ns > 0 && p->pace_bytes_per_ns < 1e9)))
+        return xs_seterr(XS_EINVAL, "moe: pacing needs pace_bytes >= 0 and, when pacing, a drain "
+                         "rate in (0, 1e9) bytes/ns (got %g bytes, %g bytes/ns)", p->pace_bytes,
+                         p->pace_bytes_per_ns);
+    return XS_OK;
+}
+
+/* The task list of a (checked) plan into t[trace_cap]; returns the number of tasks. */
+static int xs_moe_build_tasks(const xs_moe *m, const xs_moe_plan *p, int2 *t)
+{
+    const int n1 = m->nrb * m->l1_per_rb, n2 = m->nrb * m->l2_per_rb;
     int q = 0;
     if (p->kind == XS_MOE_WAVE) {
         /* waves of consecutive experts: all Linear-1 tiles of the wave, then its Linear-2.
@@ -640,12 +646,30 @@ xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p)
             i1++;
         }
     }
+    return q;
+}
+
+xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p)
+{
+    if (slot < 0 || slot >= XS_MOE_SLOTS)
+        return xs_seterr(XS_EINVAL, "moe: plan slot %d out of 0..%d", slot, XS_MOE_SLOTS - 1);
+    XS_TRY(xs_moe_check_plan(p));
+    xs_moe_tasklist *tl = &m->slots[slot];
+    const int n = m->nrb * (m->l1_per_rb + m->l2_per_rb);
+    if (!tl->host) {
+        tl->host = (int2 *)malloc(sizeof(int2) * (size_t)(m->trace_cap + 1));
+        if (!tl->host)
+            return xs_seterr(XS_ENOMEM, "moe: out of host memory for a task list");
+        XS_TRY(xs_dalloc((void **)&tl->dev, sizeof(int2) * (size_t)(m->trace_cap + 1),
+                         "task list"));
+    }
+    const int q = xs_moe_build_tasks(m, p, tl->host);
     if (q != n)
         return xs_seterr(XS_EINVAL, "moe: internal: task list of %d tasks, expected %d", q, n);
     tl->n = n;
     tl->plan = *p;
     if (n)
-        XS_CU(cudaMemcpy(tl->dev, t, sizeof(int2) * (size_t)n, cudaMemcpyHostToDevice));
+        XS_CU(cudaMemcpy(tl->dev, tl->host, sizeof(int2) * (size_t)n, cudaMemcpyHostToDevice));
     return XS_OK;
 }
 
@@ -669,11 +693,50 @@ typedef struct {
     unsigned long long timeout_ns;
     int fault_skip_l1;
     xs_devstatus *status;
+    unsigned long long *pace;   /* the pacer's reserved-until time (ns, %globaltimer) */
+    double pace_ns_per_byte;    /* > 0: pace the combine (xs_moe_pace) */
+    unsigned long long pace_slack_ns; /* backlog the pacer lets a burst start into, as time */
     char *const *rank_base;     /* [N] device-usable window payload pointers */
     const unsigned char *rank_host; /* [N] 1 = the window is host memory (remote over PCIe) */
     unsigned long long *trace;  /* [ntasks][XS_MOE_TRACE_WORDS] */
     unsigned long long *anchors; /* [grid][4]: globaltimer/clock64 pairs at start and end */
 } xs_moe_kargs;
+
+#define XS_MOE_PACE_DETAIL 0xffffffffu /* xs_devstatus detail: the pacer, not a row block */
+
+/* The combine pacer (thread 0 of a Linear-2 tile with remote rows, after the epilogue staged the
+ * tile and before its stores): a software model of the link, one word in device memory, holds the
+ * time until which the bytes reserved so far keep the link busy at the calibrated drain rate. The
+ * tile waits until that backlog is at most pace_slack_ns, then reserves its own bytes. It depends
+ * only on time passing (a reservation never waits for another CTA), so it cannot deadlock; it is
+ * bounded by timeout_ns all the same. Returns the ns waited. The reason (docs/EP.md, "The model"):
+ * on the PCIe path every SM's main loop stalls while the combine backlog is above ~0.55 MB, so
+ * bursts that pile up cost every CTA; held back at their source they cost only their own CTA. */
+static __device__ unsigned long long xs_moe_pace(const xs_moe_kargs &a, double bytes)
+{
+    const unsigned long long need = (unsigned long long)(bytes * a.pace_ns_per_byte) + 1ull;
+    const unsigned long long t0 = xs_globaltimer();
+    unsigned long long d = *(volatile unsigned long long *)a.pace;
+    for (;;) {
+        const unsigned long long now = xs_globaltimer();
+        if (d > now + a.pace_slack_ns) {
+            if (now - t0 > a.timeout_ns) {
+                xs_devfail(a.status, XS_DEVERR_TIMEOUT,
+                           ((unsigned long long)blockIdx.x << 32) | XS_MOE_PACE_DETAIL);
+                break;
+            }
+            __nanosleep(64);
+            d = *(volatile unsigned long long *)a.pace;
+            continue;
+        }
+        const unsigned long long start = d > now ? d : now;
+        const unsigned long long prev = atomicCAS(a.pace, d, start + need);
+        if (prev == d)
+            break;
+        d = prev; /* another tile reserved first: its bytes go before ours */
+    }
+    return xs_globaltimer() - t0;
+}
 
 /* The arguments are read from device memory (xs_moe_run_fused copies them before the launch),
  * not from a by-value kernel parameter. With `a` a by-value (or __grid_constant__) struct,
@@ -784,7 +847,10 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
             ncols = nv < C::BN ? nv : C::BN;
             xs_gemm_stage_acc<C>(smem, acc, scale); /* routing weight per row */
         }
-        __syncthreads();
+        unsigned long long gate_ns = 0;
+        if (kind == 2 && tid == 0 && nremote > 0 && a.pace_ns_per_byte > 0.0)
+            gate_ns = xs_moe_pace(a, (double)nremote * ncols * 2.0);
+        __syncthreads(); /* the staged tile, and the pacer's permission, for every thread */
         const uint64_t c_st0 = xs_clock();
         if (kind == 1)
             xs_gemm_store_rows<C, C::BN / 2>(smem, dst, nrows, ncols);
@@ -808,7 +874,7 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
                 r[5] = ((unsigned long long)blockIdx.x << 32) | smid;
                 r[6] = ((unsigned long long)(nremote * ncols * 2) << 32) |
                        (unsigned int)(nrows * ncols * 2);
-                r[7] = 0;
+                r[7] = gate_ns;
             }
         }
     }
@@ -936,6 +1002,9 @@ static void xs_moe_decode_trace(xs_moe *m, const xs_moe_tasklist *tl)
         t->smid = (int)(r[5] & 0xffffffffu);
         t->remote_bytes = (int)(r[6] >> 32);
         t->total_bytes = (int)(r[6] & 0xffffffffu);
+        t->gate_ns = (double)r[7];
+        t->id = t->kind == 1 ? t->rb * m->l1_per_rb + t->nb
+                             : m->nrb * m->l1_per_rb + t->rb * m->l2_per_rb + t->nb;
         if (v[0] < t_min)
             t_min = v[0];
     }
@@ -1025,6 +1094,7 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
                              cudaGetErrorString(e));
     }
     XS_CU(cudaMemsetAsync(m->d_status, 0, sizeof(xs_devstatus), s));
+    XS_CU(cudaMemsetAsync(m->d_pace, 0, 16, s));
     XS_CU(cudaMemsetAsync(m->d_trace, 0xff, 8 * XS_MOE_TRACE_WORDS * (size_t)(tl->n + 1), s));
 
     xs_moe_kargs a;
@@ -1048,6 +1118,11 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
     a.timeout_ns = o && o->timeout_ns ? o->timeout_ns : 2000000000ull;
     a.fault_skip_l1 = o ? o->fault_skip_l1 : 0;
     a.status = m->d_status;
+    a.pace = m->d_pace;
+    if (tl->plan.pace_bytes > 0 && tl->plan.pace_bytes_per_ns > 0) {
+        a.pace_ns_per_byte = 1.0 / tl->plan.pace_bytes_per_ns;
+        a.pace_slack_ns = (unsigned long long)(tl->plan.pace_bytes / tl->plan.pace_bytes_per_ns);
+    }
     a.rank_base = m->d_rank_base;
     a.rank_host = m->d_rank_host;
     a.trace = m->d_trace;
@@ -1070,6 +1145,11 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
                      cudaMemcpyDeviceToHost));
     XS_CU(cudaMemcpy(m->h_anchors, m->d_anchors, 8 * 4 * (size_t)m->grid,
                      cudaMemcpyDeviceToHost));
+    if (st.code == XS_DEVERR_TIMEOUT && (st.detail & 0xffffffffu) == XS_MOE_PACE_DETAIL)
+        return xs_seterr(XS_ETIMEOUT, "fused MoE: CTA %u waited more than %.0f ms for the combine "
+                         "pacer (pace %.0f bytes at %.1f bytes/ns)", (unsigned)(st.detail >> 32),
+                         (double)a.timeout_ns / 1e6, tl->plan.pace_bytes,
+                         tl->plan.pace_bytes_per_ns);
     if (st.code == XS_DEVERR_TIMEOUT)
         return xs_seterr(XS_ETIMEOUT, "fused MoE: CTA %u waited more than %.0f ms for the "
                          "Linear-1 tiles of row block %u (dependency never signalled)",
@@ -1572,135 +1652,12 @@ void xs_moe_costs_from_trace(const xs_moe_tile *t, int n, xs_moe_costs *c)
 
 /* ---- the X-Stage model ---------------------------------------------------------------------------- */
 
-/* The stage of src/sim.c: a FIFO server draining at R whose state is the departure time of the
- * last accepted byte; a chunk is accepted when it fits in the capacity Q, and (per-producer cap)
- * when the producer's m-th most recent chunk has drained. */
-typedef struct {
-    double r, R, o, Q, chunk;
-    int ring_m;
-    double d_last;
-} xs_stage;
-
-typedef struct {
-    double t;
-    int p;
-} xs_mev;
-
-typedef struct {
-    xs_mev *a;
-    int n;
-} xs_mheap;
-
-static void xs_mheap_push(xs_mheap *h, xs_mev e)
+void xs_moe_model_default(xs_moe_model *mm)
 {
-    int i = h->n++;
-    while (i > 0) {
-        int up = (i - 1) / 2;
-        if (h->a[up].t < e.t || (h->a[up].t == e.t && h->a[up].p <= e.p))
-            break;
-        h->a[i] = h->a[up];
-        i = up;
-    }
-    h->a[i] = e;
-}
-
-static xs_mev xs_mheap_pop(xs_mheap *h)
-{
-    xs_mev top = h->a[0], last = h->a[--h->n];
-    int i = 0;
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, s = i;
-        xs_mev best = last;
-        if (l < h->n && (h->a[l].t < best.t || (h->a[l].t == best.t && h->a[l].p < best.p))) {
-            s = l;
-            best = h->a[l];
-        }
-        if (r < h->n && (h->a[r].t < best.t || (h->a[r].t == best.t && h->a[r].p < best.p)))
-            s = r;
-        if (s == i)
-            break;
-        h->a[i] = h->a[s];
-        i = s;
-    }
-    if (h->n > 0)
-        h->a[i] = last;
-    return top;
-}
-
-static void xs_stage_init(xs_stage *g, const xs_profile *p)
-{
-    g->r = p->issue_bytes_per_ns;
-    g->R = p->drain_bytes_per_ns;
-    g->o = p->issue_overhead_ns;
-    g->Q = p->capacity_bytes;
-    g->chunk = p->chunk_bytes > 0 ? p->chunk_bytes : 1;
-    g->ring_m = 0;
-    if (p->capacity_bytes_per_producer > 0) {
-        g->ring_m = (int)floor(p->capacity_bytes_per_producer / g->chunk);
-        if (g->ring_m < 1)
-            g->ring_m = 1;
-    }
-    g->d_last = 0;
-}
-
-/* A producer (one CTA) and its burst in flight. */
-typedef struct {
-    int state;         /* 0 = wants a task, 1 = bursting */
-    double remain;     /* remote bytes of the burst not yet accepted */
-    double per_chunk;  /* issue time of one chunk's share of the tile's stores */
-    double *ring;      /* departure times of its last ring_m chunks (per-producer cap) */
-    int ring_head, ring_n;
-} xs_prod;
-
-/* Offer producer q's next chunk (of the burst whose remaining bytes are *remain) at time t.
- * Returns 1 and sets *t_acc when accepted, 0 and sets *t_retry when its own cap makes it
- * wait. */
-static int xs_stage_offer(xs_stage *g, xs_prod *q, double *remain, double t, double *t_acc,
-                          double *t_retry)
-{
-    if (g->ring_m && q->ring_n == g->ring_m && q->ring[q->ring_head] > t) {
-        *t_retry = q->ring[q->ring_head];
-        return 0;
-    }
-    double c = *remain < g->chunk ? *remain : g->chunk;
-    double t_space = g->d_last - (g->Q - c) / g->R;
-    double ta = t > t_space ? t : t_space;
-    double t_arr = ta - c / g->r;
-    g->d_last = (g->d_last > t_arr ? g->d_last : t_arr) + c / g->R;
-    if (g->ring_m) {
-        if (q->ring_n < g->ring_m) {
-            q->ring[(q->ring_head + q->ring_n) % g->ring_m] = g->d_last;
-            q->ring_n++;
-        } else {
-            q->ring[q->ring_head] = g->d_last;
-            q->ring_head = (q->ring_head + 1) % g->ring_m;
-        }
-    }
-    *remain -= c;
-    *t_acc = ta;
-    return 1;
-}
-
-static xs_status xs_prods_alloc(xs_prod **pr, double **rings, int np, int ring_m)
-{
-    *pr = (xs_prod *)calloc((size_t)np, sizeof **pr);
-    *rings = ring_m ? (double *)calloc((size_t)np * ring_m, sizeof **rings) : NULL;
-    if (!*pr || (ring_m && !*rings)) {
-        free(*pr);
-        free(*rings);
-        return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
-    }
-    for (int i = 0; i < np; i++)
-        (*pr)[i].ring = ring_m ? *rings + (size_t)i * ring_m : NULL;
-    return XS_OK;
-}
-
-double xs_moe_tile_t0(const xs_profile *p, double remote_bytes, double total_bytes,
-                      double local_bytes_per_ns)
-{
-    const double rl = local_bytes_per_ns > 0 ? local_bytes_per_ns : p->issue_bytes_per_ns;
-    return p->issue_overhead_ns + remote_bytes / p->issue_bytes_per_ns +
-           (total_bytes - remote_bytes) / rl;
+    mm->block_bytes = XS_MOE_BLOCK_BYTES;
+    mm->block_speed = XS_MOE_BLOCK_SPEED;
+    mm->pace_bytes = XS_MOE_PACE_BYTES;
+    mm->pace_drain_frac = XS_MOE_PACE_DRAIN_FRAC;
 }
 
 /* remote and total combine bytes of Linear-2 tile (rb, nb) for the virtual-peer layout */
@@ -1712,97 +1669,846 @@ static void xs_moe_tile_bytes(const xs_moe *m, int rb, int nb, double *remote, d
     *remote = m->N > 1 ? (double)m->rb[rb].w * ncols * 2.0 : 0.0;
 }
 
-xs_status xs_moe_predict(xs_moe *m, int slot, const xs_profile *pf, const xs_moe_costs *c,
-                         double *total_ns)
+/* One event simulation serves the prediction of a whole run (xs_moe_predict: every CTA takes the
+ * next task when free) and the per-tile stall of a measured run (xs_moe_stall_predict: every burst
+ * starts when it did). Producers are CTAs. Their combine bursts pass through the X-Stage exactly
+ * as in src/sim.c (docs/MODEL.md, "Event model"): a burst pays the overhead o and streams its rows
+ * in chunks of c into the producer's queue of b bytes; a chunk is offered when it is complete and
+ * its place in the queue is free; the stage is one FIFO server draining at R whose room is Q plus a
+ * reserve per producer with bytes in it (and an optional per-producer cap); chunks ready at the
+ * same acceptance contend in start-time fair queueing with the producers' arbitration weights; a
+ * burst's issue window ends when its last chunk entered the queue. A Linear-2 tile's rows go to
+ * rank 0 (HBM) or to the link: its stream carries both, so a chunk takes c / r_tile to issue and
+ * brings c * remote / total bytes into the stage. What the kernel adds (xs_moe_model): while the
+ * backlog is above block_bytes every CTA's main loop runs at block_speed; a paced plan holds a
+ * tile's burst until a software link at pace_drain_frac * R has at most pace_bytes reserved. */
+
+typedef struct {
+    double t, t2; /* primary and secondary key */
+    int p;
+} xs_ev;
+
+typedef struct {
+    xs_ev *a;
+    int n, cap;
+} xs_heap;
+
+static int xs_ev_less(xs_ev x, xs_ev y)
 {
-    if (slot < 0 || slot >= XS_MOE_SLOTS || !m->slots[slot].host)
-        return xs_seterr(XS_EINVAL, "moe: plan slot %d has no task list", slot);
-    XS_TRY(xs_profile_check(pf, "profile"));
-    if (!(c->c1_ns > 0) || !(c->c2_ns > 0))
-        return xs_seterr(XS_EINVAL, "moe model: tile costs c1=%g c2=%g ns must be positive",
-                         c->c1_ns, c->c2_ns);
-    const xs_moe_tasklist *tl = &m->slots[slot];
-    xs_stage g;
-    xs_stage_init(&g, pf);
-    const int K = m->grid;
-    xs_prod *pr = NULL;
-    double *rings = NULL;
-    XS_TRY(xs_prods_alloc(&pr, &rings, K, g.ring_m));
-    double *dep_fin = (double *)calloc((size_t)m->nrb + 1, sizeof(double));
-    int *dep_cnt = (int *)calloc((size_t)m->nrb + 1, sizeof(int));
-    xs_mheap h = {(xs_mev *)malloc(sizeof(xs_mev) * (size_t)(K + 1)), 0};
-    if (!dep_fin || !dep_cnt || !h.a) {
-        free(pr); free(rings); free(dep_fin); free(dep_cnt); free(h.a);
-        return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    return x.t < y.t || (x.t == y.t && (x.t2 < y.t2 || (x.t2 == y.t2 && x.p < y.p)));
+}
+
+static int xs_heap_push(xs_heap *h, xs_ev e)
+{
+    if (h->n == h->cap) {
+        int nc = h->cap ? 2 * h->cap : 64;
+        xs_ev *na = (xs_ev *)realloc(h->a, sizeof(xs_ev) * (size_t)nc);
+        if (!na)
+            return 0;
+        h->a = na;
+        h->cap = nc;
     }
-    for (int p = 0; p < K; p++)
-        xs_mheap_push(&h, (xs_mev){0.0, p});
-    int q = 0;
-    double makespan = 0;
-    while (h.n) {
-        xs_mev e = xs_mheap_pop(&h);
-        xs_prod *P = &pr[e.p];
-        if (P->state == 1) {
-            double ta, tr;
-            if (!xs_stage_offer(&g, P, &P->remain, e.t, &ta, &tr)) {
-                xs_mheap_push(&h, (xs_mev){tr, e.p});
-                continue;
-            }
-            if (P->remain > 0) {
-                xs_mheap_push(&h, (xs_mev){ta + P->per_chunk, e.p});
-            } else {
-                P->state = 0;
-                xs_mheap_push(&h, (xs_mev){ta, e.p});
-            }
-            continue;
-        }
-        if (q >= tl->n) {
-            if (e.t > makespan)
-                makespan = e.t;
-            continue;
-        }
-        const int2 tk = tl->host[q++];
-        const int kind = (tk.x >> 30) & 3, rb = tk.x & 0x3fffffff;
-        if (kind == 1) {
-            double fin = e.t + c->c1_ns;
-            if (fin > dep_fin[rb])
-                dep_fin[rb] = fin;
-            dep_cnt[rb]++;
-            xs_mheap_push(&h, (xs_mev){fin, e.p});
-            continue;
-        }
-        /* a Linear-2 tile: its row block's Linear-1 tiles were all taken earlier */
-        double start = e.t > dep_fin[rb] ? e.t : dep_fin[rb];
-        double ce = start + c->c2_ns, rem, tot;
-        xs_moe_tile_bytes(m, rb, tk.y, &rem, &tot);
-        const double t0 = xs_moe_tile_t0(pf, rem, tot, c->local_issue_bytes_per_ns);
-        if (rem <= 0) {
-            xs_mheap_push(&h, (xs_mev){ce + t0, e.p});
-            continue;
-        }
-        double nch = ceil(rem / g.chunk);
-        P->state = 1;
-        P->remain = rem;
-        P->per_chunk = (t0 - g.o) / nch; /* the tile's stores, remote and local, in order */
-        xs_mheap_push(&h, (xs_mev){ce + g.o + P->per_chunk, e.p});
+    int i = h->n++;
+    while (i > 0) {
+        int up = (i - 1) / 2;
+        if (!xs_ev_less(e, h->a[up]))
+            break;
+        h->a[i] = h->a[up];
+        i = up;
     }
-    *total_ns = makespan;
-    free(pr); free(rings); free(dep_fin); free(dep_cnt); free(h.a);
+    h->a[i] = e;
+    return 1;
+}
+
+static xs_ev xs_heap_pop(xs_heap *h)
+{
+    xs_ev top = h->a[0], last = h->a[--h->n];
+    int i = 0;
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, k = i;
+        xs_ev best = last;
+        if (l < h->n && xs_ev_less(h->a[l], best)) {
+            k = l;
+            best = h->a[l];
+        }
+        if (r < h->n && xs_ev_less(h->a[r], best))
+            k = r;
+        if (k == i)
+            break;
+        h->a[i] = h->a[k];
+        i = k;
+    }
+    if (h->n > 0)
+        h->a[i] = last;
+    return top;
+}
+
+typedef struct {
+    double t0;       /* start of the burst (before the overhead); NaN until started */
+    double tot, rem; /* bytes of the stream; of them through the stage */
+    double ns_per_byte; /* issue time of one byte of the stream */
+    int64_t first, last; /* producer-global indices of its chunks (set when started) */
+    int64_t nch;
+    double end;      /* issue window end; NaN until known */
+    int next;        /* the producer's next burst (-1: none) */
+    int task;        /* the caller's index */
+} xs_burst;
+
+enum { XS_P_IDLE, XS_P_DEP, XS_P_COMP, XS_P_GATE, XS_P_BURST, XS_P_LOCAL, XS_P_DONE };
+
+typedef struct {
+    /* chunks: the producer's bursts in order; the oldest whose window is open; the one offered */
+    int head, tail, settle, ob;
+    int64_t assigned, accepted, oidx;
+    double orem;             /* stream bytes of ob not yet offered */
+    double pend_tot, pend_rem; /* the chunk on offer */
+    int offering;            /* 1 while a chunk is offered (in a heap) */
+    double ready, a_prev, ftag, weight, d_own;
+    int outstanding;
+    double *acc;             /* acceptance times of the last q+1 chunks */
+    double *ring;            /* departure times of the last ring_m chunks (per-producer cap) */
+    int ring_head, ring_n;
+    /* program (xs_moe_predict) */
+    int state, kind, rb, nb, next_wait;
+    double rem, tot;         /* the Linear-2 tile's bytes */
+} xs_mprod;
+
+typedef struct {
+    /* profile */
+    double r, R, o, Q, rho, c, r_local;
+    int q, ring_m;
+    /* kernel */
+    double X, s;
+    /* stage */
+    double d_last, vtime, t_now, V;
+    int n_out;
+    xs_heap fut, el, held, pev, vev;
+    xs_mprod *pr;
+    int np;
+    double *mem;
+    xs_burst *b;
+    int nb, cap_b;
+    /* blocked intervals (stall replay), merged */
+    double *blk;
+    int nblk, cap_blk;
+    int record_blocked, oom;
+    void *user;        /* the run (xs_moe_predict) that closed windows are reported to */
+} xs_msim;
+
+static void xs_msim_free(xs_msim *g)
+{
+    free(g->fut.a);
+    free(g->el.a);
+    free(g->held.a);
+    free(g->pev.a);
+    free(g->vev.a);
+    free(g->pr);
+    free(g->mem);
+    free(g->b);
+    free(g->blk);
+    memset(g, 0, sizeof *g);
+}
+
+static xs_status xs_msim_init(xs_msim *g, const xs_profile *p, const xs_moe_model *mm, int np,
+                              int nbursts, double r_local)
+{
+    memset(g, 0, sizeof *g);
+    XS_TRY(xs_profile_check(p, "profile"));
+    g->r = p->issue_bytes_per_ns;
+    g->R = p->drain_bytes_per_ns;
+    g->o = p->issue_overhead_ns;
+    g->Q = p->capacity_bytes;
+    g->rho = p->reserve_bytes_per_producer > 0 ? p->reserve_bytes_per_producer : 0;
+    g->c = p->chunk_bytes >= 1 ? floor(p->chunk_bytes) : 1;
+    g->q = (int)floor((p->queue_bytes_per_producer > 0 ? p->queue_bytes_per_producer : 0) / g->c);
+    if (p->capacity_bytes_per_producer > 0) {
+        double m = floor((p->capacity_bytes_per_producer + g->rho) / g->c);
+        g->ring_m = m < 1 ? 1 : m > 1e6 ? 1000000 : (int)m;
+    }
+    g->r_local = r_local > 0 ? r_local : g->r;
+    g->X = mm && mm->block_bytes > 0 ? mm->block_bytes : INFINITY;
+    g->s = mm ? (mm->block_speed < 0 ? 0 : mm->block_speed > 1 ? 1 : mm->block_speed) : 1;
+    g->np = np;
+    g->t_now = 0;
+    if (g->q > 4096 || (double)np * (g->q + 1 + g->ring_m) > (double)(1 << 27))
+        return xs_seterr(XS_ERANGE, "moe model: %d producers x a queue of %d and a cap of %d "
+                         "chunks: too much state (raise chunk_bytes)", np, g->q, g->ring_m);
+    g->pr = (xs_mprod *)calloc((size_t)np, sizeof *g->pr);
+    g->mem = (double *)calloc((size_t)np * (size_t)(g->q + 1 + g->ring_m) + 1, sizeof(double));
+    g->cap_b = nbursts > 0 ? nbursts : 1;
+    g->b = (xs_burst *)calloc((size_t)g->cap_b, sizeof *g->b);
+    if (!g->pr || !g->mem || !g->b) {
+        xs_msim_free(g);
+        return xs_seterr(XS_ENOMEM, "moe model: out of host memory for %d producers", np);
+    }
+    for (int i = 0; i < np; i++) {
+        xs_mprod *z = &g->pr[i];
+        z->acc = g->mem + (size_t)i * (g->q + 1 + g->ring_m);
+        z->ring = g->ring_m ? z->acc + g->q + 1 : NULL;
+        z->head = z->tail = z->settle = z->ob = -1;
+        z->a_prev = -INFINITY;
+        z->weight = xs_arbitration_weight(p, i);
+        z->next_wait = -1;
+    }
     return XS_OK;
 }
 
-xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_costs *wc,
-                      const xs_moe_costs *ic, xs_moe_auto_result *out)
+/* a new burst of producer p (not started yet); returns its index or -1 when out of memory */
+static int xs_msim_burst(xs_msim *g, int p, double tot, double rem, double ns_per_byte, int task)
+{
+    if (g->nb == g->cap_b) {
+        int nc = 2 * g->cap_b;
+        xs_burst *nbuf = (xs_burst *)realloc(g->b, sizeof(xs_burst) * (size_t)nc);
+        if (!nbuf) {
+            g->oom = 1;
+            return -1;
+        }
+        g->b = nbuf;
+        g->cap_b = nc;
+    }
+    const int i = g->nb++;
+    xs_burst *u = &g->b[i];
+    u->t0 = NAN;
+    u->end = NAN;
+    u->tot = tot;
+    u->rem = rem;
+    u->ns_per_byte = ns_per_byte;
+    u->nch = (int64_t)ceil(tot / g->c);
+    u->next = -1;
+    u->task = task;
+    xs_mprod *z = &g->pr[p];
+    if (z->tail >= 0)
+        g->b[z->tail].next = i;
+    else
+        z->head = i;
+    z->tail = i;
+    return i;
+}
+
+/* the backlog is above X before this time (given no further acceptance) */
+static double xs_msim_tres(const xs_msim *g) { return g->d_last - g->X / g->R; }
+
+/* advance the clock (and the main loops' virtual clock V) to t */
+static void xs_msim_advance(xs_msim *g, double t)
+{
+    if (!(t > g->t_now))
+        return;
+    const double tr = xs_msim_tres(g);
+    if (g->t_now < tr) {
+        const double seg = (t < tr ? t : tr) - g->t_now;
+        g->V += g->s * seg;
+        g->t_now += seg;
+    }
+    g->V += t - g->t_now;
+    g->t_now = t;
+}
+
+/* the time at which V reaches v (no acceptance in between) */
+static double xs_msim_t_of_v(const xs_msim *g, double v)
+{
+    double dv = v - g->V;
+    if (!(dv > 0))
+        return g->t_now;
+    const double tr = xs_msim_tres(g);
+    if (g->t_now < tr) {
+        const double gain = g->s * (tr - g->t_now);
+        if (dv <= gain)
+            return g->t_now + dv / g->s;
+        return tr + (dv - gain);
+    }
+    return g->t_now + dv;
+}
+
+/* Offer the next chunk of producer p (the head of its queue), if its burst has started. */
+static void xs_msim_offer_next(xs_msim *g, int p)
+{
+    xs_mprod *z = &g->pr[p];
+    if (z->offering)
+        return;
+    if (!(z->orem > 0)) {
+        const int nb = z->ob < 0 ? z->head : g->b[z->ob].next;
+        if (nb < 0 || isnan(g->b[nb].t0))
+            return; /* no more chunks, or the program has not started that burst */
+        z->ob = nb;
+        z->orem = g->b[nb].tot;
+    }
+    const xs_burst *u = &g->b[z->ob];
+    z->pend_tot = z->orem < g->c ? z->orem : g->c;
+    z->pend_rem = u->tot > 0 ? z->pend_tot * u->rem / u->tot : 0;
+    z->orem -= z->pend_tot;
+    if (z->orem < 0.5)
+        z->orem = 0;
+    z->oidx = z->accepted;
+    /* in the queue once the burst has started and there is room in it; streamed after the
+     * previous chunk */
+    double in = u->t0 + g->o;
+    if (g->q > 0 && z->oidx - g->q >= 0 && z->acc[(z->oidx - g->q) % (g->q + 1)] > in)
+        in = z->acc[(z->oidx - g->q) % (g->q + 1)];
+    z->ready = (in > z->a_prev ? in : z->a_prev) + z->pend_tot * u->ns_per_byte;
+    z->offering = 1;
+    if (!xs_heap_push(&g->fut, (xs_ev){z->ready, 0, p}))
+        g->oom = 1;
+}
+
+static void xs_msim_window(xs_msim *g, int p, int bi, double end); /* a window closed */
+
+/* Close every window of producer p whose end is known: its last chunk minus the queue has been
+ * accepted. */
+static void xs_msim_settle(xs_msim *g, int p)
+{
+    xs_mprod *z = &g->pr[p];
+    while (z->settle >= 0) {
+        xs_burst *u = &g->b[z->settle];
+        if (isnan(u->t0) || !(u->last - g->q < z->accepted))
+            return;
+        const int64_t need = u->last - g->q;
+        double en = u->t0 + g->o;
+        if (need >= 0 && z->acc[need % (g->q + 1)] > en)
+            en = z->acc[need % (g->q + 1)];
+        u->end = en;
+        const int bi = z->settle;
+        z->settle = u->next;
+        xs_msim_window(g, p, bi, en);
+    }
+}
+
+/* Producer p starts burst bi at time t: its chunks go to the queue. */
+static void xs_msim_start(xs_msim *g, int p, int bi, double t)
+{
+    xs_mprod *z = &g->pr[p];
+    xs_burst *u = &g->b[bi];
+    u->t0 = t;
+    u->first = z->assigned;
+    z->assigned += u->nch;
+    u->last = z->assigned - 1;
+    if (z->settle < 0)
+        z->settle = bi;
+    xs_msim_offer_next(g, p);
+    xs_msim_settle(g, p);
+}
+
+/* When the stage next accepts a chunk (INFINITY: no chunk offered). */
+static double xs_msim_stage_next(xs_msim *g)
+{
+    if (!g->el.n && !g->fut.n)
+        return INFINITY;
+    while (g->rho > 0 && g->held.n && g->held.a[0].t <= g->t_now) {
+        xs_ev d = xs_heap_pop(&g->held);
+        if (d.t == g->pr[d.p].d_own && g->pr[d.p].outstanding) {
+            g->pr[d.p].outstanding = 0;
+            g->n_out--;
+        }
+    }
+    const double room = g->Q + g->rho * (g->n_out > 0 ? g->n_out : 1) - g->c;
+    const double t_space = g->d_last - room / g->R;
+    double t = g->el.n ? g->t_now : g->fut.a[0].t;
+    if (t < g->t_now)
+        t = g->t_now;
+    return t_space > t ? t_space : t;
+}
+
+/* Accept the next chunk at t_next (from xs_msim_stage_next, the clock advanced to it). */
+static void xs_msim_stage_accept(xs_msim *g, double t_next)
+{
+    while (g->fut.n && g->fut.a[0].t <= t_next) {
+        xs_ev f = xs_heap_pop(&g->fut);
+        const xs_mprod *y = &g->pr[f.p];
+        const double tag = y->ftag > g->vtime ? y->ftag : g->vtime;
+        if (!xs_heap_push(&g->el, (xs_ev){tag, f.t, f.p}))
+            g->oom = 1;
+    }
+    if (!g->el.n)
+        return;
+    xs_ev e = xs_heap_pop(&g->el);
+    xs_mprod *z = &g->pr[e.p];
+    if (z->ring && z->ring_n == g->ring_m) {
+        const double tc = z->ring[z->ring_head];
+        if (tc > t_next) { /* its own cap holds it: retry when its oldest chunk drained */
+            if (!xs_heap_push(&g->fut, (xs_ev){tc, 0, e.p}))
+                g->oom = 1;
+            return;
+        }
+    }
+    double t_acc = t_next > z->ready ? t_next : z->ready;
+    if (t_acc < g->t_now)
+        t_acc = g->t_now;
+    g->vtime = e.t;
+    const double c = z->pend_rem;
+    z->ftag = e.t + c / z->weight;
+    const double t_arr = t_acc - c / g->r;
+    g->d_last = (g->d_last > t_arr ? g->d_last : t_arr) + c / g->R;
+    if (g->rho > 0) {
+        if (!z->outstanding) {
+            z->outstanding = 1;
+            g->n_out++;
+        }
+        z->d_own = g->d_last;
+        if (!xs_heap_push(&g->held, (xs_ev){g->d_last, 0, e.p}))
+            g->oom = 1;
+    }
+    if (z->ring) {
+        if (z->ring_n < g->ring_m) {
+            z->ring[(z->ring_head + z->ring_n) % g->ring_m] = g->d_last;
+            z->ring_n++;
+        } else {
+            z->ring[z->ring_head] = g->d_last;
+            z->ring_head = (z->ring_head + 1) % g->ring_m;
+        }
+    }
+    if (g->record_blocked) {
+        const double until = xs_msim_tres(g);
+        if (until > t_acc) {
+            if (g->nblk && t_acc <= g->blk[2 * g->nblk - 1]) {
+                if (until > g->blk[2 * g->nblk - 1])
+                    g->blk[2 * g->nblk - 1] = until;
+            } else {
+                if (g->nblk == g->cap_blk) {
+                    int nc = g->cap_blk ? 2 * g->cap_blk : 256;
+                    double *nbk = (double *)realloc(g->blk, sizeof(double) * 2 * (size_t)nc);
+                    if (!nbk) {
+                        g->oom = 1;
+                        nc = 0;
+                    } else {
+                        g->blk = nbk;
+                        g->cap_blk = nc;
+                    }
+                }
+                if (g->nblk < g->cap_blk) {
+                    g->blk[2 * g->nblk] = t_acc;
+                    g->blk[2 * g->nblk + 1] = until;
+                    g->nblk++;
+                }
+            }
+        }
+    }
+    z->acc[z->oidx % (g->q + 1)] = t_acc;
+    z->a_prev = t_acc;
+    z->accepted = z->oidx + 1;
+    z->offering = 0;
+    xs_msim_settle(g, e.p);
+    xs_msim_offer_next(g, e.p);
+}
+
+/* ---- the whole run (xs_moe_predict) ---- */
+
+typedef struct {
+    xs_msim *g;
+    const xs_moe *m;
+    const int2 *tasks;
+    int ntasks;
+    const xs_moe_costs *c;
+    int link;
+    double pace_ns_per_byte, pace_slack_ns, pace_until;
+    int q;              /* next task */
+    int *dep_cnt, *wait_head;
+    double end;
+} xs_mrun;
+
+static void xs_mrun_take(xs_mrun *u, int p);
+
+static void xs_mrun_compute(xs_mrun *u, int p, double cost)
+{
+    xs_msim *g = u->g;
+    g->pr[p].state = XS_P_COMP;
+    if (!xs_heap_push(&g->vev, (xs_ev){g->V + cost, 0, p}))
+        g->oom = 1;
+}
+
+static void xs_mrun_take(xs_mrun *u, int p)
+{
+    xs_msim *g = u->g;
+    xs_mprod *z = &g->pr[p];
+    if (u->q >= u->ntasks) {
+        z->state = XS_P_DONE;
+        if (g->t_now > u->end)
+            u->end = g->t_now;
+        return;
+    }
+    const int2 tk = u->tasks[u->q++];
+    z->kind = (tk.x >> 30) & 3;
+    z->rb = tk.x & 0x3fffffff;
+    z->nb = tk.y;
+    if (z->kind == 2 && u->dep_cnt[z->rb] < u->m->l1_per_rb) {
+        z->state = XS_P_DEP;
+        z->next_wait = u->wait_head[z->rb];
+        u->wait_head[z->rb] = p;
+        return;
+    }
+    xs_mrun_compute(u, p, z->kind == 1 ? u->c->c1_ns : u->c->c2_ns);
+}
+
+/* a Linear-2 tile's stores: through the pacer and the stage, or local only */
+static void xs_mrun_burst(xs_mrun *u, int p)
+{
+    xs_msim *g = u->g;
+    xs_mprod *z = &g->pr[p];
+    if (!(z->rem > 0)) {
+        z->state = XS_P_LOCAL;
+        if (!xs_heap_push(&g->pev, (xs_ev){g->t_now + z->tot / g->r_local, 0, p}))
+            g->oom = 1;
+        return;
+    }
+    if (u->pace_ns_per_byte > 0) {
+        const double open = u->pace_until - u->pace_slack_ns;
+        if (open > g->t_now) {
+            z->state = XS_P_GATE;
+            if (!xs_heap_push(&g->pev, (xs_ev){open, 0, p}))
+                g->oom = 1;
+            return;
+        }
+        u->pace_until = (u->pace_until > g->t_now ? u->pace_until : g->t_now) +
+                        z->rem * u->pace_ns_per_byte;
+    }
+    const double ns_per_byte = (z->rem / g->r + (z->tot - z->rem) / g->r_local) / z->tot;
+    const int bi = xs_msim_burst(g, p, z->tot, z->rem, ns_per_byte, -1);
+    if (bi < 0)
+        return;
+    z->state = XS_P_BURST;
+    xs_msim_start(g, p, bi, g->t_now);
+}
+
+static void xs_msim_window(xs_msim *g, int p, int bi, double end)
+{
+    (void)bi;
+    xs_mrun *u = (xs_mrun *)g->user;
+    if (!u || g->pr[p].state != XS_P_BURST)
+        return; /* stall replay: the window is read from the burst */
+    if (!xs_heap_push(&g->pev, (xs_ev){end, 0, p}))
+        g->oom = 1;
+}
+
+/* xs_moe_predict on a task list in host memory (plan: its pacing) */
+static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int ntasks,
+                                      const xs_moe_plan *plan, const xs_profile *pf,
+                                      const xs_moe_model *mm, const xs_moe_costs *c, int link,
+                                      double *total_ns)
+{
+    *total_ns = NAN;
+    if (!(c->c1_ns > 0) || !(c->c2_ns > 0))
+        return xs_seterr(XS_EINVAL, "moe model: tile costs c1=%g c2=%g ns must be positive",
+                         c->c1_ns, c->c2_ns);
+    xs_moe_model none = {0, 1, 0, 0};
+    xs_msim g;
+    XS_TRY(xs_msim_init(&g, pf, link ? mm : &none, m->grid, m->nrb * m->l2_per_rb + 1,
+                        c->local_issue_bytes_per_ns));
+    xs_mrun u;
+    memset(&u, 0, sizeof u);
+    u.g = &g;
+    u.m = m;
+    u.tasks = tasks;
+    u.ntasks = ntasks;
+    u.c = c;
+    u.link = link;
+    if (link && plan && plan->pace_bytes > 0 && plan->pace_bytes_per_ns > 0) {
+        u.pace_ns_per_byte = 1.0 / plan->pace_bytes_per_ns;
+        u.pace_slack_ns = plan->pace_bytes / plan->pace_bytes_per_ns;
+    }
+    u.dep_cnt = (int *)calloc((size_t)m->nrb + 1, sizeof(int));
+    u.wait_head = (int *)malloc(sizeof(int) * ((size_t)m->nrb + 1));
+    if (!u.dep_cnt || !u.wait_head) {
+        free(u.dep_cnt);
+        free(u.wait_head);
+        xs_msim_free(&g);
+        return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    }
+    for (int b = 0; b <= m->nrb; b++)
+        u.wait_head[b] = -1;
+    g.user = &u;
+    for (int p = 0; p < m->grid; p++)
+        xs_mrun_take(&u, p);
+    while (!g.oom) {
+        const double ts = xs_msim_stage_next(&g);
+        const double tp = g.pev.n ? g.pev.a[0].t : INFINITY;
+        const double tv = g.vev.n ? xs_msim_t_of_v(&g, g.vev.a[0].t) : INFINITY;
+        if (ts == INFINITY && tp == INFINITY && tv == INFINITY)
+            break;
+        if (tv <= tp && tv <= ts) {
+            xs_msim_advance(&g, tv);
+            xs_ev e = xs_heap_pop(&g.vev);
+            if (g.V < e.t)
+                g.V = e.t; /* rounding */
+            xs_mprod *z = &g.pr[e.p];
+            if (z->kind == 1) {
+                if (++u.dep_cnt[z->rb] == m->l1_per_rb) {
+                    for (int w = u.wait_head[z->rb]; w >= 0;) {
+                        const int nw = g.pr[w].next_wait;
+                        xs_mrun_compute(&u, w, c->c2_ns);
+                        w = nw;
+                    }
+                    u.wait_head[z->rb] = -1;
+                }
+                xs_mrun_take(&u, e.p);
+            } else {
+                double rem, tot;
+                xs_moe_tile_bytes(m, z->rb, z->nb, &rem, &tot);
+                z->rem = link ? rem : 0;
+                z->tot = tot;
+                xs_mrun_burst(&u, e.p);
+            }
+        } else if (tp <= ts) {
+            xs_msim_advance(&g, tp);
+            xs_ev e = xs_heap_pop(&g.pev);
+            xs_mprod *z = &g.pr[e.p];
+            if (z->state == XS_P_GATE)
+                xs_mrun_burst(&u, e.p);
+            else
+                xs_mrun_take(&u, e.p);
+        } else {
+            xs_msim_advance(&g, ts);
+            xs_msim_stage_accept(&g, ts);
+        }
+    }
+    int stuck = 0;
+    for (int p = 0; p < m->grid; p++)
+        stuck += g.pr[p].state != XS_P_DONE;
+    const int oom = g.oom;
+    double end = u.end > g.d_last ? u.end : g.d_last;
+    free(u.dep_cnt);
+    free(u.wait_head);
+    xs_msim_free(&g);
+    if (oom)
+        return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    if (stuck)
+        return xs_seterr(XS_ERANGE, "moe model: %d CTAs did not finish (a Linear-2 tile before "
+                         "its row block's Linear-1 tiles?)", stuck);
+    *total_ns = end;
+    return XS_OK;
+}
+
+xs_status xs_moe_predict(xs_moe *m, int slot, const xs_profile *pf, const xs_moe_model *mm,
+                         const xs_moe_costs *c, int link, double *total_ns)
+{
+    *total_ns = NAN;
+    if (slot < 0 || slot >= XS_MOE_SLOTS || !m->slots[slot].host)
+        return xs_seterr(XS_EINVAL, "moe: plan slot %d has no task list", slot);
+    const xs_moe_tasklist *tl = &m->slots[slot];
+    return xs_moe_predict_tasks(m, tl->host, tl->n, &tl->plan, pf, mm, c, link, total_ns);
+}
+
+double xs_moe_tile_t0(const xs_profile *p, double remote_bytes, double total_bytes,
+                      double local_bytes_per_ns)
+{
+    const double rl = local_bytes_per_ns > 0 ? local_bytes_per_ns : p->issue_bytes_per_ns;
+    if (!(remote_bytes > 0))
+        return total_bytes / rl;
+    const double b = p->queue_bytes_per_producer > 0 ? p->queue_bytes_per_producer : 0;
+    const double stream = remote_bytes / p->issue_bytes_per_ns + (total_bytes - remote_bytes) / rl;
+    return p->issue_overhead_ns + (total_bytes > b ? (total_bytes - b) / total_bytes : 0) * stream;
+}
+
+/* ---- per-tile stalls of a measured run (xs_moe_stall_predict) ---- */
+
+typedef struct {
+    int cta, i;
+    double st0;
+} xs_bkey;
+
+static int cmp_burst_start(const void *x, const void *y)
+{
+    const xs_bkey *a = (const xs_bkey *)x, *b = (const xs_bkey *)y;
+    if (a->cta != b->cta)
+        return a->cta < b->cta ? -1 : 1;
+    if (a->st0 != b->st0)
+        return a->st0 < b->st0 ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* blocked time within [a, b] from merged intervals blk[2k], blk[2k+1] (sorted) and the prefix
+ * sums of their lengths */
+static double xs_blocked_within(const double *blk, const double *pre, int n, double a, double b)
+{
+    if (!(b > a) || n == 0)
+        return 0;
+    /* first interval ending after a */
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (blk[2 * mid + 1] <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    double s = 0;
+    for (int k = lo; k < n && blk[2 * k] < b; k++) {
+        if (k > lo + 8) { /* whole intervals in the middle: prefix sums */
+            int lo2 = k, hi2 = n;
+            while (lo2 < hi2) {
+                int mid = (lo2 + hi2) / 2;
+                if (blk[2 * mid + 1] <= b)
+                    lo2 = mid + 1;
+                else
+                    hi2 = mid;
+            }
+            s += pre[lo2] - pre[k];
+            k = lo2 - 1;
+            continue;
+        }
+        const double x0 = blk[2 * k] > a ? blk[2 * k] : a;
+        const double x1 = blk[2 * k + 1] < b ? blk[2 * k + 1] : b;
+        if (x1 > x0)
+            s += x1 - x0;
+    }
+    return s;
+}
+
+xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *pf,
+                               const xs_moe_model *mm, double local_bytes_per_ns,
+                               const double *ref, int nref, xs_moe_stall *out,
+                               double *pred_span, double *pred_mma)
 {
     memset(out, 0, sizeof *out);
+    out->meas_stall_med_ns = out->pred_stall_med_ns = out->abs_err_med_ns = NAN;
+    out->abs_err_p90_ns = out->mma_meas_med_ns = out->mma_pred_med_ns = NAN;
+    out->mma_abs_err_med_ns = out->mma_abs_err_p90_ns = NAN;
+    for (int i = 0; i < n; i++) {
+        if (pred_span)
+            pred_span[i] = NAN;
+        if (pred_mma)
+            pred_mma[i] = NAN;
+    }
+    int np = 1, nb = 0;
+    for (int i = 0; i < n; i++) {
+        if (t[i].cta + 1 > np)
+            np = t[i].cta + 1;
+        nb += t[i].cta >= 0 && t[i].kind == 2 && t[i].remote_bytes > 0;
+    }
+    xs_msim g;
+    XS_TRY(xs_msim_init(&g, pf, mm, np, nb + 1, local_bytes_per_ns));
+    g.record_blocked = 1;
+    int *order = (int *)malloc(sizeof(int) * (size_t)(nb + 1));
+    xs_bkey *keys = (xs_bkey *)malloc(sizeof(xs_bkey) * (size_t)(nb + 1));
+    int *bof = (int *)malloc(sizeof(int) * (size_t)(nb + 1)); /* burst -> task */
+    double *e1 = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *e2 = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *e3 = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *pre = NULL;
+    if (!order || !keys || !bof || !e1 || !e2 || !e3) {
+        free(order); free(keys); free(bof); free(e1); free(e2); free(e3);
+        xs_msim_free(&g);
+        return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (t[i].cta >= 0 && t[i].kind == 2 && t[i].remote_bytes > 0)
+            keys[k++] = (xs_bkey){t[i].cta, i, t[i].st0_ns};
+    qsort(keys, (size_t)nb, sizeof *keys, cmp_burst_start);
+    for (int j = 0; j < nb; j++)
+        order[j] = keys[j].i;
+    free(keys);
+    /* the bursts, per CTA in the order they started; each starts at its measured first store */
+    for (int j = 0; j < nb; j++) {
+        const xs_moe_tile *u = &t[order[j]];
+        const double rem = u->remote_bytes, tot = u->total_bytes > rem ? u->total_bytes : rem;
+        const double npb = (rem / g.r + (tot - rem) / g.r_local) / tot;
+        bof[j] = xs_msim_burst(&g, u->cta, tot, rem, npb, order[j]);
+        if (!xs_heap_push(&g.pev, (xs_ev){u->st0_ns, 0, j}))
+            g.oom = 1;
+    }
+    while (!g.oom) {
+        const double ts = xs_msim_stage_next(&g);
+        const double tp = g.pev.n ? g.pev.a[0].t : INFINITY;
+        if (ts == INFINITY && tp == INFINITY)
+            break;
+        if (tp <= ts) {
+            xs_msim_advance(&g, tp);
+            xs_ev e = xs_heap_pop(&g.pev);
+            xs_msim_start(&g, t[order[e.p]].cta, bof[e.p], e.t);
+        } else {
+            xs_msim_advance(&g, ts);
+            xs_msim_stage_accept(&g, ts);
+        }
+    }
+    xs_status st = XS_OK;
+    if (g.oom)
+        st = xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    /* issue side */
+    int ne = 0;
+    for (int j = 0; j < nb && st == XS_OK; j++) {
+        const xs_burst *b = &g.b[bof[j]];
+        const xs_moe_tile *u = &t[order[j]];
+        if (isnan(b->end)) {
+            st = xs_seterr(XS_ERANGE, "moe model: the burst of task %d never completed",
+                           order[j]);
+            break;
+        }
+        const double t0 = xs_moe_tile_t0(pf, u->remote_bytes, u->total_bytes, local_bytes_per_ns);
+        const double pred = b->end - b->t0, meas = u->st1_ns - u->st0_ns;
+        if (pred_span)
+            pred_span[order[j]] = pred;
+        e1[ne] = meas - t0;
+        e2[ne] = pred - t0;
+        e3[ne] = fabs(pred - meas);
+        ne++;
+    }
+    if (st == XS_OK && ne) {
+        out->tiles = ne;
+        out->meas_stall_med_ns = median_of(e1, ne);
+        out->pred_stall_med_ns = median_of(e2, ne);
+        out->abs_err_med_ns = median_of(e3, ne); /* sorted now */
+        out->abs_err_p90_ns = e3[(int)(0.9 * (ne - 1))];
+    }
+    /* MMA side: blocked time within every tile's measured main loop */
+    if (st == XS_OK) {
+        pre = (double *)malloc(sizeof(double) * (size_t)(g.nblk + 1));
+        if (!pre)
+            st = xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    }
+    if (st == XS_OK) {
+        pre[0] = 0;
+        for (int i = 0; i < g.nblk; i++)
+            pre[i + 1] = pre[i] + (g.blk[2 * i + 1] - g.blk[2 * i]);
+        out->blocked_ns = pre[g.nblk];
+        const double lost = 1.0 - g.s;
+        int nm = 0;
+        for (int i = 0; i < n; i++) {
+            if (t[i].cta < 0)
+                continue;
+            const double pm =
+                lost * xs_blocked_within(g.blk, pre, g.nblk, t[i].mma0_ns, t[i].mma1_ns);
+            if (pred_mma)
+                pred_mma[i] = pm;
+            if (!ref || t[i].id < 0 || t[i].id >= nref || !isfinite(ref[t[i].id]))
+                continue;
+            const double mm_meas = (t[i].mma1_ns - t[i].mma0_ns) - ref[t[i].id];
+            e1[nm] = mm_meas;
+            e2[nm] = pm;
+            e3[nm] = fabs(pm - mm_meas);
+            nm++;
+        }
+        if (nm) {
+            out->mma_tiles = nm;
+            out->mma_meas_med_ns = median_of(e1, nm);
+            out->mma_pred_med_ns = median_of(e2, nm);
+            out->mma_abs_err_med_ns = median_of(e3, nm);
+            out->mma_abs_err_p90_ns = e3[(int)(0.9 * (nm - 1))];
+        }
+    }
+    free(order); free(bof); free(e1); free(e2); free(e3); free(pre);
+    xs_msim_free(&g);
+    return st;
+}
+
+/* ---- the auto rule ---- */
+
+xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
+                      const xs_moe_costs *wc, const xs_moe_costs *ic, xs_moe_auto_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->paced_ns = NAN;
     XS_TRY(xs_profile_check(p, "profile"));
-    const int scratch = XS_MOE_SLOTS - 1;
+    xs_moe_model mdef;
+    if (!mm) {
+        xs_moe_model_default(&mdef);
+        mm = &mdef;
+    }
+    const int ntask = m->nrb * (m->l1_per_rb + m->l2_per_rb);
     xs_moe_costs inter = *wc;
     if (ic && ic->c1_ns > 0 && ic->c2_ns > 0) {
         inter = *ic;
     } else {
         inter.c1_ns *= 1.03; /* no measurement of the interleaved order: assume 3 % locality loss */
         inter.c2_ns *= 1.03;
+        inter.kernel_ns = 0;
     }
     /* the criterion on the wave order's Linear-2 bursts: K producers, the mean remote bytes of
      * a Linear-2 tile, the compute of the next Linear-2 tile as the gap */
@@ -1815,8 +2521,8 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_costs *wc,
             rem_sum += rem;
             n2++;
         }
-    double mean_rem = n2 ? rem_sum / n2 : 0;
-    int k = m->grid < n2 ? m->grid : (n2 ? n2 : 1);
+    const double mean_rem = n2 ? rem_sum / n2 : 0;
+    const int k = m->grid < n2 ? m->grid : (n2 ? n2 : 1);
     xs_bg bg;
     xs_bg_eval(p, k, mean_rem, wc->c2_ns, &bg);
     /* rate: every CTA injects one tile burst per (T_iss0 + G). capacity: in a persistent grid the
@@ -1827,127 +2533,107 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_costs *wc,
         keff = 1;
     const int cap_ok = keff * mean_rem - p->drain_bytes_per_ns * bg.t_iss0_ns <= xs_capacity(p, k);
     out->criterion_ok = mean_rem <= 0 || (bg.rate_ok && cap_ok);
+    /* reshaping: the same bursts spread over the whole kernel (the local control's time) */
+    {
+        const double kern = wc->kernel_ns > 0 && (inter.kernel_ns <= 0 || wc->kernel_ns <
+                            inter.kernel_ns) ? wc->kernel_ns : inter.kernel_ns;
+        const double per_cta = n2 ? (double)n2 / m->grid : 0;
+        double gs = per_cta > 0 && kern > 0 ? kern / per_cta - bg.t_iss0_ns : wc->c2_ns;
+        if (gs < 0)
+            gs = 0;
+        xs_bg bs;
+        xs_bg_eval(p, k, mean_rem, gs, &bs);
+        double ks = k * bs.t_iss0_ns / (bs.t_iss0_ns + gs);
+        if (ks < 1)
+            ks = 1;
+        out->reshape_ok = mean_rem <= 0 ||
+                          (bs.rate_ok && ks * mean_rem - p->drain_bytes_per_ns * bs.t_iss0_ns <=
+                                             xs_capacity(p, k));
+    }
 
-    xs_moe_plan wave = {XS_MOE_WAVE, 0, 0};
-    XS_TRY(xs_moe_set_plan(m, scratch, &wave));
-    XS_TRY(xs_moe_predict(m, scratch, p, wc, &out->wave_ns));
-    out->plan = wave;
+    /* the model's times with and without the link; each order scaled by its local control */
+    int2 *tasks = (int2 *)malloc(sizeof(int2) * (size_t)(ntask + 1));
+    if (!tasks)
+        return xs_seterr(XS_ENOMEM, "moe: out of host memory for a task list");
+    xs_status st = XS_OK;
+#define XS_AUTO_SIM(plan_, costs_, link_, out_)                                                  \
+    do {                                                                                       \
+        if (st == XS_OK) {                                                                     \
+            const int n_ = xs_moe_build_tasks(m, &(plan_), tasks);                            \
+            st = xs_moe_predict_tasks(m, tasks, n_, &(plan_), p, mm, costs_, link_, out_);     \
+        }                                                                                      \
+    } while (0)
+    double w_link = NAN, w_loc = NAN;
+    xs_moe_plan wave = {XS_MOE_WAVE, 0, 0, 0, 0};
+    XS_AUTO_SIM(wave, wc, 1, &w_link);
+    XS_AUTO_SIM(wave, wc, 0, &w_loc);
+    const double fw = wc->kernel_ns > 0 && w_loc > 0 ? wc->kernel_ns / w_loc : 1.0;
+    out->wave_ns = w_link * fw;
     const int d0 = xs_moe_default_lead(m);
+    double fi = 1.0;
+    {
+        xs_moe_plan ip = {XS_MOE_INTERLEAVED, d0, 0, 0, 0};
+        double i_loc = NAN;
+        XS_AUTO_SIM(ip, &inter, 0, &i_loc);
+        if (inter.kernel_ns > 0 && i_loc > 0)
+            fi = inter.kernel_ns / i_loc;
+    }
     const int leads[3] = {d0, 2 * d0, d0 / 2 > 1 ? d0 / 2 : 1};
     double best = INFINITY;
     int best_lead = d0;
     for (int i = 0; i < 3; i++) {
-        xs_moe_plan ip = {XS_MOE_INTERLEAVED, leads[i], 0};
-        double t;
-        XS_TRY(xs_moe_set_plan(m, scratch, &ip));
-        XS_TRY(xs_moe_predict(m, scratch, p, &inter, &t));
-        if (t < best) {
-            best = t;
+        if (i && leads[i] == leads[0])
+            continue;
+        xs_moe_plan ip = {XS_MOE_INTERLEAVED, leads[i], 0, 0, 0};
+        double t = NAN;
+        XS_AUTO_SIM(ip, &inter, 1, &t);
+        if (t * fi < best) {
+            best = t * fi;
             best_lead = leads[i];
         }
     }
     out->inter_ns = best;
-    if (mean_rem <= 0) {
+    const double rp = mm->pace_drain_frac > 0 ? mm->pace_drain_frac * p->drain_bytes_per_ns : 0;
+    /* pacing is a reshaping action: only where the wave order's bursts fail the criterion (where it
+     * holds, piggyback: the stores leave as they come) */
+    if (mm->pace_bytes > 0 && rp > 0 && mean_rem > 0 && !out->criterion_ok) {
+        xs_moe_plan pp = {XS_MOE_INTERLEAVED, best_lead, 0, mm->pace_bytes, rp};
+        double t = NAN;
+        XS_AUTO_SIM(pp, &inter, 1, &t);
+        out->paced_ns = t * fi;
+    }
+#undef XS_AUTO_SIM
+    free(tasks);
+    XS_TRY(st);
+    out->plan = wave;
+    out->auto_ns = out->wave_ns;
+    const int paced = out->paced_ns < out->inter_ns * 0.99;
+    const double alt = paced ? out->paced_ns : out->inter_ns;
+    const char *crit = mean_rem <= 0       ? "no remote combine bytes"
+                       : out->criterion_ok ? "criterion met"
+                       : out->reshape_ok   ? "criterion fails, reshaping meets it"
+                                           : "criterion fails even reshaped";
+    if (alt <= out->wave_ns * 0.98) {
+        out->plan.kind = XS_MOE_INTERLEAVED;
+        out->plan.lead = best_lead;
+        if (paced) {
+            out->plan.pace_bytes = mm->pace_bytes;
+            out->plan.pace_bytes_per_ns = rp;
+        }
+        out->auto_ns = alt;
+        snprintf(out->how, sizeof out->how, "%s (%.1f B/ns vs R %.1f): interleaved D=%d%s "
+                 "predicted %.1f us vs wave %.1f us (unpaced %.1f us)", crit,
+                 bg.injection_bytes_per_ns, p->drain_bytes_per_ns, best_lead,
+                 paced ? " paced" : "", alt / 1e3, out->wave_ns / 1e3, out->inter_ns / 1e3);
+    } else if (mean_rem <= 0) {
         /* N = 1 (or no row for ranks 1..N-1): every combine store goes to this GPU's memory */
         snprintf(out->how, sizeof out->how, "piggyback: no remote combine bytes (N=%d: every "
                  "row is stored locally), nothing reaches the X-Stage; keep wave", m->N);
-    } else if (out->criterion_ok) {
-        snprintf(out->how, sizeof out->how, "piggyback: the wave order's Linear-2 bursts (K=%d, "
-                 "%.0f B, gap %.0f ns: %.1f B/ns <= R %.1f) meet the criterion; keep wave", k,
-                 mean_rem, wc->c2_ns, bg.injection_bytes_per_ns, p->drain_bytes_per_ns);
-    } else if (best < out->wave_ns * 0.97) {
-        out->plan.kind = XS_MOE_INTERLEAVED;
-        out->plan.lead = best_lead;
-        snprintf(out->how, sizeof out->how, "reshape: criterion fails (injection %.1f B/ns vs R "
-                 "%.1f); interleaved D=%d predicted %.1f us vs wave %.1f us",
-                 bg.injection_bytes_per_ns, p->drain_bytes_per_ns, best_lead, best / 1e3,
-                 out->wave_ns / 1e3);
     } else {
-        snprintf(out->how, sizeof out->how, "keep wave: criterion fails but interleaving is "
-                 "predicted %.1f us vs wave %.1f us (< 3 %% gain after its locality cost)",
-                 best / 1e3, out->wave_ns / 1e3);
+        snprintf(out->how, sizeof out->how, "keep wave: %s (%.1f B/ns vs R %.1f); interleaved "
+                 "predicted %.1f us vs wave %.1f us (< 2 %% gain)", crit,
+                 bg.injection_bytes_per_ns, p->drain_bytes_per_ns, alt / 1e3,
+                 out->wave_ns / 1e3);
     }
-    return XS_OK;
-}
-
-xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *pf, int grid,
-                               double local_bytes_per_ns, xs_moe_stall *out, double *pred_span)
-{
-    memset(out, 0, sizeof *out);
-    XS_TRY(xs_profile_check(pf, "profile"));
-    xs_stage g;
-    xs_stage_init(&g, pf);
-    int maxcta = grid;
-    for (int i = 0; i < n; i++)
-        if (t[i].cta + 1 > maxcta)
-            maxcta = t[i].cta + 1;
-    xs_prod *pr = NULL;
-    double *rings = NULL;
-    XS_TRY(xs_prods_alloc(&pr, &rings, maxcta, g.ring_m));
-    /* one producer per CTA (its cap ring); bursts keep their own remaining bytes, since a
-     * predicted burst may still run when the CTA's next measured burst starts */
-    int *order = (int *)malloc(sizeof(int) * (size_t)(n + 1));
-    double *remain = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *per = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *pend = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    xs_mheap h = {(xs_mev *)malloc(sizeof(xs_mev) * (size_t)(n + 1)), 0};
-    double *e_meas = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *e_pred = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *e_abs = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    if (!order || !remain || !per || !pend || !h.a || !e_meas || !e_pred || !e_abs) {
-        free(pr); free(rings); free(order); free(remain); free(per); free(pend); free(h.a);
-        free(e_meas); free(e_pred); free(e_abs);
-        return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
-    }
-    int nb = 0;
-    for (int i = 0; i < n; i++) {
-        if (pred_span)
-            pred_span[i] = NAN;
-        if (t[i].cta >= 0 && t[i].kind == 2 && t[i].remote_bytes > 0)
-            order[nb++] = i;
-    }
-    /* each burst's first chunk is ready at its measured start + o + its share of issue time */
-    for (int j = 0; j < nb; j++) {
-        const int i = order[j];
-        remain[i] = (double)t[i].remote_bytes;
-        per[i] = (xs_moe_tile_t0(pf, remain[i], t[i].total_bytes, local_bytes_per_ns) - g.o) /
-                 ceil(remain[i] / g.chunk);
-        pend[i] = t[i].st0_ns;
-        xs_mheap_push(&h, (xs_mev){t[i].st0_ns + g.o + per[i], i});
-    }
-    while (h.n) {
-        xs_mev e = xs_mheap_pop(&h);
-        double ta, tr;
-        if (!xs_stage_offer(&g, &pr[t[e.p].cta], &remain[e.p], e.t, &ta, &tr)) {
-            xs_mheap_push(&h, (xs_mev){tr, e.p});
-            continue;
-        }
-        if (remain[e.p] > 0)
-            xs_mheap_push(&h, (xs_mev){ta + per[e.p], e.p});
-        else
-            pend[e.p] = ta;
-    }
-    for (int j = 0; j < nb; j++) {
-        const xs_moe_tile *u = &t[order[j]];
-        const double t0 = xs_moe_tile_t0(pf, u->remote_bytes, u->total_bytes,
-                                         local_bytes_per_ns); /* T_iss0 of the tile */
-        double meas = u->st1_ns - u->st0_ns, pred = pend[order[j]] - u->st0_ns;
-        if (pred < t0)
-            pred = t0;
-        if (pred_span)
-            pred_span[order[j]] = pred;
-        e_meas[j] = meas - t0;
-        e_pred[j] = pred - t0;
-        e_abs[j] = fabs(pred - meas);
-    }
-    out->tiles = nb;
-    if (nb) {
-        out->meas_stall_med_ns = median_of(e_meas, nb);
-        out->pred_stall_med_ns = median_of(e_pred, nb);
-        out->abs_err_med_ns = median_of(e_abs, nb); /* sorted now */
-        out->abs_err_p90_ns = e_abs[(int)(0.9 * (nb - 1))];
-    }
-    free(pr); free(rings); free(order); free(remain); free(per); free(pend); free(h.a);
-    free(e_meas); free(e_pred); free(e_abs);
     return XS_OK;
 }

@@ -36,6 +36,8 @@ typedef struct {
     int experts; /* E: routed experts */
     int topk;    /* experts per token */
     int tokens[3]; /* default token counts of the sweep */
+    int peers;     /* default number of destinations of the sweep (0 = 4); docs/EP.md says how
+                    * the sweep's points were chosen */
 } xs_moe_config;
 
 extern const xs_moe_config xs_moe_configs[];
@@ -92,6 +94,10 @@ typedef struct {
     int lead;           /* interleaved: minimum row-block lead D of Linear-1 over Linear-2 */
     int wave_experts;   /* wave: experts per wave; 0 = each wave grows expert by expert until
                          * it holds >= grid Linear-1 tiles (equal work under skew) */
+    double pace_bytes;  /* > 0: pace the combine (any order): a Linear-2 tile stores its remote
+                         * rows only once the pacer's backlog (bytes reserved on a software
+                         * link draining at pace_bytes_per_ns) is <= pace_bytes; 0 = off */
+    double pace_bytes_per_ns; /* the pacer's drain rate (used when pace_bytes > 0) */
 } xs_moe_plan;
 
 #define XS_MOE_SLOTS 4
@@ -176,8 +182,11 @@ xs_status xs_moe_load_reference_h(xs_moe *m);
 
 typedef struct {
     double fetch_ns, mma0_ns, mma1_ns, st0_ns, st1_ns; /* from the kernel's first fetch */
+    double gate_ns;            /* time the tile waited for the pacer (between mma1 and st0) */
     int kind;                  /* 1 = Linear-1 (+SwiGLU, local h), 2 = Linear-2 (+combine) */
     int rb, nb, cta, smid;
+    int id;                    /* the tile, independent of the order: Linear-1 rb * l1_per_rb +
+                                * nb, Linear-2 l1_tiles + rb * l2_per_rb + nb */
     int remote_bytes, total_bytes; /* combine bytes of the tile (Linear-2) */
 } xs_moe_tile;
 
@@ -201,46 +210,91 @@ typedef struct {
 /* Per-tile medians of a trace (a local-control trace gives the compute costs of an order). */
 void xs_moe_costs_from_trace(const xs_moe_tile *t, int n, xs_moe_costs *c);
 
-/* Predicted kernel time of task list `slot` with the given tile costs: a task-level event
- * simulation (every CTA takes the next task when free, Linear-2 tiles wait for their row block,
- * combine stores enter the per-producer X-Stage model of src/sim.c: FIFO server at R, capacity
- * Q, per-producer cap, chunked acceptance). */
-xs_status xs_moe_predict(xs_moe *m, int slot, const xs_profile *p, const xs_moe_costs *c,
-                         double *total_ns);
+/* What the kernel-level model adds to the profile (docs/EP.md, "The model"). On the H200's
+ * PCIe path the fused kernel's combine stores are accepted without stalling the issuing CTA, but
+ * while the combine backlog is above block_bytes every CTA's main loop (its loads) runs at
+ * block_speed: the backpressure reaches the tensor cores through the loads, on every SM. */
+typedef struct {
+    double block_bytes;     /* X: backlog above which the main loops stall; <= 0: never */
+    double block_speed;     /* s: main-loop speed while blocked, 0..1 */
+    double pace_bytes;      /* P: pacer threshold that auto may use (0: auto never paces) */
+    double pace_drain_frac; /* the pacer drains at this fraction of the profile's R */
+} xs_moe_model;
+
+/* Fitted on the first full H200 sweep (bench/results/h200-2026-11-29-r3/ep.csv: the model with
+ * these numbers reproduces all 84 measured wave and interleaved times, mean |error| 1.4 % and
+ * 2.8 %): X = 0.55 MB, s = 0.05; P = 256 KB at 0.95 R. */
+#define XS_MOE_BLOCK_BYTES 550000.0
+#define XS_MOE_BLOCK_SPEED 0.05
+#define XS_MOE_PACE_BYTES 262144.0
+#define XS_MOE_PACE_DRAIN_FRAC 0.95
+void xs_moe_model_default(xs_moe_model *mm);
+
+/* Predicted kernel time of task list `slot` (and its pacing) with the given tile costs: an event
+ * simulation in which every CTA is a producer that takes the next task when free, waits for its
+ * row block's Linear-1 tiles (Linear-2), computes (c1 / c2, slowed while the backlog is above
+ * block_bytes), and issues its combine rows as one burst through the X-Stage of src/sim.c (the
+ * profile's r, o, R, Q, per-producer cap, queue, reserve, arbitration skew, chunks; rank 0's
+ * rows at local_issue_bytes_per_ns). link = 0: every row local (the local control). The result
+ * ends when the last CTA finished and the stage has drained. */
+xs_status xs_moe_predict(xs_moe *m, int slot, const xs_profile *p, const xs_moe_model *mm,
+                         const xs_moe_costs *c, int link, double *total_ns);
 
 typedef struct {
-    xs_moe_plan plan;      /* the decision (wave or interleaved with lead) */
+    xs_moe_plan plan;      /* the decision (wave, or interleaved with lead, maybe paced) */
     int criterion_ok;      /* the wave order's Linear-2 bursts meet the no-backpressure criterion:
                             * K * B / (T_iss0 + G) <= R and, with K * T_iss0 / (T_iss0 + G)
                             * staggered producers bursting at once, the capacity part */
-    double wave_ns;        /* predicted */
-    double inter_ns;       /* predicted, best lead */
-    char how[200];         /* one line: why */
+    int reshape_ok;        /* the same criterion holds for the Linear-2 bursts spread evenly
+                            * over the whole kernel (G = the local control's kernel time per
+                            * Linear-2 burst of a CTA): reshaping can meet it */
+    double wave_ns;        /* predicted, scaled by the local control (below) */
+    double inter_ns;       /* predicted, best lead, unpaced */
+    double paced_ns;       /* predicted, best lead, paced (NaN if not considered) */
+    double auto_ns;        /* predicted time of the decision */
+    char how[240];         /* one line: why */
 } xs_moe_auto_result;
 
-/* The auto rule (docs/EP.md): piggyback (keep the wave order) when the wave order's Linear-2
- * bursts meet the criterion; otherwise simulate wave and interleaved (leads D, 2D, D/2) with the
- * measured compute costs of each order (interleaved costs carry its L2-locality loss; NULL =
- * wave costs + 3 %) and choose interleaved only when it is predicted >= 3 % faster. Uses slot
- * XS_MOE_SLOTS - 1 as scratch. */
-xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_costs *wave_costs,
-                      const xs_moe_costs *inter_costs, xs_moe_auto_result *out);
+/* The auto rule (docs/EP.md): predict wave, interleaved with leads D, 2D, D/2 and, where the
+ * wave order's bursts fail the criterion (and mm->pace_bytes > 0), the best of those paced, each
+ * as the model's time with the link x (the order's local-control kernel time / the model's time
+ * of it without the link); keep wave unless another is predicted >= 2 % faster, pace only if
+ * that is predicted >= 1 % faster than unpaced. interleaved costs carry its locality loss (NULL =
+ * wave costs + 3 %). mm NULL: xs_moe_model_default. Host only: no task list is uploaded. */
+xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
+                      const xs_moe_costs *wave_costs, const xs_moe_costs *inter_costs,
+                      xs_moe_auto_result *out);
 
 typedef struct {
-    int tiles;              /* Linear-2 tiles with remote bytes */
+    /* issue side (sender-visible): Linear-2 tiles with remote rows */
+    int tiles;
     double meas_stall_med_ns;  /* measured span - T_iss0, median */
-    double pred_stall_med_ns;  /* predicted span - T_iss0, median */
+    double pred_stall_med_ns;  /* predicted window - T_iss0, median */
     double abs_err_med_ns;     /* median |predicted - measured| */
     double abs_err_p90_ns;
+    /* MMA side: every tile with a local-control reference main loop */
+    int mma_tiles;
+    double mma_meas_med_ns;    /* main loop - the same tile's main loop in the local control */
+    double mma_pred_med_ns;    /* (1 - block_speed) x blocked time within the main loop */
+    double mma_abs_err_med_ns;
+    double mma_abs_err_p90_ns;
+    double blocked_ns;         /* predicted time with the backlog above block_bytes */
 } xs_moe_stall;
 
-/* Per-tile stall: every Linear-2 tile's combine burst, started at its measured time, goes
- * through the X-Stage model; predicted vs measured span. Rows for rank 0 (HBM) issue at
- * local_bytes_per_ns (measured in the local control; 0 = the profile's r), remote rows at r. pred_span (optional, [n]) receives the
- * prediction per task (NaN for tasks without remote bytes). */
-xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *p, int grid,
-                               double local_bytes_per_ns, xs_moe_stall *out, double *pred_span);
-/* T_iss0 of a tile: o + remote / r + local / local_bytes_per_ns (0 = the profile's r). */
+/* Per-tile stalls of a run, predicted given when the combine bursts started: every Linear-2
+ * tile's burst (producer = its CTA, start = its measured first store) goes through the same
+ * event model as xs_moe_predict. Issue side: predicted window (start to the last store handed
+ * to the SM's queue) vs measured span (st0 to st1), both minus the same T_iss0. MMA side: the
+ * predicted blocked time within the tile's measured main loop vs its main loop minus ref[id]
+ * (the same tile's main loop in the local control; NaN or nref <= id: no reference). pred_span
+ * and pred_mma (optional, [n]) receive per-task predictions (NaN where none). */
+xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *p,
+                               const xs_moe_model *mm, double local_bytes_per_ns,
+                               const double *ref, int nref, xs_moe_stall *out,
+                               double *pred_span, double *pred_mma);
+/* T_iss0 of a Linear-2 tile: with remote rows o + [total - b]+ x (remote / r + local / r_local)
+ * / total (the rows issue in one stream, the queue b takes its last bytes); without, total /
+ * r_local (the local control's measured rate; 0 = the profile's r). */
 double xs_moe_tile_t0(const xs_profile *p, double remote_bytes, double total_bytes,
                       double local_bytes_per_ns);
 

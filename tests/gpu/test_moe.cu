@@ -2,8 +2,11 @@
  * test_moe.cu - the fused MoE kernel (cuda/moe.cu): every schedule against an fp64 CPU reference
  * on small odd shapes (partial tiles, empty experts, 1..4 destinations, local and virtual-peer
  * windows), against the unfused cuBLAS path on a real configuration, the dependency order seen
- * in the trace, a missed dependency timing out with one line, bad input, and the model (auto
- * rule, stall predictor) on synthetic cases. Before the schedules, each layer runs alone
+ * in the trace, a missed dependency timing out with one line, bad input, the combine pacer
+ * (paced plans verified, its waits traced, its timeout reported), and the model: without a GPU,
+ * the per-tile stall model against src/sim.c's event model on every schedule both express, and
+ * its blocked time; with one, the auto rule on synthetic cases. Before the schedules, each layer
+ * runs alone
  * (stage_checks): Linear-1 against the reference's h expert by expert, and Linear-2 fed the
  * reference's h, so that a fault in the fused path names its layer, expert and row.
  *
@@ -220,26 +223,41 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
     stage_checks(m, &local, ws ? &virt : NULL, what);
 
     const int d0 = xs_moe_default_lead(m);
+    /* the last two pace the combine: a slow pacer (1 byte/ns) with a small slack holds
+     * nearly every Linear-2 tile with remote rows */
     const xs_moe_plan plans[] = {
-        {XS_MOE_WAVE, 0, 0},        {XS_MOE_WAVE, 0, 1},         {XS_MOE_INTERLEAVED, 0, 0},
-        {XS_MOE_INTERLEAVED, 1, 0}, {XS_MOE_INTERLEAVED, d0, 0}, {XS_MOE_INTERLEAVED, 1000, 0},
+        {XS_MOE_WAVE, 0, 0, 0, 0},        {XS_MOE_WAVE, 0, 1, 0, 0},
+        {XS_MOE_INTERLEAVED, 0, 0, 0, 0}, {XS_MOE_INTERLEAVED, 1, 0, 0, 0},
+        {XS_MOE_INTERLEAVED, d0, 0, 0, 0}, {XS_MOE_INTERLEAVED, 1000, 0, 0, 0},
+        {XS_MOE_INTERLEAVED, d0, 0, 4096, 1.0}, {XS_MOE_WAVE, 0, 0, 4096, 1.0},
     };
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
         st = xs_moe_set_plan(m, 0, &plans[i]);
         XT_CHECK(st == XS_OK, "set plan: %s", xs_errmsg());
-        snprintf(what, sizeof what, "%s/%s %s D=%d W=%d local", c->cfg.name,
+        const char *pc = plans[i].pace_bytes > 0 ? " paced" : "";
+        snprintf(what, sizeof what, "%s/%s %s D=%d W=%d%s local", c->cfg.name,
                  xs_moe_routing_name(c->routing), xs_moe_sched_name(plans[i].kind), plans[i].lead,
-                 plans[i].wave_experts);
+                 plans[i].wave_experts, pc);
         run_and_verify(m, 0, &local, what);
         if (ws) {
-            snprintf(what, sizeof what, "%s/%s %s D=%d W=%d virtual N=%d", c->cfg.name,
+            snprintf(what, sizeof what, "%s/%s %s D=%d W=%d%s virtual N=%d", c->cfg.name,
                      xs_moe_routing_name(c->routing), xs_moe_sched_name(plans[i].kind),
-                     plans[i].lead, plans[i].wave_experts, c->peers);
+                     plans[i].lead, plans[i].wave_experts, pc, c->peers);
             run_and_verify(m, 0, &virt, what);
+            if (plans[i].pace_bytes > 0 && info.peers > 1 && info.remote_bytes > 3 * 4096) {
+                /* the pacer held tiles: their waits are in the trace, between mma1 and st0 */
+                const xs_moe_tile *t;
+                int n, held = 0;
+                xs_moe_trace(m, &t, &n);
+                for (int k = 0; k < n; k++)
+                    held += t[k].kind == 2 && t[k].gate_ns > 0 &&
+                            t[k].st0_ns >= t[k].mma1_ns + 0.5 * t[k].gate_ns - 2000.0;
+                XT_CHECK(held > 0, "%s: the pacer (4 KB slack at 1 B/ns) held no tile", what);
+            }
         }
     }
     /* auto from the local-control costs of both orders */
-    xs_moe_plan wp = {XS_MOE_WAVE, 0, 0}, ip = {XS_MOE_INTERLEAVED, d0, 0};
+    xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0}, ip = {XS_MOE_INTERLEAVED, d0, 0, 0, 0};
     xs_moe_costs wc, ic;
     const xs_moe_tile *tr;
     int ntr;
@@ -254,7 +272,7 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
     xs_moe_costs_from_trace(tr, ntr, &ic);
     XT_CHECK(wc.c1_ns > 0 && wc.c2_ns > 0, "costs from trace: c1=%g c2=%g", wc.c1_ns, wc.c2_ns);
     xs_moe_auto_result ar;
-    st = xs_moe_auto(m, prof, &wc, &ic, &ar);
+    st = xs_moe_auto(m, prof, NULL, &wc, &ic, &ar);
     XT_CHECK(st == XS_OK, "auto: %s", xs_errmsg());
     if (st == XS_OK && ws) {
         XT_CHECK(xs_moe_set_plan(m, 2, &ar.plan) == XS_OK, "auto plan: %s", xs_errmsg());
@@ -263,9 +281,9 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
         run_and_verify(m, 2, &virt, what);
         printf("     auto: %s\n", ar.how);
     }
-    if (st == XS_OK && info.peers == 1)
-        XT_CHECK(ar.criterion_ok && ar.plan.kind == XS_MOE_WAVE && strstr(ar.how, "no remote"),
-                 "N=1 (every row local): auto should piggyback and say why: %s", ar.how);
+    if (st == XS_OK && info.peers == 1) /* the order may still change (compute alone) */
+        XT_CHECK(ar.criterion_ok && ar.plan.pace_bytes == 0 && strstr(ar.how, "no remote"),
+                 "N=1 (every row local): auto should not pace and should say why: %s", ar.how);
     /* the unfused baseline over the same windows */
     if (cb && ws) {
         float t = 0, g = 0;
@@ -336,12 +354,19 @@ static void large_case(const char *name, int tokens, int peers, xs_moe_routing r
         snprintf(what, sizeof what, "%s T=%d N=%d %s", name, tokens, peers,
                  xs_moe_routing_name(routing));
         stage_checks(m, &local, &virt, what);
-        xs_moe_plan plans[2] = {{XS_MOE_WAVE, 0, 0},
-                                {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0}};
-        for (int i = 0; i < 2; i++) {
+        /* the third: paced as auto would pace it (256 KB at 0.95 R of the embedded profile) */
+        xs_profile dp;
+        xs_profile_default(&dp);
+        xs_moe_plan plans[3] = {{XS_MOE_WAVE, 0, 0, 0, 0},
+                                {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0, 0, 0},
+                                {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0,
+                                 XS_MOE_PACE_BYTES,
+                                 XS_MOE_PACE_DRAIN_FRAC * dp.drain_bytes_per_ns}};
+        for (int i = 0; i < 3; i++) {
             XT_CHECK(xs_moe_set_plan(m, 0, &plans[i]) == XS_OK, "plan: %s", xs_errmsg());
-            snprintf(what, sizeof what, "%s T=%d N=%d %s %s", name, tokens, peers,
-                     xs_moe_routing_name(routing), xs_moe_sched_name(plans[i].kind));
+            snprintf(what, sizeof what, "%s T=%d N=%d %s %s%s", name, tokens, peers,
+                     xs_moe_routing_name(routing), xs_moe_sched_name(plans[i].kind),
+                     plans[i].pace_bytes > 0 ? " paced" : "");
             run_and_verify(m, 0, &virt, what);
         }
         float t, g;
@@ -371,7 +396,7 @@ static void timeout_case(void)
     }
     xs_wintab local;
     xs_moe_local_table(m, &local);
-    xs_moe_plan wp = {XS_MOE_WAVE, 0, 0};
+    xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};
     xs_moe_set_plan(m, 0, &wp);
     xs_moe_run_opts ro = {20000000ull /* 20 ms */, 1};
     double t0 = now_s();
@@ -386,6 +411,57 @@ static void timeout_case(void)
     ro.fault_skip_l1 = 0;
     st = xs_moe_run_fused(m, 0, &local, &ro, 0, &ms);
     XT_CHECK(st == XS_OK, "run after a timeout: %s", xs_errmsg());
+    xs_moe_destroy(m);
+    xs_moe_weights_destroy(w);
+}
+
+/* a pacer that cannot let the second burst go within the bound reports it, in one line */
+static void pacer_timeout_case(void)
+{
+    xs_moe_config cfg = {"pacer", 256, 128, 2, 1, {0, 0, 0}, 0};
+    xs_moe_weights *w = NULL;
+    xs_moe *m = NULL;
+    xs_winset *ws = NULL;
+    XT_CHECK(xs_moe_weights_create(&cfg, 1u, &w) == XS_OK, "weights: %s", xs_errmsg());
+    xs_moe_opts o = {600, 2, XS_ROUTE_BALANCED, 0, 1u};
+    XT_CHECK(w && xs_moe_create(w, &o, &m) == XS_OK, "create: %s", xs_errmsg());
+    xs_moe_info info;
+    if (m) {
+        xs_moe_get_info(m, &info);
+        xs_win_opts wo;
+        memset(&wo, 0, sizeof wo);
+        wo.target = XS_TARGET_VIRTUAL;
+        wo.virtual_peers = 2;
+        wo.bytes = info.window_bytes;
+        wo.nflags = 1;
+        XT_CHECK(xs_win_open(&wo, &ws) == XS_OK, "virtual windows: %s", xs_errmsg());
+    }
+    if (m && ws) {
+        /* 1 byte per microsecond: the first burst (~16 KB) holds the link for ~16 ms */
+        xs_moe_plan pp = {XS_MOE_WAVE, 0, 0, 1, 1e-3};
+        XT_CHECK(xs_moe_set_plan(m, 0, &pp) == XS_OK, "plan: %s", xs_errmsg());
+        xs_moe_run_opts ro = {5000000ull /* 5 ms */, 0};
+        float ms;
+        double t0 = now_s();
+        xs_status st = xs_moe_run_fused(m, 0, xs_win_table(ws), &ro, 0, &ms);
+        double dt = now_s() - t0;
+        XT_CHECK(st == XS_ETIMEOUT && strstr(xs_errmsg(), "pacer"),
+                 "a stuck pacer: got %s (%s), want XS_ETIMEOUT naming the pacer",
+                 xs_status_name(st), xs_errmsg());
+        XT_CHECK(dt < 2.0, "the pacer's timeout took %.2f s to report (bound 5 ms)", dt);
+        XT_CHECK(strchr(xs_errmsg(), '\n') == NULL, "one-line message");
+        printf("ok   pacer timeout reported in %.3f s: %s\n", dt, xs_errmsg());
+        /* unpaced, the same problem runs */
+        xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};
+        XT_CHECK(xs_moe_set_plan(m, 0, &wp) == XS_OK &&
+                 xs_moe_run_fused(m, 0, xs_win_table(ws), &ro, 0, &ms) == XS_OK,
+                 "run after a pacer timeout: %s", xs_errmsg());
+        /* a bad pacing plan is refused */
+        xs_moe_plan bad = {XS_MOE_WAVE, 0, 0, 4096, 0};
+        XT_CHECK(xs_moe_set_plan(m, 0, &bad) == XS_EINVAL, "pacing without a rate accepted");
+    }
+    if (ws)
+        xs_win_close(ws);
     xs_moe_destroy(m);
     xs_moe_weights_destroy(w);
 }
@@ -417,7 +493,7 @@ static void bad_input(void)
     o.peers = 2;
     XT_CHECK(xs_moe_create(w, &o, &m) == XS_OK, "valid problem: %s", xs_errmsg());
     if (m) {
-        xs_moe_plan p = {XS_MOE_AUTO, 0, 0};
+        xs_moe_plan p = {XS_MOE_AUTO, 0, 0, 0, 0};
         XT_CHECK(xs_moe_set_plan(m, 0, &p) == XS_EINVAL, "unresolved auto accepted");
         p.kind = XS_MOE_WAVE;
         XT_CHECK(xs_moe_set_plan(m, XS_MOE_SLOTS, &p) == XS_EINVAL, "bad slot accepted");
@@ -459,7 +535,9 @@ static void model_case(const xs_profile *prof)
     c.c1_ns = 150000;
     c.c2_ns = 20000;
     xs_moe_auto_result ar;
-    XT_CHECK(xs_moe_auto(m, prof, &c, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
+    xs_moe_model mm;
+    xs_moe_model_default(&mm);
+    XT_CHECK(xs_moe_auto(m, prof, &mm, &c, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
     /* sender-visible: the last store is accepted up to Q/R before the stage drains */
     double drain_ns = (info.remote_bytes - prof->capacity_bytes) / prof->drain_bytes_per_ns;
     printf("ok   model bursty: wave %.0f us, interleaved %.0f us, drain %.0f us: %s\n",
@@ -476,43 +554,142 @@ static void model_case(const xs_profile *prof)
     fast.drain_bytes_per_ns = 1e6;
     fast.capacity_bytes = 1e12;
     fast.capacity_bytes_per_producer = 0;
-    XT_CHECK(xs_moe_auto(m, &fast, &c, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
-    XT_CHECK(ar.criterion_ok && ar.plan.kind == XS_MOE_WAVE, "compute-bound: auto chose %s",
-             xs_moe_sched_name(ar.plan.kind));
+    XT_CHECK(xs_moe_auto(m, &fast, &mm, &c, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
+    /* the order may change for balance alone, never for a gain below 2 %, and no pacing */
+    XT_CHECK(ar.criterion_ok && ar.plan.pace_bytes == 0 &&
+             (ar.plan.kind == XS_MOE_WAVE || ar.auto_ns <= 0.98 * ar.wave_ns),
+             "compute-bound: auto chose %s%s (%.0f vs wave %.0f ns)",
+             xs_moe_sched_name(ar.plan.kind), ar.plan.pace_bytes > 0 ? " paced" : "", ar.auto_ns,
+             ar.wave_ns);
     printf("ok   model compute-bound: %s\n", ar.how);
+    /* a GPU-wide stall above a small backlog: pacing keeps the backlog under it, so auto paces */
+    xs_moe_model tight = mm;
+    tight.block_bytes = 4.0 * 65536;
+    XT_CHECK(xs_moe_auto(m, prof, &tight, &c, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
+    XT_CHECK(ar.plan.kind == XS_MOE_INTERLEAVED && ar.paced_ns < ar.inter_ns,
+             "stalls above 256 KB: paced %.0f ns, unpaced %.0f ns, chose %s", ar.paced_ns,
+             ar.inter_ns, xs_moe_sched_name(ar.plan.kind));
+    printf("ok   model blocking at 256 KB: %s\n", ar.how);
 
-    /* stall predictor: one burst below capacity issues unstalled; K simultaneous bursts
-     * above capacity stall by about (V - Q) / R for the last one */
+    xs_moe_destroy(m);
+    xs_moe_weights_destroy(w);
+}
+
+/* The per-tile stall model without a GPU: it is src/sim.c's event model. Every schedule both can
+ * express (K producers, a burst, a gap, a burst; all rows remote) must give the same issue windows
+ * when the replay starts each burst where the simulation started it; with the kernel's blocking,
+ * the blocked time of one big burst is (V - X)/R up to the time the backlog took to reach X. */
+static void model_checks(void)
+{
+    xs_profile pf[2];
+    xs_profile_default(&pf[0]);
+    pf[1] = pf[0]; /* the H200 calibration's shape: queue, reserve, skew, no cap */
+    const char *sets[] = {"capacity_bytes=920782", "capacity_bytes_per_producer=0",
+                          "chunk_bytes=1024", "queue_bytes_per_producer=6144",
+                          "reserve_bytes_per_producer=12288", "arbitration_skew=1.25",
+                          "issue_bytes_per_ns=53.79", "issue_overhead_ns=175.2",
+                          "drain_bytes_per_ns=52.37"};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        XT_CHECK(xs_profile_set(&pf[1], sets[i]) == XS_OK, "profile: %s", xs_errmsg());
+    xs_moe_model mm;
+    xs_moe_model_default(&mm);
+    const int ks[] = {1, 7, 64, 132};
+    const long bs[] = {4096, 49152, 262144};
+    double worst = 0;
+    int cases = 0;
+    for (int pi = 0; pi < 2; pi++)
+        for (int ki = 0; ki < 4; ki++)
+            for (int bi = 0; bi < 3; bi++) {
+                const int K = ks[ki];
+                xs_schedule sc = {0};
+                xs_schedule_append(&sc, K, bs[bi], 20000);
+                xs_schedule_append(&sc, K, bs[bi], 0);
+                xs_sim_opts so;
+                memset(&so, 0, sizeof so);
+                so.record_windows = 1;
+                xs_result res;
+                if (xs_simulate(&pf[pi], &sc, &so, &res) != XS_OK) {
+                    XT_CHECK(0, "simulate: %s", xs_errmsg());
+                    xs_schedule_free(&sc);
+                    continue;
+                }
+                xs_moe_tile *t = (xs_moe_tile *)calloc((size_t)2 * K, sizeof *t);
+                double *ps = (double *)malloc(sizeof(double) * 2 * (size_t)K);
+                for (int row = 0; row < 2; row++)
+                    for (int k = 0; k < K; k++) {
+                        xs_moe_tile *u = &t[row * K + k];
+                        u->kind = 2;
+                        u->cta = k;
+                        u->id = -1;
+                        u->remote_bytes = u->total_bytes = (int)bs[bi];
+                        u->st0_ns = u->mma0_ns = u->mma1_ns =
+                            res.win_start[(size_t)row * res.nproducers + k];
+                        u->st1_ns = res.win_end[(size_t)row * res.nproducers + k];
+                    }
+                xs_moe_stall st;
+                XT_CHECK(xs_moe_stall_predict(t, 2 * K, &pf[pi], &mm, 0, NULL, 0, &st, ps,
+                                              NULL) == XS_OK, "stall: %s", xs_errmsg());
+                for (int i = 0; i < 2 * K; i++) {
+                    const double meas = t[i].st1_ns - t[i].st0_ns;
+                    const double e = fabs(ps[i] - meas) / meas;
+                    if (e > worst)
+                        worst = e;
+                }
+                cases++;
+                free(t);
+                free(ps);
+                xs_result_free(&res);
+                xs_schedule_free(&sc);
+            }
+    XT_CHECK(worst < 2e-3, "stall model vs src/sim.c: worst window off by %.2e", worst);
+    printf("%s model: per-tile stall replay = src/sim.c on %d schedules (worst window %.1e)\n",
+           worst < 2e-3 ? "ok  " : "FAIL", cases, worst);
+
+    /* 64 producers x 64 KB at once (4 MB) into the calibrated stage, blocking above 0.55 MB: the
+     * main loops stall from when the backlog passed X until it drained back to X */
     enum { NB = 64 };
-    xs_moe_tile t[NB];
+    xs_moe_tile t[NB + 1];
     memset(t, 0, sizeof t);
     for (int i = 0; i < NB; i++) {
         t[i].kind = 2;
         t[i].cta = i;
+        t[i].id = -1;
         t[i].remote_bytes = t[i].total_bytes = 65536;
-        t[i].st0_ns = 0;
+        t[i].st0_ns = t[i].mma0_ns = t[i].mma1_ns = 0;
         t[i].st1_ns = 1000;
     }
-    xs_profile p1 = *prof;
-    p1.capacity_bytes_per_producer = 0;
-    xs_moe_stall s;
-    double pred[NB];
-    XT_CHECK(xs_moe_stall_predict(t, 1, &p1, 132, 0, &s, pred) == XS_OK, "stall: %s", xs_errmsg());
-    double t0 = p1.issue_overhead_ns + 65536 / p1.issue_bytes_per_ns, lone = pred[0];
-    XT_NEAR(lone, t0, 0.02);
-    XT_CHECK(xs_moe_stall_predict(t, NB, &p1, 132, 0, &s, pred) == XS_OK, "stall: %s", xs_errmsg());
-    double worst = 0;
-    for (int i = 0; i < NB; i++)
-        if (pred[i] > worst)
-            worst = pred[i];
-    double expect = (NB * 65536.0 - p1.capacity_bytes) / p1.drain_bytes_per_ns;
-    if (expect < t0)
-        expect = t0;
-    XT_NEAR(worst, expect, 0.1);
-    printf("ok   stall model: lone burst %.0f ns (T_iss0 %.0f), %d bursts: last %.0f ns (expect "
-           "%.0f)\n", lone, t0, NB, worst, expect);
-    xs_moe_destroy(m);
-    xs_moe_weights_destroy(w);
+    t[NB].kind = 1; /* a Linear-1 tile of another CTA computing across the whole burst */
+    t[NB].cta = NB;
+    t[NB].id = 0;
+    t[NB].mma0_ns = 0;
+    t[NB].mma1_ns = 200000;
+    t[NB].st0_ns = t[NB].st1_ns = 200000;
+    const double ref = 100000; /* its main loop without the link */
+    double pm[NB + 1];
+    xs_moe_stall st;
+    XT_CHECK(xs_moe_stall_predict(t, NB + 1, &pf[1], &mm, 0, &ref, 1, &st, NULL, pm) == XS_OK,
+             "stall: %s", xs_errmsg());
+    const double V = NB * 65536.0, R = pf[1].drain_bytes_per_ns;
+    const double hi = (V - mm.block_bytes) / R, lo = hi - mm.block_bytes / R;
+    XT_CHECK(st.blocked_ns > lo && st.blocked_ns <= hi * 1.01,
+             "blocked %.0f ns, expected within (%.0f, %.0f]", st.blocked_ns, lo, hi);
+    XT_NEAR(pm[NB], (1 - mm.block_speed) * st.blocked_ns, 1e-6);
+    XT_CHECK(st.mma_tiles == 1 && fabs(st.mma_meas_med_ns - 100000) < 1e-6,
+             "MMA side: %d tiles, measured %.0f ns (want 1, 100000)", st.mma_tiles,
+             st.mma_meas_med_ns);
+    printf("ok   model: 4 MB burst blocks the main loops for %.1f us (expect %.1f..%.1f); a "
+           "spanning main loop's predicted stall %.1f us\n", st.blocked_ns / 1e3, lo / 1e3,
+           hi / 1e3, pm[NB] / 1e3);
+    /* without blocking (the published model): no blocked time */
+    xs_moe_model none = mm;
+    none.block_bytes = 0;
+    XT_CHECK(xs_moe_stall_predict(t, NB + 1, &pf[1], &none, 0, &ref, 1, &st, NULL, pm) ==
+             XS_OK && st.blocked_ns == 0 && pm[NB] == 0, "no blocking: blocked %.0f ns",
+             st.blocked_ns);
+    /* T_iss0: the queue takes the burst's last bytes, local rows at their own rate */
+    XT_NEAR(xs_moe_tile_t0(&pf[1], 65536, 65536, 0),
+            pf[1].issue_overhead_ns + (65536 - 6144) / pf[1].issue_bytes_per_ns, 1e-9);
+    XT_NEAR(xs_moe_tile_t0(&pf[1], 0, 65536, 50.0), 65536 / 50.0, 1e-9);
 }
 
 int main(int argc, char **argv)
@@ -522,6 +699,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_moe [--quick]\n");
         return 2;
     }
+    model_checks(); /* no GPU needed */
     xs_gpu_info gi;
     if (xs_gpu_open(0, &gi) != XS_OK) {
         fprintf(stderr, "test_moe: %s\n", xs_errmsg());
@@ -541,6 +719,7 @@ int main(int argc, char **argv)
     bad_input();
     model_case(&prof);
     timeout_case();
+    pacer_timeout_case();
 
     /* small odd shapes: partial Linear-1 tiles (2I < 256, 2I = 384), ragged H (520 = 2*256+8),
      * few rows per expert, empty experts (zipf), 1..4 destinations */
