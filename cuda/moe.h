@@ -201,8 +201,9 @@ typedef struct {
     double c2_ns;        /* Linear-2 tile up to its first combine store (median) */
     double mma1_ns, mma2_ns; /* main loops alone (median) */
     double span2_ns;     /* Linear-2 combine store span (median) */
-    double local_issue_bytes_per_ns; /* Linear-2 store bytes / span, median: the unstalled issue
-                                      * rate of local (HBM) rows; from a local-control trace */
+    double local_issue_bytes_per_ns; /* Linear-2 store bytes / span, median over the full-size
+                                      * tiles (>= 3/4 of the largest): the unstalled issue rate
+                                      * of local (HBM) rows; from a local-control trace */
     double wait_ns;      /* dependency waits, summed over tiles */
     double kernel_ns;    /* first fetch to last store */
 } xs_moe_costs;
