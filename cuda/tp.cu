@@ -17,7 +17,8 @@
  *   REDUCE  this rank's own tile t: wait for all P sources' signals, sum the P slots in fp32
  *           (source order 0..P-1, so the result is deterministic), store bf16 to y.
  * Dependencies are bounded waits (%globaltimer) polled by thread 0: a GEMM 0 tile of an
- * all-gathered shard waits for that shard's chunks; an mlp GEMM 2 tile waits for the count of
+ * all-gathered shard waits for that shard's chunks (virtual peers: for this rank's own chunks at
+ * the mirror rank, tp_args.ag_sym); an mlp GEMM 2 tile waits for the count of
  * GEMM 1 tiles of its row block (red.release.gpu / ld.acquire.gpu, reset before each launch);
  * a reduction waits for the P source flags. A timeout is recorded once (xs_devstatus, first
  * failure wins) and every other waiting CTA sees it and stops, so a missed signal ends the
@@ -106,7 +107,23 @@ typedef struct {
     int fault;
     char *scratch;               /* [grid][TP_SCRATCH_BYTES]: staged remote tiles (TP_T_DEFER) */
     unsigned long long *list_sum; /* sum of tp_task_hash over the tasks the CTAs read */
+    int ag_sym;                  /* 1: the other shards were placed before the launch (virtual
+                                    peers): chunk c of shard s "arrives" when this rank's own
+                                    chunk c reaches the mirror rank tp_mirror(s), the ring
+                                    position at which a symmetric peer s sends to this rank */
+    uint64_t *skip_flag;         /* test hook: a flag never raised (XS_TP_FAULT_AG_FLAG), or NULL */
 } tp_args;
+
+/* The rank this rank sends to at the ring position where rank s sends to it. */
+XS_HD int tp_mirror(int me, int s, int P) { return ((2 * me - s) % P + P) % P; }
+
+/* The flag a GEMM 1 tile on shard s waits for, chunk c (see tp_args.ag_sym). */
+XS_DEV const uint64_t *tp_chunk_flag(const tp_args &a, const xs_wintab &tab, int s, int c)
+{
+    if (a.ag_sym)
+        return tab.flags[tp_mirror(a.me, s, a.P)] + (size_t)a.me * a.ag_chunks + c;
+    return tab.flags[a.me] + (size_t)s * a.ag_chunks + c;
+}
 
 /* A hash of task i as read by the kernel; the host sums the same over the list it uploaded, so a
  * kernel that read a list other than the host's (a stale or partly copied upload) is reported
@@ -152,6 +169,7 @@ XS_DEV int tp_failed(const tp_args &a)
 typedef struct {
     uint64_t *flag[TP_PEND];
     int n;
+    const uint64_t *skip; /* test hook: never raised (tp_args.skip_flag) */
 } tp_pend;
 
 /* Raise every pending flag (thread 0; the payload stores precede a CTA barrier before this). */
@@ -165,6 +183,8 @@ XS_DEV void tp_release(tp_pend *pd, unsigned long long epoch)
 /* Queue a flag (thread 0, after the barrier that follows the payload stores). */
 XS_DEV void tp_pend_add(tp_pend *pd, uint64_t *flag, unsigned long long epoch)
 {
+    if (flag == pd->skip)
+        return;
     if (pd->n == TP_PEND)
         tp_release(pd, epoch);
     pd->flag[pd->n++] = flag;
@@ -449,7 +469,8 @@ XS_DEV int tp_tile_wait(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int
             const int c0 = (int)(lo / XS_TP_CHUNK), c1 = (int)((hi - 1) / XS_TP_CHUNK);
             for (int c = c0; c <= c1; c++) {
                 const int f = s * a.ag_chunks + c;
-                const int w = tp_wait_flag(a, pd, tab.flags[a.me] + f, a.epoch, TP_DETAIL(1, f, task));
+                const int w = tp_wait_flag(a, pd, tp_chunk_flag(a, tab, s, c), a.epoch,
+                                           TP_DETAIL(1, f, task));
                 if (w)
                     return w;
             }
@@ -478,7 +499,7 @@ XS_DEV bool tp_deps_ready(const tp_args &a, const xs_wintab &tab, int4 w0, int4 
                 if (hi > a.shard_bytes)
                     hi = a.shard_bytes;
                 for (int c = (int)(lo / XS_TP_CHUNK); c <= (int)((hi - 1) / XS_TP_CHUNK); c++)
-                    if (xs_ld_acquire_sys(tab.flags[a.me] + s * a.ag_chunks + c) < a.epoch)
+                    if (xs_ld_acquire_sys(tp_chunk_flag(a, tab, s, c)) < a.epoch)
                         return false;
             }
         }
@@ -683,6 +704,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     if (tid == 0) {
         s_abort = 0;
         s_pend.n = 0;
+        s_pend.skip = a.skip_flag;
         s_xf.n = 0;
         s_xf.total = 0;
     }
@@ -1055,6 +1077,7 @@ struct xs_tp {
     cudaEvent_t ev0, ev1;
     cudaStream_t vstream;          /* internal work (fills, checks) */
     int plan_only;                 /* xs_tp_plan_create: no GPU memory */
+    int virt;                      /* every other rank's window is this process's host memory */
     char *scratch;                 /* [grid][TP_SCRATCH_BYTES] staged remote tiles */
     unsigned long long *d_list_sum; /* the kernel's sum of task hashes */
     /* task lists */
@@ -1334,6 +1357,7 @@ extern "C" xs_status xs_tp_create(const xs_tp_shape *s, const xs_wintab *tab, in
         for (int r = 0; r < P; r++)
             if (r != me && !tab->host_mem[r])
                 virt = 0;
+        t->virt = virt;
         const xs_wintab *tabs[2] = {&t->vt, &t->lt};
         for (int q = 0; q < 2; q++) {
             char *own = tabs[q]->data[me];
@@ -1501,6 +1525,17 @@ static double task_bytes(const xs_tp *t, const tp_task *x)
         b += rest < want ? rest : want;
     }
     return b;
+}
+
+/* The last chunk of shard s that GEMM 0 tile row tm needs (all-gathered A; s = tm's shard). */
+static int ag_last_chunk(const xs_tp_info *in, int tm)
+{
+    const int s = tm * XS_TP_BM / in->rs_rows;
+    const double row_bytes = (double)in->ag_k * 2;
+    double hi = ((double)(tm * XS_TP_BM - s * in->rs_rows) + XS_TP_BM) * row_bytes;
+    if (hi > (double)in->shard_bytes)
+        hi = (double)in->shard_bytes;
+    return (int)((hi - 1) / XS_TP_CHUNK);
 }
 
 /* Compute (ns) of a task on its CTA, from measured costs; a push riding on a tile adds none
@@ -1754,6 +1789,27 @@ extern "C" xs_status xs_tp_order_check(const xs_tp *t, int slot)
                 TP_BAD("row block %d: GEMM 2 tile at task %d before the last GEMM 1 tile (task %d)",
                        tm, first1, last0);
         }
+    /* an all-gathered tile on shard s after this rank's pushes of the same chunks to the mirror
+     * rank (the kernel's wait with virtual peers; a symmetric peer's order is the same list) */
+    if (in->ag && P > 1)
+        for (int tm = 0; tm < in->tiles_m && !why[0]; tm++) {
+            const int s = tm / rbpr;
+            if (s == me)
+                continue;
+            const int d = tp_mirror(me, s, P), c1 = ag_last_chunk(in, tm);
+            const int c0 = (int)((double)(tm - s * rbpr) * XS_TP_BM * in->ag_k * 2 / XS_TP_CHUNK);
+            int lastp = -1;
+            for (int c = c0; c <= c1; c++)
+                lastp = posp[(size_t)d * in->ag_chunks + c] > lastp
+                            ? posp[(size_t)d * in->ag_chunks + c]
+                            : lastp;
+            for (int tn = 0; tn < in->tiles_n[0] && !why[0]; tn++) {
+                const int pt = pos0[(size_t)tm * in->tiles_n[0] + tn];
+                if (pt <= lastp)
+                    TP_BAD("tile (GEMM 0, %d, %d) at task %d before the push of its chunks to "
+                           "rank %d (task %d)", tm, tn, pt, d, lastp);
+            }
+        }
     if (in->rs_gemm >= 0) {
         const int *prs = in->rs_gemm == 0 ? pos0 : pos1, tn_rs = in->tiles_n[in->rs_gemm];
         for (int q = 0; q < in->reduce_tasks && !why[0]; q++) {
@@ -1830,19 +1886,37 @@ static void queue_free(tp_queue *q)
     free(q->taken);
 }
 
-/* mlp readiness: GEMM 2 tiles of row block tm wait for every GEMM 1 tile of it. */
+/* Readiness while an order is built. mlp: GEMM 2 tiles of row block tm wait for every GEMM 1
+ * tile of it, `lead` steps. All-gather: a GEMM 1 tile on another rank's shard s waits, `ag_lead`
+ * steps, for this rank's pushes of the same chunks to the mirror rank (what the kernel waits for
+ * with virtual peers, tp_args.ag_sym; a symmetric peer's chunks arrive in the same order).
+ * Chunks of one destination are placed in increasing order, so "chunks 0..c placed" is
+ * placed[r] > c and the last of them went at pstep[r][c]. */
 typedef struct {
-    const int *done;      /* GEMM 1 tiles placed per row block */
+    const int *done;      /* GEMM 1 tiles placed per row block (mlp), or NULL */
     const int *last_step; /* step of the last of them */
     int need;             /* tiles per row block */
-    int step, lead;
+    const int *placed;    /* [P] chunks placed per destination (all-gather), or NULL */
+    const int *pstep;     /* [P][ag_chunks] step of each placed push */
+    const xs_tp_info *in;
+    int me, P;
+    int step, lead, ag_lead;
 } tp_ready;
 
 static int is_ready(const tp_task *x, const tp_ready *r)
 {
-    if (!r || !(x->flags & TP_T_TILE) || x->gemm != 1)
+    if (!r || !(x->flags & TP_T_TILE))
         return 1;
-    return r->done[x->tm] == r->need && r->last_step[x->tm] <= r->step - r->lead;
+    if (x->gemm == 1 && r->done)
+        return r->done[x->tm] == r->need && r->last_step[x->tm] <= r->step - r->lead;
+    if (x->gemm == 0 && r->placed) {
+        const int s = x->tm * XS_TP_BM / r->in->rs_rows;
+        if (s == r->me)
+            return 1;
+        const int c = ag_last_chunk(r->in, x->tm), d = tp_mirror(r->me, s, r->P);
+        return r->placed[d] > c && r->pstep[(size_t)d * r->in->ag_chunks + c] <= r->step - r->ag_lead;
+    }
+    return 1;
 }
 
 /* Index of the first untaken ready entry, or -1. */
@@ -1876,20 +1950,20 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
         return xs_seterr(XS_EINVAL, "tp: shaping needs measured tile costs (a local run)");
     (void)prof;
 
-    /* queues: pushes (chunk-major), remote reduce-scatter tiles (owners interleaved so that
-     * tiles running together walk the same columns), local GEMM tiles, own reduce-scatter tiles,
-     * reductions */
+    /* queues: pushes (in the order the local GEMM tiles need them), remote reduce-scatter tiles
+     * (owners interleaved so that tiles running together walk the same columns), local GEMM
+     * tiles, own reduce-scatter tiles, reductions */
     tp_queue qp, qr, ql, qo;
     memset(&qp, 0, sizeof qp), memset(&qr, 0, sizeof qr);
     memset(&ql, 0, sizeof ql), memset(&qo, 0, sizeof qo);
     int *done = (int *)calloc((size_t)in->tiles_m, sizeof(int));
     int *last_step = (int *)calloc((size_t)in->tiles_m, sizeof(int));
-    int bad = !done || !last_step;
+    int *placed = (int *)calloc((size_t)P, sizeof(int));
+    int *pstep = (int *)calloc((size_t)P * (in->ag_chunks > 0 ? in->ag_chunks : 1), sizeof(int));
+    const size_t nch = (size_t)P * (in->ag_chunks > 0 ? in->ag_chunks : 1);
+    int *pidx = (int *)malloc(nch * sizeof(int)); /* [P][ag_chunks] position in qp, or -1 */
+    int bad = !done || !last_step || !placed || !pstep || !pidx;
     xs_status st = XS_OK;
-    if (in->ag)
-        for (int cc = 0; cc < in->ag_chunks; cc++)
-            for (int j = 1; j < P; j++)
-                bad |= list_push(&qp.l, mk_push((me + j) % P, cc));
     for (int g = 0; g < in->ngemm; g++) {
         if (g == in->rs_gemm) {
             /* per-owner rasters merged round robin over the other owners */
@@ -1925,6 +1999,34 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
                 }
         }
     }
+    /* pushes in the order the GEMM 1 tiles of other shards consume the chunks (to the mirror
+     * rank, whose chunks a symmetric peer sends at the same time; see is_ready): a shard of one
+     * row block needs all its chunks, so a chunk-major order would complete no shard before the
+     * last chunk; with several row blocks per shard the order is row group by row group */
+    if (in->ag && P > 1 && !bad) {
+        for (size_t q = 0; q < nch; q++)
+            pidx[q] = -1;
+        for (int i = 0; i < ql.l.n && !bad; i++) {
+            const tp_task *x = &ql.l.v[i];
+            const int s = x->tm / rbpr;
+            if (x->gemm != 0 || s == me)
+                continue;
+            const int d = tp_mirror(me, s, P), c1 = ag_last_chunk(in, x->tm);
+            const int c0 =
+                (int)((double)(x->tm - s * rbpr) * XS_TP_BM * in->ag_k * 2 / XS_TP_CHUNK);
+            for (int cc = c0; cc <= c1; cc++)
+                if (pidx[(size_t)d * in->ag_chunks + cc] < 0) {
+                    pidx[(size_t)d * in->ag_chunks + cc] = qp.l.n;
+                    bad |= list_push(&qp.l, mk_push(d, cc));
+                }
+        }
+        for (int cc = 0; cc < in->ag_chunks && !bad; cc++) /* (none left: every chunk is needed) */
+            for (int j = 1; j < P; j++)
+                if (pidx[(size_t)((me + j) % P) * in->ag_chunks + cc] < 0) {
+                    pidx[(size_t)((me + j) % P) * in->ag_chunks + cc] = qp.l.n;
+                    bad |= list_push(&qp.l, mk_push((me + j) % P, cc));
+                }
+    }
     tp_list out = {NULL, 0, 0};
     tp_task *step = (tp_task *)calloc((size_t)G, sizeof(tp_task));
     tp_task *riders = (tp_task *)calloc((size_t)G, sizeof(tp_task));
@@ -1953,8 +2055,16 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
         const double rate = remote / (pace->finish * (compute / G > 1 ? compute / G : 1));
         const double tile_b = (double)XS_TP_BM * XS_TP_BN * 2;
         const double credit = 0.5 * (qp.l.n ? (double)XS_TP_CHUNK : tile_b);
-        tp_ready rd = {done, last_step, in->tiles_n[0], 0, pace->lead};
-        const tp_ready *rdp = in->ngemm > 1 ? &rd : NULL;
+        tp_ready rd;
+        memset(&rd, 0, sizeof rd);
+        rd.done = in->ngemm > 1 ? done : NULL;
+        rd.last_step = last_step;
+        rd.need = in->tiles_n[0];
+        rd.placed = in->ag && P > 1 ? placed : NULL;
+        rd.pstep = pstep;
+        rd.in = in;
+        rd.me = me, rd.P = P;
+        const tp_ready *rdp = rd.done || rd.placed ? &rd : NULL;
         /* bytes left to place; compute left (ns summed over tasks) */
         double sent = 0, rem_left = remote, comp_left = compute;
         int off_r = 0, off_p = 0;
@@ -1974,6 +2084,7 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
             int n = 0, nr = 0, np = 0, nrem = 0;
             rd.step = s;
             rd.lead = pace->lead;
+            rd.ag_lead = pace->lead > 1 ? pace->lead : 1;
             for (int pass = 0; pass < 2 && n == 0 && np == 0; pass++) {
                 /* 1. pushes ride on this step's tasks, within the budget; while more chunks are
                  * left than tiles to carry them (spread 2: always), a streamed rider takes up to
@@ -1989,13 +2100,14 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
                     riders[np++] = queue_take(&qp, i);
                     used += b;
                     tp_task *rd_ = &riders[np - 1];
-                    /* qp is chunk-major: (rank me + j, chunk c) at c (P - 1) + j - 1 */
-                    const int j = (rd_->push_rank - me + P) % P;
                     const bool multi = pace->spread == 2 ||
                                        (pace->spread && qp.left > qr.left + ql.left + qo.left);
                     for (int k = 1; multi && k < XS_TP_PUSH_MAX; k++) {
-                        const int c2 = rd_->push_chunk + k, i2 = c2 * (P - 1) + j - 1;
-                        if (c2 >= in->ag_chunks || qp.taken[i2])
+                        const int c2 = rd_->push_chunk + k;
+                        if (c2 >= in->ag_chunks)
+                            break;
+                        const int i2 = pidx[(size_t)rd_->push_rank * in->ag_chunks + c2];
+                        if (i2 < 0 || qp.taken[i2])
                             break;
                         const double b2 = task_bytes(t, &qp.l.v[i2]);
                         if (used + b2 > budget)
@@ -2020,7 +2132,7 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
                 nr = n;
                 /* 3. local work: GEMM 0 tiles, then this rank's own reduce-scatter tiles */
                 while (n < G) {
-                    int i = queue_find(&ql, NULL);
+                    int i = queue_find(&ql, rdp);
                     if (i < 0)
                         i = -2;
                     if (i == -2) {
@@ -2041,8 +2153,9 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
                     step[n++] = queue_take(&qr, i);
                     nr = n;
                 }
-                /* 5. nothing but pushes left: pushes alone */
-                if (qr.left + ql.left + qo.left == 0)
+                /* 5. nothing but pushes left, or nothing else ready (tiles waiting for their
+                 * all-gathered chunks): pushes alone */
+                if (qr.left + ql.left + qo.left == 0 || (pass == 1 && n == 0))
                     while (n + np < G) {
                         int i = queue_find(&qp, NULL);
                         if (i < 0)
@@ -2052,6 +2165,7 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
                     }
                 /* nothing was ready (waiting on the lead): the next pass relaxes it */
                 rd.lead = 0;
+                rd.ag_lead = 1; /* a push in an earlier step, at least */
             }
             if (n == 0 && np == 0) {
                 st = xs_seterr(XS_EINVAL, "tp: shaping made no progress at step %d (internal)",
@@ -2087,6 +2201,12 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
             off_r = (off_r + nr) % G;
             off_p = (off_p + np) % G;
             sent += used;
+            for (int j = 0; j < np; j++) {
+                const int r = riders[j].push_rank, pn = riders[j].push_n > 1 ? riders[j].push_n : 1;
+                for (int k = 0; k < pn; k++)
+                    pstep[(size_t)r * in->ag_chunks + riders[j].push_chunk + k] = s;
+                placed[r] += pn;
+            }
             rem_left -= used;
             for (int j = 0; j < n; j++)
                 comp_left -= task_cost(c, &step[j]);
@@ -2117,6 +2237,9 @@ done:
     free(riders);
     free(done);
     free(last_step);
+    free(placed);
+    free(pstep);
+    free(pidx);
     queue_free(&qp);
     queue_free(&qr);
     queue_free(&ql);
@@ -2335,11 +2458,21 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
     XS_CU(cudaMemsetAsync(t->rb_count, 0, (size_t)in->tiles_m * sizeof(unsigned), s));
     XS_CU(cudaMemsetAsync(t->status, 0, sizeof(xs_devstatus), s));
     XS_CU(cudaMemsetAsync(t->d_list_sum, 0, sizeof(unsigned long long), s));
-    /* test hook: one received chunk that never arrives */
-    uint64_t *fault_flag = NULL;
+    /* virtual peers, fused: the other shards were placed before the launch; a GEMM 1 tile on
+     * shard s waits until this rank's own chunk reached the mirror rank (when a symmetric peer's
+     * chunk would arrive), so the fused timing includes the all-gather's arrival as the unfused
+     * one does. The local control (the GEMM alone) does not wait. */
+    const int sym = !o->local && t->virt && in->ag && t->P > 1;
+    /* test hook: one received chunk (chunk 0 of shard me + 1) that never arrives */
+    uint64_t *fault_flag = NULL, *skip_flag = NULL;
     if (o->fault == XS_TP_FAULT_AG_FLAG && in->ag && t->P > 1) {
-        fault_flag = tab->flags[t->me] + (size_t)((t->me + 1) % t->P) * in->ag_chunks;
-        XS_TRY(tp_setflags(s, fault_flag, 1, 0));
+        if (sym) {
+            skip_flag = tab->flags[tp_mirror(t->me, (t->me + 1) % t->P, t->P)] +
+                        (size_t)t->me * in->ag_chunks;
+        } else {
+            fault_flag = tab->flags[t->me] + (size_t)((t->me + 1) % t->P) * in->ag_chunks;
+            XS_TRY(tp_setflags(s, fault_flag, 1, 0));
+        }
     }
     /* the poison has crossed the link before the timed launch starts (nothing of it queues
      * in front of the kernel's stores) */
@@ -2401,6 +2534,8 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
     a.fault = o->fault;
     a.scratch = t->scratch;
     a.list_sum = t->d_list_sum;
+    a.ag_sym = sym;
+    a.skip_flag = skip_flag;
 
     XS_CU(cudaFuncSetAttribute(tp_kernel<TPC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                TPC::SMEM_BYTES));

@@ -503,7 +503,8 @@ static void check_checker(void)
         xs_tp_destroy(t);
         return;
     }
-    int first1 = -1, last0 = -1, own = -1, red = -1, defer = -1, spread = -1;
+    int first1 = -1, last0 = -1, own = -1, red = -1, defer = -1, spread = -1, remote0 = -1;
+    const int rbpr = in.rs_rows / XS_TP_BM;
     for (int i = 0; i < n; i++) {
         const xs_tp_task *x = &v0[i];
         if ((x->kind & XS_TP_K_TILE) && x->gemm == 1 && x->tm == 0 && first1 < 0)
@@ -518,9 +519,13 @@ static void check_checker(void)
             defer = i;
         if ((x->kind & XS_TP_K_SPREAD) && spread < 0)
             spread = i;
+        if ((x->kind & XS_TP_K_TILE) && x->gemm == 0 && x->tm / rbpr != 0 && remote0 < 0)
+            remote0 = i;
     }
-    XT_CHECK(first1 > last0 && own >= 0 && red > own && defer >= 0 && spread >= 0,
-             "order landmarks %d %d %d %d %d %d", first1, last0, own, red, defer, spread);
+    XT_CHECK(first1 > last0 && own >= 0 && red > own && defer >= 0 && spread >= 0 &&
+                 remote0 > 0,
+             "order landmarks %d %d %d %d %d %d %d", first1, last0, own, red, defer, spread,
+             remote0);
     struct {
         const char *what, *expect;
     } cases[] = {
@@ -532,6 +537,7 @@ static void check_checker(void)
         {"a streamed push with no tile", "no tile to ride on"},
         {"a tile outside the problem", "outside the problem"},
         {"a 4 KB page of tasks zeroed", "missing"},
+        {"a tile on another rank's shard before its chunks", "before the push of its chunks"},
     };
     for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
         memcpy(v, v0, (size_t)n * sizeof *v);
@@ -557,6 +563,14 @@ static void check_checker(void)
         case 5: v[spread].kind &= ~XS_TP_K_TILE; break;
         case 6: v[defer].tn = in.tiles_n[v[defer].gemm]; break;
         case 7: memset(v, 0, (size_t)(n < 128 ? n : 128) * sizeof *v); break;
+        case 8: {
+            for (int i = 0; i < n; i++) /* (see case 3) */
+                v[i].kind &= ~XS_TP_K_DEFER;
+            const xs_tp_task x = v[0];
+            v[0] = v[remote0];
+            v[remote0] = x;
+            break;
+        }
         }
         XT_CHECK(xs_tp_order_set(t, 1, v, n) == XS_OK, "set: %s", xs_errmsg());
         const xs_status e = xs_tp_order_check(t, 1);
@@ -568,7 +582,7 @@ static void check_checker(void)
     memcpy(v, v0, (size_t)n * sizeof *v);
     XT_CHECK(xs_tp_order_set(t, 1, v, n) == XS_OK && xs_tp_order_check(t, 1) == XS_OK,
              "the unbroken copy: %s", xs_errmsg());
-    printf("ok order checker refuses 8 kinds of broken lists, accepts the unbroken one\n");
+    printf("ok order checker refuses 9 kinds of broken lists, accepts the unbroken one\n");
     free(v);
     xs_tp_destroy(t);
 }
