@@ -28,6 +28,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -453,68 +454,108 @@ XS_DEV void tp_mainloop(const xs_gemm_problem &p, int m0, int n0, char *smem,
     __syncthreads(); /* ring free; every streamed unit stored by every thread */
 }
 
-/* The inputs of tile (g, tm): the shard's chunks (all-gathered A) or GEMM 1's row block. */
-XS_DEV int tp_tile_wait(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int g, int tm,
-                        int task)
+/* The chunks [*c0, *c1] of shard *s that GEMM 0 tile row tm spans (all-gathered A). */
+XS_DEV void tp_chunk_range(const tp_args &a, int tm, int *s, int *c0, int *c1)
 {
     const int m0 = tm * XS_TP_BM;
+    *s = m0 / a.shard_rows; /* shard_rows is a multiple of BM: one shard per tile */
+    const unsigned long long row_bytes = (unsigned long long)a.ag_k * 2;
+    const unsigned long long lo = (unsigned long long)(m0 - *s * a.shard_rows) * row_bytes;
+    unsigned long long hi = lo + XS_TP_BM * row_bytes;
+    if (hi > a.shard_bytes)
+        hi = a.shard_bytes;
+    *c0 = (int)(lo / XS_TP_CHUNK);
+    *c1 = (int)((hi - 1) / XS_TP_CHUNK);
+}
+
+/* Warp 0 (every lane): whether every chunk flag of shard s, chunks c0..c1, holds the epoch - one
+ * poll, the lanes' loads in parallel (a 405B row block spans 64 chunks; with virtual peers the
+ * flags are in host memory). *bad = the first chunk that does not, or INT_MAX. */
+XS_DEV bool tp_chunks_ready_warp(const tp_args &a, const xs_wintab &tab, int s, int c0, int c1,
+                                 int *bad)
+{
+    int first = INT_MAX;
+    for (int c = c0 + (int)(threadIdx.x & 31); c <= c1; c += 32)
+        if (xs_ld_acquire_sys(tp_chunk_flag(a, tab, s, c)) < a.epoch) {
+            first = c;
+            break;
+        }
+    *bad = __reduce_min_sync(0xffffffffu, first);
+    return *bad == INT_MAX;
+}
+
+/* Warp 0 (every lane; the result is the same in every lane): wait, bounded, for the inputs of
+ * tile (g, tm) - the shard's chunks (all-gathered A) or GEMM 1's row block. 0: there; 1: timed
+ * out (recorded); 2: another CTA failed first. Lane 0 raises the CTA's pending flags before it
+ * blocks. */
+XS_DEV int tp_tile_wait_warp(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int g, int tm,
+                             int task)
+{
+    const bool lane0 = (threadIdx.x & 31) == 0;
     if (g == 0 && a.ag) {
-        const int s = m0 / a.shard_rows; /* shard_rows is a multiple of BM: one shard per tile */
-        if (s != a.me) {
-            const unsigned long long row_bytes = (unsigned long long)a.ag_k * 2;
-            const unsigned long long lo = (unsigned long long)(m0 - s * a.shard_rows) * row_bytes;
-            unsigned long long hi = lo + XS_TP_BM * row_bytes;
-            if (hi > a.shard_bytes)
-                hi = a.shard_bytes;
-            const int c0 = (int)(lo / XS_TP_CHUNK), c1 = (int)((hi - 1) / XS_TP_CHUNK);
-            for (int c = c0; c <= c1; c++) {
-                const int f = s * a.ag_chunks + c;
-                const int w = tp_wait_flag(a, pd, tp_chunk_flag(a, tab, s, c), a.epoch,
-                                           TP_DETAIL(1, f, task));
+        int s, c0, c1, bad;
+        tp_chunk_range(a, tm, &s, &c0, &c1);
+        if (s != a.me && !tp_chunks_ready_warp(a, tab, s, c0, c1, &bad)) {
+            if (lane0)
+                tp_release(pd, a.epoch);
+            const unsigned long long t0 = xs_globaltimer();
+            while (!tp_chunks_ready_warp(a, tab, s, c0, c1, &bad)) {
+                int w = 0;
+                if (lane0) {
+                    if (tp_failed(a)) {
+                        w = 2;
+                    } else if (xs_globaltimer() - t0 > a.timeout_ns) {
+                        const int f = s * a.ag_chunks + bad;
+                        xs_devfail(a.status, XS_DEVERR_TIMEOUT, TP_DETAIL(1, f, task));
+                        w = 1;
+                    }
+                }
+                w = __shfl_sync(0xffffffffu, w, 0);
                 if (w)
                     return w;
+                __nanosleep(64);
             }
         }
     }
-    if (g == 1 && a.rb_count)
-        return tp_wait_count(a, pd, a.rb_count + tm, (unsigned)a.n0_per_rb, TP_DETAIL(2, tm, task));
-    return 0;
+    int w = 0;
+    if (lane0 && g == 1 && a.rb_count)
+        w = tp_wait_count(a, pd, a.rb_count + tm, (unsigned)a.n0_per_rb, TP_DETAIL(2, tm, task));
+    return __shfl_sync(0xffffffffu, w, 0);
 }
 
 /* ---- device: the three kinds of work --------------------------------------------------------- */
 
-/* Thread 0: whether the inputs of task (w0, w1) are all there now (one poll, no wait). A CTA
- * that holds streamed transfers stores them before it blocks (see the kernel). */
-XS_DEV bool tp_deps_ready(const tp_args &a, const xs_wintab &tab, int4 w0, int4 w1)
+/* Warp 0 (every lane; same result in every lane): whether the inputs of task (w0, w1) are all
+ * there now (one poll, no wait). A CTA that holds streamed transfers stores them before it
+ * blocks (see the kernel). */
+XS_DEV bool tp_deps_ready_warp(const tp_args &a, const xs_wintab &tab, int4 w0, int4 w1)
 {
+    const int lane = threadIdx.x & 31;
     if (w0.x & TP_T_TILE) {
-        const int g = w0.y, m0 = w0.z * XS_TP_BM;
+        const int g = w0.y;
         if (g == 0 && a.ag) {
-            const int s = m0 / a.shard_rows;
-            if (s != a.me) {
-                const unsigned long long row_bytes = (unsigned long long)a.ag_k * 2;
-                const unsigned long long lo =
-                    (unsigned long long)(m0 - s * a.shard_rows) * row_bytes;
-                unsigned long long hi = lo + XS_TP_BM * row_bytes;
-                if (hi > a.shard_bytes)
-                    hi = a.shard_bytes;
-                for (int c = (int)(lo / XS_TP_CHUNK); c <= (int)((hi - 1) / XS_TP_CHUNK); c++)
-                    if (xs_ld_acquire_sys(tp_chunk_flag(a, tab, s, c)) < a.epoch)
-                        return false;
-            }
+            int s, c0, c1, bad;
+            tp_chunk_range(a, w0.z, &s, &c0, &c1);
+            if (s != a.me && !tp_chunks_ready_warp(a, tab, s, c0, c1, &bad))
+                return false;
         }
-        if (g == 1 && a.rb_count &&
-            tp_ld_acquire_gpu_u32(a.rb_count + w0.z) < (unsigned)a.n0_per_rb)
+        if (g == 1 && a.rb_count) {
+            int ok = 0;
+            if (lane == 0)
+                ok = tp_ld_acquire_gpu_u32(a.rb_count + w0.z) >= (unsigned)a.n0_per_rb;
+            if (!__shfl_sync(0xffffffffu, ok, 0))
+                return false;
+        }
+    }
+    if (w0.x & TP_T_REDUCE) {
+        bool ok = true;
+        for (int src = lane; src < a.P; src += 32)
+            ok &= xs_ld_acquire_sys(tab.flags[a.me] + a.rs_flag0 + src * a.t_own + w1.z) >= a.epoch;
+        if (!__all_sync(0xffffffffu, ok))
             return false;
     }
-    if (w0.x & TP_T_REDUCE)
-        for (int src = 0; src < a.P; src++)
-            if (xs_ld_acquire_sys(tab.flags[a.me] + a.rs_flag0 + src * a.t_own + w1.z) < a.epoch)
-                return false;
     return true;
 }
-
-
 
 /* One tile of GEMM g to its destination rows, streaming the CTA's transfers (xf) through its
  * main loop. defer: a remote owner's tile is staged in the CTA's scratch and becomes a transfer
@@ -723,8 +764,11 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         if (kind & (TP_T_TILE | TP_T_REDUCE)) {
             /* a CTA never blocks holding streamed transfers: if this task's inputs are not all
              * there yet, store them now (others may wait for them), then wait */
-            if (tid == 0)
-                s_flush = s_xf.total > 0 && !tp_deps_ready(a, tab, w0, w1);
+            if (tid < 32) {
+                const bool flush = s_xf.total > 0 && !tp_deps_ready_warp(a, tab, w0, w1);
+                if (tid == 0)
+                    s_flush = flush;
+            }
             __syncthreads();
             if (s_flush) {
                 tp_xfer_flush(s_xf, 0, C::THREADS);
@@ -734,8 +778,11 @@ __global__ void __launch_bounds__(C::THREADS, 1)
             }
         }
         if (tile) {
+            int w = 0;
+            if (tid < 32) /* warp 0 polls the chunk flags in parallel */
+                w = tp_tile_wait_warp(a, tab, &s_pend, w0.y, w0.z, i);
             if (tid == 0) {
-                if (tp_tile_wait(a, tab, &s_pend, w0.y, w0.z, i)) {
+                if (w) {
                     s_abort = 1;
                 } else if (spread) {
                     /* the riding push streams through this tile's main loop */
