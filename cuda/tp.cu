@@ -113,6 +113,10 @@ typedef struct {
                                     chunk c reaches the mirror rank tp_mirror(s), the ring
                                     position at which a symmetric peer s sends to this rank */
     uint64_t *skip_flag;         /* test hook: a flag never raised (XS_TP_FAULT_AG_FLAG), or NULL */
+    uint64_t *ag_shadow;         /* [P][ag_chunks] device copy of this rank's push flags, raised
+                                    with them; what ag_sym waits poll (the real flags are in
+                                    host memory, where a read waits behind the posted writes -
+                                    a real peer polls its own HBM) */
 } tp_args;
 
 /* The rank this rank sends to at the ring position where rank s sends to it. */
@@ -122,8 +126,14 @@ XS_HD int tp_mirror(int me, int s, int P) { return ((2 * me - s) % P + P) % P; }
 XS_DEV const uint64_t *tp_chunk_flag(const tp_args &a, const xs_wintab &tab, int s, int c)
 {
     if (a.ag_sym)
-        return tab.flags[tp_mirror(a.me, s, a.P)] + (size_t)a.me * a.ag_chunks + c;
+        return a.ag_shadow + (size_t)tp_mirror(a.me, s, a.P) * a.ag_chunks + c;
     return tab.flags[a.me] + (size_t)s * a.ag_chunks + c;
+}
+
+/* The shadow of this rank's push flag of chunk c to rank r (ag_sym), or NULL. */
+XS_DEV uint64_t *tp_push_shadow(const tp_args &a, int r, int c)
+{
+    return a.ag_sym ? a.ag_shadow + (size_t)r * a.ag_chunks + c : NULL;
 }
 
 /* A hash of task i as read by the kernel; the host sums the same over the list it uploaded, so a
@@ -169,6 +179,7 @@ XS_DEV int tp_failed(const tp_args &a)
 #define TP_PEND 8
 typedef struct {
     uint64_t *flag[TP_PEND];
+    uint64_t *shadow[TP_PEND]; /* raised right after its flag (tp_args.ag_shadow), or NULL */
     int n;
     const uint64_t *skip; /* test hook: never raised (tp_args.skip_flag) */
 } tp_pend;
@@ -176,18 +187,23 @@ typedef struct {
 /* Raise every pending flag (thread 0; the payload stores precede a CTA barrier before this). */
 XS_DEV void tp_release(tp_pend *pd, unsigned long long epoch)
 {
-    for (int i = 0; i < pd->n; i++)
+    for (int i = 0; i < pd->n; i++) {
         xs_st_release_sys(pd->flag[i], epoch);
+        if (pd->shadow[i]) /* timing only (the data it stands for was placed before the launch) */
+            *(volatile uint64_t *)pd->shadow[i] = epoch;
+    }
     pd->n = 0;
 }
 
 /* Queue a flag (thread 0, after the barrier that follows the payload stores). */
-XS_DEV void tp_pend_add(tp_pend *pd, uint64_t *flag, unsigned long long epoch)
+XS_DEV void tp_pend_add(tp_pend *pd, uint64_t *flag, unsigned long long epoch,
+                        uint64_t *shadow = NULL)
 {
     if (flag == pd->skip)
         return;
     if (pd->n == TP_PEND)
         tp_release(pd, epoch);
+    pd->shadow[pd->n] = shadow;
     pd->flag[pd->n++] = flag;
 }
 
@@ -242,6 +258,7 @@ typedef struct {
     long long src_ld, dst_ld;
     int cpr, units;
     uint64_t *flag; /* the first of nflags consecutive flags */
+    uint64_t *shadow; /* their shadows (tp_push_shadow), or NULL */
     int nflags;
 } tp_xfer;
 
@@ -254,11 +271,13 @@ typedef struct {
 } tp_xfers;
 
 XS_DEV void tp_xfer_add(tp_xfers *xf, const char *src, long long src_ld, char *dst,
-                        long long dst_ld, int cpr, int rows, uint64_t *flag, int nflags)
+                        long long dst_ld, int cpr, int rows, uint64_t *flag, int nflags,
+                        uint64_t *shadow)
 {
     tp_xfer *x = &xf->x[xf->n++];
     x->src = src, x->dst = dst, x->src_ld = src_ld, x->dst_ld = dst_ld;
     x->cpr = cpr, x->units = cpr * rows, x->flag = flag, x->nflags = nflags;
+    x->shadow = shadow;
     xf->total += x->units;
 }
 
@@ -305,7 +324,8 @@ XS_DEV void tp_xfer_retire(tp_xfers *xf, tp_pend *pd, unsigned long long epoch)
 {
     for (int i = 0; i < xf->n; i++)
         for (int k = 0; k < xf->x[i].nflags; k++)
-            tp_pend_add(pd, xf->x[i].flag + k, epoch);
+            tp_pend_add(pd, xf->x[i].flag + k, epoch,
+                        xf->x[i].shadow ? xf->x[i].shadow + k : NULL);
     xf->n = 0;
     xf->total = 0;
 }
@@ -628,7 +648,7 @@ XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, tp_pend 
                                (size_t)a.rs_n * 2 +
                            (size_t)n0 * 2;
                 tp_xfer_add(xf, scratch, C::BN * 2, d0, (long long)a.rs_n * 2, nvalid / 8, rows,
-                            flag, 1);
+                            flag, 1, NULL);
             } else if (!skip) {
                 tp_pend_add(pd, flag, a.epoch);
             }
@@ -677,7 +697,8 @@ XS_DEV void tp_push(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int r, 
     __syncthreads(); /* every thread's stores precede the flags */
     if (threadIdx.x == 0)
         for (int k = 0; k < n; k++)
-            tp_pend_add(pd, tab.flags[r] + (size_t)a.me * a.ag_chunks + c + k, a.epoch);
+            tp_pend_add(pd, tab.flags[r] + (size_t)a.me * a.ag_chunks + c + k, a.epoch,
+                        tp_push_shadow(a, r, c + k));
 }
 
 XS_DEV int tp_reduce_wait(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int t, int task)
@@ -791,7 +812,8 @@ __global__ void __launch_bounds__(C::THREADS, 1)
                     const unsigned long long nb = tp_push_bytes(a, w1.y, push_n);
                     tp_xfer_add(&s_xf, tab.data[a.me] + off, 0, tab.data[w1.x] + off, 0,
                                 (int)(nb / 16), 1,
-                                tab.flags[w1.x] + (size_t)a.me * a.ag_chunks + w1.y, push_n);
+                                tab.flags[w1.x] + (size_t)a.me * a.ag_chunks + w1.y, push_n,
+                                tp_push_shadow(a, w1.x, w1.y));
                 }
             }
             __syncthreads();
@@ -1126,6 +1148,7 @@ struct xs_tp {
     int plan_only;                 /* xs_tp_plan_create: no GPU memory */
     int virt;                      /* every other rank's window is this process's host memory */
     char *scratch;                 /* [grid][TP_SCRATCH_BYTES] staged remote tiles */
+    uint64_t *ag_shadow;           /* [P][ag_chunks] device shadow of this rank's push flags */
     unsigned long long *d_list_sum; /* the kernel's sum of task hashes */
     /* task lists */
     tp_task *h_tasks[XS_TP_SLOTS], *d_tasks[XS_TP_SLOTS];
@@ -1266,6 +1289,7 @@ extern "C" void xs_tp_destroy(xs_tp *t)
     cudaFree(t->d_err);
     cudaFree(t->flush);
     cudaFree(t->scratch);
+    cudaFree(t->ag_shadow);
     cudaFree(t->d_list_sum);
     cudaFree(t->ref_part);
     cudaFree(t->ref_y);
@@ -1385,6 +1409,11 @@ extern "C" xs_status xs_tp_create(const xs_tp_shape *s, const xs_wintab *tab, in
         TP_ALLOC(t->status, sizeof(xs_devstatus));
         TP_ALLOC(t->cta_ns, (size_t)2 * grid * sizeof(unsigned long long));
         TP_ALLOC(t->scratch, (size_t)grid * TP_SCRATCH_BYTES);
+        if (in.ag) {
+            TP_ALLOC(t->ag_shadow, (size_t)P * in.ag_chunks * sizeof(uint64_t));
+            TP_CUF(cudaMemsetAsync(t->ag_shadow, 0, (size_t)P * in.ag_chunks * sizeof(uint64_t),
+                                   t->vstream));
+        }
         TP_ALLOC(t->d_list_sum, sizeof(unsigned long long));
         TP_ALLOC(t->d_bad, sizeof(unsigned long long));
         TP_ALLOC(t->d_nonfinite, sizeof(unsigned long long));
@@ -2583,6 +2612,7 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
     a.list_sum = t->d_list_sum;
     a.ag_sym = sym;
     a.skip_flag = skip_flag;
+    a.ag_shadow = t->ag_shadow;
 
     XS_CU(cudaFuncSetAttribute(tp_kernel<TPC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                TPC::SMEM_BYTES));
