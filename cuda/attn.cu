@@ -16,9 +16,19 @@ extern "C" int xs_attn_tiles(int seq, int heads)
     return (seq + XS_ATTN_BM - 1) / XS_ATTN_BM * heads;
 }
 
-extern "C" int xs_attn_tile_of(int grid, int wave, int cta)
+extern "C" int xs_attn_remote_tiles(int seq, int heads, int rows_per_rank)
 {
-    return xs_attn_snake(grid, wave, cta);
+    return xs_attn_remote_count(seq, heads, rows_per_rank);
+}
+
+extern "C" int xs_attn_cta_count(int tiles, int grid, int cta)
+{
+    return xs_attn_count_below(tiles, grid, cta);
+}
+
+extern "C" int xs_attn_cta_tile(int order, int tiles, int remote, int grid, int cta, int k)
+{
+    return xs_attn_cta_kth(order == XS_ATTN_ORDER_EARLY ? remote : 0, grid, cta, k);
 }
 
 extern "C" int xs_attn_tile_row0(int seq, int heads, int t)
@@ -63,6 +73,9 @@ extern "C" xs_status xs_attn_validate(const xs_attn_args *a, const xs_wintab *ta
     if (a->split < 0 || a->split > XS_ATTN_MAX_SPLIT)
         return xs_seterr(XS_EINVAL, "attention: split %d outside 0..%d", a->split,
                          XS_ATTN_MAX_SPLIT);
+    if (a->order != XS_ATTN_ORDER_SNAKE && a->order != XS_ATTN_ORDER_EARLY)
+        return xs_seterr(XS_EINVAL, "attention: order %d is neither snake (0) nor early (1)",
+                         a->order);
     int tiles = xs_attn_tiles(a->seq, a->heads);
     if (grid < 1 || grid > tiles)
         return xs_seterr(XS_EINVAL, "attention: grid %d outside 1..%d (the tiles of seq %d x "

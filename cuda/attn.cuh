@@ -26,16 +26,26 @@
  * comes last, so the final wave's stores do not cross the link. Wave w is tiles
  * [w*grid, (w+1)*grid); CTA b takes tile w*grid + b in even waves and w*grid + grid-1-b in odd
  * ones (a snake), so a CTA that drew a long causal block in one wave draws a short one in the
- * next and the CTAs finish together. A launch with grid = number of tiles is the ordinary
- * one-tile-per-CTA kernel; the code is the same.
+ * next and the CTAs finish together. Which tiles a CTA computes is fixed by the snake; the order
+ * it computes them in is one of two:
+ *   SNAKE  its waves in order (heaviest first);
+ *   EARLY  (windows output) first the waves of its tiles that cross the link, in reverse - for
+ *          causal the lightest block first, so the link starts draining after the shortest block
+ *          instead of the longest - then its locally kept tiles in order. A CTA's total work is
+ *          the same, and at any moment the CTAs still work on one or two neighbouring waves, so
+ *          the heads whose K/V they stream together are the same as with SNAKE.
+ * A launch with grid = number of tiles is the ordinary one-tile-per-CTA kernel; the code is the
+ * same.
  *
  * Output: after the final rescale each warp converts its 16 x 128 fp32 rows to bf16 in its own
  * 4 KB of shared memory (warp-private, so no CTA barrier) and stores them with 16-byte
  * coalesced stores (one 256-byte row per 16 lanes):
  *   split = 0  right away (piggyback: the warps go straight on to the next query block);
- *   split = n  1/n of the tile per key-block iteration of the CTA's next tile (reshape: the
- *              next query block's loop is the drain window), the rest flushed at that tile's
- *              end, and the last tile's at the end of the kernel.
+ *   split = n  in n equal slices spread evenly over the key-block iterations of the CTA's next
+ *              tile: slice s at the start of iteration floor(s*nkb/n) (several at once when
+ *              n > nkb), so one tile's stores drain while the next query block computes and the
+ *              injection rate is the tile's bytes over the next tile's duration; the last tile's
+ *              at the end of the kernel.
  */
 #ifndef XSTAGE_ATTN_CUH
 #define XSTAGE_ATTN_CUH
@@ -66,6 +76,8 @@
 #define XS_ATTN_MAX_HEADS 4096
 
 typedef enum { XS_ATTN_OUT_LOCAL = 0, XS_ATTN_OUT_WINDOWS = 1 } xs_attn_out;
+/* The order in which a CTA walks its tiles (see the top of the file). */
+typedef enum { XS_ATTN_ORDER_SNAKE = 0, XS_ATTN_ORDER_EARLY = 1 } xs_attn_order;
 
 /* Everything a launch needs, by value. Pointers are device-usable. */
 typedef struct {
@@ -83,7 +95,11 @@ typedef struct {
     int dst_head0;          /* WINDOWS: where this rank's heads start in a destination row
                                (rank * heads for real peers) */
     int split;              /* 0: store a tile right after its final rescale; n in 1..256:
-                               spread it over n key-block iterations of the CTA's next tile */
+                               n slices spread evenly over the key-block iterations of the
+                               CTA's next tile */
+    int order;              /* xs_attn_order; EARLY applies to WINDOWS output (LOCAL walks the
+                               snake): the tiles with rows outside rank 0's shard first, their
+                               waves in reverse */
     uint64_t signal;        /* WINDOWS, nonzero: after its last store CTA b stores this value
                                (release, system scope) to flags[r][b] of every rank r, so the
                                table needs nflags >= grid. Plain stores, no atomics: host
@@ -103,8 +119,13 @@ extern "C" {
 
 /* Query blocks x heads. */
 int xs_attn_tiles(int seq, int heads);
-/* The tile CTA `cta` of a grid of `grid` computes in wave `wave` (may be >= tiles: none). */
-int xs_attn_tile_of(int grid, int wave, int cta);
+/* Tiles with a row outside rank 0's shard [0, rows_per_rank): a prefix [0, n) of the tile order
+ * (0 when rank 0 keeps every row). */
+int xs_attn_remote_tiles(int seq, int heads, int rows_per_rank);
+/* Tiles CTA `cta` of a grid of `grid` computes (the snake assignment), and the k-th of them in
+ * the order `order` (0 <= k < count); `remote` from xs_attn_remote_tiles (used by EARLY). */
+int xs_attn_cta_count(int tiles, int grid, int cta);
+int xs_attn_cta_tile(int order, int tiles, int remote, int grid, int cta, int k);
 /* Key-block iterations of tile t (0 <= t < tiles), in the kernel's tile order. */
 int xs_attn_tile_iters(int seq, int heads, int causal, int t);
 /* First query row of tile t. */
@@ -246,10 +267,36 @@ XS_DEV void xs_attn_store_units(const xs_attn_args &a, const xs_wintab &tab,
     }
 }
 
-/* Tile of CTA b in wave w: the snake order described at the top of the file. */
+/* Tile of CTA b in wave w: the snake assignment described at the top of the file. */
 XS_HD int xs_attn_snake(int grid, int w, int b) { return w * grid + ((w & 1) ? grid - 1 - b : b); }
 
-/* The whole CTA: walk its tiles wave by wave (see the top of the file). */
+/* Tiles of CTA b below n (n <= tiles): the snake is increasing in w; the waves before n/grid lie
+ * below n, wave n/grid straddles it. */
+XS_HD int xs_attn_count_below(int n, int grid, int b)
+{
+    const int w = n / grid;
+    return w + (xs_attn_snake(grid, w, b) < n);
+}
+
+/* Tiles with a row at or past rows_per_rank: the query blocks above the last block that lies
+ * entirely in rank 0's shard; with the heaviest-first numbering they are tiles [0, n). */
+XS_HD int xs_attn_remote_count(int seq, int heads, int rows_per_rank)
+{
+    if (rows_per_rank >= seq)
+        return 0;
+    const int nqb = (seq + XS_ATTN_BM - 1) / XS_ATTN_BM;
+    return (nqb - rows_per_rank / XS_ATTN_BM) * heads;
+}
+
+/* The k-th tile CTA b computes: its waves in order, except that the waves of its tiles below
+ * `rev` come first, in reverse. rev = 0 is the snake order; rev = the remote tiles is EARLY. */
+XS_HD int xs_attn_cta_kth(int rev, int grid, int b, int k)
+{
+    const int nr = xs_attn_count_below(rev, grid, b);
+    return xs_attn_snake(grid, k < nr ? nr - 1 - k : k, b);
+}
+
+/* The whole CTA: walk its tiles in its order (see the top of the file). */
 template <bool CAUSAL>
 XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned char *smem)
 {
@@ -271,13 +318,19 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
     const uint64_t t_start = xs_globaltimer();
     uint64_t store_ns = 0;
 
-    /* Units per iteration when a tile's stores are spread over the next tile (split > 0). */
+    /* Units per slice when a tile's stores are spread over the next tile (split > 0). */
     const int split = a.split;
     const int upi = split > 0 ? (XS_ATTN_UNITS_PER_WARP + split - 1) / split : 0;
     int pend_u = XS_ATTN_UNITS_PER_WARP; /* units of the staged tile already stored */
     int pend_row0 = 0, pend_h = 0;
 
-    int tile = blockIdx.x, wave = 0;
+    /* this CTA's tiles: k-th of `mine` (grid <= tiles, so mine >= 1) */
+    const int rev = (a.out == XS_ATTN_OUT_WINDOWS && a.order == XS_ATTN_ORDER_EARLY)
+                        ? xs_attn_remote_count(seq, heads, a.rows_per_rank)
+                        : 0;
+    const int mine = xs_attn_count_below(ntiles, gridDim.x, blockIdx.x);
+    int k = 0;
+    int tile = xs_attn_cta_kth(rev, gridDim.x, blockIdx.x, 0);
     int stage = 0;
     if (tile < ntiles) {
         int qb = nqb - 1 - tile / heads, h = tile % heads;
@@ -296,8 +349,9 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         const int wrow0 = q0 + warp * 16; /* first query row of this warp */
         const int last_row = min(q0 + XS_ATTN_BM, seq) - 1;
         const int nkb = CAUSAL ? last_row / XS_ATTN_BN + 1 : (seq + XS_ATTN_BN - 1) / XS_ATTN_BN;
-        /* the next tile of this CTA; tiles only grow with the wave, so past the end is done */
-        const int next = xs_attn_snake(gridDim.x, wave + 1, blockIdx.x);
+        /* the next tile of this CTA; ntiles when this is its last */
+        const int next =
+            k + 1 < mine ? xs_attn_cta_kth(rev, gridDim.x, blockIdx.x, k + 1) : ntiles;
         const char *kg = (const char *)a.k + (size_t)h * XS_ATTN_ROW_BYTES;
         const char *vg = (const char *)a.v + (size_t)h * XS_ATTN_ROW_BYTES;
 
@@ -342,14 +396,18 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
                 }
                 xs_cp_async_commit();
             }
-            /* reshape: a slice of the previous tile's stores rides on this iteration */
+            /* reshape: the previous tile's slices due by this iteration ride on it; slice s
+             * belongs to iteration floor(s*nkb/split), so ceil((j+1)*split/nkb) are due */
             if (pend_u < XS_ATTN_UNITS_PER_WARP) {
-                int u1 = min(XS_ATTN_UNITS_PER_WARP, pend_u + upi);
-                uint64_t t0 = warp == 0 ? xs_globaltimer() : 0;
-                xs_attn_store_units(a, tab, stg, pend_row0, pend_h, pend_u, u1, lane);
-                if (warp == 0)
-                    store_ns += xs_globaltimer() - t0;
-                pend_u = u1;
+                const int due = ((j + 1) * split + nkb - 1) / nkb;
+                const int u1 = min(XS_ATTN_UNITS_PER_WARP, due * upi);
+                if (u1 > pend_u) {
+                    uint64_t t0 = warp == 0 ? xs_globaltimer() : 0;
+                    xs_attn_store_units(a, tab, stg, pend_row0, pend_h, pend_u, u1, lane);
+                    if (warp == 0)
+                        store_ns += xs_globaltimer() - t0;
+                    pend_u = u1;
+                }
             }
 
             const int key0 = j * XS_ATTN_BN;
@@ -454,7 +512,7 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
             inv[r] = s > 0.f ? 1.f / s : 0.f;
         }
         if (pend_u < XS_ATTN_UNITS_PER_WARP) {
-            /* the next tile was shorter than the split: flush the rest of the previous one */
+            /* every slice is due by the last iteration; kept so that no unit is ever dropped */
             uint64_t t0 = warp == 0 ? xs_globaltimer() : 0;
             xs_attn_store_units(a, tab, stg, pend_row0, pend_h, pend_u,
                                 XS_ATTN_UNITS_PER_WARP, lane);
@@ -484,7 +542,7 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         if (tid == 0 && a.tile_ns)
             a.tile_ns[tile] = xs_globaltimer();
         tile = next;
-        wave++;
+        k++;
     }
 
     if (pend_u < XS_ATTN_UNITS_PER_WARP) {

@@ -2,10 +2,11 @@
  * test_attn.cu - the attention forward kernel (cuda/attn.cuh) against a CPU fp64 reference on
  * small shapes: causal and non-causal, odd sequence lengths (masked tails), one tile per CTA,
  * persistent and tiny grids (many tiles per CTA, so the cross-tile prefetch is exercised); the
- * fused output through virtual peers (HBM + pinned host windows) with every split, every byte
- * checked at its destination and every CTA's signal counted; the helpers the benchmark relies
- * on (fp32 reference rows, fill, compare); and bad input. Needs a GPU; the last line is
- * "N passed, N failed".
+ * fused output through virtual peers (HBM + pinned host windows) with both tile orders and every
+ * kind of split (none, one slice, fewer and more slices than the next tile has iterations),
+ * every byte checked at its destination and every CTA's signal counted; the tile orders as
+ * permutations (host); the helpers the benchmark relies on (fp32 reference rows, fill,
+ * compare); and bad input. Needs a GPU; the last line is "N passed, N failed".
  */
 #include <math.h>
 #include <stdio.h>
@@ -233,40 +234,42 @@ static void test_fused(const shape *s, int P, int sm_count)
     TCU(cudaMalloc((void **)&d_bad, sizeof *d_bad));
     TCU(cudaMalloc((void **)&d_cta, (size_t)tiles * 3 * sizeof(uint64_t)));
     char *want = (char *)malloc(shard), *got = (char *)malloc(shard);
-    const int splits[] = {0, 1, 3, 64, XS_ATTN_MAX_SPLIT};
+    const int splits[] = {0, 1, 3, 16, 64, XS_ATTN_MAX_SPLIT};
     for (int causal = 0; causal <= 1; causal++) {
         __nv_bfloat16 *local = run_local(s, causal, tiles, NULL, NULL);
         const int grids[2] = {tiles < sm_count ? tiles : sm_count, tiles < 2 ? 1 : 2};
-        for (int gi = 0; gi < 2; gi++)
-            for (size_t si = 0; si < sizeof splits / sizeof splits[0]; si++) {
-                xs_attn_args a = base_args(s, causal);
-                a.out = XS_ATTN_OUT_WINDOWS;
-                a.rows_per_rank = rpr;
-                a.split = splits[si];
-                a.signal = ++epoch; /* new per run: a stale flag never matches */
-                a.cta_ns = d_cta;
-                for (int r = 0; r < P; r++)
-                    TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
-                TXS(xs_attn_fwd(&a, tab, grids[gi], 0));
-                TCU(cudaDeviceSynchronize());
-                unsigned long long bad_flags = 0;
-                TCU(cudaMemset(d_bad, 0, sizeof *d_bad));
-                TXS(xs_attn_flags_check(tab, grids[gi], a.signal, d_bad, 0));
-                TCU(cudaMemcpy(&bad_flags, d_bad, sizeof bad_flags, cudaMemcpyDeviceToHost));
-                int bad_units = 0;
-                for (int r = 0; r < P; r++) {
-                    TCU(cudaMemcpy(got, tab->data[r], shard, cudaMemcpyDefault));
-                    memcpy(want, (const char *)local + (size_t)r * shard, shard);
-                    for (size_t u = 0; u < shard / 16; u++)
-                        bad_units += memcmp(got + 16 * u, want + 16 * u, 16) != 0;
-                }
-                XT_CHECK(bad_units == 0, "fused seq %d heads %d causal %d P %d grid %d split "
-                         "%d: %d 16-byte units differ at their destinations", s->seq, s->heads,
-                         causal, P, grids[gi], splits[si], bad_units);
-                XT_CHECK(bad_flags == 0, "fused seq %d P %d grid %d split %d: %llu of %d x %d "
-                         "CTA signals missing", s->seq, P, grids[gi], splits[si], bad_flags, P,
-                         grids[gi]);
+        const int ns = (int)(sizeof splits / sizeof splits[0]);
+        for (int ci = 0; ci < 2 * 2 * ns; ci++) { /* order x grid x split */
+            const int order = ci / (2 * ns), gi = ci / ns % 2, si = ci % ns;
+            xs_attn_args a = base_args(s, causal);
+            a.out = XS_ATTN_OUT_WINDOWS;
+            a.rows_per_rank = rpr;
+            a.split = splits[si];
+            a.order = order;
+            a.signal = ++epoch; /* new per run: a stale flag never matches */
+            a.cta_ns = d_cta;
+            for (int r = 0; r < P; r++)
+                TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
+            TXS(xs_attn_fwd(&a, tab, grids[gi], 0));
+            TCU(cudaDeviceSynchronize());
+            unsigned long long bad_flags = 0;
+            TCU(cudaMemset(d_bad, 0, sizeof *d_bad));
+            TXS(xs_attn_flags_check(tab, grids[gi], a.signal, d_bad, 0));
+            TCU(cudaMemcpy(&bad_flags, d_bad, sizeof bad_flags, cudaMemcpyDeviceToHost));
+            int bad_units = 0;
+            for (int r = 0; r < P; r++) {
+                TCU(cudaMemcpy(got, tab->data[r], shard, cudaMemcpyDefault));
+                memcpy(want, (const char *)local + (size_t)r * shard, shard);
+                for (size_t u = 0; u < shard / 16; u++)
+                    bad_units += memcmp(got + 16 * u, want + 16 * u, 16) != 0;
             }
+            XT_CHECK(bad_units == 0, "fused seq %d heads %d causal %d P %d grid %d order %d "
+                     "split %d: %d 16-byte units differ at their destinations", s->seq,
+                     s->heads, causal, P, grids[gi], order, splits[si], bad_units);
+            XT_CHECK(bad_flags == 0, "fused seq %d P %d grid %d order %d split %d: %llu of "
+                     "%d x %d CTA signals missing", s->seq, P, grids[gi], order, splits[si],
+                     bad_flags, P, grids[gi]);
+        }
         free(local);
     }
     free(want);
@@ -322,6 +325,64 @@ static void test_fused_offset(const shape *s, int P)
     free(got);
     free(local);
     xs_win_close(ws);
+}
+
+/* The tile orders (host side of the functions the kernel uses): for every grid, each order is a
+ * permutation of the tiles; a CTA computes the snake's tiles; SNAKE walks them in increasing
+ * tile index; EARLY walks its tiles below `remote` first, in decreasing index, then the rest in
+ * increasing index. */
+static void test_orders(void)
+{
+    int bad = 0, cases = 0;
+    for (int tiles = 1; tiles <= 300 && bad == 0; tiles += 1 + tiles / 16)
+        for (int grid = 1; grid <= tiles && bad == 0; grid += 1 + grid / 4) {
+            const int remotes[4] = {0, tiles / 3, tiles - 1, tiles};
+            for (int ri = 0; ri < 4 && bad == 0; ri++) {
+                int remote = remotes[ri];
+                for (int order = XS_ATTN_ORDER_SNAKE; order <= XS_ATTN_ORDER_EARLY; order++) {
+                    unsigned char *seen = (unsigned char *)calloc((size_t)tiles, 1);
+                    cases++;
+                    for (int b = 0; b < grid; b++) {
+                        int n = xs_attn_cta_count(tiles, grid, b), prev = -1, phase = 0;
+                        for (int k = 0; k < n; k++) {
+                            int t = xs_attn_cta_tile(order, tiles, remote, grid, b, k);
+                            if (t < 0 || t >= tiles || seen[t]++) {
+                                bad++;
+                                break;
+                            }
+                            int w = t / grid; /* the snake's tile of b in its wave */
+                            bad += t != w * grid + ((w & 1) ? grid - 1 - b : b);
+                            if (order == XS_ATTN_ORDER_EARLY && t < remote) {
+                                bad += phase != 0 || (prev >= 0 && t >= prev);
+                            } else {
+                                if (order == XS_ATTN_ORDER_EARLY && phase == 0) {
+                                    phase = 1; /* the first tile at or past remote */
+                                    prev = -1;
+                                }
+                                bad += prev >= 0 && t <= prev;
+                            }
+                            prev = t;
+                        }
+                    }
+                    for (int t = 0; t < tiles; t++)
+                        bad += !seen[t];
+                    if (bad)
+                        printf("test_attn: order %d, %d tiles, grid %d, %d remote: not the "
+                               "permutation described\n", order, tiles, grid, remote);
+                    free(seen);
+                }
+            }
+        }
+    XT_CHECK(bad == 0 && cases > 100, "tile orders: %d violations in %d cases", bad, cases);
+    /* the remote prefix: rank 0 keeps [0, rpr); a block with a row at or past rpr crosses */
+    XT_CHECK(xs_attn_remote_tiles(384, 3, 128) == 6, "remote tiles of 384 rows, 128 per rank: %d",
+             xs_attn_remote_tiles(384, 3, 128));
+    XT_CHECK(xs_attn_remote_tiles(200, 3, 50) == 6, "remote tiles of 200 rows, 50 per rank: %d",
+             xs_attn_remote_tiles(200, 3, 50));
+    XT_CHECK(xs_attn_remote_tiles(4096, 8, 512) == 28 * 8, "remote tiles of 4096 rows, 512 per "
+             "rank: %d", xs_attn_remote_tiles(4096, 8, 512));
+    XT_CHECK(xs_attn_remote_tiles(129, 1, 129) == 0, "remote tiles with one rank: %d",
+             xs_attn_remote_tiles(129, 1, 129));
 }
 
 /* The benchmark's fp32 reference rows agree with the fp64 CPU reference. */
@@ -415,6 +476,9 @@ static void test_bad_input(const shape *s)
     a.split = XS_ATTN_MAX_SPLIT + 1;
     XT_CHECK(xs_attn_fwd(&a, NULL, 1, 0) == XS_EINVAL, "split %d accepted", a.split);
     a = base_args(s, 0);
+    a.order = 2;
+    XT_CHECK(xs_attn_fwd(&a, NULL, 1, 0) == XS_EINVAL, "order %d accepted", a.order);
+    a = base_args(s, 0);
     a.q = (const char *)s->q + 2;
     XT_CHECK(xs_attn_fwd(&a, NULL, 1, 0) == XS_EINVAL, "misaligned q accepted");
     a = base_args(s, 0);
@@ -456,10 +520,11 @@ int main(int argc, char **argv)
     if (st != XS_OK)
         return xt_done();
     printf("test_attn: %s, %d SMs\n", gi.name, gi.sm_count);
+    test_orders();
 
     /* (seq, heads): tails of every kind against BLOCK_M = 128 and BLOCK_N = 64 */
     const int shapes[][2] = {{1, 1}, {7, 2}, {64, 1}, {65, 3}, {128, 2}, {129, 1},
-                             {200, 3}, {257, 2}, {384, 3}};
+                             {200, 3}, {257, 2}, {384, 3}, {640, 2}};
     shape s;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         shape_init(&s, shapes[i][0], shapes[i][1]);
@@ -476,6 +541,8 @@ int main(int argc, char **argv)
         }
         if (s.seq == 129)
             test_fused(&s, 3, gi.sm_count);  /* 43 rows per rank, a one-row last tile */
+        if (s.seq == 640)
+            test_fused(&s, 5, gi.sm_count);  /* 10 key blocks: slices spaced over iterations */
         shape_free(&s);
     }
     test_helpers();
