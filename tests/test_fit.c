@@ -119,30 +119,48 @@ static void test_bad_samples(void)
     unlink(path);
 }
 
-/* Raw samples of a real H200 run, when committed: the fit reproduces the recorded profile. */
+/* Raw samples of a real H200 run (tests/data/, copied from bench/results/ with the profile that
+ * run's calibration wrote): the fit reproduces the recorded profile, gives physically sensible
+ * numbers, and the extended form fits the H200 better than the published one. */
 static void test_h200(void)
 {
     const char *samples = "tests/data/h200_host_samples.csv";
-    const char *profile = "bench/results/h200_host_profile.json";
+    const char *profile = "tests/data/h200_host_profile.json";
     if (access(samples, R_OK) != 0 || access(profile, R_OK) != 0) {
-        printf("# no recorded H200 samples yet (%s): skipped\n", samples);
+        XT_CHECK(0, "recorded H200 samples missing (%s, %s)", samples, profile);
         return;
     }
     xs_samples s;
     XT_CHECK(xs_samples_load(samples, &s) == XS_OK, "%s", xs_errmsg());
-    xs_profile want, p;
+    xs_profile want, p, pp;
     XT_CHECK(xs_profile_load(profile, &want) == XS_OK, "%s", xs_errmsg());
     xs_profile_default(&p);
-    xs_fit_report rep;
+    xs_fit_report rep, prep;
     XT_CHECK(xs_fit_profile(&s, &p, &rep) == XS_OK, "%s", xs_errmsg());
-    XT_NEAR(p.issue_bytes_per_ns, want.issue_bytes_per_ns, 1e-6);
-    XT_NEAR(p.drain_bytes_per_ns, want.drain_bytes_per_ns, 1e-6);
-    XT_NEAR(p.capacity_bytes, want.capacity_bytes, 1e-6);
+    /* the same code on the same samples: the recorded numbers (tolerances cover only the
+     * printing precision of the samples file) */
+    XT_NEAR(p.drain_bytes_per_ns, want.drain_bytes_per_ns, 1e-3);
+    XT_NEAR(p.issue_bytes_per_ns, want.issue_bytes_per_ns, 1e-3);
+    XT_CHECK(fabs(p.issue_overhead_ns - want.issue_overhead_ns) < 1, "o %g vs %g",
+             p.issue_overhead_ns, want.issue_overhead_ns);
+    XT_NEAR(p.capacity_bytes, want.capacity_bytes, 0.02);
+    XT_NEAR(p.queue_bytes_per_producer, want.queue_bytes_per_producer, 1e-9);
+    XT_NEAR(p.reserve_bytes_per_producer, want.reserve_bytes_per_producer, 1e-9);
     XT_NEAR(p.chunk_bytes, want.chunk_bytes, 1e-9);
-    XT_CHECK(p.drain_bytes_per_ns > 20 && p.drain_bytes_per_ns < 80, "PCIe Gen5 drain %g B/ns",
+    /* physics: PCIe Gen5 x16 posted writes; one SM issues about 50 B/ns */
+    XT_CHECK(p.drain_bytes_per_ns > 40 && p.drain_bytes_per_ns < 64, "PCIe drain %g B/ns",
              p.drain_bytes_per_ns);
+    XT_CHECK(p.issue_bytes_per_ns > 30 && p.issue_bytes_per_ns < 100, "issue %g B/ns",
+             p.issue_bytes_per_ns);
     XT_CHECK(rep.drain_spread < 0.1, "K/B splits of one volume agree within 10%%: %g",
              rep.drain_spread);
+    XT_CHECK(rep.chunk_err < 0.3, "the event model reproduces the fitting data: %g",
+             rep.chunk_err);
+    xs_profile_default(&pp);
+    XT_CHECK(xs_fit_profile_published(&s, &pp, &prep) == XS_OK, "%s", xs_errmsg());
+    XT_NEAR(pp.drain_bytes_per_ns, p.drain_bytes_per_ns, 1e-9);
+    XT_CHECK(rep.chunk_err < prep.chunk_err, "extended form fits better: %g vs published %g",
+             rep.chunk_err, prep.chunk_err);
     xs_samples_free(&s);
 }
 

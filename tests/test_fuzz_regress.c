@@ -201,6 +201,17 @@ static void test_ring_per_producer_cap(void)
     int n = words(text, w, 32);
     xs_profile p, nocap;
     xs_profile_default(&p);
+    /* the profile the finding was made with: the provisional default of the time (the embedded
+     * default has since been recalibrated) */
+    p.issue_bytes_per_ns = 41;
+    p.issue_overhead_ns = 100;
+    p.drain_bytes_per_ns = 52.5;
+    p.capacity_bytes = 2359296;
+    p.capacity_bytes_per_producer = 18432;
+    p.chunk_bytes = 2048;
+    p.queue_bytes_per_producer = 0;
+    p.reserve_bytes_per_producer = 0;
+    p.arbitration_skew = 0;
     for (int i = 0; i + 1 < n; i++)
         if (!strcmp(w[i], "--set"))
             XT_CHECK(xs_profile_set(&p, w[i + 1]) == XS_OK, "%s", xs_errmsg());
