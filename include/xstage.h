@@ -124,6 +124,8 @@ xs_status xs_schedule_load(const char *path, xs_schedule *s);
 xs_status xs_schedule_parse(const char *text, size_t len, const char *name, xs_schedule *s);
 xs_status xs_schedule_append(xs_schedule *s, int producers, int64_t bytes, double gap_ns);
 xs_status xs_schedule_write(const xs_schedule *s, FILE *f, const char *comment);
+/* Each line of comment (may be NULL) as a '#' line: the header of every CSV xstage writes. */
+void xs_write_comment(FILE *f, const char *comment);
 xs_status xs_schedule_save(const xs_schedule *s, const char *path, const char *comment);
 void xs_schedule_free(xs_schedule *s);
 int xs_schedule_max_producers(const xs_schedule *s);

@@ -47,15 +47,7 @@ xs_status xs_samples_save(const xs_samples *s, const char *path, const char *com
     FILE *f = fopen(path, "w");
     if (!f)
         return xs_seterr(XS_EIO, "%s: cannot write samples: %s", path, strerror(errno));
-    if (comment && *comment) {
-        const char *c = comment;
-        while (*c) {
-            const char *e = strchr(c, '\n');
-            size_t n = e ? (size_t)(e - c) : strlen(c);
-            fprintf(f, "# %.*s\n", (int)n, c);
-            c += n + (e ? 1 : 0);
-        }
-    }
+    xs_write_comment(f, comment);
     fprintf(f, "%s\n", sample_header);
     for (size_t i = 0; i < s->n; i++) {
         const xs_sample_row *r = &s->v[i];

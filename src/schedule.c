@@ -250,18 +250,21 @@ out:
     return st;
 }
 
+void xs_write_comment(FILE *f, const char *comment)
+{
+    /* every line of the comment becomes a '#' line */
+    const char *c = comment ? comment : "";
+    while (*c) {
+        const char *e = strchr(c, '\n');
+        size_t n = e ? (size_t)(e - c) : strlen(c);
+        fprintf(f, "# %.*s\n", (int)n, c);
+        c += n + (e ? 1 : 0);
+    }
+}
+
 xs_status xs_schedule_write(const xs_schedule *s, FILE *f, const char *comment)
 {
-    if (comment && *comment) {
-        /* every line of the comment becomes a '#' line */
-        const char *c = comment;
-        while (*c) {
-            const char *e = strchr(c, '\n');
-            size_t n = e ? (size_t)(e - c) : strlen(c);
-            fprintf(f, "# %.*s\n", (int)n, c);
-            c += n + (e ? 1 : 0);
-        }
-    }
+    xs_write_comment(f, comment);
     fprintf(f, "%s\n", header);
     for (int i = 0; i < s->nrows; i++) {
         /* the gap in the fewest digits (15 to 17) that read back as the same double, so that a
