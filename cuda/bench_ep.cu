@@ -114,21 +114,7 @@ static void ep_usage(FILE *f)
 /* comma list of positive integers */
 static int ep_parse_list(const char *opt, const char *s, long lo, long hi, int *out, int *n)
 {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", s);
-    *n = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        long v;
-        if (*n >= EP_MAX_LIST)
-            return xs_cli_failf("%s: at most %d values", opt, EP_MAX_LIST);
-        if (xs_parse_int(opt, tok, lo, hi, &v) != XS_OK)
-            return xs_cli_fail();
-        out[(*n)++] = (int)v;
-    }
-    if (!*n)
-        return xs_cli_failf("%s: empty list", opt);
-    return 0;
+    return xs_parse_list(opt, s, 0, lo, hi, out, EP_MAX_LIST, n) != XS_OK ? xs_cli_fail() : 0;
 }
 
 static int ep_parse(int argc, char **argv, ep_opts *o)

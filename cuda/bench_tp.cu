@@ -100,23 +100,7 @@ typedef struct {
 
 static int parse_list(const char *opt, const char *s, long lo, long hi, int *out, int *n)
 {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", s);
-    *n = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        if (*n >= TPB_MAX_LIST)
-            return xs_cli_failf("%s: at most %d values", opt, TPB_MAX_LIST);
-        int64_t b;
-        if (xs_parse_size(opt, tok, &b) != XS_OK)
-            return xs_cli_fail();
-        if (b < lo || b > hi)
-            return xs_cli_failf("%s %" PRId64 ": outside %ld..%ld", opt, b, lo, hi);
-        out[(*n)++] = (int)b;
-    }
-    if (*n == 0)
-        return xs_cli_failf("%s: empty list", opt);
-    return 0;
+    return xs_parse_list(opt, s, 1, lo, hi, out, TPB_MAX_LIST, n) != XS_OK ? xs_cli_fail() : 0;
 }
 
 static void usage(FILE *f)

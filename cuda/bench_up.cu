@@ -89,29 +89,8 @@ typedef struct {
 static int parse_list(const char *opt, const char *s, int sizes, long lo, long hi, int *out,
                       int *n)
 {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", s);
-    *n = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        if (*n >= UP_MAX_LIST)
-            return xs_cli_failf("%s: at most %d values", opt, UP_MAX_LIST);
-        long v;
-        if (sizes) {
-            int64_t b;
-            if (xs_parse_size(opt, tok, &b) != XS_OK)
-                return xs_cli_fail();
-            if (b < lo || b > hi)
-                return xs_cli_failf("%s %" PRId64 ": outside %ld..%ld", opt, b, lo, hi);
-            v = (long)b;
-        } else if (xs_parse_int(opt, tok, lo, hi, &v) != XS_OK) {
-            return xs_cli_fail();
-        }
-        out[(*n)++] = (int)v;
-    }
-    if (*n == 0)
-        return xs_cli_failf("%s: empty list", opt);
-    return 0;
+    return xs_parse_list(opt, s, sizes, lo, hi, out, UP_MAX_LIST, n) != XS_OK ? xs_cli_fail()
+                                                                              : 0;
 }
 
 static void usage(FILE *f)

@@ -19,6 +19,10 @@ xs_status xs_parse_size(const char *opt, const char *s, int64_t *out);   /* "64K
 xs_status xs_parse_int(const char *opt, const char *s, long lo, long hi, long *out);
 xs_status xs_parse_double(const char *opt, const char *s, double lo, double hi, double *out);
 xs_status xs_parse_time_ns(const char *opt, const char *s, double *out); /* "2us" -> 2000 */
+/* A comma list of integers in lo..hi (sizes: each with K/M/G suffixes allowed), at most max of
+ * them, into out[]; *n gets the count. */
+xs_status xs_parse_list(const char *opt, const char *s, int sizes, long lo, long hi, int *out,
+                        int max, int *n);
 
 /* Profile options common to every subcommand that reads a profile: --profile FILE and any number
  * of --set NAME=VALUE. Collect them while parsing, then resolve: the file (or the embedded

@@ -98,6 +98,37 @@ xs_status xs_parse_time_ns(const char *opt, const char *s, double *out)
     return XS_OK;
 }
 
+xs_status xs_parse_list(const char *opt, const char *s, int sizes, long lo, long hi, int *out,
+                        int max, int *n)
+{
+    char buf[1024];
+    if (!s || strlen(s) >= sizeof buf)
+        return xs_seterr(XS_EINVAL, "%s: list missing or longer than %zu characters", opt,
+                         sizeof buf - 1);
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (*n >= max)
+            return xs_seterr(XS_EINVAL, "%s: at most %d values", opt, max);
+        long v;
+        if (sizes) {
+            int64_t b;
+            XS_TRY(xs_parse_size(opt, tok, &b));
+            if (b < lo || b > hi)
+                return xs_seterr(XS_EINVAL, "%s %lld: outside %ld..%ld", opt, (long long)b, lo,
+                                 hi);
+            v = (long)b;
+        } else {
+            XS_TRY(xs_parse_int(opt, tok, lo, hi, &v));
+        }
+        out[(*n)++] = (int)v;
+    }
+    if (*n == 0)
+        return xs_seterr(XS_EINVAL, "%s: empty list", opt);
+    return XS_OK;
+}
+
 xs_status xs_profile_args_add_set(xs_profile_args *a, const char *assignment)
 {
     if (a->nsets >= (int)(sizeof a->sets / sizeof a->sets[0]))

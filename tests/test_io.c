@@ -213,6 +213,17 @@ static void test_cli_values(void)
     XT_CHECK(xs_parse_time_ns("-g", "1.5ms", &d) == XS_OK && d == 1.5e6, "1.5ms");
     EXPECT_ERR(xs_parse_time_ns("-g", "3 weeks", &d), XS_EINVAL, "unknown time unit");
     XT_CHECK(xs_parse_int("-n", "12", 1, 100, &l) == XS_OK && l == 12, "int");
+    int lst[4], nl = 0;
+    XT_CHECK(xs_parse_list("--seq", "4K,8192", 1, 1, 1 << 20, lst, 4, &nl) == XS_OK && nl == 2 &&
+                 lst[0] == 4096 && lst[1] == 8192, "size list");
+    EXPECT_ERR(xs_parse_list("--peers", "2,x", 0, 1, 64, lst, 4, &nl), XS_EINVAL,
+               "--peers 'x': not an integer");
+    EXPECT_ERR(xs_parse_list("--peers", "1,2,3,4,5", 0, 1, 64, lst, 4, &nl), XS_EINVAL,
+               "--peers: at most 4 values");
+    EXPECT_ERR(xs_parse_list("--peers", ",", 0, 1, 64, lst, 4, &nl), XS_EINVAL,
+               "--peers: empty list");
+    EXPECT_ERR(xs_parse_list("--seq", "4K,1G", 1, 1, 1 << 20, lst, 4, &nl), XS_EINVAL,
+               "--seq 1073741824: outside 1..1048576");
     EXPECT_ERR(xs_parse_int("-n", "0", 1, 100, &l), XS_EINVAL, "-n 0: outside 1..100");
 }
 
