@@ -70,7 +70,8 @@ static int have_program(const char *name)
 }
 
 /* Backlog over time (top) and each producer's issue windows (bottom), through gnuplot. */
-static int plot(const char *png, const xs_result *r, const xs_schedule *s, const char *title)
+static int plot(const char *png, const xs_result *r, const xs_schedule *s, const char *title,
+                double drain_bytes_per_ns)
 {
     if (!have_program("gnuplot"))
         return xs_cli_failf("--plot needs gnuplot, which is not on PATH (Debian: apt-get install "
@@ -88,9 +89,22 @@ static int plot(const char *png, const xs_result *r, const xs_schedule *s, const
         rc = xs_cli_failf("--plot: cannot write temporary files in %s", dir);
         goto out;
     }
+    /* samples are taken at acceptances; between two of them the stage drains at R, so the
+     * curve falls (to empty, or to where the next acceptance finds it) before it rises again */
     fprintf(b, "0 0\n");
-    for (size_t i = 0; i < r->nbacklog; i++)
-        fprintf(b, "%.6g %.6g\n", r->backlog[i].t_ns / 1e3, r->backlog[i].backlog_bytes / 1048576);
+    for (size_t i = 0; i < r->nbacklog; i++) {
+        double t = r->backlog[i].t_ns, q = r->backlog[i].backlog_bytes;
+        fprintf(b, "%.6g %.6g\n", t / 1e3, q / 1048576);
+        if (i + 1 < r->nbacklog) {
+            double tn = r->backlog[i + 1].t_ns, empty = t + q / drain_bytes_per_ns;
+            if (empty < tn) {
+                fprintf(b, "%.6g 0\n", empty / 1e3);
+                fprintf(b, "%.6g 0\n", tn / 1e3);
+            } else {
+                fprintf(b, "%.6g %.6g\n", tn / 1e3, (q - (tn - t) * drain_bytes_per_ns) / 1048576);
+            }
+        }
+    }
     for (int row = 0; row < r->nrows; row++)
         for (int p = 0; p < r->nproducers; p++) {
             double a = r->win_start[(size_t)row * r->nproducers + p];
@@ -105,7 +119,7 @@ static int plot(const char *png, const xs_result *r, const xs_schedule *s, const
             "set xlabel 'time (us)'\n"
             "set ylabel 'backlog (MiB)'\n"
             "set grid\n"
-            "plot '%s' using 1:2 with steps lw 1.5 title 'stage backlog'\n"
+            "plot '%s' using 1:2 with lines lw 1.5 title 'stage backlog'\n"
             "set ylabel 'producer'\n"
             "set yrange [-1:%d]\n"
             "plot '%s' using 1:2:3:(0):4 with vectors nohead lw 2 lc variable "
@@ -203,7 +217,7 @@ int xs_cmd_predict(int argc, char **argv)
     if (png) {
         char title[256];
         snprintf(title, sizeof title, "xstage predict %s", sched);
-        rc = plot(png, &r, &s, title);
+        rc = plot(png, &r, &s, title, p.drain_bytes_per_ns);
         if (!rc && !csv)
             printf("# plot written to %s\n", png);
     }
