@@ -153,6 +153,24 @@ out:
     return rc;
 }
 
+/* After option parsing: the checks predict and plan share, then their two inputs. Returns 0, or
+ * the exit status after printing the one-line error. */
+static int load_inputs(const char *cmd, int bad, int argc, char **argv, const char *sched,
+                       const xs_profile_args *pa, xs_profile *p, xs_schedule *s)
+{
+    if (bad)
+        return xs_cli_fail();
+    if (optind < argc)
+        return xs_cli_failf("%s: unexpected argument '%s'", cmd, argv[optind]);
+    if (!sched)
+        return xs_cli_failf("%s: --schedule FILE is required", cmd);
+    if (xs_profile_args_resolve(pa, p) != XS_OK)
+        return xs_cli_fail();
+    if (xs_schedule_load(sched, s) != XS_OK)
+        return xs_cli_fail();
+    return 0;
+}
+
 int xs_cmd_predict(int argc, char **argv)
 {
     static const struct option lo[] = {
@@ -184,18 +202,11 @@ int xs_cmd_predict(int argc, char **argv)
         default: return 1;
         }
     }
-    if (bad)
-        return xs_cli_fail();
-    if (optind < argc)
-        return xs_cli_failf("predict: unexpected argument '%s'", argv[optind]);
-    if (!sched)
-        return xs_cli_failf("predict: --schedule FILE is required");
     xs_profile p;
-    if (xs_profile_args_resolve(&pa, &p) != XS_OK)
-        return xs_cli_fail();
     xs_schedule s;
-    if (xs_schedule_load(sched, &s) != XS_OK)
-        return xs_cli_fail();
+    int rc0 = load_inputs("predict", bad, argc, argv, sched, &pa, &p, &s);
+    if (rc0)
+        return rc0;
     xs_sim_opts so = {.sync = sync, .record_windows = png != NULL, .record_backlog = png != NULL};
     xs_result r;
     if (xs_simulate(&p, &s, &so, &r) != XS_OK) {
@@ -361,18 +372,11 @@ int xs_cmd_plan(int argc, char **argv)
         default: return 1;
         }
     }
-    if (bad)
-        return xs_cli_fail();
-    if (optind < argc)
-        return xs_cli_failf("plan: unexpected argument '%s'", argv[optind]);
-    if (!sched)
-        return xs_cli_failf("plan: --schedule FILE is required");
     xs_profile p;
-    if (xs_profile_args_resolve(&pa, &p) != XS_OK)
-        return xs_cli_fail();
     xs_schedule s;
-    if (xs_schedule_load(sched, &s) != XS_OK)
-        return xs_cli_fail();
+    int rc0 = load_inputs("plan", bad, argc, argv, sched, &pa, &p, &s);
+    if (rc0)
+        return rc0;
     xs_plan pl;
     if (xs_plan_schedule(&p, &s, &po, &pl) != XS_OK) {
         xs_schedule_free(&s);
