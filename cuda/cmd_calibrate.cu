@@ -308,6 +308,16 @@ int xs_cmd_calibrate(int argc, char **argv)
             }
     }
 
+    /* a signal during the fits, the store kernel or the round trips (seconds of CPU and GPU
+     * work that train() does not check): no report, no files (xstage_sigint.h) */
+    if (xs_interrupted()) {
+        xs_interrupt_err("%d calibration runs; no profile or samples written", cx.runs);
+        xs_cli_fail();
+        xs_samples_free(&smp);
+        xs_replayer_close(rp);
+        return 1;
+    }
+
     /* ---- report ---- */
     printf("\n## (b) issue: T = o + [B - b]+/r on unconstrained bursts (%d samples)\n",
            fr.n_issue);
@@ -382,8 +392,6 @@ int xs_cmd_calibrate(int argc, char **argv)
     printf("\n");
     xs_profile_print(&p, stdout);
     int rc = 0;
-    if (out && xs_profile_save(&p, out) != XS_OK)
-        rc = xs_cli_fail();
     /* the same samples fitted in the published model's form (the embedded default's form) */
     xs_profile pp = p;
     xs_fit_report fp;
@@ -401,9 +409,19 @@ int xs_cmd_calibrate(int argc, char **argv)
                  "%d, %d SMs; issue residual %.1f%% med; event model on fitting data %.1f%%",
                  gpu->driver_version, gpu->runtime_version, sms, 100 * fp.issue_resid_med,
                  100 * fp.chunk_err);
-        if (out_pub && xs_profile_save(&pp, out_pub) != XS_OK)
+        if (out_pub && !xs_interrupted() && xs_profile_save(&pp, out_pub) != XS_OK)
             rc = xs_cli_fail();
     }
+    /* files last, after the published fit (seconds): a signal before this point writes none */
+    if (xs_interrupted()) {
+        xs_interrupt_err("%d calibration runs; no profile or samples written", cx.runs);
+        xs_cli_fail();
+        xs_samples_free(&smp);
+        xs_replayer_close(rp);
+        return 1;
+    }
+    if (out && xs_profile_save(&p, out) != XS_OK)
+        rc = xs_cli_fail();
     if (samples_out) {
         char comment[2048];
         snprintf(comment, sizeof comment,
