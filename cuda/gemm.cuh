@@ -1,6 +1,6 @@
 /*
  * gemm.cuh - the tensor-core tile engine: C = A * B^T in bf16 with fp32 accumulation, one
- * BM x BN output tile at a time, for persistent fused kernels (EP here, TP later).
+ * BM x BN output tile at a time, for persistent fused kernels (EP: cuda/moe.cu, TP: cuda/tp.cu).
  *
  * Layouts (row-major, element strides):
  *   A [m, k]  activations, k contiguous; rows may be gathered through a row map (fused dispatch)
@@ -171,14 +171,30 @@ XS_DEV float *xs_gemm_row_scale(char *smem)
 
 /* ---- main loop ------------------------------------------------------------------------------ */
 
-/* Accumulate the tile C[m0 : m0+BM, n0 : n0+BN] of problem p into acc (zeroed here).
- * Call from all C::THREADS threads of the CTA with the same arguments; smem is the dynamic shared
- * memory (>= C::SMEM_BYTES, 128-byte aligned). Leaves every cp.async drained and ends with a
- * barrier, so the caller may reuse the ring (the staging tile overlaps it) right away. The caller
- * must have a barrier between a previous use of the ring and this call. */
-template <class C>
-XS_DEV void xs_gemm_mainloop(const xs_gemm_problem &p, int m0, int n0, char *smem,
-                             float (&acc)[C::MT][C::NT][4])
+/* A main-loop hook: work a fused kernel interleaves with the k-loop (e.g. TP streams its remote
+ * stores through it, one 16-byte store per thread per k-tile). Every thread of the CTA calls
+ *   begin(KT)  once, before the first k-tile (KT = number of k-tiles of this tile);
+ *   step(kt)   at k-tile kt, after the copies of k-tile kt + STAGES - 1 are issued and before
+ *              k-tile kt's MMAs (a load issued here hides behind one k-tile of MMAs);
+ *   end(KT)    after the last MMA, before the final cp.async drain and barrier (so that barrier
+ *              also orders every store the hook issued).
+ * The hook must not touch the ring or __syncthreads() unless every thread calls it uniformly.
+ * xs_gemm_no_hook compiles to nothing: xs_gemm_mainloop is exactly the plain loop. */
+struct xs_gemm_no_hook {
+    __device__ __forceinline__ void begin(int) {}
+    __device__ __forceinline__ void step(int) {}
+    __device__ __forceinline__ void end(int) {}
+};
+
+/* Accumulate the tile C[m0 : m0+BM, n0 : n0+BN] of problem p into acc (zeroed here), calling
+ * hook (see above) at each k-tile. Call from all C::THREADS threads of the CTA with the same
+ * arguments; smem is the dynamic shared memory (>= C::SMEM_BYTES, 128-byte aligned). Leaves every
+ * cp.async drained and ends with a barrier, so the caller may reuse the ring (the staging tile
+ * overlaps it) right away. The caller must have a barrier between a previous use of the ring and
+ * this call. */
+template <class C, class H>
+XS_DEV void xs_gemm_mainloop_hooked(const xs_gemm_problem &p, int m0, int n0, char *smem,
+                                    float (&acc)[C::MT][C::NT][4], H &hook)
 {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int warp_m = warp / C::WARPS_N, warp_n = warp % C::WARPS_N;
@@ -251,6 +267,7 @@ XS_DEV void xs_gemm_mainloop(const xs_gemm_problem &p, int m0, int n0, char *sme
     const int b_row = warp_n * C::WTN + (lane & 7) + ((lane >> 4) << 3);
     const int a_khalf = lane >> 4, b_khalf = (lane >> 3) & 1, sw = lane & 7;
 
+    hook.begin(KT);
     int stage = 0;
 #pragma unroll 1
     for (int kt = 0; kt < KT; kt++) {
@@ -265,6 +282,7 @@ XS_DEV void xs_gemm_mainloop(const xs_gemm_problem &p, int m0, int n0, char *sme
                 XS_GEMM_LOAD(ns, nk);
             xs_cp_async_commit();
         }
+        hook.step(kt);
         const uint32_t sa = s_base + (uint32_t)(stage * C::STAGE_BYTES);
         const uint32_t sb = sa + C::A_BYTES;
 #pragma unroll
@@ -289,8 +307,18 @@ XS_DEV void xs_gemm_mainloop(const xs_gemm_problem &p, int m0, int n0, char *sme
         stage = stage + 1 == C::STAGES ? 0 : stage + 1;
     }
 #undef XS_GEMM_LOAD
+    hook.end(KT);
     xs_cp_async_wait<0>();
-    __syncthreads(); /* ring free: the staging tile may overwrite it */
+    __syncthreads(); /* ring free: the staging tile may overwrite it (and hook stores ordered) */
+}
+
+/* The plain main loop: xs_gemm_mainloop_hooked without a hook (same contract). */
+template <class C>
+XS_DEV void xs_gemm_mainloop(const xs_gemm_problem &p, int m0, int n0, char *smem,
+                             float (&acc)[C::MT][C::NT][4])
+{
+    xs_gemm_no_hook none;
+    xs_gemm_mainloop_hooked<C>(p, m0, n0, smem, acc, none);
 }
 
 /* ---- epilogue ------------------------------------------------------------------------------- */

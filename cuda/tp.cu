@@ -330,149 +330,53 @@ XS_DEV void tp_xfer_retire(tp_xfers *xf, tp_pend *pd, unsigned long long epoch)
     xf->total = 0;
 }
 
-/* xs_gemm_mainloop (cuda/gemm.cuh) with the CTA's transfers streamed through its k-loop: at
- * k-tile kt, thread t < per_it loads unit kt * per_it + t (L2) and stores it one k-tile later, so
- * the load's latency hides behind a k-tile of MMAs and each k-tile issues at most one 16-byte
- * store per thread. per_it spreads the units over all but the last two k-tiles (at most one unit
- * per thread per k-tile; what a short loop cannot take is stored after it). The tile code is the
- * engine's, line for line (same copies, swizzle, fragments, MMAs and barriers); only the stream
- * is added. Ends, like the engine, with every cp.async drained and a barrier - which also orders
- * every streamed store before the caller queues the flags. Replace with the engine's own k-range
- * hook when gemm.cuh has one (docs/TP.md, "Changes requested"). */
+/* The CTA's transfers streamed through a tile's main loop: a main-loop hook of the engine
+ * (xs_gemm_mainloop_hooked, cuda/gemm.cuh). At k-tile kt, thread t < per_it loads unit
+ * kt * per_it + t (L2) and stores it one k-tile later, so the load's latency hides behind a
+ * k-tile of MMAs and each k-tile issues at most one 16-byte store per thread. per_it spreads the
+ * units over all but the last two k-tiles (at most one unit per thread per k-tile; what a short
+ * loop cannot take is stored after it, in end()). The engine's closing barrier then orders every
+ * streamed store before the caller queues the flags. */
 template <class C>
-XS_DEV void tp_mainloop(const xs_gemm_problem &p, int m0, int n0, char *smem,
-                        float (&acc)[C::MT][C::NT][4], const tp_xfers &xf)
-{
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int warp_m = warp / C::WARPS_N, warp_n = warp % C::WARPS_N;
+struct tp_stream {
+    const tp_xfers &xf;
+    int total, per_it;
+    uint4 sv;
+    char *sd; /* destination of the unit held in sv */
 
-#pragma unroll
-    for (int i = 0; i < C::MT; i++)
-#pragma unroll
-        for (int j = 0; j < C::NT; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                acc[i][j][e] = 0.0f;
-
-    const int cchunk = tid & 7, crow = tid >> 3;
-    const xs_bf16 *a_src[C::A_CHUNKS];
-#pragma unroll
-    for (int i = 0; i < C::A_CHUNKS; i++) {
-        int r = m0 + crow + C::ROWS_PER_PASS * i;
-        a_src[i] = NULL;
-        if (r < p.m) {
-            long long ar = p.a_rows ? (long long)__ldg(p.a_rows + r) : (long long)r;
-            a_src[i] = p.a + ar * p.lda + cchunk * 8;
-        }
+    __device__ __forceinline__ tp_stream(const tp_xfers &x)
+        : xf(x), total(x.total), per_it(0), sd(NULL)
+    {
+        sv = make_uint4(0, 0, 0, 0);
     }
-    const xs_bf16 *b_src0 = p.b + (long long)(n0 + crow) * p.ldb + cchunk * 8;
-    const long long b_pass = (long long)C::ROWS_PER_PASS * p.ldb;
-    uint32_t b_ok = 0;
-#pragma unroll
-    for (int i = 0; i < C::B_CHUNKS; i++)
-        if (n0 + crow + C::ROWS_PER_PASS * i < p.n)
-            b_ok |= 1u << i;
-    const uint32_t s_base = xs_smem_u32(smem);
-    const uint32_t c_off = (uint32_t)(crow * 128 + ((cchunk ^ (crow & 7)) << 4));
-
-    const int KT = (p.k + C::BK - 1) / C::BK;
-    /* the stream: units per k-tile */
-    const int total = xf.total;
-    int per_it = KT > 2 ? (total + KT - 3) / (KT - 2) : total;
-    if (per_it > C::THREADS)
-        per_it = C::THREADS;
-    uint4 sv = make_uint4(0, 0, 0, 0);
-    char *sd = NULL; /* destination of the unit held in sv */
-
-#define TP_GEMM_LOAD(s_, kt_)                                                                   \
-    do {                                                                                        \
-        const int k0_ = (kt_) * C::BK;                                                          \
-        const bool kok_ = k0_ + cchunk * 8 < p.k;                                               \
-        const uint32_t sa_ = s_base + (uint32_t)((s_) * C::STAGE_BYTES) + c_off;                \
-        const uint32_t sb_ = sa_ + C::A_BYTES;                                                  \
-        _Pragma("unroll") for (int i_ = 0; i_ < C::A_CHUNKS; i_++)                              \
-        {                                                                                       \
-            const bool ok_ = kok_ && a_src[i_] != NULL;                                         \
-            xs_cp_async16(sa_ + i_ * C::ROWS_PER_PASS * 128, ok_ ? a_src[i_] + k0_ : p.a,      \
-                          ok_ ? 16 : 0);                                                        \
-        }                                                                                       \
-        _Pragma("unroll") for (int i_ = 0; i_ < C::B_CHUNKS; i_++)                              \
-        {                                                                                       \
-            const bool ok_ = kok_ && ((b_ok >> i_) & 1u);                                       \
-            xs_cp_async16(sb_ + i_ * C::ROWS_PER_PASS * 128,                                   \
-                          ok_ ? b_src0 + i_ * b_pass + k0_ : p.b, ok_ ? 16 : 0);               \
-        }                                                                                       \
-    } while (0)
-
-#pragma unroll
-    for (int s = 0; s < C::STAGES - 1; s++) {
-        if (s < KT)
-            TP_GEMM_LOAD(s, s);
-        xs_cp_async_commit();
+    __device__ __forceinline__ void begin(int KT)
+    {
+        per_it = KT > 2 ? (total + KT - 3) / (KT - 2) : total;
+        if (per_it > C::THREADS)
+            per_it = C::THREADS;
     }
-
-    const int a_row = warp_m * C::WTM + (lane & 15);
-    const int b_row = warp_n * C::WTN + (lane & 7) + ((lane >> 4) << 3);
-    const int a_khalf = lane >> 4, b_khalf = (lane >> 3) & 1, sw = lane & 7;
-
-    int stage = 0;
-#pragma unroll 1
-    for (int kt = 0; kt < KT; kt++) {
-        xs_cp_async_wait<C::STAGES - 2>();
-        __syncthreads();
-        {
-            const int nk = kt + C::STAGES - 1;
-            int ns = stage + C::STAGES - 1;
-            if (ns >= C::STAGES)
-                ns -= C::STAGES;
-            if (nk < KT)
-                TP_GEMM_LOAD(ns, nk);
-            xs_cp_async_commit();
-        }
-        /* the stream: store the unit loaded one k-tile ago, load this k-tile's */
-        if (sd) {
+    __device__ __forceinline__ void step(int kt)
+    {
+        const int tid = threadIdx.x;
+        if (sd) { /* the unit loaded one k-tile ago */
             xs_st16v(sd, sv);
             sd = NULL;
         }
-        {
-            const int u = kt * per_it + tid;
-            if (tid < per_it && u < total) {
-                const char *sp;
-                tp_xfer_unit(xf, u, &sp, &sd);
-                sv = __ldcg((const uint4 *)sp);
-            }
+        const int u = kt * per_it + tid;
+        if (tid < per_it && u < total) {
+            const char *sp;
+            tp_xfer_unit(xf, u, &sp, &sd);
+            sv = __ldcg((const uint4 *)sp);
         }
-        const uint32_t sa = s_base + (uint32_t)(stage * C::STAGE_BYTES);
-        const uint32_t sb = sa + C::A_BYTES;
-#pragma unroll
-        for (int ks = 0; ks < C::BK / 16; ks++) {
-            uint32_t af[C::MT][4], bfr[C::NT][2];
-            const uint32_t a_chunk = (uint32_t)(((2 * ks + a_khalf) ^ sw) << 4);
-            const uint32_t b_chunk = (uint32_t)(((2 * ks + b_khalf) ^ sw) << 4);
-#pragma unroll
-            for (int i = 0; i < C::MT; i++)
-                xs_ldsm_x4(af[i][0], af[i][1], af[i][2], af[i][3],
-                           sa + (uint32_t)((a_row + 16 * i) * 128) + a_chunk);
-#pragma unroll
-            for (int j = 0; j < C::NT / 2; j++)
-                xs_ldsm_x4(bfr[2 * j][0], bfr[2 * j][1], bfr[2 * j + 1][0], bfr[2 * j + 1][1],
-                           sb + (uint32_t)((b_row + 16 * j) * 128) + b_chunk);
-#pragma unroll
-            for (int i = 0; i < C::MT; i++)
-#pragma unroll
-                for (int j = 0; j < C::NT; j++)
-                    xs_mma_bf16(acc[i][j], af[i], bfr[j][0], bfr[j][1]);
-        }
-        stage = stage + 1 == C::STAGES ? 0 : stage + 1;
     }
-#undef TP_GEMM_LOAD
-    if (sd)
-        xs_st16v(sd, sv);
-    if (KT * per_it < total) /* uniform: a loop too short for the stream */
-        tp_xfer_flush(xf, KT * per_it, C::THREADS);
-    xs_cp_async_wait<0>();
-    __syncthreads(); /* ring free; every streamed unit stored by every thread */
-}
+    __device__ __forceinline__ void end(int KT)
+    {
+        if (sd)
+            xs_st16v(sd, sv);
+        if (KT * per_it < total) /* uniform: a loop too short for the stream */
+            tp_xfer_flush(xf, KT * per_it, C::THREADS);
+    }
+};
 
 /* The chunks [*c0, *c1] of shard *s that GEMM 0 tile row tm spans (all-gathered A). */
 XS_DEV void tp_chunk_range(const tp_args &a, int tm, int *s, int *c0, int *c1)
@@ -611,10 +515,12 @@ XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, tp_pend 
     }
     float acc[C::MT][C::NT][4];
     /* both end with a barrier: dst rows visible, every streamed unit stored (scratch free) */
-    if (xf->total)
-        tp_mainloop<C>(p, m0, n0, smem, acc, *xf);
-    else
+    if (xf->total) {
+        tp_stream<C> stream(*xf);
+        xs_gemm_mainloop_hooked<C>(p, m0, n0, smem, acc, stream);
+    } else {
         xs_gemm_mainloop<C>(p, m0, n0, smem, acc);
+    }
     /* a release point: the previous tasks' stores precede this main loop's barriers; then the
      * flags of the transfers just streamed are queued for the next one */
     if (tid == 0) {
