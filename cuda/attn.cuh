@@ -52,6 +52,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -267,6 +268,20 @@ XS_DEV void xs_attn_store_units(const xs_attn_args &a, const xs_wintab &tab,
     }
 }
 
+/* Slice placement for split = n over a tile of nkb iterations: slice s rides on iteration
+ * floor(s*nkb/n); by iteration j, ceil((j+1)*n/nkb) slices (at most n) are due. The kernel
+ * evaluates these once per slice; the host mirrors (bench_up.cu's schedule, test_attn) use the
+ * same functions. */
+XS_HD int xs_attn_slice_iter(int n, int nkb, int s)
+{
+    return (int)((long long)s * nkb / n);
+}
+XS_HD int xs_attn_slices_due(int n, int nkb, int j)
+{
+    const long long d = ((long long)(j + 1) * n + nkb - 1) / nkb;
+    return d < n ? (int)d : n;
+}
+
 /* Tile of CTA b in wave w: the snake assignment described at the top of the file. */
 XS_HD int xs_attn_snake(int grid, int w, int b) { return w * grid + ((w & 1) ? grid - 1 - b : b); }
 
@@ -323,6 +338,11 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
     const int upi = split > 0 ? (XS_ATTN_UNITS_PER_WARP + split - 1) / split : 0;
     int pend_u = XS_ATTN_UNITS_PER_WARP; /* units of the staged tile already stored */
     int pend_row0 = 0, pend_h = 0;
+    /* Slices of the staged tile issued so far and the iteration at which the next is due
+     * (INT_MAX: none left). The main loop only compares j with due_j; the division that places
+     * a slice runs once per slice, not once per iteration: run 4's kernel divided on every
+     * iteration of a tile with slices pending and ran ~5 % slower than with split = 0. */
+    int slices = 0, due_j = INT_MAX;
 
     /* this CTA's tiles: k-th of `mine` (grid <= tiles, so mine >= 1) */
     const int rev = (a.out == XS_ATTN_OUT_WINDOWS && a.order == XS_ATTN_ORDER_EARLY)
@@ -398,9 +418,9 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
             }
             /* reshape: the previous tile's slices due by this iteration ride on it; slice s
              * belongs to iteration floor(s*nkb/split), so ceil((j+1)*split/nkb) are due */
-            if (pend_u < XS_ATTN_UNITS_PER_WARP) {
-                const int due = ((j + 1) * split + nkb - 1) / nkb;
-                const int u1 = min(XS_ATTN_UNITS_PER_WARP, due * upi);
+            if (j >= due_j) {
+                slices = xs_attn_slices_due(split, nkb, j);
+                const int u1 = min(XS_ATTN_UNITS_PER_WARP, slices * upi);
                 if (u1 > pend_u) {
                     uint64_t t0 = warp == 0 ? xs_globaltimer() : 0;
                     xs_attn_store_units(a, tab, stg, pend_row0, pend_h, pend_u, u1, lane);
@@ -408,6 +428,8 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
                         store_ns += xs_globaltimer() - t0;
                     pend_u = u1;
                 }
+                due_j = pend_u < XS_ATTN_UNITS_PER_WARP ? xs_attn_slice_iter(split, nkb, slices)
+                                                        : INT_MAX;
             }
 
             const int key0 = j * XS_ATTN_BN;
@@ -538,6 +560,8 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
             pend_u = 0;
             pend_row0 = wrow0;
             pend_h = h;
+            slices = 0;
+            due_j = 0; /* slice 0 rides on iteration 0 of the next tile */
         }
         if (tid == 0 && a.tile_ns)
             a.tile_ns[tile] = xs_globaltimer();

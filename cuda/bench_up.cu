@@ -82,6 +82,8 @@ typedef struct {
     double pb_us, pb_min, pb_max, pb_pred_us, pb_vis_us;
     double fused_us, fused_min, fused_max, fused_vis_us, pred_us, pred_err_pct, store_us;
     double hidden_pct, speedup, max_err;
+    double crit_peak_mb, crit_sync_mb;      /* criterion_measured: peak backlog, sync. form */
+    int crit_keff;                          /* most CTAs issuing at once (measured arrivals) */
 } up_row;
 
 /* ---- options -------------------------------------------------------------------------------- */
@@ -374,7 +376,7 @@ static xs_status build_schedule(const up_cfg *c, const double *dur_ns, int order
                                              * its slices */
             for (int j = 0; j < nk; j++) {
                 /* slices due by iteration j: ceil((j+1)*split/nk), as in xs_attn_cta */
-                const int due = (int)(((long long)(j + 1) * split + nk - 1) / nk);
+                const int due = xs_attn_slices_due(split, nk, j);
                 if (due > sent + ng) {
                     if (jg >= 0)
                         UP_ROW(K[k], Bw[k] * ng / split, t_it * (j - jg));
@@ -434,6 +436,95 @@ static double predict_delta_ns(const xs_profile *p, const up_cfg *c, const doubl
     return real_ns - ideal_ns;
 }
 
+/* The criterion on the kernel as it runs (docs/UP.md, "Criterion"). The closed forms of
+ * xs_bg_eval assume either synchronised producers (K*B - R*T_iss0 <= Q(K): 132 CTAs x 32 KB
+ * fails it wherever the link is idle most of the time) or, in EP's staggered form, producers
+ * spread evenly over the period (about K*T_iss0/(T_iss0+G) in their epilogue at once). Which
+ * one this kernel is depends on the shape: non-causal waves end together, causal blocks of one
+ * wave end apart. So the test is evaluated on the arrivals the piggyback kernel would make,
+ * taken from the fa run (same order, snake): tile t's remote bytes B_t enter the stage from
+ * its measured end stamp on, after the profile's overhead o, at the producer's issue rate r
+ * (T_iss0 = o + B_t/r); the stage drains at R. The criterion holds when this fluid backlog
+ * never exceeds Q(grid), the profile's headroom for the grid's CTAs (the capacity part; a rate
+ * above R for long enough shows up as a growing backlog, so it covers the rate part). Evenly
+ * staggered ends give EP's form, synchronised ends the synchronised one. Fills *peak_bytes,
+ * *k_eff (most CTAs issuing at once) and *sync_bytes (the largest position's K*B - R*T_iss0,
+ * the synchronised form, for comparison). Returns 1 (holds), 0 (fails) or -1 (no stamps). */
+typedef struct {
+    double t;   /* ns */
+    int d;      /* +1 an issuer starts, -1 one ends */
+} up_ev;
+
+static int up_ev_cmp(const void *a, const void *b)
+{
+    const up_ev *x = (const up_ev *)a, *y = (const up_ev *)b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x->d - y->d; /* ends before starts at one instant */
+}
+
+static int criterion_measured(const xs_profile *p, const up_cfg *c, const uint64_t *tns,
+                              double *peak_bytes, int *k_eff, double *sync_bytes)
+{
+    const double r = p->issue_bytes_per_ns, R = p->drain_bytes_per_ns;
+    const double o = p->issue_overhead_ns;
+    *peak_bytes = 0, *k_eff = 0, *sync_bytes = 0;
+    if (!(r > 0) || !(R > 0))
+        return -1;
+    up_ev *ev = (up_ev *)malloc((size_t)2 * c->tiles * sizeof *ev);
+    if (!ev)
+        return -1;
+    int n = 0;
+    /* the synchronised form per position k of the snake: K_k CTAs x mean B_k */
+    const int W = (c->tiles + c->grid - 1) / c->grid;
+    for (int k = 0; k < W; k++) {
+        double kk = 0, bb = 0;
+        for (int b = 0; b < c->grid; b++) {
+            if (k >= xs_attn_cta_count(c->tiles, c->grid, b))
+                continue;
+            const double rb = tile_remote_bytes(
+                c, xs_attn_cta_tile(XS_ATTN_ORDER_SNAKE, c->tiles, 0, c->grid, b, k));
+            kk += rb > 0, bb += rb;
+        }
+        if (kk > 0) {
+            const double v = bb - R * (o + bb / kk / r);
+            if (v > *sync_bytes)
+                *sync_bytes = v;
+        }
+    }
+    for (int t = 0; t < c->tiles; t++) {
+        const double rb = tile_remote_bytes(c, t);
+        if (rb <= 0)
+            continue;
+        if (tns[t] == 0) {
+            free(ev);
+            return -1;
+        }
+        ev[n].t = (double)tns[t] + o, ev[n++].d = 1;
+        ev[n].t = (double)tns[t] + o + rb / r, ev[n++].d = -1;
+    }
+    qsort(ev, (size_t)n, sizeof *ev, up_ev_cmp);
+    /* fluid queue: inflow r per active issuer, outflow R while anything is held */
+    double q = 0, peak = 0;
+    int act = 0, kmax = 0;
+    for (int i = 0; i < n; i++) {
+        if (i > 0) {
+            const double dt = ev[i].t - ev[i - 1].t;
+            q += (act * r - R) * dt;
+            if (q < 0)
+                q = 0;
+            if (q > peak)
+                peak = q;
+        }
+        act += ev[i].d;
+        if (act > kmax)
+            kmax = act;
+    }
+    free(ev);
+    *peak_bytes = peak, *k_eff = kmax;
+    return peak <= xs_capacity(p, c->grid) * (1 + 1e-9);
+}
+
 /* The kernel's reshape family in the planner's order of preference among predictions that tie
  * (within UP_TIE of the best): the most spread split first (the lowest injection rate; slices
  * of at least one 256-byte row per warp, so that PCIe writes stay whole rows), the snake before
@@ -447,40 +538,30 @@ static const struct {
 enum { UP_NCANDS = sizeof up_cands / sizeof up_cands[0] };
 #define UP_TIE 1e-3 /* relative: predictions this close to the best count as equal */
 
-/* The planner in the loop: the criterion on the piggyback schedule (xs_plan_schedule); where it
- * holds, piggyback; where it fails, the member of the kernel's reshape family (order x split,
- * piggyback included) with the smallest predicted time, ties resolved by up_cands' order.
- * --split / --order restrict the family (both given: that one). Fills row->criterion_ok,
- * split, order; *d_pb and *d_fu get the predicted backpressure cost (ns) of piggyback and of
- * the choice. */
+/* The planner in the loop: the criterion on the piggyback kernel's measured arrivals
+ * (criterion_measured, fa's stamps `tns`), and the member of the kernel's family (order x split,
+ * piggyback included) with the smallest predicted time, ties resolved by up_cands' order, in
+ * every row: where the criterion holds the spread splits cost no more than piggyback and, unlike
+ * it, do not depend on the calibrated headroom (docs/UP.md, "Criterion"). --split / --order
+ * restrict the family (both given: that one). Fills row->criterion_ok and the criterion's
+ * numbers, split, order; *d_pb and *d_fu get the predicted backpressure cost (ns) of piggyback
+ * and of the choice. */
 static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, const double *dur,
-                 up_row *row, double *d_pb, double *d_fu)
+                 const uint64_t *tns, up_row *row, double *d_pb, double *d_fu)
 {
     *d_pb = predict_delta_ns(prof, c, dur, XS_ATTN_ORDER_SNAKE, 0);
-    xs_schedule s;
-    double lead;
-    char how[256] = "model failed";
-    row->criterion_ok = -1;
-    if (build_schedule(c, dur, XS_ATTN_ORDER_SNAKE, 0, &s, &lead) == XS_OK) {
-        xs_plan pl;
-        if (s.nrows == 0) {
-            row->criterion_ok = 1;
-            snprintf(how, sizeof how, "nothing crosses the link");
-        } else if (xs_plan_schedule(prof, &s, NULL, &pl) == XS_OK) {
-            row->criterion_ok = pl.criterion_ok;
-            snprintf(how, sizeof how, "%s", pl.how);
-            xs_plan_free(&pl);
-        } else {
-            fprintf(stderr, "xstage: warning: plan: %s\n", xs_errmsg());
-        }
-        xs_schedule_free(&s);
-    }
+    char how[320] = "model failed";
+    double peak = 0, sync = 0;
+    int keff = 0;
+    row->criterion_ok = criterion_measured(prof, c, tns, &peak, &keff, &sync);
+    row->crit_peak_mb = peak / 1e6, row->crit_sync_mb = sync / 1e6, row->crit_keff = keff;
+    if (row->criterion_ok >= 0)
+        snprintf(how, sizeof how, "measured arrivals: peak backlog %.2f MB, %d CTAs issuing at "
+                 "once, Q(%d) %.2f MB; synchronised form K*B-R*T_iss0 %.2f MB", peak / 1e6,
+                 keff, c->grid, xs_capacity(prof, c->grid) / 1e6, sync / 1e6);
+    if (c->remote == 0)
+        row->criterion_ok = 1, snprintf(how, sizeof how, "nothing crosses the link");
     row->order = XS_ATTN_ORDER_SNAKE, row->split = 0, *d_fu = *d_pb;
-    if (o->split < 0 && o->order < 0 && row->criterion_ok == 1) {
-        printf("# plan seq %d heads %d causal %d peers %d: criterion holds (%s): piggyback\n",
-               c->seq, c->heads, c->causal, c->peers, how);
-        return;
-    }
     /* the family, restricted by --split / --order */
     int ord[2 * UP_NCANDS], spl[2 * UP_NCANDS], n = 0;
     for (int i = 0; i < UP_NCANDS; i++)
@@ -515,7 +596,7 @@ static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, cons
     if (pick < 0) /* every prediction failed: keep what the kernel does unplanned */
         pick = n - 1;
     row->order = ord[pick], row->split = spl[pick], *d_fu = d[pick];
-    printf("# plan seq %d heads %d causal %d peers %d: criterion %s (xs_plan: %s); chosen %s "
+    printf("# plan seq %d heads %d causal %d peers %d: criterion %s (%s); chosen %s "
            "split %d, backpressure %+.1f us (piggyback %+.1f us)\n", c->seq, c->heads, c->causal,
            c->peers, row->criterion_ok == 1 ? "holds" : row->criterion_ok == 0 ? "fails" : "?",
            how, row->order == XS_ATTN_ORDER_EARLY ? "early" : "snake", row->split, *d_fu / 1e3,
@@ -783,7 +864,7 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
                 c->causal, row->max_err, ref_ratio, UP_ATOL, UP_RTOL);
     }
     double d_pb, d_fu;
-    plan(o, prof, c, dur, row, &d_pb, &d_fu);
+    plan(o, prof, c, dur, tns, row, &d_pb, &d_fu);
     const int same = row->split == 0 && row->order == XS_ATTN_ORDER_SNAKE;
 
     /* ---- measure: fa, serial, piggyback and the plan, one of each per repetition ---- */
@@ -845,19 +926,22 @@ static const char csv_header[] =
     "seq,heads,head_dim,causal,peers,grid,tiles,comm_mb,fa_us,fa_min_us,fa_max_us,fa_evt_us,"
     "fa_tflops,copy_us,serial_us,serial_min_us,serial_max_us,pb_us,pb_min_us,pb_max_us,"
     "pb_pred_us,pb_vis_us,criterion_ok,split,fused_us,fused_min_us,fused_max_us,fused_vis_us,"
-    "pred_us,pred_err_pct,store_us,hidden_pct,speedup,max_err,verified,order,comm_ratio";
+    "pred_us,pred_err_pct,store_us,hidden_pct,speedup,max_err,verified,order,comm_ratio,"
+    "crit_peak_mb,crit_sync_mb,crit_keff";
 
 static void csv_row(FILE *f, const up_row *r)
 {
     fprintf(f,
             "%d,%d,%d,%d,%d,%d,%d,%.4f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,"
-            "%.2f,%.2f,%.2f,%d,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%.2f,%.4f,%.3g,%d,%d,%.4f\n",
+            "%.2f,%.2f,%.2f,%d,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%.2f,%.4f,%.3g,%d,%d,%.4f,"
+            "%.4f,%.4f,%d\n",
             r->seq, r->heads, XS_ATTN_D, r->causal, r->peers, r->grid, r->tiles, r->comm_mb,
             r->fa_us, r->fa_min, r->fa_max, r->fa_evt_us, r->fa_tflops, r->copy_us,
             r->serial_us, r->serial_min, r->serial_max, r->pb_us, r->pb_min, r->pb_max,
             r->pb_pred_us, r->pb_vis_us, r->criterion_ok, r->split, r->fused_us, r->fused_min,
             r->fused_max, r->fused_vis_us, r->pred_us, r->pred_err_pct, r->store_us,
-            r->hidden_pct, r->speedup, r->max_err, r->verified, r->order, r->comm_ratio);
+            r->hidden_pct, r->speedup, r->max_err, r->verified, r->order, r->comm_ratio,
+            r->crit_peak_mb, r->crit_sync_mb, r->crit_keff);
 }
 
 static void table_header(void)
@@ -915,16 +999,15 @@ static int summary(const up_row *rows, int nrows)
         sp[i] = r->speedup;
         nok += r->verified;
         const int reshaped = r->split > 0 || r->order == XS_ATTN_ORDER_EARLY;
-        if (r->criterion_ok == 1 && !reshaped) {
+        if (r->criterion_ok == 1) { /* the plan's hiding, whichever member it chose */
             ncrit++;
             ncrit90 += r->hidden_pct >= UP_HIDDEN_TARGET;
             min_hid_crit = fmin(min_hid_crit, r->hidden_pct);
-        } else if (reshaped) {
+            npb += !reshaped;
+        } else {
             nresh++;
             nresh90 += r->hidden_pct >= UP_HIDDEN_TARGET;
             min_hid_resh = fmin(min_hid_resh, r->hidden_pct);
-        } else {
-            npb++; /* criterion fails, and the model judged piggyback best */
         }
         if (isfinite(r->pred_err_pct)) {
             npred++;
@@ -961,12 +1044,20 @@ static int summary(const up_row *rows, int nrows)
     printf("# summary: serial/fused >= %.1fx at the shortest sequence where comm/compute is in "
            "[%.1f, %.1f]: %d of %d rows\n", UP_SPEEDUP_TARGET, UP_SAME_LO, UP_SAME_HI, nacc_met,
            nacc);
-    printf("# summary: criterion holds (piggyback): hidden >= 90%% in %d of %d rows (min "
-           "%.1f%%)%s\n", ncrit90, ncrit, ncrit ? min_hid_crit : NAN,
-           ncrit ? "" : ": the criterion holds in no row");
-    printf("# summary: criterion fails, reshaped: hidden >= 90%% in %d of %d rows (min %.1f%%); "
-           "piggyback kept (predicted best): %d rows\n", nresh90, nresh,
-           nresh ? min_hid_resh : NAN, npb);
+    printf("# summary: criterion holds (measured arrivals): hidden >= 90%% in %d of %d rows "
+           "(min %.1f%%; plan piggyback in %d of them)%s\n", ncrit90, ncrit,
+           ncrit ? min_hid_crit : NAN, npb, ncrit ? "" : ": the criterion holds in no row");
+    for (int i = 0; i < nrows; i++) {
+        const up_row *r = &rows[i];
+        if (r->criterion_ok == 1 && !(r->hidden_pct >= UP_HIDDEN_TARGET))
+            printf("# summary:   hidden %.1f%%: seq %d heads %d causal %d peers %d (plan %s "
+                   "split %d, comm/compute %.2f, piggyback %.1f us over fa)\n", r->hidden_pct,
+                   r->seq, r->heads, r->causal, r->peers,
+                   r->order == XS_ATTN_ORDER_EARLY ? "early" : "snake", r->split, r->comm_ratio,
+                   r->pb_us - r->fa_us);
+    }
+    printf("# summary: criterion fails: hidden >= 90%% in %d of %d rows (min %.1f%%)\n",
+           nresh90, nresh, nresh ? min_hid_resh : NAN);
     printf("# summary: planner's predicted fused time within %.0f%% in %d of %d rows (worst "
            "%.1f%%)\n", UP_PRED_TOL_PCT, nerr, npred, worst_err);
     for (int i = 0; i < nrows; i++) {

@@ -333,6 +333,41 @@ static void test_fused_offset(const shape *s, int P)
     xs_win_close(ws);
 }
 
+/* Slice placement (host side of the functions the kernel uses): the kernel's walk - compare j
+ * with the next slice's iteration, place slices only there - issues, at every iteration of a
+ * tile, exactly the units the definition asks for: ceil((j+1)*n/nkb) slices by iteration j
+ * (slice s at floor(s*nkb/n)), every unit once, all of them by the last iteration. */
+static void test_slices(void)
+{
+    int bad = 0, cases = 0;
+    for (int n = 1; n <= XS_ATTN_MAX_SPLIT && bad < 5; n += 1 + n / 8)
+        for (int nkb = 1; nkb <= 1100 && bad < 5; nkb += 1 + nkb / 5) {
+            const int upi = (XS_ATTN_UNITS_PER_WARP + n - 1) / n;
+            int pend = 0, due_j = 0, slices = 0;
+            for (int j = 0; j < nkb; j++) {
+                if (j >= due_j) { /* as in xs_attn_cta */
+                    slices = xs_attn_slices_due(n, nkb, j);
+                    int u1 = slices * upi < XS_ATTN_UNITS_PER_WARP ? slices * upi
+                                                                   : XS_ATTN_UNITS_PER_WARP;
+                    if (u1 > pend)
+                        pend = u1;
+                    due_j = pend < XS_ATTN_UNITS_PER_WARP ? xs_attn_slice_iter(n, nkb, slices)
+                                                          : INT_MAX;
+                    if (due_j <= j)
+                        bad++; /* the walk would stall on one iteration */
+                }
+                int want = 0; /* the definition: slices s with floor(s*nkb/n) <= j */
+                for (int s2 = 0; s2 < n; s2++)
+                    want += (long long)s2 * nkb / n <= j;
+                want = want * upi < XS_ATTN_UNITS_PER_WARP ? want * upi : XS_ATTN_UNITS_PER_WARP;
+                bad += pend != want;
+                cases++;
+            }
+            bad += pend != XS_ATTN_UNITS_PER_WARP;
+        }
+    XT_CHECK(bad == 0 && cases > 1000, "slice placement: %d violations in %d cases", bad, cases);
+}
+
 /* The tile orders (host side of the functions the kernel uses): for every grid, each order is a
  * permutation of the tiles; a CTA computes the snake's tiles; SNAKE walks them in increasing
  * tile index; EARLY walks its tiles below `remote` first, in decreasing index, then the rest in
@@ -517,6 +552,16 @@ static void test_bad_input(const shape *s)
 int main(int argc, char **argv)
 {
     uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : (uint64_t)time(NULL);
+    /* --tiny (after the seed): two shapes, one fused group, for compute-sanitizer's racecheck
+     * (tests/gpu/sanitize.sh), which is slow on this shared-memory-heavy kernel */
+    int tiny = 0;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--tiny")) {
+            fprintf(stderr, "usage: test_attn [seed] [--tiny]\n");
+            return 2;
+        }
+        tiny = 1;
+    }
     rng_state = seed;
     printf("test_attn: seed %llu (pass it as the first argument to repeat)\n",
            (unsigned long long)seed);
@@ -527,13 +572,17 @@ int main(int argc, char **argv)
         return xt_done();
     printf("test_attn: %s, %d SMs\n", gi.name, gi.sm_count);
     test_orders();
+    test_slices();
 
     /* (seq, heads): tails of every kind against BLOCK_M = 128 and BLOCK_N = 64 */
     const int shapes[][2] = {{1, 1}, {7, 2}, {64, 1}, {65, 3}, {128, 2}, {129, 1},
                              {200, 3}, {257, 2}, {384, 3}};
+    const int tiny_shapes[][2] = {{65, 3}, {200, 3}};
+    const size_t nshapes = tiny ? 2 : sizeof shapes / sizeof shapes[0];
     shape s;
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        shape_init(&s, shapes[i][0], shapes[i][1]);
+    for (size_t i = 0; i < nshapes; i++) {
+        const int *sh = tiny ? tiny_shapes[i] : shapes[i];
+        shape_init(&s, sh[0], sh[1]);
         test_local(&s, gi.sm_count);
         if (s.seq == 384) {
             test_fused(&s, 3, gi.sm_count);  /* 128 rows per rank: tiles align with ranks */
