@@ -8,7 +8,10 @@
  * <= 1e-2 against cuBLAS (fp32 output). Throughput is reported, not asserted: median of -n
  * repetitions with p10/p90, after warm-up, inputs rotated over copies larger than L2.
  *
- * usage: test_gemm [--quick] [-n reps] [--csv FILE]      last line: "N passed, N failed"
+ * usage: test_gemm [--quick | --tiny] [-n reps] [--csv FILE]   last line: "N passed, N failed"
+ * --tiny (for compute-sanitizer, tests/gpu/sanitize.sh): the bad-input checks and four small
+ * shapes that still cover partial tiles, gather, scale and SwiGLU on both engines; no cuBLAS
+ * (its own kernels are not ours to check), no throughput.
  */
 #include <getopt.h>
 #include <math.h>
@@ -405,9 +408,10 @@ static void run_perf(xs_cublas *cb, const xs_gpu_info *gi, int quick, int reps, 
 
 int main(int argc, char **argv)
 {
-    int quick = 0, reps = 20;
+    int quick = 0, tiny = 0, reps = 20;
     const char *csv_path = NULL;
     static const struct option opts[] = {{"quick", no_argument, 0, 'q'},
+                                         {"tiny", no_argument, 0, 't'},
                                          {"csv", required_argument, 0, 'c'},
                                          {"iters", required_argument, 0, 'n'},
                                          {"help", no_argument, 0, 'h'},
@@ -416,6 +420,7 @@ int main(int argc, char **argv)
     while ((ch = getopt_long(argc, argv, "qn:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'q': quick = 1; break;
+        case 't': tiny = 1; break;
         case 'c': csv_path = optarg; break;
         case 'n':
             reps = atoi(optarg);
@@ -425,10 +430,10 @@ int main(int argc, char **argv)
             }
             break;
         case 'h':
-            printf("usage: test_gemm [--quick] [-n reps] [--csv FILE]\n");
+            printf("usage: test_gemm [--quick | --tiny] [-n reps] [--csv FILE]\n");
             return 0;
         default:
-            fprintf(stderr, "usage: test_gemm [--quick] [-n reps] [--csv FILE]\n");
+            fprintf(stderr, "usage: test_gemm [--quick | --tiny] [-n reps] [--csv FILE]\n");
             return 2;
         }
     }
@@ -462,9 +467,19 @@ int main(int argc, char **argv)
         {300, 520, 1000, 0, 0, 0}, {200, 264, 136, 1, 1, 0}, {33, 19, 520, 1, 0, 0},
         {150, 320, 264, 0, 0, 1}, {64, 96, 128, 1, 1, 1},  {257, 544, 72, 0, 1, 1},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        check_small<xs_gemm_big>(&cases[i], "big");
-        check_small<xs_gemm_small>(&cases[i], "small");
+    /* --tiny: a partial tile in every dimension (17x24x40, 129x257x72), gather + scale +
+     * SwiGLU (64x96x128), scale + SwiGLU across tile edges (257x544x72) */
+    static const size_t tiny_cases[] = {1, 4, 10, 11};
+    const size_t ncases = tiny ? sizeof tiny_cases / sizeof tiny_cases[0]
+                               : sizeof cases / sizeof cases[0];
+    for (size_t j = 0; j < ncases; j++) {
+        const gcase *c = &cases[tiny ? tiny_cases[j] : j];
+        check_small<xs_gemm_big>(c, "big");
+        check_small<xs_gemm_small>(c, "small");
+    }
+    if (tiny) {
+        XS_CHECK_CU(cudaDeviceSynchronize());
+        return xt_done();
     }
 
     xs_cublas *cb = NULL;
