@@ -77,6 +77,9 @@ typedef struct {
     double arbitration_skew;            /* optional: spread of the producers' shares of a
                                          * contended stage, log scale; 0 = fair; default 0 */
     double barrier_ns;                  /* optional: one grid barrier (sync replay); default 0 */
+    double start_ns;                    /* optional: from the schedule's start instant to every
+                                         * producer's first burst (kernel prologue: reading the
+                                         * first row, a CTA barrier); shifts all ends; default 0 */
     char device[128];                   /* e.g. "NVIDIA H200" */
     char path[16];                      /* "host", "local", "peer" or "virtual" */
     char date[32];                      /* ISO date of the calibration */

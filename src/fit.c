@@ -184,6 +184,19 @@ static xs_status fit_issue(const xs_samples *s, xs_profile *p, xs_fit_report *re
     fit_issue_for(s, bb, &p->issue_overhead_ns, &p->issue_bytes_per_ns, &rep->issue_resid_med,
                   &rep->issue_resid_max, published);
     p->queue_bytes_per_producer = bb;
+    /* start: a schedule's first burst begins start_ns after its start instant (the producer
+     * reads its first row and passes a CTA barrier). In an unconstrained first row every
+     * producer starts then, so end_ns - issue_max_ns is that delay; the median over the runs.
+     * The published form has no such term. */
+    p->start_ns = 0;
+    double *d = published ? NULL : malloc((size_t)n * sizeof *d);
+    int nd = 0;
+    for (size_t i = 0; d && i < s->n; i++)
+        if (is(&s->v[i], "issue") && s->v[i].row == 0 && s->v[i].end_ns > s->v[i].issue_max_ns)
+            d[nd++] = s->v[i].end_ns - s->v[i].issue_max_ns;
+    if (nd)
+        p->start_ns = xs_median(d, (size_t)nd);
+    free(d);
     return XS_OK;
 }
 

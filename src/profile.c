@@ -54,13 +54,14 @@ static const numeric_field numeric_fields[] = {
     FIELD(reserve_bytes_per_producer, 0),
     FIELD(arbitration_skew, 0),
     FIELD(barrier_ns, 0),
+    FIELD(start_ns, 0),
 };
 #define NNUMERIC (sizeof numeric_fields / sizeof numeric_fields[0])
 
 const char *const xs_profile_fields[] = {
     "issue_bytes_per_ns", "issue_overhead_ns", "drain_bytes_per_ns", "capacity_bytes",
     "capacity_bytes_per_producer", "chunk_bytes", "queue_bytes_per_producer",
-    "reserve_bytes_per_producer", "arbitration_skew", "barrier_ns", NULL};
+    "reserve_bytes_per_producer", "arbitration_skew", "barrier_ns", "start_ns", NULL};
 
 /* Keys that may appear besides the numeric fields; anything else is a typo. */
 static const char *const other_keys[] = {"device", "path", "date", "command", "provisional",
@@ -326,6 +327,8 @@ xs_status xs_profile_check(const xs_profile *p, const char *name)
                          p->queue_bytes_per_producer);
     if (p->barrier_ns < 0)
         return xs_seterr(XS_ERANGE, "%s: barrier_ns = %g must be >= 0", name, p->barrier_ns);
+    if (p->start_ns < 0 || p->start_ns > 1e9)
+        return xs_seterr(XS_ERANGE, "%s: start_ns = %g must be within 0..1e9", name, p->start_ns);
     return XS_OK;
 }
 
@@ -347,7 +350,7 @@ xs_status xs_profile_set(xs_profile *p, const char *assignment)
                          "issue_bytes_per_ns, issue_overhead_ns, drain_bytes_per_ns, "
                          "capacity_bytes, capacity_bytes_per_producer, chunk_bytes, "
                          "queue_bytes_per_producer, reserve_bytes_per_producer, "
-                         "arbitration_skew, barrier_ns)",
+                         "arbitration_skew, barrier_ns, start_ns)",
                          name, s ? "; did you mean '" : "", s ? s : "", s ? "'?" : "");
     }
     const char *v = eq + 1;
@@ -405,7 +408,8 @@ void xs_profile_print(const xs_profile *p, FILE *f)
         fprintf(f, "# produced by: %s\n", p->command);
     fprintf(f, "%-30s %14s  %s\n", "field", "value", "unit");
     static const char *const units[] = {"bytes/ns", "ns", "bytes/ns", "bytes", "bytes", "bytes",
-                                        "bytes", "bytes", "", "ns"};
+                                        "bytes", "bytes", "", "ns", "ns"};
+    _Static_assert(sizeof units / sizeof units[0] == NNUMERIC, "one unit per numeric field");
     for (size_t i = 0; i < NNUMERIC; i++)
         fprintf(f, "%-30s %14.6g  %s\n", numeric_fields[i].name,
                 *field_ptr((xs_profile *)p, &numeric_fields[i]), units[i]);

@@ -389,8 +389,9 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
         }                                                                                     \
     } while (0)
 
+    /* every producer's program begins start_ns after the schedule's start instant */
     for (int p = 0; p < np; p++) {
-        PROGRAM_START(p, 0.0);
+        PROGRAM_START(p, pf->start_ns);
         SETTLE(p);
     }
 

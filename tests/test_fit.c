@@ -95,6 +95,9 @@ static void test_recover(const xs_profile *truth, int published)
     XT_CHECK(p.chunk_bytes >= truth->chunk_bytes / 4 && p.chunk_bytes <= truth->chunk_bytes * 4,
              "chunk %g vs %g", p.chunk_bytes, truth->chunk_bytes);
     XT_CHECK(rep.issue_resid_max < 0.01, "issue residual %g", rep.issue_resid_max);
+    /* the start delay is read off the first rows' ends; the published form has none */
+    XT_CHECK(fabs(p.start_ns - (published ? 0 : truth->start_ns)) < 0.5, "start %g vs %g",
+             p.start_ns, published ? 0 : truth->start_ns);
     XT_CHECK(!p.provisional, "a fitted profile is not provisional");
     xs_samples_free(&s);
     xs_samples_free(&t);
@@ -147,6 +150,10 @@ static void test_h200(void)
     XT_NEAR(p.queue_bytes_per_producer, want.queue_bytes_per_producer, 1e-9);
     XT_NEAR(p.reserve_bytes_per_producer, want.reserve_bytes_per_producer, 1e-9);
     XT_NEAR(p.chunk_bytes, want.chunk_bytes, 1e-9);
+    /* start_ns (added after that run; the file carries what this code fits): the replay kernel
+     * begins a schedule's first bursts about half a microsecond after its start instant */
+    XT_CHECK(fabs(p.start_ns - want.start_ns) < 1 && p.start_ns > 300 && p.start_ns < 800,
+             "start %g vs %g", p.start_ns, want.start_ns);
     /* physics: PCIe Gen5 x16 posted writes; one SM issues about 50 B/ns */
     XT_CHECK(p.drain_bytes_per_ns > 40 && p.drain_bytes_per_ns < 64, "PCIe drain %g B/ns",
              p.drain_bytes_per_ns);
@@ -159,6 +166,7 @@ static void test_h200(void)
     xs_profile_default(&pp);
     XT_CHECK(xs_fit_profile_published(&s, &pp, &prep) == XS_OK, "%s", xs_errmsg());
     XT_NEAR(pp.drain_bytes_per_ns, p.drain_bytes_per_ns, 1e-9);
+    XT_CHECK(pp.start_ns == 0, "the published form has no start delay: %g", pp.start_ns);
     XT_CHECK(rep.chunk_err < prep.chunk_err, "extended form fits better: %g vs published %g",
              rep.chunk_err, prep.chunk_err);
     xs_samples_free(&s);
@@ -175,7 +183,9 @@ int main(void)
     truth.capacity_bytes_per_producer = 0;
     truth.queue_bytes_per_producer = 8192;
     truth.chunk_bytes = 4096;
+    truth.start_ns = 537;
     test_recover(&truth, 0);
+    truth.start_ns = 0;
     truth.capacity_bytes = 2621440;
     truth.queue_bytes_per_producer = 0;
     truth.chunk_bytes = 2048;

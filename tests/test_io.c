@@ -112,17 +112,25 @@ static void test_profile_good(void)
 {
     xs_profile p;
     XT_CHECK(prof(GOOD, &p) == XS_OK, "%s", xs_errmsg());
-    XT_CHECK(p.issue_overhead_ns == 80 && p.barrier_ns == 0 && !strcmp(p.path, "host") &&
+    XT_CHECK(p.issue_overhead_ns == 80 && p.barrier_ns == 0 && p.start_ns == 0 &&
+                 !strcmp(p.path, "host") &&
                  !strcmp(p.device, "NVIDIA H200"), "fields");
     XT_CHECK(xs_profile_set(&p, "drain_bytes_per_ns=60.5") == XS_OK, "%s", xs_errmsg());
     XT_CHECK(p.drain_bytes_per_ns == 60.5, "set applied");
+    XT_CHECK(xs_profile_set(&p, "start_ns=556.5") == XS_OK && p.start_ns == 556.5, "%s",
+             xs_errmsg());
+    XT_CHECK(xs_profile_set(&p, "start_ns=-1") == XS_OK &&
+                 xs_profile_check(&p, "t") == XS_ERANGE && strstr(xs_errmsg(), "start_ns"),
+             "negative start_ns refused: %s", xs_errmsg());
+    p.start_ns = 556.5;
     char path[] = "/tmp/xs-prof-XXXXXX";
     int fd = mkstemp(path);
     close(fd);
     XT_CHECK(xs_profile_save(&p, path) == XS_OK, "%s", xs_errmsg());
     xs_profile q;
     XT_CHECK(xs_profile_load(path, &q) == XS_OK, "%s", xs_errmsg());
-    XT_CHECK(q.drain_bytes_per_ns == 60.5 && q.chunk_bytes == 2048 && !strcmp(q.date, p.date),
+    XT_CHECK(q.drain_bytes_per_ns == 60.5 && q.chunk_bytes == 2048 && q.start_ns == 556.5 &&
+                 !strcmp(q.date, p.date),
              "round trip");
     unlink(path);
     xs_profile d;
