@@ -6,18 +6,23 @@
 #   small_window   replay of examples/mixed.csv --window 4K  one line "... (raise --window)"
 #   never_signals  tests/gpu/test_signal: flags that never come time out within their bound,
 #                  with one line naming the window and the source
-#   sigint_*       SIGINT a few seconds into calibrate --quick, validate -n 100, replay -n 1000,
-#                  bench ep/tp/up --quick: the command stops within SIGINT_BOUND s (default 60)
-#                  with a non-zero exit below 128, exactly one "xstage: error:" line, which says
-#                  "interrupted by SIGINT after ...", no OK verdict on stdout, and every result
-#                  file it was asked for either absent (profile, samples, windows) or ending in
-#                  "# INTERRUPTED: partial results" (CSV)
+#   sigint_*       calibrate (full), validate -n 100, replay -n 1000, bench ep --quick -n 20,
+#                  bench tp --quick -n 10, bench up (3 lengths x 3 peer counts, -n 20), each
+#                  SIGINTed mid-run: after its first progress line (a bench's first table row,
+#                  with more to come), never at a fixed delay (run 4's probes at 2-3 s came after
+#                  calibrate, bench ep and bench up had finished). Checked: it still ran when
+#                  the signal came, it stops within SIGINT_BOUND s (default 60) with an exit
+#                  status in 1..127, exactly one "xstage: error:" line, which says "interrupted
+#                  by SIGINT after ...", no OK verdict on stdout, no process of its group left,
+#                  and every result file it was asked for either absent (profile, samples,
+#                  windows) or ending in "# INTERRUPTED: partial results" (CSV)
 # The faults that need no GPU are CPU tests (make test): tests/test_launch.c (a rank that exits
 # mid-run: the others are stopped within the bound, one line), tests/test_sigint.c (the flag).
 # docs/ROBUSTNESS.md has the whole table.
 # Writes $OUT/faults.log; prints a PASS/FAIL table last; exit status non-zero when any check
-# failed. Expected wall time on one H200: about a minute.
-# Usage, from the repository root: OUT=dir [BUILD=build] [SIGINT_BOUND=60] bash tests/gpu/faults.sh
+# failed. Expected wall time on one H200: about a minute (each SIGINT probe a few seconds).
+# Usage, from the repository root:
+#   OUT=dir [BUILD=build] [SIGINT_BOUND=60] [SIGINT_WAIT=120] bash tests/gpu/faults.sh
 set -u
 
 BUILD=${BUILD:-build}
@@ -73,56 +78,109 @@ step() {
     fi
 }
 
-# Commands run with SIGINT at its default action: a shell that was itself started with SIGINT
-# ignored hands that on, and xstage keeps an inherited ignore (xstage_sigint.h). perl is part of
-# every Debian/Ubuntu base system; without it the command runs as it is.
-DFL=()
-command -v perl >/dev/null 2>&1 &&
-    DFL=(perl -e '$SIG{INT} = "DEFAULT"; exec { $ARGV[0] } @ARGV or die "exec $ARGV[0]: $!\n"')
+# The SIGINT probes. Each command starts in its own process group (as a terminal's foreground
+# job) with SIGINT at its default action (a script's background job inherits it ignored, and
+# xstage keeps an inherited ignore: xstage_sigint.h) and stdout line-buffered (stdbuf), so that
+# its progress lines can be watched. perl (part of every Debian/Ubuntu base system) sets both.
+DFL=(perl -e 'setpgrp(0, 0); $SIG{INT} = "DEFAULT"; exec { $ARGV[0] } @ARGV or
+    die "exec $ARGV[0]: $!\n"')
+STDBUF=()
+command -v stdbuf >/dev/null 2>&1 && STDBUF=(stdbuf -oL)
 
-# sigint NAME DELAY_S FILES CMD...: SIGINT after DELAY_S (timeout sends it, and SIGKILL when the
-# command is still running BOUND s later); FILES: space-separated result files the command was
-# asked to write, each of which must be absent or end in the INTERRUPTED line
+# sigint NAME PATTERN AFTER_S FILES CMD...: start CMD, wait (up to SIGINT_WAIT s, default 120)
+# for its first stdout line matching PATTERN (grep -E; a progress line: work is under way),
+# wait AFTER_S more, check that it still runs (else the probe came too late: FAIL, not a
+# pass), send SIGINT to its process group, and give it SIGINT_BOUND s to end (then SIGKILL).
+# Checks: an exit status in 1..127 (its own cleanup, not the signal's default action),
+# exactly one "xstage: error:" line on stderr, and it says "interrupted by SIGINT after", no
+# OK verdict on stdout, no process of its group left, and every result file in FILES (space-
+# separated) either absent or ending in "# INTERRUPTED: partial results".
+WAIT_MAX=${SIGINT_WAIT:-120}
 sigint() {
-    local name=$1 delay=$2 files=$3
-    shift 3
-    echo "=== $name: SIGINT after ${delay}s: $*" | tee -a "$LOG"
+    local name=$1 pat=$2 after=$3 files=$4
+    shift 4
+    echo "=== $name: SIGINT ${after}s after the first line matching /$pat/: $*" | tee -a "$LOG"
     local f
     for f in $files; do rm -f "$f"; done
-    local t0=$SECONDS rc
-    timeout --preserve-status --signal=INT --kill-after="$BOUND" "$delay" \
-        ${DFL[@]+"${DFL[@]}"} "$@" >"$T/$name.out" 2>"$T/$name.err" </dev/null
-    rc=$?
-    local dt=$((SECONDS - t0))
-    tail -n 5 "$T/$name.out" | sed 's/^/stdout: /' | tee -a "$LOG"
-    sed 's/^/stderr: /' "$T/$name.err" | tee -a "$LOG"
-    local nerr why=""
-    nerr=$(grep -c '^xstage: error:' "$T/$name.err")
-    if [ "$rc" -eq 0 ]; then
-        why="exit 0: it finished before the signal (or ignored it)"
+    if ! command -v perl >/dev/null 2>&1; then
+        fail "$name (perl not found: cannot start the command in its own process group)"
+        return
+    fi
+    local out="$T/$name.out" err="$T/$name.err"
+    local t0=$SECONDS
+    "${DFL[@]}" ${STDBUF[@]+"${STDBUF[@]}"} "$@" >"$out" 2>"$err" </dev/null &
+    local pid=$!
+    local why="" waited=0
+    while ! grep -Eq "$pat" "$out" 2>/dev/null; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            why="ended before its first progress line /$pat/ (no signal sent)"
+            break
+        fi
+        if [ $((SECONDS - t0)) -ge "$WAIT_MAX" ]; then
+            why="no progress line /$pat/ within ${WAIT_MAX}s"
+            break
+        fi
+        sleep 0.1
+    done
+    [ -z "$why" ] && sleep "$after"
+    local t_sig=$SECONDS
+    if [ -z "$why" ]; then
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -INT -- "-$pid" 2>/dev/null || kill -INT "$pid"
+        else
+            why="finished before the signal: the probe came too late"
+        fi
+    fi
+    # the bound: its own exit within BOUND s of the signal, else SIGKILL to the group
+    while kill -0 "$pid" 2>/dev/null && [ $((SECONDS - t_sig)) -lt "$BOUND" ]; do
+        sleep 0.2
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid"
+        [ -z "$why" ] && why="still running ${BOUND}s after SIGINT (killed)"
+    fi
+    wait "$pid" 2>/dev/null
+    local rc=$?
+    local dt=$((SECONDS - t0)) dstop=$((SECONDS - t_sig))
+    # no process of its group left (launcher ranks, helpers)
+    local left
+    left=$(ps -eo pid=,pgid=,args= | awk -v g="$pid" '$2 == g {print $1, $3, $4}' | head -n 3)
+    if [ -n "$left" ]; then
+        kill -KILL -- "-$pid" 2>/dev/null
+        [ -z "$why" ] && why="processes of its group left after it ended: $(echo $left)"
+    fi
+    tail -n 5 "$out" | sed 's/^/stdout: /' | tee -a "$LOG"
+    sed 's/^/stderr: /' "$err" | tee -a "$LOG"
+    local nerr
+    nerr=$(grep -c '^xstage: error:' "$err")
+    if [ -n "$why" ]; then
+        :
+    elif [ "$rc" -eq 0 ]; then
+        why="exit 0 after the signal: it ignored it"
     elif [ "$rc" -ge 128 ]; then
-        why="exit $rc: ended by a signal, not by its own cleanup (or did not stop within ${BOUND}s)"
+        why="exit $rc: ended by a signal, not by its own cleanup"
     elif [ "$nerr" -ne 1 ]; then
         why="$nerr error lines"
-    elif ! grep '^xstage: error:' "$T/$name.err" | grep -q 'interrupted by SIGINT after'; then
+    elif ! grep '^xstage: error:' "$err" | grep -q 'interrupted by SIGINT after'; then
         why="the error line does not name the interrupt"
-    elif grep -Eq '(calibrate|replay|validate|bench (ep|tp|up)) OK' "$T/$name.out"; then
+    elif grep -Eq '(calibrate|replay|validate|bench (ep|tp|up)) OK' "$out"; then
         why="an OK verdict on stdout"
     fi
     for f in $files; do
-        [ -n "$why" ] && break
+        [ -e "$f" ] && echo "$(basename "$f"): $(wc -l <"$f") lines, last: $(tail -n 1 "$f")" |
+            tee -a "$LOG"
+        [ -n "$why" ] && continue
         if [ -e "$f" ] && [ "$(tail -n 1 "$f")" != "# INTERRUPTED: partial results" ]; then
             why="$(basename "$f") was written as if complete (last line: $(tail -n 1 "$f" |
                 cut -c1-60))"
         fi
-        [ -e "$f" ] && echo "$(basename "$f"): $(wc -l <"$f") lines, last: $(tail -n 1 "$f")" |
-            tee -a "$LOG"
     done
     if [ -z "$why" ]; then
-        pass "$name (exit $rc after ${dt}s: $(grep '^xstage: error:' "$T/$name.err" |
-            cut -c16-100))"
+        local line
+        line=$(grep '^xstage: error:' "$err" | cut -c16-110)
+        pass "$name (exit $rc ${dstop}s after SIGINT, ${dt}s in all: $line)"
     else
-        fail "$name ($why; ${dt}s)"
+        fail "$name ($why; exit $rc, ${dt}s)"
     fi
 }
 
@@ -149,15 +207,20 @@ else
     else
         fail "never_signals (not built: $BUILD/tests/gpu/test_signal)"
     fi
-    sigint sigint_calibrate 2 "$T/c.json $T/c.csv" \
-        "$X" calibrate --quick --out "$T/c.json" --samples "$T/c.csv"
-    sigint sigint_validate 3 "$T/v.csv" "$X" validate -n 100 --csv "$T/v.csv"
-    sigint sigint_replay 3 "$T/w.csv" \
+    # progress lines: calibrate and validate "# target ...", replay "# command: ..." (printed
+    # before the first run), the benches their first table row (several more to come)
+    sigint sigint_calibrate '^# target ' 1 "$T/c.json $T/c.csv $T/cp.json" \
+        "$X" calibrate --out "$T/c.json" --samples "$T/c.csv" --out-published "$T/cp.json"
+    sigint sigint_validate '^# target ' 2 "$T/v.csv" "$X" validate -n 100 --csv "$T/v.csv"
+    sigint sigint_replay '^# command: ' 2 "$T/w.csv" \
         "$X" replay --schedule examples/ep_wave.csv -n 1000 --windows "$T/w.csv"
-    sigint sigint_bench_ep 3 "$T/ep.csv $T/tiles.csv" \
-        "$X" bench ep --quick --csv "$T/ep.csv" --tiles "$T/tiles.csv"
-    sigint sigint_bench_tp 3 "$T/tp.csv" "$X" bench tp --quick --csv "$T/tp.csv"
-    sigint sigint_bench_up 3 "$T/up.csv" "$X" bench up --quick --peers 2,4,8 --csv "$T/up.csv"
+    sigint sigint_bench_ep '^[a-z][a-z0-9.-]* +[a-z]+ +[0-9]+ +[0-9]+ +[0-9.]+ ' 0 \
+        "$T/ep.csv $T/tiles.csv" \
+        "$X" bench ep --quick -n 20 -w 1 --csv "$T/ep.csv" --tiles "$T/tiles.csv"
+    sigint sigint_bench_tp '^(gemm_rs|ag_gemm|mlp) ' 0 "$T/tp.csv" \
+        "$X" bench tp --quick -n 10 --csv "$T/tp.csv"
+    sigint sigint_bench_up '^ *[0-9]+ +[0-9]+ +[01] +[0-9]+ +[0-9.]+ ' 0 "$T/up.csv" \
+        "$X" bench up --seq 8192,16384,32768 --heads 16 --peers 2,4,8 -n 20 --csv "$T/up.csv"
 fi
 
 {
