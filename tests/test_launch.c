@@ -1,6 +1,7 @@
 /*
  * test_launch.c - the launcher on the CPU: rank environment parsing (good and bad values), hex,
  * starting N helper programs (all succeed; one fails and the others are stopped within the bound;
+ * one leaves early with status 0 and the ranks waiting on it end through their bounded waits;
  * a child that ignores SIGTERM is killed; a hung run times out; a signal death), argument and
  * environment passthrough (this binary re-executes itself as the ranks), and the
  * xs_launch_or_run_with decision with fake hooks.
@@ -189,6 +190,21 @@ static void test_launch_sh(void)
     XT_CHECK(!strcmp(xs_errmsg(), "rank 2 exited with status 3; stopped ranks 0,1,3"),
              "message: %s", xs_errmsg());
     XT_CHECK(dt < 5, "stopped in %.2f s", dt);
+
+    /* a rank that leaves mid-run with status 0 is no failure by itself: the ranks that wait on
+     * it end through their own bounded waits (rank 1: a 0.3 s bound, its one error line), and
+     * that error stops the rest (ranks 2 and 3, still within a longer bound) at once */
+    char *leaves[] = {"sh", "-c",
+                      "case $XS_RANK in 0) exit 0 ;; 1) sleep 0.3; exit 4 ;; esac; exec sleep 30",
+                      NULL};
+    t0 = now_s();
+    s = xs_launch(4, leaves, NULL, &o, &ec);
+    dt = now_s() - t0;
+    XT_CHECK(s == XS_EIO && ec == 4, "rank leaves: status %d exit %d", s, ec);
+    XT_CHECK(!strcmp(xs_errmsg(), "rank 1 exited with status 4; stopped ranks 2,3"),
+             "message: %s", xs_errmsg());
+    XT_CHECK(strchr(xs_errmsg(), '\n') == NULL, "one line");
+    XT_CHECK(dt >= 0.3 && dt < 5, "ended in %.2f s", dt);
 
     /* a rank that ignores SIGTERM is killed after the grace period */
     char *stubborn[] = {"sh", "-c",
