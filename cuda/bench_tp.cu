@@ -42,7 +42,6 @@
 
 #define TPB_MAX_LIST 16
 #define TPB_MAX_ITERS 1000
-#define TPB_MAX_CAND 24
 /* The tile engine's rate on an H200 (first run: local_tflops 337-375 over 34 rows), used only to
  * pick default peer counts where compute and PCIe traffic are of comparable size. */
 #define TPB_ENGINE_TFLOPS 355.0
@@ -88,13 +87,27 @@ typedef struct {
     double remote_mb, local_tflops;
     double unf, unf_min, unf_max, nai, nai_min, nai_max, shp, shp_min, shp_max; /* us */
     double local_us, bound_us, comm_us, nai_pred, shp_pred;                    /* us */
+    double shp_local; /* the chosen shaped order against HBM windows (no link): what the order
+                         and its streaming cost the GEMM itself, us */
     double floor_us; /* max(local, fill + comm): nothing to send before the first partial tile
                         when the op has no all-gather (docs/TP.md, columns) */
     int crit_ok, model_rank;
     char cand[32];
+    char pilot[512]; /* "naive <us>, <label> <us>, ...": the pilot runs, one each */
     double max_err;
     char how[256];
 } tpb_row;
+
+/* The pace's short name: f<finish>/b<burst>/<ring|stream4|stream|capQ|nocap>. */
+static void pace_label(const xs_tp_pace *p, char *buf, size_t n)
+{
+    snprintf(buf, n, "f%.2f/b%.1f/%s", p->finish, p->burst,
+             p->ring             ? "ring"
+             : p->spread == 2    ? "stream4"
+             : p->spread         ? "stream"
+             : p->cap_bytes > 0  ? "capQ"
+                                 : "nocap");
+}
 
 /* ---- options -------------------------------------------------------------------------------- */
 
@@ -505,6 +518,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     row->ran = 1;
     row->max_err = 0;
     snprintf(row->cand, sizeof row->cand, "-");
+    row->pilot[0] = 0;
     if (!x[0] || !x[1] || !x[2] || !x[3]) {
         fprintf(stderr, "xstage: error: out of host memory\n");
         ok = 0;
@@ -547,29 +561,24 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     snprintf(row->how, sizeof row->how, "%s", pn.how);
     {
         const double Qh = 0.9 * xs_capacity(cx->prof, cx->grid);
-        xs_tp_pace cand[TPB_MAX_CAND];
-        double pred[TPB_MAX_CAND];
-        int nc = 0;
-        const double fin[3] = {0.6, 0.8, 0.95}, bur[2] = {0, 1.5}, cap[2] = {0, Qh};
+        xs_tp_pace cand[XS_TP_NCAND];
+        double pred[XS_TP_NCAND];
         /* 0..11: stores after each tile (finish x burst x cap); 12..17: streamed through the
          * main loops (finish x burst; no cap: nothing is stored as a burst); 18..23: streamed,
-         * riders always carrying several chunks */
-        for (int sp = 0; sp < 3; sp++)
-            for (int a = 0; a < 3; a++)
-                for (int b = 0; b < 2; b++)
-                    for (int c = 0; c < (sp ? 1 : 2); c++) {
-                        xs_tp_pace p = {fin[a], bur[b], cap[c], 2, sp};
-                        cand[nc] = p;
-                        ROW_TRY(xs_tp_order_shaped(t, 2, &p, &cost, cx->prof));
-                        ROW_TRY(xs_tp_order_check(t, 2));
-                        xs_tp_pred pp;
-                        ROW_TRY(xs_tp_predict(t, 2, cx->prof, &cost, 0, &pp));
-                        pred[nc++] = pp.model_ns;
-                    }
+         * riders always carrying several chunks; 24..26: streamed in ring order */
+        const int nc = xs_tp_candidates(Qh, cand, XS_TP_NCAND);
+        for (int i = 0; i < nc; i++) {
+            ROW_TRY(xs_tp_order_shaped(t, 2, &cand[i], &cost, cx->prof));
+            ROW_TRY(xs_tp_order_check(t, 2));
+            xs_tp_pred pp;
+            ROW_TRY(xs_tp_predict(t, 2, cx->prof, &cost, 0, &pp));
+            pred[i] = pp.model_ns;
+        }
         /* the pilot set: the model's best, the front-loaded, the spread and the capped
-         * candidates, the model's best streamed one and the streamed front-loaded and spread
-         * ones (the mean-field model cannot see producer drift; the pilot can) */
-        int order[TPB_MAX_CAND];
+         * candidates, the model's best streamed one, the streamed front-loaded and spread ones,
+         * and the three ring-order ones (the mean-field model cannot see producer drift or the
+         * L2 locality of an order; the pilot can) */
+        int order[XS_TP_NCAND];
         for (int i = 0; i < nc; i++)
             order[i] = i;
         for (int i = 1; i < nc; i++)
@@ -582,22 +591,17 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         for (int i = 0; i < nc && best_stream < 0; i++)
             if (cand[order[i]].spread)
                 best_stream = order[i];
-        int pilot[8], np = 0;
-        const int fixed[6] = {order[0], 0 * 4 + 0 * 2 + 0, 2 * 4 + 1 * 2 + 0, 2 * 4 + 1 * 2 + 1,
-                              best_stream, 12 + 0 * 2 + 0};
-        for (int i = 0; i < 6; i++) {
+        enum { TPB_NFIXED = 10 };
+        int pilot[TPB_NFIXED], np = 0;
+        const int fixed[TPB_NFIXED] = {order[0], 0 * 4 + 0 * 2 + 0, 2 * 4 + 1 * 2 + 0,
+                                       2 * 4 + 1 * 2 + 1, best_stream, 12 + 0 * 2 + 0,
+                                       12 + 2 * 2 + 0, 24, 25, 26};
+        for (int i = 0; i < TPB_NFIXED; i++) {
             int dup = fixed[i] < 0 || fixed[i] >= nc;
             for (int j = 0; j < np; j++)
                 dup |= pilot[j] == fixed[i];
             if (!dup)
                 pilot[np++] = fixed[i];
-        }
-        if (np < 8 && 12 + 2 * 2 + 0 < nc) {
-            int dup = 0;
-            for (int j = 0; j < np; j++)
-                dup |= pilot[j] == 12 + 2 * 2 + 0;
-            if (!dup)
-                pilot[np++] = 12 + 2 * 2 + 0; /* streamed, spread to the end */
         }
         int best = -1; /* -1: the naive order */
         if (o->model_pick) {
@@ -612,7 +616,9 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             ok &= verified(t, row, "pilot naive", &pr, &dummy);
             ROW_TRY(xs_tp_run(t, 0, &ro, cx->s, &best_ms));
             ok &= verified(t, row, "pilot naive", &pr, &dummy);
-            unsigned long long seen[9];
+            size_t pl = (size_t)snprintf(row->pilot, sizeof row->pilot, "naive %.1f",
+                                         best_ms * 1e3);
+            unsigned long long seen[TPB_NFIXED + 1];
             int nseen = 0;
             seen[nseen++] = xs_tp_order_hash(t, 0);
             for (int i = 0; i < np; i++) {
@@ -627,6 +633,11 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
                 seen[nseen++] = h;
                 ROW_TRY(xs_tp_run(t, 2, &ro, cx->s, &ms));
                 ok &= verified(t, row, "pilot shaped", &pr, &dummy);
+                char lab[32];
+                pace_label(&cand[pilot[i]], lab, sizeof lab);
+                if (pl < sizeof row->pilot)
+                    pl += (size_t)snprintf(row->pilot + pl, sizeof row->pilot - pl, ", %s %.1f",
+                                           lab, ms * 1e3);
                 if (ms < best_ms)
                     best_ms = ms, best = pilot[i];
             }
@@ -642,12 +653,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         } else {
             ROW_TRY(xs_tp_order_shaped(t, 1, &cand[best], &cost, cx->prof));
             ROW_TRY(xs_tp_order_check(t, 1));
-            snprintf(row->cand, sizeof row->cand, "f%.2f/b%.1f/%s", cand[best].finish,
-                     cand[best].burst,
-                     cand[best].spread == 2   ? "stream4"
-                     : cand[best].spread      ? "stream"
-                     : cand[best].cap_bytes > 0 ? "capQ"
-                                                : "nocap");
+            pace_label(&cand[best], row->cand, sizeof row->cand);
         }
     }
 
@@ -666,6 +672,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         ROW_TRY(xs_tp_predict(t, 1, cx->prof, &cost, 0, &ps));
         row->nai_pred = (row->local_us * 1e3 + (pn.model_ns - pn.ideal_ns)) / 1e3;
         row->shp_pred = (ls * 1e3 + (ps.model_ns - ps.ideal_ns)) / 1e3;
+        row->shp_local = ls;
         if (ls < row->local_us)
             row->local_us = ls;
     }
@@ -712,7 +719,7 @@ out:
 static const char csv_header[] =
     "op,model,m,n,k,peers,grid,tiles,remote_mb,local_tflops,unfused_us,unfused_min_us,"
     "unfused_max_us,naive_us,naive_min_us,naive_max_us,shaped_us,shaped_min_us,shaped_max_us,"
-    "local_us,comm_us,bound_us,floor_us,naive_pred_us,shaped_pred_us,shaped_order,model_rank,"
+    "local_us,shaped_local_us,comm_us,bound_us,floor_us,naive_pred_us,shaped_pred_us,shaped_order,model_rank,"
     "criterion_ok,unfused_over_shaped,naive_over_shaped,shaped_over_bound,shaped_over_floor,"
     "max_err,verified";
 
@@ -720,10 +727,11 @@ static void csv_row(FILE *f, const tpb_row *r)
 {
     fprintf(f,
             "%s,%s,%d,%d,%d,%d,%d,%d,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,"
-            "%.1f,%.1f,%.1f,%.1f,%.1f,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.3g,%d\n",
+            "%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.3g,%d\n",
             xs_tp_op_name(r->op), r->model, r->s.m, r->s.n, r->s.k, r->s.peers, r->grid, r->tiles,
             r->remote_mb, r->local_tflops, r->unf, r->unf_min, r->unf_max, r->nai, r->nai_min,
-            r->nai_max, r->shp, r->shp_min, r->shp_max, r->local_us, r->comm_us, r->bound_us,
+            r->nai_max, r->shp, r->shp_min, r->shp_max, r->local_us, r->shp_local, r->comm_us,
+            r->bound_us,
             r->floor_us, r->nai_pred, r->shp_pred, r->cand, r->model_rank, r->crit_ok,
             r->unf / r->shp, r->nai / r->shp, r->shp / r->bound_us, r->shp / r->floor_us,
             r->max_err, r->verified);
@@ -733,27 +741,30 @@ static double spread_pct(double med, double lo, double hi) { return 100.0 * (hi 
 
 static void table_header(void)
 {
-    printf("%-7s %-11s %6s %6s %6s %2s %7s %9s %5s %9s %5s %9s %5s %9s %9s %9s %9s %9s %-17s %6s "
-           "%6s %6s %6s %3s\n",
+    printf("%-7s %-11s %6s %6s %6s %2s %7s %9s %5s %9s %5s %9s %5s %9s %9s %9s %9s %9s %9s "
+           "%-17s %6s %6s %6s %6s %3s\n",
            "op", "model", "m", "n", "k", "P", "remote", "unfused", "sprd", "naive", "sprd",
-           "shaped", "sprd", "local", "bound", "floor", "pred_nai", "pred_shp", "shaped order",
+           "shaped", "sprd", "local", "loc_shp", "bound", "floor", "pred_nai", "pred_shp", "shaped order",
            "unf/", "nai/", "shp/", "shp/", "ok");
-    printf("%-7s %-11s %6s %6s %6s %2s %7s %9s %5s %9s %5s %9s %5s %9s %9s %9s %9s %9s %-17s %6s "
-           "%6s %6s %6s %3s\n",
+    printf("%-7s %-11s %6s %6s %6s %2s %7s %9s %5s %9s %5s %9s %5s %9s %9s %9s %9s %9s %9s "
+           "%-17s %6s %6s %6s %6s %3s\n",
            "", "", "", "", "", "", "MB", "us", "%", "us", "%", "us", "%", "us", "us", "us", "us",
-           "us", "", "shp", "shp", "bound", "floor", "");
+           "us", "us", "", "shp", "shp", "bound", "floor", "");
 }
 
 static void table_row(const tpb_row *r)
 {
     printf("%-7s %-11s %6d %6d %6d %2d %7.1f %9.1f %5.1f %9.1f %5.1f %9.1f %5.1f %9.1f %9.1f %9.1f "
-           "%9.1f %9.1f %-17s %6.3f %6.3f %6.3f %6.3f %3s\n",
+           "%9.1f %9.1f %9.1f %-17s %6.3f %6.3f %6.3f %6.3f %3s\n",
            xs_tp_op_name(r->op), r->model, r->s.m, r->s.n, r->s.k, r->s.peers, r->remote_mb, r->unf,
            spread_pct(r->unf, r->unf_min, r->unf_max), r->nai,
            spread_pct(r->nai, r->nai_min, r->nai_max), r->shp,
-           spread_pct(r->shp, r->shp_min, r->shp_max), r->local_us, r->bound_us, r->floor_us,
+           spread_pct(r->shp, r->shp_min, r->shp_max), r->local_us, r->shp_local, r->bound_us,
+           r->floor_us,
            r->nai_pred, r->shp_pred, r->cand, r->unf / r->shp, r->nai / r->shp,
            r->shp / r->bound_us, r->shp / r->floor_us, r->verified ? "yes" : "NO");
+    if (r->pilot[0])
+        printf("#   pilot runs, us: %s\n", r->pilot);
     fflush(stdout);
 }
 
@@ -802,7 +813,7 @@ static int summary(const tpb_row *rows, int nrows, int skipped)
             worst_rs = fmax(worst_rs, r->shp / r->bound_us);
             worst_rsf = fmax(worst_rsf, r->shp / r->floor_us);
         }
-        nstream += strstr(r->cand, "stream") != NULL;
+        nstream += strstr(r->cand, "stream") != NULL || strstr(r->cand, "ring") != NULL;
         nagree += r->model_rank == 1;
         if (npe < 512 && r->shp > 0)
             perr[npe++] = fabs(r->shp_pred - r->shp) / r->shp * 100;

@@ -1919,15 +1919,36 @@ static tp_task queue_take(tp_queue *q, int i)
     return q->l.v[i];
 }
 
+extern "C" int xs_tp_candidates(double cap_q, xs_tp_pace *out, int max)
+{
+    const double fin[3] = {0.6, 0.8, 0.95}, bur[2] = {0, 1.5}, cap[2] = {0, cap_q};
+    const double ring_fin[3] = {0.3, 0.6, 0.95};
+    int n = 0;
+    for (int sp = 0; sp < 3; sp++)
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 2; b++)
+                for (int c = 0; c < (sp ? 1 : 2); c++)
+                    if (n < max) {
+                        const xs_tp_pace p = {fin[a], bur[b], cap[c], 2, sp, 0};
+                        out[n++] = p;
+                    }
+    for (int a = 0; a < 3 && n < max; a++) {
+        const xs_tp_pace p = {ring_fin[a], 0, 0, 2, 1, 1};
+        out[n++] = p;
+    }
+    return n;
+}
+
 extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pace,
                                         const xs_tp_costs *c, const xs_profile *prof)
 {
     const xs_tp_info *in = &t->in;
     const int P = t->P, me = t->me, G = t->grid, rbpr = in->rs_rows / XS_TP_BM;
     if (!pace || !(pace->finish > 0 && pace->finish <= 1) || pace->lead < 0 ||
-        !(pace->cap_bytes >= 0) || !(pace->burst >= 0) || pace->spread < 0 || pace->spread > 2)
+        !(pace->cap_bytes >= 0) || !(pace->burst >= 0) || pace->spread < 0 || pace->spread > 2 ||
+        pace->ring < 0 || pace->ring > 1)
         return xs_seterr(XS_EINVAL, "tp: pace finish must be in (0, 1], lead, burst and cap >= 0, "
-                         "spread 0, 1 or 2");
+                         "spread 0, 1 or 2, ring 0 or 1");
     if (!c || !(c->tile_ns[0] > 0) || (in->ngemm > 1 && !(c->tile_ns[1] > 0)))
         return xs_seterr(XS_EINVAL, "tp: shaping needs measured tile costs (a local run)");
     (void)prof;
@@ -1948,16 +1969,22 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
     xs_status st = XS_OK;
     for (int g = 0; g < in->ngemm; g++) {
         if (g == in->rs_gemm) {
-            /* per-owner rasters merged round robin over the other owners */
+            /* per-owner rasters merged round robin over the other owners (ring: one after the
+             * other) */
             tp_list per[XS_MAX_RANKS];
             memset(per, 0, sizeof per);
             for (int j = 1; j < P; j++)
                 bad |= raster(&per[j], g, ((me + j) % P) * rbpr, ((me + j) % P + 1) * rbpr,
                               in->tiles_n[g]);
             const int each = rbpr * in->tiles_n[g];
-            for (int i = 0; i < each && !bad; i++)
+            if (pace->ring) /* owner after owner: the naive order's raster */
                 for (int j = 1; j < P; j++)
-                    bad |= list_push(&qr.l, per[j].v[i]);
+                    for (int i = 0; i < each && !bad; i++)
+                        bad |= list_push(&qr.l, per[j].v[i]);
+            else
+                for (int i = 0; i < each && !bad; i++)
+                    for (int j = 1; j < P; j++)
+                        bad |= list_push(&qr.l, per[j].v[i]);
             for (int j = 1; j < P; j++)
                 free(per[j].v);
             bad |= raster(&qo.l, g, me * rbpr, (me + 1) * rbpr, in->tiles_n[g]);

@@ -157,7 +157,20 @@ typedef struct {
                           more chunks are left than tiles. 2: as 1, riders always carry up to
                           XS_TP_PUSH_MAX chunks (all-gather early). 0: the stores follow the tile
                           as a burst. */
+    int ring;          /* 1: remote reduce-scatter tiles in the naive order's raster, owner after
+                          owner round the ring from this rank + 1 (the L2 locality of the naive
+                          order: tiles running together share 8 row panels), instead of the
+                          owners' rasters merged round robin (tiles running together share column
+                          panels but span 8 row panels per owner) */
 } xs_tp_pace;
+
+/* The shaped candidates the bench pilots and the tests check, in a fixed order (the bench's
+ * pilot picks refer to their indices): 0..11 stored after each tile (finish 0.6/0.8/0.95 x
+ * burst 0/1.5 x cap none/cap_q), 12..17 streamed (finish x burst), 18..23 streamed with riders
+ * carrying several chunks, 24..26 streamed in ring order (finish 0.3/0.6/0.95, burst 0).
+ * Returns the count (<= max; XS_TP_NCAND fills all). lead = 2 for all. */
+#define XS_TP_NCAND 27
+int xs_tp_candidates(double cap_q, xs_tp_pace *out, int max);
 
 /* Natural order into slot: pushes first, tiles in rank-ring row order from this rank (grouped
  * raster within each rank's rows), owner-side reductions last. */

@@ -7,8 +7,9 @@
 #                          predictions, every row verified
 # Writes to $OUT (default ./out): tp.log (everything), tp.csv (bench rows).
 # Every step is bounded by `timeout`; one failing step does not stop the next. Expected wall
-# time 1-3 minutes (test <= 40 s, sweep <= 190 s: it stops starting configurations after
-# TP_MAX_TIME seconds), inside gpu_all.sh's 240 s for this area. The last lines printed are a
+# time about 1 minute (run 4: test 3 s, sweep 45 s); at most 200 s (test <= 40 s, sweep <= 150 s:
+# it stops starting configurations after TP_MAX_TIME = 120 seconds and is killed 30 s later),
+# inside gpu_all.sh's 240 s for this area. The last lines printed are a
 # short table and PASS/FAIL per step.
 # The model (orders, predictions, comm_us = bytes / R) uses TP_PROFILE, by default the newest
 # calibrated host profile under bench/results/ (the embedded provisional one when there is none).
@@ -18,7 +19,7 @@ set -u
 
 B=${1:-${BUILD:-build}}
 OUT=${OUT:-out}
-TP_MAX_TIME=${TP_MAX_TIME:-145}
+TP_MAX_TIME=${TP_MAX_TIME:-120}
 if [ -z "${TP_PROFILE:-}" ]; then
     TP_PROFILE=$(ls -1 bench/results/h200-*/h200_host_profile.json 2>/dev/null | sort | tail -n 1)
 fi
@@ -101,7 +102,7 @@ if [ -z "$X" ]; then
     NAMES+=("bench_tp"); RESULTS+=("FAIL"); DETAILS+=("xstage lacks bench tp")
 else
     # shellcheck disable=SC2086
-    run_step bench_tp $((TP_MAX_TIME + 45)) "$X" bench tp --csv "$OUT/tp.csv" \
+    run_step bench_tp $((TP_MAX_TIME + 30)) "$X" bench tp --csv "$OUT/tp.csv" \
         --max-time "$TP_MAX_TIME" ${PROFILE_ARGS[@]+"${PROFILE_ARGS[@]}"} ${TP_ARGS:--n 5 -w 1}
 fi
 case "$X" in "${TMPDIR:-/tmp}"/xstage-tp.*) rm -f "$X" ;; esac
@@ -110,8 +111,8 @@ case "$X" in "${TMPDIR:-/tmp}"/xstage-tp.*) rm -f "$X" ;; esac
 if [ -s "$OUT/tp.csv" ]; then
     echo
     grep -E '^(op,|[a-z_]+,)' "$OUT/tp.csv" |
-        awk -F, 'NR==1{for(i=1;i<=NF;i++)c[$i]=i; printf "%-7s %-11s %5s %2s %9s %9s %9s %9s %9s %6s %6s %6s %6s %-17s %3s\n","op","model","m","P","unfused","naive","shaped","bound","floor","u/s","n/s","s/b","s/f","order","ok"; next}
-             {printf "%-7s %-11s %5s %2s %9.1f %9.1f %9.1f %9.1f %9.1f %6.3f %6.3f %6.3f %6.3f %-17s %3s\n",$c["op"],$c["model"],$c["m"],$c["peers"],$c["unfused_us"],$c["naive_us"],$c["shaped_us"],$c["bound_us"],$c["floor_us"],$c["unfused_over_shaped"],$c["naive_over_shaped"],$c["shaped_over_bound"],$c["shaped_over_floor"],$c["shaped_order"],$c["verified"]}'
+        awk -F, 'NR==1{for(i=1;i<=NF;i++)c[$i]=i; printf "%-7s %-11s %5s %2s %9s %9s %9s %9s %9s %9s %9s %6s %6s %6s %6s %-17s %3s\n","op","model","m","P","unfused","naive","shaped","local","loc_shp","bound","floor","u/s","n/s","s/b","s/f","order","ok"; next}
+             {printf "%-7s %-11s %5s %2s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.3f %6.3f %6.3f %6.3f %-17s %3s\n",$c["op"],$c["model"],$c["m"],$c["peers"],$c["unfused_us"],$c["naive_us"],$c["shaped_us"],$c["local_us"],$c["shaped_local_us"],$c["bound_us"],$c["floor_us"],$c["unfused_over_shaped"],$c["naive_over_shaped"],$c["shaped_over_bound"],$c["shaped_over_floor"],$c["shaped_order"],$c["verified"]}'
 fi
 if [ -s "$OUT/.step.out" ]; then
     echo

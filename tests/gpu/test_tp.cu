@@ -379,6 +379,25 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
         lib_verify(t, name, slot == 1 ? "local shaped" : "local streamed", 0, 0);
     }
     ro.local = 0;
+    if (in.rs_gemm >= 0) {
+        /* the ring order (remote owners one after the other, streamed), fused and local, in
+         * slot 1; then slot 1 gets its shaped order back for the fault runs */
+        const xs_tp_pace ring = {0.3, 0, 0, 2, 1, 1}, back = {0.8, 1.5, 0, 2, 0, 0};
+        XT_CHECK(xs_tp_order_shaped(t, 1, &ring, &cost, &prof) == XS_OK &&
+                     xs_tp_order_check(t, 1) == XS_OK,
+                 "%s: ring order: %s", name, xs_errmsg());
+        for (int loc = 0; loc < 2; loc++) {
+            ro.local = loc;
+            XT_CHECK(xs_tp_run(t, 1, &ro, st, &ms) == XS_OK, "%s %sring: %s", name,
+                     loc ? "local " : "", xs_errmsg());
+            lib_verify(t, name, loc ? "local ring" : "ring", !loc, loc ? 0 : bytes);
+            if (!loc)
+                check_fused(t, &r, name, "ring");
+        }
+        ro.local = 0;
+        XT_CHECK(xs_tp_order_shaped(t, 1, &back, &cost, &prof) == XS_OK, "%s: shaped: %s", name,
+                 xs_errmsg());
+    }
 
     /* unfused baseline: same windows, checked against the reference and its sources */
     XT_CHECK(xs_tp_run_unfused(t, cb, st, &ms) == XS_OK, "%s: unfused: %s", name, xs_errmsg());
@@ -438,7 +457,8 @@ static xs_tp_costs synth_costs(const xs_tp_info *in)
     return c;
 }
 
-/* Every order the bench can build for a shape (naive, the 24 candidates) holds the invariants. */
+/* Every order the bench can build for a shape (naive, the XS_TP_NCAND candidates) holds the
+ * invariants. */
 static void check_orders(const xs_tp_shape *s, int grid)
 {
     char name[128];
@@ -456,22 +476,17 @@ static void check_orders(const xs_tp_shape *s, int grid)
     xs_profile_default(&prof);
     XT_CHECK(xs_tp_order_naive(t, 0) == XS_OK && xs_tp_order_check(t, 0) == XS_OK,
              "%s naive: %s", name, xs_errmsg());
-    const double fin[3] = {0.6, 0.8, 0.95}, bur[2] = {0, 1.5};
-    const double cap[2] = {0, 0.9 * xs_capacity(&prof, grid)};
-    int n = 0, bad = 0;
-    for (int sp = 0; sp < 3; sp++)
-        for (int a = 0; a < 3; a++)
-            for (int b = 0; b < 2; b++)
-                for (int k = 0; k < (sp ? 1 : 2); k++) {
-                    const xs_tp_pace p = {fin[a], bur[b], cap[k], 2, sp};
-                    n++;
-                    if (xs_tp_order_shaped(t, 1, &p, &c, &prof) != XS_OK ||
-                        xs_tp_order_check(t, 1) != XS_OK) {
-                        bad++;
-                        XT_CHECK(0, "%s f%.2f b%.1f cap %.0f spread %d: %s", name, fin[a], bur[b],
-                                 cap[k], sp, xs_errmsg());
-                    }
-                }
+    xs_tp_pace cand[XS_TP_NCAND];
+    const int n = xs_tp_candidates(0.9 * xs_capacity(&prof, grid), cand, XS_TP_NCAND);
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        const xs_tp_pace *p = &cand[i];
+        if (xs_tp_order_shaped(t, 1, p, &c, &prof) != XS_OK || xs_tp_order_check(t, 1) != XS_OK) {
+            bad++;
+            XT_CHECK(0, "%s f%.2f b%.1f cap %.0f spread %d ring %d: %s", name, p->finish,
+                     p->burst, p->cap_bytes, p->spread, p->ring, xs_errmsg());
+        }
+    }
     XT_CHECK(bad == 0, "%s: %d of %d shaped orders broken", name, bad, n);
     printf("ok %s: naive and %d shaped orders hold the invariants (%d tasks naive)\n", name, n,
            xs_tp_order_tasks(t, 0));
