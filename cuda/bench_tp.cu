@@ -673,6 +673,22 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         row->nai_pred = (row->local_us * 1e3 + (pn.model_ns - pn.ideal_ns)) / 1e3;
         row->shp_pred = (ls * 1e3 + (ps.model_ns - ps.ideal_ns)) / 1e3;
         row->shp_local = ls;
+        if (row->pilot[0] && in.rs_gemm >= 0) {
+            /* diagnostics: the chosen order once more, every signal raised right after the
+             * CTA's next main loop (the rule of runs 1-4), against the link */
+            float ms = 0;
+            int pr = 0;
+            double dummy = 0;
+            ro.local = 0;
+            ro.eager_flags = 1;
+            ROW_TRY(xs_tp_run(t, 1, &ro, cx->s, &ms));
+            ok &= verified(t, row, "shaped, eager signals", &pr, &dummy);
+            ro.eager_flags = 0;
+            ro.local = 1;
+            const size_t pl = strlen(row->pilot);
+            snprintf(row->pilot + pl, sizeof row->pilot - pl, "; chosen with eager signals %.1f",
+                     ms * 1e3);
+        }
         if (ls < row->local_us)
             row->local_us = ls;
     }

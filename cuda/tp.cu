@@ -117,6 +117,8 @@ typedef struct {
                                     with them; what ag_sym waits poll (the real flags are in
                                     host memory, where a read waits behind the posted writes -
                                     a real peer polls its own HBM) */
+    int eager_flags;             /* 1: every queued flag is raised after the next main loop (the
+                                    rule before run 5); 0: only urgent ones (tp_pend) */
 } tp_args;
 
 /* The rank this rank sends to at the ring position where rank s sends to it. */
@@ -174,13 +176,20 @@ XS_DEV int tp_failed(const tp_args &a)
  * memory). A release fence orders every prior write of the CTA, and on the PCIe path it may
  * have to wait until those writes have left the GPU; raising a tile's flag right after its
  * stores would make the CTA wait for its own drain. So flags are raised at the CTA's next
- * release point - after its next tile's main loop (by then the stores have drained), before it
- * could block in a wait, and at its end - and never while it holds work others wait for. */
+ * release point - after its next tile's main loop, before it could block in a wait, before its
+ * first reduction, when the list is full, and at its end - and never while it holds work others
+ * wait for. Under a sustained stream the X-Stage holds up to Q of queued stores ahead of the
+ * CTA's last ones whenever it reaches a release point, so every fence waits about Q/R (0.7 MB /
+ * 52.8 GB/s = 13 us on the H200 host path, 15 % of a 88 us tile). Only *urgent* flags (all-gather
+ * chunks: GEMM 1 tiles wait for them now) are raised at the release point after a main loop;
+ * reduce-scatter tile flags, which only the owners' reductions at the end of their lists wait
+ * for, wait for one of the other release points (at most TP_PEND of them per fence). */
 #define TP_PEND 8
 typedef struct {
     uint64_t *flag[TP_PEND];
     uint64_t *shadow[TP_PEND]; /* raised right after its flag (tp_args.ag_shadow), or NULL */
     int n;
+    int urgent; /* queued flags that a GEMM tile may be waiting for (all-gather chunks) */
     const uint64_t *skip; /* test hook: never raised (tp_args.skip_flag) */
 } tp_pend;
 
@@ -193,11 +202,12 @@ XS_DEV void tp_release(tp_pend *pd, unsigned long long epoch)
             *(volatile uint64_t *)pd->shadow[i] = epoch;
     }
     pd->n = 0;
+    pd->urgent = 0;
 }
 
 /* Queue a flag (thread 0, after the barrier that follows the payload stores). */
 XS_DEV void tp_pend_add(tp_pend *pd, uint64_t *flag, unsigned long long epoch,
-                        uint64_t *shadow = NULL)
+                        uint64_t *shadow = NULL, int urgent = 1)
 {
     if (flag == pd->skip)
         return;
@@ -205,6 +215,7 @@ XS_DEV void tp_pend_add(tp_pend *pd, uint64_t *flag, unsigned long long epoch,
         tp_release(pd, epoch);
     pd->shadow[pd->n] = shadow;
     pd->flag[pd->n++] = flag;
+    pd->urgent += urgent;
 }
 
 /* 0: *flag >= want; 1: timed out (recorded); 2: another CTA failed first. Thread 0 only; raises
@@ -260,6 +271,7 @@ typedef struct {
     uint64_t *flag; /* the first of nflags consecutive flags */
     uint64_t *shadow; /* their shadows (tp_push_shadow), or NULL */
     int nflags;
+    int urgent; /* all-gather chunk flags (tp_pend) */
 } tp_xfer;
 
 /* The CTA's transfers in flight (shared memory; written by thread 0 between barriers, read by
@@ -272,12 +284,12 @@ typedef struct {
 
 XS_DEV void tp_xfer_add(tp_xfers *xf, const char *src, long long src_ld, char *dst,
                         long long dst_ld, int cpr, int rows, uint64_t *flag, int nflags,
-                        uint64_t *shadow)
+                        uint64_t *shadow, int urgent)
 {
     tp_xfer *x = &xf->x[xf->n++];
     x->src = src, x->dst = dst, x->src_ld = src_ld, x->dst_ld = dst_ld;
     x->cpr = cpr, x->units = cpr * rows, x->flag = flag, x->nflags = nflags;
-    x->shadow = shadow;
+    x->shadow = shadow, x->urgent = urgent;
     xf->total += x->units;
 }
 
@@ -325,7 +337,7 @@ XS_DEV void tp_xfer_retire(tp_xfers *xf, tp_pend *pd, unsigned long long epoch)
     for (int i = 0; i < xf->n; i++)
         for (int k = 0; k < xf->x[i].nflags; k++)
             tp_pend_add(pd, xf->x[i].flag + k, epoch,
-                        xf->x[i].shadow ? xf->x[i].shadow + k : NULL);
+                        xf->x[i].shadow ? xf->x[i].shadow + k : NULL, xf->x[i].urgent);
     xf->n = 0;
     xf->total = 0;
 }
@@ -521,10 +533,11 @@ XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, tp_pend 
     } else {
         xs_gemm_mainloop<C>(p, m0, n0, smem, acc);
     }
-    /* a release point: the previous tasks' stores precede this main loop's barriers; then the
-     * flags of the transfers just streamed are queued for the next one */
+    /* a release point for urgent flags (all of them with a.eager_flags): the previous tasks'
+     * stores precede this main loop's barriers; then the flags of the transfers just streamed
+     * are queued for the next one */
     if (tid == 0) {
-        if (pd->n)
+        if (pd->urgent || (pd->n && a.eager_flags))
             tp_release(pd, a.epoch);
         if (xf->n)
             tp_xfer_retire(xf, pd, a.epoch);
@@ -554,9 +567,9 @@ XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, tp_pend 
                                (size_t)a.rs_n * 2 +
                            (size_t)n0 * 2;
                 tp_xfer_add(xf, scratch, C::BN * 2, d0, (long long)a.rs_n * 2, nvalid / 8, rows,
-                            flag, 1, NULL);
+                            flag, 1, NULL, 0);
             } else if (!skip) {
-                tp_pend_add(pd, flag, a.epoch);
+                tp_pend_add(pd, flag, a.epoch, NULL, 0);
             }
         } else if (g == 0 && a.rb_count &&
                    !(a.fault == XS_TP_FAULT_H_COUNT && tm == 0 && tn == 0)) {
@@ -719,7 +732,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
                     tp_xfer_add(&s_xf, tab.data[a.me] + off, 0, tab.data[w1.x] + off, 0,
                                 (int)(nb / 16), 1,
                                 tab.flags[w1.x] + (size_t)a.me * a.ag_chunks + w1.y, push_n,
-                                tp_push_shadow(a, w1.x, w1.y));
+                                tp_push_shadow(a, w1.x, w1.y), 1);
                 }
             }
             __syncthreads();
@@ -731,6 +744,8 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         if ((kind & TP_T_PUSH) && !spread)
             tp_push<C>(a, tab, &s_pend, w1.x, w1.y, push_n);
         if (kind & TP_T_REDUCE) {
+            if (tid == 0 && s_pend.n) /* a release point: others' reductions may wait on them */
+                tp_release(&s_pend, a.epoch);
             if (tid == 0 && tp_reduce_wait(a, tab, &s_pend, w1.z, i))
                 s_abort = 1;
             __syncthreads();
@@ -2541,6 +2556,7 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
     a.cta_ns = t->cta_ns;
     a.status = t->status;
     a.fault = o->fault;
+    a.eager_flags = o->eager_flags != 0;
     a.scratch = t->scratch;
     a.list_sum = t->d_list_sum;
     a.ag_sym = sym;

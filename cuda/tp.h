@@ -251,6 +251,10 @@ typedef struct {
     int fault;                     /* test hook: XS_TP_FAULT_RS_SIGNAL (the first own tile never
                                       signals), _AG_FLAG (one received shard chunk never arrives),
                                       _H_COUNT (a GEMM1 tile never counts) */
+    int eager_flags;               /* diagnostics: raise every queued signal after the CTA's next
+                                      main loop (the rule of runs 1-4) instead of only the
+                                      all-gather ones (reduce-scatter tile signals then wait for
+                                      the CTA's next wait, first reduction, full list or end) */
 } xs_tp_run_opts;
 
 /* Poison every destination the launch writes, upload the order in `slot` if it changed (on s,

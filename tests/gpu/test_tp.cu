@@ -386,15 +386,19 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
         XT_CHECK(xs_tp_order_shaped(t, 1, &ring, &cost, &prof) == XS_OK &&
                      xs_tp_order_check(t, 1) == XS_OK,
                  "%s: ring order: %s", name, xs_errmsg());
-        for (int loc = 0; loc < 2; loc++) {
-            ro.local = loc;
-            XT_CHECK(xs_tp_run(t, 1, &ro, st, &ms) == XS_OK, "%s %sring: %s", name,
-                     loc ? "local " : "", xs_errmsg());
-            lib_verify(t, name, loc ? "local ring" : "ring", !loc, loc ? 0 : bytes);
-            if (!loc)
-                check_fused(t, &r, name, "ring");
+        /* 0: fused, 1: local, 2: fused with every signal raised eagerly (eager_flags) */
+        static const char *const rname[3] = {"ring", "local ring", "ring, eager signals"};
+        for (int v = 0; v < 3; v++) {
+            ro.local = v == 1;
+            ro.eager_flags = v == 2;
+            XT_CHECK(xs_tp_run(t, 1, &ro, st, &ms) == XS_OK, "%s %s: %s", name, rname[v],
+                     xs_errmsg());
+            lib_verify(t, name, rname[v], v != 1, v == 1 ? 0 : bytes);
+            if (v != 1)
+                check_fused(t, &r, name, rname[v]);
         }
         ro.local = 0;
+        ro.eager_flags = 0;
         XT_CHECK(xs_tp_order_shaped(t, 1, &back, &cost, &prof) == XS_OK, "%s: shaped: %s", name,
                  xs_errmsg());
     }
