@@ -261,68 +261,82 @@ XS_DEV int tp_wait_count(const tp_args &a, tp_pend *pd, const unsigned int *cnt,
 /* ---- device: streamed stores ---------------------------------------------------------------- */
 
 /* A transfer whose stores are streamed through a tile's main loop (TP_T_DEFER, TP_T_SPREAD):
- * `units` 16-byte units, unit u at row u / cpr, chunk u % cpr of src (row stride src_ld bytes)
- * and dst (row stride dst_ld). Its flag is queued (tp_pend) once every unit is stored. */
-typedef struct {
+ * `rows` rows of at most 32 16-byte units (`cpr` per row; a flat range is cut into rows of 32,
+ * the last one short: `units` in all), unit (r, c) at src + r * src_ld + 16 c and the same at
+ * dst. A row is one warp's worth of stores, so the stream needs no division and no divergence.
+ * Its flags are queued (tp_pend) once every unit is stored. */
+typedef struct __align__(16) {
     const char *src;
     char *dst;
     long long src_ld, dst_ld;
-    int cpr, units;
+    int cpr, units, rows;
+    int nflags;
     uint64_t *flag; /* the first of nflags consecutive flags */
     uint64_t *shadow; /* their shadows (tp_push_shadow), or NULL */
-    int nflags;
     int urgent; /* all-gather chunk flags (tp_pend) */
 } tp_xfer;
 
 /* The CTA's transfers in flight (shared memory; written by thread 0 between barriers, read by
- * every thread): at most the previous tile's deferred output and this task's riding push. */
+ * every thread): at most the previous tile's deferred output and this task's riding push. Rows
+ * are numbered over both: x[0]'s first, then x[1]'s. */
 #define TP_NXF 2
 typedef struct {
     tp_xfer x[TP_NXF];
-    int n, total; /* transfers, units over all of them */
+    int n, total, rows; /* transfers, units and rows over all of them */
 } tp_xfers;
 
+/* A transfer of `rows` rows of cpr (<= 32) units, or (cpr = 0) a flat range of `units` units
+ * (src_ld, dst_ld ignored) cut into rows of 32. */
 XS_DEV void tp_xfer_add(tp_xfers *xf, const char *src, long long src_ld, char *dst,
-                        long long dst_ld, int cpr, int rows, uint64_t *flag, int nflags,
-                        uint64_t *shadow, int urgent)
+                        long long dst_ld, int cpr, int rows, int units, uint64_t *flag,
+                        int nflags, uint64_t *shadow, int urgent)
 {
     tp_xfer *x = &xf->x[xf->n++];
+    if (cpr == 0) {
+        cpr = 32, rows = (units + 31) / 32, src_ld = dst_ld = 32 * 16;
+    } else {
+        units = cpr * rows;
+    }
     x->src = src, x->dst = dst, x->src_ld = src_ld, x->dst_ld = dst_ld;
-    x->cpr = cpr, x->units = cpr * rows, x->flag = flag, x->nflags = nflags;
+    x->cpr = cpr, x->units = units, x->rows = rows, x->flag = flag, x->nflags = nflags;
     x->shadow = shadow, x->urgent = urgent;
-    xf->total += x->units;
+    xf->total += units;
+    xf->rows += rows;
 }
 
-/* Source and destination of unit u (0 <= u < xf.total). */
-XS_DEV void tp_xfer_unit(const tp_xfers &xf, int u, const char **src, char **dst)
+/* Unit c of row g (numbered over the CTA's transfers, g < xf.rows; r0 = xf.x[0].rows): false
+ * when the row has no such unit (c >= cpr, or past the end of a flat range). */
+XS_DEV bool tp_xfer_at(const tp_xfers &xf, int r0, int g, int c, const char **src, char **dst)
 {
     const tp_xfer *x = &xf.x[0];
-    if (u >= x->units) {
-        u -= x->units;
+    if (g >= r0) {
+        g -= r0;
         x = &xf.x[1];
     }
-    const int row = u / x->cpr, c = u - row * x->cpr;
-    *src = x->src + row * x->src_ld + 16 * c;
-    *dst = x->dst + row * x->dst_ld + 16 * c;
+    if (c >= x->cpr || g * x->cpr + c >= x->units)
+        return false;
+    *src = x->src + g * x->src_ld + 16 * c;
+    *dst = x->dst + g * x->dst_ld + 16 * c;
+    return true;
 }
 
-/* Store units [u0, total) of the CTA's transfers at once (every thread; four loads in flight per
+/* Store rows [g0, rows) of the CTA's transfers at once (every thread; four loads in flight per
  * thread). The caller puts a barrier after it before the flags are queued. */
-XS_DEV void tp_xfer_flush(const tp_xfers &xf, int u0, int nthreads)
+XS_DEV void tp_xfer_flush(const tp_xfers &xf, int g0, int nthreads)
 {
-    const int total = xf.total;
-    for (int u = u0 + (int)threadIdx.x; u < total; u += 4 * nthreads) {
+    const int end = xf.rows * 32;
+    for (int i = g0 * 32 + (int)threadIdx.x; i < end; i += 4 * nthreads) {
         uint4 v[4];
         char *d[4];
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            const int x = u + k * nthreads;
+            const int j = i + k * nthreads;
+            const char *sp;
             d[k] = NULL;
-            if (x < total) {
-                const char *sp;
-                tp_xfer_unit(xf, x, &sp, &d[k]);
+            if (j < end && tp_xfer_at(xf, xf.x[0].rows, j >> 5, j & 31, &sp, &d[k]))
                 v[k] = __ldcg((const uint4 *)sp);
-            }
+            else
+                d[k] = NULL;
         }
 #pragma unroll
         for (int k = 0; k < 4; k++)
@@ -340,53 +354,57 @@ XS_DEV void tp_xfer_retire(tp_xfers *xf, tp_pend *pd, unsigned long long epoch)
                         xf->x[i].shadow ? xf->x[i].shadow + k : NULL, xf->x[i].urgent);
     xf->n = 0;
     xf->total = 0;
+    xf->rows = 0;
 }
 
 /* The CTA's transfers streamed through a tile's main loop: a main-loop hook of the engine
- * (xs_gemm_mainloop_hooked, cuda/gemm.cuh). At k-tile kt, thread t < per_it loads unit
- * kt * per_it + t (L2) and stores it one k-tile later, so the load's latency hides behind a
- * k-tile of MMAs and each k-tile issues at most one 16-byte store per thread. per_it spreads the
- * units over all but the last two k-tiles (at most one unit per thread per k-tile; what a short
- * loop cannot take is stored after it, in end()). The engine's closing barrier then orders every
- * streamed store before the caller queues the flags. */
+ * (xs_gemm_mainloop_hooked, cuda/gemm.cuh). At k-tile kt, warp w < rpi loads row
+ * kt * rpi + w (one 16-byte unit per lane, from L2) and stores it one k-tile later, so the
+ * load's latency hides behind a k-tile of MMAs and each k-tile issues at most one store per
+ * thread. rpi spreads the rows over all but the last two k-tiles (what a short loop cannot take
+ * is stored after it, in end()). Whole warps stream (no divergence) and a row needs no division,
+ * so the hook adds a few instructions per k-tile to rpi warps. The engine's closing barrier then
+ * orders every streamed store before the caller queues the flags. */
 template <class C>
 struct tp_stream {
+    static_assert(C::BN / 8 <= 32, "a tile row is at most one warp of 16-byte units");
     const tp_xfers &xf;
-    int total, per_it;
+    int rows, r0, rpi; /* rows in all, rows of the first transfer, rows per k-tile */
     uint4 sv;
     char *sd; /* destination of the unit held in sv */
 
     __device__ __forceinline__ tp_stream(const tp_xfers &x)
-        : xf(x), total(x.total), per_it(0), sd(NULL)
+        : xf(x), rows(x.rows), r0(x.x[0].rows), rpi(0), sd(NULL)
     {
         sv = make_uint4(0, 0, 0, 0);
     }
     __device__ __forceinline__ void begin(int KT)
     {
-        per_it = KT > 2 ? (total + KT - 3) / (KT - 2) : total;
-        if (per_it > C::THREADS)
-            per_it = C::THREADS;
+        rpi = KT > 2 ? (rows + KT - 3) / (KT - 2) : rows;
+        if (rpi > C::THREADS / 32)
+            rpi = C::THREADS / 32;
     }
     __device__ __forceinline__ void step(int kt)
     {
-        const int tid = threadIdx.x;
         if (sd) { /* the unit loaded one k-tile ago */
             xs_st16v(sd, sv);
             sd = NULL;
         }
-        const int u = kt * per_it + tid;
-        if (tid < per_it && u < total) {
+        const int w = (int)(threadIdx.x >> 5), g = kt * rpi + w;
+        if (w < rpi && g < rows) { /* warp-uniform */
             const char *sp;
-            tp_xfer_unit(xf, u, &sp, &sd);
-            sv = __ldcg((const uint4 *)sp);
+            if (tp_xfer_at(xf, r0, g, (int)(threadIdx.x & 31), &sp, &sd))
+                sv = __ldcg((const uint4 *)sp);
+            else
+                sd = NULL;
         }
     }
     __device__ __forceinline__ void end(int KT)
     {
         if (sd)
             xs_st16v(sd, sv);
-        if (KT * per_it < total) /* uniform: a loop too short for the stream */
-            tp_xfer_flush(xf, KT * per_it, C::THREADS);
+        if (KT * rpi < rows) /* uniform: a loop too short for the stream */
+            tp_xfer_flush(xf, KT * rpi, C::THREADS);
     }
 };
 
@@ -567,7 +585,7 @@ XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, tp_pend 
                                (size_t)a.rs_n * 2 +
                            (size_t)n0 * 2;
                 tp_xfer_add(xf, scratch, C::BN * 2, d0, (long long)a.rs_n * 2, nvalid / 8, rows,
-                            flag, 1, NULL, 0);
+                            0, flag, 1, NULL, 0);
             } else if (!skip) {
                 tp_pend_add(pd, flag, a.epoch, NULL, 0);
             }
@@ -688,6 +706,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         s_pend.skip = a.skip_flag;
         s_xf.n = 0;
         s_xf.total = 0;
+        s_xf.rows = 0;
     }
     __syncthreads();
     for (int i = blockIdx.x; i < a.ntasks; i += gridDim.x) {
@@ -729,8 +748,8 @@ __global__ void __launch_bounds__(C::THREADS, 1)
                     const unsigned long long off = (unsigned long long)a.me * a.shard_bytes +
                                                    (unsigned long long)w1.y * XS_TP_CHUNK;
                     const unsigned long long nb = tp_push_bytes(a, w1.y, push_n);
-                    tp_xfer_add(&s_xf, tab.data[a.me] + off, 0, tab.data[w1.x] + off, 0,
-                                (int)(nb / 16), 1,
+                    tp_xfer_add(&s_xf, tab.data[a.me] + off, 0, tab.data[w1.x] + off, 0, 0, 0,
+                                (int)(nb / 16),
                                 tab.flags[w1.x] + (size_t)a.me * a.ag_chunks + w1.y, push_n,
                                 tp_push_shadow(a, w1.x, w1.y), 1);
                 }
