@@ -80,6 +80,16 @@ typedef struct {
     double start_ns;                    /* optional: from the schedule's start instant to every
                                          * producer's first burst (kernel prologue: reading the
                                          * first row, a CTA barrier); shifts all ends; default 0 */
+    double reserve_release;             /* optional: 1 = a producer's reserve leaves when it
+                                         * has no store left to offer (its bytes stay in the
+                                         * backlog); 0 = by reserve_shared_fraction; default 0 */
+    double row_start_ns;                /* optional: set-up before each later row on every
+                                         * producer (reading the row, CTA barriers); default 0 */
+    double reserve_shared_fraction;     /* optional, f in 0..1: with reserve_release 0 a
+                                         * producer's reserve leaves once its last accepted byte
+                                         * is within f*Q of the drain head (its bytes have left a
+                                         * buffer of its own for the shared Q); 0 = once drained;
+                                         * default 0 */
     char device[128];                   /* e.g. "NVIDIA H200" */
     char path[16];                      /* "host", "local", "peer" or "virtual" */
     char date[32];                      /* ISO date of the calibration */

@@ -196,6 +196,28 @@ static xs_status fit_issue(const xs_samples *s, xs_profile *p, xs_fit_report *re
             d[nd++] = s->v[i].end_ns - s->v[i].issue_max_ns;
     if (nd)
         p->start_ns = xs_median(d, (size_t)nd);
+    /* row start: a later row begins row_start_ns after the previous row's issue end plus its
+     * gap (the next row's descriptor, CTA barriers). In the unconstrained multi-row runs (the
+     * plateau) every producer starts row r at the same offset, so (end_ns - issue_max_ns) of row
+     * r minus (end_ns + gap) of row r-1 is that set-up; the median over all such pairs. */
+    p->row_start_ns = 0;
+    nd = 0;
+    for (size_t i = 0; d && i < s->n; i++) {
+        const xs_sample_row *a = &s->v[i];
+        if (!is(a, "issue") || a->row < 1)
+            continue;
+        for (size_t j = 0; j < s->n; j++) {
+            const xs_sample_row *b = &s->v[j];
+            if (is(b, "issue") && b->producers == a->producers &&
+                b->bytes_per_producer == a->bytes_per_producer && b->gap_ns == a->gap_ns &&
+                b->rows == a->rows && b->rep == a->rep && b->row == a->row - 1) {
+                d[nd++] = (a->end_ns - a->issue_max_ns) - (b->end_ns + b->gap_ns);
+                break;
+            }
+        }
+    }
+    if (nd)
+        p->row_start_ns = fmax(0, xs_median(d, (size_t)nd));
     free(d);
     return XS_OK;
 }
@@ -432,9 +454,21 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
         else                                                                                  \
             q.field = keep_;                                                                  \
     } while (0)
+    /* When a reserve leaves the stage is part of the structure that is fitted: reserve_release
+     * 0 with reserve_shared_fraction f = 0 (when the producer's bytes have drained), 1/2 or 1
+     * (when its last byte is within f*Q of the drain head), and reserve_release 1 (when it stops
+     * offering). The best score over all of them is kept. With no reserve they are one model. */
     static const double reserves[] = {0, 4096, 8192, 12288, 16384, 24576, 32768};
-    for (int ir = 0; ir < (published ? 1 : 7); ir++) {
+    static const double fractions[] = {0, 0.5, 1, -1}; /* -1: reserve_release 1 */
+    const int nres = sizeof reserves / sizeof reserves[0];
+    for (int it = 0; it < (published ? 1 : 4 * nres); it++) {
         double lbest = INFINITY;
+        int ir = it % nres;
+        double frac = fractions[it / nres];
+        if (it >= nres && ir == 0)
+            continue;
+        q.reserve_release = frac < 0;
+        q.reserve_shared_fraction = frac > 0 ? frac : 0;
         q.reserve_bytes_per_producer = reserves[ir];
         q.chunk_bytes = 4096;
         if (q.queue_bytes_per_producer > 0 && q.chunk_bytes > q.queue_bytes_per_producer)
@@ -490,6 +524,8 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
     rep->chunk_err = exp(stage_err) - 1; /* mean |log ratio| as a relative error */
     p->arbitration_skew = q.arbitration_skew;
     p->reserve_bytes_per_producer = q.reserve_bytes_per_producer;
+    p->reserve_release = q.reserve_bytes_per_producer > 0 ? q.reserve_release : 0;
+    p->reserve_shared_fraction = q.reserve_bytes_per_producer > 0 ? q.reserve_shared_fraction : 0;
     double bq = q.capacity_bytes, bc = q.chunk_bytes;
     p->capacity_bytes = bq;
     p->capacity_bytes_per_producer = 0;
@@ -514,6 +550,8 @@ static xs_status fit(const xs_samples *s, xs_profile *p, xs_fit_report *rep, int
     if (published) {
         p->queue_bytes_per_producer = 0;
         p->reserve_bytes_per_producer = 0;
+        p->reserve_release = 0;
+        p->reserve_shared_fraction = 0;
         p->arbitration_skew = 0;
     }
     XS_TRY(fit_issue(s, p, rep, published));

@@ -55,13 +55,17 @@ static const numeric_field numeric_fields[] = {
     FIELD(arbitration_skew, 0),
     FIELD(barrier_ns, 0),
     FIELD(start_ns, 0),
+    FIELD(reserve_release, 0),
+    FIELD(row_start_ns, 0),
+    FIELD(reserve_shared_fraction, 0),
 };
 #define NNUMERIC (sizeof numeric_fields / sizeof numeric_fields[0])
 
 const char *const xs_profile_fields[] = {
     "issue_bytes_per_ns", "issue_overhead_ns", "drain_bytes_per_ns", "capacity_bytes",
     "capacity_bytes_per_producer", "chunk_bytes", "queue_bytes_per_producer",
-    "reserve_bytes_per_producer", "arbitration_skew", "barrier_ns", "start_ns", NULL};
+    "reserve_bytes_per_producer", "arbitration_skew", "barrier_ns", "start_ns",
+    "reserve_release", "row_start_ns", "reserve_shared_fraction", NULL};
 
 /* Keys that may appear besides the numeric fields; anything else is a typo. */
 static const char *const other_keys[] = {"device", "path", "date", "command", "provisional",
@@ -329,6 +333,16 @@ xs_status xs_profile_check(const xs_profile *p, const char *name)
         return xs_seterr(XS_ERANGE, "%s: barrier_ns = %g must be >= 0", name, p->barrier_ns);
     if (p->start_ns < 0 || p->start_ns > 1e9)
         return xs_seterr(XS_ERANGE, "%s: start_ns = %g must be within 0..1e9", name, p->start_ns);
+    if (p->reserve_release != 0 && p->reserve_release != 1)
+        return xs_seterr(XS_ERANGE, "%s: reserve_release = %g must be 0 (reserve held while the "
+                         "producer's bytes are in the stage) or 1 (until it stops offering)",
+                         name, p->reserve_release);
+    if (p->reserve_shared_fraction < 0 || p->reserve_shared_fraction > 1)
+        return xs_seterr(XS_ERANGE, "%s: reserve_shared_fraction = %g must be within 0..1", name,
+                         p->reserve_shared_fraction);
+    if (p->row_start_ns < 0 || p->row_start_ns > 1e9)
+        return xs_seterr(XS_ERANGE, "%s: row_start_ns = %g must be within 0..1e9", name,
+                         p->row_start_ns);
     return XS_OK;
 }
 
@@ -350,7 +364,8 @@ xs_status xs_profile_set(xs_profile *p, const char *assignment)
                          "issue_bytes_per_ns, issue_overhead_ns, drain_bytes_per_ns, "
                          "capacity_bytes, capacity_bytes_per_producer, chunk_bytes, "
                          "queue_bytes_per_producer, reserve_bytes_per_producer, "
-                         "arbitration_skew, barrier_ns, start_ns)",
+                         "arbitration_skew, barrier_ns, start_ns, reserve_release, row_start_ns, "
+                         "reserve_shared_fraction)",
                          name, s ? "; did you mean '" : "", s ? s : "", s ? "'?" : "");
     }
     const char *v = eq + 1;
@@ -408,7 +423,8 @@ void xs_profile_print(const xs_profile *p, FILE *f)
         fprintf(f, "# produced by: %s\n", p->command);
     fprintf(f, "%-30s %14s  %s\n", "field", "value", "unit");
     static const char *const units[] = {"bytes/ns", "ns", "bytes/ns", "bytes", "bytes", "bytes",
-                                        "bytes", "bytes", "", "ns", "ns"};
+                                        "bytes", "bytes", "", "ns", "ns", "",
+                                        "ns", ""};
     _Static_assert(sizeof units / sizeof units[0] == NNUMERIC, "one unit per numeric field");
     for (size_t i = 0; i < NNUMERIC; i++)
         fprintf(f, "%-30s %14.6g  %s\n", numeric_fields[i].name,

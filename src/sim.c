@@ -208,6 +208,14 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
     const double r = pf->issue_bytes_per_ns, R = pf->drain_bytes_per_ns;
     const double oh = pf->issue_overhead_ns, Q = pf->capacity_bytes;
     const double reserve = pf->reserve_bytes_per_producer;
+    /* When a producer's reserve leaves the stage (docs/MODEL.md, event model step 4):
+     * reserve_release = 1: when it has nothing left to offer (its bytes stay in the backlog);
+     * otherwise when its last accepted byte is within f*Q of the drain head, f =
+     * reserve_shared_fraction (0: when drained; 1: when its bytes have left a buffer of its own
+     * for a shared one of size Q) */
+    const int release_at_issue = pf->reserve_release == 1;
+    const double hold_ns = pf->reserve_shared_fraction * Q / R;
+    const double row_start = pf->row_start_ns;
     const int64_t chunk = (int64_t)pf->chunk_bytes > 0 ? (int64_t)pf->chunk_bytes : 1;
     const int np = xs_schedule_max_producers(s);
 
@@ -265,7 +273,8 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
     heap h = {malloc((size_t)np * sizeof(ev)), 0};  /* chunks not yet ready, by ready time */
     heap el = {malloc((size_t)np * sizeof(ev)), 0}; /* ready chunks contending, by start tag */
     const int held_cap = 4 * np + 16; /* producers' drain times (reserve), with stale entries */
-    heap held = {reserve > 0 ? malloc((size_t)held_cap * sizeof(ev)) : NULL, 0};
+    const int track_drain = reserve > 0 && !release_at_issue;
+    heap held = {track_drain ? malloc((size_t)held_cap * sizeof(ev)) : NULL, 0};
     int n_out = 0;
     double *rings = nring ? malloc((size_t)nring * (size_t)ring_m * sizeof(double)) : NULL;
     double *accs = malloc((size_t)np * (size_t)(q + 1) * sizeof(double));
@@ -278,7 +287,7 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
         smp.a = malloc(smp.cap * sizeof *smp.a);
         smp.stride = 1;
     }
-    if (!pr || !h.a || !el.a || (reserve > 0 && !held.a) || (nring && !rings) || !accs ||
+    if (!pr || !h.a || !el.a || (track_drain && !held.a) || (nring && !rings) || !accs ||
         (o->sync && !arrive) || (o->record_backlog && !smp.a)) {
         free(pr); free(h.a); free(el.a); free(held.a); free(rings); free(accs); free(arrive);
         free(smp.a);
@@ -341,6 +350,8 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
                 break;                                                                        \
             }                                                                                 \
             const xs_row *rw_ = &s->rows[y_->prow];                                           \
+            if (y_->prow > 0)                                                                 \
+                tt_ += row_start; /* every later row: its descriptor, the barriers */         \
             if ((p_) < rw_->producers) {                                                      \
                 win0[W(y_->prow, p_)] = tt_;                                                  \
                 y_->assigned += NCHUNKS(y_->prow);                                            \
@@ -425,9 +436,9 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
          * the unfairness measured on the H200. */
         /* the stage's room: Q shared, plus a reserve for each producer with stores in it (at
          * least one: the producer about to offer brings its own into an empty stage) */
-        while (reserve > 0 && held.n && held.a[0].t <= t_now) {
+        while (track_drain && held.n && held.a[0].t <= t_now) {
             ev d = heap_pop(&held);
-            if (d.t == pr[d.p].d_own) {
+            if (d.t == pr[d.p].d_own - hold_ns) {
                 pr[d.p].outstanding = 0;
                 n_out--;
             }
@@ -462,21 +473,22 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
         z->ftag = e.t + c / z->weight;
         double t_arr = t_acc - c / r;
         d_last = (d_last > t_arr ? d_last : t_arr) + c / R;
-        if (reserve > 0) {
-            /* this producer holds its reserve until its last accepted byte has drained */
-            if (!z->outstanding) {
-                z->outstanding = 1;
-                n_out++;
-            }
+        if (reserve > 0 && !z->outstanding) {
+            z->outstanding = 1;
+            n_out++;
+        }
+        if (track_drain) {
+            /* this producer holds its reserve until its last accepted byte has drained (or is
+             * within f*Q of the drain head) */
             z->d_own = d_last;
             if (held.n == held_cap) {
                 /* stale entries only: compact by re-pushing the live ones */
                 held.n = 0;
                 for (int p = 0; p < np; p++)
                     if (pr[p].outstanding)
-                        heap_push(&held, (ev){pr[p].d_own, 0, p});
+                        heap_push(&held, (ev){pr[p].d_own - hold_ns, 0, p});
             }
-            heap_push(&held, (ev){d_last, 0, e.p});
+            heap_push(&held, (ev){d_last - hold_ns, 0, e.p});
         }
         double backlog = R * (d_last - t_acc);
         if (backlog > peak)
@@ -496,6 +508,11 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
         z->accepted = z->oidx + 1;
         SETTLE(e.p);
         OFFER_NEXT(e.p);
+        if (release_at_issue && z->outstanding && z->owait) {
+            /* nothing left to offer: its reserve leaves now; its bytes stay in the backlog */
+            z->outstanding = 0;
+            n_out--;
+        }
     }
     /* every active window must have closed; anything else is a defect of this function */
     for (int row = 0; row < s->nrows; row++)

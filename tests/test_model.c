@@ -139,6 +139,11 @@ static void test_isolated_property(int trials)
         xs_profile p = random_profile();
         int k = (int)loguniform(1, 257);
         int64_t b = (int64_t)(p.chunk_bytes * floor(loguniform(16, 512)));
+        /* how a reserve leaves (when drained, within f*Q of the drain head, when the producer
+         * stops offering): with equal shares the last producer stays within the same bounds */
+        double u = urand();
+        p.reserve_release = u < 0.3;
+        p.reserve_shared_fraction = u < 0.3 || u > 0.7 ? 0 : uniform(0, 1);
         xs_schedule s;
         xs_result r;
         one_row(&s, k, b, 0, 1);
@@ -160,7 +165,8 @@ static void test_isolated_property(int trials)
                     p.issue_overhead_ns, p.capacity_bytes, p.capacity_bytes_per_producer,
                     p.queue_bytes_per_producer, p.chunk_bytes, k, (long long)b,
                     r.rows[0].issue_max_ns, o.t_iss_iso_ns);
-            fprintf(stderr, "  reserve %g: last-producer form %g\n", p.reserve_bytes_per_producer,
+            fprintf(stderr, "  reserve %g (release %g, fraction %g): last-producer form %g\n",
+                    p.reserve_bytes_per_producer, p.reserve_release, p.reserve_shared_fraction,
                     o.t_iss_last_ns);
         }
         xs_result_free(&r);
@@ -356,6 +362,90 @@ static void test_skew_reserve(void)
     xs_schedule_free(&s);
 }
 
+/* When a reserve leaves the stage. Unequal shares leave a few producers last; the earlier the
+ * others' reserves leave, the less capacity those stragglers see: the last producer's time grows
+ * from "when drained" over "within f*Q of the drain head" (f = 1/2, 1) to "when it stops
+ * offering", never below the fluid form, and at most the form with only the straggler's own
+ * queue and reserve left in the stage. The median producer is not delayed by more than the last.
+ * With equal shares producers finish together and the choice hardly matters (isolated test). */
+static void test_reserve_release(void)
+{
+    xs_profile p = fixed();
+    p.capacity_bytes = 900000;
+    p.capacity_bytes_per_producer = 0;
+    p.queue_bytes_per_producer = 6144;
+    p.reserve_bytes_per_producer = 16384;
+    p.arbitration_skew = 1.5;
+    xs_schedule s;
+    one_row(&s, 132, 65536, 0, 1);
+    xs_bg o;
+    xs_bg_eval(&p, 132, 65536, 0, &o);
+    double own = p.issue_overhead_ns + (o.volume_bytes - p.capacity_bytes -
+                                        p.queue_bytes_per_producer -
+                                        p.reserve_bytes_per_producer) / p.drain_bytes_per_ns;
+    static const double mode[4][2] = {{0, 0}, {0, 0.5}, {0, 1}, {1, 0}}; /* release, fraction */
+    double last[4];
+    for (int i = 0; i < 4; i++) {
+        p.reserve_release = mode[i][0];
+        p.reserve_shared_fraction = mode[i][1];
+        xs_result r;
+        XT_CHECK(xs_simulate(&p, &s, NULL, &r) == XS_OK, "%s", xs_errmsg());
+        last[i] = r.rows[0].issue_max_ns;
+        XT_CHECK(last[i] >= 0.99 * o.t_iss_iso_ns && last[i] <= 1.01 * own,
+                 "release %g fraction %g: last %g outside [%g, %g]", mode[i][0], mode[i][1],
+                 last[i], o.t_iss_iso_ns, own);
+        xs_result_free(&r);
+    }
+    XT_CHECK(last[0] < last[1] && last[1] < last[2] && last[2] < last[3],
+             "stragglers later the earlier reserves leave: %g %g %g %g", last[0], last[1],
+             last[2], last[3]);
+    /* release 1 puts the straggler near the only-its-own form (the H200's (V - ~0.9 MiB)/R) */
+    XT_CHECK(last[3] > 0.9 * own, "release at issue end: %g vs own-capacity form %g", last[3],
+             own);
+    xs_schedule_free(&s);
+}
+
+/* row_start_ns: every later row starts that much later on every producer. With a stage that
+ * never fills and no producer queue, row i's window end moves by exactly i * row_start_ns and the windows keep their
+ * length, free-running or synchronised (random profiles and schedules). */
+static void test_row_start(int trials)
+{
+    int bad = 0;
+    for (int t = 0; t < trials; t++) {
+        xs_profile p = random_profile();
+        p.capacity_bytes = 1e14;
+        p.capacity_bytes_per_producer = 0;
+        /* no producer queue: a queue still streaming the previous row when the next starts
+         * would shorten the next window by the extra time it was given */
+        p.queue_bytes_per_producer = 0;
+        xs_schedule s = {0};
+        int rows = 1 + (int)(urand() * 6);
+        for (int i = 0; i < rows; i++)
+            xs_schedule_append(&s, 1 + (int)(urand() * 40), 16 * (int64_t)loguniform(1, 16384),
+                               urand() < 0.3 ? 0 : loguniform(10, 1e5));
+        xs_sim_opts so = {.sync = urand() < 0.3};
+        xs_result a, b;
+        XT_CHECK(xs_simulate(&p, &s, &so, &a) == XS_OK, "%s", xs_errmsg());
+        p.row_start_ns = loguniform(1, 5000);
+        XT_CHECK(xs_simulate(&p, &s, &so, &b) == XS_OK, "%s", xs_errmsg());
+        for (int i = 0; i < rows; i++) {
+            double tol = 1e-9 * (1 + fabs(b.rows[i].end_ns));
+            if (fabs(b.rows[i].end_ns - a.rows[i].end_ns - i * p.row_start_ns) > tol ||
+                fabs(b.rows[i].issue_max_ns - a.rows[i].issue_max_ns) > tol ||
+                fabs(b.rows[i].issue_med_ns - a.rows[i].issue_med_ns) > tol)
+                bad++;
+        }
+        double shift = (rows - 1) * p.row_start_ns;
+        if (fabs(b.makespan_ns - a.makespan_ns - shift) > 1e-9 * (1 + b.makespan_ns))
+            bad++;
+        xs_result_free(&a);
+        xs_result_free(&b);
+        xs_schedule_free(&s);
+    }
+    XT_CHECK(bad == 0, "%d rows or makespans of %d schedules not shifted by row_start_ns", bad,
+             trials);
+}
+
 /* Mixed rows: windows, ordering, inactive producers and the backlog record. */
 /* start_ns: the schedule's first bursts begin that much after its start instant. With free-running
  * producers and one shared start, every window and end moves by exactly start_ns (random profiles
@@ -548,6 +638,8 @@ int main(void)
     test_skew_reserve();
     test_sim_invariants();
     test_start(100);
+    test_reserve_release();
+    test_row_start(100);
     test_planner();
     test_stats();
     return xt_done();
