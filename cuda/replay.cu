@@ -78,6 +78,10 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
     const int p = blockIdx.x, grid = gridDim.x, n = tab.nranks;
     __shared__ int s_abort;
     xs_anchor a = {0, 0, 0, 0, 0};
+    /* Row descriptors are loaded ahead: the first before the common start, each next one before
+     * the previous row's gap, so that a row's timing holds the stage and the store loop, not a
+     * global-memory read of our own bookkeeping (zero-gap rows still wait for theirs). */
+    xs_drow row = rows[0];
     if (threadIdx.x == 0) {
         s_abort = 0;
         xs_time_anchor(&a.g0, &a.c0, 1u << 16);
@@ -100,7 +104,6 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
     const int d = p % n;
     const unsigned long long slot = (unsigned long long)(p / n);
     for (int r = 0; r < nrows; r++) {
-        const xs_drow row = rows[r];
         if (p < row.k) {
             __syncthreads();
             unsigned long long cs = xs_clock();
@@ -113,6 +116,7 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
                 stamps[(size_t)r * grid + p] = s;
             }
         }
+        const xs_drow next = rows[r + 1 < nrows ? r + 1 : r];
         if (row.gap_cyc)
             xs_spin_cycles(row.gap_cyc);
         if (sync) {
@@ -134,6 +138,7 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
             if (s_abort)
                 return;
         }
+        row = next;
     }
     if (threadIdx.x == 0) {
         xs_time_anchor(&a.g1, &a.c1, 1u << 16);
