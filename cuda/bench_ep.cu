@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "moe.h"
 #include "xstage.h"
@@ -74,6 +75,7 @@ typedef struct {
     xs_moe_stall stall_wave, stall_inter, stall_auto;
     double local_span_us; /* local control: Linear-2 store span, median */
     double local_issue;   /* local control: Linear-2 store bytes per ns of span, median */
+    double point_s, model_s; /* wall time of the point; of it, the host-side model (auto, stalls) */
     char how[240];
 } ep_row;
 
@@ -84,10 +86,11 @@ static void ep_usage(FILE *f)
             "  fused MoE: dispatch -> Linear-1 -> SwiGLU -> Linear-2 -> combine to virtual peers\n"
             "  -c, --config NAME[,NAME]|all  configurations (default all):");
     for (int i = 0; i < xs_moe_nconfigs; i++)
-        fprintf(f, "%s%s", i % 4 ? " " : "\n                                  ",
-                xs_moe_configs[i].name);
+        fprintf(f, "%s%s%s", i % 4 ? " " : "\n                                  ",
+                xs_moe_configs[i].name, xs_moe_configs[i].sweep ? "" : "(*)");
     fprintf(f,
             "\n"
+            "                               (*: not in the default sweep)\n"
             "  -t, --tokens LIST            token counts (default: 3 per configuration)\n"
             "  -p, --peers LIST             destinations incl. the local rank (default: each\n"
             "                               configuration's own, docs/EP.md)\n"
@@ -275,8 +278,9 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             o->configs[o->nconfigs++] = xs_moe_config_find("olmoe-1b-7b");
             o->configs[o->nconfigs++] = xs_moe_config_find("mixtral-8x7b");
         } else {
-            for (int i = 0; i < xs_moe_nconfigs && i < EP_MAX_LIST; i++)
-                o->configs[o->nconfigs++] = &xs_moe_configs[i];
+            for (int i = 0; i < xs_moe_nconfigs && o->nconfigs < EP_MAX_LIST; i++)
+                if (xs_moe_configs[i].sweep)
+                    o->configs[o->nconfigs++] = &xs_moe_configs[i];
         }
     } else {
         char buf[512];
@@ -296,6 +300,13 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
 }
 
 /* ---- one point ------------------------------------------------------------------------------ */
+
+static double ep_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -420,6 +431,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
                           xs_cublas *cb, FILE *tiles, ep_row *r)
 {
     memset(r, 0, sizeof *r);
+    const double t_point = ep_now_s();
     r->config = cfg->name;
     r->routing = xs_moe_routing_name(routing);
     r->tokens = tokens;
@@ -517,7 +529,9 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         r->local_issue = r_local;
         /* auto: the model decides from the profile and the measured costs of both orders */
         xs_moe_auto_result ar;
+        double t_model = ep_now_s();
         EP_TRY(xs_moe_auto(m, prof, &o->mm, &cost[0], &cost[1], &ar));
+        r->model_s += ep_now_s() - t_model;
         EP_TRY(xs_moe_set_plan(m, 2, &ar.plan));
         r->auto_choice = xs_moe_sched_name(ar.plan.kind);
         r->auto_lead = ar.plan.kind == XS_MOE_INTERLEAVED ? ar.plan.lead : 0;
@@ -566,8 +580,10 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
                 xs_moe_trace(m, &tr, &ntr);
                 xs_moe_stall *sp = var == EP_WAVE ? &r->stall_wave
                                    : var == EP_INTER ? &r->stall_inter : &r->stall_auto;
+                t_model = ep_now_s();
                 EP_TRY(xs_moe_stall_predict(tr, ntr, prof, &o->mm, r_local, ref_of[var], ntot,
                                             sp, NULL, NULL));
+                r->model_s += ep_now_s() - t_model;
                 if (var == EP_AUTO && r->auto_paced) {
                     double g[4096];
                     int ng = 0;
@@ -593,6 +609,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     }
 done:
 #undef EP_TRY
+    r->point_s = ep_now_s() - t_point;
     if (ws)
         xs_win_close(ws);
     for (int v = 0; v < EP_NVAR; v++)
@@ -622,7 +639,7 @@ static const char *ep_csv_header =
     "mma_stall_pred_med_us,mma_stall_abs_err_med_us,mma_stall_abs_err_p90_us,"
     "mma_stall_abs_err_interleaved_us,mma_stall_abs_err_auto_us,mma_stall_meas_med_interleaved_us,"
     "mma_stall_pred_med_interleaved_us,blocked_pred_wave_us,blocked_pred_interleaved_us,"
-    "block_bytes,block_speed,pace_bytes\n";
+    "block_bytes,block_speed,pace_bytes,point_s,model_s\n";
 
 static void ep_csv_row(FILE *f, const ep_row *r)
 {
@@ -630,7 +647,7 @@ static void ep_csv_row(FILE *f, const ep_row *r)
     fprintf(f, "%s,%s,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%d,%s,%d,"
                "%d,%.1f,%.1f,%.4f,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d,%.3f,%.3f,%.3f,"
                "%.3f,%.3f,%.3f,%.3f,%.1f,%d,%.2f,%.3g,%d,%d,%.1f,%.1f,%.3f,%.3f,%.3f,%d,%.3f,%.3f,"
-               "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f\n",
+               "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f,%.3f,%.3f\n",
             r->config, r->routing, r->tokens, r->peers, t[EP_UNFUSED].med, t[EP_WAVE].med,
             t[EP_INTER].med, t[EP_AUTO].med, r->bound_us, r->verified ? "true" : "false",
             r->local.med, r->local_inter.med, r->compute_us, r->drain_us, r->cublas_gemm_us,
@@ -650,7 +667,7 @@ static void ep_csv_row(FILE *f, const ep_row *r)
             r->stall_inter.mma_abs_err_med_ns / 1e3, r->stall_auto.mma_abs_err_med_ns / 1e3,
             r->stall_inter.mma_meas_med_ns / 1e3, r->stall_inter.mma_pred_med_ns / 1e3,
             r->stall_wave.blocked_ns / 1e3, r->stall_inter.blocked_ns / 1e3, r->block_bytes,
-            r->block_speed, r->pace_bytes);
+            r->block_speed, r->pace_bytes, r->point_s, r->model_s);
     fflush(f);
 }
 
@@ -754,6 +771,14 @@ static void ep_summary(const ep_row *rows, int n)
            "bound_us; %d of %d where only reshaping meets it\n", "auto near bound", near, ne,
            near_r, ner);
     ep_summary_ratio("cuBLAS GEMMs / local", c, nc);
+    double pt = 0, mt = 0, pmax = 0;
+    for (int i = 0; i < n; i++) {
+        pt += rows[i].point_s;
+        mt += rows[i].model_s;
+        pmax = rows[i].point_s > pmax ? rows[i].point_s : pmax;
+    }
+    printf("# %-22s %.1f s over %d points (worst point %.2f s), of it the host-side model %.2f s\n",
+           "wall time", pt, n, pmax, mt);
     if (nd)
         printf("# %-22s issue side: median over runs of the per-tile median |pred - meas| = "
                "%.3f us (max %.3f, %d runs)\n", "stall prediction", xs_median(d, (size_t)nd),

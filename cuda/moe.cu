@@ -36,13 +36,16 @@ typedef xs_gemm_big xs_moe_cfg; /* 128 x 256 tiles, 8 warps */
  * (drain and compute comparable: where interleaving matters), or 8, the most remote traffic,
  * where even 8 leaves the point compute-bound (the large-I configurations). */
 const xs_moe_config xs_moe_configs[] = {
-    {"mixtral-8x7b", 4096, 14336, 8, 2, {512, 1024, 2048}, 8},
-    {"mixtral-8x22b", 6144, 16384, 8, 2, {256, 512, 1024}, 8},
-    {"dbrx", 6144, 10752, 16, 4, {256, 512, 1024}, 8},
-    {"qwen2-57b-a14b", 3584, 2560, 64, 8, {512, 1024, 2048}, 8},
-    {"qwen1.5-moe-a2.7b", 2048, 1408, 60, 4, {1024, 2048, 4096}, 8},
-    {"deepseek-v2-lite", 2048, 1408, 64, 6, {1024, 2048, 4096}, 4},
-    {"olmoe-1b-7b", 2048, 1024, 64, 8, {1024, 2048, 4096}, 2},
+    {"mixtral-8x7b", 4096, 14336, 8, 2, {512, 1024, 2048}, 8, 1},
+    {"qwen2-57b-a14b", 3584, 2560, 64, 8, {512, 1024, 2048}, 8, 1},
+    {"qwen1.5-moe-a2.7b", 2048, 1408, 60, 4, {1024, 2048, 4096}, 8, 1},
+    {"deepseek-v2-lite", 2048, 1408, 64, 6, {1024, 2048, 4096}, 4, 1},
+    {"olmoe-1b-7b", 2048, 1024, 64, 8, {1024, 2048, 4096}, 2, 1},
+    {"qwen3-30b-a3b", 2048, 768, 128, 8, {2048, 4096, 8192}, 2, 1},
+    {"qwen3-235b-a22b", 4096, 1536, 128, 8, {1024, 2048, 4096}, 8, 1},
+    {"deepseek-v3", 7168, 2048, 256, 8, {1024, 2048, 4096}, 8, 1},
+    {"mixtral-8x22b", 6144, 16384, 8, 2, {256, 512, 1024}, 8, 0},
+    {"dbrx", 6144, 10752, 16, 4, {256, 512, 1024}, 8, 0},
 };
 const int xs_moe_nconfigs = (int)(sizeof xs_moe_configs / sizeof xs_moe_configs[0]);
 
@@ -226,7 +229,8 @@ struct xs_moe {
     int *expert_off, *expert_rows;
     int4 *rb;             /* [nrb] {expert, first row, rows, remote rows (rank != 0)} */
     size_t window_bytes;
-    size_t *rank_used;    /* bytes of rank r's window that receive rows */
+    size_t *rank_used;
+    int host_only;        /* xs_moe_create_host: no device memory (the model only) */    /* bytes of rank r's window that receive rows */
     /* device */
     xs_bf16 *x, *h;
     int *d_row_token, *d_row_rank;
@@ -331,56 +335,37 @@ static void xs_moe_route(xs_moe *m, int *route_e, float *route_w)
     free(left);
 }
 
+/* the entry points that need the GPU refuse a problem made by xs_moe_create_host */
+#define XS_MOE_NEED_DEVICE(m)                                                                  \
+    do {                                                                                       \
+        if ((m)->host_only)                                                                    \
+            return xs_seterr(XS_EINVAL, "moe: %s needs a problem made by xs_moe_create "       \
+                             "(this one is host-only: the model alone)", __func__);            \
+    } while (0)
+
 static xs_status xs_moe_upload(void *dst, const void *src, size_t bytes)
 {
     XS_CU(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
     return XS_OK;
 }
 
-xs_status xs_moe_create(const xs_moe_weights *w, const xs_moe_opts *o, xs_moe **out)
+/* The host side of a problem: routing, the expert-sorted rows and the row blocks (no device
+ * memory). On failure m is left for xs_moe_destroy. */
+static xs_status xs_moe_init_host(xs_moe *m, const xs_moe_config *c, const xs_moe_opts *o,
+                                  int grid)
 {
-    *out = NULL;
-    if (!w)
-        return xs_seterr(XS_EINVAL, "moe: no weights");
-    if (o->tokens < 1 || o->tokens > (1 << 24))
-        return xs_seterr(XS_EINVAL, "moe: tokens=%d must be in 1..16777216", o->tokens);
-    if (o->peers < 1 || o->peers > XS_MAX_RANKS)
-        return xs_seterr(XS_EINVAL, "moe: peers=%d must be in 1..%d", o->peers, XS_MAX_RANKS);
-    if ((double)o->tokens * w->cfg.topk > 2e9)
-        return xs_seterr(XS_EINVAL, "moe: %d tokens x top-%d rows exceed 2^31", o->tokens,
-                         w->cfg.topk);
-    int dev = 0, sms = 0;
-    XS_CU(cudaGetDevice(&dev));
-    XS_CU(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-
-    xs_moe *m = (xs_moe *)calloc(1, sizeof *m);
-    if (!m)
-        return xs_seterr(XS_ENOMEM, "moe: out of host memory");
-    m->w = w;
-    m->cfg = w->cfg;
+    m->cfg = *c;
     m->opts = *o;
     m->T = o->tokens;
-    m->H = w->cfg.hidden;
-    m->I = w->cfg.inter;
-    m->E = w->cfg.experts;
-    m->K = w->cfg.topk;
+    m->H = c->hidden;
+    m->I = c->inter;
+    m->E = c->experts;
+    m->K = c->topk;
     m->N = o->peers;
     m->rows = m->T * m->K;
     m->l1_per_rb = (2 * m->I + XS_MOE_BN - 1) / XS_MOE_BN;
     m->l2_per_rb = (m->H + XS_MOE_BN - 1) / XS_MOE_BN;
-    m->grid = sms;
-    *out = m; /* from here on, failures clean up through xs_moe_destroy */
-    xs_status st = XS_OK;
-#define XS_STEP(call)                                                                          \
-    do {                                                                                       \
-        st = (call);                                                                           \
-        if (st != XS_OK) {                                                                     \
-            xs_moe_destroy(m);                                                                 \
-            *out = NULL;                                                                       \
-            return st;                                                                         \
-        }                                                                                      \
-    } while (0)
-
+    m->grid = grid;
     int *route_e = (int *)malloc(sizeof(int) * (size_t)m->rows);
     float *route_w = (float *)malloc(sizeof(float) * (size_t)m->rows);
     m->row_token = (int *)malloc(sizeof(int) * (size_t)m->rows);
@@ -396,7 +381,7 @@ xs_status xs_moe_create(const xs_moe_weights *w, const xs_moe_opts *o, xs_moe **
         !m->row_weight || !m->row_off || !m->expert_off || !m->expert_rows || !m->rank_used) {
         free(route_e);
         free(route_w);
-        XS_STEP(xs_seterr(XS_ENOMEM, "moe: out of host memory for %d rows", m->rows));
+        return xs_seterr(XS_ENOMEM, "moe: out of host memory for %d rows", m->rows);
     }
     xs_moe_route(m, route_e, route_w);
 
@@ -409,7 +394,7 @@ xs_status xs_moe_create(const xs_moe_weights *w, const xs_moe_opts *o, xs_moe **
     if (!fill) {
         free(route_e);
         free(route_w);
-        XS_STEP(xs_seterr(XS_ENOMEM, "moe: out of host memory"));
+        return xs_seterr(XS_ENOMEM, "moe: out of host memory");
     }
     const long long row_bytes = 2LL * m->H;
     for (int t = 0; t < m->T; t++)
@@ -437,10 +422,10 @@ xs_status xs_moe_create(const xs_moe_weights *w, const xs_moe_opts *o, xs_moe **
     for (int e = 0; e < m->E; e++)
         m->nrb += (m->expert_rows[e] + XS_MOE_BM - 1) / XS_MOE_BM;
     if (m->nrb >= (1 << 30))
-        XS_STEP(xs_seterr(XS_ERANGE, "moe: %d row blocks", m->nrb));
+        return xs_seterr(XS_ERANGE, "moe: %d row blocks", m->nrb);
     m->rb = (int4 *)malloc(sizeof(int4) * (size_t)(m->nrb ? m->nrb : 1));
     if (!m->rb)
-        XS_STEP(xs_seterr(XS_ENOMEM, "moe: out of host memory"));
+        return xs_seterr(XS_ENOMEM, "moe: out of host memory");
     int b = 0;
     for (int e = 0; e < m->E; e++)
         for (int r0 = 0; r0 < m->expert_rows[e]; r0 += XS_MOE_BM) {
@@ -450,6 +435,70 @@ xs_status xs_moe_create(const xs_moe_weights *w, const xs_moe_opts *o, xs_moe **
                 remote += m->row_rank[m->expert_off[e] + r0 + i] != 0;
             m->rb[b++] = make_int4(e, m->expert_off[e] + r0, nr, remote);
         }
+
+    m->trace_cap = m->nrb * (m->l1_per_rb + m->l2_per_rb);
+    return XS_OK;
+}
+
+static xs_status xs_moe_check_opts(const xs_moe_config *c, const xs_moe_opts *o)
+{
+    if (o->tokens < 1 || o->tokens > (1 << 24))
+        return xs_seterr(XS_EINVAL, "moe: tokens=%d must be in 1..16777216", o->tokens);
+    if (o->peers < 1 || o->peers > XS_MAX_RANKS)
+        return xs_seterr(XS_EINVAL, "moe: peers=%d must be in 1..%d", o->peers, XS_MAX_RANKS);
+    if ((double)o->tokens * c->topk > 2e9)
+        return xs_seterr(XS_EINVAL, "moe: %d tokens x top-%d rows exceed 2^31", o->tokens,
+                         c->topk);
+    return XS_OK;
+}
+
+xs_status xs_moe_create_host(const xs_moe_config *c, const xs_moe_opts *o, int grid,
+                             xs_moe **out)
+{
+    *out = NULL;
+    XS_TRY(xs_moe_check_config(c));
+    XS_TRY(xs_moe_check_opts(c, o));
+    if (grid < 1 || grid > 65536)
+        return xs_seterr(XS_EINVAL, "moe: grid=%d must be in 1..65536", grid);
+    xs_moe *m = (xs_moe *)calloc(1, sizeof *m);
+    if (!m)
+        return xs_seterr(XS_ENOMEM, "moe: out of host memory");
+    m->host_only = 1;
+    xs_status st = xs_moe_init_host(m, c, o, grid);
+    if (st != XS_OK) {
+        xs_moe_destroy(m);
+        return st;
+    }
+    *out = m;
+    return XS_OK;
+}
+
+xs_status xs_moe_create(const xs_moe_weights *w, const xs_moe_opts *o, xs_moe **out)
+{
+    *out = NULL;
+    if (!w)
+        return xs_seterr(XS_EINVAL, "moe: no weights");
+    XS_TRY(xs_moe_check_opts(&w->cfg, o));
+    int dev = 0, sms = 0;
+    XS_CU(cudaGetDevice(&dev));
+    XS_CU(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+
+    xs_moe *m = (xs_moe *)calloc(1, sizeof *m);
+    if (!m)
+        return xs_seterr(XS_ENOMEM, "moe: out of host memory");
+    m->w = w;
+    *out = m; /* from here on, failures clean up through xs_moe_destroy */
+    xs_status st = XS_OK;
+#define XS_STEP(call)                                                                          \
+    do {                                                                                       \
+        st = (call);                                                                           \
+        if (st != XS_OK) {                                                                     \
+            xs_moe_destroy(m);                                                                 \
+            *out = NULL;                                                                       \
+            return st;                                                                         \
+        }                                                                                      \
+    } while (0)
+    XS_STEP(xs_moe_init_host(m, &w->cfg, o, sms));
 
     /* device copies */
     size_t rows = (size_t)m->rows;
@@ -466,7 +515,6 @@ xs_status xs_moe_create(const xs_moe_weights *w, const xs_moe_opts *o, xs_moe **
     XS_STEP(xs_dalloc((void **)&m->d_pace, 16, "combine pacer"));
     XS_STEP(xs_dalloc((void **)&m->d_rank_base, sizeof(char *) * XS_MAX_RANKS, "rank table"));
     XS_STEP(xs_dalloc((void **)&m->d_rank_host, XS_MAX_RANKS, "rank table"));
-    m->trace_cap = m->nrb * (m->l1_per_rb + m->l2_per_rb);
     XS_STEP(xs_dalloc((void **)&m->d_trace, 8 * XS_MOE_TRACE_WORDS * (size_t)(m->trace_cap + 1),
                       "trace"));
     XS_STEP(xs_dalloc((void **)&m->d_anchors, 8 * 4 * (size_t)m->grid, "time anchors"));
@@ -506,10 +554,12 @@ void xs_moe_destroy(xs_moe *m)
     free(m->ref);
     for (int i = 0; i < XS_MOE_SLOTS; i++) {
         free(m->slots[i].host);
-        cudaFree(m->slots[i].dev);
+        if (m->slots[i].dev)
+            cudaFree(m->slots[i].dev);
     }
     free(m->sub.host);
-    cudaFree(m->sub.dev);
+    if (m->sub.dev)
+        cudaFree(m->sub.dev);
     for (int i = 0; i < 6; i++)
         if (m->ev[i])
             cudaEventDestroy(m->ev[i]);
@@ -660,15 +710,16 @@ xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p)
         tl->host = (int2 *)malloc(sizeof(int2) * (size_t)(m->trace_cap + 1));
         if (!tl->host)
             return xs_seterr(XS_ENOMEM, "moe: out of host memory for a task list");
-        XS_TRY(xs_dalloc((void **)&tl->dev, sizeof(int2) * (size_t)(m->trace_cap + 1),
-                         "task list"));
+        if (!m->host_only)
+            XS_TRY(xs_dalloc((void **)&tl->dev, sizeof(int2) * (size_t)(m->trace_cap + 1),
+                             "task list"));
     }
     const int q = xs_moe_build_tasks(m, p, tl->host);
     if (q != n)
         return xs_seterr(XS_EINVAL, "moe: internal: task list of %d tasks, expected %d", q, n);
     tl->n = n;
     tl->plan = *p;
-    if (n)
+    if (n && !m->host_only)
         XS_CU(cudaMemcpy(tl->dev, tl->host, sizeof(int2) * (size_t)n, cudaMemcpyHostToDevice));
     return XS_OK;
 }
@@ -893,6 +944,7 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
 
 xs_status xs_moe_local_table(xs_moe *m, xs_wintab *tab)
 {
+    XS_MOE_NEED_DEVICE(m);
     if (!m->local_win)
         XS_TRY(xs_dalloc((void **)&m->local_win, m->window_bytes * (size_t)m->N,
                          "local-control windows"));
@@ -925,6 +977,7 @@ static xs_status xs_moe_check_table(const xs_moe *m, const xs_wintab *tab)
 
 xs_status xs_moe_poison(xs_moe *m, const xs_wintab *tab, cudaStream_t s)
 {
+    XS_MOE_NEED_DEVICE(m);
     XS_TRY(xs_moe_check_table(m, tab));
     for (int r = 0; r < m->N; r++) {
         xs_moe_poison_kernel<<<264, 256, 0, s>>>((uint4 *)tab->data[r], m->window_bytes / 16);
@@ -935,6 +988,7 @@ xs_status xs_moe_poison(xs_moe *m, const xs_wintab *tab, cudaStream_t s)
 
 xs_status xs_moe_flush_l2(xs_moe *m, cudaStream_t s)
 {
+    XS_MOE_NEED_DEVICE(m);
     if (!m->flush) {
         int dev = 0, l2 = 0;
         XS_CU(cudaGetDevice(&dev));
@@ -1045,6 +1099,7 @@ static xs_status xs_moe_subset(xs_moe *m, const xs_moe_tasklist *from, int kind)
 xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_moe_run_opts *o,
                            cudaStream_t s, float *ms)
 {
+    XS_MOE_NEED_DEVICE(m);
     typedef xs_moe_cfg C;
     if (slot < 0 || slot >= XS_MOE_SLOTS || !m->slots[slot].host)
         return xs_seterr(XS_EINVAL, "moe: plan slot %d has no task list", slot);
@@ -1273,6 +1328,7 @@ static xs_status xs_moe_gemms(xs_moe *m, xs_cublas *cb, cudaStream_t s, int laye
 xs_status xs_moe_run_unfused(xs_moe *m, xs_cublas *cb, const xs_wintab *tab, cudaStream_t s,
                              float *ms, float *gemm_ms)
 {
+    XS_MOE_NEED_DEVICE(m);
     XS_TRY(xs_moe_check_table(m, tab));
     XS_TRY(xs_moe_ensure_unfused(m, 0));
     const int blocks = 4 * m->grid;
@@ -1326,6 +1382,7 @@ static xs_status xs_moe_keep_ref_h(xs_moe *m, const uint16_t *hb)
 
 xs_status xs_moe_reference_gpu(xs_moe *m, xs_cublas *cb)
 {
+    XS_MOE_NEED_DEVICE(m);
     XS_TRY(xs_moe_ensure_unfused(m, 1));
     const int blocks = 4 * m->grid;
     cudaStream_t s = 0;
@@ -1355,6 +1412,7 @@ xs_status xs_moe_reference_gpu(xs_moe *m, xs_cublas *cb)
 
 xs_status xs_moe_reference_cpu(xs_moe *m)
 {
+    XS_MOE_NEED_DEVICE(m);
     const int H = m->H, I = m->I;
     if ((double)m->rows * H * 3.0 * I > 8589934592.0)
         return xs_seterr(XS_EINVAL, "moe: %d rows x H=%d x I=%d is too large for the CPU "
@@ -1465,6 +1523,7 @@ static void *xs_moe_verify_worker(void *arg)
 
 xs_status xs_moe_verify(xs_moe *m, const xs_wintab *tab, xs_moe_check *out)
 {
+    XS_MOE_NEED_DEVICE(m);
     memset(out, 0, sizeof *out);
     out->worst_row = -1;
     out->worst_expert = -1;
@@ -1532,6 +1591,7 @@ xs_status xs_moe_verify(xs_moe *m, const xs_wintab *tab, xs_moe_check *out)
 
 xs_status xs_moe_verify_h(xs_moe *m, int expert, xs_moe_check *out)
 {
+    XS_MOE_NEED_DEVICE(m);
     memset(out, 0, sizeof *out);
     out->worst_row = -1;
     out->worst_expert = -1;
@@ -1597,6 +1657,7 @@ xs_status xs_moe_verify_h(xs_moe *m, int expert, xs_moe_check *out)
 
 xs_status xs_moe_load_reference_h(xs_moe *m)
 {
+    XS_MOE_NEED_DEVICE(m);
     if (!m->have_ref_h)
         return xs_seterr(XS_EINVAL, "moe: no reference h (xs_moe_reference_*)");
     XS_CU(cudaMemcpy(m->h, m->ref_h, (size_t)m->rows * m->I * 2, cudaMemcpyDeviceToDevice));
@@ -1778,6 +1839,7 @@ typedef struct {
     int ring_head, ring_n;
     /* program (xs_moe_predict) */
     int state, kind, rb, nb, next_wait;
+    int cur;                 /* the task it runs (index in the list) */
     double rem, tot;         /* the Linear-2 tile's bytes */
 } xs_mprod;
 
@@ -2110,6 +2172,7 @@ typedef struct {
     int q;              /* next task */
     int *dep_cnt, *wait_head;
     double end;
+    xs_moe_tile *trace; /* optional [ntasks]: the predicted trace */
 } xs_mrun;
 
 static void xs_mrun_take(xs_mrun *u, int p);
@@ -2118,6 +2181,8 @@ static void xs_mrun_compute(xs_mrun *u, int p, double cost)
 {
     xs_msim *g = u->g;
     g->pr[p].state = XS_P_COMP;
+    if (u->trace)
+        u->trace[g->pr[p].cur].mma0_ns = g->t_now;
     if (!xs_heap_push(&g->vev, (xs_ev){g->V + cost, 0, p}))
         g->oom = 1;
 }
@@ -2132,10 +2197,22 @@ static void xs_mrun_take(xs_mrun *u, int p)
             u->end = g->t_now;
         return;
     }
+    z->cur = u->q;
     const int2 tk = u->tasks[u->q++];
     z->kind = (tk.x >> 30) & 3;
     z->rb = tk.x & 0x3fffffff;
     z->nb = tk.y;
+    if (u->trace) {
+        xs_moe_tile *r = &u->trace[z->cur];
+        memset(r, 0, sizeof *r);
+        r->fetch_ns = g->t_now;
+        r->kind = z->kind;
+        r->rb = z->rb;
+        r->nb = z->nb;
+        r->cta = r->smid = p;
+        r->id = z->kind == 1 ? z->rb * u->m->l1_per_rb + z->nb
+                             : u->m->nrb * u->m->l1_per_rb + z->rb * u->m->l2_per_rb + z->nb;
+    }
     if (z->kind == 2 && u->dep_cnt[z->rb] < u->m->l1_per_rb) {
         z->state = XS_P_DEP;
         z->next_wait = u->wait_head[z->rb];
@@ -2150,6 +2227,13 @@ static void xs_mrun_burst(xs_mrun *u, int p)
 {
     xs_msim *g = u->g;
     xs_mprod *z = &g->pr[p];
+    if (u->trace) {
+        xs_moe_tile *r = &u->trace[z->cur];
+        r->st0_ns = g->t_now;
+        r->gate_ns = g->t_now - r->mma1_ns;
+        r->remote_bytes = (int)z->rem;
+        r->total_bytes = (int)z->tot;
+    }
     if (!(z->rem > 0)) {
         z->state = XS_P_LOCAL;
         if (!xs_heap_push(&g->pev, (xs_ev){g->t_now + z->tot / g->r_local, 0, p}))
@@ -2189,7 +2273,7 @@ static void xs_msim_window(xs_msim *g, int p, int bi, double end)
 static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int ntasks,
                                       const xs_moe_plan *plan, const xs_profile *pf,
                                       const xs_moe_model *mm, const xs_moe_costs *c, int link,
-                                      double *total_ns)
+                                      xs_moe_tile *trace, double *total_ns)
 {
     *total_ns = NAN;
     if (!(c->c1_ns > 0) || !(c->c2_ns > 0))
@@ -2207,6 +2291,7 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
     u.ntasks = ntasks;
     u.c = c;
     u.link = link;
+    u.trace = trace;
     if (link && plan && plan->pace_bytes > 0 && plan->pace_bytes_per_ns > 0) {
         u.pace_ns_per_byte = 1.0 / plan->pace_bytes_per_ns;
         u.pace_slack_ns = plan->pace_bytes / plan->pace_bytes_per_ns;
@@ -2224,7 +2309,16 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
     g.user = &u;
     for (int p = 0; p < m->grid; p++)
         xs_mrun_take(&u, p);
+    /* every event is a chunk accepted (or retried under a cap), a task's step or a pacer gate:
+     * a bound far above that count turns a model bug into an error instead of a hang */
+    const double max_events = 16.0 * ((double)m->rows * m->H * 2.0 / g.c + 8.0 * ntasks) + 1e6;
+    double events = 0;
+    int stalled = 0;
     while (!g.oom) {
+        if (++events > max_events) {
+            stalled = 1;
+            break;
+        }
         const double ts = xs_msim_stage_next(&g);
         const double tp = g.pev.n ? g.pev.a[0].t : INFINITY;
         const double tv = g.vev.n ? xs_msim_t_of_v(&g, g.vev.a[0].t) : INFINITY;
@@ -2236,6 +2330,12 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
             if (g.V < e.t)
                 g.V = e.t; /* rounding */
             xs_mprod *z = &g.pr[e.p];
+            if (u.trace) {
+                xs_moe_tile *r = &u.trace[z->cur];
+                r->mma1_ns = g.t_now;
+                if (z->kind == 1)
+                    r->st0_ns = r->st1_ns = g.t_now;
+            }
             if (z->kind == 1) {
                 if (++u.dep_cnt[z->rb] == m->l1_per_rb) {
                     for (int w = u.wait_head[z->rb]; w >= 0;) {
@@ -2257,10 +2357,13 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
             xs_msim_advance(&g, tp);
             xs_ev e = xs_heap_pop(&g.pev);
             xs_mprod *z = &g.pr[e.p];
-            if (z->state == XS_P_GATE)
+            if (z->state == XS_P_GATE) {
                 xs_mrun_burst(&u, e.p);
-            else
+            } else {
+                if (u.trace)
+                    u.trace[z->cur].st1_ns = g.t_now;
                 xs_mrun_take(&u, e.p);
+            }
         } else {
             xs_msim_advance(&g, ts);
             xs_msim_stage_accept(&g, ts);
@@ -2276,6 +2379,9 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
     xs_msim_free(&g);
     if (oom)
         return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    if (stalled)
+        return xs_seterr(XS_ERANGE, "moe model: no end after %.0f events (%d tasks): a bug in "
+                         "the event model", max_events, ntasks);
     if (stuck)
         return xs_seterr(XS_ERANGE, "moe model: %d CTAs did not finish (a Linear-2 tile before "
                          "its row block's Linear-1 tiles?)", stuck);
@@ -2286,11 +2392,19 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
 xs_status xs_moe_predict(xs_moe *m, int slot, const xs_profile *pf, const xs_moe_model *mm,
                          const xs_moe_costs *c, int link, double *total_ns)
 {
+    return xs_moe_predict_trace(m, slot, pf, mm, c, link, NULL, total_ns);
+}
+
+xs_status xs_moe_predict_trace(xs_moe *m, int slot, const xs_profile *pf,
+                               const xs_moe_model *mm, const xs_moe_costs *c, int link,
+                               xs_moe_tile *tiles, double *total_ns)
+{
     *total_ns = NAN;
     if (slot < 0 || slot >= XS_MOE_SLOTS || !m->slots[slot].host)
         return xs_seterr(XS_EINVAL, "moe: plan slot %d has no task list", slot);
     const xs_moe_tasklist *tl = &m->slots[slot];
-    return xs_moe_predict_tasks(m, tl->host, tl->n, &tl->plan, pf, mm, c, link, total_ns);
+    return xs_moe_predict_tasks(m, tl->host, tl->n, &tl->plan, pf, mm, c, link, tiles,
+                                total_ns);
 }
 
 double xs_moe_tile_t0(const xs_profile *p, double remote_bytes, double total_bytes,
@@ -2321,41 +2435,45 @@ static int cmp_burst_start(const void *x, const void *y)
     return a->i < b->i ? -1 : a->i > b->i;
 }
 
-/* blocked time within [a, b] from merged intervals blk[2k], blk[2k+1] (sorted) and the prefix
- * sums of their lengths */
+/* blocked time within [a, b] from merged intervals blk[2k], blk[2k+1] (sorted, disjoint) and the
+ * prefix sums of their lengths (pre[k]: intervals 0..k-1): two binary searches, O(log n). The
+ * intervals that meet (a, b) are lo..last; the first and the last are clipped, the ones between
+ * are whole. (Run 4's version walked them and could loop forever once a main loop spanned more
+ * than nine intervals and ended inside one: the bench's host side hung.) */
 static double xs_blocked_within(const double *blk, const double *pre, int n, double a, double b)
 {
     if (!(b > a) || n == 0)
         return 0;
-    /* first interval ending after a */
-    int lo = 0, hi = n;
+    int lo = 0, hi = n; /* first interval ending after a */
     while (lo < hi) {
-        int mid = (lo + hi) / 2;
+        const int mid = lo + (hi - lo) / 2;
         if (blk[2 * mid + 1] <= a)
             lo = mid + 1;
         else
             hi = mid;
     }
+    int end = n, l2 = lo; /* first interval (from lo) starting at or after b */
+    while (l2 < end) {
+        const int mid = l2 + (end - l2) / 2;
+        if (blk[2 * mid] < b)
+            l2 = mid + 1;
+        else
+            end = mid;
+    }
+    const int last = l2 - 1;
+    if (last < lo)
+        return 0;
     double s = 0;
-    for (int k = lo; k < n && blk[2 * k] < b; k++) {
-        if (k > lo + 8) { /* whole intervals in the middle: prefix sums */
-            int lo2 = k, hi2 = n;
-            while (lo2 < hi2) {
-                int mid = (lo2 + hi2) / 2;
-                if (blk[2 * mid + 1] <= b)
-                    lo2 = mid + 1;
-                else
-                    hi2 = mid;
-            }
-            s += pre[lo2] - pre[k];
-            k = lo2 - 1;
-            continue;
-        }
+    const int ends[2] = {lo, last};
+    for (int j = 0; j < (last > lo ? 2 : 1); j++) {
+        const int k = ends[j];
         const double x0 = blk[2 * k] > a ? blk[2 * k] : a;
         const double x1 = blk[2 * k + 1] < b ? blk[2 * k + 1] : b;
         if (x1 > x0)
             s += x1 - x0;
     }
+    if (last > lo + 1)
+        s += pre[last] - pre[lo + 1];
     return s;
 }
 
@@ -2412,7 +2530,17 @@ xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *pf
         if (!xs_heap_push(&g.pev, (xs_ev){u->st0_ns, 0, j}))
             g.oom = 1;
     }
+    double chunks = 0;
+    for (int j = 0; j < g.nb; j++)
+        chunks += (double)g.b[j].nch;
+    const double max_events = 16.0 * (chunks + nb) + 1e6; /* as in xs_moe_predict_tasks */
+    double events = 0;
+    int stalled = 0;
     while (!g.oom) {
+        if (++events > max_events) {
+            stalled = 1;
+            break;
+        }
         const double ts = xs_msim_stage_next(&g);
         const double tp = g.pev.n ? g.pev.a[0].t : INFINITY;
         if (ts == INFINITY && tp == INFINITY)
@@ -2429,6 +2557,9 @@ xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *pf
     xs_status st = XS_OK;
     if (g.oom)
         st = xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    else if (stalled)
+        st = xs_seterr(XS_ERANGE, "moe model: the stall replay found no end after %.0f events "
+                       "(%d bursts): a bug in the event model", max_events, nb);
     /* issue side */
     int ne = 0;
     for (int j = 0; j < nb && st == XS_OK; j++) {
@@ -2568,7 +2699,8 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
     do {                                                                                       \
         if (st == XS_OK) {                                                                     \
             const int n_ = xs_moe_build_tasks(m, &(plan_), tasks);                            \
-            st = xs_moe_predict_tasks(m, tasks, n_, &(plan_), p, mm, costs_, link_, out_);     \
+            st = xs_moe_predict_tasks(m, tasks, n_, &(plan_), p, mm, costs_, link_, NULL,      \
+                                      out_);                                                   \
         }                                                                                      \
     } while (0)
     double w_link = NAN, w_loc = NAN;

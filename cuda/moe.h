@@ -38,6 +38,7 @@ typedef struct {
     int tokens[3]; /* default token counts of the sweep */
     int peers;     /* default number of destinations of the sweep (0 = 4); docs/EP.md says how
                     * the sweep's points were chosen */
+    int sweep;     /* 1: in the default sweep (`bench ep` without --config); 0: on request only */
 } xs_moe_config;
 
 extern const xs_moe_config xs_moe_configs[];
@@ -70,6 +71,11 @@ typedef struct {
 typedef struct xs_moe xs_moe;
 /* Route the tokens, sort rows by expert, allocate the workspaces; the weights must outlive m. */
 xs_status xs_moe_create(const xs_moe_weights *w, const xs_moe_opts *o, xs_moe **out);
+/* The same routing and row blocks on the host only, for `grid` CTAs: no GPU needed. Such a
+ * problem takes plans (xs_moe_set_plan keeps the task list on the host), info, the model
+ * (xs_moe_predict, xs_moe_auto); every entry point that needs the device refuses it (XS_EINVAL). */
+xs_status xs_moe_create_host(const xs_moe_config *c, const xs_moe_opts *o, int grid,
+                             xs_moe **out);
 void xs_moe_destroy(xs_moe *m);
 
 typedef struct {
@@ -240,6 +246,12 @@ void xs_moe_model_default(xs_moe_model *mm);
  * ends when the last CTA finished and the stage has drained. */
 xs_status xs_moe_predict(xs_moe *m, int slot, const xs_profile *p, const xs_moe_model *mm,
                          const xs_moe_costs *c, int link, double *total_ns);
+/* The same, and the model's trace of the run into tiles[ntasks] (one record per task, in list
+ * order, the fields of a measured trace; cta = smid = the producer; Linear-1 tiles store at
+ * their end, st0 = st1 = mma1). A CPU-only stand-in for a measured trace. */
+xs_status xs_moe_predict_trace(xs_moe *m, int slot, const xs_profile *p,
+                               const xs_moe_model *mm, const xs_moe_costs *c, int link,
+                               xs_moe_tile *tiles, double *total_ns);
 
 typedef struct {
     xs_moe_plan plan;      /* the decision (wave, or interleaved with lead, maybe paced) */

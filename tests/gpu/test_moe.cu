@@ -686,20 +686,239 @@ static void model_checks(void)
     XT_CHECK(xs_moe_stall_predict(t, NB + 1, &pf[1], &none, 0, &ref, 1, &st, NULL, pm) ==
              XS_OK && st.blocked_ns == 0 && pm[NB] == 0, "no blocking: blocked %.0f ns",
              st.blocked_ns);
+    /* blocked time within a main loop is additive: [a, c] = [a, b] + [b, c] for any b, whatever
+     * intervals it spans (60 bursts of 1.3 MB every 40 us: one blocked interval each); run 4's
+     * version looped forever on a loop spanning > 9 intervals that ended inside one */
+    {
+        enum { NR = 60, NK = 20, NQ = 200 };
+        xs_moe_tile *u = (xs_moe_tile *)calloc(NR * NK + 3 * NQ + 1, sizeof *u);
+        double *pq = (double *)malloc(sizeof(double) * (NR * NK + 3 * NQ + 1));
+        for (int r = 0; r < NR; r++)
+            for (int k = 0; k < NK; k++) {
+                xs_moe_tile *v = &u[r * NK + k];
+                v->kind = 2;
+                v->cta = k;
+                v->id = -1;
+                v->remote_bytes = v->total_bytes = 65536;
+                v->st0_ns = v->mma0_ns = v->mma1_ns = r * 40000.0;
+                v->st1_ns = r * 40000.0 + 1300;
+            }
+        uint64_t z = 12345;
+        for (int q = 0; q < NQ; q++) {
+            z = z * 6364136223846793005ull + 1442695040888963407ull;
+            const double a = (double)(z >> 40) / (1 << 24) * NR * 40000.0;
+            z = z * 6364136223846793005ull + 1442695040888963407ull;
+            const double c = a + (double)(z >> 40) / (1 << 24) * 800000.0;
+            z = z * 6364136223846793005ull + 1442695040888963407ull;
+            const double b = a + (double)(z >> 40) / (1 << 24) * (c - a);
+            const double ab[3][2] = {{a, c}, {a, b}, {b, c}};
+            for (int j = 0; j < 3; j++) {
+                xs_moe_tile *v = &u[NR * NK + 3 * q + j];
+                v->kind = 1;
+                v->cta = NK + j;
+                v->id = -1;
+                v->mma0_ns = ab[j][0];
+                v->mma1_ns = v->st0_ns = v->st1_ns = ab[j][1];
+            }
+        }
+        xs_moe_stall sx;
+        const double t0 = now_s();
+        const xs_status rs = xs_moe_stall_predict(u, NR * NK + 3 * NQ, &pf[1], &mm, 0, NULL, 0,
+                                                  &sx, NULL, pq);
+        const double dt = now_s() - t0;
+        XT_CHECK(rs == XS_OK, "stall (many intervals): %s", xs_errmsg());
+        int bad = 0, spanning = 0;
+        for (int q = 0; rs == XS_OK && q < NQ; q++) {
+            const double *v = pq + NR * NK + 3 * q;
+            bad += fabs(v[0] - (v[1] + v[2])) > 1e-9 * (v[0] > 1 ? v[0] : 1);
+            spanning += v[0] > 10 * (1 - mm.block_speed) * 1000.0;
+        }
+        XT_CHECK(bad == 0 && sx.blocked_ns > 0, "blocked time not additive on %d of %d splits "
+                 "(blocked %.0f ns)", bad, NQ, sx.blocked_ns);
+        XT_CHECK(dt < 2.0, "stall replay with %d bursts took %.2f s", NR * NK, dt);
+        printf("%s model: blocked time within main loops additive on %d splits (%d spanning many "
+               "intervals), %.0f us blocked, %.3f s\n", bad ? "FAIL" : "ok  ", NQ, spanning,
+               sx.blocked_ns / 1e3, dt);
+        free(u);
+        free(pq);
+    }
     /* T_iss0: the queue takes the burst's last bytes, local rows at their own rate */
     XT_NEAR(xs_moe_tile_t0(&pf[1], 65536, 65536, 0),
             pf[1].issue_overhead_ns + (65536 - 6144) / pf[1].issue_bytes_per_ns, 1e-9);
     XT_NEAR(xs_moe_tile_t0(&pf[1], 0, 65536, 50.0), 65536 / 50.0, 1e-9);
 }
 
+/* ---- the host side of `bench ep` without a GPU ----------------------------------------------- */
+
+/* Synthetic local-control costs of a configuration: a constant time per 64-wide k-step (run 3's
+ * local wave times give 1.5-1.8 us) plus a fixed epilogue; Linear-2's store span at 52 B/ns. */
+static void synth_costs(const xs_moe_config *c, xs_moe_costs *k)
+{
+    memset(k, 0, sizeof *k);
+    const double kstep = 1600.0;
+    k->mma1_ns = kstep * c->hidden / 64.0;
+    k->mma2_ns = kstep * c->inter / 64.0;
+    k->c1_ns = k->mma1_ns + 1000.0;
+    k->c2_ns = k->mma2_ns + 300.0;
+    k->local_issue_bytes_per_ns = 52.0;
+    k->span2_ns = 65536.0 / 52.0;
+}
+
+typedef struct {
+    double create_s, auto_s, trace_s, stall_s;
+    double pred_wave_ns, pred_inter_ns, pred_auto_ns; /* auto's predictions */
+    double stall_sum;                                 /* a checksum of the stall results */
+    double drain_over_compute;  /* remote bytes / R over the model's local wave time */
+    int inter, paced, lead;
+    const char *crit; /* met, resh (reshaping meets it), no */
+} sweep_point;
+
+/* One point as bench ep does it on the host: the local control's costs of both orders (here: the
+ * model's own local trace), xs_moe_auto, then per-tile stall predictions of the wave, interleaved
+ * and auto runs (here: the model's traces of them with the link stand in for measured ones). */
+static int sweep_point_run(const xs_moe_config *cfg, int tokens, int peers, xs_moe_routing rt,
+                           const xs_profile *prof, const xs_moe_model *mm, sweep_point *sp)
+{
+    memset(sp, 0, sizeof *sp);
+    double t0 = now_s();
+    xs_moe *m = NULL;
+    xs_moe_opts o = {tokens, peers, rt, 0, 1u};
+    if (xs_moe_create_host(cfg, &o, 132, &m) != XS_OK)
+        return 0;
+    xs_moe_info info;
+    xs_moe_get_info(m, &info);
+    const int ntot = info.l1_tiles + info.l2_tiles;
+    xs_moe_tile *tr = (xs_moe_tile *)calloc((size_t)ntot + 1, sizeof *tr);
+    double *ref[2] = {(double *)malloc(sizeof(double) * (size_t)(ntot + 1)),
+                      (double *)malloc(sizeof(double) * (size_t)(ntot + 1))};
+    int ok = tr && ref[0] && ref[1];
+    xs_moe_costs base, cost[2];
+    synth_costs(cfg, &base);
+    const xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};
+    const xs_moe_plan ip = {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0, 0, 0};
+    ok = ok && xs_moe_set_plan(m, 0, &wp) == XS_OK && xs_moe_set_plan(m, 1, &ip) == XS_OK;
+    sp->create_s = now_s() - t0;
+    const double drain_ns = info.remote_bytes / prof->drain_bytes_per_ns;
+    for (int slot = 0; slot < 2 && ok; slot++) {
+        double t = 0;
+        ok = xs_moe_predict_trace(m, slot, prof, mm, &base, 0, tr, &t) == XS_OK;
+        cost[slot] = base;
+        cost[slot].kernel_ns = t;
+        if (slot == 0)
+            sp->drain_over_compute = drain_ns / t;
+        for (int i = 0; ok && i < ntot; i++)
+            ref[slot][tr[i].id] = tr[i].mma1_ns - tr[i].mma0_ns;
+    }
+    t0 = now_s();
+    xs_moe_auto_result ar;
+    ok = ok && xs_moe_auto(m, prof, mm, &cost[0], &cost[1], &ar) == XS_OK;
+    sp->auto_s = now_s() - t0;
+    if (ok) {
+        sp->pred_wave_ns = ar.wave_ns;
+        sp->pred_inter_ns = ar.inter_ns;
+        sp->pred_auto_ns = ar.auto_ns;
+        sp->inter = ar.plan.kind == XS_MOE_INTERLEAVED;
+        sp->paced = ar.plan.pace_bytes > 0;
+        sp->lead = ar.plan.lead;
+        sp->crit = ar.criterion_ok ? "met" : ar.reshape_ok ? "resh" : "no";
+        ok = xs_moe_set_plan(m, 2, &ar.plan) == XS_OK;
+    }
+    for (int slot = 0; slot < 3 && ok; slot++) {
+        double t = 0;
+        t0 = now_s();
+        ok = xs_moe_predict_trace(m, slot, prof, mm, slot == 1 ? &cost[1] : &cost[0], 1, tr,
+                                  &t) == XS_OK;
+        sp->trace_s += now_s() - t0;
+        xs_moe_stall st;
+        t0 = now_s();
+        const double *rf = slot == 1 || (slot == 2 && sp->inter) ? ref[1] : ref[0];
+        ok = ok && xs_moe_stall_predict(tr, ntot, prof, mm, base.local_issue_bytes_per_ns, rf,
+                                        ntot, &st, NULL, NULL) == XS_OK;
+        sp->stall_s += now_s() - t0;
+        if (ok)
+            sp->stall_sum += st.pred_stall_med_ns + st.abs_err_med_ns + st.mma_pred_med_ns +
+                             st.mma_abs_err_med_ns + st.blocked_ns;
+    }
+    if (!ok)
+        fprintf(stderr, "model sweep %s T=%d N=%d: %s\n", cfg->name, tokens, peers, xs_errmsg());
+    free(tr);
+    free(ref[0]);
+    free(ref[1]);
+    xs_moe_destroy(m);
+    return ok;
+}
+
+/* The sweep's host side with the sweep's real shapes (every configuration of the default sweep x
+ * both routings x its three token counts at its peer count, grid 132) and synthetic costs: times
+ * per point, and the model's predictions for the sweep (docs/EP.md, "Choosing the sweep"). */
+static void model_sweep(const xs_profile *prof, int verbose)
+{
+    xs_moe_model mm;
+    xs_moe_model_default(&mm);
+    double total = 0, worst = 0;
+    int n = 0, bad = 0;
+    double lg = 0, mx = 0, wa_min = INFINITY;
+    if (verbose)
+        printf("# %-18s %-8s %5s %2s %8s %8s %8s %8s %5s %9s %9s %6s %s\n", "config", "routing",
+               "T", "N", "auto_s", "trace_s", "stall_s", "total_s", "d/c", "wave_us", "inter_us",
+               "w/i", "crit auto");
+    for (int ci = 0; ci < xs_moe_nconfigs; ci++)
+        for (int ri = 0; ri < 2; ri++)
+            for (int ti = 0; ti < 3; ti++) {
+                const xs_moe_config *c = &xs_moe_configs[ci];
+                if (!c->sweep)
+                    continue;
+                sweep_point sp;
+                const double t0 = now_s();
+                const int tok = c->tokens[ti], peers = c->peers > 0 ? c->peers : 4;
+                const int ok = sweep_point_run(c, tok, peers,
+                                               ri ? XS_ROUTE_ZIPF : XS_ROUTE_BALANCED, prof,
+                                               &mm, &sp);
+                const double dt = now_s() - t0;
+                bad += !ok;
+                total += dt;
+                worst = dt > worst ? dt : worst;
+                n++;
+                const double wi = sp.pred_wave_ns / sp.pred_inter_ns;
+                lg += log(wi);
+                mx = wi > mx ? wi : mx;
+                const double wa = sp.pred_wave_ns / sp.pred_auto_ns;
+                wa_min = wa < wa_min ? wa : wa_min;
+                if (verbose)
+                    printf("# %-18s %-8s %5d %2d %8.3f %8.3f %8.3f %8.3f %5.2f %9.1f %9.1f %6.3f %-4s %s%s\n",
+                           c->name, ri ? "zipf" : "balanced", tok, peers,
+                           sp.auto_s, sp.trace_s, sp.stall_s, dt, sp.drain_over_compute,
+                           sp.pred_wave_ns / 1e3,
+                           sp.pred_inter_ns / 1e3, wi, sp.crit ? sp.crit : "?",
+                           sp.inter ? "inter" : "wave",
+                           sp.paced ? " paced" : "");
+            }
+    XT_CHECK(bad == 0, "model sweep: %d of %d points failed", bad, n);
+    printf("%s model sweep (host side of bench ep, synthetic costs): %d points in %.2f s, %.3f s "
+           "per point (worst %.3f s); predicted wave/interleaved geomean %.3f max %.3f, "
+           "wave/auto min %.3f\n", bad ? "FAIL" : "ok  ", n, total, total / n, worst,
+           exp(lg / n), mx, wa_min);
+}
+
 int main(int argc, char **argv)
 {
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
-    if (argc > 1 && !quick) {
-        fprintf(stderr, "usage: test_moe [--quick]\n");
+    int model_only = argc > 1 && !strcmp(argv[1], "--model");
+    if (argc > 3 || (argc > 1 && !quick && !model_only) || (argc > 2 && !model_only)) {
+        fprintf(stderr, "usage: test_moe [--quick | --model [PROFILE.json]]\n");
         return 2;
     }
     model_checks(); /* no GPU needed */
+    if (model_only) {
+        xs_profile prof;
+        xs_profile_default(&prof);
+        if (argc > 2 && xs_profile_load(argv[2], &prof) != XS_OK) {
+            fprintf(stderr, "test_moe: %s\n", xs_errmsg());
+            return 2;
+        }
+        model_sweep(&prof, 1);
+        return xt_done();
+    }
     xs_gpu_info gi;
     if (xs_gpu_open(0, &gi) != XS_OK) {
         fprintf(stderr, "test_moe: %s\n", xs_errmsg());
