@@ -25,7 +25,8 @@
 typedef xs_gemm_big xs_moe_cfg; /* 128 x 256 tiles, 8 warps */
 #define XS_MOE_BM 128
 #define XS_MOE_BN 256
-#define XS_MOE_TRACE_WORDS 8 /* u64 per task: 5 clocks, cta/smid, bytes, pacer wait (ns) */
+#define XS_MOE_TRACE_WORDS 9 /* u64 per task: 5 clocks, cta/smid, bytes, pacer wait (ns),
+                              * order ticket (xs_moe_tile.seq) */
 
 /* ---- configurations ---------------------------------------------------------------------- */
 
@@ -739,6 +740,8 @@ typedef struct {
     const int2 *tasks;          /* [ntasks] */
     int ntasks;
     unsigned int *queue;        /* next task */
+    unsigned long long *seq;    /* order tickets: Linear-1 before its release, Linear-2 after
+                                 * its acquire (one counter, so the order is the device's) */
     unsigned long long *done1;  /* [nrb] finished Linear-1 tiles */
     int hidden, inter, l1_per_rb;
     unsigned long long timeout_ns;
@@ -840,7 +843,12 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
                        ((unsigned long long)blockIdx.x << 32) | (unsigned int)rbi);
             s_abort = 1;
         }
-        /* per-row destinations: h rows (Linear-1) or window slots (Linear-2) */
+        /* Linear-2: a ticket after the acquire. Every Linear-1 tile of the row block took its
+         * ticket before its release, so a correct order gives this one a larger number, whatever
+         * the clocks say (xs_moe_tile.seq) */
+        unsigned long long ticket = ~0ull;
+        if (kind == 2 && tid == 0 && a.trace)
+            ticket = atomicAdd(a.seq, 1ull);
         int remote = 0;
         if (tid < C::BM) {
             char *d = NULL;
@@ -911,6 +919,8 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
         if (tid == 0) {
             const uint64_t c_st1 = xs_clock();
             if (kind == 1 && !(a.fault_skip_l1 && ti == 0)) {
+                if (a.trace)
+                    ticket = atomicAdd(a.seq, 1ull); /* before the release (see Linear-2) */
                 /* release: the CTA's h stores (ordered by the barrier) before the count */
                 __threadfence();
                 atomicAdd(a.done1 + rbi, 1ull);
@@ -926,6 +936,7 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
                 r[6] = ((unsigned long long)(nremote * ncols * 2) << 32) |
                        (unsigned int)(nrows * ncols * 2);
                 r[7] = gate_ns;
+                r[8] = ticket;
             }
         }
     }
@@ -1035,6 +1046,7 @@ static void xs_moe_decode_trace(xs_moe *m, const xs_moe_tasklist *tl)
         if (cta < 0 || cta >= m->grid) {
             memset(t, 0, sizeof *t);
             t->cta = -1;
+            t->seq = -1;
             continue;
         }
         const unsigned long long *an = m->h_anchors + 4 * (size_t)cta;
@@ -1057,6 +1069,7 @@ static void xs_moe_decode_trace(xs_moe *m, const xs_moe_tasklist *tl)
         t->remote_bytes = (int)(r[6] >> 32);
         t->total_bytes = (int)(r[6] & 0xffffffffu);
         t->gate_ns = (double)r[7];
+        t->seq = r[8] == ~0ull ? -1 : (long long)r[8];
         t->id = t->kind == 1 ? t->rb * m->l1_per_rb + t->nb
                              : m->nrb * m->l1_per_rb + t->rb * m->l2_per_rb + t->nb;
         if (v[0] < t_min)
@@ -1166,6 +1179,7 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
     a.tasks = tl->dev;
     a.ntasks = tl->n;
     a.queue = m->d_queue;
+    a.seq = (unsigned long long *)m->d_queue + 1; /* bytes 8..15, zeroed with the counter */
     a.done1 = m->d_done1;
     a.hidden = m->H;
     a.inter = m->I;
@@ -2205,6 +2219,7 @@ static void xs_mrun_take(xs_mrun *u, int p)
     if (u->trace) {
         xs_moe_tile *r = &u->trace[z->cur];
         memset(r, 0, sizeof *r);
+        r->seq = -1;
         r->fetch_ns = g->t_now;
         r->kind = z->kind;
         r->rb = z->rb;

@@ -194,6 +194,10 @@ typedef struct {
     int id;                    /* the tile, independent of the order: Linear-1 rb * l1_per_rb +
                                 * nb, Linear-2 l1_tiles + rb * l2_per_rb + nb */
     int remote_bytes, total_bytes; /* combine bytes of the tile (Linear-2) */
+    long long seq;             /* order ticket from one device counter: a Linear-1 tile takes it
+                                * just before its release, a Linear-2 tile just after its acquire;
+                                * a Linear-2 tile's ticket exceeds its row block's Linear-1
+                                * tickets in a correct run, independent of clocks (-1: none) */
 } xs_moe_tile;
 
 /* The trace of the last run (ns on the global time base, from clock64 anchored to

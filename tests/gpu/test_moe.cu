@@ -34,7 +34,12 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Linear-2 tiles start only after every Linear-1 tile of their row block stored its h rows */
+/* Linear-2 tiles start only after every Linear-1 tile of their row block stored its h rows. The
+ * order comes from the device: one counter hands a ticket to every Linear-1 tile just before its
+ * release and to every Linear-2 tile just after its acquire, so a Linear-2 ticket must exceed its
+ * row block's Linear-1 tickets. (Comparing clocks of different CTAs failed under
+ * compute-sanitizer, whose slow timing stretches the per-CTA clock->ns conversion: run 4's
+ * sanitize.log; the clocks are still compared, 2 us apart, and reported, not judged.) */
 static void check_trace(xs_moe *m, const char *what)
 {
     const xs_moe_tile *t;
@@ -45,8 +50,9 @@ static void check_trace(xs_moe *m, const char *what)
     XT_CHECK(n == info.l1_tiles + info.l2_tiles, "%s: trace has %d tasks, want %d", what, n,
              info.l1_tiles + info.l2_tiles);
     double *l1_end = (double *)calloc((size_t)info.row_blocks + 1, sizeof(double));
+    long long *l1_seq = (long long *)calloc((size_t)info.row_blocks + 1, sizeof(long long));
     int *l1_cnt = (int *)calloc((size_t)info.row_blocks + 1, sizeof(int));
-    int bad_order = 0, bad_time = 0, bad_rb = 0;
+    int bad_order = 0, bad_time = 0, bad_rb = 0, no_seq = 0, clock_order = 0;
     for (int i = 0; i < n; i++) {
         if (t[i].rb < 0 || t[i].rb >= info.row_blocks || t[i].cta < 0) {
             bad_rb++;
@@ -54,22 +60,31 @@ static void check_trace(xs_moe *m, const char *what)
         }
         if (!(t[i].mma0_ns >= t[i].fetch_ns - 1 && t[i].mma1_ns >= t[i].mma0_ns &&
               t[i].st0_ns >= t[i].mma1_ns && t[i].st1_ns >= t[i].st0_ns))
-            bad_time++;
+            bad_time++; /* one CTA's own clock: exact */
+        no_seq += t[i].seq < 0;
         if (t[i].kind == 1) {
             l1_cnt[t[i].rb]++;
             if (t[i].st1_ns > l1_end[t[i].rb])
                 l1_end[t[i].rb] = t[i].st1_ns;
+            if (t[i].seq > l1_seq[t[i].rb])
+                l1_seq[t[i].rb] = t[i].seq;
         }
     }
     for (int i = 0; i < n; i++)
-        if (t[i].kind == 2 && t[i].rb >= 0 && t[i].rb < info.row_blocks &&
-            (l1_cnt[t[i].rb] != info.l1_per_rb || t[i].mma0_ns + 2000.0 < l1_end[t[i].rb]))
-            bad_order++; /* 2 us slack: clocks of different SMs on one time base */
+        if (t[i].kind == 2 && t[i].rb >= 0 && t[i].rb < info.row_blocks && t[i].cta >= 0) {
+            bad_order += l1_cnt[t[i].rb] != info.l1_per_rb || t[i].seq <= l1_seq[t[i].rb];
+            clock_order += t[i].mma0_ns + 2000.0 < l1_end[t[i].rb];
+        }
     XT_CHECK(bad_rb == 0, "%s: %d trace records with a bad row block or CTA", what, bad_rb);
     XT_CHECK(bad_time == 0, "%s: %d tasks with timestamps out of order", what, bad_time);
-    XT_CHECK(bad_order == 0, "%s: %d Linear-2 tiles started before their Linear-1 tiles ended",
-             what, bad_order);
+    XT_CHECK(no_seq == 0, "%s: %d tasks without an order ticket", what, no_seq);
+    XT_CHECK(bad_order == 0, "%s: %d Linear-2 tiles acquired before their row block's Linear-1 "
+             "tiles released (device order tickets)", what, bad_order);
+    if (clock_order)
+        printf("note %s: %d Linear-2 tiles appear > 2 us before their Linear-1 tiles ended on the "
+               "clocks of different CTAs (the tickets say the order held)\n", what, clock_order);
     free(l1_end);
+    free(l1_seq);
     free(l1_cnt);
 }
 
