@@ -3,25 +3,25 @@
 #   1. tests/gpu/test_gemm  the tile engine vs fp64 / cuBLAS, and its throughput vs cuBLAS
 #   2. tests/gpu/test_moe   the fused MoE kernel: each layer alone (h, then Linear-2 from the
 #                           reference h), every schedule verified, timeouts, the model
-#   3. xstage bench ep      the sweep (7 configurations x 2 routings x 3 token counts, each
-#                           configuration at its own peer count: docs/EP.md), -n 9 -w 2
+#   3. xstage bench ep      the sweep (8 configurations x 2 routings x 3 token counts, each
+#                           configuration at its own peer count: docs/EP.md), -n 5 -w 1
 #   4. xstage bench ep      two points again with every tile of every verified run (ep_tiles.csv.gz:
 #                           per-tile spans, main loops, pacer waits, predicted stalls)
 # Writes to $OUT (default ./out): ep.log (everything), ep.csv (bench rows), gemm.csv (GEMM
 # throughput), ep_tiles.csv.gz and ep_tiles_points.csv. Every step is bounded by `timeout` and
-# by what is left of EP_BUDGET seconds (default 170: the whole EP step stays under 3 minutes); a
+# by what is left of EP_BUDGET seconds (default 200: the whole EP step stays under 3.5 minutes); a
 # step that no longer fits is skipped; one failing step does not stop the others. The last lines
 # printed are a summary table with PASS/FAIL per step.
 # The X-Stage profile of the model (auto, per-tile stall predictions, drain_us): PROFILE (set by
 # gpu_all.sh to the profile its calibration just produced), else the newest committed
 # bench/results/h200-*/h200_host_profile.json, else the embedded (provisional) one.
 # usage: OUT=dir [PROFILE=file] scripts/gpu_ep.sh [BUILD_DIR]   (BUILD_DIR defaults to build)
-#        EP_ARGS="--quick" replaces the sweep's arguments (default: the full sweep, -n 9 -w 2)
+#        EP_ARGS="--quick" replaces the sweep's arguments (default: the full sweep, -n 5 -w 1)
 set -u
 
 B=${1:-${BUILD:-build}}
 OUT=${OUT:-out}
-BUDGET=${EP_BUDGET:-170}
+BUDGET=${EP_BUDGET:-200}
 mkdir -p "$OUT"
 LOG="$OUT/ep.log"
 : >"$LOG"
@@ -78,7 +78,7 @@ run_step() {
     test_gemm)
         detail="$detail; $(grep -E '^# gemm: geomean' "$OUT/.step.out" | sed 's/^# gemm: //')" ;;
     bench_ep*)
-        detail="$(grep -E '^# (bench ep|wave/interleaved|wave/auto |auto near bound|stall prediction)' \
+        detail="$(grep -E '^# (bench ep|wave/interleaved|wave/auto |auto near bound|stall prediction|wall time)' \
             "$OUT/.step.out" | sed 's/^# //; s/  */ /g' | tr '\n' ';')" ;;
     esac
     if [ "$result" = FAIL ]; then
@@ -91,6 +91,7 @@ run_step() {
 }
 
 run_step test_gemm 45 "$B/tests/gpu/test_gemm" --csv "$OUT/gemm.csv" -n 20
+run_step test_moe_model 20 "$B/tests/gpu/test_moe" --model ${PROFILE_ARGS[1]:+"${PROFILE_ARGS[1]}"}
 run_step test_moe 60 "$B/tests/gpu/test_moe"
 X="$B/xstage"
 if [ -x "$X" ] && "$X" bench ep --help 2>&1 | grep -q 'needs the CUDA side'; then
@@ -110,7 +111,7 @@ if [ -z "$X" ]; then
 else
     # shellcheck disable=SC2086
     run_step bench_ep 150 "$X" bench ep "${PROFILE_ARGS[@]}" --csv "$OUT/ep.csv" \
-        ${EP_ARGS:--n 9 -w 2}
+        ${EP_ARGS:--n 5 -w 1}
     # every tile of two drain-bound points (small files: ~25k rows), for the per-tile analysis
     if [ -z "${EP_ARGS:-}" ]; then
         run_step bench_ep_tiles 40 "$X" bench ep "${PROFILE_ARGS[@]}" \
