@@ -238,12 +238,22 @@ XS_DEV void xs_attn_load_tile(uint32_t s, const char *g, int row0, int seq, size
     }
 }
 
-/* Store 16-byte units [u0, u1) of one warp's staged rows (unit u = row u/16, chunk u%16;
- * row0 = the sequence row of staged row 0, h its head) to their destination. */
-XS_DEV void xs_attn_store_units(const xs_attn_args &a, const xs_wintab &tab,
-                                const unsigned char *stg, int row0, int h, int u0, int u1,
-                                int lane)
+/* Rank whose shard holds sequence row `row` (WINDOWS; 0 for LOCAL): computed once per staged
+ * tile, so that the stores divide only for rows past that rank's shard (a warp's 16 rows
+ * straddle two shards only when rows_per_rank is not a multiple of 16). */
+XS_DEV int xs_attn_rank_of(const xs_attn_args &a, int row)
 {
+    return a.out == XS_ATTN_OUT_WINDOWS ? row / a.rows_per_rank : 0;
+}
+
+/* Store 16-byte units [u0, u1) of one warp's staged rows (unit u = row u/16, chunk u%16;
+ * row0 = the sequence row of staged row 0, h its head, p0 = xs_attn_rank_of(a, row0)) to their
+ * destination. */
+XS_DEV void xs_attn_store_units(const xs_attn_args &a, const xs_wintab &tab,
+                                const unsigned char *stg, int row0, int h, int p0, int u0,
+                                int u1, int lane)
+{
+    const int pend = (p0 + 1) * a.rows_per_rank; /* first row past rank p0's shard */
     for (int u = u0 + lane; u < u1; u += 32) {
         int r = u >> 4, ch = u & 15, grow = row0 + r;
         if (grow >= a.seq)
@@ -253,7 +263,7 @@ XS_DEV void xs_attn_store_units(const xs_attn_args &a, const xs_wintab &tab,
         if (a.out == XS_ATTN_OUT_LOCAL) {
             dst = (char *)a.o + ((size_t)grow * a.heads + h) * XS_ATTN_ROW_BYTES + ch * 16;
         } else {
-            int p = grow / a.rows_per_rank;
+            const int p = grow < pend ? p0 : grow / a.rows_per_rank;
             if (p >= tab.nranks) {
                 xs_devfail(a.status, XS_DEVERR_BOUNDS, (unsigned long long)grow);
                 continue;
@@ -269,9 +279,9 @@ XS_DEV void xs_attn_store_units(const xs_attn_args &a, const xs_wintab &tab,
 }
 
 /* Slice placement for split = n over a tile of nkb iterations: slice s rides on iteration
- * floor(s*nkb/n); by iteration j, ceil((j+1)*n/nkb) slices (at most n) are due. The kernel
- * evaluates these once per slice; the host mirrors (bench_up.cu's schedule, test_attn) use the
- * same functions. */
+ * floor(s*nkb/n); by iteration j, ceil((j+1)*n/nkb) slices (at most n) are due. The definition:
+ * the host mirrors (bench_up.cu's schedule) use it, test_attn checks the kernel's walk below
+ * against it. */
 XS_HD int xs_attn_slice_iter(int n, int nkb, int s)
 {
     return (int)((long long)s * nkb / n);
@@ -280,6 +290,40 @@ XS_HD int xs_attn_slices_due(int n, int nkb, int j)
 {
     const long long d = ((long long)(j + 1) * n + nkb - 1) / nkb;
     return d < n ? (int)d : n;
+}
+
+/* The kernel's walk of the same placement, without a division per slice: the next slice s, its
+ * iteration it = floor(s*nkb/n) = s*qs + floor(s*rs/n) (nkb = qs*n + rs) and rem = s*rs mod n.
+ * One division per tile (init); advancing by one slice is two adds and a compare. Run 5's kernel
+ * called xs_attn_slices_due and xs_attn_slice_iter (a 64-bit division each, a few hundred
+ * cycles of dependent latency, in all 8 warps at once) for every slice. */
+typedef struct {
+    int n, s, it, rem, qs, rs;
+} xs_attn_slicewalk;
+XS_HD void xs_attn_slicewalk_init(xs_attn_slicewalk *w, int n, int nkb)
+{
+    w->n = n, w->s = 0, w->it = 0, w->rem = 0;
+    w->qs = nkb / n;
+    w->rs = nkb - w->qs * n;
+}
+/* Slices due by iteration j (= xs_attn_slices_due(n, nkb, j) when j only grows). */
+XS_HD int xs_attn_slicewalk_due(xs_attn_slicewalk *w, int j)
+{
+    while (w->s < w->n && w->it <= j) {
+        w->s++;
+        w->it += w->qs;
+        w->rem += w->rs;
+        if (w->rem >= w->n) {
+            w->rem -= w->n;
+            w->it++;
+        }
+    }
+    return w->s;
+}
+/* Iteration of the next slice; INT_MAX when all n are due. */
+XS_HD int xs_attn_slicewalk_next(const xs_attn_slicewalk *w)
+{
+    return w->s < w->n ? w->it : INT_MAX;
 }
 
 /* Tile of CTA b in wave w: the snake assignment described at the top of the file. */
@@ -331,18 +375,24 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
                          warp * XS_ATTN_WARP_OUT_BYTES; /* this warp's output rows */
 
     const uint64_t t_start = xs_globaltimer();
-    uint64_t store_ns = 0;
+    /* warp 0's store time in clock64 cycles (a cheap counter read; %globaltimer around every
+     * slice cost two slow special-register reads per slice), converted to ns at the end with
+     * this CTA's own globaltimer/clock ratio */
+    const long long c_start = clock64();
+    long long store_cyc = 0;
 
     /* Units per slice when a tile's stores are spread over the next tile (split > 0). */
     const int split = a.split;
     const int upi = split > 0 ? (XS_ATTN_UNITS_PER_WARP + split - 1) / split : 0;
     int pend_u = XS_ATTN_UNITS_PER_WARP; /* units of the staged tile already stored */
-    int pend_row0 = 0, pend_h = 0;
-    /* Slices of the staged tile issued so far and the iteration at which the next is due
-     * (INT_MAX: none left). The main loop only compares j with due_j; the division that places
-     * a slice runs once per slice, not once per iteration: run 4's kernel divided on every
-     * iteration of a tile with slices pending and ran ~5 % slower than with split = 0. */
-    int slices = 0, due_j = INT_MAX;
+    int pend_row0 = 0, pend_h = 0, pend_p = 0;
+    /* The iteration at which the staged tile's next slice is due (INT_MAX: none left) and the
+     * walk that places them. The main loop only compares j with due_j (run 4's kernel divided
+     * on every iteration and ran ~5 % slower than split = 0); the walk advances without a
+     * division (run 5's divided twice per slice: ~0.5 us per slice, 0.5-1 % of fa). */
+    int due_j = INT_MAX;
+    xs_attn_slicewalk sw;
+    xs_attn_slicewalk_init(&sw, 1, 1);
 
     /* this CTA's tiles: k-th of `mine` (grid <= tiles, so mine >= 1) */
     const int rev = (a.out == XS_ATTN_OUT_WINDOWS && a.order == XS_ATTN_ORDER_EARLY)
@@ -374,6 +424,9 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
             k + 1 < mine ? xs_attn_cta_kth(rev, gridDim.x, blockIdx.x, k + 1) : ntiles;
         const char *kg = (const char *)a.k + (size_t)h * XS_ATTN_ROW_BYTES;
         const char *vg = (const char *)a.v + (size_t)h * XS_ATTN_ROW_BYTES;
+
+        if (pend_u < XS_ATTN_UNITS_PER_WARP)
+            xs_attn_slicewalk_init(&sw, split, nkb); /* the staged tile's slices ride on this one */
 
         uint32_t qf[8][4];
         float oacc[16][4];
@@ -419,17 +472,14 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
             /* reshape: the previous tile's slices due by this iteration ride on it; slice s
              * belongs to iteration floor(s*nkb/split), so ceil((j+1)*split/nkb) are due */
             if (j >= due_j) {
-                slices = xs_attn_slices_due(split, nkb, j);
-                const int u1 = min(XS_ATTN_UNITS_PER_WARP, slices * upi);
+                const int u1 = min(XS_ATTN_UNITS_PER_WARP, xs_attn_slicewalk_due(&sw, j) * upi);
                 if (u1 > pend_u) {
-                    uint64_t t0 = warp == 0 ? xs_globaltimer() : 0;
-                    xs_attn_store_units(a, tab, stg, pend_row0, pend_h, pend_u, u1, lane);
-                    if (warp == 0)
-                        store_ns += xs_globaltimer() - t0;
+                    const long long c0 = clock64();
+                    xs_attn_store_units(a, tab, stg, pend_row0, pend_h, pend_p, pend_u, u1, lane);
+                    store_cyc += clock64() - c0;
                     pend_u = u1;
                 }
-                due_j = pend_u < XS_ATTN_UNITS_PER_WARP ? xs_attn_slice_iter(split, nkb, slices)
-                                                        : INT_MAX;
+                due_j = pend_u < XS_ATTN_UNITS_PER_WARP ? xs_attn_slicewalk_next(&sw) : INT_MAX;
             }
 
             const int key0 = j * XS_ATTN_BN;
@@ -535,11 +585,11 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         }
         if (pend_u < XS_ATTN_UNITS_PER_WARP) {
             /* every slice is due by the last iteration; kept so that no unit is ever dropped */
-            uint64_t t0 = warp == 0 ? xs_globaltimer() : 0;
-            xs_attn_store_units(a, tab, stg, pend_row0, pend_h, pend_u,
+            const long long c0 = clock64();
+            xs_attn_store_units(a, tab, stg, pend_row0, pend_h, pend_p, pend_u,
                                 XS_ATTN_UNITS_PER_WARP, lane);
-            if (warp == 0)
-                store_ns += xs_globaltimer() - t0;
+            store_cyc += clock64() - c0;
+            pend_u = XS_ATTN_UNITS_PER_WARP;
         }
         __syncwarp(); /* every lane has read the old rows before they are overwritten */
 #pragma unroll
@@ -550,17 +600,17 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
                 xs_pack_bf16(oacc[dt][2] * inv[1], oacc[dt][3] * inv[1]);
         }
         __syncwarp();
+        const int p0 = xs_attn_rank_of(a, wrow0);
         if (split == 0) {
-            uint64_t t0 = warp == 0 ? xs_globaltimer() : 0;
-            xs_attn_store_units(a, tab, stg, wrow0, h, 0, XS_ATTN_UNITS_PER_WARP, lane);
-            if (warp == 0)
-                store_ns += xs_globaltimer() - t0;
+            const long long c0 = clock64();
+            xs_attn_store_units(a, tab, stg, wrow0, h, p0, 0, XS_ATTN_UNITS_PER_WARP, lane);
+            store_cyc += clock64() - c0;
             pend_u = XS_ATTN_UNITS_PER_WARP;
         } else {
             pend_u = 0;
             pend_row0 = wrow0;
             pend_h = h;
-            slices = 0;
+            pend_p = p0;
             due_j = 0; /* slice 0 rides on iteration 0 of the next tile */
         }
         if (tid == 0 && a.tile_ns)
@@ -570,20 +620,23 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
     }
 
     if (pend_u < XS_ATTN_UNITS_PER_WARP) {
-        uint64_t t0 = warp == 0 ? xs_globaltimer() : 0;
-        xs_attn_store_units(a, tab, stg, pend_row0, pend_h, pend_u, XS_ATTN_UNITS_PER_WARP,
-                            lane);
-        if (warp == 0)
-            store_ns += xs_globaltimer() - t0;
+        const long long c0 = clock64();
+        xs_attn_store_units(a, tab, stg, pend_row0, pend_h, pend_p, pend_u,
+                            XS_ATTN_UNITS_PER_WARP, lane);
+        store_cyc += clock64() - c0;
     }
     xs_cp_async_wait_all(); /* nothing may still be landing in shared memory at exit */
     __syncthreads();        /* every warp has issued its last store */
     if (tid == 0) {
         uint64_t t_end = xs_globaltimer();
+        const long long c_span = clock64() - c_start;
         if (a.cta_ns) {
             a.cta_ns[3 * blockIdx.x + 0] = t_start;
             a.cta_ns[3 * blockIdx.x + 1] = t_end;
-            a.cta_ns[3 * blockIdx.x + 2] = store_ns;
+            a.cta_ns[3 * blockIdx.x + 2] =
+                c_span > 0 ? (uint64_t)((double)store_cyc * (double)(t_end - t_start) /
+                                        (double)c_span)
+                           : 0;
         }
         if (a.out == XS_ATTN_OUT_WINDOWS && a.signal) {
             /* release at system scope after the barrier: cumulative over the CTA's payload

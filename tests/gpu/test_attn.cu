@@ -334,25 +334,31 @@ static void test_fused_offset(const shape *s, int P)
 }
 
 /* Slice placement (host side of the functions the kernel uses): the kernel's walk - compare j
- * with the next slice's iteration, place slices only there - issues, at every iteration of a
- * tile, exactly the units the definition asks for: ceil((j+1)*n/nkb) slices by iteration j
- * (slice s at floor(s*nkb/n)), every unit once, all of them by the last iteration. */
+ * with the next slice's iteration, advance xs_attn_slicewalk (no division) only there - issues,
+ * at every iteration of a tile, exactly the units the definition asks for: ceil((j+1)*n/nkb)
+ * slices by iteration j (xs_attn_slices_due; slice s at floor(s*nkb/n)), every unit once, all of
+ * them by the last iteration, and the walk's next iteration is xs_attn_slice_iter's. */
 static void test_slices(void)
 {
     int bad = 0, cases = 0;
     for (int n = 1; n <= XS_ATTN_MAX_SPLIT && bad < 5; n += 1 + n / 8)
         for (int nkb = 1; nkb <= 1100 && bad < 5; nkb += 1 + nkb / 5) {
             const int upi = (XS_ATTN_UNITS_PER_WARP + n - 1) / n;
-            int pend = 0, due_j = 0, slices = 0;
+            int pend = 0, due_j = 0;
+            xs_attn_slicewalk sw;
+            xs_attn_slicewalk_init(&sw, n, nkb);
             for (int j = 0; j < nkb; j++) {
                 if (j >= due_j) { /* as in xs_attn_cta */
-                    slices = xs_attn_slices_due(n, nkb, j);
+                    const int slices = xs_attn_slicewalk_due(&sw, j);
+                    bad += slices != xs_attn_slices_due(n, nkb, j);
                     int u1 = slices * upi < XS_ATTN_UNITS_PER_WARP ? slices * upi
                                                                    : XS_ATTN_UNITS_PER_WARP;
                     if (u1 > pend)
                         pend = u1;
-                    due_j = pend < XS_ATTN_UNITS_PER_WARP ? xs_attn_slice_iter(n, nkb, slices)
-                                                          : INT_MAX;
+                    due_j = pend < XS_ATTN_UNITS_PER_WARP ? xs_attn_slicewalk_next(&sw) : INT_MAX;
+                    if (due_j < INT_MAX &&
+                        (slices >= n || due_j != xs_attn_slice_iter(n, nkb, slices)))
+                        bad++; /* the walk disagrees with the definition of the next slice */
                     if (due_j <= j)
                         bad++; /* the walk would stall on one iteration */
                 }
