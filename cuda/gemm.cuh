@@ -174,8 +174,10 @@ XS_DEV float *xs_gemm_row_scale(char *smem)
 /* A main-loop hook: work a fused kernel interleaves with the k-loop (e.g. TP streams its remote
  * stores through it, one 16-byte store per thread per k-tile). Every thread of the CTA calls
  *   begin(KT)  once, before the first k-tile (KT = number of k-tiles of this tile);
- *   step(kt)   at k-tile kt, after the copies of k-tile kt + STAGES - 1 are issued and before
- *              k-tile kt's MMAs (a load issued here hides behind one k-tile of MMAs);
+ *   step(kt)   at k-tile kt, after the copies of k-tile kt + STAGES - 1 are issued and the
+ *              MMAs of k-tile kt's first 16-wide k-slice (so the hook's scalar work overlaps the
+ *              tensor pipe instead of delaying every warp's first MMA after the barrier; a load
+ *              issued here still has three k-slices and the next barrier to land);
  *   end(KT)    after the last MMA, before the final cp.async drain and barrier (so that barrier
  *              also orders every store the hook issued).
  * The hook must not touch the ring or __syncthreads() unless every thread calls it uniformly.
@@ -282,7 +284,6 @@ XS_DEV void xs_gemm_mainloop_hooked(const xs_gemm_problem &p, int m0, int n0, ch
                 XS_GEMM_LOAD(ns, nk);
             xs_cp_async_commit();
         }
-        hook.step(kt);
         const uint32_t sa = s_base + (uint32_t)(stage * C::STAGE_BYTES);
         const uint32_t sb = sa + C::A_BYTES;
 #pragma unroll
@@ -303,6 +304,8 @@ XS_DEV void xs_gemm_mainloop_hooked(const xs_gemm_problem &p, int m0, int n0, ch
 #pragma unroll
                 for (int j = 0; j < C::NT; j++)
                     xs_mma_bf16(acc[i][j], af[i], bfr[j][0], bfr[j][1]);
+            if (ks == 0)
+                hook.step(kt);
         }
         stage = stage + 1 == C::STAGES ? 0 : stage + 1;
     }

@@ -362,48 +362,81 @@ XS_DEV void tp_xfer_retire(tp_xfers *xf, tp_pend *pd, unsigned long long epoch)
  * kt * rpi + w (one 16-byte unit per lane, from L2) and stores it one k-tile later, so the
  * load's latency hides behind a k-tile of MMAs and each k-tile issues at most one store per
  * thread. rpi spreads the rows over all but the last two k-tiles (what a short loop cannot take
- * is stored after it, in end()). Whole warps stream (no divergence) and a row needs no division,
- * so the hook adds a few instructions per k-tile to rpi warps. The engine's closing barrier then
- * orders every streamed store before the caller queues the flags. */
+ * is stored after it, in end()). Whole warps stream (no divergence). Each streaming warp walks
+ * its rows with lane pointers advanced by rpi rows per k-tile: a step is a store, a load and
+ * four additions, with no shared-memory read or multiplication; the transfer list is read
+ * (seek) only when a warp enters a transfer, at most twice per tile. Run 5 measured the
+ * previous step (row address rebuilt from the list in shared memory every k-tile, a chain of
+ * dependent shared loads and 64-bit multiplies before the first MMA) at 8-10 % of each streamed
+ * tile's GEMM time. The engine's closing barrier then orders every streamed store before the
+ * caller queues the flags. */
 template <class C>
 struct tp_stream {
     static_assert(C::BN / 8 <= 32, "a tile row is at most one warp of 16-byte units");
     const tp_xfers &xf;
-    int rows, r0, rpi; /* rows in all, rows of the first transfer, rows per k-tile */
+    const char *sp; /* this lane's unit of the warp's next row: source, destination */
+    char *dp;
+    int ss, ds;     /* bytes to the warp's row after next: rpi rows of the current transfer */
+    int g, gend;    /* the warp's next row (over all transfers); end of the current transfer */
+    int ul, us;     /* units of the transfer from the next row's start, minus lane; per step */
+    int rpi;        /* rows per k-tile */
     uint4 sv;
     char *sd; /* destination of the unit held in sv */
 
-    __device__ __forceinline__ tp_stream(const tp_xfers &x)
-        : xf(x), rows(x.rows), r0(x.x[0].rows), rpi(0), sd(NULL)
+    __device__ __forceinline__ tp_stream(const tp_xfers &x) : xf(x), sd(NULL)
     {
         sv = make_uint4(0, 0, 0, 0);
     }
+    /* point the lane at row g (the warp's next); past the last row: inactive (gend = 0) */
+    __device__ __forceinline__ void seek()
+    {
+        const int r0 = xf.x[0].rows;
+        if (g >= xf.rows) {
+            gend = 0;
+            return;
+        }
+        const tp_xfer *x = g < r0 ? &xf.x[0] : &xf.x[1];
+        const int gl = g < r0 ? g : g - r0, lane = (int)(threadIdx.x & 31);
+        gend = g < r0 ? r0 : xf.rows;
+        sp = x->src + (long long)gl * x->src_ld + 16 * lane;
+        dp = x->dst + (long long)gl * x->dst_ld + 16 * lane;
+        ss = (int)(rpi * x->src_ld); /* at most 8 rows of a window row (<= 213 KB) */
+        ds = (int)(rpi * x->dst_ld);
+        ul = lane < x->cpr ? x->units - gl * x->cpr - lane : 0; /* unit valid while ul > 0 */
+        us = rpi * x->cpr;
+    }
     __device__ __forceinline__ void begin(int KT)
     {
+        const int rows = xf.rows;
         rpi = KT > 2 ? (rows + KT - 3) / (KT - 2) : rows;
         if (rpi > C::THREADS / 32)
             rpi = C::THREADS / 32;
+        g = (int)(threadIdx.x >> 5);
+        gend = 0;
+        if (g < rpi) /* warp-uniform */
+            seek();
     }
-    __device__ __forceinline__ void step(int kt)
+    __device__ __forceinline__ void step(int)
     {
         if (sd) { /* the unit loaded one k-tile ago */
             xs_st16v(sd, sv);
             sd = NULL;
         }
-        const int w = (int)(threadIdx.x >> 5), g = kt * rpi + w;
-        if (w < rpi && g < rows) { /* warp-uniform */
-            const char *sp;
-            if (tp_xfer_at(xf, r0, g, (int)(threadIdx.x & 31), &sp, &sd))
+        if (g < gend) { /* warp-uniform */
+            if (ul > 0) {
                 sv = __ldcg((const uint4 *)sp);
-            else
-                sd = NULL;
+                sd = dp;
+            }
+            sp += ss, dp += ds, ul -= us, g += rpi;
+            if (g >= gend) /* uniform, at most twice per tile */
+                seek();
         }
     }
     __device__ __forceinline__ void end(int KT)
     {
         if (sd)
             xs_st16v(sd, sv);
-        if (KT * rpi < rows) /* uniform: a loop too short for the stream */
+        if (KT * rpi < xf.rows) /* uniform: a loop too short for the stream */
             tp_xfer_flush(xf, KT * rpi, C::THREADS);
     }
 };
