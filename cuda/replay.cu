@@ -175,13 +175,16 @@ __global__ void visibility_kernel(char *payload, unsigned long long n16, uint64_
                                   unsigned long long *rtt, unsigned long long timeout_ns,
                                   xs_devstatus *st)
 {
+    /* s_abort is set once, before the loop: resetting it at the top of each repetition would
+     * race with the slower threads still reading the previous repetition's value (racecheck,
+     * run 5); it only ever goes from 0 to 1, and 1 ends the kernel. */
     __shared__ int s_abort;
+    if (threadIdx.x == 0)
+        s_abort = 0;
     for (int i = 0; i < reps; i++) {
         unsigned long long t0 = 0;
-        if (threadIdx.x == 0) {
-            s_abort = 0;
+        if (threadIdx.x == 0)
             t0 = xs_globaltimer();
-        }
         __syncthreads();
         xs_burst_pattern(payload, n16, seed + (unsigned)i, 0);
         xs_signal_cta(flag_up, (uint64_t)i + 1);
