@@ -76,6 +76,8 @@ typedef struct {
     double local_span_us; /* local control: Linear-2 store span, median */
     double local_issue;   /* local control: Linear-2 store bytes per ns of span, median */
     double point_s, model_s; /* wall time of the point; of it, the host-side model (auto, stalls) */
+    double fill_us;          /* auto: earliest first combine store of any order (c1 + c2, local) */
+    int drain_bound;         /* auto: remote bytes / R >= 0.9 x the local control's kernel */
     char how[240];
 } ep_row;
 
@@ -444,7 +446,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     r->stall_auto.abs_err_med_ns = NAN;
     r->stall_wave.mma_abs_err_med_ns = r->stall_inter.mma_abs_err_med_ns = NAN;
     r->stall_auto.mma_abs_err_med_ns = NAN;
-    r->pred_paced_us = r->pred_auto_us = r->auto_gate_us = NAN;
+    r->pred_paced_us = r->pred_auto_us = r->auto_gate_us = r->fill_us = NAN;
     r->block_bytes = o->mm.block_bytes;
     r->block_speed = o->mm.block_speed;
     r->pace_bytes = o->mm.pace_bytes;
@@ -542,6 +544,8 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         r->pred_inter_us = ar.inter_ns / 1e3;
         r->pred_paced_us = ar.paced_ns / 1e3;
         r->pred_auto_us = ar.auto_ns / 1e3;
+        r->fill_us = ar.fill_ns / 1e3;
+        r->drain_bound = ar.drain_bound;
         snprintf(r->how, sizeof r->how, "%s", ar.how);
         /* the local-control reference of each variant's order (auto: its own order) */
         const double *ref_of[EP_NVAR] = {NULL, ref[0], ref[1],
@@ -639,7 +643,7 @@ static const char *ep_csv_header =
     "mma_stall_pred_med_us,mma_stall_abs_err_med_us,mma_stall_abs_err_p90_us,"
     "mma_stall_abs_err_interleaved_us,mma_stall_abs_err_auto_us,mma_stall_meas_med_interleaved_us,"
     "mma_stall_pred_med_interleaved_us,blocked_pred_wave_us,blocked_pred_interleaved_us,"
-    "block_bytes,block_speed,pace_bytes,point_s,model_s\n";
+    "block_bytes,block_speed,pace_bytes,point_s,model_s,fill_us,drain_bound\n";
 
 static void ep_csv_row(FILE *f, const ep_row *r)
 {
@@ -647,7 +651,7 @@ static void ep_csv_row(FILE *f, const ep_row *r)
     fprintf(f, "%s,%s,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%d,%s,%d,"
                "%d,%.1f,%.1f,%.4f,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d,%.3f,%.3f,%.3f,"
                "%.3f,%.3f,%.3f,%.3f,%.1f,%d,%.2f,%.3g,%d,%d,%.1f,%.1f,%.3f,%.3f,%.3f,%d,%.3f,%.3f,"
-               "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f,%.3f,%.3f\n",
+               "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f,%.3f,%.3f,%.1f,%d\n",
             r->config, r->routing, r->tokens, r->peers, t[EP_UNFUSED].med, t[EP_WAVE].med,
             t[EP_INTER].med, t[EP_AUTO].med, r->bound_us, r->verified ? "true" : "false",
             r->local.med, r->local_inter.med, r->compute_us, r->drain_us, r->cublas_gemm_us,
@@ -667,7 +671,7 @@ static void ep_csv_row(FILE *f, const ep_row *r)
             r->stall_inter.mma_abs_err_med_ns / 1e3, r->stall_auto.mma_abs_err_med_ns / 1e3,
             r->stall_inter.mma_meas_med_ns / 1e3, r->stall_inter.mma_pred_med_ns / 1e3,
             r->stall_wave.blocked_ns / 1e3, r->stall_inter.blocked_ns / 1e3, r->block_bytes,
-            r->block_speed, r->pace_bytes, r->point_s, r->model_s);
+            r->block_speed, r->pace_bytes, r->point_s, r->model_s, r->fill_us, r->drain_bound);
     fflush(f);
 }
 

@@ -2687,12 +2687,18 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
         keff = 1;
     const int cap_ok = keff * mean_rem - p->drain_bytes_per_ns * bg.t_iss0_ns <= xs_capacity(p, k);
     out->criterion_ok = mean_rem <= 0 || (bg.rate_ok && cap_ok);
-    /* reshaping: the same bursts spread over the whole kernel (the local control's time) */
+    /* reshaping: the same bursts spread evenly over the part of the kernel where any order can
+     * have them: from the earliest possible first combine store (one Linear-1 tile, then one
+     * Linear-2 tile of its row block: c1 + c2 of the local control) to the end of the local
+     * control's kernel. Run 5 counted the fill as room for bursts (the whole kernel), so rows with
+     * drain ~ compute passed the rate part although fill + drain exceeds the kernel. */
+    const double kern = wc->kernel_ns > 0 && (inter.kernel_ns <= 0 || wc->kernel_ns <
+                        inter.kernel_ns) ? wc->kernel_ns : inter.kernel_ns;
+    out->fill_ns = wc->c1_ns + wc->c2_ns;
     {
-        const double kern = wc->kernel_ns > 0 && (inter.kernel_ns <= 0 || wc->kernel_ns <
-                            inter.kernel_ns) ? wc->kernel_ns : inter.kernel_ns;
         const double per_cta = n2 ? (double)n2 / m->grid : 0;
-        double gs = per_cta > 0 && kern > 0 ? kern / per_cta - bg.t_iss0_ns : wc->c2_ns;
+        const double room = kern - out->fill_ns;
+        double gs = per_cta > 0 && room > 0 ? room / per_cta - bg.t_iss0_ns : wc->c2_ns;
         if (gs < 0)
             gs = 0;
         xs_bg bs;
@@ -2762,7 +2768,14 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
     XS_TRY(st);
     out->plan = wave;
     out->auto_ns = out->wave_ns;
-    const int paced = out->paced_ns < out->inter_ns * 0.99;
+    /* drain-bound (remote bytes / R >= 0.9 x the local control's kernel): pace unless predicted
+     * more than 5 % slower. Run 5 measured the model's bias there (docs/EP.md, "Run 5"): unpaced
+     * interleaved 3-14 % slower than predicted on all 8 such rows, paced within -5..+4 % (5 rows);
+     * the unpaced ones ended at 1.24-1.35 x the drain where drain > compute, the paced ones at
+     * 1.09-1.14 x. Elsewhere pace only if predicted >= 1 % faster. */
+    const double drain_ns = rem_sum / p->drain_bytes_per_ns;
+    out->drain_bound = kern > 0 && drain_ns >= 0.9 * kern;
+    const int paced = out->paced_ns < out->inter_ns * (out->drain_bound ? 1.05 : 0.99);
     const double alt = paced ? out->paced_ns : out->inter_ns;
     const char *crit = mean_rem <= 0       ? "no remote combine bytes"
                        : out->criterion_ok ? "criterion met"
@@ -2779,7 +2792,9 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
         snprintf(out->how, sizeof out->how, "%s (%.1f B/ns vs R %.1f): interleaved D=%d%s "
                  "predicted %.1f us vs wave %.1f us (unpaced %.1f us)", crit,
                  bg.injection_bytes_per_ns, p->drain_bytes_per_ns, best_lead,
-                 paced ? " paced" : "", alt / 1e3, out->wave_ns / 1e3, out->inter_ns / 1e3);
+                 !paced ? "" : out->paced_ns < out->inter_ns * 0.99 ? " paced"
+                                                                    : " paced (drain-bound)",
+                 alt / 1e3, out->wave_ns / 1e3, out->inter_ns / 1e3);
     } else if (mean_rem <= 0) {
         /* N = 1 (or no row for ranks 1..N-1): every combine store goes to this GPU's memory */
         snprintf(out->how, sizeof out->how, "piggyback: no remote combine bytes (N=%d: every "

@@ -263,12 +263,15 @@ typedef struct {
                             * K * B / (T_iss0 + G) <= R and, with K * T_iss0 / (T_iss0 + G)
                             * staggered producers bursting at once, the capacity part */
     int reshape_ok;        /* the same criterion holds for the Linear-2 bursts spread evenly
-                            * over the whole kernel (G = the local control's kernel time per
-                            * Linear-2 burst of a CTA): reshaping can meet it */
+                            * over the kernel after the fill (G = (the local control's kernel
+                            * time - fill_ns) per Linear-2 burst of a CTA): reshaping can meet it */
     double wave_ns;        /* predicted, scaled by the local control (below) */
     double inter_ns;       /* predicted, best lead, unpaced */
     double paced_ns;       /* predicted, best lead, paced (NaN if not considered) */
     double auto_ns;        /* predicted time of the decision */
+    double fill_ns;        /* earliest first combine store of any order: c1 + c2 (local control);
+                            * the reshaped criterion spreads the bursts after it */
+    int drain_bound;       /* remote bytes / R >= 0.9 x the local control's kernel time */
     char how[240];         /* one line: why */
 } xs_moe_auto_result;
 
@@ -276,7 +279,7 @@ typedef struct {
  * wave order's bursts fail the criterion (and mm->pace_bytes > 0), the best of those paced, each
  * as the model's time with the link x (the order's local-control kernel time / the model's time
  * of it without the link); keep wave unless another is predicted >= 2 % faster, pace only if
- * that is predicted >= 1 % faster than unpaced. interleaved costs carry its locality loss (NULL =
+ * that is predicted >= 1 % faster than unpaced, or, drain-bound, no more than 5 % slower. interleaved costs carry its locality loss (NULL =
  * wave costs + 3 %). mm NULL: xs_moe_model_default. Host only: no task list is uploaded. */
 xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
                       const xs_moe_costs *wave_costs, const xs_moe_costs *inter_costs,

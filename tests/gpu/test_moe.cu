@@ -836,6 +836,20 @@ static int sweep_point_run(const xs_moe_config *cfg, int tokens, int peers, xs_m
         sp->paced = ar.plan.pace_bytes > 0;
         sp->lead = ar.plan.lead;
         sp->crit = ar.criterion_ok ? "met" : ar.reshape_ok ? "resh" : "no";
+        /* the reshaped criterion's rate part spreads the bursts after the fill (c1 + c2): where
+         * it holds, fill + drain fits in the local control's kernel */
+        const double kern = cost[0].kernel_ns < cost[1].kernel_ns ? cost[0].kernel_ns
+                                                                  : cost[1].kernel_ns;
+        XT_CHECK(!ar.reshape_ok || ar.fill_ns + drain_ns <= kern * (1 + 1e-9),
+                 "%s T=%d N=%d: reshaped criterion holds with fill %.1f us + drain %.1f us > "
+                 "kernel %.1f us", cfg->name, tokens, peers, ar.fill_ns / 1e3, drain_ns / 1e3,
+                 kern / 1e3);
+        XT_CHECK(fabs(ar.fill_ns - (base.c1_ns + base.c2_ns)) < 1e-6,
+                 "%s T=%d N=%d: fill %.1f us, expected c1 + c2 = %.1f us", cfg->name, tokens,
+                 peers, ar.fill_ns / 1e3, (base.c1_ns + base.c2_ns) / 1e3);
+        XT_CHECK(ar.drain_bound == (drain_ns >= 0.9 * kern), "%s T=%d N=%d: drain_bound %d "
+                 "with drain %.1f us, kernel %.1f us", cfg->name, tokens, peers, ar.drain_bound,
+                 drain_ns / 1e3, kern / 1e3);
         ok = xs_moe_set_plan(m, 2, &ar.plan) == XS_OK;
     }
     for (int slot = 0; slot < 3 && ok; slot++) {
