@@ -60,6 +60,15 @@ step "windows isolated K132 8M" 60 "$X" replay --schedule /tmp/xs_iso132.csv ${P
     --windows "$OUT/windows_iso132.csv"
 step "windows drift" 60 "$X" replay --schedule examples/drift.csv ${P:+--profile "$P"} \
     --windows "$OUT/windows_drift.csv"
+# the knee: isolated bursts just above Q(K) (validate's 1.3xQ(K) K24/K96 volumes, calibration's
+# 16 x 128 KiB) and the small 0.5xQ(K) K96 burst, 9 repetitions each: run 5 showed the first
+# repetition of a calibration burst near the knee ending 15-25 us before the later ones (same
+# destination addresses, verified by the host in between) and a start offset of ~250 or ~460 ns
+for kb in 24,69440 96,39312 16,131072 96,15120; do
+    printf 'producers,bytes_per_producer,gap_ns\n%s,0\n' "$kb" >/tmp/xs_knee.csv
+    step "knee repeats K${kb%,*} B${kb#*,}" 60 "$X" replay --schedule /tmp/xs_knee.csv -n 9 \
+        ${P:+--profile "$P"}
+done
 if command -v compute-sanitizer >/dev/null 2>&1; then
     step "memcheck calibrate --quick" 240 compute-sanitizer --tool memcheck --error-exitcode 3 \
         "$X" calibrate --target host --quick
@@ -70,4 +79,5 @@ echo
 echo "== gpu_calib summary"
 for i in "${!names[@]}"; do printf '%-34s %s\n' "${names[$i]}" "${res[$i]}"; done
 grep -E "^R = |^r = |^Q = |R / store bw|chunk_bytes = |^# totals|^# per-row|^# isolated|^# validate" "$LOG" | head -20
+grep -E "^=== knee repeats|^# total .* measured" "$LOG" | tail -8
 exit $fails
