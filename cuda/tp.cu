@@ -796,10 +796,16 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         if ((kind & TP_T_PUSH) && !spread)
             tp_push<C>(a, tab, &s_pend, w1.x, w1.y, push_n);
         if (kind & TP_T_REDUCE) {
-            if (tid == 0 && s_pend.n) /* a release point: others' reductions may wait on them */
-                tp_release(&s_pend, a.epoch);
-            if (tid == 0 && tp_reduce_wait(a, tab, &s_pend, w1.z, i))
-                s_abort = 1;
+            if (tid == 0) {
+                /* a release point: others' reductions may wait on them. The count is read
+                 * through volatile inside thread 0's branch: as `tid == 0 && s_pend.n` the
+                 * compiler loaded it in every thread, racing with thread 0's reset in
+                 * tp_release (racecheck, run 5; the other threads never used the value). */
+                if (*(volatile int *)&s_pend.n)
+                    tp_release(&s_pend, a.epoch);
+                if (tp_reduce_wait(a, tab, &s_pend, w1.z, i))
+                    s_abort = 1;
+            }
             __syncthreads();
             if (s_abort)
                 break;

@@ -3,10 +3,11 @@
 # compute-sanitizer memcheck, synccheck and racecheck (issue 9, item 2), on one GPU, from an
 # already built tree (make -j all). docs/ROBUSTNESS.md has the table of cases. In short:
 #   test_attn 12345 (racecheck: --tiny), test_gemm --quick -n 1 (synccheck, racecheck: --tiny,
-#   no cuBLAS, no throughput), test_tp --quick, test_moe --quick, test_signal, test_win --quick
+#   no cuBLAS, no throughput), test_tp --quick, test_moe --quick (racecheck: --tiny), test_signal,
+#   test_win --quick
 #   (XS_TEST_SKIP_LAUNCH=1: no launcher children), xstage replay of examples/mixed.csv -n 1
 #   (host, and 4 virtual peers), validate --quick -n 1, calibrate --quick, bench up/tp/ep on
-#   their smallest shapes (bench ep: --schedule wave under racecheck).
+#   their smallest shapes (bench ep under racecheck: 4 tokens, --schedule wave).
 # API errors: reported (--report-api-errors explicit) except in the two steps that load NCCL,
 #   test_signal and test_win (its one-rank peer windows): NCCL probes the device on purpose
 #   (cudaFuncGetAttributes on kernels it has no sm_90a image for, error 209, and cuMemCreate
@@ -80,7 +81,7 @@ setup() {
         [ "$tool" = racecheck ] && EST=30 ;;
     test_moe)
         CMD=("$G/test_moe" --quick) LIMIT=60 EST=2
-        [ "$tool" = racecheck ] && EST=30 ;;
+        [ "$tool" = racecheck ] && CMD=("$G/test_moe" --tiny) EST=30 ;;
     test_signal) CMD=("$G/test_signal") API=no LIMIT=40 EST=19 ;;
     test_win) CMD=("$G/test_win" --quick) ENVV=(XS_TEST_SKIP_LAUNCH=1) API=no LIMIT=60 EST=21 ;;
     replay) CMD=("$X" replay --schedule examples/mixed.csv -n 1 --timeout 120) LIMIT=30 EST=1 ;;
@@ -98,7 +99,9 @@ setup() {
     bench_ep)
         CMD=("$X" bench ep --config olmoe-1b-7b --tokens 32 --peers 2 --routing balanced -n 1
             -w 0 --timeout-ms 120000) LIMIT=60 EST=1
-        [ "$tool" = racecheck ] && CMD+=(--schedule wave) ;;
+        # racecheck: 4 tokens (a few dozen row blocks; T = 32 ran past 90 s in run 5), wave only
+        [ "$tool" = racecheck ] && CMD=("$X" bench ep --config olmoe-1b-7b --tokens 4 --peers 2
+            --routing balanced -n 1 -w 0 --timeout-ms 120000 --schedule wave) LIMIT=100 EST=60 ;;
     *) return 1 ;;
     esac
     case $tool in
