@@ -45,7 +45,7 @@ for a in $AREAS; do
     up) OUT="$W/$a" timeout 150 bash scripts/gpu_up.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
     tp) OUT="$W/$a" TP_PROFILE="${PROFILE:-${TP_PROFILE:-}}" timeout 240 bash scripts/gpu_tp.sh 2>&1 |
         tail -n 40 | tee -a "$S" ;;
-    sanitize) OUT="$W/$a" timeout 400 bash tests/gpu/sanitize.sh 2>&1 | tail -n 60 | tee -a "$S" ;;
+    sanitize) OUT="$W/$a" timeout 480 bash tests/gpu/sanitize.sh 2>&1 | tail -n 60 | tee -a "$S" ;;
     faults) OUT="$W/$a" timeout 300 bash tests/gpu/faults.sh 2>&1 | tail -n 20 | tee -a "$S" ;;
     *) echo "unknown area $a" | tee -a "$S" ;;
     esac
