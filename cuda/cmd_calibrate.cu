@@ -98,6 +98,16 @@ static double med_of(const xs_samples *s, const char *exp, int k, int64_t b, int
     return n ? xs_median(v, (size_t)n) : NAN;
 }
 
+/* A signal after the last training run: one line, no report, no files (xstage_sigint.h). */
+static int interrupted_exit(int runs, xs_samples *smp, xs_replayer *rp)
+{
+    xs_interrupt_err("%d calibration runs; no profile or samples written", runs);
+    xs_cli_fail();
+    xs_samples_free(smp);
+    xs_replayer_close(rp);
+    return 1;
+}
+
 static void usage(void)
 {
     printf("usage: xstage calibrate [--target host|local] [--out FILE] [--samples FILE] [--quick]\n"
@@ -310,13 +320,8 @@ int xs_cmd_calibrate(int argc, char **argv)
 
     /* a signal during the fits, the store kernel or the round trips (seconds of CPU and GPU
      * work that train() does not check): no report, no files (xstage_sigint.h) */
-    if (xs_interrupted()) {
-        xs_interrupt_err("%d calibration runs; no profile or samples written", cx.runs);
-        xs_cli_fail();
-        xs_samples_free(&smp);
-        xs_replayer_close(rp);
-        return 1;
-    }
+    if (xs_interrupted())
+        return interrupted_exit(cx.runs, &smp, rp);
 
     /* ---- report ---- */
     printf("\n## (b) issue: T = o + [B - b]+/r on unconstrained bursts (%d samples)\n",
@@ -413,13 +418,8 @@ int xs_cmd_calibrate(int argc, char **argv)
             rc = xs_cli_fail();
     }
     /* files last, after the published fit (seconds): a signal before this point writes none */
-    if (xs_interrupted()) {
-        xs_interrupt_err("%d calibration runs; no profile or samples written", cx.runs);
-        xs_cli_fail();
-        xs_samples_free(&smp);
-        xs_replayer_close(rp);
-        return 1;
-    }
+    if (xs_interrupted())
+        return interrupted_exit(cx.runs, &smp, rp);
     if (out && xs_profile_save(&p, out) != XS_OK)
         rc = xs_cli_fail();
     if (samples_out) {
