@@ -17,6 +17,7 @@
  * last run is verified row by row at the destination against an fp32 reference (the unfused
  * path with fp32 GEMM outputs). docs/EP.md defines every column.
  */
+#include <dlfcn.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,13 +25,278 @@
 #include <string.h>
 #include <time.h>
 
+#include <nccl.h>
+
 #include "moe.h"
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_cuda.h"
+#include "xstage_exchange.h"
+#include "xstage_launch.h"
 #include "xstage_sigint.h"
 #include "xstage_win.h"
+
+/* ---- benches over ranks: the launcher and the baselines' NCCL communicator -------------------
+ * Shared by bench ep|tp|up (declared in xstage_launch.h; docs/MULTIGPU.md). It sits here, not in
+ * cuda/nccl.cu, only because that file belongs to the transport; it needs nothing from it but the
+ * loaded library's path. The windows' communicator stays the transport's: the collectives get a
+ * second communicator, from a second unique id that the launcher's parent exports. */
+
+static xs_status bench_make_ids(unsigned char id[XS_NCCL_ID_BYTES])
+{
+    XS_TRY(xs_nccl_unique_id(id)); /* the windows' (XS_NCCL_ID) */
+    unsigned char cid[XS_NCCL_ID_BYTES];
+    XS_TRY(xs_nccl_unique_id(cid));
+    char hex[2 * XS_NCCL_ID_BYTES + 1];
+    xs_hex_encode(cid, XS_NCCL_ID_BYTES, hex);
+    /* before the fork: xs_launch copies this environment into every rank's */
+    if (setenv(XS_NCCL_COLL_ID_VAR, hex, 1) != 0)
+        return xs_seterr(XS_EIO, "launch: cannot set %s", XS_NCCL_COLL_ID_VAR);
+    return XS_OK;
+}
+
+extern "C" int xs_bench_launch(int ngpus, int *exit_code)
+{
+    xs_launch_hooks h;
+    h.count_gpus = xs_gpu_count;
+    h.make_id = bench_make_ids;
+    xs_launch_opts lo;
+    memset(&lo, 0, sizeof lo);
+    lo.quiet_stdout = 1; /* rank 0 reports; the others' errors still reach stderr */
+    /* sweeps run longer than a calibration: XS_LAUNCH_TIMEOUT, else 4 h */
+    const char *t = getenv("XS_LAUNCH_TIMEOUT");
+    long v = t ? strtol(t, NULL, 10) : 0;
+    lo.timeout_s = v > 0 && v < (1L << 30) ? (int)v : 4 * 3600;
+    return xs_launch_or_run_with(ngpus, 0, NULL, &h, &lo, exit_code);
+}
+
+struct xs_coll {
+    void *lib;
+    ncclComm_t comm;
+    int rank, nranks;
+    double *dbuf;        /* [64] device scratch of xs_coll_max */
+    cudaStream_t hs;     /* stream of the blocking host helpers */
+    decltype(&ncclCommInitRank) init_rank;
+    decltype(&ncclGroupStart) group_start;
+    decltype(&ncclGroupEnd) group_end;
+    decltype(&ncclSend) send;
+    decltype(&ncclRecv) recv;
+    decltype(&ncclAllReduce) all_reduce;
+    decltype(&ncclReduceScatter) reduce_scatter;
+    decltype(&ncclAllGather) all_gather;
+    decltype(&ncclAlltoAll) alltoall; /* NULL when the library lacks it */
+    decltype(&ncclCommFinalize) finalize;
+    decltype(&ncclCommDestroy) destroy;
+    decltype(&ncclCommAbort) abort_;
+    decltype(&ncclGetErrorString) error_string;
+    decltype(&ncclGetLastError) last_error;
+};
+
+static xs_status coll_fail(const xs_coll *c, const char *what, ncclResult_t r)
+{
+    const char *last = c->last_error ? c->last_error(c->comm) : NULL;
+    return xs_seterr(XS_ENCCL, "%s (rank %d of %d): %s%s%s%s", what, c->rank, c->nranks,
+                     c->error_string ? c->error_string(r) : "?", last && *last ? " (" : "",
+                     last && *last ? last : "", last && *last ? ")" : "");
+}
+
+#define COLL_CALL(c, call, what)                                                              \
+    do {                                                                                      \
+        ncclResult_t r_ = (call);                                                             \
+        if (r_ != ncclSuccess)                                                                \
+            return coll_fail((c), (what), r_);                                                \
+    } while (0)
+
+extern "C" int xs_coll_rank(const xs_coll *c) { return c->rank; }
+extern "C" int xs_coll_nranks(const xs_coll *c) { return c->nranks; }
+
+extern "C" void xs_coll_close(xs_coll *c, int abort)
+{
+    if (!c)
+        return;
+    cudaDeviceSynchronize();
+    if (c->comm && abort) {
+        c->abort_(c->comm);
+    } else if (c->comm) {
+        c->finalize(c->comm);
+        c->destroy(c->comm);
+    }
+    if (c->dbuf)
+        cudaFree(c->dbuf);
+    if (c->hs)
+        cudaStreamDestroy(c->hs);
+    if (c->lib)
+        dlclose(c->lib);
+    free(c);
+}
+
+extern "C" xs_status xs_coll_open(xs_coll **out)
+{
+    *out = NULL;
+    int v = 0;
+    XS_TRY(xs_nccl_version(&v)); /* loads and version-checks NCCL (cuda/nccl.cu) */
+    int rank, n, have;
+    XS_TRY(xs_rank_env(&rank, &n, NULL, &have));
+    unsigned char id[XS_NCCL_ID_BYTES];
+    int have_id = 0;
+    XS_TRY(xs_rank_env_id(XS_NCCL_COLL_ID_VAR, id, &have_id));
+    if (n > 1 && !have_id)
+        return xs_seterr(XS_EINVAL, "%s is not set (rank %d of %d: bench ranks get the id of the "
+                         "collectives' communicator from the -g/--gpus launcher)",
+                         XS_NCCL_COLL_ID_VAR, rank, n);
+    xs_coll *c = (xs_coll *)calloc(1, sizeof *c);
+    if (!c)
+        return xs_seterr(XS_ENOMEM, "out of host memory");
+    c->rank = rank;
+    c->nranks = n;
+    /* the very library the windows loaded: dlopen of a loaded object returns it */
+    c->lib = dlopen(xs_nccl_lib_path(), RTLD_NOW | RTLD_LOCAL);
+    if (!c->lib) {
+        const char *e = dlerror();
+        xs_coll_close(c, 0);
+        return xs_seterr(XS_ENCCL, "NCCL at %s: %s", xs_nccl_lib_path(), e ? e : "dlopen failed");
+    }
+    const char *missing = NULL;
+#define COLL_SYM(field, name)                                                                 \
+    do {                                                                                      \
+        c->field = (decltype(c->field))dlsym(c->lib, name);                                   \
+        if (!c->field && !missing)                                                            \
+            missing = name;                                                                   \
+    } while (0)
+    COLL_SYM(init_rank, "ncclCommInitRank");
+    COLL_SYM(group_start, "ncclGroupStart");
+    COLL_SYM(group_end, "ncclGroupEnd");
+    COLL_SYM(send, "ncclSend");
+    COLL_SYM(recv, "ncclRecv");
+    COLL_SYM(all_reduce, "ncclAllReduce");
+    COLL_SYM(reduce_scatter, "ncclReduceScatter");
+    COLL_SYM(all_gather, "ncclAllGather");
+    COLL_SYM(finalize, "ncclCommFinalize");
+    COLL_SYM(destroy, "ncclCommDestroy");
+    COLL_SYM(abort_, "ncclCommAbort");
+    COLL_SYM(error_string, "ncclGetErrorString");
+    COLL_SYM(last_error, "ncclGetLastError");
+#undef COLL_SYM
+    c->alltoall = (decltype(c->alltoall))dlsym(c->lib, "ncclAlltoAll");
+    if (missing) {
+        xs_coll_close(c, 0);
+        return xs_seterr(XS_ENCCL, "NCCL at %s lacks %s", xs_nccl_lib_path(), missing);
+    }
+    if (!have_id) {
+        /* one rank, no launcher: our own id */
+        xs_status st = xs_nccl_unique_id(id);
+        if (st != XS_OK) {
+            xs_coll_close(c, 0);
+            return st;
+        }
+    }
+    setenv("NCCL_NVLS_ENABLE", "0", 0); /* as for the windows: no multicast objects */
+    ncclUniqueId u;
+    memcpy(&u, id, sizeof u);
+    ncclComm_t comm = NULL;
+    ncclResult_t r = c->init_rank(&comm, n, u, rank);
+    if (r != ncclSuccess) {
+        xs_status st = coll_fail(c, "ncclCommInitRank (collectives)", r);
+        xs_coll_close(c, 0);
+        return st;
+    }
+    c->comm = comm;
+    cudaError_t e = cudaMalloc((void **)&c->dbuf, 64 * sizeof(double));
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&c->hs, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        xs_coll_close(c, 1);
+        return xs_seterr(XS_ECUDA, "collectives' scratch: %s", cudaGetErrorString(e));
+    }
+    *out = c;
+    return XS_OK;
+}
+
+extern "C" xs_status xs_coll_sendrecv(xs_coll *c, const void *const *send,
+                                      const size_t *send_bytes, const int *send_peer, int nsend,
+                                      void *const *recv, const size_t *recv_bytes,
+                                      const int *recv_peer, int nrecv, void *s)
+{
+    COLL_CALL(c, c->group_start(), "ncclGroupStart");
+    ncclResult_t r = ncclSuccess;
+    const char *what = "";
+    for (int i = 0; i < nsend && r == ncclSuccess; i++)
+        if (send_bytes[i])
+            r = c->send(send[i], send_bytes[i], ncclInt8, send_peer[i], c->comm,
+                        (cudaStream_t)s), what = "ncclSend";
+    for (int i = 0; i < nrecv && r == ncclSuccess; i++)
+        if (recv_bytes[i])
+            r = c->recv(recv[i], recv_bytes[i], ncclInt8, recv_peer[i], c->comm,
+                        (cudaStream_t)s), what = "ncclRecv";
+    ncclResult_t re = c->group_end();
+    if (r != ncclSuccess)
+        return coll_fail(c, what, r);
+    COLL_CALL(c, re, "ncclGroupEnd (grouped send/recv)");
+    return XS_OK;
+}
+
+extern "C" xs_status xs_coll_alltoall(xs_coll *c, const void *send, void *recv, size_t bytes,
+                                      void *s)
+{
+    if (c->alltoall) {
+        COLL_CALL(c, c->alltoall(send, recv, bytes, ncclInt8, c->comm, (cudaStream_t)s),
+                  "ncclAlltoAll");
+        return XS_OK;
+    }
+    /* older library: the same as grouped send/recv */
+    COLL_CALL(c, c->group_start(), "ncclGroupStart");
+    ncclResult_t r = ncclSuccess;
+    for (int p = 0; p < c->nranks && r == ncclSuccess; p++) {
+        r = c->send((const char *)send + (size_t)p * bytes, bytes, ncclInt8, p, c->comm,
+                    (cudaStream_t)s);
+        if (r == ncclSuccess)
+            r = c->recv((char *)recv + (size_t)p * bytes, bytes, ncclInt8, p, c->comm,
+                        (cudaStream_t)s);
+    }
+    ncclResult_t re = c->group_end();
+    if (r != ncclSuccess)
+        return coll_fail(c, "ncclSend/ncclRecv (all-to-all)", r);
+    COLL_CALL(c, re, "ncclGroupEnd (all-to-all)");
+    return XS_OK;
+}
+
+extern "C" xs_status xs_coll_reduce_scatter_bf16(xs_coll *c, const void *send, void *recv,
+                                                 size_t count, void *s)
+{
+    COLL_CALL(c, c->reduce_scatter(send, recv, count, ncclBfloat16, ncclSum, c->comm,
+                                   (cudaStream_t)s),
+              "ncclReduceScatter");
+    return XS_OK;
+}
+
+extern "C" xs_status xs_coll_all_gather(xs_coll *c, const void *send, void *recv, size_t bytes,
+                                        void *s)
+{
+    COLL_CALL(c, c->all_gather(send, recv, bytes, ncclInt8, c->comm, (cudaStream_t)s),
+              "ncclAllGather");
+    return XS_OK;
+}
+
+extern "C" xs_status xs_coll_max(xs_coll *c, double *v, int n)
+{
+    if (n < 1 || n > 64)
+        return xs_seterr(XS_EINVAL, "xs_coll_max: %d values (1..64)", n);
+    XS_CU(cudaMemcpyAsync(c->dbuf, v, sizeof(double) * (size_t)n, cudaMemcpyHostToDevice, c->hs));
+    COLL_CALL(c, c->all_reduce(c->dbuf, c->dbuf, (size_t)n, ncclFloat64, ncclMax, c->comm, c->hs),
+              "ncclAllReduce (max)");
+    XS_CU(cudaMemcpyAsync(v, c->dbuf, sizeof(double) * (size_t)n, cudaMemcpyDeviceToHost, c->hs));
+    XS_CU(cudaStreamSynchronize(c->hs));
+    return XS_OK;
+}
+
+extern "C" xs_status xs_coll_barrier(xs_coll *c)
+{
+    double v = 0;
+    return xs_coll_max(c, &v, 1);
+}
+
+/* ---- bench ep -------------------------------------------------------------------------------- */
 
 #define EP_MAX_LIST 16
 #define EP_MAX_ROWS 1024
@@ -50,6 +316,7 @@ typedef struct {
     int run[EP_NVAR];
     int peers_set; /* --peers given: else each configuration's own peer count */
     int iters, warmup, device, quick, lead, wave_experts;
+    int gpus, gpus_set, device_set; /* -g/--gpus N: N ranks, one per GPU, real peers */
     xs_moe_model mm; /* the kernel-level model (--block-bytes, --block-speed, --pace-bytes) */
     unsigned int seed;
     double timeout_ms;
@@ -79,7 +346,24 @@ typedef struct {
     double fill_us;          /* auto: earliest first combine store of any order (c1 + c2, local) */
     int drain_bound;         /* auto: remote bytes / R >= 0.9 x the local control's kernel */
     char how[240];
+    double rank_max_us[EP_NVAR]; /* -g: the slowest rank's median per variant (NaN otherwise) */
 } ep_row;
+
+/* -g/--gpus: this rank's windows and the tables that map the one-rank problem onto real ranks.
+ * Every rank runs the same problem (same seed); its problem rank r (token t has problem rank
+ * t % N, rank 0 = local in the kernel and the model) is GPU (me + r) % N, and every source owns
+ * one region of each destination's window, so destination d's region s holds the rows that
+ * source s's problem sends to its problem rank (d - s) mod N (docs/MULTIGPU.md). */
+typedef struct {
+    xs_winset *ws;
+    xs_coll *coll;   /* the unfused baseline's ncclSend/ncclRecv */
+    xs_wintab send;  /* stores: problem rank r -> GPU (me + r) % N, region me */
+    xs_wintab own;   /* receives: problem rank r -> this window, region (me - r) mod N */
+    int me, n;
+    size_t region;   /* bytes per source region (the one-rank problem's window) */
+} ep_peer;
+
+enum { EP_BARRIER_MS = 120000 }; /* ranks drift by a point's host-side work, not more */
 
 static void ep_usage(FILE *f)
 {
@@ -113,6 +397,10 @@ static void ep_usage(FILE *f)
             "      --seed S                 inputs and routing (default 1)\n"
             "      --timeout-ms MS          bound of every in-kernel wait (default 2000)\n"
             "  -d, --device N               CUDA device (default 0)\n"
+            "  -g, --gpus N                 N ranks, one process per GPU (rank r on GPU r), the\n"
+            "                               combine into real peers' NCCL windows (N = the peers;\n"
+            "                               not with --peers or --device); unfused baseline:\n"
+            "                               grouped ncclSend/ncclRecv (docs/MULTIGPU.md)\n"
             "      --quick                  2 configurations, 3 token counts, 3 iterations\n");
 }
 
@@ -142,6 +430,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         {"block-speed", required_argument, 0, O_BSPEED},
         {"pace-bytes", required_argument, 0, O_PACE},
         {"device", required_argument, 0, 'd'},   {"quick", no_argument, 0, XS_OPT_QUICK},
+        {"gpus", required_argument, 0, 'g'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->iters = 5;
@@ -163,7 +452,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
     long v;
     int64_t sz;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:t:p:r:n:w:d:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:t:p:r:n:w:d:g:h", lo, NULL)) != -1) {
         switch (c) {
         case 'c':
             cfg_arg = optarg;
@@ -213,6 +502,13 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             if (xs_parse_int("--device", optarg, 0, 1023, &v) != XS_OK)
                 return xs_cli_fail();
             o->device = (int)v;
+            o->device_set = 1;
+            break;
+        case 'g':
+            if (xs_parse_int("--gpus", optarg, 1, XS_MAX_RANKS, &v) != XS_OK)
+                return xs_cli_fail();
+            o->gpus = (int)v;
+            o->gpus_set = 1;
             break;
         case XS_OPT_CSV:
             o->csv = optarg;
@@ -273,6 +569,13 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
     }
     if (optind < argc)
         return xs_cli_failf("bench ep: unexpected argument '%s'", argv[optind]);
+    {
+        const xs_gpus_conflict cf[] = {
+            {"--peers", o->peers_set, "with -g the ranks are the peers: N = the number of GPUs"},
+            {"--device", o->device_set, "rank r runs on GPU r"}};
+        if (xs_gpus_check("bench ep", o->gpus_set, o->gpus, cf, 2) != XS_OK)
+            return xs_cli_fail();
+    }
     if (o->quick && !iters_set)
         o->iters = 3;
     if (!strcmp(cfg_arg, "all")) {
@@ -394,17 +697,50 @@ static void ep_ref_median(const double *acc, int cap, int nruns, int ntot, doubl
     }
 }
 
-/* One verified run of a variant; returns XS_OK and sets *us (and *gemm_us for unfused). */
-static xs_status ep_run(xs_moe *m, xs_cublas *cb, int var, int slot, const xs_wintab *tab,
-                        const xs_moe_run_opts *ro, double *us, double *gemm_us)
+/* -g: the unfused baseline's combine between real ranks, one NCCL group: the staged rows of
+ * problem rank r to GPU (me + r) % N, and from every source s its rows into region s. */
+static xs_status ep_nccl_combine(void *ctx, const char *stage, size_t stride, const size_t *bytes,
+                                 int n, cudaStream_t s)
 {
-    XS_TRY(xs_moe_poison(m, tab, 0));
+    ep_peer *pp = (ep_peer *)ctx;
+    const void *snd[XS_MAX_RANKS];
+    void *rcv[XS_MAX_RANKS];
+    size_t sb[XS_MAX_RANKS], rb[XS_MAX_RANKS];
+    int sp[XS_MAX_RANKS], rp[XS_MAX_RANKS];
+    if (n != pp->n)
+        return xs_seterr(XS_EINVAL, "bench ep: problem of %d ranks on %d GPUs", n, pp->n);
+    for (int r = 0; r < n; r++) {
+        snd[r] = stage + (size_t)r * stride;
+        sb[r] = bytes[r];
+        sp[r] = (pp->me + r) % n;
+        const int src = (pp->me - r + n) % n; /* its problem rank r lands here */
+        rcv[r] = pp->own.data[r];
+        rb[r] = bytes[r];
+        rp[r] = src;
+    }
+    return xs_coll_sendrecv(pp->coll, snd, sb, sp, n, rcv, rb, rp, n, (void *)s);
+}
+
+/* One verified run of a variant; returns XS_OK and sets *us (and *gemm_us for unfused). With
+ * real peers (pp): this rank poisons its own window (every source's region), all ranks meet,
+ * run, and meet again, so that every source's stores are in place before anyone verifies and no
+ * one poisons a window that is still being verified. */
+static xs_status ep_run(xs_moe *m, xs_cublas *cb, int var, int slot, const xs_wintab *tab,
+                        ep_peer *pp, const xs_moe_run_opts *ro, double *us, double *gemm_us)
+{
+    XS_TRY(xs_moe_poison(m, pp ? &pp->own : tab, 0));
     XS_TRY(xs_moe_flush_l2(m, 0));
+    if (pp)
+        XS_TRY(xs_win_barrier(pp->ws, EP_BARRIER_MS));
     float ms = 0, gms = 0;
-    if (var == EP_UNFUSED)
+    if (var == EP_UNFUSED && pp)
+        XS_TRY(xs_moe_run_unfused_with(m, cb, tab, ep_nccl_combine, pp, 0, &ms, &gms));
+    else if (var == EP_UNFUSED)
         XS_TRY(xs_moe_run_unfused(m, cb, tab, 0, &ms, &gms));
     else
         XS_TRY(xs_moe_run_fused(m, slot, tab, ro, 0, &ms));
+    if (pp)
+        XS_TRY(xs_win_barrier(pp->ws, EP_BARRIER_MS));
     *us = ms * 1e3;
     if (gemm_us)
         *gemm_us = gms * 1e3;
@@ -430,7 +766,7 @@ static xs_status ep_check(xs_moe *m, const xs_wintab *tab, const char *what, ep_
 
 static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_moe_config *cfg,
                           int tokens, int peers, xs_moe_routing routing, const xs_profile *prof,
-                          xs_cublas *cb, FILE *tiles, ep_row *r)
+                          xs_cublas *cb, xs_coll *coll, FILE *tiles, ep_row *r)
 {
     memset(r, 0, sizeof *r);
     const double t_point = ep_now_s();
@@ -447,6 +783,8 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     r->stall_wave.mma_abs_err_med_ns = r->stall_inter.mma_abs_err_med_ns = NAN;
     r->stall_auto.mma_abs_err_med_ns = NAN;
     r->pred_paced_us = r->pred_auto_us = r->auto_gate_us = r->fill_us = NAN;
+    for (int v = 0; v < EP_NVAR; v++)
+        r->rank_max_us[v] = NAN;
     r->block_bytes = o->mm.block_bytes;
     r->block_speed = o->mm.block_speed;
     r->pace_bytes = o->mm.pace_bytes;
@@ -456,6 +794,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     XS_TRY(xs_moe_create(w, &mo, &m));
     xs_status st = XS_OK;
     xs_winset *ws = NULL;
+    ep_peer *pp = NULL;
     xs_moe_info info;
     xs_moe_get_info(m, &info);
     r->rows = info.rows;
@@ -507,7 +846,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
             int nv = 0, nref = 0, runs = o->warmup + (o->iters < 3 ? o->iters : 3);
             for (int it = 0; it < runs; it++) {
                 double us;
-                EP_TRY(ep_run(m, cb, EP_WAVE, slot, &local, &ro, &us, NULL));
+                EP_TRY(ep_run(m, cb, EP_WAVE, slot, &local, NULL, &ro, &us, NULL));
                 if (it >= o->warmup && nv < 64)
                     v[nv++] = us;
                 if (it >= o->warmup)
@@ -551,16 +890,39 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         const double *ref_of[EP_NVAR] = {NULL, ref[0], ref[1],
                                          ar.plan.kind == XS_MOE_WAVE ? ref[0] : ref[1]};
 
-        /* the virtual-peer windows */
+        /* the virtual-peer windows, or (-g) one region per source in every real peer's window */
         xs_win_opts wo;
         memset(&wo, 0, sizeof wo);
-        wo.target = XS_TARGET_VIRTUAL;
+        wo.target = coll ? XS_TARGET_PEER : XS_TARGET_VIRTUAL;
         wo.virtual_peers = peers;
-        wo.bytes = info.window_bytes;
+        wo.bytes = coll ? (size_t)peers * info.window_bytes : info.window_bytes;
         wo.nflags = 1;
         wo.device = o->device;
         EP_TRY(xs_win_open(&wo, &ws));
         const xs_wintab *tab = xs_win_table(ws);
+        if (coll) {
+            if (!(pp = (ep_peer *)calloc(1, sizeof *pp)))
+                EP_TRY(xs_seterr(XS_ENOMEM, "bench ep: out of host memory"));
+            const int n = tab->nranks, me = tab->rank;
+            if (n != peers)
+                EP_TRY(xs_seterr(XS_EINVAL, "bench ep: %d peer windows for %d ranks", n, peers));
+            pp->ws = ws;
+            pp->coll = coll;
+            pp->me = me;
+            pp->n = n;
+            pp->region = info.window_bytes;
+            pp->send.nranks = pp->own.nranks = n;
+            pp->send.rank = pp->own.rank = 0;
+            pp->send.bytes = pp->own.bytes = info.window_bytes;
+            for (int q = 0; q < n; q++) {
+                pp->send.data[q] = tab->data[(me + q) % n] + (size_t)me * info.window_bytes;
+                /* the kernel's "remote" (pacer, trace, model): every row not for this GPU */
+                pp->send.host_mem[q] = q != 0;
+                pp->own.data[q] = tab->data[me] + (size_t)((me - q + n) % n) * info.window_bytes;
+            }
+            tab = &pp->own; /* what ep_check reads: this rank's window, every source's region */
+        }
+        const xs_wintab *run_tab = pp ? &pp->send : tab;
 
         /* round-robin over the variants, the last round verified */
         const int slot_of[EP_NVAR] = {0, 0, 1, 2};
@@ -570,7 +932,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
                 if (!o->run[var])
                     continue;
                 double us = 0, gus = 0;
-                EP_TRY(ep_run(m, cb, var, slot_of[var], tab, &ro, &us, &gus));
+                EP_TRY(ep_run(m, cb, var, slot_of[var], run_tab, pp, &ro, &us, &gus));
                 if (it >= o->warmup) {
                     samples[var][ns[var]++] = us;
                     if (var == EP_UNFUSED)
@@ -610,10 +972,25 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         r->drain_us = info.remote_bytes / prof->drain_bytes_per_ns / 1e3;
         r->bound_us = r->compute_us > r->drain_us ? r->compute_us : r->drain_us;
         r->gemm_eff = r->cublas_gemm_us / r->local.med;
+        if (coll) {
+            /* every rank verified its own window: the point is verified when all are; the
+             * slowest rank's medians go next to rank 0's */
+            double g[2 + EP_NVAR];
+            g[0] = r->verified ? 0.0 : 1.0;
+            g[1] = isnan(r->max_rel_err) ? INFINITY : r->max_rel_err;
+            for (int v = 0; v < EP_NVAR; v++)
+                g[2 + v] = isnan(r->t[v].med) ? -1.0 : r->t[v].med;
+            EP_TRY(xs_coll_max(coll, g, 2 + EP_NVAR));
+            r->verified = g[0] == 0.0;
+            r->max_rel_err = isinf(g[1]) ? NAN : g[1];
+            for (int v = 0; v < EP_NVAR; v++)
+                r->rank_max_us[v] = g[2 + v] < 0 ? NAN : g[2 + v];
+        }
     }
 done:
 #undef EP_TRY
     r->point_s = ep_now_s() - t_point;
+    free(pp);
     if (ws)
         xs_win_close(ws);
     for (int v = 0; v < EP_NVAR; v++)
@@ -805,24 +1182,55 @@ int xs_bench_ep(int argc, char **argv)
     xs_profile prof;
     if (xs_profile_args_resolve(&o.pa, &prof) != XS_OK)
         return xs_cli_fail();
+    int me = 0, nranks = 1;
+    if (o.gpus_set) {
+        /* as calibrate -g: the parent starts one rank per GPU and waits; a rank goes on */
+        int ec = 0, l = xs_bench_launch(o.gpus, &ec);
+        if (l < 0)
+            return xs_cli_fail();
+        if (l > 0) {
+            if (ec)
+                xs_cli_fail();
+            return ec;
+        }
+        int have = 0;
+        if (xs_rank_env(&me, &nranks, NULL, &have) != XS_OK)
+            return xs_cli_fail();
+        o.peers[0] = nranks; /* the ranks are the peers */
+        o.npeers = 1;
+        o.peers_set = 1;
+    }
     xs_gpu_info gi;
-    if (xs_gpu_open(o.device, &gi) != XS_OK)
+    if (xs_gpu_open(o.device, &gi) != XS_OK) /* a launched rank: XS_DEVICE */
+        return xs_cli_fail();
+    xs_coll *coll = NULL;
+    if (o.gpus_set && xs_coll_open(&coll) != XS_OK)
         return xs_cli_fail();
     xs_cublas *cb = NULL;
-    if (xs_cublas_open(&cb) != XS_OK)
+    if (xs_cublas_open(&cb) != XS_OK) {
+        xs_coll_close(coll, 1);
         return xs_cli_fail(); /* the baseline and the reference need it */
+    }
     FILE *csv = NULL, *tiles = NULL;
-    if (o.csv && !(csv = fopen(o.csv, "w"))) {
+    /* files: rank 0 only (the others' results reach it through the collectives) */
+    if (me == 0 && o.csv && !(csv = fopen(o.csv, "w"))) {
         xs_cublas_close(cb);
+        xs_coll_close(coll, 1);
         return xs_cli_failf("--csv %s: cannot write", o.csv);
     }
-    if (o.tiles && !(tiles = fopen(o.tiles, "w"))) {
+    if (me == 0 && o.tiles && !(tiles = fopen(o.tiles, "w"))) {
         if (csv)
             fclose(csv);
         xs_cublas_close(cb);
+        xs_coll_close(coll, 1);
         return xs_cli_failf("--tiles %s: cannot write", o.tiles);
     }
     xs_gpu_report_header(stdout, &gi, argc, argv);
+    if (coll)
+        printf("# ranks: %d processes, rank r on GPU r; combine into the peers' NCCL symmetric "
+               "windows (LSA pointers), one region per source; unfused combine: grouped "
+               "ncclSend/ncclRecv; every rank verifies every region of its own window; times are "
+               "rank 0's (the slowest rank's medians at the end)\n", nranks);
     printf("# profile: %s path, R %.1f B/ns, Q %.0f B (per producer %.0f), r %.1f B/ns, o %.0f "
            "ns, chunk %.0f B%s\n", prof.path, prof.drain_bytes_per_ns, prof.capacity_bytes,
            prof.capacity_bytes_per_producer, prof.issue_bytes_per_ns, prof.issue_overhead_ns,
@@ -855,7 +1263,7 @@ int xs_bench_ep(int argc, char **argv)
               "mma_stall_pred_ns\n", tiles);
 
     static ep_row rows[EP_MAX_ROWS];
-    int nrows = 0, failures = 0, tried = 0, intr = 0;
+    int nrows = 0, failures = 0, tried = 0, intr = 0, coll_failed = 0;
     const int total = o.nconfigs * o.nroutings * (o.ntokens ? o.ntokens : 3) *
                       (o.peers_set ? o.npeers : 1);
     ep_table_header();
@@ -865,6 +1273,10 @@ int xs_bench_ep(int argc, char **argv)
         if (xs_moe_weights_create(cfg, o.seed, &w) != XS_OK) {
             fprintf(stderr, "xstage: error: %s: %s\n", cfg->name, xs_errmsg());
             failures++;
+            if (coll) {
+                coll_failed = 1;
+                goto finish;
+            }
             continue;
         }
         int toks[EP_MAX_LIST], nt = 0;
@@ -894,12 +1306,20 @@ int xs_bench_ep(int argc, char **argv)
                     tried++;
                     ep_row *r = &rows[nrows];
                     xs_status st = ep_point(&o, w, cfg, toks[ti], peers[pi], o.routings[ri],
-                                            &prof, cb, tiles, r);
+                                            &prof, cb, coll, tiles, r);
                     if (st != XS_OK) {
-                        fprintf(stderr, "xstage: error: %s %s T=%d N=%d: %s\n", cfg->name,
+                        fprintf(stderr, "xstage: error: %s%s %s T=%d N=%d: %s\n",
+                                coll ? "rank " : "", cfg->name,
                                 xs_moe_routing_name(o.routings[ri]), toks[ti], peers[pi],
                                 xs_errmsg());
                         failures++;
+                        if (coll) {
+                            /* the ranks walk the points in lockstep: one rank's error ends the
+                             * run (its exit stops the others through the launcher) */
+                            coll_failed = 1;
+                            xs_moe_weights_destroy(w);
+                            goto finish;
+                        }
                         if (st == XS_ECUDA) {
                             /* a sticky CUDA error poisons every later point: stop here */
                             cudaError_t e = cudaGetLastError();
@@ -924,6 +1344,11 @@ finish:
         if (rows[i].how[0])
             printf("# auto %s %s T=%d N=%d: %s\n", rows[i].config, rows[i].routing,
                    rows[i].tokens, rows[i].peers, rows[i].how);
+    for (int i = 0; coll && i < nrows; i++)
+        printf("# ranks %s %s T=%d N=%d: slowest rank's medians (us) unfused %.1f wave %.1f "
+               "interleaved %.1f auto %.1f\n", rows[i].config, rows[i].routing, rows[i].tokens,
+               rows[i].peers, rows[i].rank_max_us[EP_UNFUSED], rows[i].rank_max_us[EP_WAVE],
+               rows[i].rank_max_us[EP_INTER], rows[i].rank_max_us[EP_AUTO]);
     if (intr && csv)
         fputs("# INTERRUPTED: partial results\n", csv);
     if (intr && tiles)
@@ -933,6 +1358,7 @@ finish:
     if (tiles)
         fclose(tiles);
     xs_cublas_close(cb);
+    xs_coll_close(coll, coll_failed || intr);
     if (intr)
         return xs_cli_failf("interrupted by %s after %d of %d points%s", xs_interrupt_name(),
                             tried, total, o.csv || o.tiles ? "; partial CSV marked" : "");

@@ -36,6 +36,7 @@
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_cuda.h"
+#include "xstage_launch.h"
 #include "xstage_sigint.h"
 #include "xstage_pattern.h"
 #include "xstage_win.h"
@@ -76,6 +77,7 @@ typedef struct {
     double timeout_s, max_time_s;
     const char *csv;
     xs_profile_args pa;
+    int gpus, gpus_set, device_set; /* -g/--gpus N (1 only, for now) */
 } tpb_opts;
 
 /* One configuration and its results. */
@@ -141,6 +143,8 @@ static void usage(FILE *f)
             "      --max-time S      skip the remaining configurations after S seconds [200]\n"
             "      --seed N          input seed [12345]\n"
             "  -d, --device N        CUDA device [0]\n"
+            "  -g, --gpus N          ranks, one process per GPU: only 1 for now (the one-GPU\n"
+            "                        bench; real peers: bench ep -g N, docs/MULTIGPU.md)\n"
             "      --csv FILE        write the rows as CSV (with '#' header lines)\n"
             "      --quick           fewer shapes (one token count, fewer peers), -n 3\n"
             "      --profile FILE    calibrated profile (JSON); default: embedded H200 PCIe\n"
@@ -164,13 +168,14 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
         {"seed", required_argument, 0, XS_OPT_SEED}, {"device", required_argument, 0, 'd'},
         {"csv", required_argument, 0, XS_OPT_CSV}, {"quick", no_argument, 0, XS_OPT_QUICK},
         {"profile", required_argument, 0, XS_OPT_PROFILE},
+        {"gpus", required_argument, 0, 'g'},
         {"set", required_argument, 0, XS_OPT_SET}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     int c;
     long v;
     double d;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:m:p:n:w:d:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:m:p:n:w:d:g:h", lo, NULL)) != -1) {
         switch (c) {
         case 'o': {
             char buf[256];
@@ -253,6 +258,13 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
             if (xs_parse_int("--device", optarg, 0, 1023, &v) != XS_OK)
                 return xs_cli_fail();
             o->device = (int)v;
+            o->device_set = 1;
+            break;
+        case 'g':
+            if (xs_parse_int("--gpus", optarg, 1, XS_MAX_RANKS, &v) != XS_OK)
+                return xs_cli_fail();
+            o->gpus = (int)v;
+            o->gpus_set = 1;
             break;
         case OPT_PICK:
             if (!strcmp(optarg, "model"))
@@ -290,6 +302,16 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
     }
     if (optind < argc)
         return xs_cli_failf("bench tp: unexpected argument '%s'", argv[optind]);
+    {
+        const xs_gpus_conflict cf[] = {{"--device", o->device_set, "rank r runs on GPU r"}};
+        if (xs_gpus_check("bench tp", o->gpus_set, o->gpus, cf, 1) != XS_OK)
+            return xs_cli_fail();
+        /* real peers are wired for bench ep only (docs/MULTIGPU.md says what is missing) */
+        if (o->gpus > 1)
+            return xs_cli_failf("bench tp: -g/--gpus %d: real peers are not implemented for tp "
+                                "yet (bench ep -g N is; docs/MULTIGPU.md); -g 1 runs this "
+                                "one-GPU bench", o->gpus);
+    }
     if ((o->nn > 0) != (o->nk > 0))
         return xs_cli_failf("bench tp: --n and --k go together (explicit layer widths)");
     if (o->nn && models_set)

@@ -34,6 +34,7 @@
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_cuda.h"
+#include "xstage_launch.h"
 #include "xstage_sigint.h"
 #include "xstage_win.h"
 
@@ -56,6 +57,7 @@ typedef struct {
     int device;
     const char *csv;
     xs_profile_args pa;
+    int gpus, gpus_set, device_set; /* -g/--gpus N (1 only, for now) */
 } up_opts;
 
 /* Device buffers sized for the largest configuration. */
@@ -123,6 +125,8 @@ static void usage(FILE *f)
             "      --samples N       reference rows checked per configuration [256]\n"
             "      --seed N          input seed [fixed per run: 12345]\n"
             "  -d, --device N        CUDA device [0]\n"
+            "  -g, --gpus N          ranks, one process per GPU: only 1 for now (the one-GPU\n"
+            "                        bench; real peers: bench ep -g N, docs/MULTIGPU.md)\n"
             "      --csv FILE        write the rows as CSV (with '#' header lines)\n"
             "      --quick           seq 8192,16384, heads 16, peers 8, -n 3\n"
             "      --profile FILE    calibrated profile (JSON); default: embedded H200 PCIe\n"
@@ -150,12 +154,13 @@ static int parse_opts(int argc, char **argv, up_opts *o)
         {"samples", required_argument, 0, OPT_SAMPLES}, {"order", required_argument, 0, OPT_ORDER},
         {"seed", required_argument, 0, XS_OPT_SEED}, {"csv", required_argument, 0, XS_OPT_CSV},
         {"quick", no_argument, 0, XS_OPT_QUICK},  {"profile", required_argument, 0, XS_OPT_PROFILE},
+        {"gpus", required_argument, 0, 'g'},
         {"set", required_argument, 0, XS_OPT_SET}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     int c;
     long v;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "s:H:p:c:n:w:d:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:H:p:c:n:w:d:g:h", lo, NULL)) != -1) {
         switch (c) {
         case 's':
             if (parse_list("--seq", optarg, 1, 1, XS_ATTN_MAX_SEQ, o->seq, &o->nseq))
@@ -193,6 +198,13 @@ static int parse_opts(int argc, char **argv, up_opts *o)
             if (xs_parse_int("--device", optarg, 0, 1023, &v) != XS_OK)
                 return xs_cli_fail();
             o->device = (int)v;
+            o->device_set = 1;
+            break;
+        case 'g':
+            if (xs_parse_int("--gpus", optarg, 1, XS_MAX_RANKS, &v) != XS_OK)
+                return xs_cli_fail();
+            o->gpus = (int)v;
+            o->gpus_set = 1;
             break;
         case OPT_SPLIT:
             if (xs_parse_int("--split", optarg, -1, XS_ATTN_MAX_SPLIT, &v) != XS_OK)
@@ -228,6 +240,16 @@ static int parse_opts(int argc, char **argv, up_opts *o)
     }
     if (optind < argc)
         return xs_cli_failf("bench up: unexpected argument '%s'", argv[optind]);
+    {
+        const xs_gpus_conflict cf[] = {{"--device", o->device_set, "rank r runs on GPU r"}};
+        if (xs_gpus_check("bench up", o->gpus_set, o->gpus, cf, 1) != XS_OK)
+            return xs_cli_fail();
+        /* real peers are wired for bench ep only (docs/MULTIGPU.md says what is missing) */
+        if (o->gpus > 1)
+            return xs_cli_failf("bench up: -g/--gpus %d: real peers are not implemented for up "
+                                "yet (bench ep -g N is; docs/MULTIGPU.md); -g 1 runs this "
+                                "one-GPU bench", o->gpus);
+    }
     if (quick) {
         if (!seq_set) o->seq[0] = 8192, o->seq[1] = 16384, o->nseq = 2;
         if (!heads_set) o->heads[0] = 16, o->nheads = 1;

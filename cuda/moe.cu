@@ -1342,6 +1342,13 @@ static xs_status xs_moe_gemms(xs_moe *m, xs_cublas *cb, cudaStream_t s, int laye
 xs_status xs_moe_run_unfused(xs_moe *m, xs_cublas *cb, const xs_wintab *tab, cudaStream_t s,
                              float *ms, float *gemm_ms)
 {
+    return xs_moe_run_unfused_with(m, cb, tab, NULL, NULL, s, ms, gemm_ms);
+}
+
+xs_status xs_moe_run_unfused_with(xs_moe *m, xs_cublas *cb, const xs_wintab *tab,
+                                  xs_moe_combine_fn combine, void *ctx, cudaStream_t s,
+                                  float *ms, float *gemm_ms)
+{
     XS_MOE_NEED_DEVICE(m);
     XS_TRY(xs_moe_check_table(m, tab));
     XS_TRY(xs_moe_ensure_unfused(m, 0));
@@ -1362,10 +1369,14 @@ xs_status xs_moe_run_unfused(xs_moe *m, xs_cublas *cb, const xs_wintab *tab, cud
                                                           m->window_bytes, (float *)NULL, m->rows,
                                                           m->H);
     XS_CU_LAUNCH();
-    for (int r = 0; r < m->N; r++)
-        if (m->rank_used[r])
-            XS_CU(cudaMemcpyAsync(tab->data[r], (char *)m->stage + (size_t)r * m->window_bytes,
-                                  m->rank_used[r], cudaMemcpyDefault, s));
+    if (combine) {
+        XS_TRY(combine(ctx, (const char *)m->stage, m->window_bytes, m->rank_used, m->N, s));
+    } else {
+        for (int r = 0; r < m->N; r++)
+            if (m->rank_used[r])
+                XS_CU(cudaMemcpyAsync(tab->data[r], (char *)m->stage + (size_t)r * m->window_bytes,
+                                      m->rank_used[r], cudaMemcpyDefault, s));
+    }
     XS_CU(cudaEventRecord(m->ev[1], s));
     XS_CU(cudaEventSynchronize(m->ev[1]));
     float t = 0, g1 = 0, g2 = 0;

@@ -148,6 +148,16 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
 xs_status xs_moe_run_unfused(xs_moe *m, xs_cublas *cb, const xs_wintab *tab, cudaStream_t s,
                              float *ms, float *gemm_ms);
 
+/* The same baseline with the combine handed to `combine` instead of the cudaMemcpyAsync loop
+ * (e.g. grouped ncclSend/ncclRecv between real ranks): it is called on stream s, inside the
+ * timed sequence, with the staged rows (stage + r * stride holds bytes[r] bytes for rank r of the
+ * problem, r < n) and must enqueue its transfers on s. combine NULL: xs_moe_run_unfused. */
+typedef xs_status (*xs_moe_combine_fn)(void *ctx, const char *stage, size_t stride,
+                                       const size_t *bytes, int n, cudaStream_t s);
+xs_status xs_moe_run_unfused_with(xs_moe *m, xs_cublas *cb, const xs_wintab *tab,
+                                  xs_moe_combine_fn combine, void *ctx, cudaStream_t s,
+                                  float *ms, float *gemm_ms);
+
 /* ---- references and verification ------------------------------------------------------------ */
 
 /* fp32 reference of every row (host copy kept in m): the unfused path with fp32 GEMM outputs

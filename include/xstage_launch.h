@@ -85,6 +85,64 @@ int xs_launch_or_run_with(int ngpus, int argc, char **argv, const xs_launch_hook
  *     ... this process is rank r of n (xs_rank_env); open windows with XS_TARGET_PEER ... */
 int xs_launch_or_run(int ngpus, int argc, char **argv, int *exit_code);
 
+/* ---- benches over ranks (docs/MULTIGPU.md) ---------------------------------------------------- */
+
+/* Second NCCL unique id, for the communicator of the unfused baselines' collectives (the first,
+ * XS_NCCL_ID, belongs to the peer windows): the bench launcher's parent puts it into its own
+ * environment before the ranks start, so every rank inherits it. */
+#define XS_NCCL_COLL_ID_VAR "XS_NCCL_COLL_ID"
+
+/* An id from environment variable `var` (XS_NCCL_ID_BYTES bytes as hex). Unset: XS_OK,
+ * *have = 0. Set but malformed: XS_EINVAL, one line naming the variable. */
+xs_status xs_rank_env_id(const char *var, unsigned char id[XS_NCCL_ID_BYTES], int *have);
+
+/* An option that cannot be combined with -g/--gpus N of a bench: `set` non-zero when the user
+ * gave it; `why` ends the message. */
+typedef struct {
+    const char *name; /* as the user writes it, e.g. "--peers" */
+    int set;
+    const char *why;  /* e.g. "with -g the ranks are the peers" */
+} xs_gpus_conflict;
+
+/* The -g/--gpus checks every bench makes before launching: gpus in [1, XS_LAUNCH_MAX_RANKS]
+ * (gpus_given = 0: no -g, always XS_OK) and none of the n conflicts set. XS_EINVAL with one line:
+ *   "bench ep: -g/--gpus 2 cannot be combined with --peers (with -g the ranks are the peers)" */
+xs_status xs_gpus_check(const char *cmd, int gpus_given, int gpus, const xs_gpus_conflict *c,
+                        int n);
+
+/* In the CUDA library (cuda/bench_ep.cu, shared by bench ep|tp|up): xs_launch_or_run with the
+ * benches' settings: ranks > 0 write stdout to /dev/null (rank 0 prints the report and writes
+ * the files; stderr of every rank passes), and the parent also makes the collective id
+ * (XS_NCCL_COLL_ID_VAR). Same return values as xs_launch_or_run. */
+int xs_bench_launch(int ngpus, int *exit_code);
+
+/* The NCCL communicator of the baselines' collectives (cuda/bench_ep.cu). Collective over the
+ * ranks of a launched run (rank and size from xs_rank_env, id from XS_NCCL_COLL_ID_VAR); with no
+ * launcher a one-rank communicator. Host functions come from the NCCL library the windows loaded
+ * (dlsym). Streams are cudaStream_t passed as void *. Every call returns XS_ENCCL with one line
+ * naming the NCCL call on failure. */
+typedef struct xs_coll xs_coll;
+xs_status xs_coll_open(xs_coll **out);
+int xs_coll_rank(const xs_coll *c);
+int xs_coll_nranks(const xs_coll *c);
+/* One NCCL group: send[i] (send_bytes[i] bytes) to rank send_peer[i], recv[j] from recv_peer[j];
+ * zero-byte entries are skipped. Enqueued on stream s. */
+xs_status xs_coll_sendrecv(xs_coll *c, const void *const *send, const size_t *send_bytes,
+                           const int *send_peer, int nsend, void *const *recv,
+                           const size_t *recv_bytes, const int *recv_peer, int nrecv, void *s);
+/* ncclAlltoAll of `bytes` per rank pair (send and recv: nranks * bytes); on stream s. */
+xs_status xs_coll_alltoall(xs_coll *c, const void *send, void *recv, size_t bytes, void *s);
+/* ncclReduceScatter / ncclAllGather on bf16 (sum), counts per rank; on stream s. */
+xs_status xs_coll_reduce_scatter_bf16(xs_coll *c, const void *send, void *recv, size_t count,
+                                      void *s);
+xs_status xs_coll_all_gather(xs_coll *c, const void *send, void *recv, size_t bytes, void *s);
+/* Host values, element-wise maximum over the ranks (blocking; n <= 64). */
+xs_status xs_coll_max(xs_coll *c, double *v, int n);
+/* Host barrier over the ranks (an all-reduce of one value; blocking). */
+xs_status xs_coll_barrier(xs_coll *c);
+/* abort = 1 after an error: ncclCommAbort only. */
+void xs_coll_close(xs_coll *c, int abort);
+
 #ifdef __cplusplus
 }
 #endif

@@ -468,3 +468,33 @@ int xs_launch_or_run_with(int ngpus, int argc, char **argv, const xs_launch_hook
     }
     return 1;
 }
+
+/* ---- benches over ranks --------------------------------------------------------------------- */
+
+xs_status xs_rank_env_id(const char *var, unsigned char id[XS_NCCL_ID_BYTES], int *have)
+{
+    *have = 0;
+    const char *s = getenv(var);
+    if (!s)
+        return XS_OK;
+    if (xs_hex_decode(s, id, XS_NCCL_ID_BYTES) != XS_OK)
+        return xs_seterr(XS_EINVAL, "%s is not %d hex digits (length %zu)", var,
+                         2 * XS_NCCL_ID_BYTES, strlen(s));
+    *have = 1;
+    return XS_OK;
+}
+
+xs_status xs_gpus_check(const char *cmd, int gpus_given, int gpus, const xs_gpus_conflict *c,
+                        int n)
+{
+    if (!gpus_given)
+        return XS_OK;
+    if (gpus < 1 || gpus > XS_LAUNCH_MAX_RANKS)
+        return xs_seterr(XS_EINVAL, "%s: -g/--gpus %d: between 1 and %d GPUs are supported", cmd,
+                         gpus, XS_LAUNCH_MAX_RANKS);
+    for (int i = 0; i < n; i++)
+        if (c[i].set)
+            return xs_seterr(XS_EINVAL, "%s: -g/--gpus %d cannot be combined with %s (%s)", cmd,
+                             gpus, c[i].name, c[i].why);
+    return XS_OK;
+}

@@ -63,6 +63,17 @@ static int child_main(int argc, char **argv)
             return 13;
         return 0;
     }
+    if (!strcmp(mode, "--coll-id")) {
+        /* a variable the parent set before launching (the benches' collective id) is inherited */
+        unsigned char cid[XS_NCCL_ID_BYTES];
+        int chave = 0;
+        if (xs_rank_env_id(XS_NCCL_COLL_ID_VAR, cid, &chave) != XS_OK || !chave)
+            return 15;
+        for (int i = 0; i < XS_NCCL_ID_BYTES; i++)
+            if (cid[i] != (unsigned char)(fake_id[i] ^ 0x5a))
+                return 16;
+        return 0;
+    }
     /* started through xs_launch_or_run_with(argv = NULL): our own command line, the fake id */
     if (n != 2 || !have || memcmp(id, fake_id, sizeof id))
         return 14;
@@ -328,6 +339,60 @@ static void test_launch_or_run(void)
     XT_CHECK(l == 1 && ec == 0, "self launch: %d exit %d (%s)", l, ec, xs_errmsg());
 }
 
+static void test_gpus_check(void)
+{
+    xs_gpus_conflict c[2] = {{"--peers", 0, "with -g the ranks are the peers"},
+                             {"--device", 0, "rank r uses GPU r"}};
+    XT_CHECK(xs_gpus_check("bench ep", 0, 0, c, 2) == XS_OK, "no -g: nothing to check");
+    XT_CHECK(xs_gpus_check("bench ep", 1, 1, c, 2) == XS_OK, "-g 1");
+    XT_CHECK(xs_gpus_check("bench ep", 1, 8, c, 2) == XS_OK, "-g 8");
+    XT_CHECK(xs_gpus_check("bench ep", 1, 0, c, 2) == XS_EINVAL &&
+                 !strcmp(xs_errmsg(), "bench ep: -g/--gpus 0: between 1 and 64 GPUs are supported"),
+             "-g 0: %s", xs_errmsg());
+    XT_CHECK(xs_gpus_check("bench ep", 1, 65, c, 2) == XS_EINVAL, "-g 65");
+    c[1].set = 1;
+    XT_CHECK(xs_gpus_check("bench up", 1, 2, c, 2) == XS_EINVAL &&
+                 !strcmp(xs_errmsg(), "bench up: -g/--gpus 2 cannot be combined with --device "
+                                      "(rank r uses GPU r)"),
+             "conflict: %s", xs_errmsg());
+    c[0].set = 1;
+    XT_CHECK(xs_gpus_check("bench ep", 1, 2, c, 2) == XS_EINVAL &&
+                 strstr(xs_errmsg(), "with --peers (with -g the ranks are the peers)") &&
+                 strchr(xs_errmsg(), '\n') == NULL,
+             "first conflict named, one line: %s", xs_errmsg());
+}
+
+static void test_coll_id(const char *self)
+{
+    unsigned char id[XS_NCCL_ID_BYTES], x[XS_NCCL_ID_BYTES];
+    int have = -1;
+    unsetenv(XS_NCCL_COLL_ID_VAR);
+    XT_CHECK(xs_rank_env_id(XS_NCCL_COLL_ID_VAR, id, &have) == XS_OK && have == 0, "unset");
+    setenv(XS_NCCL_COLL_ID_VAR, "12zz", 1);
+    XT_CHECK(xs_rank_env_id(XS_NCCL_COLL_ID_VAR, id, &have) == XS_EINVAL &&
+                 strstr(xs_errmsg(), "XS_NCCL_COLL_ID is not 256 hex digits (length 4)"),
+             "malformed: %s", xs_errmsg());
+    for (int i = 0; i < XS_NCCL_ID_BYTES; i++)
+        x[i] = (unsigned char)(fake_id[i] ^ 0x5a);
+    char hex[2 * XS_NCCL_ID_BYTES + 1];
+    xs_hex_encode(x, XS_NCCL_ID_BYTES, hex);
+    setenv(XS_NCCL_COLL_ID_VAR, hex, 1);
+    XT_CHECK(xs_rank_env_id(XS_NCCL_COLL_ID_VAR, id, &have) == XS_OK && have == 1 &&
+                 !memcmp(id, x, sizeof id),
+             "parsed");
+    /* set in the parent before launching (as xs_bench_launch does): every rank inherits it */
+    int ec = -1;
+    xs_launch_opts o;
+    memset(&o, 0, sizeof o);
+    o.timeout_s = 20;
+    o.quiet_stdout = 1;
+    char *args[] = {(char *)self, "--coll-id", NULL};
+    xs_hex_encode(fake_id, XS_NCCL_ID_BYTES, hex);
+    xs_status s = xs_launch(3, args, hex, &o, &ec);
+    XT_CHECK(s == XS_OK && ec == 0, "collective id inherited: %s (exit %d)", xs_errmsg(), ec);
+    unsetenv(XS_NCCL_COLL_ID_VAR);
+}
+
 int main(int argc, char **argv)
 {
     fill_fake_id();
@@ -338,5 +403,7 @@ int main(int argc, char **argv)
     test_launch_sh();
     test_self_args(argv[0]);
     test_launch_or_run();
+    test_gpus_check();
+    test_coll_id(argv[0]);
     return xt_done();
 }
