@@ -8,10 +8,17 @@
  * <= 1e-2 against cuBLAS (fp32 output). Throughput is reported, not asserted: median of -n
  * repetitions with p10/p90, after warm-up, inputs rotated over copies larger than L2.
  *
- * usage: test_gemm [--quick | --tiny] [-n reps] [--csv FILE]   last line: "N passed, N failed"
+ * usage: test_gemm [--quick | --tiny] [--sm90] [-n reps] [--csv FILE] | --host
+ *                                                              last line: "N passed, N failed"
  * --tiny (for compute-sanitizer, tests/gpu/sanitize.sh): the bad-input checks and four small
  * shapes that still cover partial tiles, gather, scale and SwiGLU on both engines; no cuBLAS
  * (its own kernels are not ours to check), no throughput.
+ * --sm90: also the Hopper engine (cuda/gemm_sm90.cuh, wgmma + TMA) on every small and large
+ * shape, and as extra columns of the throughput table (contiguous A through TMA, and the same
+ * A through an identity row map, which takes the cp.async gather path).
+ * --host: only the CPU checks of gemm_sm90.cuh's layout functions (swizzle, wgmma descriptors,
+ * accumulator fragment, tile raster, shared-memory plan); needs no GPU. They also run first in
+ * every other mode.
  */
 #include <getopt.h>
 #include <math.h>
@@ -24,6 +31,7 @@
 #include "xstage.h"
 #include "xstage_cuda.h"
 #include "../../cuda/gemm.cuh"
+#include "../../cuda/gemm_sm90.cuh"
 
 /* ---- inputs ------------------------------------------------------------------------------- */
 
@@ -73,6 +81,166 @@ static uint32_t rng(void)
     return xs_mix32(rng_state);
 }
 
+/* ---- engines ------------------------------------------------------------------------------------ */
+
+/* One launcher per tile configuration: gemm.cuh's configurations, and the Hopper engine. */
+template <class C>
+struct engine {
+    static xs_status run(const xs_gemm_problem *p, int swiglu, xs_bf16 *c, long long ldc,
+                         const float *scale)
+    {
+        return swiglu ? xs_gemm_bf16<C, true>(p, c, ldc, scale, 0)
+                      : xs_gemm_bf16<C, false>(p, c, ldc, scale, 0);
+    }
+};
+template <>
+struct engine<xs_gemm90> {
+    static xs_status run(const xs_gemm_problem *p, int swiglu, xs_bf16 *c, long long ldc,
+                         const float *scale)
+    {
+        return swiglu ? xs_gemm90_bf16<xs_gemm90, true>(p, c, ldc, scale, 0)
+                      : xs_gemm90_bf16<xs_gemm90, false>(p, c, ldc, scale, 0);
+    }
+};
+
+/* ---- host checks of gemm_sm90.cuh's layouts (no GPU) --------------------------------------------- */
+
+/* The 128-byte swizzle as TMA and wgmma define it on shared-memory byte addresses: address bits
+ * [4, 7) (the 16-byte chunk in a 128-byte row) XOR bits [7, 10) (the row in an 8-row atom). */
+static uint32_t sw128_addr(uint32_t addr) { return addr ^ (((addr >> 7) & 7u) << 4); }
+
+/* Byte address the hardware reads for element (row r, k kk < 16) of a K-major operand through
+ * descriptor d, as the PTX ISA describes the canonical 128B-swizzled K-major layout: 8-row
+ * core-matrix groups SBO bytes apart, rows 128 bytes apart inside a group, the swizzle applied to
+ * the final address (base offset 0). Fails (returns ~0) on a descriptor field it does not model. */
+static uint32_t desc_read_addr(uint64_t d, int r, int kk)
+{
+    const uint32_t start = (uint32_t)(d & 0x3FFFu) << 4;
+    const uint32_t sbo = (uint32_t)((d >> 32) & 0x3FFFu) << 4;
+    const unsigned swz = (unsigned)(d >> 62), base_off = (unsigned)((d >> 49) & 7u);
+    if (swz != 1 || base_off != 0)
+        return ~0u;
+    return sw128_addr(start + (uint32_t)(r / 8) * sbo + (uint32_t)(r % 8) * 128 + (uint32_t)kk * 2);
+}
+
+static void host_checks(void)
+{
+    typedef xs_gemm90 C;
+    /* 1. swizzle: xs_sw128_offset == the address-bit definition on a 1024-aligned base, and a
+     * bijection on every 1024-byte atom */
+    long bad = 0;
+    for (int r = 0; r < 256; r++)
+        for (int c = 0; c < 64; c++)
+            bad += xs_sw128_offset(r, c) != sw128_addr((uint32_t)(r * 128 + c * 2));
+    for (int atom = 0; atom < 4; atom++) {
+        unsigned char seen[1024];
+        memset(seen, 0, sizeof seen);
+        for (int r = 0; r < 8; r++)
+            for (int c = 0; c < 64; c++) {
+                uint32_t o = xs_sw128_offset(8 * atom + r, c) - 1024u * atom;
+                bad += o >= 1024 || (o & 1) || seen[o]++;
+            }
+    }
+    XT_CHECK(bad == 0, "sm90 swizzle: %ld offsets differ from the address-bit definition", bad);
+
+    /* 2. descriptor fields */
+    const uint32_t addrs[] = {0x400u, 0x1400u, 0x8400u + 0xC000u, 0x33c00u};
+    bad = 0;
+    for (size_t i = 0; i < sizeof addrs / sizeof addrs[0]; i++) {
+        uint64_t d = xs_wgmma_desc_sw128(addrs[i]);
+        bad += (uint32_t)(d & 0x3FFF) != addrs[i] >> 4;
+        bad += ((d >> 16) & 0x3FFF) != 1 || ((d >> 32) & 0x3FFF) != 1024 / 16;
+        bad += ((d >> 49) & 7) != 0 || (d >> 62) != 1;
+        bad += (d & 0x3FFFC000C000C000ull) != 0; /* reserved bits */
+    }
+    XT_CHECK(bad == 0, "sm90 descriptor: %ld field errors", bad);
+
+    /* 3. operand reads: fill an emulated ring stage the way TMA / the gather producer write it
+     * (element (r, c) of the box at tile + xs_sw128_offset(r, c)), then read every k16 slice of
+     * each consumer's A rows and of B through the descriptors the main loop builds (tile
+     * descriptor + 2 * ks); every element must be the one wgmma expects there. */
+    const uint32_t ring_base = 0x400u; /* 1024-aligned, past the reserved 1 KB */
+    const size_t span = (size_t)ring_base + C::RING_BYTES;
+    uint32_t *tag = (uint32_t *)malloc(span / 2 * sizeof(uint32_t)); /* per 2-byte element */
+    bad = 0;
+    for (int s = 0; s < C::STAGES; s++) {
+        const uint32_t a_tile = ring_base + (uint32_t)(s * C::STAGE_BYTES);
+        const uint32_t b_tile = a_tile + C::A_BYTES;
+        for (size_t i = 0; i < span / 2; i++)
+            tag[i] = 0xffffffffu;
+        for (int r = 0; r < C::BM; r++)
+            for (int c = 0; c < C::BK; c++)
+                tag[(a_tile + xs_sw128_offset(r, c)) / 2] = (uint32_t)(r << 8 | c);
+        for (int r = 0; r < C::BN; r++)
+            for (int c = 0; c < C::BK; c++)
+                tag[(b_tile + xs_sw128_offset(r, c)) / 2] = (uint32_t)(0x800000 | r << 8 | c);
+        for (int ks = 0; ks < C::BK / 16; ks++) {
+            for (int wg = 0; wg < C::CONSUMERS; wg++) {
+                uint64_t da = xs_wgmma_desc_sw128(a_tile + (uint32_t)(wg * C::WG_M * 128)) +
+                              (uint64_t)(2 * ks);
+                for (int r = 0; r < C::WG_M; r++)
+                    for (int kk = 0; kk < 16; kk++) {
+                        uint32_t ad = desc_read_addr(da, r, kk);
+                        bad += ad >= span || tag[ad / 2] != (uint32_t)((wg * C::WG_M + r) << 8 |
+                                                                       (16 * ks + kk));
+                    }
+            }
+            uint64_t db = xs_wgmma_desc_sw128(b_tile) + (uint64_t)(2 * ks);
+            for (int r = 0; r < C::BN; r++)
+                for (int kk = 0; kk < 16; kk++) {
+                    uint32_t ad = desc_read_addr(db, r, kk);
+                    bad += ad >= span || tag[ad / 2] != (uint32_t)(0x800000 | r << 8 |
+                                                                   (16 * ks + kk));
+                }
+        }
+    }
+    free(tag);
+    XT_CHECK(bad == 0, "sm90 operand emulation: %ld elements read from the wrong place", bad);
+
+    /* 4. accumulator fragment: (warp, lane, register) -> (row, col) is a bijection onto 64 x 256,
+     * and the SwiGLU pairing (gate register e, up register e + 8) is column + 16 in one group */
+    {
+        static unsigned char seen[64 * 256];
+        memset(seen, 0, sizeof seen);
+        bad = 0;
+        for (int w = 0; w < 4; w++)
+            for (int l = 0; l < 32; l++)
+                for (int e = 0; e < C::ACC; e++) {
+                    int r = xs_wgmma_acc_row(w, l, e), c = xs_wgmma_acc_col(l, e);
+                    bad += r < 0 || r >= 64 || c < 0 || c >= 256 || seen[r * 256 + c]++;
+                    if (xs_swiglu_is_up(c) == 0)
+                        bad += xs_wgmma_acc_col(l, e + 8) != c + 16 ||
+                               xs_wgmma_acc_row(w, l, e + 8) != r;
+                }
+        XT_CHECK(bad == 0, "sm90 accumulator fragment: %ld errors", bad);
+    }
+
+    /* 5. tile raster: every tile exactly once, for grids with ragged groups */
+    {
+        const int dims[][2] = {{1, 1}, {3, 5}, {8, 8}, {9, 2}, {17, 11}, {64, 8}, {16, 112}};
+        bad = 0;
+        for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+            int tm_n = dims[i][0], tn_n = dims[i][1];
+            unsigned char *seen = (unsigned char *)calloc((size_t)tm_n * tn_n, 1);
+            for (int t = 0; t < tm_n * tn_n; t++) {
+                int tm, tn;
+                xs_gemm90_tile(t, tm_n, tn_n, &tm, &tn);
+                bad += tm < 0 || tm >= tm_n || tn < 0 || tn >= tn_n || seen[tm * tn_n + tn]++;
+            }
+            free(seen);
+        }
+        XT_CHECK(bad == 0, "sm90 tile raster: %ld tiles missed or repeated", bad);
+    }
+
+    /* 6. shared-memory plan: fits with the 1024-byte alignment slack, pieces aligned */
+    XT_CHECK(C::SMEM_BYTES <= 227 * 1024 && C::SMEM_USED + 1023 <= C::SMEM_BYTES &&
+                 C::EPI_OFF % 16 == 0 && (C::EPI_LD * 2) % 16 == 0 && C::DST_OFF % 8 == 0 &&
+                 C::BAR_OFF % 8 == 0 && C::RING_BYTES % 1024 == 0,
+             "sm90 shared-memory plan: %d bytes", C::SMEM_BYTES);
+    printf("ok sm90 host checks: swizzle, descriptors, operand emulation, fragment, raster, "
+           "smem %d B\n", C::SMEM_BYTES);
+}
+
 /* ---- correctness against fp64 ------------------------------------------------------------------ */
 
 typedef struct {
@@ -114,8 +282,7 @@ static void check_small(const gcase *t, const char *cfg_name)
     XS_CHECK_CU(cudaMemcpy(scale_d, scale_h, (size_t)m * sizeof(float), cudaMemcpyHostToDevice));
 
     xs_gemm_problem p = {a, t->gather ? rows_d : NULL, lda, b, ldb, m, n, k};
-    xs_status st = t->swiglu ? xs_gemm_bf16<C, true>(&p, c, ldc, t->scale ? scale_d : NULL, 0)
-                             : xs_gemm_bf16<C, false>(&p, c, ldc, t->scale ? scale_d : NULL, 0);
+    xs_status st = engine<C>::run(&p, t->swiglu, c, ldc, t->scale ? scale_d : NULL);
     XT_CHECK(st == XS_OK, "%s m=%d n=%d k=%d: launch: %s", cfg_name, m, n, k, xs_errmsg());
     XS_CHECK_CU(cudaDeviceSynchronize());
 
@@ -233,7 +400,22 @@ __global__ void swiglu_ref_kernel(const float *y, float *h, int m, int n)
     }
 }
 
-static void check_large(xs_cublas *cb, int m, int n, int k, int swiglu)
+/* identity row map [m] on the device (the gather path on contiguous rows) */
+static int *identity_rows(int m)
+{
+    int *h = (int *)malloc((size_t)m * sizeof(int) + 1), *d = (int *)dalloc((size_t)m * sizeof(int));
+    for (int i = 0; i < m; i++)
+        h[i] = i;
+    XS_CHECK_CU(cudaMemcpy(d, h, (size_t)m * sizeof(int), cudaMemcpyHostToDevice));
+    free(h);
+    return d;
+}
+
+/* engine: 0 = gemm.cuh 128x256, 1 = gemm_sm90 (A by TMA), 2 = gemm_sm90 through an identity
+ * row map (A by the cp.async gather path) */
+static const char *const large_engine_name[] = {"big", "sm90", "sm90-gather"};
+
+static void check_large(xs_cublas *cb, int m, int n, int k, int swiglu, int eng)
 {
     xs_bf16 *a = (xs_bf16 *)dalloc((size_t)m * k * 2);
     xs_bf16 *b = (xs_bf16 *)dalloc((size_t)n * k * 2);
@@ -245,10 +427,11 @@ static void check_large(xs_cublas *cb, int m, int n, int k, int swiglu)
     fill_bf16(a, (size_t)m * k, seed, 1.0f);
     fill_bf16(b, (size_t)n * k, seed + 7, 1.0f / sqrtf((float)k) * 4.0f);
     XS_CHECK_CU(cudaMemset(c, 0xff, (size_t)m * nout * 2));
-    xs_gemm_problem p = {a, NULL, k, b, k, m, n, k};
-    xs_status st = swiglu ? xs_gemm_bf16<xs_gemm_big, true>(&p, c, nout, NULL, 0)
-                          : xs_gemm_bf16<xs_gemm_big, false>(&p, c, nout, NULL, 0);
-    XT_CHECK(st == XS_OK, "large launch: %s", xs_errmsg());
+    int *rows = eng == 2 ? identity_rows(m) : NULL;
+    xs_gemm_problem p = {a, rows, k, b, k, m, n, k};
+    xs_status st = eng == 0 ? engine<xs_gemm_big>::run(&p, swiglu, c, nout, NULL)
+                            : engine<xs_gemm90>::run(&p, swiglu, c, nout, NULL);
+    XT_CHECK(st == XS_OK, "large %s launch: %s", large_engine_name[eng], xs_errmsg());
     st = xs_cublas_gemm_bf16(cb, NULL, m, n, k, a, b, 1, ref, 1);
     XT_CHECK(st == XS_OK, "cuBLAS: %s", xs_errmsg());
     if (swiglu) {
@@ -258,13 +441,20 @@ static void check_large(xs_cublas *cb, int m, int n, int k, int swiglu)
     XS_CHECK_CU(cudaDeviceSynchronize());
     long nf = 0;
     double rel = rel_frob(c, nout, swiglu ? ref2 : ref, m, nout, &nf);
-    XT_CHECK(nf == 0, "large m=%d n=%d k=%d swiglu=%d: %ld non-finite outputs", m, n, k, swiglu,
-             nf);
-    XT_CHECK(rel <= 1e-2, "large m=%d n=%d k=%d swiglu=%d: rel Frobenius vs cuBLAS %.3g > 1e-2",
-             m, n, k, swiglu, rel);
-    printf("ok large  m=%5d n=%5d k=%5d swiglu=%d  rel_err_vs_cublas=%.2e\n", m, n, k, swiglu,
-           rel);
+    const char *en = large_engine_name[eng];
+    XT_CHECK(nf == 0, "large %s m=%d n=%d k=%d swiglu=%d: %ld non-finite outputs", en, m, n, k,
+             swiglu, nf);
+    XT_CHECK(rel <= 1e-2, "large %s m=%d n=%d k=%d swiglu=%d: rel Frobenius vs cuBLAS %.3g > "
+             "1e-2", en, m, n, k, swiglu, rel);
+    if (eng == 0)
+        printf("ok large  m=%5d n=%5d k=%5d swiglu=%d  rel_err_vs_cublas=%.2e\n", m, n, k,
+               swiglu, rel);
+    else
+        printf("ok large %s m=%5d n=%5d k=%5d swiglu=%d  rel_err_vs_cublas=%.2e\n", en, m, n, k,
+               swiglu, rel);
     cudaFree(a); cudaFree(b); cudaFree(c); cudaFree(ref);
+    if (rows)
+        cudaFree(rows);
     if (ref2)
         cudaFree(ref2);
 }
@@ -293,9 +483,10 @@ typedef struct {
     double med, p10, p90; /* TFLOP/s */
 } perf;
 
-/* variant: 0 = engine big, 1 = engine small, 2 = cuBLAS */
+/* variant: 0 = engine big, 1 = engine small, 2 = cuBLAS, 3 = sm90 (A by TMA), 4 = sm90 with
+ * A through the identity row map `rows` (the cp.async gather path) */
 static perf time_variant(int variant, xs_cublas *cb, xs_bf16 **as, xs_bf16 **bs, int copies,
-                         xs_bf16 *c, const pshape *s, int reps, int *last_copy)
+                         xs_bf16 *c, const pshape *s, int reps, int *last_copy, const int *rows)
 {
     cudaEvent_t e0, e1;
     XS_CHECK_CU(cudaEventCreate(&e0));
@@ -304,9 +495,12 @@ static perf time_variant(int variant, xs_cublas *cb, xs_bf16 **as, xs_bf16 **bs,
     const int warm = 3;
     for (int it = 0; it < warm + reps; it++) {
         int cp = it % copies;
-        xs_gemm_problem p = {as[cp], NULL, s->k, bs[cp], s->k, s->m, s->n, s->k};
+        xs_gemm_problem p = {as[cp], variant == 4 ? rows : NULL, s->k, bs[cp], s->k,
+                             s->m, s->n, s->k};
         XS_CHECK_CU(cudaEventRecord(e0, 0));
-        if (variant == 0)
+        if (variant >= 3)
+            XS_CHECK((xs_gemm90_bf16<xs_gemm90, false>(&p, c, s->n, NULL, 0)));
+        else if (variant == 0)
             XS_CHECK((xs_gemm_bf16<xs_gemm_big, false>(&p, c, s->n, NULL, 0)));
         else if (variant == 1)
             XS_CHECK((xs_gemm_bf16<xs_gemm_small, false>(&p, c, s->n, NULL, 0)));
@@ -330,17 +524,26 @@ static perf time_variant(int variant, xs_cublas *cb, xs_bf16 **as, xs_bf16 **bs,
     return r;
 }
 
-static void run_perf(xs_cublas *cb, const xs_gpu_info *gi, int quick, int reps, FILE *csv)
+static void run_perf(xs_cublas *cb, const xs_gpu_info *gi, int quick, int reps, FILE *csv,
+                     int sm90)
 {
     int nshapes = (int)(sizeof perf_shapes / sizeof perf_shapes[0]);
     printf("\n# gemm throughput: bf16 in, fp32 accumulate, bf16 out; TFLOP/s median [p10 p90] of "
            "%d reps after 3 warm-up, inputs rotated over copies > 3x L2\n", reps);
-    printf("%-11s %5s %6s %6s  %-22s %-22s %-22s %9s\n", "shape", "m", "n", "k",
+    printf("%-11s %5s %6s %6s  %-22s %-22s %-22s %9s", "shape", "m", "n", "k",
            "engine 128x256", "engine 128x128", "cuBLAS", "best/cuBL");
-    if (csv)
+    if (sm90)
+        printf("  %-22s %-22s %9s", "sm90 128x256 TMA", "sm90 gather (id map)", "sm90/cuBL");
+    printf("\n");
+    if (csv) {
         fprintf(csv, "shape,m,n,k,big_tflops,big_p10,big_p90,small_tflops,small_p10,small_p90,"
-                     "cublas_tflops,cublas_p10,cublas_p90,ratio,big_rel_err,small_rel_err\n");
-    double logsum = 0;
+                     "cublas_tflops,cublas_p10,cublas_p90,ratio,big_rel_err,small_rel_err");
+        if (sm90)
+            fprintf(csv, ",sm90_tflops,sm90_p10,sm90_p90,sm90g_tflops,sm90g_p10,sm90g_p90,"
+                         "sm90_ratio,sm90_rel_err,sm90g_rel_err");
+        fprintf(csv, "\n");
+    }
+    double logsum = 0, logsum90 = 0;
     int counted = 0;
     for (int si = 0; si < nshapes; si++) {
         if (quick && si % 3 != 0)
@@ -361,13 +564,14 @@ static void run_perf(xs_cublas *cb, const xs_gpu_info *gi, int quick, int reps, 
         }
         xs_bf16 *c = (xs_bf16 *)dalloc((size_t)s->m * s->n * 2);
         float *ref = (float *)dalloc((size_t)s->m * s->n * 4);
-        perf pv[3];
-        double rel[2] = {0, 0};
-        for (int v = 0; v < 3; v++) {
+        perf pv[5];
+        double rel[5] = {0, 0, 0, 0, 0};
+        int *rows = sm90 ? identity_rows(s->m) : NULL;
+        for (int v = 0; v < (sm90 ? 5 : 3); v++) {
             int last = 0;
             XS_CHECK_CU(cudaMemset(c, 0xff, (size_t)s->m * s->n * 2));
-            pv[v] = time_variant(v, cb, as, bs, copies, c, s, reps, &last);
-            if (v < 2) {
+            pv[v] = time_variant(v, cb, as, bs, copies, c, s, reps, &last, rows);
+            if (v != 2) {
                 /* the timed output itself is checked against cuBLAS on the same inputs */
                 XS_CHECK(xs_cublas_gemm_bf16(cb, NULL, s->m, s->n, s->k, as[last], bs[last], 1,
                                              ref, 1));
@@ -386,12 +590,29 @@ static void run_perf(xs_cublas *cb, const xs_gpu_info *gi, int quick, int reps, 
         snprintf(b0, sizeof b0, "%6.1f [%5.1f %5.1f]", pv[0].med, pv[0].p10, pv[0].p90);
         snprintf(b1, sizeof b1, "%6.1f [%5.1f %5.1f]", pv[1].med, pv[1].p10, pv[1].p90);
         snprintf(b2, sizeof b2, "%6.1f [%5.1f %5.1f]", pv[2].med, pv[2].p10, pv[2].p90);
-        printf("%-11s %5d %6d %6d  %-22s %-22s %-22s %9.3f\n", s->name, s->m, s->n, s->k, b0, b1,
+        printf("%-11s %5d %6d %6d  %-22s %-22s %-22s %9.3f", s->name, s->m, s->n, s->k, b0, b1,
                b2, ratio);
-        if (csv)
-            fprintf(csv, "%s,%d,%d,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.4f,%.3g,%.3g\n",
+        const double ratio90 = sm90 ? pv[3].med / pv[2].med : 0;
+        if (sm90) {
+            char b3[32], b4[32];
+            snprintf(b3, sizeof b3, "%6.1f [%5.1f %5.1f]", pv[3].med, pv[3].p10, pv[3].p90);
+            snprintf(b4, sizeof b4, "%6.1f [%5.1f %5.1f]", pv[4].med, pv[4].p10, pv[4].p90);
+            printf("  %-22s %-22s %9.3f", b3, b4, ratio90);
+            logsum90 += log(ratio90);
+        }
+        printf("\n");
+        if (csv) {
+            fprintf(csv, "%s,%d,%d,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.4f,%.3g,%.3g",
                     s->name, s->m, s->n, s->k, pv[0].med, pv[0].p10, pv[0].p90, pv[1].med,
                     pv[1].p10, pv[1].p90, pv[2].med, pv[2].p10, pv[2].p90, ratio, rel[0], rel[1]);
+            if (sm90)
+                fprintf(csv, ",%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.4f,%.3g,%.3g", pv[3].med,
+                        pv[3].p10, pv[3].p90, pv[4].med, pv[4].p10, pv[4].p90, ratio90, rel[3],
+                        rel[4]);
+            fprintf(csv, "\n");
+        }
+        if (rows)
+            cudaFree(rows);
         for (int cp = 0; cp < copies; cp++) {
             cudaFree(as[cp]);
             cudaFree(bs[cp]);
@@ -403,16 +624,23 @@ static void run_perf(xs_cublas *cb, const xs_gpu_info *gi, int quick, int reps, 
         double g = exp(logsum / counted);
         printf("# gemm: geomean engine/cuBLAS = %.3f over %d shapes (target >= 0.50): %s\n", g,
                counted, g >= 0.5 ? "MET" : "NOT MET");
+        if (sm90) {
+            double g90 = exp(logsum90 / counted);
+            printf("# gemm: geomean sm90/cuBLAS = %.3f over %d shapes (target >= 0.80): %s\n",
+                   g90, counted, g90 >= 0.8 ? "MET" : "NOT MET");
+        }
     }
 }
 
 int main(int argc, char **argv)
 {
-    int quick = 0, tiny = 0, reps = 20;
+    int quick = 0, tiny = 0, reps = 20, sm90 = 0, host_only = 0;
     const char *csv_path = NULL;
     static const struct option opts[] = {{"quick", no_argument, 0, 'q'},
                                          {"tiny", no_argument, 0, 't'},
                                          {"csv", required_argument, 0, 'c'},
+                                         {"sm90", no_argument, 0, '9'},
+                                         {"host", no_argument, 0, 'H'},
                                          {"iters", required_argument, 0, 'n'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
@@ -421,6 +649,8 @@ int main(int argc, char **argv)
         switch (ch) {
         case 'q': quick = 1; break;
         case 't': tiny = 1; break;
+        case '9': sm90 = 1; break;
+        case 'H': host_only = 1; break;
         case 'c': csv_path = optarg; break;
         case 'n':
             reps = atoi(optarg);
@@ -430,13 +660,17 @@ int main(int argc, char **argv)
             }
             break;
         case 'h':
-            printf("usage: test_gemm [--quick | --tiny] [-n reps] [--csv FILE]\n");
+            printf("usage: test_gemm [--quick | --tiny] [--sm90] [-n reps] [--csv FILE] | --host\n");
             return 0;
         default:
-            fprintf(stderr, "usage: test_gemm [--quick | --tiny] [-n reps] [--csv FILE]\n");
+            fprintf(stderr, "usage: test_gemm [--quick | --tiny] [--sm90] [-n reps] [--csv FILE] | "
+                            "--host\n");
             return 2;
         }
     }
+    host_checks();
+    if (host_only)
+        return xt_done();
     xs_gpu_info gi;
     if (xs_gpu_open(0, &gi) != XS_OK) {
         fprintf(stderr, "test_gemm: %s\n", xs_errmsg());
@@ -459,6 +693,18 @@ int main(int argc, char **argv)
         XT_CHECK((xs_gemm_bf16<xs_gemm_big, true>(&p, NULL, 24, NULL, 0)) == XS_EINVAL,
                  "SwiGLU n=48 accepted");
         printf("ok bad input refused (%s)\n", xs_errmsg());
+        if (sm90) {
+            p.lda = 16;
+            p.n = 4;
+            p.k = 12;
+            XT_CHECK((xs_gemm90_bf16<xs_gemm90, false>(&p, NULL, 8, NULL, 0)) == XS_EINVAL,
+                     "sm90: k=12 accepted");
+            p.k = 8;
+            p.n = 48;
+            XT_CHECK((xs_gemm90_bf16<xs_gemm90, true>(&p, NULL, 24, NULL, 0)) == XS_EINVAL,
+                     "sm90: SwiGLU n=48 accepted");
+            printf("ok sm90 bad input refused (%s)\n", xs_errmsg());
+        }
     }
 
     static const gcase cases[] = {
@@ -476,6 +722,8 @@ int main(int argc, char **argv)
         const gcase *c = &cases[tiny ? tiny_cases[j] : j];
         check_small<xs_gemm_big>(c, "big");
         check_small<xs_gemm_small>(c, "small");
+        if (sm90)
+            check_small<xs_gemm90>(c, "sm90");
     }
     if (tiny) {
         XS_CHECK_CU(cudaDeviceSynchronize());
@@ -488,18 +736,20 @@ int main(int argc, char **argv)
         XT_CHECK(0, "cuBLAS unavailable: large-shape checks and throughput not run");
         return xt_done();
     }
-    check_large(cb, 2048, 2816, 2048, 0);
-    check_large(cb, 1000, 4096, 1408, 0);
-    check_large(cb, 2048, 2816, 2048, 1);
-    if (!quick)
-        check_large(cb, 4096, 5120, 3584, 0);
+    for (int eng = 0; eng < (sm90 ? 3 : 1); eng++) {
+        check_large(cb, 2048, 2816, 2048, 0, eng);
+        check_large(cb, 1000, 4096, 1408, 0, eng);
+        check_large(cb, 2048, 2816, 2048, 1, eng);
+        if (!quick)
+            check_large(cb, 4096, 5120, 3584, 0, eng);
+    }
 
     FILE *csv = NULL;
     if (csv_path && !(csv = fopen(csv_path, "w"))) {
         fprintf(stderr, "test_gemm: error: cannot write %s\n", csv_path);
         XT_CHECK(0, "csv");
     }
-    run_perf(cb, &gi, quick, quick ? (reps < 10 ? reps : 10) : reps, csv);
+    run_perf(cb, &gi, quick, quick ? (reps < 10 ? reps : 10) : reps, csv, sm90);
     if (csv)
         fclose(csv);
     xs_cublas_close(cb);
