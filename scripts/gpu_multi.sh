@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# gpu_multi.sh - issue 8 on N GPUs of one host, from an already built tree (docs/MULTIGPU.md):
+#   0. topology and versions: nvidia-smi -L, nvidia-smi topo -m, nvidia-smi, NCCL library
+#   1. xstage calibrate --target peer -g N     (R, issue rate, Q(K) of the NVLink peer path;
+#                                                producer p stores to rank p % N: all-to-all)
+#   2. xstage replay --target peer -g N        (one schedule, quick smoke of the peer replay)
+#   3. xstage validate --target peer -g N      (the host path's suite, on the peer profile)
+#   4. xstage bench ep -g N                    (small sweep; NCCL's own ncclAlltoAll bandwidth
+#                                                is printed first, for comparison with R)
+#   5. xstage bench tp / bench up              (-g 1 only: real peers are not wired yet; run
+#                                                only when N = 1, as the one-GPU benches)
+# NVLink SHARP stays off (NCCL_NVLS_ENABLE=0). Writes to $OUT: multi.log (everything),
+# topo.txt, peer_profile.json, peer_samples.csv, validate.csv, validate_rows.csv, ep.csv,
+# ep_tiles.csv (QUICK=0 only). Each step is bounded by `timeout` (the launcher bounds the ranks
+# again: XS_LAUNCH_TIMEOUT); one failure does not stop the others; PASS/FAIL table last.
+# Usage: N=8 OUT=dir [BUILD=build] [QUICK=1] scripts/gpu_multi.sh
+#   N      ranks = GPUs (default: every visible GPU)
+#   QUICK  1 (default): calibrate --quick, validate --quick, the smallest EP sweep
+set -u
+BUILD=${BUILD:-build}
+OUT=${OUT:-./out-multi}
+QUICK=${QUICK:-1}
+X="$BUILD/xstage"
+export NCCL_NVLS_ENABLE=0
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+if [ -z "${N:-}" ]; then
+    N=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+    [ "$N" -ge 1 ] || N=1
+fi
+mkdir -p "$OUT"
+LOG="$OUT/multi.log"
+: >"$LOG"
+names=()
+res=()
+fails=0
+step() {
+    local name=$1 limit=$2
+    shift 2
+    echo "=== $name (limit ${limit}s): $*" | tee -a "$LOG"
+    local t0=$SECONDS
+    XS_LAUNCH_TIMEOUT=$limit timeout --kill-after=20 "$((limit + 30))" "$@" >>"$LOG" 2>&1
+    local rc=$?
+    local dt=$((SECONDS - t0))
+    if [ $rc -eq 0 ]; then names+=("$name"); res+=("PASS ${dt}s"); else
+        names+=("$name"); res+=("FAIL rc=$rc ${dt}s"); fails=$((fails + 1)); fi
+    echo "=== $name: rc=$rc ${dt}s" | tee -a "$LOG"
+    tail -n 3 "$LOG"
+}
+
+{
+    echo "# gpu_multi.sh N=$N QUICK=$QUICK $(date -u +%Y-%m-%dT%H:%M:%SZ) host $(hostname)"
+    echo "# git $(git rev-parse --short HEAD 2>/dev/null) $(git status --porcelain 2>/dev/null | wc -l) changed files"
+    echo "# NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE XS_NCCL_LIB=${XS_NCCL_LIB:-unset}"
+    nvidia-smi -L
+    echo "## nvidia-smi topo -m"
+    nvidia-smi topo -m
+    echo "## nvidia-smi"
+    nvidia-smi
+    echo "## nvidia-smi nvlink --status (GPU 0)"
+    nvidia-smi nvlink --status -i 0 2>&1 | head -30
+} >"$OUT/topo.txt" 2>&1
+cat "$OUT/topo.txt" >>"$LOG"
+echo "topology in $OUT/topo.txt"
+
+q=()
+[ "$QUICK" = 1 ] && q=(--quick)
+P="$OUT/peer_profile.json"
+# calibrate -g N: every rank fits its own profile and writes --out/--samples (calibrate has no
+# rank-0-only output yet, docs/MULTIGPU.md): the files are one rank's, and `profile check`
+# below says whether concurrent writes left them intact
+step "calibrate peer -g $N" 600 "$X" calibrate --target peer -g "$N" "${q[@]}" \
+    --out "$P" --samples "$OUT/peer_samples.csv"
+if [ -s "$P" ] && "$X" profile check "$P" >>"$LOG" 2>&1; then
+    echo "profile $P checks out" | tee -a "$LOG"
+else
+    echo "profile $P missing or broken: validate and bench use the embedded profile" | tee -a "$LOG"
+    P=""
+fi
+printf 'producers,bytes_per_producer,gap_ns\n132,65536,20000\n132,65536,20000\n132,65536,0\n' \
+    >"$OUT/peer_smoke.csv"
+step "replay peer -g $N" 120 "$X" replay --target peer -g "$N" --schedule "$OUT/peer_smoke.csv" \
+    ${P:+--profile "$P"}
+step "validate peer -g $N" 600 "$X" validate --target peer -g "$N" "${q[@]}" \
+    ${P:+--profile "$P"} --csv "$OUT/validate.csv" --rows "$OUT/validate_rows.csv"
+
+# bench ep -g N: small sweep (two configurations, balanced routing, one token count each)
+if [ "$QUICK" = 1 ]; then
+    step "bench ep -g $N" 600 "$X" bench ep -g "$N" -c olmoe-1b-7b,mixtral-8x7b -r balanced \
+        -t 2048 -n 3 -w 1 ${P:+--profile "$P"} --csv "$OUT/ep.csv"
+else
+    step "bench ep -g $N" 600 "$X" bench ep -g "$N" --quick -n 5 -w 1 ${P:+--profile "$P"} \
+        --csv "$OUT/ep.csv" --tiles "$OUT/ep_tiles.csv"
+fi
+if [ "$N" -eq 1 ]; then
+    # one rank: tp and up accept -g 1 (the one-GPU benches, virtual peers over PCIe: the
+    # embedded host profile, not the peer one); N > 1 is refused
+    step "bench tp -g 1" 300 "$X" bench tp -g 1 --quick --csv "$OUT/tp.csv"
+    step "bench up -g 1" 300 "$X" bench up -g 1 --quick --csv "$OUT/up.csv"
+else
+    echo "bench tp/up -g $N: not run (real peers not wired for tp and up; docs/MULTIGPU.md)" |
+        tee -a "$LOG"
+fi
+
+echo
+echo "== gpu_multi summary (N=$N)" | tee -a "$LOG"
+for i in "${!names[@]}"; do printf '%-34s %s\n' "${names[$i]}" "${res[$i]}" | tee -a "$LOG"; done
+grep -h '^# nccl:' "$LOG" | tee -a "$OUT/summary.txt"
+grep -h '^R = \|^Q = \|^# bench ep\|^# wave/\|^# ranks ' "$LOG" | tee -a "$OUT/summary.txt"
+[ "$fails" -eq 0 ]
