@@ -213,6 +213,8 @@ int xs_cmd_calibrate(int argc, char **argv)
         }
     }
 
+    if (!xs_rank_primary()) /* -g N: rank 0 writes the files */
+        out = samples_out = out_pub = NULL;
     time_t t_start = time(NULL);
     xs_replayer *rp;
     if (xs_replayer_open(&ro, &rp) != XS_OK)

@@ -128,9 +128,9 @@ static void defaults(run_args *a)
     a->gpus = 1;
 }
 
-/* -g N: start one process per GPU (the parent returns their status) or go on as one rank.
- * Returns -1 to go on, else the exit status to return. */
-static int maybe_launch(const run_args *a)
+/* -g N: start one process per GPU (the parent returns their status) or go on as one rank
+ * (ranks > 0 drop their file outputs). Returns -1 to go on, else the exit status to return. */
+static int maybe_launch(run_args *a)
 {
     if (a->gpus > 1 && a->ro.target != XS_TARGET_PEER)
         return xs_cli_failf("--gpus %d needs --target peer (ranks exchange through NCCL windows)",
@@ -143,6 +143,8 @@ static int maybe_launch(const run_args *a)
             xs_cli_fail();
         return ec;
     }
+    if (!xs_rank_primary()) /* a rank > 0 of a -g run: rank 0 writes the files */
+        a->csv_out = a->windows_out = a->rows_out = NULL;
     return -1;
 }
 

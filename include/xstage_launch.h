@@ -56,6 +56,11 @@ xs_status xs_rank_env(int *rank, int *nranks, unsigned char *id, int *have_id);
  * launched rank), otherwise `requested`. */
 int xs_rank_device(int requested);
 
+/* True unless this process is a launched rank other than 0: the one that writes the result
+ * files of a -g run (--out, --samples, --csv ...), so that N ranks never write one path at
+ * once. The launcher's default options also send the stdout of ranks > 0 to /dev/null. */
+int xs_rank_primary(void);
+
 /* Hex (lowercase, 2 digits per byte, NUL-terminated: out holds 2n+1 bytes) and back. */
 void xs_hex_encode(const unsigned char *b, size_t n, char *out);
 xs_status xs_hex_decode(const char *hex, unsigned char *b, size_t n); /* exactly 2n digits */
@@ -69,7 +74,7 @@ xs_status xs_hex_decode(const char *hex, unsigned char *b, size_t n); /* exactly
  * command line, read from /proc/self/cmdline (what a subcommand handed argv+1 should pass).
  * Hooks: count_gpus (visible GPUs; NULL skips the check) and make_id (the NCCL unique id; NULL
  * starts the ranks without XS_NCCL_ID). o may be NULL (defaults; timeout XS_LAUNCH_TIMEOUT or
- * 900 s). */
+ * 900 s; stdout of ranks > 0 to /dev/null). */
 typedef struct {
     xs_status (*count_gpus)(int *n);
     xs_status (*make_id)(unsigned char id[XS_NCCL_ID_BYTES]);

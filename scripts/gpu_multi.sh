@@ -65,9 +65,8 @@ echo "topology in $OUT/topo.txt"
 q=()
 [ "$QUICK" = 1 ] && q=(--quick)
 P="$OUT/peer_profile.json"
-# calibrate -g N: every rank fits its own profile and writes --out/--samples (calibrate has no
-# rank-0-only output yet, docs/MULTIGPU.md): the files are one rank's, and `profile check`
-# below says whether concurrent writes left them intact
+# calibrate -g N: every rank measures its own GPU; rank 0 reports and writes --out/--samples
+# (docs/MULTIGPU.md); `profile check` below checks the file
 step "calibrate peer -g $N" 600 "$X" calibrate --target peer -g "$N" "${q[@]}" \
     --out "$P" --samples "$OUT/peer_samples.csv"
 if [ -s "$P" ] && "$X" profile check "$P" >>"$LOG" 2>&1; then

@@ -457,6 +457,7 @@ int xs_launch_or_run_with(int ngpus, int argc, char **argv, const xs_launch_hook
         lo = *o;
     } else {
         memset(&lo, 0, sizeof lo);
+        lo.quiet_stdout = 1; /* one report: rank 0's (errors of every rank still pass) */
         long t = 0;
         const char *s = getenv("XS_LAUNCH_TIMEOUT");
         lo.timeout_s = (s && parse_int(s, 1, INT_MAX, &t) == 0) ? (int)t : 900;
@@ -497,4 +498,10 @@ xs_status xs_gpus_check(const char *cmd, int gpus_given, int gpus, const xs_gpus
             return xs_seterr(XS_EINVAL, "%s: -g/--gpus %d cannot be combined with %s (%s)", cmd,
                              gpus, c[i].name, c[i].why);
     return XS_OK;
+}
+
+int xs_rank_primary(void)
+{
+    const char *r = getenv("XS_RANK");
+    return !r || strcmp(r, "0") == 0;
 }

@@ -393,6 +393,18 @@ static void test_coll_id(const char *self)
     unsetenv(XS_NCCL_COLL_ID_VAR);
 }
 
+/* Only rank 0 (or a process that was not launched) writes a -g run's files. */
+static void test_rank_primary(void)
+{
+    unsetenv("XS_RANK");
+    XT_CHECK(xs_rank_primary(), "a process that was not launched writes its files");
+    setenv("XS_RANK", "0", 1);
+    XT_CHECK(xs_rank_primary(), "rank 0 writes the files");
+    setenv("XS_RANK", "3", 1);
+    XT_CHECK(!xs_rank_primary(), "rank 3 does not write the files");
+    unsetenv("XS_RANK");
+}
+
 int main(int argc, char **argv)
 {
     fill_fake_id();
@@ -405,5 +417,6 @@ int main(int argc, char **argv)
     test_launch_or_run();
     test_gpus_check();
     test_coll_id(argv[0]);
+    test_rank_primary();
     return xt_done();
 }
