@@ -123,6 +123,190 @@ static uint32_t desc_read_addr(uint64_t d, int r, int kk)
     return sw128_addr(start + (uint32_t)(r / 8) * sbo + (uint32_t)(r % 8) * 128 + (uint32_t)kk * 2);
 }
 
+/* ---- a model of the ring protocol (mbarriers, roles, gather lag), run on random interleavings --- */
+
+/* mbarrier: phase = number of completed phases; try_wait.parity(par) passes when the current
+ * (incomplete) phase's parity differs from par, so a fresh barrier passes parity 1 */
+typedef struct {
+    int init, pending, tx;
+    unsigned phase;
+} mb_t;
+static void mb_init(mb_t *b, int n) { b->init = b->pending = n, b->tx = 0, b->phase = 0; }
+static void mb_settle(mb_t *b)
+{
+    if (b->pending == 0 && b->tx == 0)
+        b->phase++, b->pending = b->init;
+}
+static int mb_arrive(mb_t *b, int tx) /* arrive (with expect_tx bytes); 0 on over-arrival */
+{
+    b->tx += tx;
+    if (--b->pending < 0)
+        return 0;
+    mb_settle(b);
+    return 1;
+}
+static void mb_complete_tx(mb_t *b, int tx) { b->tx -= tx, mb_settle(b); }
+static int mb_passed(const mb_t *b, unsigned parity) { return (b->phase & 1u) != parity; }
+
+enum { PM_STAGES = xs_gemm90::STAGES, PM_LAG = xs_gemm90::LAG, PM_WARPS = 4 * xs_gemm90::CONSUMERS,
+       PM_GT = 4 /* gather threads modelled (128 in the kernel) */, PM_MAXJ = 64 };
+
+typedef struct {
+    mb_t full[PM_STAGES], empty[PM_STAGES];
+    int tag_a[PM_STAGES], tag_b[PM_STAGES], tag_g[PM_STAGES][PM_GT]; /* k-tile that landed */
+    int reading[PM_STAGES]; /* wgmma groups in flight on a stage */
+    /* in-flight copies: (stage, k-tile, kind: 0 = A box, 1 = B box, 2 + t = gather piece of t) */
+    int fl_s[4 * PM_MAXJ * (PM_GT + 2)], fl_j[4 * PM_MAXJ * (PM_GT + 2)],
+        fl_k[4 * PM_MAXJ * (PM_GT + 2)], nfl;
+    int landed_g[PM_GT][PM_MAXJ]; /* gather thread t's piece of k-tile j has landed */
+    /* producer threads: next k-tile, ring position, arrival position, pending lag */
+    int p_j[PM_GT], p_stage[PM_GT], p_arr[PM_GT], p_pend[PM_GT], p_flushed[PM_GT], p_lag[PM_GT];
+    unsigned p_phase[PM_GT];
+    /* consumer warps: next k-tile, ring position, in-flight groups (k-tile stage, in order) */
+    int c_j[PM_WARPS], c_stage[PM_WARPS], c_prev[PM_WARPS], c_grp[PM_WARPS][2], c_ngrp[PM_WARPS];
+    unsigned c_phase[PM_WARPS];
+} pm_t;
+
+/* One random interleaving of `tiles` tiles of KT k-tiles; returns an error string or NULL. */
+static const char *pm_run(int gather, int tiles, int KT, uint32_t seed)
+{
+    static pm_t m;
+    memset(&m, 0, sizeof m);
+    const int J = tiles * KT, np = gather ? PM_GT : 1;
+    if (J > PM_MAXJ)
+        return "model: too many k-tiles";
+    for (int s = 0; s < PM_STAGES; s++) {
+        mb_init(&m.full[s], gather ? 1 + PM_GT : 1); /* xs_gemm90_init: 1 or 1 + 128 */
+        mb_init(&m.empty[s], PM_WARPS);
+        m.tag_a[s] = m.tag_b[s] = -1;
+        for (int t = 0; t < PM_GT; t++)
+            m.tag_g[s][t] = -1;
+    }
+    uint32_t st = seed;
+    int stuck = 0;
+    for (int steps = 0; steps < 1000000; steps++) {
+        /* candidate actions: producers 0..np-1, consumer warps, one landing, one wgmma done */
+        int progressed = 0;
+        for (int tries = 0; tries < 64 && !progressed; tries++) {
+            st = st * 1664525u + 1013904223u;
+            int who = (int)(xs_mix32(st) % (uint32_t)(np + PM_WARPS + 2));
+            if (who < np) { /* producer thread who */
+                int t = who;
+                if (m.p_lag[t]) {
+                    /* after issuing k-tile j: cp.async.wait_group LAG (piece j - LAG landed),
+                     * fence, arrive on that k-tile's full barrier */
+                    if (!m.landed_g[t][m.p_j[t] - 1 - PM_LAG])
+                        continue;
+                    if (!mb_arrive(&m.full[m.p_arr[t]], 0))
+                        return "full: over-arrival (gather)";
+                    m.p_arr[t] = (m.p_arr[t] + 1) % PM_STAGES;
+                    m.p_lag[t] = 0;
+                    progressed = 1;
+                } else if (m.p_j[t] < J) {
+                    int s = m.p_stage[t];
+                    if (!mb_passed(&m.empty[s], m.p_phase[t] ^ 1u))
+                        continue;
+                    if (m.reading[s])
+                        return "producer refills a stage wgmma still reads";
+                    int j = m.p_j[t];
+                    if (!gather || t == 0) { /* arrive.expect_tx, then the TMA box(es) */
+                        if (!mb_arrive(&m.full[s], gather ? 1 : 2))
+                            return "full: over-arrival";
+                        for (int k = gather ? 1 : 0; k < 2; k++)
+                            m.fl_s[m.nfl] = s, m.fl_j[m.nfl] = j, m.fl_k[m.nfl++] = k;
+                    }
+                    if (gather) {
+                        m.fl_s[m.nfl] = s, m.fl_j[m.nfl] = j, m.fl_k[m.nfl++] = 2 + t;
+                        if (m.p_pend[t] == PM_LAG)
+                            m.p_lag[t] = 1;
+                        else
+                            m.p_pend[t]++;
+                    }
+                    m.p_j[t]++;
+                    if (++m.p_stage[t] == PM_STAGES)
+                        m.p_stage[t] = 0, m.p_phase[t] ^= 1u;
+                    progressed = 1;
+                } else if (gather && !m.p_flushed[t]) {
+                    int all = 1;
+                    for (int j = 0; j < J; j++)
+                        all &= m.landed_g[t][j];
+                    if (!all)
+                        continue;
+                    for (; m.p_pend[t] > 0; m.p_pend[t]--) {
+                        if (!mb_arrive(&m.full[m.p_arr[t]], 0))
+                            return "full: over-arrival (flush)";
+                        m.p_arr[t] = (m.p_arr[t] + 1) % PM_STAGES;
+                    }
+                    m.p_flushed[t] = 1;
+                    progressed = 1;
+                }
+            } else if (who < np + PM_WARPS) { /* consumer warp */
+                int w = who - np;
+                /* wgmma.wait_group 0 at a tile's end: drain before the next tile's first wait */
+                const int drain = m.c_j[w] % KT == 0 && m.c_j[w] > 0 && m.c_ngrp[w] > 0;
+                if (m.c_j[w] < J && m.c_ngrp[w] < 2 && !drain) {
+                    int s = m.c_stage[w];
+                    if (!mb_passed(&m.full[s], m.c_phase[w]))
+                        continue;
+                    int j = m.c_j[w];
+                    int ok = (gather || m.tag_a[s] == j) && m.tag_b[s] == j;
+                    for (int t = 0; gather && t < PM_GT; t++)
+                        ok &= m.tag_g[s][t] == j;
+                    if (!ok)
+                        return "consumer passed full before the stage's data landed";
+                    m.c_grp[w][m.c_ngrp[w]++] = s, m.reading[s]++;
+                    m.c_j[w]++;
+                    if (++m.c_stage[w] == PM_STAGES)
+                        m.c_stage[w] = 0, m.c_phase[w] ^= 1u;
+                    progressed = 1;
+                } else if (m.c_ngrp[w] > 0) {
+                    /* wgmma.wait_group: 1 inside a tile (after the next issue), 0 at its end */
+                    if (m.c_ngrp[w] == 2 || drain) {
+                        /* the oldest group completes, then the warp releases its stage */
+                        int s = m.c_grp[w][0];
+                        m.reading[s]--;
+                        m.c_grp[w][0] = m.c_grp[w][1];
+                        m.c_ngrp[w]--;
+                        if (!mb_arrive(&m.empty[s], 0))
+                            return "empty: over-arrival";
+                        progressed = 1;
+                    }
+                }
+            } else if (who == np + PM_WARPS && m.nfl > 0) { /* one copy lands */
+                st = st * 1664525u + 1013904223u;
+                int i = (int)(xs_mix32(st) % (uint32_t)m.nfl);
+                int s = m.fl_s[i], j = m.fl_j[i], k = m.fl_k[i];
+                if (m.reading[s])
+                    return "a copy landed on a stage wgmma still reads";
+                if (k == 0)
+                    m.tag_a[s] = j, mb_complete_tx(&m.full[s], 1);
+                else if (k == 1)
+                    m.tag_b[s] = j, mb_complete_tx(&m.full[s], 1);
+                else
+                    m.tag_g[s][k - 2] = j, m.landed_g[k - 2][j] = 1;
+                m.nfl--;
+                m.fl_s[i] = m.fl_s[m.nfl], m.fl_j[i] = m.fl_j[m.nfl], m.fl_k[i] = m.fl_k[m.nfl];
+                progressed = 1;
+            }
+        }
+        if (!progressed) {
+            int done = m.nfl == 0;
+            for (int t = 0; t < np; t++)
+                done &= m.p_j[t] == J && (!gather || m.p_flushed[t]);
+            for (int w = 0; w < PM_WARPS; w++)
+                done &= m.c_j[w] == J && m.c_ngrp[w] == 0;
+            if (done)
+                return NULL;
+            /* nothing moved in 64 random picks, many times over: a deadlock */
+            if (++stuck > 2000)
+                return "deadlock: no role can make progress";
+        } else {
+            stuck = 0;
+        }
+    }
+    return "model: step limit";
+}
+
 static void host_checks(void)
 {
     typedef xs_gemm90 C;
@@ -237,6 +421,22 @@ static void host_checks(void)
                  C::EPI_OFF % 16 == 0 && (C::EPI_LD * 2) % 16 == 0 && C::DST_OFF % 8 == 0 &&
                  C::BAR_OFF % 8 == 0 && C::RING_BYTES % 1024 == 0,
              "sm90 shared-memory plan: %d bytes", C::SMEM_BYTES);
+
+    /* 7. ring protocol model: both load paths, 1-3 tiles of 1-9 k-tiles, random interleavings:
+     * no deadlock, no read before the data landed, no refill under a reading wgmma */
+    {
+        const char *err = NULL;
+        int runs = 0;
+        for (int gather = 0; gather < 2 && !err; gather++)
+            for (int tiles = 1; tiles <= 3 && !err; tiles++)
+                for (int KT = 1; KT <= 9 && !err; KT += 2)
+                    for (uint32_t seed = 1; seed <= 40 && !err; seed++, runs++)
+                        err = pm_run(gather, tiles, KT, seed * 2654435761u + (uint32_t)KT);
+        XT_CHECK(err == NULL, "sm90 ring protocol model: %s", err);
+        if (!err)
+            printf("ok sm90 ring protocol model: %d random interleavings (TMA and gather paths)\n",
+                   runs);
+    }
     printf("ok sm90 host checks: swizzle, descriptors, operand emulation, fragment, raster, "
            "smem %d B\n", C::SMEM_BYTES);
 }
