@@ -1,6 +1,7 @@
 /*
  * bench_tp.cu - `xstage bench tp`: fused GEMM + reduce-scatter, fused all-gather + GEMM and the
- * fused TP MLP block, against the unfused sequence, on one GPU with virtual peers.
+ * fused TP MLP block, against the unfused sequence, on one GPU with virtual peers, or (-g N)
+ * on N GPUs, one rank per GPU, with real peers (docs/MULTIGPU.md).
  *
  * This rank (0) of P: its window in HBM, ranks 1..P-1 windows in pinned host memory reached
  * over PCIe (the X-Stage under test). Per configuration, same inputs, run side by side:
@@ -77,7 +78,7 @@ typedef struct {
     double timeout_s, max_time_s;
     const char *csv;
     xs_profile_args pa;
-    int gpus, gpus_set, device_set; /* -g/--gpus N (1 only, for now) */
+    int gpus, gpus_set, device_set; /* -g/--gpus N: N > 1 ranks are the peers (real windows) */
 } tpb_opts;
 
 /* One configuration and its results. */
@@ -98,6 +99,8 @@ typedef struct {
     char pilot[512]; /* "naive <us>, <label> <us>, ...": the pilot runs, one each */
     double max_err;
     char how[256];
+    int failed;                      /* a library call failed (not a wrong result) */
+    double rank_max[3];              /* -g N: the slowest rank's medians naive, shaped, unfused */
 } tpb_row;
 
 /* The pace's short name: f<finish>/b<burst>/<ring|stream4|stream|capQ|nocap>. */
@@ -143,8 +146,9 @@ static void usage(FILE *f)
             "      --max-time S      skip the remaining configurations after S seconds [200]\n"
             "      --seed N          input seed [12345]\n"
             "  -d, --device N        CUDA device [0]\n"
-            "  -g, --gpus N          ranks, one process per GPU: only 1 for now (the one-GPU\n"
-            "                        bench; real peers: bench ep -g N, docs/MULTIGPU.md)\n"
+            "  -g, --gpus N          N ranks, one process per GPU (rank r on GPU r), the peers\n"
+            "                        are the ranks (P = N, real windows; docs/MULTIGPU.md);\n"
+            "                        -g 1 is the one-GPU bench (virtual peers)\n"
             "      --csv FILE        write the rows as CSV (with '#' header lines)\n"
             "      --quick           fewer shapes (one token count, fewer peers), -n 3\n"
             "      --profile FILE    calibrated profile (JSON); default: embedded H200 PCIe\n"
@@ -303,14 +307,18 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
     if (optind < argc)
         return xs_cli_failf("bench tp: unexpected argument '%s'", argv[optind]);
     {
-        const xs_gpus_conflict cf[] = {{"--device", o->device_set, "rank r runs on GPU r"}};
-        if (xs_gpus_check("bench tp", o->gpus_set, o->gpus, cf, 1) != XS_OK)
+        /* -g 1 is the one-GPU bench (its --peers are virtual); with N > 1 the ranks are the
+         * peers */
+        const xs_gpus_conflict cf[] = {
+            {"--device", o->device_set, "rank r runs on GPU r"},
+            {"--peers", o->gpus > 1 && o->npeers > 0,
+             "with -g the ranks are the peers: P = the number of GPUs"}};
+        if (xs_gpus_check("bench tp", o->gpus_set, o->gpus, cf, 2) != XS_OK)
             return xs_cli_fail();
-        /* real peers are wired for bench ep only (docs/MULTIGPU.md says what is missing) */
-        if (o->gpus > 1)
-            return xs_cli_failf("bench tp: -g/--gpus %d: real peers are not implemented for tp "
-                                "yet (bench ep -g N is; docs/MULTIGPU.md); -g 1 runs this "
-                                "one-GPU bench", o->gpus);
+        if (o->gpus > 1) {
+            o->peers[0] = o->gpus;
+            o->npeers = 1;
+        }
     }
     if ((o->nn > 0) != (o->nk > 0))
         return xs_cli_failf("bench tp: --n and --k go together (explicit layer widths)");
@@ -484,9 +492,17 @@ typedef struct {
     const xs_profile *prof;
     const tpb_opts *o;
     int grid;
+    /* -g N, N > 1: real peers (NULL otherwise). The ranks walk every configuration in lockstep:
+     * every decision that could differ between ranks (costs, pilot set and choice, skips) is
+     * agreed through the collectives, every fused or unfused run sits between two barriers. */
+    xs_coll *coll;
+    xs_winset *ws;
 } tpb_ctx;
 
-/* A failed library call inside a configuration: print it, mark the row, leave the row. */
+enum { TPB_BARRIER_MS = 120000 }; /* ranks drift by a configuration's host-side work, not more */
+
+/* A failed library call inside a configuration: print it, mark the row, leave the row. With
+ * real peers the rank then stops the run (the others would wait for it in the next barrier). */
 #define ROW_TRY(call)                                                                          \
     do {                                                                                       \
         if ((call) != XS_OK) {                                                                 \
@@ -494,9 +510,61 @@ typedef struct {
                     xs_tp_op_name(row->op), row->model, row->s.m, row->s.n, row->s.k,          \
                     row->s.peers, xs_errmsg());                                                \
             ok = 0;                                                                            \
+            row->failed = 1;                                                                   \
             goto out;                                                                          \
         }                                                                                      \
     } while (0)
+
+/* ---- real peers (-g N): the collectives behind xs_tp_coll, runs between barriers ---------- */
+
+static xs_status tpb_all_gather(void *c, const void *send, void *recv, size_t bytes,
+                                cudaStream_t s)
+{
+    return xs_coll_all_gather((xs_coll *)c, send, recv, bytes, (void *)s);
+}
+static xs_status tpb_reduce_scatter(void *c, const void *send, void *recv, size_t count,
+                                    cudaStream_t s)
+{
+    return xs_coll_reduce_scatter_bf16((xs_coll *)c, send, recv, count, (void *)s);
+}
+static xs_status tpb_alltoall(void *c, const void *send, void *recv, size_t bytes,
+                              cudaStream_t s)
+{
+    return xs_coll_alltoall((xs_coll *)c, send, recv, bytes, (void *)s);
+}
+
+/* A fused run (or, unfused = 1, the unfused sequence). Real peers, not local: all ranks meet
+ * before (no one stores into a window its owner is still verifying) and after (every source's
+ * stores are in place before the owner verifies). */
+static xs_status tpb_run(const tpb_ctx *cx, xs_tp *t, int slot, const xs_tp_run_opts *ro,
+                         int unfused, float *ms)
+{
+    const int sync = cx->ws && (unfused || !ro->local);
+    if (sync)
+        XS_TRY(xs_win_barrier(cx->ws, TPB_BARRIER_MS));
+    XS_TRY(unfused ? xs_tp_run_unfused(t, cx->cb, cx->s, ms) : xs_tp_run(t, slot, ro, cx->s, ms));
+    if (sync)
+        XS_TRY(xs_win_barrier(cx->ws, TPB_BARRIER_MS));
+    return XS_OK;
+}
+
+/* Real peers: v[0..n) becomes the maximum over the ranks (no-op otherwise). */
+static xs_status tpb_agree_max(const tpb_ctx *cx, double *v, int n)
+{
+    return cx->coll ? xs_coll_max(cx->coll, v, n) : XS_OK;
+}
+
+/* Real peers: every rank takes rank 0's v[0..n) (values >= -1; a max in which the others send
+ * -2). */
+static xs_status tpb_agree_rank0(const tpb_ctx *cx, double *v, int n)
+{
+    if (!cx->coll)
+        return XS_OK;
+    if (xs_coll_rank(cx->coll) != 0)
+        for (int i = 0; i < n; i++)
+            v[i] = -2;
+    return xs_coll_max(cx->coll, v, n);
+}
 
 /* Verify the last run; print the first problem once per variant. */
 static int verified(xs_tp *t, const tpb_row *row, const char *variant, int *printed,
@@ -547,6 +615,10 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         goto out;
     }
     ROW_TRY(xs_tp_create(&row->s, tab, cx->grid, seed, &t));
+    if (cx->coll) {
+        const xs_tp_coll tc = {cx->coll, tpb_all_gather, tpb_reduce_scatter, tpb_alltoall};
+        xs_tp_set_coll(t, &tc);
+    }
     xs_tp_get_info(t, &in);
     row->grid = cx->grid;
     row->tiles = in.tiles[0] + (in.ngemm > 1 ? in.tiles[1] : 0);
@@ -557,6 +629,15 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     /* ---- local control, natural order: the GEMM-alone time, task costs, the expectation ---- */
     ROW_TRY(xs_tp_order_naive(t, 0));
     ROW_TRY(xs_tp_order_check(t, 0));
+    if (xs_tp_real_peers(t)) {
+        /* the sources' verified partials of this rank's rows replace the placed ones: the
+         * reference and the local control then hold what the fused runs must receive */
+        float ms = 0;
+        ro.local = 1;
+        ROW_TRY(xs_tp_run(t, 0, &ro, cx->s, &ms));
+        ok &= verified(t, row, "local (before the exchange)", &pr_l, &row->max_err);
+        ROW_TRY(xs_tp_exchange_expectation(t));
+    }
     {
         double loc_n[TPB_MAX_ITERS];
         ro.local = 1;
@@ -569,6 +650,16 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         }
         ROW_TRY(xs_tp_costs_of_last(t, &cost));
         row->local_us = xs_median(loc_n, (size_t)n);
+    }
+    if (cx->coll) {
+        /* one plan for all ranks: the slowest rank's task costs, and go on only when every
+         * rank's local control is right */
+        double v[5] = {cost.tile_ns[0], cost.tile_ns[1], cost.push_ns, cost.reduce_ns,
+                       ok ? 0.0 : 1.0};
+        ROW_TRY(tpb_agree_max(cx, v, 5));
+        cost.tile_ns[0] = v[0], cost.tile_ns[1] = v[1], cost.push_ns = v[2];
+        cost.reduce_ns = v[3];
+        ok = v[4] == 0.0;
     }
     if (!ok) {
         fprintf(stderr, "xstage: error: %s %s m=%d P=%d: the local control run is wrong; the "
@@ -626,18 +717,57 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
                 pilot[np++] = fixed[i];
         }
         int best = -1; /* -1: the naive order */
-        if (o->model_pick) {
+        /* real peers: rank 0's model decides the pilot set (each rank's order is its own
+         * rotation of the same plan, and all ranks must run the same number of launches) */
+        int must_run[TPB_NFIXED];
+        for (int i = 0; i < TPB_NFIXED; i++)
+            must_run[i] = -1; /* -1: decided by this rank's own duplicate check (one GPU) */
+        if (cx->coll) {
+            double v[2 + TPB_NFIXED];
+            v[0] = np;
+            v[1] = pred[order[0]] < pn.model_ns ? order[0] : -1;
+            for (int i = 0; i < TPB_NFIXED; i++)
+                v[2 + i] = i < np ? pilot[i] : -1;
+            ROW_TRY(tpb_agree_rank0(cx, v, 2 + TPB_NFIXED));
+            np = (int)v[0];
+            for (int i = 0; i < np; i++)
+                pilot[i] = (int)v[2 + i];
+            if (o->model_pick)
+                best = (int)v[1];
+            /* a list is run when it is new on any rank */
+            double nd[TPB_NFIXED];
+            unsigned long long seen[TPB_NFIXED + 1];
+            int nseen = 0;
+            seen[nseen++] = xs_tp_order_hash(t, 0);
+            for (int i = 0; i < np; i++) {
+                ROW_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], &cost, cx->prof));
+                const unsigned long long h = xs_tp_order_hash(t, 2);
+                int dup = 0;
+                for (int j = 0; j < nseen; j++)
+                    dup |= seen[j] == h;
+                if (!dup)
+                    seen[nseen++] = h;
+                nd[i] = !dup;
+            }
+            ROW_TRY(tpb_agree_max(cx, nd, np > 0 ? np : 1));
+            for (int i = 0; i < np; i++)
+                must_run[i] = nd[i] != 0.0;
+        }
+        double pilot_ms[TPB_NFIXED + 1];
+        int pilot_of[TPB_NFIXED + 1], npr = 0;
+        if (o->model_pick && !cx->coll) {
             best = pred[order[0]] < pn.model_ns ? order[0] : -1;
-        } else {
+        } else if (!o->model_pick) {
             ro.local = 0;
             float ms = 0, best_ms = 0;
             int pr = 0;
             double dummy = 0;
             /* naive first (its run also warms the virtual windows up), then the candidates */
-            ROW_TRY(xs_tp_run(t, 0, &ro, cx->s, &ms));
+            ROW_TRY(tpb_run(cx, t, 0, &ro, 0, &ms));
             ok &= verified(t, row, "pilot naive", &pr, &dummy);
-            ROW_TRY(xs_tp_run(t, 0, &ro, cx->s, &best_ms));
+            ROW_TRY(tpb_run(cx, t, 0, &ro, 0, &best_ms));
             ok &= verified(t, row, "pilot naive", &pr, &dummy);
+            pilot_ms[npr] = best_ms, pilot_of[npr++] = -1;
             size_t pl = (size_t)snprintf(row->pilot, sizeof row->pilot, "naive %.1f",
                                          best_ms * 1e3);
             unsigned long long seen[TPB_NFIXED + 1];
@@ -650,11 +780,14 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
                 int dup = 0;
                 for (int j = 0; j < nseen; j++)
                     dup |= seen[j] == h;
+                if (must_run[i] >= 0)
+                    dup = !must_run[i];
                 if (dup)
                     continue;
                 seen[nseen++] = h;
-                ROW_TRY(xs_tp_run(t, 2, &ro, cx->s, &ms));
+                ROW_TRY(tpb_run(cx, t, 2, &ro, 0, &ms));
                 ok &= verified(t, row, "pilot shaped", &pr, &dummy);
+                pilot_ms[npr] = ms, pilot_of[npr++] = pilot[i];
                 char lab[32];
                 pace_label(&cand[pilot[i]], lab, sizeof lab);
                 if (pl < sizeof row->pilot)
@@ -662,6 +795,20 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
                                            lab, ms * 1e3);
                 if (ms < best_ms)
                     best_ms = ms, best = pilot[i];
+            }
+            if (cx->coll) {
+                /* the fastest by the slowest rank's time: the same choice on every rank */
+                double v[TPB_NFIXED + 1];
+                for (int i = 0; i < npr; i++)
+                    v[i] = pilot_ms[i];
+                ROW_TRY(tpb_agree_max(cx, v, npr));
+                best = -1;
+                for (int i = 1, b = 0; i < npr; i++)
+                    if (v[i] < v[b])
+                        b = i, best = pilot_of[i];
+                if (pl < sizeof row->pilot)
+                    snprintf(row->pilot + pl, sizeof row->pilot - pl, " (chosen by the slowest "
+                             "rank's time)");
             }
         }
         /* rank of the chosen order in the model's ranking of naive and the candidates */
@@ -703,7 +850,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             double dummy = 0;
             ro.local = 0;
             ro.eager_flags = 1;
-            ROW_TRY(xs_tp_run(t, 1, &ro, cx->s, &ms));
+            ROW_TRY(tpb_run(cx, t, 1, &ro, 0, &ms));
             ok &= verified(t, row, "shaped, eager signals", &pr, &dummy);
             ro.eager_flags = 0;
             ro.local = 1;
@@ -727,11 +874,11 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     ro.local = 0;
     for (int i = 0; i < W + n; i++) {
         float ms[3] = {0, 0, 0};
-        ROW_TRY(xs_tp_run(t, 0, &ro, cx->s, &ms[0]));
+        ROW_TRY(tpb_run(cx, t, 0, &ro, 0, &ms[0]));
         ok &= verified(t, row, "naive", &pr_n, &row->max_err);
-        ROW_TRY(xs_tp_run(t, 1, &ro, cx->s, &ms[1]));
+        ROW_TRY(tpb_run(cx, t, 1, &ro, 0, &ms[1]));
         ok &= verified(t, row, "shaped", &pr_s, &row->max_err);
-        ROW_TRY(xs_tp_run_unfused(t, cx->cb, cx->s, &ms[2]));
+        ROW_TRY(tpb_run(cx, t, 0, &ro, 1, &ms[2]));
         ok &= verified(t, row, "unfused", &pr_u, &row->max_err);
         if (i >= W)
             for (int v = 0; v < 3; v++)
@@ -742,6 +889,14 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         row->nai = a.med, row->nai_min = a.min, row->nai_max = a.max;
         row->shp = b.med, row->shp_min = b.min, row->shp_max = b.max;
         row->unf = c.med, row->unf_min = c.min, row->unf_max = c.max;
+    }
+    if (cx->coll) {
+        /* verified only when every rank verified; the slowest rank's medians */
+        double v[5] = {ok ? 0.0 : 1.0, row->max_err, row->nai, row->shp, row->unf};
+        ROW_TRY(tpb_agree_max(cx, v, 5));
+        ok = v[0] == 0.0;
+        row->max_err = v[1];
+        row->rank_max[0] = v[2], row->rank_max[1] = v[3], row->rank_max[2] = v[4];
     }
     row->ok = 1;
 out:
@@ -917,23 +1072,56 @@ extern "C" int xs_bench_tp(int argc, char **argv)
     int nrows = 0;
     if (build_rows(&o, prof.drain_bytes_per_ns, &rows, &nrows))
         return 1;
+    /* -g N, N > 1: one rank per GPU (xs_bench_launch, shared with bench ep); this process either
+     * launched them and reports their status, or is one of them */
+    const int real = o.gpus_set && o.gpus > 1;
+    int me = 0, nranks = 1;
+    if (real) {
+        int ec = 0, l = xs_bench_launch(o.gpus, &ec);
+        if (l != 0) {
+            free(rows);
+            if (l < 0)
+                return xs_cli_fail();
+            if (ec)
+                xs_cli_fail();
+            return ec;
+        }
+        int have = 0;
+        if (xs_rank_env(&me, &nranks, NULL, &have) != XS_OK) {
+            free(rows);
+            return xs_cli_fail();
+        }
+    }
     xs_gpu_info gi;
-    if (xs_gpu_open(o.device, &gi) != XS_OK) {
+    if (xs_gpu_open(o.device, &gi) != XS_OK) { /* a launched rank: XS_DEVICE */
+        free(rows);
+        return xs_cli_fail();
+    }
+    xs_coll *coll = NULL;
+    if (real && xs_coll_open(&coll) != XS_OK) {
         free(rows);
         return xs_cli_fail();
     }
     xs_cublas *cb = NULL;
     if (xs_cublas_open(&cb) != XS_OK) {
         free(rows);
+        xs_coll_close(coll, 1);
         return xs_cli_fail();
     }
     FILE *csv = NULL;
-    if (o.csv && !(csv = fopen(o.csv, "w"))) {
+    /* files: rank 0 only (the others' results reach it through the collectives) */
+    if (me == 0 && o.csv && !(csv = fopen(o.csv, "w"))) {
         free(rows);
         xs_cublas_close(cb);
+        xs_coll_close(coll, 1);
         return xs_cli_failf("--csv %s: cannot open for writing", o.csv);
     }
     xs_gpu_report_header(stdout, &gi, argc, argv);
+    if (real)
+        printf("# ranks: %d processes, rank r on GPU r, P = %d real peers: pushes and partials "
+               "into the peers' NCCL symmetric windows (LSA pointers); unfused: ncclAllGather / "
+               "ncclReduceScatter; every rank verifies every byte and signal its window received; "
+               "times are rank 0's (the slowest rank's medians under each row)\n", nranks, nranks);
     printf("# profile: %s R %.4g B/ns, Q %.6g B, Q/producer %.6g B, r %.4g B/ns%s\n",
            o.pa.file ? o.pa.file : "embedded", prof.drain_bytes_per_ns, prof.capacity_bytes,
            prof.capacity_bytes_per_producer, prof.issue_bytes_per_ns,
@@ -949,12 +1137,13 @@ extern "C" int xs_bench_tp(int argc, char **argv)
     }
     cudaStream_t stream;
     XS_CHECK_CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    tpb_ctx cx = {stream, cb, &prof, &o, gi.sm_count};
+    tpb_ctx cx = {stream, cb, &prof, &o, gi.sm_count, coll, NULL};
+    int fatal = 0; /* real peers: a failed call on this rank ends the run */
     const double t0 = now_s();
     int skipped = 0;
     table_header();
     /* one window set per peer count, sized for its largest configuration */
-    for (int i = 0; i < nrows; i++) {
+    for (int i = 0; i < nrows && !fatal; i++) {
         if (rows[i].ran || rows[i].s.peers == 0 || xs_interrupted())
             continue;
         const int P = rows[i].s.peers;
@@ -970,41 +1159,68 @@ extern "C" int xs_bench_tp(int argc, char **argv)
         }
         xs_win_opts wo;
         memset(&wo, 0, sizeof wo);
-        wo.target = XS_TARGET_VIRTUAL;
+        wo.target = real ? XS_TARGET_PEER : XS_TARGET_VIRTUAL;
         wo.virtual_peers = P;
         wo.bytes = bytes;
         wo.nflags = nflags;
         wo.device = o.device;
         xs_winset *ws = NULL;
         if (xs_win_open(&wo, &ws) != XS_OK) {
-            fprintf(stderr, "xstage: error: %d virtual peers with %.1f MB windows: %s\n", P,
-                    bytes / 1e6, xs_errmsg());
+            fprintf(stderr, "xstage: error: %d %s peers with %.1f MB windows: %s\n", P,
+                    real ? "real" : "virtual", bytes / 1e6, xs_errmsg());
+            if (real) {
+                fatal = 1;
+                break;
+            }
             for (int j = i; j < nrows; j++)
                 if (rows[j].s.peers == P)
                     rows[j].ran = 1; /* counted as run and failed */
             continue;
         }
         const xs_wintab *tab = xs_win_table(ws);
+        cx.ws = real ? ws : NULL;
+        if (real && (tab->nranks != P || tab->rank != me)) {
+            fprintf(stderr, "xstage: error: bench tp: peer windows of %d ranks (rank %d) for "
+                    "%d ranks (rank %d)\n", tab->nranks, tab->rank, P, me);
+            fatal = 1;
+            xs_win_close(ws);
+            break;
+        }
         for (int j = i; j < nrows; j++) {
             if (rows[j].s.peers != P)
                 continue;
             if (xs_interrupted()) /* stop between configurations (xstage_sigint.h) */
                 break;
-            if (now_s() - t0 > o.max_time_s) {
+            /* real peers: skipped on every rank when the budget is out on any */
+            double late = now_s() - t0 > o.max_time_s;
+            if (real && xs_coll_max(coll, &late, 1) != XS_OK) {
+                fprintf(stderr, "xstage: error: bench tp: %s\n", xs_errmsg());
+                fatal = 1;
+                break;
+            }
+            if (late) {
                 skipped++;
                 rows[j].s.peers = 0; /* not run */
                 continue;
             }
             const uint32_t seed = o.seed ^ xs_mix32((uint32_t)j * 2654435761u + 17u);
             run_config(&cx, tab, &rows[j], seed);
+            if (real && rows[j].failed) {
+                fatal = 1; /* the others wait in a barrier or collective: end the run */
+                break;
+            }
             if (rows[j].ok)
                 table_row(&rows[j]);
+            if (real && rows[j].ok)
+                printf("#   ranks: slowest rank's medians, us: naive %.1f, shaped %.1f, unfused "
+                       "%.1f\n", rows[j].rank_max[0], rows[j].rank_max[1], rows[j].rank_max[2]);
             if (csv && rows[j].ok) {
                 csv_row(csv, &rows[j]);
                 fflush(csv);
             }
         }
-        xs_win_close(ws);
+        if (!fatal) /* a failed rank exits; the teardown is collective */
+            xs_win_close(ws);
     }
     int nran = 0;
     for (int j = 0; j < nrows; j++)
@@ -1019,7 +1235,10 @@ extern "C" int xs_bench_tp(int argc, char **argv)
     }
     cudaStreamDestroy(stream);
     xs_cublas_close(cb);
+    xs_coll_close(coll, fatal || intr);
     free(rows);
+    if (fatal)
+        return xs_cli_failf("bench tp: rank %d stopped the run after a failed call (above)", me);
     if (intr)
         return xs_cli_failf("interrupted by %s after %d of %d configurations%s",
                             xs_interrupt_name(), nran, nrows, o.csv ? "; partial CSV marked" : "");

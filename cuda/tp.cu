@@ -27,7 +27,6 @@
  */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
@@ -43,13 +42,6 @@
 #include "xstage_cuda.h"
 #include "xstage_device.cuh"
 #include "xstage_win.h"
-
-#if defined(__has_include)
-#if __has_include(<nccl.h>)
-#include <nccl.h>
-#define XS_TP_HAVE_NCCL_H 1
-#endif
-#endif
 
 typedef xs_gemm_big TPC; /* 128 x 256 tiles, 8 warps, 4 stages: one CTA per SM */
 static_assert(TPC::BM == XS_TP_BM && TPC::BN == XS_TP_BN, "tp.h tile sizes");
@@ -1154,7 +1146,9 @@ struct xs_tp {
     /* unfused */
     xs_bf16 *u_c0, *u_h, *u_c, *u_y;
     xs_bf16 *u_part_h;             /* host snapshot of u_c */
-    void *nccl_comm;               /* ncclComm_t of a peer run, or NULL */
+    xs_tp_coll coll;               /* real peers: the collectives (xs_tp_set_coll) */
+    int have_coll;
+    xs_bf16 *exp_recv;             /* real peers: [P][rs_rows][rs_n] what each source sends here */
 };
 
 static int tp_blocks(size_t n, int threads)
@@ -1278,6 +1272,7 @@ extern "C" void xs_tp_destroy(xs_tp *t)
     cudaFree(t->exp_part);
     cudaFree(t->exp_y);
     cudaFree(t->exp_out0);
+    cudaFree(t->exp_recv);
     cudaFree(t->u_c0);
     cudaFree(t->u_h);
     cudaFree(t->u_c);
@@ -1370,14 +1365,25 @@ extern "C" xs_status xs_tp_create(const xs_tp_shape *s, const xs_wintab *tab, in
             }
         }
 
+        /* virtual peers: every other rank's window is this process's host memory, so this rank
+         * also plays the other sources; real peers write their own data and flags */
+        int virt = 1;
+        for (int r = 0; r < P; r++)
+            if (r != me && !tab->host_mem[r])
+                virt = 0;
+        t->virt = virt;
+        /* real peers hold different weight shards (and A of gemm_rs): a rank salt, 0 for rank 0
+         * and for virtual peers (the one-GPU inputs) */
+        const uint32_t salt = virt ? 0u : (uint32_t)me * 0x9e3779b9u;
+
         /* inputs: O(1) activations; weights scaled so that every output is O(1) */
         if (s->op == XS_TP_GEMM_RS) {
             TP_ALLOC(t->a_rs, m * in.gk[0] * 2);
-            TP_TRY(tp_fill(t, t->a_rs, m * in.gk[0], seed * 7u + 1u, 1.0f));
+            TP_TRY(tp_fill(t, t->a_rs, m * in.gk[0], seed * 7u + 1u + salt, 1.0f));
         }
         for (int g = 0; g < in.ngemm; g++) {
             TP_ALLOC(t->w[g], (size_t)in.gn[g] * in.gk[g] * 2);
-            TP_TRY(tp_fill(t, t->w[g], (size_t)in.gn[g] * in.gk[g], seed * 7u + 2u + g,
+            TP_TRY(tp_fill(t, t->w[g], (size_t)in.gn[g] * in.gk[g], seed * 7u + 2u + g + salt,
                            sqrtf(3.0f / (float)in.gk[g])));
         }
         if (in.rs_gemm != 0)
@@ -1406,13 +1412,6 @@ extern "C" xs_status xs_tp_create(const xs_tp_shape *s, const xs_wintab *tab, in
         /* this rank's windows (both tables): the gathered buffer holds every shard (its own,
          * and the ones it would have received), the reduce-scatter region the other sources'
          * partials of its rows; the own slot is written by the runs */
-        /* virtual peers: every other rank's window is this process's host memory, so this rank
-         * also plays the other sources; real peers write their own data and flags */
-        int virt = 1;
-        for (int r = 0; r < P; r++)
-            if (r != me && !tab->host_mem[r])
-                virt = 0;
-        t->virt = virt;
         const xs_wintab *tabs[2] = {&t->vt, &t->lt};
         for (int q = 0; q < 2; q++) {
             char *own = tabs[q]->data[me];
@@ -1429,9 +1428,12 @@ extern "C" xs_status xs_tp_create(const xs_tp_shape *s, const xs_wintab *tab, in
                         TP_TRY(tp_fill(t, (xs_bf16 *)slot, in.slot_bytes / 2,
                                        seed * 7u + 11u + (uint32_t)src, 1.0f));
                 }
-            /* flags: zero this problem's range everywhere, then raise what has "arrived" */
+            /* flags: zero this problem's range everywhere (real peers: only this rank's own
+             * window; a peer's is its owner's, which may still be verifying the previous
+             * problem), then raise what has "arrived" */
             for (int r = 0; r < P; r++)
-                TP_TRY(tp_setflags(t->vstream, tabs[q]->flags[r], in.nflags, 0));
+                if (virt || q == 1 || r == me)
+                    TP_TRY(tp_setflags(t->vstream, tabs[q]->flags[r], in.nflags, 0));
             for (int src = 0; src < P; src++) {
                 if (src == me || (!virt && q == 0))
                     continue;
@@ -1478,7 +1480,13 @@ extern "C" xs_status xs_tp_plan_create(const xs_tp_shape *s, int rank, int grid,
 }
 
 extern "C" void xs_tp_get_info(const xs_tp *t, xs_tp_info *info) { *info = t->in; }
-extern "C" void xs_tp_set_nccl_comm(xs_tp *t, void *comm) { t->nccl_comm = comm; }
+extern "C" void xs_tp_set_coll(xs_tp *t, const xs_tp_coll *c)
+{
+    t->have_coll = c != NULL;
+    if (c)
+        t->coll = *c;
+}
+extern "C" int xs_tp_real_peers(const xs_tp *t) { return !t->plan_only && !t->virt; }
 extern "C" int xs_tp_grid(const xs_tp *t) { return t->grid; }
 
 extern "C" void xs_tp_get_bufs(const xs_tp *t, xs_tp_bufs *b)
@@ -2734,53 +2742,20 @@ extern "C" xs_status xs_tp_costs_of_last(xs_tp *t, xs_tp_costs *c)
     return st;
 }
 
-/* ---- NCCL (peer target): loaded at run time ------------------------------------------------------ */
+/* ---- real peers: the caller's collectives (xs_tp_set_coll) ---------------------------------------- */
 
-#ifdef XS_TP_HAVE_NCCL_H
-typedef ncclResult_t (*tp_nccl_rs_fn)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
-                                      ncclComm_t, cudaStream_t);
-typedef ncclResult_t (*tp_nccl_ag_fn)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
-                                      cudaStream_t);
-
-/* Reduce-scatter (send [m, n] partial, receive [m/P, n]) or all-gather (send own shard,
- * receive the gathered buffer) with NCCL on the window set's communicator. */
+/* Reduce-scatter (send [m, n] partial, receive [m/P, n]) or all-gather (send own shard, receive
+ * the gathered buffer, in place) through the caller's collectives. */
 static xs_status tp_nccl(xs_tp *t, int allgather, const void *send, void *recv, size_t count,
                          cudaStream_t s)
 {
-    void *comm = t->nccl_comm;
-    if (!comm)
-        return xs_seterr(XS_EUNSUPPORTED, "tp unfused on peers: no NCCL communicator was given "
-                         "(xs_tp_set_nccl_comm)");
-    static void *lib;
-    if (!lib)
-        lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL);
-    if (!lib)
-        return xs_seterr(XS_ENCCL, "tp: cannot load libnccl.so.2: %s", dlerror());
-    ncclResult_t r;
-    if (allgather) {
-        tp_nccl_ag_fn f = (tp_nccl_ag_fn)dlsym(lib, "ncclAllGather");
-        if (!f)
-            return xs_seterr(XS_ENCCL, "tp: ncclAllGather not found");
-        r = f(send, recv, count, ncclBfloat16, (ncclComm_t)comm, s);
-    } else {
-        tp_nccl_rs_fn f = (tp_nccl_rs_fn)dlsym(lib, "ncclReduceScatter");
-        if (!f)
-            return xs_seterr(XS_ENCCL, "tp: ncclReduceScatter not found");
-        r = f(send, recv, count, ncclBfloat16, ncclSum, (ncclComm_t)comm, s);
-    }
-    if (r != ncclSuccess)
-        return xs_seterr(XS_ENCCL, "tp: NCCL %s failed with code %d",
-                         allgather ? "all-gather" : "reduce-scatter", (int)r);
-    return XS_OK;
+    if (!t->have_coll || !(allgather ? (void *)t->coll.all_gather
+                                     : (void *)t->coll.reduce_scatter_bf16))
+        return xs_seterr(XS_EUNSUPPORTED, "tp unfused on real peers: no collectives were given "
+                         "(xs_tp_set_coll)");
+    return allgather ? t->coll.all_gather(t->coll.ctx, send, recv, count * 2, s)
+                     : t->coll.reduce_scatter_bf16(t->coll.ctx, send, recv, count, s);
 }
-#else
-static xs_status tp_nccl(xs_tp *t, int allgather, const void *send, void *recv, size_t count,
-                         cudaStream_t s)
-{
-    (void)t, (void)allgather, (void)send, (void)recv, (void)count, (void)s;
-    return xs_seterr(XS_EUNSUPPORTED, "tp unfused on peers: built without nccl.h");
-}
-#endif
 
 /* ---- the unfused baseline ------------------------------------------------------------------------ */
 
@@ -2806,15 +2781,23 @@ extern "C" xs_status xs_tp_run_unfused(xs_tp *t, xs_cublas *cb, cudaStream_t s, 
     if (t->plan_only)
         return xs_seterr(XS_EINVAL, "tp: a plan-only context cannot run");
     const xs_tp_info *in = &t->in;
-    const int P = t->P, me = t->me, peer = !t->vt.host_mem[(me + 1) % P] && P > 1;
+    const int P = t->P, me = t->me, peer = !t->virt && P > 1;
     const size_t m = (size_t)t->s.m;
     XS_TRY(tp_unfused_alloc(t));
     t->last = TP_RUN_NONE;
-    /* poison what this run writes: the other ranks' windows and the outputs */
+    /* poison what this run writes: the other ranks' windows and the outputs (real peers: what
+     * this rank receives, the other shards of its own gathered buffer; the collectives write
+     * no other window) */
     const uint32_t w = 0xffffffffu;
     for (int r = 0; r < P; r++) {
         if (r == me)
             continue;
+        if (peer) {
+            if (in->ag)
+                XS_TRY(tp_word(s, t->vt.data[me] + (size_t)r * in->shard_bytes, in->shard_bytes,
+                               w));
+            continue;
+        }
         if (in->rs_gemm >= 0)
             XS_TRY(tp_word(s, t->vt.data[r] + in->rs_off + (size_t)me * in->slot_bytes,
                            in->slot_bytes, w));
@@ -2889,6 +2872,21 @@ extern "C" xs_status xs_tp_run_unfused(xs_tp *t, xs_cublas *cb, cudaStream_t s, 
 
 /* ---- references -------------------------------------------------------------------------------- */
 
+/* ref_y from this rank's fp32 partial and the other sources' bf16 partials of its rows: those
+ * placed in its fused window (virtual peers), or, with real peers, those its local control
+ * table holds (placed, then the sources' own after xs_tp_exchange_expectation). */
+static xs_status tp_ref_y(xs_tp *t)
+{
+    const xs_tp_info *in = &t->in;
+    const size_t ny = (size_t)in->rs_rows * in->rs_n;
+    const char *own = t->virt ? t->vt.data[t->me] : t->lt.data[t->me];
+    tp_ref_y_kernel<<<tp_blocks(ny, 256), 256, 0, t->vstream>>>(
+        t->ref_part + (size_t)t->me * ny, (const xs_bf16 *)(own + in->rs_off), t->P, t->me,
+        in->rs_rows, in->rs_n, t->ref_y);
+    XS_CU_LAUNCH();
+    return XS_OK;
+}
+
 extern "C" xs_status xs_tp_reference(xs_tp *t, xs_cublas *cb)
 {
     if (!cb)
@@ -2936,15 +2934,37 @@ extern "C" xs_status xs_tp_reference(xs_tp *t, xs_cublas *cb)
         break;
     }
     }
-    if (in->rs_gemm >= 0) {
-        const size_t ny = (size_t)in->rs_rows * in->rs_n;
-        tp_ref_y_kernel<<<tp_blocks(ny, 256), 256, 0, s>>>(
-            t->ref_part + (size_t)t->me * ny, (const xs_bf16 *)(own + in->rs_off), t->P, t->me,
-            in->rs_rows, in->rs_n, t->ref_y);
-        XS_CU_LAUNCH();
-    }
+    if (in->rs_gemm >= 0)
+        XS_TRY(tp_ref_y(t));
     XS_CU(cudaStreamSynchronize(s));
     t->have_ref = 1;
+    return XS_OK;
+}
+
+extern "C" xs_status xs_tp_exchange_expectation(xs_tp *t)
+{
+    const xs_tp_info *in = &t->in;
+    if (t->plan_only || t->virt || in->rs_gemm < 0)
+        return XS_OK;
+    if (!t->have_exp || !t->exp_part)
+        return xs_seterr(XS_EINVAL, "tp exchange: needs a verified first local run");
+    if (!t->have_coll || !t->coll.alltoall)
+        return xs_seterr(XS_EUNSUPPORTED, "tp exchange on real peers: no collectives were given "
+                         "(xs_tp_set_coll)");
+    const size_t ny = (size_t)in->rs_rows * in->rs_n;
+    if (!t->exp_recv)
+        XS_CU(cudaMalloc((void **)&t->exp_recv, (size_t)t->P * ny * 2));
+    /* exp_part slot r: what this rank sends owner r; received slot s: what source s sends here */
+    XS_TRY(t->coll.alltoall(t->coll.ctx, t->exp_part, t->exp_recv, in->slot_bytes, t->vstream));
+    char *own = t->lt.data[t->me] + in->rs_off;
+    for (int src = 0; src < t->P; src++)
+        if (src != t->me)
+            XS_CU(cudaMemcpyAsync(own + (size_t)src * in->slot_bytes, t->exp_recv + src * ny,
+                                  in->slot_bytes, cudaMemcpyDeviceToDevice, t->vstream));
+    if (t->have_ref)
+        XS_TRY(tp_ref_y(t));
+    XS_CU(cudaStreamSynchronize(t->vstream));
+    t->have_exp = 0; /* the next local run is checked against the new reference */
     return XS_OK;
 }
 
@@ -3039,18 +3059,68 @@ static void note(xs_tp_check *c, const char *what, unsigned long long n, const c
 
 /* Signals of this rank at rank r's window: every chunk and every tile sent there carries the
  * epoch. flags = a CPU view of rank r's flags. */
-static uint64_t flags_wrong(const xs_tp *t, const uint64_t *flags, int r, unsigned long long epoch)
+static uint64_t flags_wrong(const xs_tp *t, const uint64_t *flags, int r, unsigned long long epoch,
+                            int src)
 {
     const xs_tp_info *in = &t->in;
     uint64_t bad = 0;
     const volatile uint64_t *f = flags;
-    if (in->ag && r != t->me)
+    if (in->ag && r != src)
         for (int c = 0; c < in->ag_chunks; c++)
-            bad += f[(size_t)t->me * in->ag_chunks + c] != epoch;
+            bad += f[(size_t)src * in->ag_chunks + c] != epoch;
     if (in->rs_gemm >= 0)
         for (int i = 0; i < in->t_own; i++)
-            bad += f[in->rs_flag0 + (size_t)t->me * in->t_own + i] != epoch;
+            bad += f[in->rs_flag0 + (size_t)src * in->t_own + i] != epoch;
     return bad;
+}
+
+/* Real peers: what every other source sent to this rank's window in the last fused run, at the
+ * destination: its partials of this rank's rows against what it verified and sent through the
+ * exchange (bitwise), its shard of the gathered X against the same rows of the local control
+ * table (one tensor on every rank), and every signal with the run's epoch (the ranks launch in
+ * lockstep, so their epochs agree). */
+static xs_status check_received(xs_tp *t, unsigned long long epoch, xs_tp_check *c)
+{
+    const xs_tp_info *in = &t->in;
+    const int me = t->me;
+    const size_t ny = (size_t)in->rs_rows * in->rs_n;
+    if (in->rs_gemm >= 0 && !t->exp_recv)
+        return xs_seterr(XS_EINVAL, "tp verify: a fused run on real peers needs "
+                         "xs_tp_exchange_expectation first");
+    uint64_t *fl = (uint64_t *)malloc((size_t)in->nflags * 8);
+    if (!fl)
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory for flags");
+    xs_status st = XS_OK;
+    cudaError_t e = cudaMemcpy(fl, t->vt.flags[me], (size_t)in->nflags * 8, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess)
+        st = xs_seterr(XS_ECUDA, "tp: reading flags: %s", cudaGetErrorString(e));
+    for (int src = 0; src < t->P && st == XS_OK; src++) {
+        if (src == me)
+            continue;
+        uint64_t bad = 0, b = 0;
+        if (in->rs_gemm >= 0) {
+            st = gpu_diff_units(t, t->vt.data[me] + in->rs_off + (size_t)src * in->slot_bytes,
+                                t->exp_recv + src * ny, in->slot_bytes, &b);
+            bad += b;
+            c->remote_bytes += (double)in->slot_bytes;
+        }
+        if (in->ag && st == XS_OK) {
+            const size_t off = (size_t)src * in->shard_bytes;
+            st = gpu_diff_units(t, t->vt.data[me] + off, t->lt.data[me] + off, in->shard_bytes,
+                                &b);
+            bad += b;
+            c->remote_bytes += (double)in->shard_bytes;
+        }
+        c->bad_units += bad;
+        if (bad)
+            note(c, "received bytes", bad, "16-byte units differ from what a peer sent");
+        const uint64_t bf = flags_wrong(t, fl, me, epoch, src);
+        c->bad_flags += bf;
+        if (bf)
+            note(c, "received signals", bf, "missing or stale in this rank's window");
+    }
+    free(fl);
+    return st;
 }
 
 /* The bytes a fused or local run sent to each rank, against the expectation. */
@@ -3101,7 +3171,7 @@ static xs_status check_sent(xs_tp *t, const xs_wintab *tab, int cpu_side, unsign
             c->bad_units += bad;
             if (bad)
                 note(c, "sent bytes", bad, "16-byte units differ at a host window");
-            const uint64_t bf = flags_wrong(t, t->host_flags[r], r, epoch);
+            const uint64_t bf = flags_wrong(t, t->host_flags[r], r, epoch, t->me);
             c->bad_flags += bf;
             if (bf)
                 note(c, "signals", bf, "missing or stale at a host window");
@@ -3115,7 +3185,7 @@ static xs_status check_sent(xs_tp *t, const xs_wintab *tab, int cpu_side, unsign
                 st = xs_seterr(XS_ECUDA, "tp: reading flags: %s", cudaGetErrorString(e));
                 break;
             }
-            const uint64_t bf = flags_wrong(t, fl, r, epoch);
+            const uint64_t bf = flags_wrong(t, fl, r, epoch, t->me);
             c->bad_flags += bf;
             if (bf)
                 note(c, "signals", bf, "missing or stale in a device window");
@@ -3188,6 +3258,8 @@ extern "C" xs_status xs_tp_verify(xs_tp *t, xs_tp_check *c)
             return xs_seterr(XS_EINVAL, "tp verify: a fused run needs a verified local run first");
         const int fused = t->last == TP_RUN_FUSED;
         XS_TRY(check_sent(t, fused ? &t->vt : &t->lt, fused, t->last_epoch, c));
+        if (fused && !t->virt)
+            XS_TRY(check_received(t, t->last_epoch, c));
         uint64_t b = 0;
         if (t->y) {
             XS_TRY(gpu_diff_units(t, t->y, t->exp_y, ny * 2, &b));
@@ -3222,6 +3294,20 @@ extern "C" xs_status xs_tp_verify(xs_tp *t, xs_tp_check *c)
                 return xs_seterr(XS_ENOMEM, "tp: out of host memory for the expectation");
             XS_CU(cudaMemcpy(t->exp_shard_h, t->vt.data[me] + (size_t)me * in->shard_bytes,
                              in->shard_bytes, cudaMemcpyDeviceToHost));
+        }
+        for (int r = 0; r < P && !t->virt && in->ag; r++) {
+            /* real peers: the all-gather's shards at this destination (rs: the tolerance check
+             * of the reduced rows above covers what the reduce-scatter delivered) */
+            uint64_t bad = 0;
+            if (r == me)
+                continue;
+            const size_t off = (size_t)r * in->shard_bytes;
+            XS_TRY(gpu_diff_units(t, t->vt.data[me] + off, t->lt.data[me] + off, in->shard_bytes,
+                                  &bad));
+            c->remote_bytes += (double)in->shard_bytes;
+            c->bad_units += bad;
+            if (bad)
+                note(c, "unfused all-gather", bad, "16-byte units differ from the peer's shard");
         }
         for (int r = 0; r < P; r++) {
             if (r == me || !t->host[r])

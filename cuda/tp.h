@@ -101,14 +101,41 @@ typedef struct xs_tp xs_tp;
  * otherwise). Also builds a local control table (P windows in this GPU's memory, same layout).
  * Places the other ranks' data that this rank would receive (their shards and their partials of
  * its rows, random) in its own windows with their flags raised (XS_TP_ARRIVED): one GPU plays
- * every source but its own. XS_ECUDA (one line) when out of memory. */
+ * every source but its own. Real peers (xs_tp_real_peers): the weights and A of gemm_rs are
+ * also functions of the rank (rank 0's are the one-GPU inputs; the gathered X is one tensor, the
+ * same on every rank), nothing is placed in the fused window (the peers send), only this rank's
+ * own flags are zeroed there (a peer may still be verifying its window), and the local control
+ * table holds placed data as with virtual peers. XS_ECUDA (one line) when out of memory. */
 xs_status xs_tp_create(const xs_tp_shape *s, const xs_wintab *tab, int grid, uint32_t seed,
                        xs_tp **out);
 void xs_tp_destroy(xs_tp *t);
 void xs_tp_get_info(const xs_tp *t, xs_tp_info *info);
 int xs_tp_grid(const xs_tp *t);
-/* Peer target: the ncclComm_t the unfused baseline's collectives run on (not owned). */
-void xs_tp_set_nccl_comm(xs_tp *t, void *comm);
+/* Real peers (windows of other GPUs, `bench tp -g N`; docs/MULTIGPU.md): the collectives of the
+ * unfused baseline and of the exchange of expectations, supplied by the caller (bench_tp.cu wires
+ * xs_coll_* of xstage_launch.h), so that tp.cu needs no NCCL of its own. Every function is
+ * collective over the ranks and enqueues on stream s; counts and bytes are per rank. */
+typedef struct {
+    void *ctx;
+    xs_status (*all_gather)(void *ctx, const void *send, void *recv, size_t bytes, cudaStream_t s);
+    xs_status (*reduce_scatter_bf16)(void *ctx, const void *send, void *recv, size_t count,
+                                     cudaStream_t s);
+    xs_status (*alltoall)(void *ctx, const void *send, void *recv, size_t bytes, cudaStream_t s);
+} xs_tp_coll;
+/* Real peers: the collectives (copied; NULL clears). Without them the unfused run and
+ * xs_tp_exchange_expectation fail with one line. */
+void xs_tp_set_coll(xs_tp *t, const xs_tp_coll *c);
+/* 1 when the other ranks' windows are other GPUs' (real peers: they write their own data and
+ * signals, nothing is placed in this rank's fused window); 0 for virtual peers and P = 1. */
+int xs_tp_real_peers(const xs_tp *t);
+/* Real peers, after the first verified local run (collective): every rank sends each owner the
+ * partials it verified (its expectation, bitwise what its fused runs send) through the alltoall.
+ * They become what the local control table holds in place of the placed random partials, and
+ * what this rank's fused runs must receive, slot by slot; the reference of the reduced rows is
+ * recomputed from them, and the next local run is verified as a first one again (against the
+ * new reference; its reduced rows are then the bitwise expectation of the fused runs'). A no-op
+ * for virtual peers and for ops without a reduce-scatter. */
+xs_status xs_tp_exchange_expectation(xs_tp *t);
 /* A plan-only context: no GPU memory, no CUDA call (works on a machine without a GPU). Task
  * orders, xs_tp_order_check, xs_tp_order_stats and xs_tp_predict work on it; runs, references
  * and verification refuse it (XS_EINVAL). Release with xs_tp_destroy. */

@@ -140,7 +140,9 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench ep -g word" "--gpus 'two': not an integer" "$X" bench ep -g two
     expect_err "bench ep -g with --peers" "bench ep: -g/--gpus 2 cannot be combined with --peers" "$X" bench ep -g 2 --peers 4
     expect_err "bench ep -g with --device" "bench ep: -g/--gpus 2 cannot be combined with --device" "$X" bench ep -d 1 -g 2
-    expect_err "bench tp -g 2" "bench tp: -g/--gpus 2: real peers are not implemented for tp yet" "$X" bench tp -g 2
+    expect_err "bench tp -g with --peers" "bench tp: -g/--gpus 2 cannot be combined with --peers (with -g the ranks are the peers" "$X" bench tp -g 2 --peers 4
+    expect_err "bench tp -g 65" "--gpus 65: outside 1..64" "$X" bench tp -g 65
+    expect_err "bench tp -g 2 m not a multiple" "a multiple of 128" "$X" bench tp -g 2 --op gemm_rs --m 128 --n 256 --k 512
     expect_err "bench up -g 8" "bench up: -g/--gpus 8: real peers are not implemented for up yet" "$X" bench up -g 8
     expect_err "bench up -g with --device" "bench up: -g/--gpus 1 cannot be combined with --device" "$X" bench up -g 1 --device 0
     expect_err "bench tp -g with --device" "bench tp: -g/--gpus 1 cannot be combined with --device" "$X" bench tp --device 2 --gpus 1
@@ -148,6 +150,7 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
         # no GPU here: the launcher's GPU count (N > 1) or the rank's GPU (N = 1) says so, one line
         expect_err "bench ep -g 2 without GPU" "no CUDA GPU" "$X" bench ep -g 2 --quick
         expect_err "bench ep -g 1 without GPU" "no CUDA GPU" "$X" bench ep -g 1 --quick
+        expect_err "bench tp -g 2 without GPU" "no CUDA GPU" "$X" bench tp -g 2 --quick
     fi
 fi
 
