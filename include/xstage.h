@@ -90,6 +90,11 @@ typedef struct {
                                          * is within f*Q of the drain head (its bytes have left a
                                          * buffer of its own for the shared Q); 0 = once drained;
                                          * default 0 */
+    double buffer_bytes_per_producer;   /* optional: tandem queues: each producer's own buffer
+                                         * between its issue path (rate r) and the shared stage Q,
+                                         * filled by its producer only and emptied into Q by
+                                         * arbitration; a producer stalls when it is full;
+                                         * 0 = none (the earlier model); default 0 */
     char device[128];                   /* e.g. "NVIDIA H200" */
     char path[16];                      /* "host", "local", "peer" or "virtual" */
     char date[32];                      /* ISO date of the calibration */
@@ -152,7 +157,7 @@ typedef struct {
     double bytes_per_producer;   /* B */
     double volume_bytes;         /* V = K*B */
     double gap_ns;               /* G */
-    double capacity_bytes;       /* Q(K) = min(Q, K*cap) + K*(queue + reserve) */
+    double capacity_bytes;       /* Q(K) = min(Q, K*cap) + K*(queue + reserve + buffer) */
     double t_iss0_ns;            /* issue time without backpressure: o + [B - queue]+/r */
     double v_over_r_ns;          /* V/R */
     double t_period_ns;          /* published: max(T_iss0 + G, V/R) */
@@ -161,8 +166,9 @@ typedef struct {
     double g_star_ns;            /* [V/R - T_iss0]+ */
     double q_peak0_bytes;        /* [V - R*T_iss0]+ */
     double t_iss_iso_ns;         /* isolated burst: o + max([B-queue]+/r, (V-Q(K))/R) */
-    double t_iss_last_ns;        /* the same for a producer left last: only its own reserve,
-                                  * Q(K) - (K-1)*reserve instead of Q(K) (>= t_iss_iso) */
+    double t_iss_last_ns;        /* the same for a producer left last: only its own reserve
+                                  * and buffer, Q(K) - (K-1)*(reserve + buffer) instead of Q(K)
+                                  * (>= t_iss_iso) */
     double injection_bytes_per_ns; /* V / (T_iss0 + G) */
     int rate_ok;                 /* V/(T_iss0+G) <= R */
     int capacity_ok;             /* q_peak0 <= Q(K) */
@@ -203,11 +209,25 @@ typedef struct {
     double makespan_ns;  /* when the last producer finished its last row's useful work */
 } xs_result;
 
+/* One chunk's way through the model, for tests and traces (xs_sim_opts.trace). */
+typedef struct {
+    int producer, row;
+    int64_t bytes;
+    double t_queue_ns;    /* issued by the program into its store queue (after o) */
+    double t_buffer_ns;   /* streamed at r entirely into the producer's own buffer (tandem
+                           * queues) or, without one, to the stage's door */
+    double t_stage_ns;    /* accepted into the shared stage */
+    double t_drained_ns;  /* its last byte drained (left the stage) */
+} xs_chunk_trace;
+
 typedef struct {
     int sync;             /* grid barrier between rows (all producers wait for the slowest) */
     int record_windows;   /* fill win_start / win_end */
     int record_backlog;   /* fill backlog samples (at most max_samples, evenly decimated) */
     size_t max_samples;   /* 0 = 100000 */
+    /* optional: called once per chunk at its acceptance into the stage, in acceptance order */
+    void (*trace)(void *ctx, const xs_chunk_trace *c);
+    void *trace_ctx;
 } xs_sim_opts;
 
 /* Simulate a schedule. Fills *out (free with xs_result_free). Fails with XS_ERANGE when the

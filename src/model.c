@@ -20,6 +20,14 @@ static double queue_bytes(const xs_profile *p)
                               : 0;
 }
 
+/* Bytes of one producer's own buffer (tandem queues), in whole chunks. */
+static double buffer_bytes(const xs_profile *p)
+{
+    return p->chunk_bytes > 0 ? floor(p->buffer_bytes_per_producer / p->chunk_bytes) *
+                                    p->chunk_bytes
+                              : 0;
+}
+
 double xs_capacity(const xs_profile *p, int producers)
 {
     double q = p->capacity_bytes;
@@ -28,7 +36,8 @@ double xs_capacity(const xs_profile *p, int producers)
         if (qk < q)
             q = qk;
     }
-    return q + (double)producers * (queue_bytes(p) + p->reserve_bytes_per_producer);
+    return q + (double)producers * (queue_bytes(p) + p->reserve_bytes_per_producer +
+                                    buffer_bytes(p));
 }
 
 void xs_bg_eval(const xs_profile *p, int producers, double bytes, double gap_ns, xs_bg *o)
@@ -51,8 +60,10 @@ void xs_bg_eval(const xs_profile *p, int producers, double bytes, double gap_ns,
     o->t_iss_iso_ns = oh + max2(b_issue / r, (V - Q) / R);
     /* A producer's reserve leaves the stage with it once its stores are accepted. Producers that
      * finish together (the fluid view above) keep all K reserves to the end; a producer that is
-     * last by a margin (unequal shares, chunk rounds) finishes with only its own. */
-    const double q_last = Q - (double)(producers - 1) * p->reserve_bytes_per_producer;
+     * last by a margin (unequal shares, chunk rounds) finishes with only its own. The same holds
+     * for the producers' own buffers (tandem queues): the others' have emptied into Q by then. */
+    const double q_last =
+        Q - (double)(producers - 1) * (p->reserve_bytes_per_producer + buffer_bytes(p));
     o->t_iss_last_ns = oh + max2(b_issue / r, (V - q_last) / R);
     o->injection_bytes_per_ns = V / (o->t_iss0_ns + gap_ns);
     /* a relative slack of 1e-9 keeps exact boundary cases (G = G*) on the safe side */

@@ -11,6 +11,10 @@
  * time order, so a producer that fell behind in one backpressured burst stays behind: this is the
  * drift of DESIGN.md section 2, which a fluid model of synchronised producers cannot represent.
  *
+ * Optionally (tandem queues, buffer_bytes_per_producer) each producer streams its chunks at r into
+ * a buffer of its own, from which arbitration moves them into the stage; the store queue then
+ * empties into that buffer, and a producer stalls only once its buffer is full.
+ *
  * State of the FIFO server: the departure time of the last accepted byte (d_last). The backlog at
  * time t is R * max(0, d_last - t), so admission and drain need no per-chunk queue.
  */
@@ -81,13 +85,24 @@ typedef struct {
     int64_t pending;    /* its size */
     int owait;          /* 1 when the next chunk's row has not been started by the program */
     int64_t accepted;   /* chunks accepted so far */
+    double in_t;        /* when the pending chunk entered the store queue (traces) */
+    /* tandem queues only: the stream into the producer's own buffer, ahead of the offer side */
+    int srow;           /* row of the last chunk streamed into the buffer (-1 before) */
+    int64_t srem;       /* bytes of srow not yet streamed */
+    int64_t known;      /* chunks entirely in the buffer (or beyond) so far */
+    double s_prev;      /* when the last of them was entirely in the buffer */
+    double *qa;         /* stage acceptance times of its last nbuf chunks: qa[idx % nbuf] */
+    double *rdy;        /* buffer entry times of chunks accepted..known-1: rdy[idx % nbuf] */
+    double *inq;        /* their store-queue entry times (traces) */
     double a_prev;      /* acceptance time of the previous chunk */
     double ready;       /* when the pending chunk is ready */
     double ftag;        /* finish tag of its last accepted chunk (fair queueing) */
     double weight;      /* its share of the stage when producers contend */
     double d_own;       /* when its last accepted byte will have drained */
     int outstanding;    /* 1 while it has bytes in the stage (holds its reserve) */
-    double *acc;        /* acceptance times of the last q+1 chunks: acc[idx % (q+1)] */
+    double *acc;        /* when each of the last q+1 chunks left the store queue: acc[idx %
+                         * (q+1)]; its acceptance into the stage, or with tandem queues its
+                         * entry into the producer's own buffer */
     double *ring;       /* departure times of its last ring_m chunks (per-producer cap); NULL
                          * when the cap never holds this producer */
     int ring_head;
@@ -268,6 +283,13 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
         return xs_seterr(XS_ERANGE, "%d producers x a queue of %d chunks: too much state (raise "
                          "chunk_bytes with --set)", np, q);
 
+    /* tandem queues: the producer's own buffer, in whole chunks (0: none, the earlier model) */
+    const int nbuf = (int)fmin(floor(pf->buffer_bytes_per_producer / (double)chunk), 1 << 28);
+    const int tandem = nbuf > 0;
+    if (tandem && (double)np * 3 * nbuf > (double)(1 << 28))
+        return xs_seterr(XS_ERANGE, "%d producers x a buffer of %d chunks: too much state (raise "
+                         "chunk_bytes with --set)", np, nbuf);
+
     XS_TRY(xs_result_alloc(out, s->nrows, np, 1));
     producer *pr = calloc((size_t)np, sizeof *pr);
     heap h = {malloc((size_t)np * sizeof(ev)), 0};  /* chunks not yet ready, by ready time */
@@ -278,6 +300,7 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
     int n_out = 0;
     double *rings = nring ? malloc((size_t)nring * (size_t)ring_m * sizeof(double)) : NULL;
     double *accs = malloc((size_t)np * (size_t)(q + 1) * sizeof(double));
+    double *bufs = tandem ? malloc((size_t)np * 3 * (size_t)nbuf * sizeof(double)) : NULL;
     double *arrive = o->sync ? malloc((size_t)np * sizeof(double)) : NULL;
     sampler smp = {0};
     if (o->record_backlog) {
@@ -288,9 +311,9 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
         smp.stride = 1;
     }
     if (!pr || !h.a || !el.a || (track_drain && !held.a) || (nring && !rings) || !accs ||
-        (o->sync && !arrive) || (o->record_backlog && !smp.a)) {
-        free(pr); free(h.a); free(el.a); free(held.a); free(rings); free(accs); free(arrive);
-        free(smp.a);
+        (tandem && !bufs) || (o->sync && !arrive) || (o->record_backlog && !smp.a)) {
+        free(pr); free(h.a); free(el.a); free(held.a); free(rings); free(accs); free(bufs);
+        free(arrive); free(smp.a);
         xs_result_free(out);
         return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", np);
     }
@@ -301,6 +324,13 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
         pr[p].owait = 1;
         pr[p].a_prev = -INFINITY;
         pr[p].weight = xs_arbitration_weight(pf, p);
+        pr[p].srow = -1;
+        pr[p].s_prev = -INFINITY;
+        if (tandem) {
+            pr[p].qa = bufs + (size_t)p * 3 * nbuf;
+            pr[p].rdy = pr[p].qa + nbuf;
+            pr[p].inq = pr[p].rdy + nbuf;
+        }
     }
 
     double d_last = 0, peak = 0, makespan = 0, t_now = -INFINITY, vtime = 0;
@@ -313,6 +343,10 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
 #define OFFER_NEXT(p_)                                                                        \
     do {                                                                                      \
         producer *z_ = &pr[p_];                                                               \
+        if (tandem && z_->accepted >= z_->known) {                                            \
+            z_->owait = 1; /* tandem: the next chunk is not in the buffer yet */              \
+            break;                                                                            \
+        }                                                                                     \
         if (z_->orem == 0) {                                                                  \
             int nr_ = z_->orow + 1;                                                           \
             while (nr_ < s->nrows && (p_) >= s->rows[nr_].producers)                          \
@@ -328,14 +362,59 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
         z_->pending = z_->orem < chunk ? z_->orem : chunk;                                    \
         z_->orem -= z_->pending;                                                              \
         z_->oidx = z_->accepted;                                                              \
-        /* in the queue once the program has started and there is room; streamed at r after  \
-         * the previous chunk left */                                                         \
-        double in_ = win0[W(z_->orow, p_)] + oh;                                              \
-        if (q > 0 && z_->oidx - q >= 0 && z_->acc[(z_->oidx - q) % (q + 1)] > in_)            \
-            in_ = z_->acc[(z_->oidx - q) % (q + 1)];                                          \
-        double rd_ = (in_ > z_->a_prev ? in_ : z_->a_prev) + (double)z_->pending / r;         \
+        double rd_;                                                                           \
+        if (tandem) {                                                                         \
+            /* the head of its own buffer: there since the stream put it there */             \
+            z_->in_t = z_->inq[z_->oidx % nbuf];                                              \
+            rd_ = z_->rdy[z_->oidx % nbuf];                                                   \
+        } else {                                                                              \
+            /* in the queue once the program has started and there is room; streamed at r     \
+             * after the previous chunk left */                                               \
+            double in_ = win0[W(z_->orow, p_)] + oh;                                          \
+            if (q > 0 && z_->oidx - q >= 0 && z_->acc[(z_->oidx - q) % (q + 1)] > in_)        \
+                in_ = z_->acc[(z_->oidx - q) % (q + 1)];                                      \
+            z_->in_t = in_;                                                                   \
+            rd_ = (in_ > z_->a_prev ? in_ : z_->a_prev) + (double)z_->pending / r;            \
+        }                                                                                     \
         z_->ready = rd_;                                                                      \
         heap_push(&h, (ev){rd_, 0, (p_)});                                                    \
+    } while (0)
+
+    /* Tandem queues: stream producer p's next chunks at r into its own buffer while the buffer
+     * has room (the chunk nbuf places earlier has entered the stage), their row has started and
+     * they are in the store queue (the chunk q places earlier has left it for the buffer). */
+#define ADVANCE(p_)                                                                           \
+    do {                                                                                      \
+        producer *w_ = &pr[p_];                                                               \
+        for (;;) {                                                                            \
+            int64_t n_ = w_->known;                                                           \
+            if (n_ - nbuf >= w_->accepted)                                                    \
+                break; /* buffer full */                                                      \
+            if (w_->srem == 0) {                                                              \
+                int nr_ = w_->srow + 1;                                                       \
+                while (nr_ < s->nrows && (p_) >= s->rows[nr_].producers)                      \
+                    nr_++;                                                                    \
+                if (nr_ >= s->nrows || isnan(win0[W(nr_, p_)]))                               \
+                    break; /* no more chunks, or the program has not started that row */      \
+                w_->srow = nr_;                                                               \
+                w_->srem = s->rows[nr_].bytes_per_producer;                                   \
+            }                                                                                 \
+            int64_t sz_ = w_->srem < chunk ? w_->srem : chunk;                                \
+            w_->srem -= sz_;                                                                  \
+            double in_ = win0[W(w_->srow, p_)] + oh;                                          \
+            if (q > 0 && n_ - q >= 0 && w_->acc[(n_ - q) % (q + 1)] > in_)                    \
+                in_ = w_->acc[(n_ - q) % (q + 1)];                                            \
+            double rd_ = (in_ > w_->s_prev ? in_ : w_->s_prev) + (double)sz_ / r;             \
+            /* its bytes stream in while the buffer's oldest chunk waits; it is complete once    \
+             * that one has gone on into the stage (the producer holds q + nbuf chunks then) */ \
+            if (n_ - nbuf >= 0 && w_->qa[(n_ - nbuf) % nbuf] > rd_)                           \
+                rd_ = w_->qa[(n_ - nbuf) % nbuf];                                             \
+            w_->acc[n_ % (q + 1)] = rd_; /* it has left the store queue */                    \
+            w_->rdy[n_ % nbuf] = rd_;                                                         \
+            w_->inq[n_ % nbuf] = in_;                                                         \
+            w_->s_prev = rd_;                                                                 \
+            w_->known = n_ + 1;                                                               \
+        }                                                                                     \
     } while (0)
 
     /* Start producer p's program at time t: skip the rows it takes no part in (their work
@@ -357,6 +436,8 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
                 y_->assigned += NCHUNKS(y_->prow);                                            \
                 y_->plast = y_->assigned - 1;                                                 \
                 y_->pwait = 1;                                                                \
+                if (tandem)                                                                   \
+                    ADVANCE(p_);                                                              \
                 if (y_->owait)                                                                \
                     OFFER_NEXT(p_);                                                           \
                 break;                                                                        \
@@ -375,12 +456,13 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
     } while (0)
 
     /* The program's issue of its row ends when the row's last chunk is in the queue, i.e. when
-     * the chunk q places before it has been accepted (with no queue: the last chunk itself);
-     * then its work, then the next row (or the barrier). Repeats while ends are known. */
+     * the chunk q places before it has left the queue: been accepted, or with tandem queues
+     * entered the producer's own buffer (with no queue: the last chunk itself); then its work,
+     * then the next row (or the barrier). Repeats while ends are known. */
 #define SETTLE(p_)                                                                            \
     do {                                                                                      \
         producer *x_ = &pr[p_];                                                               \
-        while (x_->pwait && x_->plast - q < x_->accepted) {                                   \
+        while (x_->pwait && x_->plast - q < (tandem ? x_->known : x_->accepted)) {            \
             int64_t need_ = x_->plast - q;                                                    \
             double en_ = win0[W(x_->prow, p_)] + oh;                                          \
             if (need_ >= 0 && x_->acc[need_ % (q + 1)] > en_)                                 \
@@ -416,8 +498,15 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
             t += pf->barrier_ns;
             arrived = 0;
             barrier_row++;
-            if (barrier_row >= s->nrows)
-                break;
+            if (barrier_row >= s->nrows) {
+                /* every window has closed. Chunks may still sit in queues or buffers: with
+                 * tandem buffers or a trace they are accepted to the end (the backlog record and
+                 * the trace then hold every byte); otherwise stop here, as the earlier model
+                 * did (no window changes either way) */
+                if (!tandem && !o->trace)
+                    break;
+                continue;
+            }
             for (int p = 0; p < np; p++) {
                 pr[p].prow = barrier_row;
                 PROGRAM_START(p, t);
@@ -490,6 +579,10 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
             }
             heap_push(&held, (ev){d_last - hold_ns, 0, e.p});
         }
+        if (o->trace) {
+            xs_chunk_trace ct = {e.p, z->orow, z->pending, z->in_t, z->ready, t_acc, d_last};
+            o->trace(o->trace_ctx, &ct);
+        }
         double backlog = R * (d_last - t_acc);
         if (backlog > peak)
             peak = backlog;
@@ -503,11 +596,21 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
                 z->ring_head = (z->ring_head + 1) % ring_m;
             }
         }
-        z->acc[z->oidx % (q + 1)] = t_acc;
         z->a_prev = t_acc;
         z->accepted = z->oidx + 1;
-        SETTLE(e.p);
-        OFFER_NEXT(e.p);
+        if (tandem) {
+            /* room in its buffer: stream on; the head of the buffer is offered next */
+            z->qa[z->oidx % nbuf] = t_acc;
+            z->owait = 1;
+            ADVANCE(e.p);
+            SETTLE(e.p);
+            if (z->owait)
+                OFFER_NEXT(e.p);
+        } else {
+            z->acc[z->oidx % (q + 1)] = t_acc;
+            SETTLE(e.p);
+            OFFER_NEXT(e.p);
+        }
         if (release_at_issue && z->outstanding && z->owait) {
             /* nothing left to offer: its reserve leaves now; its bytes stay in the backlog */
             z->outstanding = 0;
@@ -519,12 +622,13 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
         for (int p = 0; p < s->rows[row].producers; p++)
             if (isnan(win1[W(row, p)])) {
                 free(pr); free(h.a); free(el.a); free(held.a); free(rings); free(accs);
-                free(arrive); free(smp.a);
+                free(bufs); free(arrive); free(smp.a);
                 xs_result_free(out);
                 return xs_seterr(XS_ERANGE, "simulation did not complete (row %d, producer %d)",
                                  row, p);
             }
 #undef OFFER_NEXT
+#undef ADVANCE
 #undef PROGRAM_START
 #undef SETTLE
 #undef W
@@ -549,6 +653,7 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
     free(held.a);
     free(rings);
     free(accs);
+    free(bufs);
     free(arrive);
     return XS_OK;
 }

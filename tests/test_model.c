@@ -64,6 +64,8 @@ static xs_profile random_profile(void)
     p.capacity_bytes_per_producer = urand() < 0.5 ? 0 : p.chunk_bytes * floor(uniform(2, 32));
     p.queue_bytes_per_producer = urand() < 0.5 ? 0 : p.chunk_bytes * floor(uniform(1, 9));
     p.reserve_bytes_per_producer = urand() < 0.5 ? 0 : p.chunk_bytes * floor(uniform(0, 16));
+    /* tandem queues: a buffer of its own behind each producer's issue path (0: none) */
+    p.buffer_bytes_per_producer = urand() < 0.5 ? 0 : p.chunk_bytes * floor(uniform(1, 33));
     return p;
 }
 
@@ -165,9 +167,9 @@ static void test_isolated_property(int trials)
                     p.issue_overhead_ns, p.capacity_bytes, p.capacity_bytes_per_producer,
                     p.queue_bytes_per_producer, p.chunk_bytes, k, (long long)b,
                     r.rows[0].issue_max_ns, o.t_iss_iso_ns);
-            fprintf(stderr, "  reserve %g (release %g, fraction %g): last-producer form %g\n",
-                    p.reserve_bytes_per_producer, p.reserve_release, p.reserve_shared_fraction,
-                    o.t_iss_last_ns);
+            fprintf(stderr, "  reserve %g (release %g, fraction %g), buffer %g: last-producer "
+                            "form %g\n", p.reserve_bytes_per_producer, p.reserve_release,
+                    p.reserve_shared_fraction, p.buffer_bytes_per_producer, o.t_iss_last_ns);
         }
         xs_result_free(&r);
         xs_schedule_free(&s);
@@ -214,10 +216,11 @@ static void test_periodic_property(int trials)
         double iss = r.rows[rows - 1].issue_max_ns;
         if (!xt_near(period, o.t_period_steady_ns, 0.01) || !xt_near(iss, o.t_iss_steady_ns, 0.01)) {
             fails++;
-            fprintf(stderr, "periodic: r=%g R=%g o=%g Q(K)=%g queue=%g chunk=%g K=%d B=%lld G=%g: "
-                            "period sim %g closed %g; issue sim %g closed %g\n",
+            fprintf(stderr, "periodic: r=%g R=%g o=%g Q(K)=%g queue=%g buffer=%g chunk=%g K=%d "
+                            "B=%lld G=%g: period sim %g closed %g; issue sim %g closed %g\n",
                     p.issue_bytes_per_ns, p.drain_bytes_per_ns, p.issue_overhead_ns,
-                    o.capacity_bytes, p.queue_bytes_per_producer, p.chunk_bytes, k,
+                    o.capacity_bytes, p.queue_bytes_per_producer, p.buffer_bytes_per_producer,
+                    p.chunk_bytes, k,
                     (long long)b, g, period,
                     o.t_period_steady_ns, iss, o.t_iss_steady_ns);
         }
@@ -403,6 +406,226 @@ static void test_reserve_release(void)
     XT_CHECK(last[3] > 0.9 * own, "release at issue end: %g vs own-capacity form %g", last[3],
              own);
     xs_schedule_free(&s);
+}
+
+/* Tandem queues (buffer_bytes_per_producer): each producer's own buffer in front of the shared
+ * Q. With unequal shares the producers that finish early leave their buffers empty behind them,
+ * so a straggler of an isolated burst sees only Q plus its own queue and buffer (the H200's
+ * (V - ~0.9 MiB)/R), like a reserve released at issue end; unlike that rule, a free-running train
+ * that drifts apart then issues unstalled in every later row (a reserve released at issue end
+ * leaves the backlog of the producers that just finished in the FIFO ahead of a re-aligned
+ * producer, which then stalls for tens of us: the run-4/5 drift-train failure). */
+static void test_tandem(void)
+{
+    xs_profile p = fixed();
+    p.capacity_bytes = 900000;
+    p.capacity_bytes_per_producer = 0;
+    p.queue_bytes_per_producer = 6144;
+    p.buffer_bytes_per_producer = 16384;
+    xs_schedule s;
+    one_row(&s, 132, 65536, 0, 1);
+    xs_bg o;
+    xs_bg_eval(&p, 132, 65536, 0, &o);
+    XT_NEAR(o.capacity_bytes, 900000 + 132.0 * (6144 + 16384), 1e-12);
+    double own = p.issue_overhead_ns + (o.volume_bytes - p.capacity_bytes - 6144 - 16384) /
+                                           p.drain_bytes_per_ns;
+    xs_result r;
+    XT_CHECK(xs_simulate(&p, &s, NULL, &r) == XS_OK, "%s", xs_errmsg());
+    XT_NEAR(r.rows[0].issue_max_ns, o.t_iss_iso_ns, 0.02); /* equal shares: together */
+    xs_result_free(&r);
+    p.arbitration_skew = 1.5;
+    XT_CHECK(xs_simulate(&p, &s, NULL, &r) == XS_OK, "%s", xs_errmsg());
+    XT_CHECK(r.rows[0].issue_max_ns >= 0.99 * o.t_iss_iso_ns &&
+                 r.rows[0].issue_max_ns <= 1.01 * own && r.rows[0].issue_max_ns > 0.9 * own,
+             "straggler %g: within [%g, %g] and near its own-capacity form", r.rows[0].issue_max_ns,
+             o.t_iss_iso_ns, own);
+    XT_CHECK(r.rows[0].issue_med_ns < 0.8 * r.rows[0].issue_max_ns, "median %g vs last %g",
+             r.rows[0].issue_med_ns, r.rows[0].issue_max_ns);
+    xs_result_free(&r);
+    xs_schedule_free(&s);
+
+    /* a drift train (the calibration's: 6 bursts, 1.25 V/R of work between them) */
+    one_row(&s, 132, 65536, 1.25 * 132 * 65536 / p.drain_bytes_per_ns, 6);
+    s.rows[5].gap_ns = 0;
+    XT_CHECK(xs_simulate(&p, &s, NULL, &r) == XS_OK, "%s", xs_errmsg());
+    for (int i = 3; i < 6; i++)
+        XT_CHECK(r.rows[i].issue_max_ns < 1.5 * o.t_iss0_ns, "tandem: row %d stalls %g vs %g", i,
+                 r.rows[i].issue_max_ns, o.t_iss0_ns);
+    xs_result_free(&r);
+    xs_profile rel = p;
+    rel.buffer_bytes_per_producer = 0;
+    rel.reserve_bytes_per_producer = 16384;
+    rel.reserve_release = 1;
+    XT_CHECK(xs_simulate(&rel, &s, NULL, &r) == XS_OK, "%s", xs_errmsg());
+    double worst = 0;
+    for (int i = 3; i < 6; i++)
+        worst = fmax(worst, r.rows[i].issue_max_ns);
+    XT_CHECK(worst > 10 * o.t_iss0_ns, "release at issue end: a late row stalls (%g)", worst);
+    xs_result_free(&r);
+    xs_schedule_free(&s);
+
+    /* absent = the earlier model: a buffer smaller than one chunk is no buffer, exactly */
+    xs_profile a = fixed(), b;
+    a.queue_bytes_per_producer = 4096;
+    a.arbitration_skew = 1;
+    b = a;
+    b.buffer_bytes_per_producer = a.chunk_bytes - 1;
+    memset(&s, 0, sizeof s);
+    xs_schedule_append(&s, 132, 65536, 20000);
+    xs_schedule_append(&s, 40, 300000, 0);
+    xs_schedule_append(&s, 100, 50000, 1000);
+    xs_result ra, rb;
+    XT_CHECK(xs_simulate(&a, &s, NULL, &ra) == XS_OK && xs_simulate(&b, &s, NULL, &rb) == XS_OK,
+             "%s", xs_errmsg());
+    int same = 1;
+    for (int i = 0; i < 3; i++)
+        same &= ra.rows[i].issue_med_ns == rb.rows[i].issue_med_ns &&
+                ra.rows[i].issue_max_ns == rb.rows[i].issue_max_ns &&
+                ra.rows[i].end_ns == rb.rows[i].end_ns;
+    XT_CHECK(same && ra.makespan_ns == rb.makespan_ns, "a buffer of no whole chunk changed it");
+    xs_result_free(&ra);
+    xs_result_free(&rb);
+    xs_schedule_free(&s);
+}
+
+/* Every chunk's way through the model (xs_sim_opts.trace), random profiles with and without
+ * tandem buffers, random mixed schedules, free-running and synchronised: bytes are conserved
+ * (every producer's chunks add up to its bytes of every row), each producer's chunks keep their
+ * order, a chunk streams at no more than r and reaches the stage only after its buffer, a
+ * producer never has more than its queue and buffer outside the stage (a whole buffer holds
+ * at most nbuf chunks; at the end of an issue window at most q + nbuf chunks are not in the
+ * stage), and the stage never holds more than Q (plus the reserves where there are). */
+typedef struct {
+    xs_chunk_trace *v;
+    size_t n, cap;
+} trace_buf;
+
+static void trace_add(void *ctx, const xs_chunk_trace *c)
+{
+    trace_buf *t = ctx;
+    if (t->n == t->cap) {
+        size_t nc = t->cap ? 2 * t->cap : 4096;
+        xs_chunk_trace *nv = realloc(t->v, nc * sizeof *nv);
+        if (!nv)
+            return;
+        t->v = nv;
+        t->cap = nc;
+    }
+    t->v[t->n++] = *c;
+}
+
+static void test_chunk_invariants(int trials)
+{
+    int bad_bytes = 0, bad_order = 0, bad_rate = 0, bad_buf = 0, bad_out = 0, bad_stage = 0;
+    for (int t = 0; t < trials; t++) {
+        xs_profile p = random_profile();
+        if (urand() < 0.7)
+            p.buffer_bytes_per_producer = p.chunk_bytes * floor(uniform(1, 33));
+        p.capacity_bytes_per_producer = 0;
+        p.reserve_release = urand() < 0.2;
+        p.arbitration_skew = urand() < 0.5 ? 0 : uniform(0, 2);
+        /* a stage small enough to fill */
+        p.capacity_bytes = p.chunk_bytes * floor(loguniform(4, 256));
+        xs_schedule s = {0};
+        int rows = 1 + (int)(urand() * 6);
+        for (int i = 0; i < rows; i++)
+            xs_schedule_append(&s, 1 + (int)(urand() * 48), 16 * (int64_t)loguniform(1, 16384),
+                               urand() < 0.3 ? 0 : loguniform(10, 1e5));
+        trace_buf tb = {0};
+        xs_sim_opts so = {.sync = urand() < 0.3, .record_windows = 1, .trace = trace_add,
+                          .trace_ctx = &tb};
+        xs_result r;
+        if (xs_simulate(&p, &s, &so, &r) != XS_OK) {
+            XT_CHECK(0, "simulate: %s", xs_errmsg());
+            free(tb.v);
+            xs_schedule_free(&s);
+            continue;
+        }
+        const int np = r.nproducers, q = (int)floor(p.queue_bytes_per_producer / p.chunk_bytes);
+        const int nbuf = (int)floor(p.buffer_bytes_per_producer / p.chunk_bytes);
+        const double eps = 1e-6, R = p.drain_bytes_per_ns;
+        /* per producer and row, bytes; per producer, its chunks in order */
+        double *got = calloc((size_t)rows * np, sizeof *got);
+        size_t *cnt = calloc((size_t)np, sizeof *cnt);
+        const xs_chunk_trace **per = malloc(tb.n * sizeof *per); /* grouped by producer */
+        size_t *at = calloc((size_t)np + 1, sizeof *at);
+        for (size_t i = 0; i < tb.n; i++) {
+            const xs_chunk_trace *c = &tb.v[i];
+            got[(size_t)c->row * np + c->producer] += (double)c->bytes;
+            cnt[c->producer]++;
+            /* the stage: what it holds just after this acceptance */
+            double hold = R * (c->t_drained_ns - c->t_stage_ns);
+            double room = p.capacity_bytes + (p.reserve_bytes_per_producer > 0
+                                                  ? p.reserve_bytes_per_producer * np : 0);
+            bad_stage += hold > room * (1 + 1e-9) + eps;
+            bad_rate += c->t_buffer_ns < c->t_queue_ns + (double)c->bytes / p.issue_bytes_per_ns -
+                                             eps * (1 + fabs(c->t_buffer_ns)) ||
+                        c->t_stage_ns < c->t_buffer_ns - eps * (1 + fabs(c->t_stage_ns)) ||
+                        /* drained no sooner than streamed in at r and out at R */
+                        c->t_drained_ns < c->t_stage_ns - (double)c->bytes / p.issue_bytes_per_ns +
+                                              (double)c->bytes / R - 1e-3;
+        }
+        for (int i = 0; i < np; i++)
+            at[i + 1] = at[i] + cnt[i];
+        memset(cnt, 0, (size_t)np * sizeof *cnt);
+        for (size_t i = 0; i < tb.n; i++) {
+            int pp = tb.v[i].producer;
+            per[at[pp] + cnt[pp]++] = &tb.v[i];
+        }
+        for (int row = 0; row < rows; row++)
+            for (int pp = 0; pp < np; pp++) {
+                double want = pp < s.rows[row].producers ? (double)s.rows[row].bytes_per_producer
+                                                         : 0;
+                bad_bytes += got[(size_t)row * np + pp] != want;
+            }
+        for (int pp = 0; pp < np; pp++) {
+            const xs_chunk_trace **c = per + at[pp];
+            size_t n = cnt[pp];
+            for (size_t i = 1; i < n; i++)
+                bad_order += c[i]->row < c[i - 1]->row || c[i]->t_stage_ns < c[i - 1]->t_stage_ns;
+            for (size_t i = 0; i < n; i++) {
+                double tol = eps * (1 + fabs(c[i]->t_buffer_ns));
+                /* a whole buffer of nbuf chunks: the chunk nbuf places earlier has gone on */
+                if (nbuf > 0 && i >= (size_t)nbuf &&
+                    c[i]->t_buffer_ns < c[i - nbuf]->t_stage_ns - tol)
+                    bad_buf++;
+                /* the store queue: a chunk enters it once the one q places earlier left it */
+                if (q > 0 && i >= (size_t)q &&
+                    c[i]->t_queue_ns < (nbuf > 0 ? c[i - q]->t_buffer_ns : c[i - q]->t_stage_ns) -
+                                           tol)
+                    bad_buf++;
+            }
+            /* at the end of each issue window, at most q + nbuf chunks not in the stage */
+            size_t last = 0;
+            for (int row = 0; row < rows; row++) {
+                if (pp >= s.rows[row].producers)
+                    continue;
+                while (last < n && c[last]->row <= row)
+                    last++;
+                double end = r.win_end[(size_t)row * np + pp];
+                size_t outside = 0;
+                for (size_t i = 0; i < last; i++)
+                    outside += c[i]->t_stage_ns > end + eps * (1 + fabs(end));
+                bad_out += outside > (size_t)(q + nbuf);
+            }
+        }
+        free(got);
+        free(cnt);
+        free(per);
+        free(at);
+        free(tb.v);
+        xs_result_free(&r);
+        xs_schedule_free(&s);
+    }
+    XT_CHECK(bad_bytes == 0, "%d producer-rows whose chunks do not add up to their bytes",
+             bad_bytes);
+    XT_CHECK(bad_order == 0, "%d chunks out of their producer's order", bad_order);
+    XT_CHECK(bad_rate == 0, "%d chunks faster than r, or in the stage before their buffer",
+             bad_rate);
+    XT_CHECK(bad_buf == 0, "%d chunks past a full buffer or store queue", bad_buf);
+    XT_CHECK(bad_out == 0, "%d issue windows ended with more than q + nbuf chunks outside",
+             bad_out);
+    XT_CHECK(bad_stage == 0, "%d acceptances left the stage above its capacity", bad_stage);
 }
 
 /* row_start_ns: every later row starts that much later on every producer. With a stage that
@@ -639,6 +862,8 @@ int main(void)
     test_sim_invariants();
     test_start(100);
     test_reserve_release();
+    test_tandem();
+    test_chunk_invariants(200);
     test_row_start(100);
     test_planner();
     test_stats();

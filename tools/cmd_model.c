@@ -45,10 +45,14 @@ static void print_profile_line(FILE *f, const xs_profile *p, const char *src)
             p->issue_bytes_per_ns, p->issue_overhead_ns, p->drain_bytes_per_ns, p->capacity_bytes,
             p->capacity_bytes_per_producer, p->chunk_bytes);
     if (p->queue_bytes_per_producer > 0 || p->reserve_bytes_per_producer > 0 ||
-        p->arbitration_skew > 0)
+        p->arbitration_skew > 0 || p->buffer_bytes_per_producer > 0) {
         fprintf(f, "# profile (extended): producer queue %.6g B, reserve %.6g B per producer, "
-                   "arbitration skew %.3g\n", p->queue_bytes_per_producer,
+                   "arbitration skew %.3g", p->queue_bytes_per_producer,
                 p->reserve_bytes_per_producer, p->arbitration_skew);
+        if (p->buffer_bytes_per_producer > 0) /* tandem queues (docs/MODEL.md) */
+            fprintf(f, ", own buffer %.6g B per producer", p->buffer_bytes_per_producer);
+        fputc('\n', f);
+    }
 }
 
 static int have_program(const char *name)
