@@ -444,11 +444,15 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
     xs_profile q = *p, bestp = *p;
     q.capacity_bytes_per_producer = 0;
     double best = INFINITY, stage_err = INFINITY;
+    /* a chunk must fit the stage, and a tandem buffer must hold at least one chunk */
+#define SANE(pp) ((pp).chunk_bytes <= (pp).capacity_bytes &&                                  \
+                  ((pp).buffer_bytes_per_producer == 0 ||                                     \
+                   (pp).chunk_bytes <= (pp).buffer_bytes_per_producer))
 #define TRY(field, value)                                                                     \
     do {                                                                                      \
         double keep_ = q.field;                                                               \
         q.field = (value);                                                                    \
-        double e_ = q.chunk_bytes <= q.capacity_bytes ? model_error(&q, runs, nruns) : INFINITY; \
+        double e_ = SANE(q) ? model_error(&q, runs, nruns) : INFINITY;                        \
         if (e_ < lbest)                                                                       \
             lbest = e_;                                                                       \
         else                                                                                  \
@@ -460,21 +464,27 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
      * offering). The best score over all of them is kept. With no reserve they are one model.
      * The other rules start from the best of f = 0 (its reserve and the two next to it on the
      * grid, its Q and skew) and skip the coarse grid: a third of the cost of a full search each,
-     * which keeps calibrate --quick within its time. */
+     * which keeps calibrate --quick within its time.
+     * Last, tandem queues (buffer_bytes_per_producer): no reserve, a buffer of each producer's
+     * own in front of Q instead, its size on the same grid around the best reserve of f = 0 (the
+     * two play the same part in Q(K)), started the same way; kept only when it scores best. */
     static const double reserves[] = {0, 4096, 8192, 12288, 16384, 24576, 32768};
-    static const double fractions[] = {0, 0.5, 1, -1}; /* -1: reserve_release 1 */
+    static const double fractions[] = {0, 0.5, 1, -1, -2}; /* -1: reserve_release 1;
+                                                            * -2: tandem queues */
     const int nres = sizeof reserves / sizeof reserves[0];
+    const int nfam = sizeof fractions / sizeof fractions[0];
     int ir0 = 0;          /* the best reserve of f = 0 */
     xs_profile p0 = q;    /* and its profile */
-    for (int it = 0; it < (published ? 1 : 4 * nres); it++) {
+    for (int it = 0; it < (published ? 1 : nfam * nres); it++) {
         double lbest = INFINITY;
         int ir = it % nres;
         double frac = fractions[it / nres];
         if (it >= nres && (ir == 0 || abs(ir - ir0) > 1))
             continue;
-        q.reserve_release = frac < 0;
+        q.reserve_release = frac == -1;
         q.reserve_shared_fraction = frac > 0 ? frac : 0;
-        q.reserve_bytes_per_producer = reserves[ir];
+        q.reserve_bytes_per_producer = frac == -2 ? 0 : reserves[ir];
+        q.buffer_bytes_per_producer = frac == -2 ? reserves[ir] : 0;
         q.chunk_bytes = 4096;
         if (q.queue_bytes_per_producer > 0 && q.chunk_bytes > q.queue_bytes_per_producer)
             q.chunk_bytes = q.queue_bytes_per_producer;
@@ -485,14 +495,13 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
             bs0 = p0.arbitration_skew;
             q.capacity_bytes = bq0;
             q.arbitration_skew = bs0;
-            lbest = q.chunk_bytes <= q.capacity_bytes ? model_error(&q, runs, nruns) : INFINITY;
+            lbest = SANE(q) ? model_error(&q, runs, nruns) : INFINITY;
         }
         for (int is = 0; is <= 3 && it < nres; is++)
             for (int i = 0; i <= 12; i++) {
                 q.arbitration_skew = 0.5 * is;
                 q.capacity_bytes = 65536.0 * pow(2, i); /* 64 KiB .. 256 MiB */
-                double e = q.chunk_bytes <= q.capacity_bytes ? model_error(&q, runs, nruns)
-                                                             : INFINITY;
+                double e = SANE(q) ? model_error(&q, runs, nruns) : INFINITY;
                 if (e < lbest) {
                     lbest = e;
                     bq0 = q.capacity_bytes;
@@ -531,6 +540,7 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
         }
     }
 #undef TRY
+#undef SANE
     q = bestp;
     if (!isfinite(best)) {
         runs_free(runs, nruns);
@@ -542,6 +552,7 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
     p->reserve_bytes_per_producer = q.reserve_bytes_per_producer;
     p->reserve_release = q.reserve_bytes_per_producer > 0 ? q.reserve_release : 0;
     p->reserve_shared_fraction = q.reserve_bytes_per_producer > 0 ? q.reserve_shared_fraction : 0;
+    p->buffer_bytes_per_producer = q.buffer_bytes_per_producer;
     double bq = q.capacity_bytes, bc = q.chunk_bytes;
     p->capacity_bytes = bq;
     p->capacity_bytes_per_producer = 0;
@@ -568,6 +579,7 @@ static xs_status fit(const xs_samples *s, xs_profile *p, xs_fit_report *rep, int
         p->reserve_bytes_per_producer = 0;
         p->reserve_release = 0;
         p->reserve_shared_fraction = 0;
+        p->buffer_bytes_per_producer = 0;
         p->arbitration_skew = 0;
     }
     XS_TRY(fit_issue(s, p, rep, published));
