@@ -2,7 +2,8 @@
 # gpu_all.sh - one device call: environment facts, then the area scripts named in AREAS (default:
 # calib transport tests), each with its own output folder; everything is packed into
 # $OUT/results.tar.gz (the device returns at most 8 files) next to summary.log.
-# Usage: OUT=dir [AREAS="calib transport tests ep up tp sanitize faults"] scripts/gpu_all.sh
+# Usage: OUT=dir [AREAS="calib transport tests ep up tp sanitize faults gemm90 multi"]
+#        scripts/gpu_all.sh        (multi: scripts/gpu_multi.sh with N = the visible GPUs)
 set -u
 OUT=${OUT:-./out}
 AREAS=${AREAS:-calib transport tests}
@@ -47,6 +48,16 @@ for a in $AREAS; do
         tail -n 40 | tee -a "$S" ;;
     sanitize) OUT="$W/$a" timeout 480 bash tests/gpu/sanitize.sh 2>&1 | tail -n 60 | tee -a "$S" ;;
     faults) OUT="$W/$a" timeout 300 bash tests/gpu/faults.sh 2>&1 | tail -n 20 | tee -a "$S" ;;
+    gemm90) # the opt-in Hopper engine (docs/GEMM_SM90.md): host checks, small shapes, throughput
+        G=build/tests/gpu/test_gemm
+        for args in "--host" "--tiny --sm90" "--sm90 -n 20 --csv $W/$a/gemm_sm90.csv"; do
+            echo "== test_gemm $args" >>"$W/$a/gemm90.log"
+            timeout 180 $G $args >>"$W/$a/gemm90.log" 2>&1
+            echo "test_gemm $args: rc=$? $(tail -n 1 "$W/$a/gemm90.log")" | tee -a "$S"
+        done
+        grep -E "geomean" "$W/$a/gemm90.log" | tail -n 3 | tee -a "$S" ;;
+    multi) OUT="$W/$a" N=${N:-$(nvidia-smi -L 2>/dev/null | wc -l)} timeout 900 \
+        bash scripts/gpu_multi.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
     *) echo "unknown area $a" | tee -a "$S" ;;
     esac
     # pack after every area: a call cut short still returns what finished
