@@ -548,6 +548,16 @@ static xs_status tpb_run(const tpb_ctx *cx, xs_tp *t, int slot, const xs_tp_run_
     return XS_OK;
 }
 
+/* 1 when the list hash h is among seen[0..n): a list already measured (small problems: most
+ * candidates coincide). */
+static int tpb_hash_seen(const unsigned long long *seen, int n, unsigned long long h)
+{
+    for (int j = 0; j < n; j++)
+        if (seen[j] == h)
+            return 1;
+    return 0;
+}
+
 /* Real peers: v[0..n) becomes the maximum over the ranks (no-op otherwise). */
 static xs_status tpb_agree_max(const tpb_ctx *cx, double *v, int n)
 {
@@ -742,9 +752,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             for (int i = 0; i < np; i++) {
                 ROW_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], &cost, cx->prof));
                 const unsigned long long h = xs_tp_order_hash(t, 2);
-                int dup = 0;
-                for (int j = 0; j < nseen; j++)
-                    dup |= seen[j] == h;
+                const int dup = tpb_hash_seen(seen, nseen, h);
                 if (!dup)
                     seen[nseen++] = h;
                 nd[i] = !dup;
@@ -777,9 +785,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
                 ROW_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], &cost, cx->prof));
                 /* a list already measured (small problems: most candidates coincide) */
                 const unsigned long long h = xs_tp_order_hash(t, 2);
-                int dup = 0;
-                for (int j = 0; j < nseen; j++)
-                    dup |= seen[j] == h;
+                int dup = tpb_hash_seen(seen, nseen, h);
                 if (must_run[i] >= 0)
                     dup = !must_run[i];
                 if (dup)

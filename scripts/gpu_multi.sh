@@ -7,8 +7,10 @@
 #   3. xstage validate --target peer -g N      (the host path's suite, on the peer profile)
 #   4. xstage bench ep -g N                    (small sweep; NCCL's own ncclAlltoAll bandwidth
 #                                                is printed first, for comparison with R)
-#   5. xstage bench tp / bench up              (-g 1 only: real peers are not wired yet; run
-#                                                only when N = 1, as the one-GPU benches)
+#   5. xstage bench tp -g N                    (N > 1: real peers, a smoke of the three ops on
+#                                                small widths, then llama3-8b at 4096 tokens;
+#                                                N = 1: the one-GPU bench, virtual peers)
+#      xstage bench up                         (-g 1 only: real peers not wired for up yet)
 # NVLink SHARP stays off (NCCL_NVLS_ENABLE=0). Writes to $OUT: multi.log (everything),
 # topo.txt, peer_profile.json, peer_samples.csv, validate.csv, validate_rows.csv, ep.csv,
 # ep_tiles.csv (QUICK=0 only). Each step is bounded by `timeout` (the launcher bounds the ranks
@@ -92,11 +94,19 @@ else
 fi
 if [ "$N" -eq 1 ]; then
     # one rank: tp and up accept -g 1 (the one-GPU benches, virtual peers over PCIe: the
-    # embedded host profile, not the peer one); N > 1 is refused
+    # embedded host profile, not the peer one)
     step "bench tp -g 1" 300 "$X" bench tp -g 1 --quick --csv "$OUT/tp.csv"
     step "bench up -g 1" 300 "$X" bench up -g 1 --quick --csv "$OUT/up.csv"
 else
-    echo "bench tp/up -g $N: not run (real peers not wired for tp and up; docs/MULTIGPU.md)" |
+    # real peers: P = N; m a multiple of 128 N. First every op on small widths (a fast failure
+    # names the op), then the 8B layer; --timeout 5: a wait on a peer that never signals ends
+    # the kernel within 5 s and names the flag
+    step "bench tp -g $N smoke" 300 "$X" bench tp -g "$N" --op gemm_rs,ag_gemm,mlp \
+        --m $((256 * N)) --n 4096 --k 8192 -n 2 -w 1 --timeout 5 ${P:+--profile "$P"} \
+        --csv "$OUT/tp_smoke.csv"
+    step "bench tp -g $N" 600 "$X" bench tp -g "$N" --model llama3-8b --m 4096 -n 3 -w 1 \
+        --max-time 400 ${P:+--profile "$P"} --csv "$OUT/tp.csv"
+    echo "bench up -g $N: not run (real peers not wired for up yet; docs/MULTIGPU.md)" |
         tee -a "$LOG"
 fi
 
