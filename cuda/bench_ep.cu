@@ -1296,10 +1296,11 @@ int xs_bench_ep(int argc, char **argv)
            "ns, chunk %.0f B%s\n", prof.path, prof.drain_bytes_per_ns, prof.capacity_bytes,
            prof.capacity_bytes_per_producer, prof.issue_bytes_per_ns, prof.issue_overhead_ns,
            prof.chunk_bytes, prof.provisional ? " (provisional)" : "");
-    printf("# profile: queue %.0f B, reserve %.0f B per producer, arbitration skew %.2f; kernel "
-           "model: main loops stall above %.0f B of backlog (speed %.2f); auto may pace at %.0f B "
-           "(%.2f R)\n", prof.queue_bytes_per_producer, prof.reserve_bytes_per_producer,
-           prof.arbitration_skew, o.mm.block_bytes, o.mm.block_speed, o.mm.pace_bytes,
+    printf("# profile: queue %.0f B, reserve %.0f B (+ tandem buffer %.0f B, modelled as "
+           "reserve) per producer, arbitration skew %.2f; kernel model: main loops stall above "
+           "%.0f B of backlog (speed %.2f); auto may pace at %.0f B (%.2f R)\n",
+           prof.queue_bytes_per_producer, prof.reserve_bytes_per_producer,
+           prof.buffer_bytes_per_producer, prof.arbitration_skew, o.mm.block_bytes, o.mm.block_speed, o.mm.pace_bytes,
            o.mm.pace_drain_frac);
     printf("# times: median of %d runs after %d warm-up, variants interleaved round-robin; "
            "windows poisoned and L2 overwritten before every run; every variant's last run "

@@ -365,10 +365,10 @@ int xs_cmd_calibrate(int argc, char **argv)
         printf("%10d %14.0f %14.0f %9.1f%%\n", fr.capacity_k[i], fr.capacity_by_k[i], m,
                100 * (fr.capacity_by_k[i] - m) / fr.capacity_by_k[i]);
     }
-    printf("Q = %.0f bytes shared; per producer: queue %.0f bytes, reserve %.0f bytes; "
-           "arbitration skew %.2f; chunk_bytes = %.0f\n", p.capacity_bytes,
-           p.queue_bytes_per_producer, p.reserve_bytes_per_producer, p.arbitration_skew,
-           p.chunk_bytes);
+    printf("Q = %.0f bytes shared; per producer: queue %.0f bytes, reserve %.0f bytes, tandem "
+           "buffer %.0f bytes; arbitration skew %.2f; chunk_bytes = %.0f\n", p.capacity_bytes,
+           p.queue_bytes_per_producer, p.reserve_bytes_per_producer,
+           p.buffer_bytes_per_producer, p.arbitration_skew, p.chunk_bytes);
     printf("\n## the event model on the isolated bursts and drift trains it was fitted to: mean "
            "|error| %.1f%%\n", 100 * fr.chunk_err);
     if (ro.target == XS_TARGET_HOST) {

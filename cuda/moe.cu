@@ -1913,7 +1913,12 @@ static xs_status xs_msim_init(xs_msim *g, const xs_profile *p, const xs_moe_mode
     g->R = p->drain_bytes_per_ns;
     g->o = p->issue_overhead_ns;
     g->Q = p->capacity_bytes;
-    g->rho = p->reserve_bytes_per_producer > 0 ? p->reserve_bytes_per_producer : 0;
+    /* The tandem buffer (buffer_bytes_per_producer, src/sim.c) is not modelled here: it
+     * counts as reserve, which keeps the capacity a producer's bursts see (Q plus its own
+     * bytes) where the fit put it. A profile fitted with a buffer and no reserve would
+     * otherwise lose grid x buffer bytes (2.1 MB at 16 KiB) in this model. */
+    g->rho = (p->reserve_bytes_per_producer > 0 ? p->reserve_bytes_per_producer : 0) +
+             (p->buffer_bytes_per_producer > 0 ? p->buffer_bytes_per_producer : 0);
     g->c = p->chunk_bytes >= 1 ? floor(p->chunk_bytes) : 1;
     g->q = (int)floor((p->queue_bytes_per_producer > 0 ? p->queue_bytes_per_producer : 0) / g->c);
     if (p->capacity_bytes_per_producer > 0) {
