@@ -20,6 +20,11 @@
  * every destination window of every serial and fused repetition against the fa output, after
  * poisoning the windows; every fused CTA also signals every destination, and the flags are
  * checked.
+ * -g N (N > 1): one rank per GPU, the N ranks are the Ulysses group (P = N) over NCCL symmetric
+ * windows: the same kernels through a rotated send table (shard r to GPU (me + r) % N, one
+ * region and one slot of CTA flags per source), serial's copies become one NCCL group of
+ * send/recv, every destination waits for and checks every source's signals and bytes; runs
+ * between barriers, plans and verdicts agreed through xs_coll_max (docs/MULTIGPU.md).
  * docs/UP.md defines every column.
  */
 #include <getopt.h>
@@ -28,6 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "attn.cuh"
 #include "xstage.h"
@@ -43,6 +50,8 @@
 #define UP_POISON 0xffffffffu  /* bf16 NaN pairs: never an attention output */
 #define UP_MAX_LIST 32
 #define UP_MAX_ITERS 1000
+#define UP_BARRIER_MS 120000   /* -g: ranks drift by a configuration's host-side work, not more */
+#define UP_FLAG_WAIT_MS 20000  /* -g: every source's signals after this rank's own kernel ended */
 
 typedef struct {
     int seq[UP_MAX_LIST], nseq;
@@ -57,7 +66,7 @@ typedef struct {
     int device;
     const char *csv;
     xs_profile_args pa;
-    int gpus, gpus_set, device_set; /* -g/--gpus N (1 only, for now) */
+    int gpus, gpus_set, device_set; /* -g/--gpus N: N > 1 ranks are the Ulysses group */
 } up_opts;
 
 /* Device buffers sized for the largest configuration. */
@@ -92,6 +101,8 @@ typedef struct {
     double slice_us, link_us;
     double hidden_lo, hidden_hi;            /* min / max over repetitions of the per-repetition
                                                hidden, 100*(1 - (fused_i-fa_i)/(serial_i-fa_i)) */
+    double rank_max_us[4];                  /* -g: the slowest rank's medians of fa, serial, pb
+                                               and fused (not in the CSV) */
 } up_row;
 
 /* ---- options -------------------------------------------------------------------------------- */
@@ -125,8 +136,9 @@ static void usage(FILE *f)
             "      --samples N       reference rows checked per configuration [256]\n"
             "      --seed N          input seed [fixed per run: 12345]\n"
             "  -d, --device N        CUDA device [0]\n"
-            "  -g, --gpus N          ranks, one process per GPU: only 1 for now (the one-GPU\n"
-            "                        bench; real peers: bench ep -g N, docs/MULTIGPU.md)\n"
+            "  -g, --gpus N          N ranks, one process per GPU (rank r on GPU r), the\n"
+            "                        Ulysses group over NCCL windows (P = N; no --peers);\n"
+            "                        1: this one-GPU bench (docs/MULTIGPU.md)\n"
             "      --csv FILE        write the rows as CSV (with '#' header lines)\n"
             "      --quick           seq 8192,16384, heads 16, peers 8, -n 3\n"
             "      --profile FILE    calibrated profile (JSON); default: embedded H200 PCIe\n"
@@ -241,14 +253,16 @@ static int parse_opts(int argc, char **argv, up_opts *o)
     if (optind < argc)
         return xs_cli_failf("bench up: unexpected argument '%s'", argv[optind]);
     {
-        const xs_gpus_conflict cf[] = {{"--device", o->device_set, "rank r runs on GPU r"}};
-        if (xs_gpus_check("bench up", o->gpus_set, o->gpus, cf, 1) != XS_OK)
+        /* -g 1 is the one-GPU bench (its --peers are virtual); with N > 1 the ranks are the
+         * Ulysses group: P = N */
+        const xs_gpus_conflict cf[] = {
+            {"--device", o->device_set, "rank r runs on GPU r"},
+            {"--peers", o->gpus > 1 && peers_set,
+             "with -g the ranks are the peers: P = the number of GPUs"}};
+        if (xs_gpus_check("bench up", o->gpus_set, o->gpus, cf, 2) != XS_OK)
             return xs_cli_fail();
-        /* real peers are wired for bench ep only (docs/MULTIGPU.md says what is missing) */
         if (o->gpus > 1)
-            return xs_cli_failf("bench up: -g/--gpus %d: real peers are not implemented for up "
-                                "yet (bench ep -g N is; docs/MULTIGPU.md); -g 1 runs this "
-                                "one-GPU bench", o->gpus);
+            o->peers[0] = o->gpus, o->npeers = 1, peers_set = 1;
     }
     if (quick) {
         if (!seq_set) o->seq[0] = 8192, o->seq[1] = 16384, o->nseq = 2;
@@ -259,8 +273,9 @@ static int parse_opts(int argc, char **argv, up_opts *o)
     for (int i = 0; i < o->nseq; i++)
         for (int j = 0; j < o->npeers; j++)
             if (o->seq[i] % o->peers[j])
-                return xs_cli_failf("--seq %d is not a multiple of --peers %d (each rank "
-                                    "receives seq/peers rows)", o->seq[i], o->peers[j]);
+                return xs_cli_failf("--seq %d is not a multiple of %s %d (each rank "
+                                    "receives seq/peers rows)", o->seq[i],
+                                    o->gpus > 1 ? "-g/--gpus" : "--peers", o->peers[j]);
     return 0;
 }
 
@@ -316,10 +331,44 @@ static void flush_l2(up_bufs *B, int rep)
 
 /* ---- one configuration --------------------------------------------------------------------- */
 
+/* -g N, N > 1: this rank's window and the two tables that map the one-GPU problem onto real
+ * ranks (docs/MULTIGPU.md, "bench up -g N"). Problem rank r - sequence rows [r*rpr, (r+1)*rpr),
+ * r = 0 the shard this rank keeps - goes to GPU (me + r) % N, as in bench ep, so the kernel, its
+ * early order and the planner keep "rank 0 is local" unchanged. Every window holds N payload
+ * regions and N flag slots of `slot` flags (slot = SM count >= grid), region and slot s for
+ * source s: the kernel's per-CTA signals flags[r][b] then have one slot per source. */
+typedef struct {
+    xs_winset *ws;
+    xs_coll *coll;  /* serial's all-to-all and the agreements between ranks */
+    int me, n;
+    xs_wintab send; /* the kernel's: problem rank r -> GPU (me + r) % N, region and slot me */
+    xs_wintab own;  /* this window: problem rank r's rows, i.e. region and slot of the source
+                       (me - r) mod N that sends them */
+} up_peer;
+
+static void up_peer_tables(up_peer *pp, const xs_wintab *tab, size_t region, int slot)
+{
+    const int n = tab->nranks, me = tab->rank;
+    pp->me = me, pp->n = n;
+    memset(&pp->send, 0, sizeof pp->send); /* host_mem 0: every window is device memory */
+    pp->send.nranks = n, pp->send.rank = me, pp->send.bytes = region, pp->send.nflags = slot;
+    pp->own = pp->send;
+    for (int r = 0; r < n; r++) {
+        const int d = (me + r) % n, s = (me - r + n) % n; /* r's destination; r's source here */
+        pp->send.data[r] = tab->data[d] + (size_t)me * region;
+        pp->send.flags[r] = tab->flags[d] + (size_t)me * slot;
+        pp->own.data[r] = tab->data[me] + (size_t)s * region;
+        pp->own.flags[r] = tab->flags[me] + (size_t)s * slot;
+    }
+}
+
 typedef struct {
     int seq, heads, causal, peers, grid, tiles, rpr;
     int remote;             /* tiles with rows outside rank 0's shard: xs_attn_remote_tiles */
-    const xs_wintab *tab;
+    const xs_wintab *tab;   /* the kernel's destinations */
+    const xs_wintab *own;   /* what this process poisons and verifies: rank r's window holds
+                               problem rank r's rows (one GPU: = tab; -g: pp->own) */
+    up_peer *pp;            /* -g N, N > 1; NULL on one GPU */
     xs_attn_args base;
 } up_cfg;
 
@@ -636,7 +685,7 @@ static void poison_windows(up_bufs *B, const up_cfg *c)
 {
     size_t bytes = (size_t)c->rpr * c->heads * XS_ATTN_ROW_BYTES;
     for (int r = 0; r < c->peers; r++)
-        XS_CHECK(xs_attn_fill_word(c->tab->data[r], bytes, UP_POISON, B->stream));
+        XS_CHECK(xs_attn_fill_word(c->own->data[r], bytes, UP_POISON, B->stream));
 }
 
 /* 16-byte units of the windows that differ from the fa output (every byte of every rank). */
@@ -645,7 +694,7 @@ static unsigned long long verify_windows(up_bufs *B, const up_cfg *c)
     size_t bytes = (size_t)c->rpr * c->heads * XS_ATTN_ROW_BYTES;
     XS_CHECK_CU(cudaMemsetAsync(B->bad, 0, sizeof *B->bad, B->stream));
     for (int r = 0; r < c->peers; r++)
-        XS_CHECK(xs_attn_compare(c->tab->data[r], (const char *)B->o + (size_t)r * bytes, bytes,
+        XS_CHECK(xs_attn_compare(c->own->data[r], (const char *)B->o + (size_t)r * bytes, bytes,
                                  B->bad, B->stream));
     unsigned long long bad = 0;
     XS_CHECK_CU(cudaMemcpyAsync(&bad, B->bad, sizeof bad, cudaMemcpyDeviceToHost, B->stream));
@@ -754,9 +803,82 @@ static double fa_once(up_bufs *B, const up_cfg *c, int rep, double *evt_us, uint
     return sp;
 }
 
+/* ---- real peers (-g N): lockstep, serial's all-to-all, the signals' wait -------------------- */
+
+/* -g: all ranks meet (no-op on one GPU). Serial and fused runs sit between two of these: no
+ * source stores into a window before its owner poisoned it, and the ranks stay in lockstep. */
+static void up_barrier(const up_cfg *c)
+{
+    if (c->pp)
+        XS_CHECK(xs_win_barrier(c->pp->ws, UP_BARRIER_MS));
+}
+
+/* -g: serial's all-to-all as one NCCL group of send/recv (how ncclAlltoAll is built): problem
+ * rank r's shard of O to GPU (me + r) % N, and each source's shard for this GPU into its region
+ * (pp->own), the fused kernel's mapping, so verify_windows checks both alike. A plain
+ * ncclAlltoAll would need O rotated by `me` shards, i.e. a copy. */
+static xs_status up_alltoall(const up_peer *pp, const char *o, size_t shard, cudaStream_t s)
+{
+    const void *snd[XS_MAX_RANKS];
+    void *rcv[XS_MAX_RANKS];
+    size_t sz[XS_MAX_RANKS];
+    int to[XS_MAX_RANKS], from[XS_MAX_RANKS];
+    for (int r = 0; r < pp->n; r++)
+        snd[r] = o + (size_t)r * shard, rcv[r] = pp->own.data[r], sz[r] = shard,
+        to[r] = (pp->me + r) % pp->n, from[r] = (pp->me - r + pp->n) % pp->n;
+    return xs_coll_sendrecv(pp->coll, snd, sz, to, pp->n, rcv, sz, from, pp->n, (void *)s);
+}
+
+static double up_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* -g: wait (bounded, acquire loads) until all N x grid signals of this run are in this rank's
+ * window: slot s holds source s's CTAs. A source that never signals ends the run with one line
+ * naming it (the launcher then stops the other ranks). */
+static void up_wait_signals(up_bufs *B, const up_cfg *c, uint64_t value, const char *what)
+{
+    const double t_end = up_now_ms() + UP_FLAG_WAIT_MS;
+    unsigned long long missing = 0;
+    for (;;) {
+        XS_CHECK_CU(cudaMemsetAsync(B->bad, 0, sizeof *B->bad, B->stream));
+        XS_CHECK(xs_attn_flags_check(c->own, c->grid, value, B->bad, B->stream));
+        XS_CHECK_CU(cudaMemcpyAsync(&missing, B->bad, sizeof missing, cudaMemcpyDeviceToHost,
+                                    B->stream));
+        XS_CHECK_CU(cudaStreamSynchronize(B->stream));
+        if (!missing)
+            return;
+        if (up_now_ms() > t_end)
+            break;
+        usleep(50);
+    }
+    char who[XS_MAX_RANKS * 4] = "";
+    for (int r = 0; r < c->peers; r++) { /* which sources: one slot at a time */
+        xs_wintab one = *c->own;
+        unsigned long long m = 0;
+        one.nranks = 1, one.flags[0] = c->own->flags[r];
+        XS_CHECK_CU(cudaMemsetAsync(B->bad, 0, sizeof *B->bad, B->stream));
+        XS_CHECK(xs_attn_flags_check(&one, c->grid, value, B->bad, B->stream));
+        XS_CHECK_CU(cudaMemcpyAsync(&m, B->bad, sizeof m, cudaMemcpyDeviceToHost, B->stream));
+        XS_CHECK_CU(cudaStreamSynchronize(B->stream));
+        if (m)
+            snprintf(who + strlen(who), sizeof who - strlen(who), "%s%d", *who ? "," : "",
+                     (c->pp->me - r + c->pp->n) % c->pp->n);
+    }
+    fprintf(stderr, "xstage: error: bench up rank %d: %s (seq %d heads %d causal %d): the "
+            "signals of source(s) %s did not arrive within %d ms (%llu of %d x %d missing)\n",
+            c->pp->me, what, c->seq, c->heads, c->causal, who, UP_FLAG_WAIT_MS, missing,
+            c->peers, c->grid);
+    exit(1);
+}
+
 /* One serial run: the attention kernel, then one cudaMemcpyAsync per rank of its shard of O
- * into its window (windows poisoned first, every byte checked after). Returns kernel span +
- * copy time (us); *copy_us the copies alone (events). */
+ * into its window (-g: one NCCL group of send/recv, up_alltoall), windows poisoned first,
+ * every byte checked after at its destination. Returns kernel span + copy time (us); *copy_us
+ * the copies alone (events). */
 static double serial_once(up_bufs *B, const up_cfg *c, int rep, double *copy_us, uint64_t *cta,
                           int *ok)
 {
@@ -764,14 +886,19 @@ static double serial_once(up_bufs *B, const up_cfg *c, int rep, double *copy_us,
     poison_windows(B, c);
     XS_CHECK_CU(cudaStreamSynchronize(B->stream));
     flush_l2(B, rep);
+    up_barrier(c);
     XS_CHECK_CU(cudaEventRecord(B->ev[0], B->stream));
     XS_CHECK(xs_attn_fwd(&c->base, NULL, c->grid, B->stream));
     XS_CHECK_CU(cudaEventRecord(B->ev[1], B->stream));
-    for (int r = 0; r < c->peers; r++)
-        XS_CHECK_CU(cudaMemcpyAsync(c->tab->data[r], (const char *)B->o + r * shard, shard,
-                                    cudaMemcpyDefault, B->stream));
+    if (c->pp)
+        XS_CHECK(up_alltoall(c->pp, (const char *)B->o, shard, B->stream));
+    else
+        for (int r = 0; r < c->peers; r++)
+            XS_CHECK_CU(cudaMemcpyAsync(c->tab->data[r], (const char *)B->o + r * shard, shard,
+                                        cudaMemcpyDefault, B->stream));
     XS_CHECK_CU(cudaEventRecord(B->ev[2], B->stream));
     XS_CHECK_CU(cudaStreamSynchronize(B->stream));
+    up_barrier(c);
     float ms = 0;
     XS_CHECK_CU(cudaEventElapsedTime(&ms, B->ev[1], B->ev[2]));
     XS_CHECK_CU(cudaMemcpy(cta, B->cta_ns, (size_t)c->grid * 3 * sizeof(uint64_t),
@@ -789,8 +916,9 @@ static double serial_once(up_bufs *B, const up_cfg *c, int rep, double *copy_us,
 
 /* One fused run in this order with this split: windows poisoned first; every byte checked at
  * its destination and every CTA's signal to every rank checked (a new flag value per run, so a
- * stale flag never passes). Returns the span (us); *evt_us the event time (with the drain),
- * *store_us the median over CTAs of warp 0's store time. */
+ * stale flag never passes; -g: every source's, waited for first). Returns the span (us);
+ * *evt_us the event time (with the drain), *store_us the median over CTAs of warp 0's store
+ * time. */
 static double fused_once(up_bufs *B, const up_cfg *c, int order, int split, int rep,
                          double *evt_us, double *store_us, uint64_t *cta, int *ok)
 {
@@ -803,10 +931,15 @@ static double fused_once(up_bufs *B, const up_cfg *c, int order, int split, int 
     a.signal = ++epoch;
     poison_windows(B, c);
     XS_CHECK_CU(cudaStreamSynchronize(B->stream)); /* poison landed before timing */
+    up_barrier(c);
     double sp = timed_launch(B, c, &a, rep, evt_us, cta);
+    if (c->pp) {
+        up_wait_signals(B, c, a.signal, split || order ? "fused" : "piggyback");
+        up_barrier(c);
+    }
     unsigned long long bad = verify_windows(B, c), bad_flags = 0;
     XS_CHECK_CU(cudaMemsetAsync(B->bad, 0, sizeof *B->bad, B->stream));
-    XS_CHECK(xs_attn_flags_check(c->tab, c->grid, a.signal, B->bad, B->stream));
+    XS_CHECK(xs_attn_flags_check(c->own, c->grid, a.signal, B->bad, B->stream));
     XS_CHECK_CU(cudaMemcpyAsync(&bad_flags, B->bad, sizeof bad_flags, cudaMemcpyDeviceToHost,
                                 B->stream));
     XS_CHECK_CU(cudaStreamSynchronize(B->stream));
@@ -893,6 +1026,15 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
     }
     double d_pb, d_fu;
     plan(o, prof, c, dur, tns, row, &d_pb, &d_fu);
+    if (c->pp) {
+        /* every rank runs rank 0's plan (the others' fa stamps differ a little): the same runs
+         * in the same order, so barriers and signal values agree; the others send -2 */
+        double v[2] = {(double)row->split, (double)row->order};
+        if (c->pp->me)
+            v[0] = v[1] = -2;
+        XS_CHECK(xs_coll_max(c->pp->coll, v, 2));
+        row->split = (int)v[0], row->order = (int)v[1];
+    }
     const int same = row->split == 0 && row->order == XS_ATTN_ORDER_SNAKE;
 
     /* ---- measure: fa, serial, piggyback and the plan, one of each per repetition ---- */
@@ -968,6 +1110,19 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
     }
     row->hidden_pct = 100.0 * (1.0 - xs_median(fu, (size_t)n) / xs_median(se, (size_t)n));
     row->speedup = row->serial_us / row->fused_us;
+    if (c->pp) {
+        /* each rank verified what its window received: the row is verified when all did; the
+         * worst error and the slowest rank's medians (NaN sent as -1) */
+        double g[6] = {ok ? 0.0 : 1.0, isnan(row->max_err) ? INFINITY : row->max_err,
+                       row->fa_us, row->serial_us, row->pb_us, row->fused_us};
+        for (int i = 2; i < 6; i++)
+            g[i] = isnan(g[i]) ? -1.0 : g[i];
+        XS_CHECK(xs_coll_max(c->pp->coll, g, 6));
+        ok = g[0] == 0.0;
+        row->max_err = g[1];
+        for (int i = 0; i < 4; i++)
+            row->rank_max_us[i] = g[2 + i] < 0 ? NAN : g[2 + i];
+    }
     row->verified = ok;
 
     free(x); free(cta); free(tns); free(dur);
@@ -1160,6 +1315,17 @@ static int summary(const up_row *rows, int nrows)
 
 /* ---- entry -------------------------------------------------------------------------------- */
 
+/* Stop between configurations after an interrupt (xstage_sigint.h); -g: when any rank was
+ * interrupted, all stop at the same configuration (sticky in up_stopped). */
+static int up_stopped;
+static int up_stop(up_peer *pp)
+{
+    double v = xs_interrupted() || up_stopped;
+    if (pp)
+        XS_CHECK(xs_coll_max(pp->coll, &v, 1));
+    return up_stopped = v != 0;
+}
+
 extern "C" int xs_bench_up(int argc, char **argv)
 {
     up_opts o;
@@ -1169,14 +1335,51 @@ extern "C" int xs_bench_up(int argc, char **argv)
     xs_profile prof;
     if (xs_profile_args_resolve(&o.pa, &prof) != XS_OK)
         return xs_cli_fail();
+    /* -g N, N > 1: one rank per GPU (xs_bench_launch, shared with bench ep|tp); this process
+     * either launched them and reports their status, or is one of them */
+    const int real = o.gpus_set && o.gpus > 1;
+    int me = 0, nranks = 1;
+    if (real) {
+        int ec = 0, have = 0, l = xs_bench_launch(o.gpus, &ec);
+        if (l < 0 || (l > 0 && ec))
+            xs_cli_fail();
+        if (l != 0)
+            return l < 0 ? 1 : ec;
+        if (xs_rank_env(&me, &nranks, NULL, &have) != XS_OK)
+            return xs_cli_fail();
+    }
     xs_gpu_info gi;
-    if (xs_gpu_open(o.device, &gi) != XS_OK)
+    if (xs_gpu_open(o.device, &gi) != XS_OK) /* a launched rank: XS_DEVICE */
         return xs_cli_fail();
+    xs_coll *coll = NULL;
+    if (real) {
+        /* the flag slots and the checks assume one grid on every rank: equal SM counts */
+        double sm[2] = {(double)gi.sm_count, -(double)gi.sm_count};
+        if (xs_coll_open(&coll) != XS_OK || xs_coll_max(coll, sm, 2) != XS_OK) {
+            xs_coll_close(coll, 1);
+            return xs_cli_fail();
+        }
+        if (sm[0] != -sm[1]) {
+            xs_coll_close(coll, 1);
+            return xs_cli_failf("bench up: the ranks' GPUs have %g to %g SMs; -g needs one "
+                                "kind of GPU (one persistent grid)", -sm[1], sm[0]);
+        }
+    }
 
     FILE *csv = NULL;
-    if (o.csv && !(csv = fopen(o.csv, "w")))
+    /* files: rank 0 only (the others' results reach it through the collectives) */
+    if (me == 0 && o.csv && !(csv = fopen(o.csv, "w"))) {
+        xs_coll_close(coll, 1);
         return xs_cli_failf("--csv %s: cannot open for writing", o.csv);
+    }
     xs_gpu_report_header(stdout, &gi, argc, argv);
+    if (real)
+        printf("# ranks: %d processes, rank r on GPU r, P = %d real peers: every rank runs the "
+               "same problem, shard r of its output to GPU (me + r) %% P, into the source's "
+               "region and flag slot of that GPU's NCCL symmetric window (LSA pointers); serial: "
+               "attention, then one NCCL group of send/recv; every rank verifies every byte and "
+               "signal its window received; times are rank 0's (the slowest rank's medians "
+               "under each row)\n", nranks, nranks);
     printf("# profile: %s R %.4g B/ns, Q %.6g B, Q/producer %.6g B, queue %.6g B, reserve %.6g "
            "B, skew %.3g, chunk %.6g B, r %.4g B/ns, o %.4g ns%s; Q(%d) = %.6g B\n",
            o.pa.file ? o.pa.file : "embedded", prof.drain_bytes_per_ns, prof.capacity_bytes,
@@ -1229,28 +1432,43 @@ extern "C" int xs_bench_up(int argc, char **argv)
         const int P = o.peers[pi];
         xs_win_opts wo;
         memset(&wo, 0, sizeof wo);
-        wo.target = XS_TARGET_VIRTUAL;
+        wo.target = real ? XS_TARGET_PEER : XS_TARGET_VIRTUAL;
         wo.virtual_peers = P;
-        wo.bytes = (size_t)(max_seq / P) * max_heads * XS_ATTN_ROW_BYTES;
-        wo.nflags = gi.sm_count; /* one per CTA of the persistent grid */
+        const size_t region = (size_t)(max_seq / P) * max_heads * XS_ATTN_ROW_BYTES;
+        /* one per CTA of the persistent grid; -g: a region and a slot of flags per source */
+        wo.bytes = real ? (size_t)P * region : region;
+        wo.nflags = real ? P * gi.sm_count : gi.sm_count;
         wo.device = o.device;
         xs_winset *ws = NULL;
         XS_CHECK(xs_win_open(&wo, &ws));
         const xs_wintab *tab = xs_win_table(ws);
-        if (tab->nranks != P) {
-            fprintf(stderr, "xstage: error: asked for %d virtual peers, the window table has "
-                    "%d ranks\n", P, tab->nranks);
+        if (tab->nranks != P || (real && tab->rank != me)) {
+            fprintf(stderr, "xstage: error: asked for %d %s peers, the window table has "
+                    "%d ranks\n", P, real ? "real" : "virtual", tab->nranks);
             exit(1);
+        }
+        up_peer peer, *pp = NULL;
+        if (real) {
+            memset(&peer, 0, sizeof peer);
+            pp = &peer, pp->ws = ws, pp->coll = coll;
+            up_peer_tables(pp, tab, region, gi.sm_count);
         }
         for (int hi = 0; hi < o.nheads; hi++)
             for (int si = 0; si < o.nseq; si++)
-                for (int cz = o.causal_lo; cz <= o.causal_hi && !xs_interrupted(); cz++) {
+                for (int cz = o.causal_lo; cz <= o.causal_hi && !up_stop(pp); cz++) {
                     up_cfg c;
                     memset(&c, 0, sizeof c);
                     c.seq = o.seq[si], c.heads = o.heads[hi], c.causal = cz, c.peers = P;
-                    c.tab = tab;
+                    c.tab = pp ? &pp->send : tab;
+                    c.own = pp ? &pp->own : tab;
+                    c.pp = pp;
                     run_config(&B, &o, &prof, &gi, &c, &rows[nrows]);
                     table_row(&rows[nrows]);
+                    if (pp)
+                        printf("#   ranks: slowest rank's medians, us: fa %.1f, serial %.1f, pb "
+                               "%.1f, fused %.1f\n", rows[nrows].rank_max_us[0],
+                               rows[nrows].rank_max_us[1], rows[nrows].rank_max_us[2],
+                               rows[nrows].rank_max_us[3]);
                     if (csv) {
                         csv_row(csv, &rows[nrows]);
                         fflush(csv);
@@ -1259,7 +1477,8 @@ extern "C" int xs_bench_up(int argc, char **argv)
                 }
         xs_win_close(ws);
     }
-    const int intr = xs_interrupted() && nrows < nrows_max; /* stopped early: no verdict */
+    /* stopped early: no verdict (-g: every rank stopped at the same configuration) */
+    const int intr = (xs_interrupted() || up_stopped) && nrows < nrows_max;
     rc = intr ? 1 : summary(rows, nrows);
     if (csv) {
         fprintf(csv, "# %s\n", intr ? "INTERRUPTED: partial results"
@@ -1273,6 +1492,7 @@ extern "C" int xs_bench_up(int argc, char **argv)
     for (int i = 0; i < 3; i++)
         cudaEventDestroy(B.ev[i]);
     cudaStreamDestroy(B.stream);
+    xs_coll_close(coll, intr);
     if (intr)
         return xs_cli_failf("interrupted by %s after %d of %d configurations%s",
                             xs_interrupt_name(), nrows, nrows_max,

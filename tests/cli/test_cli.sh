@@ -143,7 +143,14 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench tp -g with --peers" "bench tp: -g/--gpus 2 cannot be combined with --peers (with -g the ranks are the peers" "$X" bench tp -g 2 --peers 4
     expect_err "bench tp -g 65" "--gpus 65: outside 1..64" "$X" bench tp -g 65
     expect_err "bench tp -g 2 m not a multiple" "a multiple of 128" "$X" bench tp -g 2 --op gemm_rs --m 128 --n 256 --k 512
-    expect_err "bench up -g 8" "bench up: -g/--gpus 8: real peers are not implemented for up yet" "$X" bench up -g 8
+    expect_err "bench up -g 0" "--gpus 0: outside 1..64" "$X" bench up -g 0
+    expect_err "bench up -g 65" "--gpus 65: outside 1..64" "$X" bench up --gpus 65
+    expect_err "bench up -g word" "--gpus 'two': not an integer" "$X" bench up -g two
+    expect_err "bench up -g with --peers" "bench up: -g/--gpus 2 cannot be combined with --peers (with -g the ranks are the peers" "$X" bench up -g 2 --peers 4
+    expect_err "bench up -g 2 with --device" "bench up: -g/--gpus 2 cannot be combined with --device" "$X" bench up -d 1 -g 2
+    expect_err "bench up -g 3 seq not a multiple" "--seq 8192 is not a multiple of -g/--gpus 3" "$X" bench up -g 3 -s 8192
+    expect_err "bench up -g 3 --quick seq not a multiple" "--seq 16384 is not a multiple of -g/--gpus 3" "$X" bench up -g 3 -s 6144,16384 --quick
+    expect_err "bench up -g 2 bad split" "--split 300: outside" "$X" bench up -g 2 --split 300
     expect_err "bench up -g with --device" "bench up: -g/--gpus 1 cannot be combined with --device" "$X" bench up -g 1 --device 0
     expect_err "bench tp -g with --device" "bench tp: -g/--gpus 1 cannot be combined with --device" "$X" bench tp --device 2 --gpus 1
     if ! nvidia-smi -L >/dev/null 2>&1; then
@@ -151,6 +158,9 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
         expect_err "bench ep -g 2 without GPU" "no CUDA GPU" "$X" bench ep -g 2 --quick
         expect_err "bench ep -g 1 without GPU" "no CUDA GPU" "$X" bench ep -g 1 --quick
         expect_err "bench tp -g 2 without GPU" "no CUDA GPU" "$X" bench tp -g 2 --quick
+        expect_err "bench up -g 2 without GPU" "no CUDA GPU" "$X" bench up -g 2 --quick
+        expect_err "bench up -g 1 without GPU" "no CUDA GPU" "$X" bench up -g 1 --quick
+        expect_err "bench up -g 1 --peers without GPU" "no CUDA GPU" "$X" bench up -g 1 --peers 4 --quick
     fi
 fi
 
