@@ -10,11 +10,14 @@
 #   5. xstage bench tp -g N                    (N > 1: real peers, a smoke of the three ops on
 #                                                small widths, then llama3-8b at 4096 tokens;
 #                                                N = 1: the one-GPU bench, virtual peers)
-#      xstage bench up                         (-g 1 only: real peers not wired for up yet)
+#   6. xstage bench up -g N                    (N > 1: real peers, a small sweep: two lengths
+#                                                rounded to a multiple of 128 N, 16 heads, both
+#                                                masks, -n 3; N = 1: the one-GPU bench --quick)
 # NVLink SHARP stays off (NCCL_NVLS_ENABLE=0). Writes to $OUT: multi.log (everything),
 # topo.txt, peer_profile.json, peer_samples.csv, validate.csv, validate_rows.csv, ep.csv,
-# ep_tiles.csv (QUICK=0 only). Each step is bounded by `timeout` (the launcher bounds the ranks
-# again: XS_LAUNCH_TIMEOUT); one failure does not stop the others; PASS/FAIL table last.
+# ep_tiles.csv (QUICK=0 only), tp_smoke.csv, tp.csv, up.csv. Each step is bounded by `timeout`
+# (the launcher bounds the ranks again: XS_LAUNCH_TIMEOUT); one failure does not stop the
+# others; PASS/FAIL table last.
 # Usage: N=8 OUT=dir [BUILD=build] [QUICK=1] scripts/gpu_multi.sh
 #   N      ranks = GPUs (default: every visible GPU)
 #   QUICK  1 (default): calibrate --quick, validate --quick, the smallest EP sweep
@@ -106,13 +109,19 @@ else
         --csv "$OUT/tp_smoke.csv"
     step "bench tp -g $N" 600 "$X" bench tp -g "$N" --model llama3-8b --m 4096 -n 3 -w 1 \
         --max-time 400 ${P:+--profile "$P"} --csv "$OUT/tp.csv"
-    echo "bench up -g $N: not run (real peers not wired for up yet; docs/MULTIGPU.md)" |
-        tee -a "$LOG"
+    # real peers: P = N; every length a multiple of N (rows per rank) - here of 128 N, so
+    # that no query block straddles two ranks' shards
+    u=$((128 * N))
+    s1=$(((8192 + u - 1) / u * u))
+    s2=$(((16384 + u - 1) / u * u))
+    step "bench up -g $N" 300 "$X" bench up -g "$N" -s "$s1,$s2" -H 16 -c both -n 3 -w 1 \
+        ${P:+--profile "$P"} --csv "$OUT/up.csv"
 fi
 
 echo
 echo "== gpu_multi summary (N=$N)" | tee -a "$LOG"
 for i in "${!names[@]}"; do printf '%-34s %s\n' "${names[$i]}" "${res[$i]}" | tee -a "$LOG"; done
 grep -h '^# nccl:' "$LOG" | tee -a "$OUT/summary.txt"
-grep -h '^R = \|^Q = \|^# bench ep\|^# wave/\|^# ranks ' "$LOG" | tee -a "$OUT/summary.txt"
+grep -h '^R = \|^Q = \|^# bench ep\|^# wave/\|^# ranks \|^# bench up\|^# summary: [0-9]* rows' \
+    "$LOG" | tee -a "$OUT/summary.txt"
 [ "$fails" -eq 0 ]
