@@ -499,16 +499,10 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             o->warmup = (int)v;
             break;
         case 'd':
-            if (xs_parse_int("--device", optarg, 0, 1023, &v) != XS_OK)
-                return xs_cli_fail();
-            o->device = (int)v;
-            o->device_set = 1;
-            break;
         case 'g':
-            if (xs_parse_int("--gpus", optarg, 1, XS_MAX_RANKS, &v) != XS_OK)
+            if (xs_parse_placement(c, optarg, &o->device, &o->device_set, &o->gpus,
+                                   &o->gpus_set) < 0)
                 return xs_cli_fail();
-            o->gpus = (int)v;
-            o->gpus_set = 1;
             break;
         case XS_OPT_CSV:
             o->csv = optarg;

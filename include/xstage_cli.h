@@ -24,6 +24,12 @@ xs_status xs_parse_time_ns(const char *opt, const char *s, double *out); /* "2us
 xs_status xs_parse_list(const char *opt, const char *s, int sizes, long lo, long hi, int *out,
                         int max, int *n);
 
+/* -d/--device N (0..1023) and -g/--gpus N (1..64 ranks), the placement options of the benches:
+ * ch 'd' or 'g' parses arg into *device or *gpus and sets the matching *_set flag; returns 1
+ * when ch was one of them, 0 when not (nothing touched), -1 on a bad value (one-line error). */
+int xs_parse_placement(int ch, const char *arg, int *device, int *device_set, int *gpus,
+                       int *gpus_set);
+
 /* Profile options common to every subcommand that reads a profile: --profile FILE and any number
  * of --set NAME=VALUE. Collect them while parsing, then resolve: the file (or the embedded
  * default), then the overrides in order, then xs_profile_check. */

@@ -57,6 +57,27 @@ xs_status xs_parse_int(const char *opt, const char *s, long lo, long hi, long *o
     return XS_OK;
 }
 
+int xs_parse_placement(int ch, const char *arg, int *device, int *device_set, int *gpus,
+                       int *gpus_set)
+{
+    long v;
+    if (ch == 'd') {
+        if (xs_parse_int("--device", arg, 0, 1023, &v) != XS_OK)
+            return -1;
+        *device = (int)v;
+        *device_set = 1;
+        return 1;
+    }
+    if (ch == 'g') {
+        if (xs_parse_int("--gpus", arg, 1, 64, &v) != XS_OK) /* XS_LAUNCH_MAX_RANKS */
+            return -1;
+        *gpus = (int)v;
+        *gpus_set = 1;
+        return 1;
+    }
+    return 0;
+}
+
 xs_status xs_parse_double(const char *opt, const char *s, double lo, double hi, double *out)
 {
     if (!s || !*s)

@@ -254,6 +254,16 @@ static void test_cli_values(void)
     EXPECT_ERR(xs_parse_list("--seq", "4K,1G", 1, 1, 1 << 20, lst, 4, &nl), XS_EINVAL,
                "--seq 1073741824: outside 1..1048576");
     EXPECT_ERR(xs_parse_int("-n", "0", 1, 100, &l), XS_EINVAL, "-n 0: outside 1..100");
+    int dev = -1, dev_set = 0, gpus = -1, gpus_set = 0;
+    XT_CHECK(xs_parse_placement('d', "3", &dev, &dev_set, &gpus, &gpus_set) == 1 && dev == 3 &&
+                 dev_set && gpus == -1 && !gpus_set, "--device 3");
+    XT_CHECK(xs_parse_placement('g', "8", &dev, &dev_set, &gpus, &gpus_set) == 1 && gpus == 8 &&
+                 gpus_set && dev == 3, "--gpus 8");
+    XT_CHECK(xs_parse_placement('n', "8", &dev, &dev_set, &gpus, &gpus_set) == 0 && gpus == 8,
+             "other options are left alone");
+    XT_CHECK(xs_parse_placement('g', "65", &dev, &dev_set, &gpus, &gpus_set) == -1 &&
+                 strstr(xs_errmsg(), "--gpus 65: outside 1..64") && gpus == 8,
+             "--gpus 65 refused in one line, nothing changed");
 }
 
 int main(void)
