@@ -17,22 +17,7 @@ X="$BUILD/xstage"
 mkdir -p "$OUT"
 LOG="$OUT/calib.log"
 : >"$LOG"
-names=()
-res=()
-fails=0
-step() {
-    local name=$1 limit=$2
-    shift 2
-    echo "=== $name (limit ${limit}s): $*" | tee -a "$LOG"
-    local t0=$SECONDS
-    timeout --kill-after=5 "$limit" "$@" >>"$LOG" 2>&1
-    local rc=$?
-    local dt=$((SECONDS - t0))
-    if [ $rc -eq 0 ]; then names+=("$name"); res+=("PASS ${dt}s"); else
-        names+=("$name"); res+=("FAIL rc=$rc ${dt}s"); fails=$((fails + 1)); fi
-    echo "=== $name: rc=$rc ${dt}s" | tee -a "$LOG"
-    tail -n 3 "$LOG"
-}
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 step calibrate-host 120 "$X" calibrate --target host --out "$OUT/h200_host_profile.json" \
     --out-published "$OUT/h200_host_profile_published.json" --samples "$OUT/h200_host_samples.csv"
 step calibrate-local 120 "$X" calibrate --target local --out "$OUT/h200_local_profile.json" \
@@ -77,7 +62,7 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
 fi
 echo
 echo "== gpu_calib summary"
-for i in "${!names[@]}"; do printf '%-34s %s\n' "${names[$i]}" "${res[$i]}"; done
+printf '%s\n' "${results[@]}"
 grep -E "^R = |^r = |^Q = |R / store bw|chunk_bytes = |^# totals|^# per-row|^# isolated|^# validate" "$LOG" | head -20
 grep -E "^=== knee repeats|^# total .* measured" "$LOG" | tail -8
 exit $fails

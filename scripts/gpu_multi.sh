@@ -35,21 +35,14 @@ fi
 mkdir -p "$OUT"
 LOG="$OUT/multi.log"
 : >"$LOG"
-names=()
-res=()
-fails=0
-step() {
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
+STEP_KILL_AFTER=20
+# mstep NAME LIMIT CMD...: a -g run; the launcher's own bound is LIMIT (it stops every rank and
+# names the slow one), `timeout` 30 s later only if the launcher itself hangs
+mstep() {
     local name=$1 limit=$2
     shift 2
-    echo "=== $name (limit ${limit}s): $*" | tee -a "$LOG"
-    local t0=$SECONDS
-    XS_LAUNCH_TIMEOUT=$limit timeout --kill-after=20 "$((limit + 30))" "$@" >>"$LOG" 2>&1
-    local rc=$?
-    local dt=$((SECONDS - t0))
-    if [ $rc -eq 0 ]; then names+=("$name"); res+=("PASS ${dt}s"); else
-        names+=("$name"); res+=("FAIL rc=$rc ${dt}s"); fails=$((fails + 1)); fi
-    echo "=== $name: rc=$rc ${dt}s" | tee -a "$LOG"
-    tail -n 3 "$LOG"
+    step "$name" $((limit + 30)) env XS_LAUNCH_TIMEOUT="$limit" "$@"
 }
 
 {
@@ -72,7 +65,7 @@ q=()
 P="$OUT/peer_profile.json"
 # calibrate -g N: every rank measures its own GPU; rank 0 reports and writes --out/--samples
 # (docs/MULTIGPU.md); `profile check` below checks the file
-step "calibrate peer -g $N" 600 "$X" calibrate --target peer -g "$N" "${q[@]}" \
+mstep "calibrate peer -g $N" 600 "$X" calibrate --target peer -g "$N" "${q[@]}" \
     --out "$P" --samples "$OUT/peer_samples.csv"
 if [ -s "$P" ] && "$X" profile check "$P" >>"$LOG" 2>&1; then
     echo "profile $P checks out" | tee -a "$LOG"
@@ -82,45 +75,45 @@ else
 fi
 printf 'producers,bytes_per_producer,gap_ns\n132,65536,20000\n132,65536,20000\n132,65536,0\n' \
     >"$OUT/peer_smoke.csv"
-step "replay peer -g $N" 120 "$X" replay --target peer -g "$N" --schedule "$OUT/peer_smoke.csv" \
+mstep "replay peer -g $N" 120 "$X" replay --target peer -g "$N" --schedule "$OUT/peer_smoke.csv" \
     ${P:+--profile "$P"}
-step "validate peer -g $N" 600 "$X" validate --target peer -g "$N" "${q[@]}" \
+mstep "validate peer -g $N" 600 "$X" validate --target peer -g "$N" "${q[@]}" \
     ${P:+--profile "$P"} --csv "$OUT/validate.csv" --rows "$OUT/validate_rows.csv"
 
 # bench ep -g N: small sweep (two configurations, balanced routing, one token count each)
 if [ "$QUICK" = 1 ]; then
-    step "bench ep -g $N" 600 "$X" bench ep -g "$N" -c olmoe-1b-7b,mixtral-8x7b -r balanced \
+    mstep "bench ep -g $N" 600 "$X" bench ep -g "$N" -c olmoe-1b-7b,mixtral-8x7b -r balanced \
         -t 2048 -n 3 -w 1 ${P:+--profile "$P"} --csv "$OUT/ep.csv"
 else
-    step "bench ep -g $N" 600 "$X" bench ep -g "$N" --quick -n 5 -w 1 ${P:+--profile "$P"} \
+    mstep "bench ep -g $N" 600 "$X" bench ep -g "$N" --quick -n 5 -w 1 ${P:+--profile "$P"} \
         --csv "$OUT/ep.csv" --tiles "$OUT/ep_tiles.csv"
 fi
 if [ "$N" -eq 1 ]; then
     # one rank: tp and up accept -g 1 (the one-GPU benches, virtual peers over PCIe: the
     # embedded host profile, not the peer one)
-    step "bench tp -g 1" 300 "$X" bench tp -g 1 --quick --csv "$OUT/tp.csv"
-    step "bench up -g 1" 300 "$X" bench up -g 1 --quick --csv "$OUT/up.csv"
+    mstep "bench tp -g 1" 300 "$X" bench tp -g 1 --quick --csv "$OUT/tp.csv"
+    mstep "bench up -g 1" 300 "$X" bench up -g 1 --quick --csv "$OUT/up.csv"
 else
     # real peers: P = N; m a multiple of 128 N. First every op on small widths (a fast failure
     # names the op), then the 8B layer; --timeout 5: a wait on a peer that never signals ends
     # the kernel within 5 s and names the flag
-    step "bench tp -g $N smoke" 300 "$X" bench tp -g "$N" --op gemm_rs,ag_gemm,mlp \
+    mstep "bench tp -g $N smoke" 300 "$X" bench tp -g "$N" --op gemm_rs,ag_gemm,mlp \
         --m $((256 * N)) --n 4096 --k 8192 -n 2 -w 1 --timeout 5 ${P:+--profile "$P"} \
         --csv "$OUT/tp_smoke.csv"
-    step "bench tp -g $N" 600 "$X" bench tp -g "$N" --model llama3-8b --m 4096 -n 3 -w 1 \
+    mstep "bench tp -g $N" 600 "$X" bench tp -g "$N" --model llama3-8b --m 4096 -n 3 -w 1 \
         --max-time 400 ${P:+--profile "$P"} --csv "$OUT/tp.csv"
     # real peers: P = N; every length a multiple of N (rows per rank) - here of 128 N, so
     # that no query block straddles two ranks' shards
     u=$((128 * N))
     s1=$(((8192 + u - 1) / u * u))
     s2=$(((16384 + u - 1) / u * u))
-    step "bench up -g $N" 300 "$X" bench up -g "$N" -s "$s1,$s2" -H 16 -c both -n 3 -w 1 \
+    mstep "bench up -g $N" 300 "$X" bench up -g "$N" -s "$s1,$s2" -H 16 -c both -n 3 -w 1 \
         ${P:+--profile "$P"} --csv "$OUT/up.csv"
 fi
 
 echo
 echo "== gpu_multi summary (N=$N)" | tee -a "$LOG"
-for i in "${!names[@]}"; do printf '%-34s %s\n' "${names[$i]}" "${res[$i]}" | tee -a "$LOG"; done
+printf '%s\n' "${results[@]}" | tee -a "$LOG"
 grep -h '^# nccl:' "$LOG" | tee -a "$OUT/summary.txt"
 grep -h '^R = \|^Q = \|^# bench ep\|^# wave/\|^# ranks \|^# bench up\|^# summary: [0-9]* rows' \
     "$LOG" | tee -a "$OUT/summary.txt"

@@ -24,27 +24,11 @@ LOG="$OUT/gpu_transport.log"
 SCHED=${SCHED:-examples/ep_wave.csv}
 OLD_NCCL=/usr/lib/x86_64-linux-gnu/libnccl.so.2
 
-results=()
-fails=0
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
+STEP_SHOW=1
 T0=$SECONDS
 
 # step NAME TIMEOUT_S CMD...: run, tee into the log, record PASS/FAIL
-step() {
-    local name=$1 limit=$2
-    shift 2
-    echo "=== $name: $* (timeout ${limit}s)" | tee -a "$LOG"
-    local t0=$SECONDS
-    timeout --kill-after=5 "$limit" "$@" 2>&1 | tee -a "$LOG"
-    local rc=${PIPESTATUS[0]}
-    local dt=$((SECONDS - t0))
-    if [ "$rc" -eq 0 ]; then
-        results+=("PASS  $name (${dt}s)")
-    else
-        [ "$rc" -eq 124 ] && rc="$rc, timed out"
-        results+=("FAIL  $name (exit $rc, ${dt}s)")
-        fails=$((fails + 1))
-    fi
-}
 
 # expect_fail NAME TIMEOUT_S PATTERN CMD...: PASS when the command exits non-zero within the
 # bound with exactly one "xstage: error:" line, and that line matches PATTERN (grep -E)

@@ -32,8 +32,9 @@ mkdir -p "$OUT"
 LOG="$OUT/gpu_up.log"
 : >"$LOG"
 
-results=()
-fails=0
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
+STEP_SHOW=1
+STEP_KILL_AFTER=10
 
 PROF=${PROFILE:-}
 if [ -z "$PROF" ]; then
@@ -48,22 +49,6 @@ else
 fi
 
 # step NAME TIMEOUT_S CMD...: run, tee into the log, record PASS/FAIL
-step() {
-    local name=$1 limit=$2
-    shift 2
-    echo "=== $name: $* (timeout ${limit}s)" | tee -a "$LOG"
-    local t0=$SECONDS
-    timeout --kill-after=10 "$limit" "$@" 2>&1 | tee -a "$LOG"
-    local rc=${PIPESTATUS[0]}
-    local dt=$((SECONDS - t0))
-    if [ "$rc" -eq 0 ]; then
-        results+=("PASS  $name (${dt}s)")
-    else
-        [ "$rc" -eq 124 ] && rc="$rc, timed out"
-        results+=("FAIL  $name (exit $rc, ${dt}s)")
-        fails=$((fails + 1))
-    fi
-}
 
 {
     echo "# gpu_up.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
