@@ -315,8 +315,8 @@ typedef struct {
     int nroutings;
     int run[EP_NVAR];
     int peers_set; /* --peers given: else each configuration's own peer count */
-    int iters, warmup, device, quick, lead, wave_experts;
-    int gpus, gpus_set, device_set; /* -g/--gpus N: N ranks, one per GPU, real peers */
+    xs_bench_opts common; /* -n, -w, -d, -g N (N ranks, one per GPU, real peers) */
+    int quick, lead, wave_experts;
     xs_moe_model mm; /* the kernel-level model (--block-bytes, --block-speed, --pace-bytes) */
     unsigned int seed;
     double timeout_ms;
@@ -433,8 +433,8 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         {"gpus", required_argument, 0, 'g'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
-    o->iters = 5;
-    o->warmup = 1;
+    o->common.iters = 5;
+    o->common.warmup = 1;
     o->seed = 1;
     o->lead = -1;
     o->timeout_ms = 2000;
@@ -447,7 +447,6 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
     for (int v = 0; v < EP_NVAR; v++)
         o->run[v] = 1;
     const char *cfg_arg = "all";
-    int iters_set = 0;
     int c;
     long v;
     int64_t sz;
@@ -488,20 +487,10 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             o->run[EP_WAVE] = 1; /* wave is the baseline every ratio divides */
             break;
         case 'n':
-            if (xs_parse_int("--iters", optarg, 1, 1000, &v) != XS_OK)
-                return xs_cli_fail();
-            o->iters = (int)v;
-            iters_set = 1;
-            break;
         case 'w':
-            if (xs_parse_int("--warmup", optarg, 0, 100, &v) != XS_OK)
-                return xs_cli_fail();
-            o->warmup = (int)v;
-            break;
         case 'd':
         case 'g':
-            if (xs_parse_placement(c, optarg, &o->device, &o->device_set, &o->gpus,
-                                   &o->gpus_set) < 0)
+            if (xs_parse_bench_opt(c, optarg, 1000, &o->common) < 0)
                 return xs_cli_fail();
             break;
         case XS_OPT_CSV:
@@ -566,12 +555,12 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
     {
         const xs_gpus_conflict cf[] = {
             {"--peers", o->peers_set, "with -g the ranks are the peers: N = the number of GPUs"},
-            {"--device", o->device_set, "rank r runs on GPU r"}};
-        if (xs_gpus_check("bench ep", o->gpus_set, o->gpus, cf, 2) != XS_OK)
+            {"--device", o->common.device_set, "rank r runs on GPU r"}};
+        if (xs_gpus_check("bench ep", o->common.gpus_set, o->common.gpus, cf, 2) != XS_OK)
             return xs_cli_fail();
     }
-    if (o->quick && !iters_set)
-        o->iters = 3;
+    if (o->quick && !o->common.iters_set)
+        o->common.iters = 3;
     if (!strcmp(cfg_arg, "all")) {
         if (o->quick) {
             o->configs[o->nconfigs++] = xs_moe_config_find("olmoe-1b-7b");
@@ -797,7 +786,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     double *samples[EP_NVAR] = {0};
     double *gemm_samples = NULL;
     int ns[EP_NVAR] = {0};
-    int nsv = o->iters;
+    int nsv = o->common.iters;
     /* per tile (by id): its main loop in each local-control run, and the median, per order */
     enum { REF_RUNS = 8 };
     const int ntot = info.l1_tiles + info.l2_tiles;
@@ -837,13 +826,13 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         int ntr;
         for (int slot = 0; slot < 2; slot++) {
             double v[64];
-            int nv = 0, nref = 0, runs = o->warmup + (o->iters < 3 ? o->iters : 3);
+            int nv = 0, nref = 0, runs = o->common.warmup + (o->common.iters < 3 ? o->common.iters : 3);
             for (int it = 0; it < runs; it++) {
                 double us;
                 EP_TRY(ep_run(m, cb, EP_WAVE, slot, &local, NULL, &ro, &us, NULL));
-                if (it >= o->warmup && nv < 64)
+                if (it >= o->common.warmup && nv < 64)
                     v[nv++] = us;
-                if (it >= o->warmup)
+                if (it >= o->common.warmup)
                     ep_ref_add(ref_acc, REF_RUNS, &nref, m, ntot);
             }
             ep_ref_median(ref_acc, REF_RUNS, nref, ntot, ref[slot]);
@@ -891,7 +880,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         wo.virtual_peers = peers;
         wo.bytes = coll ? (size_t)peers * info.window_bytes : info.window_bytes;
         wo.nflags = 1;
-        wo.device = o->device;
+        wo.device = o->common.device;
         EP_TRY(xs_win_open(&wo, &ws));
         const xs_wintab *tab = xs_win_table(ws);
         if (coll) {
@@ -920,14 +909,14 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
 
         /* round-robin over the variants, the last round verified */
         const int slot_of[EP_NVAR] = {0, 0, 1, 2};
-        for (int it = 0; it < o->warmup + o->iters; it++) {
-            const int last = it == o->warmup + o->iters - 1;
+        for (int it = 0; it < o->common.warmup + o->common.iters; it++) {
+            const int last = it == o->common.warmup + o->common.iters - 1;
             for (int var = 0; var < EP_NVAR; var++) {
                 if (!o->run[var])
                     continue;
                 double us = 0, gus = 0;
                 EP_TRY(ep_run(m, cb, var, slot_of[var], run_tab, pp, &ro, &us, &gus));
-                if (it >= o->warmup) {
+                if (it >= o->common.warmup) {
                     samples[var][ns[var]++] = us;
                     if (var == EP_UNFUSED)
                         gemm_samples[ns[var] - 1] = gus;
@@ -1229,9 +1218,9 @@ int xs_bench_ep(int argc, char **argv)
     if (xs_profile_args_resolve(&o.pa, &prof) != XS_OK)
         return xs_cli_fail();
     int me = 0, nranks = 1;
-    if (o.gpus_set) {
+    if (o.common.gpus_set) {
         /* as calibrate -g: the parent starts one rank per GPU and waits; a rank goes on */
-        int ec = 0, l = xs_bench_launch(o.gpus, &ec);
+        int ec = 0, l = xs_bench_launch(o.common.gpus, &ec);
         if (l < 0)
             return xs_cli_fail();
         if (l > 0) {
@@ -1247,10 +1236,10 @@ int xs_bench_ep(int argc, char **argv)
         o.peers_set = 1;
     }
     xs_gpu_info gi;
-    if (xs_gpu_open(o.device, &gi) != XS_OK) /* a launched rank: XS_DEVICE */
+    if (xs_gpu_open(o.common.device, &gi) != XS_OK) /* a launched rank: XS_DEVICE */
         return xs_cli_fail();
     xs_coll *coll = NULL;
-    if (o.gpus_set && xs_coll_open(&coll) != XS_OK)
+    if (o.common.gpus_set && xs_coll_open(&coll) != XS_OK)
         return xs_cli_fail();
     xs_cublas *cb = NULL;
     if (xs_cublas_open(&cb) != XS_OK) {
@@ -1298,8 +1287,8 @@ int xs_bench_ep(int argc, char **argv)
            o.mm.pace_drain_frac);
     printf("# times: median of %d runs after %d warm-up, variants interleaved round-robin; "
            "windows poisoned and L2 overwritten before every run; every variant's last run "
-           "verified at the destination (row tolerance %.0e, overall %.0e)\n", o.iters,
-           o.warmup, XS_MOE_TOL_ROW, XS_MOE_TOL_FROB);
+           "verified at the destination (row tolerance %.0e, overall %.0e)\n", o.common.iters,
+           o.common.warmup, XS_MOE_TOL_ROW, XS_MOE_TOL_FROB);
     if (csv) {
         xs_gpu_report_header(csv, &gi, argc, argv);
         fprintf(csv, "# profile: %s path, %s, R %.3f B/ns, Q %.0f B, r %.3f B/ns, o %.1f ns, "

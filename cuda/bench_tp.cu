@@ -73,12 +73,12 @@ typedef struct {
     int n[TPB_MAX_LIST], nn;
     int k[TPB_MAX_LIST], nk;
     int peers[TPB_MAX_LIST], npeers;
-    int iters, warmup, device, quick, model_pick;
+    xs_bench_opts common; /* -n, -w, -d, -g N (N > 1 ranks are the peers: real windows) */
+    int quick, model_pick;
     uint32_t seed;
     double timeout_s, max_time_s;
     const char *csv;
     xs_profile_args pa;
-    int gpus, gpus_set, device_set; /* -g/--gpus N: N > 1 ranks are the peers (real windows) */
 } tpb_opts;
 
 /* One configuration and its results. */
@@ -159,8 +159,8 @@ static void usage(FILE *f)
 static int parse_opts(int argc, char **argv, tpb_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->iters = 5, o->warmup = 1, o->seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
-    int iters_set = 0, ops_set = 0, models_set = 0;
+    o->common.iters = 5, o->common.warmup = 1, o->seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
+    int ops_set = 0, models_set = 0;
     enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_TIMEOUT, OPT_MAXTIME };
     static const struct option lo[] = {
         {"op", required_argument, 0, 'o'},        {"model", required_argument, 0, OPT_MODEL},
@@ -248,20 +248,10 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
                 return 1;
             break;
         case 'n':
-            if (xs_parse_int("--iters", optarg, 1, TPB_MAX_ITERS, &v) != XS_OK)
-                return xs_cli_fail();
-            o->iters = (int)v;
-            iters_set = 1;
-            break;
         case 'w':
-            if (xs_parse_int("--warmup", optarg, 0, 100, &v) != XS_OK)
-                return xs_cli_fail();
-            o->warmup = (int)v;
-            break;
         case 'd':
         case 'g':
-            if (xs_parse_placement(c, optarg, &o->device, &o->device_set, &o->gpus,
-                                   &o->gpus_set) < 0)
+            if (xs_parse_bench_opt(c, optarg, TPB_MAX_ITERS, &o->common) < 0)
                 return xs_cli_fail();
             break;
         case OPT_PICK:
@@ -304,13 +294,13 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
         /* -g 1 is the one-GPU bench (its --peers are virtual); with N > 1 the ranks are the
          * peers */
         const xs_gpus_conflict cf[] = {
-            {"--device", o->device_set, "rank r runs on GPU r"},
-            {"--peers", o->gpus > 1 && o->npeers > 0,
+            {"--device", o->common.device_set, "rank r runs on GPU r"},
+            {"--peers", o->common.gpus > 1 && o->npeers > 0,
              "with -g the ranks are the peers: P = the number of GPUs"}};
-        if (xs_gpus_check("bench tp", o->gpus_set, o->gpus, cf, 2) != XS_OK)
+        if (xs_gpus_check("bench tp", o->common.gpus_set, o->common.gpus, cf, 2) != XS_OK)
             return xs_cli_fail();
-        if (o->gpus > 1) {
-            o->peers[0] = o->gpus;
+        if (o->common.gpus > 1) {
+            o->peers[0] = o->common.gpus;
             o->npeers = 1;
         }
     }
@@ -332,8 +322,8 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
             o->models[i] = i;
         o->nmodels = TPB_NMODELS;
     }
-    if (o->quick && !iters_set)
-        o->iters = 3;
+    if (o->quick && !o->common.iters_set)
+        o->common.iters = 3;
     return 0;
 }
 
@@ -594,7 +584,7 @@ static int verified(xs_tp *t, const tpb_row *row, const char *variant, int *prin
 static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, uint32_t seed)
 {
     const tpb_opts *o = cx->o;
-    const int n = o->iters, W = o->warmup;
+    const int n = o->common.iters, W = o->common.warmup;
     xs_tp *t = NULL;
     int ok = 1, pr_l = 0, pr_n = 0, pr_s = 0, pr_u = 0;
     double *x[4];
@@ -1074,10 +1064,10 @@ extern "C" int xs_bench_tp(int argc, char **argv)
         return 1;
     /* -g N, N > 1: one rank per GPU (xs_bench_launch, shared with bench ep); this process either
      * launched them and reports their status, or is one of them */
-    const int real = o.gpus_set && o.gpus > 1;
+    const int real = o.common.gpus_set && o.common.gpus > 1;
     int me = 0, nranks = 1;
     if (real) {
-        int ec = 0, l = xs_bench_launch(o.gpus, &ec);
+        int ec = 0, l = xs_bench_launch(o.common.gpus, &ec);
         if (l != 0) {
             free(rows);
             if (l < 0)
@@ -1093,7 +1083,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
         }
     }
     xs_gpu_info gi;
-    if (xs_gpu_open(o.device, &gi) != XS_OK) { /* a launched rank: XS_DEVICE */
+    if (xs_gpu_open(o.common.device, &gi) != XS_OK) { /* a launched rank: XS_DEVICE */
         free(rows);
         return xs_cli_fail();
     }
@@ -1130,7 +1120,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
            "SMs; push chunks %d KB; tolerance: relative Frobenius <= %.0e, rows <= %.0e vs fp32; "
            "times: CUDA events (completion incl. drain), median of %d after %d warm-up, L2 "
            "flushed\n", XS_TP_BM, XS_TP_BN, gi.sm_count, XS_TP_CHUNK / 1024, XS_TP_TOL_FROB,
-           XS_TP_TOL_ROW, o.iters, o.warmup);
+           XS_TP_TOL_ROW, o.common.iters, o.common.warmup);
     if (csv) {
         xs_gpu_report_header(csv, &gi, argc, argv);
         fprintf(csv, "%s\n", csv_header);
@@ -1163,7 +1153,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
         wo.virtual_peers = P;
         wo.bytes = bytes;
         wo.nflags = nflags;
-        wo.device = o.device;
+        wo.device = o.common.device;
         xs_winset *ws = NULL;
         if (xs_win_open(&wo, &ws) != XS_OK) {
             fprintf(stderr, "xstage: error: %d %s peers with %.1f MB windows: %s\n", P,

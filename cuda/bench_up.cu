@@ -58,15 +58,13 @@ typedef struct {
     int heads[UP_MAX_LIST], nheads;
     int peers[UP_MAX_LIST], npeers;
     int causal_lo, causal_hi;
-    int iters, warmup;
+    xs_bench_opts common; /* -n, -w, -d, -g N (N > 1 ranks are the Ulysses group) */
     int split;        /* -1: planner chooses; else forced */
     int order;        /* -1: planner chooses; else xs_attn_order, forced */
     int samples;      /* reference rows per configuration */
     uint32_t seed;
-    int device;
     const char *csv;
     xs_profile_args pa;
-    int gpus, gpus_set, device_set; /* -g/--gpus N: N > 1 ranks are the Ulysses group */
 } up_opts;
 
 /* Device buffers sized for the largest configuration. */
@@ -155,8 +153,8 @@ static int parse_opts(int argc, char **argv, up_opts *o)
     o->heads[0] = 8, o->heads[1] = 16, o->nheads = 2;
     o->peers[0] = 2, o->peers[1] = 4, o->peers[2] = 8, o->npeers = 3;
     o->causal_lo = 0, o->causal_hi = 1;
-    o->iters = 5, o->warmup = 1, o->split = -1, o->order = -1, o->samples = 256, o->seed = 12345;
-    int seq_set = 0, heads_set = 0, peers_set = 0, iters_set = 0, quick = 0;
+    o->common.iters = 5, o->common.warmup = 1, o->split = -1, o->order = -1, o->samples = 256, o->seed = 12345;
+    int seq_set = 0, heads_set = 0, peers_set = 0, quick = 0;
     enum { OPT_SPLIT = XS_OPT_FIRST_FREE, OPT_SAMPLES, OPT_ORDER };
     static const struct option lo[] = {
         {"seq", required_argument, 0, 's'},       {"heads", required_argument, 0, 'H'},
@@ -196,20 +194,10 @@ static int parse_opts(int argc, char **argv, up_opts *o)
             else return xs_cli_failf("--causal '%s': expected 0, 1 or both", optarg);
             break;
         case 'n':
-            if (xs_parse_int("--iters", optarg, 1, UP_MAX_ITERS, &v) != XS_OK)
-                return xs_cli_fail();
-            o->iters = (int)v;
-            iters_set = 1;
-            break;
         case 'w':
-            if (xs_parse_int("--warmup", optarg, 0, 100, &v) != XS_OK)
-                return xs_cli_fail();
-            o->warmup = (int)v;
-            break;
         case 'd':
         case 'g':
-            if (xs_parse_placement(c, optarg, &o->device, &o->device_set, &o->gpus,
-                                   &o->gpus_set) < 0)
+            if (xs_parse_bench_opt(c, optarg, UP_MAX_ITERS, &o->common) < 0)
                 return xs_cli_fail();
             break;
         case OPT_SPLIT:
@@ -250,26 +238,26 @@ static int parse_opts(int argc, char **argv, up_opts *o)
         /* -g 1 is the one-GPU bench (its --peers are virtual); with N > 1 the ranks are the
          * Ulysses group: P = N */
         const xs_gpus_conflict cf[] = {
-            {"--device", o->device_set, "rank r runs on GPU r"},
-            {"--peers", o->gpus > 1 && peers_set,
+            {"--device", o->common.device_set, "rank r runs on GPU r"},
+            {"--peers", o->common.gpus > 1 && peers_set,
              "with -g the ranks are the peers: P = the number of GPUs"}};
-        if (xs_gpus_check("bench up", o->gpus_set, o->gpus, cf, 2) != XS_OK)
+        if (xs_gpus_check("bench up", o->common.gpus_set, o->common.gpus, cf, 2) != XS_OK)
             return xs_cli_fail();
-        if (o->gpus > 1)
-            o->peers[0] = o->gpus, o->npeers = 1, peers_set = 1;
+        if (o->common.gpus > 1)
+            o->peers[0] = o->common.gpus, o->npeers = 1, peers_set = 1;
     }
     if (quick) {
         if (!seq_set) o->seq[0] = 8192, o->seq[1] = 16384, o->nseq = 2;
         if (!heads_set) o->heads[0] = 16, o->nheads = 1;
         if (!peers_set) o->peers[0] = 8, o->npeers = 1;
-        if (!iters_set) o->iters = 3;
+        if (!o->common.iters_set) o->common.iters = 3;
     }
     for (int i = 0; i < o->nseq; i++)
         for (int j = 0; j < o->npeers; j++)
             if (o->seq[i] % o->peers[j])
                 return xs_cli_failf("--seq %d is not a multiple of %s %d (each rank "
                                     "receives seq/peers rows)", o->seq[i],
-                                    o->gpus > 1 ? "-g/--gpus" : "--peers", o->peers[j]);
+                                    o->common.gpus > 1 ? "-g/--gpus" : "--peers", o->peers[j]);
     return 0;
 }
 
@@ -980,7 +968,7 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
     a->out = XS_ATTN_OUT_LOCAL;
     a->cta_ns = B->cta_ns, a->tile_ns = B->tile_ns, a->status = B->status;
 
-    const int n = o->iters, nw = o->warmup;
+    const int n = o->common.iters, nw = o->common.warmup;
     double *x = (double *)malloc((size_t)9 * n * sizeof(double));
     uint64_t *cta = (uint64_t *)malloc((size_t)c->grid * 3 * sizeof(uint64_t));
     uint64_t *tns = (uint64_t *)malloc((size_t)c->tiles * sizeof(uint64_t));
@@ -1331,10 +1319,10 @@ extern "C" int xs_bench_up(int argc, char **argv)
         return xs_cli_fail();
     /* -g N, N > 1: one rank per GPU (xs_bench_launch, shared with bench ep|tp); this process
      * either launched them and reports their status, or is one of them */
-    const int real = o.gpus_set && o.gpus > 1;
+    const int real = o.common.gpus_set && o.common.gpus > 1;
     int me = 0, nranks = 1;
     if (real) {
-        int ec = 0, have = 0, l = xs_bench_launch(o.gpus, &ec);
+        int ec = 0, have = 0, l = xs_bench_launch(o.common.gpus, &ec);
         if (l < 0 || (l > 0 && ec))
             xs_cli_fail();
         if (l != 0)
@@ -1343,7 +1331,7 @@ extern "C" int xs_bench_up(int argc, char **argv)
             return xs_cli_fail();
     }
     xs_gpu_info gi;
-    if (xs_gpu_open(o.device, &gi) != XS_OK) /* a launched rank: XS_DEVICE */
+    if (xs_gpu_open(o.common.device, &gi) != XS_OK) /* a launched rank: XS_DEVICE */
         return xs_cli_fail();
     xs_coll *coll = NULL;
     if (real) {
@@ -1432,7 +1420,7 @@ extern "C" int xs_bench_up(int argc, char **argv)
         /* one per CTA of the persistent grid; -g: a region and a slot of flags per source */
         wo.bytes = real ? (size_t)P * region : region;
         wo.nflags = real ? P * gi.sm_count : gi.sm_count;
-        wo.device = o.device;
+        wo.device = o.common.device;
         xs_winset *ws = NULL;
         XS_CHECK(xs_win_open(&wo, &ws));
         const xs_wintab *tab = xs_win_table(ws);

@@ -24,11 +24,16 @@ xs_status xs_parse_time_ns(const char *opt, const char *s, double *out); /* "2us
 xs_status xs_parse_list(const char *opt, const char *s, int sizes, long lo, long hi, int *out,
                         int max, int *n);
 
-/* -d/--device N (0..1023) and -g/--gpus N (1..64 ranks), the placement options of the benches:
- * ch 'd' or 'g' parses arg into *device or *gpus and sets the matching *_set flag; returns 1
- * when ch was one of them, 0 when not (nothing touched), -1 on a bad value (one-line error). */
-int xs_parse_placement(int ch, const char *arg, int *device, int *device_set, int *gpus,
-                       int *gpus_set);
+/* The run options every bench takes: -n/--iters N (1..max_iters), -w/--warmup N (0..100),
+ * -d/--device N (0..1023), -g/--gpus N (1..64 ranks); each *_set says the option was given. */
+typedef struct {
+    int iters, warmup, device, gpus;
+    int iters_set, device_set, gpus_set;
+} xs_bench_opts;
+
+/* ch one of 'n', 'w', 'd', 'g': parse arg into b; returns 1 when ch was one of them, 0 when not
+ * (nothing touched), -1 on a bad value (one-line error). */
+int xs_parse_bench_opt(int ch, const char *arg, long max_iters, xs_bench_opts *b);
 
 /* Profile options common to every subcommand that reads a profile: --profile FILE and any number
  * of --set NAME=VALUE. Collect them while parsing, then resolve: the file (or the embedded

@@ -57,22 +57,32 @@ xs_status xs_parse_int(const char *opt, const char *s, long lo, long hi, long *o
     return XS_OK;
 }
 
-int xs_parse_placement(int ch, const char *arg, int *device, int *device_set, int *gpus,
-                       int *gpus_set)
+int xs_parse_bench_opt(int ch, const char *arg, long max_iters, xs_bench_opts *b)
 {
     long v;
-    if (ch == 'd') {
+    switch (ch) {
+    case 'n':
+        if (xs_parse_int("--iters", arg, 1, max_iters, &v) != XS_OK)
+            return -1;
+        b->iters = (int)v;
+        b->iters_set = 1;
+        return 1;
+    case 'w':
+        if (xs_parse_int("--warmup", arg, 0, 100, &v) != XS_OK)
+            return -1;
+        b->warmup = (int)v;
+        return 1;
+    case 'd':
         if (xs_parse_int("--device", arg, 0, 1023, &v) != XS_OK)
             return -1;
-        *device = (int)v;
-        *device_set = 1;
+        b->device = (int)v;
+        b->device_set = 1;
         return 1;
-    }
-    if (ch == 'g') {
+    case 'g':
         if (xs_parse_int("--gpus", arg, 1, 64, &v) != XS_OK) /* XS_LAUNCH_MAX_RANKS */
             return -1;
-        *gpus = (int)v;
-        *gpus_set = 1;
+        b->gpus = (int)v;
+        b->gpus_set = 1;
         return 1;
     }
     return 0;

@@ -254,16 +254,24 @@ static void test_cli_values(void)
     EXPECT_ERR(xs_parse_list("--seq", "4K,1G", 1, 1, 1 << 20, lst, 4, &nl), XS_EINVAL,
                "--seq 1073741824: outside 1..1048576");
     EXPECT_ERR(xs_parse_int("-n", "0", 1, 100, &l), XS_EINVAL, "-n 0: outside 1..100");
-    int dev = -1, dev_set = 0, gpus = -1, gpus_set = 0;
-    XT_CHECK(xs_parse_placement('d', "3", &dev, &dev_set, &gpus, &gpus_set) == 1 && dev == 3 &&
-                 dev_set && gpus == -1 && !gpus_set, "--device 3");
-    XT_CHECK(xs_parse_placement('g', "8", &dev, &dev_set, &gpus, &gpus_set) == 1 && gpus == 8 &&
-                 gpus_set && dev == 3, "--gpus 8");
-    XT_CHECK(xs_parse_placement('n', "8", &dev, &dev_set, &gpus, &gpus_set) == 0 && gpus == 8,
+    xs_bench_opts b;
+    memset(&b, 0, sizeof b);
+    b.gpus = -1;
+    XT_CHECK(xs_parse_bench_opt('d', "3", 100, &b) == 1 && b.device == 3 && b.device_set &&
+                 b.gpus == -1 && !b.gpus_set, "--device 3");
+    XT_CHECK(xs_parse_bench_opt('g', "8", 100, &b) == 1 && b.gpus == 8 && b.gpus_set &&
+                 b.device == 3, "--gpus 8");
+    XT_CHECK(xs_parse_bench_opt('n', "7", 100, &b) == 1 && b.iters == 7 && b.iters_set,
+             "--iters 7");
+    XT_CHECK(xs_parse_bench_opt('w', "2", 100, &b) == 1 && b.warmup == 2, "--warmup 2");
+    XT_CHECK(xs_parse_bench_opt('x', "8", 100, &b) == 0 && b.gpus == 8,
              "other options are left alone");
-    XT_CHECK(xs_parse_placement('g', "65", &dev, &dev_set, &gpus, &gpus_set) == -1 &&
-                 strstr(xs_errmsg(), "--gpus 65: outside 1..64") && gpus == 8,
+    XT_CHECK(xs_parse_bench_opt('g', "65", 100, &b) == -1 &&
+                 strstr(xs_errmsg(), "--gpus 65: outside 1..64") && b.gpus == 8,
              "--gpus 65 refused in one line, nothing changed");
+    XT_CHECK(xs_parse_bench_opt('n', "101", 100, &b) == -1 &&
+                 strstr(xs_errmsg(), "--iters 101: outside 1..100") && b.iters == 7,
+             "--iters above the bench's maximum refused");
 }
 
 int main(void)
