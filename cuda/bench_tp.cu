@@ -159,7 +159,8 @@ static void usage(FILE *f)
 static int parse_opts(int argc, char **argv, tpb_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->common.iters = 5, o->common.warmup = 1, o->seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
+    o->common.iters = 5, o->common.warmup = 1;
+    o->seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
     int ops_set = 0, models_set = 0;
     enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_TIMEOUT, OPT_MAXTIME };
     static const struct option lo[] = {

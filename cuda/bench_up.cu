@@ -153,7 +153,8 @@ static int parse_opts(int argc, char **argv, up_opts *o)
     o->heads[0] = 8, o->heads[1] = 16, o->nheads = 2;
     o->peers[0] = 2, o->peers[1] = 4, o->peers[2] = 8, o->npeers = 3;
     o->causal_lo = 0, o->causal_hi = 1;
-    o->common.iters = 5, o->common.warmup = 1, o->split = -1, o->order = -1, o->samples = 256, o->seed = 12345;
+    o->common.iters = 5, o->common.warmup = 1;
+    o->split = -1, o->order = -1, o->samples = 256, o->seed = 12345;
     int seq_set = 0, heads_set = 0, peers_set = 0, quick = 0;
     enum { OPT_SPLIT = XS_OPT_FIRST_FREE, OPT_SAMPLES, OPT_ORDER };
     static const struct option lo[] = {
