@@ -826,7 +826,8 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         int ntr;
         for (int slot = 0; slot < 2; slot++) {
             double v[64];
-            int nv = 0, nref = 0, runs = o->common.warmup + (o->common.iters < 3 ? o->common.iters : 3);
+            const int n = o->common.iters;
+            int nv = 0, nref = 0, runs = o->common.warmup + (n < 3 ? n : 3);
             for (int it = 0; it < runs; it++) {
                 double us;
                 EP_TRY(ep_run(m, cb, EP_WAVE, slot, &local, NULL, &ro, &us, NULL));
@@ -1283,8 +1284,8 @@ int xs_bench_ep(int argc, char **argv)
            "reserve) per producer, arbitration skew %.2f; kernel model: main loops stall above "
            "%.0f B of backlog (speed %.2f); auto may pace at %.0f B (%.2f R)\n",
            prof.queue_bytes_per_producer, prof.reserve_bytes_per_producer,
-           prof.buffer_bytes_per_producer, prof.arbitration_skew, o.mm.block_bytes, o.mm.block_speed, o.mm.pace_bytes,
-           o.mm.pace_drain_frac);
+           prof.buffer_bytes_per_producer, prof.arbitration_skew, o.mm.block_bytes,
+           o.mm.block_speed, o.mm.pace_bytes, o.mm.pace_drain_frac);
     printf("# times: median of %d runs after %d warm-up, variants interleaved round-robin; "
            "windows poisoned and L2 overwritten before every run; every variant's last run "
            "verified at the destination (row tolerance %.0e, overall %.0e)\n", o.common.iters,
