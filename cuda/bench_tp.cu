@@ -462,12 +462,6 @@ static tpb_stat stat_of(const double *x, int n)
     return s;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- one configuration ----------------------------------------------------------------------- */
 
@@ -1130,7 +1124,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
     XS_CHECK_CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     tpb_ctx cx = {stream, cb, &prof, &o, gi.sm_count, coll, NULL};
     int fatal = 0; /* real peers: a failed call on this rank ends the run */
-    const double t0 = now_s();
+    const double t0 = xs_now_s();
     int skipped = 0;
     table_header();
     /* one window set per peer count, sized for its largest configuration */
@@ -1183,7 +1177,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
             if (xs_interrupted()) /* stop between configurations (xstage_sigint.h) */
                 break;
             /* real peers: skipped on every rank when the budget is out on any */
-            double late = now_s() - t0 > o.max_time_s;
+            double late = xs_now_s() - t0 > o.max_time_s;
             if (real && xs_coll_max(coll, &late, 1) != XS_OK) {
                 fprintf(stderr, "xstage: error: bench tp: %s\n", xs_errmsg());
                 fatal = 1;
@@ -1218,7 +1212,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
         nran += rows[j].ran;
     const int intr = xs_interrupted() && nran + skipped < nrows; /* stopped early: no verdict */
     rc = intr ? 1 : summary(rows, nrows, skipped);
-    printf("# wall time %.1f s\n", now_s() - t0);
+    printf("# wall time %.1f s\n", xs_now_s() - t0);
     if (csv) {
         fprintf(csv, "# %s\n", intr ? "INTERRUPTED: partial results"
                                : rc ? "bench tp FAILED" : "bench tp OK");

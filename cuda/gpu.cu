@@ -266,6 +266,28 @@ struct xs_cublas {
  * racecheck the tests and benches compute their references and baselines with this kernel. Its
  * results agree with cuBLAS within the bf16 tolerances every caller uses; its speed means
  * nothing. */
+extern "C" double xs_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+xs_status xs_event_wait(cudaEvent_t ev, double timeout_s, const char *what)
+{
+    const double t0 = xs_now_s();
+    for (;;) {
+        cudaError_t e = cudaEventQuery(ev);
+        if (e == cudaSuccess)
+            return XS_OK;
+        if (e != cudaErrorNotReady)
+            return xs_seterr(XS_ECUDA, "%s: %s", what, cudaGetErrorString(e));
+        if (xs_now_s() - t0 > timeout_s)
+            return xs_seterr(XS_ETIMEOUT, "%s did not finish within %.0f s", what, timeout_s);
+        usleep(20);
+    }
+}
+
 static int cublas_simt_requested(void)
 {
     const char *e = getenv("XS_CUBLAS_SIMT");

@@ -202,29 +202,7 @@ __global__ void visibility_kernel(char *payload, unsigned long long n16, uint64_
     }
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
-/* Wait for an event with a bound: a kernel's own waits are bounded, but a schedule with huge gaps
- * must not hold the process forever either. */
-static xs_status wait_event(cudaEvent_t ev, double timeout_s, const char *what)
-{
-    double t0 = now_s();
-    for (;;) {
-        cudaError_t e = cudaEventQuery(ev);
-        if (e == cudaSuccess)
-            return XS_OK;
-        if (e != cudaErrorNotReady)
-            return xs_seterr(XS_ECUDA, "%s: %s", what, cudaGetErrorString(e));
-        if (now_s() - t0 > timeout_s)
-            return xs_seterr(XS_ETIMEOUT, "%s did not finish within %.0f s", what, timeout_s);
-        usleep(50);
-    }
-}
 
 static xs_status check_devstatus(xs_replayer *rp, const char *what)
 {
@@ -481,7 +459,7 @@ xs_status xs_replay_run(xs_replayer *rp, const xs_schedule *s, int sync, uint32_
         (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat);
     RUN_CU(cudaGetLastError());
     RUN_CU(cudaEventRecord(rp->ev1, rp->stream));
-    st = wait_event(rp->ev1, rp->o.timeout_s + 5, "replay kernel");
+    st = xs_event_wait(rp->ev1, rp->o.timeout_s + 5, "replay kernel");
     if (st != XS_OK)
         goto out;
     st = check_devstatus(rp, "replay kernel");
@@ -583,7 +561,7 @@ xs_status xs_replay_store_bw(xs_replayer *rp, size_t bytes, int reps, double *gb
             break;
         }
         cudaEventRecord(rp->ev1, rp->stream);
-        st = wait_event(rp->ev1, rp->o.timeout_s, "store bandwidth kernel");
+        st = xs_event_wait(rp->ev1, rp->o.timeout_s, "store bandwidth kernel");
         if (st != XS_OK)
             break;
         float ms = 0;
@@ -643,9 +621,9 @@ xs_status xs_replay_visibility(xs_replayer *rp, size_t bytes, int reps, double *
         goto out;
     }
     for (int i = 0; i < reps; i++) {
-        double t0 = now_s();
+        double t0 = xs_now_s();
         while (__atomic_load_n((uint64_t *)up, __ATOMIC_ACQUIRE) < (uint64_t)i + 1) {
-            if (now_s() - t0 > rp->o.timeout_s) {
+            if (xs_now_s() - t0 > rp->o.timeout_s) {
                 st = xs_seterr(XS_ETIMEOUT, "visibility: flag %d never arrived within %.0f s",
                                i + 1, rp->o.timeout_s);
                 break;
@@ -663,7 +641,7 @@ xs_status xs_replay_visibility(xs_replayer *rp, size_t bytes, int reps, double *
         __atomic_store_n((uint64_t *)back, (uint64_t)reps + 1, __ATOMIC_RELEASE);
     }
     {
-        xs_status s2 = wait_event(rp->ev1, rp->o.timeout_s + 5, "visibility kernel");
+        xs_status s2 = xs_event_wait(rp->ev1, rp->o.timeout_s + 5, "visibility kernel");
         if (st == XS_OK)
             st = s2;
     }

@@ -2468,28 +2468,7 @@ extern "C" xs_status xs_tp_predict(xs_tp *t, int slot, const xs_profile *p, cons
 
 /* ---- runs -------------------------------------------------------------------------------------- */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
-/* Wait for an event, bounded: a kernel's own waits are bounded, this is the backstop. */
-static xs_status wait_event(cudaEvent_t ev, double timeout_s, const char *what)
-{
-    const double t0 = now_s();
-    for (;;) {
-        cudaError_t e = cudaEventQuery(ev);
-        if (e == cudaSuccess)
-            return XS_OK;
-        if (e != cudaErrorNotReady)
-            return xs_seterr(XS_ECUDA, "%s: %s", what, cudaGetErrorString(e));
-        if (now_s() - t0 > timeout_s)
-            return xs_seterr(XS_ETIMEOUT, "%s did not finish within %.0f s", what, timeout_s);
-        usleep(20);
-    }
-}
 
 /* Poison every destination a run writes through `tab`, and this rank's outputs. */
 static xs_status tp_poison(xs_tp *t, const xs_wintab *tab, cudaStream_t s)
@@ -2637,7 +2616,7 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
     XS_CU(cudaEventRecord(t->ev1, s));
     /* backstop: every device wait is bounded; allow for all of them in a chain plus the work */
     const double bound_s = 60.0 + 4.0 * (double)a.timeout_ns * 1e-9;
-    XS_TRY(wait_event(t->ev1, bound_s, "tp kernel"));
+    XS_TRY(xs_event_wait(t->ev1, bound_s, "tp kernel"));
     float e_ms = 0;
     XS_CU(cudaEventElapsedTime(&e_ms, t->ev0, t->ev1));
     if (ms)
@@ -2861,7 +2840,7 @@ extern "C" xs_status xs_tp_run_unfused(xs_tp *t, xs_cublas *cb, cudaStream_t s, 
         }
     }
     XS_CU(cudaEventRecord(t->ev1, s));
-    XS_TRY(wait_event(t->ev1, 120.0, "tp unfused"));
+    XS_TRY(xs_event_wait(t->ev1, 120.0, "tp unfused"));
     float e_ms = 0;
     XS_CU(cudaEventElapsedTime(&e_ms, t->ev0, t->ev1));
     if (ms)

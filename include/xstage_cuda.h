@@ -57,6 +57,9 @@ xs_status xs_cublas_gemm_bf16_batched(xs_cublas *h, void *stream, int m, int n, 
                                       long long stride_b, int b_trans, void *c,
                                       long long stride_c, int c_f32, int batch);
 
+/* Seconds on the monotonic clock (host timing and host-side bounds). */
+double xs_now_s(void);
+
 #ifdef __cplusplus
 }
 #endif
@@ -65,6 +68,10 @@ xs_status xs_cublas_gemm_bf16_batched(xs_cublas *h, void *stream, int m, int n, 
 #ifdef __CUDACC__
 #include <cuda_runtime.h>
 #include <stdlib.h>
+/* Wait for an event with a bound: a kernel's own waits are bounded, this is the host's backstop
+ * (a schedule with huge gaps, a hung library kernel). XS_ETIMEOUT "WHAT did not finish within
+ * N s", or XS_ECUDA with the error an event query returned. */
+xs_status xs_event_wait(cudaEvent_t ev, double timeout_s, const char *what);
 /* Library code: turn a CUDA error into an xs_status with the failing call's text. */
 #define XS_CU(call)                                                                           \
     do {                                                                                      \

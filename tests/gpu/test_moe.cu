@@ -27,12 +27,6 @@
 #include "xstage_win.h"
 #include "../../cuda/moe.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Linear-2 tiles start only after every Linear-1 tile of their row block stored its h rows. The
  * order comes from the device: one counter hands a ticket to every Linear-1 tile just before its
@@ -414,10 +408,10 @@ static void timeout_case(void)
     xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};
     xs_moe_set_plan(m, 0, &wp);
     xs_moe_run_opts ro = {20000000ull /* 20 ms */, 1};
-    double t0 = now_s();
+    double t0 = xs_now_s();
     float ms;
     xs_status st = xs_moe_run_fused(m, 0, &local, &ro, 0, &ms);
-    double dt = now_s() - t0;
+    double dt = xs_now_s() - t0;
     XT_CHECK(st == XS_ETIMEOUT, "missed dependency: got %s, want XS_ETIMEOUT", xs_status_name(st));
     XT_CHECK(dt < 2.0, "missed dependency took %.2f s to report (bound 20 ms)", dt);
     XT_CHECK(strchr(xs_errmsg(), '\n') == NULL && strlen(xs_errmsg()) > 10, "one-line message");
@@ -457,9 +451,9 @@ static void pacer_timeout_case(void)
         XT_CHECK(xs_moe_set_plan(m, 0, &pp) == XS_OK, "plan: %s", xs_errmsg());
         xs_moe_run_opts ro = {5000000ull /* 5 ms */, 0};
         float ms;
-        double t0 = now_s();
+        double t0 = xs_now_s();
         xs_status st = xs_moe_run_fused(m, 0, xs_win_table(ws), &ro, 0, &ms);
-        double dt = now_s() - t0;
+        double dt = xs_now_s() - t0;
         XT_CHECK(st == XS_ETIMEOUT && strstr(xs_errmsg(), "pacer"),
                  "a stuck pacer: got %s (%s), want XS_ETIMEOUT naming the pacer",
                  xs_status_name(st), xs_errmsg());
@@ -737,10 +731,10 @@ static void model_checks(void)
             }
         }
         xs_moe_stall sx;
-        const double t0 = now_s();
+        const double t0 = xs_now_s();
         const xs_status rs = xs_moe_stall_predict(u, NR * NK + 3 * NQ, &pf[1], &mm, 0, NULL, 0,
                                                   &sx, NULL, pq);
-        const double dt = now_s() - t0;
+        const double dt = xs_now_s() - t0;
         XT_CHECK(rs == XS_OK, "stall (many intervals): %s", xs_errmsg());
         int bad = 0, spanning = 0;
         for (int q = 0; rs == XS_OK && q < NQ; q++) {
@@ -795,7 +789,7 @@ static int sweep_point_run(const xs_moe_config *cfg, int tokens, int peers, xs_m
                            const xs_profile *prof, const xs_moe_model *mm, sweep_point *sp)
 {
     memset(sp, 0, sizeof *sp);
-    double t0 = now_s();
+    double t0 = xs_now_s();
     xs_moe *m = NULL;
     xs_moe_opts o = {tokens, peers, rt, 0, 1u};
     if (xs_moe_create_host(cfg, &o, 132, &m) != XS_OK)
@@ -812,7 +806,7 @@ static int sweep_point_run(const xs_moe_config *cfg, int tokens, int peers, xs_m
     const xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};
     const xs_moe_plan ip = {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0, 0, 0};
     ok = ok && xs_moe_set_plan(m, 0, &wp) == XS_OK && xs_moe_set_plan(m, 1, &ip) == XS_OK;
-    sp->create_s = now_s() - t0;
+    sp->create_s = xs_now_s() - t0;
     const double drain_ns = info.remote_bytes / prof->drain_bytes_per_ns;
     for (int slot = 0; slot < 2 && ok; slot++) {
         double t = 0;
@@ -824,10 +818,10 @@ static int sweep_point_run(const xs_moe_config *cfg, int tokens, int peers, xs_m
         for (int i = 0; ok && i < ntot; i++)
             ref[slot][tr[i].id] = tr[i].mma1_ns - tr[i].mma0_ns;
     }
-    t0 = now_s();
+    t0 = xs_now_s();
     xs_moe_auto_result ar;
     ok = ok && xs_moe_auto(m, prof, mm, &cost[0], &cost[1], &ar) == XS_OK;
-    sp->auto_s = now_s() - t0;
+    sp->auto_s = xs_now_s() - t0;
     if (ok) {
         sp->pred_wave_ns = ar.wave_ns;
         sp->pred_inter_ns = ar.inter_ns;
@@ -854,16 +848,16 @@ static int sweep_point_run(const xs_moe_config *cfg, int tokens, int peers, xs_m
     }
     for (int slot = 0; slot < 3 && ok; slot++) {
         double t = 0;
-        t0 = now_s();
+        t0 = xs_now_s();
         ok = xs_moe_predict_trace(m, slot, prof, mm, slot == 1 ? &cost[1] : &cost[0], 1, tr,
                                   &t) == XS_OK;
-        sp->trace_s += now_s() - t0;
+        sp->trace_s += xs_now_s() - t0;
         xs_moe_stall st;
-        t0 = now_s();
+        t0 = xs_now_s();
         const double *rf = slot == 1 || (slot == 2 && sp->inter) ? ref[1] : ref[0];
         ok = ok && xs_moe_stall_predict(tr, ntot, prof, mm, base.local_issue_bytes_per_ns, rf,
                                         ntot, &st, NULL, NULL) == XS_OK;
-        sp->stall_s += now_s() - t0;
+        sp->stall_s += xs_now_s() - t0;
         if (ok)
             sp->stall_sum += st.pred_stall_med_ns + st.abs_err_med_ns + st.mma_pred_med_ns +
                              st.mma_abs_err_med_ns + st.blocked_ns;
@@ -898,12 +892,12 @@ static void model_sweep(const xs_profile *prof, int verbose)
                 if (!c->sweep)
                     continue;
                 sweep_point sp;
-                const double t0 = now_s();
+                const double t0 = xs_now_s();
                 const int tok = c->tokens[ti], peers = c->peers > 0 ? c->peers : 4;
                 const int ok = sweep_point_run(c, tok, peers,
                                                ri ? XS_ROUTE_ZIPF : XS_ROUTE_BALANCED, prof,
                                                &mm, &sp);
-                const double dt = now_s() - t0;
+                const double dt = xs_now_s() - t0;
                 bad += !ok;
                 total += dt;
                 worst = dt > worst ? dt : worst;

@@ -25,13 +25,6 @@
 #include "xstage_pattern.h"
 #include "xstage_win.h"
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static int one_line(const char *s) { return s && *s && !strchr(s, '\n'); }
 
 /* CTA 1 stores n16 units and signals; CTA 0 waits for the flag, then all its threads check the
@@ -148,9 +141,9 @@ static void test_to_host(void)
     }
     to_host_kernel<<<1, XS_PRODUCER_THREADS, 0, st>>>(tab->data[0], tab->flags[0], bytes / 16, 77,
                                                       5);
-    double t0 = now_s();
+    double t0 = xs_now_s();
     int seen = 0;
-    while (now_s() - t0 < 5) {
+    while (xs_now_s() - t0 < 5) {
         if (__atomic_load_n(hflag, __ATOMIC_ACQUIRE) >= 5) {
             seen = 1;
             break;
@@ -176,9 +169,9 @@ static void test_missed(xs_target t, int vpeers, int rank)
     if (!w)
         return;
     const uint64_t bound_ns = 200000000ull;
-    double t0 = now_s();
+    double t0 = xs_now_s();
     xs_status s = xs_win_wait_flag(w, rank, 2, 1, bound_ns);
-    double dt = now_s() - t0;
+    double dt = xs_now_s() - t0;
     XT_CHECK(s == XS_ETIMEOUT && one_line(xs_errmsg()) && strstr(xs_errmsg(), "flag 2") &&
                  strstr(xs_errmsg(), "200 ms"),
              "%s missed signal: %s", xs_target_name(t), xs_errmsg());
@@ -189,9 +182,9 @@ static void test_missed(xs_target t, int vpeers, int rank)
     /* a flag that is already there returns at once */
     uint64_t one = 1;
     cudaMemcpy(xs_win_table(w)->flags[rank] + 2, &one, sizeof one, cudaMemcpyDefault);
-    t0 = now_s();
+    t0 = xs_now_s();
     s = xs_win_wait_flag(w, rank, 2, 1, bound_ns);
-    dt = now_s() - t0;
+    dt = xs_now_s() - t0;
     XT_CHECK(s == XS_OK && dt < 0.1, "%s present flag: %s (%.3f s)", xs_target_name(t),
              xs_errmsg(), dt);
     XT_CHECK(xs_win_wait_flag(w, rank, 4, 1, bound_ns) == XS_EINVAL, "flag out of range");
@@ -215,9 +208,9 @@ static void test_exchange_timeout(xs_target t, int vpeers)
     eo.timeout_ns = 300000000ull;
     eo.skip_send = 1;
     xs_exchange_result r;
-    double t0 = now_s();
+    double t0 = xs_now_s();
     xs_status s = xs_exchange(w, &eo, &r);
-    double dt = now_s() - t0;
+    double dt = xs_now_s() - t0;
     XT_CHECK(s == XS_ETIMEOUT && one_line(xs_errmsg()) && strstr(xs_errmsg(), "source") &&
                  strstr(xs_errmsg(), "300 ms"),
              "%s exchange without sends: %s", xs_target_name(t), xs_errmsg());

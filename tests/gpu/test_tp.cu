@@ -40,12 +40,6 @@
 
 #include <cuda_bf16.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static double bf(uint16_t b)
 {
@@ -427,9 +421,9 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
         xs_tp_run_opts fo = ro;
         fo.fault = f;
         fo.timeout_ns = 50000000ull; /* 50 ms */
-        const double t0 = now_s();
+        const double t0 = xs_now_s();
         xs_status e = xs_tp_run(t, slot, &fo, st, &ms);
-        const double dt = now_s() - t0;
+        const double dt = xs_now_s() - t0;
         const char *msg = xs_errmsg();
         XT_CHECK(e == XS_ETIMEOUT, "%s %s fault %d: status %s (%s)", name, vname[slot], f,
                  xs_status_name(e), msg);

@@ -26,13 +26,6 @@
 #include "xstage_pattern.h"
 #include "xstage_win.h"
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static int one_line(const char *s) { return s && *s && !strchr(s, '\n'); }
 
 /* Fill [dst, dst + 16 n16) with the pattern, split over the grid. */
@@ -399,9 +392,9 @@ static void test_launch(const char *self, int ngpu)
     if (xs_nccl_unique_id(id) == XS_OK) {
         xs_hex_encode(id, XS_NCCL_ID_BYTES, hex);
         char *args[] = {(char *)self, (char *)"--dup", NULL};
-        double t0 = now_s();
+        double t0 = xs_now_s();
         xs_status s = xs_launch(2, args, hex, &lo, &ec);
-        double dt = now_s() - t0;
+        double dt = xs_now_s() - t0;
         XT_CHECK(s != XS_OK && ec != 0 && dt < 40, "duplicate GPU: %s (exit %d, %.1f s)",
                  xs_errmsg(), ec, dt);
         printf("ok two ranks on one GPU refused in %.1f s: %s\n", dt, xs_errmsg());
