@@ -26,7 +26,8 @@ mkdir -p "$OUT"
 LOG="$OUT/ep.log"
 : >"$LOG"
 
-say() { printf '%s\n' "$*" | tee -a "$LOG"; }
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
+STEP_BUDGET=$BUDGET
 
 say "# gpu_ep.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) build=$B out=$OUT budget=${BUDGET}s"
 PROF=${PROFILE:-}
@@ -42,86 +43,37 @@ else
 fi
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv 2>&1 || true; } >>"$LOG"
 
-declare -a NAMES RESULTS DETAILS
-
-# run_step NAME LIMIT_S CMD... : runs CMD with a time bound, output appended to the log
-run_step() {
-    local name=$1 limit=$2
-    shift 2
-    local left=$((BUDGET - SECONDS))
-    if [ "$left" -lt 15 ]; then
-        say "SKIP $name: ${left}s of the ${BUDGET}s budget left"
-        NAMES+=("$name"); RESULTS+=("SKIP"); DETAILS+=("budget spent")
-        return
-    fi
-    [ "$limit" -gt "$left" ] && limit=$left
-    say "=== $name (limit ${limit}s): $*"
-    local t0=$SECONDS rc
-    if [ ! -x "$1" ]; then
-        say "FAIL $name: $1 is missing (build it first: make -j all)"
-        NAMES+=("$name"); RESULTS+=("FAIL"); DETAILS+=("binary missing: $1")
-        return
-    fi
-    timeout -k 10 "$limit" "$@" >"$OUT/.step.out" 2>&1
-    rc=$?
-    cat "$OUT/.step.out" >>"$LOG"
-    local dt=$((SECONDS - t0)) last detail result
-    last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$OUT/.step.out" | tail -n 1)
-    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-        result=FAIL; detail="timed out after ${limit}s"
-    elif [ "$rc" -ne 0 ]; then
-        result=FAIL; detail="exit $rc ${last}"
-    else
-        result=PASS; detail="${last}"
-    fi
-    case "$name" in
-    test_gemm)
-        detail="$detail; $(grep -E '^# gemm: geomean' "$OUT/.step.out" | sed 's/^# gemm: //')" ;;
+# the verdict's detail: the throughput line of test_gemm, the summary lines of the sweep
+step_detail() {
+    case $1 in
+    test_gemm) grep -E '^# gemm: geomean' "$2" | sed 's/^# gemm: //' ;;
     bench_ep*)
-        detail="$(grep -E '^# (bench ep|wave/interleaved|wave/auto |auto near bound|stall prediction|wall time)' \
-            "$OUT/.step.out" | sed 's/^# //; s/  */ /g' | tr '\n' ';')" ;;
+        grep -E '^# (bench ep|wave/interleaved|wave/auto |auto near bound|stall prediction|wall time)' \
+            "$2" | sed 's/^# //; s/  */ /g' | tr '\n' ';' ;;
     esac
-    if [ "$result" = FAIL ]; then
-        say "FAIL $name (${dt}s): $detail"
-        tail -n 15 "$OUT/.step.out" | sed 's/^/    /'
-    else
-        say "PASS $name (${dt}s): $detail"
-    fi
-    NAMES+=("$name"); RESULTS+=("$result"); DETAILS+=("$detail (${dt}s)")
 }
 
-run_step test_gemm 45 "$B/tests/gpu/test_gemm" --csv "$OUT/gemm.csv" -n 20
-run_step test_moe_model 20 "$B/tests/gpu/test_moe" --model ${PROFILE_ARGS[1]:+"${PROFILE_ARGS[1]}"}
-run_step test_moe 60 "$B/tests/gpu/test_moe"
-X="$B/xstage"
-if [ -x "$X" ] && "$X" bench ep --help 2>&1 | grep -q 'needs the CUDA side'; then
-    # a CPU-only link of the tool: relink a private one from the built objects when possible
-    NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-    X="${TMPDIR:-/tmp}/xstage-ep.$$"
-    if [ -x "$NVCC" ] && "$NVCC" -gencode=arch=compute_90a,code=sm_90a -o "$X" "$B"/tools/*.o \
-        "$B"/cuda/*.o "$B/libxstage.a" -l:libjansson.a -lm -ldl -lpthread >>"$LOG" 2>&1; then
-        say "note: $B/xstage lacked bench ep; relinked $X from $B/tools and $B/cuda objects"
-    else
-        X=""
-    fi
-fi
+vstep test_gemm 45 "$B/tests/gpu/test_gemm" --csv "$OUT/gemm.csv" -n 20
+vstep test_moe_model 20 "$B/tests/gpu/test_moe" --model ${PROFILE_ARGS[1]:+"${PROFILE_ARGS[1]}"}
+vstep test_moe 60 "$B/tests/gpu/test_moe"
+X=$(xstage_with ep "$B")
 if [ -z "$X" ]; then
     say "FAIL bench_ep: $B/xstage was linked without the CUDA subcommands and could not be relinked"
-    NAMES+=("bench_ep"); RESULTS+=("FAIL"); DETAILS+=("xstage lacks bench ep")
+    verdicts+=("bench_ep FAIL xstage lacks bench ep")
+    fails=$((fails + 1))
 else
     # shellcheck disable=SC2086
-    run_step bench_ep 150 "$X" bench ep "${PROFILE_ARGS[@]}" --csv "$OUT/ep.csv" \
+    vstep bench_ep 150 "$X" bench ep "${PROFILE_ARGS[@]}" --csv "$OUT/ep.csv" \
         ${EP_ARGS:--n 5 -w 1}
     # every tile of two drain-bound points (small files: ~25k rows), for the per-tile analysis
     if [ -z "${EP_ARGS:-}" ]; then
-        run_step bench_ep_tiles 40 "$X" bench ep "${PROFILE_ARGS[@]}" \
+        vstep bench_ep_tiles 40 "$X" bench ep "${PROFILE_ARGS[@]}" \
             --config olmoe-1b-7b,deepseek-v2-lite --tokens 2048 --routing balanced -n 3 -w 1 \
             --csv "$OUT/ep_tiles_points.csv" --tiles "$OUT/ep_tiles.csv"
         [ -s "$OUT/ep_tiles.csv" ] && gzip -f "$OUT/ep_tiles.csv"
     fi
 fi
 case "$X" in "${TMPDIR:-/tmp}"/xstage-ep.*) rm -f "$X" ;; esac
-rm -f "$OUT/.step.out"
 
 # the sweep's table and summary, then the per-step verdicts (last)
 if [ -s "$OUT/ep.csv" ]; then
@@ -132,11 +84,4 @@ if [ -s "$OUT/ep.csv" ]; then
               printf "%-18s %-8s %5s %2s %9.1f %9.1f %9.1f %9.1f %9.1f %6.3f %6.3f %-11s %4s %5s\n",$c["config"],$c["routing"],$c["tokens"],$c["peers"],$c["unfused_us"],$c["wave_us"],$c["interleaved_us"],$c["auto_us"],$c["bound_us"],$c["wave_over_interleaved"],$c["wave_over_auto"],a,k,$c["verified"]}'
 fi
 echo
-printf '%-10s %-5s %s\n' step result detail | tee -a "$LOG"
-fail=0
-for i in "${!NAMES[@]}"; do
-    printf '%-10s %-5s %s\n' "${NAMES[$i]}" "${RESULTS[$i]}" "${DETAILS[$i]}" | tee -a "$LOG"
-    [ "${RESULTS[$i]}" = PASS ] || [ "${RESULTS[$i]}" = SKIP ] || fail=1
-done
-[ "$fail" -eq 0 ] && say "gpu_ep: ALL PASS" || say "gpu_ep: SOME STEPS FAILED (see $LOG)"
-exit "$fail"
+vstep_report gpu_ep
