@@ -210,35 +210,22 @@ XS_DEV void tp_pend_add(tp_pend *pd, uint64_t *flag, unsigned long long epoch,
     pd->urgent += urgent;
 }
 
-/* 0: *flag >= want; 1: timed out (recorded); 2: another CTA failed first. Thread 0 only; raises
- * this CTA's pending flags before it blocks. */
-XS_DEV int tp_wait_flag(const tp_args &a, tp_pend *pd, const uint64_t *flag, uint64_t want,
-                        unsigned long long detail)
-{
-    if (xs_ld_acquire_sys(flag) >= want)
-        return 0;
-    tp_release(pd, a.epoch);
-    const unsigned long long t0 = xs_globaltimer();
-    while (xs_ld_acquire_sys(flag) < want) {
-        if (tp_failed(a))
-            return 2;
-        if (xs_globaltimer() - t0 > a.timeout_ns) {
-            xs_devfail(a.status, XS_DEVERR_TIMEOUT, detail);
-            return 1;
-        }
-        __nanosleep(64);
-    }
-    return 0;
-}
+/* The two kinds of dependency: a 64-bit flag another GPU (or the host) raises (system scope)
+ * and a 32-bit count of this GPU's CTAs (GPU scope). */
+XS_DEV uint64_t tp_acquire(const uint64_t *p) { return xs_ld_acquire_sys(p); }
+XS_DEV unsigned int tp_acquire(const unsigned int *p) { return tp_ld_acquire_gpu_u32(p); }
 
-XS_DEV int tp_wait_count(const tp_args &a, tp_pend *pd, const unsigned int *cnt, unsigned int want,
-                         unsigned long long detail)
+/* 0: *p >= want; 1: timed out (recorded); 2: another CTA failed first. Thread 0 only; raises
+ * this CTA's pending flags before it blocks. */
+template <typename T>
+XS_DEV int tp_wait_geq(const tp_args &a, tp_pend *pd, const T *p, T want,
+                       unsigned long long detail)
 {
-    if (tp_ld_acquire_gpu_u32(cnt) >= want)
+    if (tp_acquire(p) >= want)
         return 0;
     tp_release(pd, a.epoch);
     const unsigned long long t0 = xs_globaltimer();
-    while (tp_ld_acquire_gpu_u32(cnt) < want) {
+    while (tp_acquire(p) < want) {
         if (tp_failed(a))
             return 2;
         if (xs_globaltimer() - t0 > a.timeout_ns) {
@@ -498,7 +485,7 @@ XS_DEV int tp_tile_wait_warp(const tp_args &a, const xs_wintab &tab, tp_pend *pd
     }
     int w = 0;
     if (lane0 && g == 1 && a.rb_count)
-        w = tp_wait_count(a, pd, a.rb_count + tm, (unsigned)a.n0_per_rb, TP_DETAIL(2, tm, task));
+        w = tp_wait_geq(a, pd, a.rb_count + tm, (unsigned)a.n0_per_rb, TP_DETAIL(2, tm, task));
     return __shfl_sync(0xffffffffu, w, 0);
 }
 
@@ -667,7 +654,8 @@ XS_DEV int tp_reduce_wait(const tp_args &a, const xs_wintab &tab, tp_pend *pd, i
 {
     for (int s = 0; s < a.P; s++) {
         const int f = a.rs_flag0 + s * a.t_own + t;
-        const int w = tp_wait_flag(a, pd, tab.flags[a.me] + f, a.epoch, TP_DETAIL(3, f, task));
+        const int w = tp_wait_geq(a, pd, tab.flags[a.me] + f, (uint64_t)a.epoch,
+                                  TP_DETAIL(3, f, task));
         if (w)
             return w;
     }
