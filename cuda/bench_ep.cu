@@ -318,10 +318,8 @@ typedef struct {
     xs_bench_opts common; /* -n, -w, -d, -g N (N ranks, one per GPU, real peers) */
     int quick, lead, wave_experts;
     xs_moe_model mm; /* the kernel-level model (--block-bytes, --block-speed, --pace-bytes) */
-    unsigned int seed;
     double timeout_ms;
     const char *csv, *tiles;
-    xs_profile_args pa;
 } ep_opts;
 
 typedef struct {
@@ -435,7 +433,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
     memset(o, 0, sizeof *o);
     o->common.iters = 5;
     o->common.warmup = 1;
-    o->seed = 1;
+    o->common.seed = 1;
     o->lead = -1;
     o->timeout_ms = 2000;
     xs_moe_model_default(&o->mm);
@@ -490,6 +488,9 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         case 'w':
         case 'd':
         case 'g':
+        case XS_OPT_SEED:
+        case XS_OPT_PROFILE:
+        case XS_OPT_SET:
             if (xs_parse_bench_opt(c, optarg, 1000, &o->common) < 0)
                 return xs_cli_fail();
             break;
@@ -498,18 +499,6 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             break;
         case O_TILES:
             o->tiles = optarg;
-            break;
-        case XS_OPT_PROFILE:
-            o->pa.file = optarg;
-            break;
-        case XS_OPT_SET:
-            if (xs_profile_args_add_set(&o->pa, optarg) != XS_OK)
-                return xs_cli_fail();
-            break;
-        case XS_OPT_SEED:
-            if (xs_parse_int("--seed", optarg, 0, 4294967295L, &v) != XS_OK)
-                return xs_cli_fail();
-            o->seed = (unsigned int)v;
             break;
         case O_LEAD:
             if (xs_parse_int("--lead", optarg, 0, 1 << 20, &v) != XS_OK)
@@ -773,7 +762,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     r->pace_bytes = o->mm.pace_bytes;
 
     xs_moe *m = NULL;
-    xs_moe_opts mo = {tokens, peers, routing, 0, o->seed};
+    xs_moe_opts mo = {tokens, peers, routing, 0, o->common.seed};
     XS_TRY(xs_moe_create(w, &mo, &m));
     xs_status st = XS_OK;
     xs_winset *ws = NULL;
@@ -1216,7 +1205,7 @@ int xs_bench_ep(int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     xs_profile prof;
-    if (xs_profile_args_resolve(&o.pa, &prof) != XS_OK)
+    if (xs_profile_args_resolve(&o.common.pa, &prof) != XS_OK)
         return xs_cli_fail();
     int me = 0, nranks = 1;
     if (o.common.gpus_set) {
@@ -1316,7 +1305,7 @@ int xs_bench_ep(int argc, char **argv)
     for (int ci = 0; ci < o.nconfigs; ci++) {
         const xs_moe_config *cfg = o.configs[ci];
         xs_moe_weights *w = NULL;
-        if (xs_moe_weights_create(cfg, o.seed, &w) != XS_OK) {
+        if (xs_moe_weights_create(cfg, o.common.seed, &w) != XS_OK) {
             fprintf(stderr, "xstage: error: %s: %s\n", cfg->name, xs_errmsg());
             failures++;
             if (coll) {

@@ -75,10 +75,8 @@ typedef struct {
     int peers[TPB_MAX_LIST], npeers;
     xs_bench_opts common; /* -n, -w, -d, -g N (N > 1 ranks are the peers: real windows) */
     int quick, model_pick;
-    uint32_t seed;
     double timeout_s, max_time_s;
     const char *csv;
-    xs_profile_args pa;
 } tpb_opts;
 
 /* One configuration and its results. */
@@ -160,7 +158,7 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->common.iters = 5, o->common.warmup = 1;
-    o->seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
+    o->common.seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
     int ops_set = 0, models_set = 0;
     enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_TIMEOUT, OPT_MAXTIME };
     static const struct option lo[] = {
@@ -252,6 +250,9 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
         case 'w':
         case 'd':
         case 'g':
+        case XS_OPT_SEED:
+        case XS_OPT_PROFILE:
+        case XS_OPT_SET:
             if (xs_parse_bench_opt(c, optarg, TPB_MAX_ITERS, &o->common) < 0)
                 return xs_cli_fail();
             break;
@@ -273,18 +274,8 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
                 return xs_cli_fail();
             o->max_time_s = d;
             break;
-        case XS_OPT_SEED:
-            if (xs_parse_int("--seed", optarg, 0, 4294967295L, &v) != XS_OK)
-                return xs_cli_fail();
-            o->seed = (uint32_t)v;
-            break;
         case XS_OPT_CSV: o->csv = optarg; break;
         case XS_OPT_QUICK: o->quick = 1; break;
-        case XS_OPT_PROFILE: o->pa.file = optarg; break;
-        case XS_OPT_SET:
-            if (xs_profile_args_add_set(&o->pa, optarg) != XS_OK)
-                return xs_cli_fail();
-            break;
         case 'h': usage(stdout); return -1;
         default: usage(stderr); return 1;
         }
@@ -1051,7 +1042,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     xs_profile prof;
-    if (xs_profile_args_resolve(&o.pa, &prof) != XS_OK)
+    if (xs_profile_args_resolve(&o.common.pa, &prof) != XS_OK)
         return xs_cli_fail();
     tpb_row *rows = NULL;
     int nrows = 0;
@@ -1108,7 +1099,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
                "ncclReduceScatter; every rank verifies every byte and signal its window received; "
                "times are rank 0's (the slowest rank's medians under each row)\n", nranks, nranks);
     printf("# profile: %s R %.4g B/ns, Q %.6g B, Q/producer %.6g B, r %.4g B/ns%s\n",
-           o.pa.file ? o.pa.file : "embedded", prof.drain_bytes_per_ns, prof.capacity_bytes,
+           o.common.pa.file ? o.common.pa.file : "embedded", prof.drain_bytes_per_ns, prof.capacity_bytes,
            prof.capacity_bytes_per_producer, prof.issue_bytes_per_ns,
            prof.provisional ? " (provisional)" : "");
     printf("# tiles %dx%d (cuda/gemm.cuh, bf16 mma.sync, fp32 accumulate), persistent grid = %d "
@@ -1188,7 +1179,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
                 rows[j].s.peers = 0; /* not run */
                 continue;
             }
-            const uint32_t seed = o.seed ^ xs_mix32((uint32_t)j * 2654435761u + 17u);
+            const uint32_t seed = o.common.seed ^ xs_mix32((uint32_t)j * 2654435761u + 17u);
             run_config(&cx, tab, &rows[j], seed);
             if (real && rows[j].failed) {
                 fatal = 1; /* the others wait in a barrier or collective: end the run */

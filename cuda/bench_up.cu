@@ -62,9 +62,7 @@ typedef struct {
     int split;        /* -1: planner chooses; else forced */
     int order;        /* -1: planner chooses; else xs_attn_order, forced */
     int samples;      /* reference rows per configuration */
-    uint32_t seed;
     const char *csv;
-    xs_profile_args pa;
 } up_opts;
 
 /* Device buffers sized for the largest configuration. */
@@ -154,7 +152,7 @@ static int parse_opts(int argc, char **argv, up_opts *o)
     o->peers[0] = 2, o->peers[1] = 4, o->peers[2] = 8, o->npeers = 3;
     o->causal_lo = 0, o->causal_hi = 1;
     o->common.iters = 5, o->common.warmup = 1;
-    o->split = -1, o->order = -1, o->samples = 256, o->seed = 12345;
+    o->split = -1, o->order = -1, o->samples = 256, o->common.seed = 12345;
     int seq_set = 0, heads_set = 0, peers_set = 0, quick = 0;
     enum { OPT_SPLIT = XS_OPT_FIRST_FREE, OPT_SAMPLES, OPT_ORDER };
     static const struct option lo[] = {
@@ -198,6 +196,9 @@ static int parse_opts(int argc, char **argv, up_opts *o)
         case 'w':
         case 'd':
         case 'g':
+        case XS_OPT_SEED:
+        case XS_OPT_PROFILE:
+        case XS_OPT_SET:
             if (xs_parse_bench_opt(c, optarg, UP_MAX_ITERS, &o->common) < 0)
                 return xs_cli_fail();
             break;
@@ -217,18 +218,8 @@ static int parse_opts(int argc, char **argv, up_opts *o)
                 return xs_cli_fail();
             o->samples = (int)v;
             break;
-        case XS_OPT_SEED:
-            if (xs_parse_int("--seed", optarg, 0, 4294967295L, &v) != XS_OK)
-                return xs_cli_fail();
-            o->seed = (uint32_t)v;
-            break;
         case XS_OPT_CSV: o->csv = optarg; break;
         case XS_OPT_QUICK: quick = 1; break;
-        case XS_OPT_PROFILE: o->pa.file = optarg; break;
-        case XS_OPT_SET:
-            if (xs_profile_args_add_set(&o->pa, optarg) != XS_OK)
-                return xs_cli_fail();
-            break;
         case 'h': usage(stdout); return -1;
         default: usage(stderr); return 1;
         }
@@ -955,7 +946,7 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
     row->comm_mb = (double)(c->seq - c->rpr) * c->heads * XS_ATTN_ROW_BYTES / 1e6;
 
     /* fresh inputs for every configuration; never zeros */
-    uint32_t seed = o->seed ^ xs_mix32((uint32_t)c->seq * 131u + (uint32_t)c->heads * 7u +
+    uint32_t seed = o->common.seed ^ xs_mix32((uint32_t)c->seq * 131u + (uint32_t)c->heads * 7u +
                                        (uint32_t)c->causal * 3u + (uint32_t)c->peers * 17u);
     XS_CHECK(xs_attn_fill_random(B->q, nel, seed * 3u + 1u, -2.f, 2.f, B->stream));
     XS_CHECK(xs_attn_fill_random(B->k, nel, seed * 3u + 2u, -2.f, 2.f, B->stream));
@@ -1316,7 +1307,7 @@ extern "C" int xs_bench_up(int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     xs_profile prof;
-    if (xs_profile_args_resolve(&o.pa, &prof) != XS_OK)
+    if (xs_profile_args_resolve(&o.common.pa, &prof) != XS_OK)
         return xs_cli_fail();
     /* -g N, N > 1: one rank per GPU (xs_bench_launch, shared with bench ep|tp); this process
      * either launched them and reports their status, or is one of them */
@@ -1365,7 +1356,7 @@ extern "C" int xs_bench_up(int argc, char **argv)
                "under each row)\n", nranks, nranks);
     printf("# profile: %s R %.4g B/ns, Q %.6g B, Q/producer %.6g B, queue %.6g B, reserve %.6g "
            "B, skew %.3g, chunk %.6g B, r %.4g B/ns, o %.4g ns%s; Q(%d) = %.6g B\n",
-           o.pa.file ? o.pa.file : "embedded", prof.drain_bytes_per_ns, prof.capacity_bytes,
+           o.common.pa.file ? o.common.pa.file : "embedded", prof.drain_bytes_per_ns, prof.capacity_bytes,
            prof.capacity_bytes_per_producer, prof.queue_bytes_per_producer,
            prof.reserve_bytes_per_producer, prof.arbitration_skew, prof.chunk_bytes,
            prof.issue_bytes_per_ns, prof.issue_overhead_ns,

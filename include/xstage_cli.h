@@ -24,17 +24,6 @@ xs_status xs_parse_time_ns(const char *opt, const char *s, double *out); /* "2us
 xs_status xs_parse_list(const char *opt, const char *s, int sizes, long lo, long hi, int *out,
                         int max, int *n);
 
-/* The run options every bench takes: -n/--iters N (1..max_iters), -w/--warmup N (0..100),
- * -d/--device N (0..1023), -g/--gpus N (1..64 ranks); each *_set says the option was given. */
-typedef struct {
-    int iters, warmup, device, gpus;
-    int iters_set, device_set, gpus_set;
-} xs_bench_opts;
-
-/* ch one of 'n', 'w', 'd', 'g': parse arg into b; returns 1 when ch was one of them, 0 when not
- * (nothing touched), -1 on a bad value (one-line error). */
-int xs_parse_bench_opt(int ch, const char *arg, long max_iters, xs_bench_opts *b);
-
 /* Profile options common to every subcommand that reads a profile: --profile FILE and any number
  * of --set NAME=VALUE. Collect them while parsing, then resolve: the file (or the embedded
  * default), then the overrides in order, then xs_profile_check. */
@@ -47,10 +36,25 @@ typedef struct {
 xs_status xs_profile_args_add_set(xs_profile_args *a, const char *assignment);
 xs_status xs_profile_args_resolve(const xs_profile_args *a, xs_profile *p);
 
+/* The options every bench takes: -n/--iters N (1..max_iters), -w/--warmup N (0..100),
+ * -d/--device N (0..1023), -g/--gpus N (1..64 ranks), --seed N, --profile FILE and --set
+ * NAME=VALUE; each *_set says the option was given. */
+typedef struct {
+    int iters, warmup, device, gpus;
+    int iters_set, device_set, gpus_set;
+    uint32_t seed;
+    xs_profile_args pa;
+} xs_bench_opts;
+
 /* getopt_long ids for the shared options, above the ASCII range. */
 enum { XS_OPT_PROFILE = 1000, XS_OPT_SET, XS_OPT_CSV, XS_OPT_JSON, XS_OPT_PLOT, XS_OPT_OUT,
        XS_OPT_TARGET, XS_OPT_SYNC, XS_OPT_QUICK, XS_OPT_VPEERS, XS_OPT_SCHEDULE, XS_OPT_SEED,
        XS_OPT_FIRST_FREE = 1100 };
+
+/* ch one of 'n', 'w', 'd', 'g', XS_OPT_SEED, XS_OPT_PROFILE, XS_OPT_SET: parse arg into b;
+ * returns 1 when ch was one of them, 0 when not (nothing touched), -1 on a bad value (one-line
+ * error). */
+int xs_parse_bench_opt(int ch, const char *arg, long max_iters, xs_bench_opts *b);
 
 /* The tool's whole command line, recorded by main() so that every report names the exact command
  * that produced it. xs_cli_command returns NULL (and *argc = 0) when none was recorded. */

@@ -84,6 +84,16 @@ int xs_parse_bench_opt(int ch, const char *arg, long max_iters, xs_bench_opts *b
         b->gpus = (int)v;
         b->gpus_set = 1;
         return 1;
+    case XS_OPT_SEED:
+        if (xs_parse_int("--seed", arg, 0, 4294967295L, &v) != XS_OK)
+            return -1;
+        b->seed = (uint32_t)v;
+        return 1;
+    case XS_OPT_PROFILE:
+        b->pa.file = arg;
+        return 1;
+    case XS_OPT_SET:
+        return xs_profile_args_add_set(&b->pa, arg) == XS_OK ? 1 : -1;
     }
     return 0;
 }

@@ -272,6 +272,18 @@ static void test_cli_values(void)
     XT_CHECK(xs_parse_bench_opt('n', "101", 100, &b) == -1 &&
                  strstr(xs_errmsg(), "--iters 101: outside 1..100") && b.iters == 7,
              "--iters above the bench's maximum refused");
+    XT_CHECK(xs_parse_bench_opt(XS_OPT_SEED, "4294967295", 100, &b) == 1 &&
+                 b.seed == 4294967295u, "--seed 2^32-1");
+    XT_CHECK(xs_parse_bench_opt(XS_OPT_PROFILE, "p.json", 100, &b) == 1 &&
+                 !strcmp(b.pa.file, "p.json"), "--profile");
+    XT_CHECK(xs_parse_bench_opt(XS_OPT_SET, "drain_bytes_per_ns=717", 100, &b) == 1 &&
+                 b.pa.nsets == 1, "--set");
+    xs_bench_opts c;
+    memset(&c, 0, sizeof c);
+    xs_profile pr;
+    XT_CHECK(xs_parse_bench_opt(XS_OPT_SET, "no_such_field=1", 100, &c) == 1 &&
+                 xs_profile_args_resolve(&c.pa, &pr) != XS_OK &&
+                 strstr(xs_errmsg(), "no_such_field"), "--set of an unknown field refused");
 }
 
 int main(void)
