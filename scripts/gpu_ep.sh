@@ -30,17 +30,8 @@ LOG="$OUT/ep.log"
 STEP_BUDGET=$BUDGET
 
 say "# gpu_ep.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) build=$B out=$OUT budget=${BUDGET}s"
-PROF=${PROFILE:-}
-if [ -z "$PROF" ]; then
-    PROF=$(ls -1 bench/results/h200-*/h200_host_profile.json 2>/dev/null | sort | tail -n 1)
-fi
-PROFILE_ARGS=()
-if [ -n "$PROF" ] && [ -r "$PROF" ]; then
-    PROFILE_ARGS=(--profile "$PROF")
-    say "# profile: $PROF"
-else
-    say "# profile: none readable (PROFILE=${PROFILE:-unset}): the embedded provisional profile"
-fi
+pick_profile "${PROFILE:-}"
+say "$PROFILE_LINE"
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv 2>&1 || true; } >>"$LOG"
 
 # the verdict's detail: the throughput line of test_gemm, the summary lines of the sweep

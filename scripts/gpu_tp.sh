@@ -20,9 +20,6 @@ set -u
 B=${1:-${BUILD:-build}}
 OUT=${OUT:-out}
 TP_MAX_TIME=${TP_MAX_TIME:-120}
-if [ -z "${TP_PROFILE:-}" ]; then
-    TP_PROFILE=$(ls -1 bench/results/h200-*/h200_host_profile.json 2>/dev/null | sort | tail -n 1)
-fi
 mkdir -p "$OUT"
 LOG="$OUT/tp.log"
 : >"$LOG"
@@ -32,13 +29,8 @@ LOG="$OUT/tp.log"
 say "# gpu_tp.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) build=$B out=$OUT"
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv 2>&1 || true; } >>"$LOG"
 say "# git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(git status --porcelain 2>/dev/null | wc -l) changed files"
-PROFILE_ARGS=()
-if [ -n "$TP_PROFILE" ] && [ -r "$TP_PROFILE" ]; then
-    PROFILE_ARGS=(--profile "$TP_PROFILE")
-    say "# profile: $TP_PROFILE"
-else
-    say "# profile: embedded (no calibrated host profile found)"
-fi
+pick_profile "${TP_PROFILE:-}"
+say "$PROFILE_LINE"
 
 # the verdict's detail: the sweep's summary lines
 step_detail() {

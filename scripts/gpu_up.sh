@@ -36,17 +36,7 @@ LOG="$OUT/gpu_up.log"
 STEP_SHOW=1
 STEP_KILL_AFTER=10
 
-PROF=${PROFILE:-}
-if [ -z "$PROF" ]; then
-    PROF=$(ls -1 bench/results/h200-*/h200_host_profile.json 2>/dev/null | sort | tail -n 1)
-fi
-PROFILE_ARGS=()
-if [ -n "$PROF" ] && [ -r "$PROF" ]; then
-    PROFILE_ARGS=(--profile "$PROF")
-    PROFILE_SAY="# profile: $PROF"
-else
-    PROFILE_SAY="# profile: none readable (PROFILE=${PROFILE:-unset}): the embedded provisional one"
-fi
+pick_profile "${PROFILE:-}"
 
 # step NAME TIMEOUT_S CMD...: run, tee into the log, record PASS/FAIL
 
@@ -56,7 +46,7 @@ fi
 pcie.link.gen.current,pcie.link.width.current 2>&1 | sed 's/^/# gpu: /'
     echo "# git: $(git rev-parse --short HEAD 2>/dev/null)," \
         "$(git status --porcelain 2>/dev/null | wc -l) changed files"
-    echo "$PROFILE_SAY"
+    echo "$PROFILE_LINE"
 } | tee -a "$LOG"
 
 if [ -x "$BUILD/tests/gpu/test_attn" ]; then

@@ -48,7 +48,25 @@ step() {
 #   xstage_with SUB BUILD    prints the path of an xstage with the CUDA subcommand `bench SUB`:
 #                            BUILD/xstage, or one relinked from BUILD's objects (a CPU-only link
 #                            of the tool lacks it); nothing when neither works
+#   pick_profile [FILE]      sets PROFILE_ARGS (--profile FILE, or empty) and PROFILE_LINE (the
+#                            "# profile:" line to log): FILE when given, else the newest
+#                            committed bench/results/h200-*/h200_host_profile.json, else none
+#                            (the commands use their embedded profile)
 verdicts=()
+
+pick_profile() {
+    local f=${1:-}
+    [ -z "$f" ] &&
+        f=$(ls -1 bench/results/h200-*/h200_host_profile.json 2>/dev/null | sort | tail -n 1)
+    PROFILE_ARGS=()
+    if [ -n "$f" ] && [ -r "$f" ]; then
+        PROFILE_ARGS=(--profile "$f")
+        PROFILE_LINE="# profile: $f"
+    else
+        PROFILE_LINE="# profile: none readable (${1:-no calibrated host profile in bench/results})"
+        PROFILE_LINE="$PROFILE_LINE: the embedded one"
+    fi
+}
 
 say() { printf '%s\n' "$*" | tee -a "$LOG"; }
 
@@ -115,7 +133,11 @@ vstep_report() {
         printf '%-14s %-5s %s\n' "$n" "$r" "$rest" | tee -a "$LOG"
         [ "$r" = PASS ] || [ "$r" = SKIP ] || bad=1
     done
-    if [ "$bad" -eq 0 ]; then say "$tag: ALL PASS"; else say "$tag: SOME STEPS FAILED (see $LOG)"; fi
+    if [ "$bad" -eq 0 ]; then
+        say "$tag: ALL PASS"
+    else
+        say "$tag: SOME STEPS FAILED (see $LOG)"
+    fi
     return "$bad"
 }
 
