@@ -1211,13 +1211,8 @@ int xs_bench_ep(int argc, char **argv)
     if (o.common.gpus_set) {
         /* as calibrate -g: the parent starts one rank per GPU and waits; a rank goes on */
         int ec = 0, l = xs_bench_launch(o.common.gpus, &ec);
-        if (l < 0)
-            return xs_cli_fail();
-        if (l > 0) {
-            if (ec)
-                xs_cli_fail();
-            return ec;
-        }
+        if ((l = xs_launch_exit(l, ec)) >= 0)
+            return l;
         int have = 0;
         if (xs_rank_env(&me, &nranks, NULL, &have) != XS_OK)
             return xs_cli_fail();

@@ -1054,13 +1054,9 @@ extern "C" int xs_bench_tp(int argc, char **argv)
     int me = 0, nranks = 1;
     if (real) {
         int ec = 0, l = xs_bench_launch(o.common.gpus, &ec);
-        if (l != 0) {
+        if ((l = xs_launch_exit(l, ec)) >= 0) {
             free(rows);
-            if (l < 0)
-                return xs_cli_fail();
-            if (ec)
-                xs_cli_fail();
-            return ec;
+            return l;
         }
         int have = 0;
         if (xs_rank_env(&me, &nranks, NULL, &have) != XS_OK) {

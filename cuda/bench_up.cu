@@ -1315,10 +1315,8 @@ extern "C" int xs_bench_up(int argc, char **argv)
     int me = 0, nranks = 1;
     if (real) {
         int ec = 0, have = 0, l = xs_bench_launch(o.common.gpus, &ec);
-        if (l < 0 || (l > 0 && ec))
-            xs_cli_fail();
-        if (l != 0)
-            return l < 0 ? 1 : ec;
+        if ((l = xs_launch_exit(l, ec)) >= 0)
+            return l;
         if (xs_rank_env(&me, &nranks, NULL, &have) != XS_OK)
             return xs_cli_fail();
     }

@@ -204,13 +204,8 @@ int xs_cmd_calibrate(int argc, char **argv)
         return xs_cli_failf("calibrate: --gpus %d needs --target peer", gpus);
     {
         int ec = 0, l = xs_launch_or_run(gpus, 0, NULL, &ec);
-        if (l < 0)
-            return xs_cli_fail();
-        if (l == 1) {
-            if (ec)
-                xs_cli_fail();
-            return ec;
-        }
+        if ((l = xs_launch_exit(l, ec)) >= 0)
+            return l;
     }
 
     if (!xs_rank_primary()) /* -g N: rank 0 writes the files */

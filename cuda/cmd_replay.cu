@@ -136,13 +136,8 @@ static int maybe_launch(run_args *a)
         return xs_cli_failf("--gpus %d needs --target peer (ranks exchange through NCCL windows)",
                             a->gpus);
     int ec = 0, l = xs_launch_or_run(a->gpus, 0, NULL, &ec);
-    if (l < 0)
-        return xs_cli_fail();
-    if (l == 1) {
-        if (ec)
-            xs_cli_fail();
-        return ec;
-    }
+    if ((l = xs_launch_exit(l, ec)) >= 0)
+        return l;
     if (!xs_rank_primary()) /* a rank > 0 of a -g run: rank 0 writes the files */
         a->csv_out = a->windows_out = a->rows_out = NULL;
     return -1;

@@ -63,6 +63,11 @@ char **xs_cli_command(int *argc);
 
 /* Print "xstage: error: <msg>" (one line) and return 1; for subcommands' error paths. */
 int xs_cli_fail(void);
+/* A -g run's launch decision (l and ec of xs_launch_or_run or xs_bench_launch) as a
+ * subcommand's exit: -1 when this process does the work (l == 0, a rank or a one-GPU run), else
+ * the status to return: the ranks' exit code when this process launched them, 1 when nothing
+ * could start; a failure prints its one line. */
+int xs_launch_exit(int l, int ec);
 /* The same with a message built here. */
 int xs_cli_failf(const char *fmt, ...)
 #if defined(__GNUC__)

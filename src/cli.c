@@ -213,6 +213,17 @@ int xs_cli_fail(void)
     return 1;
 }
 
+int xs_launch_exit(int l, int ec)
+{
+    if (l == 0)
+        return -1;
+    if (l < 0)
+        return xs_cli_fail();
+    if (ec)
+        xs_cli_fail();
+    return ec;
+}
+
 int xs_cli_failf(const char *fmt, ...)
 {
     char msg[1024];

@@ -278,6 +278,11 @@ static void test_cli_values(void)
                  !strcmp(b.pa.file, "p.json"), "--profile");
     XT_CHECK(xs_parse_bench_opt(XS_OPT_SET, "drain_bytes_per_ns=717", 100, &b) == 1 &&
                  b.pa.nsets == 1, "--set");
+    XT_CHECK(xs_launch_exit(0, 0) == -1, "a rank (or a one-GPU run) does the work");
+    XT_CHECK(xs_launch_exit(1, 0) == 0 && xs_launch_exit(1, 3) == 3,
+             "the launcher returns its ranks' status");
+    xs_seterr(XS_EINVAL, "test: nothing could start");
+    XT_CHECK(xs_launch_exit(-1, 0) == 1, "a launch that could not start fails");
     xs_bench_opts c;
     memset(&c, 0, sizeof c);
     xs_profile pr;
