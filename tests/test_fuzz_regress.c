@@ -15,6 +15,7 @@
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xt.h"
+#include "xt_profile.h"
 
 #define REGRESS "tests/fuzz/regress/"
 
@@ -199,19 +200,9 @@ static void test_ring_per_producer_cap(void)
     INPUT(text, len, "cli/ring_per_producer_cap");
     char *w[32];
     int n = words(text, w, 32);
-    xs_profile p, nocap;
-    xs_profile_default(&p);
     /* the profile the finding was made with: the provisional default of the time (the embedded
      * default has since been recalibrated) */
-    p.issue_bytes_per_ns = 41;
-    p.issue_overhead_ns = 100;
-    p.drain_bytes_per_ns = 52.5;
-    p.capacity_bytes = 2359296;
-    p.capacity_bytes_per_producer = 18432;
-    p.chunk_bytes = 2048;
-    p.queue_bytes_per_producer = 0;
-    p.reserve_bytes_per_producer = 0;
-    p.arbitration_skew = 0;
+    xs_profile p = xt_provisional_profile(), nocap;
     for (int i = 0; i + 1 < n; i++)
         if (!strcmp(w[i], "--set"))
             XT_CHECK(xs_profile_set(&p, w[i + 1]) == XS_OK, "%s", xs_errmsg());

@@ -11,6 +11,7 @@
 
 #include "xstage.h"
 #include "xt.h"
+#include "xt_profile.h"
 
 static uint64_t rng_state;
 static double urand(void)
@@ -25,22 +26,7 @@ static double loguniform(double a, double b) { return exp(uniform(log(a), log(b)
 
 /* A fixed PCIe-like profile (the provisional DESIGN.md numbers), so that these tests do not move
  * when the embedded default is recalibrated. */
-static xs_profile fixed(void)
-{
-    xs_profile p;
-    xs_profile_default(&p);
-    p.issue_bytes_per_ns = 41;
-    p.issue_overhead_ns = 100;
-    p.drain_bytes_per_ns = 52.5;
-    p.capacity_bytes = 2359296;
-    p.capacity_bytes_per_producer = 18432;
-    p.chunk_bytes = 2048;
-    p.queue_bytes_per_producer = 0;
-    p.reserve_bytes_per_producer = 0;
-    p.arbitration_skew = 0;
-    p.barrier_ns = 0;
-    return p;
-}
+static xs_profile fixed(void) { return xt_provisional_profile(); }
 
 static xs_profile b200(void)
 {
