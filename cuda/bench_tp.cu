@@ -520,12 +520,16 @@ static xs_status tpb_run(const tpb_ctx *cx, xs_tp *t, int slot, const xs_tp_run_
 
 /* 1 when the list hash h is among seen[0..n): a list already measured (small problems: most
  * candidates coincide). */
-static int tpb_hash_seen(const unsigned long long *seen, int n, unsigned long long h)
+/* Whether the task list in slot 2 is one not yet in seen[0..*n) (naive's is the first); a new
+ * one is added. Small problems: most candidates coincide, and a list is measured once. */
+static int tpb_new_list(const xs_tp *t, unsigned long long *seen, int *n)
 {
-    for (int j = 0; j < n; j++)
+    const unsigned long long h = xs_tp_order_hash(t, 2);
+    for (int j = 0; j < *n; j++)
         if (seen[j] == h)
-            return 1;
-    return 0;
+            return 0;
+    seen[(*n)++] = h;
+    return 1;
 }
 
 /* Real peers: v[0..n) becomes the maximum over the ranks (no-op otherwise). */
@@ -721,11 +725,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             seen[nseen++] = xs_tp_order_hash(t, 0);
             for (int i = 0; i < np; i++) {
                 ROW_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], &cost, cx->prof));
-                const unsigned long long h = xs_tp_order_hash(t, 2);
-                const int dup = tpb_hash_seen(seen, nseen, h);
-                if (!dup)
-                    seen[nseen++] = h;
-                nd[i] = !dup;
+                nd[i] = tpb_new_list(t, seen, &nseen);
             }
             ROW_TRY(tpb_agree_max(cx, nd, np > 0 ? np : 1));
             for (int i = 0; i < np; i++)
@@ -753,14 +753,11 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             seen[nseen++] = xs_tp_order_hash(t, 0);
             for (int i = 0; i < np; i++) {
                 ROW_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], &cost, cx->prof));
-                /* a list already measured (small problems: most candidates coincide) */
-                const unsigned long long h = xs_tp_order_hash(t, 2);
-                int dup = tpb_hash_seen(seen, nseen, h);
-                if (must_run[i] >= 0)
-                    dup = !must_run[i];
-                if (dup)
+                int fresh = tpb_new_list(t, seen, &nseen);
+                if (must_run[i] >= 0) /* real peers: new on any rank */
+                    fresh = must_run[i];
+                if (!fresh)
                     continue;
-                seen[nseen++] = h;
                 ROW_TRY(tpb_run(cx, t, 2, &ro, 0, &ms));
                 ok &= verified(t, row, "pilot shaped", &pr, &dummy);
                 pilot_ms[npr] = ms, pilot_of[npr++] = pilot[i];
