@@ -1282,6 +1282,21 @@ extern "C" void xs_tp_destroy(xs_tp *t)
     free(t);
 }
 
+/* A zeroed context for rank me of shape s (the part xs_tp_create and xs_tp_plan_create share);
+ * NULL when out of host memory. */
+static xs_tp *tp_new(const xs_tp_shape *s, const xs_tp_info *in, int grid, int me)
+{
+    xs_tp *t = (xs_tp *)calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->s = *s;
+    t->in = *in;
+    t->grid = grid;
+    t->me = me;
+    t->P = s->peers;
+    return t;
+}
+
 extern "C" xs_status xs_tp_create(const xs_tp_shape *s, const xs_wintab *tab, int grid,
                                   uint32_t seed, xs_tp **out)
 {
@@ -1309,14 +1324,9 @@ extern "C" xs_status xs_tp_create(const xs_tp_shape *s, const xs_wintab *tab, in
         return xs_seterr(XS_EINVAL, "tp %s: grid %d outside 1..%d", op, grid, 1 << 20);
 
     xs_status st = XS_OK;
-    xs_tp *t = (xs_tp *)calloc(1, sizeof *t);
+    xs_tp *t = tp_new(s, &in, grid, tab->rank);
     if (!t)
         return xs_seterr(XS_ENOMEM, "tp: out of host memory");
-    t->s = *s;
-    t->in = in;
-    t->grid = grid;
-    t->me = tab->rank;
-    t->P = s->peers;
     t->seed = seed;
     t->vt = *tab;
     {
@@ -1454,14 +1464,9 @@ extern "C" xs_status xs_tp_plan_create(const xs_tp_shape *s, int rank, int grid,
     if (grid < 1 || grid > 1 << 20)
         return xs_seterr(XS_EINVAL, "tp %s: grid %d outside 1..%d", xs_tp_op_name(s->op), grid,
                          1 << 20);
-    xs_tp *t = (xs_tp *)calloc(1, sizeof *t);
+    xs_tp *t = tp_new(s, &in, grid, rank);
     if (!t)
         return xs_seterr(XS_ENOMEM, "tp: out of host memory");
-    t->s = *s;
-    t->in = in;
-    t->grid = grid;
-    t->me = rank;
-    t->P = s->peers;
     t->plan_only = 1;
     *out = t;
     return XS_OK;
