@@ -578,13 +578,6 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
 
 /* ---- one point ------------------------------------------------------------------------------ */
 
-static double ep_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -741,7 +734,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
                           xs_cublas *cb, xs_coll *coll, FILE *tiles, ep_row *r)
 {
     memset(r, 0, sizeof *r);
-    const double t_point = ep_now_s();
+    const double t_point = xs_now_s();
     r->config = cfg->name;
     r->routing = xs_moe_routing_name(routing);
     r->tokens = tokens;
@@ -843,9 +836,9 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         r->local_issue = r_local;
         /* auto: the model decides from the profile and the measured costs of both orders */
         xs_moe_auto_result ar;
-        double t_model = ep_now_s();
+        double t_model = xs_now_s();
         EP_TRY(xs_moe_auto(m, prof, &o->mm, &cost[0], &cost[1], &ar));
-        r->model_s += ep_now_s() - t_model;
+        r->model_s += xs_now_s() - t_model;
         EP_TRY(xs_moe_set_plan(m, 2, &ar.plan));
         r->auto_choice = xs_moe_sched_name(ar.plan.kind);
         r->auto_lead = ar.plan.kind == XS_MOE_INTERLEAVED ? ar.plan.lead : 0;
@@ -919,10 +912,10 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
                 xs_moe_trace(m, &tr, &ntr);
                 xs_moe_stall *sp = var == EP_WAVE ? &r->stall_wave
                                    : var == EP_INTER ? &r->stall_inter : &r->stall_auto;
-                t_model = ep_now_s();
+                t_model = xs_now_s();
                 EP_TRY(xs_moe_stall_predict(tr, ntr, prof, &o->mm, r_local, ref_of[var], ntot,
                                             sp, NULL, NULL));
-                r->model_s += ep_now_s() - t_model;
+                r->model_s += xs_now_s() - t_model;
                 if (var == EP_AUTO && r->auto_paced) {
                     double g[4096];
                     int ng = 0;
@@ -962,7 +955,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     }
 done:
 #undef EP_TRY
-    r->point_s = ep_now_s() - t_point;
+    r->point_s = xs_now_s() - t_point;
     free(pp);
     if (ws)
         xs_win_close(ws);

@@ -803,19 +803,12 @@ static xs_status up_alltoall(const up_peer *pp, const char *o, size_t shard, cud
     return xs_coll_sendrecv(pp->coll, snd, sz, to, pp->n, rcv, sz, from, pp->n, (void *)s);
 }
 
-static double up_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* -g: wait (bounded, acquire loads) until all N x grid signals of this run are in this rank's
  * window: slot s holds source s's CTAs. A source that never signals ends the run with one line
  * naming it (the launcher then stops the other ranks). */
 static void up_wait_signals(up_bufs *B, const up_cfg *c, uint64_t value, const char *what)
 {
-    const double t_end = up_now_ms() + UP_FLAG_WAIT_MS;
+    const double t_end = 1e3 * xs_now_s() + UP_FLAG_WAIT_MS;
     unsigned long long missing = 0;
     for (;;) {
         XS_CHECK_CU(cudaMemsetAsync(B->bad, 0, sizeof *B->bad, B->stream));
@@ -825,7 +818,7 @@ static void up_wait_signals(up_bufs *B, const up_cfg *c, uint64_t value, const c
         XS_CHECK_CU(cudaStreamSynchronize(B->stream));
         if (!missing)
             return;
-        if (up_now_ms() > t_end)
+        if (1e3 * xs_now_s() > t_end)
             break;
         usleep(50);
     }

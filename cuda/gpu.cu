@@ -266,13 +266,6 @@ struct xs_cublas {
  * racecheck the tests and benches compute their references and baselines with this kernel. Its
  * results agree with cuBLAS within the bf16 tolerances every caller uses; its speed means
  * nothing. */
-extern "C" double xs_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 xs_status xs_event_wait(cudaEvent_t ev, double timeout_s, const char *what)
 {
     const double t0 = xs_now_s();

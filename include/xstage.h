@@ -323,6 +323,7 @@ double xs_quantile(const double *x, size_t n, double q);
 double xs_geomean(const double *x, size_t n);
 double xs_min(const double *x, size_t n);
 double xs_max(const double *x, size_t n);
+double xs_now_s(void); /* seconds on the monotonic clock: host timing and host-side bounds */
 
 #ifdef __cplusplus
 }

@@ -57,9 +57,6 @@ xs_status xs_cublas_gemm_bf16_batched(xs_cublas *h, void *stream, int m, int n, 
                                       long long stride_b, int b_trans, void *c,
                                       long long stride_c, int c_f32, int batch);
 
-/* Seconds on the monotonic clock (host timing and host-side bounds). */
-double xs_now_s(void);
-
 #ifdef __cplusplus
 }
 #endif

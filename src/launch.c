@@ -23,13 +23,6 @@
 
 extern char **environ;
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static void sleep_ms(int ms)
 {
     struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -245,7 +238,7 @@ xs_status xs_launch(int nranks, char *const argv[], const char *nccl_id_hex,
     }
 
     /* wait; on the first failure stop the others (TERM, then KILL after the grace period) */
-    const double t0 = now_s();
+    const double t0 = xs_now_s();
     double kill_at = -1;
     int first_fail = -1, fail_status = 0, fail_signal = 0, timed_out = 0, killed = 0;
     int nalive = started;
@@ -256,7 +249,7 @@ xs_status xs_launch(int nranks, char *const argv[], const char *nccl_id_hex,
                 kill(pids[r], SIGTERM);
                 stopped[r] = 1;
             }
-        kill_at = now_s() + grace_s;
+        kill_at = xs_now_s() + grace_s;
     }
     while (nalive > 0) {
         int progressed = 0;
@@ -282,12 +275,12 @@ xs_status xs_launch(int nranks, char *const argv[], const char *nccl_id_hex,
                         kill(pids[q], SIGTERM);
                         stopped[q] = 1;
                     }
-                kill_at = now_s() + grace_s;
+                kill_at = xs_now_s() + grace_s;
             }
         }
         if (nalive == 0)
             break;
-        double t = now_s();
+        double t = xs_now_s();
         if (o->timeout_s > 0 && !timed_out && first_fail < 0 && kill_at < 0 &&
             t - t0 > o->timeout_s) {
             timed_out = 1;

@@ -1,9 +1,11 @@
 /*
- * stats.c - medians, quantiles and geometric means for reports (copies; inputs untouched).
+ * stats.c - medians, quantiles and geometric means for reports (copies; inputs untouched), and
+ * the host's monotonic clock the timings and bounds read.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "xstage.h"
 
@@ -61,4 +63,11 @@ double xs_max(const double *x, size_t n)
     for (size_t i = 1; i < n; i++)
         if (x[i] > m) m = x[i];
     return m;
+}
+
+double xs_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
