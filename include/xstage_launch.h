@@ -115,13 +115,13 @@ typedef struct {
 xs_status xs_gpus_check(const char *cmd, int gpus_given, int gpus, const xs_gpus_conflict *c,
                         int n);
 
-/* In the CUDA library (cuda/bench_ep.cu, shared by bench ep|tp|up): xs_launch_or_run with the
+/* In the CUDA library (cuda/coll.cu, shared by bench ep|tp|up): xs_launch_or_run with the
  * benches' settings: ranks > 0 write stdout to /dev/null (rank 0 prints the report and writes
  * the files; stderr of every rank passes), and the parent also makes the collective id
  * (XS_NCCL_COLL_ID_VAR). Same return values as xs_launch_or_run. */
 int xs_bench_launch(int ngpus, int *exit_code);
 
-/* The NCCL communicator of the baselines' collectives (cuda/bench_ep.cu). Collective over the
+/* The NCCL communicator of the baselines' collectives (cuda/coll.cu). Collective over the
  * ranks of a launched run (rank and size from xs_rank_env, id from XS_NCCL_COLL_ID_VAR); with no
  * launcher a one-rank communicator. Host functions come from the NCCL library the windows loaded
  * (dlsym). Streams are cudaStream_t passed as void *. Every call returns XS_ENCCL with one line

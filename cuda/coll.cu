@@ -1,0 +1,272 @@
+/*
+ * coll.cu - benches over ranks (bench ep|tp|up -g N, docs/MULTIGPU.md): the launcher that starts
+ * one rank per GPU, and the NCCL communicator of the unfused baselines' collectives (declared in
+ * xstage_launch.h). The windows' communicator stays the transport's (cuda/nccl.cu): the
+ * collectives get a second one, from a second unique id that the launcher's parent exports.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nccl.h>
+
+#include "xstage.h"
+#include "xstage_cuda.h"
+#include "xstage_exchange.h"
+#include "xstage_launch.h"
+#include "xstage_win.h"
+
+static xs_status bench_make_ids(unsigned char id[XS_NCCL_ID_BYTES])
+{
+    XS_TRY(xs_nccl_unique_id(id)); /* the windows' (XS_NCCL_ID) */
+    unsigned char cid[XS_NCCL_ID_BYTES];
+    XS_TRY(xs_nccl_unique_id(cid));
+    char hex[2 * XS_NCCL_ID_BYTES + 1];
+    xs_hex_encode(cid, XS_NCCL_ID_BYTES, hex);
+    /* before the fork: xs_launch copies this environment into every rank's */
+    if (setenv(XS_NCCL_COLL_ID_VAR, hex, 1) != 0)
+        return xs_seterr(XS_EIO, "launch: cannot set %s", XS_NCCL_COLL_ID_VAR);
+    return XS_OK;
+}
+
+extern "C" int xs_bench_launch(int ngpus, int *exit_code)
+{
+    xs_launch_hooks h;
+    h.count_gpus = xs_gpu_count;
+    h.make_id = bench_make_ids;
+    xs_launch_opts lo;
+    memset(&lo, 0, sizeof lo);
+    lo.quiet_stdout = 1; /* rank 0 reports; the others' errors still reach stderr */
+    /* sweeps run longer than a calibration: XS_LAUNCH_TIMEOUT, else 4 h */
+    const char *t = getenv("XS_LAUNCH_TIMEOUT");
+    long v = t ? strtol(t, NULL, 10) : 0;
+    lo.timeout_s = v > 0 && v < (1L << 30) ? (int)v : 4 * 3600;
+    return xs_launch_or_run_with(ngpus, 0, NULL, &h, &lo, exit_code);
+}
+
+struct xs_coll {
+    void *lib;
+    ncclComm_t comm;
+    int rank, nranks;
+    double *dbuf;        /* [64] device scratch of xs_coll_max */
+    cudaStream_t hs;     /* stream of the blocking host helpers */
+    decltype(&ncclCommInitRank) init_rank;
+    decltype(&ncclGroupStart) group_start;
+    decltype(&ncclGroupEnd) group_end;
+    decltype(&ncclSend) send;
+    decltype(&ncclRecv) recv;
+    decltype(&ncclAllReduce) all_reduce;
+    decltype(&ncclReduceScatter) reduce_scatter;
+    decltype(&ncclAllGather) all_gather;
+    decltype(&ncclAlltoAll) alltoall; /* NULL when the library lacks it */
+    decltype(&ncclCommFinalize) finalize;
+    decltype(&ncclCommDestroy) destroy;
+    decltype(&ncclCommAbort) abort_;
+    decltype(&ncclGetErrorString) error_string;
+    decltype(&ncclGetLastError) last_error;
+};
+
+static xs_status coll_fail(const xs_coll *c, const char *what, ncclResult_t r)
+{
+    const char *last = c->last_error ? c->last_error(c->comm) : NULL;
+    return xs_seterr(XS_ENCCL, "%s (rank %d of %d): %s%s%s%s", what, c->rank, c->nranks,
+                     c->error_string ? c->error_string(r) : "?", last && *last ? " (" : "",
+                     last && *last ? last : "", last && *last ? ")" : "");
+}
+
+#define COLL_CALL(c, call, what)                                                              \
+    do {                                                                                      \
+        ncclResult_t r_ = (call);                                                             \
+        if (r_ != ncclSuccess)                                                                \
+            return coll_fail((c), (what), r_);                                                \
+    } while (0)
+
+extern "C" int xs_coll_rank(const xs_coll *c) { return c->rank; }
+extern "C" int xs_coll_nranks(const xs_coll *c) { return c->nranks; }
+
+extern "C" void xs_coll_close(xs_coll *c, int abort)
+{
+    if (!c)
+        return;
+    cudaDeviceSynchronize();
+    if (c->comm && abort) {
+        c->abort_(c->comm);
+    } else if (c->comm) {
+        c->finalize(c->comm);
+        c->destroy(c->comm);
+    }
+    if (c->dbuf)
+        cudaFree(c->dbuf);
+    if (c->hs)
+        cudaStreamDestroy(c->hs);
+    if (c->lib)
+        dlclose(c->lib);
+    free(c);
+}
+
+extern "C" xs_status xs_coll_open(xs_coll **out)
+{
+    *out = NULL;
+    int v = 0;
+    XS_TRY(xs_nccl_version(&v)); /* loads and version-checks NCCL (cuda/nccl.cu) */
+    int rank, n, have;
+    XS_TRY(xs_rank_env(&rank, &n, NULL, &have));
+    unsigned char id[XS_NCCL_ID_BYTES];
+    int have_id = 0;
+    XS_TRY(xs_rank_env_id(XS_NCCL_COLL_ID_VAR, id, &have_id));
+    if (n > 1 && !have_id)
+        return xs_seterr(XS_EINVAL, "%s is not set (rank %d of %d: bench ranks get the id of the "
+                         "collectives' communicator from the -g/--gpus launcher)",
+                         XS_NCCL_COLL_ID_VAR, rank, n);
+    xs_coll *c = (xs_coll *)calloc(1, sizeof *c);
+    if (!c)
+        return xs_seterr(XS_ENOMEM, "out of host memory");
+    c->rank = rank;
+    c->nranks = n;
+    /* the very library the windows loaded: dlopen of a loaded object returns it */
+    c->lib = dlopen(xs_nccl_lib_path(), RTLD_NOW | RTLD_LOCAL);
+    if (!c->lib) {
+        const char *e = dlerror();
+        xs_coll_close(c, 0);
+        return xs_seterr(XS_ENCCL, "NCCL at %s: %s", xs_nccl_lib_path(), e ? e : "dlopen failed");
+    }
+    const char *missing = NULL;
+#define COLL_SYM(field, name)                                                                 \
+    do {                                                                                      \
+        c->field = (decltype(c->field))dlsym(c->lib, name);                                   \
+        if (!c->field && !missing)                                                            \
+            missing = name;                                                                   \
+    } while (0)
+    COLL_SYM(init_rank, "ncclCommInitRank");
+    COLL_SYM(group_start, "ncclGroupStart");
+    COLL_SYM(group_end, "ncclGroupEnd");
+    COLL_SYM(send, "ncclSend");
+    COLL_SYM(recv, "ncclRecv");
+    COLL_SYM(all_reduce, "ncclAllReduce");
+    COLL_SYM(reduce_scatter, "ncclReduceScatter");
+    COLL_SYM(all_gather, "ncclAllGather");
+    COLL_SYM(finalize, "ncclCommFinalize");
+    COLL_SYM(destroy, "ncclCommDestroy");
+    COLL_SYM(abort_, "ncclCommAbort");
+    COLL_SYM(error_string, "ncclGetErrorString");
+    COLL_SYM(last_error, "ncclGetLastError");
+#undef COLL_SYM
+    c->alltoall = (decltype(c->alltoall))dlsym(c->lib, "ncclAlltoAll");
+    if (missing) {
+        xs_coll_close(c, 0);
+        return xs_seterr(XS_ENCCL, "NCCL at %s lacks %s", xs_nccl_lib_path(), missing);
+    }
+    if (!have_id) {
+        /* one rank, no launcher: our own id */
+        xs_status st = xs_nccl_unique_id(id);
+        if (st != XS_OK) {
+            xs_coll_close(c, 0);
+            return st;
+        }
+    }
+    setenv("NCCL_NVLS_ENABLE", "0", 0); /* as for the windows: no multicast objects */
+    ncclUniqueId u;
+    memcpy(&u, id, sizeof u);
+    ncclComm_t comm = NULL;
+    ncclResult_t r = c->init_rank(&comm, n, u, rank);
+    if (r != ncclSuccess) {
+        xs_status st = coll_fail(c, "ncclCommInitRank (collectives)", r);
+        xs_coll_close(c, 0);
+        return st;
+    }
+    c->comm = comm;
+    cudaError_t e = cudaMalloc((void **)&c->dbuf, 64 * sizeof(double));
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&c->hs, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        xs_coll_close(c, 1);
+        return xs_seterr(XS_ECUDA, "collectives' scratch: %s", cudaGetErrorString(e));
+    }
+    *out = c;
+    return XS_OK;
+}
+
+extern "C" xs_status xs_coll_sendrecv(xs_coll *c, const void *const *send,
+                                      const size_t *send_bytes, const int *send_peer, int nsend,
+                                      void *const *recv, const size_t *recv_bytes,
+                                      const int *recv_peer, int nrecv, void *s)
+{
+    COLL_CALL(c, c->group_start(), "ncclGroupStart");
+    ncclResult_t r = ncclSuccess;
+    const char *what = "";
+    for (int i = 0; i < nsend && r == ncclSuccess; i++)
+        if (send_bytes[i])
+            r = c->send(send[i], send_bytes[i], ncclInt8, send_peer[i], c->comm,
+                        (cudaStream_t)s), what = "ncclSend";
+    for (int i = 0; i < nrecv && r == ncclSuccess; i++)
+        if (recv_bytes[i])
+            r = c->recv(recv[i], recv_bytes[i], ncclInt8, recv_peer[i], c->comm,
+                        (cudaStream_t)s), what = "ncclRecv";
+    ncclResult_t re = c->group_end();
+    if (r != ncclSuccess)
+        return coll_fail(c, what, r);
+    COLL_CALL(c, re, "ncclGroupEnd (grouped send/recv)");
+    return XS_OK;
+}
+
+extern "C" xs_status xs_coll_alltoall(xs_coll *c, const void *send, void *recv, size_t bytes,
+                                      void *s)
+{
+    if (c->alltoall) {
+        COLL_CALL(c, c->alltoall(send, recv, bytes, ncclInt8, c->comm, (cudaStream_t)s),
+                  "ncclAlltoAll");
+        return XS_OK;
+    }
+    /* older library: the same as grouped send/recv */
+    COLL_CALL(c, c->group_start(), "ncclGroupStart");
+    ncclResult_t r = ncclSuccess;
+    for (int p = 0; p < c->nranks && r == ncclSuccess; p++) {
+        r = c->send((const char *)send + (size_t)p * bytes, bytes, ncclInt8, p, c->comm,
+                    (cudaStream_t)s);
+        if (r == ncclSuccess)
+            r = c->recv((char *)recv + (size_t)p * bytes, bytes, ncclInt8, p, c->comm,
+                        (cudaStream_t)s);
+    }
+    ncclResult_t re = c->group_end();
+    if (r != ncclSuccess)
+        return coll_fail(c, "ncclSend/ncclRecv (all-to-all)", r);
+    COLL_CALL(c, re, "ncclGroupEnd (all-to-all)");
+    return XS_OK;
+}
+
+extern "C" xs_status xs_coll_reduce_scatter_bf16(xs_coll *c, const void *send, void *recv,
+                                                 size_t count, void *s)
+{
+    COLL_CALL(c, c->reduce_scatter(send, recv, count, ncclBfloat16, ncclSum, c->comm,
+                                   (cudaStream_t)s),
+              "ncclReduceScatter");
+    return XS_OK;
+}
+
+extern "C" xs_status xs_coll_all_gather(xs_coll *c, const void *send, void *recv, size_t bytes,
+                                        void *s)
+{
+    COLL_CALL(c, c->all_gather(send, recv, bytes, ncclInt8, c->comm, (cudaStream_t)s),
+              "ncclAllGather");
+    return XS_OK;
+}
+
+extern "C" xs_status xs_coll_max(xs_coll *c, double *v, int n)
+{
+    if (n < 1 || n > 64)
+        return xs_seterr(XS_EINVAL, "xs_coll_max: %d values (1..64)", n);
+    XS_CU(cudaMemcpyAsync(c->dbuf, v, sizeof(double) * (size_t)n, cudaMemcpyHostToDevice, c->hs));
+    COLL_CALL(c, c->all_reduce(c->dbuf, c->dbuf, (size_t)n, ncclFloat64, ncclMax, c->comm, c->hs),
+              "ncclAllReduce (max)");
+    XS_CU(cudaMemcpyAsync(v, c->dbuf, sizeof(double) * (size_t)n, cudaMemcpyDeviceToHost, c->hs));
+    XS_CU(cudaStreamSynchronize(c->hs));
+    return XS_OK;
+}
+
+extern "C" xs_status xs_coll_barrier(xs_coll *c)
+{
+    double v = 0;
+    return xs_coll_max(c, &v, 1);
+}
+
