@@ -603,7 +603,7 @@ XS_DEV void xs_gemm90_store(const char *epi, char *const *dst_rows, int nrows, i
 
 /* The whole epilogue of one consumer warpgroup: for each pass of 64 output columns, stage,
  * barrier, store, barrier. dst_rows / row_scale: the warpgroup's 64 entries in shared memory,
- * written by its threads before the call (the first barrier publishes them); row_scale may be
+ * written by its threads before the call (a barrier on entry publishes them); row_scale may be
  * NULL. nrows, ncols: valid rows of the warpgroup and valid output columns of the tile. Returns
  * after a barrier: staging, dst_rows and row_scale may be rewritten right away. */
 template <class C, bool SWIGLU>
@@ -613,6 +613,9 @@ XS_DEV void xs_gemm90_epilogue(char *smem, int wg, const float (&acc)[C::ACC],
 {
     char *epi = smem + C::EPI_OFF + wg * C::EPI_BYTES;
     constexpr int PASSES = (SWIGLU ? C::BN / 2 : C::BN) / C::EPI_COLS;
+    /* publish dst_rows and row_scale: the first pass's staging reads scales that other warps of
+     * the warpgroup wrote (H200 run 6: without this barrier rows 32-63 took stale scales) */
+    xs_wg_bar(wg);
 #pragma unroll
     for (int pass = 0; pass < PASSES; pass++) {
         xs_gemm90_stage<C, SWIGLU>(epi, acc, row_scale, pass);
