@@ -127,7 +127,9 @@ static void usage(void)
            "  --quick               fewer repetitions and sizes (< 15 s)\n"
            "  -d, --device N        CUDA device (default 0)\n"
            "  --window SIZE         destination window, default 256M\n"
-           "  --timeout S           bound on one run, seconds (default 30)\n");
+           "  --timeout S           bound on one run, seconds (default 30)\n"
+           "  --dest keep|flush|dirty  host windows after each run's verification: lines left\n"
+           "                        in the CPU caches (default), flushed out, or rewritten\n");
 }
 
 int xs_cmd_calibrate(int argc, char **argv)
@@ -139,7 +141,7 @@ int xs_cmd_calibrate(int argc, char **argv)
         {"device", required_argument, 0, 'd'}, {"window", required_argument, 0, 'W'},
         {"timeout", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'},
         {"gpus", required_argument, 0, 'g'}, {"virtual-peers", required_argument, 0, 'V'},
-        {0, 0, 0, 0}};
+        {"dest", required_argument, 0, 'D'}, {0, 0, 0, 0}};
     xs_replay_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.target = XS_TARGET_HOST;
@@ -191,6 +193,10 @@ int xs_cmd_calibrate(int argc, char **argv)
         case 'T':
             if (xs_parse_double("--timeout", optarg, 1, 3600, &ro.timeout_s) != XS_OK)
                 return xs_cli_fail();
+            break;
+        case 'D':
+            if (xs_dest_state_parse(optarg, &ro.dest) != XS_OK)
+                return xs_cli_failf("--dest: %s", xs_errmsg());
             break;
         case 'h': usage(); return 0;
         default: return 1;

@@ -34,7 +34,7 @@ typedef struct {
 } run_args;
 
 enum { OPT_WINDOW = XS_OPT_FIRST_FREE, OPT_TIMEOUT, OPT_DEVICE, OPT_CSVFILE, OPT_WINDOWS,
-       OPT_ROWS };
+       OPT_ROWS, OPT_DEST };
 
 static int parse_common(int c, run_args *a)
 {
@@ -96,6 +96,10 @@ static int parse_common(int c, run_args *a)
     case OPT_CSVFILE: a->csv_out = optarg; return 0;
     case OPT_WINDOWS: a->windows_out = optarg; return 0;
     case OPT_ROWS: a->rows_out = optarg; return 0;
+    case OPT_DEST:
+        if (xs_dest_state_parse(optarg, &a->ro.dest) != XS_OK)
+            return xs_cli_failf("--dest: %s", xs_errmsg());
+        return 0;
     case 's': a->schedule = optarg; return 0;
     default: return 1;
     }
@@ -107,7 +111,8 @@ static int parse_common(int c, run_args *a)
     {"device", required_argument, 0, 'd'}, {"iters", required_argument, 0, 'n'},              \
     {"gpus", required_argument, 0, 'g'},                                                      \
     {"profile", required_argument, 0, XS_OPT_PROFILE}, {"set", required_argument, 0, XS_OPT_SET}, \
-    {"sync", no_argument, 0, XS_OPT_SYNC}, {"help", no_argument, 0, 'h'}
+    {"sync", no_argument, 0, XS_OPT_SYNC}, {"dest", required_argument, 0, OPT_DEST},          \
+    {"help", no_argument, 0, 'h'}
 
 #define COMMON_HELP                                                                           \
     "  -t, --target T        host (default), local, virtual, peer\n"                          \
@@ -117,6 +122,8 @@ static int parse_common(int c, run_args *a)
     "  -d, --device N        CUDA device (default 0)\n"                                        \
     "  -g, --gpus N          with --target peer: N ranks, one process per GPU (launcher)\n"      \
     "  -n, --iters N         repetitions; rows report the median repetition (default 3)\n"     \
+    "  --dest keep|flush|dirty  host windows after each run's verification: lines left in the\n" \
+    "                        CPU caches (default), flushed out, or rewritten by the CPU\n"      \
     "  --profile FILE, --set NAME=VALUE   the profile for the prediction shown alongside\n"
 
 static void defaults(run_args *a)
@@ -147,7 +154,7 @@ static int maybe_launch(run_args *a)
  * column (windows of the median-total repetition). */
 static xs_status replay_median(xs_replayer *rp, const xs_schedule *s, int sync, int reps,
                                uint32_t *seed, xs_result *out, double *spread_pct,
-                               xs_replay_stats *last)
+                               xs_replay_stats *last, double *totals)
 {
     xs_result *rs = (xs_result *)calloc((size_t)reps, sizeof *rs);
     double *tot = (double *)calloc((size_t)reps, sizeof *tot);
@@ -189,6 +196,8 @@ static xs_status replay_median(xs_replayer *rp, const xs_schedule *s, int sync, 
         }
         *spread_pct = m > 0 ? 100 * (xs_max(tot, (size_t)reps) - xs_min(tot, (size_t)reps)) / m
                             : NAN;
+        if (totals)
+            memcpy(totals, tot, (size_t)reps * sizeof *tot);
     }
 out:
     for (int i = 0; i < done; i++)
@@ -269,14 +278,18 @@ int xs_cmd_replay(int argc, char **argv)
     xs_result m;
     double spread = 0;
     xs_replay_stats rs;
-    /* one warm-up run, not reported */
-    xs_status st = xs_replay_run(rp, &s, a.sync, seed++, &m, &rs);
+    /* one warm-up run, not reported (its total is printed apart) */
+    double warm_ns = 0, *totals = (double *)calloc((size_t)a.reps, sizeof *totals);
+    xs_status st = totals ? xs_replay_run(rp, &s, a.sync, seed++, &m, &rs)
+                          : xs_seterr(XS_ENOMEM, "out of host memory");
     if (st == XS_OK) {
+        warm_ns = m.rows[s.nrows - 1].end_ns;
         xs_result_free(&m);
-        st = replay_median(rp, &s, a.sync, a.reps, &seed, &m, &spread, &rs);
+        st = replay_median(rp, &s, a.sync, a.reps, &seed, &m, &spread, &rs, totals);
     }
     if (st != XS_OK) {
         xs_cli_fail();
+        free(totals);
         xs_replayer_close(rp);
         xs_schedule_free(&s);
         return 1;
@@ -285,9 +298,13 @@ int xs_cmd_replay(int argc, char **argv)
         xs_result_print(&m, &s, 1, stdout);
     } else {
         xs_gpu_report_header(stdout, xs_replayer_gpu(rp), argc + 1, argv - 1);
-        printf("# schedule %s, %d rows, %.6g bytes; target %s; %s; median of %d runs\n",
-               a.schedule, s.nrows, xs_schedule_bytes(&s), xs_target_name(a.ro.target),
-               a.sync ? "synchronised" : "free-running", a.reps);
+        printf("# schedule %s, %d rows, %.6g bytes; target %s; %s; destination %s; median of %d "
+               "runs\n", a.schedule, s.nrows, xs_schedule_bytes(&s), xs_target_name(a.ro.target),
+               a.sync ? "synchronised" : "free-running", xs_dest_state_name(a.ro.dest), a.reps);
+        printf("# run totals (ns, in order): warm-up %.0f |", warm_ns);
+        for (int i = 0; i < a.reps; i++)
+            printf(" %.0f", totals[i]);
+        printf("\n");
         xs_result_print(&m, &s, 0, stdout);
         xs_sim_opts so;
         memset(&so, 0, sizeof so);
@@ -332,6 +349,7 @@ int xs_cmd_replay(int argc, char **argv)
         }
     }
     xs_result_free(&m);
+    free(totals);
     xs_replayer_close(rp);
     xs_schedule_free(&s);
     return rc;
@@ -578,7 +596,7 @@ int xs_cmd_validate(int argc, char **argv)
         xs_status st = xs_replay_run(rp, s, v[i].sync, seed++, &m, &rs); /* warm-up */
         if (st == XS_OK) {
             xs_result_free(&m);
-            st = replay_median(rp, s, v[i].sync, a.reps, &seed, &m, &spread, &rs);
+            st = replay_median(rp, s, v[i].sync, a.reps, &seed, &m, &spread, &rs, NULL);
         }
         if (st != XS_OK) {
             xs_result_free(&pr);

@@ -382,12 +382,14 @@ static xs_status verify_all(xs_replayer *rp, const xs_schedule *s, const unsigne
             if (st16 == n16) {
                 XS_TRY(xs_win_verify(rp->win, d, off16[r], slots * n16, seed, off16[r], &bad));
                 *bad_total += bad;
+                XS_TRY(xs_win_host_state(rp->win, d, off16[r], slots * n16, rp->o.dest));
                 continue;
             }
             for (unsigned long long k = 0; k < slots; k++) {
                 unsigned long long first = off16[r] + k * st16;
                 XS_TRY(xs_win_verify(rp->win, d, first, n16, seed, first, &bad));
                 *bad_total += bad;
+                XS_TRY(xs_win_host_state(rp->win, d, first, n16, rp->o.dest));
             }
         }
     }

@@ -367,6 +367,56 @@ static uint64_t check_host(const char *p, uint64_t n16, uint32_t seed, uint64_t 
     return bad;
 }
 
+extern "C" xs_status xs_dest_state_parse(const char *s, xs_dest_state *out)
+{
+    static const char *const names[] = {"keep", "flush", "dirty"};
+    for (int i = 0; i < 3; i++)
+        if (s && strcmp(s, names[i]) == 0) {
+            *out = (xs_dest_state)i;
+            return XS_OK;
+        }
+    return xs_seterr(XS_EINVAL, "destination state '%s': expected keep, flush or dirty",
+                     s ? s : "");
+}
+
+extern "C" const char *xs_dest_state_name(xs_dest_state d)
+{
+    return d == XS_DEST_FLUSH ? "flush" : d == XS_DEST_DIRTY ? "dirty" : "keep";
+}
+
+extern "C" xs_status xs_win_host_state(xs_winset *w, int rank, uint64_t off16, uint64_t n16,
+                                       xs_dest_state d)
+{
+    if (d == XS_DEST_KEEP || n16 == 0)
+        return XS_OK;
+    if (rank < 0 || rank >= w->tab.nranks || !xs_win_owns(w, rank))
+        return xs_seterr(XS_EINVAL, "destination state: rank %d is not a window of this process",
+                         rank);
+    const uint64_t cap16 = w->o.bytes / 16;
+    if (off16 > cap16 || n16 > cap16 - off16)
+        return xs_seterr(XS_ERANGE, "destination state: units [%llu, %llu) outside the window",
+                         (unsigned long long)off16, (unsigned long long)(off16 + n16));
+    int host = 0;
+    char *p = own_window(w, rank, &host) + 16 * off16;
+    if (!host)
+        return XS_OK;
+    if (d == XS_DEST_DIRTY) {
+        /* rewrite every line with its own content: modified in the CPU's caches, data intact */
+        volatile uint64_t *q = (volatile uint64_t *)p;
+        for (uint64_t i = 0; i < 2 * n16; i += 8)
+            q[i] = q[i];
+        return XS_OK;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    for (uint64_t b = 0; b < 16 * n16; b += 64)
+        __builtin_ia32_clflush(p + b);
+    __builtin_ia32_mfence();
+    return XS_OK;
+#else
+    return xs_seterr(XS_EINVAL, "destination state flush: no cache-line flush on this CPU");
+#endif
+}
+
 extern "C" xs_status xs_win_verify(xs_winset *w, int rank, uint64_t off16, uint64_t n16,
                                    uint32_t seed, uint64_t first_idx16, uint64_t *bad)
 {

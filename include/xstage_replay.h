@@ -28,6 +28,7 @@ typedef struct {
     size_t window_bytes;    /* payload bytes of each destination window */
     int device;             /* CUDA device */
     double timeout_s;       /* bound on one run (device-side waits and host wait) */
+    xs_dest_state dest;     /* host windows after each run's verification (xstage_win.h) */
 } xs_replay_opts;
 
 typedef struct {

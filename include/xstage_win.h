@@ -65,6 +65,17 @@ xs_status xs_win_reset(xs_winset *w, unsigned char poison);
  * window can be checked (rank == table->rank). */
 xs_status xs_win_verify(xs_winset *w, int rank, uint64_t off16, uint64_t n16, uint32_t seed,
                         uint64_t first_idx16, uint64_t *bad);
+/* What the host does to destination `rank`'s payload [off16, off16+n16) after verifying it,
+ * before the next run stores there again (host windows only; a no-op for device windows).
+ * XS_DEST_KEEP leaves the lines the verification read in the CPU's caches (clean);
+ * XS_DEST_FLUSH writes them back and evicts them (clflush), as a destination the CPU has not
+ * touched since; XS_DEST_DIRTY rewrites them from the CPU (modified lines in its caches), as a
+ * freshly cleared buffer. docs/METRICS.md (destination state) says why this is a setting. */
+typedef enum { XS_DEST_KEEP = 0, XS_DEST_FLUSH = 1, XS_DEST_DIRTY = 2 } xs_dest_state;
+xs_status xs_dest_state_parse(const char *s, xs_dest_state *out);
+const char *xs_dest_state_name(xs_dest_state d);
+xs_status xs_win_host_state(xs_winset *w, int rank, uint64_t off16, uint64_t n16,
+                            xs_dest_state d);
 /* Host-side barrier across the processes of a peer run (a no-op for a single process), with a
  * timeout in ms; XS_ETIMEOUT names the ranks that did not arrive when it can. */
 xs_status xs_win_barrier(xs_winset *w, int timeout_ms);
