@@ -819,6 +819,9 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     }
 }
 
+/* the same task kernel on the Hopper tile engine (xs_tp_set_engine) */
+#include "tp_sm90.cuh"
+
 /* ---- helper kernels ------------------------------------------------------------------------- */
 
 /* Uniform values in [-scale, scale) from (seed, index): never all zeros, never constant. */
@@ -1137,6 +1140,7 @@ struct xs_tp {
     xs_tp_coll coll;               /* real peers: the collectives (xs_tp_set_coll) */
     int have_coll;
     xs_bf16 *exp_recv;             /* real peers: [P][rs_rows][rs_n] what each source sends here */
+    xs_tp_engine engine;           /* the fused kernel's tile engine (xs_tp_set_engine) */
 };
 
 static int tp_blocks(size_t n, int threads)
@@ -1471,6 +1475,48 @@ extern "C" xs_status xs_tp_plan_create(const xs_tp_shape *s, int rank, int grid,
     *out = t;
     return XS_OK;
 }
+
+static const char *const tp_engine_names[2] = {"mma", "sm90"};
+
+extern "C" const char *xs_tp_engine_name(xs_tp_engine e)
+{
+    return (unsigned)e < 2u ? tp_engine_names[e] : "?";
+}
+
+extern "C" xs_status xs_tp_engine_parse(const char *s, xs_tp_engine *e)
+{
+    for (int i = 0; i < 2; i++)
+        if (s && !strcmp(s, tp_engine_names[i])) {
+            *e = (xs_tp_engine)i;
+            return XS_OK;
+        }
+    return xs_seterr(XS_EINVAL, "tp: engine '%s': expected mma or sm90", s ? s : "");
+}
+
+extern "C" int xs_tp_engine_streams(xs_tp_engine e) { return e == XS_TP_ENGINE_MMA; }
+
+extern "C" xs_status xs_tp_set_engine(xs_tp *t, xs_tp_engine e)
+{
+    if (e != XS_TP_ENGINE_MMA && e != XS_TP_ENGINE_SM90)
+        return xs_seterr(XS_EINVAL, "tp: engine %d unknown", (int)e);
+    if (e == t->engine)
+        return XS_OK;
+    if (t->have_exp || t->last != TP_RUN_NONE)
+        return xs_seterr(XS_EINVAL, "tp: the engine is chosen before the first run (the first "
+                         "local run's bytes are the expectation of the later ones)");
+    if (e == XS_TP_ENGINE_SM90 && !t->plan_only) {
+        int major = 0, minor = 0;
+        XS_CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, t->device));
+        XS_CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, t->device));
+        if (major != 9 || minor != 0)
+            return xs_seterr(XS_EINVAL, "tp: engine sm90 needs compute capability 9.0, device "
+                             "%d has %d.%d", t->device, major, minor);
+    }
+    t->engine = e;
+    return XS_OK;
+}
+
+extern "C" xs_tp_engine xs_tp_get_engine(const xs_tp *t) { return t->engine; }
 
 extern "C" void xs_tp_get_info(const xs_tp *t, xs_tp_info *info) { *info = t->in; }
 extern "C" void xs_tp_set_coll(xs_tp *t, const xs_tp_coll *c)
@@ -2510,6 +2556,12 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
     if (t->plan_only)
         return xs_seterr(XS_EINVAL, "tp: a plan-only context cannot run");
     const xs_tp_info *in = &t->in;
+    if (!xs_tp_engine_streams(t->engine))
+        for (int i = 0; i < t->ntasks[slot]; i++)
+            if (t->h_tasks[slot][i].flags & (TP_T_DEFER | TP_T_SPREAD))
+                return xs_seterr(XS_EINVAL, "tp: engine %s does not stream stores, and task %d "
+                                 "of slot %d is streamed (use an order with spread = 0)",
+                                 xs_tp_engine_name(t->engine), i, slot);
     const xs_wintab *tab = o->local ? &t->lt : &t->vt;
     const unsigned long long epoch = o->local ? ++t->epoch_l : ++t->epoch_v;
     t->last = TP_RUN_NONE;
@@ -2601,10 +2653,27 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
     a.skip_flag = skip_flag;
     a.ag_shadow = t->ag_shadow;
 
-    XS_CU(cudaFuncSetAttribute(tp_kernel<TPC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               TPC::SMEM_BYTES));
-    XS_CU(cudaEventRecord(t->ev0, s));
-    tp_kernel<TPC><<<t->grid, TPC::THREADS, TPC::SMEM_BYTES, s>>>(a, *tab);
+    if (t->engine == XS_TP_ENGINE_SM90) {
+        /* tensor maps of this run's operands (GEMM 0's A is the gathered buffer of the table
+         * this run uses); host work outside the timed interval */
+        tp90_maps maps;
+        memset(&maps, 0, sizeof maps);
+        for (int g = 0; g < in->ngemm; g++) {
+            const xs_gemm_problem *p = &a.g[g];
+            XS_TRY(xs_gemm90_tmap(&maps.a[g], p->a, p->m, p->k, p->lda, TP90C::BM));
+            XS_TRY(xs_gemm90_tmap(&maps.b[g], p->b, p->n, p->k, p->ldb, TP90C::BN));
+        }
+        XS_CU(cudaFuncSetAttribute(tp90_kernel<TP90C>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   TP90C::SMEM_BYTES));
+        XS_CU(cudaEventRecord(t->ev0, s));
+        tp90_kernel<TP90C><<<t->grid, TP90C::THREADS, TP90C::SMEM_BYTES, s>>>(a, *tab, maps);
+    } else {
+        XS_CU(cudaFuncSetAttribute(tp_kernel<TPC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   TPC::SMEM_BYTES));
+        XS_CU(cudaEventRecord(t->ev0, s));
+        tp_kernel<TPC><<<t->grid, TPC::THREADS, TPC::SMEM_BYTES, s>>>(a, *tab);
+    }
     XS_CU_LAUNCH();
     XS_CU(cudaEventRecord(t->ev1, s));
     /* backstop: every device wait is bounded; allow for all of them in a chain plus the work */

@@ -1,7 +1,8 @@
 /*
  * tp.h - tensor parallelism: fused GEMM + reduce-scatter, fused all-gather + GEMM and the fused
  * TP MLP block (all-gather + GEMM1 + SwiGLU -> GEMM2 + reduce-scatter), in one persistent task
- * kernel on the shared tile engine (cuda/gemm.cuh); the task orders (naive and shaped), the
+ * kernel on the shared tile engine (cuda/gemm.cuh, or cuda/gemm_sm90.cuh: xs_tp_set_engine); the
+ * task orders (naive and shaped), the
  * X-Stage model of an order, the unfused cuBLAS baseline, references and destination-side
  * verification. docs/TP.md explains the kernel, the orders, the window layout, the tolerance and
  * what one GPU with virtual peers can and cannot exercise.
@@ -136,6 +137,24 @@ int xs_tp_real_peers(const xs_tp *t);
  * new reference; its reduced rows are then the bitwise expectation of the fused runs'). A no-op
  * for virtual peers and for ops without a reduce-scatter. */
 xs_status xs_tp_exchange_expectation(xs_tp *t);
+/* The GEMM tile engine of the fused kernel (docs/TP.md "Engines"). mma: cuda/gemm.cuh (mma.sync,
+ * 8 warps; every order, incl. streamed stores and lazy signals; the default). sm90:
+ * cuda/gemm_sm90.cuh (wgmma + TMA, a producer warpgroup and two consumer warpgroups; compute
+ * capability 9.0 only): naive and shaped orders whose stores follow each tile (no XS_TP_K_DEFER
+ * / XS_TP_K_SPREAD tasks: xs_tp_run refuses them), every signal raised right after its payload
+ * (eager; xs_tp_run_opts.eager_flags has no effect). Same windows, flags, waits, verification. */
+typedef enum { XS_TP_ENGINE_MMA = 0, XS_TP_ENGINE_SM90 = 1 } xs_tp_engine;
+const char *xs_tp_engine_name(xs_tp_engine e);         /* "mma", "sm90" */
+xs_status xs_tp_engine_parse(const char *s, xs_tp_engine *e); /* XS_EINVAL, one line */
+/* Choose the engine of every later run (fused and local). Before the first run only: the first
+ * local run's bytes become the bitwise expectation of the later runs, and the two engines round
+ * differently (XS_EINVAL once a run has been verified). XS_EINVAL when sm90 is asked for on a
+ * device that is not compute capability 9.0. A plan-only context takes either. */
+xs_status xs_tp_set_engine(xs_tp *t, xs_tp_engine e);
+xs_tp_engine xs_tp_get_engine(const xs_tp *t);
+/* 1 when the engine runs the order's stream bits (XS_TP_K_DEFER, XS_TP_K_SPREAD): mma only. */
+int xs_tp_engine_streams(xs_tp_engine e);
+
 /* A plan-only context: no GPU memory, no CUDA call (works on a machine without a GPU). Task
  * orders, xs_tp_order_check, xs_tp_order_stats and xs_tp_predict work on it; runs, references
  * and verification refuse it (XS_EINVAL). Release with xs_tp_destroy. */

@@ -1,0 +1,379 @@
+/*
+ * tp_sm90.cuh - the TP task kernel on the Hopper tile engine (cuda/gemm_sm90.cuh): the same task
+ * lists, windows, flags, waits and failure reporting as tp_kernel in tp.cu (included from there,
+ * after the mma.sync kernel, whose device helpers it shares), with the GEMM tiles on wgmma + TMA.
+ * docs/TP.md "Engines" explains what differs; xs_tp_set_engine chooses it.
+ *
+ * Roles (384 threads, one CTA per SM, 213 KB of shared memory):
+ *   producer, warp 0 of warpgroup 2: walks the CTA's task list (tasks b, b + grid, ...) and, for
+ *     each TILE, waits (bounded, the 32 lanes polling in parallel, as tp_tile_wait_warp does in
+ *     the mma kernel) for the tile's inputs - the all-gather chunks its 128 A rows span, or the
+ *     GEMM 1 tiles of its row block (mlp) - then acquires, fences the async proxy (TMA reads data
+ *     other agents wrote through the generic proxy) and issues the tile's k-tiles by TMA into the
+ *     ring. It runs ahead of the consumers by up to STAGES k-tiles; warps 1-3 of warpgroup 2
+ *     leave after setmaxnreg.
+ *   consumers, warpgroups 0 and 1 (256 threads): walk the same list; TILE: wgmma main loop, the
+ *     engine's epilogue straight to each row's destination (local output, SwiGLU h, or the owner's
+ *     slot in the owner's window through the window table), then the tile's signal; PUSH: the
+ *     chunks to the peer, then their flags; REDUCE: wait for the P source flags, sum.
+ * Signals are eager: after the payload, a 256-thread barrier, then one thread's
+ * __threadfence_system + st.release.sys of the epoch (the mma kernel's lazy queue would make the
+ * producer's waits depend on flags a consumer holds; eager flags keep the deadlock argument of
+ * tp.cu trivially: a CTA never holds an unraised flag). The stream bits of an order (DEFER,
+ * SPREAD) are not executed: xs_tp_run refuses such orders for this engine.
+ *
+ * Deadlock freedom: the producer waits only for tasks earlier in the list than the tile it is
+ * about to load; the consumers of the same CTA never need the producer for tasks before that
+ * tile (every earlier tile's k-tiles are already issued), so they finish them, and the argument
+ * of tp.cu (the earliest unfinished task waits only on finished ones) carries over.
+ *
+ * Failure: every dependency wait is bounded by a.timeout_ns (xs_devfail records the first
+ * failure; the other CTAs see it and stop). A producer that gives up at tile task j writes
+ * s_abort_at = j, then completes the tile's k-tiles' "full" barriers without data, so the
+ * consumers' main loop of task j returns; every consumer then reads s_abort_at (written before
+ * those arrivals, so all 256 see it) and stops - uniformly, which the named barriers need.
+ * Consumers that give up (a reduction's wait) raise s_abort_c; the producer checks it in every
+ * ring wait and stops. Before it leaves, the producer waits until its last STAGES issued k-tiles
+ * have landed: no TMA may write into the shared memory of an exited CTA. Ring waits that can only
+ * expire through a protocol bug trap (as gemm_sm90.cuh's do) after timeout + 10 s.
+ */
+#ifndef XSTAGE_TP_SM90_CUH
+#define XSTAGE_TP_SM90_CUH
+
+#include "gemm_sm90.cuh"
+
+/* The engine's 128 x 256 x 64 tiles, 4 stages, 2 consumer warpgroups; the producer keeps 56
+ * registers instead of 40 (its bounded waits over the chunk flags spilled at 40; the consumers
+ * need about 160 of their 224). The pool is unchanged: 56 * 128 + 224 * 256 = 168 * 384. */
+struct tp90_cfg : xs_gemm90_cfg<4> {
+    static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
+};
+typedef tp90_cfg TP90C;
+static_assert(TP90C::BM == XS_TP_BM && TP90C::BN == XS_TP_BN, "tp.h tile sizes");
+static_assert(TP90C::PRODUCER_REGS * 128 + TP90C::CONSUMER_REGS * 256 <= 168 * 384,
+              "setmaxnreg pool of a 384-thread CTA at 168 registers");
+
+/* The tensor maps of the run's GEMMs (A and B of GEMM 0 and 1; GEMM 1's zeros when there is
+ * none). Encoded per launch on the host: GEMM 0's A is the gathered buffer in the window of the
+ * table the run uses (fused or local control). */
+typedef struct {
+    CUtensorMap a[2], b[2];
+} tp90_maps;
+
+/* tp_reduce's thread geometry for the 256 consumer threads (threadIdx.x 0..255). */
+struct tp90_red {
+    static constexpr int BM = XS_TP_BM, BN = XS_TP_BN, THREADS = 256;
+};
+
+#define TP90_BAR 3 /* named barrier of the 256 consumer threads (0: __syncthreads; 1, 2: the
+                      engine's epilogue, one per consumer warpgroup) */
+
+XS_DEV void tp90_consumer_bar(void) { asm volatile("bar.sync 3, 256;\n" ::: "memory"); }
+
+/* Order this thread's generic-proxy global accesses before later async-proxy (TMA) accesses. */
+XS_DEV void tp90_fence_proxy_global(void)
+{
+    asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+
+/* Protocol-bug bound of a ring wait: the longest legitimate wait is the other role's dependency
+ * wait (a.timeout_ns) plus a tile. */
+XS_DEV unsigned long long tp90_ring_bound(const tp_args &a) { return a.timeout_ns + 10000000000ull; }
+
+/* Producer (lane 0): wait until ring stage `ring.stage` is free. false: the consumers stopped
+ * (s_abort_c) - do not issue. */
+template <class C>
+XS_DEV bool tp90_wait_empty(const tp_args &a, const xs_gemm90_ring<C> &ring,
+                            const volatile int *abort_c)
+{
+    const uint32_t bar = ring.empty(ring.stage), parity = ring.phase ^ 1u;
+    if (xs_mbar_try_wait(bar, parity))
+        return true;
+    const unsigned long long t0 = xs_globaltimer();
+#pragma unroll 1
+    for (unsigned int spin = 1;; spin++) {
+        if (xs_mbar_try_wait(bar, parity))
+            return true;
+        if ((spin & 255u) == 0) {
+            if (*abort_c)
+                return false;
+            if (xs_globaltimer() - t0 > tp90_ring_bound(a))
+                __trap();
+        }
+    }
+}
+
+/* The producer warp (all 32 lanes; lane 0 holds the ring). */
+template <class C>
+XS_DEV void tp90_produce(const tp_args &a, const xs_wintab &tab, const tp90_maps &maps,
+                         char *smem, tp_pend *pend0, volatile int *abort_c, volatile int *abort_at)
+{
+    const bool lane0 = (threadIdx.x & 31) == 0;
+    xs_gemm90_ring<C> ring = xs_gemm90_ring_at<C>(smem);
+    unsigned int issued = 0; /* k-tiles issued (lane 0) */
+    if (lane0) {
+        xs_tma_prefetch_desc(&maps.a[0]);
+        xs_tma_prefetch_desc(&maps.b[0]);
+    }
+#pragma unroll 1
+    for (int i = blockIdx.x; i < a.ntasks; i += gridDim.x) {
+        const int4 w0 = __ldg((const int4 *)(a.tasks + i));
+        if (!(w0.x & TP_T_TILE))
+            continue;
+        const int g = w0.y, tm = w0.z, tn = w0.w;
+        const int KT = (a.g[g].k + C::BK - 1) / C::BK;
+        /* the tile's inputs: 0 there, 1 timed out (recorded), 2 another CTA failed; pend0 is
+         * empty (this kernel queues no flags), so the wait raises nothing */
+        const int w = tp_tile_wait_warp(a, tab, pend0, g, tm, i); /* same in every lane */
+        if (w) {
+            if (lane0) {
+                /* let the consumers' main loop of this task return, then stop: they read
+                 * abort_at after it (written before the arrivals, which release it) */
+                *abort_at = i;
+#pragma unroll 1
+                for (int kt = 0; kt < KT; kt++) {
+                    if (!tp90_wait_empty<C>(a, ring, abort_c))
+                        break;
+                    xs_mbar_arrive(ring.full(ring.stage));
+                    ring.advance();
+                    issued++;
+                }
+            }
+            break;
+        }
+        /* every lane's acquire (chunk flags, row-block count) precedes lane 0's TMA: warp
+         * barrier (memory ordering among its lanes), then the proxy fence - the rows were
+         * written through the generic proxy by peers, the host, or this GPU's GEMM 1 tiles */
+        __syncwarp();
+        if (lane0) {
+            tp90_fence_proxy_global();
+            const CUtensorMap *ma = &maps.a[0] + g, *mb = &maps.b[0] + g;
+            bool stop = false;
+#pragma unroll 1
+            for (int kt = 0; kt < KT; kt++) {
+                if (!tp90_wait_empty<C>(a, ring, abort_c)) {
+                    stop = true;
+                    break;
+                }
+                const int s = ring.stage;
+                xs_mbar_arrive_tx(ring.full(s), (uint32_t)C::STAGE_BYTES);
+                xs_tma_load_2d(ring.a_tile(s), ma, kt * C::BK, tm * C::BM, ring.full(s));
+                xs_tma_load_2d(ring.b_tile(s), mb, kt * C::BK, tn * C::BN, ring.full(s));
+                ring.advance();
+                issued++;
+            }
+            if (stop)
+                *abort_at = i; /* the consumers have stopped already; keeps the rule simple */
+        }
+        if (__shfl_sync(0xffffffffu, (int)(*abort_at != INT_MAX), 0))
+            break;
+    }
+    /* the last STAGES issued k-tiles have landed (the earlier ones were consumed before their
+     * stage was refilled): no async write into this CTA's shared memory outlives it */
+    if (lane0) {
+        const unsigned int first = issued > (unsigned)C::STAGES ? issued - C::STAGES : 0u;
+#pragma unroll 1
+        for (unsigned int q = first; q < issued; q++)
+            xs_mbar_wait(ring.full((int)(q % C::STAGES)), (q / C::STAGES) & 1u);
+    }
+}
+
+/* Consumers: wait, bounded, until the first k-tile of the next tile has landed. The main loop's
+ * own waits trap after 10 s; this one covers the producer's dependency wait (a.timeout_ns, up to
+ * 120 s under the sanitizer) before it. */
+template <class C>
+XS_DEV void tp90_wait_first(const tp_args &a, const xs_gemm90_ring<C> &ring)
+{
+    const uint32_t bar = ring.full(ring.stage);
+    if (xs_mbar_try_wait(bar, ring.phase))
+        return;
+    const unsigned long long t0 = xs_globaltimer();
+#pragma unroll 1
+    for (unsigned int spin = 1;; spin++) {
+        if (xs_mbar_try_wait(bar, ring.phase))
+            return;
+        if ((spin & 255u) == 0 && xs_globaltimer() - t0 > tp90_ring_bound(a))
+            __trap();
+    }
+}
+
+/* One tile's epilogue and signal (the 256 consumer threads, after the main loop). */
+template <class C>
+XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, int wg,
+                          const float (&acc)[C::ACC], int g, int tm, int tn)
+{
+    const xs_gemm_problem &p = a.g[g];
+    const int tid = threadIdx.x; /* 0..255 */
+    const int m0 = tm * C::BM, n0 = tn * C::BN, wm0 = m0 + wg * C::WG_M;
+    const bool rs = g == a.rs_gemm;
+    const bool sw = g == 0 && a.swiglu0;
+    const int owner = rs ? m0 / a.rs_rows : 0; /* rs_rows is a multiple of BM */
+    char **dst = xs_gemm90_dst_rows<C>(smem) + wg * C::WG_M;
+    const int wt = tid & 127;
+    if (wt < C::WG_M) {
+        const int r = wm0 + wt;
+        char *d = NULL;
+        if (r < p.m) {
+            if (rs)
+                d = tab.data[owner] + a.rs_off +
+                    ((size_t)a.me * a.rs_rows + (size_t)(r - owner * a.rs_rows)) *
+                        (size_t)a.rs_n * 2 +
+                    (size_t)n0 * 2;
+            else
+                d = (char *)(a.out0 + (size_t)r * (size_t)a.ldo0 + (sw ? n0 / 2 : n0));
+        }
+        dst[wt] = d;
+    }
+    const int nvalid = p.n - n0 < C::BN ? p.n - n0 : C::BN;
+    if (sw)
+        xs_gemm90_epilogue<C, true>(smem, wg, acc, dst, NULL, p.m - wm0, nvalid / 2);
+    else
+        xs_gemm90_epilogue<C, false>(smem, wg, acc, dst, NULL, p.m - wm0, nvalid);
+    if (rs) {
+        /* both warpgroups' stores precede the release of the per-tile signal */
+        tp90_consumer_bar();
+        if (tid == 0) {
+            const int t_loc = ((m0 - owner * a.rs_rows) / C::BM) * a.rs_tiles_n + tn;
+            const bool skip = a.fault == XS_TP_FAULT_RS_SIGNAL && owner == a.me && t_loc == 0;
+            if (!skip) {
+                __threadfence_system();
+                xs_st_release_sys(tab.flags[owner] + a.rs_flag0 + (size_t)a.me * a.t_own + t_loc,
+                                  a.epoch);
+            }
+        }
+    } else if (g == 0 && a.rb_count) {
+        /* h rows are read by GEMM 2 tiles through TMA (async proxy) in other CTAs */
+        tp90_fence_proxy_global();
+        tp90_consumer_bar();
+        if (tid == 0 && !(a.fault == XS_TP_FAULT_H_COUNT && tm == 0 && tn == 0))
+            asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(a.rb_count + tm)
+                         : "memory");
+    }
+}
+
+/* Chunks [c, c + n) of this rank's shard to rank r's gathered buffer, then their flags (the 256
+ * consumer threads). */
+XS_DEV void tp90_push(const tp_args &a, const xs_wintab &tab, int r, int c, int n)
+{
+    const int tid = threadIdx.x;
+    const unsigned long long off =
+        (unsigned long long)a.me * a.shard_bytes + (unsigned long long)c * XS_TP_CHUNK;
+    const unsigned long long nb = tp_push_bytes(a, c, n);
+    const uint4 *src = (const uint4 *)(tab.data[a.me] + off);
+    char *dst = tab.data[r] + off;
+    const int n16 = (int)(nb / 16);
+    for (int j = tid; j < n16; j += 4 * 256) {
+        uint4 v[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int x = j + u * 256;
+            v[u] = x < n16 ? __ldg(src + x) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int x = j + u * 256;
+            if (x < n16)
+                xs_st16v(dst + 16 * (size_t)x, v[u]);
+        }
+    }
+    tp90_consumer_bar(); /* every thread's stores precede the flags */
+    if (tid == 0) {
+        __threadfence_system();
+        for (int k = 0; k < n; k++) {
+            uint64_t *flag = tab.flags[r] + (size_t)a.me * a.ag_chunks + c + k;
+            if (flag == a.skip_flag) /* test hook: never raised */
+                continue;
+            xs_st_release_sys(flag, a.epoch);
+            uint64_t *sh = tp_push_shadow(a, r, c + k);
+            if (sh) /* timing only (the data it stands for was placed before the launch) */
+                *(volatile uint64_t *)sh = a.epoch;
+        }
+    }
+}
+
+template <class C>
+__global__ void __launch_bounds__(C::THREADS, 1)
+    tp90_kernel(const __grid_constant__ tp_args a, const __grid_constant__ xs_wintab tab,
+                const __grid_constant__ tp90_maps maps)
+{
+    extern __shared__ __align__(1024) char tp90_raw[];
+    __shared__ int s_abort_c;  /* consumers stopped (written by consumer thread 0) */
+    __shared__ int s_abort_at; /* the tile task at which the producer stopped, or INT_MAX */
+    /* always empty (this kernel raises every flag at once); one per role, since a wait resets
+     * its list */
+    __shared__ tp_pend s_pend0, s_pend1;
+    char *smem = xs_gemm90_smem(tp90_raw);
+    const int tid = threadIdx.x, wg = tid >> 7;
+    const unsigned long long t_start = xs_globaltimer();
+    if (tid == 0) {
+        s_abort_c = 0;
+        s_abort_at = INT_MAX;
+        s_pend0.n = s_pend1.n = 0;
+        s_pend0.urgent = s_pend1.urgent = 0;
+        s_pend0.skip = s_pend1.skip = NULL;
+    }
+    xs_gemm90_init<C>(smem, false); /* ends with __syncthreads; no CTA-wide barrier after it */
+
+    if (wg == C::PRODUCER_WG) {
+        xs_setmaxnreg_dec<C::PRODUCER_REGS>();
+        if (tid < C::PRODUCER_WG * 128 + 32)
+            tp90_produce<C>(a, tab, maps, smem, &s_pend0, &s_abort_c, &s_abort_at);
+        return;
+    }
+
+    xs_setmaxnreg_inc<C::CONSUMER_REGS>();
+    xs_gemm90_ring<C> ring = xs_gemm90_ring_at<C>(smem);
+    float acc[C::ACC];
+    unsigned long long lsum = 0; /* thread 0: hash of the tasks read */
+    bool aborted = false;
+#pragma unroll 1
+    for (int i = blockIdx.x; i < a.ntasks; i += gridDim.x) {
+        const int4 *t4 = (const int4 *)(a.tasks + i);
+        const int4 w0 = __ldg(t4), w1 = __ldg(t4 + 1);
+        const int kind = w0.x;
+        if (tid == 0) {
+            const int w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+            lsum += tp_task_hash(i, w);
+        }
+        if (kind & TP_T_TILE) {
+            const int g = w0.y;
+            if (a.g[g].k > 0)
+                tp90_wait_first<C>(a, ring);
+            xs_gemm90_mainloop<C>(a.g[g].k, wg, ring, acc);
+            if (*(volatile int *)&s_abort_at <= i) {
+                aborted = true;
+                break;
+            }
+            tp90_tile_out<C>(a, tab, smem, wg, acc, g, w0.z, w0.w);
+        }
+        if (kind & TP_T_PUSH)
+            tp90_push(a, tab, w1.x, w1.y, w1.w > 1 ? w1.w : 1);
+        if (kind & TP_T_REDUCE) {
+            if (tid == 0 && tp_reduce_wait(a, tab, &s_pend1, w1.z, i))
+                *(volatile int *)&s_abort_c = 1;
+            tp90_consumer_bar();
+            if (*(volatile int *)&s_abort_c) {
+                aborted = true;
+                break;
+            }
+            tp_reduce<tp90_red>(a, tab, w1.z);
+        }
+        if (tid == 0 && a.task_ns)
+            a.task_ns[i] = xs_globaltimer();
+        /* s_abort_c and the staging are read after this barrier and written before the next */
+        tp90_consumer_bar();
+    }
+    if (aborted && tid == 0)
+        *(volatile int *)&s_abort_c = 1; /* the producer stops issuing */
+    if (tid == 0) {
+        const unsigned long long t_end = xs_globaltimer();
+        if (a.cta_ns) {
+            a.cta_ns[2 * blockIdx.x] = t_start;
+            a.cta_ns[2 * blockIdx.x + 1] = t_end;
+        }
+        if (a.list_sum && !aborted)
+            atomicAdd(a.list_sum, lsum);
+    }
+}
+
+#endif /* XSTAGE_TP_SM90_CUH */
