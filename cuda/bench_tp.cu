@@ -77,6 +77,7 @@ typedef struct {
     int quick, model_pick;
     double timeout_s, max_time_s;
     const char *csv;
+    xs_tp_engine engine; /* --engine: the fused kernel's tile engine */
 } tpb_opts;
 
 /* One configuration and its results. */
@@ -99,6 +100,7 @@ typedef struct {
     char how[256];
     int failed;                      /* a library call failed (not a wrong result) */
     double rank_max[3];              /* -g N: the slowest rank's medians naive, shaped, unfused */
+    xs_tp_engine engine;             /* the fused kernel's tile engine (--engine) */
 } tpb_row;
 
 /* The pace's short name: f<finish>/b<burst>/<ring|stream4|stream|capQ|nocap>. */
@@ -138,6 +140,9 @@ static void usage(FILE *f)
             "                        two of 2,4,8,16 whose compute / PCIe time is nearest 1]\n"
             "  -n, --iters N         timed iterations of each variant [5]\n"
             "  -w, --warmup N        warm-up iterations [1]\n"
+            "      --engine mma|sm90 the fused kernel's tile engine: mma.sync (cuda/gemm.cuh) or\n"
+            "                        wgmma/TMA (cuda/gemm_sm90.cuh, H100/H200; stored orders\n"
+            "                        only, no streamed stores) [mma]\n"
             "      --pick model|measure  shaped order: the model's best candidate, or the fastest\n"
             "                        of a verified pilot run of the model's candidates [measure]\n"
             "      --timeout S       bound of every device-side wait, seconds [2]\n"
@@ -160,7 +165,8 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
     o->common.iters = 5, o->common.warmup = 1;
     o->common.seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
     int ops_set = 0, models_set = 0;
-    enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_TIMEOUT, OPT_MAXTIME };
+    enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_TIMEOUT, OPT_MAXTIME,
+           OPT_ENGINE };
     static const struct option lo[] = {
         {"op", required_argument, 0, 'o'},        {"model", required_argument, 0, OPT_MODEL},
         {"m", required_argument, 0, 'm'},         {"n", required_argument, 0, OPT_N},
@@ -168,6 +174,7 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
         {"iters", required_argument, 0, 'n'},     {"warmup", required_argument, 0, 'w'},
         {"pick", required_argument, 0, OPT_PICK}, {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"max-time", required_argument, 0, OPT_MAXTIME},
+        {"engine", required_argument, 0, OPT_ENGINE},
         {"seed", required_argument, 0, XS_OPT_SEED}, {"device", required_argument, 0, 'd'},
         {"csv", required_argument, 0, XS_OPT_CSV}, {"quick", no_argument, 0, XS_OPT_QUICK},
         {"profile", required_argument, 0, XS_OPT_PROFILE},
@@ -273,6 +280,10 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
             if (xs_parse_double("--max-time", optarg, 1, 1e6, &d) != XS_OK)
                 return xs_cli_fail();
             o->max_time_s = d;
+            break;
+        case OPT_ENGINE:
+            if (xs_tp_engine_parse(optarg, &o->engine) != XS_OK)
+                return xs_cli_failf("--engine '%s': expected mma or sm90", optarg);
             break;
         case XS_OPT_CSV: o->csv = optarg; break;
         case XS_OPT_QUICK: o->quick = 1; break;
@@ -575,6 +586,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
 {
     const tpb_opts *o = cx->o;
     const int n = o->common.iters, W = o->common.warmup;
+    const int streams = xs_tp_engine_streams(o->engine); /* the engine runs streamed orders */
     xs_tp *t = NULL;
     int ok = 1, pr_l = 0, pr_n = 0, pr_s = 0, pr_u = 0;
     double *x[4];
@@ -590,6 +602,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     memset(&pn, 0, sizeof pn);
     memset(&ps, 0, sizeof ps);
     row->ran = 1;
+    row->engine = o->engine;
     row->max_err = 0;
     snprintf(row->cand, sizeof row->cand, "-");
     row->pilot[0] = 0;
@@ -599,6 +612,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         goto out;
     }
     ROW_TRY(xs_tp_create(&row->s, tab, cx->grid, seed, &t));
+    ROW_TRY(xs_tp_set_engine(t, o->engine));
     if (cx->coll) {
         const xs_tp_coll tc = {cx->coll, tpb_all_gather, tpb_reduce_scatter, tpb_alltoall};
         xs_tp_set_coll(t, &tc);
@@ -664,7 +678,20 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
          * main loops (finish x burst; no cap: nothing is stored as a burst); 18..23: streamed,
          * riders always carrying several chunks; 24..26: streamed in ring order */
         const int nc = xs_tp_candidates(Qh, cand, XS_TP_NCAND);
+        /* an engine that does not stream (sm90) takes the stored candidates and the ring
+         * orders with their remote tiles stored; the other streamed ones are left out (never
+         * piloted, never ranked) */
+        int usable[XS_TP_NCAND];
         for (int i = 0; i < nc; i++) {
+            usable[i] = streams || !cand[i].spread || cand[i].ring;
+            if (!streams)
+                cand[i].spread = 0;
+        }
+        for (int i = 0; i < nc; i++) {
+            if (!usable[i]) {
+                pred[i] = INFINITY;
+                continue;
+            }
             ROW_TRY(xs_tp_order_shaped(t, 2, &cand[i], &cost, cx->prof));
             ROW_TRY(xs_tp_order_check(t, 2));
             xs_tp_pred pp;
@@ -686,7 +713,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             }
         int best_stream = -1;
         for (int i = 0; i < nc && best_stream < 0; i++)
-            if (cand[order[i]].spread)
+            if (cand[order[i]].spread && usable[order[i]])
                 best_stream = order[i];
         enum { TPB_NFIXED = 10 };
         int pilot[TPB_NFIXED], np = 0;
@@ -694,7 +721,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
                                        2 * 4 + 1 * 2 + 1, best_stream, 12 + 0 * 2 + 0,
                                        12 + 2 * 2 + 0, 24, 25, 26};
         for (int i = 0; i < TPB_NFIXED; i++) {
-            int dup = fixed[i] < 0 || fixed[i] >= nc;
+            int dup = fixed[i] < 0 || fixed[i] >= nc || !usable[fixed[i]];
             for (int j = 0; j < np; j++)
                 dup |= pilot[j] == fixed[i];
             if (!dup)
@@ -788,7 +815,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         const double chosen = best < 0 ? pn.model_ns : pred[best];
         row->model_rank = 1 + (pn.model_ns < chosen);
         for (int i = 0; i < nc; i++)
-            row->model_rank += pred[i] < chosen;
+            row->model_rank += usable[i] && pred[i] < chosen;
         if (best < 0) {
             ROW_TRY(xs_tp_order_copy(t, 1, 0));
             snprintf(row->cand, sizeof row->cand, "naive");
@@ -815,7 +842,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         row->nai_pred = (row->local_us * 1e3 + (pn.model_ns - pn.ideal_ns)) / 1e3;
         row->shp_pred = (ls * 1e3 + (ps.model_ns - ps.ideal_ns)) / 1e3;
         row->shp_local = ls;
-        if (row->pilot[0] && in.rs_gemm >= 0) {
+        if (row->pilot[0] && in.rs_gemm >= 0 && streams) {
             /* diagnostics: the chosen order once more, every signal raised right after the
              * CTA's next main loop (the rule of runs 1-4), against the link */
             float ms = 0;
@@ -887,20 +914,20 @@ static const char csv_header[] =
     "unfused_max_us,naive_us,naive_min_us,naive_max_us,shaped_us,shaped_min_us,shaped_max_us,"
     "local_us,shaped_local_us,comm_us,bound_us,floor_us,naive_pred_us,shaped_pred_us,shaped_order,model_rank,"
     "criterion_ok,unfused_over_shaped,naive_over_shaped,shaped_over_bound,shaped_over_floor,"
-    "max_err,verified";
+    "max_err,verified,engine";
 
 static void csv_row(FILE *f, const tpb_row *r)
 {
     fprintf(f,
             "%s,%s,%d,%d,%d,%d,%d,%d,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,"
-            "%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.3g,%d\n",
+            "%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.3g,%d,%s\n",
             xs_tp_op_name(r->op), r->model, r->s.m, r->s.n, r->s.k, r->s.peers, r->grid, r->tiles,
             r->remote_mb, r->local_tflops, r->unf, r->unf_min, r->unf_max, r->nai, r->nai_min,
             r->nai_max, r->shp, r->shp_min, r->shp_max, r->local_us, r->shp_local, r->comm_us,
             r->bound_us,
             r->floor_us, r->nai_pred, r->shp_pred, r->cand, r->model_rank, r->crit_ok,
             r->unf / r->shp, r->nai / r->shp, r->shp / r->bound_us, r->shp / r->floor_us,
-            r->max_err, r->verified);
+            r->max_err, r->verified, xs_tp_engine_name(r->engine));
 }
 
 static double spread_pct(double med, double lo, double hi) { return 100.0 * (hi - lo) / med; }
@@ -1095,13 +1122,22 @@ extern "C" int xs_bench_tp(int argc, char **argv)
            o.common.pa.file ? o.common.pa.file : "embedded", prof.drain_bytes_per_ns, prof.capacity_bytes,
            prof.capacity_bytes_per_producer, prof.issue_bytes_per_ns,
            prof.provisional ? " (provisional)" : "");
-    printf("# tiles %dx%d (cuda/gemm.cuh, bf16 mma.sync, fp32 accumulate), persistent grid = %d "
+    const char *engine_line =
+        o.engine == XS_TP_ENGINE_SM90
+            ? "sm90: cuda/gemm_sm90.cuh, bf16 wgmma m64n256k16 + TMA, producer warpgroup + 2 "
+              "consumer warpgroups, fp32 accumulate; stored orders only (no streamed stores), "
+              "signals raised right after their payload"
+            : "mma: cuda/gemm.cuh, bf16 mma.sync, fp32 accumulate; stored and streamed orders, "
+              "lazy signals";
+    printf("# engine: %s\n", engine_line);
+    printf("# tiles %dx%d (engine %s), persistent grid = %d "
            "SMs; push chunks %d KB; tolerance: relative Frobenius <= %.0e, rows <= %.0e vs fp32; "
            "times: CUDA events (completion incl. drain), median of %d after %d warm-up, L2 "
-           "flushed\n", XS_TP_BM, XS_TP_BN, gi.sm_count, XS_TP_CHUNK / 1024, XS_TP_TOL_FROB,
-           XS_TP_TOL_ROW, o.common.iters, o.common.warmup);
+           "flushed\n", XS_TP_BM, XS_TP_BN, xs_tp_engine_name(o.engine), gi.sm_count,
+           XS_TP_CHUNK / 1024, XS_TP_TOL_FROB, XS_TP_TOL_ROW, o.common.iters, o.common.warmup);
     if (csv) {
         xs_gpu_report_header(csv, &gi, argc, argv);
+        fprintf(csv, "# engine: %s\n", engine_line);
         fprintf(csv, "%s\n", csv_header);
     }
     cudaStream_t stream;

@@ -16,11 +16,14 @@
  *     engine's epilogue straight to each row's destination (local output, SwiGLU h, or the owner's
  *     slot in the owner's window through the window table), then the tile's signal; PUSH: the
  *     chunks to the peer, then their flags; REDUCE: wait for the P source flags, sum.
- * Signals are eager: after the payload, a 256-thread barrier, then one thread's
- * __threadfence_system + st.release.sys of the epoch (the mma kernel's lazy queue would make the
- * producer's waits depend on flags a consumer holds; eager flags keep the deadlock argument of
- * tp.cu trivially: a CTA never holds an unraised flag). The stream bits of an order (DEFER,
- * SPREAD) are not executed: xs_tp_run refuses such orders for this engine.
+ *   signal warp, warp 1 of warpgroup 2: raises the flags the consumers queue (tp90_sq), one
+ *     __threadfence_system + st.release.sys per batch, so that no consumer waits in the fence.
+ * Signals: after the payload, a 256-thread barrier, then consumer thread 0 queues the flag for
+ * the signal warp, which raises it at once (xs_tp_run_opts.eager_flags: thread 0 raises it
+ * itself). Unlike the mma kernel's lazy queue (raised at the CTA's next release point), nothing
+ * here holds a flag back: the signal warp waits for nothing but its fences, so the deadlock
+ * argument of tp.cu holds as if every flag were raised right after its payload. The stream bits
+ * of an order (DEFER, SPREAD) are not executed: xs_tp_run refuses such orders for this engine.
  *
  * Deadlock freedom: the producer waits only for tasks earlier in the list than the tile it is
  * about to load; the consumers of the same CTA never need the producer for tasks before that
@@ -74,6 +77,38 @@ XS_DEV void tp90_consumer_bar(void) { asm volatile("bar.sync 3, 256;\n" ::: "mem
 XS_DEV void tp90_fence_proxy_global(void)
 {
     asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+
+/* The signal queue: flags whose payload is stored, raised by the signal warp (warp 1 of the
+ * producer warpgroup) so that no consumer waits in the system-scope fence (on the PCIe path the
+ * fence waits until the CTA's earlier stores have left the GPU: about Q/R = 13 us under a
+ * sustained stream, docs/TP.md "Lazy signals"). Consumer thread 0 appends after the barrier that
+ * follows the payload (st.release.cta of the head); the signal warp's lane 0 takes every entry
+ * there (ld.acquire.cta), fences once for the batch (__threadfence_system), raises them
+ * (st.release.sys; the release is cumulative over the payload, which the CTA barrier and the
+ * acquire ordered before it) and frees the slots (st.release.cta of the tail). The signal warp
+ * waits for nothing but fences, so a queued flag is always raised soon: a CTA whose producer
+ * waits for one of its own queued flags (a push's chunk) cannot deadlock.
+ * xs_tp_run_opts.eager_flags: consumer thread 0 raises each flag itself (fence included). */
+#define TP90_SQ 16
+typedef struct {
+    uint64_t *flag[TP90_SQ];
+    uint64_t *shadow[TP90_SQ]; /* raised right after its flag (tp_args.ag_shadow), or NULL */
+    unsigned int head;         /* entries appended (consumer thread 0) */
+    unsigned int tail;         /* entries raised (signal warp) */
+    unsigned int done;         /* 1: the consumers have appended their last entry */
+} tp90_sq;
+
+XS_DEV unsigned int tp90_ld_acquire_cta(const unsigned int *p)
+{
+    unsigned int v;
+    asm volatile("ld.acquire.cta.shared.u32 %0, [%1];" : "=r"(v) : "r"(xs_smem_u32(p)) : "memory");
+    return v;
+}
+
+XS_DEV void tp90_st_release_cta(unsigned int *p, unsigned int v)
+{
+    asm volatile("st.release.cta.shared.u32 [%0], %1;" ::"r"(xs_smem_u32(p)), "r"(v) : "memory");
 }
 
 /* Protocol-bug bound of a ring wait: the longest legitimate wait is the other role's dependency
@@ -197,10 +232,71 @@ XS_DEV void tp90_wait_first(const tp_args &a, const xs_gemm90_ring<C> &ring)
     }
 }
 
+/* Consumer thread 0, after the barrier that follows the payload of `flag`: raise it (eager) or
+ * queue it for the signal warp. */
+XS_DEV void tp90_raise(const tp_args &a, tp90_sq *q, uint64_t *flag, uint64_t *shadow)
+{
+    if (a.eager_flags) {
+        __threadfence_system();
+        xs_st_release_sys(flag, a.epoch);
+        if (shadow) /* timing only (the data it stands for was placed before the launch) */
+            *(volatile uint64_t *)shadow = a.epoch;
+        return;
+    }
+    const unsigned int h = q->head; /* written by this thread only */
+    if (h - tp90_ld_acquire_cta(&q->tail) >= TP90_SQ) {
+        /* full: the signal warp frees slots after its fence, which always completes */
+        const unsigned long long t0 = xs_globaltimer();
+        while (h - tp90_ld_acquire_cta(&q->tail) >= TP90_SQ) {
+            if (xs_globaltimer() - t0 > tp90_ring_bound(a))
+                __trap();
+            __nanosleep(64);
+        }
+    }
+    q->flag[h % TP90_SQ] = flag;
+    q->shadow[h % TP90_SQ] = shadow;
+    tp90_st_release_cta(&q->head, h + 1);
+}
+
+/* The signal warp (lane 0 works): raise queued flags until the consumers are done and the queue
+ * is empty. Its idle wait lasts as long as the consumers run, which every bounded wait of theirs
+ * ends; the bound below is the host's backstop for the whole kernel. */
+XS_DEV void tp90_signal(const tp_args &a, tp90_sq *q)
+{
+    if ((threadIdx.x & 31) != 0)
+        return;
+    unsigned int tail = 0;
+    const unsigned long long t0 = xs_globaltimer();
+    const unsigned long long bound = 4 * a.timeout_ns + 60000000000ull;
+#pragma unroll 1
+    for (;;) {
+        /* done first (acquire): an entry appended before done was released is then seen by the
+         * head read after it */
+        const unsigned int done = tp90_ld_acquire_cta(&q->done);
+        const unsigned int h = tp90_ld_acquire_cta(&q->head);
+        if (h == tail) {
+            if (done)
+                return;
+            if (xs_globaltimer() - t0 > bound)
+                __trap();
+            __nanosleep(128);
+            continue;
+        }
+        __threadfence_system(); /* once for the batch [tail, h) */
+        for (; tail != h; tail++) {
+            xs_st_release_sys(q->flag[tail % TP90_SQ], a.epoch);
+            uint64_t *sh = q->shadow[tail % TP90_SQ];
+            if (sh) /* timing only (the data it stands for was placed before the launch) */
+                *(volatile uint64_t *)sh = a.epoch;
+        }
+        tp90_st_release_cta(&q->tail, tail);
+    }
+}
+
 /* One tile's epilogue and signal (the 256 consumer threads, after the main loop). */
 template <class C>
-XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, int wg,
-                          const float (&acc)[C::ACC], int g, int tm, int tn)
+XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, tp90_sq *q,
+                          int wg, const float (&acc)[C::ACC], int g, int tm, int tn)
 {
     const xs_gemm_problem &p = a.g[g];
     const int tid = threadIdx.x; /* 0..255 */
@@ -235,11 +331,9 @@ XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, in
         if (tid == 0) {
             const int t_loc = ((m0 - owner * a.rs_rows) / C::BM) * a.rs_tiles_n + tn;
             const bool skip = a.fault == XS_TP_FAULT_RS_SIGNAL && owner == a.me && t_loc == 0;
-            if (!skip) {
-                __threadfence_system();
-                xs_st_release_sys(tab.flags[owner] + a.rs_flag0 + (size_t)a.me * a.t_own + t_loc,
-                                  a.epoch);
-            }
+            if (!skip)
+                tp90_raise(a, q, tab.flags[owner] + a.rs_flag0 + (size_t)a.me * a.t_own + t_loc,
+                           NULL);
         }
     } else if (g == 0 && a.rb_count) {
         /* h rows are read by GEMM 2 tiles through TMA (async proxy) in other CTAs */
@@ -253,7 +347,7 @@ XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, in
 
 /* Chunks [c, c + n) of this rank's shard to rank r's gathered buffer, then their flags (the 256
  * consumer threads). */
-XS_DEV void tp90_push(const tp_args &a, const xs_wintab &tab, int r, int c, int n)
+XS_DEV void tp90_push(const tp_args &a, const xs_wintab &tab, tp90_sq *q, int r, int c, int n)
 {
     const int tid = threadIdx.x;
     const unsigned long long off =
@@ -277,18 +371,12 @@ XS_DEV void tp90_push(const tp_args &a, const xs_wintab &tab, int r, int c, int 
         }
     }
     tp90_consumer_bar(); /* every thread's stores precede the flags */
-    if (tid == 0) {
-        __threadfence_system();
+    if (tid == 0)
         for (int k = 0; k < n; k++) {
             uint64_t *flag = tab.flags[r] + (size_t)a.me * a.ag_chunks + c + k;
-            if (flag == a.skip_flag) /* test hook: never raised */
-                continue;
-            xs_st_release_sys(flag, a.epoch);
-            uint64_t *sh = tp_push_shadow(a, r, c + k);
-            if (sh) /* timing only (the data it stands for was placed before the launch) */
-                *(volatile uint64_t *)sh = a.epoch;
+            if (flag != a.skip_flag) /* test hook: never raised */
+                tp90_raise(a, q, flag, tp_push_shadow(a, r, c + k));
         }
-    }
 }
 
 template <class C>
@@ -302,6 +390,10 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     /* always empty (this kernel raises every flag at once); one per role, since a wait resets
      * its list */
     __shared__ tp_pend s_pend0, s_pend1;
+    __shared__ tp90_sq s_sq;
+    /* thread 0: hash of the tasks read (in shared memory: a register pair live across the main
+     * loop spilled) */
+    __shared__ unsigned long long s_lsum;
     char *smem = xs_gemm90_smem(tp90_raw);
     const int tid = threadIdx.x, wg = tid >> 7;
     const unsigned long long t_start = xs_globaltimer();
@@ -311,6 +403,9 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         s_pend0.n = s_pend1.n = 0;
         s_pend0.urgent = s_pend1.urgent = 0;
         s_pend0.skip = s_pend1.skip = NULL;
+        s_sq.head = s_sq.tail = 0;
+        s_lsum = 0;
+        s_sq.done = 0;
     }
     xs_gemm90_init<C>(smem, false); /* ends with __syncthreads; no CTA-wide barrier after it */
 
@@ -318,13 +413,14 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         xs_setmaxnreg_dec<C::PRODUCER_REGS>();
         if (tid < C::PRODUCER_WG * 128 + 32)
             tp90_produce<C>(a, tab, maps, smem, &s_pend0, &s_abort_c, &s_abort_at);
+        else if (tid < C::PRODUCER_WG * 128 + 64)
+            tp90_signal(a, &s_sq);
         return;
     }
 
     xs_setmaxnreg_inc<C::CONSUMER_REGS>();
     xs_gemm90_ring<C> ring = xs_gemm90_ring_at<C>(smem);
     float acc[C::ACC];
-    unsigned long long lsum = 0; /* thread 0: hash of the tasks read */
     bool aborted = false;
 #pragma unroll 1
     for (int i = blockIdx.x; i < a.ntasks; i += gridDim.x) {
@@ -333,7 +429,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         const int kind = w0.x;
         if (tid == 0) {
             const int w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-            lsum += tp_task_hash(i, w);
+            s_lsum += tp_task_hash(i, w);
         }
         if (kind & TP_T_TILE) {
             const int g = w0.y;
@@ -344,10 +440,10 @@ __global__ void __launch_bounds__(C::THREADS, 1)
                 aborted = true;
                 break;
             }
-            tp90_tile_out<C>(a, tab, smem, wg, acc, g, w0.z, w0.w);
+            tp90_tile_out<C>(a, tab, smem, &s_sq, wg, acc, g, w0.z, w0.w);
         }
         if (kind & TP_T_PUSH)
-            tp90_push(a, tab, w1.x, w1.y, w1.w > 1 ? w1.w : 1);
+            tp90_push(a, tab, &s_sq, w1.x, w1.y, w1.w > 1 ? w1.w : 1);
         if (kind & TP_T_REDUCE) {
             if (tid == 0 && tp_reduce_wait(a, tab, &s_pend1, w1.z, i))
                 *(volatile int *)&s_abort_c = 1;
@@ -366,13 +462,16 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     if (aborted && tid == 0)
         *(volatile int *)&s_abort_c = 1; /* the producer stops issuing */
     if (tid == 0) {
+        /* no more entries: the signal warp raises what is queued and leaves (its fence is the
+         * CTA's last release; the end stamp below is sender-visible, before it) */
+        tp90_st_release_cta(&s_sq.done, 1u);
         const unsigned long long t_end = xs_globaltimer();
         if (a.cta_ns) {
             a.cta_ns[2 * blockIdx.x] = t_start;
             a.cta_ns[2 * blockIdx.x + 1] = t_end;
         }
         if (a.list_sum && !aborted)
-            atomicAdd(a.list_sum, lsum);
+            atomicAdd(a.list_sum, s_lsum);
     }
 }
 

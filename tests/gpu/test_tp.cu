@@ -19,7 +19,13 @@
  * 2^-7 |ref| + 0.02 rms(ref); relative Frobenius error <= 4e-3 (partials, GEMM outputs),
  * <= 6e-3 (reduced rows: P bf16 partials summed, then rounded).
  *
- * usage: test_tp [--quick | --tiny]   last line: "N passed, N failed"
+ * Every case runs twice: on the mma.sync engine (cuda/gemm.cuh, the default) and on the sm90
+ * engine (cuda/gemm_sm90.cuh, xs_tp_set_engine; compute capability 9.0 only), same checks and
+ * tolerances; the sm90 engine does not stream stores, so its second shaped order is another
+ * stored one (f0.6/b0), its ring order is stored, and a streamed order must be refused.
+ *
+ * usage: test_tp [--quick | --tiny] [--sm90]   last line: "N passed, N failed"
+ * --sm90: only the sm90 engine's cases (no CPU order checks, no upload stress)
  * --tiny: the sanitizer's racecheck case (tests/gpu/sanitize.sh): one small shape per operation,
  * 120 s bounds, no fault injection and no upload stress (their 50 ms and 2 s bounds measure
  * timing, which racecheck slows 10-100x: run 5 timed out there)
@@ -287,10 +293,14 @@ static void lib_verify(xs_tp *t, const char *name, const char *variant, int fuse
 
 static int g_tiny; /* --tiny */
 
-static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int quick)
+static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int quick,
+                     xs_tp_engine engine)
 {
-    char name[128];
+    char name[160];
     cname(tc, name, sizeof name);
+    const int sm90 = engine == XS_TP_ENGINE_SM90;
+    if (sm90) /* the mma cases keep their names */
+        snprintf(name + strlen(name), sizeof name - strlen(name), " engine=sm90");
     xs_tp_shape s = {tc->op, tc->m, tc->n, tc->k, tc->peers};
     xs_tp_info in;
     XT_CHECK(xs_tp_info_of(&s, &in) == XS_OK, "%s: %s", name, xs_errmsg());
@@ -315,6 +325,16 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
         xs_win_close(ws);
         return;
     }
+    {
+        xs_status e = xs_tp_set_engine(t, engine);
+        XT_CHECK(e == XS_OK && xs_tp_get_engine(t) == engine, "%s: set engine: %s", name,
+                 xs_errmsg());
+        if (e != XS_OK) {
+            xs_tp_destroy(t);
+            xs_win_close(ws);
+            return;
+        }
+    }
     cref r;
     build_ref(t, &s, tab->rank, &r);
     const double bytes = in.ag_remote_bytes + in.rs_remote_bytes;
@@ -331,19 +351,33 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
     ro.local = 1;
     XT_CHECK(xs_tp_run(t, 0, &ro, st, &ms) == XS_OK, "%s: local run: %s", name, xs_errmsg());
     lib_verify(t, name, "local", 0, 0);
+    {
+        /* the engine is fixed once a run became the expectation */
+        const xs_tp_engine other = sm90 ? XS_TP_ENGINE_MMA : XS_TP_ENGINE_SM90;
+        XT_CHECK(xs_tp_set_engine(t, other) == XS_EINVAL && !strchr(xs_errmsg(), '\n') &&
+                     xs_tp_get_engine(t) == engine,
+                 "%s: engine changed after a run (%s)", name, xs_errmsg());
+    }
     xs_tp_costs cost;
     XT_CHECK(xs_tp_costs_of_last(t, &cost) == XS_OK, "%s: costs: %s", name, xs_errmsg());
     XT_CHECK(cost.tile_ns[0] > 0 && (in.ngemm < 2 || cost.tile_ns[1] > 0), "%s: tile costs %g %g",
              name, cost.tile_ns[0], cost.tile_ns[1]);
 
     /* fused: naive (slot 0), shaped with stores after each tile (slot 1) and shaped with the
-     * stores streamed through the main loops (slot 2: staged remote tiles, streamed pushes) */
+     * stores streamed through the main loops (slot 2: staged remote tiles, streamed pushes);
+     * the sm90 engine does not stream: slot 2 is then a second stored shaped order (front-
+     * loaded, no burst limit) */
     xs_profile prof;
     xs_profile_default(&prof);
-    static const char *const vname[3] = {"naive", "shaped", "streamed"};
+    static const char *const vname_mma[3] = {"naive", "shaped", "streamed"};
+    static const char *const vname_sm90[3] = {"naive", "shaped", "shaped f0.6/b0"};
+    const char *const *vname = sm90 ? vname_sm90 : vname_mma;
     xs_tp_pred pred;
     for (int sp = 0; sp < 2; sp++) {
-        const xs_tp_pace pace = {0.8, 1.5, 0, 2, sp};
+        static const xs_tp_pace front = {0.6, 0, 0, 2, 0, 0};
+        xs_tp_pace pace = {0.8, 1.5, 0, 2, sp, 0};
+        if (sm90 && sp)
+            pace = front;
         XT_CHECK(xs_tp_order_shaped(t, 1 + sp, &pace, &cost, &prof) == XS_OK, "%s: %s: %s",
                  name, vname[1 + sp], xs_errmsg());
         XT_CHECK(xs_tp_order_check(t, 1 + sp) == XS_OK, "%s: %s order: %s", name, vname[1 + sp],
@@ -354,7 +388,21 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
                  pred.ideal_ns);
     }
     XT_CHECK(xs_tp_order_check(t, 0) == XS_OK, "%s: naive order: %s", name, xs_errmsg());
-    {
+    if (sm90) {
+        /* a streamed order is refused with one line, before anything is launched */
+        const xs_tp_pace streamed = {0.8, 1.5, 0, 2, 1, 0};
+        XT_CHECK(xs_tp_order_shaped(t, 3, &streamed, &cost, &prof) == XS_OK, "%s: streamed: %s",
+                 name, xs_errmsg());
+        xs_tp_order_info oi;
+        XT_CHECK(xs_tp_order_stats(t, 3, &oi) == XS_OK, "%s: stats: %s", name, xs_errmsg());
+        if (oi.deferred + oi.spread > 0) {
+            xs_status e = xs_tp_run(t, 3, &ro, st, &ms);
+            XT_CHECK(e == XS_EINVAL && !strchr(xs_errmsg(), '\n'),
+                     "%s: a streamed order ran on the sm90 engine (%s: %s)", name,
+                     xs_status_name(e), xs_errmsg());
+            printf("ok %s: streamed order refused: %s\n", name, xs_errmsg());
+        }
+    } else {
         /* the streamed order streams something wherever there is something to stream */
         xs_tp_order_info oi;
         XT_CHECK(xs_tp_order_stats(t, 2, &oi) == XS_OK, "%s: stats: %s", name, xs_errmsg());
@@ -381,7 +429,7 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
     if (in.rs_gemm >= 0) {
         /* the ring order (remote owners one after the other, streamed), fused and local, in
          * slot 1; then slot 1 gets its shaped order back for the fault runs */
-        const xs_tp_pace ring = {0.3, 0, 0, 2, 1, 1}, back = {0.8, 1.5, 0, 2, 0, 0};
+        const xs_tp_pace ring = {0.3, 0, 0, 2, sm90 ? 0 : 1, 1}, back = {0.8, 1.5, 0, 2, 0, 0};
         XT_CHECK(xs_tp_order_shaped(t, 1, &ring, &cost, &prof) == XS_OK &&
                      xs_tp_order_check(t, 1) == XS_OK,
                  "%s: ring order: %s", name, xs_errmsg());
@@ -678,18 +726,21 @@ static void run_upload_stress(const xs_gpu_info *gi, xs_cublas *cb, int reps)
 
 int main(int argc, char **argv)
 {
-    int quick = 0;
+    int quick = 0, only_sm90 = 0;
     static const struct option opts[] = {{"quick", no_argument, 0, 'q'},
                                          {"tiny", no_argument, 0, 't'},
+                                         {"sm90", no_argument, 0, 's'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
+    static const char usage[] = "usage: test_tp [--quick | --tiny] [--sm90]\n";
     int ch;
-    while ((ch = getopt_long(argc, argv, "qth", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "qtsh", opts, NULL)) != -1) {
         switch (ch) {
         case 'q': quick = 1; break;
         case 't': quick = g_tiny = 1; break;
-        case 'h': printf("usage: test_tp [--quick | --tiny]\n"); return 0;
-        default: fprintf(stderr, "usage: test_tp [--quick | --tiny]\n"); return 2;
+        case 's': only_sm90 = 1; break;
+        case 'h': printf("%s", usage); return 0;
+        default: fprintf(stderr, "%s", usage); return 2;
         }
     }
     /* bad shapes: one line each, before any GPU work */
@@ -716,8 +767,9 @@ int main(int argc, char **argv)
     /* task orders, CPU only: the checker, then the two shapes that failed on the first H200 run
      * (a zeroed page of the naive list left 128 GEMM 2 tiles undone; a missing GEMM 1 tile left
      * row block 16 short of its count) and one shape per operation at 16 peers */
-    check_checker();
-    {
+    if (!only_sm90)
+        check_checker();
+    if (!only_sm90) {
         const xs_tp_shape big[] = {
             {XS_TP_MLP, 8192, 4096, 14336, 4},   /* llama3-8b, failed 1 */
             {XS_TP_MLP, 4096, 8192, 28672, 8},   /* llama3-70b, failed 2 */
@@ -754,14 +806,26 @@ int main(int argc, char **argv)
         {XS_TP_MLP, 2048, 512, 1024, 4, 0},     /* a full grid */
     };
     const int ncases = (int)(sizeof cases / sizeof cases[0]);
-    for (int i = 0; i < ncases; i++) {
-        if (quick && i >= 7)
-            break;
-        if (g_tiny && i != 0 && i != 2 && i != 4) /* one gemm_rs, one ag_gemm, one mlp */
-            continue;
-        run_case(&cases[i], &gi, cb, quick);
-    }
-    if (!g_tiny)
+    /* the mma engine, then the same cases on the sm90 engine (compute capability 9.0 only;
+     * skipped with a line elsewhere, a failure with --sm90) */
+    int cc_major = 0, cc_minor = 0;
+    XS_CHECK_CU(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, gi.device));
+    XS_CHECK_CU(cudaDeviceGetAttribute(&cc_minor, cudaDevAttrComputeCapabilityMinor, gi.device));
+    const int have_sm90 = cc_major == 9 && cc_minor == 0;
+    if (only_sm90)
+        XT_CHECK(have_sm90, "--sm90: device %d has compute capability %d.%d, not 9.0", gi.device,
+                 cc_major, cc_minor);
+    else if (!have_sm90)
+        printf("skip sm90 engine cases: compute capability %d.%d\n", cc_major, cc_minor);
+    for (int e = only_sm90 ? 1 : 0; e < (have_sm90 ? 2 : 1); e++)
+        for (int i = 0; i < ncases; i++) {
+            if (quick && i >= 7)
+                break;
+            if (g_tiny && i != 0 && i != 2 && i != 4) /* one gemm_rs, one ag_gemm, one mlp */
+                continue;
+            run_case(&cases[i], &gi, cb, quick, e ? XS_TP_ENGINE_SM90 : XS_TP_ENGINE_MMA);
+        }
+    if (!g_tiny && !only_sm90)
         run_upload_stress(&gi, cb, quick ? 6 : 24);
     xs_cublas_close(cb);
     XS_CHECK_CU(cudaDeviceSynchronize());
