@@ -47,6 +47,11 @@
 /* The tile engine's rate on an H200 (first run: local_tflops 337-375 over 34 rows), used only to
  * pick default peer counts where compute and PCIe traffic are of comparable size. */
 #define TPB_ENGINE_TFLOPS 355.0
+/* The same for --engine sm90: the plain gemm_sm90 kernel ran at 700-800 TFLOP/s in run 6
+ * (bench/results/h200-2026-11-29-r6/gemm90_call1.log); the fused kernel's own rate is not
+ * measured yet. About twice the rate halves compute / traffic, so the defaults move to fewer
+ * peers. */
+#define TPB_SM90_TFLOPS 700.0
 
 /* ---- shapes of public models (config.json of each; docs/TP.md) -------------------------------- */
 
@@ -344,7 +349,7 @@ static void model_nk(xs_tp_op op, const tpb_model *md, int *n, int *k)
 
 /* Compute time over PCIe time of one configuration, estimated: the GEMM FLOPs at the engine's
  * rate against the bytes this rank sends at the drain rate. Independent of m. */
-static double balance_of(const xs_tp_shape *s, double drain_bytes_per_ns)
+static double balance_of(const xs_tp_shape *s, double drain_bytes_per_ns, double tflops)
 {
     xs_tp_info in;
     if (xs_tp_info_of(s, &in) != XS_OK)
@@ -352,7 +357,7 @@ static double balance_of(const xs_tp_shape *s, double drain_bytes_per_ns)
     const double bytes = in.ag_remote_bytes + in.rs_remote_bytes;
     if (!(bytes > 0))
         return -1;
-    return (in.flops / (TPB_ENGINE_TFLOPS * 1e3)) / (bytes / drain_bytes_per_ns);
+    return (in.flops / (tflops * 1e3)) / (bytes / drain_bytes_per_ns);
 }
 
 /* The default peer counts of an operation on a model: the `want` counts of tpb_peer_choices
@@ -360,14 +365,15 @@ static double balance_of(const xs_tp_shape *s, double drain_bytes_per_ns)
  * side hides the other anyway), in increasing order. The fused kernel can at best reach
  * max(compute, traffic); the unfused sequence costs cuBLAS + traffic. */
 static int default_peers(xs_tp_op op, const tpb_model *md, int m, double drain, int want,
-                         int *out)
+                         xs_tp_engine engine, int *out)
 {
+    const double tflops = engine == XS_TP_ENGINE_SM90 ? TPB_SM90_TFLOPS : TPB_ENGINE_TFLOPS;
     int nn = 0, kk = 0, n = 0;
     double dist[TPB_NPEER_CHOICES];
     model_nk(op, md, &nn, &kk);
     for (int i = 0; i < TPB_NPEER_CHOICES; i++) {
         xs_tp_shape s = {op, m, nn, kk, tpb_peer_choices[i]};
-        const double b = balance_of(&s, drain);
+        const double b = balance_of(&s, drain, tflops);
         dist[i] = b > 0 ? fabs(log(b)) : INFINITY;
     }
     for (int k = 0; k < want; k++) {
@@ -439,7 +445,7 @@ static int build_rows(const tpb_opts *o, double drain, tpb_row **out, int *nout)
                     memcpy(ps, o->peers, sizeof(int) * o->npeers);
                     nps = o->npeers;
                 } else {
-                    nps = default_peers(op, md, ms[a], drain, o->quick ? 1 : 2, ps);
+                    nps = default_peers(op, md, ms[a], drain, o->quick ? 1 : 2, o->engine, ps);
                 }
                 for (int p = 0; p < nps; p++)
                     ADD_ROW(op, md->name, ms[a], nn, kk, ps[p]);
@@ -842,7 +848,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         row->nai_pred = (row->local_us * 1e3 + (pn.model_ns - pn.ideal_ns)) / 1e3;
         row->shp_pred = (ls * 1e3 + (ps.model_ns - ps.ideal_ns)) / 1e3;
         row->shp_local = ls;
-        if (row->pilot[0] && in.rs_gemm >= 0 && streams) {
+        if (row->pilot[0] && in.rs_gemm >= 0) {
             /* diagnostics: the chosen order once more, every signal raised right after the
              * CTA's next main loop (the rule of runs 1-4), against the link */
             float ms = 0;
