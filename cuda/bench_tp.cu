@@ -1012,7 +1012,9 @@ static int summary(const tpb_row *rows, int nrows, int skipped)
             worst_rs = fmax(worst_rs, r->shp / r->bound_us);
             worst_rsf = fmax(worst_rsf, r->shp / r->floor_us);
         }
-        nstream += strstr(r->cand, "stream") != NULL || strstr(r->cand, "ring") != NULL;
+        /* ring orders stream on the mma engine; sm90 runs them stored */
+        nstream += strstr(r->cand, "stream") != NULL ||
+                   (strstr(r->cand, "ring") != NULL && xs_tp_engine_streams(r->engine));
         nagree += r->model_rank == 1;
         if (npe < 512 && r->shp > 0)
             perr[npe++] = fabs(r->shp_pred - r->shp) / r->shp * 100;
