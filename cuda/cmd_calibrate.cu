@@ -129,7 +129,9 @@ static void usage(void)
            "  --window SIZE         destination window, default 256M\n"
            "  --timeout S           bound on one run, seconds (default 30)\n"
            "  --dest keep|flush|dirty  host windows after each run's verification: lines left\n"
-           "                        in the CPU caches (default), flushed out, or rewritten\n");
+           "                        in the CPU caches (default), flushed out, or rewritten\n"
+           "  --max-skew NS         rerun a run whose producers left the common start more\n"
+           "                        than NS apart (up to 8 attempts; default 0: keep all)\n");
 }
 
 int xs_cmd_calibrate(int argc, char **argv)
@@ -141,7 +143,8 @@ int xs_cmd_calibrate(int argc, char **argv)
         {"device", required_argument, 0, 'd'}, {"window", required_argument, 0, 'W'},
         {"timeout", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'},
         {"gpus", required_argument, 0, 'g'}, {"virtual-peers", required_argument, 0, 'V'},
-        {"dest", required_argument, 0, 'D'}, {0, 0, 0, 0}};
+        {"dest", required_argument, 0, 'D'}, {"max-skew", required_argument, 0, 'S'},
+        {0, 0, 0, 0}};
     xs_replay_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.target = XS_TARGET_HOST;
@@ -192,6 +195,10 @@ int xs_cmd_calibrate(int argc, char **argv)
         }
         case 'T':
             if (xs_parse_double("--timeout", optarg, 1, 3600, &ro.timeout_s) != XS_OK)
+                return xs_cli_fail();
+            break;
+        case 'S':
+            if (xs_parse_double("--max-skew", optarg, 0, 1e6, &ro.max_skew_ns) != XS_OK)
                 return xs_cli_fail();
             break;
         case 'D':

@@ -34,7 +34,7 @@ typedef struct {
 } run_args;
 
 enum { OPT_WINDOW = XS_OPT_FIRST_FREE, OPT_TIMEOUT, OPT_DEVICE, OPT_CSVFILE, OPT_WINDOWS,
-       OPT_ROWS, OPT_DEST };
+       OPT_ROWS, OPT_DEST, OPT_MAXSKEW };
 
 static int parse_common(int c, run_args *a)
 {
@@ -96,6 +96,10 @@ static int parse_common(int c, run_args *a)
     case OPT_CSVFILE: a->csv_out = optarg; return 0;
     case OPT_WINDOWS: a->windows_out = optarg; return 0;
     case OPT_ROWS: a->rows_out = optarg; return 0;
+    case OPT_MAXSKEW:
+        if (xs_parse_double("--max-skew", optarg, 0, 1e6, &a->ro.max_skew_ns) != XS_OK)
+            return xs_cli_fail();
+        return 0;
     case OPT_DEST:
         if (xs_dest_state_parse(optarg, &a->ro.dest) != XS_OK)
             return xs_cli_failf("--dest: %s", xs_errmsg());
@@ -112,6 +116,7 @@ static int parse_common(int c, run_args *a)
     {"gpus", required_argument, 0, 'g'},                                                      \
     {"profile", required_argument, 0, XS_OPT_PROFILE}, {"set", required_argument, 0, XS_OPT_SET}, \
     {"sync", no_argument, 0, XS_OPT_SYNC}, {"dest", required_argument, 0, OPT_DEST},          \
+    {"max-skew", required_argument, 0, OPT_MAXSKEW},                                          \
     {"help", no_argument, 0, 'h'}
 
 #define COMMON_HELP                                                                           \
@@ -124,6 +129,8 @@ static int parse_common(int c, run_args *a)
     "  -n, --iters N         repetitions; rows report the median repetition (default 3)\n"     \
     "  --dest keep|flush|dirty  host windows after each run's verification: lines left in the\n" \
     "                        CPU caches (default), flushed out, or rewritten by the CPU\n"      \
+    "  --max-skew NS         rerun (up to 8 attempts) a run whose producers left the common\n"   \
+    "                        start more than NS apart (default 0: keep every run)\n"          \
     "  --profile FILE, --set NAME=VALUE   the profile for the prediction shown alongside\n"
 
 static void defaults(run_args *a)
@@ -154,13 +161,13 @@ static int maybe_launch(run_args *a)
  * column (windows of the median-total repetition). */
 static xs_status replay_median(xs_replayer *rp, const xs_schedule *s, int sync, int reps,
                                uint32_t *seed, xs_result *out, double *spread_pct,
-                               xs_replay_stats *last, double *totals)
+                               xs_replay_stats *last, double *totals, double *skews)
 {
     xs_result *rs = (xs_result *)calloc((size_t)reps, sizeof *rs);
     double *tot = (double *)calloc((size_t)reps, sizeof *tot);
     double *col = (double *)calloc((size_t)reps, sizeof *col);
     xs_status st = XS_OK;
-    int done = 0;
+    int done = 0, restarts = 0;
     if (!rs || !tot || !col) {
         st = xs_seterr(XS_ENOMEM, "out of host memory");
         goto out;
@@ -173,6 +180,9 @@ static xs_status replay_median(xs_replayer *rp, const xs_schedule *s, int sync, 
         st = xs_replay_run(rp, s, sync, (*seed)++, &rs[i], last);
         if (st == XS_OK) {
             tot[i] = rs[i].rows[s->nrows - 1].end_ns;
+            if (skews)
+                skews[i] = last->start_skew_ns;
+            restarts += last->restarts;
             done++;
         }
     }
@@ -198,6 +208,7 @@ static xs_status replay_median(xs_replayer *rp, const xs_schedule *s, int sync, 
                             : NAN;
         if (totals)
             memcpy(totals, tot, (size_t)reps * sizeof *tot);
+        last->restarts = restarts; /* over all repetitions */
     }
 out:
     for (int i = 0; i < done; i++)
@@ -279,13 +290,14 @@ int xs_cmd_replay(int argc, char **argv)
     double spread = 0;
     xs_replay_stats rs;
     /* one warm-up run, not reported (its total is printed apart) */
-    double warm_ns = 0, *totals = (double *)calloc((size_t)a.reps, sizeof *totals);
+    double warm_ns = 0, *totals = (double *)calloc(2 * (size_t)a.reps, sizeof *totals);
+    double *skews = totals ? totals + a.reps : NULL;
     xs_status st = totals ? xs_replay_run(rp, &s, a.sync, seed++, &m, &rs)
                           : xs_seterr(XS_ENOMEM, "out of host memory");
     if (st == XS_OK) {
         warm_ns = m.rows[s.nrows - 1].end_ns;
         xs_result_free(&m);
-        st = replay_median(rp, &s, a.sync, a.reps, &seed, &m, &spread, &rs, totals);
+        st = replay_median(rp, &s, a.sync, a.reps, &seed, &m, &spread, &rs, totals, skews);
     }
     if (st != XS_OK) {
         xs_cli_fail();
@@ -301,9 +313,13 @@ int xs_cmd_replay(int argc, char **argv)
         printf("# schedule %s, %d rows, %.6g bytes; target %s; %s; destination %s; median of %d "
                "runs\n", a.schedule, s.nrows, xs_schedule_bytes(&s), xs_target_name(a.ro.target),
                a.sync ? "synchronised" : "free-running", xs_dest_state_name(a.ro.dest), a.reps);
-        printf("# run totals (ns, in order): warm-up %.0f |", warm_ns);
+        printf("# run totals (ns, in order; producer start skew after '/'): warm-up %.0f |",
+               warm_ns);
         for (int i = 0; i < a.reps; i++)
-            printf(" %.0f", totals[i]);
+            printf(" %.0f/%.0f", totals[i], skews[i]);
+        if (a.ro.max_skew_ns > 0)
+            printf("; %d runs rerun for a start skew over %.0f ns", rs.restarts,
+                   a.ro.max_skew_ns);
         printf("\n");
         xs_result_print(&m, &s, 0, stdout);
         xs_sim_opts so;
@@ -561,8 +577,9 @@ int xs_cmd_validate(int argc, char **argv)
     printf("# profile %s: r %.3g B/ns, o %.3g ns, R %.4g B/ns, Q %.4g B, q %.4g B, chunk %.0f B\n",
            a.pa.file ? a.pa.file : "embedded", p.issue_bytes_per_ns, p.issue_overhead_ns,
            p.drain_bytes_per_ns, p.capacity_bytes, p.capacity_bytes_per_producer, p.chunk_bytes);
-    printf("# target %s; each schedule: median of %d replays after one warm-up\n",
-           xs_target_name(a.ro.target), a.reps);
+    printf("# target %s; each schedule: median of %d replays after one warm-up; destination "
+           "lines %s after each check; runs rerun for start skew over %.0f ns (0: none)\n",
+           xs_target_name(a.ro.target), a.reps, xs_dest_state_name(a.ro.dest), a.ro.max_skew_ns);
     printf("%-26s %5s %12s %12s %9s %7s %10s %10s\n", "schedule", "rows", "meas_us", "pred_us",
            "err_tot", "spread", "row_med", "row_max");
     printf("%-26s %5s %12s %12s %9s %7s %10s %10s\n", "", "", "(us)", "(us)", "(%)", "(%)",
@@ -596,7 +613,7 @@ int xs_cmd_validate(int argc, char **argv)
         xs_status st = xs_replay_run(rp, s, v[i].sync, seed++, &m, &rs); /* warm-up */
         if (st == XS_OK) {
             xs_result_free(&m);
-            st = replay_median(rp, s, v[i].sync, a.reps, &seed, &m, &spread, &rs, NULL);
+            st = replay_median(rp, s, v[i].sync, a.reps, &seed, &m, &spread, &rs, NULL, NULL);
         }
         if (st != XS_OK) {
             xs_result_free(&pr);

@@ -29,6 +29,8 @@ typedef struct {
     int device;             /* CUDA device */
     double timeout_s;       /* bound on one run (device-side waits and host wait) */
     xs_dest_state dest;     /* host windows after each run's verification (xstage_win.h) */
+    double max_skew_ns;     /* > 0: rerun (up to 8 attempts) a run whose producers' start skew
+                               exceeds this; 0: keep every run */
 } xs_replay_opts;
 
 typedef struct {
@@ -37,6 +39,7 @@ typedef struct {
     double start_skew_ns;    /* spread of the producers' actual start around the common instant */
     double bytes;            /* bytes stored (and verified) */
     uint64_t bad16;          /* 16-byte units wrong or missing at the destination */
+    int restarts;            /* runs discarded for their start skew (opts.max_skew_ns) */
 } xs_replay_stats;
 
 /* Open windows and buffers. Fails with one line when there is no GPU, the window cannot be

@@ -7,7 +7,11 @@
 # dirty` rewrites them from the CPU. Per state: the knee bursts, 9 repetitions each (every run's
 # total printed in order), then validate; then a calibration under flush and dirty and validate
 # on each. Writes to $OUT: knee.log, validate_<state>.csv, profile_<state>.json, samples_<state>.csv.
-# Usage: OUT=dir [PROFILE=file] scripts/gpu_knee.sh
+# DESTS (default "keep flush dirty"): the states of the knee bursts and validate; CAL_DESTS
+# (default "flush dirty"): the states calibrated; MAX_SKEW (ns, default 0): also rerun the knee
+# bursts, validate and calibrate with --max-skew MAX_SKEW (runs whose producers did not leave the
+# common start together are run again; the sub-us bursts' bimodal total).
+# Usage: OUT=dir [PROFILE=file] [DESTS=...] [CAL_DESTS=...] [MAX_SKEW=ns] scripts/gpu_knee.sh
 set -u
 OUT=${OUT:-./out-knee}
 X=${BUILD:-build}/xstage
@@ -17,21 +21,27 @@ LOG="$OUT/knee.log"
 . "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 P=${PROFILE:-}
 [ -n "$P" ] && [ ! -s "$P" ] && P=""
-for d in keep flush dirty; do
-    for kb in 24,69440 16,131072 16,262144 96,15120 96,39312; do
-        printf 'producers,bytes_per_producer,gap_ns\n%s,0\n' "$kb" >/tmp/xs_knee_$$.csv
-        step "knee $d K${kb%,*} B${kb#*,}" 60 "$X" replay --schedule /tmp/xs_knee_$$.csv -n 9 \
-            --dest "$d" ${P:+--profile "$P"}
+MS=${MAX_SKEW:-0}
+SKEWS=0
+[ "$MS" != 0 ] && SKEWS="0 $MS"
+for d in ${DESTS:-keep flush dirty}; do
+    for sk in $SKEWS; do
+        for kb in 24,69440 16,131072 16,262144 96,15120 96,39312; do
+            printf 'producers,bytes_per_producer,gap_ns\n%s,0\n' "$kb" >/tmp/xs_knee_$$.csv
+            step "knee $d skew<=$sk K${kb%,*} B${kb#*,}" 60 "$X" replay \
+                --schedule /tmp/xs_knee_$$.csv -n 9 --dest "$d" --max-skew "$sk" ${P:+--profile "$P"}
+        done
+        step "validate --dest $d --max-skew $sk" 120 "$X" validate --dest "$d" --max-skew "$sk" \
+            ${P:+--profile "$P"} --csv "$OUT/validate_${d}_skew$sk.csv"
     done
-    step "validate --dest $d" 120 "$X" validate --dest "$d" ${P:+--profile "$P"} \
-        --csv "$OUT/validate_$d.csv"
 done
-for d in flush dirty; do
-    step "calibrate --dest $d" 120 "$X" calibrate --target host --dest "$d" \
-        --out "$OUT/profile_$d.json" --samples "$OUT/samples_$d.csv"
+for d in ${CAL_DESTS:-flush dirty}; do
+    step "calibrate --dest $d --max-skew $MS" 120 "$X" calibrate --target host --dest "$d" \
+        --max-skew "$MS" --out "$OUT/profile_$d.json" --samples "$OUT/samples_$d.csv"
     [ -s "$OUT/profile_$d.json" ] &&
-        step "validate --dest $d on its own calibration" 120 "$X" validate --dest "$d" \
-            --profile "$OUT/profile_$d.json" --csv "$OUT/validate_${d}_own.csv"
+        step "validate --dest $d --max-skew $MS on its own calibration" 120 "$X" validate \
+            --dest "$d" --max-skew "$MS" --profile "$OUT/profile_$d.json" \
+            --rows "$OUT/validate_${d}_own_rows.csv" --csv "$OUT/validate_${d}_own.csv"
 done
 rm -f /tmp/xs_knee_$$.csv
 echo
