@@ -1101,6 +1101,16 @@ extern "C" int xs_bench_tp(int argc, char **argv)
         free(rows);
         return xs_cli_fail();
     }
+    if (o.engine == XS_TP_ENGINE_SM90) {
+        int major = 0, minor = 0;
+        XS_CHECK_CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, gi.device));
+        XS_CHECK_CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, gi.device));
+        if (major != 9 || minor != 0) {
+            free(rows);
+            return xs_cli_failf("--engine sm90: device %d has compute capability %d.%d, not 9.0",
+                                gi.device, major, minor);
+        }
+    }
     xs_coll *coll = NULL;
     if (real && xs_coll_open(&coll) != XS_OK) {
         free(rows);
