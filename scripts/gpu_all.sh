@@ -2,7 +2,7 @@
 # gpu_all.sh - one device call: environment facts, then the area scripts named in AREAS (default:
 # calib transport tests), each with its own output folder; everything is packed into
 # $OUT/results.tar.gz (the device returns at most 8 files) next to summary.log.
-# Usage: OUT=dir [AREAS="calib knee transport tests ep up tp sanitize faults gemm90 multi"]
+# Usage: OUT=dir [AREAS="calib knee transport tests ep up tp tp90 sanitize faults gemm90 multi"]
 #        scripts/gpu_all.sh        (multi: scripts/gpu_multi.sh with N = the visible GPUs)
 set -u
 OUT=${OUT:-./out}
@@ -47,6 +47,9 @@ for a in $AREAS; do
     up) OUT="$W/$a" timeout 150 bash scripts/gpu_up.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
     tp) OUT="$W/$a" TP_PROFILE="${PROFILE:-${TP_PROFILE:-}}" timeout 240 bash scripts/gpu_tp.sh 2>&1 |
         tail -n 40 | tee -a "$S" ;;
+    tp90) # the TP workloads on the Hopper engine (bench tp --engine sm90; docs/TP.md)
+        OUT="$W/$a" TP_PROFILE="${PROFILE:-${TP_PROFILE:-}}" TP_ARGS="--engine sm90 -n 5 -w 1" \
+            timeout 240 bash scripts/gpu_tp.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
     sanitize) OUT="$W/$a" timeout 480 bash tests/gpu/sanitize.sh 2>&1 | tail -n 60 | tee -a "$S" ;;
     faults) OUT="$W/$a" timeout 300 bash tests/gpu/faults.sh 2>&1 | tail -n 20 | tee -a "$S" ;;
     gemm90) # the opt-in Hopper engine (docs/GEMM_SM90.md): host checks, small shapes, throughput
