@@ -60,7 +60,7 @@ for a in $AREAS; do
             echo "test_gemm $args: rc=$? $(tail -n 1 "$W/$a/gemm90.log")" | tee -a "$S"
         done
         grep -E "geomean" "$W/$a/gemm90.log" | tail -n 3 | tee -a "$S" ;;
-    multi) OUT="$W/$a" N=${N:-$(nvidia-smi -L 2>/dev/null | wc -l)} timeout 900 \
+    multi) OUT="$W/$a" N=${N:-$(nvidia-smi -L 2>/dev/null | wc -l)} timeout ${MULTI_LIMIT:-900} \
         bash scripts/gpu_multi.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
     *) echo "unknown area $a" | tee -a "$S" ;;
     esac
