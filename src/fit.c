@@ -16,10 +16,12 @@
  * must not undo the queue that step found.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "xstage.h"
 
@@ -369,42 +371,105 @@ static xs_status collect_runs(const xs_samples *s, run *runs, int cap, int *nrun
     return XS_OK;
 }
 
+/* One run's weighted |log(predicted / measured)| sum and weight (see model_error). */
+static int run_error(const xs_profile *p, const run *rn, double *err_out, double *w_out)
+{
+    double err = 0, wsum = 0;
+    xs_schedule sc = {0};
+    for (int r = 0; r < rn->rows; r++)
+        if (xs_schedule_append(&sc, rn->k, rn->b, r + 1 < rn->rows ? rn->g : 0) != XS_OK)
+            break;
+    xs_result res;
+    if (xs_simulate(p, &sc, NULL, &res) != XS_OK) {
+        xs_schedule_free(&sc);
+        return -1;
+    }
+    for (int r = 0; r < rn->rows; r++) {
+        if (rn->meas_max[r] > 0 && res.rows[r].issue_max_ns > 0) {
+            err += rn->weight * fabs(log(res.rows[r].issue_max_ns / rn->meas_max[r]));
+            wsum += rn->weight;
+        }
+        if (rn->meas_med[r] > 0 && res.rows[r].issue_med_ns > 0) {
+            err += 0.5 * rn->weight * fabs(log(res.rows[r].issue_med_ns / rn->meas_med[r]));
+            wsum += 0.5 * rn->weight;
+        }
+    }
+    int last = rn->rows - 1;
+    if (rn->rows > 1 && rn->meas_end[last] > 0) {
+        err += rn->weight * fabs(log(res.rows[last].end_ns / rn->meas_end[last]));
+        wsum += rn->weight;
+    }
+    xs_result_free(&res);
+    xs_schedule_free(&sc);
+    *err_out = err;
+    *w_out = wsum;
+    return 0;
+}
+
+/* The runs of one model_error call, shared by its worker threads: each takes the next run
+ * index (dynamic: the drift trains cost far more than the isolated bursts) and writes that
+ * run's sums to its own slot, so the total is added up in run order whatever the thread count
+ * (the same fit on a 2-core and a 16-core host). */
+typedef struct {
+    const xs_profile *p;
+    const run *runs;
+    int nruns, with_issue;
+    int next;          /* next run index (atomic) */
+    int failed;        /* a simulation failed (atomic) */
+    double *err, *w;   /* [nruns] */
+} err_job;
+
+static void *err_worker(void *arg)
+{
+    err_job *j = (err_job *)arg;
+    for (;;) {
+        int i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+        if (i >= j->nruns)
+            break;
+        j->err[i] = j->w[i] = 0;
+        if (j->runs[i].issue && !j->with_issue)
+            continue;
+        if (run_error(j->p, &j->runs[i], &j->err[i], &j->w[i]) != 0)
+            __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+/* Worker threads of the fit: the host's processors, at most 16 (the fit evaluates thousands of
+ * candidate profiles, each a simulation of every run: calibrate --quick's 15 s budget). */
+static int fit_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
+}
+
 /* Mean |log(predicted / measured)| of issue_max (weight 1), issue_med (1/2) and, for trains,
  * the last row's end (1), over all rows of all runs (with_issue 0: without the 'issue' runs). */
 static double model_error(const xs_profile *p, const run *runs, int nruns, int with_issue)
 {
+    double err_v[256], w_v[256];
+    if (nruns > 256)
+        nruns = 256; /* fit_stage collects at most 256 */
+    err_job j = {p, runs, nruns, with_issue, 0, 0, err_v, w_v};
+    int nt = fit_threads();
+    if (nt > nruns)
+        nt = nruns;
+    pthread_t th[16];
+    int started = 0;
+    for (int t = 1; t < nt; t++) {
+        if (pthread_create(&th[started], NULL, err_worker, &j) != 0)
+            break; /* fewer threads: this one takes the rest */
+        started++;
+    }
+    err_worker(&j);
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    if (j.failed)
+        return INFINITY;
     double err = 0, wsum = 0;
     for (int i = 0; i < nruns; i++) {
-        if (runs[i].issue && !with_issue)
-            continue;
-        xs_schedule sc = {0};
-        for (int r = 0; r < runs[i].rows; r++)
-            if (xs_schedule_append(&sc, runs[i].k, runs[i].b,
-                                   r + 1 < runs[i].rows ? runs[i].g : 0) != XS_OK)
-                break;
-        xs_result res;
-        if (xs_simulate(p, &sc, NULL, &res) != XS_OK) {
-            xs_schedule_free(&sc);
-            return INFINITY;
-        }
-        for (int r = 0; r < runs[i].rows; r++) {
-            if (runs[i].meas_max[r] > 0 && res.rows[r].issue_max_ns > 0) {
-                err += runs[i].weight * fabs(log(res.rows[r].issue_max_ns / runs[i].meas_max[r]));
-                wsum += runs[i].weight;
-            }
-            if (runs[i].meas_med[r] > 0 && res.rows[r].issue_med_ns > 0) {
-                err += 0.5 * runs[i].weight *
-                       fabs(log(res.rows[r].issue_med_ns / runs[i].meas_med[r]));
-                wsum += 0.5 * runs[i].weight;
-            }
-        }
-        int last = runs[i].rows - 1;
-        if (runs[i].rows > 1 && runs[i].meas_end[last] > 0) {
-            err += runs[i].weight * fabs(log(res.rows[last].end_ns / runs[i].meas_end[last]));
-            wsum += runs[i].weight;
-        }
-        xs_result_free(&res);
-        xs_schedule_free(&sc);
+        err += err_v[i];
+        wsum += w_v[i];
     }
     return wsum > 0 ? err / wsum : INFINITY;
 }
