@@ -131,7 +131,7 @@ static void usage(void)
            "  --dest keep|flush|dirty  host windows after each run's verification: lines left\n"
            "                        in the CPU caches (default), flushed out, or rewritten\n"
            "  --max-skew NS         rerun a run whose producers left the common start more\n"
-           "                        than NS apart (up to 8 attempts; default 0: keep all)\n");
+           "                        than NS apart (up to 8 attempts; default 128, 0 keeps all)\n");
 }
 
 int xs_cmd_calibrate(int argc, char **argv)
@@ -150,6 +150,7 @@ int xs_cmd_calibrate(int argc, char **argv)
     ro.target = XS_TARGET_HOST;
     ro.window_bytes = 256u << 20;
     ro.timeout_s = 30;
+    ro.max_skew_ns = XS_REPLAY_MAX_SKEW_NS;
     const char *out = NULL, *samples_out = NULL, *out_pub = NULL;
     int quick = 0, c, gpus = 1;
     optind = 1;

@@ -130,7 +130,7 @@ static int parse_common(int c, run_args *a)
     "  --dest keep|flush|dirty  host windows after each run's verification: lines left in the\n" \
     "                        CPU caches (default), flushed out, or rewritten by the CPU\n"      \
     "  --max-skew NS         rerun (up to 8 attempts) a run whose producers left the common\n"   \
-    "                        start more than NS apart (default 0: keep every run)\n"          \
+    "                        start more than NS apart (default 128; 0 keeps every run)\n"     \
     "  --profile FILE, --set NAME=VALUE   the profile for the prediction shown alongside\n"
 
 static void defaults(run_args *a)
@@ -138,6 +138,7 @@ static void defaults(run_args *a)
     memset(a, 0, sizeof *a);
     a->ro.target = XS_TARGET_HOST;
     a->ro.timeout_s = 30;
+    a->ro.max_skew_ns = XS_REPLAY_MAX_SKEW_NS;
     a->reps = 3;
     a->gpus = 1;
 }
