@@ -7,7 +7,9 @@
 #   test_win --quick
 #   (XS_TEST_SKIP_LAUNCH=1: no launcher children), xstage replay of examples/mixed.csv -n 1
 #   (host, and 4 virtual peers), validate --quick -n 1, calibrate --quick, bench up/tp/ep on
-#   their smallest shapes (bench ep under racecheck: 4 tokens, --schedule wave).
+#   their smallest shapes (bench ep under racecheck: 4 tokens, --schedule wave); then the Hopper
+#   engine (our own TMA / mbarrier / wgmma code, unlike cuBLAS's): test_gemm --tiny --sm90,
+#   test_tp --quick --sm90 (racecheck: --tiny --sm90), bench tp --engine sm90 on the smallest shape.
 # API errors: reported (--report-api-errors explicit) except in the two steps that load NCCL,
 #   test_signal and test_win (its one-rank peer windows): NCCL probes the device on purpose
 #   (cudaFuncGetAttributes on kernels it has no sm_90a image for, error 209, and cuMemCreate
@@ -44,7 +46,7 @@ OUT=${OUT:-./out-sanitize}
 BUDGET=${SAN_BUDGET:-420}
 TOOLS=${SAN_TOOLS:-memcheck synccheck racecheck}
 ALL_CASES="test_attn test_gemm test_tp test_moe test_signal test_win replay replay_virtual
-validate calibrate bench_up bench_tp bench_ep"
+validate calibrate bench_up bench_tp bench_ep test_gemm90 test_tp90 bench_tp90"
 CASES=${SAN_CASES:-$ALL_CASES}
 mkdir -p "$OUT"
 LOG="$OUT/sanitize.log"
@@ -102,6 +104,13 @@ setup() {
         # racecheck: 4 tokens (a few dozen row blocks; T = 32 ran past 90 s in run 5), wave only
         [ "$tool" = racecheck ] && CMD=("$X" bench ep --config olmoe-1b-7b --tokens 4 --peers 2
             --routing balanced -n 1 -w 0 --timeout-ms 120000 --schedule wave) LIMIT=100 EST=60 ;;
+    # the Hopper engine (wgmma, TMA, mbarriers): its own cases, after the others
+    test_gemm90) CMD=("$G/test_gemm" --tiny --sm90) LIMIT=60 EST=3 ;;
+    test_tp90) CMD=("$G/test_tp" --quick --sm90) LIMIT=60 EST=3
+        [ "$tool" = racecheck ] && CMD=("$G/test_tp" --tiny --sm90) EST=20 ;;
+    bench_tp90)
+        CMD=("$X" bench tp --engine sm90 --op all --m 256 --n 256 --k 256 --peers 2 -n 1 -w 0
+            --timeout 120) LIMIT=60 EST=1 ;;
     *) return 1 ;;
     esac
     case $tool in
