@@ -48,7 +48,7 @@ for a in $AREAS; do
     tp) OUT="$W/$a" TP_PROFILE="${PROFILE:-${TP_PROFILE:-}}" timeout 240 bash scripts/gpu_tp.sh 2>&1 |
         tail -n 40 | tee -a "$S" ;;
     tp90) # the TP workloads on the Hopper engine (bench tp --engine sm90; docs/TP.md)
-        OUT="$W/$a" TP_PROFILE="${PROFILE:-${TP_PROFILE:-}}" TP_ARGS="--engine sm90 -n 5 -w 1" \
+        OUT="$W/$a" TP_PROFILE="${PROFILE:-${TP_PROFILE:-}}" TP_ARGS="${TP90_ARGS:---engine sm90 -n 5 -w 1}" \
             timeout 240 bash scripts/gpu_tp.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
     sanitize) OUT="$W/$a" timeout 480 bash tests/gpu/sanitize.sh 2>&1 | tail -n 60 | tee -a "$S" ;;
     faults) OUT="$W/$a" timeout 300 bash tests/gpu/faults.sh 2>&1 | tail -n 20 | tee -a "$S" ;;
