@@ -9,7 +9,8 @@
  * "step" s = tasks [s grid, (s+1) grid)). A task is a slot that may hold
  *   TILE    one 128 x 256 tile of GEMM g: xs_gemm_mainloop, then the staged epilogue to its
  *           destination rows - local output, SwiGLU to local h, or (reduce-scatter) the owner's
- *           slot for this source in the owner's window, followed by a per-tile signal there
+ *           slot for this source in the owner's window (row- or tile-major: tp_slot_tile_at,
+ *           xs_tp_set_slot_layout), followed by a per-tile signal there
  *           (payload, CTA barrier, st.release.sys of the epoch by thread 0 - raised lazily at the
  *           CTA's next release point, see tp_pend);
  *   PUSH    one 64 KB chunk of this rank's shard to one peer's gathered buffer, then its signal
@@ -88,6 +89,7 @@ typedef struct {
     int rs_gemm;                 /* -1, 0 or 1 */
     int rs_rows, rs_n, rs_tiles_n, t_own, rs_flag0;
     unsigned long long rs_off;   /* bytes */
+    int slots;                   /* xs_tp_layout of the reduce-scatter slots */
     xs_bf16 *y;                  /* [rs_rows, rs_n] */
     int ag, shard_rows, ag_k, ag_chunks;
     unsigned long long shard_bytes;
@@ -523,6 +525,17 @@ XS_DEV bool tp_deps_ready_warp(const tp_args &a, const xs_wintab &tab, int4 w0, 
     return true;
 }
 
+/* Tile (tr, tn) of this rank's slot at `owner` (tr: the row block within the owner's rows): the
+ * address of its first element; *pitch = bytes between its rows (xs_tp_slot_tile). */
+XS_DEV char *tp_slot_tile_at(const tp_args &a, const xs_wintab &tab, int owner, int tr, int tn,
+                             long long *pitch)
+{
+    int pe;
+    const size_t e = xs_tp_slot_tile((xs_tp_layout)a.slots, a.rs_n, tr, tn, &pe);
+    *pitch = (long long)pe * 2;
+    return tab.data[owner] + a.rs_off + ((size_t)a.me * a.rs_rows * (size_t)a.rs_n + e) * 2;
+}
+
 /* One tile of GEMM g to its destination rows, streaming the CTA's transfers (xf) through its
  * main loop. defer: a remote owner's tile is staged in the CTA's scratch and becomes a transfer
  * itself (streamed through the CTA's next tile). Starts after a barrier, ends with one. */
@@ -543,15 +556,15 @@ XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, tp_pend 
         const int r = m0 + tid;
         char *d = NULL;
         if (r < p.m) {
-            if (defer)
+            if (defer) {
                 d = scratch + (size_t)tid * (C::BN * 2); /* dense rows of BN */
-            else if (rs)
-                d = tab.data[owner] + a.rs_off +
-                    ((size_t)a.me * a.rs_rows + (size_t)(r - owner * a.rs_rows)) *
-                        (size_t)a.rs_n * 2 +
-                    (size_t)n0 * 2;
-            else
+            } else if (rs) {
+                long long pitch;
+                d = tp_slot_tile_at(a, tab, owner, (m0 - owner * a.rs_rows) / C::BM, tn, &pitch);
+                d += (size_t)tid * pitch;
+            } else {
                 d = (char *)(a.out0 + (size_t)r * (size_t)a.ldo0 + (sw ? n0 / 2 : n0));
+            }
         }
         dst[tid] = d;
     }
@@ -592,12 +605,11 @@ XS_DEV void tp_tile(const tp_args &a, const xs_wintab &tab, char *smem, tp_pend 
             if (defer) {
                 /* staged: its stores and then its signal follow the CTA's next tile */
                 const int rows = p.m - m0 < C::BM ? p.m - m0 : C::BM;
-                char *d0 = tab.data[owner] + a.rs_off +
-                           ((size_t)a.me * a.rs_rows + (size_t)(m0 - owner * a.rs_rows)) *
-                               (size_t)a.rs_n * 2 +
-                           (size_t)n0 * 2;
-                tp_xfer_add(xf, scratch, C::BN * 2, d0, (long long)a.rs_n * 2, nvalid / 8, rows,
-                            0, flag, 1, NULL, 0);
+                long long pitch;
+                char *d0 = tp_slot_tile_at(a, tab, owner, (m0 - owner * a.rs_rows) / C::BM, tn,
+                                           &pitch);
+                tp_xfer_add(xf, scratch, C::BN * 2, d0, pitch, nvalid / 8, rows, 0, flag, 1, NULL,
+                            0);
             } else if (!skip) {
                 tp_pend_add(pd, flag, a.epoch, NULL, 0);
             }
@@ -683,14 +695,17 @@ XS_DEV void tp_reduce(const tp_args &a, const xs_wintab &tab, int t)
     const int row0 = trow * C::BM, col0 = tn * C::BN;
     const int ncols = a.rs_n - col0 < C::BN ? a.rs_n - col0 : C::BN;
     const int cpr = ncols / 8; /* rs_n is a multiple of 8 */
-    const char *base = tab.data[a.me] + a.rs_off;
-    const size_t ld = (size_t)a.rs_n * 2;
+    int pitch;                 /* elements between the tile's rows in a slot */
+    const char *base = tab.data[a.me] + a.rs_off +
+                       xs_tp_slot_tile((xs_tp_layout)a.slots, a.rs_n, trow, tn, &pitch) * 2;
+    const size_t slot = (size_t)a.rs_rows * a.rs_n * 2;
     for (int j = threadIdx.x; j < C::BM * cpr; j += C::THREADS) {
-        const int row = row0 + j / cpr, col = col0 + (j % cpr) * 8;
+        const int ri = j / cpr, ci = (j % cpr) * 8;
+        const int row = row0 + ri, col = col0 + ci;
+        const char *at = base + ((size_t)ri * pitch + ci) * 2;
         float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         for (int src = 0; src < a.P; src++)
-            tp_acc8(s, __ldcg((const uint4 *)(base + ((size_t)src * a.rs_rows + row) * ld +
-                                              (size_t)col * 2)));
+            tp_acc8(s, __ldcg((const uint4 *)(at + (size_t)src * slot)));
         uint4 o;
         o.x = xs_pack_bf16(s[0], s[1]);
         o.y = xs_pack_bf16(s[2], s[3]);
@@ -850,6 +865,45 @@ __global__ void tp_flags_kernel(uint64_t *f, int n, unsigned long long v)
         f[i] = v;
 }
 
+/* The offset (elements) in a slot of layout l of 16-byte unit u of the row-major [rows, n]. */
+static __device__ __forceinline__ size_t tp_unit_at(int l, int n, size_t u)
+{
+    const size_t e = u * 8;
+    if (l == XS_TP_LAYOUT_ROW)
+        return e;
+    return xs_tp_slot_index((xs_tp_layout)l, n, (int)(e / (size_t)n), (int)(e % (size_t)n));
+}
+
+/* Copy nslots slots [rows, n] between layouts: dst (layout dl) = src (layout sl), slot by slot
+ * (slots rows * n elements apart in both; n a multiple of 8). */
+__global__ void tp_slot_copy_kernel(xs_bf16 *dst, int dl, const xs_bf16 *src, int sl, int rows,
+                                    int n, int nslots)
+{
+    const size_t per = (size_t)rows * n / 8, total = per * (size_t)nslots;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t q = i / per, u = i % per, o = q * per * 8;
+        const uint4 v = *(const uint4 *)(src + o + tp_unit_at(sl, n, u));
+        *(uint4 *)(dst + o + tp_unit_at(dl, n, u)) = v;
+    }
+}
+
+/* Count 16-byte units of a slot (layout l) that differ from the row-major rows [rows, n]. */
+__global__ void tp_cmp_slot_kernel(const xs_bf16 *slot, int l, const xs_bf16 *rows_, int rows,
+                                   int n, unsigned long long *bad)
+{
+    unsigned long long mine = 0;
+    const size_t n16 = (size_t)rows * n / 8;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n16;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const uint4 x = __ldcg((const uint4 *)(slot + tp_unit_at(l, n, i)));
+        const uint4 y = __ldcg((const uint4 *)rows_ + i);
+        mine += x.x != y.x || x.y != y.y || x.z != y.z || x.w != y.w;
+    }
+    if (mine)
+        atomicAdd(bad, mine);
+}
+
 /* Count 16-byte units of a and b that differ. */
 __global__ void tp_cmp_kernel(const uint4 *a, const uint4 *b, size_t n16, unsigned long long *bad)
 {
@@ -909,17 +963,20 @@ __global__ void tp_err_kernel(const xs_bf16 *got, long long ldg, const float *re
     }
 }
 
-/* ref_y = ref_own (fp32 [rows, n], ld n) + the other sources' partials (bf16 slots). */
-__global__ void tp_ref_y_kernel(const float *ref_own, const xs_bf16 *slots, int P, int me, int rows,
-                                int n, float *ref_y)
+/* ref_y = ref_own (fp32 [rows, n], ld n) + the other sources' partials (bf16 slots, layout l). */
+__global__ void tp_ref_y_kernel(const float *ref_own, const xs_bf16 *slots, int l, int P, int me,
+                                int rows, int n, float *ref_y)
 {
     const size_t total = (size_t)rows * n, slot = (size_t)rows * n;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
+        const size_t j = l == XS_TP_LAYOUT_ROW
+                             ? i
+                             : xs_tp_slot_index((xs_tp_layout)l, n, (int)(i / n), (int)(i % n));
         float s = ref_own[i];
         for (int q = 0; q < P; q++)
             if (q != me)
-                s += __bfloat162float(slots[(size_t)q * slot + i]);
+                s += __bfloat162float(slots[(size_t)q * slot + j]);
         ref_y[i] = s;
     }
 }
@@ -942,17 +999,21 @@ __global__ void tp_swiglu_kernel(const T *y, xs_bf16 *h, float *h32, int m, int 
     }
 }
 
-/* y [rows, n] = sum over sources q of slot q (own partial from `own`), fp32, bf16 out. */
-__global__ void tp_sum_kernel(const xs_bf16 *slots, const xs_bf16 *own, int P, int me, int rows,
-                              int n, xs_bf16 *y)
+/* y [rows, n] = sum over sources q of slot q (layout l; own partial from `own`, row-major),
+ * fp32, bf16 out. */
+__global__ void tp_sum_kernel(const xs_bf16 *slots, int l, const xs_bf16 *own, int P, int me,
+                              int rows, int n, xs_bf16 *y)
 {
     const size_t n8 = (size_t)rows * n / 8, slot = (size_t)rows * n;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n8;
          i += (size_t)gridDim.x * blockDim.x) {
         float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        const size_t at = tp_unit_at(l, n, i);
         for (int q = 0; q < P; q++) {
-            const xs_bf16 *src = q == me ? own : slots + (size_t)q * slot;
-            tp_acc8(s, __ldcg((const uint4 *)src + i));
+            if (q == me)
+                tp_acc8(s, __ldcg((const uint4 *)own + i));
+            else
+                tp_acc8(s, __ldcg((const uint4 *)(slots + (size_t)q * slot + at)));
         }
         uint4 o;
         o.x = xs_pack_bf16(s[0], s[1]);
@@ -1141,6 +1202,7 @@ struct xs_tp {
     int have_coll;
     xs_bf16 *exp_recv;             /* real peers: [P][rs_rows][rs_n] what each source sends here */
     xs_tp_engine engine;           /* the fused kernel's tile engine (xs_tp_set_engine) */
+    xs_tp_layout layout;           /* the reduce-scatter slots' (xs_tp_set_slot_layout) */
 };
 
 static int tp_blocks(size_t n, int threads)
@@ -1517,6 +1579,83 @@ extern "C" xs_status xs_tp_set_engine(xs_tp *t, xs_tp_engine e)
 }
 
 extern "C" xs_tp_engine xs_tp_get_engine(const xs_tp *t) { return t->engine; }
+
+static const char *const tp_layout_names[2] = {"row", "tile"};
+
+extern "C" const char *xs_tp_layout_name(xs_tp_layout l)
+{
+    return (unsigned)l < 2 ? tp_layout_names[l] : "?";
+}
+
+extern "C" xs_status xs_tp_layout_parse(const char *s, xs_tp_layout *l)
+{
+    for (int i = 0; i < 2; i++)
+        if (s && !strcmp(s, tp_layout_names[i])) {
+            *l = (xs_tp_layout)i;
+            return XS_OK;
+        }
+    return xs_seterr(XS_EINVAL, "tp: slot layout '%s': expected row or tile", s ? s : "");
+}
+
+/* Copy nslots slots between layouts on the context's internal stream (tp_slot_copy_kernel). */
+static xs_status tp_slot_copy(xs_tp *t, void *dst, xs_tp_layout dl, const void *src,
+                              xs_tp_layout sl, int nslots)
+{
+    const xs_tp_info *in = &t->in;
+    const size_t units = (size_t)in->rs_rows * in->rs_n / 8 * (size_t)nslots;
+    if (!units)
+        return XS_OK;
+    tp_slot_copy_kernel<<<tp_blocks(units, 256), 256, 0, t->vstream>>>(
+        (xs_bf16 *)dst, (int)dl, (const xs_bf16 *)src, (int)sl, in->rs_rows, in->rs_n, nslots);
+    XS_CU_LAUNCH();
+    return XS_OK;
+}
+
+extern "C" xs_status xs_tp_set_slot_layout(xs_tp *t, xs_tp_layout l)
+{
+    if (l != XS_TP_LAYOUT_ROW && l != XS_TP_LAYOUT_TILE)
+        return xs_seterr(XS_EINVAL, "tp: slot layout %d unknown", (int)l);
+    if (l == t->layout)
+        return XS_OK;
+    const xs_tp_info *in = &t->in;
+    if (!t->plan_only && in->rs_gemm >= 0) {
+        /* the partials this rank holds for the other sources keep their values: each slot is
+         * rewritten in the new layout through a copy (fused window: virtual peers only - real
+         * peers rewrite theirs every run; the local control table always) */
+        void *tmp = NULL;
+        XS_CU(cudaMalloc(&tmp, in->slot_bytes));
+        xs_status st = XS_OK;
+        const xs_wintab *tabs[2] = {&t->vt, &t->lt};
+        for (int q = 0; q < 2 && st == XS_OK; q++) {
+            if (q == 0 && !t->virt)
+                continue;
+            char *own = tabs[q]->data[t->me] + in->rs_off;
+            for (int src = 0; src < t->P && st == XS_OK; src++) {
+                if (src == t->me)
+                    continue;
+                char *slot = own + (size_t)src * in->slot_bytes;
+                cudaError_t e = cudaMemcpyAsync(tmp, slot, in->slot_bytes, cudaMemcpyDefault,
+                                                t->vstream);
+                if (e != cudaSuccess)
+                    st = xs_seterr(XS_ECUDA, "tp: slot layout: %s", cudaGetErrorString(e));
+                else
+                    st = tp_slot_copy(t, slot, l, tmp, t->layout, 1);
+            }
+        }
+        cudaError_t e = cudaStreamSynchronize(t->vstream);
+        cudaFree(tmp);
+        if (st != XS_OK)
+            return st;
+        if (e != cudaSuccess)
+            return xs_seterr(XS_ECUDA, "tp: slot layout: %s", cudaGetErrorString(e));
+        /* the last run's slots are in the old layout: it cannot be verified any more */
+        t->last = TP_RUN_NONE;
+    }
+    t->layout = l;
+    return XS_OK;
+}
+
+extern "C" xs_tp_layout xs_tp_get_slot_layout(const xs_tp *t) { return t->layout; }
 
 extern "C" void xs_tp_get_info(const xs_tp *t, xs_tp_info *info) { *info = t->in; }
 extern "C" void xs_tp_set_coll(xs_tp *t, const xs_tp_coll *c)
@@ -2632,6 +2771,7 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
     a.t_own = in->t_own;
     a.rs_flag0 = in->rs_flag0;
     a.rs_off = in->rs_off;
+    a.slots = (int)t->layout;
     a.y = t->y;
     a.ag = in->ag;
     a.shard_rows = in->rs_rows;
@@ -2894,10 +3034,13 @@ extern "C" xs_status xs_tp_run_unfused(xs_tp *t, xs_cublas *cb, cudaStream_t s, 
                                       (const char *)t->u_c + (size_t)r * in->slot_bytes,
                                       in->slot_bytes, cudaMemcpyDefault, s));
             }
+            /* this rank's copies are row-major (contiguous); the partials it received are read
+             * in the context's slot layout */
             const size_t n8 = (size_t)in->rs_rows * in->rs_n / 8;
             tp_sum_kernel<<<tp_blocks(n8, 256), 256, 0, s>>>(
-                (const xs_bf16 *)(own + in->rs_off), t->u_c + (size_t)me * in->rs_rows * in->rs_n,
-                P, me, in->rs_rows, in->rs_n, t->u_y);
+                (const xs_bf16 *)(own + in->rs_off), (int)t->layout,
+                t->u_c + (size_t)me * in->rs_rows * in->rs_n, P, me, in->rs_rows, in->rs_n,
+                t->u_y);
             XS_CU_LAUNCH();
         }
     }
@@ -2922,8 +3065,8 @@ static xs_status tp_ref_y(xs_tp *t)
     const size_t ny = (size_t)in->rs_rows * in->rs_n;
     const char *own = t->virt ? t->vt.data[t->me] : t->lt.data[t->me];
     tp_ref_y_kernel<<<tp_blocks(ny, 256), 256, 0, t->vstream>>>(
-        t->ref_part + (size_t)t->me * ny, (const xs_bf16 *)(own + in->rs_off), t->P, t->me,
-        in->rs_rows, in->rs_n, t->ref_y);
+        t->ref_part + (size_t)t->me * ny, (const xs_bf16 *)(own + in->rs_off), (int)t->layout,
+        t->P, t->me, in->rs_rows, in->rs_n, t->ref_y);
     XS_CU_LAUNCH();
     return XS_OK;
 }
@@ -3000,8 +3143,8 @@ extern "C" xs_status xs_tp_exchange_expectation(xs_tp *t)
     char *own = t->lt.data[t->me] + in->rs_off;
     for (int src = 0; src < t->P; src++)
         if (src != t->me)
-            XS_CU(cudaMemcpyAsync(own + (size_t)src * in->slot_bytes, t->exp_recv + src * ny,
-                                  in->slot_bytes, cudaMemcpyDeviceToDevice, t->vstream));
+            XS_TRY(tp_slot_copy(t, own + (size_t)src * in->slot_bytes, t->layout,
+                                t->exp_recv + src * ny, XS_TP_LAYOUT_ROW, 1));
     if (t->have_ref)
         XS_TRY(tp_ref_y(t));
     XS_CU(cudaStreamSynchronize(t->vstream));
@@ -3038,6 +3181,44 @@ static xs_status gpu_diff_units(xs_tp *t, const void *a, const void *b, size_t b
     XS_CU(cudaMemsetAsync(t->d_bad, 0, sizeof h, t->vstream));
     tp_cmp_kernel<<<tp_blocks(bytes / 16, 256), 256, 0, t->vstream>>>(
         (const uint4 *)a, (const uint4 *)b, bytes / 16, t->d_bad);
+    XS_CU_LAUNCH();
+    XS_CU(cudaMemcpyAsync(&h, t->d_bad, sizeof h, cudaMemcpyDeviceToHost, t->vstream));
+    XS_CU(cudaStreamSynchronize(t->vstream));
+    *bad = h;
+    return XS_OK;
+}
+
+/* 16-byte units of a slot (layout l, CPU view) that differ from the row-major rows (CPU). */
+static uint64_t cpu_diff_slot(const xs_tp *t, const void *slot, const xs_bf16 *rows)
+{
+    const xs_tp_info *in = &t->in;
+    if (t->layout == XS_TP_LAYOUT_ROW)
+        return cpu_diff_units(slot, rows, in->slot_bytes);
+    uint64_t bad = 0;
+    const int tiles_n = (in->rs_n + XS_TP_BN - 1) / XS_TP_BN;
+    for (int tr = 0; tr < in->rs_rows / XS_TP_BM; tr++)
+        for (int tc = 0; tc < tiles_n; tc++) {
+            int pitch;
+            const size_t b = xs_tp_slot_tile(t->layout, in->rs_n, tr, tc, &pitch);
+            for (int i = 0; i < XS_TP_BM; i++)
+                bad += cpu_diff_units((const xs_bf16 *)slot + b + (size_t)i * pitch,
+                                      rows + (size_t)(tr * XS_TP_BM + i) * in->rs_n +
+                                          (size_t)tc * XS_TP_BN,
+                                      (size_t)pitch * 2);
+        }
+    return bad;
+}
+
+/* The same on the GPU (slot: device or mapped host memory). */
+static xs_status gpu_diff_slot(xs_tp *t, const void *slot, const xs_bf16 *rows, uint64_t *bad)
+{
+    const xs_tp_info *in = &t->in;
+    if (t->layout == XS_TP_LAYOUT_ROW)
+        return gpu_diff_units(t, slot, rows, in->slot_bytes, bad);
+    unsigned long long h = 0;
+    XS_CU(cudaMemsetAsync(t->d_bad, 0, sizeof h, t->vstream));
+    tp_cmp_slot_kernel<<<tp_blocks(in->slot_bytes / 16, 256), 256, 0, t->vstream>>>(
+        (const xs_bf16 *)slot, (int)t->layout, rows, in->rs_rows, in->rs_n, t->d_bad);
     XS_CU_LAUNCH();
     XS_CU(cudaMemcpyAsync(&h, t->d_bad, sizeof h, cudaMemcpyDeviceToHost, t->vstream));
     XS_CU(cudaStreamSynchronize(t->vstream));
@@ -3140,8 +3321,8 @@ static xs_status check_received(xs_tp *t, unsigned long long epoch, xs_tp_check 
             continue;
         uint64_t bad = 0, b = 0;
         if (in->rs_gemm >= 0) {
-            st = gpu_diff_units(t, t->vt.data[me] + in->rs_off + (size_t)src * in->slot_bytes,
-                                t->exp_recv + src * ny, in->slot_bytes, &b);
+            st = gpu_diff_slot(t, t->vt.data[me] + in->rs_off + (size_t)src * in->slot_bytes,
+                               t->exp_recv + src * ny, &b);
             bad += b;
             c->remote_bytes += (double)in->slot_bytes;
         }
@@ -3182,14 +3363,12 @@ static xs_status check_sent(xs_tp *t, const xs_wintab *tab, int cpu_side, unsign
             const size_t off = in->rs_off + (size_t)t->me * in->slot_bytes;
             uint64_t b = 0;
             if (host) {
-                b = cpu_diff_units((const char *)t->host[r] + off,
-                                   t->exp_part_h + (size_t)r * in->rs_rows * in->rs_n,
-                                   in->slot_bytes);
+                b = cpu_diff_slot(t, (const char *)t->host[r] + off,
+                                  t->exp_part_h + (size_t)r * in->rs_rows * in->rs_n);
                 c->remote_bytes += (double)in->slot_bytes;
             } else {
-                st = gpu_diff_units(t, tab->data[r] + off,
-                                    t->exp_part + (size_t)r * in->rs_rows * in->rs_n,
-                                    in->slot_bytes, &b);
+                st = gpu_diff_slot(t, tab->data[r] + off,
+                                   t->exp_part + (size_t)r * in->rs_rows * in->rs_n, &b);
             }
             bad += b;
         }
@@ -3259,10 +3438,11 @@ extern "C" xs_status xs_tp_verify(xs_tp *t, xs_tp_check *c)
                 XS_CU(cudaMalloc((void **)&t->exp_part, m * in->rs_n * 2));
             if (!t->exp_y)
                 XS_CU(cudaMalloc((void **)&t->exp_y, ny * 2));
+            /* the expectation is row-major whatever the slot layout */
             for (int r = 0; r < P; r++)
-                XS_CU(cudaMemcpyAsync(t->exp_part + (size_t)r * ny,
-                                      t->lt.data[r] + in->rs_off + (size_t)me * in->slot_bytes,
-                                      in->slot_bytes, cudaMemcpyDeviceToDevice, t->vstream));
+                XS_TRY(tp_slot_copy(t, t->exp_part + (size_t)r * ny, XS_TP_LAYOUT_ROW,
+                                    t->lt.data[r] + in->rs_off + (size_t)me * in->slot_bytes,
+                                    t->layout, 1));
             XS_CU(cudaMemcpyAsync(t->exp_y, t->y, ny * 2, cudaMemcpyDeviceToDevice, t->vstream));
             XS_TRY(tol_check(t, t->exp_part, in->rs_n, t->ref_part, in->rs_n, t->s.m, in->rs_n, c,
                              "partial sums sent"));

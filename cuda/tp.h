@@ -20,7 +20,8 @@
  * Window layout of every rank (xstage_win.h; payload bytes, then 64-bit flags):
  *   [0, ag_bytes)              gathered X [m, K0]: shard s at rows [s m/P, (s+1) m/P)
  *   [rs_off, +P*slot_bytes)    reduce-scatter slots: slot s = source s's partial of the rank's
- *                              rows, [m/P, n]
+ *                              rows, [m/P, n] row-major, or tile-major (xs_tp_set_slot_layout:
+ *                              own tile t one contiguous block; same bytes, no padding)
  *   flags [0, P*ag_chunks)     flag s*ag_chunks + c: chunk c of shard s has arrived
  *   flags [rs_flag0, +P*t_own) flag rs_flag0 + s*t_own + t: source s's partial of own tile t
  * Flags carry the launch's epoch (a value that grows with every launch), so they are never reset
@@ -155,6 +156,56 @@ xs_tp_engine xs_tp_get_engine(const xs_tp *t);
 /* 1 when the engine runs the order's stream bits (XS_TP_K_DEFER, XS_TP_K_SPREAD): mma only. */
 int xs_tp_engine_streams(xs_tp_engine e);
 
+/* The layout of the reduce-scatter slots (docs/TP.md "Slot layouts"). row: a slot is [m/P, n]
+ * row-major, so one 128 x 256 tile lands as 128 runs of 512 bytes, n * 2 bytes apart (the
+ * default). tile: tile-major - the 128-row blocks as in row, and within a row block tile column
+ * tc is one contiguous block of 128 rows x w columns, w = min(256, n - 256 tc), rows
+ * consecutive: own tile t (the flag index) is one contiguous run (64 KiB when not ragged), the
+ * blocks in the order of t. The same bytes as row (no padding: slot_bytes, window_bytes and the
+ * flags do not change). Only the slots change: y, the outputs and the expectations stay
+ * row-major; the unfused baseline writes its partials row-major (contiguous copies) and reads
+ * the received ones in the context's layout. */
+typedef enum { XS_TP_LAYOUT_ROW = 0, XS_TP_LAYOUT_TILE = 1 } xs_tp_layout;
+const char *xs_tp_layout_name(xs_tp_layout l);             /* "row", "tile" */
+xs_status xs_tp_layout_parse(const char *s, xs_tp_layout *l); /* XS_EINVAL, one line */
+/* Choose the slot layout of every later run (fused, local, unfused). Any time: after a run the
+ * partials this rank holds for the other sources (placed or exchanged, fused window and local
+ * control table) are rewritten in the new layout, so every slot keeps its values and the
+ * references and expectations stay valid (bitwise: the same values summed in the same order);
+ * the last run can no longer be verified (verify a run before switching). Real peers: every
+ * rank switches between the same runs (a source writes in its own layout). XS_ECUDA (one line)
+ * when out of memory. A plan-only context takes either. */
+xs_status xs_tp_set_slot_layout(xs_tp *t, xs_tp_layout l);
+xs_tp_layout xs_tp_get_slot_layout(const xs_tp *t);
+
+#if defined(__CUDACC__)
+#define XS_TP_HD static __host__ __device__ __forceinline__
+#else
+#define XS_TP_HD static inline
+#endif
+/* Tile (tr, tc) of a slot [rows, n] (n a multiple of 8, tr < rows / XS_TP_BM, tc <
+ * ceil(n / XS_TP_BN)): the element offset of its first element; *pitch = elements between its
+ * rows (row: n; tile: the tile's width). Pure, host and device. */
+XS_TP_HD size_t xs_tp_slot_tile(xs_tp_layout l, int n, int tr, int tc, int *pitch)
+{
+    const size_t rb = (size_t)tr * XS_TP_BM * (size_t)n; /* the row block: the same in both */
+    if (l == XS_TP_LAYOUT_TILE) {
+        const int w = n - tc * XS_TP_BN;
+        *pitch = w < XS_TP_BN ? w : XS_TP_BN;
+        return rb + (size_t)tc * XS_TP_BM * XS_TP_BN;
+    }
+    *pitch = n;
+    return rb + (size_t)tc * XS_TP_BN;
+}
+/* The element offset of (r, c) in a slot [rows, n] (a bijection onto [0, rows n), each tile's
+ * elements contiguous in tile layout). Pure, host and device. */
+XS_TP_HD size_t xs_tp_slot_index(xs_tp_layout l, int n, int r, int c)
+{
+    int pitch;
+    const size_t b = xs_tp_slot_tile(l, n, r / XS_TP_BM, c / XS_TP_BN, &pitch);
+    return b + (size_t)(r % XS_TP_BM) * (size_t)pitch + (size_t)(c % XS_TP_BN);
+}
+
 /* A plan-only context: no GPU memory, no CUDA call (works on a machine without a GPU). Task
  * orders, xs_tp_order_check, xs_tp_order_stats and xs_tp_predict work on it; runs, references
  * and verification refuse it (XS_EINVAL). Release with xs_tp_destroy. */
@@ -164,7 +215,8 @@ xs_status xs_tp_plan_create(const xs_tp_shape *s, int rank, int grid, xs_tp **ou
 typedef struct {
     const void *a;        /* GEMM 0 A: gathered X [m, ag_k] in the own window, or A [m, k/P] */
     const void *b[2];     /* weights of GEMM 0 and 1 */
-    const void *rs_slots; /* own window's reduce-scatter slots [P][rs_rows][rs_n] */
+    const void *rs_slots; /* own window's reduce-scatter slots [P][rs_rows][rs_n], each in the
+                             slot layout (xs_tp_slot_index) */
     const void *y;        /* this rank's reduced rows [rs_rows, rs_n] (last fused run) */
     const void *out0;     /* GEMM 0 local output: ag_gemm out [m, n/P], mlp h [m, I/P] */
     void *host[XS_MAX_RANKS]; /* CPU pointer of rank r's window payload (host windows), or NULL */

@@ -14,8 +14,9 @@
  *     leave after setmaxnreg.
  *   consumers, warpgroups 0 and 1 (256 threads): walk the same list; TILE: wgmma main loop, the
  *     engine's epilogue straight to each row's destination (local output, SwiGLU h, or the owner's
- *     slot in the owner's window through the window table), then the tile's signal; PUSH: the
- *     chunks to the peer, then their flags; REDUCE: wait for the P source flags, sum.
+ *     slot in the owner's window through the window table, row- or tile-major as the context's
+ *     slot layout: tp_slot_tile_at), then the tile's signal; PUSH: the chunks to the peer, then
+ *     their flags; REDUCE: wait for the P source flags, sum.
  *   signal warp, warp 1 of warpgroup 2: raises the flags the consumers queue (tp90_sq), one
  *     __threadfence_system + st.release.sys per batch, so that no consumer waits in the fence.
  * Signals: after the payload, a 256-thread barrier, then consumer thread 0 queues the flag for
@@ -310,12 +311,11 @@ XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, tp
         const int r = wm0 + wt;
         char *d = NULL;
         if (r < p.m) {
-            if (rs)
-                d = tab.data[owner] + a.rs_off +
-                    ((size_t)a.me * a.rs_rows + (size_t)(r - owner * a.rs_rows)) *
-                        (size_t)a.rs_n * 2 +
-                    (size_t)n0 * 2;
-            else
+            if (rs) {
+                long long pitch; /* the slot layout's (tp_slot_tile_at) */
+                d = tp_slot_tile_at(a, tab, owner, (m0 - owner * a.rs_rows) / C::BM, tn, &pitch);
+                d += (size_t)(r - m0) * pitch;
+            } else
                 d = (char *)(a.out0 + (size_t)r * (size_t)a.ldo0 + (sw ? n0 / 2 : n0));
         }
         dst[wt] = d;

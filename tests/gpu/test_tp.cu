@@ -24,6 +24,14 @@
  * tolerances; the sm90 engine does not stream stores, so its second shaped order is another
  * stored one (f0.6/b0), its ring order is stored, and a streamed order must be refused.
  *
+ * Slot layouts (xs_tp_set_slot_layout): every gemm_rs and mlp case runs again with tile-major
+ * reduce-scatter slots, set before the first run, on both engines (--quick: the first gemm_rs
+ * and the first mlp case; --tiny: none), with the same checks - every byte at the destination
+ * read back in that layout; then it switches to row-major and back between fused runs (what
+ * `bench tp --slots both` does), each run checked. CPU only, before any GPU work: the tile-major
+ * addressing (xs_tp_slot_index / xs_tp_slot_tile) is a bijection onto the slot with every tile
+ * one contiguous run, for ragged and non-ragged widths, and row-major is the identity.
+ *
  * usage: test_tp [--quick | --tiny] [--sm90]   last line: "N passed, N failed"
  * --sm90: only the sm90 engine's cases (no CPU order checks, no upload stress); without it the
  * sm90 cases run in the full run only, not with --quick / --tiny (the sanitizer's cases)
@@ -167,12 +175,15 @@ static void build_ref(xs_tp *t, const xs_tp_shape *s, int me, cref *r)
         const size_t ny = (size_t)in->rs_rows * in->rs_n;
         const int P = r->s.peers;
         uint16_t *slots = d2h(b.rs_slots, (size_t)P * ny);
+        const xs_tp_layout l = xs_tp_get_slot_layout(t);
         r->y = (double *)malloc(ny * sizeof(double));
         for (size_t i = 0; i < ny; i++) {
+            const size_t j = xs_tp_slot_index(l, in->rs_n, (int)(i / in->rs_n),
+                                              (int)(i % in->rs_n));
             double v = r->part[(size_t)r->me * ny + i];
             for (int q = 0; q < P; q++)
                 if (q != r->me)
-                    v += bf(slots[(size_t)q * ny + i]);
+                    v += bf(slots[(size_t)q * ny + j]);
             r->y[i] = v;
         }
         free(slots);
@@ -226,14 +237,21 @@ static const char *cname(const tcase *c, char *buf, size_t n)
     return buf;
 }
 
-/* The destination-side checks of one fused run, CPU fp64. */
+/* The destination-side checks of one fused run, CPU fp64 (the slots read in the context's
+ * layout). */
 static void check_fused(xs_tp *t, const cref *r, const char *name, const char *variant)
 {
     const xs_tp_info *in = &r->in;
     const int P = r->s.peers, me = r->me;
+    const xs_tp_layout l = xs_tp_get_slot_layout(t);
     xs_tp_bufs b;
     xs_tp_get_bufs(t, &b);
     double sent = 0;
+    uint16_t *rows = (uint16_t *)malloc(in->slot_bytes + 2); /* one slot, row-major */
+    if (!rows) {
+        fprintf(stderr, "test_tp: out of host memory\n");
+        exit(1);
+    }
     for (int q = 0; q < P; q++) {
         if (q == me)
             continue;
@@ -244,7 +262,11 @@ static void check_fused(xs_tp *t, const cref *r, const char *name, const char *v
         const char *w = (const char *)b.host[q];
         if (in->rs_gemm >= 0) {
             /* slot `me` of owner q: the partial of q's rows */
-            const uint16_t *got = (const uint16_t *)(w + in->rs_off + (size_t)me * in->slot_bytes);
+            const uint16_t *slot = (const uint16_t *)(w + in->rs_off + (size_t)me * in->slot_bytes);
+            for (int i = 0; i < in->rs_rows; i++)
+                for (int j = 0; j < in->rs_n; j++)
+                    rows[(size_t)i * in->rs_n + j] = slot[xs_tp_slot_index(l, in->rs_n, i, j)];
+            const uint16_t *got = rows;
             long bad = 0;
             const double rel = compare(got, in->rs_n, r->part + (size_t)q * in->rs_rows * in->rs_n,
                                        in->rs_n, in->rs_rows, in->rs_n, 0.02, &bad);
@@ -259,6 +281,7 @@ static void check_fused(xs_tp *t, const cref *r, const char *name, const char *v
             sent += (double)in->shard_bytes;
         }
     }
+    free(rows);
     XT_CHECK(sent == in->ag_remote_bytes + in->rs_remote_bytes, "%s %s: %.0f bytes checked, "
              "%.0f sent", name, variant, sent, in->ag_remote_bytes + in->rs_remote_bytes);
     if (in->rs_gemm >= 0) {
@@ -295,13 +318,16 @@ static void lib_verify(xs_tp *t, const char *name, const char *variant, int fuse
 static int g_tiny; /* --tiny */
 
 static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int quick,
-                     xs_tp_engine engine)
+                     xs_tp_engine engine, xs_tp_layout layout)
 {
     char name[160];
     cname(tc, name, sizeof name);
     const int sm90 = engine == XS_TP_ENGINE_SM90;
     if (sm90) /* the mma cases keep their names */
         snprintf(name + strlen(name), sizeof name - strlen(name), " engine=sm90");
+    if (layout != XS_TP_LAYOUT_ROW) /* so do the row-major ones */
+        snprintf(name + strlen(name), sizeof name - strlen(name), " slots=%s",
+                 xs_tp_layout_name(layout));
     xs_tp_shape s = {tc->op, tc->m, tc->n, tc->k, tc->peers};
     xs_tp_info in;
     XT_CHECK(xs_tp_info_of(&s, &in) == XS_OK, "%s: %s", name, xs_errmsg());
@@ -330,6 +356,14 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
         xs_status e = xs_tp_set_engine(t, engine);
         XT_CHECK(e == XS_OK && xs_tp_get_engine(t) == engine, "%s: set engine: %s", name,
                  xs_errmsg());
+        if (e != XS_OK) {
+            xs_tp_destroy(t);
+            xs_win_close(ws);
+            return;
+        }
+        e = xs_tp_set_slot_layout(t, layout);
+        XT_CHECK(e == XS_OK && xs_tp_get_slot_layout(t) == layout, "%s: set slot layout: %s",
+                 name, xs_errmsg());
         if (e != XS_OK) {
             xs_tp_destroy(t);
             xs_win_close(ws);
@@ -451,6 +485,35 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
                  xs_errmsg());
     }
 
+    if (layout != XS_TP_LAYOUT_ROW && in.rs_gemm >= 0) {
+        /* switching between fused runs (bench tp --slots both): the held partials are
+         * rewritten, values unchanged, so the same expectations hold in either layout */
+        const xs_tp_layout seq[2] = {XS_TP_LAYOUT_ROW, layout};
+        for (int k = 0; k < 2; k++) {
+            char v[64];
+            snprintf(v, sizeof v, "after a switch to %s slots", xs_tp_layout_name(seq[k]));
+            XT_CHECK(xs_tp_set_slot_layout(t, seq[k]) == XS_OK &&
+                         xs_tp_get_slot_layout(t) == seq[k],
+                     "%s %s: %s", name, v, xs_errmsg());
+            for (int slot = 0; slot < 2; slot++) {
+                XT_CHECK(xs_tp_run(t, slot, &ro, st, &ms) == XS_OK, "%s %s %s: %s", name, v,
+                         vname[slot], xs_errmsg());
+                lib_verify(t, name, v, 1, bytes);
+                check_fused(t, &r, name, v);
+            }
+            ro.local = 1;
+            XT_CHECK(xs_tp_run(t, 1, &ro, st, &ms) == XS_OK, "%s %s local: %s", name, v,
+                     xs_errmsg());
+            lib_verify(t, name, v, 0, 0);
+            ro.local = 0;
+            XT_CHECK(xs_tp_run_unfused(t, cb, st, &ms) == XS_OK, "%s %s unfused: %s", name, v,
+                     xs_errmsg());
+            lib_verify(t, name, v, 1, bytes);
+        }
+        printf("ok %s: fused, local and unfused runs right after switches to row and back\n",
+               name);
+    }
+
     /* unfused baseline: same windows, checked against the reference and its sources */
     XT_CHECK(xs_tp_run_unfused(t, cb, st, &ms) == XS_OK, "%s: unfused: %s", name, xs_errmsg());
     lib_verify(t, name, "unfused", 1, bytes);
@@ -492,6 +555,53 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
     xs_tp_destroy(t);
     cudaStreamDestroy(st);
     xs_win_close(ws);
+}
+
+/* ---- slot layouts on the CPU (no GPU needed) ------------------------------------------------ */
+
+/* xs_tp_slot_index: row-major is the identity; tile-major maps [rows, n] one to one onto
+ * [0, rows n), each tile (tr, tc) onto the contiguous run [base, base + 128 w) in the order of
+ * the flag index t = tr tiles_n + tc, its rows pitch = w apart (xs_tp_slot_tile). */
+static void check_slot_layout(int rows, int n)
+{
+    const size_t ne = (size_t)rows * n;
+    unsigned char *hit = (unsigned char *)calloc(ne, 1);
+    if (!hit) {
+        fprintf(stderr, "test_tp: out of host memory\n");
+        exit(1);
+    }
+    long out = 0, twice = 0, row_bad = 0, tile_bad = 0;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < n; c++) {
+            row_bad += xs_tp_slot_index(XS_TP_LAYOUT_ROW, n, r, c) != (size_t)r * n + c;
+            const size_t j = xs_tp_slot_index(XS_TP_LAYOUT_TILE, n, r, c);
+            if (j >= ne)
+                out++;
+            else
+                twice += hit[j]++ != 0;
+        }
+    long missed = 0;
+    for (size_t j = 0; j < ne; j++)
+        missed += !hit[j];
+    const int tiles_n = (n + XS_TP_BN - 1) / XS_TP_BN;
+    size_t next = 0; /* tiles in the order of t: each starts where the previous ended */
+    for (int tr = 0; tr < rows / XS_TP_BM; tr++)
+        for (int tc = 0; tc < tiles_n; tc++) {
+            int pitch = 0;
+            const size_t b = xs_tp_slot_tile(XS_TP_LAYOUT_TILE, n, tr, tc, &pitch);
+            const int w = n - tc * XS_TP_BN < XS_TP_BN ? n - tc * XS_TP_BN : XS_TP_BN;
+            tile_bad += b != next || pitch != w || (b * 2) % 16 != 0;
+            for (int i = 0; i < XS_TP_BM; i++)
+                for (int c = 0; c < w; c++)
+                    tile_bad += xs_tp_slot_index(XS_TP_LAYOUT_TILE, n, tr * XS_TP_BM + i,
+                                                 tc * XS_TP_BN + c) != b + (size_t)i * w + c;
+            next = b + (size_t)XS_TP_BM * w;
+        }
+    XT_CHECK(out == 0 && twice == 0 && missed == 0 && row_bad == 0 && tile_bad == 0 &&
+                 next == ne,
+             "slot layout [%d, %d]: %ld outside, %ld twice, %ld missed, row %ld, tiles %ld, end "
+             "%zu of %zu", rows, n, out, twice, missed, row_bad, tile_bad, next, ne);
+    free(hit);
 }
 
 /* ---- task orders on the CPU (no GPU needed) ------------------------------------------------- */
@@ -765,6 +875,22 @@ int main(int argc, char **argv)
         XT_CHECK(xs_tp_op_parse("gemm-rs", &op) == XS_EINVAL, "op name 'gemm-rs' accepted");
         printf("ok bad shapes refused (%s)\n", xs_errmsg());
     }
+    /* slot layouts, CPU only: the test cases' slots (ragged 320, 264, 136), whole tiles, one
+     * narrow tile, and a model's (llama3-8b gemm_rs at P = 4: [2048, 4096]) */
+    {
+        static const int sl[][2] = {{256, 320}, {256, 264}, {128, 136}, {256, 128}, {1024, 1024},
+                                    {128, 8},   {384, 776}, {2048, 4096}};
+        const xs_tp_layout l0 = XS_TP_LAYOUT_ROW;
+        xs_tp_layout lp;
+        XT_CHECK(xs_tp_layout_parse("tile", &lp) == XS_OK && lp == XS_TP_LAYOUT_TILE &&
+                     xs_tp_layout_parse("row", &lp) == XS_OK && lp == l0 &&
+                     xs_tp_layout_parse("col", &lp) == XS_EINVAL && !strchr(xs_errmsg(), '\n'),
+                 "slot layout names (%s)", xs_errmsg());
+        for (size_t i = 0; i < sizeof sl / sizeof sl[0]; i++)
+            check_slot_layout(sl[i][0], sl[i][1]);
+        printf("ok slot layouts: tile-major a bijection with contiguous tiles on %zu shapes\n",
+               sizeof sl / sizeof sl[0]);
+    }
     /* task orders, CPU only: the checker, then the two shapes that failed on the first H200 run
      * (a zeroed page of the naive list left 128 GEMM 2 tiles undone; a missing GEMM 1 tile left
      * row block 16 short of its count) and one shape per operation at 16 peers */
@@ -824,14 +950,20 @@ int main(int argc, char **argv)
         printf("skip sm90 engine cases: compute capability %d.%d\n", cc_major, cc_minor);
     else if (!run_sm90)
         printf("skip sm90 engine cases: --quick / --tiny without --sm90\n");
+    /* each engine: every case with row-major slots, then the reduce-scattering ones with
+     * tile-major slots (--quick: the first gemm_rs and mlp; --tiny: none) */
     for (int e = only_sm90 ? 1 : 0; e < (run_sm90 ? 2 : 1); e++)
-        for (int i = 0; i < ncases; i++) {
-            if (quick && i >= 7)
-                break;
-            if (g_tiny && i != 0 && i != 2 && i != 4) /* one gemm_rs, one ag_gemm, one mlp */
-                continue;
-            run_case(&cases[i], &gi, cb, quick, e ? XS_TP_ENGINE_SM90 : XS_TP_ENGINE_MMA);
-        }
+        for (int l = 0; l < 2; l++)
+            for (int i = 0; i < ncases; i++) {
+                if (quick && i >= 7)
+                    break;
+                if (g_tiny && i != 0 && i != 2 && i != 4) /* one gemm_rs, one ag_gemm, one mlp */
+                    continue;
+                if (l && (cases[i].op == XS_TP_AG_GEMM || g_tiny || (quick && i != 0 && i != 4)))
+                    continue;
+                run_case(&cases[i], &gi, cb, quick, e ? XS_TP_ENGINE_SM90 : XS_TP_ENGINE_MMA,
+                         l ? XS_TP_LAYOUT_TILE : XS_TP_LAYOUT_ROW);
+            }
     if (!g_tiny && !only_sm90)
         run_upload_stress(&gi, cb, quick ? 6 : 24);
     xs_cublas_close(cb);
