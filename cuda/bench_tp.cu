@@ -83,7 +83,11 @@ typedef struct {
     double timeout_s, max_time_s;
     const char *csv;
     xs_tp_engine engine; /* --engine: the fused kernel's tile engine */
+    int slots;           /* --slots: TPB_SLOTS_ROW, _TILE or _BOTH */
 } tpb_opts;
+
+/* --slots: the reduce-scatter slot layout(s) of the fused runs (xs_tp_set_slot_layout) */
+enum { TPB_SLOTS_ROW = 0, TPB_SLOTS_TILE = 1, TPB_SLOTS_BOTH = 2 };
 
 /* One configuration and its results. */
 typedef struct {
@@ -93,6 +97,8 @@ typedef struct {
     int grid, tiles, ok, ran, verified;
     double remote_mb, local_tflops;
     double unf, unf_min, unf_max, nai, nai_min, nai_max, shp, shp_min, shp_max; /* us */
+    double nai_t, nai_t_min, nai_t_max, shp_t, shp_t_min, shp_t_max; /* --slots both: the same
+                                        orders with tile-major slots, us */
     double local_us, bound_us, comm_us, nai_pred, shp_pred;                    /* us */
     double shp_local; /* the chosen shaped order against HBM windows (no link): what the order
                          and its streaming cost the GEMM itself, us */
@@ -148,6 +154,10 @@ static void usage(FILE *f)
             "      --engine mma|sm90 the fused kernel's tile engine: mma.sync (cuda/gemm.cuh) or\n"
             "                        wgmma/TMA (cuda/gemm_sm90.cuh, H100/H200; stored orders\n"
             "                        only, no streamed stores) [mma]\n"
+            "      --slots row|tile|both  layout of the reduce-scatter slots: row-major (a tile\n"
+            "                        lands as 128 runs of 512 B) or tile-major (one contiguous\n"
+            "                        run per tile); both: naive and shaped also run tile-major\n"
+            "                        in the same iterations (columns *_tile_us) [row]\n"
             "      --pick model|measure  shaped order: the model's best candidate, or the fastest\n"
             "                        of a verified pilot run of the model's candidates [measure]\n"
             "      --timeout S       bound of every device-side wait, seconds [2]\n"
@@ -171,7 +181,7 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
     o->common.seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
     int ops_set = 0, models_set = 0;
     enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_TIMEOUT, OPT_MAXTIME,
-           OPT_ENGINE };
+           OPT_ENGINE, OPT_SLOTS };
     static const struct option lo[] = {
         {"op", required_argument, 0, 'o'},        {"model", required_argument, 0, OPT_MODEL},
         {"m", required_argument, 0, 'm'},         {"n", required_argument, 0, OPT_N},
@@ -180,6 +190,7 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
         {"pick", required_argument, 0, OPT_PICK}, {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"max-time", required_argument, 0, OPT_MAXTIME},
         {"engine", required_argument, 0, OPT_ENGINE},
+        {"slots", required_argument, 0, OPT_SLOTS},
         {"seed", required_argument, 0, XS_OPT_SEED}, {"device", required_argument, 0, 'd'},
         {"csv", required_argument, 0, XS_OPT_CSV}, {"quick", no_argument, 0, XS_OPT_QUICK},
         {"profile", required_argument, 0, XS_OPT_PROFILE},
@@ -289,6 +300,16 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
         case OPT_ENGINE:
             if (xs_tp_engine_parse(optarg, &o->engine) != XS_OK)
                 return xs_cli_failf("--engine '%s': expected mma or sm90", optarg);
+            break;
+        case OPT_SLOTS:
+            if (!strcmp(optarg, "row"))
+                o->slots = TPB_SLOTS_ROW;
+            else if (!strcmp(optarg, "tile"))
+                o->slots = TPB_SLOTS_TILE;
+            else if (!strcmp(optarg, "both"))
+                o->slots = TPB_SLOTS_BOTH;
+            else
+                return xs_cli_failf("--slots '%s': expected row, tile or both", optarg);
             break;
         case XS_OPT_CSV: o->csv = optarg; break;
         case XS_OPT_QUICK: o->quick = 1; break;
@@ -594,9 +615,10 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     const int n = o->common.iters, W = o->common.warmup;
     const int streams = xs_tp_engine_streams(o->engine); /* the engine runs streamed orders */
     xs_tp *t = NULL;
-    int ok = 1, pr_l = 0, pr_n = 0, pr_s = 0, pr_u = 0;
-    double *x[4];
-    for (int i = 0; i < 4; i++)
+    int ok = 1, pr_l = 0, pr_n = 0, pr_s = 0, pr_u = 0, pr_nt = 0, pr_st = 0;
+    const int both = o->slots == TPB_SLOTS_BOTH;
+    double *x[5];
+    for (int i = 0; i < 5; i++)
         x[i] = (double *)calloc((size_t)n, sizeof(double));
     xs_tp_run_opts ro;
     memset(&ro, 0, sizeof ro);
@@ -612,13 +634,16 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     row->max_err = 0;
     snprintf(row->cand, sizeof row->cand, "-");
     row->pilot[0] = 0;
-    if (!x[0] || !x[1] || !x[2] || !x[3]) {
+    if (!x[0] || !x[1] || !x[2] || !x[3] || !x[4]) {
         fprintf(stderr, "xstage: error: out of host memory\n");
         ok = 0;
         goto out;
     }
     ROW_TRY(xs_tp_create(&row->s, tab, cx->grid, seed, &t));
     ROW_TRY(xs_tp_set_engine(t, o->engine));
+    /* both: everything up to the timed loop in row layout; the loop switches per iteration */
+    ROW_TRY(xs_tp_set_slot_layout(t, o->slots == TPB_SLOTS_TILE ? XS_TP_LAYOUT_TILE
+                                                                : XS_TP_LAYOUT_ROW));
     if (cx->coll) {
         const xs_tp_coll tc = {cx->coll, tpb_all_gather, tpb_reduce_scatter, tpb_alltoall};
         xs_tp_set_coll(t, &tc);
@@ -886,6 +911,19 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         ok &= verified(t, row, "shaped", &pr_s, &row->max_err);
         ROW_TRY(tpb_run(cx, t, 0, &ro, 1, &ms[2]));
         ok &= verified(t, row, "unfused", &pr_u, &row->max_err);
+        if (both && in.rs_gemm >= 0) {
+            /* the same two orders with tile-major slots (the placed partials are rewritten in
+             * that layout, values unchanged: same inputs, same expectations), then back */
+            float mt[2] = {0, 0};
+            ROW_TRY(xs_tp_set_slot_layout(t, XS_TP_LAYOUT_TILE));
+            ROW_TRY(tpb_run(cx, t, 0, &ro, 0, &mt[0]));
+            ok &= verified(t, row, "naive, tile slots", &pr_nt, &row->max_err);
+            ROW_TRY(tpb_run(cx, t, 1, &ro, 0, &mt[1]));
+            ok &= verified(t, row, "shaped, tile slots", &pr_st, &row->max_err);
+            ROW_TRY(xs_tp_set_slot_layout(t, XS_TP_LAYOUT_ROW));
+            if (i >= W)
+                x[3][i - W] = mt[0] * 1e3, x[4][i - W] = mt[1] * 1e3;
+        }
         if (i >= W)
             for (int v = 0; v < 3; v++)
                 x[v][i - W] = ms[v] * 1e3;
@@ -895,6 +933,15 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         row->nai = a.med, row->nai_min = a.min, row->nai_max = a.max;
         row->shp = b.med, row->shp_min = b.min, row->shp_max = b.max;
         row->unf = c.med, row->unf_min = c.min, row->unf_max = c.max;
+        if (both && in.rs_gemm >= 0) {
+            tpb_stat d = stat_of(x[3], n), e = stat_of(x[4], n);
+            row->nai_t = d.med, row->nai_t_min = d.min, row->nai_t_max = d.max;
+            row->shp_t = e.med, row->shp_t_min = e.min, row->shp_t_max = e.max;
+        } else {
+            /* not measured (no --slots both, or no reduce-scatter to lay out: ag_gemm) */
+            row->nai_t = row->nai_t_min = row->nai_t_max = NAN;
+            row->shp_t = row->shp_t_min = row->shp_t_max = NAN;
+        }
     }
     if (cx->coll) {
         /* verified only when every rank verified; the slowest rank's medians */
@@ -907,7 +954,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     row->ok = 1;
 out:
     row->verified = ok && row->ok;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         free(x[i]);
     xs_tp_destroy(t);
 }
@@ -921,12 +968,16 @@ static const char csv_header[] =
     "local_us,shaped_local_us,comm_us,bound_us,floor_us,naive_pred_us,shaped_pred_us,shaped_order,model_rank,"
     "criterion_ok,unfused_over_shaped,naive_over_shaped,shaped_over_bound,shaped_over_floor,"
     "max_err,verified,engine";
+/* appended with --slots both (nan where the op has no reduce-scatter: ag_gemm) */
+static const char csv_header_tile[] =
+    ",naive_tile_us,naive_tile_min_us,naive_tile_max_us,shaped_tile_us,shaped_tile_min_us,"
+    "shaped_tile_max_us";
 
-static void csv_row(FILE *f, const tpb_row *r)
+static void csv_row(FILE *f, const tpb_row *r, int both)
 {
     fprintf(f,
             "%s,%s,%d,%d,%d,%d,%d,%d,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,"
-            "%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.3g,%d,%s\n",
+            "%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.3g,%d,%s",
             xs_tp_op_name(r->op), r->model, r->s.m, r->s.n, r->s.k, r->s.peers, r->grid, r->tiles,
             r->remote_mb, r->local_tflops, r->unf, r->unf_min, r->unf_max, r->nai, r->nai_min,
             r->nai_max, r->shp, r->shp_min, r->shp_max, r->local_us, r->shp_local, r->comm_us,
@@ -934,6 +985,10 @@ static void csv_row(FILE *f, const tpb_row *r)
             r->floor_us, r->nai_pred, r->shp_pred, r->cand, r->model_rank, r->crit_ok,
             r->unf / r->shp, r->nai / r->shp, r->shp / r->bound_us, r->shp / r->floor_us,
             r->max_err, r->verified, xs_tp_engine_name(r->engine));
+    if (both)
+        fprintf(f, ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f", r->nai_t, r->nai_t_min, r->nai_t_max,
+                r->shp_t, r->shp_t_min, r->shp_t_max);
+    fputc('\n', f);
 }
 
 static double spread_pct(double med, double lo, double hi) { return 100.0 * (hi - lo) / med; }
@@ -964,6 +1019,12 @@ static void table_row(const tpb_row *r)
            r->shp / r->bound_us, r->shp / r->floor_us, r->verified ? "yes" : "NO");
     if (r->pilot[0])
         printf("#   pilot runs, us: %s\n", r->pilot);
+    if (isfinite(r->shp_t))
+        printf("#   tile slots, us: naive %.1f (%.1f%%), shaped %.1f (%.1f%%); row/tile naive "
+               "%.3f, shaped %.3f; shaped/bound %.3f\n", r->nai_t,
+               spread_pct(r->nai_t, r->nai_t_min, r->nai_t_max), r->shp_t,
+               spread_pct(r->shp_t, r->shp_t_min, r->shp_t_max), r->nai / r->nai_t,
+               r->shp / r->shp_t, r->shp_t / r->bound_us);
     fflush(stdout);
 }
 
@@ -984,11 +1045,30 @@ static void ratio_line(const char *what, const tpb_row *rows, int nrows, int op,
            xs_max(v, (size_t)n), n);
 }
 
+/* --slots both: row/tile of the naive or shaped medians over the rows of op (> 1: tile-major
+ * slots faster). */
+static void tile_ratio_line(const tpb_row *rows, int nrows, int op, int shaped)
+{
+    double v[512];
+    int n = 0;
+    for (int i = 0; i < nrows && n < 512; i++) {
+        const tpb_row *r = &rows[i];
+        if (!r->ok || (int)r->op != op || !isfinite(r->shp_t))
+            continue;
+        v[n++] = shaped ? r->shp / r->shp_t : r->nai / r->nai_t;
+    }
+    if (!n)
+        return;
+    printf("# summary: %-7s %s row/tile: geomean %.3f, min %.3f, max %.3f over %d rows\n",
+           xs_tp_op_name((xs_tp_op)op), shaped ? "shaped" : "naive", xs_geomean(v, (size_t)n),
+           xs_min(v, (size_t)n), xs_max(v, (size_t)n), n);
+}
+
 static int summary(const tpb_row *rows, int nrows, int skipped)
 {
     int nok = 0, nran = 0, ntimed = 0, nge = 0, nrs = 0, nrs10 = 0, nrsf10 = 0, nagree = 0;
-    int nstream = 0;
-    double worst_rs = 0, worst_rsf = 0, worst_ge = INFINITY;
+    int nstream = 0, nrs_t = 0, nrs10_t = 0, ntile = 0;
+    double worst_rs = 0, worst_rsf = 0, worst_ge = INFINITY, worst_rs_t = 0;
     double perr[512];
     int npe = 0;
     for (int i = 0; i < nrows; i++) {
@@ -1000,6 +1080,7 @@ static int summary(const tpb_row *rows, int nrows, int skipped)
         if (!r->ok)
             continue;
         ntimed++;
+        ntile += isfinite(r->shp_t) != 0;
         /* within noise: the shaped median no slower than the naive one by more than the larger
          * of the two spreads */
         const double noise = fmax(r->nai_max - r->nai_min, r->shp_max - r->shp_min);
@@ -1011,6 +1092,11 @@ static int summary(const tpb_row *rows, int nrows, int skipped)
             nrsf10 += r->shp <= 1.10 * r->floor_us;
             worst_rs = fmax(worst_rs, r->shp / r->bound_us);
             worst_rsf = fmax(worst_rsf, r->shp / r->floor_us);
+            if (isfinite(r->shp_t)) {
+                nrs_t++;
+                nrs10_t += r->shp_t <= 1.10 * r->bound_us;
+                worst_rs_t = fmax(worst_rs_t, r->shp_t / r->bound_us);
+            }
         }
         /* ring orders stream on the mma engine; sm90 runs them stored */
         nstream += strstr(r->cand, "stream") != NULL ||
@@ -1036,6 +1122,15 @@ static int summary(const tpb_row *rows, int nrows, int skipped)
                "bound)\n", nrs10, nrs, worst_rs);
         printf("# summary: gemm_rs shaped within 10%% of floor_us in %d of %d rows (worst %.3f x "
                "floor)\n", nrsf10, nrs, worst_rsf);
+    }
+    if (ntile) /* --slots both: the rows above are row-major slots */
+        for (int sh = 0; sh < 2; sh++) {
+            tile_ratio_line(rows, nrows, XS_TP_GEMM_RS, sh);
+            tile_ratio_line(rows, nrows, XS_TP_MLP, sh);
+        }
+    if (nrs_t) {
+        printf("# summary: gemm_rs shaped, tile slots, within 10%% of bound_us in %d of %d rows "
+               "(worst %.3f x bound)\n", nrs10_t, nrs_t, worst_rs_t);
     }
     if (ntimed)
         printf("# summary: shaped order streams its stores in %d of %d rows\n", nstream, ntimed);
@@ -1148,6 +1243,16 @@ extern "C" int xs_bench_tp(int argc, char **argv)
             : "mma: cuda/gemm.cuh, bf16 mma.sync, fp32 accumulate; stored and streamed orders, "
               "lazy signals";
     printf("# engine: %s\n", engine_line);
+    const char *slots_line =
+        o.slots == TPB_SLOTS_BOTH
+            ? "both: row-major slots in the naive_us/shaped_us columns, tile-major slots "
+              "(xs_tp_set_slot_layout; one contiguous run per tile) in naive_tile_us/"
+              "shaped_tile_us, the same orders and inputs in the same iterations"
+        : o.slots == TPB_SLOTS_TILE
+            ? "tile: tile-major reduce-scatter slots (one contiguous run per tile) in every "
+              "fused column; the unfused baseline copies row-major"
+            : "row: row-major reduce-scatter slots (a tile lands as 128 runs of 512 B)";
+    printf("# slots: %s\n", slots_line);
     printf("# tiles %dx%d (engine %s), persistent grid = %d "
            "SMs; push chunks %d KB; tolerance: relative Frobenius <= %.0e, rows <= %.0e vs fp32; "
            "times: CUDA events (completion incl. drain), median of %d after %d warm-up, L2 "
@@ -1156,7 +1261,8 @@ extern "C" int xs_bench_tp(int argc, char **argv)
     if (csv) {
         xs_gpu_report_header(csv, &gi, argc, argv);
         fprintf(csv, "# engine: %s\n", engine_line);
-        fprintf(csv, "%s\n", csv_header);
+        fprintf(csv, "# slots: %s\n", slots_line);
+        fprintf(csv, "%s%s\n", csv_header, o.slots == TPB_SLOTS_BOTH ? csv_header_tile : "");
     }
     cudaStream_t stream;
     XS_CHECK_CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -1238,7 +1344,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
                 printf("#   ranks: slowest rank's medians, us: naive %.1f, shaped %.1f, unfused "
                        "%.1f\n", rows[j].rank_max[0], rows[j].rank_max[1], rows[j].rank_max[2]);
             if (csv && rows[j].ok) {
-                csv_row(csv, &rows[j]);
+                csv_row(csv, &rows[j], o.slots == TPB_SLOTS_BOTH);
                 fflush(csv);
             }
         }
