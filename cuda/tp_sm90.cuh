@@ -19,6 +19,14 @@
  *     their flags; REDUCE: wait for the P source flags, sum.
  *   signal warp, warp 1 of warpgroup 2: raises the flags the consumers queue (tp90_sq), one
  *     __threadfence_system + st.release.sys per batch, so that no consumer waits in the fence.
+ *   store warps (xs_tp_set_store_warps; the TP90S configuration: 3 stages, 212.5 KB), warps 2
+ *     and 3 of warpgroup 2: the consumers' TILE epilogue only fills a whole-tile staging buffer
+ *     (bf16 after SwiGLU, the per-row destinations, what follows) and hands it over
+ *     (tp90_tile_stage); the store warps store it with 16-byte stores, queue its signal in their
+ *     own queue for the signal warp (or raise the mlp row-block count) and release the buffer
+ *     (tp90_store_warps). The consumers run the next tile's main loop meanwhile and wait for the
+ *     buffer only at their next epilogue. Without store warps, warps 2 and 3 leave after
+ *     setmaxnreg.
  * Signals: after the payload, a 256-thread barrier, then consumer thread 0 queues the flag for
  * the signal warp, which raises it at once (xs_tp_run_opts.eager_flags: thread 0 raises it
  * itself). Unlike the mma kernel's lazy queue (raised at the CTA's next release point), nothing
@@ -30,6 +38,15 @@
  * about to load; the consumers of the same CTA never need the producer for tasks before that
  * tile (every earlier tile's k-tiles are already issued), so they finish them, and the argument
  * of tp.cu (the earliest unfinished task waits only on finished ones) carries over.
+ * Store warps: a tile task is finished when the store warps have stored it and queued its signal
+ * (or raised its count). They wait only for a staged tile (the next hand-over) and for the
+ * X-Stage to accept their stores, which drains at the link's rate whatever any CTA waits for;
+ * they never wait for a flag, a count or the producer. The consumers wait for the buffer, which
+ * only the store warps free, and only after one staged tile's stores: so a staged tile always
+ * completes, and the earliest unfinished task still waits only on finished ones (its inputs'
+ * flags and counts are raised by store warps and signal warps that wait for nothing but fences
+ * and drains). The producer, the consumers' dependency waits and the store warps never form a
+ * cycle: nothing waits for the consumers' next hand-over except the store warps' idle wait.
  *
  * Failure: every dependency wait is bounded by a.timeout_ns (xs_devfail records the first
  * failure; the other CTAs see it and stop). A producer that gives up at tile task j writes
@@ -40,6 +57,12 @@
  * ring wait and stops. Before it leaves, the producer waits until its last STAGES issued k-tiles
  * have landed: no TMA may write into the shared memory of an exited CTA. Ring waits that can only
  * expire through a protocol bug trap (as gemm_sm90.cuh's do) after timeout + 10 s.
+ * Store warps: consumers that stop (either way) hand over nothing more; consumer thread 0 then
+ * waits for the buffer (the staged tile, if any, is stored - valid data - and its signal queued)
+ * and hands over STOP, at which the store warps leave; only then does it release the signal
+ * queue's `done`. The store warps are threads of the CTA, so it cannot exit while they still read
+ * its shared memory. Their idle wait traps after the signal warp's backstop, the consumers' wait
+ * for the buffer after timeout + 10 s (both only through a protocol bug).
  */
 #ifndef XSTAGE_TP_SM90_CUH
 #define XSTAGE_TP_SM90_CUH
@@ -51,10 +74,40 @@
  * need about 160 of their 224). The pool is unchanged: 56 * 128 + 224 * 256 = 168 * 384. */
 struct tp90_cfg : xs_gemm90_cfg<4> {
     static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
+    static constexpr bool STORE_WARPS = false;
 };
 typedef tp90_cfg TP90C;
 static_assert(TP90C::BM == XS_TP_BM && TP90C::BN == XS_TP_BN, "tp.h tile sizes");
 static_assert(TP90C::PRODUCER_REGS * 128 + TP90C::CONSUMER_REGS * 256 <= 168 * 384,
+              "setmaxnreg pool of a 384-thread CTA at 168 registers");
+
+/* Store warps (xs_tp_set_store_warps): 3 stages, and in place of the engine's two per-warpgroup
+ * staging tiles one whole-tile staging buffer [BM][STG_LD] bf16 that the consumers fill straight
+ * from their accumulator fragments and warps 2 and 3 of the producer warpgroup store. +8
+ * elements per row (528 bytes = 132 words) shift each row by 4 banks: a warp's fragment writes
+ * (rows r..r+7, 4 words each) hit 32 distinct banks, and a store warp's row read (32 lanes x 16
+ * consecutive bytes) is conflict-free. Layout from the 1024-aligned base:
+ *   ring 3 x 48 KB | staging 128 x 528 B (66 KB) | dst rows 128 x 8 B | scales 128 x 4 B
+ *   (unused) | ring barriers; 212.5 KB with the alignment slack, under the 227 KB of a block.
+ * The engine's functions find everything through C:: (ring_at: BAR_OFF; dst_rows: DST_OFF);
+ * EPI_OFF is not used (xs_gemm90_epilogue is not called on this path). */
+struct tp90s_cfg : xs_gemm90_cfg<3> {
+    static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
+    static constexpr bool STORE_WARPS = true;
+    static constexpr int STG_LD = BN + 8;                    /* elements per staged row */
+    static constexpr int STG_BYTES = BM * STG_LD * 2;
+    static constexpr int STG_OFF = RING_BYTES;
+    static constexpr int EPI_OFF = STG_OFF;                  /* unused */
+    static constexpr int DST_OFF = STG_OFF + STG_BYTES;      /* char *[BM] of the staged tile */
+    static constexpr int SCALE_OFF = DST_OFF + BM * 8;
+    static constexpr int BAR_OFF = SCALE_OFF + BM * 4;
+    static constexpr int SMEM_USED = BAR_OFF + 2 * STAGES * 8;
+    static constexpr int SMEM_BYTES = SMEM_USED + 1024;
+    static_assert(STG_OFF % 1024 == 0 && DST_OFF % 16 == 0 && BAR_OFF % 8 == 0, "alignment");
+    static_assert(SMEM_BYTES + 512 <= 227 * 1024, "shared memory per block (+ static)");
+};
+typedef tp90s_cfg TP90S;
+static_assert(TP90S::PRODUCER_REGS * 128 + TP90S::CONSUMER_REGS * 256 <= 168 * 384,
               "setmaxnreg pool of a 384-thread CTA at 168 registers");
 
 /* The tensor maps of the run's GEMMs (A and B of GEMM 0 and 1; GEMM 1's zeros when there is
@@ -71,8 +124,10 @@ struct tp90_red {
 
 #define TP90_BAR 3 /* named barrier of the 256 consumer threads (0: __syncthreads; 1, 2: the
                       engine's epilogue, one per consumer warpgroup) */
+#define TP90_SW_BAR 4 /* named barrier of the 64 store-warp threads */
 
 XS_DEV void tp90_consumer_bar(void) { asm volatile("bar.sync 3, 256;\n" ::: "memory"); }
+XS_DEV void tp90_store_bar(void) { asm volatile("bar.sync 4, 64;\n" ::: "memory"); }
 
 /* Order this thread's generic-proxy global accesses before later async-proxy (TMA) accesses. */
 XS_DEV void tp90_fence_proxy_global(void)
@@ -259,23 +314,29 @@ XS_DEV void tp90_raise(const tp_args &a, tp90_sq *q, uint64_t *flag, uint64_t *s
     tp90_st_release_cta(&q->head, h + 1);
 }
 
-/* The signal warp (lane 0 works): raise queued flags until the consumers are done and the queue
- * is empty. Its idle wait lasts as long as the consumers run, which every bounded wait of theirs
- * ends; the bound below is the host's backstop for the whole kernel. */
-XS_DEV void tp90_signal(const tp_args &a, tp90_sq *q)
+/* The signal warp (lane 0 works): raise queued flags until the consumers are done and the queues
+ * are empty. q: the consumers' queue (pushes; tiles without store warps); q2: the store warps'
+ * queue (their tiles' signals), or NULL without store warps. Each queue has one writer, so each
+ * keeps its own head and tail; one fence covers a batch taken from both. Its idle wait lasts as
+ * long as the consumers run, which every bounded wait of theirs ends; the bound below is the
+ * host's backstop for the whole kernel. q->done is released by consumer thread 0 only after the
+ * store warps have released the staging buffer for the last time (tp90_stg_stop), so every entry
+ * of q2 is appended before done. */
+XS_DEV void tp90_signal(const tp_args &a, tp90_sq *q, tp90_sq *q2)
 {
     if ((threadIdx.x & 31) != 0)
         return;
-    unsigned int tail = 0;
+    unsigned int tail = 0, tail2 = 0;
     const unsigned long long t0 = xs_globaltimer();
     const unsigned long long bound = 4 * a.timeout_ns + 60000000000ull;
 #pragma unroll 1
     for (;;) {
         /* done first (acquire): an entry appended before done was released is then seen by the
-         * head read after it */
+         * head reads after it */
         const unsigned int done = tp90_ld_acquire_cta(&q->done);
         const unsigned int h = tp90_ld_acquire_cta(&q->head);
-        if (h == tail) {
+        const unsigned int h2 = q2 ? tp90_ld_acquire_cta(&q2->head) : tail2;
+        if (h == tail && h2 == tail2) {
             if (done)
                 return;
             if (xs_globaltimer() - t0 > bound)
@@ -283,7 +344,7 @@ XS_DEV void tp90_signal(const tp_args &a, tp90_sq *q)
             __nanosleep(128);
             continue;
         }
-        __threadfence_system(); /* once for the batch [tail, h) */
+        __threadfence_system(); /* once for the batch [tail, h) and [tail2, h2) */
         for (; tail != h; tail++) {
             xs_st_release_sys(q->flag[tail % TP90_SQ], a.epoch);
             uint64_t *sh = q->shadow[tail % TP90_SQ];
@@ -291,6 +352,11 @@ XS_DEV void tp90_signal(const tp_args &a, tp90_sq *q)
                 *(volatile uint64_t *)sh = a.epoch;
         }
         tp90_st_release_cta(&q->tail, tail);
+        if (q2 && tail2 != h2) {
+            for (; tail2 != h2; tail2++)
+                xs_st_release_sys(q2->flag[tail2 % TP90_SQ], a.epoch);
+            tp90_st_release_cta(&q2->tail, tail2);
+        }
     }
 }
 
@@ -345,6 +411,199 @@ XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, tp
     }
 }
 
+/* ---- store warps (TP90S) ----------------------------------------------------------------------- */
+
+/* The hand-over of one staged tile from the consumers to the store warps. One staging buffer
+ * (C::STG_OFF, with the dst rows at C::DST_OFF), two mbarriers of one arrival each: consumer
+ * thread 0 arrives on `full` after the consumers' barrier that follows their writes (staging,
+ * dst rows, this struct); store thread 0 arrives on `empty` after the store warps' barrier that
+ * follows their last read of them. Hand-over n waits for `empty` at parity (n & 1) ^ 1 (a fresh
+ * barrier passes parity 1) and `full` at parity n & 1. */
+enum { TP90_STG_STOP = 0, TP90_STG_PLAIN = 1, TP90_STG_SIGNAL = 2, TP90_STG_COUNT = 3 };
+typedef struct {
+    uint64_t full, empty; /* mbarriers */
+    int op;               /* TP90_STG_*: what follows the stores (STOP: no tile, leave) */
+    int ncols;            /* valid output columns of the staged tile */
+    uint64_t *flag;       /* SIGNAL: the reduce-scatter flag to queue, or NULL (fault hook) */
+    unsigned int *count;  /* COUNT: the mlp row-block count to raise, or NULL (fault hook) */
+} tp90_stg;
+
+/* Wait for an mbarrier phase; a wait longer than `bound` ns can only be a protocol bug: trap. */
+XS_DEV void tp90_mbar_wait_bounded(uint32_t bar, uint32_t parity, unsigned long long bound)
+{
+    if (xs_mbar_try_wait(bar, parity))
+        return;
+    const unsigned long long t0 = xs_globaltimer();
+#pragma unroll 1
+    for (unsigned int spin = 1;; spin++) {
+        if (xs_mbar_try_wait(bar, parity))
+            return;
+        if ((spin & 255u) == 0 && xs_globaltimer() - t0 > bound)
+            __trap();
+    }
+}
+
+/* Consumers (every thread that writes the buffer): wait until hand-over n may fill it. The store
+ * warps free it after one tile's stores, which wait only for the X-Stage to drain: the protocol
+ * bound of a ring wait is ample. */
+XS_DEV void tp90_stg_acquire(const tp_args &a, tp90_stg *sg, unsigned int n)
+{
+    tp90_mbar_wait_bounded(xs_smem_u32(&sg->empty), (n & 1u) ^ 1u, tp90_ring_bound(a));
+}
+
+/* One tile's epilogue with store warps (the 256 consumer threads, after the main loop): wait for
+ * the staging buffer, fill it with the tile's bf16 output (the same values, rounded the same way,
+ * as xs_gemm90_stage: plain or SwiGLU, no row scale), the per-row destinations (as tp90_tile_out)
+ * and what follows the stores (the reduce-scatter signal, the row-block count), then hand it
+ * over; the stores and the signal are the store warps'. *n: hand-overs so far (uniform). */
+template <class C>
+XS_DEV void tp90_tile_stage(const tp_args &a, const xs_wintab &tab, char *smem, tp90_stg *sg,
+                            unsigned int *n, int wg, const float (&acc)[C::ACC], int g, int tm,
+                            int tn)
+{
+    const xs_gemm_problem &p = a.g[g];
+    const int tid = threadIdx.x; /* 0..255 */
+    const int m0 = tm * C::BM, n0 = tn * C::BN;
+    const bool rs = g == a.rs_gemm;
+    const bool sw = g == 0 && a.swiglu0;
+    const int owner = rs ? m0 / a.rs_rows : 0; /* rs_rows is a multiple of BM */
+    tp90_stg_acquire(a, sg, *n);
+    char **dst = xs_gemm90_dst_rows<C>(smem);
+    if (tid < C::BM) {
+        const int r = m0 + tid;
+        char *d = NULL;
+        if (r < p.m) {
+            if (rs) {
+                long long pitch; /* the slot layout's (tp_slot_tile_at) */
+                d = tp_slot_tile_at(a, tab, owner, (m0 - owner * a.rs_rows) / C::BM, tn, &pitch);
+                d += (size_t)(r - m0) * pitch;
+            } else
+                d = (char *)(a.out0 + (size_t)r * (size_t)a.ldo0 + (sw ? n0 / 2 : n0));
+        }
+        dst[tid] = d;
+    }
+    /* accumulator fragments straight into the staging rows of this warpgroup */
+    const int lane = tid & 31, warp = (tid >> 5) & 3;
+    const int r0 = wg * C::WG_M + xs_wgmma_acc_row(warp, lane, 0), r1 = r0 + 8;
+    uint32_t *out = (uint32_t *)(smem + C::STG_OFF);
+    if (!sw) {
+#pragma unroll
+        for (int j = 0; j < C::BN / 8; j++) {
+            const int e = 4 * j, c = 8 * j + 2 * (lane & 3);
+            out[(r0 * C::STG_LD + c) >> 1] = xs_pack_bf16(acc[e], acc[e + 1]);
+            out[(r1 * C::STG_LD + c) >> 1] = xs_pack_bf16(acc[e + 2], acc[e + 3]);
+        }
+    } else {
+#pragma unroll
+        for (int qq = 0; qq < C::BN / 32; qq++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                const int gi = 4 * (4 * qq + j), u = 4 * (4 * qq + 2 + j);
+                const int c = 16 * qq + 8 * j + 2 * (lane & 3);
+                out[(r0 * C::STG_LD + c) >> 1] = xs_pack_bf16(xs_silu(acc[gi]) * acc[u],
+                                                              xs_silu(acc[gi + 1]) * acc[u + 1]);
+                out[(r1 * C::STG_LD + c) >> 1] = xs_pack_bf16(xs_silu(acc[gi + 2]) * acc[u + 2],
+                                                              xs_silu(acc[gi + 3]) * acc[u + 3]);
+            }
+    }
+    if (tid == 0) {
+        const int nvalid = p.n - n0 < C::BN ? p.n - n0 : C::BN;
+        sg->ncols = sw ? nvalid / 2 : nvalid;
+        sg->flag = NULL;
+        sg->count = NULL;
+        if (rs) {
+            const int t_loc = ((m0 - owner * a.rs_rows) / C::BM) * a.rs_tiles_n + tn;
+            const bool skip = a.fault == XS_TP_FAULT_RS_SIGNAL && owner == a.me && t_loc == 0;
+            sg->op = TP90_STG_SIGNAL;
+            if (!skip)
+                sg->flag = tab.flags[owner] + a.rs_flag0 + (size_t)a.me * a.t_own + t_loc;
+        } else if (g == 0 && a.rb_count) {
+            sg->op = TP90_STG_COUNT;
+            if (!(a.fault == XS_TP_FAULT_H_COUNT && tm == 0 && tn == 0))
+                sg->count = a.rb_count + tm;
+        } else
+            sg->op = TP90_STG_PLAIN;
+    }
+    tp90_consumer_bar(); /* every consumer's writes precede thread 0's arrival (release) */
+    if (tid == 0)
+        xs_mbar_arrive(xs_smem_u32(&sg->full));
+    ++*n;
+}
+
+/* Consumer thread 0, after its last task (finished or aborted): wait until the store warps have
+ * released the buffer (every staged tile stored, its signal queued), then hand over STOP. */
+XS_DEV void tp90_stg_stop(const tp_args &a, tp90_stg *sg, unsigned int n)
+{
+    tp90_stg_acquire(a, sg, n);
+    sg->op = TP90_STG_STOP;
+    xs_mbar_arrive(xs_smem_u32(&sg->full));
+}
+
+/* The store warps (warps 2 and 3 of the producer warpgroup, 64 threads): for each staged tile,
+ * 16-byte stores of its rows to their destinations (warp w takes rows w, w + 2, ...; a row is one
+ * 512-byte run, lane l its columns 8 l .. 8 l + 7, four rows in flight), then their barrier, then
+ * thread 0 queues the tile's signal for the signal warp (q2: payload, CTA barrier, st.release.cta
+ * - the chain the consumers use for theirs) or raises the mlp row-block count (after every
+ * thread's fence.proxy.async.global: GEMM 2 tiles read h by TMA), then releases the buffer. They
+ * wait for nothing but the next hand-over and the X-Stage (their stores); the idle wait lasts as
+ * long as the consumers run, the signal warp's bound is its backstop. They leave at STOP, which
+ * the consumers hand over after their last task, finished or aborted; until then the CTA lives
+ * (its threads run), so no read of its shared memory outlives it. */
+template <class C>
+XS_DEV void tp90_store_warps(const tp_args &a, char *smem, tp90_stg *sg, tp90_sq *q2)
+{
+    const int st = (int)threadIdx.x - (C::PRODUCER_WG * 128 + 64); /* 0..63 */
+    const int lane = st & 31, w = st >> 5, col = 8 * lane;
+    const char *stg = smem + C::STG_OFF + lane * 16;
+    char *const *dst = xs_gemm90_dst_rows<C>(smem);
+    const uint32_t full = xs_smem_u32(&sg->full), empty = xs_smem_u32(&sg->empty);
+    const unsigned long long bound = 4 * a.timeout_ns + 60000000000ull;
+#pragma unroll 1
+    for (unsigned int n = 0;; n++) {
+        tp90_mbar_wait_bounded(full, n & 1u, bound);
+        const int op = sg->op;
+        if (op == TP90_STG_STOP)
+            return;
+        const int ncols = sg->ncols;
+#pragma unroll 1
+        for (int r = w; r < C::BM; r += 8) {
+            uint4 v[4];
+            char *d[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                v[u] = *(const uint4 *)(stg + (r + 2 * u) * C::STG_LD * 2);
+                d[u] = dst[r + 2 * u];
+            }
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                if (!d[u] || col >= ncols)
+                    continue;
+                if (col + 8 <= ncols) {
+                    xs_st16v(d[u] + 2 * col, v[u]);
+                } else {
+                    const uint32_t x[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+                    unsigned short *o = (unsigned short *)(d[u] + 2 * col);
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        if (e < ncols - col)
+                            o[e] = (unsigned short)(x[e >> 1] >> (16 * (e & 1)));
+                }
+            }
+        }
+        if (op == TP90_STG_COUNT) /* h rows are read by GEMM 2 tiles through TMA */
+            tp90_fence_proxy_global();
+        tp90_store_bar(); /* every store (and every read of the buffer) precedes what follows */
+        if (st == 0) {
+            if (op == TP90_STG_SIGNAL && sg->flag)
+                tp90_raise(a, q2, sg->flag, NULL);
+            else if (op == TP90_STG_COUNT && sg->count)
+                asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(sg->count)
+                             : "memory");
+            xs_mbar_arrive(empty);
+        }
+    }
+}
+
 /* Chunks [c, c + n) of this rank's shard to rank r's gathered buffer, then their flags (the 256
  * consumer threads). */
 XS_DEV void tp90_push(const tp_args &a, const xs_wintab &tab, tp90_sq *q, int r, int c, int n)
@@ -391,6 +650,9 @@ __global__ void __launch_bounds__(C::THREADS, 1)
      * its list */
     __shared__ tp_pend s_pend0, s_pend1;
     __shared__ tp90_sq s_sq;
+    /* store warps only (C::STORE_WARPS): their signal queue and the staging hand-over */
+    __shared__ tp90_sq s_sq2;
+    __shared__ __align__(8) tp90_stg s_stg;
     /* thread 0: hash of the tasks read (in shared memory: a register pair live across the main
      * loop spilled) */
     __shared__ unsigned long long s_lsum;
@@ -406,15 +668,27 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         s_sq.head = s_sq.tail = 0;
         s_lsum = 0;
         s_sq.done = 0;
+        if constexpr (C::STORE_WARPS) {
+            s_sq2.head = s_sq2.tail = s_sq2.done = 0;
+            xs_mbar_init(xs_smem_u32(&s_stg.full), 1u);
+            xs_mbar_init(xs_smem_u32(&s_stg.empty), 1u);
+        }
     }
-    xs_gemm90_init<C>(smem, false); /* ends with __syncthreads; no CTA-wide barrier after it */
+    /* ends with __syncthreads; no CTA-wide barrier after it. Its fence.mbarrier_init by thread 0
+     * also publishes the staging barriers initialised above. */
+    xs_gemm90_init<C>(smem, false);
 
     if (wg == C::PRODUCER_WG) {
         xs_setmaxnreg_dec<C::PRODUCER_REGS>();
         if (tid < C::PRODUCER_WG * 128 + 32)
             tp90_produce<C>(a, tab, maps, smem, &s_pend0, &s_abort_c, &s_abort_at);
-        else if (tid < C::PRODUCER_WG * 128 + 64)
-            tp90_signal(a, &s_sq);
+        else if constexpr (C::STORE_WARPS) {
+            if (tid < C::PRODUCER_WG * 128 + 64)
+                tp90_signal(a, &s_sq, &s_sq2);
+            else
+                tp90_store_warps<C>(a, smem, &s_stg, &s_sq2);
+        } else if (tid < C::PRODUCER_WG * 128 + 64)
+            tp90_signal(a, &s_sq, NULL);
         return;
     }
 
@@ -422,6 +696,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     xs_gemm90_ring<C> ring = xs_gemm90_ring_at<C>(smem);
     float acc[C::ACC];
     bool aborted = false;
+    unsigned int nstg = 0; /* store warps: tiles handed over */
 #pragma unroll 1
     for (int i = blockIdx.x; i < a.ntasks; i += gridDim.x) {
         const int4 *t4 = (const int4 *)(a.tasks + i);
@@ -440,7 +715,10 @@ __global__ void __launch_bounds__(C::THREADS, 1)
                 aborted = true;
                 break;
             }
-            tp90_tile_out<C>(a, tab, smem, &s_sq, wg, acc, g, w0.z, w0.w);
+            if constexpr (C::STORE_WARPS)
+                tp90_tile_stage<C>(a, tab, smem, &s_stg, &nstg, wg, acc, g, w0.z, w0.w);
+            else
+                tp90_tile_out<C>(a, tab, smem, &s_sq, wg, acc, g, w0.z, w0.w);
         }
         if (kind & TP_T_PUSH)
             tp90_push(a, tab, &s_sq, w1.x, w1.y, w1.w > 1 ? w1.w : 1);
@@ -462,6 +740,9 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     if (aborted && tid == 0)
         *(volatile int *)&s_abort_c = 1; /* the producer stops issuing */
     if (tid == 0) {
+        /* store warps: every staged tile stored and its signal queued (q2), then they leave */
+        if constexpr (C::STORE_WARPS)
+            tp90_stg_stop(a, &s_stg, nstg);
         /* no more entries: the signal warp raises what is queued and leaves (its fence is the
          * CTA's last release; the end stamp below is sender-visible, before it) */
         tp90_st_release_cta(&s_sq.done, 1u);
