@@ -57,12 +57,13 @@
  * ring wait and stops. Before it leaves, the producer waits until its last STAGES issued k-tiles
  * have landed: no TMA may write into the shared memory of an exited CTA. Ring waits that can only
  * expire through a protocol bug trap (as gemm_sm90.cuh's do) after timeout + 10 s.
- * Store warps: consumers that stop (either way) hand over nothing more; consumer thread 0 then
- * waits for the buffer (the staged tile, if any, is stored - valid data - and its signal queued)
- * and hands over STOP, at which the store warps leave; only then does it release the signal
+ * Store warps: consumers that stop (either way) hand over nothing more; all 256 then wait for
+ * the buffer (the staged tile, if any, is stored - valid data - and its signal queued) and hand
+ * over STOP, at which the store warps leave; only then does consumer thread 0 release the signal
  * queue's `done`. The store warps are threads of the CTA, so it cannot exit while they still read
- * its shared memory. Their idle wait traps after the signal warp's backstop, the consumers' wait
- * for the buffer after timeout + 10 s (both only through a protocol bug).
+ * its shared memory. The hand-over uses named barriers (racecheck sees them), which do not time
+ * out: both sides wait only for the other's bounded work; the host's bound on the kernel is the
+ * backstop for a protocol bug.
  */
 #ifndef XSTAGE_TP_SM90_CUH
 #define XSTAGE_TP_SM90_CUH
@@ -449,42 +450,33 @@ XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, tp
 /* ---- store warps (TP90S) ----------------------------------------------------------------------- */
 
 /* The hand-over of one staged tile from the consumers to the store warps. One staging buffer
- * (C::STG_OFF, with the dst rows at C::DST_OFF), two mbarriers of one arrival each: consumer
- * thread 0 arrives on `full` after the consumers' barrier that follows their writes (staging,
- * dst rows, this struct); store thread 0 arrives on `empty` after the store warps' barrier that
- * follows their last read of them. Hand-over n waits for `empty` at parity (n & 1) ^ 1 (a fresh
- * barrier passes parity 1) and `full` at parity n & 1. */
+ * (C::STG_OFF, with the dst rows at C::DST_OFF) and two named barriers of the 256 consumer and 64
+ * store threads (the producer-consumer form: one side bar.arrive, the other bar.sync): FULL
+ * (TP90_BAR_FULL) - every consumer arrives after its writes (staging, dst rows, this struct), the
+ * store warps sync before reading; EMPTY (TP90_BAR_EMPTY) - every store thread arrives after its
+ * last read, the consumers sync before writing; the store warps arrive once at the start (the
+ * buffer starts empty). Run 6's first version handed over through two mbarriers, which order the
+ * same, but compute-sanitizer racecheck does not see an mbarrier wait as synchronisation of
+ * ordinary shared-memory accesses and reported every staged tile (sanitize_sm90_call5.log);
+ * named barriers it does. They cannot time out: neither side waits on anything but the other's
+ * bounded work (the consumers' waits are bounded and end in STOP; the store warps' in the
+ * X-Stage's drain), and a protocol bug would still end at the host's bound on the kernel. */
 enum { TP90_STG_STOP = 0, TP90_STG_PLAIN = 1, TP90_STG_SIGNAL = 2, TP90_STG_COUNT = 3 };
+#define TP90_BAR_FULL 5
+#define TP90_BAR_EMPTY 6
+#define TP90_STG_THREADS "320" /* 256 consumers + 64 store threads */
+XS_DEV void tp90_bar_sync(int id) { asm volatile("bar.sync %0, " TP90_STG_THREADS ";\n" ::"r"(id) : "memory"); }
+XS_DEV void tp90_bar_arrive(int id) { asm volatile("bar.arrive %0, " TP90_STG_THREADS ";\n" ::"r"(id) : "memory"); }
 typedef struct {
-    uint64_t full, empty; /* mbarriers */
     int op;               /* TP90_STG_*: what follows the stores (STOP: no tile, leave) */
     int ncols;            /* valid output columns of the staged tile */
     uint64_t *flag;       /* SIGNAL: the reduce-scatter flag to queue, or NULL (fault hook) */
     unsigned int *count;  /* COUNT: the mlp row-block count to raise, or NULL (fault hook) */
 } tp90_stg;
 
-/* Wait for an mbarrier phase; a wait longer than `bound` ns can only be a protocol bug: trap. */
-XS_DEV void tp90_mbar_wait_bounded(uint32_t bar, uint32_t parity, unsigned long long bound)
-{
-    if (xs_mbar_try_wait(bar, parity))
-        return;
-    const unsigned long long t0 = xs_globaltimer();
-#pragma unroll 1
-    for (unsigned int spin = 1;; spin++) {
-        if (xs_mbar_try_wait(bar, parity))
-            return;
-        if ((spin & 255u) == 0 && xs_globaltimer() - t0 > bound)
-            __trap();
-    }
-}
-
-/* Consumers (every thread that writes the buffer): wait until hand-over n may fill it. The store
- * warps free it after one tile's stores, which wait only for the X-Stage to drain: the protocol
- * bound of a ring wait is ample. */
-XS_DEV void tp90_stg_acquire(const tp_args &a, tp90_stg *sg, unsigned int n)
-{
-    tp90_mbar_wait_bounded(xs_smem_u32(&sg->empty), (n & 1u) ^ 1u, tp90_ring_bound(a));
-}
+/* Consumers (all 256): wait until the buffer may be filled. The store warps free it after one
+ * tile's stores, which wait only for the X-Stage to drain. */
+XS_DEV void tp90_stg_acquire(void) { tp90_bar_sync(TP90_BAR_EMPTY); }
 
 /* One tile's epilogue with store warps (the 256 consumer threads, after the main loop): wait for
  * the staging buffer, fill it with the tile's bf16 output (the same values, rounded the same way,
@@ -502,7 +494,7 @@ XS_DEV void tp90_tile_stage(const tp_args &a, const xs_wintab &tab, char *smem, 
     const bool rs = g == a.rs_gemm;
     const bool sw = g == 0 && a.swiglu0;
     const int owner = rs ? m0 / a.rs_rows : 0; /* rs_rows is a multiple of BM */
-    tp90_stg_acquire(a, sg, *n);
+    tp90_stg_acquire();
     char **dst = xs_gemm90_dst_rows<C>(smem);
     if (tid < C::BM) {
         const int r = m0 + tid;
@@ -559,19 +551,19 @@ XS_DEV void tp90_tile_stage(const tp_args &a, const xs_wintab &tab, char *smem, 
         } else
             sg->op = TP90_STG_PLAIN;
     }
-    tp90_consumer_bar(); /* every consumer's writes precede thread 0's arrival (release) */
-    if (tid == 0)
-        xs_mbar_arrive(xs_smem_u32(&sg->full));
+    tp90_bar_arrive(TP90_BAR_FULL); /* every consumer's writes precede the store warps' reads */
     ++*n;
 }
 
-/* Consumer thread 0, after its last task (finished or aborted): wait until the store warps have
- * released the buffer (every staged tile stored, its signal queued), then hand over STOP. */
-XS_DEV void tp90_stg_stop(const tp_args &a, tp90_stg *sg, unsigned int n)
+/* The 256 consumers, after their last task (finished or aborted, uniformly): wait until the
+ * store warps have released the buffer (every staged tile stored, its signal queued), then hand
+ * over STOP. */
+XS_DEV void tp90_stg_stop(tp90_stg *sg)
 {
-    tp90_stg_acquire(a, sg, n);
-    sg->op = TP90_STG_STOP;
-    xs_mbar_arrive(xs_smem_u32(&sg->full));
+    tp90_stg_acquire();
+    if (threadIdx.x == 0)
+        sg->op = TP90_STG_STOP;
+    tp90_bar_arrive(TP90_BAR_FULL);
 }
 
 /* The store warps (warps 2 and 3 of the producer warpgroup, 64 threads): for each staged tile,
@@ -591,15 +583,16 @@ XS_DEV void tp90_store_warps(const tp_args &a, char *smem, tp90_stg *sg, tp90_sq
     const int lane = st & 31, w = st >> 5, col = 8 * lane;
     const char *stg = smem + C::STG_OFF + lane * 16;
     char *const *dst = xs_gemm90_dst_rows<C>(smem);
-    const uint32_t full = xs_smem_u32(&sg->full), empty = xs_smem_u32(&sg->empty);
-    const unsigned long long bound = 4 * a.timeout_ns + 60000000000ull;
+    tp90_bar_arrive(TP90_BAR_EMPTY); /* the buffer starts empty */
 #pragma unroll 1
-    for (unsigned int n = 0;; n++) {
-        tp90_mbar_wait_bounded(full, n & 1u, bound);
+    for (;;) {
+        tp90_bar_sync(TP90_BAR_FULL);
         const int op = sg->op;
         if (op == TP90_STG_STOP)
             return;
         const int ncols = sg->ncols;
+        uint64_t *const flag = sg->flag;
+        unsigned int *const count = sg->count;
 #pragma unroll 1
         for (int r = w; r < C::BM; r += 8) {
             uint4 v[4];
@@ -627,15 +620,14 @@ XS_DEV void tp90_store_warps(const tp_args &a, char *smem, tp90_stg *sg, tp90_sq
         }
         if (op == TP90_STG_COUNT) /* h rows are read by GEMM 2 tiles through TMA */
             tp90_fence_proxy_global();
-        tp90_store_bar(); /* every store (and every read of the buffer) precedes what follows */
+        tp90_store_bar(); /* every store precedes the signal or the count */
         if (st == 0) {
-            if (op == TP90_STG_SIGNAL && sg->flag)
-                tp90_raise(a, q2, sg->flag, NULL);
-            else if (op == TP90_STG_COUNT && sg->count)
-                asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(sg->count)
-                             : "memory");
-            xs_mbar_arrive(empty);
+            if (op == TP90_STG_SIGNAL && flag)
+                tp90_raise(a, q2, flag, NULL);
+            else if (op == TP90_STG_COUNT && count)
+                asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
         }
+        tp90_bar_arrive(TP90_BAR_EMPTY); /* this thread's reads of the buffer are done */
     }
 }
 
@@ -703,14 +695,10 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         s_sq.head = s_sq.tail = 0;
         s_lsum = 0;
         s_sq.done = 0;
-        if constexpr (C::STORE_WARPS) {
+        if constexpr (C::STORE_WARPS)
             s_sq2.head = s_sq2.tail = s_sq2.done = 0;
-            xs_mbar_init(xs_smem_u32(&s_stg.full), 1u);
-            xs_mbar_init(xs_smem_u32(&s_stg.empty), 1u);
-        }
     }
-    /* ends with __syncthreads; no CTA-wide barrier after it. Its fence.mbarrier_init by thread 0
-     * also publishes the staging barriers initialised above. */
+    /* ends with __syncthreads; no CTA-wide barrier after it */
     xs_gemm90_init<C>(smem, false);
 
     if (wg == C::PRODUCER_WG) {
@@ -774,10 +762,11 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     }
     if (aborted && tid == 0)
         *(volatile int *)&s_abort_c = 1; /* the producer stops issuing */
+    /* store warps: every staged tile stored and its signal queued (q2), then they leave (all 256
+     * consumers: the hand-over barriers count them) */
+    if constexpr (C::STORE_WARPS)
+        tp90_stg_stop(&s_stg);
     if (tid == 0) {
-        /* store warps: every staged tile stored and its signal queued (q2), then they leave */
-        if constexpr (C::STORE_WARPS)
-            tp90_stg_stop(a, &s_stg, nstg);
         /* no more entries: the signal warp raises what is queued and leaves (its fence is the
          * CTA's last release; the end stamp below is sender-visible, before it) */
         tp90_st_release_cta(&s_sq.done, 1u);
