@@ -450,23 +450,23 @@ XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, tp
 /* ---- store warps (TP90S) ----------------------------------------------------------------------- */
 
 /* The hand-over of one staged tile from the consumers to the store warps. One staging buffer
- * (C::STG_OFF, with the dst rows at C::DST_OFF) and two named barriers of the 256 consumer and 64
- * store threads (the producer-consumer form: one side bar.arrive, the other bar.sync): FULL
- * (TP90_BAR_FULL) - every consumer arrives after its writes (staging, dst rows, this struct), the
- * store warps sync before reading; EMPTY (TP90_BAR_EMPTY) - every store thread arrives after its
- * last read, the consumers sync before writing; the store warps arrive once at the start (the
- * buffer starts empty). Run 6's first version handed over through two mbarriers, which order the
- * same, but compute-sanitizer racecheck does not see an mbarrier wait as synchronisation of
- * ordinary shared-memory accesses and reported every staged tile (sanitize_sm90_call5.log);
- * named barriers it does. They cannot time out: neither side waits on anything but the other's
- * bounded work (the consumers' waits are bounded and end in STOP; the store warps' in the
- * X-Stage's drain), and a protocol bug would still end at the host's bound on the kernel. */
+ * (C::STG_OFF, with the dst rows at C::DST_OFF) and two rendezvous of the 256 consumer and 64
+ * store threads (bar.sync of 320 on named barriers): EMPTY - the store warps have read the
+ * previous tile (they wait here once it is stored), the consumers may write; FULL - the
+ * consumers have written (staging, dst rows, this struct), the store warps may read. Per tile
+ * both sides pass EMPTY then FULL; the consumers' wait at EMPTY is the wait for the previous
+ * tile's stores, the store warps' wait is their idle time. Run 6 first handed over through two
+ * mbarriers, then through bar.arrive / bar.sync pairs: both order the same, but compute-sanitizer
+ * racecheck takes neither an mbarrier wait nor a bar.arrive as synchronising ordinary
+ * shared-memory accesses and reported every staged tile (sanitize_sm90_call5/6.log); it does
+ * take a bar.sync of both sides. Barriers cannot time out: neither side waits on anything but
+ * the other's bounded work (the consumers' waits are bounded and end in STOP; the store warps'
+ * in the X-Stage's drain), and a protocol bug would still end at the host's bound. */
 enum { TP90_STG_STOP = 0, TP90_STG_PLAIN = 1, TP90_STG_SIGNAL = 2, TP90_STG_COUNT = 3 };
 #define TP90_BAR_FULL 5
 #define TP90_BAR_EMPTY 6
 #define TP90_STG_THREADS "320" /* 256 consumers + 64 store threads */
 XS_DEV void tp90_bar_sync(int id) { asm volatile("bar.sync %0, " TP90_STG_THREADS ";\n" ::"r"(id) : "memory"); }
-XS_DEV void tp90_bar_arrive(int id) { asm volatile("bar.arrive %0, " TP90_STG_THREADS ";\n" ::"r"(id) : "memory"); }
 typedef struct {
     int op;               /* TP90_STG_*: what follows the stores (STOP: no tile, leave) */
     int ncols;            /* valid output columns of the staged tile */
@@ -551,7 +551,7 @@ XS_DEV void tp90_tile_stage(const tp_args &a, const xs_wintab &tab, char *smem, 
         } else
             sg->op = TP90_STG_PLAIN;
     }
-    tp90_bar_arrive(TP90_BAR_FULL); /* every consumer's writes precede the store warps' reads */
+    tp90_bar_sync(TP90_BAR_FULL); /* every consumer's writes precede the store warps' reads */
     ++*n;
 }
 
@@ -563,7 +563,7 @@ XS_DEV void tp90_stg_stop(tp90_stg *sg)
     tp90_stg_acquire();
     if (threadIdx.x == 0)
         sg->op = TP90_STG_STOP;
-    tp90_bar_arrive(TP90_BAR_FULL);
+    tp90_bar_sync(TP90_BAR_FULL);
 }
 
 /* The store warps (warps 2 and 3 of the producer warpgroup, 64 threads): for each staged tile,
@@ -583,9 +583,9 @@ XS_DEV void tp90_store_warps(const tp_args &a, char *smem, tp90_stg *sg, tp90_sq
     const int lane = st & 31, w = st >> 5, col = 8 * lane;
     const char *stg = smem + C::STG_OFF + lane * 16;
     char *const *dst = xs_gemm90_dst_rows<C>(smem);
-    tp90_bar_arrive(TP90_BAR_EMPTY); /* the buffer starts empty */
 #pragma unroll 1
     for (;;) {
+        tp90_bar_sync(TP90_BAR_EMPTY); /* our reads of the previous tile are done */
         tp90_bar_sync(TP90_BAR_FULL);
         const int op = sg->op;
         if (op == TP90_STG_STOP)
@@ -627,7 +627,6 @@ XS_DEV void tp90_store_warps(const tp_args &a, char *smem, tp90_stg *sg, tp90_sq
             else if (op == TP90_STG_COUNT && count)
                 asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
         }
-        tp90_bar_arrive(TP90_BAR_EMPTY); /* this thread's reads of the buffer are done */
     }
 }
 
