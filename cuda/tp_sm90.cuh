@@ -396,6 +396,23 @@ XS_DEV void tp90_signal(const tp_args &a, tp90_sq *q, tp90_sq *q2)
     }
 }
 
+/* Where output row r of tile (m0, n0) of GEMM g goes (NULL: outside the problem): the owner's
+ * reduce-scatter slot in its window through the table (rs; the slot layout's pitch), else the
+ * local output (SwiGLU: half the columns). */
+template <class C>
+XS_DEV char *tp90_row_dst(const tp_args &a, const xs_wintab &tab, const xs_gemm_problem &p,
+                          int m0, int n0, int tn, int r, bool rs, bool sw, int owner)
+{
+    if (r >= p.m)
+        return NULL;
+    if (rs) {
+        long long pitch; /* the slot layout's (tp_slot_tile_at) */
+        char *d = tp_slot_tile_at(a, tab, owner, (m0 - owner * a.rs_rows) / C::BM, tn, &pitch);
+        return d + (size_t)(r - m0) * pitch;
+    }
+    return (char *)(a.out0 + (size_t)r * (size_t)a.ldo0 + (sw ? n0 / 2 : n0));
+}
+
 /* One tile's epilogue and signal (the 256 consumer threads, after the main loop). */
 template <class C>
 XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, tp90_sq *q,
@@ -409,19 +426,8 @@ XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, tp
     const int owner = rs ? m0 / a.rs_rows : 0; /* rs_rows is a multiple of BM */
     char **dst = xs_gemm90_dst_rows<C>(smem) + wg * C::WG_M;
     const int wt = tid & 127;
-    if (wt < C::WG_M) {
-        const int r = wm0 + wt;
-        char *d = NULL;
-        if (r < p.m) {
-            if (rs) {
-                long long pitch; /* the slot layout's (tp_slot_tile_at) */
-                d = tp_slot_tile_at(a, tab, owner, (m0 - owner * a.rs_rows) / C::BM, tn, &pitch);
-                d += (size_t)(r - m0) * pitch;
-            } else
-                d = (char *)(a.out0 + (size_t)r * (size_t)a.ldo0 + (sw ? n0 / 2 : n0));
-        }
-        dst[wt] = d;
-    }
+    if (wt < C::WG_M)
+        dst[wt] = tp90_row_dst<C>(a, tab, p, m0, n0, tn, wm0 + wt, rs, sw, owner);
     const int nvalid = p.n - n0 < C::BN ? p.n - n0 : C::BN;
     if (sw)
         xs_gemm90_epilogue<C, true>(smem, wg, acc, dst, NULL, p.m - wm0, nvalid / 2);
@@ -496,19 +502,8 @@ XS_DEV void tp90_tile_stage(const tp_args &a, const xs_wintab &tab, char *smem, 
     const int owner = rs ? m0 / a.rs_rows : 0; /* rs_rows is a multiple of BM */
     tp90_stg_acquire();
     char **dst = xs_gemm90_dst_rows<C>(smem);
-    if (tid < C::BM) {
-        const int r = m0 + tid;
-        char *d = NULL;
-        if (r < p.m) {
-            if (rs) {
-                long long pitch; /* the slot layout's (tp_slot_tile_at) */
-                d = tp_slot_tile_at(a, tab, owner, (m0 - owner * a.rs_rows) / C::BM, tn, &pitch);
-                d += (size_t)(r - m0) * pitch;
-            } else
-                d = (char *)(a.out0 + (size_t)r * (size_t)a.ldo0 + (sw ? n0 / 2 : n0));
-        }
-        dst[tid] = d;
-    }
+    if (tid < C::BM)
+        dst[tid] = tp90_row_dst<C>(a, tab, p, m0, n0, tn, m0 + tid, rs, sw, owner);
     /* accumulator fragments straight into the staging rows of this warpgroup */
     const int lane = tid & 31, warp = (tid >> 5) & 3;
     const int r0 = wg * C::WG_M + xs_wgmma_acc_row(warp, lane, 0), r1 = r0 + 8;
