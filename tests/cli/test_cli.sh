@@ -134,6 +134,15 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "replay bad target" "" "$X" replay --schedule examples/ep_wave.csv --target moon
     expect_err "replay no schedule" "--schedule FILE is required" "$X" replay
     expect_err "validate bad iters" "--iters 0: outside" "$X" validate -n 0
+    expect_err "replay bad --dest" "expected keep, flush or dirty" "$X" replay --schedule examples/ep_wave.csv --dest cold
+    expect_err "validate bad --dest" "expected keep, flush or dirty" "$X" validate --dest ""
+    expect_err "calibrate bad --dest" "destination state 'warm'" "$X" calibrate --dest warm
+    expect_err "replay negative --max-skew" "--max-skew -5: outside" "$X" replay --schedule examples/ep_wave.csv --max-skew -5
+    expect_err "calibrate bad --max-skew" "--max-skew 'soon': not a number" "$X" calibrate --max-skew soon
+    expect_err "bench tp bad --slots" "expected row, tile or both" "$X" bench tp --slots diagonal
+    expect_err "bench tp bad --engine" "expected mma or sm90" "$X" bench tp --engine tpu
+    expect_err "bench tp bad --store-warps" "expected on, off or both" "$X" bench tp --store-warps maybe
+    expect_err "bench tp store warps on mma" "needs --engine sm90" "$X" bench tp --store-warps on
     # bench -g/--gpus: one-line errors before any GPU is touched (docs/MULTIGPU.md)
     expect_err "bench ep -g 0" "--gpus 0: outside 1..64" "$X" bench ep -g 0
     expect_err "bench ep -g 65" "--gpus 65: outside 1..64" "$X" bench ep --gpus 65
