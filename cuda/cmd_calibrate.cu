@@ -131,7 +131,9 @@ static void usage(void)
            "  --dest keep|flush|dirty  host windows after each run's verification: lines left\n"
            "                        in the CPU caches (default), flushed out, or rewritten\n"
            "  --max-skew NS         rerun a run whose producers left the common start more\n"
-           "                        than NS apart (up to 8 attempts; default 128, 0 keeps all)\n");
+           "                        than NS apart (up to 8 attempts; default 128, 0 keeps all)\n"
+           "  --load-probe          also (f): the store kernel's rate while its SMs run other\n"
+           "                        memory traffic (HBM, L2); reported, not fitted\n");
 }
 
 int xs_cmd_calibrate(int argc, char **argv)
@@ -144,6 +146,7 @@ int xs_cmd_calibrate(int argc, char **argv)
         {"timeout", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'},
         {"gpus", required_argument, 0, 'g'}, {"virtual-peers", required_argument, 0, 'V'},
         {"dest", required_argument, 0, 'D'}, {"max-skew", required_argument, 0, 'S'},
+        {"load-probe", no_argument, 0, 'L'},
         {0, 0, 0, 0}};
     xs_replay_opts ro;
     memset(&ro, 0, sizeof ro);
@@ -152,7 +155,7 @@ int xs_cmd_calibrate(int argc, char **argv)
     ro.timeout_s = 30;
     ro.max_skew_ns = XS_REPLAY_MAX_SKEW_NS;
     const char *out = NULL, *samples_out = NULL, *out_pub = NULL;
-    int quick = 0, c, gpus = 1;
+    int quick = 0, c, gpus = 1, load_probe = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:o:d:g:h", lo, NULL)) != -1) {
         switch (c) {
@@ -198,6 +201,7 @@ int xs_cmd_calibrate(int argc, char **argv)
             if (xs_parse_double("--timeout", optarg, 1, 3600, &ro.timeout_s) != XS_OK)
                 return xs_cli_fail();
             break;
+        case 'L': load_probe = 1; break;
         case 'S':
             if (xs_parse_double("--max-skew", optarg, 0, 1e6, &ro.max_skew_ns) != XS_OK)
                 return xs_cli_fail();
@@ -315,6 +319,16 @@ int xs_cmd_calibrate(int argc, char **argv)
         xs_replayer_close(rp);
         return 1;
     }
+    /* (f) drain under load (--load-probe): reported next to R, not fitted */
+    double ld_med[3] = {NAN, NAN, NAN}, ld_min[3] = {NAN, NAN, NAN}, ld_max[3] = {NAN, NAN, NAN};
+    for (int l = 0; load_probe && l < 3; l++)
+        if (xs_replay_store_bw_load(rp, ro.window_bytes, l, quick ? 3 : 5, &ld_med[l], &ld_min[l],
+                                    &ld_max[l]) != XS_OK) {
+            xs_cli_fail();
+            xs_samples_free(&smp);
+            xs_replayer_close(rp);
+            return 1;
+        }
     /* (e) visibility round trip (host) */
     static const size_t vis_b[] = {16, 4096, 65536, 1048576};
     double vis_med[4] = {NAN, NAN, NAN, NAN}, vis_p90[4] = {NAN, NAN, NAN, NAN};
@@ -366,6 +380,16 @@ int xs_cmd_calibrate(int argc, char **argv)
     printf("plain zero-copy store kernel (%d CTAs x 256 threads, %.0f MiB): %.2f GB/s median "
            "[%.2f, %.2f]; R / store bw = %.3f\n", 4 * sms, ro.window_bytes / 1048576.0, bw_med,
            bw_min, bw_max, p.drain_bytes_per_ns / bw_med);
+    if (load_probe) {
+        static const char *const ln[3] = {"none", "hbm", "l2"};
+        printf("\n## (f) drain under load: one CTA per SM, 128 threads store their share of %.0f "
+               "MiB, 128 threads run read-modify-write passes (hbm: 1 GiB buffer, l2: 24 MiB) "
+               "until the stores end; not fitted\n", ro.window_bytes / 1048576.0);
+        printf("%6s %12s %12s %12s %10s\n", "load", "GB/s", "min", "max", "/ R");
+        for (int l = 0; l < 3; l++)
+            printf("%6s %12.2f %12.2f %12.2f %10.3f\n", ln[l], ld_med[l], ld_min[l], ld_max[l],
+                   ld_med[l] / p.drain_bytes_per_ns);
+    }
     printf("\n## (c) capacity: isolated bursts; apparent Q(K) = V - R (T_max - o), smallest over "
            "stalled bursts\n");
     printf("%10s %14s %14s %10s\n", "producers", "apparent_bytes", "model_Q(K)", "resid");

@@ -169,6 +169,58 @@ __global__ void store_bw_kernel(char *dst, unsigned long long n16, unsigned int 
     xs_burst_pattern(dst + 16 * first, cnt, seed, first);
 }
 
+/* Drain under load: every CTA's first 128 threads store their share of the window (the pattern,
+ * 16-byte stores) while its other 128 threads keep the SM's memory path busy until the stores
+ * are done - read-modify-write passes over their slice of `buf` (load 1: a slice of a buffer far
+ * larger than L2, so HBM; load 2: a slice of 24 MiB, L2-resident) - or stay idle (load 0). A
+ * fused kernel's remote stores share their SMs with its compute the same way; the plain store
+ * kernel's rate (R) is measured with nothing else running. */
+__global__ void __launch_bounds__(256, 1)
+    store_load_kernel(char *dst, unsigned long long n16, unsigned int seed, uint4 *buf,
+                      unsigned long long buf_n16, int load, unsigned long long timeout_ns,
+                      xs_devstatus *st)
+{
+    __shared__ int s_done;
+    if (threadIdx.x == 0)
+        s_done = 0;
+    __syncthreads();
+    if (threadIdx.x < 128) {
+        const unsigned long long per = (n16 + gridDim.x - 1) / gridDim.x;
+        const unsigned long long first = per * blockIdx.x;
+        const unsigned long long cnt = first >= n16 ? 0 : first + per > n16 ? n16 - first : per;
+#pragma unroll 4
+        for (unsigned long long i = threadIdx.x; i < cnt; i += 128) {
+            const unsigned long long g = first + i;
+            xs_st16(dst + 16 * g, xs_pattern_word(seed, g, 0), xs_pattern_word(seed, g, 1),
+                    xs_pattern_word(seed, g, 2), xs_pattern_word(seed, g, 3));
+        }
+        asm volatile("bar.sync 1, 128;" ::: "memory");
+        if (threadIdx.x == 0)
+            atomicExch(&s_done, 1);
+        return;
+    }
+    if (load == 0 || buf_n16 == 0)
+        return;
+    const unsigned long long per = buf_n16 / gridDim.x, base = per * blockIdx.x;
+    const unsigned long long t0 = xs_globaltimer();
+    const int t = (int)threadIdx.x - 128;
+#pragma unroll 1
+    for (unsigned long long pass = 0; atomicOr(&s_done, 0) == 0; pass++) {
+        /* 16 KiB per check of the flag: the kernel ends a few us after the stores */
+        const unsigned long long off = (pass * 1024ull) % (per > 1024 ? per - 1024 : 1);
+#pragma unroll 4
+        for (int i = t; i < 1024; i += 128) {
+            uint4 v = buf[base + off + i];
+            v.x += 1u;
+            buf[base + off + i] = v;
+        }
+        if (xs_globaltimer() - t0 > timeout_ns) {
+            xs_devfail(st, XS_DEVERR_TIMEOUT, 2);
+            return;
+        }
+    }
+}
+
 /* Visibility round trip: payload, flag up (release.sys); wait for the host's answer (acquire). */
 __global__ void visibility_kernel(char *payload, unsigned long long n16, uint64_t *flag_up,
                                   uint64_t *flag_back, int reps, unsigned int seed,
@@ -556,6 +608,69 @@ xs_status xs_replay_run(xs_replayer *rp, const xs_schedule *s, int sync, uint32_
         xs_result_free(res);
         again++;
     }
+}
+
+xs_status xs_replay_store_bw_load(xs_replayer *rp, size_t bytes, int load, int reps,
+                                  double *gbps_med, double *gbps_min, double *gbps_max)
+{
+    if (load < 0 || load > 2)
+        return xs_seterr(XS_EINVAL, "drain under load: load %d (0 none, 1 hbm, 2 l2)", load);
+    if (bytes > rp->tab.bytes)
+        bytes = rp->tab.bytes;
+    bytes &= ~(size_t)15;
+    if (bytes < 16 || reps < 1)
+        return xs_seterr(XS_EINVAL, "drain under load: nothing to store");
+    const int grid = rp->gpu.sm_count;
+    /* hbm: 1 GiB (far above the 60 MiB L2), l2: 24 MiB, both split over the CTAs */
+    const size_t buf_bytes = load == 1 ? ((size_t)1 << 30) : load == 2 ? ((size_t)24 << 20) : 0;
+    uint4 *buf = NULL;
+    if (buf_bytes) {
+        cudaError_t e = cudaMalloc((void **)&buf, buf_bytes);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            return xs_seterr(XS_ECUDA, "out of device memory: cudaMalloc(%.0f MiB) for the load "
+                             "buffer: %s", buf_bytes / 1048576.0, cudaGetErrorString(e));
+        }
+        cudaMemsetAsync(buf, 0, buf_bytes, rp->stream);
+    }
+    double *g = (double *)malloc((size_t)reps * sizeof *g);
+    xs_status st = g ? XS_OK : xs_seterr(XS_ENOMEM, "out of host memory");
+    for (int i = -1; i < reps && st == XS_OK; i++) {
+        unsigned int seed = xs_mix32(0x10adu + (unsigned)(i + 7) * 7919u) | 1u;
+        cudaEventRecord(rp->ev0, rp->stream);
+        store_load_kernel<<<grid, 256, 0, rp->stream>>>(
+            rp->tab.data[0], bytes / 16, seed, buf, buf_bytes / 16, load,
+            (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) {
+            st = xs_seterr(XS_ECUDA, "store_load_kernel: %s", cudaGetErrorString(e));
+            break;
+        }
+        cudaEventRecord(rp->ev1, rp->stream);
+        st = xs_event_wait(rp->ev1, rp->o.timeout_s + 5, "drain-under-load kernel");
+        if (st == XS_OK)
+            st = check_devstatus(rp, "drain-under-load kernel");
+        if (st != XS_OK)
+            break;
+        float ms = 0;
+        cudaEventElapsedTime(&ms, rp->ev0, rp->ev1);
+        uint64_t bad = 0;
+        st = xs_win_verify(rp->win, 0, 0, bytes / 16, seed, 0, &bad);
+        if (st == XS_OK && bad)
+            st = xs_seterr(XS_EVERIFY, "drain under load: %llu of %zu 16-byte units wrong",
+                           (unsigned long long)bad, bytes / 16);
+        if (i >= 0)
+            g[i] = (double)bytes / (ms * 1e6); /* warm-up run (i = -1) not kept */
+    }
+    if (st == XS_OK) {
+        *gbps_med = xs_median(g, (size_t)reps);
+        *gbps_min = xs_min(g, (size_t)reps);
+        *gbps_max = xs_max(g, (size_t)reps);
+    }
+    free(g);
+    if (buf)
+        cudaFree(buf);
+    return st;
 }
 
 xs_status xs_replay_store_bw(xs_replayer *rp, size_t bytes, int reps, double *gbps_med,

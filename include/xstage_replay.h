@@ -64,6 +64,13 @@ xs_status xs_replay_run(xs_replayer *rp, const xs_schedule *s, int sync, uint32_
 /* Plain zero-copy store bandwidth: a grid of many CTAs storing `bytes` into the window; GB/s. */
 xs_status xs_replay_store_bw(xs_replayer *rp, size_t bytes, int reps, double *gbps_med,
                              double *gbps_min, double *gbps_max);
+/* Drain under load (not fitted; calibrate --load-probe): the store kernel's rate (GB/s) when the
+ * SMs that store also run other memory traffic - one CTA per SM, 128 threads storing their share
+ * of `bytes`, 128 threads doing read-modify-write passes until the stores end: load 0 none, 1 HBM
+ * (a 1 GiB buffer), 2 L2 (24 MiB). Every byte verified; median, min, max of `reps` runs after a
+ * warm-up. */
+xs_status xs_replay_store_bw_load(xs_replayer *rp, size_t bytes, int load, int reps,
+                                  double *gbps_med, double *gbps_min, double *gbps_max);
 /* Visibility: one producer stores `bytes` then raises a flag (release, system scope); the host
  * polls it (acquire) and answers with a second flag that the producer waits for (bounded). Returns
  * the median round trip over reps in ns. Host targets only. */

@@ -23,6 +23,9 @@ step calibrate-host 120 "$X" calibrate --target host --out "$OUT/h200_host_profi
 step calibrate-local 120 "$X" calibrate --target local --out "$OUT/h200_local_profile.json" \
     --samples "$OUT/h200_local_samples.csv"
 step calibrate-quick 60 "$X" calibrate --target host --quick --out "$OUT/quick_profile.json"
+# (f) the store kernel's rate with its SMs also busy (HBM, L2 traffic): does a fused kernel's
+# compute slow the drain? (TP and UP rows drain at 0.74-0.84 R in run 6; not fitted)
+step "load probe" 90 "$X" calibrate --target host --quick --load-probe
 P="$OUT/h200_host_profile.json"
 [ -s "$P" ] || P=""
 step validate-host 240 "$X" validate ${P:+--profile "$P"} --csv "$OUT/validate.csv" \
@@ -64,5 +67,6 @@ echo
 echo "== gpu_calib summary"
 printf '%s\n' "${results[@]}"
 grep -E "^R = |^r = |^Q = |R / store bw|chunk_bytes = |^# totals|^# per-row|^# isolated|^# validate" "$LOG" | head -20
+grep -A4 "^## (f) drain under load" "$LOG" | tail -n 4
 grep -E "^=== knee repeats|^# total .* measured" "$LOG" | tail -8
 exit $fails
