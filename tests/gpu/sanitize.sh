@@ -10,7 +10,7 @@
 #   their smallest shapes (bench ep under racecheck: 4 tokens, --schedule wave); then the Hopper
 #   engine (our own TMA / mbarrier / wgmma code, unlike cuBLAS's): test_gemm --tiny --sm90,
 #   test_tp --quick --sm90 (racecheck: --tiny --sm90), bench tp --engine sm90 --store-warps both
-#   on the smallest shape.
+#   on the smallest shape; calibrate --quick --load-probe --window 64M (the drain-under-load kernel).
 # API errors: reported (--report-api-errors explicit) except in the two steps that load NCCL,
 #   test_signal and test_win (its one-rank peer windows): NCCL probes the device on purpose
 #   (cudaFuncGetAttributes on kernels it has no sm_90a image for, error 209, and cuMemCreate
@@ -47,7 +47,7 @@ OUT=${OUT:-./out-sanitize}
 BUDGET=${SAN_BUDGET:-420}
 TOOLS=${SAN_TOOLS:-memcheck synccheck racecheck}
 ALL_CASES="test_attn test_gemm test_tp test_moe test_signal test_win replay replay_virtual
-validate calibrate bench_up bench_tp bench_ep test_gemm90 test_tp90 bench_tp90"
+validate calibrate bench_up bench_tp bench_ep test_gemm90 test_tp90 bench_tp90 load_probe"
 CASES=${SAN_CASES:-$ALL_CASES}
 mkdir -p "$OUT"
 LOG="$OUT/sanitize.log"
@@ -112,6 +112,8 @@ setup() {
     bench_tp90)
         CMD=("$X" bench tp --engine sm90 --store-warps both --op all --m 256 --n 256 --k 256 --peers 2 -n 1 -w 0
             --timeout 120) LIMIT=60 EST=1 ;;
+    load_probe) # calibrate's (f) kernel: stores and read-modify-write passes on the same SMs
+        CMD=("$X" calibrate --quick --load-probe --window 64M --timeout 120) LIMIT=90 EST=15 ;;
     *) return 1 ;;
     esac
     case $tool in
