@@ -610,17 +610,20 @@ xs_status xs_replay_run(xs_replayer *rp, const xs_schedule *s, int sync, uint32_
     }
 }
 
-xs_status xs_replay_store_bw_load(xs_replayer *rp, size_t bytes, int load, int reps,
-                                  double *gbps_med, double *gbps_min, double *gbps_max)
+/* The store rate of one window-sized pass (GB/s; median, min, max of `reps` runs after a
+ * warm-up, every byte verified): load < 0, the plain store kernel (4 CTAs per SM, nothing else
+ * running); load 0-2, store_load_kernel with that load. */
+static xs_status store_rate(xs_replayer *rp, size_t bytes, int load, int reps, double *gbps_med,
+                            double *gbps_min, double *gbps_max)
 {
-    if (load < 0 || load > 2)
+    const char *what = load < 0 ? "store bandwidth" : "drain under load";
+    if (load > 2)
         return xs_seterr(XS_EINVAL, "drain under load: load %d (0 none, 1 hbm, 2 l2)", load);
     if (bytes > rp->tab.bytes)
         bytes = rp->tab.bytes;
     bytes &= ~(size_t)15;
     if (bytes < 16 || reps < 1)
-        return xs_seterr(XS_EINVAL, "drain under load: nothing to store");
-    const int grid = rp->gpu.sm_count;
+        return xs_seterr(XS_EINVAL, "%s: nothing to store", what);
     /* hbm: 1 GiB (far above the 60 MiB L2), l2: 24 MiB, both split over the CTAs */
     const size_t buf_bytes = load == 1 ? ((size_t)1 << 30) : load == 2 ? ((size_t)24 << 20) : 0;
     uint4 *buf = NULL;
@@ -636,20 +639,30 @@ xs_status xs_replay_store_bw_load(xs_replayer *rp, size_t bytes, int load, int r
     double *g = (double *)malloc((size_t)reps * sizeof *g);
     xs_status st = g ? XS_OK : xs_seterr(XS_ENOMEM, "out of host memory");
     for (int i = -1; i < reps && st == XS_OK; i++) {
-        unsigned int seed = xs_mix32(0x10adu + (unsigned)(i + 7) * 7919u) | 1u;
+        const unsigned int seed =
+            xs_mix32((load < 0 ? 0xb5u : 0x10adu) + (unsigned)(i + 7) * 7919u) | 1u;
         cudaEventRecord(rp->ev0, rp->stream);
-        store_load_kernel<<<grid, 256, 0, rp->stream>>>(
-            rp->tab.data[0], bytes / 16, seed, buf, buf_bytes / 16, load,
-            (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat);
+        if (load < 0)
+            store_bw_kernel<<<4 * rp->gpu.sm_count, 256, 0, rp->stream>>>(rp->tab.data[0],
+                                                                          bytes / 16, seed);
+        else
+            store_load_kernel<<<rp->gpu.sm_count, 256, 0, rp->stream>>>(
+                rp->tab.data[0], bytes / 16, seed, buf, buf_bytes / 16, load,
+                (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) {
-            st = xs_seterr(XS_ECUDA, "store_load_kernel: %s", cudaGetErrorString(e));
+            st = xs_seterr(XS_ECUDA, "%s: %s", load < 0 ? "store_bw_kernel" : "store_load_kernel",
+                           cudaGetErrorString(e));
             break;
         }
         cudaEventRecord(rp->ev1, rp->stream);
-        st = xs_event_wait(rp->ev1, rp->o.timeout_s + 5, "drain-under-load kernel");
-        if (st == XS_OK)
-            st = check_devstatus(rp, "drain-under-load kernel");
+        if (load < 0) {
+            st = xs_event_wait(rp->ev1, rp->o.timeout_s, "store bandwidth kernel");
+        } else {
+            st = xs_event_wait(rp->ev1, rp->o.timeout_s + 5, "drain-under-load kernel");
+            if (st == XS_OK)
+                st = check_devstatus(rp, "drain-under-load kernel");
+        }
         if (st != XS_OK)
             break;
         float ms = 0;
@@ -657,7 +670,7 @@ xs_status xs_replay_store_bw_load(xs_replayer *rp, size_t bytes, int load, int r
         uint64_t bad = 0;
         st = xs_win_verify(rp->win, 0, 0, bytes / 16, seed, 0, &bad);
         if (st == XS_OK && bad)
-            st = xs_seterr(XS_EVERIFY, "drain under load: %llu of %zu 16-byte units wrong",
+            st = xs_seterr(XS_EVERIFY, "%s: %llu of %zu 16-byte units wrong", what,
                            (unsigned long long)bad, bytes / 16);
         if (i >= 0)
             g[i] = (double)bytes / (ms * 1e6); /* warm-up run (i = -1) not kept */
@@ -673,49 +686,18 @@ xs_status xs_replay_store_bw_load(xs_replayer *rp, size_t bytes, int load, int r
     return st;
 }
 
+xs_status xs_replay_store_bw_load(xs_replayer *rp, size_t bytes, int load, int reps,
+                                  double *gbps_med, double *gbps_min, double *gbps_max)
+{
+    if (load < 0)
+        return xs_seterr(XS_EINVAL, "drain under load: load %d (0 none, 1 hbm, 2 l2)", load);
+    return store_rate(rp, bytes, load, reps, gbps_med, gbps_min, gbps_max);
+}
+
 xs_status xs_replay_store_bw(xs_replayer *rp, size_t bytes, int reps, double *gbps_med,
                              double *gbps_min, double *gbps_max)
 {
-    if (bytes > rp->tab.bytes)
-        bytes = rp->tab.bytes;
-    bytes &= ~(size_t)15;
-    if (bytes < 16 || reps < 1)
-        return xs_seterr(XS_EINVAL, "store bandwidth: nothing to store");
-    double *g = (double *)malloc((size_t)reps * sizeof *g);
-    if (!g)
-        return xs_seterr(XS_ENOMEM, "out of host memory");
-    xs_status st = XS_OK;
-    int grid = 4 * rp->gpu.sm_count;
-    for (int i = -1; i < reps && st == XS_OK; i++) {
-        unsigned int seed = xs_mix32(0xb5u + (unsigned)(i + 7) * 7919u) | 1u;
-        cudaEventRecord(rp->ev0, rp->stream);
-        store_bw_kernel<<<grid, 256, 0, rp->stream>>>(rp->tab.data[0], bytes / 16, seed);
-        cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess) {
-            st = xs_seterr(XS_ECUDA, "store_bw_kernel: %s", cudaGetErrorString(e));
-            break;
-        }
-        cudaEventRecord(rp->ev1, rp->stream);
-        st = xs_event_wait(rp->ev1, rp->o.timeout_s, "store bandwidth kernel");
-        if (st != XS_OK)
-            break;
-        float ms = 0;
-        cudaEventElapsedTime(&ms, rp->ev0, rp->ev1);
-        uint64_t bad = 0;
-        st = xs_win_verify(rp->win, 0, 0, bytes / 16, seed, 0, &bad);
-        if (st == XS_OK && bad)
-            st = xs_seterr(XS_EVERIFY, "store bandwidth: %llu of %zu 16-byte units wrong",
-                           (unsigned long long)bad, bytes / 16);
-        if (i >= 0)
-            g[i] = (double)bytes / (ms * 1e6); /* warm-up run (i = -1) not kept */
-    }
-    if (st == XS_OK) {
-        *gbps_med = xs_median(g, (size_t)reps);
-        *gbps_min = xs_min(g, (size_t)reps);
-        *gbps_max = xs_max(g, (size_t)reps);
-    }
-    free(g);
-    return st;
+    return store_rate(rp, bytes, -1, reps, gbps_med, gbps_min, gbps_max);
 }
 
 xs_status xs_replay_visibility(xs_replayer *rp, size_t bytes, int reps, double *rtt_med_ns,
