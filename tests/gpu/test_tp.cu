@@ -323,6 +323,27 @@ static void lib_verify(xs_tp *t, const char *name, const char *variant, int fuse
 
 static int g_tiny; /* --tiny */
 
+/* After a switch of the context's settings (store warps, slot layout): both fused orders of
+ * slots 0 and 1, each checked by the library and against the reference, then a local run on
+ * `local_slot`, checked by the library. */
+static void runs_after_switch(xs_tp *t, const cref *r, xs_tp_run_opts ro, cudaStream_t st,
+                              const char *name, const char *const *vname, const char *v,
+                              double bytes, int local_slot)
+{
+    float ms = 0;
+    ro.local = 0;
+    for (int slot = 0; slot < 2; slot++) {
+        XT_CHECK(xs_tp_run(t, slot, &ro, st, &ms) == XS_OK, "%s %s %s: %s", name, v,
+                 vname[slot], xs_errmsg());
+        lib_verify(t, name, v, 1, bytes);
+        check_fused(t, r, name, v);
+    }
+    ro.local = 1;
+    XT_CHECK(xs_tp_run(t, local_slot, &ro, st, &ms) == XS_OK, "%s %s local: %s", name, v,
+             xs_errmsg());
+    lib_verify(t, name, v, 0, 0);
+}
+
 static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int quick,
                      xs_tp_engine engine, xs_tp_layout layout, int store_warps)
 {
@@ -502,17 +523,7 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
             char v[64];
             snprintf(v, sizeof v, "after a switch to store warps %s", seq[k] ? "on" : "off");
             xs_tp_set_store_warps(t, seq[k]);
-            for (int slot = 0; slot < 2; slot++) {
-                XT_CHECK(xs_tp_run(t, slot, &ro, st, &ms) == XS_OK, "%s %s %s: %s", name, v,
-                         vname[slot], xs_errmsg());
-                lib_verify(t, name, v, 1, bytes);
-                check_fused(t, &r, name, v);
-            }
-            ro.local = 1;
-            XT_CHECK(xs_tp_run(t, 0, &ro, st, &ms) == XS_OK, "%s %s local: %s", name, v,
-                     xs_errmsg());
-            lib_verify(t, name, v, 0, 0);
-            ro.local = 0;
+            runs_after_switch(t, &r, ro, st, name, vname, v, bytes, 0);
         }
         printf("ok %s: fused and local runs right after switches of the store warps\n", name);
     }
@@ -527,17 +538,7 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
             XT_CHECK(xs_tp_set_slot_layout(t, seq[k]) == XS_OK &&
                          xs_tp_get_slot_layout(t) == seq[k],
                      "%s %s: %s", name, v, xs_errmsg());
-            for (int slot = 0; slot < 2; slot++) {
-                XT_CHECK(xs_tp_run(t, slot, &ro, st, &ms) == XS_OK, "%s %s %s: %s", name, v,
-                         vname[slot], xs_errmsg());
-                lib_verify(t, name, v, 1, bytes);
-                check_fused(t, &r, name, v);
-            }
-            ro.local = 1;
-            XT_CHECK(xs_tp_run(t, 1, &ro, st, &ms) == XS_OK, "%s %s local: %s", name, v,
-                     xs_errmsg());
-            lib_verify(t, name, v, 0, 0);
-            ro.local = 0;
+            runs_after_switch(t, &r, ro, st, name, vname, v, bytes, 1);
             XT_CHECK(xs_tp_run_unfused(t, cb, st, &ms) == XS_OK, "%s %s unfused: %s", name, v,
                      xs_errmsg());
             lib_verify(t, name, v, 1, bytes);
