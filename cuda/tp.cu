@@ -146,6 +146,20 @@ XS_HD unsigned long long tp_task_hash(int i, const int *w)
     return h;
 }
 
+/* Task i of the launch's list (two int4 words, read-only path) and its hash (tp_task_hash). */
+XS_DEV void tp_task_read(const tp_args &a, int i, int4 *w0, int4 *w1)
+{
+    const int4 *t4 = (const int4 *)(a.tasks + i);
+    *w0 = __ldg(t4);
+    *w1 = __ldg(t4 + 1);
+}
+
+XS_DEV unsigned long long tp_task_hash4(int i, int4 w0, int4 w1)
+{
+    const int w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+    return tp_task_hash(i, w);
+}
+
 /* Device failure detail: wait kind (1 = shard chunk flag, 2 = row-block count, 3 = source
  * flag of a reduction) in bits 60..63, the flag or row block in bits 32..59, the task below. */
 #define TP_DETAIL(kind, idx, task)                                                             \
@@ -738,13 +752,11 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     }
     __syncthreads();
     for (int i = blockIdx.x; i < a.ntasks; i += gridDim.x) {
-        const int4 *t4 = (const int4 *)(a.tasks + i);
-        const int4 w0 = __ldg(t4), w1 = __ldg(t4 + 1);
+        int4 w0, w1;
+        tp_task_read(a, i, &w0, &w1);
         const int kind = w0.x;
-        if (tid == 0) {
-            const int w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-            lsum += tp_task_hash(i, w);
-        }
+        if (tid == 0)
+            lsum += tp_task_hash4(i, w0, w1);
         const bool tile = kind & TP_T_TILE;
         const bool spread = tile && (kind & TP_T_SPREAD) && (kind & TP_T_PUSH);
         const int push_n = w1.w > 1 ? w1.w : 1; /* chunks of a push task */

@@ -488,11 +488,10 @@ XS_DEV void tp90_stg_acquire(void) { tp90_bar_sync(TP90_BAR_EMPTY); }
  * the staging buffer, fill it with the tile's bf16 output (the same values, rounded the same way,
  * as xs_gemm90_stage: plain or SwiGLU, no row scale), the per-row destinations (as tp90_tile_out)
  * and what follows the stores (the reduce-scatter signal, the row-block count), then hand it
- * over; the stores and the signal are the store warps'. *n: hand-overs so far (uniform). */
+ * over; the stores and the signal are the store warps'. */
 template <class C>
 XS_DEV void tp90_tile_stage(const tp_args &a, const xs_wintab &tab, char *smem, tp90_stg *sg,
-                            unsigned int *n, int wg, const float (&acc)[C::ACC], int g, int tm,
-                            int tn)
+                            int wg, const float (&acc)[C::ACC], int g, int tm, int tn)
 {
     const xs_gemm_problem &p = a.g[g];
     const int tid = threadIdx.x; /* 0..255 */
@@ -547,7 +546,6 @@ XS_DEV void tp90_tile_stage(const tp_args &a, const xs_wintab &tab, char *smem, 
             sg->op = TP90_STG_PLAIN;
     }
     tp90_bar_sync(TP90_BAR_FULL); /* every consumer's writes precede the store warps' reads */
-    ++*n;
 }
 
 /* The 256 consumers, after their last task (finished or aborted, uniformly): wait until the
@@ -713,16 +711,13 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     xs_gemm90_ring<C> ring = xs_gemm90_ring_at<C>(smem);
     float acc[C::ACC];
     bool aborted = false;
-    unsigned int nstg = 0; /* store warps: tiles handed over */
 #pragma unroll 1
     for (int i = blockIdx.x; i < a.ntasks; i += gridDim.x) {
-        const int4 *t4 = (const int4 *)(a.tasks + i);
-        const int4 w0 = __ldg(t4), w1 = __ldg(t4 + 1);
+        int4 w0, w1;
+        tp_task_read(a, i, &w0, &w1);
         const int kind = w0.x;
-        if (tid == 0) {
-            const int w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-            s_lsum += tp_task_hash(i, w);
-        }
+        if (tid == 0)
+            s_lsum += tp_task_hash4(i, w0, w1);
         if (kind & TP_T_TILE) {
             const int g = w0.y;
             if (a.g[g].k > 0)
@@ -733,7 +728,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
                 break;
             }
             if constexpr (C::STORE_WARPS)
-                tp90_tile_stage<C>(a, tab, smem, &s_stg, &nstg, wg, acc, g, w0.z, w0.w);
+                tp90_tile_stage<C>(a, tab, smem, &s_stg, wg, acc, g, w0.z, w0.w);
             else
                 tp90_tile_out<C>(a, tab, smem, &s_sq, wg, acc, g, w0.z, w0.w);
         }
