@@ -34,6 +34,7 @@ static struct {
     decltype(&ncclGetVersion) get_version;
     decltype(&ncclGetUniqueId) get_unique_id;
     decltype(&ncclCommInitRank) comm_init_rank;
+    decltype(&ncclCommSplit) comm_split;
     decltype(&ncclMemAlloc) mem_alloc;
     decltype(&ncclMemFree) mem_free;
     decltype(&ncclCommWindowRegister) window_register;
@@ -199,6 +200,7 @@ static xs_status nccl_load(void)
     NC_SYM(get_version, "ncclGetVersion");
     NC_SYM(get_unique_id, "ncclGetUniqueId");
     NC_SYM(comm_init_rank, "ncclCommInitRank");
+    NC_SYM(comm_split, "ncclCommSplit");
     NC_SYM(mem_alloc, "ncclMemAlloc");
     NC_SYM(mem_free, "ncclMemFree");
     NC_SYM(window_register, "ncclCommWindowRegister");
@@ -346,13 +348,48 @@ extern "C" xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[1
     } while (0)
 
     /* blocking init: a missing peer is bounded by the launcher's timeout, which kills all */
-    {
+    if (nranks == 1) {
         ncclComm_t comm = NULL;
         ncclResult_t r = nc.comm_init_rank(&comm, nranks, u, rank);
         if (r != ncclSuccess) {
             /* a communicator that failed to initialise is NCCL's to clean up, not ours */
             snprintf(what, sizeof what, "ncclCommInitRank(rank %d of %d)", rank, nranks);
             st = nccl_fail(NULL, what, r);
+            goto fail;
+        }
+        c->comm = comm;
+    } else {
+        /* A unique id bootstraps one communicator only: its root's listening socket is gone
+         * once the first init returns, so a second ncclCommInitRank on the launcher's id fails
+         * ("connect ... Connection refused"; bench ep opens windows per point). The id's first
+         * use makes a root communicator that lives as long as the process and only bootstraps;
+         * every window set gets its own communicator split from it (collective on the root: the
+         * ranks open window sets in lockstep), which xs_nccl_close destroys as before. */
+        static struct {
+            ncclComm_t comm;
+            unsigned char id[128];
+            int nranks, rank;
+        } root;
+        if (!root.comm || memcmp(root.id, id, sizeof root.id) || root.nranks != nranks ||
+            root.rank != rank) {
+            ncclComm_t comm = NULL;
+            ncclResult_t r = nc.comm_init_rank(&comm, nranks, u, rank);
+            if (r != ncclSuccess) {
+                snprintf(what, sizeof what, "ncclCommInitRank(rank %d of %d)", rank, nranks);
+                st = nccl_fail(NULL, what, r);
+                goto fail;
+            }
+            root.comm = comm; /* a previous root (another id) is left alone: rare, and harmless */
+            memcpy(root.id, id, sizeof root.id);
+            root.nranks = nranks;
+            root.rank = rank;
+        }
+        ncclComm_t comm = NULL;
+        ncclResult_t r = nc.comm_split(root.comm, 0, rank, &comm, NULL);
+        if (r != ncclSuccess || !comm) {
+            snprintf(what, sizeof what, "ncclCommSplit(rank %d of %d) for a window set", rank,
+                     nranks);
+            st = nccl_fail(root.comm, what, r != ncclSuccess ? r : ncclInternalError);
             goto fail;
         }
         c->comm = comm;

@@ -20,6 +20,8 @@
 #include "xstage.h"
 #include "xstage_cuda.h"
 #include "xstage_device.cuh"
+#include "xstage_exchange.h"
+#include "xstage_launch.h"
 #include "xstage_replay.h"
 #include "xstage_win.h"
 
@@ -43,11 +45,23 @@ typedef struct {
     unsigned long long c_go;           /* clock64 when the common start instant was reached */
 } xs_anchor;
 
+/* Flags of every window: [0, XS_REPLAY_UFLAGS) for the visibility probe, then one agreement slot
+ * per rank (peer runs, agree_max). */
+#define XS_REPLAY_UFLAGS 8
+
 struct xs_replayer {
     xs_replay_opts o;
     xs_gpu_info gpu;
     xs_winset *win;
-    xs_wintab tab;
+    xs_wintab tab;   /* what the kernels store through: with N > 1 peer ranks, every window's
+                      * region of this source (data[d] + me x region, bytes = region) */
+    xs_wintab own;   /* the windows as opened (own window, flags, barrier flags) */
+    int multi;       /* peer target, N > 1 processes: per-source regions, lockstep runs */
+    int me, n;       /* this rank, ranks */
+    int dbase, ndest; /* producer p stores to rank (dbase + p % ndest) % n: N > 1 peers: the
+                       * other ranks only (me + 1 ...), one process: every window (0 ...) */
+    unsigned long long region16; /* units of one source's region (N > 1 peers) */
+    unsigned long long nrun;     /* peer runs: run counter, the same on every rank */
     size_t smem;                 /* dynamic shared memory that forces one CTA per SM */
     double ghz;                  /* SM clock from the probe (cycles per ns) */
     xs_devstatus *dstat;         /* mapped host memory */
@@ -71,7 +85,8 @@ static __device__ __forceinline__ unsigned long long ld_acquire_gpu(const unsign
 __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
     replay_kernel(xs_wintab tab, const xs_drow *rows, int nrows, xs_stamp *stamps,
                   xs_anchor *anchors, int sync, unsigned long long *scratch,
-                  unsigned long long lead_ns, unsigned long long timeout_ns, xs_devstatus *st)
+                  unsigned long long lead_ns, unsigned long long timeout_ns, xs_devstatus *st,
+                  int dbase, int ndest, unsigned int salt, unsigned long long xepoch)
 {
     extern __shared__ unsigned char occupancy_only[]; /* forces one CTA per SM; unused */
     (void)occupancy_only;
@@ -85,11 +100,44 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
     if (threadIdx.x == 0) {
         s_abort = 0;
         xs_time_anchor(&a.g0, &a.c0, 1u << 16);
-        /* the first producer to arrive fixes the common start instant */
-        unsigned long long mine = a.g0 + lead_ns;
-        unsigned long long old = atomicCAS(&scratch[0], 0ull, mine);
-        unsigned long long go = old ? old : mine;
-        while (xs_globaltimer() < go) {
+        unsigned long long go;
+        if (!xepoch) {
+            /* the first producer to arrive fixes the common start instant */
+            unsigned long long mine = a.g0 + lead_ns;
+            unsigned long long old = atomicCAS(&scratch[0], 0ull, mine);
+            go = old ? old : mine;
+        } else if (p == 0) {
+            /* N > 1 peer ranks: producer 0 meets every rank's producer 0 on the barrier flags
+             * (epoch xepoch; every rank's verification of the previous run is done before its
+             * kernel starts), then fixes this rank's start instant; the ranks leave within the
+             * flags' round trip of each other, and no store lands in a window still verified */
+            for (int d = 0; d < n; d++)
+                xs_st_release_sys(tab.flags[d] + tab.nflags + tab.rank, xepoch);
+            for (int s = 0; s < n && !s_abort; s++) {
+                unsigned long long now = xs_globaltimer(), end = a.g0 + timeout_ns;
+                if (xs_wait_geq(tab.flags[tab.rank] + tab.nflags + s, xepoch,
+                                end > now ? end - now : 0) != XS_WAIT_OK) {
+                    xs_devfail(st, XS_DEVERR_TIMEOUT, 2000000ull + s);
+                    s_abort = 1;
+                }
+            }
+            go = xs_globaltimer() + lead_ns;
+            if (s_abort)
+                go = 1; /* wakes the other producers, which then see the failure */
+            atomicExch(&scratch[0], go);
+        } else {
+            while ((go = ld_acquire_gpu(&scratch[0])) == 0) {
+                if (xs_globaltimer() > a.g0 + timeout_ns) {
+                    xs_devfail(st, XS_DEVERR_TIMEOUT, 0);
+                    s_abort = 1;
+                    go = 1;
+                    break;
+                }
+            }
+            if (go == 1)
+                s_abort = 1;
+        }
+        while (!s_abort && xs_globaltimer() < go) {
             if (xs_globaltimer() > a.g0 + timeout_ns) {
                 xs_devfail(st, XS_DEVERR_TIMEOUT, 0);
                 s_abort = 1;
@@ -101,15 +149,15 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
     __syncthreads();
     if (s_abort)
         return;
-    const int d = p % n;
-    const unsigned long long slot = (unsigned long long)(p / n);
+    const int d = (dbase + p % ndest) % n;
+    const unsigned long long slot = (unsigned long long)(p / ndest);
     for (int r = 0; r < nrows; r++) {
         if (p < row.k) {
             __syncthreads();
             unsigned long long cs = xs_clock();
             unsigned long long first = row.off16 + slot * row.stride16;
-            xs_burst_pattern(tab.data[d] + 16 * first, row.n16, row.seed ^ (d * 0x85ebca6bu),
-                             first);
+            xs_burst_pattern(tab.data[d] + 16 * first, row.n16,
+                             row.seed ^ (d * 0x85ebca6bu) ^ salt, first);
             __syncthreads();
             if (threadIdx.x == 0) {
                 xs_stamp s = {cs, xs_clock()};
@@ -267,6 +315,10 @@ static xs_status check_devstatus(xs_replayer *rp, const char *what)
         return XS_OK;
     memset(rp->dstat, 0, sizeof *rp->dstat);
     if (s.code == XS_DEVERR_TIMEOUT) {
+        if (s.detail >= 2000000ull)
+            return xs_seterr(XS_ETIMEOUT, "%s: rank %llu did not reach the common start within "
+                             "%.1f s (peer run: every rank starts each run together)", what,
+                             s.detail - 2000000ull, rp->o.timeout_s);
         if (s.detail >= 1000000ull)
             return xs_seterr(XS_ETIMEOUT, "%s: grid barrier after row %llu timed out on producer "
                              "%u (%.1f s bound)", what, s.detail - 1000000ull, s.block,
@@ -297,14 +349,42 @@ xs_status xs_replayer_open(const xs_replay_opts *o, xs_replayer **out)
     wo.target = o->target;
     wo.virtual_peers = o->virtual_peers;
     wo.bytes = o->window_bytes;
-    wo.nflags = 8;
+    if (o->target == XS_TARGET_PEER) {
+        /* N > 1 ranks: one region of window_bytes per source in every window, so that a
+         * schedule fits the same window size on any rank count */
+        int rank = 0, nr = 1, have = 0;
+        unsigned char id[XS_NCCL_ID_BYTES];
+        st = xs_rank_env(&rank, &nr, id, &have);
+        if (st != XS_OK) {
+            free(rp);
+            return st;
+        }
+        if (nr > 1)
+            wo.bytes = o->window_bytes * (size_t)nr;
+    }
+    wo.nflags = XS_REPLAY_UFLAGS + XS_MAX_RANKS;
     wo.device = o->device;
     st = xs_win_open(&wo, &rp->win);
     if (st != XS_OK) {
         free(rp);
         return st;
     }
-    rp->tab = *xs_win_table(rp->win);
+    rp->own = rp->tab = *xs_win_table(rp->win);
+    rp->n = rp->own.nranks;
+    rp->me = rp->own.rank;
+    rp->multi = o->target == XS_TARGET_PEER && rp->n > 1;
+    rp->dbase = 0;
+    rp->ndest = rp->n;
+    if (rp->multi) {
+        /* every window holds one region per source; this rank stores into region `me` of the
+         * other ranks' windows (docs/MULTIGPU.md, calibrate/replay/validate -g N) */
+        rp->region16 = (unsigned long long)(rp->own.bytes / 16 / (size_t)rp->n) & ~7ull;
+        for (int d = 0; d < rp->n; d++)
+            rp->tab.data[d] = rp->own.data[d] + 16 * rp->region16 * (unsigned long long)rp->me;
+        rp->tab.bytes = (size_t)(16 * rp->region16);
+        rp->dbase = rp->me + 1;
+        rp->ndest = rp->n - 1;
+    }
     /* more than half an SM's shared memory: the scheduler can place only one CTA per SM */
     rp->smem = rp->gpu.smem_per_sm / 2 + 1024;
     if (rp->smem > rp->gpu.smem_optin)
@@ -399,11 +479,11 @@ xs_status xs_replay_check(const xs_replayer *rp, const xs_schedule *s)
             return xs_seterr(XS_EINVAL, "row %d: bytes_per_producer %lld is not a multiple of 16 "
                              "(producers store 16-byte units)", r,
                              (long long)s->rows[r].bytes_per_producer);
-    unsigned long long need = 16 * window_need16(s, rp->tab.nranks);
+    unsigned long long need = 16 * window_need16(s, rp->ndest);
     if (need > rp->tab.bytes)
-        return xs_seterr(XS_ERANGE, "the schedule stores %.4g MB per destination window; the "
+        return xs_seterr(XS_ERANGE, "the schedule stores %.4g MB per destination window%s; the "
                          "window holds %.4g MB (raise --window)", need / 1e6,
-                         rp->tab.bytes / 1e6);
+                         rp->multi ? " and source" : "", rp->tab.bytes / 1e6);
     if ((double)s->nrows * kmax > (double)(1 << 24))
         return xs_seterr(XS_ERANGE, "%d rows x %d producers: too many issue windows to record "
                          "(at most 2^24)", s->nrows, kmax);
@@ -414,34 +494,57 @@ xs_status xs_replay_check(const xs_replayer *rp, const xs_schedule *s)
     return XS_OK;
 }
 
-/* Verify every row's regions at every destination, destination-side: every producer's bytes
- * (the padding to whole lines between them is never written and not checked). */
+/* The pattern salt of source rank `src` (N > 1 peer ranks; 0 otherwise): a region written by the
+ * wrong source fails its check. */
+static unsigned int src_salt(const xs_replayer *rp, int src)
+{
+    return rp->multi ? (unsigned)(src + 1) * 0x27d4eb2fu : 0u;
+}
+
+/* Verify every row's regions at every destination this process owns, destination-side: every
+ * producer's bytes (the padding to whole lines between them is never written and not checked).
+ * One process: every window. N > 1 peer ranks: this rank's own window, every other source's
+ * region of it (the sources' stores are complete: the caller passed a barrier). */
 static xs_status verify_all(xs_replayer *rp, const xs_schedule *s, const unsigned int *seeds,
                             const unsigned long long *off16, uint64_t *bad_total)
 {
-    const int n = rp->tab.nranks;
+    const int n = rp->n;
     *bad_total = 0;
     for (int r = 0; r < s->nrows; r++) {
+        const int k = s->rows[r].producers;
         unsigned long long n16 = (unsigned long long)(s->rows[r].bytes_per_producer / 16);
         unsigned long long st16 = slot16(s->rows[r].bytes_per_producer);
-        for (int d = 0; d < n && d < s->rows[r].producers; d++) {
-            if (xs_win_target(rp->win) == XS_TARGET_PEER && d != rp->tab.rank)
-                continue; /* a peer's window is verified by the peer */
-            unsigned long long slots =
-                (unsigned long long)((s->rows[r].producers - d + n - 1) / n);
-            unsigned int seed = seeds[r] ^ ((unsigned)d * 0x85ebca6bu);
+        for (int i = 0; i < n; i++) {
+            /* (destination d, source src): the producers p = j, j + ndest, ... of src land here */
+            int d, src, j;
+            if (rp->multi) {
+                if (i == rp->me)
+                    continue;
+                d = rp->me;
+                src = i;
+                j = ((d - src - 1) % n + n) % n;
+            } else {
+                d = j = i;
+                src = rp->me;
+            }
+            if (j >= k)
+                continue;
+            unsigned long long slots = (unsigned long long)((k - j + rp->ndest - 1) / rp->ndest);
+            unsigned int seed = seeds[r] ^ ((unsigned)d * 0x85ebca6bu) ^ src_salt(rp, src);
+            unsigned long long base = rp->multi ? (unsigned long long)src * rp->region16 : 0;
             uint64_t bad = 0;
             if (st16 == n16) {
-                XS_TRY(xs_win_verify(rp->win, d, off16[r], slots * n16, seed, off16[r], &bad));
+                XS_TRY(xs_win_verify(rp->win, d, base + off16[r], slots * n16, seed, off16[r],
+                                     &bad));
                 *bad_total += bad;
-                XS_TRY(xs_win_host_state(rp->win, d, off16[r], slots * n16, rp->o.dest));
+                XS_TRY(xs_win_host_state(rp->win, d, base + off16[r], slots * n16, rp->o.dest));
                 continue;
             }
-            for (unsigned long long k = 0; k < slots; k++) {
-                unsigned long long first = off16[r] + k * st16;
-                XS_TRY(xs_win_verify(rp->win, d, first, n16, seed, first, &bad));
+            for (unsigned long long q = 0; q < slots; q++) {
+                unsigned long long first = off16[r] + q * st16;
+                XS_TRY(xs_win_verify(rp->win, d, base + first, n16, seed, first, &bad));
                 *bad_total += bad;
-                XS_TRY(xs_win_host_state(rp->win, d, first, n16, rp->o.dest));
+                XS_TRY(xs_win_host_state(rp->win, d, base + first, n16, rp->o.dest));
             }
         }
     }
@@ -454,7 +557,13 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
     memset(res, 0, sizeof *res);
     memset(stats, 0, sizeof *stats);
     XS_TRY(xs_replay_check(rp, s));
-    const int n = rp->tab.nranks, grid = xs_schedule_max_producers(s);
+    const int n = rp->ndest, grid = xs_schedule_max_producers(s);
+    /* N > 1 peer ranks: every rank must know every source's patterns, and callers seed from the
+     * clock: the seed is the run counter, which the lockstep keeps equal on every rank */
+    if (rp->multi)
+        seed = 0x5eed7u + 0x9e3779b9u * (uint32_t)rp->nrun;
+    const unsigned long long xepoch = rp->multi ? xs_win_next_barrier_epoch(rp->win) : 0;
+    rp->nrun++;
     xs_drow *h = (xs_drow *)calloc((size_t)s->nrows, sizeof *h);
     unsigned int *seeds = (unsigned int *)calloc((size_t)s->nrows, sizeof *seeds);
     unsigned long long *off16 =
@@ -510,7 +619,8 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
     replay_kernel<<<grid, XS_PRODUCER_THREADS, rp->smem, rp->stream>>>(
         rp->tab, rp->drows, s->nrows, rp->dstamps, rp->danchors, sync, rp->dscratch,
         10000ull /* common start 10 us after the first producer arrives */,
-        (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat);
+        (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat, rp->dbase, rp->ndest,
+        src_salt(rp, rp->me), xepoch);
     RUN_CU(cudaGetLastError());
     RUN_CU(cudaEventRecord(rp->ev1, rp->stream));
     st = xs_event_wait(rp->ev1, rp->o.timeout_s + 5, "replay kernel");
@@ -577,6 +687,9 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
         free(go);
     }
     stats->bytes = xs_schedule_bytes(s);
+    /* N > 1 peer ranks: every source's stores are in this window before it is read */
+    if (rp->multi && (st = xs_win_barrier(rp->win, (int)(rp->o.timeout_s * 1000) + 5000)) != XS_OK)
+        goto out;
     st = verify_all(rp, s, seeds, off16, &stats->bad16);
     if (st == XS_OK && stats->bad16)
         st = xs_seterr(XS_EVERIFY, "%llu of %.0f 16-byte units wrong or missing at the "
@@ -592,6 +705,38 @@ out:
     return st;
 }
 
+/* Agreement slot of rank r: user flag XS_REPLAY_UFLAGS + r of every window. */
+__global__ void agree_put_kernel(xs_wintab tab, unsigned long long v)
+{
+    const int d = (int)threadIdx.x;
+    if (d < tab.nranks)
+        xs_st_release_sys(tab.flags[d] + XS_REPLAY_UFLAGS + tab.rank, v);
+}
+
+/* N > 1 peer ranks: *v becomes the maximum of every rank's *v (non-negative, whole ns), so that
+ * a decision taken from it is the same on every rank. Each rank writes its value into its slot
+ * of every window, a barrier, then each reads its own window's slots. A rank writes its next
+ * value only after its next run's start barrier, which every rank passes only after reading
+ * these: no value is overwritten before it is read. One process: nothing to do. */
+static xs_status agree_max(xs_replayer *rp, double *v)
+{
+    if (!rp->multi)
+        return XS_OK;
+    const unsigned long long mine = (unsigned long long)ceil(*v > 0 ? *v : 0);
+    agree_put_kernel<<<1, 64, 0, rp->stream>>>(rp->own, mine);
+    XS_CU_LAUNCH();
+    XS_CU(cudaStreamSynchronize(rp->stream));
+    XS_TRY(xs_win_barrier(rp->win, (int)(rp->o.timeout_s * 1000) + 5000));
+    unsigned long long got[XS_MAX_RANKS];
+    XS_CU(cudaMemcpy(got, rp->own.flags[rp->me] + XS_REPLAY_UFLAGS,
+                     (size_t)rp->n * sizeof got[0], cudaMemcpyDeviceToHost));
+    unsigned long long m = 0;
+    for (int r = 0; r < rp->n; r++)
+        m = got[r] > m ? got[r] : m;
+    *v = (double)m;
+    return XS_OK;
+}
+
 /* A run whose producers did not leave the common start together (start skew above
  * o.max_skew_ns) is not the schedule the model is given: it is run again, up to 8 times in all;
  * the last attempt is kept whatever its skew. Every attempt is verified. */
@@ -602,9 +747,16 @@ xs_status xs_replay_run(xs_replayer *rp, const xs_schedule *s, int sync, uint32_
     for (int attempt = 0;; attempt++) {
         xs_status st = replay_once(rp, s, sync, seed + 0x51ed27u * (uint32_t)attempt, res, stats);
         stats->restarts = again;
-        if (st != XS_OK || rp->o.max_skew_ns <= 0 || stats->start_skew_ns <= rp->o.max_skew_ns ||
-            attempt == 7)
+        if (st != XS_OK || rp->o.max_skew_ns <= 0 || attempt == 7)
             return st;
+        /* N > 1 peer ranks rerun together: the largest skew of any rank decides */
+        double skew = stats->start_skew_ns;
+        if ((st = agree_max(rp, &skew)) != XS_OK) {
+            xs_result_free(res);
+            return st;
+        }
+        if (skew <= rp->o.max_skew_ns)
+            return XS_OK;
         xs_result_free(res);
         again++;
     }
@@ -638,17 +790,25 @@ static xs_status store_rate(xs_replayer *rp, size_t bytes, int load, int reps, d
     }
     double *g = (double *)malloc((size_t)reps * sizeof *g);
     xs_status st = g ? XS_OK : xs_seterr(XS_ENOMEM, "out of host memory");
+    /* N > 1 peer ranks: rank me stores into its region of rank me + 1's window and verifies
+     * what rank me - 1 stored into its own; barriers around each run keep the ranks in step */
+    const int dst = rp->multi ? (rp->me + 1) % rp->n : 0;
+    const int from = rp->multi ? (rp->me + rp->n - 1) % rp->n : rp->me;
+    const unsigned long long vbase = rp->multi ? (unsigned long long)from * rp->region16 : 0;
+    const int bar_ms = (int)(rp->o.timeout_s * 1000) + 5000;
     for (int i = -1; i < reps && st == XS_OK; i++) {
         const unsigned int seed =
             xs_mix32((load < 0 ? 0xb5u : 0x10adu) + (unsigned)(i + 7) * 7919u) | 1u;
+        if (rp->multi && (st = xs_win_barrier(rp->win, bar_ms)) != XS_OK)
+            break;
         cudaEventRecord(rp->ev0, rp->stream);
         if (load < 0)
-            store_bw_kernel<<<4 * rp->gpu.sm_count, 256, 0, rp->stream>>>(rp->tab.data[0],
-                                                                          bytes / 16, seed);
+            store_bw_kernel<<<4 * rp->gpu.sm_count, 256, 0, rp->stream>>>(
+                rp->tab.data[dst], bytes / 16, seed ^ src_salt(rp, rp->me));
         else
             store_load_kernel<<<rp->gpu.sm_count, 256, 0, rp->stream>>>(
-                rp->tab.data[0], bytes / 16, seed, buf, buf_bytes / 16, load,
-                (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat);
+                rp->tab.data[dst], bytes / 16, seed ^ src_salt(rp, rp->me), buf, buf_bytes / 16,
+                load, (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) {
             st = xs_seterr(XS_ECUDA, "%s: %s", load < 0 ? "store_bw_kernel" : "store_load_kernel",
@@ -668,7 +828,10 @@ static xs_status store_rate(xs_replayer *rp, size_t bytes, int load, int reps, d
         float ms = 0;
         cudaEventElapsedTime(&ms, rp->ev0, rp->ev1);
         uint64_t bad = 0;
-        st = xs_win_verify(rp->win, 0, 0, bytes / 16, seed, 0, &bad);
+        if (rp->multi && (st = xs_win_barrier(rp->win, bar_ms)) != XS_OK)
+            break;
+        st = xs_win_verify(rp->win, rp->multi ? rp->me : 0, vbase, bytes / 16,
+                           seed ^ src_salt(rp, from), 0, &bad);
         if (st == XS_OK && bad)
             st = xs_seterr(XS_EVERIFY, "%s: %llu of %zu 16-byte units wrong", what,
                            (unsigned long long)bad, bytes / 16);
