@@ -8,14 +8,15 @@
 #   4. xstage bench ep -g N                    (small sweep; NCCL's own ncclAlltoAll bandwidth
 #                                                is printed first, for comparison with R)
 #   5. xstage bench tp -g N                    (N > 1: real peers, a smoke of the three ops on
-#                                                small widths, then llama3-8b at 4096 tokens;
+#                                                small widths, then llama3-8b at 4096 tokens on
+#                                                both engines (mma, sm90);
 #                                                N = 1: the one-GPU bench, virtual peers)
 #   6. xstage bench up -g N                    (N > 1: real peers, a small sweep: two lengths
 #                                                rounded to a multiple of 128 N, 16 heads, both
 #                                                masks, -n 3; N = 1: the one-GPU bench --quick)
 # NVLink SHARP stays off (NCCL_NVLS_ENABLE=0). Writes to $OUT: multi.log (everything),
 # topo.txt, peer_profile.json, peer_samples.csv, validate.csv, validate_rows.csv, ep.csv,
-# ep_tiles.csv (QUICK=0 only), tp_smoke.csv, tp.csv, up.csv. Each step is bounded by `timeout`
+# ep_tiles.csv (QUICK=0 only), tp_smoke.csv, tp.csv, tp_sm90.csv, up.csv. Each step is bounded by `timeout`
 # (the launcher bounds the ranks again: XS_LAUNCH_TIMEOUT); one failure does not stop the
 # others; PASS/FAIL table last.
 # Usage: N=8 OUT=dir [BUILD=build] [QUICK=1] scripts/gpu_multi.sh
@@ -102,6 +103,10 @@ else
         --csv "$OUT/tp_smoke.csv"
     mstep "bench tp -g $N" 600 "$X" bench tp -g "$N" --model llama3-8b --m 4096 -n 3 -w 1 \
         --max-time 400 ${P:+--profile "$P"} --csv "$OUT/tp.csv"
+    # the same layer on the Hopper engine (wgmma + TMA, docs/GEMM_SM90.md): the mma engine's
+    # GEMM runs at about half of cuBLAS, which the NVLink baseline exposes
+    mstep "bench tp -g $N sm90" 600 "$X" bench tp -g "$N" --engine sm90 --model llama3-8b \
+        --m 4096 -n 3 -w 1 --max-time 400 ${P:+--profile "$P"} --csv "$OUT/tp_sm90.csv"
     # real peers: P = N; every length a multiple of N (rows per rank) - here of 128 N, so
     # that no query block straddles two ranks' shards
     u=$((128 * N))
