@@ -877,58 +877,6 @@ static void ep_summary(const ep_row *rows, int n)
 
 /* ---- entry ---------------------------------------------------------------------------------- */
 
-/* -g: NCCL's own all-to-all bandwidth on this machine, for comparison with the calibrated R of
- * the peer path (issue 8): ncclAlltoAll of `bytes` per rank pair, median of 10 after 2 warm-up,
- * events around each call. Collective: every rank calls it; rank 0 prints. */
-static xs_status ep_nccl_bw(xs_coll *c, size_t bytes)
-{
-    const int n = xs_coll_nranks(c);
-    char *a = NULL, *b = NULL;
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    double t[10];
-    xs_status st = XS_OK;
-#define BW_CU(call)                                                                            \
-    do {                                                                                       \
-        cudaError_t e_ = (call);                                                               \
-        if (e_ != cudaSuccess && st == XS_OK)                                                  \
-            st = xs_seterr(XS_ECUDA, "%s: %s", #call, cudaGetErrorString(e_));                 \
-    } while (0)
-    BW_CU(cudaMalloc((void **)&a, (size_t)n * bytes));
-    BW_CU(cudaMalloc((void **)&b, (size_t)n * bytes));
-    BW_CU(cudaEventCreate(&e0));
-    BW_CU(cudaEventCreate(&e1));
-    if (st == XS_OK)
-        BW_CU(cudaMemset(a, 0x3c, (size_t)n * bytes));
-    for (int it = 0; it < 12 && st == XS_OK; it++) {
-        BW_CU(cudaEventRecord(e0, 0));
-        if (st == XS_OK)
-            st = xs_coll_alltoall(c, a, b, bytes, 0);
-        BW_CU(cudaEventRecord(e1, 0));
-        BW_CU(cudaEventSynchronize(e1));
-        float ms = 0;
-        BW_CU(cudaEventElapsedTime(&ms, e0, e1));
-        if (it >= 2)
-            t[it - 2] = ms * 1e3;
-    }
-    if (st == XS_OK) {
-        const double us = xs_median(t, 10), lo = xs_min(t, 10), hi = xs_max(t, 10);
-        printf("# nccl: ncclAlltoAll of %.1f MiB per rank pair over %d ranks: %.1f us median "
-               "[%.1f, %.1f]; to the peers %.1f GB/s per GPU ((N-1) x bytes / time), algbw %.1f "
-               "GB/s (N x bytes / time)\n", bytes / 1048576.0, n, us, lo, hi,
-               (double)(n - 1) * bytes / (us * 1e3), (double)n * bytes / (us * 1e3));
-    }
-#undef BW_CU
-    if (a)
-        cudaFree(a);
-    if (b)
-        cudaFree(b);
-    if (e0)
-        cudaEventDestroy(e0);
-    if (e1)
-        cudaEventDestroy(e1);
-    return st;
-}
-
 int xs_bench_ep(int argc, char **argv)
 {
     ep_opts o;
@@ -982,7 +930,8 @@ int xs_bench_ep(int argc, char **argv)
                "windows (LSA pointers), one region per source; unfused combine: grouped "
                "ncclSend/ncclRecv; every rank verifies every region of its own window; times are "
                "rank 0's (the slowest rank's medians at the end)\n", nranks);
-    if (coll && (ep_nccl_bw(coll, 1u << 20) != XS_OK || ep_nccl_bw(coll, 32u << 20) != XS_OK)) {
+    if (coll && (xs_coll_alltoall_bw(coll, 1u << 20, NULL) != XS_OK ||
+                 xs_coll_alltoall_bw(coll, 32u << 20, NULL) != XS_OK)) {
         if (csv)
             fclose(csv);
         if (tiles)

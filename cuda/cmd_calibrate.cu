@@ -133,7 +133,10 @@ static void usage(void)
            "  --max-skew NS         rerun a run whose producers left the common start more\n"
            "                        than NS apart (up to 8 attempts; default 128, 0 keeps all)\n"
            "  --load-probe          also (f): the store kernel's rate while its SMs run other\n"
-           "                        memory traffic (HBM, L2); reported, not fitted\n");
+           "                        memory traffic (HBM, L2); reported, not fitted\n"
+           "  --peer-dests all|one  with -g N: producer p stores to the other ranks in turn (all,\n"
+           "                        default: all-to-all traffic) or every producer to the next\n"
+           "                        rank (one destination); with N = 2 both are the one peer\n");
 }
 
 int xs_cmd_calibrate(int argc, char **argv)
@@ -146,7 +149,7 @@ int xs_cmd_calibrate(int argc, char **argv)
         {"timeout", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'},
         {"gpus", required_argument, 0, 'g'}, {"virtual-peers", required_argument, 0, 'V'},
         {"dest", required_argument, 0, 'D'}, {"max-skew", required_argument, 0, 'S'},
-        {"load-probe", no_argument, 0, 'L'},
+        {"load-probe", no_argument, 0, 'L'}, {"peer-dests", required_argument, 0, 'E'},
         {0, 0, 0, 0}};
     xs_replay_opts ro;
     memset(&ro, 0, sizeof ro);
@@ -202,6 +205,14 @@ int xs_cmd_calibrate(int argc, char **argv)
                 return xs_cli_fail();
             break;
         case 'L': load_probe = 1; break;
+        case 'E':
+            if (!strcmp(optarg, "one"))
+                ro.one_dest = 1;
+            else if (!strcmp(optarg, "all"))
+                ro.one_dest = 0;
+            else
+                return xs_cli_failf("--peer-dests '%s': expected all or one", optarg);
+            break;
         case 'S':
             if (xs_parse_double("--max-skew", optarg, 0, 1e6, &ro.max_skew_ns) != XS_OK)
                 return xs_cli_fail();
@@ -221,9 +232,17 @@ int xs_cmd_calibrate(int argc, char **argv)
     if (gpus > 1 && ro.target != XS_TARGET_PEER)
         return xs_cli_failf("calibrate: --gpus %d needs --target peer", gpus);
     {
-        int ec = 0, l = xs_launch_or_run(gpus, 0, NULL, &ec);
+        /* N > 1: the bench launcher, which also hands the ranks the id of a communicator for
+         * NCCL's own all-to-all (R's comparison below); bound: XS_LAUNCH_TIMEOUT, else 4 h */
+        int ec = 0, l = gpus > 1 ? xs_bench_launch(gpus, &ec) : xs_launch_or_run(gpus, 0, NULL, &ec);
         if ((l = xs_launch_exit(l, ec)) >= 0)
             return l;
+    }
+    int nranks = 1;
+    {
+        int me = 0, have = 0;
+        if (ro.target == XS_TARGET_PEER && xs_rank_env(&me, &nranks, NULL, &have) != XS_OK)
+            return xs_cli_fail();
     }
 
     if (!xs_rank_primary()) /* -g N: rank 0 writes the files */
@@ -237,6 +256,12 @@ int xs_cmd_calibrate(int argc, char **argv)
     xs_gpu_report_header(stdout, gpu, argc + 1, argv - 1);
     printf("# target %s, window %.0f MiB, %s\n", xs_target_name(ro.target),
            ro.window_bytes / 1048576.0, quick ? "quick" : "full");
+    if (nranks > 1)
+        printf("# ranks: %d processes, rank r on GPU r; producer p of rank r stores to rank %s; "
+               "one region of %.0f MiB per source in every window; every rank verifies its own "
+               "window; rank 0's numbers reported\n", nranks,
+               ro.one_dest ? "r + 1 (one destination)" : "r + 1 + p % (N - 1) (all-to-all)",
+               ro.window_bytes / 1048576.0);
     fflush(stdout);
 
     xs_samples smp = {0};
@@ -319,6 +344,24 @@ int xs_cmd_calibrate(int argc, char **argv)
         xs_replayer_close(rp);
         return 1;
     }
+    /* N > 1: NCCL's own all-to-all in the same run, R's comparison (issue 8) */
+    double nccl_gbps = NAN;
+    if (nranks > 1) {
+        xs_coll *coll = NULL;
+        xs_status cs = xs_coll_open(&coll);
+        if (cs == XS_OK)
+            cs = xs_coll_alltoall_bw(coll, 1u << 20, NULL);
+        if (cs == XS_OK)
+            cs = xs_coll_alltoall_bw(coll, 32u << 20, &nccl_gbps);
+        if (coll)
+            xs_coll_close(coll, cs != XS_OK);
+        if (cs != XS_OK) {
+            xs_cli_fail();
+            xs_samples_free(&smp);
+            xs_replayer_close(rp);
+            return 1;
+        }
+    }
     /* (f) drain under load (--load-probe): reported next to R, not fitted */
     double ld_med[3] = {NAN, NAN, NAN}, ld_min[3] = {NAN, NAN, NAN}, ld_max[3] = {NAN, NAN, NAN};
     for (int l = 0; load_probe && l < 3; l++)
@@ -380,6 +423,11 @@ int xs_cmd_calibrate(int argc, char **argv)
     printf("plain zero-copy store kernel (%d CTAs x 256 threads, %.0f MiB): %.2f GB/s median "
            "[%.2f, %.2f]; R / store bw = %.3f\n", 4 * sms, ro.window_bytes / 1048576.0, bw_med,
            bw_min, bw_max, p.drain_bytes_per_ns / bw_med);
+    if (nranks > 1)
+        printf("NCCL ncclAlltoAll, 32 MiB per rank pair, same run: %.2f GB/s to the peers per GPU; "
+               "R / NCCL = %.3f (R: this rank's stores to %s)\n", nccl_gbps,
+               p.drain_bytes_per_ns / nccl_gbps,
+               ro.one_dest || nranks == 2 ? "one peer" : "all peers");
     if (load_probe) {
         static const char *const ln[3] = {"none", "hbm", "l2"};
         printf("\n## (f) drain under load: one CTA per SM, 128 threads store their share of %.0f "

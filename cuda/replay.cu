@@ -383,7 +383,7 @@ xs_status xs_replayer_open(const xs_replay_opts *o, xs_replayer **out)
             rp->tab.data[d] = rp->own.data[d] + 16 * rp->region16 * (unsigned long long)rp->me;
         rp->tab.bytes = (size_t)(16 * rp->region16);
         rp->dbase = rp->me + 1;
-        rp->ndest = rp->n - 1;
+        rp->ndest = o->one_dest ? 1 : rp->n - 1;
     }
     /* more than half an SM's shared memory: the scheduler can place only one CTA per SM */
     rp->smem = rp->gpu.smem_per_sm / 2 + 1024;
@@ -527,8 +527,8 @@ static xs_status verify_all(xs_replayer *rp, const xs_schedule *s, const unsigne
                 d = j = i;
                 src = rp->me;
             }
-            if (j >= k)
-                continue;
+            if (j >= rp->ndest || j >= k)
+                continue; /* no producer of src stores here */
             unsigned long long slots = (unsigned long long)((k - j + rp->ndest - 1) / rp->ndest);
             unsigned int seed = seeds[r] ^ ((unsigned)d * 0x85ebca6bu) ^ src_salt(rp, src);
             unsigned long long base = rp->multi ? (unsigned long long)src * rp->region16 : 0;

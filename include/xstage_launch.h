@@ -143,6 +143,10 @@ xs_status xs_coll_reduce_scatter_bf16(xs_coll *c, const void *send, void *recv, 
 xs_status xs_coll_all_gather(xs_coll *c, const void *send, void *recv, size_t bytes, void *s);
 /* Host values, element-wise maximum over the ranks (blocking; n <= 64). */
 xs_status xs_coll_max(xs_coll *c, double *v, int n);
+/* NCCL's ncclAlltoAll of `bytes` per rank pair: median of 10 after 2 warm-ups, events around each
+ * call; collective (every rank calls it), rank 0 prints one `# nccl:` line. *peer_gbps (may be
+ * NULL): bytes sent to the peers per GPU per second, (N - 1) x bytes / time, GB/s. */
+xs_status xs_coll_alltoall_bw(xs_coll *c, size_t bytes, double *peer_gbps);
 /* Host barrier over the ranks (an all-reduce of one value; blocking). */
 xs_status xs_coll_barrier(xs_coll *c);
 /* abort = 1 after an error: ncclCommAbort only. */

@@ -38,6 +38,8 @@ typedef struct {
     double max_skew_ns;     /* > 0: rerun (up to 8 attempts) a run whose producers' start skew
                                exceeds this; 0: keep every run. The commands default to
                                XS_REPLAY_MAX_SKEW_NS */
+    int one_dest;           /* peer target, N > 1 ranks: every producer stores to the next rank
+                               (one destination) instead of the other ranks in turn (all-to-all) */
 } xs_replay_opts;
 
 typedef struct {

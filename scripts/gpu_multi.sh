@@ -68,6 +68,12 @@ P="$OUT/peer_profile.json"
 # (docs/MULTIGPU.md); `profile check` below checks the file
 mstep "calibrate peer -g $N" 600 "$X" calibrate --target peer -g "$N" "${q[@]}" \
     --out "$P" --samples "$OUT/peer_samples.csv"
+# N > 2: the same with every producer storing to the next rank (one destination; N = 2 is
+# that already)
+if [ "$N" -gt 2 ]; then
+    mstep "calibrate peer -g $N one destination" 600 "$X" calibrate --target peer -g "$N" \
+        --peer-dests one "${q[@]}" --out "$OUT/peer_profile_one.json"
+fi
 if [ -s "$P" ] && "$X" profile check "$P" >>"$LOG" 2>&1; then
     echo "profile $P checks out" | tee -a "$LOG"
 else
