@@ -61,7 +61,8 @@
  * the buffer (the staged tile, if any, is stored - valid data - and its signal queued) and hand
  * over STOP, at which the store warps leave; only then does consumer thread 0 release the signal
  * queue's `done`. The store warps are threads of the CTA, so it cannot exit while they still read
- * its shared memory. The hand-over uses named barriers (racecheck sees them), which do not time
+ * its shared memory. The hand-over uses named barriers (racecheck sees them; the non-aligned
+ * barrier.sync, since the two sides reach them at different instructions), which do not time
  * out: both sides wait only for the other's bounded work; the host's bound on the kernel is the
  * backstop for a protocol bug.
  */
@@ -123,8 +124,13 @@ struct tp90_red {
     static constexpr int BM = XS_TP_BM, BN = XS_TP_BN, THREADS = 256;
 };
 
-#define TP90_BAR 3 /* named barrier of the 256 consumer threads (0: __syncthreads; 1, 2: the
-                      engine's epilogue, one per consumer warpgroup) */
+/* Named barrier ids, each with one fixed set of participants: 0 __syncthreads (all 384, once,
+ * in xs_gemm90_init); 1, 2 the engine's epilogue (128 each, one consumer warpgroup; without
+ * store warps only); 3 the 256 consumers; 4 the 64 store threads; 5, 6 the store-warp hand-over
+ * (256 consumers + 64 store threads, TP90_BAR_FULL / TP90_BAR_EMPTY below). 3 and 4 are the
+ * aligned bar.sync: every instance is reached by all its participants at the same instruction
+ * (the consumers' control flow is uniform, the store warps' barrier has one call site). */
+#define TP90_BAR 3 /* named barrier of the 256 consumer threads */
 #define TP90_SW_BAR 4 /* named barrier of the 64 store-warp threads */
 
 XS_DEV void tp90_consumer_bar(void) { asm volatile("bar.sync 3, 256;\n" ::: "memory"); }
@@ -457,22 +463,47 @@ XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, tp
 
 /* The hand-over of one staged tile from the consumers to the store warps. One staging buffer
  * (C::STG_OFF, with the dst rows at C::DST_OFF) and two rendezvous of the 256 consumer and 64
- * store threads (bar.sync of 320 on named barriers): EMPTY - the store warps have read the
- * previous tile (they wait here once it is stored), the consumers may write; FULL - the
+ * store threads (barrier.sync of 320 on named barriers 5 and 6): EMPTY - the store warps have
+ * read the previous tile (they wait here once it is stored), the consumers may write; FULL - the
  * consumers have written (staging, dst rows, this struct), the store warps may read. Per tile
  * both sides pass EMPTY then FULL; the consumers' wait at EMPTY is the wait for the previous
  * tile's stores, the store warps' wait is their idle time. Run 6 first handed over through two
  * mbarriers, then through bar.arrive / bar.sync pairs: both order the same, but compute-sanitizer
  * racecheck takes neither an mbarrier wait nor a bar.arrive as synchronising ordinary
  * shared-memory accesses and reported every staged tile (sanitize_sm90_call5/6.log); it does
- * take a bar.sync of both sides. Barriers cannot time out: neither side waits on anything but
- * the other's bounded work (the consumers' waits are bounded and end in STOP; the store warps'
- * in the X-Stage's drain), and a protocol bug would still end at the host's bound. */
+ * take a barrier sync of both sides. Barriers cannot time out: neither side waits on anything
+ * but the other's bounded work (the consumers' waits are bounded and end in STOP; the store
+ * warps' in the X-Stage's drain), and a protocol bug would still end at the host's bound.
+ *
+ * The non-aligned form (barrier.sync, not bar.sync): bar.sync is barrier.sync.aligned, which
+ * requires every thread taking part in an instance to execute the same barrier instruction (warps
+ * converged). Here the two sides reach each instance from different instructions by design - the
+ * consumers in tp90_tile_stage or tp90_stg_stop, the store warps in tp90_store_warps (whose loop
+ * ptxas even emits twice) - so the aligned form was undefined behaviour (ptxas may compile an
+ * aligned barrier as if all its threads stood at it together). The H200 sanitizer run of 2026-11-29
+ * (x2, call 1, commit 50f4a71) reported it: synccheck "Divergent thread(s) in block" at every
+ * hand-over (604 findings in test_tp90, 25564 in bench_tp90), and racecheck hazards between
+ * consumer thread 0's writes of `op` and the store warps' read of it, the accesses right next to
+ * the barriers - most likely the same misuse (an aligned barrier whose participants stand at
+ * different instructions is outside the tool's model), since EMPTY and FULL order them; not re-run
+ * yet. barrier.sync allows participants at different instructions and divergent warps (each thread
+ * waits for the non-exited threads of its warp; the warp's arrival counts 32 threads). The count:
+ * exactly 320 threads arrive at every instance of 5 and 6 - all 8 consumer warps (their control
+ * flow is uniform: the task loop's bound is, and an abort is taken by all 256 after the barrier or
+ * ring wait that published its cause; then all 256 call tp90_stg_stop) and both store warps (which
+ * leave only after the FULL that hands over STOP; the consumers use neither id after it; no other
+ * role uses 5 or 6). The SASS is the same BAR.SYNC.DEFER_BLOCKING, behind a BRA.DIV test (one per
+ * barrier or per EMPTY/FULL pair): a converged warp (every arrival here) goes straight to it, a
+ * divergent one would take a WARPSYNC.COLLECTIVE path. A __syncwarp() in front would add a test of
+ * its own and not remove this one. */
 enum { TP90_STG_STOP = 0, TP90_STG_PLAIN = 1, TP90_STG_SIGNAL = 2, TP90_STG_COUNT = 3 };
 #define TP90_BAR_FULL 5
 #define TP90_BAR_EMPTY 6
 #define TP90_STG_THREADS "320" /* 256 consumers + 64 store threads */
-XS_DEV void tp90_bar_sync(int id) { asm volatile("bar.sync %0, " TP90_STG_THREADS ";\n" ::"r"(id) : "memory"); }
+XS_DEV void tp90_bar_sync(int id)
+{
+    asm volatile("barrier.sync %0, " TP90_STG_THREADS ";\n" ::"r"(id) : "memory");
+}
 typedef struct {
     int op;               /* TP90_STG_*: what follows the stores (STOP: no tile, leave) */
     int ncols;            /* valid output columns of the staged tile */
@@ -550,7 +581,9 @@ XS_DEV void tp90_tile_stage(const tp_args &a, const xs_wintab &tab, char *smem, 
 
 /* The 256 consumers, after their last task (finished or aborted, uniformly): wait until the
  * store warps have released the buffer (every staged tile stored, its signal queued), then hand
- * over STOP. */
+ * over STOP. All 256 come here together, converged, but at other instructions than the store
+ * warps' EMPTY and FULL (and than tp90_tile_stage's): the barriers are the non-aligned form
+ * (tp90_bar_sync; with bar.sync this was synccheck's "Divergent thread(s) in block"). */
 XS_DEV void tp90_stg_stop(tp90_stg *sg)
 {
     tp90_stg_acquire();
@@ -568,7 +601,11 @@ XS_DEV void tp90_stg_stop(tp90_stg *sg)
  * wait for nothing but the next hand-over and the X-Stage (their stores); the idle wait lasts as
  * long as the consumers run, the signal warp's bound is its backstop. They leave at STOP, which
  * the consumers hand over after their last task, finished or aborted; until then the CTA lives
- * (its threads run), so no read of its shared memory outlives it. */
+ * (its threads run), so no read of its shared memory outlives it. Their EMPTY and FULL are
+ * instances the consumers reach at other instructions (non-aligned barrier.sync: tp90_bar_sync),
+ * which also stays correct if a warp arrived divergent after thread 0's signal (ptxas
+ * reconverges it there; a divergent warp would take the barrier's BRA.DIV path). Leaving after
+ * the FULL of STOP, they arrive at no later instance of 5 or 6, and nobody waits on one. */
 template <class C>
 XS_DEV void tp90_store_warps(const tp_args &a, char *smem, tp90_stg *sg, tp90_sq *q2)
 {
