@@ -21,7 +21,9 @@
 # others; PASS/FAIL table last.
 # Usage: N=8 OUT=dir [BUILD=build] [QUICK=1] scripts/gpu_multi.sh
 #   N      ranks = GPUs (default: every visible GPU)
-#   QUICK  1 (default): calibrate --quick, validate --quick, the smallest EP sweep
+#   QUICK  1 (default): calibrate --quick, validate --quick, the smallest EP sweep, TP and UP
+#          small; 0: full calibrate and validate, bench ep --quick, tp every model (sm90), up
+#          8192..65536 x 16,32 heads
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-./out-multi}
@@ -111,14 +113,22 @@ else
         --max-time 400 ${P:+--profile "$P"} --csv "$OUT/tp.csv"
     # the same layer on the Hopper engine (wgmma + TMA, docs/GEMM_SM90.md): the mma engine's
     # GEMM runs at about half of cuBLAS, which the NVLink baseline exposes
-    mstep "bench tp -g $N sm90" 600 "$X" bench tp -g "$N" --engine sm90 --model llama3-8b \
-        --m 4096 -n 3 -w 1 --max-time 400 ${P:+--profile "$P"} --csv "$OUT/tp_sm90.csv"
+    # QUICK=0: every model at its default token counts (m a multiple of 128 N for N <= 8)
+    tpm=(--model llama3-8b --m 4096)
+    [ "$QUICK" = 1 ] || tpm=(--model all)
+    mstep "bench tp -g $N sm90" 600 "$X" bench tp -g "$N" --engine sm90 "${tpm[@]}" \
+        -n 3 -w 1 --max-time 400 ${P:+--profile "$P"} --csv "$OUT/tp_sm90.csv"
     # real peers: P = N; every length a multiple of N (rows per rank) - here of 128 N, so
-    # that no query block straddles two ranks' shards
+    # that no query block straddles two ranks' shards. QUICK=0: the issue's lengths
+    # 8192 .. 65536 and 16 and 32 heads
     u=$((128 * N))
-    s1=$(((8192 + u - 1) / u * u))
-    s2=$(((16384 + u - 1) / u * u))
-    mstep "bench up -g $N" 300 "$X" bench up -g "$N" -s "$s1,$s2" -H 16 -c both -n 3 -w 1 \
+    seqs=""
+    lens="8192 16384"
+    [ "$QUICK" = 1 ] || lens="8192 16384 32768 49152 65536"
+    for l in $lens; do seqs="$seqs${seqs:+,}$(((l + u - 1) / u * u))"; done
+    heads=16
+    [ "$QUICK" = 1 ] || heads=16,32
+    mstep "bench up -g $N" 500 "$X" bench up -g "$N" -s "$seqs" -H "$heads" -c both -n 3 -w 1 \
         ${P:+--profile "$P"} --csv "$OUT/up.csv"
 fi
 
