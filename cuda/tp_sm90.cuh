@@ -500,6 +500,25 @@ enum { TP90_STG_STOP = 0, TP90_STG_PLAIN = 1, TP90_STG_SIGNAL = 2, TP90_STG_COUN
 #define TP90_BAR_FULL 5
 #define TP90_BAR_EMPTY 6
 #define TP90_STG_THREADS "320" /* 256 consumers + 64 store threads */
+/* Who writes the hand-over fields (op, ncols, flag, count) before FULL. 0 (default): consumer
+ * thread 0; 1: thread 0, then __syncwarp(); 2: every lane of warp 0, the same values. The three
+ * are equivalent by the PTX memory model (the FULL barrier orders the writes before the store
+ * warps' reads); 1 and 2 exist to test which form compute-sanitizer racecheck follows through a
+ * non-aligned barrier.sync (x2 call 3: it reported the thread-0 form's writes vs the store
+ * warps' read of op, 4 hazards per launch, and none of the warp-wide staging writes). */
+#ifndef XS_TP90_STG_WRITERS
+#define XS_TP90_STG_WRITERS 0
+#endif
+#if XS_TP90_STG_WRITERS == 2
+#define TP90_STG_WRITER(t) ((t) < 32)
+#else
+#define TP90_STG_WRITER(t) ((t) == 0)
+#endif
+#if XS_TP90_STG_WRITERS == 1
+#define TP90_STG_AFTER_WRITE() __syncwarp()
+#else
+#define TP90_STG_AFTER_WRITE() ((void)0)
+#endif
 XS_DEV void tp90_bar_sync(int id)
 {
     asm volatile("barrier.sync %0, " TP90_STG_THREADS ";\n" ::"r"(id) : "memory");
@@ -558,7 +577,7 @@ XS_DEV void tp90_tile_stage(const tp_args &a, const xs_wintab &tab, char *smem, 
                                                               xs_silu(acc[gi + 3]) * acc[u + 3]);
             }
     }
-    if (tid == 0) {
+    if (TP90_STG_WRITER(tid)) {
         const int nvalid = p.n - n0 < C::BN ? p.n - n0 : C::BN;
         sg->ncols = sw ? nvalid / 2 : nvalid;
         sg->flag = NULL;
@@ -576,6 +595,7 @@ XS_DEV void tp90_tile_stage(const tp_args &a, const xs_wintab &tab, char *smem, 
         } else
             sg->op = TP90_STG_PLAIN;
     }
+    TP90_STG_AFTER_WRITE();
     tp90_bar_sync(TP90_BAR_FULL); /* every consumer's writes precede the store warps' reads */
 }
 
@@ -587,8 +607,9 @@ XS_DEV void tp90_tile_stage(const tp_args &a, const xs_wintab &tab, char *smem, 
 XS_DEV void tp90_stg_stop(tp90_stg *sg)
 {
     tp90_stg_acquire();
-    if (threadIdx.x == 0)
+    if (TP90_STG_WRITER(threadIdx.x))
         sg->op = TP90_STG_STOP;
+    TP90_STG_AFTER_WRITE();
     tp90_bar_sync(TP90_BAR_FULL);
 }
 
