@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# gpu_session7.sh - the experiments of the 2026-11-29 fourth session that are not a standing area
+# of gpu_all.sh (bench/results/h200-2026-11-29-r7/README.md). From an already built tree.
+#   race  racecheck of test_tp --tiny --sm90 built three ways (XS_TP90_STG_WRITERS 0, 1, 2:
+#         who writes the store-warp hand-over fields; build/tests/gpu/test_tp_sw1|2 are built
+#         here with -DXS_TP90_STG_WRITERS=1|2, see cuda/tp_sm90.cuh)
+#   split bench up on one GPU (virtual peers over PCIe), the default sweep at -n 3 with the
+#         planner's choice, then with every tile's stores forced into 8, 4 and 2 slices: the
+#         kernel's own cost of a split (slice_us) against what it hides (docs/UP.md)
+# Usage: OUT=dir [PARTS="race split"] [PROFILE=file] scripts/gpu_session7.sh
+set -u
+OUT=${OUT:-./out-s7}
+PARTS=${PARTS:-race split}
+mkdir -p "$OUT"
+S="$OUT/session7.log"
+: >"$S"
+G=build/tests/gpu
+for p in $PARTS; do
+    case $p in
+    race)
+        for v in "" _sw1 _sw2; do
+            [ -x "$G/test_tp$v" ] || { echo "race: $G/test_tp$v missing" | tee -a "$S"; continue; }
+            timeout 120 compute-sanitizer --tool racecheck --error-exitcode 3 "$G/test_tp$v" --tiny \
+                --sm90 >"$OUT/race$v.log" 2>&1
+            rc=$?
+            echo "racecheck test_tp$v --tiny --sm90: rc=$rc $(grep -c 'Race reported' "$OUT/race$v.log") race lines; $(grep 'ERROR SUMMARY' "$OUT/race$v.log" | tail -n 1)" | tee -a "$S"
+        done ;;
+    split)
+        for sp in -1 8 4 2; do
+            timeout 200 build/xstage bench up --split "$sp" -n 3 -w 1 ${PROFILE:+--profile "$PROFILE"} \
+                --csv "$OUT/up_split$sp.csv" >"$OUT/up_split$sp.log" 2>&1
+            echo "bench up --split $sp: rc=$? $(grep -c '^ *[0-9]' "$OUT/up_split$sp.log") rows; $(grep 'hidden >= 90' "$OUT/up_split$sp.log" | head -n 2 | tr '\n' ' ')" | tee -a "$S"
+        done ;;
+    *) echo "unknown part $p" | tee -a "$S" ;;
+    esac
+done
