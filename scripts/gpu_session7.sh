@@ -20,7 +20,7 @@ for p in $PARTS; do
     race)
         for v in "" _sw1 _sw2; do
             [ -x "$G/test_tp$v" ] || { echo "race: $G/test_tp$v missing" | tee -a "$S"; continue; }
-            timeout 120 compute-sanitizer --tool racecheck --error-exitcode 3 "$G/test_tp$v" --tiny \
+            timeout 120 ${SANITIZER:-/usr/local/cuda/bin/compute-sanitizer} --tool racecheck --error-exitcode 3 "$G/test_tp$v" --tiny \
                 --sm90 >"$OUT/race$v.log" 2>&1
             rc=$?
             echo "racecheck test_tp$v --tiny --sm90: rc=$rc $(grep -c 'Race reported' "$OUT/race$v.log") race lines; $(grep 'ERROR SUMMARY' "$OUT/race$v.log" | tail -n 1)" | tee -a "$S"
