@@ -577,13 +577,17 @@ static int criterion_measured(const xs_profile *p, const up_cfg *c, const uint64
 }
 
 /* The kernel's reshape family in the planner's order of preference among predictions that tie
- * (within UP_TIE of the best): the most spread split first (the lowest injection rate; slices
- * of at least one 256-byte row per warp, so that PCIe writes stay whole rows), the snake before
- * early (the order fa runs in), piggyback last. */
+ * (within UP_TIE of the best): 8 slices first (two 256-byte rows per warp per slice), then the
+ * most spread split (16: one row per warp; the lowest injection rate), then fewer slices; the
+ * snake before early (the order fa runs in), piggyback last. 8 before 16: the model has no term
+ * for the kernel's own cost of a slice, and 16 slices cost about twice 8 (run 7, x2 call 4,
+ * bench/results/h200-2026-11-29-r7/: slice_us 20.3 vs 9.1 us at seq 16384 x 8 heads, 45.4 vs
+ * 18.3 at 32768 x 8 causal; about 190 ns per extra slice) while the link hides the same: forced
+ * 8 slices met hidden >= 90 % in 49 of 60 rows, the planner's 16 in 37, 4 slices in 27. */
 static const struct {
     int order, split;
-} up_cands[] = {{XS_ATTN_ORDER_SNAKE, 16}, {XS_ATTN_ORDER_SNAKE, 8}, {XS_ATTN_ORDER_SNAKE, 4},
-                {XS_ATTN_ORDER_SNAKE, 2},  {XS_ATTN_ORDER_EARLY, 16}, {XS_ATTN_ORDER_EARLY, 8},
+} up_cands[] = {{XS_ATTN_ORDER_SNAKE, 8},  {XS_ATTN_ORDER_SNAKE, 16}, {XS_ATTN_ORDER_SNAKE, 4},
+                {XS_ATTN_ORDER_SNAKE, 2},  {XS_ATTN_ORDER_EARLY, 8},  {XS_ATTN_ORDER_EARLY, 16},
                 {XS_ATTN_ORDER_EARLY, 4},  {XS_ATTN_ORDER_EARLY, 2},  {XS_ATTN_ORDER_EARLY, 0},
                 {XS_ATTN_ORDER_SNAKE, 0}};
 enum { UP_NCANDS = sizeof up_cands / sizeof up_cands[0] };

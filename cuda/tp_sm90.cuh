@@ -519,10 +519,24 @@ enum { TP90_STG_STOP = 0, TP90_STG_PLAIN = 1, TP90_STG_SIGNAL = 2, TP90_STG_COUN
 #else
 #define TP90_STG_AFTER_WRITE() ((void)0)
 #endif
+/* XS_TP90_BAR_FORM 0 (default): the non-aligned barrier.sync inline at each call site; 1: one
+ * non-inlined function holding an aligned bar.sync, so that every arrival of both sides executes
+ * the same barrier instruction (what .aligned requires), to test whether racecheck credits that
+ * form where it does not credit the non-aligned one (x2 calls 3 and 4). */
+#ifndef XS_TP90_BAR_FORM
+#define XS_TP90_BAR_FORM 0
+#endif
+#if XS_TP90_BAR_FORM == 1
+static __device__ __noinline__ void tp90_bar_sync(int id)
+{
+    asm volatile("bar.sync %0, " TP90_STG_THREADS ";\n" ::"r"(id) : "memory");
+}
+#else
 XS_DEV void tp90_bar_sync(int id)
 {
     asm volatile("barrier.sync %0, " TP90_STG_THREADS ";\n" ::"r"(id) : "memory");
 }
+#endif
 typedef struct {
     int op;               /* TP90_STG_*: what follows the stores (STOP: no tile, leave) */
     int ncols;            /* valid output columns of the staged tile */
