@@ -18,15 +18,20 @@ G=build/tests/gpu
 for p in $PARTS; do
     case $p in
     race)
-        for v in "" _sw1 _sw2; do
+        # RACE_VARIANTS: suffixes of build/tests/gpu/test_tp* (call 4: "" _sw1 _sw2; call 5:
+        # "" _bf1 _bf1sw1, XS_TP90_BAR_FORM=1 without and with XS_TP90_STG_WRITERS=1)
+        for v in ${RACE_VARIANTS-"" _sw1 _sw2}; do
+            [ "$v" = '""' ] && v=""
             [ -x "$G/test_tp$v" ] || { echo "race: $G/test_tp$v missing" | tee -a "$S"; continue; }
-            timeout 120 ${SANITIZER:-/usr/local/cuda/bin/compute-sanitizer} --tool racecheck --error-exitcode 3 "$G/test_tp$v" --tiny \
-                --sm90 >"$OUT/race$v.log" 2>&1
-            rc=$?
-            echo "racecheck test_tp$v --tiny --sm90: rc=$rc $(grep -c 'Race reported' "$OUT/race$v.log") race lines; $(grep 'ERROR SUMMARY' "$OUT/race$v.log" | tail -n 1)" | tee -a "$S"
+            for tool in ${RACE_TOOLS:-racecheck}; do
+                timeout 120 ${SANITIZER:-/usr/local/cuda/bin/compute-sanitizer} --tool "$tool" \
+                    --error-exitcode 3 "$G/test_tp$v" --tiny --sm90 >"$OUT/${tool}$v.log" 2>&1
+                rc=$?
+                echo "$tool test_tp$v --tiny --sm90: rc=$rc $(grep -c 'Race reported\|Barrier error' "$OUT/${tool}$v.log") finding lines; $(tail -n 3 "$OUT/${tool}$v.log" | grep -m1 'passed\|SUMMARY')" | tee -a "$S"
+            done
         done ;;
     split)
-        for sp in -1 8 4 2; do
+        for sp in ${SPLITS:--1 8 4 2}; do
             timeout 200 build/xstage bench up --split "$sp" -n 3 -w 1 ${PROFILE:+--profile "$PROFILE"} \
                 --csv "$OUT/up_split$sp.csv" >"$OUT/up_split$sp.log" 2>&1
             echo "bench up --split $sp: rc=$? $(grep -c '^ *[0-9]' "$OUT/up_split$sp.log") rows; $(grep 'hidden >= 90' "$OUT/up_split$sp.log" | head -n 2 | tr '\n' ' ')" | tee -a "$S"
