@@ -84,13 +84,10 @@ typedef struct {
     const char *csv;
     xs_tp_engine engine; /* --engine: the fused kernel's tile engine */
     int slots;           /* --slots: TPB_SLOTS_ROW, _TILE or _BOTH */
-    int store_warps;     /* --store-warps: TPB_SW_OFF, _ON or _BOTH (sm90 only) */
 } tpb_opts;
 
 /* --slots: the reduce-scatter slot layout(s) of the fused runs (xs_tp_set_slot_layout) */
 enum { TPB_SLOTS_ROW = 0, TPB_SLOTS_TILE = 1, TPB_SLOTS_BOTH = 2 };
-/* --store-warps: the sm90 kernel's tiles stored by store warps (xs_tp_set_store_warps) */
-enum { TPB_SW_OFF = 0, TPB_SW_ON = 1, TPB_SW_BOTH = 2 };
 
 /* One configuration and its results. */
 typedef struct {
@@ -102,10 +99,6 @@ typedef struct {
     double unf, unf_min, unf_max, nai, nai_min, nai_max, shp, shp_min, shp_max; /* us */
     double nai_t, nai_t_min, nai_t_max, shp_t, shp_t_min, shp_t_max; /* --slots both: the same
                                         orders with tile-major slots, us */
-    double nai_sw, nai_sw_min, nai_sw_max, shp_sw, shp_sw_min, shp_sw_max; /* --store-warps
-                                        both: the same orders with store warps, us */
-    double local_sw_us; /* --store-warps both: the local control of the naive order with store
-                           warps (3 stages), us; not part of bound_us */
     double local_us, bound_us, comm_us, nai_pred, shp_pred;                    /* us */
     double shp_local; /* the chosen shaped order against HBM windows (no link): what the order
                          and its streaming cost the GEMM itself, us */
@@ -165,11 +158,6 @@ static void usage(FILE *f)
             "                        lands as 128 runs of 512 B) or tile-major (one contiguous\n"
             "                        run per tile); both: naive and shaped also run tile-major\n"
             "                        in the same iterations (columns *_tile_us) [row]\n"
-            "      --store-warps on|off|both  sm90: store warps store each finished tile and\n"
-            "                        queue its signal while the consumers run the next main\n"
-            "                        loop (3 ring stages instead of 4); both: naive and shaped\n"
-            "                        also run with store warps in the same iterations (columns\n"
-            "                        *_sw_us) [off]\n"
             "      --pick model|measure  shaped order: the model's best candidate, or the fastest\n"
             "                        of a verified pilot run of the model's candidates [measure]\n"
             "      --timeout S       bound of every device-side wait, seconds [2]\n"
@@ -193,7 +181,7 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
     o->common.seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
     int ops_set = 0, models_set = 0;
     enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_TIMEOUT, OPT_MAXTIME,
-           OPT_ENGINE, OPT_SLOTS, OPT_SW };
+           OPT_ENGINE, OPT_SLOTS };
     static const struct option lo[] = {
         {"op", required_argument, 0, 'o'},        {"model", required_argument, 0, OPT_MODEL},
         {"m", required_argument, 0, 'm'},         {"n", required_argument, 0, OPT_N},
@@ -203,7 +191,6 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
         {"max-time", required_argument, 0, OPT_MAXTIME},
         {"engine", required_argument, 0, OPT_ENGINE},
         {"slots", required_argument, 0, OPT_SLOTS},
-        {"store-warps", required_argument, 0, OPT_SW},
         {"seed", required_argument, 0, XS_OPT_SEED}, {"device", required_argument, 0, 'd'},
         {"csv", required_argument, 0, XS_OPT_CSV}, {"quick", no_argument, 0, XS_OPT_QUICK},
         {"profile", required_argument, 0, XS_OPT_PROFILE},
@@ -324,16 +311,6 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
             else
                 return xs_cli_failf("--slots '%s': expected row, tile or both", optarg);
             break;
-        case OPT_SW:
-            if (!strcmp(optarg, "off"))
-                o->store_warps = TPB_SW_OFF;
-            else if (!strcmp(optarg, "on"))
-                o->store_warps = TPB_SW_ON;
-            else if (!strcmp(optarg, "both"))
-                o->store_warps = TPB_SW_BOTH;
-            else
-                return xs_cli_failf("--store-warps '%s': expected on, off or both", optarg);
-            break;
         case XS_OPT_CSV: o->csv = optarg; break;
         case XS_OPT_QUICK: o->quick = 1; break;
         case 'h': usage(stdout); return -1;
@@ -342,9 +319,6 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
     }
     if (optind < argc)
         return xs_cli_failf("bench tp: unexpected argument '%s'", argv[optind]);
-    if (o->store_warps != TPB_SW_OFF && o->engine != XS_TP_ENGINE_SM90)
-        return xs_cli_failf("--store-warps on|both: needs --engine sm90 (the mma engine streams "
-                            "its stores through the next main loop instead)");
     {
         /* -g 1 is the one-GPU bench (its --peers are virtual); with N > 1 the ranks are the
          * peers */
@@ -641,11 +615,10 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     const int n = o->common.iters, W = o->common.warmup;
     const int streams = xs_tp_engine_streams(o->engine); /* the engine runs streamed orders */
     xs_tp *t = NULL;
-    int ok = 1, pr_l = 0, pr_n = 0, pr_s = 0, pr_u = 0, pr_nt = 0, pr_st = 0, pr_nw = 0, pr_sw = 0;
+    int ok = 1, pr_l = 0, pr_n = 0, pr_s = 0, pr_u = 0, pr_nt = 0, pr_st = 0;
     const int both = o->slots == TPB_SLOTS_BOTH;
-    const int sw_both = o->store_warps == TPB_SW_BOTH;
-    double *x[7];
-    for (int i = 0; i < 7; i++)
+    double *x[5];
+    for (int i = 0; i < 5; i++)
         x[i] = (double *)calloc((size_t)n, sizeof(double));
     xs_tp_run_opts ro;
     memset(&ro, 0, sizeof ro);
@@ -661,18 +634,13 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     row->max_err = 0;
     snprintf(row->cand, sizeof row->cand, "-");
     row->pilot[0] = 0;
-    row->nai_sw = row->nai_sw_min = row->nai_sw_max = NAN;
-    row->shp_sw = row->shp_sw_min = row->shp_sw_max = NAN;
-    row->local_sw_us = NAN;
-    if (!x[0] || !x[1] || !x[2] || !x[3] || !x[4] || !x[5] || !x[6]) {
+    if (!x[0] || !x[1] || !x[2] || !x[3] || !x[4]) {
         fprintf(stderr, "xstage: error: out of host memory\n");
         ok = 0;
         goto out;
     }
     ROW_TRY(xs_tp_create(&row->s, tab, cx->grid, seed, &t));
     ROW_TRY(xs_tp_set_engine(t, o->engine));
-    /* both: everything up to the timed loop without store warps; the loop adds runs with */
-    xs_tp_set_store_warps(t, o->store_warps == TPB_SW_ON);
     /* both: everything up to the timed loop in row layout; the loop switches per iteration */
     ROW_TRY(xs_tp_set_slot_layout(t, o->slots == TPB_SLOTS_TILE ? XS_TP_LAYOUT_TILE
                                                                 : XS_TP_LAYOUT_ROW));
@@ -923,21 +891,6 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         }
         if (ls < row->local_us)
             row->local_us = ls;
-        if (sw_both) {
-            /* the naive order's local control with store warps: what 3 stages and the
-             * overlapped epilogue cost or save the GEMM itself (reported, not in bound_us) */
-            double loc_w[TPB_MAX_ITERS];
-            xs_tp_set_store_warps(t, 1);
-            for (int i = 0; i < W + n; i++) {
-                float ms = 0;
-                ROW_TRY(xs_tp_run(t, 0, &ro, cx->s, &ms));
-                ok &= verified(t, row, "local, store warps", &pr_l, &row->max_err);
-                if (i >= W)
-                    loc_w[i - W] = ms * 1e3;
-            }
-            xs_tp_set_store_warps(t, 0);
-            row->local_sw_us = xs_median(loc_w, (size_t)n);
-        }
     }
     row->local_tflops = in.flops / (row->local_us * 1e-6) / 1e12;
     row->bound_us = row->local_us > row->comm_us ? row->local_us : row->comm_us;
@@ -971,19 +924,6 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             if (i >= W)
                 x[3][i - W] = mt[0] * 1e3, x[4][i - W] = mt[1] * 1e3;
         }
-        if (sw_both) {
-            /* the same two orders, slots and inputs with store warps (same bytes: verified
-             * against the same expectation), then back */
-            float mw[2] = {0, 0};
-            xs_tp_set_store_warps(t, 1);
-            ROW_TRY(tpb_run(cx, t, 0, &ro, 0, &mw[0]));
-            ok &= verified(t, row, "naive, store warps", &pr_nw, &row->max_err);
-            ROW_TRY(tpb_run(cx, t, 1, &ro, 0, &mw[1]));
-            ok &= verified(t, row, "shaped, store warps", &pr_sw, &row->max_err);
-            xs_tp_set_store_warps(t, 0);
-            if (i >= W)
-                x[5][i - W] = mw[0] * 1e3, x[6][i - W] = mw[1] * 1e3;
-        }
         if (i >= W)
             for (int v = 0; v < 3; v++)
                 x[v][i - W] = ms[v] * 1e3;
@@ -1002,11 +942,6 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             row->nai_t = row->nai_t_min = row->nai_t_max = NAN;
             row->shp_t = row->shp_t_min = row->shp_t_max = NAN;
         }
-        if (sw_both) {
-            tpb_stat d = stat_of(x[5], n), e = stat_of(x[6], n);
-            row->nai_sw = d.med, row->nai_sw_min = d.min, row->nai_sw_max = d.max;
-            row->shp_sw = e.med, row->shp_sw_min = e.min, row->shp_sw_max = e.max;
-        }
     }
     if (cx->coll) {
         /* verified only when every rank verified; the slowest rank's medians */
@@ -1019,7 +954,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     row->ok = 1;
 out:
     row->verified = ok && row->ok;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 5; i++)
         free(x[i]);
     xs_tp_destroy(t);
 }
@@ -1037,12 +972,8 @@ static const char csv_header[] =
 static const char csv_header_tile[] =
     ",naive_tile_us,naive_tile_min_us,naive_tile_max_us,shaped_tile_us,shaped_tile_min_us,"
     "shaped_tile_max_us";
-/* appended with --store-warps both (after the tile columns when both are asked for) */
-static const char csv_header_sw[] =
-    ",naive_sw_us,naive_sw_min_us,naive_sw_max_us,shaped_sw_us,shaped_sw_min_us,"
-    "shaped_sw_max_us,local_sw_us,shaped_sw_over_bound";
 
-static void csv_row(FILE *f, const tpb_row *r, int both, int sw_both)
+static void csv_row(FILE *f, const tpb_row *r, int both)
 {
     fprintf(f,
             "%s,%s,%d,%d,%d,%d,%d,%d,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,"
@@ -1057,10 +988,6 @@ static void csv_row(FILE *f, const tpb_row *r, int both, int sw_both)
     if (both)
         fprintf(f, ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f", r->nai_t, r->nai_t_min, r->nai_t_max,
                 r->shp_t, r->shp_t_min, r->shp_t_max);
-    if (sw_both)
-        fprintf(f, ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f", r->nai_sw, r->nai_sw_min,
-                r->nai_sw_max, r->shp_sw, r->shp_sw_min, r->shp_sw_max, r->local_sw_us,
-                r->shp_sw / r->bound_us);
     fputc('\n', f);
 }
 
@@ -1098,12 +1025,6 @@ static void table_row(const tpb_row *r)
                spread_pct(r->nai_t, r->nai_t_min, r->nai_t_max), r->shp_t,
                spread_pct(r->shp_t, r->shp_t_min, r->shp_t_max), r->nai / r->nai_t,
                r->shp / r->shp_t, r->shp_t / r->bound_us);
-    if (isfinite(r->shp_sw))
-        printf("#   store warps, us: naive %.1f (%.1f%%), shaped %.1f (%.1f%%), local %.1f; "
-               "off/on naive %.3f, shaped %.3f; shaped/bound %.3f\n", r->nai_sw,
-               spread_pct(r->nai_sw, r->nai_sw_min, r->nai_sw_max), r->shp_sw,
-               spread_pct(r->shp_sw, r->shp_sw_min, r->shp_sw_max), r->local_sw_us,
-               r->nai / r->nai_sw, r->shp / r->shp_sw, r->shp_sw / r->bound_us);
     fflush(stdout);
 }
 
@@ -1143,30 +1064,11 @@ static void tile_ratio_line(const tpb_row *rows, int nrows, int op, int shaped)
            xs_min(v, (size_t)n), xs_max(v, (size_t)n), n);
 }
 
-/* --store-warps both: without/with store warps of the naive or shaped medians over the rows
- * of op (-1: all; > 1: store warps faster). */
-static void sw_ratio_line(const tpb_row *rows, int nrows, int op, int shaped)
-{
-    double v[512];
-    int n = 0;
-    for (int i = 0; i < nrows && n < 512; i++) {
-        const tpb_row *r = &rows[i];
-        if (!r->ok || (op >= 0 && (int)r->op != op) || !isfinite(r->shp_sw))
-            continue;
-        v[n++] = shaped ? r->shp / r->shp_sw : r->nai / r->nai_sw;
-    }
-    if (!n)
-        return;
-    printf("# summary: %-7s %s off/on store warps: geomean %.3f, min %.3f, max %.3f over %d "
-           "rows\n", op >= 0 ? xs_tp_op_name((xs_tp_op)op) : "all", shaped ? "shaped" : "naive",
-           xs_geomean(v, (size_t)n), xs_min(v, (size_t)n), xs_max(v, (size_t)n), n);
-}
-
 static int summary(const tpb_row *rows, int nrows, int skipped)
 {
     int nok = 0, nran = 0, ntimed = 0, nge = 0, nrs = 0, nrs10 = 0, nrsf10 = 0, nagree = 0;
-    int nstream = 0, nrs_t = 0, nrs10_t = 0, ntile = 0, nrs_w = 0, nrs10_w = 0, nsw = 0;
-    double worst_rs = 0, worst_rsf = 0, worst_ge = INFINITY, worst_rs_t = 0, worst_rs_w = 0;
+    int nstream = 0, nrs_t = 0, nrs10_t = 0, ntile = 0;
+    double worst_rs = 0, worst_rsf = 0, worst_ge = INFINITY, worst_rs_t = 0;
     double perr[512];
     int npe = 0;
     for (int i = 0; i < nrows; i++) {
@@ -1179,7 +1081,6 @@ static int summary(const tpb_row *rows, int nrows, int skipped)
             continue;
         ntimed++;
         ntile += isfinite(r->shp_t) != 0;
-        nsw += isfinite(r->shp_sw) != 0;
         /* within noise: the shaped median no slower than the naive one by more than the larger
          * of the two spreads */
         const double noise = fmax(r->nai_max - r->nai_min, r->shp_max - r->shp_min);
@@ -1195,11 +1096,6 @@ static int summary(const tpb_row *rows, int nrows, int skipped)
                 nrs_t++;
                 nrs10_t += r->shp_t <= 1.10 * r->bound_us;
                 worst_rs_t = fmax(worst_rs_t, r->shp_t / r->bound_us);
-            }
-            if (isfinite(r->shp_sw)) {
-                nrs_w++;
-                nrs10_w += r->shp_sw <= 1.10 * r->bound_us;
-                worst_rs_w = fmax(worst_rs_w, r->shp_sw / r->bound_us);
             }
         }
         /* ring orders stream on the mma engine; sm90 runs them stored */
@@ -1236,15 +1132,6 @@ static int summary(const tpb_row *rows, int nrows, int skipped)
         printf("# summary: gemm_rs shaped, tile slots, within 10%% of bound_us in %d of %d rows "
                "(worst %.3f x bound)\n", nrs10_t, nrs_t, worst_rs_t);
     }
-    if (nsw) /* --store-warps both: the rows above are without store warps */
-        for (int sh = 0; sh < 2; sh++) {
-            sw_ratio_line(rows, nrows, -1, sh);
-            for (int op = 0; op < XS_TP_NOPS; op++)
-                sw_ratio_line(rows, nrows, op, sh);
-        }
-    if (nrs_w)
-        printf("# summary: gemm_rs shaped, store warps, within 10%% of bound_us in %d of %d rows "
-               "(worst %.3f x bound)\n", nrs10_w, nrs_w, worst_rs_w);
     if (ntimed)
         printf("# summary: shaped order streams its stores in %d of %d rows\n", nstream, ntimed);
     {
@@ -1366,16 +1253,6 @@ extern "C" int xs_bench_tp(int argc, char **argv)
               "fused column; the unfused baseline copies row-major"
             : "row: row-major reduce-scatter slots (a tile lands as 128 runs of 512 B)";
     printf("# slots: %s\n", slots_line);
-    const char *sw_line =
-        o.store_warps == TPB_SW_BOTH
-            ? "both: without store warps in the naive_us/shaped_us columns, with store warps "
-              "(xs_tp_set_store_warps; 3 ring stages, a staged tile stored by warps 2-3 of the "
-              "producer warpgroup) in naive_sw_us/shaped_sw_us, the same orders and inputs in "
-              "the same iterations; bound_us from the runs without"
-        : o.store_warps == TPB_SW_ON
-            ? "on: every sm90 run (local, pilot, timed) with store warps (3 ring stages)"
-            : "off: the consumers store each tile in their epilogue";
-    printf("# store warps: %s\n", sw_line);
     printf("# tiles %dx%d (engine %s), persistent grid = %d "
            "SMs; push chunks %d KB; tolerance: relative Frobenius <= %.0e, rows <= %.0e vs fp32; "
            "times: CUDA events (completion incl. drain), median of %d after %d warm-up, L2 "
@@ -1385,9 +1262,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
         xs_gpu_report_header(csv, &gi, argc, argv);
         fprintf(csv, "# engine: %s\n", engine_line);
         fprintf(csv, "# slots: %s\n", slots_line);
-        fprintf(csv, "# store warps: %s\n", sw_line);
-        fprintf(csv, "%s%s%s\n", csv_header, o.slots == TPB_SLOTS_BOTH ? csv_header_tile : "",
-                o.store_warps == TPB_SW_BOTH ? csv_header_sw : "");
+        fprintf(csv, "%s%s\n", csv_header, o.slots == TPB_SLOTS_BOTH ? csv_header_tile : "");
     }
     cudaStream_t stream;
     XS_CHECK_CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -1469,8 +1344,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
                 printf("#   ranks: slowest rank's medians, us: naive %.1f, shaped %.1f, unfused "
                        "%.1f\n", rows[j].rank_max[0], rows[j].rank_max[1], rows[j].rank_max[2]);
             if (csv && rows[j].ok) {
-                csv_row(csv, &rows[j], o.slots == TPB_SLOTS_BOTH,
-                        o.store_warps == TPB_SW_BOTH);
+                csv_row(csv, &rows[j], o.slots == TPB_SLOTS_BOTH);
                 fflush(csv);
             }
         }

@@ -1215,7 +1215,6 @@ struct xs_tp {
     xs_bf16 *exp_recv;             /* real peers: [P][rs_rows][rs_n] what each source sends here */
     xs_tp_engine engine;           /* the fused kernel's tile engine (xs_tp_set_engine) */
     xs_tp_layout layout;           /* the reduce-scatter slots' (xs_tp_set_slot_layout) */
-    int store_warps;               /* sm90: tiles stored by store warps (xs_tp_set_store_warps) */
 };
 
 static int tp_blocks(size_t n, int threads)
@@ -1592,9 +1591,6 @@ extern "C" xs_status xs_tp_set_engine(xs_tp *t, xs_tp_engine e)
 }
 
 extern "C" xs_tp_engine xs_tp_get_engine(const xs_tp *t) { return t->engine; }
-
-extern "C" void xs_tp_set_store_warps(xs_tp *t, int on) { t->store_warps = on != 0; }
-extern "C" int xs_tp_get_store_warps(const xs_tp *t) { return t->store_warps; }
 
 static const char *const tp_layout_names[2] = {"row", "tile"};
 
@@ -2819,20 +2815,11 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
             XS_TRY(xs_gemm90_tmap(&maps.a[g], p->a, p->m, p->k, p->lda, TP90C::BM));
             XS_TRY(xs_gemm90_tmap(&maps.b[g], p->b, p->n, p->k, p->ldb, TP90C::BN));
         }
-        if (t->store_warps) { /* 3 stages and a whole-tile staging buffer (tp_sm90.cuh) */
-            XS_CU(cudaFuncSetAttribute(tp90_kernel<TP90S>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       TP90S::SMEM_BYTES));
-            XS_CU(cudaEventRecord(t->ev0, s));
-            tp90_kernel<TP90S><<<t->grid, TP90S::THREADS, TP90S::SMEM_BYTES, s>>>(a, *tab, maps);
-        } else {
-            XS_CU(cudaFuncSetAttribute(tp90_kernel<TP90C>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       TP90C::SMEM_BYTES));
-            XS_CU(cudaEventRecord(t->ev0, s));
-            tp90_kernel<TP90C><<<t->grid, TP90C::THREADS, TP90C::SMEM_BYTES, s>>>(a, *tab,
-                                                                                maps);
-        }
+        XS_CU(cudaFuncSetAttribute(tp90_kernel<TP90C>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   TP90C::SMEM_BYTES));
+        XS_CU(cudaEventRecord(t->ev0, s));
+        tp90_kernel<TP90C><<<t->grid, TP90C::THREADS, TP90C::SMEM_BYTES, s>>>(a, *tab, maps);
     } else {
         XS_CU(cudaFuncSetAttribute(tp_kernel<TPC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    TPC::SMEM_BYTES));

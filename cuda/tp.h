@@ -155,15 +155,6 @@ xs_status xs_tp_set_engine(xs_tp *t, xs_tp_engine e);
 xs_tp_engine xs_tp_get_engine(const xs_tp *t);
 /* 1 when the engine runs the order's stream bits (XS_TP_K_DEFER, XS_TP_K_SPREAD): mma only. */
 int xs_tp_engine_streams(xs_tp_engine e);
-/* sm90 engine: store warps (docs/TP.md "Store warps"). on: the consumers stage each finished
- * tile's bf16 output in a shared-memory buffer and go on with the next tile's main loop; two
- * store warps store it to its destination rows and queue its signal (ring of 3 stages instead of
- * 4). off (the default): the consumers store each tile themselves in the epilogue. The bytes
- * sent and their signals are the same either way (same values, same rounding), so it may change
- * between any two runs, verified against the same expectation. No effect on the mma engine. */
-void xs_tp_set_store_warps(xs_tp *t, int on);
-int xs_tp_get_store_warps(const xs_tp *t);
-
 /* The layout of the reduce-scatter slots (docs/TP.md "Slot layouts"). row: a slot is [m/P, n]
  * row-major, so one 128 x 256 tile lands as 128 runs of 512 bytes, n * 2 bytes apart (the
  * default). tile: tile-major - the 128-row blocks as in row, and within a row block tile column

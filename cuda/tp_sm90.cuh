@@ -10,8 +10,8 @@
  *     the mma kernel) for the tile's inputs - the all-gather chunks its 128 A rows span, or the
  *     GEMM 1 tiles of its row block (mlp) - then acquires, fences the async proxy (TMA reads data
  *     other agents wrote through the generic proxy) and issues the tile's k-tiles by TMA into the
- *     ring. It runs ahead of the consumers by up to STAGES k-tiles; warps 1-3 of warpgroup 2
- *     leave after setmaxnreg.
+ *     ring. It runs ahead of the consumers by up to STAGES k-tiles; warps 2 and 3 of
+ *     warpgroup 2 leave after setmaxnreg.
  *   consumers, warpgroups 0 and 1 (256 threads): walk the same list; TILE: wgmma main loop, the
  *     engine's epilogue straight to each row's destination (local output, SwiGLU h, or the owner's
  *     slot in the owner's window through the window table, row- or tile-major as the context's
@@ -19,14 +19,6 @@
  *     their flags; REDUCE: wait for the P source flags, sum.
  *   signal warp, warp 1 of warpgroup 2: raises the flags the consumers queue (tp90_sq), one
  *     __threadfence_system + st.release.sys per batch, so that no consumer waits in the fence.
- *   store warps (xs_tp_set_store_warps; the TP90S configuration: 3 stages, 212.5 KB), warps 2
- *     and 3 of warpgroup 2: the consumers' TILE epilogue only fills a whole-tile staging buffer
- *     (bf16 after SwiGLU, the per-row destinations, what follows) and hands it over
- *     (tp90_tile_stage); the store warps store it with 16-byte stores, queue its signal in their
- *     own queue for the signal warp (or raise the mlp row-block count) and release the buffer
- *     (tp90_store_warps). The consumers run the next tile's main loop meanwhile and wait for the
- *     buffer only at their next epilogue. Without store warps, warps 2 and 3 leave after
- *     setmaxnreg.
  * Signals: after the payload, a 256-thread barrier, then consumer thread 0 queues the flag for
  * the signal warp, which raises it at once (xs_tp_run_opts.eager_flags: thread 0 raises it
  * itself). Unlike the mma kernel's lazy queue (raised at the CTA's next release point), nothing
@@ -38,15 +30,6 @@
  * about to load; the consumers of the same CTA never need the producer for tasks before that
  * tile (every earlier tile's k-tiles are already issued), so they finish them, and the argument
  * of tp.cu (the earliest unfinished task waits only on finished ones) carries over.
- * Store warps: a tile task is finished when the store warps have stored it and queued its signal
- * (or raised its count). They wait only for a staged tile (the next hand-over) and for the
- * X-Stage to accept their stores, which drains at the link's rate whatever any CTA waits for;
- * they never wait for a flag, a count or the producer. The consumers wait for the buffer, which
- * only the store warps free, and only after one staged tile's stores: so a staged tile always
- * completes, and the earliest unfinished task still waits only on finished ones (its inputs'
- * flags and counts are raised by store warps and signal warps that wait for nothing but fences
- * and drains). The producer, the consumers' dependency waits and the store warps never form a
- * cycle: nothing waits for the consumers' next hand-over except the store warps' idle wait.
  *
  * Failure: every dependency wait is bounded by a.timeout_ns (xs_devfail records the first
  * failure; the other CTAs see it and stop). A producer that gives up at tile task j writes
@@ -57,14 +40,6 @@
  * ring wait and stops. Before it leaves, the producer waits until its last STAGES issued k-tiles
  * have landed: no TMA may write into the shared memory of an exited CTA. Ring waits that can only
  * expire through a protocol bug trap (as gemm_sm90.cuh's do) after timeout + 10 s.
- * Store warps: consumers that stop (either way) hand over nothing more; all 256 then wait for
- * the buffer (the staged tile, if any, is stored - valid data - and its signal queued) and hand
- * over STOP, at which the store warps leave; only then does consumer thread 0 release the signal
- * queue's `done`. The store warps are threads of the CTA, so it cannot exit while they still read
- * its shared memory. The hand-over uses named barriers (racecheck sees them; the non-aligned
- * barrier.sync, since the two sides reach them at different instructions), which do not time
- * out: both sides wait only for the other's bounded work; the host's bound on the kernel is the
- * backstop for a protocol bug.
  */
 #ifndef XSTAGE_TP_SM90_CUH
 #define XSTAGE_TP_SM90_CUH
@@ -76,40 +51,10 @@
  * need about 160 of their 224). The pool is unchanged: 56 * 128 + 224 * 256 = 168 * 384. */
 struct tp90_cfg : xs_gemm90_cfg<4> {
     static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
-    static constexpr bool STORE_WARPS = false;
 };
 typedef tp90_cfg TP90C;
 static_assert(TP90C::BM == XS_TP_BM && TP90C::BN == XS_TP_BN, "tp.h tile sizes");
 static_assert(TP90C::PRODUCER_REGS * 128 + TP90C::CONSUMER_REGS * 256 <= 168 * 384,
-              "setmaxnreg pool of a 384-thread CTA at 168 registers");
-
-/* Store warps (xs_tp_set_store_warps): 3 stages, and in place of the engine's two per-warpgroup
- * staging tiles one whole-tile staging buffer [BM][STG_LD] bf16 that the consumers fill straight
- * from their accumulator fragments and warps 2 and 3 of the producer warpgroup store. +8
- * elements per row (528 bytes = 132 words) shift each row by 4 banks: a warp's fragment writes
- * (rows r..r+7, 4 words each) hit 32 distinct banks, and a store warp's row read (32 lanes x 16
- * consecutive bytes) is conflict-free. Layout from the 1024-aligned base:
- *   ring 3 x 48 KB | staging 128 x 528 B (66 KB) | dst rows 128 x 8 B | scales 128 x 4 B
- *   (unused) | ring barriers; 212.5 KB with the alignment slack, under the 227 KB of a block.
- * The engine's functions find everything through C:: (ring_at: BAR_OFF; dst_rows: DST_OFF);
- * EPI_OFF is not used (xs_gemm90_epilogue is not called on this path). */
-struct tp90s_cfg : xs_gemm90_cfg<3> {
-    static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
-    static constexpr bool STORE_WARPS = true;
-    static constexpr int STG_LD = BN + 8;                    /* elements per staged row */
-    static constexpr int STG_BYTES = BM * STG_LD * 2;
-    static constexpr int STG_OFF = RING_BYTES;
-    static constexpr int EPI_OFF = STG_OFF;                  /* unused */
-    static constexpr int DST_OFF = STG_OFF + STG_BYTES;      /* char *[BM] of the staged tile */
-    static constexpr int SCALE_OFF = DST_OFF + BM * 8;
-    static constexpr int BAR_OFF = SCALE_OFF + BM * 4;
-    static constexpr int SMEM_USED = BAR_OFF + 2 * STAGES * 8;
-    static constexpr int SMEM_BYTES = SMEM_USED + 1024;
-    static_assert(STG_OFF % 1024 == 0 && DST_OFF % 16 == 0 && BAR_OFF % 8 == 0, "alignment");
-    static_assert(SMEM_BYTES + 512 <= 227 * 1024, "shared memory per block (+ static)");
-};
-typedef tp90s_cfg TP90S;
-static_assert(TP90S::PRODUCER_REGS * 128 + TP90S::CONSUMER_REGS * 256 <= 168 * 384,
               "setmaxnreg pool of a 384-thread CTA at 168 registers");
 
 /* The tensor maps of the run's GEMMs (A and B of GEMM 0 and 1; GEMM 1's zeros when there is
@@ -125,16 +70,12 @@ struct tp90_red {
 };
 
 /* Named barrier ids, each with one fixed set of participants: 0 __syncthreads (all 384, once,
- * in xs_gemm90_init); 1, 2 the engine's epilogue (128 each, one consumer warpgroup; without
- * store warps only); 3 the 256 consumers; 4 the 64 store threads; 5, 6 the store-warp hand-over
- * (256 consumers + 64 store threads, TP90_BAR_FULL / TP90_BAR_EMPTY below). 3 and 4 are the
- * aligned bar.sync: every instance is reached by all its participants at the same instruction
- * (the consumers' control flow is uniform, the store warps' barrier has one call site). */
+ * in xs_gemm90_init); 1, 2 the engine's epilogue (128 each, one consumer warpgroup); 3 the 256
+ * consumers, the aligned bar.sync: every instance is reached by all its participants at the
+ * same instruction (the consumers' control flow is uniform). */
 #define TP90_BAR 3 /* named barrier of the 256 consumer threads */
-#define TP90_SW_BAR 4 /* named barrier of the 64 store-warp threads */
 
 XS_DEV void tp90_consumer_bar(void) { asm volatile("bar.sync 3, 256;\n" ::: "memory"); }
-XS_DEV void tp90_store_bar(void) { asm volatile("bar.sync 4, 64;\n" ::: "memory"); }
 
 /* Order this thread's generic-proxy global accesses before later async-proxy (TMA) accesses. */
 XS_DEV void tp90_fence_proxy_global(void)
@@ -356,29 +297,23 @@ XS_DEV void tp90_raise(const tp_args &a, tp90_sq *q, uint64_t *flag, uint64_t *s
     tp90_st_release_cta(&q->head, h + 1);
 }
 
-/* The signal warp (lane 0 works): raise queued flags until the consumers are done and the queues
- * are empty. q: the consumers' queue (pushes; tiles without store warps); q2: the store warps'
- * queue (their tiles' signals), or NULL without store warps. Each queue has one writer, so each
- * keeps its own head and tail; one fence covers a batch taken from both. Its idle wait lasts as
- * long as the consumers run, which every bounded wait of theirs ends; the bound below is the
- * host's backstop for the whole kernel. q->done is released by consumer thread 0 only after the
- * store warps have released the staging buffer for the last time (tp90_stg_stop), so every entry
- * of q2 is appended before done. */
-XS_DEV void tp90_signal(const tp_args &a, tp90_sq *q, tp90_sq *q2)
+/* The signal warp (lane 0 works): raise queued flags until the consumers are done and the queue
+ * is empty. Its idle wait lasts as long as the consumers run, which every bounded wait of theirs
+ * ends; the bound below is the host's backstop for the whole kernel. */
+XS_DEV void tp90_signal(const tp_args &a, tp90_sq *q)
 {
     if ((threadIdx.x & 31) != 0)
         return;
-    unsigned int tail = 0, tail2 = 0;
+    unsigned int tail = 0;
     const unsigned long long t0 = xs_globaltimer();
     const unsigned long long bound = 4 * a.timeout_ns + 60000000000ull;
 #pragma unroll 1
     for (;;) {
         /* done first (acquire): an entry appended before done was released is then seen by the
-         * head reads after it */
+         * head read after it */
         const unsigned int done = tp90_ld_acquire_cta(&q->done);
         const unsigned int h = tp90_ld_acquire_cta(&q->head);
-        const unsigned int h2 = q2 ? tp90_ld_acquire_cta(&q2->head) : tail2;
-        if (h == tail && h2 == tail2) {
+        if (h == tail) {
             if (done)
                 return;
             if (xs_globaltimer() - t0 > bound)
@@ -386,7 +321,7 @@ XS_DEV void tp90_signal(const tp_args &a, tp90_sq *q, tp90_sq *q2)
             __nanosleep(128);
             continue;
         }
-        __threadfence_system(); /* once for the batch [tail, h) and [tail2, h2) */
+        __threadfence_system(); /* once for the batch [tail, h) */
         for (; tail != h; tail++) {
             xs_st_release_sys(tp90_sq_get(&q->flag[tail % TP90_SQ]), a.epoch);
             uint64_t *sh = tp90_sq_get(&q->shadow[tail % TP90_SQ]);
@@ -394,11 +329,6 @@ XS_DEV void tp90_signal(const tp_args &a, tp90_sq *q, tp90_sq *q2)
                 *(volatile uint64_t *)sh = a.epoch;
         }
         tp90_st_release_cta(&q->tail, tail);
-        if (q2 && tail2 != h2) {
-            for (; tail2 != h2; tail2++)
-                xs_st_release_sys(tp90_sq_get(&q2->flag[tail2 % TP90_SQ]), a.epoch);
-            tp90_st_release_cta(&q2->tail, tail2);
-        }
     }
 }
 
@@ -459,242 +389,6 @@ XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, tp
     }
 }
 
-/* ---- store warps (TP90S) ----------------------------------------------------------------------- */
-
-/* The hand-over of one staged tile from the consumers to the store warps. One staging buffer
- * (C::STG_OFF, with the dst rows at C::DST_OFF) and two rendezvous of the 256 consumer and 64
- * store threads (barrier.sync of 320 on named barriers 5 and 6): EMPTY - the store warps have
- * read the previous tile (they wait here once it is stored), the consumers may write; FULL - the
- * consumers have written (staging, dst rows, this struct), the store warps may read. Per tile
- * both sides pass EMPTY then FULL; the consumers' wait at EMPTY is the wait for the previous
- * tile's stores, the store warps' wait is their idle time. Run 6 first handed over through two
- * mbarriers, then through bar.arrive / bar.sync pairs: both order the same, but compute-sanitizer
- * racecheck takes neither an mbarrier wait nor a bar.arrive as synchronising ordinary
- * shared-memory accesses and reported every staged tile (sanitize_sm90_call5/6.log); it does
- * take a barrier sync of both sides. Barriers cannot time out: neither side waits on anything
- * but the other's bounded work (the consumers' waits are bounded and end in STOP; the store
- * warps' in the X-Stage's drain), and a protocol bug would still end at the host's bound.
- *
- * The non-aligned form (barrier.sync, not bar.sync): bar.sync is barrier.sync.aligned, which
- * requires every thread taking part in an instance to execute the same barrier instruction (warps
- * converged). Here the two sides reach each instance from different instructions by design - the
- * consumers in tp90_tile_stage or tp90_stg_stop, the store warps in tp90_store_warps (whose loop
- * ptxas even emits twice) - so the aligned form was undefined behaviour (ptxas may compile an
- * aligned barrier as if all its threads stood at it together). The H200 sanitizer run of 2026-11-29
- * (x2, call 1, commit 50f4a71) reported it: synccheck "Divergent thread(s) in block" at every
- * hand-over (604 findings in test_tp90, 25564 in bench_tp90), and racecheck hazards between
- * consumer thread 0's writes of `op` and the store warps' read of it, the accesses right next to
- * the barriers - most likely the same misuse (an aligned barrier whose participants stand at
- * different instructions is outside the tool's model), since EMPTY and FULL order them; not re-run
- * yet. barrier.sync allows participants at different instructions and divergent warps (each thread
- * waits for the non-exited threads of its warp; the warp's arrival counts 32 threads). The count:
- * exactly 320 threads arrive at every instance of 5 and 6 - all 8 consumer warps (their control
- * flow is uniform: the task loop's bound is, and an abort is taken by all 256 after the barrier or
- * ring wait that published its cause; then all 256 call tp90_stg_stop) and both store warps (which
- * leave only after the FULL that hands over STOP; the consumers use neither id after it; no other
- * role uses 5 or 6). The SASS is the same BAR.SYNC.DEFER_BLOCKING, behind a BRA.DIV test (one per
- * barrier or per EMPTY/FULL pair): a converged warp (every arrival here) goes straight to it, a
- * divergent one would take a WARPSYNC.COLLECTIVE path. A __syncwarp() in front would add a test of
- * its own and not remove this one. */
-enum { TP90_STG_STOP = 0, TP90_STG_PLAIN = 1, TP90_STG_SIGNAL = 2, TP90_STG_COUNT = 3 };
-#define TP90_BAR_FULL 5
-#define TP90_BAR_EMPTY 6
-#define TP90_STG_THREADS "320" /* 256 consumers + 64 store threads */
-/* Who writes the hand-over fields (op, ncols, flag, count) before FULL. 0 (default): consumer
- * thread 0; 1: thread 0, then __syncwarp(); 2: every lane of warp 0, the same values. The three
- * are equivalent by the PTX memory model (the FULL barrier orders the writes before the store
- * warps' reads); 1 and 2 exist to test which form compute-sanitizer racecheck follows through a
- * non-aligned barrier.sync (x2 call 3: it reported the thread-0 form's writes vs the store
- * warps' read of op, 4 hazards per launch, and none of the warp-wide staging writes). */
-#ifndef XS_TP90_STG_WRITERS
-#define XS_TP90_STG_WRITERS 0
-#endif
-#if XS_TP90_STG_WRITERS == 2
-#define TP90_STG_WRITER(t) ((t) < 32)
-#else
-#define TP90_STG_WRITER(t) ((t) == 0)
-#endif
-#if XS_TP90_STG_WRITERS == 1
-#define TP90_STG_AFTER_WRITE() __syncwarp()
-#else
-#define TP90_STG_AFTER_WRITE() ((void)0)
-#endif
-/* XS_TP90_BAR_FORM 0 (default): the non-aligned barrier.sync inline at each call site; 1: one
- * non-inlined function holding an aligned bar.sync, so that every arrival of both sides executes
- * the same barrier instruction (what .aligned requires), to test whether racecheck credits that
- * form where it does not credit the non-aligned one (x2 calls 3 and 4). */
-#ifndef XS_TP90_BAR_FORM
-#define XS_TP90_BAR_FORM 0
-#endif
-#if XS_TP90_BAR_FORM == 1
-static __device__ __noinline__ void tp90_bar_sync(int id)
-{
-    asm volatile("bar.sync %0, " TP90_STG_THREADS ";\n" ::"r"(id) : "memory");
-}
-#else
-XS_DEV void tp90_bar_sync(int id)
-{
-    asm volatile("barrier.sync %0, " TP90_STG_THREADS ";\n" ::"r"(id) : "memory");
-}
-#endif
-typedef struct {
-    int op;               /* TP90_STG_*: what follows the stores (STOP: no tile, leave) */
-    int ncols;            /* valid output columns of the staged tile */
-    uint64_t *flag;       /* SIGNAL: the reduce-scatter flag to queue, or NULL (fault hook) */
-    unsigned int *count;  /* COUNT: the mlp row-block count to raise, or NULL (fault hook) */
-} tp90_stg;
-
-/* Consumers (all 256): wait until the buffer may be filled. The store warps free it after one
- * tile's stores, which wait only for the X-Stage to drain. */
-XS_DEV void tp90_stg_acquire(void) { tp90_bar_sync(TP90_BAR_EMPTY); }
-
-/* One tile's epilogue with store warps (the 256 consumer threads, after the main loop): wait for
- * the staging buffer, fill it with the tile's bf16 output (the same values, rounded the same way,
- * as xs_gemm90_stage: plain or SwiGLU, no row scale), the per-row destinations (as tp90_tile_out)
- * and what follows the stores (the reduce-scatter signal, the row-block count), then hand it
- * over; the stores and the signal are the store warps'. */
-template <class C>
-XS_DEV void tp90_tile_stage(const tp_args &a, const xs_wintab &tab, char *smem, tp90_stg *sg,
-                            int wg, const float (&acc)[C::ACC], int g, int tm, int tn)
-{
-    const xs_gemm_problem &p = a.g[g];
-    const int tid = threadIdx.x; /* 0..255 */
-    const int m0 = tm * C::BM, n0 = tn * C::BN;
-    const bool rs = g == a.rs_gemm;
-    const bool sw = g == 0 && a.swiglu0;
-    const int owner = rs ? m0 / a.rs_rows : 0; /* rs_rows is a multiple of BM */
-    tp90_stg_acquire();
-    char **dst = xs_gemm90_dst_rows<C>(smem);
-    if (tid < C::BM)
-        dst[tid] = tp90_row_dst<C>(a, tab, p, m0, n0, tn, m0 + tid, rs, sw, owner);
-    /* accumulator fragments straight into the staging rows of this warpgroup */
-    const int lane = tid & 31, warp = (tid >> 5) & 3;
-    const int r0 = wg * C::WG_M + xs_wgmma_acc_row(warp, lane, 0), r1 = r0 + 8;
-    uint32_t *out = (uint32_t *)(smem + C::STG_OFF);
-    if (!sw) {
-#pragma unroll
-        for (int j = 0; j < C::BN / 8; j++) {
-            const int e = 4 * j, c = 8 * j + 2 * (lane & 3);
-            out[(r0 * C::STG_LD + c) >> 1] = xs_pack_bf16(acc[e], acc[e + 1]);
-            out[(r1 * C::STG_LD + c) >> 1] = xs_pack_bf16(acc[e + 2], acc[e + 3]);
-        }
-    } else {
-#pragma unroll
-        for (int qq = 0; qq < C::BN / 32; qq++)
-#pragma unroll
-            for (int j = 0; j < 2; j++) {
-                const int gi = 4 * (4 * qq + j), u = 4 * (4 * qq + 2 + j);
-                const int c = 16 * qq + 8 * j + 2 * (lane & 3);
-                out[(r0 * C::STG_LD + c) >> 1] = xs_pack_bf16(xs_silu(acc[gi]) * acc[u],
-                                                              xs_silu(acc[gi + 1]) * acc[u + 1]);
-                out[(r1 * C::STG_LD + c) >> 1] = xs_pack_bf16(xs_silu(acc[gi + 2]) * acc[u + 2],
-                                                              xs_silu(acc[gi + 3]) * acc[u + 3]);
-            }
-    }
-    if (TP90_STG_WRITER(tid)) {
-        const int nvalid = p.n - n0 < C::BN ? p.n - n0 : C::BN;
-        sg->ncols = sw ? nvalid / 2 : nvalid;
-        sg->flag = NULL;
-        sg->count = NULL;
-        if (rs) {
-            const int t_loc = ((m0 - owner * a.rs_rows) / C::BM) * a.rs_tiles_n + tn;
-            const bool skip = a.fault == XS_TP_FAULT_RS_SIGNAL && owner == a.me && t_loc == 0;
-            sg->op = TP90_STG_SIGNAL;
-            if (!skip)
-                sg->flag = tab.flags[owner] + a.rs_flag0 + (size_t)a.me * a.t_own + t_loc;
-        } else if (g == 0 && a.rb_count) {
-            sg->op = TP90_STG_COUNT;
-            if (!(a.fault == XS_TP_FAULT_H_COUNT && tm == 0 && tn == 0))
-                sg->count = a.rb_count + tm;
-        } else
-            sg->op = TP90_STG_PLAIN;
-    }
-    TP90_STG_AFTER_WRITE();
-    tp90_bar_sync(TP90_BAR_FULL); /* every consumer's writes precede the store warps' reads */
-}
-
-/* The 256 consumers, after their last task (finished or aborted, uniformly): wait until the
- * store warps have released the buffer (every staged tile stored, its signal queued), then hand
- * over STOP. All 256 come here together, converged, but at other instructions than the store
- * warps' EMPTY and FULL (and than tp90_tile_stage's): the barriers are the non-aligned form
- * (tp90_bar_sync; with bar.sync this was synccheck's "Divergent thread(s) in block"). */
-XS_DEV void tp90_stg_stop(tp90_stg *sg)
-{
-    tp90_stg_acquire();
-    if (TP90_STG_WRITER(threadIdx.x))
-        sg->op = TP90_STG_STOP;
-    TP90_STG_AFTER_WRITE();
-    tp90_bar_sync(TP90_BAR_FULL);
-}
-
-/* The store warps (warps 2 and 3 of the producer warpgroup, 64 threads): for each staged tile,
- * 16-byte stores of its rows to their destinations (warp w takes rows w, w + 2, ...; a row is one
- * 512-byte run, lane l its columns 8 l .. 8 l + 7, four rows in flight), then their barrier, then
- * thread 0 queues the tile's signal for the signal warp (q2: payload, CTA barrier, st.release.cta
- * - the chain the consumers use for theirs) or raises the mlp row-block count (after every
- * thread's fence.proxy.async.global: GEMM 2 tiles read h by TMA), then releases the buffer. They
- * wait for nothing but the next hand-over and the X-Stage (their stores); the idle wait lasts as
- * long as the consumers run, the signal warp's bound is its backstop. They leave at STOP, which
- * the consumers hand over after their last task, finished or aborted; until then the CTA lives
- * (its threads run), so no read of its shared memory outlives it. Their EMPTY and FULL are
- * instances the consumers reach at other instructions (non-aligned barrier.sync: tp90_bar_sync),
- * which also stays correct if a warp arrived divergent after thread 0's signal (ptxas
- * reconverges it there; a divergent warp would take the barrier's BRA.DIV path). Leaving after
- * the FULL of STOP, they arrive at no later instance of 5 or 6, and nobody waits on one. */
-template <class C>
-XS_DEV void tp90_store_warps(const tp_args &a, char *smem, tp90_stg *sg, tp90_sq *q2)
-{
-    const int st = (int)threadIdx.x - (C::PRODUCER_WG * 128 + 64); /* 0..63 */
-    const int lane = st & 31, w = st >> 5, col = 8 * lane;
-    const char *stg = smem + C::STG_OFF + lane * 16;
-    char *const *dst = xs_gemm90_dst_rows<C>(smem);
-#pragma unroll 1
-    for (;;) {
-        tp90_bar_sync(TP90_BAR_EMPTY); /* our reads of the previous tile are done */
-        tp90_bar_sync(TP90_BAR_FULL);
-        const int op = sg->op;
-        if (op == TP90_STG_STOP)
-            return;
-        const int ncols = sg->ncols;
-        uint64_t *const flag = sg->flag;
-        unsigned int *const count = sg->count;
-#pragma unroll 1
-        for (int r = w; r < C::BM; r += 8) {
-            uint4 v[4];
-            char *d[4];
-#pragma unroll
-            for (int u = 0; u < 4; u++) {
-                v[u] = *(const uint4 *)(stg + (r + 2 * u) * C::STG_LD * 2);
-                d[u] = dst[r + 2 * u];
-            }
-#pragma unroll
-            for (int u = 0; u < 4; u++) {
-                if (!d[u] || col >= ncols)
-                    continue;
-                if (col + 8 <= ncols) {
-                    xs_st16v(d[u] + 2 * col, v[u]);
-                } else {
-                    const uint32_t x[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-                    unsigned short *o = (unsigned short *)(d[u] + 2 * col);
-#pragma unroll
-                    for (int e = 0; e < 8; e++)
-                        if (e < ncols - col)
-                            o[e] = (unsigned short)(x[e >> 1] >> (16 * (e & 1)));
-                }
-            }
-        }
-        if (op == TP90_STG_COUNT) /* h rows are read by GEMM 2 tiles through TMA */
-            tp90_fence_proxy_global();
-        tp90_store_bar(); /* every store precedes the signal or the count */
-        if (st == 0) {
-            if (op == TP90_STG_SIGNAL && flag)
-                tp90_raise(a, q2, flag, NULL);
-            else if (op == TP90_STG_COUNT && count)
-                asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
-        }
-    }
-}
-
 /* Chunks [c, c + n) of this rank's shard to rank r's gathered buffer, then their flags (the 256
  * consumer threads). */
 XS_DEV void tp90_push(const tp_args &a, const xs_wintab &tab, tp90_sq *q, int r, int c, int n)
@@ -741,9 +435,6 @@ __global__ void __launch_bounds__(C::THREADS, 1)
      * its list */
     __shared__ tp_pend s_pend0, s_pend1;
     __shared__ tp90_sq s_sq;
-    /* store warps only (C::STORE_WARPS): their signal queue and the staging hand-over */
-    __shared__ tp90_sq s_sq2;
-    __shared__ __align__(8) tp90_stg s_stg;
     /* thread 0: hash of the tasks read (in shared memory: a register pair live across the main
      * loop spilled) */
     __shared__ unsigned long long s_lsum;
@@ -759,8 +450,6 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         s_sq.head = s_sq.tail = 0;
         s_lsum = 0;
         s_sq.done = 0;
-        if constexpr (C::STORE_WARPS)
-            s_sq2.head = s_sq2.tail = s_sq2.done = 0;
     }
     /* ends with __syncthreads; no CTA-wide barrier after it */
     xs_gemm90_init<C>(smem, false);
@@ -769,13 +458,8 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         xs_setmaxnreg_dec<C::PRODUCER_REGS>();
         if (tid < C::PRODUCER_WG * 128 + 32)
             tp90_produce<C>(a, tab, maps, smem, &s_pend0, &s_abort_c, &s_abort_at);
-        else if constexpr (C::STORE_WARPS) {
-            if (tid < C::PRODUCER_WG * 128 + 64)
-                tp90_signal(a, &s_sq, &s_sq2);
-            else
-                tp90_store_warps<C>(a, smem, &s_stg, &s_sq2);
-        } else if (tid < C::PRODUCER_WG * 128 + 64)
-            tp90_signal(a, &s_sq, NULL);
+        else if (tid < C::PRODUCER_WG * 128 + 64)
+            tp90_signal(a, &s_sq);
         return;
     }
 
@@ -799,10 +483,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
                 aborted = true;
                 break;
             }
-            if constexpr (C::STORE_WARPS)
-                tp90_tile_stage<C>(a, tab, smem, &s_stg, wg, acc, g, w0.z, w0.w);
-            else
-                tp90_tile_out<C>(a, tab, smem, &s_sq, wg, acc, g, w0.z, w0.w);
+            tp90_tile_out<C>(a, tab, smem, &s_sq, wg, acc, g, w0.z, w0.w);
         }
         if (kind & TP_T_PUSH)
             tp90_push(a, tab, &s_sq, w1.x, w1.y, w1.w > 1 ? w1.w : 1);
@@ -823,10 +504,6 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     }
     if (aborted && tid == 0)
         *(volatile int *)&s_abort_c = 1; /* the producer stops issuing */
-    /* store warps: every staged tile stored and its signal queued (q2), then they leave (all 256
-     * consumers: the hand-over barriers count them) */
-    if constexpr (C::STORE_WARPS)
-        tp90_stg_stop(&s_stg);
     if (tid == 0) {
         /* no more entries: the signal warp raises what is queued and leaves (its fence is the
          * CTA's last release; the end stamp below is sender-visible, before it) */

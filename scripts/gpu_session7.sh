@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # gpu_session7.sh - the experiments of the 2026-11-29 fourth session that are not a standing area
 # of gpu_all.sh (bench/results/h200-2026-11-29-r7/README.md). From an already built tree.
-#   race  racecheck of test_tp --tiny --sm90 built three ways (XS_TP90_STG_WRITERS 0, 1, 2:
-#         who writes the store-warp hand-over fields; build/tests/gpu/test_tp_sw1|2 are built
-#         here with -DXS_TP90_STG_WRITERS=1|2, see cuda/tp_sm90.cuh)
+#   race  racecheck of test_tp --tiny --sm90 and of the variants build/tests/gpu/test_tp<suffix>
+#         found there (RACE_VARIANTS). The store-warp hand-over variants this part was written
+#         for (built with -D macros of cuda/tp_sm90.cuh) were removed with the store-warp mode
+#         (docs/ROBUSTNESS.md); a missing variant is reported and skipped
 #   split bench up on one GPU (virtual peers over PCIe), the default sweep at -n 3 with the
 #         planner's choice, then with every tile's stores forced into 8, 4 and 2 slices: the
 #         kernel's own cost of a split (slice_us) against what it hides (docs/UP.md)
@@ -18,8 +19,8 @@ G=build/tests/gpu
 for p in $PARTS; do
     case $p in
     race)
-        # RACE_VARIANTS: suffixes of build/tests/gpu/test_tp* (call 4: "" _sw1 _sw2; call 5:
-        # "" _bf1 _bf1sw1, XS_TP90_BAR_FORM=1 without and with XS_TP90_STG_WRITERS=1)
+        # RACE_VARIANTS: suffixes of build/tests/gpu/test_tp* (calls 4 and 5 ran "" _sw1 _sw2
+        # and "" _bf1 _bf1sw1: store-warp hand-over forms, removed with the mode)
         for v in ${RACE_VARIANTS-"" _sw1 _sw2}; do
             [ "$v" = '""' ] && v=""
             [ -x "$G/test_tp$v" ] || { echo "race: $G/test_tp$v missing" | tee -a "$S"; continue; }

@@ -141,8 +141,6 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "calibrate bad --max-skew" "--max-skew 'soon': not a number" "$X" calibrate --max-skew soon
     expect_err "bench tp bad --slots" "expected row, tile or both" "$X" bench tp --slots diagonal
     expect_err "bench tp bad --engine" "expected mma or sm90" "$X" bench tp --engine tpu
-    expect_err "bench tp bad --store-warps" "expected on, off or both" "$X" bench tp --store-warps maybe
-    expect_err "bench tp store warps on mma" "needs --engine sm90" "$X" bench tp --store-warps on
     # bench -g/--gpus: one-line errors before any GPU is touched (docs/MULTIGPU.md)
     expect_err "bench ep -g 0" "--gpus 0: outside 1..64" "$X" bench ep -g 0
     expect_err "bench ep -g 65" "--gpus 65: outside 1..64" "$X" bench ep --gpus 65

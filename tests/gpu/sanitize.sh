@@ -9,10 +9,9 @@
 #   (host, and 4 virtual peers), validate --quick -n 1, calibrate --quick, bench up/tp/ep on
 #   their smallest shapes (bench ep under racecheck: 4 tokens, --schedule wave); then the Hopper
 #   engine (our own TMA / mbarrier / wgmma code, unlike cuBLAS's): test_gemm --tiny --sm90,
-#   test_tp --quick --sm90 (racecheck: --tiny --sm90), bench tp --engine sm90 --store-warps both
-#   on the smallest shape; calibrate --quick --load-probe --window 128M (the drain-under-load
-#   kernel; at 64M the quick schedule, 69.21 MB per destination window, did not fit: run of
-#   2026-11-29, x2 call 1).
+#   test_tp --quick --sm90 (racecheck: --tiny --sm90), bench tp --engine sm90 on the smallest
+#   shape; calibrate --quick --load-probe --window 128M (the drain-under-load kernel; at 64M the
+#   quick schedule, 69.21 MB per destination window, did not fit: run of 2026-11-29, x2 call 1).
 # API errors: reported (--report-api-errors explicit) except in the two steps that load NCCL,
 #   test_signal and test_win (its one-rank peer windows): NCCL probes the device on purpose
 #   (cudaFuncGetAttributes on kernels it has no sm_90a image for, error 209, and cuMemCreate
@@ -112,7 +111,7 @@ setup() {
     test_tp90) CMD=("$G/test_tp" --quick --sm90) LIMIT=60 EST=3
         [ "$tool" = racecheck ] && CMD=("$G/test_tp" --tiny --sm90) EST=20 ;;
     bench_tp90)
-        CMD=("$X" bench tp --engine sm90 --store-warps both --op all --m 256 --n 256 --k 256 --peers 2 -n 1 -w 0
+        CMD=("$X" bench tp --engine sm90 --op all --m 256 --n 256 --k 256 --peers 2 -n 1 -w 0
             --timeout 120) LIMIT=60 EST=1 ;;
     load_probe) # calibrate's (f) kernel: stores and read-modify-write passes on the same SMs
         CMD=("$X" calibrate --quick --load-probe --window 128M --timeout 120) LIMIT=90 EST=15 ;;

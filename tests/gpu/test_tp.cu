@@ -23,12 +23,6 @@
  * engine (cuda/gemm_sm90.cuh, xs_tp_set_engine; compute capability 9.0 only), same checks and
  * tolerances; the sm90 engine does not stream stores, so its second shaped order is another
  * stored one (f0.6/b0), its ring order is stored, and a streamed order must be refused.
- * The sm90 cases run twice more: with store warps (xs_tp_set_store_warps: warps 2-3 of the
- * producer warpgroup store each staged tile and queue its signal; named "store_warps=on"), then
- * without (as before), every layout, every check, the faults included (with store warps they
- * take the abort path where the consumers hand over STOP to the store warps); each then switches
- * the store warps off and on (or on and off) between fused and local runs, each run checked
- * against the same expectation.
  *
  * Slot layouts (xs_tp_set_slot_layout): every gemm_rs and mlp case runs again with tile-major
  * reduce-scatter slots, set before the first run, on both engines (--quick: the first gemm_rs
@@ -323,9 +317,9 @@ static void lib_verify(xs_tp *t, const char *name, const char *variant, int fuse
 
 static int g_tiny; /* --tiny */
 
-/* After a switch of the context's settings (store warps, slot layout): both fused orders of
- * slots 0 and 1, each checked by the library and against the reference, then a local run on
- * `local_slot`, checked by the library. */
+/* After a switch of the context's slot layout: both fused orders of slots 0 and 1, each
+ * checked by the library and against the reference, then a local run on `local_slot`, checked
+ * by the library. */
 static void runs_after_switch(xs_tp *t, const cref *r, xs_tp_run_opts ro, cudaStream_t st,
                               const char *name, const char *const *vname, const char *v,
                               double bytes, int local_slot)
@@ -345,14 +339,13 @@ static void runs_after_switch(xs_tp *t, const cref *r, xs_tp_run_opts ro, cudaSt
 }
 
 static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int quick,
-                     xs_tp_engine engine, xs_tp_layout layout, int store_warps)
+                     xs_tp_engine engine, xs_tp_layout layout)
 {
     char name[160];
     cname(tc, name, sizeof name);
     const int sm90 = engine == XS_TP_ENGINE_SM90;
     if (sm90) /* the mma cases keep their names */
-        snprintf(name + strlen(name), sizeof name - strlen(name), " engine=sm90%s",
-                 store_warps ? " store_warps=on" : "");
+        snprintf(name + strlen(name), sizeof name - strlen(name), " engine=sm90");
     if (layout != XS_TP_LAYOUT_ROW) /* so do the row-major ones */
         snprintf(name + strlen(name), sizeof name - strlen(name), " slots=%s",
                  xs_tp_layout_name(layout));
@@ -392,8 +385,6 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
         e = xs_tp_set_slot_layout(t, layout);
         XT_CHECK(e == XS_OK && xs_tp_get_slot_layout(t) == layout, "%s: set slot layout: %s",
                  name, xs_errmsg());
-        xs_tp_set_store_warps(t, store_warps);
-        XT_CHECK(xs_tp_get_store_warps(t) == (store_warps != 0), "%s: set store warps", name);
         if (e != XS_OK) {
             xs_tp_destroy(t);
             xs_win_close(ws);
@@ -513,19 +504,6 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
         ro.eager_flags = 0;
         XT_CHECK(xs_tp_order_shaped(t, 1, &back, &cost, &prof) == XS_OK, "%s: shaped: %s", name,
                  xs_errmsg());
-    }
-
-    if (sm90) {
-        /* store warps switched between runs (bench tp --store-warps both): the same bytes and
-         * signals, so the same expectations hold either way */
-        const int seq[2] = {!store_warps, store_warps};
-        for (int k = 0; k < 2; k++) {
-            char v[64];
-            snprintf(v, sizeof v, "after a switch to store warps %s", seq[k] ? "on" : "off");
-            xs_tp_set_store_warps(t, seq[k]);
-            runs_after_switch(t, &r, ro, st, name, vname, v, bytes, 0);
-        }
-        printf("ok %s: fused and local runs right after switches of the store warps\n", name);
     }
 
     if (layout != XS_TP_LAYOUT_ROW && in.rs_gemm >= 0) {
@@ -984,9 +962,8 @@ int main(int argc, char **argv)
     else if (!run_sm90)
         printf("skip sm90 engine cases: --quick / --tiny without --sm90\n");
     /* each engine: every case with row-major slots, then the reduce-scattering ones with
-     * tile-major slots (--quick: the first gemm_rs and mlp; --tiny: none); sm90 with store
-     * warps (e = 1), then without (e = 2) */
-    for (int e = only_sm90 ? 1 : 0; e < (run_sm90 ? 3 : 1); e++)
+     * tile-major slots (--quick: the first gemm_rs and mlp; --tiny: none) */
+    for (int e = only_sm90 ? 1 : 0; e < (run_sm90 ? 2 : 1); e++)
         for (int l = 0; l < 2; l++)
             for (int i = 0; i < ncases; i++) {
                 if (quick && i >= 7)
@@ -996,7 +973,7 @@ int main(int argc, char **argv)
                 if (l && (cases[i].op == XS_TP_AG_GEMM || g_tiny || (quick && i != 0 && i != 4)))
                     continue;
                 run_case(&cases[i], &gi, cb, quick, e ? XS_TP_ENGINE_SM90 : XS_TP_ENGINE_MMA,
-                         l ? XS_TP_LAYOUT_TILE : XS_TP_LAYOUT_ROW, e == 1);
+                         l ? XS_TP_LAYOUT_TILE : XS_TP_LAYOUT_ROW);
             }
     if (!g_tiny && !only_sm90)
         run_upload_stress(&gi, cb, quick ? 6 : 24);
