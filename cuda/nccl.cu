@@ -298,6 +298,20 @@ extern "C" void xs_nccl_close(xs_nccl_comm *c, int abort)
     free(c);
 }
 
+/* ncclCommInitRank, one line on failure (a communicator that failed to initialise is NCCL's to
+ * clean up, not ours). */
+static xs_status init_rank(ncclComm_t *out, int nranks, ncclUniqueId u, int rank)
+{
+    *out = NULL;
+    ncclResult_t r = nc.comm_init_rank(out, nranks, u, rank);
+    if (r == ncclSuccess)
+        return XS_OK;
+    *out = NULL;
+    char what[64];
+    snprintf(what, sizeof what, "ncclCommInitRank(rank %d of %d)", rank, nranks);
+    return nccl_fail(NULL, what, r);
+}
+
 extern "C" xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[128],
                                   size_t win_bytes, xs_nccl_comm **out, void **local,
                                   void **peers)
@@ -349,15 +363,8 @@ extern "C" xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[1
 
     /* blocking init: a missing peer is bounded by the launcher's timeout, which kills all */
     if (nranks == 1) {
-        ncclComm_t comm = NULL;
-        ncclResult_t r = nc.comm_init_rank(&comm, nranks, u, rank);
-        if (r != ncclSuccess) {
-            /* a communicator that failed to initialise is NCCL's to clean up, not ours */
-            snprintf(what, sizeof what, "ncclCommInitRank(rank %d of %d)", rank, nranks);
-            st = nccl_fail(NULL, what, r);
+        if ((st = init_rank(&c->comm, nranks, u, rank)) != XS_OK)
             goto fail;
-        }
-        c->comm = comm;
     } else {
         /* A unique id bootstraps one communicator only: its root's listening socket is gone
          * once the first init returns, so a second ncclCommInitRank on the launcher's id fails
@@ -373,12 +380,8 @@ extern "C" xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[1
         if (!root.comm || memcmp(root.id, id, sizeof root.id) || root.nranks != nranks ||
             root.rank != rank) {
             ncclComm_t comm = NULL;
-            ncclResult_t r = nc.comm_init_rank(&comm, nranks, u, rank);
-            if (r != ncclSuccess) {
-                snprintf(what, sizeof what, "ncclCommInitRank(rank %d of %d)", rank, nranks);
-                st = nccl_fail(NULL, what, r);
+            if ((st = init_rank(&comm, nranks, u, rank)) != XS_OK)
                 goto fail;
-            }
             root.comm = comm; /* a previous root (another id) is left alone: rare, and harmless */
             memcpy(root.id, id, sizeof root.id);
             root.nranks = nranks;
