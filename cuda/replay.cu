@@ -22,6 +22,7 @@
 #include "xstage_device.cuh"
 #include "xstage_exchange.h"
 #include "xstage_launch.h"
+#include "xstage_peermap.h"
 #include "xstage_replay.h"
 #include "xstage_win.h"
 
@@ -58,8 +59,8 @@ struct xs_replayer {
     xs_wintab own;   /* the windows as opened (own window, flags, barrier flags) */
     int multi;       /* peer target, N > 1 processes: per-source regions, lockstep runs */
     int me, n;       /* this rank, ranks */
-    int dbase, ndest; /* producer p stores to rank (dbase + p % ndest) % n: N > 1 peers: the
-                       * other ranks only (me + 1 ...), one process: every window (0 ...) */
+    xs_peermap pm;    /* where producer p stores, and where a destination finds a source's
+                       * producers (xstage_peermap.h) */
     unsigned long long region16; /* units of one source's region (N > 1 peers) */
     unsigned long long nrun;     /* peer runs: run counter, the same on every rank */
     size_t smem;                 /* dynamic shared memory that forces one CTA per SM */
@@ -86,7 +87,7 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
     replay_kernel(xs_wintab tab, const xs_drow *rows, int nrows, xs_stamp *stamps,
                   xs_anchor *anchors, int sync, unsigned long long *scratch,
                   unsigned long long lead_ns, unsigned long long timeout_ns, xs_devstatus *st,
-                  int dbase, int ndest, unsigned int salt, unsigned long long xepoch)
+                  xs_peermap pm, unsigned int salt, unsigned long long xepoch)
 {
     extern __shared__ unsigned char occupancy_only[]; /* forces one CTA per SM; unused */
     (void)occupancy_only;
@@ -149,8 +150,8 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
     __syncthreads();
     if (s_abort)
         return;
-    const int d = (dbase + p % ndest) % n;
-    const unsigned long long slot = (unsigned long long)(p / ndest);
+    const int d = xs_pm_dest(&pm, p);
+    const unsigned long long slot = (unsigned long long)xs_pm_slot(&pm, p);
     for (int r = 0; r < nrows; r++) {
         if (p < row.k) {
             __syncthreads();
@@ -373,8 +374,7 @@ xs_status xs_replayer_open(const xs_replay_opts *o, xs_replayer **out)
     rp->n = rp->own.nranks;
     rp->me = rp->own.rank;
     rp->multi = o->target == XS_TARGET_PEER && rp->n > 1;
-    rp->dbase = 0;
-    rp->ndest = rp->n;
+    rp->pm = xs_peermap_make(rp->n, rp->me, rp->multi, o->one_dest);
     if (rp->multi) {
         /* every window holds one region per source; this rank stores into region `me` of the
          * other ranks' windows (docs/MULTIGPU.md, calibrate/replay/validate -g N) */
@@ -382,8 +382,6 @@ xs_status xs_replayer_open(const xs_replay_opts *o, xs_replayer **out)
         for (int d = 0; d < rp->n; d++)
             rp->tab.data[d] = rp->own.data[d] + 16 * rp->region16 * (unsigned long long)rp->me;
         rp->tab.bytes = (size_t)(16 * rp->region16);
-        rp->dbase = rp->me + 1;
-        rp->ndest = o->one_dest ? 1 : rp->n - 1;
     }
     /* more than half an SM's shared memory: the scheduler can place only one CTA per SM */
     rp->smem = rp->gpu.smem_per_sm / 2 + 1024;
@@ -458,11 +456,11 @@ static unsigned long long slot16(int64_t bytes)
 }
 
 /* 16-byte units each destination window needs for the schedule. */
-static unsigned long long window_need16(const xs_schedule *s, int n)
+static unsigned long long window_need16(const xs_schedule *s, const xs_peermap *pm)
 {
     unsigned long long need = 0;
     for (int r = 0; r < s->nrows; r++) {
-        unsigned long long slots = (unsigned long long)((s->rows[r].producers + n - 1) / n);
+        unsigned long long slots = (unsigned long long)xs_pm_slots_max(pm, s->rows[r].producers);
         need += slots * slot16(s->rows[r].bytes_per_producer);
     }
     return need;
@@ -479,7 +477,7 @@ xs_status xs_replay_check(const xs_replayer *rp, const xs_schedule *s)
             return xs_seterr(XS_EINVAL, "row %d: bytes_per_producer %lld is not a multiple of 16 "
                              "(producers store 16-byte units)", r,
                              (long long)s->rows[r].bytes_per_producer);
-    unsigned long long need = 16 * window_need16(s, rp->ndest);
+    unsigned long long need = 16 * window_need16(s, &rp->pm);
     if (need > rp->tab.bytes)
         return xs_seterr(XS_ERANGE, "the schedule stores %.4g MB per destination window%s; the "
                          "window holds %.4g MB (raise --window)", need / 1e6,
@@ -515,21 +513,12 @@ static xs_status verify_all(xs_replayer *rp, const xs_schedule *s, const unsigne
         unsigned long long n16 = (unsigned long long)(s->rows[r].bytes_per_producer / 16);
         unsigned long long st16 = slot16(s->rows[r].bytes_per_producer);
         for (int i = 0; i < n; i++) {
-            /* (destination d, source src): the producers p = j, j + ndest, ... of src land here */
-            int d, src, j;
-            if (rp->multi) {
-                if (i == rp->me)
-                    continue;
-                d = rp->me;
-                src = i;
-                j = ((d - src - 1) % n + n) % n;
-            } else {
-                d = j = i;
-                src = rp->me;
-            }
-            if (j >= rp->ndest || j >= k)
-                continue; /* no producer of src stores here */
-            unsigned long long slots = (unsigned long long)((k - j + rp->ndest - 1) / rp->ndest);
+            /* (destination d, source src): the producers p = j, j + D, ... of src land here */
+            const int d = rp->multi ? rp->me : i, src = rp->multi ? i : rp->me;
+            const int j = xs_pm_first(&rp->pm, src, d);
+            unsigned long long slots = (unsigned long long)xs_pm_slots(&rp->pm, k, j);
+            if (slots == 0)
+                continue; /* no producer of src stores here (or src is this window's rank) */
             unsigned int seed = seeds[r] ^ ((unsigned)d * 0x85ebca6bu) ^ src_salt(rp, src);
             unsigned long long base = rp->multi ? (unsigned long long)src * rp->region16 : 0;
             uint64_t bad = 0;
@@ -557,7 +546,7 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
     memset(res, 0, sizeof *res);
     memset(stats, 0, sizeof *stats);
     XS_TRY(xs_replay_check(rp, s));
-    const int n = rp->ndest, grid = xs_schedule_max_producers(s);
+    const int grid = xs_schedule_max_producers(s);
     /* N > 1 peer ranks: every rank must know every source's patterns, and callers seed from the
      * clock: the seed is the run counter, which the lockstep keeps equal on every rank */
     if (rp->multi)
@@ -588,7 +577,7 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
             h[r].seed = xs_mix32(seed * 0x9e3779b9u + (unsigned)r) | 1u;
             seeds[r] = h[r].seed;
             off16[r] = off;
-            off += (unsigned long long)((rw->producers + n - 1) / n) * h[r].stride16;
+            off += (unsigned long long)xs_pm_slots_max(&rp->pm, rw->producers) * h[r].stride16;
         }
     }
 #define RUN_CU(call)                                                                          \
@@ -619,8 +608,8 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
     replay_kernel<<<grid, XS_PRODUCER_THREADS, rp->smem, rp->stream>>>(
         rp->tab, rp->drows, s->nrows, rp->dstamps, rp->danchors, sync, rp->dscratch,
         10000ull /* common start 10 us after the first producer arrives */,
-        (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat, rp->dbase, rp->ndest,
-        src_salt(rp, rp->me), xepoch);
+        (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat, rp->pm, src_salt(rp, rp->me),
+        xepoch);
     RUN_CU(cudaGetLastError());
     RUN_CU(cudaEventRecord(rp->ev1, rp->stream));
     st = xs_event_wait(rp->ev1, rp->o.timeout_s + 5, "replay kernel");

@@ -1,0 +1,63 @@
+/*
+ * xstage_peermap.h - where a replay producer's bytes land, and where a destination finds them
+ * (cuda/replay.cu; docs/MULTIGPU.md "calibrate, replay and validate -g N").
+ *
+ * One process (host, local, virtual, peer -g 1): producer p stores to window p % N, slot p / N.
+ * N > 1 peer ranks: producer p of rank `me` stores to rank (me + 1 + p % D) % N, slot p / D, in
+ * region `me` of that window, with D = N - 1 destinations (all-to-all, none to itself) or D = 1
+ * (one destination, the next rank). The destination side inverts it: the producers of source
+ * `src` that land in window `d` are p = j, j + D, j + 2D, ... (slots 0, 1, 2, ...). Plain C, used
+ * by the replay kernel, its host-side verification and tests/test_peermap.c.
+ */
+#ifndef XSTAGE_PEERMAP_H
+#define XSTAGE_PEERMAP_H
+
+#ifdef __CUDACC__
+#define XS_PM_FN static __host__ __device__ __forceinline__
+#else
+#define XS_PM_FN static inline
+#endif
+
+typedef struct {
+    int n;     /* windows (ranks) */
+    int me;    /* this source */
+    int multi; /* N > 1 peer processes: per-source regions, no stores to itself */
+    int dbase; /* the first destination */
+    int ndest; /* D: destinations producers are spread over */
+} xs_peermap;
+
+XS_PM_FN xs_peermap xs_peermap_make(int n, int me, int multi, int one_dest)
+{
+    xs_peermap m;
+    m.n = n;
+    m.me = me;
+    m.multi = multi && n > 1;
+    m.dbase = m.multi ? me + 1 : 0;
+    m.ndest = m.multi ? (one_dest ? 1 : n - 1) : n;
+    return m;
+}
+
+/* destination window of producer p */
+XS_PM_FN int xs_pm_dest(const xs_peermap *m, int p) { return (m->dbase + p % m->ndest) % m->n; }
+
+/* slot of producer p in its destination (its region starts slot x the row's producer stride) */
+XS_PM_FN int xs_pm_slot(const xs_peermap *m, int p) { return p / m->ndest; }
+
+/* slots a row of k producers needs in any one destination window (its largest share) */
+XS_PM_FN int xs_pm_slots_max(const xs_peermap *m, int k) { return (k + m->ndest - 1) / m->ndest; }
+
+/* the first producer j of source src (a rank with this map's n, multi and ndest) that lands in
+ * window d, or -1 if none of its producers do; the others are j + ndest, j + 2 ndest, ... */
+XS_PM_FN int xs_pm_first(const xs_peermap *m, int src, int d)
+{
+    const int j = m->multi ? ((d - src - 1) % m->n + m->n) % m->n : d;
+    return m->multi && d == src ? -1 : j < m->ndest ? j : -1;
+}
+
+/* how many of a row's k producers of one source land in the window whose first is j */
+XS_PM_FN int xs_pm_slots(const xs_peermap *m, int k, int j)
+{
+    return j < 0 || j >= k ? 0 : (k - j + m->ndest - 1) / m->ndest;
+}
+
+#endif
