@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
     replay_kernel(xs_wintab tab, const xs_drow *rows, int nrows, xs_stamp *stamps,
                   xs_anchor *anchors, int sync, unsigned long long *scratch,
                   unsigned long long lead_ns, unsigned long long timeout_ns, xs_devstatus *st,
-                  xs_peermap pm, unsigned int salt, unsigned long long xepoch)
+                  int dbase, int ndest, unsigned int salt, unsigned long long xepoch)
 {
     extern __shared__ unsigned char occupancy_only[]; /* forces one CTA per SM; unused */
     (void)occupancy_only;
@@ -150,8 +150,10 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
     __syncthreads();
     if (s_abort)
         return;
-    const int d = xs_pm_dest(&pm, p);
-    const unsigned long long slot = (unsigned long long)xs_pm_slot(&pm, p);
+    /* xs_pm_dest and xs_pm_slot of xstage_peermap.h, written out: the kernel as run on the GPU
+     * (run 7), byte for byte; tests/test_peermap.c checks the map and its inverse */
+    const int d = (dbase + p % ndest) % n;
+    const unsigned long long slot = (unsigned long long)(p / ndest);
     for (int r = 0; r < nrows; r++) {
         if (p < row.k) {
             __syncthreads();
@@ -608,8 +610,8 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
     replay_kernel<<<grid, XS_PRODUCER_THREADS, rp->smem, rp->stream>>>(
         rp->tab, rp->drows, s->nrows, rp->dstamps, rp->danchors, sync, rp->dscratch,
         10000ull /* common start 10 us after the first producer arrives */,
-        (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat, rp->pm, src_salt(rp, rp->me),
-        xepoch);
+        (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat, rp->pm.dbase, rp->pm.ndest,
+        src_salt(rp, rp->me), xepoch);
     RUN_CU(cudaGetLastError());
     RUN_CU(cudaEventRecord(rp->ev1, rp->stream));
     st = xs_event_wait(rp->ev1, rp->o.timeout_s + 5, "replay kernel");

@@ -7,7 +7,8 @@
  * region `me` of that window, with D = N - 1 destinations (all-to-all, none to itself) or D = 1
  * (one destination, the next rank). The destination side inverts it: the producers of source
  * `src` that land in window `d` are p = j, j + D, j + 2D, ... (slots 0, 1, 2, ...). Plain C, used
- * by the replay kernel, its host-side verification and tests/test_peermap.c.
+ * by the replay's host side (window sizes, destination-side verification) and
+ * tests/test_peermap.c; the replay kernel writes xs_pm_dest / xs_pm_slot out (cuda/replay.cu).
  */
 #ifndef XSTAGE_PEERMAP_H
 #define XSTAGE_PEERMAP_H
