@@ -35,10 +35,13 @@ TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
 GTEST_SRC := $(wildcard tests/gpu/test_*.cu)
 GTEST_BIN := $(GTEST_SRC:%.cu=$(BUILD)/%)
+# CPU tests of the CUDA side's host code (no device needed; tests/run.sh runs them with the rest)
+CTEST_SRC := $(wildcard tests/test_*.cu)
+CTEST_BIN := $(CTEST_SRC:%.cu=$(BUILD)/%)
 HEADERS   := $(wildcard include/*.h include/*.cuh src/*.h tools/*.h cuda/*.h cuda/*.cuh tests/*.h)
 
 ifneq ($(NVCC),)
-ALL_GPU  := $(BUILD)/libxstage_cuda.a $(GTEST_BIN) $(DEV_OBJ)
+ALL_GPU  := $(BUILD)/libxstage_cuda.a $(GTEST_BIN) $(CTEST_BIN) $(DEV_OBJ)
 TOOL_GPU := $(CU_OBJ)   # objects, not the archive: weak references do not pull archive members
 LINK     := $(NVCC) $(NVARCH) -Xlinker --no-as-needed
 else
@@ -73,6 +76,10 @@ $(BUILD)/xstage: $(TOOL_OBJ) $(TOOL_GPU) $(BUILD)/libxstage.a
 $(BUILD)/tests/test_%: tests/test_%.c $(BUILD)/libxstage.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< -o $@ $(BUILD)/libxstage.a $(LDLIBS)
+
+$(CTEST_BIN): $(BUILD)/tests/%: tests/%.cu $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) $< -o $@ $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(LDLIBS)
 
 $(BUILD)/tests/gpu/test_%: tests/gpu/test_%.cu $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(HEADERS)
 	@mkdir -p $(dir $@)

@@ -1,0 +1,915 @@
+/*
+ * test_tp_plan.cu - cross-rank deadlock freedom of the TP task lists (cuda/tp.h), CPU only: no
+ * CUDA call that needs a device (xs_tp_plan_create contexts; built with nvcc because tp.h is a
+ * CUDA header and the planner lives in libxstage_cuda.a). `bench tp -g N` runs one list per
+ * rank; each list holds the per-rank invariants (xs_tp_order_check), but whether the P lists
+ * together can deadlock depends on how the ranks' lists line up. This test builds every rank's
+ * list for every order the planner makes (naive, the XS_TP_NCAND shaped candidates, and the
+ * sm90 engine's stored ring variants), for P = 2, 3, 4, 8, the three operations, small odd
+ * shapes (grids 1, 5, 132) and model widths (llama3-8b up to the bench's 16384 tokens, grids 132
+ * and 16; P = 3: GPT-3 widths, the llama widths do not split 3 ways), and two cost sets (the
+ * planner's budgets, hence its lists, depend on them), and checks:
+ *
+ *   1. simulation (the real test): the P ranks x G CTAs of the persistent kernels, CTA b of a
+ *      rank taking tasks b, b + G, b + 2G, ... of its rank's list in order (tp_kernel's and
+ *      tp90_kernel's `for (i = blockIdx.x; i < ntasks; i += gridDim.x)`), every CTA resident.
+ *      A task starts once its CTA finished the previous one and its waits hold; it then raises
+ *      its signals. The waits and signals are the kernel's with real peers (ag_sym = 0): a
+ *      GEMM 0 tile of an all-gathered row block on shard s != me waits for the flags
+ *      s x ag_chunks + c, c over the chunks its 128 rows span, in its own window, raised by
+ *      rank s's push (a push task or a rider) of chunk c to this rank; an mlp GEMM 1 tile waits
+ *      for the count of its row block's GEMM 0 tiles on its own rank (tiles_n[0]); a reduction
+ *      of own tile t waits for every source's signal of t (its own tile included), raised by
+ *      that source's reduce-scatter tile. Signals are raised at the task's end: the mma kernel
+ *      raises them lazily and streams DEFER / SPREAD stores through the CTA's next main loop,
+ *      but every CTA flushes its transfers and raises its queued flags before it blocks in a
+ *      wait and at its end, and the sm90 kernel's signal warp raises them at once; so the
+ *      stuck states (every unfinished CTA blocked) are the same as with signals raised at once.
+ *      Waits are monotone (flags and counts only grow), so the simulation's outcome does not
+ *      depend on the order it runs the CTAs in. A deadlock is a state where no CTA can run and
+ *      some are not done; it is reported with the operation, P, shape, order, grid, rank, CTA,
+ *      task index and what that task waits for. The same simulation in virtual-peer mode
+ *      (ag_sym = 1, one rank, the other sources placed: a GEMM 0 tile on shard s waits for this
+ *      rank's own push of the same chunks to the mirror rank 2 me - s) runs for every rank too.
+ *   2. rotations: rank r's list is rank 0's with every rank-relative field moved by r (push
+ *      destination + r, tile row + r m/(128 P), mod P and tiles_m).
+ *   3. positions (the stated invariant, a sufficient condition): every wait's signal is raised
+ *      by a task at an earlier list position than the waiting task's, on whichever rank raises
+ *      it; and a GEMM 0 tile's chunk from rank s is pushed at the same list position as this
+ *      rank's push of that chunk to the mirror rank (what ag_sym emulates on one GPU). The
+ *      first part alone rules a deadlock out: the earliest unfinished task of all ranks waits
+ *      only for earlier positions, and its CTA's previous task is earlier too. (GEMMs are
+ *      numbered from 0 here, as in tp.h: GEMM 0 is docs/TP.md's GEMM 1.)
+ *
+ * The checks can fail: hand-broken lists must be reported - a push swapped behind the tile
+ * that needs the peer's push (P = 2, every rank: a cross-rank cycle); per-rank-valid lists
+ * that are not rotations (P = 3: each passes xs_tp_order_check and its virtual-peer
+ * simulation, together they deadlock); a GEMM 1 tile swapped before its row block's last GEMM 0
+ * tile; a reduction swapped with its own tile, a deadlock when the two are in one CTA and
+ * none when they are in different CTAs (the simulation models the grid, not one list). And the
+ * event-driven simulation agrees with a plain fixpoint sweep on 300 randomly broken list sets.
+ *
+ * usage: test_tp_plan   last line: "N passed, N failed"
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xt.h"
+#include "xstage.h"
+#include "../cuda/tp.h"
+
+/* ---- the P lists of one configuration ------------------------------------------------------- */
+
+typedef struct {
+    xs_tp_shape s;
+    xs_tp_info in;
+    int P, rbpr;
+    int n[XS_MAX_RANKS];
+    const xs_tp_task *v[XS_MAX_RANKS]; /* rank r's list (not owned) */
+    /* counters: all-gather flags [dst][src][chunk], reduce-scatter flags [owner][src][t],
+     * row-block counts [rank][tm] (mlp) */
+    int n_ag, n_rs, n_rb;
+} plan_set;
+
+static void set_init(plan_set *S, const xs_tp_shape *s, const xs_tp_info *in)
+{
+    memset(S, 0, sizeof *S);
+    S->s = *s;
+    S->in = *in;
+    S->P = s->peers;
+    S->rbpr = in->rs_rows / XS_TP_BM;
+    S->n_ag = in->ag ? S->P * S->P * in->ag_chunks : 0;
+    S->n_rs = in->rs_gemm >= 0 ? S->P * S->P * in->t_own : 0;
+    S->n_rb = in->ngemm > 1 ? S->P * in->tiles_m : 0;
+}
+
+static int ncounters(const plan_set *S) { return S->n_ag + S->n_rs + S->n_rb; }
+static int c_ag(const plan_set *S, int dst, int src, int c)
+{
+    return (dst * S->P + src) * S->in.ag_chunks + c;
+}
+static int c_rs(const plan_set *S, int owner, int src, int t)
+{
+    return S->n_ag + (owner * S->P + src) * S->in.t_own + t;
+}
+static int c_rb(const plan_set *S, int rank, int tm)
+{
+    return S->n_ag + S->n_rs + rank * S->in.tiles_m + tm;
+}
+/* value at which a counter's waiters may go: a flag is raised once, a row block counts its
+ * GEMM 0 tiles */
+static int target(const plan_set *S, int u)
+{
+    return u >= S->n_ag + S->n_rs ? S->in.tiles_n[0] : 1;
+}
+/* the rank that raises counter u */
+static int raiser(const plan_set *S, int u)
+{
+    if (u < S->n_ag)
+        return (u / S->in.ag_chunks) % S->P;
+    if (u < S->n_ag + S->n_rs)
+        return ((u - S->n_ag) / S->in.t_own) % S->P;
+    return (u - S->n_ag - S->n_rs) / S->in.tiles_m;
+}
+
+static int mirror(int me, int s, int P) { return ((2 * me - s) % P + P) % P; }
+
+/* The chunks [*c0, *c1] of its shard that GEMM 0 tile row tm spans (tp_chunk_range). */
+static int chunk_range(const plan_set *S, int tm, int *c0, int *c1)
+{
+    const xs_tp_info *in = &S->in;
+    const int m0 = tm * XS_TP_BM, s = m0 / in->rs_rows;
+    const unsigned long long row_bytes = (unsigned long long)in->ag_k * 2;
+    const unsigned long long lo = (unsigned long long)(m0 - s * in->rs_rows) * row_bytes;
+    unsigned long long hi = lo + XS_TP_BM * row_bytes;
+    if (hi > in->shard_bytes)
+        hi = in->shard_bytes;
+    *c0 = (int)(lo / XS_TP_CHUNK);
+    *c1 = (int)((hi - 1) / XS_TP_CHUNK);
+    return s;
+}
+
+/* The counters task x of rank r waits for (w[], at most ag_chunks + P + 1); virt: virtual peers
+ * (ag_sym: this rank's own pushes to the mirror rank; the other sources' partials placed). */
+static int task_waits(const plan_set *S, int r, const xs_tp_task *x, int virt, int *w)
+{
+    const xs_tp_info *in = &S->in;
+    int n = 0;
+    if (x->kind & XS_TP_K_TILE) {
+        if (x->gemm == 0 && in->ag) {
+            int c0, c1;
+            const int s = chunk_range(S, x->tm, &c0, &c1);
+            if (s != r)
+                for (int c = c0; c <= c1; c++)
+                    w[n++] = virt ? c_ag(S, mirror(r, s, S->P), r, c) : c_ag(S, r, s, c);
+        }
+        if (x->gemm == 1 && in->ngemm > 1)
+            w[n++] = c_rb(S, r, x->tm);
+    }
+    if (x->kind & XS_TP_K_REDUCE)
+        for (int src = 0; src < S->P; src++)
+            if (!virt || src == r)
+                w[n++] = c_rs(S, r, src, x->red_t);
+    return n;
+}
+
+/* The counters task x of rank r raises (w[], at most XS_TP_PUSH_MAX + 1). */
+static int task_signals(const plan_set *S, int r, const xs_tp_task *x, int *w)
+{
+    const xs_tp_info *in = &S->in;
+    int n = 0;
+    if (x->kind & XS_TP_K_TILE) {
+        if (x->gemm == in->rs_gemm) {
+            const int owner = x->tm / S->rbpr;
+            w[n++] = c_rs(S, owner, r, (x->tm - owner * S->rbpr) * in->tiles_n[in->rs_gemm] +
+                                           x->tn);
+        } else if (x->gemm == 0 && in->ngemm > 1) {
+            w[n++] = c_rb(S, r, x->tm);
+        }
+    }
+    if (x->kind & XS_TP_K_PUSH)
+        for (int k = 0; k < (x->push_n > 1 ? x->push_n : 1); k++)
+            w[n++] = c_ag(S, x->push_rank, r, x->push_chunk + k);
+    return n;
+}
+
+/* What counter u is, for a report. */
+static void describe(const plan_set *S, int u, char *buf, size_t len)
+{
+    const xs_tp_info *in = &S->in;
+    if (u < S->n_ag) {
+        const int c = u % in->ag_chunks, src = (u / in->ag_chunks) % S->P,
+                  dst = u / in->ag_chunks / S->P;
+        snprintf(buf, len, "rank %d's push of chunk %d to rank %d", src, c, dst);
+    } else if (u < S->n_ag + S->n_rs) {
+        const int v = u - S->n_ag, t = v % in->t_own, src = (v / in->t_own) % S->P,
+                  owner = v / in->t_own / S->P;
+        snprintf(buf, len, "rank %d's signal of owner %d's tile %d", src, owner, t);
+    } else {
+        const int v = u - S->n_ag - S->n_rs;
+        snprintf(buf, len, "rank %d's GEMM 0 tiles of row block %d (%d)", v / in->tiles_m,
+                 v % in->tiles_m, in->tiles_n[0]);
+    }
+}
+
+static const char *kind_name(int kind)
+{
+    if (kind & XS_TP_K_REDUCE)
+        return "reduction";
+    if ((kind & XS_TP_K_TILE) && (kind & XS_TP_K_PUSH))
+        return "tile + push";
+    if (kind & XS_TP_K_TILE)
+        return "tile";
+    if (kind & XS_TP_K_PUSH)
+        return "push";
+    return "empty";
+}
+
+/* ---- 1. the simulation ------------------------------------------------------------------- */
+
+typedef struct {
+    int deadlock;  /* some CTA can never finish */
+    long tasks;    /* tasks run */
+    char what[400]; /* the earliest blocked task and what it waits for */
+} sim_out;
+
+/* Run the ranks' lists on G CTAs each (virt_rank < 0: all P ranks, real peers; else that rank
+ * alone with virtual peers) until no CTA can run. Out of host memory counts as a deadlock. */
+static void simulate(const plan_set *S, int G, int virt_rank, sim_out *o)
+{
+    memset(o, 0, sizeof *o);
+    const int r0 = virt_rank < 0 ? 0 : virt_rank, nr = virt_rank < 0 ? S->P : 1;
+    const int virt = virt_rank >= 0, nc = ncounters(S), ncta = nr * G;
+    int *cnt = (int *)calloc((size_t)nc + 1, sizeof(int));
+    int *head = (int *)malloc(((size_t)nc + 1) * sizeof(int));
+    int *next = (int *)malloc((size_t)ncta * sizeof(int));   /* waiter list link */
+    int *pos = (int *)malloc((size_t)ncta * sizeof(int));    /* CTA's next task */
+    int *waiting = (int *)malloc((size_t)ncta * sizeof(int)); /* counter it waits for, or -1 */
+    int *stack = (int *)malloc((size_t)ncta * sizeof(int));
+    int *w = (int *)malloc(((size_t)S->in.ag_chunks + S->P + XS_TP_PUSH_MAX + 2) * sizeof(int));
+    if (!cnt || !head || !next || !pos || !waiting || !stack || !w) {
+        free(cnt), free(head), free(next), free(pos), free(waiting), free(stack), free(w);
+        o->deadlock = 1;
+        snprintf(o->what, sizeof o->what, "out of host memory");
+        return;
+    }
+    for (int u = 0; u < nc; u++)
+        head[u] = -1;
+    int sp = 0;
+    for (int q = 0; q < ncta; q++) {
+        pos[q] = q % G;
+        waiting[q] = -1;
+        stack[sp++] = q;
+    }
+    while (sp > 0) {
+        const int q = stack[--sp], r = r0 + q / G;
+        waiting[q] = -1;
+        while (pos[q] < S->n[r]) {
+            const xs_tp_task *x = &S->v[r][pos[q]];
+            const int nw = task_waits(S, r, x, virt, w);
+            int blocked = -1;
+            for (int j = 0; j < nw && blocked < 0; j++)
+                if (cnt[w[j]] < target(S, w[j]))
+                    blocked = w[j];
+            if (blocked >= 0) {
+                waiting[q] = blocked;
+                next[q] = head[blocked];
+                head[blocked] = q;
+                break;
+            }
+            const int ns = task_signals(S, r, x, w);
+            for (int j = 0; j < ns; j++) {
+                const int u = w[j];
+                if (++cnt[u] == target(S, u)) {
+                    for (int z = head[u]; z >= 0; z = next[z])
+                        stack[sp++] = z; /* a CTA waits on one counter at a time: fits */
+                    head[u] = -1;
+                }
+            }
+            o->tasks++;
+            pos[q] += G;
+        }
+    }
+    /* the earliest blocked task (smallest list position, then rank) */
+    int best = -1;
+    for (int q = 0; q < ncta; q++) {
+        const int r = r0 + q / G;
+        if (pos[q] < S->n[r] && (best < 0 || pos[q] < pos[best]))
+            best = q;
+    }
+    if (best >= 0) {
+        const int r = r0 + best / G, i = pos[best], u = waiting[best];
+        char d[160];
+        describe(S, u, d, sizeof d);
+        /* where the awaited signal is raised, if anywhere */
+        const int rr = raiser(S, u);
+        int at = -1;
+        if (rr >= r0 && rr < r0 + nr)
+            for (int k = 0; k < S->n[rr] && at < 0; k++) {
+                const int ns = task_signals(S, rr, &S->v[rr][k], w);
+                for (int j = 0; j < ns; j++)
+                    if (w[j] == u)
+                        at = k;
+            }
+        char where[80];
+        if (at >= 0)
+            snprintf(where, sizeof where, "its task %d (CTA %d), never reached", at, at % G);
+        else
+            snprintf(where, sizeof where, "no task of its list raises it");
+        o->deadlock = 1;
+        snprintf(o->what, sizeof o->what,
+                 "rank %d CTA %d task %d (%s GEMM %d tm %d tn %d red %d) waits for %s: %s",
+                 r, best % G, i, kind_name(S->v[r][i].kind), S->v[r][i].gemm, S->v[r][i].tm,
+                 S->v[r][i].tn, S->v[r][i].red_t, d, where);
+    }
+    free(cnt), free(head), free(next), free(pos), free(waiting), free(stack), free(w);
+}
+
+/* The same outcome the slow way (the simulation's own check): sweep over the CTAs, running
+ * every task whose waits hold, until a sweep runs none. Returns the tasks run; *stuck = 1 when
+ * some CTA is not done. */
+static long simulate_sweeps(const plan_set *S, int G, int *stuck)
+{
+    const int nc = ncounters(S), ncta = S->P * G;
+    int *cnt = (int *)calloc((size_t)nc + 1, sizeof(int));
+    int *pos = (int *)malloc((size_t)ncta * sizeof(int));
+    int w[64];
+    long run = 0;
+    *stuck = 1;
+    if (!cnt || !pos || S->in.ag_chunks + S->P + XS_TP_PUSH_MAX + 2 > 64) {
+        free(cnt), free(pos);
+        return -1;
+    }
+    for (int q = 0; q < ncta; q++)
+        pos[q] = q % G;
+    for (int progress = 1; progress;) {
+        progress = 0;
+        for (int q = 0; q < ncta; q++) {
+            const int r = q / G;
+            for (int ok = 1; ok && pos[q] < S->n[r];) {
+                const xs_tp_task *x = &S->v[r][pos[q]];
+                const int nw = task_waits(S, r, x, 0, w);
+                for (int j = 0; j < nw; j++)
+                    ok &= cnt[w[j]] >= target(S, w[j]);
+                if (!ok)
+                    break;
+                const int ns = task_signals(S, r, x, w);
+                for (int j = 0; j < ns; j++)
+                    cnt[w[j]]++;
+                pos[q] += G;
+                run++;
+                progress = 1;
+            }
+        }
+    }
+    *stuck = 0;
+    for (int q = 0; q < ncta; q++)
+        *stuck |= pos[q] < S->n[q / G];
+    free(cnt);
+    free(pos);
+    return run;
+}
+
+/* ---- 2. rotations; 3. positions ------------------------------------------------------------ */
+
+/* Rank r's list is rank 0's rotated by r. 0, or the first mismatch (*r, *i) and -1. */
+static int check_rotations(const plan_set *S, int *rbad, int *ibad)
+{
+    const int tm_r = S->rbpr, tiles_m = S->in.tiles_m;
+    for (int r = 1; r < S->P; r++) {
+        if (S->n[r] != S->n[0]) {
+            *rbad = r, *ibad = -1;
+            return -1;
+        }
+        for (int i = 0; i < S->n[0]; i++) {
+            xs_tp_task x = S->v[0][i];
+            if (x.kind & XS_TP_K_TILE)
+                x.tm = (x.tm + r * tm_r) % tiles_m;
+            if (x.kind & XS_TP_K_PUSH)
+                x.push_rank = (x.push_rank + r) % S->P;
+            if (memcmp(&x, &S->v[r][i], sizeof x)) {
+                *rbad = r, *ibad = i;
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Every wait's signal at an earlier list position (on the raising rank), and every all-gather
+ * chunk from rank s pushed at the position of this rank's push of it to the mirror rank.
+ * Returns the number of violations; the first in why. -1 when out of memory. */
+static long check_positions(const plan_set *S, char *why, size_t len)
+{
+    const int nc = ncounters(S);
+    int *at = (int *)malloc(((size_t)nc + 1) * sizeof(int)); /* position of the (last) raiser */
+    int *w = (int *)malloc(((size_t)S->in.ag_chunks + S->P + XS_TP_PUSH_MAX + 2) * sizeof(int));
+    if (!at || !w) {
+        free(at), free(w);
+        return -1;
+    }
+    for (int u = 0; u < nc; u++)
+        at[u] = -1;
+    for (int r = 0; r < S->P; r++)
+        for (int i = 0; i < S->n[r]; i++) {
+            const int ns = task_signals(S, r, &S->v[r][i], w);
+            for (int j = 0; j < ns; j++)
+                if (at[w[j]] < i)
+                    at[w[j]] = i;
+        }
+    long bad = 0;
+    why[0] = 0;
+    for (int r = 0; r < S->P; r++)
+        for (int i = 0; i < S->n[r]; i++) {
+            const xs_tp_task *x = &S->v[r][i];
+            const int nw = task_waits(S, r, x, 0, w);
+            for (int j = 0; j < nw; j++) {
+                const int u = w[j];
+                int mir = -2;
+                if (u < S->n_ag) { /* chunk c of shard s: at the mirror push's position */
+                    const int c = u % S->in.ag_chunks, s = (u / S->in.ag_chunks) % S->P;
+                    mir = at[c_ag(S, mirror(r, s, S->P), r, c)];
+                }
+                if (at[u] >= 0 && at[u] < i && (mir == -2 || mir == at[u]))
+                    continue;
+                if (!bad++) {
+                    char d[160];
+                    describe(S, u, d, sizeof d);
+                    snprintf(why, len, "rank %d task %d (%s) waits for %s at position %d "
+                             "(mirror push at %d)", r, i, kind_name(x->kind), d, at[u], mir);
+                }
+            }
+        }
+    free(at);
+    free(w);
+    return bad;
+}
+
+/* ---- the configurations --------------------------------------------------------------------- */
+
+static xs_tp_costs make_costs(const xs_tp_info *in, int comm_heavy)
+{
+    xs_tp_costs c;
+    memset(&c, 0, sizeof c);
+    for (int g = 0; g < in->ngemm; g++) /* the tile engine at 2.65 TFLOP/s per SM, + 1 us */
+        c.tile_ns[g] = 2.0 * XS_TP_BM * XS_TP_BN * in->gk[g] / 2.65e12 * 1e9 + 1000;
+    c.push_ns = 1600;
+    c.reduce_ns = 3000;
+    if (comm_heavy) { /* slow pushes and reductions, fast tiles: other budgets, other lists */
+        for (int g = 0; g < in->ngemm; g++)
+            c.tile_ns[g] = c.tile_ns[g] / 8 + 200;
+        c.push_ns = 20000;
+        c.reduce_ns = 9000;
+    }
+    return c;
+}
+
+static void pace_label(const xs_tp_pace *p, int sm90, char *buf, size_t n)
+{
+    snprintf(buf, n, "f%.2f/b%.1f/%s%s", p->finish, p->burst,
+             p->ring             ? "ring"
+             : p->spread == 2    ? "stream4"
+             : p->spread         ? "stream"
+             : p->cap_bytes > 0  ? "capQ"
+                                 : "nocap",
+             sm90 ? "/stored" : "");
+}
+
+static long g_cases, g_distinct, g_lists, g_sim_tasks;
+
+/* Every order of one (shape, grid): naive, the candidates, the sm90 engine's stored ring ones,
+ * under both cost sets; each rank's list built in its own plan context. */
+static void check_config(const xs_tp_shape *s, int G)
+{
+    char name[160];
+    snprintf(name, sizeof name, "%s m=%d n=%d k=%d P=%d grid=%d", xs_tp_op_name(s->op), s->m,
+             s->n, s->k, s->peers, G);
+    xs_tp_info in;
+    if (xs_tp_info_of(s, &in) != XS_OK) {
+        XT_CHECK(0, "%s: %s", name, xs_errmsg());
+        return;
+    }
+    const int P = s->peers;
+    xs_tp *t[XS_MAX_RANKS];
+    memset(t, 0, sizeof t);
+    for (int r = 0; r < P; r++)
+        if (xs_tp_plan_create(s, r, G, &t[r]) != XS_OK) {
+            XT_CHECK(0, "%s rank %d: plan context: %s", name, r, xs_errmsg());
+            for (int q = 0; q < r; q++)
+                xs_tp_destroy(t[q]);
+            return;
+        }
+    xs_profile prof;
+    xs_profile_default(&prof);
+    xs_tp_pace cand[XS_TP_NCAND + 3];
+    int nc = xs_tp_candidates(0.9 * xs_capacity(&prof, G), cand, XS_TP_NCAND);
+    int sm90_from = nc;
+    for (int i = 0; i < XS_TP_NCAND; i++) /* the sm90 engine: ring candidates with spread 0 */
+        if (cand[i].ring) {
+            cand[nc] = cand[i];
+            cand[nc++].spread = 0;
+        }
+    int orders = 0, bad = 0, distinct = 0;
+    long tasks0 = 0;
+    unsigned long long seen[2 * (XS_TP_NCAND + 3) + 1]; /* rank 0's list hashes */
+    for (int cost = 0; cost < 2; cost++) {
+        const xs_tp_costs c = make_costs(&in, cost);
+        for (int o = -1; o < nc; o++) {
+            if (o < 0 && cost) /* naive: no costs */
+                continue;
+            char lab[64];
+            if (o < 0)
+                snprintf(lab, sizeof lab, "naive");
+            else
+                pace_label(&cand[o], o >= sm90_from, lab, sizeof lab);
+            plan_set S;
+            set_init(&S, s, &in);
+            int built = 1;
+            for (int r = 0; r < P && built; r++) {
+                const xs_status st = o < 0 ? xs_tp_order_naive(t[r], 0)
+                                           : xs_tp_order_shaped(t[r], 0, &cand[o], &c, &prof);
+                if (st != XS_OK || xs_tp_order_check(t[r], 0) != XS_OK) {
+                    XT_CHECK(0, "%s %s cost set %d rank %d: %s", name, lab, cost, r, xs_errmsg());
+                    built = 0;
+                }
+                S.n[r] = xs_tp_order_get(t[r], 0, &S.v[r]);
+            }
+            g_cases++;
+            orders++;
+            if (!built) {
+                bad++;
+                continue;
+            }
+            g_lists += P;
+            tasks0 += S.n[0];
+            const unsigned long long h = xs_tp_order_hash(t[0], 0);
+            int dup = 0;
+            for (int j = 0; j < distinct; j++)
+                dup |= seen[j] == h;
+            if (!dup)
+                seen[distinct++] = h;
+            int rb = 0, ib = 0;
+            const int rot = check_rotations(&S, &rb, &ib);
+            XT_CHECK(rot == 0, "%s %s cost set %d: rank %d's list is not rank 0's rotated "
+                     "(first difference at task %d)", name, lab, cost, rb, ib);
+            char why[400];
+            const long pb = check_positions(&S, why, sizeof why);
+            XT_CHECK(pb == 0, "%s %s cost set %d: %ld waits off their position; first: %s", name,
+                     lab, cost, pb, why);
+            sim_out so, sv;
+            simulate(&S, G, -1, &so);
+            g_sim_tasks += so.tasks;
+            XT_CHECK(!so.deadlock, "%s %s cost set %d: DEADLOCK with real peers: %s", name, lab,
+                     cost, so.what);
+            int vdead = 0;
+            for (int r = 0; r < P && !vdead; r++) {
+                simulate(&S, G, r, &sv);
+                g_sim_tasks += sv.tasks;
+                vdead = sv.deadlock;
+            }
+            XT_CHECK(!vdead, "%s %s cost set %d: DEADLOCK with virtual peers: %s", name, lab,
+                     cost, sv.what);
+            bad += rot != 0 || pb != 0 || so.deadlock || vdead;
+        }
+    }
+    XT_CHECK(bad == 0, "%s: %d of %d orders fail", name, bad, orders);
+    g_distinct += distinct;
+    printf("ok %s: %d orders (%d distinct lists) x %d ranks, %ld tasks per list on average: "
+           "rotations, positions, no deadlock (real and virtual peers)\n", name, orders, distinct,
+           P, orders ? tasks0 / orders : 0);
+    for (int r = 0; r < P; r++)
+        xs_tp_destroy(t[r]);
+}
+
+/* ---- the broken lists --------------------------------------------------------------------- */
+
+/* Build rank r's naive list of shape s into a fresh copy (caller frees). */
+static xs_tp_task *naive_copy(const xs_tp_shape *s, int r, int *n)
+{
+    xs_tp *t = NULL;
+    *n = 0;
+    if (xs_tp_plan_create(s, r, 1, &t) != XS_OK || xs_tp_order_naive(t, 0) != XS_OK) {
+        xs_tp_destroy(t);
+        return NULL;
+    }
+    const xs_tp_task *v;
+    *n = xs_tp_order_get(t, 0, &v);
+    xs_tp_task *c = (xs_tp_task *)malloc((size_t)*n * sizeof *c);
+    if (c)
+        memcpy(c, v, (size_t)*n * sizeof *c);
+    xs_tp_destroy(t);
+    return c;
+}
+
+/* Whether rank r's list passes xs_tp_order_check. */
+static int order_ok(const xs_tp_shape *s, int r, const xs_tp_task *v, int n)
+{
+    xs_tp *t = NULL;
+    int ok = xs_tp_plan_create(s, r, 1, &t) == XS_OK && xs_tp_order_set(t, 0, v, n) == XS_OK &&
+             xs_tp_order_check(t, 0) == XS_OK;
+    xs_tp_destroy(t);
+    return ok;
+}
+
+static void swap_tasks(xs_tp_task *v, int i, int j)
+{
+    xs_tp_task x = v[i];
+    v[i] = v[j];
+    v[j] = x;
+}
+
+static int find_tile(const xs_tp_task *v, int n, int g, int tm, int tn)
+{
+    for (int i = 0; i < n; i++)
+        if ((v[i].kind & XS_TP_K_TILE) && v[i].gemm == g && v[i].tm == tm &&
+            (tn < 0 || v[i].tn == tn))
+            return i;
+    return -1;
+}
+
+static void check_broken(void)
+{
+    /* a: P = 2 all-gather, one chunk per shard; on every rank the push swapped with the tile on
+     * the peer's shard: each rank's first task waits for the peer's push, its last task */
+    {
+        const xs_tp_shape s = {XS_TP_AG_GEMM, 256, 512, 256, 2};
+        xs_tp_info in;
+        xs_tp_info_of(&s, &in);
+        plan_set S;
+        set_init(&S, &s, &in);
+        xs_tp_task *v[2];
+        for (int r = 0; r < 2; r++) {
+            v[r] = naive_copy(&s, r, &S.n[r]);
+            if (!v[r]) {
+                XT_CHECK(0, "broken a: naive list: %s", xs_errmsg());
+                return;
+            }
+            const int remote = find_tile(v[r], S.n[r], 0, (r + 1) % 2, -1);
+            XT_CHECK(in.ag_chunks == 1 && (v[r][0].kind & XS_TP_K_PUSH) && remote > 0,
+                     "broken a: naive list of rank %d: push first, a remote tile", r);
+            swap_tasks(v[r], 0, remote);
+            S.v[r] = v[r];
+        }
+        sim_out so;
+        simulate(&S, 1, -1, &so);
+        XT_CHECK(so.deadlock, "broken a (push behind the tile that needs the peer's): no "
+                 "deadlock reported");
+        printf("ok broken a (P = 2, push swapped behind the remote tile, grid 1): %s\n", so.what);
+        char why[400];
+        XT_CHECK(check_positions(&S, why, sizeof why) > 0, "broken a: positions not flagged");
+        int rb, ib;
+        XT_CHECK(check_rotations(&S, &rb, &ib) == 0, "broken a: still rotations");
+        XT_CHECK(!order_ok(&s, 0, v[0], S.n[0]), "broken a: xs_tp_order_check accepts it");
+        sim_out sv;
+        simulate(&S, 1, 0, &sv);
+        XT_CHECK(sv.deadlock, "broken a: no deadlock with virtual peers");
+        free(v[0]);
+        free(v[1]);
+    }
+    /* b: P = 3, one chunk per shard, grid 1: rank 0 and rank 1 each push to the mirror rank
+     * before every tile that needs it (xs_tp_order_check and the virtual-peer simulation pass),
+     * but in mirrored orders - not rotations of one plan - and together they deadlock */
+    {
+        const xs_tp_shape s = {XS_TP_AG_GEMM, 384, 768, 256, 3};
+        xs_tp_info in;
+        xs_tp_info_of(&s, &in);
+        plan_set S;
+        set_init(&S, &s, &in);
+        xs_tp_task v[3][8];
+        memset(v, 0, sizeof v);
+        int n2 = 0;
+        xs_tp_task *nv = naive_copy(&s, 2, &n2);
+        if (!nv || n2 > 8 || in.ag_chunks != 1 || in.tiles_n[0] != 1) {
+            XT_CHECK(0, "broken b: unexpected shape (%d tasks, %d chunks)", n2, in.ag_chunks);
+            free(nv);
+            return;
+        }
+        memcpy(v[2], nv, (size_t)n2 * sizeof *nv);
+        free(nv);
+        /* rank 0: push -> 2, tile shard 1, push -> 1, tile shard 2, own tile;
+         * rank 1: push -> 2, tile shard 0, push -> 0, tile shard 2, own tile */
+        const int order_[2][5][2] = {{{1, 2}, {0, 1}, {1, 1}, {0, 2}, {0, 0}},
+                                     {{1, 2}, {0, 0}, {1, 0}, {0, 2}, {0, 1}}};
+        for (int r = 0; r < 2; r++) {
+            for (int i = 0; i < 5; i++) {
+                xs_tp_task *x = &v[r][i];
+                if (order_[r][i][0]) {
+                    x->kind = XS_TP_K_PUSH, x->push_rank = order_[r][i][1];
+                } else {
+                    x->kind = XS_TP_K_TILE, x->tm = order_[r][i][1];
+                }
+            }
+            S.v[r] = v[r];
+            S.n[r] = 5;
+        }
+        S.v[2] = v[2];
+        S.n[2] = n2;
+        for (int r = 0; r < 3; r++)
+            XT_CHECK(order_ok(&s, r, S.v[r], S.n[r]), "broken b: rank %d's list should pass "
+                     "xs_tp_order_check: %s", r, xs_errmsg());
+        for (int r = 0; r < 3; r++) {
+            sim_out sv;
+            simulate(&S, 1, r, &sv);
+            XT_CHECK(!sv.deadlock, "broken b: rank %d alone (virtual peers) deadlocks: %s", r,
+                     sv.what);
+        }
+        sim_out so;
+        simulate(&S, 1, -1, &so);
+        XT_CHECK(so.deadlock, "broken b (per-rank valid, not rotations): no deadlock reported");
+        printf("ok broken b (P = 3, each list valid alone, mirrored orders): %s\n", so.what);
+        int rb, ib;
+        XT_CHECK(check_rotations(&S, &rb, &ib) != 0, "broken b: taken for rotations");
+        char why[400];
+        XT_CHECK(check_positions(&S, why, sizeof why) > 0, "broken b: positions not flagged");
+    }
+    /* c: mlp, grid 3: on every rank a GEMM 1 tile swapped with the last GEMM 0 tile of its row
+     * block, both in one CTA */
+    {
+        const xs_tp_shape s = {XS_TP_MLP, 512, 264, 192, 2};
+        xs_tp_info in;
+        xs_tp_info_of(&s, &in);
+        plan_set S;
+        set_init(&S, &s, &in);
+        xs_tp_task *v[2];
+        const int G = 3;
+        int ok = 1;
+        for (int r = 0; r < 2; r++) {
+            v[r] = naive_copy(&s, r, &S.n[r]);
+            S.v[r] = v[r];
+            if (!v[r]) {
+                ok = 0;
+                continue;
+            }
+            /* the last GEMM 0 tile of the rank's first row block, and a GEMM 1 tile of the same
+             * row block after it in the same CTA */
+            const int tm = r * S.rbpr;
+            int last0 = -1, g1 = -1;
+            for (int i = 0; i < S.n[r]; i++)
+                if ((v[r][i].kind & XS_TP_K_TILE) && v[r][i].gemm == 0 && v[r][i].tm == tm)
+                    last0 = i;
+            for (int i = last0 + 1; i < S.n[r] && g1 < 0; i++)
+                if ((v[r][i].kind & XS_TP_K_TILE) && v[r][i].gemm == 1 && v[r][i].tm == tm &&
+                    i % G == last0 % G)
+                    g1 = i;
+            ok &= last0 >= 0 && g1 > last0;
+            if (last0 >= 0 && g1 > last0)
+                swap_tasks(v[r], last0, g1);
+        }
+        XT_CHECK(ok, "broken c: no GEMM 1 tile in the CTA of its row block's last GEMM 0 tile");
+        if (ok) {
+            sim_out so;
+            simulate(&S, G, -1, &so);
+            XT_CHECK(so.deadlock, "broken c (GEMM 1 tile before its row block's last GEMM 0 "
+                     "tile, one CTA): no deadlock reported");
+            printf("ok broken c (mlp P = 2, GEMM 1 tile swapped before its row block, grid 3): "
+                   "%s\n", so.what);
+        }
+        free(v[0]);
+        free(v[1]);
+    }
+    /* d: gemm_rs, rank 0's reduction of own tile 0 swapped with that tile (rank 1 naive):
+     * grid 2 with the two in one CTA deadlocks; with the two in different CTAs it does not (the
+     * tile's CTA does not depend on the reduction's); grid 1 deadlocks either way */
+    {
+        const xs_tp_shape s = {XS_TP_GEMM_RS, 512, 264, 128, 2};
+        xs_tp_info in;
+        xs_tp_info_of(&s, &in);
+        for (int same = 0; same < 2; same++) {
+            plan_set S;
+            set_init(&S, &s, &in);
+            xs_tp_task *v[2];
+            v[0] = naive_copy(&s, 0, &S.n[0]);
+            v[1] = naive_copy(&s, 1, &S.n[1]);
+            S.v[0] = v[0], S.v[1] = v[1];
+            int ok = v[0] && v[1];
+            const int tile = ok ? find_tile(v[0], S.n[0], 0, 0, 0) : -1;
+            int red = -1;
+            for (int i = ok ? S.n[0] - 1 : -1; i > tile && red < 0; i--)
+                if ((v[0][i].kind & XS_TP_K_REDUCE) && v[0][i].red_t == 0)
+                    red = i;
+            ok &= tile >= 0 && red > tile;
+            if (ok && (red - tile) % 2 != (same ? 0 : 1)) {
+                /* move the reduction one place (swap it with a neighbouring reduction) */
+                const int nb = (v[0][red - 1].kind & XS_TP_K_REDUCE) ? red - 1 : red + 1;
+                ok &= nb < S.n[0] && (v[0][nb].kind & XS_TP_K_REDUCE);
+                if (ok) {
+                    swap_tasks(v[0], red, nb);
+                    red = nb;
+                }
+            }
+            if (ok)
+                swap_tasks(v[0], tile, red);
+            XT_CHECK(ok, "broken d: could not place the reduction");
+            if (ok) {
+                sim_out s2, s1;
+                simulate(&S, 2, -1, &s2);
+                simulate(&S, 1, -1, &s1);
+                XT_CHECK(s1.deadlock, "broken d: reduction before its own tile, grid 1: no "
+                         "deadlock reported");
+                if (same) {
+                    XT_CHECK(s2.deadlock, "broken d: reduction before its own tile in one CTA: "
+                             "no deadlock reported");
+                    printf("ok broken d (gemm_rs P = 2, rank 0's reduction swapped with its own "
+                           "tile, one CTA of 2): %s\n", s2.what);
+                } else {
+                    XT_CHECK(!s2.deadlock, "broken d: reduction and its tile in different CTAs "
+                             "of 2 reported as a deadlock: %s", s2.what);
+                    char why[400];
+                    XT_CHECK(check_positions(&S, why, sizeof why) > 0,
+                             "broken d: positions not flagged");
+                    printf("ok broken d (the same, tile and reduction in different CTAs of 2): "
+                           "no deadlock, as in the kernel; grid 1: %s\n", s1.what);
+                }
+            }
+            free(v[0]);
+            free(v[1]);
+        }
+    }
+}
+
+/* The event-driven simulation against the sweeps on lists with random swaps (same swaps on
+ * every rank, or on rank 0 only): the same verdict and the same tasks run, and both verdicts
+ * occur. */
+static void check_sim_random(void)
+{
+    const xs_tp_shape shapes[] = {
+        {XS_TP_AG_GEMM, 1536, 600, 264, 3}, /* 2 row blocks per shard, 2 chunks */
+        {XS_TP_MLP, 1024, 264, 192, 4},
+        {XS_TP_GEMM_RS, 1024, 264, 64, 2},
+    };
+    uint32_t seed = 12345u;
+    int trials = 0, agree = 0, dead = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const xs_tp_shape *s = &shapes[si];
+        xs_tp_info in;
+        xs_tp_info_of(s, &in);
+        for (int trial = 0; trial < 100; trial++) {
+            plan_set S;
+            set_init(&S, s, &in);
+            xs_tp_task *v[XS_MAX_RANKS];
+            int ok = 1;
+            for (int r = 0; r < S.P; r++) {
+                v[r] = naive_copy(s, r, &S.n[r]);
+                S.v[r] = v[r];
+                ok &= v[r] != NULL;
+            }
+            const int G = 1 + trial % 3, nswap = 1 + trial % 4, all = trial % 2;
+            for (int k = 0; k < nswap && ok; k++) {
+                seed = seed * 1664525u + 1013904223u;
+                const int i = (int)((seed >> 8) % (uint32_t)S.n[0]);
+                seed = seed * 1664525u + 1013904223u;
+                const int j = (int)((seed >> 8) % (uint32_t)S.n[0]);
+                for (int r = 0; r < (all ? S.P : 1); r++)
+                    swap_tasks(v[r], i, j);
+            }
+            if (ok) {
+                sim_out so;
+                simulate(&S, G, -1, &so);
+                int stuck = 0;
+                const long run = simulate_sweeps(&S, G, &stuck);
+                trials++;
+                agree += stuck == so.deadlock && run == so.tasks;
+                dead += so.deadlock;
+            }
+            for (int r = 0; r < S.P; r++)
+                free(v[r]);
+        }
+    }
+    XT_CHECK(trials == 300 && agree == trials && dead > 0 && dead < trials,
+             "random swaps: %d trials, %d agree with the sweeps, %d deadlocks", trials, agree,
+             dead);
+    printf("ok simulation vs sweeps on %d randomly broken list sets: %d agree, %d deadlocks\n",
+           trials, agree, dead);
+}
+
+int main(void)
+{
+    check_broken();
+    check_sim_random();
+    /* small odd shapes (per P: 2 row blocks per owner, ragged widths, partial chunks, one row
+     * block per owner), grids 1, 5 and 132 */
+    static const int Ps[] = {2, 3, 4, 8};
+    for (int pi = 0; pi < 4; pi++) {
+        const int P = Ps[pi];
+        const xs_tp_shape small[] = {
+            {XS_TP_GEMM_RS, 256 * P, 264, 64 * P, P},   /* 2 row blocks per owner, ragged n */
+            {XS_TP_GEMM_RS, 128 * P, 520, 24 * P, P},   /* one row block, 3 column tiles */
+            {XS_TP_AG_GEMM, 256 * P, 200 * P, 520, P},  /* 5 chunks per shard, the last partial */
+            {XS_TP_AG_GEMM, 128 * P, 64 * P, 1032, P},  /* 5 chunks per row block */
+            {XS_TP_MLP, 128 * P, 264, 96 * P, P},       /* 2 chunks per shard */
+            {XS_TP_MLP, 384 * P, 136, 48 * P, P},       /* 3 row blocks per shard */
+        };
+        static const int grids[] = {1, 5, 132};
+        for (size_t i = 0; i < sizeof small / sizeof small[0]; i++)
+            for (int gi = 0; gi < 3; gi++)
+                check_config(&small[i], grids[gi]);
+    }
+    /* model widths (llama3-8b: gemm_rs n = H, k = I; ag_gemm n = 2I, k = H; mlp n = H, k = I)
+     * at m = 128 P and 512 P (grids 132 and 16) and the bench's token counts 8192 and 16384
+     * (grid 132, the H200's); P = 3: GPT-3 widths (H 12288, I 49152; the llama widths do not
+     * split 3 ways), m = 384 and 1536 */
+    for (int pi = 0; pi < 4; pi++) {
+        const int P = Ps[pi];
+        const int H = P == 3 ? 12288 : 4096, I = P == 3 ? 49152 : 14336;
+        const int ms[4] = {128 * P, 512 * P, P == 3 ? 0 : 8192, P == 3 ? 0 : 16384};
+        for (int mi = 0; mi < 4; mi++) {
+            if (!ms[mi])
+                continue;
+            const xs_tp_shape big[] = {
+                {XS_TP_GEMM_RS, ms[mi], H, I, P},
+                {XS_TP_AG_GEMM, ms[mi], 2 * I, H, P},
+                {XS_TP_MLP, ms[mi], H, I, P},
+            };
+            for (int i = 0; i < 3; i++) {
+                check_config(&big[i], 132);
+                if (mi == 0)
+                    check_config(&big[i], 16);
+            }
+        }
+    }
+    printf("ok %ld orders checked (op, P, shape, grid, cost set, order; %ld distinct lists), %ld "
+           "rank lists, %ld simulated task runs\n", g_cases, g_distinct, g_lists, g_sim_tasks);
+    return xt_done();
+}
