@@ -158,7 +158,7 @@ int xs_cmd_calibrate(int argc, char **argv)
     ro.timeout_s = 30;
     ro.max_skew_ns = XS_REPLAY_MAX_SKEW_NS;
     const char *out = NULL, *samples_out = NULL, *out_pub = NULL;
-    int quick = 0, c, gpus = 1, load_probe = 0;
+    int quick = 0, c, gpus = 1, load_probe = 0, device_set = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:o:d:g:h", lo, NULL)) != -1) {
         switch (c) {
@@ -189,6 +189,7 @@ int xs_cmd_calibrate(int argc, char **argv)
             if (xs_parse_int("--device", optarg, 0, 63, &v) != XS_OK)
                 return xs_cli_fail();
             ro.device = (int)v;
+            device_set = 1;
             break;
         }
         case 'W': {
@@ -231,6 +232,11 @@ int xs_cmd_calibrate(int argc, char **argv)
         return xs_cli_failf("calibrate: --target virtual needs --virtual-peers N");
     if (gpus > 1 && ro.target != XS_TARGET_PEER)
         return xs_cli_failf("calibrate: --gpus %d needs --target peer", gpus);
+    if (gpus > 1 && device_set)
+        return xs_cli_failf("calibrate: --gpus %d cannot be combined with --device (rank r runs on "
+                            "GPU r)", gpus);
+    if (gpus > 1)
+        setenv("XS_LAUNCH_TIMEOUT", "900", 0); /* calibrate's bound, as before; the user's wins */
     {
         /* N > 1: the bench launcher, which also hands the ranks the id of a communicator for
          * NCCL's own all-to-all (R's comparison below); bound: XS_LAUNCH_TIMEOUT, else 4 h */

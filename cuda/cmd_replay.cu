@@ -31,6 +31,7 @@ typedef struct {
     const char *windows_out;
     const char *rows_out;
     int gpus;
+    int device_set; /* -d given (rejected with -g N > 1: rank r runs on GPU r) */
 } run_args;
 
 enum { OPT_WINDOW = XS_OPT_FIRST_FREE, OPT_TIMEOUT, OPT_DEVICE, OPT_CSVFILE, OPT_WINDOWS,
@@ -77,6 +78,7 @@ static int parse_common(int c, run_args *a)
         if (xs_parse_int("--device", optarg, 0, 63, &v) != XS_OK)
             return xs_cli_fail();
         a->ro.device = (int)v;
+        a->device_set = 1;
         return 0;
     }
     case 'n': {
@@ -149,6 +151,9 @@ static int maybe_launch(run_args *a)
 {
     if (a->gpus > 1 && a->ro.target != XS_TARGET_PEER)
         return xs_cli_failf("--gpus %d needs --target peer (ranks exchange through NCCL windows)",
+                            a->gpus);
+    if (a->gpus > 1 && a->device_set)
+        return xs_cli_failf("--gpus %d cannot be combined with --device (rank r runs on GPU r)",
                             a->gpus);
     int ec = 0, l = xs_launch_or_run(a->gpus, 0, NULL, &ec);
     if ((l = xs_launch_exit(l, ec)) >= 0)
@@ -226,6 +231,10 @@ static size_t window_for(const xs_schedule *s, const run_args *a)
         return a->ro.window_bytes;
     double b = xs_schedule_bytes(s);
     int n = a->ro.target == XS_TARGET_VIRTUAL && a->ro.virtual_peers > 0 ? a->ro.virtual_peers : 1;
+    /* -g N peer ranks: this is one source's region (the replayer opens N of them), and the
+     * source's producers are spread over the N - 1 other ranks */
+    if (a->ro.target == XS_TARGET_PEER && a->gpus > 1)
+        n = a->gpus - 1;
     /* per destination, rounded up generously for the slot layout */
     /* per destination: its share, each producer's region padded to whole 128-byte lines */
     double per = b / n + 128.0 * xs_schedule_max_producers(s) * s->nrows + (1 << 20);

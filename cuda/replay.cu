@@ -333,6 +333,8 @@ static xs_status check_devstatus(xs_replayer *rp, const char *what)
                      s.block);
 }
 
+static xs_status agree_max(xs_replayer *rp, double *v);
+
 xs_status xs_replayer_open(const xs_replay_opts *o, xs_replayer **out)
 {
     *out = NULL;
@@ -422,6 +424,24 @@ xs_status xs_replayer_open(const xs_replay_opts *o, xs_replayer **out)
                          rp->ghz);
     }
 #undef OPEN_CU
+    if (rp->multi) {
+        /* N > 1 peer ranks run the same schedules, sized by the SM count (calibrate's K, the
+         * validate suite): every rank must have the same */
+        const int sm = rp->gpu.sm_count;
+        double hi = sm, lo = 1e6 - sm;
+        xs_status a = agree_max(rp, &hi);
+        if (a == XS_OK)
+            a = agree_max(rp, &lo);
+        if (a == XS_OK && ((int)hi != sm || (int)(1e6 - lo) != sm))
+            a = xs_seterr(XS_EINVAL, "the ranks' GPUs differ: %d to %d SMs (every rank runs the "
+                          "same schedules; use GPUs of one kind, whole, not MIG slices)",
+                          (int)(1e6 - lo), (int)hi);
+        if (a != XS_OK) {
+            xs_win_mark_failed(rp->win);
+            xs_replayer_close(rp);
+            return a;
+        }
+    }
     *out = rp;
     return XS_OK;
 }
@@ -696,7 +716,9 @@ out:
     return st;
 }
 
-/* Agreement slot of rank r: user flag XS_REPLAY_UFLAGS + r of every window. */
+/* Agreement slot of rank r: user flag XS_REPLAY_UFLAGS + r of every window. A value at or above
+ * XS_REPLAY_AGREE_FAIL means "this rank failed". */
+#define XS_REPLAY_AGREE_FAIL 1e18
 __global__ void agree_put_kernel(xs_wintab tab, unsigned long long v)
 {
     const int d = (int)threadIdx.x;
@@ -738,15 +760,29 @@ xs_status xs_replay_run(xs_replayer *rp, const xs_schedule *s, int sync, uint32_
     for (int attempt = 0;; attempt++) {
         xs_status st = replay_once(rp, s, sync, seed + 0x51ed27u * (uint32_t)attempt, res, stats);
         stats->restarts = again;
-        if (st != XS_OK || rp->o.max_skew_ns <= 0 || attempt == 7)
-            return st;
-        /* N > 1 peer ranks rerun together: the largest skew of any rank decides */
         double skew = stats->start_skew_ns;
-        if ((st = agree_max(rp, &skew)) != XS_OK) {
-            xs_result_free(res);
+        if (rp->multi && (st == XS_OK || st == XS_EVERIFY)) {
+            /* N > 1 peer ranks, after every run: every rank learns whether any rank's check
+             * failed (so that rank 0 never reports a run another rank rejected) and the largest
+             * start skew (so that all rerun or none) */
+            double v = st == XS_OK ? skew : XS_REPLAY_AGREE_FAIL;
+            xs_status a = agree_max(rp, &v);
+            if (a == XS_OK && st == XS_OK && v >= XS_REPLAY_AGREE_FAIL)
+                a = xs_seterr(XS_EVERIFY, "another rank's destination check failed (its error "
+                              "names the units)");
+            if (a != XS_OK || st != XS_OK) {
+                if (st == XS_OK)
+                    xs_result_free(res);
+                xs_win_mark_failed(rp->win);
+                return st != XS_OK ? st : a;
+            }
+            skew = v;
+        } else if (st != XS_OK) {
+            if (rp->multi)
+                xs_win_mark_failed(rp->win);
             return st;
         }
-        if (skew <= rp->o.max_skew_ns)
+        if (rp->o.max_skew_ns <= 0 || attempt == 7 || skew <= rp->o.max_skew_ns)
             return XS_OK;
         xs_result_free(res);
         again++;
@@ -829,6 +865,17 @@ static xs_status store_rate(xs_replayer *rp, size_t bytes, int load, int reps, d
         if (i >= 0)
             g[i] = (double)bytes / (ms * 1e6); /* warm-up run (i = -1) not kept */
     }
+    if (rp->multi && (st == XS_OK || st == XS_EVERIFY)) {
+        /* every rank learns whether any rank's last check failed */
+        double v = st == XS_OK ? 0 : XS_REPLAY_AGREE_FAIL;
+        xs_status a = agree_max(rp, &v);
+        if (a == XS_OK && st == XS_OK && v >= XS_REPLAY_AGREE_FAIL)
+            a = xs_seterr(XS_EVERIFY, "%s: another rank's destination check failed", what);
+        if (st == XS_OK)
+            st = a;
+    }
+    if (rp->multi && st != XS_OK)
+        xs_win_mark_failed(rp->win);
     if (st == XS_OK) {
         *gbps_med = xs_median(g, (size_t)reps);
         *gbps_min = xs_min(g, (size_t)reps);
