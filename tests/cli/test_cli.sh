@@ -155,6 +155,10 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench up -g word" "--gpus 'two': not an integer" "$X" bench up -g two
     expect_err "bench up -g with --peers" "bench up: -g/--gpus 2 cannot be combined with --peers (with -g the ranks are the peers" "$X" bench up -g 2 --peers 4
     expect_err "bench up -g 2 with --device" "bench up: -g/--gpus 2 cannot be combined with --device" "$X" bench up -d 1 -g 2
+    expect_err "calibrate -g with --device" "calibrate: --gpus 2 cannot be combined with --device" "$X" calibrate --target peer -g 2 -d 1
+    expect_err "replay -g with --device" "--gpus 2 cannot be combined with --device" "$X" replay --target peer -g 2 -d 1 --schedule examples/isolated.csv
+    expect_err "validate -g with --device" "--gpus 2 cannot be combined with --device" "$X" validate --target peer -g 2 -d 1
+    expect_err "calibrate --peer-dests" "--peer-dests 'two': expected all or one" "$X" calibrate --peer-dests two
     expect_err "bench up -g 3 seq not a multiple" "--seq 8192 is not a multiple of -g/--gpus 3" "$X" bench up -g 3 -s 8192
     expect_err "bench up -g 3 --quick seq not a multiple" "--seq 16384 is not a multiple of -g/--gpus 3" "$X" bench up -g 3 -s 6144,16384 --quick
     expect_err "bench up -g 2 bad split" "--split 300: outside" "$X" bench up -g 2 --split 300
