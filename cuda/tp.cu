@@ -644,10 +644,10 @@ XS_DEV unsigned long long tp_push_bytes(const tp_args &a, int c, int n)
     return nb < want ? nb : want;
 }
 
-/* Chunks [c, c + n) of this rank's shard (own window) to rank r's gathered buffer, then their
- * flags. */
-template <class C>
-XS_DEV void tp_push(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int r, int c, int n)
+/* The copy of chunks [c, c + n) of this rank's shard (own window) to rank r's gathered buffer,
+ * by THREADS threads (tid 0 .. THREADS - 1); the callers then raise the chunks' flags. */
+template <int THREADS>
+XS_DEV void tp_push_copy(const tp_args &a, const xs_wintab &tab, int r, int c, int n, int tid)
 {
     const unsigned long long off =
         (unsigned long long)a.me * a.shard_bytes + (unsigned long long)c * XS_TP_CHUNK;
@@ -655,20 +655,28 @@ XS_DEV void tp_push(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int r, 
     const uint4 *src = (const uint4 *)(tab.data[a.me] + off);
     char *dst = tab.data[r] + off;
     const int n16 = (int)(nb / 16);
-    for (int j = threadIdx.x; j < n16; j += 4 * C::THREADS) {
+    for (int j = tid; j < n16; j += 4 * THREADS) {
         uint4 v[4];
 #pragma unroll
         for (int u = 0; u < 4; u++) {
-            const int x = j + u * C::THREADS;
+            const int x = j + u * THREADS;
             v[u] = x < n16 ? __ldg(src + x) : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int u = 0; u < 4; u++) {
-            const int x = j + u * C::THREADS;
+            const int x = j + u * THREADS;
             if (x < n16)
                 xs_st16v(dst + 16 * (size_t)x, v[u]);
         }
     }
+}
+
+/* Chunks [c, c + n) of this rank's shard (own window) to rank r's gathered buffer, then their
+ * flags. */
+template <class C>
+XS_DEV void tp_push(const tp_args &a, const xs_wintab &tab, tp_pend *pd, int r, int c, int n)
+{
+    tp_push_copy<C::THREADS>(a, tab, r, c, n, (int)threadIdx.x);
     __syncthreads(); /* every thread's stores precede the flags */
     if (threadIdx.x == 0)
         for (int k = 0; k < n; k++)

@@ -394,26 +394,7 @@ XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, tp
 XS_DEV void tp90_push(const tp_args &a, const xs_wintab &tab, tp90_sq *q, int r, int c, int n)
 {
     const int tid = threadIdx.x;
-    const unsigned long long off =
-        (unsigned long long)a.me * a.shard_bytes + (unsigned long long)c * XS_TP_CHUNK;
-    const unsigned long long nb = tp_push_bytes(a, c, n);
-    const uint4 *src = (const uint4 *)(tab.data[a.me] + off);
-    char *dst = tab.data[r] + off;
-    const int n16 = (int)(nb / 16);
-    for (int j = tid; j < n16; j += 4 * 256) {
-        uint4 v[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const int x = j + u * 256;
-            v[u] = x < n16 ? __ldg(src + x) : make_uint4(0, 0, 0, 0);
-        }
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const int x = j + u * 256;
-            if (x < n16)
-                xs_st16v(dst + 16 * (size_t)x, v[u]);
-        }
-    }
+    tp_push_copy<256>(a, tab, r, c, n, tid);
     tp90_consumer_bar(); /* every thread's stores precede the flags */
     if (tid == 0)
         for (int k = 0; k < n; k++) {
