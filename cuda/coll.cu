@@ -305,12 +305,13 @@ extern "C" xs_status xs_coll_alltoall_bw(xs_coll *c, size_t bytes, double *peer_
     }
     if (st == XS_OK) {
         const double us = xs_median(t, 10), lo = xs_min(t, 10), hi = xs_max(t, 10);
+        const double to_peers = (double)(n - 1) * bytes / (us * 1e3);
         if (peer_gbps)
-            *peer_gbps = (double)(n - 1) * bytes / (us * 1e3);
+            *peer_gbps = to_peers;
         printf("# nccl: ncclAlltoAll of %.1f MiB per rank pair over %d ranks: %.1f us median "
                "[%.1f, %.1f]; to the peers %.1f GB/s per GPU ((N-1) x bytes / time), algbw %.1f "
-               "GB/s (N x bytes / time)\n", bytes / 1048576.0, n, us, lo, hi,
-               (double)(n - 1) * bytes / (us * 1e3), (double)n * bytes / (us * 1e3));
+               "GB/s (N x bytes / time)\n", bytes / 1048576.0, n, us, lo, hi, to_peers,
+               (double)n * bytes / (us * 1e3));
     }
 #undef BW_CU
     if (a)

@@ -750,6 +750,24 @@ static xs_status agree_max(xs_replayer *rp, double *v)
     return XS_OK;
 }
 
+/* N > 1 peer ranks, after a run that reached its destination check (st: XS_OK or XS_EVERIFY):
+ * every rank learns whether any rank's check failed, so that rank 0 never reports a run another
+ * rank rejected, and, when all passed, *v becomes the largest of the ranks' *v. Returns st when
+ * this rank failed, else an error naming `what` when another one did, else XS_OK. */
+static xs_status agree_after_check(xs_replayer *rp, xs_status st, double *v, const char *what)
+{
+    double x = st == XS_OK ? *v : XS_REPLAY_AGREE_FAIL;
+    xs_status a = agree_max(rp, &x);
+    if (st != XS_OK)
+        return st;
+    if (a == XS_OK && x >= XS_REPLAY_AGREE_FAIL)
+        a = xs_seterr(XS_EVERIFY, "%s: another rank's destination check failed (its error names "
+                      "the units)", what);
+    if (a == XS_OK)
+        *v = x;
+    return a;
+}
+
 /* A run whose producers did not leave the common start together (start skew above
  * o.max_skew_ns) is not the schedule the model is given: it is run again, up to 8 times in all;
  * the last attempt is kept whatever its skew. Every attempt is verified. */
@@ -762,21 +780,15 @@ xs_status xs_replay_run(xs_replayer *rp, const xs_schedule *s, int sync, uint32_
         stats->restarts = again;
         double skew = stats->start_skew_ns;
         if (rp->multi && (st == XS_OK || st == XS_EVERIFY)) {
-            /* N > 1 peer ranks, after every run: every rank learns whether any rank's check
-             * failed (so that rank 0 never reports a run another rank rejected) and the largest
-             * start skew (so that all rerun or none) */
-            double v = st == XS_OK ? skew : XS_REPLAY_AGREE_FAIL;
-            xs_status a = agree_max(rp, &v);
-            if (a == XS_OK && st == XS_OK && v >= XS_REPLAY_AGREE_FAIL)
-                a = xs_seterr(XS_EVERIFY, "another rank's destination check failed (its error "
-                              "names the units)");
-            if (a != XS_OK || st != XS_OK) {
+            /* after every run: all ranks pass or fail it together, and the largest start skew
+             * decides (all rerun or none) */
+            xs_status a = agree_after_check(rp, st, &skew, "replay kernel");
+            if (a != XS_OK) {
                 if (st == XS_OK)
                     xs_result_free(res);
                 xs_win_mark_failed(rp->win);
-                return st != XS_OK ? st : a;
+                return a;
             }
-            skew = v;
         } else if (st != XS_OK) {
             if (rp->multi)
                 xs_win_mark_failed(rp->win);
@@ -866,13 +878,8 @@ static xs_status store_rate(xs_replayer *rp, size_t bytes, int load, int reps, d
             g[i] = (double)bytes / (ms * 1e6); /* warm-up run (i = -1) not kept */
     }
     if (rp->multi && (st == XS_OK || st == XS_EVERIFY)) {
-        /* every rank learns whether any rank's last check failed */
-        double v = st == XS_OK ? 0 : XS_REPLAY_AGREE_FAIL;
-        xs_status a = agree_max(rp, &v);
-        if (a == XS_OK && st == XS_OK && v >= XS_REPLAY_AGREE_FAIL)
-            a = xs_seterr(XS_EVERIFY, "%s: another rank's destination check failed", what);
-        if (st == XS_OK)
-            st = a;
+        double none = 0; /* every rank learns whether any rank's last check failed */
+        st = agree_after_check(rp, st, &none, what);
     }
     if (rp->multi && st != XS_OK)
         xs_win_mark_failed(rp->win);

@@ -21,7 +21,7 @@ for p in $PARTS; do
     race)
         # RACE_VARIANTS: suffixes of build/tests/gpu/test_tp* (calls 4 and 5 ran "" _sw1 _sw2
         # and "" _bf1 _bf1sw1: store-warp hand-over forms, removed with the mode)
-        for v in ${RACE_VARIANTS-"" _sw1 _sw2}; do
+        for v in ${RACE_VARIANTS-'""'}; do
             [ "$v" = '""' ] && v=""
             [ -x "$G/test_tp$v" ] || { echo "race: $G/test_tp$v missing" | tee -a "$S"; continue; }
             for tool in ${RACE_TOOLS:-racecheck}; do
