@@ -30,12 +30,13 @@ typedef struct {
     const char *csv_out;
     const char *windows_out;
     const char *rows_out;
+    const char *placement_out;
     int gpus;
     int device_set; /* -d given (rejected with -g N > 1: rank r runs on GPU r) */
 } run_args;
 
 enum { OPT_WINDOW = XS_OPT_FIRST_FREE, OPT_TIMEOUT, OPT_DEVICE, OPT_CSVFILE, OPT_WINDOWS,
-       OPT_ROWS, OPT_DEST, OPT_MAXSKEW };
+       OPT_ROWS, OPT_DEST, OPT_MAXSKEW, OPT_PLACEMENT };
 
 static int parse_common(int c, run_args *a)
 {
@@ -98,6 +99,7 @@ static int parse_common(int c, run_args *a)
     case OPT_CSVFILE: a->csv_out = optarg; return 0;
     case OPT_WINDOWS: a->windows_out = optarg; return 0;
     case OPT_ROWS: a->rows_out = optarg; return 0;
+    case OPT_PLACEMENT: a->placement_out = optarg; return 0;
     case OPT_MAXSKEW:
         if (xs_parse_double("--max-skew", optarg, 0, 1e6, &a->ro.max_skew_ns) != XS_OK)
             return xs_cli_fail();
@@ -167,7 +169,8 @@ static int maybe_launch(run_args *a)
  * column (windows of the median-total repetition). */
 static xs_status replay_median(xs_replayer *rp, const xs_schedule *s, int sync, int reps,
                                uint32_t *seed, xs_result *out, double *spread_pct,
-                               xs_replay_stats *last, double *totals, double *skews)
+                               xs_replay_stats *last, double *totals, double *skews,
+                               FILE *place)
 {
     xs_result *rs = (xs_result *)calloc((size_t)reps, sizeof *rs);
     double *tot = (double *)calloc((size_t)reps, sizeof *tot);
@@ -186,6 +189,14 @@ static xs_status replay_median(xs_replayer *rp, const xs_schedule *s, int sync, 
         st = xs_replay_run(rp, s, sync, (*seed)++, &rs[i], last);
         if (st == XS_OK) {
             tot[i] = rs[i].rows[s->nrows - 1].end_ns;
+            if (place) {
+                /* run, total, skew, then the SM of every producer (xstage replay --placement) */
+                int sm[1024], k = xs_replayer_last_smids(rp, sm, 1024);
+                fprintf(place, "%d,%.1f,%.1f,", i, tot[i], last->start_skew_ns);
+                for (int p = 0; p < k; p++)
+                    fprintf(place, "%s%d", p ? " " : "", sm[p]);
+                fputc('\n', place);
+            }
             if (skews)
                 skews[i] = last->start_skew_ns;
             restarts += last->restarts;
@@ -246,6 +257,7 @@ int xs_cmd_replay(int argc, char **argv)
     static const struct option lo[] = {{"schedule", required_argument, 0, 's'},
                                        {"csv", no_argument, 0, XS_OPT_CSV},
                                        {"windows", required_argument, 0, OPT_WINDOWS},
+                                       {"placement", required_argument, 0, OPT_PLACEMENT},
                                        COMMON_OPTIONS, {0, 0, 0, 0}};
     run_args a;
     defaults(&a);
@@ -263,7 +275,9 @@ int xs_cmd_replay(int argc, char **argv)
                    "  --csv                 CSV instead of the table\n"
                    "  --windows FILE        every producer's issue window of the reported run\n"
                    "                        (CSV: row,producer,start_ns,end_ns; measured and\n"
-                   "                        predicted side by side)\n" COMMON_HELP);
+                   "                        predicted side by side)\n"
+                   "  --placement FILE      every repetition's total and the SM (%%smid) of each\n"
+                   "                        producer (CSV: run,total_ns,skew_ns,smids)\n" COMMON_HELP);
             return 0;
         }
         if (parse_common(c, &a))
@@ -284,13 +298,25 @@ int xs_cmd_replay(int argc, char **argv)
     xs_schedule s;
     if (xs_schedule_load(a.schedule, &s) != XS_OK)
         return xs_cli_fail();
+    FILE *place = NULL; /* opened first: a bad path is an error before the GPU is touched */
+    if (a.placement_out && xs_rank_primary()) {
+        if (!(place = fopen(a.placement_out, "w"))) {
+            xs_schedule_free(&s);
+            return xs_cli_failf("replay: cannot write %s", a.placement_out);
+        }
+        fputs("run,total_ns,skew_ns,smids\n", place);
+    }
     a.ro.window_bytes = window_for(&s, &a);
     xs_replayer *rp;
     if (xs_replayer_open(&a.ro, &rp) != XS_OK) {
+        if (place)
+            fclose(place);
         xs_schedule_free(&s);
         return xs_cli_fail();
     }
     if (xs_replay_check(rp, &s) != XS_OK) {
+        if (place)
+            fclose(place);
         xs_replayer_close(rp);
         xs_schedule_free(&s);
         return xs_cli_fail();
@@ -307,8 +333,11 @@ int xs_cmd_replay(int argc, char **argv)
     if (st == XS_OK) {
         warm_ns = m.rows[s.nrows - 1].end_ns;
         xs_result_free(&m);
-        st = replay_median(rp, &s, a.sync, a.reps, &seed, &m, &spread, &rs, totals, skews);
+        st = replay_median(rp, &s, a.sync, a.reps, &seed, &m, &spread, &rs, totals, skews,
+                           place);
     }
+    if (place && fclose(place) != 0 && st == XS_OK)
+        st = xs_seterr(XS_EIO, "replay: writing %s failed", a.placement_out);
     if (st != XS_OK) {
         xs_cli_fail();
         free(totals);
@@ -623,7 +652,8 @@ int xs_cmd_validate(int argc, char **argv)
         xs_status st = xs_replay_run(rp, s, v[i].sync, seed++, &m, &rs); /* warm-up */
         if (st == XS_OK) {
             xs_result_free(&m);
-            st = replay_median(rp, s, v[i].sync, a.reps, &seed, &m, &spread, &rs, NULL, NULL);
+            st = replay_median(rp, s, v[i].sync, a.reps, &seed, &m, &spread, &rs, NULL, NULL,
+                               NULL);
         }
         if (st != XS_OK) {
             xs_result_free(&pr);

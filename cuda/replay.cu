@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@ typedef struct {
 typedef struct {
     unsigned long long g0, c0, g1, c1; /* tick-edge anchors at start and end */
     unsigned long long c_go;           /* clock64 when the common start instant was reached */
+    unsigned long long smid;           /* the SM the producer ran on (%smid) */
 } xs_anchor;
 
 /* Flags of every window: [0, XS_REPLAY_UFLAGS) for the visibility probe, then one agreement slot
@@ -72,6 +74,8 @@ struct xs_replayer {
     xs_stamp *dstamps;
     size_t dstamps_cap;
     xs_anchor *danchors;
+    int *last_smid;              /* [SMs] the SM of each producer in the last run */
+    int last_grid;               /* producers of the last run */
     cudaEvent_t ev0, ev1;
     cudaStream_t stream;
 };
@@ -93,7 +97,7 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
     (void)occupancy_only;
     const int p = blockIdx.x, grid = gridDim.x, n = tab.nranks;
     __shared__ int s_abort;
-    xs_anchor a = {0, 0, 0, 0, 0};
+    xs_anchor a = {0, 0, 0, 0, 0, 0};
     /* Row descriptors are loaded ahead: the first before the common start, each next one before
      * the previous row's gap, so that a row's timing holds the stage and the store loop, not a
      * global-memory read of our own bookkeeping (zero-gap rows still wait for theirs). */
@@ -193,6 +197,9 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
     }
     if (threadIdx.x == 0) {
         xs_time_anchor(&a.g1, &a.c1, 1u << 16);
+        unsigned int sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        a.smid = sm;
         anchors[p] = a;
     }
 }
@@ -269,6 +276,138 @@ __global__ void __launch_bounds__(256, 1)
             xs_devfail(st, XS_DEVERR_TIMEOUT, 2);
             return;
         }
+    }
+}
+
+/* Work under stores (xs_replay_work_probe). Per CTA out[5 * c ...]: load work units, load side's
+ * first and last %globaltimer, store side's first and last. A load unit is one 16 KiB
+ * read-modify-write pass (hbm, l2) or 128 threads x 256 iterations x 8 FMAs (fma). */
+typedef struct {
+    unsigned long long bytes16;   /* units each storing CTA stores */
+    unsigned long long row_shift; /* log2 units per row; 63: the CTA's share is one row */
+    unsigned long long rows;      /* rows per storing CTA */
+    unsigned long long pace_ns;   /* ns per 512 units (8 KiB) per CTA; 0 = unpaced */
+    unsigned long long buf_n16;   /* load buffer */
+    unsigned long long duration_ns, timeout_ns;
+    int store_ctas, interleave, load;
+    unsigned int seed;
+} xs_probe_dev;
+
+#define XS_PROBE_FMA_ITERS 256
+
+__global__ void __launch_bounds__(256, 1)
+    work_probe_kernel(char *dst, xs_probe_dev a, uint4 *buf, unsigned long long *done,
+                      unsigned long long *out, xs_devstatus *st)
+{
+    __shared__ int s_stop;
+    const int c = blockIdx.x, t = threadIdx.x;
+    if (t == 0)
+        s_stop = 0;
+    __syncthreads();
+    if (t < 128) {
+        if (c >= a.store_ctas)
+            return;
+        const unsigned long long t0 = xs_globaltimer();
+        /* row j of this CTA: the rows of the CTAs of one group of `interleave` alternate; the
+         * last group may be smaller. Together every stored unit is in [0, store_ctas x bytes16). */
+        const int grp = c / a.interleave, lane = c % a.interleave;
+        const int members = min(a.interleave, a.store_ctas - grp * a.interleave);
+        const unsigned long long gbase = (unsigned long long)grp * a.interleave * a.bytes16;
+        const unsigned long long mask = a.row_shift >= 63 ? ~0ull : (1ull << a.row_shift) - 1;
+        uint32_t b[4];
+        for (int w = 0; w < 4; w++)
+            b[w] = xs_pattern_base(a.seed, (uint32_t)w);
+        bool late = false;
+#pragma unroll 1
+        for (unsigned long long blk = 0; blk * 512 < a.bytes16 && !late; blk++) {
+            if (a.pace_ns) {
+                const unsigned long long due = t0 + blk * a.pace_ns;
+                while (xs_globaltimer() < due) {
+                    if (xs_globaltimer() - t0 > a.timeout_ns) {
+                        xs_devfail(st, XS_DEVERR_TIMEOUT, 3);
+                        late = true;
+                        break;
+                    }
+                }
+            }
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const unsigned long long u = blk * 512 + q * 128 + t;
+                if (u >= a.bytes16)
+                    break;
+                unsigned long long unit;
+                if (a.row_shift >= 63)
+                    unit = (unsigned long long)c * a.bytes16 + u;
+                else {
+                    const unsigned long long j = u >> a.row_shift;
+                    unit = ((gbase + (j * members + lane)) << a.row_shift) | (u & mask);
+                }
+                const uint32_t lin = (uint32_t)unit * XS_PATTERN_STEP;
+                const uint32_t hi = (uint32_t)(unit >> 32) * 0x85ebca6bu;
+                xs_st16(dst + 16 * unit, (b[0] + lin) ^ hi, (b[1] + lin) ^ hi, (b[2] + lin) ^ hi,
+                        (b[3] + lin) ^ hi);
+            }
+        }
+        asm volatile("bar.sync 1, 128;" ::: "memory");
+        if (t == 0) {
+            out[5 * c + 3] = t0;
+            out[5 * c + 4] = xs_globaltimer();
+            atomicAdd(done, 1ull);
+        }
+        return;
+    }
+    const int lt = t - 128;
+    const unsigned long long l0 = xs_globaltimer();
+    unsigned long long units = 0;
+    if (a.load != XS_PROBE_LOAD_NONE) {
+        const unsigned long long per = a.buf_n16 / gridDim.x, base = per * c;
+        float f[8];
+        for (int i = 0; i < 8; i++)
+            f[i] = 1.0f + 1e-7f * (float)(lt + i);
+#pragma unroll 1
+        for (;; units++) {
+            if (a.load == XS_PROBE_LOAD_FMA) {
+#pragma unroll 4
+                for (int i = 0; i < XS_PROBE_FMA_ITERS; i++)
+#pragma unroll
+                    for (int k = 0; k < 8; k++)
+                        f[k] = fmaf(f[k], 0.9999999f, 1e-7f);
+            } else {
+                const unsigned long long off = (units * 1024ull) % (per > 1024 ? per - 1024 : 1);
+#pragma unroll 4
+                for (int i = lt; i < 1024; i += 128) {
+                    uint4 v = buf[base + off + i];
+                    v.x += 1u;
+                    buf[base + off + i] = v;
+                }
+            }
+            if (lt == 0) {
+                const unsigned long long now = xs_globaltimer();
+                int stop;
+                if (a.store_ctas > 0)
+                    stop = (int)(*(volatile unsigned long long *)done >=
+                                 (unsigned long long)a.store_ctas);
+                else
+                    stop = now - l0 >= a.duration_ns;
+                if (!stop && now - l0 > a.timeout_ns) {
+                    xs_devfail(st, XS_DEVERR_TIMEOUT, 4);
+                    stop = 1;
+                }
+                s_stop = stop;
+            }
+            asm volatile("bar.sync 2, 128;" ::: "memory");
+            const int stop = *(volatile int *)&s_stop;
+            asm volatile("bar.sync 2, 128;" ::: "memory");
+            if (stop)
+                break;
+        }
+        if (f[0] + f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7] == 0.0f)
+            units += 1ull << 40; /* keeps the FMA chains alive; never true */
+    }
+    if (lt == 0) {
+        out[5 * c + 0] = units + (a.load == XS_PROBE_LOAD_NONE ? 0 : 1);
+        out[5 * c + 1] = l0;
+        out[5 * c + 2] = xs_globaltimer();
     }
 }
 
@@ -402,10 +541,16 @@ xs_status xs_replayer_open(const xs_replay_opts *o, xs_replayer **out)
     } while (0)
     OPEN_CU(cudaFuncSetAttribute(replay_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)rp->smem));
+    OPEN_CU(cudaFuncSetAttribute(work_probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)rp->smem));
     OPEN_CU(cudaHostAlloc((void **)&rp->dstat, sizeof(xs_devstatus), cudaHostAllocMapped));
     memset(rp->dstat, 0, sizeof *rp->dstat);
     OPEN_CU(cudaMalloc((void **)&rp->dscratch, 4 * sizeof(unsigned long long)));
     OPEN_CU(cudaMalloc((void **)&rp->danchors, (size_t)rp->gpu.sm_count * sizeof(xs_anchor)));
+    if (!(rp->last_smid = (int *)calloc((size_t)rp->gpu.sm_count, sizeof(int)))) {
+        xs_replayer_close(rp);
+        return xs_seterr(XS_ENOMEM, "out of host memory");
+    }
     OPEN_CU(cudaStreamCreateWithFlags(&rp->stream, cudaStreamNonBlocking));
     OPEN_CU(cudaEventCreate(&rp->ev0));
     OPEN_CU(cudaEventCreate(&rp->ev1));
@@ -455,6 +600,7 @@ void xs_replayer_close(xs_replayer *rp)
     cudaFree(rp->drows);
     cudaFree(rp->dstamps);
     cudaFree(rp->danchors);
+    free(rp->last_smid);
     cudaFree(rp->dscratch);
     if (rp->dstat)
         cudaFreeHost(rp->dstat);
@@ -648,6 +794,9 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
     RUN_CU(cudaMemcpy(hs, rp->dstamps, nst * sizeof *hs, cudaMemcpyDeviceToHost));
     RUN_CU(cudaMemcpy(ha, rp->danchors, (size_t)grid * sizeof *ha, cudaMemcpyDeviceToHost));
 #undef RUN_CU
+    for (int p = 0; p < grid && rp->last_smid; p++)
+        rp->last_smid[p] = (int)ha[p].smid;
+    rp->last_grid = rp->last_smid ? grid : 0;
     {
         /* cycles -> ns on the common base: per producer, its own anchors and the median clock */
         double *f = (double *)malloc((size_t)grid * sizeof *f);
@@ -906,6 +1055,210 @@ xs_status xs_replay_store_bw(xs_replayer *rp, size_t bytes, int reps, double *gb
                              double *gbps_min, double *gbps_max)
 {
     return store_rate(rp, bytes, -1, reps, gbps_med, gbps_min, gbps_max);
+}
+
+static int cmp_dbl(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* med/lo/hi of field f over n results */
+static void probe_stats(const xs_probe_res *r, int n, size_t f, double *med, double *lo,
+                        double *hi)
+{
+    double v[64];
+    int m = 0;
+    for (int i = 0; i < n && m < 64; i++) {
+        double x = *(const double *)((const char *)&r[i] + f);
+        if (!isnan(x))
+            v[m++] = x;
+    }
+    if (!m) {
+        *med = *lo = *hi = NAN;
+        return;
+    }
+    qsort(v, (size_t)m, sizeof *v, cmp_dbl);
+    *med = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+    *lo = v[0];
+    *hi = v[m - 1];
+}
+
+int xs_replayer_last_smids(const xs_replayer *rp, int *out, int n)
+{
+    int k = rp->last_grid < n ? rp->last_grid : n;
+    for (int p = 0; p < k; p++)
+        out[p] = rp->last_smid[p];
+    return k;
+}
+
+xs_status xs_replay_work_probe(xs_replayer *rp, const xs_probe_cfg *cfg, int reps,
+                               xs_probe_res *med, xs_probe_res *lo, xs_probe_res *hi)
+{
+    const int sms = rp->gpu.sm_count;
+    if (rp->multi)
+        return xs_seterr(XS_EINVAL, "probe: one rank only (the window of this process)");
+    if (reps < 1 || reps > 64)
+        return xs_seterr(XS_EINVAL, "probe: %d repetitions (1..64)", reps);
+    if (cfg->store_ctas < 0 || cfg->store_ctas > sms)
+        return xs_seterr(XS_EINVAL, "probe: %d storing CTAs on %d SMs", cfg->store_ctas, sms);
+    if (cfg->load < XS_PROBE_LOAD_NONE || cfg->load > XS_PROBE_LOAD_FMA)
+        return xs_seterr(XS_EINVAL, "probe: load %d (0 none, 1 hbm, 2 l2, 3 fma)", cfg->load);
+    if (cfg->store_ctas == 0 && (cfg->load == XS_PROBE_LOAD_NONE || !(cfg->duration_ns > 0)))
+        return xs_seterr(XS_EINVAL, "probe: a control run (no stores) needs a load and a duration");
+    const int rb = cfg->row_bytes;
+    if (rb && (rb < 256 || rb > 65536 || (rb & (rb - 1))))
+        return xs_seterr(XS_EINVAL, "probe: row of %d bytes (0, or a power of two 256..65536)",
+                         rb);
+    if (cfg->store_ctas && (cfg->interleave < 1 || cfg->interleave > cfg->store_ctas ||
+                            (!rb && cfg->interleave != 1)))
+        return xs_seterr(XS_EINVAL, "probe: interleave %d with %d storing CTAs and %s rows",
+                         cfg->interleave, cfg->store_ctas, rb ? "short" : "whole-share");
+    if (cfg->pace_gbps < 0)
+        return xs_seterr(XS_EINVAL, "probe: pace %.3g GB/s", cfg->pace_gbps);
+    xs_probe_dev a;
+    memset(&a, 0, sizeof a);
+    a.store_ctas = cfg->store_ctas;
+    a.interleave = cfg->interleave > 0 ? cfg->interleave : 1;
+    a.load = cfg->load;
+    a.timeout_ns = (unsigned long long)(rp->o.timeout_s * 1e9);
+    a.duration_ns = (unsigned long long)cfg->duration_ns;
+    size_t bytes = cfg->bytes > rp->tab.bytes ? rp->tab.bytes : cfg->bytes;
+    if (a.store_ctas) {
+        const unsigned long long per16 = bytes / 16 / (size_t)a.store_ctas;
+        if (rb) {
+            a.row_shift = 0;
+            while ((16ull << a.row_shift) < (unsigned long long)rb)
+                a.row_shift++;
+            a.rows = per16 >> a.row_shift;
+            a.bytes16 = a.rows << a.row_shift;
+        } else {
+            a.row_shift = 63;
+            a.rows = 1;
+            a.bytes16 = per16;
+        }
+        if (a.bytes16 == 0)
+            return xs_seterr(XS_EINVAL, "probe: %zu bytes give no whole row of %d bytes to each "
+                             "of %d CTAs", cfg->bytes, rb ? rb : 16, a.store_ctas);
+        if (cfg->pace_gbps > 0) /* 8 KiB per step and CTA at its share of the rate */
+            a.pace_ns = (unsigned long long)(8192.0 * a.store_ctas / cfg->pace_gbps);
+    }
+    const unsigned long long n16 = a.bytes16 * (unsigned long long)a.store_ctas;
+    const size_t buf_bytes = cfg->load == XS_PROBE_LOAD_HBM  ? ((size_t)1 << 30)
+                             : cfg->load == XS_PROBE_LOAD_L2 ? ((size_t)24 << 20)
+                                                             : 0;
+    uint4 *buf = NULL;
+    unsigned long long *dev = NULL; /* [0] stores done, [1..] 5 words per CTA */
+    xs_probe_res *runs = (xs_probe_res *)calloc((size_t)reps, sizeof *runs);
+    unsigned long long *host = (unsigned long long *)calloc((size_t)sms * 5, sizeof *host);
+    xs_status st = runs && host ? XS_OK : xs_seterr(XS_ENOMEM, "out of host memory");
+    if (st == XS_OK && buf_bytes) {
+        cudaError_t e = cudaMalloc((void **)&buf, buf_bytes);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            buf = NULL;
+            st = xs_seterr(XS_ECUDA, "out of device memory: cudaMalloc(%.0f MiB) for the load "
+                           "buffer: %s", buf_bytes / 1048576.0, cudaGetErrorString(e));
+        } else {
+            cudaMemsetAsync(buf, 0, buf_bytes, rp->stream);
+        }
+    }
+    a.buf_n16 = buf_bytes / 16;
+    if (st == XS_OK) {
+        cudaError_t e = cudaMalloc((void **)&dev, (1 + 5 * (size_t)sms) * sizeof *dev);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            dev = NULL;
+            st = xs_seterr(XS_ECUDA, "out of device memory: probe counters: %s",
+                           cudaGetErrorString(e));
+        }
+    }
+    for (int i = -1; i < reps && st == XS_OK; i++) {
+        a.seed = xs_mix32(0x9e0bu + (unsigned)(i + 11) * 7919u) | 1u;
+        cudaMemsetAsync(dev, 0, (1 + 5 * (size_t)sms) * sizeof *dev, rp->stream);
+        cudaEventRecord(rp->ev0, rp->stream);
+        work_probe_kernel<<<sms, 256, rp->smem, rp->stream>>>(rp->tab.data[0], a, buf, dev,
+                                                               dev + 1, rp->dstat);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) {
+            st = xs_seterr(XS_ECUDA, "work_probe_kernel: %s", cudaGetErrorString(e));
+            break;
+        }
+        cudaEventRecord(rp->ev1, rp->stream);
+        st = xs_event_wait(rp->ev1, rp->o.timeout_s + 5, "probe kernel");
+        if (st == XS_OK)
+            st = check_devstatus(rp, "probe kernel");
+        if (st == XS_OK && cudaMemcpy(host, dev + 1, 5 * (size_t)sms * sizeof *host,
+                                      cudaMemcpyDeviceToHost) != cudaSuccess)
+            st = xs_seterr(XS_ECUDA, "probe: reading the counters back failed");
+        if (st != XS_OK)
+            break;
+        uint64_t bad = 0;
+        if (n16) {
+            st = xs_win_verify(rp->win, 0, 0, n16, a.seed, 0, &bad);
+            if (st == XS_OK && bad)
+                st = xs_seterr(XS_EVERIFY, "probe: %llu of %llu 16-byte units wrong",
+                               (unsigned long long)bad, n16);
+            if (st != XS_OK)
+                break;
+        }
+        if (i < 0)
+            continue; /* warm-up */
+        float ms = 0;
+        cudaEventElapsedTime(&ms, rp->ev0, rp->ev1);
+        xs_probe_res *r = &runs[i];
+        r->kernel_us = ms * 1e3;
+        r->bytes = 16.0 * (double)n16;
+        unsigned long long s0 = ~0ull, s1 = 0;
+        double ls = 0, lo_ = 0;
+        int ns = 0, no = 0;
+        /* per unit: bytes read + written (hbm, l2) or flops (fma) */
+        const double unit = cfg->load == XS_PROBE_LOAD_FMA ? 2.0 * 8 * 128 * XS_PROBE_FMA_ITERS
+                                                            : 2.0 * 16384;
+        for (int c = 0; c < sms; c++) {
+            const unsigned long long *h = host + 5 * c;
+            if (c < a.store_ctas) {
+                s0 = h[3] < s0 ? h[3] : s0;
+                s1 = h[4] > s1 ? h[4] : s1;
+            }
+            if (cfg->load == XS_PROBE_LOAD_NONE || h[2] <= h[1])
+                continue;
+            const double rate = h[0] * unit / (double)(h[2] - h[1]) * 1e3; /* per us */
+            if (c < a.store_ctas || a.store_ctas == 0)
+                ls += rate, ns++;
+            else
+                lo_ += rate, no++;
+        }
+        r->store_span_us = a.store_ctas ? (s1 - s0) / 1e3 : NAN;
+        r->store_gbps = a.store_ctas && s1 > s0 ? r->bytes / (double)(s1 - s0) : NAN;
+        /* MB/s or GFLOP/s per SM: work per us / 1e6 x 1e6 */
+        r->load_store_sms = ns ? ls / ns / 1e3 : NAN;
+        r->load_other_sms = no ? lo_ / no / 1e3 : NAN;
+    }
+    if (st == XS_OK) {
+        static const size_t fo[] = {offsetof(xs_probe_res, store_gbps),
+                                    offsetof(xs_probe_res, store_span_us),
+                                    offsetof(xs_probe_res, kernel_us),
+                                    offsetof(xs_probe_res, load_store_sms),
+                                    offsetof(xs_probe_res, load_other_sms),
+                                    offsetof(xs_probe_res, bytes)};
+        xs_probe_res m, l, h;
+        for (size_t k = 0; k < sizeof fo / sizeof fo[0]; k++)
+            probe_stats(runs, reps, fo[k], (double *)((char *)&m + fo[k]),
+                        (double *)((char *)&l + fo[k]), (double *)((char *)&h + fo[k]));
+        *med = m;
+        if (lo)
+            *lo = l;
+        if (hi)
+            *hi = h;
+    }
+    free(runs);
+    free(host);
+    if (dev)
+        cudaFree(dev);
+    if (buf)
+        cudaFree(buf);
+    return st;
 }
 
 xs_status xs_replay_visibility(xs_replayer *rp, size_t bytes, int reps, double *rtt_med_ns,

@@ -19,6 +19,7 @@ int xs_cmd_profile(int argc, char **argv);
 int xs_cmd_calibrate(int argc, char **argv);
 int xs_cmd_replay(int argc, char **argv);
 int xs_cmd_validate(int argc, char **argv);
+int xs_cmd_probe(int argc, char **argv);
 int xs_bench_ep(int argc, char **argv);
 int xs_bench_tp(int argc, char **argv);
 int xs_bench_up(int argc, char **argv);

@@ -57,6 +57,9 @@ xs_status xs_replayer_open(const xs_replay_opts *o, xs_replayer **out);
 void xs_replayer_close(xs_replayer *rp);
 const xs_gpu_info *xs_replayer_gpu(const xs_replayer *rp);
 int xs_replayer_max_producers(const xs_replayer *rp); /* SM count */
+/* The SM (%smid) each producer of the last xs_replay_run ran on: out[p] for p < the returned
+ * count (min(n, the run's producers)); 0 before any run. */
+int xs_replayer_last_smids(const xs_replayer *rp, int *out, int n);
 /* Check that a schedule can run: producers <= SMs, bytes multiple of 16, fits the window. */
 xs_status xs_replay_check(const xs_replayer *rp, const xs_schedule *s);
 /* Run once. Fills *res like xs_simulate does (rows, windows), plus stats. Verifies every byte;
@@ -73,6 +76,51 @@ xs_status xs_replay_store_bw(xs_replayer *rp, size_t bytes, int reps, double *gb
  * warm-up. */
 xs_status xs_replay_store_bw_load(xs_replayer *rp, size_t bytes, int load, int reps,
                                   double *gbps_med, double *gbps_min, double *gbps_max);
+/* Work under stores (xstage probe; not fitted). One CTA of 256 threads per SM. Threads 0-127 of
+ * the first store_ctas CTAs store their share of `bytes` into the window (the pattern, 16-byte
+ * stores), laid out as rows of row_bytes: the rows of `interleave` consecutive CTAs alternate at
+ * the destination (a CTA's rows then lie interleave x row_bytes apart, as one head's rows of an
+ * attention output or one tile's rows of a GEMM output do), and together the stored bytes are
+ * one contiguous range, verified at the destination. Threads 128-255 of every CTA run `load`
+ * until every storing CTA has issued its last store (store_ctas = 0: for duration_ns): the same
+ * passes as the drain-under-load probe, or an FMA loop. Each CTA's load side counts its work, so
+ * a run gives the load rate of the storing SMs and of the others while the stores drain; with
+ * store_ctas = 0 it is the control. Host and local targets, one rank. */
+typedef enum {
+    XS_PROBE_LOAD_NONE = 0,
+    XS_PROBE_LOAD_HBM = 1, /* read-modify-write passes over a 1 GiB buffer */
+    XS_PROBE_LOAD_L2 = 2,  /* the same over 24 MiB */
+    XS_PROBE_LOAD_FMA = 3  /* eight independent FMA chains per thread, no memory traffic */
+} xs_probe_load;
+
+typedef struct {
+    int store_ctas;      /* CTAs 0..store_ctas-1 store (<= SMs); 0 = the control */
+    size_t bytes;        /* bytes stored by all of them (rounded down to whole rows per CTA) */
+    int row_bytes;       /* 0: each CTA's share contiguous; else a power of two, 256..65536 */
+    int interleave;      /* CTAs whose rows alternate (1..store_ctas); 1 with row_bytes 0 */
+    double pace_gbps;    /* > 0: the storing CTAs together issue at most this rate (each its
+                            share, in 8 KiB steps); 0: as fast as they can */
+    int load;            /* xs_probe_load */
+    double duration_ns;  /* store_ctas = 0: how long the load side runs */
+} xs_probe_cfg;
+
+typedef struct {
+    double store_gbps;         /* bytes / (last store issued - first store started) */
+    double store_span_us;      /* that span */
+    double kernel_us;          /* event time of the launch */
+    double load_store_sms;     /* load work per SM per us on the storing SMs (load units: MB/s
+                                  of read-modify-write traffic for hbm/l2, GFLOP/s for fma) */
+    double load_other_sms;     /* the same on the SMs that do not store; NAN if none */
+    double bytes;              /* bytes stored and verified */
+} xs_probe_res;
+
+/* One warm-up and `reps` runs of cfg; *med gets the per-field medians, *lo and *hi the minima and
+ * maxima (NULL allowed). Every stored byte verified (XS_EVERIFY on a mismatch); every device-side
+ * wait bounded by the replayer's timeout (XS_ETIMEOUT). XS_EINVAL (one line) for a bad cfg or
+ * N > 1 ranks. */
+xs_status xs_replay_work_probe(xs_replayer *rp, const xs_probe_cfg *cfg, int reps,
+                               xs_probe_res *med, xs_probe_res *lo, xs_probe_res *hi);
+
 /* Visibility: one producer stores `bytes` then raises a flag (release, system scope); the host
  * polls it (acquire) and answers with a second flag that the producer waits for (bounded). Returns
  * the median round trip over reps in ns. Host targets only. */

@@ -2,7 +2,7 @@
 # gpu_all.sh - one device call: environment facts, then the area scripts named in AREAS (default:
 # calib transport tests), each with its own output folder; everything is packed into
 # $OUT/results.tar.gz (the device returns at most 8 files) next to summary.log.
-# Usage: OUT=dir [AREAS="calib knee transport tests ep up tp tp90 sanitize faults gemm90 multi"]
+# Usage: OUT=dir [AREAS="calib knee probe transport tests ep up tp tp90 sanitize faults gemm90 multi"]
 #        scripts/gpu_all.sh        (multi: scripts/gpu_multi.sh with N = the visible GPUs)
 set -u
 OUT=${OUT:-./out}
@@ -34,6 +34,7 @@ for a in $AREAS; do
             echo "# PROFILE=$PROFILE" | tee -a "$S"
         fi ;;
     knee) OUT="$W/$a" timeout 300 bash scripts/gpu_knee.sh 2>&1 | tail -n 90 | tee -a "$S" ;;
+    probe) OUT="$W/$a" timeout 420 bash scripts/gpu_probe.sh 2>&1 | tail -n 60 | tee -a "$S" ;;
     transport) OUT="$W/$a" timeout 300 bash scripts/gpu_transport.sh 2>&1 | tail -n 30 | tee -a "$S" ;;
     tests)
         for t in build/tests/gpu/test_*; do

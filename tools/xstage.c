@@ -14,6 +14,7 @@
 #pragma weak xs_cmd_calibrate
 #pragma weak xs_cmd_replay
 #pragma weak xs_cmd_validate
+#pragma weak xs_cmd_probe
 #pragma weak xs_bench_ep
 #pragma weak xs_bench_tp
 #pragma weak xs_bench_up
@@ -34,6 +35,7 @@ static const xs_subcmd subcmds[] = {
     {"calibrate", NULL, "measure R, issue rate, overhead and capacity on the GPU; fit a profile"},
     {"replay", NULL, "run a schedule on the GPU and measure the same columns as predict"},
     {"validate", NULL, "predict and replay a built-in suite of schedules; report the errors"},
+    {"probe", NULL, "work under stores, and the drain of row-shaped stores (measured, not fitted)"},
     {"bench", cmd_bench, "fused workloads: bench ep | tp | up"},
 };
 
@@ -42,6 +44,7 @@ static int (*gpu_fn(const char *name))(int, char **)
     if (!strcmp(name, "calibrate")) return xs_cmd_calibrate;
     if (!strcmp(name, "replay")) return xs_cmd_replay;
     if (!strcmp(name, "validate")) return xs_cmd_validate;
+    if (!strcmp(name, "probe")) return xs_cmd_probe;
     if (!strcmp(name, "ep")) return xs_bench_ep;
     if (!strcmp(name, "tp")) return xs_bench_tp;
     if (!strcmp(name, "up")) return xs_bench_up;

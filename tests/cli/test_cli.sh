@@ -35,7 +35,7 @@ expect_ok "help" "$X" --help
 for c in predict criterion plan profile; do
     expect_ok "$c --help" "$X" $c --help
 done
-for c in calibrate replay validate "bench ep" "bench tp" "bench up"; do
+for c in calibrate replay validate probe "bench ep" "bench tp" "bench up"; do
     if "$X" $c --help 2>&1 | grep -q 'built without nvcc'; then
         expect_err "$c without CUDA" "built without nvcc" "$X" $c --help
     else
@@ -159,6 +159,11 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "replay -g with --device" "--gpus 2 cannot be combined with --device" "$X" replay --target peer -g 2 -d 1 --schedule examples/isolated.csv
     expect_err "validate -g with --device" "--gpus 2 cannot be combined with --device" "$X" validate --target peer -g 2 -d 1
     expect_err "calibrate --peer-dests" "--peer-dests 'two': expected all or one" "$X" calibrate --peer-dests two
+    expect_err "probe bad target" "probe: --target virtual: host or local" "$X" probe --target virtual
+    expect_err "probe bad iters" "--iters 0: outside 1..64" "$X" probe -n 0
+    expect_err "probe small window" "--window 1M: at least 16M" "$X" probe --window 1M
+    expect_err "probe stray argument" "probe: unexpected argument 'now'" "$X" probe now
+    expect_err "replay unwritable --placement" "cannot write /nonexistent/p.csv" "$X" replay --schedule examples/isolated.csv --placement /nonexistent/p.csv
     expect_err "bench up -g 3 seq not a multiple" "--seq 8192 is not a multiple of -g/--gpus 3" "$X" bench up -g 3 -s 8192
     expect_err "bench up -g 3 --quick seq not a multiple" "--seq 16384 is not a multiple of -g/--gpus 3" "$X" bench up -g 3 -s 6144,16384 --quick
     expect_err "bench up -g 2 bad split" "--split 300: outside" "$X" bench up -g 2 --split 300

@@ -1,0 +1,222 @@
+/*
+ * cmd_probe.cu - `xstage probe`: what the X-Stage does to the work around it, and what the
+ * write pattern does to the X-Stage. Not fitted; a table of measurements on one path.
+ *
+ * The model (docs/MODEL.md) assumes that useful work does not slow down while stores are
+ * outstanding, and calibrates R with contiguous bursts. The fused kernels say otherwise in two
+ * places: their main loops lose time next to remote stores even when the pacer keeps the stage
+ * under R (EP run 5: 16-36 us per CTA), and their row-shaped stores see less headroom and a lower
+ * rate than the calibration's (UP runs 5-7, TP run 6: 0.74-0.84 R). Each case below is one
+ * xs_replay_work_probe configuration (include/xstage_replay.h), repeated; every stored byte is
+ * verified at the destination.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "xstage.h"
+#include "xstage_cli.h"
+#include "xstage_cmd.h"
+#include "xstage_cuda.h"
+#include "xstage_replay.h"
+#include "xstage_sigint.h"
+
+typedef struct {
+    const char *name;
+    int store_ctas;  /* -1: all SMs */
+    int row_bytes;   /* 0: contiguous share */
+    int interleave;
+    double pace;     /* fraction of the reference store rate; 0 unpaced */
+    int load;        /* xs_probe_load */
+} probe_case;
+
+/* The reference (all SMs, contiguous, nothing else running) comes first: its rate sets the pace
+ * of the paced cases and its span the duration of the controls. */
+static const probe_case cases[] = {
+    {"ref", -1, 0, 1, 0, XS_PROBE_LOAD_NONE},
+    {"control", 0, 0, 1, 0, XS_PROBE_LOAD_HBM},
+    {"control", 0, 0, 1, 0, XS_PROBE_LOAD_L2},
+    {"control", 0, 0, 1, 0, XS_PROBE_LOAD_FMA},
+    {"all", -1, 0, 1, 0, XS_PROBE_LOAD_HBM},
+    {"all", -1, 0, 1, 0, XS_PROBE_LOAD_L2},
+    {"all", -1, 0, 1, 0, XS_PROBE_LOAD_FMA},
+    {"paced", -1, 0, 1, 0.8, XS_PROBE_LOAD_HBM},
+    {"paced", -1, 0, 1, 0.8, XS_PROBE_LOAD_L2},
+    {"paced", -1, 0, 1, 0.8, XS_PROBE_LOAD_FMA},
+    {"few", 4, 0, 1, 0, XS_PROBE_LOAD_HBM},
+    {"few", 4, 0, 1, 0, XS_PROBE_LOAD_L2},
+    {"few", 16, 0, 1, 0, XS_PROBE_LOAD_HBM},
+    {"few", 16, 0, 1, 0, XS_PROBE_LOAD_L2},
+    {"rows", -1, 256, 8, 0, XS_PROBE_LOAD_NONE},
+    {"rows", -1, 256, 16, 0, XS_PROBE_LOAD_NONE},
+    {"rows", -1, 512, 32, 0, XS_PROBE_LOAD_NONE},
+    {"rows", -1, 4096, 4, 0, XS_PROBE_LOAD_NONE},
+    {"rows", -1, 256, 1, 0, XS_PROBE_LOAD_NONE},
+    {"rows", -1, 256, 16, 0, XS_PROBE_LOAD_HBM},
+};
+#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+static const char *const load_names[] = {"none", "hbm", "l2", "fma"};
+
+static void usage(void)
+{
+    printf("usage: xstage probe [--target host|local] [--window SIZE] [-n N] [--csv FILE]\n"
+           "Work under stores, and the drain of row-shaped stores, on one path; not fitted.\n"
+           "One CTA of 256 threads per SM: 128 threads of the storing CTAs store their share of\n"
+           "the window, 128 threads of every CTA run a load (HBM or L2 read-modify-write passes,\n"
+           "or FMA chains) until the stores are issued. Cases: the reference store rate (all SMs,\n"
+           "contiguous); each load alone for as long (control); each load next to the stores of\n"
+           "all SMs, unpaced and paced at 0.8 of the reference; stores from 4 and 16 SMs with\n"
+           "the load on all; rows of 256-4096 bytes interleaved across CTAs (the layouts of the\n"
+           "fused kernels' outputs). Every byte verified.\n\n"
+           "  -t, --target T        host (pinned host memory over PCIe, default) or local (HBM)\n"
+           "  --window SIZE         bytes stored per run (default 64M)\n"
+           "  -n, --iters N         repetitions per case after one warm-up (default 5)\n"
+           "  --csv FILE            also write the table as CSV\n"
+           "  -d, --device N        CUDA device (default 0)\n"
+           "  --timeout S           bound on one run, seconds (default 30)\n");
+}
+
+static double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
+
+int xs_cmd_probe(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"target", required_argument, 0, 't'}, {"window", required_argument, 0, 'W'},
+        {"iters", required_argument, 0, 'n'},  {"csv", required_argument, 0, 'c'},
+        {"device", required_argument, 0, 'd'}, {"timeout", required_argument, 0, 'T'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    xs_replay_opts ro;
+    memset(&ro, 0, sizeof ro);
+    ro.target = XS_TARGET_HOST;
+    ro.window_bytes = 64u << 20;
+    ro.timeout_s = 30;
+    const char *csv = NULL;
+    int reps = 5, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "t:n:d:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            if (xs_target_parse(optarg, &ro.target) != XS_OK)
+                return xs_cli_fail();
+            if (ro.target != XS_TARGET_HOST && ro.target != XS_TARGET_LOCAL)
+                return xs_cli_failf("probe: --target %s: host or local", optarg);
+            break;
+        case 'W': {
+            int64_t v;
+            if (xs_parse_size("--window", optarg, &v) != XS_OK)
+                return xs_cli_fail();
+            if (v < (16 << 20))
+                return xs_cli_failf("--window %s: at least 16M", optarg);
+            ro.window_bytes = (size_t)v;
+            break;
+        }
+        case 'n': {
+            long v;
+            if (xs_parse_int("--iters", optarg, 1, 64, &v) != XS_OK)
+                return xs_cli_fail();
+            reps = (int)v;
+            break;
+        }
+        case 'c': csv = optarg; break;
+        case 'd': {
+            long v;
+            if (xs_parse_int("--device", optarg, 0, 63, &v) != XS_OK)
+                return xs_cli_fail();
+            ro.device = (int)v;
+            break;
+        }
+        case 'T':
+            if (xs_parse_double("--timeout", optarg, 1, 3600, &ro.timeout_s) != XS_OK)
+                return xs_cli_fail();
+            break;
+        case 'h': usage(); return 0;
+        default: return 1;
+        }
+    }
+    if (optind < argc)
+        return xs_cli_failf("probe: unexpected argument '%s'", argv[optind]);
+    FILE *cf = NULL;
+    if (csv && !(cf = fopen(csv, "w")))
+        return xs_cli_failf("probe: cannot write %s", csv);
+    time_t t_start = time(NULL);
+    xs_replayer *rp;
+    if (xs_replayer_open(&ro, &rp) != XS_OK) {
+        if (cf)
+            fclose(cf);
+        return xs_cli_fail();
+    }
+    const xs_gpu_info *gpu = xs_replayer_gpu(rp);
+    const int sms = gpu->sm_count;
+    xs_gpu_report_header(stdout, gpu, argc + 1, argv - 1);
+    printf("# target %s, %.0f MiB per run, %d repetitions per case after a warm-up; load work per "
+           "SM: MB/s of read-modify-write traffic (hbm, l2) or GFLOP/s (fma); spread = "
+           "(max - min) / median\n", xs_target_name(ro.target), ro.window_bytes / 1048576.0,
+           reps);
+    printf("%-8s %6s %6s %5s %6s %5s %10s %7s %8s %12s %7s %8s %12s %8s %10s\n", "case", "ctas",
+           "row", "ilv", "pace", "load", "store_GB/s", "spread", "/ref", "load_storing", "spread",
+           "/alone", "load_others", "/alone", "kernel_us");
+    if (cf)
+        fprintf(cf, "case,store_ctas,row_bytes,interleave,pace_gbps,load,store_gbps,store_min,"
+                    "store_max,store_over_ref,load_storing,load_storing_min,load_storing_max,"
+                    "storing_over_alone,load_others,load_others_min,load_others_max,"
+                    "others_over_alone,kernel_us,bytes,verified\n");
+    double ref_gbps = NAN, ref_span_ns = NAN, alone[4] = {NAN, NAN, NAN, NAN};
+    int rc = 0;
+    for (int i = 0; i < NCASES && !rc; i++) {
+        if (xs_interrupted()) {
+            xs_interrupt_err("probe: %d of %d cases done", i, NCASES);
+            rc = 1;
+            break;
+        }
+        const probe_case *pc = &cases[i];
+        xs_probe_cfg cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.store_ctas = pc->store_ctas < 0 ? sms : pc->store_ctas;
+        cfg.bytes = ro.window_bytes;
+        cfg.row_bytes = pc->row_bytes;
+        cfg.interleave = pc->interleave;
+        cfg.load = pc->load;
+        cfg.pace_gbps = pc->pace > 0 ? pc->pace * ref_gbps : 0;
+        cfg.duration_ns = ref_span_ns;
+        xs_probe_res m, l, h;
+        if (xs_replay_work_probe(rp, &cfg, reps, &m, &l, &h) != XS_OK) {
+            rc = xs_cli_fail();
+            break;
+        }
+        if (i == 0) {
+            ref_gbps = m.store_gbps;
+            ref_span_ns = m.store_span_us * 1e3;
+        }
+        if (cfg.store_ctas == 0)
+            alone[cfg.load] = m.load_store_sms;
+        const double a = cfg.load ? alone[cfg.load] : NAN;
+        /* a control's own load is on every SM: its column is "storing" by construction, and its
+         * ratio 1 */
+        printf("%-8s %6d %6d %5d %6.1f %5s %10.2f %6.1f%% %8.3f %12.1f %6.1f%% %8.3f %12.1f %8.3f "
+               "%10.1f\n", pc->name, cfg.store_ctas, cfg.row_bytes, cfg.interleave,
+               cfg.pace_gbps, load_names[cfg.load], m.store_gbps,
+               100 * ratio(h.store_gbps - l.store_gbps, m.store_gbps),
+               ratio(m.store_gbps, ref_gbps), m.load_store_sms,
+               100 * ratio(h.load_store_sms - l.load_store_sms, m.load_store_sms),
+               ratio(m.load_store_sms, a), m.load_other_sms, ratio(m.load_other_sms, a),
+               m.kernel_us);
+        if (cf)
+            fprintf(cf, "%s,%d,%d,%d,%.3f,%s,%.4f,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f,%.4f,%.3f,%.3f,"
+                        "%.3f,%.4f,%.2f,%.0f,1\n", pc->name, cfg.store_ctas, cfg.row_bytes,
+                    cfg.interleave, cfg.pace_gbps, load_names[cfg.load], m.store_gbps,
+                    l.store_gbps, h.store_gbps, ratio(m.store_gbps, ref_gbps), m.load_store_sms,
+                    l.load_store_sms, h.load_store_sms, ratio(m.load_store_sms, a),
+                    m.load_other_sms, l.load_other_sms, h.load_other_sms,
+                    ratio(m.load_other_sms, a), m.kernel_us, m.bytes);
+        fflush(stdout);
+    }
+    if (cf && fclose(cf) != 0 && !rc)
+        rc = xs_cli_failf("probe: writing %s failed", csv);
+    printf("# %ld s; probe %s\n", (long)(time(NULL) - t_start), rc ? "FAILED" : "OK");
+    xs_replayer_close(rp);
+    return rc;
+}
