@@ -82,9 +82,9 @@ xs_status xs_replay_store_bw_load(xs_replayer *rp, size_t bytes, int load, int r
  * the destination (a CTA's rows then lie interleave x row_bytes apart, as one head's rows of an
  * attention output or one tile's rows of a GEMM output do), and together the stored bytes are
  * one contiguous range, verified at the destination. Threads 128-255 of every CTA run `load`
- * until every storing CTA has issued its last store (store_ctas = 0: for duration_ns): the same
- * passes as the drain-under-load probe, or an FMA loop. Each CTA's load side counts its work, so
- * a run gives the load rate of the storing SMs and of the others while the stores drain; with
+ * for duration_ns on their own clock (choose it shorter than the stores take): the same passes
+ * as the drain-under-load probe, or an FMA loop. Each CTA's load side counts its work, so a run
+ * gives the load rate of the storing SMs and of the others while the stores drain; with
  * store_ctas = 0 it is the control. Host and local targets, one rank. */
 typedef enum {
     XS_PROBE_LOAD_NONE = 0,
@@ -101,7 +101,7 @@ typedef struct {
     double pace_gbps;    /* > 0: the storing CTAs together issue at most this rate (each its
                             share, in 8 KiB steps); 0: as fast as they can */
     int load;            /* xs_probe_load */
-    double duration_ns;  /* store_ctas = 0: how long the load side runs */
+    double duration_ns;  /* how long the load side runs (with a load) */
 } xs_probe_cfg;
 
 typedef struct {
