@@ -227,6 +227,22 @@ __global__ void store_bw_kernel(char *dst, unsigned long long n16, unsigned int 
     xs_burst_pattern(dst + 16 * first, cnt, seed, first);
 }
 
+/* One load pass of the probes: thread t (0..127) of a CTA reads, increments and writes back its
+ * share of 1024 16-byte units (16 KiB) of the CTA's slice [base, base + per) of buf, the pass-th
+ * window of it (wrapping). */
+static __device__ __forceinline__ void rmw_pass(uint4 *buf, unsigned long long base,
+                                                unsigned long long per, unsigned long long pass,
+                                                int t)
+{
+    const unsigned long long off = (pass * 1024ull) % (per > 1024 ? per - 1024 : 1);
+#pragma unroll 4
+    for (int i = t; i < 1024; i += 128) {
+        uint4 v = buf[base + off + i];
+        v.x += 1u;
+        buf[base + off + i] = v;
+    }
+}
+
 /* Drain under load: every CTA's first 128 threads store their share of the window (the pattern,
  * 16-byte stores) while its other 128 threads keep the SM's memory path busy until the stores
  * are done - read-modify-write passes over their slice of `buf` (load 1: a slice of a buffer far
@@ -265,13 +281,7 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll 1
     for (unsigned long long pass = 0; atomicOr(&s_done, 0) == 0; pass++) {
         /* 16 KiB per check of the flag: the kernel ends a few us after the stores */
-        const unsigned long long off = (pass * 1024ull) % (per > 1024 ? per - 1024 : 1);
-#pragma unroll 4
-        for (int i = t; i < 1024; i += 128) {
-            uint4 v = buf[base + off + i];
-            v.x += 1u;
-            buf[base + off + i] = v;
-        }
+        rmw_pass(buf, base, per, pass, t);
         if (xs_globaltimer() - t0 > timeout_ns) {
             xs_devfail(st, XS_DEVERR_TIMEOUT, 2);
             return;
@@ -377,13 +387,7 @@ __global__ void __launch_bounds__(256, 1)
                     for (int k = 0; k < 8; k++)
                         f[k] = fmaf(f[k], 0.9999999f, 1e-7f);
             } else {
-                const unsigned long long off = (units * 1024ull) % (per > 1024 ? per - 1024 : 1);
-#pragma unroll 4
-                for (int i = lt; i < 1024; i += 128) {
-                    uint4 v = buf[base + off + i];
-                    v.x += 1u;
-                    buf[base + off + i] = v;
-                }
+                rmw_pass(buf, base, per, units, lt);
             }
             if (lt == 0)
                 s_stop = xs_globaltimer() - l0 >= a.duration_ns;
