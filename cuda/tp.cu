@@ -1654,8 +1654,11 @@ extern "C" xs_status xs_tp_set_couriers(xs_tp *t, int couriers)
         cudaError_t e = cudaMalloc((void **)&t->outbox, ob);
         if (e == cudaSuccess)
             e = cudaMalloc((void **)&t->ready, rb);
+        if (e == cudaSuccess) /* zero before any launch may read it (the launch streams have
+                                 no implicit order with the legacy stream: wait here) */
+            e = cudaMemsetAsync(t->ready, 0, rb, t->vstream);
         if (e == cudaSuccess)
-            e = cudaMemset(t->ready, 0, rb);
+            e = cudaStreamSynchronize(t->vstream);
         if (e != cudaSuccess) {
             cudaGetLastError();
             cudaFree(t->outbox);
