@@ -44,6 +44,7 @@
 
 #define TPB_MAX_LIST 16
 #define TPB_MAX_ITERS 1000
+#define TPB_MAX_COUR 2 /* --couriers: courier counts besides 0 in one run */
 /* The tile engine's rate on an H200 (first run: local_tflops 337-375 over 34 rows), used only to
  * pick default peer counts where compute and PCIe traffic are of comparable size. */
 #define TPB_ENGINE_TFLOPS 355.0
@@ -84,10 +85,22 @@ typedef struct {
     const char *csv;
     xs_tp_engine engine; /* --engine: the fused kernel's tile engine */
     int slots;           /* --slots: TPB_SLOTS_ROW, _TILE or _BOTH */
+    int cour[TPB_MAX_COUR], ncour; /* --couriers: courier counts run next to the default (0) */
 } tpb_opts;
 
 /* --slots: the reduce-scatter slot layout(s) of the fused runs (xs_tp_set_slot_layout) */
 enum { TPB_SLOTS_ROW = 0, TPB_SLOTS_TILE = 1, TPB_SLOTS_BOTH = 2 };
+
+/* One courier count of a configuration (--couriers): its naive and chosen shaped orders, built
+ * for grid - n compute CTAs, timed in the same iterations as the rows' default runs. */
+typedef struct {
+    int n;                                       /* courier CTAs */
+    double nai, nai_min, nai_max, shp, shp_min, shp_max; /* us; nan: not run (no reduce-scatter) */
+    double shp_pred;   /* us: local_us * grid / (grid - n) + (model - ideal), the fluid model of
+                          xs_tp_predict for courier orders */
+    char cand[32];     /* the chosen order: naive or a pace label (f0.05/b0.0/ring: the front one) */
+    char pilot[512];   /* "naive <us>, <label> <us>, ...": its pilot runs */
+} tpb_cour;
 
 /* One configuration and its results. */
 typedef struct {
@@ -112,6 +125,7 @@ typedef struct {
     int failed;                      /* a library call failed (not a wrong result) */
     double rank_max[3];              /* -g N: the slowest rank's medians naive, shaped, unfused */
     xs_tp_engine engine;             /* the fused kernel's tile engine (--engine) */
+    tpb_cour cour[TPB_MAX_COUR];     /* --couriers: the same iterations with courier CTAs */
 } tpb_row;
 
 /* The pace's short name: f<finish>/b<burst>/<ring|stream4|stream|capQ|nocap>. */
@@ -158,6 +172,11 @@ static void usage(FILE *f)
             "                        lands as 128 runs of 512 B) or tile-major (one contiguous\n"
             "                        run per tile); both: naive and shaped also run tile-major\n"
             "                        in the same iterations (columns *_tile_us) [row]\n"
+            "      --couriers LIST   sm90 only: courier counts (1..16, at most %d) to run next to\n"
+            "                        the default kernel in the same iterations: the last N CTAs\n"
+            "                        of the grid copy the remote tiles that the other CTAs stage\n"
+            "                        in HBM (docs/TP.md \"Couriers (sm90)\"); columns\n"
+            "                        naive_cN_us, shaped_cN_us, ... (0 adds nothing) [none]\n"
             "      --pick model|measure  shaped order: the model's best candidate, or the fastest\n"
             "                        of a verified pilot run of the model's candidates [measure]\n"
             "      --timeout S       bound of every device-side wait, seconds [2]\n"
@@ -171,7 +190,7 @@ static void usage(FILE *f)
             "      --quick           fewer shapes (one token count, fewer peers), -n 3\n"
             "      --profile FILE    calibrated profile (JSON); default: embedded H200 PCIe\n"
             "      --set NAME=VALUE  override a numeric profile field (repeatable)\n"
-            "  -h, --help\n");
+            "  -h, --help\n", TPB_MAX_COUR);
 }
 
 static int parse_opts(int argc, char **argv, tpb_opts *o)
@@ -181,7 +200,7 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
     o->common.seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
     int ops_set = 0, models_set = 0;
     enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_TIMEOUT, OPT_MAXTIME,
-           OPT_ENGINE, OPT_SLOTS };
+           OPT_ENGINE, OPT_SLOTS, OPT_COURIERS };
     static const struct option lo[] = {
         {"op", required_argument, 0, 'o'},        {"model", required_argument, 0, OPT_MODEL},
         {"m", required_argument, 0, 'm'},         {"n", required_argument, 0, OPT_N},
@@ -191,6 +210,7 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
         {"max-time", required_argument, 0, OPT_MAXTIME},
         {"engine", required_argument, 0, OPT_ENGINE},
         {"slots", required_argument, 0, OPT_SLOTS},
+        {"couriers", required_argument, 0, OPT_COURIERS},
         {"seed", required_argument, 0, XS_OPT_SEED}, {"device", required_argument, 0, 'd'},
         {"csv", required_argument, 0, XS_OPT_CSV}, {"quick", no_argument, 0, XS_OPT_QUICK},
         {"profile", required_argument, 0, XS_OPT_PROFILE},
@@ -311,6 +331,25 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
             else
                 return xs_cli_failf("--slots '%s': expected row, tile or both", optarg);
             break;
+        case OPT_COURIERS: {
+            int v[TPB_MAX_LIST], nv = 0;
+            if (xs_parse_list("--couriers", optarg, 0, 0, XS_TP_COURIERS_MAX, v, TPB_MAX_LIST,
+                              &nv) != XS_OK)
+                return xs_cli_fail();
+            o->ncour = 0;
+            for (int i = 0; i < nv; i++) {
+                if (v[i] == 0) /* the default kernel: always run */
+                    continue;
+                for (int j = 0; j < o->ncour; j++)
+                    if (o->cour[j] == v[i])
+                        return xs_cli_failf("--couriers: %d given twice", v[i]);
+                if (o->ncour == TPB_MAX_COUR)
+                    return xs_cli_failf("--couriers: at most %d courier counts besides 0",
+                                        TPB_MAX_COUR);
+                o->cour[o->ncour++] = v[i];
+            }
+            break;
+        }
         case XS_OPT_CSV: o->csv = optarg; break;
         case XS_OPT_QUICK: o->quick = 1; break;
         case 'h': usage(stdout); return -1;
@@ -319,6 +358,9 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
     }
     if (optind < argc)
         return xs_cli_failf("bench tp: unexpected argument '%s'", argv[optind]);
+    if (o->ncour > 0 && o->engine != XS_TP_ENGINE_SM90)
+        return xs_cli_failf("--couriers: needs --engine sm90 (the mma engine streams its remote "
+                            "stores through the next main loop instead)");
     {
         /* -g 1 is the one-GPU bench (its --peers are virtual); with N > 1 the ranks are the
          * peers */
@@ -609,6 +651,156 @@ static int verified(xs_tp *t, const tpb_row *row, const char *variant, int *prin
     return c.ok;
 }
 
+/* --couriers: plan courier count N (rc->n) of a configuration: its naive order into slot sn and
+ * the fastest of a verified pilot run of its candidates (or the model's best, --pick model) into
+ * slot ss, both built for grid - N compute CTAs (xs_tp_set_couriers; the context's own count is
+ * 0 again afterwards). Candidates: the stored shaped ones and the ring ones stored (the sm90
+ * engine's set) and the front-loaded order (xs_tp_pace_front: remote tiles as early as they are
+ * ready, this rank's own tiles last); the pilot takes the front one, the model's best, the three
+ * ring ones and two stored ones. The prediction: local_us * grid / (grid - N) + (model - ideal) of
+ * xs_tp_predict's fluid model for courier orders. Real peers: the same lockstep rules as the
+ * default planner (rank 0's model decides the pilot set, a list runs when it is new on any rank,
+ * the fastest by the slowest rank's time). Verification failures clear *ok. */
+static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, tpb_cour *rc,
+                               int sn, int ss, const xs_tp_costs *cost, int *ok)
+{
+    const tpb_opts *o = cx->o;
+    const int N = rc->n, Gc = cx->grid - N;
+    xs_tp_run_opts ro;
+    memset(&ro, 0, sizeof ro);
+    ro.timeout_ns = (unsigned long long)(o->timeout_s * 1e9);
+    ro.flush_l2 = 1;
+    XS_TRY(xs_tp_set_couriers(t, N));
+    XS_TRY(xs_tp_order_naive(t, sn));
+    XS_TRY(xs_tp_order_check(t, sn));
+    xs_tp_pred pn;
+    XS_TRY(xs_tp_predict(t, sn, cx->prof, cost, 0, &pn));
+    xs_tp_pace cand[XS_TP_NCAND + 1];
+    double pred[XS_TP_NCAND + 1];
+    int usable[XS_TP_NCAND + 1];
+    int nc = xs_tp_candidates(0.9 * xs_capacity(cx->prof, Gc), cand, XS_TP_NCAND);
+    for (int i = 0; i < nc; i++) { /* the sm90 engine stores every tile */
+        usable[i] = !cand[i].spread || cand[i].ring;
+        cand[i].spread = 0;
+    }
+    xs_tp_pace_front(&cand[nc]);
+    usable[nc++] = 1;
+    const int front = nc - 1;
+    int mbest = -1;
+    for (int i = 0; i < nc; i++) {
+        pred[i] = INFINITY;
+        if (!usable[i])
+            continue;
+        XS_TRY(xs_tp_order_shaped(t, 2, &cand[i], cost, cx->prof));
+        XS_TRY(xs_tp_order_check(t, 2));
+        xs_tp_pred pp;
+        XS_TRY(xs_tp_predict(t, 2, cx->prof, cost, 0, &pp));
+        pred[i] = pp.model_ns;
+        if (mbest < 0 || pred[i] < pred[mbest])
+            mbest = i;
+    }
+    enum { NFIX = 7 };
+    const int fixed[NFIX] = {front, mbest, 24, 25, 26, 0, 2 * 4 + 1 * 2 + 0};
+    int pilot[NFIX], np = 0;
+    for (int i = 0; i < NFIX; i++) {
+        int dup = fixed[i] < 0 || fixed[i] >= nc || !usable[fixed[i]];
+        for (int j = 0; j < np; j++)
+            dup |= pilot[j] == fixed[i];
+        if (!dup)
+            pilot[np++] = fixed[i];
+    }
+    int best = -1; /* -1: the naive order */
+    int must_run[NFIX];
+    for (int i = 0; i < NFIX; i++)
+        must_run[i] = -1;
+    int model_choice = mbest >= 0 && pred[mbest] < pn.model_ns ? mbest : -1;
+    if (cx->coll) {
+        double v[2 + NFIX];
+        v[0] = np;
+        v[1] = model_choice;
+        for (int i = 0; i < NFIX; i++)
+            v[2 + i] = i < np ? pilot[i] : -1;
+        XS_TRY(tpb_agree_rank0(cx, v, 2 + NFIX));
+        np = (int)v[0];
+        model_choice = (int)v[1];
+        for (int i = 0; i < np; i++)
+            pilot[i] = (int)v[2 + i];
+        double nd[NFIX];
+        unsigned long long seen[NFIX + 1];
+        int nseen = 0;
+        seen[nseen++] = xs_tp_order_hash(t, sn);
+        for (int i = 0; i < np; i++) {
+            XS_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], cost, cx->prof));
+            nd[i] = tpb_new_list(t, seen, &nseen);
+        }
+        XS_TRY(tpb_agree_max(cx, nd, np > 0 ? np : 1));
+        for (int i = 0; i < np; i++)
+            must_run[i] = nd[i] != 0.0;
+    }
+    rc->pilot[0] = 0;
+    if (o->model_pick) {
+        best = model_choice;
+    } else {
+        float ms = 0, best_ms = 0;
+        int pr = 0;
+        double dummy = 0;
+        double pilot_ms[NFIX + 1];
+        int pilot_of[NFIX + 1], npr = 0;
+        char what[64];
+        snprintf(what, sizeof what, "pilot naive, %d couriers", N);
+        XS_TRY(tpb_run(cx, t, sn, &ro, 0, &ms)); /* (warms the outbox and the windows up) */
+        *ok &= verified(t, row, what, &pr, &dummy);
+        XS_TRY(tpb_run(cx, t, sn, &ro, 0, &best_ms));
+        *ok &= verified(t, row, what, &pr, &dummy);
+        pilot_ms[npr] = best_ms, pilot_of[npr++] = -1;
+        size_t pl = (size_t)snprintf(rc->pilot, sizeof rc->pilot, "naive %.1f", best_ms * 1e3);
+        unsigned long long seen[NFIX + 1];
+        int nseen = 0;
+        seen[nseen++] = xs_tp_order_hash(t, sn);
+        snprintf(what, sizeof what, "pilot shaped, %d couriers", N);
+        for (int i = 0; i < np; i++) {
+            XS_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], cost, cx->prof));
+            int fresh = tpb_new_list(t, seen, &nseen);
+            if (must_run[i] >= 0)
+                fresh = must_run[i];
+            if (!fresh)
+                continue;
+            XS_TRY(tpb_run(cx, t, 2, &ro, 0, &ms));
+            *ok &= verified(t, row, what, &pr, &dummy);
+            pilot_ms[npr] = ms, pilot_of[npr++] = pilot[i];
+            char lab[32];
+            pace_label(&cand[pilot[i]], lab, sizeof lab);
+            if (pl < sizeof rc->pilot)
+                pl += (size_t)snprintf(rc->pilot + pl, sizeof rc->pilot - pl, ", %s %.1f", lab,
+                                       ms * 1e3);
+            if (ms < best_ms)
+                best_ms = ms, best = pilot[i];
+        }
+        if (cx->coll) {
+            double v[NFIX + 1];
+            for (int i = 0; i < npr; i++)
+                v[i] = pilot_ms[i];
+            XS_TRY(tpb_agree_max(cx, v, npr));
+            best = -1;
+            for (int i = 1, b = 0; i < npr; i++)
+                if (v[i] < v[b])
+                    b = i, best = pilot_of[i];
+        }
+    }
+    xs_tp_pred ps;
+    if (best < 0) {
+        XS_TRY(xs_tp_order_copy(t, ss, sn));
+        snprintf(rc->cand, sizeof rc->cand, "naive");
+    } else {
+        XS_TRY(xs_tp_order_shaped(t, ss, &cand[best], cost, cx->prof));
+        XS_TRY(xs_tp_order_check(t, ss));
+        pace_label(&cand[best], rc->cand, sizeof rc->cand);
+    }
+    XS_TRY(xs_tp_predict(t, ss, cx->prof, cost, 0, &ps));
+    rc->shp_pred = row->local_us * cx->grid / Gc + (ps.model_ns - ps.ideal_ns) / 1e3;
+    return xs_tp_set_couriers(t, 0);
+}
+
 static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, uint32_t seed)
 {
     const tpb_opts *o = cx->o;
@@ -616,10 +808,27 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     const int streams = xs_tp_engine_streams(o->engine); /* the engine runs streamed orders */
     xs_tp *t = NULL;
     int ok = 1, pr_l = 0, pr_n = 0, pr_s = 0, pr_u = 0, pr_nt = 0, pr_st = 0;
+    int pr_c[2 * TPB_MAX_COUR];
     const int both = o->slots == TPB_SLOTS_BOTH;
-    double *x[5];
-    for (int i = 0; i < 5; i++)
+    /* naive, shaped, unfused, tile naive, tile shaped, then naive and shaped per courier count */
+    enum { NX = 5 + 2 * TPB_MAX_COUR };
+    double *x[NX];
+    int xfail = 0;
+    for (int i = 0; i < NX; i++) {
         x[i] = (double *)calloc((size_t)n, sizeof(double));
+        xfail |= !x[i];
+    }
+    int cour_run = 0; /* courier counts planned (the op has a reduce-scatter) */
+    for (int v = 0; v < 2 * TPB_MAX_COUR; v++)
+        pr_c[v] = 0;
+    for (int v = 0; v < TPB_MAX_COUR; v++) {
+        tpb_cour *rc = &row->cour[v];
+        rc->n = v < o->ncour ? o->cour[v] : 0;
+        rc->nai = rc->nai_min = rc->nai_max = rc->shp = rc->shp_min = rc->shp_max = NAN;
+        rc->shp_pred = NAN;
+        snprintf(rc->cand, sizeof rc->cand, "-");
+        rc->pilot[0] = 0;
+    }
     xs_tp_run_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.timeout_ns = (unsigned long long)(o->timeout_s * 1e9);
@@ -634,7 +843,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     row->max_err = 0;
     snprintf(row->cand, sizeof row->cand, "-");
     row->pilot[0] = 0;
-    if (!x[0] || !x[1] || !x[2] || !x[3] || !x[4]) {
+    if (xfail) {
         fprintf(stderr, "xstage: error: out of host memory\n");
         ok = 0;
         goto out;
@@ -900,6 +1109,12 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         const double fill = in.ag ? 0.0 : cost.tile_ns[in.rs_gemm >= 0 ? in.rs_gemm : 0] / 1e3;
         row->floor_us = row->local_us > fill + row->comm_us ? row->local_us : fill + row->comm_us;
     }
+    /* ---- couriers (--couriers): orders for grid - N compute CTAs, slots 3 + 2v and 4 + 2v ---- */
+    if (in.rs_gemm >= 0) /* nothing for couriers to carry otherwise (ag_gemm: nan columns) */
+        for (int v = 0; v < o->ncour; v++) {
+            ROW_TRY(plan_couriers(cx, t, row, &row->cour[v], 3 + 2 * v, 4 + 2 * v, &cost, &ok));
+            cour_run = v + 1;
+        }
 
     /* ---- the three variants, interleaved iteration by iteration ---- */
     ro.local = 0;
@@ -924,6 +1139,19 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             if (i >= W)
                 x[3][i - W] = mt[0] * 1e3, x[4][i - W] = mt[1] * 1e3;
         }
+        for (int v = 0; v < cour_run; v++) {
+            /* the same configuration with courier CTAs (same inputs, same expectations) */
+            float mc[2] = {0, 0};
+            char what[48];
+            snprintf(what, sizeof what, "naive, %d couriers", row->cour[v].n);
+            ROW_TRY(tpb_run(cx, t, 3 + 2 * v, &ro, 0, &mc[0]));
+            ok &= verified(t, row, what, &pr_c[2 * v], &row->max_err);
+            snprintf(what, sizeof what, "shaped, %d couriers", row->cour[v].n);
+            ROW_TRY(tpb_run(cx, t, 4 + 2 * v, &ro, 0, &mc[1]));
+            ok &= verified(t, row, what, &pr_c[2 * v + 1], &row->max_err);
+            if (i >= W)
+                x[5 + 2 * v][i - W] = mc[0] * 1e3, x[6 + 2 * v][i - W] = mc[1] * 1e3;
+        }
         if (i >= W)
             for (int v = 0; v < 3; v++)
                 x[v][i - W] = ms[v] * 1e3;
@@ -942,6 +1170,12 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             row->nai_t = row->nai_t_min = row->nai_t_max = NAN;
             row->shp_t = row->shp_t_min = row->shp_t_max = NAN;
         }
+        for (int v = 0; v < cour_run; v++) {
+            tpb_cour *rc = &row->cour[v];
+            tpb_stat d = stat_of(x[5 + 2 * v], n), e = stat_of(x[6 + 2 * v], n);
+            rc->nai = d.med, rc->nai_min = d.min, rc->nai_max = d.max;
+            rc->shp = e.med, rc->shp_min = e.min, rc->shp_max = e.max;
+        }
     }
     if (cx->coll) {
         /* verified only when every rank verified; the slowest rank's medians */
@@ -954,7 +1188,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     row->ok = 1;
 out:
     row->verified = ok && row->ok;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < NX; i++)
         free(x[i]);
     xs_tp_destroy(t);
 }
@@ -973,7 +1207,15 @@ static const char csv_header_tile[] =
     ",naive_tile_us,naive_tile_min_us,naive_tile_max_us,shaped_tile_us,shaped_tile_min_us,"
     "shaped_tile_max_us";
 
-static void csv_row(FILE *f, const tpb_row *r, int both)
+/* appended with --couriers, per courier count N (nan where the op has no reduce-scatter) */
+static void csv_header_cour(FILE *f, int nc)
+{
+    fprintf(f, ",naive_c%d_us,naive_c%d_min_us,naive_c%d_max_us,shaped_c%d_us,shaped_c%d_min_us,"
+            "shaped_c%d_max_us,shaped_c%d_pred_us,shaped_c%d_order,shaped_c%d_over_bound,"
+            "shaped_over_shaped_c%d", nc, nc, nc, nc, nc, nc, nc, nc, nc, nc);
+}
+
+static void csv_row(FILE *f, const tpb_row *r, int both, int ncour)
 {
     fprintf(f,
             "%s,%s,%d,%d,%d,%d,%d,%d,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,"
@@ -988,6 +1230,12 @@ static void csv_row(FILE *f, const tpb_row *r, int both)
     if (both)
         fprintf(f, ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f", r->nai_t, r->nai_t_min, r->nai_t_max,
                 r->shp_t, r->shp_t_min, r->shp_t_max);
+    for (int v = 0; v < ncour; v++) {
+        const tpb_cour *c = &r->cour[v];
+        fprintf(f, ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%.4f,%.4f", c->nai, c->nai_min,
+                c->nai_max, c->shp, c->shp_min, c->shp_max, c->shp_pred, c->cand,
+                c->shp / r->bound_us, r->shp / c->shp);
+    }
     fputc('\n', f);
 }
 
@@ -1025,6 +1273,18 @@ static void table_row(const tpb_row *r)
                spread_pct(r->nai_t, r->nai_t_min, r->nai_t_max), r->shp_t,
                spread_pct(r->shp_t, r->shp_t_min, r->shp_t_max), r->nai / r->nai_t,
                r->shp / r->shp_t, r->shp_t / r->bound_us);
+    for (int v = 0; v < TPB_MAX_COUR; v++) {
+        const tpb_cour *c = &r->cour[v];
+        if (!isfinite(c->shp))
+            continue;
+        printf("#   %d couriers, us: naive %.1f (%.1f%%), shaped %.1f (%.1f%%) %s, pred %.1f; "
+               "naive/naive_c %.3f, shaped/shaped_c %.3f; shaped_c/bound %.3f\n", c->n, c->nai,
+               spread_pct(c->nai, c->nai_min, c->nai_max), c->shp,
+               spread_pct(c->shp, c->shp_min, c->shp_max), c->cand, c->shp_pred, r->nai / c->nai,
+               r->shp / c->shp, c->shp / r->bound_us);
+        if (c->pilot[0])
+            printf("#   %d couriers, pilot runs, us: %s\n", c->n, c->pilot);
+    }
     fflush(stdout);
 }
 
@@ -1062,6 +1322,48 @@ static void tile_ratio_line(const tpb_row *rows, int nrows, int op, int shaped)
     printf("# summary: %-7s %s row/tile: geomean %.3f, min %.3f, max %.3f over %d rows\n",
            xs_tp_op_name((xs_tp_op)op), shaped ? "shaped" : "naive", xs_geomean(v, (size_t)n),
            xs_min(v, (size_t)n), xs_max(v, (size_t)n), n);
+}
+
+/* --couriers: shaped/shaped_cN (> 1: couriers faster) over the rows of op, the gemm_rs rows
+ * within 10 % of bound_us with couriers, and the courier prediction's error. */
+static void cour_lines(const tpb_row *rows, int nrows, int v)
+{
+    int nc = 0;
+    for (int op = 0; op < XS_TP_NOPS; op++) {
+        double x[512];
+        int n = 0;
+        for (int i = 0; i < nrows && n < 512; i++) {
+            const tpb_row *r = &rows[i];
+            if (!r->ok || (int)r->op != op || !isfinite(r->cour[v].shp))
+                continue;
+            nc = r->cour[v].n;
+            x[n++] = r->shp / r->cour[v].shp;
+        }
+        if (n)
+            printf("# summary: %-7s shaped/shaped_c%d (%d couriers): geomean %.3f, min %.3f, max "
+                   "%.3f over %d rows\n", xs_tp_op_name((xs_tp_op)op), nc, nc,
+                   xs_geomean(x, (size_t)n), xs_min(x, (size_t)n), xs_max(x, (size_t)n), n);
+    }
+    int nrs = 0, nrs10 = 0, npe = 0;
+    double worst = 0, pe[512];
+    for (int i = 0; i < nrows; i++) {
+        const tpb_row *r = &rows[i];
+        if (!r->ok || !isfinite(r->cour[v].shp))
+            continue;
+        if (npe < 512 && isfinite(r->cour[v].shp_pred))
+            pe[npe++] = fabs(r->cour[v].shp_pred - r->cour[v].shp) / r->cour[v].shp * 100;
+        if (r->op != XS_TP_GEMM_RS)
+            continue;
+        nrs++;
+        nrs10 += r->cour[v].shp <= 1.10 * r->bound_us;
+        worst = fmax(worst, r->cour[v].shp / r->bound_us);
+    }
+    if (nrs)
+        printf("# summary: gemm_rs shaped, %d couriers, within 10%% of bound_us in %d of %d rows "
+               "(worst %.3f x bound)\n", nc, nrs10, nrs, worst);
+    if (npe)
+        printf("# summary: %d couriers: shaped prediction error median %.1f%%, max %.1f%%\n", nc,
+               xs_median(pe, (size_t)npe), xs_max(pe, (size_t)npe));
 }
 
 static int summary(const tpb_row *rows, int nrows, int skipped)
@@ -1132,6 +1434,8 @@ static int summary(const tpb_row *rows, int nrows, int skipped)
         printf("# summary: gemm_rs shaped, tile slots, within 10%% of bound_us in %d of %d rows "
                "(worst %.3f x bound)\n", nrs10_t, nrs_t, worst_rs_t);
     }
+    for (int v = 0; v < TPB_MAX_COUR; v++)
+        cour_lines(rows, nrows, v);
     if (ntimed)
         printf("# summary: shaped order streams its stores in %d of %d rows\n", nstream, ntimed);
     {
@@ -1253,6 +1557,17 @@ extern "C" int xs_bench_tp(int argc, char **argv)
               "fused column; the unfused baseline copies row-major"
             : "row: row-major reduce-scatter slots (a tile lands as 128 runs of 512 B)";
     printf("# slots: %s\n", slots_line);
+    char cour_line[256] = "none: every fused column runs the default kernel (no couriers)";
+    if (o.ncour) {
+        size_t cl = 0;
+        for (int v = 0; v < o.ncour; v++)
+            cl += (size_t)snprintf(cour_line + cl, sizeof cour_line - cl, "%s%d", v ? " and " : "",
+                                   o.cour[v]);
+        snprintf(cour_line + cl, sizeof cour_line - cl, " courier CTAs next to the default "
+                 "kernel (0), same iterations (columns *_c<N>_*); local_us and bound_us without "
+                 "couriers; gemm_rs and mlp only");
+    }
+    printf("# couriers: %s\n", cour_line);
     printf("# tiles %dx%d (engine %s), persistent grid = %d "
            "SMs; push chunks %d KB; tolerance: relative Frobenius <= %.0e, rows <= %.0e vs fp32; "
            "times: CUDA events (completion incl. drain), median of %d after %d warm-up, L2 "
@@ -1262,7 +1577,11 @@ extern "C" int xs_bench_tp(int argc, char **argv)
         xs_gpu_report_header(csv, &gi, argc, argv);
         fprintf(csv, "# engine: %s\n", engine_line);
         fprintf(csv, "# slots: %s\n", slots_line);
-        fprintf(csv, "%s%s\n", csv_header, o.slots == TPB_SLOTS_BOTH ? csv_header_tile : "");
+        fprintf(csv, "# couriers: %s\n", cour_line);
+        fprintf(csv, "%s%s", csv_header, o.slots == TPB_SLOTS_BOTH ? csv_header_tile : "");
+        for (int v = 0; v < o.ncour; v++)
+            csv_header_cour(csv, o.cour[v]);
+        fputc('\n', csv);
     }
     cudaStream_t stream;
     XS_CHECK_CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -1344,7 +1663,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
                 printf("#   ranks: slowest rank's medians, us: naive %.1f, shaped %.1f, unfused "
                        "%.1f\n", rows[j].rank_max[0], rows[j].rank_max[1], rows[j].rank_max[2]);
             if (csv && rows[j].ok) {
-                csv_row(csv, &rows[j], o.slots == TPB_SLOTS_BOTH);
+                csv_row(csv, &rows[j], o.slots == TPB_SLOTS_BOTH, o.ncour);
                 fflush(csv);
             }
         }

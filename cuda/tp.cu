@@ -25,6 +25,10 @@
  * failure wins) and every other waiting CTA sees it and stops, so a missed signal ends the
  * kernel within one bound. Tasks wait only on tasks earlier in the list, and every CTA is
  * resident (one per SM), so the order cannot deadlock.
+ *
+ * Couriers (sm90 engine, xs_tp_set_couriers; tp_sm90.cuh): the last C CTAs of the grid copy the
+ * remote reduce-scatter tiles that the first grid - C CTAs (whose lists are built for them)
+ * stage in an HBM outbox, in list order, and raise the owners' signals.
  */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -160,8 +164,24 @@ XS_DEV unsigned long long tp_task_hash4(int i, int4 w0, int4 w1)
     return tp_task_hash(i, w);
 }
 
+/* A courier's hash of entry e of its walk (the list position i of a remote tile, and the task's
+ * words as it read them): with couriers the host adds the same sum over the walk to the list's,
+ * so a courier that read another walk or list is reported as a compute CTA would be. */
+XS_HD unsigned long long tp_courier_hash(int e, int i, const int *w)
+{
+    return tp_task_hash(i, w) * 0xff51afd7ed558ccdull ^
+           (0xc4ceb9fe1a85ec53ull * (unsigned long long)(unsigned)(e + 1));
+}
+
+XS_DEV unsigned long long tp_courier_hash4(int e, int i, int4 w0, int4 w1)
+{
+    const int w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+    return tp_courier_hash(e, i, w);
+}
+
 /* Device failure detail: wait kind (1 = shard chunk flag, 2 = row-block count, 3 = source
- * flag of a reduction) in bits 60..63, the flag or row block in bits 32..59, the task below. */
+ * flag of a reduction, 4 = a courier's outbox ready flag) in bits 60..63, the flag or row block
+ * in bits 32..59, the task below. */
 #define TP_DETAIL(kind, idx, task)                                                             \
     (((unsigned long long)(kind) << 60) | ((unsigned long long)((idx) & 0x0fffffff) << 32) |    \
      (unsigned long long)(unsigned)(task))
@@ -1223,6 +1243,16 @@ struct xs_tp {
     xs_bf16 *exp_recv;             /* real peers: [P][rs_rows][rs_n] what each source sends here */
     xs_tp_engine engine;           /* the fused kernel's tile engine (xs_tp_set_engine) */
     xs_tp_layout layout;           /* the reduce-scatter slots' (xs_tp_set_slot_layout) */
+    /* couriers (xs_tp_set_couriers; docs/TP.md "Couriers (sm90)") */
+    int couriers;                  /* courier CTAs of the orders built next */
+    int scour[XS_TP_SLOTS];        /* courier CTAs each slot's order was built for */
+    int *walk[XS_TP_SLOTS];        /* list positions of each slot's remote tiles, increasing */
+    int nwalk[XS_TP_SLOTS];
+    unsigned long long walk_hash[XS_TP_SLOTS]; /* sum of tp_courier_hash over the walk */
+    int *d_walk[XS_TP_SLOTS];      /* device copies, uploaded with the list */
+    int d_walk_cap[XS_TP_SLOTS];
+    char *outbox;                  /* [P - 1][slot_bytes] remote tiles staged for the couriers */
+    uint64_t *ready;               /* [2][P - 1][t_own] outbox ready flags: fused, local table */
 };
 
 static int tp_blocks(size_t n, int threads)
@@ -1313,8 +1343,10 @@ extern "C" void xs_tp_destroy(xs_tp *t)
     if (!t)
         return;
     if (t->plan_only) {
-        for (int i = 0; i < XS_TP_SLOTS; i++)
+        for (int i = 0; i < XS_TP_SLOTS; i++) {
             free(t->h_tasks[i]);
+            free(t->walk[i]);
+        }
         free(t);
         return;
     }
@@ -1354,7 +1386,11 @@ extern "C" void xs_tp_destroy(xs_tp *t)
     for (int i = 0; i < XS_TP_SLOTS; i++) {
         free(t->h_tasks[i]);
         cudaFree(t->d_tasks[i]);
+        free(t->walk[i]);
+        cudaFree(t->d_walk[i]);
     }
+    cudaFree(t->outbox);
+    cudaFree(t->ready);
     free(t->exp_part_h);
     free(t->exp_shard_h);
     free(t->u_part_h);
@@ -1600,6 +1636,61 @@ extern "C" xs_status xs_tp_set_engine(xs_tp *t, xs_tp_engine e)
 
 extern "C" xs_tp_engine xs_tp_get_engine(const xs_tp *t) { return t->engine; }
 
+extern "C" xs_status xs_tp_set_couriers(xs_tp *t, int couriers)
+{
+    const xs_tp_shape *s = &t->s;
+    const char *op = xs_tp_op_name(s->op);
+    if (couriers < 0 || couriers > XS_TP_COURIERS_MAX || couriers >= t->grid)
+        return xs_seterr(XS_EINVAL, "tp %s: %d couriers outside 0..%d (and below the grid of %d)",
+                         op, couriers, XS_TP_COURIERS_MAX, t->grid);
+    if (couriers > 0 && t->in.rs_gemm < 0)
+        return xs_seterr(XS_EINVAL, "tp %s: couriers carry reduce-scatter tiles, and this "
+                         "operation has none", op);
+    if (couriers > 0 && !t->plan_only && !t->outbox && t->P > 1) {
+        /* the outbox: this rank's partials of the other owners' rows (the remote partial bytes),
+         * and one ready flag per remote tile for each window table */
+        const size_t ob = (size_t)(t->P - 1) * t->in.slot_bytes;
+        const size_t rb = (size_t)2 * (t->P - 1) * t->in.t_own * sizeof(uint64_t);
+        cudaError_t e = cudaMalloc((void **)&t->outbox, ob);
+        if (e == cudaSuccess)
+            e = cudaMalloc((void **)&t->ready, rb);
+        if (e == cudaSuccess) /* zero before any launch may read it (the launch streams have
+                                 no implicit order with the legacy stream: wait here) */
+            e = cudaMemsetAsync(t->ready, 0, rb, t->vstream);
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(t->vstream);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            cudaFree(t->outbox);
+            cudaFree(t->ready);
+            t->outbox = NULL;
+            t->ready = NULL;
+            return xs_seterr(XS_ECUDA, "tp %s m=%d n=%d k=%d P=%d: the couriers' outbox (%.1f "
+                             "MB): %s", op, s->m, s->n, s->k, s->peers, (double)(ob + rb) / 1e6,
+                             cudaGetErrorString(e));
+        }
+    }
+    t->couriers = couriers;
+    return XS_OK;
+}
+
+extern "C" int xs_tp_get_couriers(const xs_tp *t) { return t->couriers; }
+
+extern "C" int xs_tp_order_couriers(const xs_tp *t, int slot)
+{
+    return slot >= 0 && slot < XS_TP_SLOTS && t->ntasks[slot] ? t->scour[slot] : 0;
+}
+
+extern "C" int xs_tp_order_walk(const xs_tp *t, int slot, const int **pos)
+{
+    if (slot < 0 || slot >= XS_TP_SLOTS || !t->ntasks[slot]) {
+        *pos = NULL;
+        return 0;
+    }
+    *pos = t->walk[slot];
+    return t->nwalk[slot];
+}
+
 static const char *const tp_layout_names[2] = {"row", "tile"};
 
 extern "C" const char *xs_tp_layout_name(xs_tp_layout l)
@@ -1821,10 +1912,33 @@ static xs_status tp_store_order(xs_tp *t, int slot, tp_list *l)
     }
     if (l->n == 0 && list_push(l, mk_reduce(0)) == 0)
         l->v[0].flags = 0; /* nothing to do (not reachable for a valid shape): one empty task */
+    /* the couriers' walk: the remote reduce-scatter tiles in list order (production order) */
+    int *walk = (int *)malloc((size_t)(l->n > 0 ? l->n : 1) * sizeof(int));
+    if (!walk) {
+        free(l->v);
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory for a task list");
+    }
+    int nw = 0;
+    unsigned long long wh = 0;
+    for (int i = 0; i < l->n; i++) {
+        const tp_task *x = &l->v[i];
+        if ((x->flags & TP_T_TILE) && x->gemm == t->in.rs_gemm && t->in.rs_gemm >= 0 &&
+            x->tm >= 0 && x->tm < t->in.tiles_m && x->tm * XS_TP_BM / t->in.rs_rows != t->me) {
+            int w[8];
+            memcpy(w, x, sizeof w);
+            wh += tp_courier_hash(nw, i, w);
+            walk[nw++] = i;
+        }
+    }
     free(t->h_tasks[slot]);
     t->h_tasks[slot] = l->v;
     t->ntasks[slot] = l->n;
     t->dirty[slot] = 1; /* uploaded by the next run that uses it */
+    free(t->walk[slot]);
+    t->walk[slot] = walk;
+    t->nwalk[slot] = nw;
+    t->walk_hash[slot] = wh;
+    t->scour[slot] = t->couriers; /* built for grid - couriers compute CTAs */
     unsigned long long h = 0;
     for (int i = 0; i < l->n; i++) {
         int w[8];
@@ -1834,6 +1948,9 @@ static xs_status tp_store_order(xs_tp *t, int slot, tp_list *l)
     t->list_hash[slot] = h;
     return XS_OK;
 }
+
+/* The compute CTAs of a slot's order: those it was built for. */
+static int tp_slot_grid(const xs_tp *t, int slot) { return t->grid - t->scour[slot]; }
 
 /* Upload a task list (stream-ordered before the launch on s) and size the per-task stamps for
  * it. The copy is on s, not a cudaMemcpy on the legacy default stream: the launch stream is
@@ -1855,6 +1972,18 @@ static xs_status tp_upload_order(xs_tp *t, int slot, cudaStream_t s)
     }
     XS_CU(cudaMemcpyAsync(t->d_tasks[slot], t->h_tasks[slot], (size_t)n * sizeof(tp_task),
                           cudaMemcpyHostToDevice, s));
+    const int nw = t->nwalk[slot];
+    if (nw > t->d_walk_cap[slot]) {
+        XS_CU(cudaStreamSynchronize(s));
+        cudaFree(t->d_walk[slot]);
+        t->d_walk[slot] = NULL;
+        t->d_walk_cap[slot] = 0;
+        XS_CU(cudaMalloc((void **)&t->d_walk[slot], (size_t)nw * sizeof(int)));
+        t->d_walk_cap[slot] = nw;
+    }
+    if (nw > 0)
+        XS_CU(cudaMemcpyAsync(t->d_walk[slot], t->walk[slot], (size_t)nw * sizeof(int),
+                              cudaMemcpyHostToDevice, s));
     if ((size_t)n > t->task_cap) {
         cudaFree(t->task_ns);
         t->task_ns = NULL;
@@ -1900,7 +2029,10 @@ extern "C" xs_status xs_tp_order_copy(xs_tp *t, int dst, int src)
     if (!l.v)
         return xs_seterr(XS_ENOMEM, "tp: out of host memory for a task list");
     memcpy(l.v, t->h_tasks[src], (size_t)l.n * sizeof(tp_task));
-    return tp_store_order(t, dst, &l);
+    const int c = t->scour[src];
+    XS_TRY(tp_store_order(t, dst, &l));
+    t->scour[dst] = c; /* built for the source's compute CTAs */
+    return XS_OK;
 }
 
 extern "C" int xs_tp_order_tasks(const xs_tp *t, int slot)
@@ -1939,7 +2071,7 @@ extern "C" xs_status xs_tp_order_check(const xs_tp *t, int slot)
     if (slot < 0 || slot >= XS_TP_SLOTS || !t->ntasks[slot])
         return xs_seterr(XS_EINVAL, "tp: order slot %d is empty", slot);
     const xs_tp_info *in = &t->in;
-    const int n = t->ntasks[slot], G = t->grid, P = t->P, me = t->me;
+    const int n = t->ntasks[slot], G = tp_slot_grid(t, slot), P = t->P, me = t->me;
     const int rbpr = in->rs_rows / XS_TP_BM;
     const tp_task *v = t->h_tasks[slot];
     const char *op = xs_tp_op_name(t->s.op);
@@ -2094,7 +2226,7 @@ extern "C" xs_status xs_tp_order_stats(const xs_tp *t, int slot, xs_tp_order_inf
     memset(o, 0, sizeof *o);
     if (slot < 0 || slot >= XS_TP_SLOTS || !t->ntasks[slot])
         return xs_seterr(XS_EINVAL, "tp: order slot %d is empty", slot);
-    const int n = t->ntasks[slot], G = t->grid;
+    const int n = t->ntasks[slot], G = tp_slot_grid(t, slot);
     const tp_task *v = t->h_tasks[slot];
     o->tasks = n;
     o->steps = (n + G - 1) / G;
@@ -2218,11 +2350,18 @@ extern "C" int xs_tp_candidates(double cap_q, xs_tp_pace *out, int max)
     return n;
 }
 
+extern "C" void xs_tp_pace_front(xs_tp_pace *p)
+{
+    const xs_tp_pace f = {0.05, 0, 0, 2, 0, 1};
+    *p = f;
+}
+
 extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pace,
                                         const xs_tp_costs *c, const xs_profile *prof)
 {
     const xs_tp_info *in = &t->in;
-    const int P = t->P, me = t->me, G = t->grid, rbpr = in->rs_rows / XS_TP_BM;
+    /* built for the compute CTAs of the current courier count (xs_tp_set_couriers) */
+    const int P = t->P, me = t->me, G = t->grid - t->couriers, rbpr = in->rs_rows / XS_TP_BM;
     if (!pace || !(pace->finish > 0 && pace->finish <= 1) || pace->lead < 0 ||
         !(pace->cap_bytes >= 0) || !(pace->burst >= 0) || pace->spread < 0 || pace->spread > 2 ||
         pace->ring < 0 || pace->ring > 1)
@@ -2564,6 +2703,47 @@ static xs_status sim_total(const xs_profile *p, const xs_schedule *sc, double le
     return XS_OK;
 }
 
+/* An order with couriers (docs/TP.md "Couriers (sm90)"): the compute CTAs run steps of G'
+ * tasks, each step lasting its mean task cost per CTA (the measured costs; no link); a remote
+ * byte is ready at the end of its task's step, and the link carries the ready bytes in list
+ * order at R, from the first one on (the couriers keep it busy whenever a tile is ready; the
+ * pushes of the compute CTAs share it). model = max(compute end, last byte over the link); ideal
+ * = the compute end. No capacity, no issue cost, no courier copy time: a simple bound-like
+ * model, stated as such. */
+static xs_status tp_predict_couriers(xs_tp *t, int slot, const xs_profile *p,
+                                     const xs_tp_costs *c, xs_tp_pred *out)
+{
+    const int G = tp_slot_grid(t, slot), n = t->ntasks[slot], S = (n + G - 1) / G;
+    const tp_task *v = t->h_tasks[slot];
+    double *end = (double *)calloc((size_t)S, sizeof(double));
+    if (!end)
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory for a schedule");
+    for (int i = 0; i < n; i++) {
+        tp_task x = v[i];
+        end[i / G] += task_cost(c, &x) / G;
+    }
+    for (int s = 1; s < S; s++)
+        end[s] += end[s - 1];
+    const double R = p->drain_bytes_per_ns > 0 ? p->drain_bytes_per_ns : 1e-9;
+    double link = 0;
+    for (int i = 0; i < n; i++) {
+        tp_task x = v[i];
+        const double b = task_bytes(t, &x);
+        if (b > 0) {
+            link = (link > end[i / G] ? link : end[i / G]) + b / R;
+            out->bytes += b;
+        }
+    }
+    out->ideal_ns = S > 0 ? end[S - 1] : 0;
+    out->model_ns = link > out->ideal_ns ? link : out->ideal_ns;
+    out->rows = 0;
+    out->criterion_ok = -1;
+    snprintf(out->how, sizeof out->how, "%d couriers: link at R from the first ready remote byte, "
+             "compute on %d CTAs (fluid model)", t->scour[slot], G);
+    free(end);
+    return XS_OK;
+}
+
 extern "C" xs_status xs_tp_predict(xs_tp *t, int slot, const xs_profile *p, const xs_tp_costs *c,
                                    int with_plan, xs_tp_pred *out)
 {
@@ -2572,6 +2752,8 @@ extern "C" xs_status xs_tp_predict(xs_tp *t, int slot, const xs_profile *p, cons
         return xs_seterr(XS_EINVAL, "tp: order slot %d is empty", slot);
     if (!c)
         return xs_seterr(XS_EINVAL, "tp: prediction needs measured costs");
+    if (t->scour[slot] > 0)
+        return tp_predict_couriers(t, slot, p, c, out);
     const int G = t->grid, n = t->ntasks[slot], S = (n + G - 1) / G;
     const tp_task *v = t->h_tasks[slot];
     /* per step: bytes stored at its end (burst), bytes streamed through its main loops, mean
@@ -2699,6 +2881,7 @@ static const char *wait_kind(unsigned long long detail)
     case 1: return "a shard chunk's arrival flag";
     case 2: return "the GEMM 1 tiles of its row block";
     case 3: return "a source's partial-tile flag";
+    case 4: return "an outbox tile's ready flag (courier)";
     default: return "a flag";
     }
 }
@@ -2721,6 +2904,14 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
                 return xs_seterr(XS_EINVAL, "tp: engine %s does not stream stores, and task %d "
                                  "of slot %d is streamed (use an order with spread = 0)",
                                  xs_tp_engine_name(t->engine), i, slot);
+    /* couriers: the count the order was built for (xs_tp_set_couriers) */
+    const int ncour = t->scour[slot];
+    if (ncour > 0 && t->engine != XS_TP_ENGINE_SM90)
+        return xs_seterr(XS_EINVAL, "tp: slot %d's order was built for %d couriers, which only the "
+                         "sm90 engine runs (engine %s)", slot, ncour, xs_tp_engine_name(t->engine));
+    if (ncour > 0 && t->nwalk[slot] > 0 && !t->outbox)
+        return xs_seterr(XS_EINVAL, "tp: slot %d has couriers but the context no outbox "
+                         "(xs_tp_set_couriers)", slot);
     const xs_wintab *tab = o->local ? &t->lt : &t->vt;
     const unsigned long long epoch = o->local ? ++t->epoch_l : ++t->epoch_v;
     t->last = TP_RUN_NONE;
@@ -2728,6 +2919,9 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
     if (t->dirty[slot])
         XS_TRY(tp_upload_order(t, slot, s));
     XS_TRY(tp_poison(t, tab, s));
+    if (ncour > 0 && t->outbox) /* a courier that copied before the tile was written would
+                                   deliver poison, not the previous run's equal bytes */
+        XS_TRY(tp_word(s, t->outbox, (size_t)(t->P - 1) * in->slot_bytes, 0xffffffffu));
     XS_CU(cudaMemsetAsync(t->rb_count, 0, (size_t)in->tiles_m * sizeof(unsigned), s));
     XS_CU(cudaMemsetAsync(t->status, 0, sizeof(xs_devstatus), s));
     XS_CU(cudaMemsetAsync(t->d_list_sum, 0, sizeof(unsigned long long), s));
@@ -2823,11 +3017,32 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
             XS_TRY(xs_gemm90_tmap(&maps.a[g], p->a, p->m, p->k, p->lda, TP90C::BM));
             XS_TRY(xs_gemm90_tmap(&maps.b[g], p->b, p->n, p->k, p->ldb, TP90C::BN));
         }
-        XS_CU(cudaFuncSetAttribute(tp90_kernel<TP90C>,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   TP90C::SMEM_BYTES));
+        tp90_cour k;
+        memset(&k, 0, sizeof k);
+        k.ncomp = t->grid - ncour;
+        k.ncour = ncour;
+        if (ncour > 0) {
+            k.walk = t->d_walk[slot];
+            k.nwalk = t->nwalk[slot];
+            k.outbox = t->outbox;
+            k.slot_bytes = in->slot_bytes;
+            k.ready = t->ready ? t->ready + (o->local ? (size_t)(t->P - 1) * in->t_own : 0)
+                               : NULL;
+            XS_CU(cudaFuncSetAttribute(tp90_kernel<TP90K>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       TP90K::SMEM_BYTES));
+        } else {
+            XS_CU(cudaFuncSetAttribute(tp90_kernel<TP90C>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       TP90C::SMEM_BYTES));
+        }
         XS_CU(cudaEventRecord(t->ev0, s));
-        tp90_kernel<TP90C><<<t->grid, TP90C::THREADS, TP90C::SMEM_BYTES, s>>>(a, *tab, maps);
+        if (ncour > 0)
+            tp90_kernel<TP90K><<<t->grid, TP90K::THREADS, TP90K::SMEM_BYTES, s>>>(a, *tab, maps,
+                                                                                 k);
+        else
+            tp90_kernel<TP90C><<<t->grid, TP90C::THREADS, TP90C::SMEM_BYTES, s>>>(a, *tab, maps,
+                                                                                 k);
     } else {
         XS_CU(cudaFuncSetAttribute(tp_kernel<TPC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    TPC::SMEM_BYTES));
@@ -2860,20 +3075,23 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
         const unsigned task = (unsigned)(ds.detail & 0xffffffffu);
         const unsigned idx = (unsigned)((ds.detail >> 32) & 0x0fffffffu);
         if (ds.code == XS_DEVERR_TIMEOUT)
-            return xs_seterr(XS_ETIMEOUT, "tp %s (%s): CTA %u, task %u waited longer than %.3f s "
+            return xs_seterr(XS_ETIMEOUT, "tp %s (%s): %s %u, task %u waited longer than %.3f s "
                              "for %s (%s %u)", xs_tp_op_name(t->s.op),
-                             o->local ? "local" : "fused", ds.block, task,
-                             (double)a.timeout_ns * 1e-9, wait_kind(ds.detail),
+                             o->local ? "local" : "fused",
+                             (int)ds.block >= t->grid - ncour ? "courier CTA" : "CTA", ds.block,
+                             task, (double)a.timeout_ns * 1e-9, wait_kind(ds.detail),
                              (ds.detail >> 60) == 2 ? "row block" : "flag", idx);
         return xs_seterr(XS_ECUDA, "tp %s: device failure %u in CTA %u (detail %llu)",
                          xs_tp_op_name(t->s.op), ds.code, ds.block, ds.detail);
     }
-    if (lsum != t->list_hash[slot]) {
+    /* the compute CTAs hash every task they read, the couriers every walk entry */
+    const unsigned long long want = t->list_hash[slot] + (ncour > 0 ? t->walk_hash[slot] : 0ull);
+    if (lsum != want) {
         t->last_failed = 1;
         return xs_seterr(XS_ECUDA, "tp %s (%s): the kernel read a task list other than the one "
-                         "uploaded to slot %d (task hash %016llx, expected %016llx)",
-                         xs_tp_op_name(t->s.op), o->local ? "local" : "fused", slot, lsum,
-                         t->list_hash[slot]);
+                         "uploaded to slot %d (task hash %016llx, expected %016llx%s)",
+                         xs_tp_op_name(t->s.op), o->local ? "local" : "fused", slot, lsum, want,
+                         ncour > 0 ? ", list and courier walk" : "");
     }
     return XS_OK;
 }
@@ -2897,7 +3115,7 @@ extern "C" xs_status xs_tp_costs_of_last(xs_tp *t, xs_tp_costs *c)
     memset(c, 0, sizeof *c);
     if (t->last != TP_RUN_LOCAL && t->last != TP_RUN_FUSED)
         return xs_seterr(XS_EINVAL, "tp: no fused or local run to take costs from");
-    const int slot = t->last_slot, n = t->ntasks[slot], G = t->grid;
+    const int slot = t->last_slot, n = t->ntasks[slot], G = tp_slot_grid(t, slot);
     unsigned long long *tn = (unsigned long long *)malloc((size_t)n * sizeof *tn);
     unsigned long long *cn = (unsigned long long *)malloc((size_t)2 * G * sizeof *cn);
     double *d[4];

@@ -56,7 +56,8 @@ xs_status xs_tp_op_parse(const char *s, xs_tp_op *op);
 #define XS_TP_CHUNK 65536        /* bytes of one all-gather chunk (one flag, one destination) */
 #define XS_TP_PUSH_MAX 4         /* chunks one push task may carry (streamed riders) */
 #define XS_TP_ARRIVED (1ull << 62) /* flag value of data placed before the launch */
-#define XS_TP_SLOTS 4            /* task lists held per context */
+#define XS_TP_SLOTS 8            /* task lists held per context */
+#define XS_TP_COURIERS_MAX 16    /* courier CTAs of one launch (xs_tp_set_couriers) */
 
 typedef struct {
     xs_tp_op op;
@@ -155,6 +156,29 @@ xs_status xs_tp_set_engine(xs_tp *t, xs_tp_engine e);
 xs_tp_engine xs_tp_get_engine(const xs_tp *t);
 /* 1 when the engine runs the order's stream bits (XS_TP_K_DEFER, XS_TP_K_SPREAD): mma only. */
 int xs_tp_engine_streams(xs_tp_engine e);
+/* Courier CTAs (sm90 engine only; docs/TP.md "Couriers (sm90)"). With C > 0 couriers the launch
+ * still has one CTA per SM (grid = xs_tp_grid); the last C CTAs are couriers and the first
+ * grid - C run the task list, which is therefore built for grid - C CTAs. A compute CTA writes a
+ * remote owner's reduce-scatter tile into a local HBM outbox (tile-major, one 128 x 256 block per
+ * remote tile) and raises a per-tile ready flag (gpu scope) instead of storing over the link; the
+ * couriers walk the remote tiles in list order (xs_tp_order_walk), tile j to courier j mod C,
+ * wait (bounded) for each tile's ready flag, copy it to the owner's slot and raise the owner's
+ * per-tile signal exactly as the compute CTA would have. This rank's own tiles, pushes and
+ * reductions are unchanged. The count is a property of an order: orders built after this call
+ * (naive, shaped, copy, set) are built for grid - C compute CTAs and run with C couriers
+ * (xs_tp_order_couriers); xs_tp_run refuses a courier order on the mma engine (one line).
+ * 0 <= C <= XS_TP_COURIERS_MAX and C < grid; C > 0 only for ops with a reduce-scatter (gemm_rs,
+ * mlp). The first C > 0 allocates the outbox ((P - 1) slots, the remote partial bytes) and its
+ * ready flags (XS_ECUDA, one line, when out of memory; a plan-only context allocates nothing).
+ * XS_EINVAL (one line) otherwise. */
+xs_status xs_tp_set_couriers(xs_tp *t, int couriers);
+int xs_tp_get_couriers(const xs_tp *t);   /* the count of orders built next */
+int xs_tp_order_couriers(const xs_tp *t, int slot); /* the count a slot's order was built for */
+/* The couriers' walk of a slot: the list positions of its remote reduce-scatter tiles (owner !=
+ * this rank) in increasing order - the order the compute CTAs produce them, step by step. Courier
+ * c takes entries c, c + C, c + 2C, ... Returns the count; *pos is owned by the context and
+ * valid until the slot changes. */
+int xs_tp_order_walk(const xs_tp *t, int slot, const int **pos);
 /* The layout of the reduce-scatter slots (docs/TP.md "Slot layouts"). row: a slot is [m/P, n]
  * row-major, so one 128 x 256 tile lands as 128 runs of 512 bytes, n * 2 bytes apart (the
  * default). tile: tile-major - the 128-row blocks as in row, and within a row block tile column
@@ -268,6 +292,11 @@ typedef struct {
  * Returns the count (<= max; XS_TP_NCAND fills all). lead = 2 for all. */
 #define XS_TP_NCAND 27
 int xs_tp_candidates(double cap_q, xs_tp_pace *out, int max);
+/* The pace of the courier runs' front-loaded order: the shaped order with remote reduce-scatter
+ * tiles as early as they are ready (ring order, owner after owner; finish 0.05: a budget far
+ * above any step's remote bytes; no burst limit, no cap; lead 2; stored, spread 0), so the link
+ * starts with the first tile and this rank's own tiles form the tail. */
+void xs_tp_pace_front(xs_tp_pace *p);
 
 /* Natural order into slot: pushes first, tiles in rank-ring row order from this rank (grouped
  * raster within each rank's rows), owner-side reductions last. */
@@ -332,7 +361,11 @@ typedef struct {
     char how[256];       /* the planner's one line on the schedule */
 } xs_tp_pred;
 /* with_plan: also run xs_plan_schedule on the schedule (criterion_ok, how); costs a few more
- * simulations. */
+ * simulations. An order built for couriers (xs_tp_order_couriers > 0) is predicted with a fluid
+ * model instead: steps of grid - C compute CTAs at the measured costs, every remote byte ready
+ * at the end of its task's step, the link carrying ready bytes in list order at R from the
+ * first one on; model_ns = max(compute end, last byte), ideal_ns = the compute end, rows 0,
+ * criterion_ok -1 (docs/TP.md "Couriers (sm90)"). */
 xs_status xs_tp_predict(xs_tp *t, int slot, const xs_profile *p, const xs_tp_costs *c,
                         int with_plan, xs_tp_pred *out);
 

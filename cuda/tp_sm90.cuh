@@ -31,6 +31,12 @@
  * tile (every earlier tile's k-tiles are already issued), so they finish them, and the argument
  * of tp.cu (the earliest unfinished task waits only on finished ones) carries over.
  *
+ * Couriers (tp90k_cfg, a second instantiation; the default tp90_cfg kernel compiles to the code
+ * it had before they existed): the last k.ncour CTAs branch off before the engine's init and
+ * run tp90_courier; the first k.ncomp CTAs run the list (built for k.ncomp CTAs) as above, but
+ * a remote owner's tile goes to the HBM outbox and raises a gpu-scope ready flag instead of the
+ * owner's signal. docs/TP.md "Couriers (sm90)".
+ *
  * Failure: every dependency wait is bounded by a.timeout_ns (xs_devfail records the first
  * failure; the other CTAs see it and stop). A producer that gives up at tile task j writes
  * s_abort_at = j, then completes the tile's k-tiles' "full" barriers without data, so the
@@ -51,8 +57,15 @@
  * need about 160 of their 224). The pool is unchanged: 56 * 128 + 224 * 256 = 168 * 384. */
 struct tp90_cfg : xs_gemm90_cfg<4> {
     static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
+    static constexpr bool COURIERS = false; /* the last CTAs of the grid are couriers */
 };
 typedef tp90_cfg TP90C;
+/* The same kernel with courier CTAs (xs_tp_set_couriers; docs/TP.md "Couriers (sm90)"): a
+ * separate instantiation, so that the default kernel's code stays what it was. */
+struct tp90k_cfg : tp90_cfg {
+    static constexpr bool COURIERS = true;
+};
+typedef tp90k_cfg TP90K;
 static_assert(TP90C::BM == XS_TP_BM && TP90C::BN == XS_TP_BN, "tp.h tile sizes");
 static_assert(TP90C::PRODUCER_REGS * 128 + TP90C::CONSUMER_REGS * 256 <= 168 * 384,
               "setmaxnreg pool of a 384-thread CTA at 168 registers");
@@ -63,6 +76,24 @@ static_assert(TP90C::PRODUCER_REGS * 128 + TP90C::CONSUMER_REGS * 256 <= 168 * 3
 typedef struct {
     CUtensorMap a[2], b[2];
 } tp90_maps;
+
+/* What the courier instantiation needs besides tp_args (a fourth kernel parameter, so that
+ * tp_args and the mma kernel's parameters do not change; unused by the default kernel). */
+typedef struct {
+    int ncomp;                 /* compute CTAs, 0 .. ncomp - 1: tasks b, b + ncomp, ... */
+    int ncour;                 /* courier CTAs, ncomp .. ncomp + ncour - 1 (the grid's last) */
+    const int *walk;           /* [nwalk] list positions of the remote reduce-scatter tiles in
+                                  increasing order (xs_tp_order_walk); courier c takes entries
+                                  c, c + ncour, ... */
+    int nwalk;
+    char *outbox;              /* [P - 1][slot_bytes] this rank's partials of the other owners'
+                                  rows, owner (me + 1 + j) % P in slot j, tile-major (one
+                                  contiguous block per tile, xs_tp_slot_tile) */
+    unsigned long long slot_bytes;
+    uint64_t *ready;           /* [P - 1][t_own] outbox tile (j, t) written: the launch's epoch
+                                  (one array per window table, so a stale value is always
+                                  smaller) */
+} tp90_cour;
 
 /* tp_reduce's thread geometry for the 256 consumer threads (threadIdx.x 0..255). */
 struct tp90_red {
@@ -150,6 +181,25 @@ XS_DEV uint64_t *tp90_sq_get(uint64_t *const *slot)
     return (uint64_t *)v;
 }
 
+/* Courier runs: a queued flag with bit 0 set is an outbox ready flag (tp90_cour.ready), raised
+ * at gpu scope - its readers, the courier CTAs, are on this GPU - and needing no system-scope
+ * fence. Flags are 8-byte aligned, so bit 0 is free; only the courier instantiation sets it. */
+XS_DEV uint64_t *tp90_gpu_tag(uint64_t *f) { return (uint64_t *)((uintptr_t)f | 1u); }
+XS_DEV bool tp90_is_gpu(const uint64_t *f) { return ((uintptr_t)f & 1u) != 0; }
+XS_DEV uint64_t *tp90_untag(uint64_t *f) { return (uint64_t *)((uintptr_t)f & ~(uintptr_t)1u); }
+
+XS_DEV void tp90_st_release_gpu(uint64_t *p, uint64_t v)
+{
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+XS_DEV uint64_t tp90_ld_acquire_gpu(const uint64_t *p)
+{
+    uint64_t v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
 /* Protocol-bug bound of a ring wait: the longest legitimate wait is the other role's dependency
  * wait (a.timeout_ns) plus a tile. */
 XS_DEV unsigned long long tp90_ring_bound(const tp_args &a) { return a.timeout_ns + 10000000000ull; }
@@ -177,10 +227,18 @@ XS_DEV bool tp90_wait_empty(const tp_args &a, const xs_gemm90_ring<C> &ring,
     }
 }
 
+/* The distance between a compute CTA's tasks: the grid, or with couriers the compute CTAs. */
+template <class C>
+XS_DEV unsigned int tp90_stride(const tp90_cour &k)
+{
+    return C::COURIERS ? (unsigned int)k.ncomp : gridDim.x;
+}
+
 /* The producer warp (all 32 lanes; lane 0 holds the ring). */
 template <class C>
 XS_DEV void tp90_produce(const tp_args &a, const xs_wintab &tab, const tp90_maps &maps,
-                         char *smem, tp_pend *pend0, volatile int *abort_c, volatile int *abort_at)
+                         const tp90_cour &k, char *smem, tp_pend *pend0, volatile int *abort_c,
+                         volatile int *abort_at)
 {
     const bool lane0 = (threadIdx.x & 31) == 0;
     xs_gemm90_ring<C> ring = xs_gemm90_ring_at<C>(smem);
@@ -190,7 +248,7 @@ XS_DEV void tp90_produce(const tp_args &a, const xs_wintab &tab, const tp90_maps
         xs_tma_prefetch_desc(&maps.b[0]);
     }
 #pragma unroll 1
-    for (int i = blockIdx.x; i < a.ntasks; i += gridDim.x) {
+    for (int i = blockIdx.x; i < a.ntasks; i += tp90_stride<C>(k)) {
         const int4 w0 = __ldg((const int4 *)(a.tasks + i));
         if (!(w0.x & TP_T_TILE))
             continue;
@@ -271,11 +329,18 @@ XS_DEV void tp90_wait_first(const tp_args &a, const xs_gemm90_ring<C> &ring)
     }
 }
 
-/* Consumer thread 0, after the barrier that follows the payload of `flag`: raise it (eager) or
- * queue it for the signal warp. */
+/* Consumer thread 0 (or a courier's copy thread 0), after the barrier that follows the payload
+ * of `flag`: raise it (eager) or queue it for the signal warp. TAGS (courier instantiation): a
+ * flag tagged by tp90_gpu_tag is raised at gpu scope. */
+template <bool TAGS = false>
 XS_DEV void tp90_raise(const tp_args &a, tp90_sq *q, uint64_t *flag, uint64_t *shadow)
 {
     if (a.eager_flags) {
+        if (TAGS && tp90_is_gpu(flag)) {
+            /* release at gpu scope: cumulative over the payload the barrier ordered before it */
+            tp90_st_release_gpu(tp90_untag(flag), a.epoch);
+            return;
+        }
         __threadfence_system();
         xs_st_release_sys(flag, a.epoch);
         if (shadow) /* timing only (the data it stands for was placed before the launch) */
@@ -300,6 +365,7 @@ XS_DEV void tp90_raise(const tp_args &a, tp90_sq *q, uint64_t *flag, uint64_t *s
 /* The signal warp (lane 0 works): raise queued flags until the consumers are done and the queue
  * is empty. Its idle wait lasts as long as the consumers run, which every bounded wait of theirs
  * ends; the bound below is the host's backstop for the whole kernel. */
+template <bool TAGS = false>
 XS_DEV void tp90_signal(const tp_args &a, tp90_sq *q)
 {
     if ((threadIdx.x & 31) != 0)
@@ -321,9 +387,22 @@ XS_DEV void tp90_signal(const tp_args &a, tp90_sq *q)
             __nanosleep(128);
             continue;
         }
-        __threadfence_system(); /* once for the batch [tail, h) */
+        if (TAGS) {
+            /* the system-scope fence only when the batch holds a flag read outside this GPU */
+            bool sys = false;
+            for (unsigned int u = tail; u != h; u++)
+                sys |= !tp90_is_gpu(tp90_sq_get(&q->flag[u % TP90_SQ]));
+            if (sys)
+                __threadfence_system();
+        } else {
+            __threadfence_system(); /* once for the batch [tail, h) */
+        }
         for (; tail != h; tail++) {
-            xs_st_release_sys(tp90_sq_get(&q->flag[tail % TP90_SQ]), a.epoch);
+            uint64_t *f = tp90_sq_get(&q->flag[tail % TP90_SQ]);
+            if (TAGS && tp90_is_gpu(f))
+                tp90_st_release_gpu(tp90_untag(f), a.epoch);
+            else
+                xs_st_release_sys(f, a.epoch);
             uint64_t *sh = tp90_sq_get(&q->shadow[tail % TP90_SQ]);
             if (sh) /* timing only (the data it stands for was placed before the launch) */
                 *(volatile uint64_t *)sh = a.epoch;
@@ -332,15 +411,34 @@ XS_DEV void tp90_signal(const tp_args &a, tp90_sq *q)
     }
 }
 
+/* The outbox block of remote tile (owner, tr, tn) (courier runs): its first byte; *pitch =
+ * bytes between its rows (the tile's width: tile-major, one contiguous block). */
+XS_DEV char *tp90_outbox_at(const tp_args &a, const tp90_cour &k, int owner, int tr, int tn,
+                            long long *pitch)
+{
+    int pe;
+    const size_t e = xs_tp_slot_tile(XS_TP_LAYOUT_TILE, a.rs_n, tr, tn, &pe);
+    *pitch = (long long)pe * 2;
+    const int j = (owner - a.me - 1 + a.P) % a.P; /* owner != me */
+    return k.outbox + (size_t)j * k.slot_bytes + e * 2;
+}
+
 /* Where output row r of tile (m0, n0) of GEMM g goes (NULL: outside the problem): the owner's
- * reduce-scatter slot in its window through the table (rs; the slot layout's pitch), else the
- * local output (SwiGLU: half the columns). */
+ * reduce-scatter slot in its window through the table (rs; the slot layout's pitch), or with
+ * couriers (cour: a remote owner's tile) the tile's block in the outbox, else the local output
+ * (SwiGLU: half the columns). */
 template <class C>
-XS_DEV char *tp90_row_dst(const tp_args &a, const xs_wintab &tab, const xs_gemm_problem &p,
-                          int m0, int n0, int tn, int r, bool rs, bool sw, int owner)
+XS_DEV char *tp90_row_dst(const tp_args &a, const xs_wintab &tab, const tp90_cour &k,
+                          const xs_gemm_problem &p, int m0, int n0, int tn, int r, bool rs,
+                          bool sw, int owner, bool cour)
 {
     if (r >= p.m)
         return NULL;
+    if (C::COURIERS && cour) {
+        long long pitch;
+        char *d = tp90_outbox_at(a, k, owner, (m0 - owner * a.rs_rows) / C::BM, tn, &pitch);
+        return d + (size_t)(r - m0) * pitch;
+    }
     if (rs) {
         long long pitch; /* the slot layout's (tp_slot_tile_at) */
         char *d = tp_slot_tile_at(a, tab, owner, (m0 - owner * a.rs_rows) / C::BM, tn, &pitch);
@@ -351,8 +449,8 @@ XS_DEV char *tp90_row_dst(const tp_args &a, const xs_wintab &tab, const xs_gemm_
 
 /* One tile's epilogue and signal (the 256 consumer threads, after the main loop). */
 template <class C>
-XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, tp90_sq *q,
-                          int wg, const float (&acc)[C::ACC], int g, int tm, int tn)
+XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, const tp90_cour &k, char *smem,
+                          tp90_sq *q, int wg, const float (&acc)[C::ACC], int g, int tm, int tn)
 {
     const xs_gemm_problem &p = a.g[g];
     const int tid = threadIdx.x; /* 0..255 */
@@ -360,10 +458,12 @@ XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, tp
     const bool rs = g == a.rs_gemm;
     const bool sw = g == 0 && a.swiglu0;
     const int owner = rs ? m0 / a.rs_rows : 0; /* rs_rows is a multiple of BM */
+    /* courier runs: a remote owner's tile goes to the outbox, a courier carries it */
+    const bool cour = C::COURIERS && rs && owner != a.me;
     char **dst = xs_gemm90_dst_rows<C>(smem) + wg * C::WG_M;
     const int wt = tid & 127;
     if (wt < C::WG_M)
-        dst[wt] = tp90_row_dst<C>(a, tab, p, m0, n0, tn, wm0 + wt, rs, sw, owner);
+        dst[wt] = tp90_row_dst<C>(a, tab, k, p, m0, n0, tn, wm0 + wt, rs, sw, owner, cour);
     const int nvalid = p.n - n0 < C::BN ? p.n - n0 : C::BN;
     if (sw)
         xs_gemm90_epilogue<C, true>(smem, wg, acc, dst, NULL, p.m - wm0, nvalid / 2);
@@ -375,9 +475,15 @@ XS_DEV void tp90_tile_out(const tp_args &a, const xs_wintab &tab, char *smem, tp
         if (tid == 0) {
             const int t_loc = ((m0 - owner * a.rs_rows) / C::BM) * a.rs_tiles_n + tn;
             const bool skip = a.fault == XS_TP_FAULT_RS_SIGNAL && owner == a.me && t_loc == 0;
-            if (!skip)
-                tp90_raise(a, q, tab.flags[owner] + a.rs_flag0 + (size_t)a.me * a.t_own + t_loc,
-                           NULL);
+            if (C::COURIERS && cour) /* the outbox tile is there: the couriers' ready flag */
+                tp90_raise<C::COURIERS>(
+                    a, q,
+                    tp90_gpu_tag(k.ready + (size_t)((owner - a.me - 1 + a.P) % a.P) * a.t_own +
+                                 t_loc),
+                    NULL);
+            else if (!skip)
+                tp90_raise<C::COURIERS>(
+                    a, q, tab.flags[owner] + a.rs_flag0 + (size_t)a.me * a.t_own + t_loc, NULL);
         }
     } else if (g == 0 && a.rb_count) {
         /* h rows are read by GEMM 2 tiles through TMA (async proxy) in other CTAs */
@@ -404,10 +510,169 @@ XS_DEV void tp90_push(const tp_args &a, const xs_wintab &tab, tp90_sq *q, int r,
         }
 }
 
+/* ---- courier CTAs (tp90k_cfg; docs/TP.md "Couriers (sm90)") -------------------------------- */
+
+/* A courier CTA: warps 0-10 copy (TP90_CW threads, named barrier TP90_CBAR - a courier runs no
+ * engine code, so barrier ids 1-3 are free in it), warp 11 is its signal warp (tp90_signal: the
+ * owner's flags are raised at system scope, and the fence that waits for the copied bytes to
+ * leave the GPU is that warp's, not the copy threads'). Each copy thread keeps TP90_CU 16-byte
+ * loads in flight before its stores (4 x 352 x 16 B = 22 KB per CTA, a third of a tile). */
+#define TP90_CW 352
+#define TP90_CBAR 1
+#define TP90_CU 4
+
+XS_DEV void tp90_copy_bar(void) { asm volatile("bar.sync 1, 352;\n" ::: "memory"); }
+
+/* One remote tile as a courier sees it: its outbox block, its place in the owner's slot, its
+ * ready flag and the owner's per-tile signal. */
+typedef struct {
+    const char *src;  /* outbox block, contiguous rows of cpr units */
+    char *dst;        /* the tile's first element in the owner's slot */
+    long long pitch;  /* bytes between the tile's rows there (slot layout) */
+    int cpr, units;   /* 16-byte units per row, in the tile */
+    uint64_t *ready;  /* the outbox ready flag */
+    uint64_t *flag;   /* the owner's signal of this rank's partial of the tile */
+} tp90_ctile;
+
+/* The tile of task word w0 (a TILE of the reduce-scatter GEMM with owner != me: xs_tp_order_walk
+ * holds no other). Every tile has 128 rows (rs_rows is a multiple of 128). */
+XS_DEV tp90_ctile tp90_ctile_of(const tp_args &a, const xs_wintab &tab, const tp90_cour &k, int4 w0)
+{
+    tp90_ctile c;
+    const int tm = w0.z, tn = w0.w;
+    const int owner = tm * XS_TP_BM / a.rs_rows, tr = tm - owner * (a.rs_rows / XS_TP_BM);
+    const int t_loc = tr * a.rs_tiles_n + tn;
+    long long sp;
+    c.src = tp90_outbox_at(a, k, owner, tr, tn, &sp);
+    c.dst = tp_slot_tile_at(a, tab, owner, tr, tn, &c.pitch);
+    c.cpr = (int)(sp / 16); /* rs_n is a multiple of 8: whole units */
+    c.units = XS_TP_BM * c.cpr;
+    c.ready = k.ready + (size_t)((owner - a.me - 1 + a.P) % a.P) * a.t_own + t_loc;
+    c.flag = tab.flags[owner] + a.rs_flag0 + (size_t)a.me * a.t_own + t_loc;
+    return c;
+}
+
+/* The copy threads (tid 0 .. TP90_CW - 1): the tile from the outbox (L2: __ldcg, never a stale
+ * L1 line of an earlier launch) to the owner's slot, TP90_CU loads then TP90_CU stores. */
+XS_DEV void tp90_ccopy(const tp90_ctile &c, int tid)
+{
+    const uint4 *src = (const uint4 *)c.src;
+#pragma unroll 1
+    for (int j = tid; j < c.units; j += TP90_CU * TP90_CW) {
+        uint4 v[TP90_CU];
+#pragma unroll
+        for (int u = 0; u < TP90_CU; u++) {
+            const int x = j + u * TP90_CW;
+            v[u] = x < c.units ? __ldcg(src + x) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < TP90_CU; u++) {
+            const int x = j + u * TP90_CW;
+            if (x < c.units) {
+                const int row = x / c.cpr, col = x - row * c.cpr;
+                xs_st16v(c.dst + (size_t)row * c.pitch + (size_t)col * 16, v[u]);
+            }
+        }
+    }
+}
+
+/* Copy thread 0: wait, bounded, until the outbox tile's ready flag holds the launch's epoch
+ * (ld.acquire.gpu: the compute CTA's payload, ordered before its gpu-scope release, is then
+ * visible to this CTA's copy threads after the barrier that follows). 0: there; 1: timed out
+ * (recorded, detail kind 4: the ready flag's index, the tile's task); 2: another CTA failed
+ * first. */
+XS_DEV int tp90_cwait(const tp_args &a, const tp90_cour &k, const uint64_t *ready, int task)
+{
+    if (tp90_ld_acquire_gpu(ready) >= a.epoch)
+        return 0;
+    const unsigned long long t0 = xs_globaltimer();
+    while (tp90_ld_acquire_gpu(ready) < a.epoch) {
+        if (tp_failed(a))
+            return 2;
+        if (xs_globaltimer() - t0 > a.timeout_ns) {
+            xs_devfail(a.status, XS_DEVERR_TIMEOUT, TP_DETAIL(4, (int)(ready - k.ready), task));
+            return 1;
+        }
+        __nanosleep(64);
+    }
+    return 0;
+}
+
+/* A courier CTA (blockIdx.x >= k.ncomp): walk entries c, c + ncour, ... of k.walk (c = blockIdx.x
+ * - ncomp), i.e. the remote tiles in the order the compute CTAs produce them, round robin over
+ * the couriers. Per entry: copy thread 0 queues the previous tile's owner signal (after the
+ * barrier that follows its payload: the lazy-free rule of tp90_raise), waits for the tile's
+ * ready flag, and all copy threads copy it. Deadlock freedom (docs/TP.md "Couriers (sm90)"): a
+ * courier waits only for a compute task at the list position of its entry, and for its own
+ * earlier entries (smaller positions); a compute task waits only for tasks at earlier positions
+ * (xs_tp_order_check; across ranks the rotation argument, tests/test_tp_plan) - a reduction's
+ * wait for another rank's signal of a tile at an earlier position, which that rank's courier
+ * raises after the tile. Ordering events by (position, compute before courier), every wait is
+ * for an earlier event, so the earliest unfinished one can always run (every CTA resident).
+ * Failure: the wait stops within one bound (timeout, or another CTA's recorded failure). */
+template <class C>
+XS_DEV void tp90_courier(const tp_args &a, const xs_wintab &tab, const tp90_cour &k, tp90_sq *q,
+                         unsigned long long t_start)
+{
+    __shared__ int s_cw[2]; /* copy thread 0's wait result, by iteration parity */
+    const int tid = threadIdx.x;
+    if (tid >= TP90_CW) {
+        if (tid < TP90_CW + 32)
+            tp90_signal<true>(a, q);
+        return;
+    }
+    unsigned long long lsum = 0; /* thread 0: hash of the walk entries and tasks read */
+    uint64_t *prev = NULL;       /* thread 0: signal of the tile copied last, not yet queued */
+    bool aborted = false;
+    int par = 0;
+#pragma unroll 1
+    for (int e = (int)blockIdx.x - k.ncomp;; e += k.ncour) {
+        /* every copy thread's stores of the previous tile precede its signal, and s_cw[par] is
+         * no longer read (last read two barriers ago) */
+        tp90_copy_bar();
+        if (tid == 0) {
+            if (prev)
+                tp90_raise<true>(a, q, prev, NULL);
+            prev = NULL;
+            int w = 3; /* 3: the walk is done */
+            if (e < k.nwalk) {
+                int4 w0, w1;
+                const int i = k.walk[e];
+                tp_task_read(a, i, &w0, &w1);
+                lsum += tp_courier_hash4(e, i, w0, w1);
+                w = tp90_cwait(a, k, tp90_ctile_of(a, tab, k, w0).ready, i);
+            }
+            s_cw[par] = w;
+        }
+        tp90_copy_bar();
+        const int w = s_cw[par];
+        par ^= 1;
+        if (w) {
+            aborted = w != 3;
+            break;
+        }
+        const tp90_ctile c = tp90_ctile_of(a, tab, k, __ldg((const int4 *)(a.tasks + k.walk[e])));
+        tp90_ccopy(c, tid);
+        if (tid == 0)
+            prev = c.flag;
+    }
+    if (tid == 0) {
+        /* no more entries: the signal warp raises what is queued and leaves */
+        tp90_st_release_cta(&q->done, 1u);
+        const unsigned long long t_end = xs_globaltimer();
+        if (a.cta_ns) {
+            a.cta_ns[2 * blockIdx.x] = t_start;
+            a.cta_ns[2 * blockIdx.x + 1] = t_end;
+        }
+        if (a.list_sum && !aborted)
+            atomicAdd(a.list_sum, lsum);
+    }
+}
+
 template <class C>
 __global__ void __launch_bounds__(C::THREADS, 1)
     tp90_kernel(const __grid_constant__ tp_args a, const __grid_constant__ xs_wintab tab,
-                const __grid_constant__ tp90_maps maps)
+                const __grid_constant__ tp90_maps maps, const __grid_constant__ tp90_cour k)
 {
     extern __shared__ __align__(1024) char tp90_raw[];
     __shared__ int s_abort_c;  /* consumers stopped (written by consumer thread 0) */
@@ -432,15 +697,22 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         s_lsum = 0;
         s_sq.done = 0;
     }
+    if (C::COURIERS && (int)blockIdx.x >= k.ncomp) {
+        /* a courier: no ring, no mbarriers, no setmaxnreg - the whole CTA leaves the engine's
+         * code here, before its init (whose barriers are the CTA's own) */
+        __syncthreads(); /* the shared words above */
+        tp90_courier<C>(a, tab, k, &s_sq, t_start);
+        return;
+    }
     /* ends with __syncthreads; no CTA-wide barrier after it */
     xs_gemm90_init<C>(smem, false);
 
     if (wg == C::PRODUCER_WG) {
         xs_setmaxnreg_dec<C::PRODUCER_REGS>();
         if (tid < C::PRODUCER_WG * 128 + 32)
-            tp90_produce<C>(a, tab, maps, smem, &s_pend0, &s_abort_c, &s_abort_at);
+            tp90_produce<C>(a, tab, maps, k, smem, &s_pend0, &s_abort_c, &s_abort_at);
         else if (tid < C::PRODUCER_WG * 128 + 64)
-            tp90_signal(a, &s_sq);
+            tp90_signal<C::COURIERS>(a, &s_sq);
         return;
     }
 
@@ -449,7 +721,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     float acc[C::ACC];
     bool aborted = false;
 #pragma unroll 1
-    for (int i = blockIdx.x; i < a.ntasks; i += gridDim.x) {
+    for (int i = blockIdx.x; i < a.ntasks; i += tp90_stride<C>(k)) {
         int4 w0, w1;
         tp_task_read(a, i, &w0, &w1);
         const int kind = w0.x;
@@ -464,7 +736,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
                 aborted = true;
                 break;
             }
-            tp90_tile_out<C>(a, tab, smem, &s_sq, wg, acc, g, w0.z, w0.w);
+            tp90_tile_out<C>(a, tab, k, smem, &s_sq, wg, acc, g, w0.z, w0.w);
         }
         if (kind & TP_T_PUSH)
             tp90_push(a, tab, &s_sq, w1.x, w1.y, w1.w > 1 ? w1.w : 1);

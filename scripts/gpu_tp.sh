@@ -15,6 +15,11 @@
 # calibrated host profile under bench/results/ (the embedded provisional one when there is none).
 # usage: OUT=dir scripts/gpu_tp.sh [BUILD_DIR]      (BUILD_DIR defaults to build)
 #        TP_ARGS="--quick" replaces the sweep's arguments (default: the full sweep, -n 5 -w 1)
+#        TP_COURIERS=4,8 adds a step after the sweep (opt-in; not part of gpu_all.sh's budget):
+#          the default sm90 sweep with 0 and each listed courier count side by side in the same
+#          iterations, every row verified (docs/TP.md "Couriers (sm90)"), into $OUT/tp_couriers.csv;
+#          it stops starting configurations after TP_COURIERS_MAX_TIME (default 540) seconds and is
+#          killed 60 s later. TP_COURIERS_ARGS replaces its -n 5 -w 1.
 set -u
 
 B=${1:-${BUILD:-build}}
@@ -38,6 +43,9 @@ step_detail() {
     bench_tp)
         grep -E '^# (bench tp|summary: [0-9]+ configurations)' "$2" | sed 's/^# //; s/summary: //' |
             tr '\n' ';' ;;
+    bench_tp_couriers)
+        grep -E '^# (bench tp|summary: ([0-9]+ configurations|gemm_rs +shaped/shaped_c))' "$2" |
+            sed 's/^# //; s/summary: //' | tr '\n' ';' ;;
     esac
 }
 
@@ -53,6 +61,13 @@ else
     vstep bench_tp $((TP_MAX_TIME + 30)) "$X" bench tp --csv "$OUT/tp.csv" \
         --max-time "$TP_MAX_TIME" ${PROFILE_ARGS[@]+"${PROFILE_ARGS[@]}"} ${TP_ARGS:--n 5 -w 1}
 fi
+if [ -n "${TP_COURIERS:-}" ] && [ -n "$X" ]; then
+    TP_COURIERS_MAX_TIME=${TP_COURIERS_MAX_TIME:-540}
+    # shellcheck disable=SC2086
+    vstep bench_tp_couriers $((TP_COURIERS_MAX_TIME + 60)) "$X" bench tp --engine sm90 \
+        --couriers "$TP_COURIERS" --csv "$OUT/tp_couriers.csv" --max-time "$TP_COURIERS_MAX_TIME" \
+        ${PROFILE_ARGS[@]+"${PROFILE_ARGS[@]}"} ${TP_COURIERS_ARGS:--n 5 -w 1}
+fi
 case "$X" in "${TMPDIR:-/tmp}"/xstage-tp.*) rm -f "$X" ;; esac
 
 # the sweep's table and summary, then the per-step verdicts (last)
@@ -64,4 +79,14 @@ if [ -s "$OUT/tp.csv" ]; then
 fi
 echo
 grep -E '^# (summary|bench tp)' "$LOG" | tail -n 24
+if [ -s "$OUT/tp_couriers.csv" ]; then
+    # the courier step's per-row ratios: shaped (no couriers) over shaped with N couriers
+    echo
+    grep -E '^(op,|[a-z_]+,)' "$OUT/tp_couriers.csv" |
+        awk -F, 'NR==1{for(i=1;i<=NF;i++){c[$i]=i; if($i ~ /^shaped_over_shaped_c/)r[++nr]=$i}
+                       printf "%-7s %-11s %5s %2s %9s %9s", "op","model","m","P","shaped","bound";
+                       for(j=1;j<=nr;j++)printf " %22s", r[j]; printf " %3s\n","ok"; next}
+             {printf "%-7s %-11s %5s %2s %9.1f %9.1f", $c["op"],$c["model"],$c["m"],$c["peers"],$c["shaped_us"],$c["bound_us"];
+              for(j=1;j<=nr;j++)printf " %22s", $c[r[j]]; printf " %3s\n", $c["verified"]}'
+fi
 vstep_report gpu_tp

@@ -68,9 +68,15 @@ typedef struct {
     int P, rbpr;
     int n[XS_MAX_RANKS];
     const xs_tp_task *v[XS_MAX_RANKS]; /* rank r's list (not owned) */
+    /* couriers (xs_tp_set_couriers): cour courier CTAs per rank next to the G compute CTAs the
+     * lists were built for; rank r's couriers walk walk[r][0..nw[r]) (list positions of its
+     * remote tiles), courier c taking entries c, c + cour, ... */
+    int cour;
+    int nw[XS_MAX_RANKS];
+    const int *walk[XS_MAX_RANKS]; /* not owned */
     /* counters: all-gather flags [dst][src][chunk], reduce-scatter flags [owner][src][t],
-     * row-block counts [rank][tm] (mlp) */
-    int n_ag, n_rs, n_rb;
+     * row-block counts [rank][tm] (mlp), outbox ready flags [src][owner][t] (couriers) */
+    int n_ag, n_rs, n_rb, n_rd;
 } plan_set;
 
 static void set_init(plan_set *S, const xs_tp_shape *s, const xs_tp_info *in)
@@ -83,9 +89,10 @@ static void set_init(plan_set *S, const xs_tp_shape *s, const xs_tp_info *in)
     S->n_ag = in->ag ? S->P * S->P * in->ag_chunks : 0;
     S->n_rs = in->rs_gemm >= 0 ? S->P * S->P * in->t_own : 0;
     S->n_rb = in->ngemm > 1 ? S->P * in->tiles_m : 0;
+    S->n_rd = in->rs_gemm >= 0 ? S->P * S->P * in->t_own : 0;
 }
 
-static int ncounters(const plan_set *S) { return S->n_ag + S->n_rs + S->n_rb; }
+static int ncounters(const plan_set *S) { return S->n_ag + S->n_rs + S->n_rb + S->n_rd; }
 static int c_ag(const plan_set *S, int dst, int src, int c)
 {
     return (dst * S->P + src) * S->in.ag_chunks + c;
@@ -98,11 +105,15 @@ static int c_rb(const plan_set *S, int rank, int tm)
 {
     return S->n_ag + S->n_rs + rank * S->in.tiles_m + tm;
 }
+static int c_rd(const plan_set *S, int src, int owner, int t)
+{
+    return S->n_ag + S->n_rs + S->n_rb + (src * S->P + owner) * S->in.t_own + t;
+}
 /* value at which a counter's waiters may go: a flag is raised once, a row block counts its
  * GEMM 0 tiles */
 static int target(const plan_set *S, int u)
 {
-    return u >= S->n_ag + S->n_rs ? S->in.tiles_n[0] : 1;
+    return u >= S->n_ag + S->n_rs && u < S->n_ag + S->n_rs + S->n_rb ? S->in.tiles_n[0] : 1;
 }
 /* the rank that raises counter u */
 static int raiser(const plan_set *S, int u)
@@ -111,7 +122,20 @@ static int raiser(const plan_set *S, int u)
         return (u / S->in.ag_chunks) % S->P;
     if (u < S->n_ag + S->n_rs)
         return ((u - S->n_ag) / S->in.t_own) % S->P;
-    return (u - S->n_ag - S->n_rs) / S->in.tiles_m;
+    if (u < S->n_ag + S->n_rs + S->n_rb)
+        return (u - S->n_ag - S->n_rs) / S->in.tiles_m;
+    return (u - S->n_ag - S->n_rs - S->n_rb) / S->in.t_own / S->P;
+}
+
+/* A reduce-scatter tile's owner and own-tile index; -1 when x is not one of another owner's
+ * (rank r's remote tiles: what couriers carry). */
+static int remote_tile(const plan_set *S, int r, const xs_tp_task *x, int *owner, int *t)
+{
+    if (!(x->kind & XS_TP_K_TILE) || x->gemm != S->in.rs_gemm)
+        return -1;
+    *owner = x->tm / S->rbpr;
+    *t = (x->tm - *owner * S->rbpr) * S->in.tiles_n[S->in.rs_gemm] + x->tn;
+    return *owner == r ? -1 : 0;
 }
 
 static int mirror(int me, int s, int P) { return ((2 * me - s) % P + P) % P; }
@@ -155,13 +179,16 @@ static int task_waits(const plan_set *S, int r, const xs_tp_task *x, int virt, i
     return n;
 }
 
-/* The counters task x of rank r raises (w[], at most XS_TP_PUSH_MAX + 1). */
+/* The counters task x of rank r raises (w[], at most XS_TP_PUSH_MAX + 1). With couriers a
+ * remote owner's tile raises its outbox ready flag; the courier raises the owner's signal. */
 static int task_signals(const plan_set *S, int r, const xs_tp_task *x, int *w)
 {
     const xs_tp_info *in = &S->in;
-    int n = 0;
+    int n = 0, ow, t;
     if (x->kind & XS_TP_K_TILE) {
-        if (x->gemm == in->rs_gemm) {
+        if (S->cour > 0 && remote_tile(S, r, x, &ow, &t) == 0) {
+            w[n++] = c_rd(S, r, ow, t);
+        } else if (x->gemm == in->rs_gemm) {
             const int owner = x->tm / S->rbpr;
             w[n++] = c_rs(S, owner, r, (x->tm - owner * S->rbpr) * in->tiles_n[in->rs_gemm] +
                                            x->tn);
@@ -187,11 +214,60 @@ static void describe(const plan_set *S, int u, char *buf, size_t len)
         const int v = u - S->n_ag, t = v % in->t_own, src = (v / in->t_own) % S->P,
                   owner = v / in->t_own / S->P;
         snprintf(buf, len, "rank %d's signal of owner %d's tile %d", src, owner, t);
-    } else {
+    } else if (u < S->n_ag + S->n_rs + S->n_rb) {
         const int v = u - S->n_ag - S->n_rs;
         snprintf(buf, len, "rank %d's GEMM 0 tiles of row block %d (%d)", v / in->tiles_m,
                  v % in->tiles_m, in->tiles_n[0]);
+    } else {
+        const int v = u - S->n_ag - S->n_rs - S->n_rb, t = v % in->t_own,
+                  owner = (v / in->t_own) % S->P, src = v / in->t_own / S->P;
+        snprintf(buf, len, "rank %d's outbox ready flag of owner %d's tile %d", src, owner, t);
     }
+}
+
+/* ---- agents: the compute CTAs and the couriers of the simulated ranks ---------------------- */
+
+/* Agents 0 .. nr G - 1 are compute CTAs (rank r0 + q / G, first task q % G, step G), agents
+ * nr G .. nr (G + cour) - 1 couriers (rank r0 + j / cour, first walk entry j % cour, step cour,
+ * j = q - nr G). An agent's position indexes its rank's list or walk. */
+typedef struct {
+    const plan_set *S;
+    int G, r0, nr, virt;
+} agents;
+
+static int ag_count(const agents *A) { return A->nr * (A->G + A->S->cour); }
+static int ag_courier(const agents *A, int q) { return q >= A->nr * A->G; }
+static int ag_rank(const agents *A, int q)
+{
+    return A->r0 + (ag_courier(A, q) ? (q - A->nr * A->G) / A->S->cour : q / A->G);
+}
+static int ag_first(const agents *A, int q)
+{
+    return ag_courier(A, q) ? (q - A->nr * A->G) % A->S->cour : q % A->G;
+}
+static int ag_step(const agents *A, int q) { return ag_courier(A, q) ? A->S->cour : A->G; }
+static int ag_end(const agents *A, int q)
+{
+    return ag_courier(A, q) ? A->S->nw[ag_rank(A, q)] : A->S->n[ag_rank(A, q)];
+}
+
+/* The counters agent q waits for at position i (w[]), and those it raises after (sg[]). A
+ * courier's entry waits for its tile's ready flag and raises the owner's signal of it. */
+static void ag_work(const agents *A, int q, int i, int *w, int *nw, int *sg, int *ns)
+{
+    const plan_set *S = A->S;
+    const int r = ag_rank(A, q);
+    if (ag_courier(A, q)) {
+        int ow = 0, t = 0;
+        *nw = *ns = 0;
+        if (remote_tile(S, r, &S->v[r][S->walk[r][i]], &ow, &t) == 0) {
+            w[(*nw)++] = c_rd(S, r, ow, t);
+            sg[(*ns)++] = c_rs(S, ow, r, t);
+        }
+        return;
+    }
+    *nw = task_waits(S, r, &S->v[r][i], A->virt, w);
+    *ns = task_signals(S, r, &S->v[r][i], sg);
 }
 
 static const char *kind_name(int kind)
@@ -215,22 +291,27 @@ typedef struct {
     char what[400]; /* the earliest blocked task and what it waits for */
 } sim_out;
 
-/* Run the ranks' lists on G CTAs each (virt_rank < 0: all P ranks, real peers; else that rank
- * alone with virtual peers) until no CTA can run. Out of host memory counts as a deadlock. */
+/* Run the ranks' lists on G CTAs each, plus S->cour couriers per rank (virt_rank < 0: all P
+ * ranks, real peers; else that rank alone with virtual peers) until no agent can run. Out of
+ * host memory counts as a deadlock. */
 static void simulate(const plan_set *S, int G, int virt_rank, sim_out *o)
 {
     memset(o, 0, sizeof *o);
-    const int r0 = virt_rank < 0 ? 0 : virt_rank, nr = virt_rank < 0 ? S->P : 1;
-    const int virt = virt_rank >= 0, nc = ncounters(S), ncta = nr * G;
+    const agents A = {S, G, virt_rank < 0 ? 0 : virt_rank, virt_rank < 0 ? S->P : 1,
+                      virt_rank >= 0};
+    const int nc = ncounters(S), na = ag_count(&A);
+    const size_t nwmax = (size_t)S->in.ag_chunks + S->P + XS_TP_PUSH_MAX + 2;
     int *cnt = (int *)calloc((size_t)nc + 1, sizeof(int));
     int *head = (int *)malloc(((size_t)nc + 1) * sizeof(int));
-    int *next = (int *)malloc((size_t)ncta * sizeof(int));   /* waiter list link */
-    int *pos = (int *)malloc((size_t)ncta * sizeof(int));    /* CTA's next task */
-    int *waiting = (int *)malloc((size_t)ncta * sizeof(int)); /* counter it waits for, or -1 */
-    int *stack = (int *)malloc((size_t)ncta * sizeof(int));
-    int *w = (int *)malloc(((size_t)S->in.ag_chunks + S->P + XS_TP_PUSH_MAX + 2) * sizeof(int));
-    if (!cnt || !head || !next || !pos || !waiting || !stack || !w) {
+    int *next = (int *)malloc((size_t)na * sizeof(int));    /* waiter list link */
+    int *pos = (int *)malloc((size_t)na * sizeof(int));     /* agent's next position */
+    int *waiting = (int *)malloc((size_t)na * sizeof(int)); /* counter it waits for, or -1 */
+    int *stack = (int *)malloc((size_t)na * sizeof(int));
+    int *w = (int *)malloc(nwmax * sizeof(int));
+    int *sg = (int *)malloc(nwmax * sizeof(int));
+    if (!cnt || !head || !next || !pos || !waiting || !stack || !w || !sg) {
         free(cnt), free(head), free(next), free(pos), free(waiting), free(stack), free(w);
+        free(sg);
         o->deadlock = 1;
         snprintf(o->what, sizeof o->what, "out of host memory");
         return;
@@ -238,17 +319,17 @@ static void simulate(const plan_set *S, int G, int virt_rank, sim_out *o)
     for (int u = 0; u < nc; u++)
         head[u] = -1;
     int sp = 0;
-    for (int q = 0; q < ncta; q++) {
-        pos[q] = q % G;
+    for (int q = 0; q < na; q++) {
+        pos[q] = ag_first(&A, q);
         waiting[q] = -1;
         stack[sp++] = q;
     }
     while (sp > 0) {
-        const int q = stack[--sp], r = r0 + q / G;
+        const int q = stack[--sp], end = ag_end(&A, q), step = ag_step(&A, q);
         waiting[q] = -1;
-        while (pos[q] < S->n[r]) {
-            const xs_tp_task *x = &S->v[r][pos[q]];
-            const int nw = task_waits(S, r, x, virt, w);
+        while (pos[q] < end) {
+            int nw, ns;
+            ag_work(&A, q, pos[q], w, &nw, sg, &ns);
             int blocked = -1;
             for (int j = 0; j < nw && blocked < 0; j++)
                 if (cnt[w[j]] < target(S, w[j]))
@@ -259,94 +340,115 @@ static void simulate(const plan_set *S, int G, int virt_rank, sim_out *o)
                 head[blocked] = q;
                 break;
             }
-            const int ns = task_signals(S, r, x, w);
             for (int j = 0; j < ns; j++) {
-                const int u = w[j];
+                const int u = sg[j];
                 if (++cnt[u] == target(S, u)) {
                     for (int z = head[u]; z >= 0; z = next[z])
-                        stack[sp++] = z; /* a CTA waits on one counter at a time: fits */
+                        stack[sp++] = z; /* an agent waits on one counter at a time: fits */
                     head[u] = -1;
                 }
             }
             o->tasks++;
-            pos[q] += G;
+            pos[q] += step;
         }
     }
-    /* the earliest blocked task (smallest list position, then rank) */
-    int best = -1;
-    for (int q = 0; q < ncta; q++) {
-        const int r = r0 + q / G;
-        if (pos[q] < S->n[r] && (best < 0 || pos[q] < pos[best]))
-            best = q;
+    /* the earliest blocked agent (smallest list position - a courier's entry at its tile's -
+     * then rank) */
+    int best = -1, bestp = 0;
+    for (int q = 0; q < na; q++) {
+        if (pos[q] >= ag_end(&A, q))
+            continue;
+        const int r = ag_rank(&A, q);
+        const int p = ag_courier(&A, q) ? S->walk[r][pos[q]] : pos[q];
+        if (best < 0 || p < bestp)
+            best = q, bestp = p;
     }
     if (best >= 0) {
-        const int r = r0 + best / G, i = pos[best], u = waiting[best];
+        const int r = ag_rank(&A, best), u = waiting[best];
         char d[160];
         describe(S, u, d, sizeof d);
-        /* where the awaited signal is raised, if anywhere */
+        /* where the awaited signal is raised, if anywhere: by a task of the raising rank, or by
+         * its courier for the task at that position */
         const int rr = raiser(S, u);
-        int at = -1;
-        if (rr >= r0 && rr < r0 + nr)
+        int at = -1, by_courier = 0;
+        if (rr >= A.r0 && rr < A.r0 + A.nr) {
             for (int k = 0; k < S->n[rr] && at < 0; k++) {
-                const int ns = task_signals(S, rr, &S->v[rr][k], w);
+                const int ns = task_signals(S, rr, &S->v[rr][k], sg);
                 for (int j = 0; j < ns; j++)
-                    if (w[j] == u)
+                    if (sg[j] == u)
                         at = k;
             }
-        char where[80];
-        if (at >= 0)
+            for (int e = 0; e < S->nw[rr] && at < 0 && S->cour > 0; e++) {
+                int ow, t;
+                if (remote_tile(S, rr, &S->v[rr][S->walk[rr][e]], &ow, &t) == 0 &&
+                    c_rs(S, ow, rr, t) == u)
+                    at = e, by_courier = 1;
+            }
+        }
+        char where[96];
+        if (at >= 0 && by_courier)
+            snprintf(where, sizeof where, "its courier %d's entry %d (task %d), never reached",
+                     at % S->cour, at, S->walk[rr][at]);
+        else if (at >= 0)
             snprintf(where, sizeof where, "its task %d (CTA %d), never reached", at, at % G);
         else
             snprintf(where, sizeof where, "no task of its list raises it");
         o->deadlock = 1;
-        snprintf(o->what, sizeof o->what,
-                 "rank %d CTA %d task %d (%s GEMM %d tm %d tn %d red %d) waits for %s: %s",
-                 r, best % G, i, kind_name(S->v[r][i].kind), S->v[r][i].gemm, S->v[r][i].tm,
-                 S->v[r][i].tn, S->v[r][i].red_t, d, where);
+        if (ag_courier(&A, best)) {
+            const int e = pos[best], i = S->walk[r][e];
+            snprintf(o->what, sizeof o->what, "rank %d courier %d entry %d (task %d, %s tm %d "
+                     "tn %d) waits for %s: %s", r, e % S->cour, e, i, kind_name(S->v[r][i].kind),
+                     S->v[r][i].tm, S->v[r][i].tn, d, where);
+        } else {
+            const int i = pos[best];
+            snprintf(o->what, sizeof o->what,
+                     "rank %d CTA %d task %d (%s GEMM %d tm %d tn %d red %d) waits for %s: %s",
+                     r, best % G, i, kind_name(S->v[r][i].kind), S->v[r][i].gemm, S->v[r][i].tm,
+                     S->v[r][i].tn, S->v[r][i].red_t, d, where);
+        }
     }
-    free(cnt), free(head), free(next), free(pos), free(waiting), free(stack), free(w);
+    free(cnt), free(head), free(next), free(pos), free(waiting), free(stack), free(w), free(sg);
 }
 
-/* The same outcome the slow way (the simulation's own check): sweep over the CTAs, running
- * every task whose waits hold, until a sweep runs none. Returns the tasks run; *stuck = 1 when
- * some CTA is not done. */
+/* The same outcome the slow way (the simulation's own check): sweep over the agents (real
+ * peers), running every step whose waits hold, until a sweep runs none. Returns the steps run;
+ * *stuck = 1 when some agent is not done. */
 static long simulate_sweeps(const plan_set *S, int G, int *stuck)
 {
-    const int nc = ncounters(S), ncta = S->P * G;
+    const agents A = {S, G, 0, S->P, 0};
+    const int nc = ncounters(S), na = ag_count(&A);
     int *cnt = (int *)calloc((size_t)nc + 1, sizeof(int));
-    int *pos = (int *)malloc((size_t)ncta * sizeof(int));
-    int w[64];
+    int *pos = (int *)malloc((size_t)na * sizeof(int));
+    int w[64], sg[64];
     long run = 0;
     *stuck = 1;
     if (!cnt || !pos || S->in.ag_chunks + S->P + XS_TP_PUSH_MAX + 2 > 64) {
         free(cnt), free(pos);
         return -1;
     }
-    for (int q = 0; q < ncta; q++)
-        pos[q] = q % G;
+    for (int q = 0; q < na; q++)
+        pos[q] = ag_first(&A, q);
     for (int progress = 1; progress;) {
         progress = 0;
-        for (int q = 0; q < ncta; q++) {
-            const int r = q / G;
-            for (int ok = 1; ok && pos[q] < S->n[r];) {
-                const xs_tp_task *x = &S->v[r][pos[q]];
-                const int nw = task_waits(S, r, x, 0, w);
+        for (int q = 0; q < na; q++) {
+            for (int ok = 1; ok && pos[q] < ag_end(&A, q);) {
+                int nw, ns;
+                ag_work(&A, q, pos[q], w, &nw, sg, &ns);
                 for (int j = 0; j < nw; j++)
                     ok &= cnt[w[j]] >= target(S, w[j]);
                 if (!ok)
                     break;
-                const int ns = task_signals(S, r, x, w);
                 for (int j = 0; j < ns; j++)
-                    cnt[w[j]]++;
-                pos[q] += G;
+                    cnt[sg[j]]++;
+                pos[q] += ag_step(&A, q);
                 run++;
                 progress = 1;
             }
         }
     }
     *stuck = 0;
-    for (int q = 0; q < ncta; q++)
-        *stuck |= pos[q] < S->n[q / G];
+    for (int q = 0; q < na; q++)
+        *stuck |= pos[q] < ag_end(&A, q);
     free(cnt);
     free(pos);
     return run;
@@ -380,9 +482,14 @@ static int check_rotations(const plan_set *S, int *rbad, int *ibad)
 
 /* Every wait's signal at an earlier list position (on the raising rank), and every all-gather
  * chunk from rank s pushed at the position of this rank's push of it to the mirror rank.
- * Returns the number of violations; the first in why. -1 when out of memory. */
-static long check_positions(const plan_set *S, char *why, size_t len)
+ * Returns the number of violations; the first in why. -1 when out of memory. With couriers a
+ * remote tile's signal counts at its tile's position (the courier raises it after the tile, and
+ * check_walk checks that couriers go in position order). */
+static long check_positions(const plan_set *S_, char *why, size_t len)
 {
+    plan_set S0 = *S_;
+    S0.cour = 0; /* positions: every signal at the position of the task it follows */
+    const plan_set *S = &S0;
     const int nc = ncounters(S);
     int *at = (int *)malloc(((size_t)nc + 1) * sizeof(int)); /* position of the (last) raiser */
     int *w = (int *)malloc(((size_t)S->in.ag_chunks + S->P + XS_TP_PUSH_MAX + 2) * sizeof(int));
@@ -427,6 +534,31 @@ static long check_positions(const plan_set *S, char *why, size_t len)
     return bad;
 }
 
+/* The couriers' walks: rank r's holds every remote reduce-scatter tile of its list once, in
+ * increasing list positions - the production order in which the deadlock argument keys a
+ * courier's entry (docs/TP.md "Couriers (sm90)"). Returns the violations; the first in why. */
+static long check_walk(const plan_set *S, char *why, size_t len)
+{
+    long bad = 0;
+    why[0] = 0;
+    for (int r = 0; r < S->P; r++) {
+        int e = 0, ow, t;
+        for (int i = 0; i < S->n[r]; i++) {
+            if (remote_tile(S, r, &S->v[r][i], &ow, &t) != 0)
+                continue;
+            if (e >= S->nw[r] || S->walk[r][e] != i) {
+                if (!bad++)
+                    snprintf(why, len, "rank %d: walk entry %d is task %d, the %d-th remote tile "
+                             "is task %d", r, e, e < S->nw[r] ? S->walk[r][e] : -1, e, i);
+            }
+            e++;
+        }
+        if (e != S->nw[r] && !bad++)
+            snprintf(why, len, "rank %d: walk of %d entries for %d remote tiles", r, S->nw[r], e);
+    }
+    return bad;
+}
+
 /* ---- the configurations --------------------------------------------------------------------- */
 
 static xs_tp_costs make_costs(const xs_tp_info *in, int comm_heavy)
@@ -461,39 +593,58 @@ static long g_cases, g_distinct, g_lists, g_sim_tasks;
 
 /* Every order of one (shape, grid): naive, the candidates, the sm90 engine's stored ring ones,
  * under both cost sets; each rank's list built in its own plan context. */
-static void check_config(const xs_tp_shape *s, int G)
+static long g_cour_cases;
+
+/* C > 0: the same with C couriers per rank (xs_tp_set_couriers: lists for G - C compute CTAs;
+ * the sm90 engine's orders only - naive, the stored candidates, the ring ones stored, and the
+ * front-loaded one), simulated as P x (G - C) compute CTAs and P x C couriers. */
+static void check_config_c(const xs_tp_shape *s, int G, int C)
 {
     char name[160];
-    snprintf(name, sizeof name, "%s m=%d n=%d k=%d P=%d grid=%d", xs_tp_op_name(s->op), s->m,
-             s->n, s->k, s->peers, G);
+    snprintf(name, sizeof name, "%s m=%d n=%d k=%d P=%d grid=%d%s", xs_tp_op_name(s->op), s->m,
+             s->n, s->k, s->peers, G, C ? " couriers=" : "");
+    if (C)
+        snprintf(name + strlen(name), sizeof name - strlen(name), "%d", C);
     xs_tp_info in;
     if (xs_tp_info_of(s, &in) != XS_OK) {
         XT_CHECK(0, "%s: %s", name, xs_errmsg());
         return;
     }
-    const int P = s->peers;
+    if (C > 0 && (G - C < 1 || in.rs_gemm < 0))
+        return; /* no compute CTA left, or nothing for couriers to carry */
+    const int P = s->peers, Gc = G - C;
     xs_tp *t[XS_MAX_RANKS];
     memset(t, 0, sizeof t);
     for (int r = 0; r < P; r++)
-        if (xs_tp_plan_create(s, r, G, &t[r]) != XS_OK) {
+        if (xs_tp_plan_create(s, r, G, &t[r]) != XS_OK || xs_tp_set_couriers(t[r], C) != XS_OK) {
             XT_CHECK(0, "%s rank %d: plan context: %s", name, r, xs_errmsg());
-            for (int q = 0; q < r; q++)
+            for (int q = 0; q <= r; q++)
                 xs_tp_destroy(t[q]);
             return;
         }
     xs_profile prof;
     xs_profile_default(&prof);
-    xs_tp_pace cand[XS_TP_NCAND + 3];
-    int nc = xs_tp_candidates(0.9 * xs_capacity(&prof, G), cand, XS_TP_NCAND);
+    xs_tp_pace cand[XS_TP_NCAND + 4];
+    int nc = xs_tp_candidates(0.9 * xs_capacity(&prof, Gc), cand, XS_TP_NCAND);
+    if (C > 0) { /* the sm90 engine's: stored only, plus the front-loaded order */
+        int k = 0;
+        for (int i = 0; i < nc; i++)
+            if (!cand[i].spread || cand[i].ring) {
+                cand[k] = cand[i];
+                cand[k++].spread = 0;
+            }
+        nc = k;
+        xs_tp_pace_front(&cand[nc++]);
+    }
     int sm90_from = nc;
-    for (int i = 0; i < XS_TP_NCAND; i++) /* the sm90 engine: ring candidates with spread 0 */
+    for (int i = 0; i < XS_TP_NCAND && C == 0; i++) /* sm90: ring candidates with spread 0 */
         if (cand[i].ring) {
             cand[nc] = cand[i];
             cand[nc++].spread = 0;
         }
     int orders = 0, bad = 0, distinct = 0;
     long tasks0 = 0;
-    unsigned long long seen[2 * (XS_TP_NCAND + 3) + 1]; /* rank 0's list hashes */
+    unsigned long long seen[2 * (XS_TP_NCAND + 4) + 1]; /* rank 0's list hashes */
     for (int cost = 0; cost < 2; cost++) {
         const xs_tp_costs c = make_costs(&in, cost);
         for (int o = -1; o < nc; o++) {
@@ -515,7 +666,14 @@ static void check_config(const xs_tp_shape *s, int G)
                     built = 0;
                 }
                 S.n[r] = xs_tp_order_get(t[r], 0, &S.v[r]);
+                S.nw[r] = xs_tp_order_walk(t[r], 0, &S.walk[r]);
+                if (built && xs_tp_order_couriers(t[r], 0) != C) {
+                    XT_CHECK(0, "%s %s rank %d: order built for %d couriers", name, lab, r,
+                             xs_tp_order_couriers(t[r], 0));
+                    built = 0;
+                }
             }
+            S.cour = C;
             g_cases++;
             orders++;
             if (!built) {
@@ -538,29 +696,43 @@ static void check_config(const xs_tp_shape *s, int G)
             const long pb = check_positions(&S, why, sizeof why);
             XT_CHECK(pb == 0, "%s %s cost set %d: %ld waits off their position; first: %s", name,
                      lab, cost, pb, why);
+            long wb = 0;
+            if (C > 0) {
+                wb = check_walk(&S, why, sizeof why);
+                XT_CHECK(wb == 0, "%s %s cost set %d: courier walk: %s", name, lab, cost, why);
+                g_cour_cases++;
+            }
             sim_out so, sv;
-            simulate(&S, G, -1, &so);
+            simulate(&S, Gc, -1, &so);
             g_sim_tasks += so.tasks;
             XT_CHECK(!so.deadlock, "%s %s cost set %d: DEADLOCK with real peers: %s", name, lab,
                      cost, so.what);
             int vdead = 0;
             for (int r = 0; r < P && !vdead; r++) {
-                simulate(&S, G, r, &sv);
+                simulate(&S, Gc, r, &sv);
                 g_sim_tasks += sv.tasks;
                 vdead = sv.deadlock;
             }
             XT_CHECK(!vdead, "%s %s cost set %d: DEADLOCK with virtual peers: %s", name, lab,
                      cost, sv.what);
-            bad += rot != 0 || pb != 0 || so.deadlock || vdead;
+            bad += rot != 0 || pb != 0 || wb != 0 || so.deadlock || vdead;
         }
     }
     XT_CHECK(bad == 0, "%s: %d of %d orders fail", name, bad, orders);
     g_distinct += distinct;
     printf("ok %s: %d orders (%d distinct lists) x %d ranks, %ld tasks per list on average: "
-           "rotations, positions, no deadlock (real and virtual peers)\n", name, orders, distinct,
-           P, orders ? tasks0 / orders : 0);
+           "rotations, positions, %sno deadlock (real and virtual peers)\n", name, orders,
+           distinct, P, orders ? tasks0 / orders : 0, C ? "courier walks, " : "");
     for (int r = 0; r < P; r++)
         xs_tp_destroy(t[r]);
+}
+
+/* Every order of one (shape, grid), without couriers and with 1 and 4 per rank. */
+static void check_config(const xs_tp_shape *s, int G)
+{
+    check_config_c(s, G, 0);
+    check_config_c(s, G, 1);
+    check_config_c(s, G, 4);
 }
 
 /* ---- the broken lists --------------------------------------------------------------------- */
@@ -809,6 +981,101 @@ static void check_broken(void)
     }
 }
 
+/* Rank r's courier walk of list v (the positions of its remote tiles, increasing): what
+ * xs_tp_order_walk holds, for hand-made lists. Caller frees. */
+static int *make_walk(const plan_set *S, int r, const xs_tp_task *v, int n, int *nw)
+{
+    int *w = (int *)malloc((size_t)(n > 0 ? n : 1) * sizeof(int)), ow, t;
+    *nw = 0;
+    for (int i = 0; w && i < n; i++)
+        if (remote_tile(S, r, &v[i], &ow, &t) == 0)
+            w[(*nw)++] = i;
+    return w;
+}
+
+/* e: couriers. gemm_rs P = 2 with two tiles per owner; every rank's list (a rotation, valid for
+ * xs_tp_order_check) puts a reduction between its two remote tiles: remote 0, own 0, reduce
+ * own 0, remote 1, own 1, reduce own 1. One compute CTA and one courier per rank. In production
+ * order (walk = positions 0, 3) the couriers deliver remote tile 0 while the reduction waits
+ * for it: no deadlock. Reversed (3, 0), each courier waits for remote tile 1, which its compute
+ * CTA reaches only after the reduction, which waits for the other rank's courier: a cross-rank
+ * cycle through both couriers - reported by the simulation and by check_walk. With two compute
+ * CTAs the reversed walk does not deadlock (remote tile 1 is in the other CTA). */
+static void check_broken_couriers(void)
+{
+    const xs_tp_shape s = {XS_TP_GEMM_RS, 256, 512, 128, 2};
+    xs_tp_info in;
+    xs_tp_info_of(&s, &in);
+    plan_set S;
+    set_init(&S, &s, &in);
+    if (S.rbpr != 1 || in.tiles_n[0] != 2 || in.t_own != 2) {
+        XT_CHECK(0, "broken e: unexpected shape (%d row blocks per owner, %d column tiles)",
+                 S.rbpr, in.tiles_n[0]);
+        return;
+    }
+    xs_tp_task v[2][6];
+    int fwd[2][2] = {{0, 3}, {0, 3}}, rev[2][2] = {{3, 0}, {3, 0}};
+    memset(v, 0, sizeof v);
+    for (int r = 0; r < 2; r++) {
+        const int other = (r + 1) % 2;
+        const int tm[6] = {other, r, -1, other, r, -1}, tn[6] = {0, 0, 0, 1, 1, 1};
+        for (int i = 0; i < 6; i++) {
+            if (tm[i] < 0) {
+                v[r][i].kind = XS_TP_K_REDUCE;
+                v[r][i].red_t = tn[i];
+            } else {
+                v[r][i].kind = XS_TP_K_TILE;
+                v[r][i].tm = tm[i];
+                v[r][i].tn = tn[i];
+            }
+        }
+        S.v[r] = v[r];
+        S.n[r] = 6;
+        XT_CHECK(order_ok(&s, r, v[r], 6), "broken e: rank %d's list should pass "
+                 "xs_tp_order_check: %s", r, xs_errmsg());
+    }
+    int rb, ib;
+    XT_CHECK(check_rotations(&S, &rb, &ib) == 0, "broken e: the lists are not rotations");
+    S.cour = 1;
+    char why[400];
+    for (int r = 0; r < 2; r++) {
+        int nw = 0;
+        int *w = make_walk(&S, r, v[r], 6, &nw);
+        XT_CHECK(w && nw == 2 && w[0] == 0 && w[1] == 3, "broken e: rank %d's walk", r);
+        free(w);
+        S.walk[r] = fwd[r];
+        S.nw[r] = 2;
+    }
+    XT_CHECK(check_walk(&S, why, sizeof why) == 0, "broken e: production-order walk flagged: %s",
+             why);
+    sim_out so;
+    simulate(&S, 1, -1, &so);
+    XT_CHECK(!so.deadlock, "broken e: production-order walk deadlocks: %s", so.what);
+    int stuck = 1;
+    const long run = simulate_sweeps(&S, 1, &stuck);
+    XT_CHECK(!stuck && run == so.tasks, "broken e: sweeps disagree (%ld, %ld)", run, so.tasks);
+    for (int r = 0; r < 2; r++)
+        S.walk[r] = rev[r];
+    simulate(&S, 1, -1, &so);
+    XT_CHECK(so.deadlock, "broken e (courier walk against production order, one compute CTA): "
+             "no deadlock reported");
+    printf("ok broken e (gemm_rs P = 2, couriers walking against production order, 1 compute CTA "
+           "+ 1 courier): %s\n", so.what);
+    XT_CHECK(check_walk(&S, why, sizeof why) > 0, "broken e: reversed walk not flagged");
+    simulate_sweeps(&S, 1, &stuck);
+    XT_CHECK(stuck, "broken e: the sweeps find no deadlock");
+    sim_out s2;
+    simulate(&S, 2, -1, &s2);
+    XT_CHECK(!s2.deadlock, "broken e: reversed walk with 2 compute CTAs reported as a deadlock: "
+             "%s", s2.what);
+    printf("ok broken e (the same with 2 compute CTAs: no deadlock, remote tile 1 is in the other "
+           "CTA)\n");
+    /* without couriers the same lists run (the tile raises the owner's signal itself) */
+    S.cour = 0;
+    simulate(&S, 1, -1, &so);
+    XT_CHECK(!so.deadlock, "broken e: the lists deadlock without couriers: %s", so.what);
+}
+
 /* The event-driven simulation against the sweeps on lists with random swaps (same swaps on
  * every rank, or on rank 0 only): the same verdict and the same tasks run, and both verdicts
  * occur. */
@@ -820,7 +1087,7 @@ static void check_sim_random(void)
         {XS_TP_GEMM_RS, 1024, 264, 64, 2},
     };
     uint32_t seed = 12345u;
-    int trials = 0, agree = 0, dead = 0;
+    int trials = 0, agree = 0, dead = 0, ctrials = 0, cagree = 0, cdead = 0;
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const xs_tp_shape *s = &shapes[si];
         xs_tp_info in;
@@ -853,6 +1120,35 @@ static void check_sim_random(void)
                 agree += stuck == so.deadlock && run == so.tasks;
                 dead += so.deadlock;
             }
+            /* the same lists with couriers (1 or 2 per rank, walks in production order, or
+             * every other trial one rank's walk rotated by one entry) */
+            if (ok && in.rs_gemm >= 0) {
+                int *w[XS_MAX_RANKS];
+                int wok = 1;
+                for (int r = 0; r < S.P; r++) {
+                    w[r] = make_walk(&S, r, v[r], S.n[r], &S.nw[r]);
+                    S.walk[r] = w[r];
+                    wok &= w[r] != NULL;
+                }
+                if (wok) {
+                    S.cour = 1 + trial % 2;
+                    if (trial % 4 >= 2 && S.nw[0] > 1) {
+                        const int f = w[0][0];
+                        memmove(w[0], w[0] + 1, (size_t)(S.nw[0] - 1) * sizeof(int));
+                        w[0][S.nw[0] - 1] = f;
+                    }
+                    sim_out so;
+                    simulate(&S, G, -1, &so);
+                    int stuck = 0;
+                    const long run = simulate_sweeps(&S, G, &stuck);
+                    ctrials++;
+                    cagree += stuck == so.deadlock && run == so.tasks;
+                    cdead += so.deadlock;
+                    S.cour = 0;
+                }
+                for (int r = 0; r < S.P; r++)
+                    free(w[r]);
+            }
             for (int r = 0; r < S.P; r++)
                 free(v[r]);
         }
@@ -862,11 +1158,17 @@ static void check_sim_random(void)
              dead);
     printf("ok simulation vs sweeps on %d randomly broken list sets: %d agree, %d deadlocks\n",
            trials, agree, dead);
+    XT_CHECK(ctrials == 200 && cagree == ctrials && cdead > 0 && cdead < ctrials,
+             "random swaps with couriers: %d trials, %d agree with the sweeps, %d deadlocks",
+             ctrials, cagree, cdead);
+    printf("ok the same with couriers on %d list sets (gemm_rs, mlp): %d agree, %d deadlocks\n",
+           ctrials, cagree, cdead);
 }
 
 int main(void)
 {
     check_broken();
+    check_broken_couriers();
     check_sim_random();
     /* small odd shapes (per P: 2 row blocks per owner, ragged widths, partial chunks, one row
      * block per owner), grids 1, 5 and 132 */
@@ -909,7 +1211,8 @@ int main(void)
             }
         }
     }
-    printf("ok %ld orders checked (op, P, shape, grid, cost set, order; %ld distinct lists), %ld "
-           "rank lists, %ld simulated task runs\n", g_cases, g_distinct, g_lists, g_sim_tasks);
+    printf("ok %ld orders checked (op, P, shape, grid, couriers, cost set, order; %ld distinct "
+           "lists; %ld with couriers), %ld rank lists, %ld simulated task runs\n", g_cases,
+           g_distinct, g_cour_cases, g_lists, g_sim_tasks);
     return xt_done();
 }
