@@ -86,6 +86,8 @@ typedef struct {
     xs_tp_engine engine; /* --engine: the fused kernel's tile engine */
     int slots;           /* --slots: TPB_SLOTS_ROW, _TILE or _BOTH */
     int cour[TPB_MAX_COUR], ncour; /* --couriers: courier counts run next to the default (0) */
+    double cour_pace;    /* --courier-pace: the couriers' pace, a fraction of the profile's R
+                            (0 = unpaced) */
 } tpb_opts;
 
 /* --slots: the reduce-scatter slot layout(s) of the fused runs (xs_tp_set_slot_layout) */
@@ -177,6 +179,9 @@ static void usage(FILE *f)
             "                        of the grid copy the remote tiles that the other CTAs stage\n"
             "                        in HBM (docs/TP.md \"Couriers (sm90)\"); columns\n"
             "                        naive_cN_us, shaped_cN_us, ... (0 adds nothing) [none]\n"
+            "      --courier-pace F  the couriers together issue at most F x the profile's R\n"
+            "                        (0: unpaced); run 8's probe: a few SMs paced at 0.74-1.0\n"
+            "                        of the link slow no SM, unpaced above R they slow all [0.95]\n"
             "      --pick model|measure  shaped order: the model's best candidate, or the fastest\n"
             "                        of a verified pilot run of the model's candidates [measure]\n"
             "      --timeout S       bound of every device-side wait, seconds [2]\n"
@@ -198,9 +203,10 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
     memset(o, 0, sizeof *o);
     o->common.iters = 5, o->common.warmup = 1;
     o->common.seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
+    o->cour_pace = 0.95;
     int ops_set = 0, models_set = 0;
     enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_TIMEOUT, OPT_MAXTIME,
-           OPT_ENGINE, OPT_SLOTS, OPT_COURIERS };
+           OPT_ENGINE, OPT_SLOTS, OPT_COURIERS, OPT_COURIER_PACE };
     static const struct option lo[] = {
         {"op", required_argument, 0, 'o'},        {"model", required_argument, 0, OPT_MODEL},
         {"m", required_argument, 0, 'm'},         {"n", required_argument, 0, OPT_N},
@@ -211,6 +217,7 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
         {"engine", required_argument, 0, OPT_ENGINE},
         {"slots", required_argument, 0, OPT_SLOTS},
         {"couriers", required_argument, 0, OPT_COURIERS},
+        {"courier-pace", required_argument, 0, OPT_COURIER_PACE},
         {"seed", required_argument, 0, XS_OPT_SEED}, {"device", required_argument, 0, 'd'},
         {"csv", required_argument, 0, XS_OPT_CSV}, {"quick", no_argument, 0, XS_OPT_QUICK},
         {"profile", required_argument, 0, XS_OPT_PROFILE},
@@ -350,6 +357,10 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
             }
             break;
         }
+        case OPT_COURIER_PACE:
+            if (xs_parse_double("--courier-pace", optarg, 0, 2, &o->cour_pace) != XS_OK)
+                return xs_cli_fail();
+            break;
         case XS_OPT_CSV: o->csv = optarg; break;
         case XS_OPT_QUICK: o->quick = 1; break;
         case 'h': usage(stdout); return -1;
@@ -850,6 +861,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     }
     ROW_TRY(xs_tp_create(&row->s, tab, cx->grid, seed, &t));
     ROW_TRY(xs_tp_set_engine(t, o->engine));
+    ROW_TRY(xs_tp_set_courier_pace(t, o->cour_pace * cx->prof->drain_bytes_per_ns));
     /* both: everything up to the timed loop in row layout; the loop switches per iteration */
     ROW_TRY(xs_tp_set_slot_layout(t, o->slots == TPB_SLOTS_TILE ? XS_TP_LAYOUT_TILE
                                                                 : XS_TP_LAYOUT_ROW));
@@ -1563,9 +1575,14 @@ extern "C" int xs_bench_tp(int argc, char **argv)
         for (int v = 0; v < o.ncour; v++)
             cl += (size_t)snprintf(cour_line + cl, sizeof cour_line - cl, "%s%d", v ? " and " : "",
                                    o.cour[v]);
-        snprintf(cour_line + cl, sizeof cour_line - cl, " courier CTAs next to the default "
-                 "kernel (0), same iterations (columns *_c<N>_*); local_us and bound_us without "
-                 "couriers; gemm_rs and mlp only");
+        cl += (size_t)snprintf(cour_line + cl, sizeof cour_line - cl, " courier CTAs next to the "
+                 "default kernel (0), same iterations (columns *_c<N>_*); local_us and bound_us "
+                 "without couriers; gemm_rs and mlp only; ");
+        if (o.cour_pace > 0)
+            snprintf(cour_line + cl, sizeof cour_line - cl, "paced at %.2f x R = %.1f B/ns",
+                     o.cour_pace, o.cour_pace * prof.drain_bytes_per_ns);
+        else
+            snprintf(cour_line + cl, sizeof cour_line - cl, "unpaced");
     }
     printf("# couriers: %s\n", cour_line);
     printf("# tiles %dx%d (engine %s), persistent grid = %d "

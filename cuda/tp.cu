@@ -1252,6 +1252,7 @@ struct xs_tp {
     int *d_walk[XS_TP_SLOTS];      /* device copies, uploaded with the list */
     int d_walk_cap[XS_TP_SLOTS];
     char *outbox;                  /* [P - 1][slot_bytes] remote tiles staged for the couriers */
+    double cour_pace;              /* bytes/ns all couriers together may issue; 0 = unpaced */
     uint64_t *ready;               /* [2][P - 1][t_own] outbox ready flags: fused, local table */
 };
 
@@ -1675,6 +1676,18 @@ extern "C" xs_status xs_tp_set_couriers(xs_tp *t, int couriers)
 }
 
 extern "C" int xs_tp_get_couriers(const xs_tp *t) { return t->couriers; }
+
+extern "C" xs_status xs_tp_set_courier_pace(xs_tp *t, double bytes_per_ns)
+{
+    /* below 0.1 B/ns a 64 KiB tile would take over 0.6 ms of pacing per courier */
+    if (!(bytes_per_ns == 0 || (bytes_per_ns >= 0.1 && bytes_per_ns <= 1e6)))
+        return xs_seterr(XS_EINVAL, "tp: courier pace %.3g B/ns (0 = unpaced, else 0.1..1e6)",
+                         bytes_per_ns);
+    t->cour_pace = bytes_per_ns;
+    return XS_OK;
+}
+
+extern "C" double xs_tp_get_courier_pace(const xs_tp *t) { return t->cour_pace; }
 
 extern "C" int xs_tp_order_couriers(const xs_tp *t, int slot)
 {
@@ -2724,7 +2737,10 @@ static xs_status tp_predict_couriers(xs_tp *t, int slot, const xs_profile *p,
     }
     for (int s = 1; s < S; s++)
         end[s] += end[s - 1];
-    const double R = p->drain_bytes_per_ns > 0 ? p->drain_bytes_per_ns : 1e-9;
+    /* the link: R, or the couriers' pace where that is lower */
+    double R = p->drain_bytes_per_ns > 0 ? p->drain_bytes_per_ns : 1e-9;
+    if (t->cour_pace > 0 && t->cour_pace < R)
+        R = t->cour_pace;
     double link = 0;
     for (int i = 0; i < n; i++) {
         tp_task x = v[i];
@@ -2738,8 +2754,9 @@ static xs_status tp_predict_couriers(xs_tp *t, int slot, const xs_profile *p,
     out->model_ns = link > out->ideal_ns ? link : out->ideal_ns;
     out->rows = 0;
     out->criterion_ok = -1;
-    snprintf(out->how, sizeof out->how, "%d couriers: link at R from the first ready remote byte, "
-             "compute on %d CTAs (fluid model)", t->scour[slot], G);
+    snprintf(out->how, sizeof out->how, "%d couriers: link at %.1f B/ns (%s) from the first ready "
+             "remote byte, compute on %d CTAs (fluid model)", t->scour[slot], R,
+             t->cour_pace > 0 ? "their pace" : "R", G);
     free(end);
     return XS_OK;
 }
@@ -3028,6 +3045,7 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
             k.slot_bytes = in->slot_bytes;
             k.ready = t->ready ? t->ready + (o->local ? (size_t)(t->P - 1) * in->t_own : 0)
                                : NULL;
+            k.pace_bytes_per_ns = (float)(t->cour_pace / ncour);
             XS_CU(cudaFuncSetAttribute(tp90_kernel<TP90K>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        TP90K::SMEM_BYTES));

@@ -173,6 +173,11 @@ int xs_tp_engine_streams(xs_tp_engine e);
  * XS_EINVAL (one line) otherwise. */
 xs_status xs_tp_set_couriers(xs_tp *t, int couriers);
 int xs_tp_get_couriers(const xs_tp *t);   /* the count of orders built next */
+/* The rate (bytes/ns) all couriers of a launch together may issue, each its share (a token bucket
+ * on %globaltimer, per tile and per round of the copy); 0 = unpaced (default). Applies to every
+ * later launch and prediction. XS_EINVAL outside 0 or 0.1..1e6. */
+xs_status xs_tp_set_courier_pace(xs_tp *t, double bytes_per_ns);
+double xs_tp_get_courier_pace(const xs_tp *t);
 int xs_tp_order_couriers(const xs_tp *t, int slot); /* the count a slot's order was built for */
 /* The couriers' walk of a slot: the list positions of its remote reduce-scatter tiles (owner !=
  * this rank) in increasing order - the order the compute CTAs produce them, step by step. Courier

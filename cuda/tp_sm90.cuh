@@ -93,6 +93,10 @@ typedef struct {
     uint64_t *ready;           /* [P - 1][t_own] outbox tile (j, t) written: the launch's epoch
                                   (one array per window table, so a stale value is always
                                   smaller) */
+    float pace_bytes_per_ns;   /* each courier's share of the pace (xs_tp_set_courier_pace);
+                                  0 = unpaced. Run 8's probe: stores from a few SMs above R
+                                  backlog the stage and slow every SM's loads to 0.07-0.63;
+                                  paced at 0.74-1.0 of the link they cost no SM anything */
 } tp90_cour;
 
 /* tp_reduce's thread geometry for the 256 consumer threads (threadIdx.x 0..255). */
@@ -554,11 +558,20 @@ XS_DEV tp90_ctile tp90_ctile_of(const tp_args &a, const xs_wintab &tab, const tp
 
 /* The copy threads (tid 0 .. TP90_CW - 1): the tile from the outbox (L2: __ldcg, never a stale
  * L1 line of an earlier launch) to the owner's slot, TP90_CU loads then TP90_CU stores. */
-XS_DEV void tp90_ccopy(const tp90_ctile &c, int tid)
+XS_DEV void tp90_ccopy(const tp90_ctile &c, int tid, unsigned long long t0, float pace)
 {
     const uint4 *src = (const uint4 *)c.src;
 #pragma unroll 1
     for (int j = tid; j < c.units; j += TP90_CU * TP90_CW) {
+        if (pace > 0.0f) {
+            /* paced: this round of TP90_CU x TP90_CW units leaves no earlier than the courier's
+             * share of the pace allows (t0: when the tile may start, thread 0's token bucket);
+             * due is at most the tile's bytes / pace after t0, so the spin is bounded */
+            const unsigned long long due =
+                t0 + (unsigned long long)((float)(16 * (j - tid)) / pace);
+            while (xs_globaltimer() < due) {
+            }
+        }
         uint4 v[TP90_CU];
 #pragma unroll
         for (int u = 0; u < TP90_CU; u++) {
@@ -621,8 +634,10 @@ XS_DEV void tp90_courier(const tp_args &a, const xs_wintab &tab, const tp90_cour
             tp90_signal<true>(a, q);
         return;
     }
+    __shared__ unsigned long long s_t0[2]; /* when the tile may start (pacing), by parity */
     unsigned long long lsum = 0; /* thread 0: hash of the walk entries and tasks read */
     uint64_t *prev = NULL;       /* thread 0: signal of the tile copied last, not yet queued */
+    unsigned long long due = 0;  /* thread 0: the pace's token bucket (next byte's earliest time) */
     bool aborted = false;
     int par = 0;
 #pragma unroll 1
@@ -640,19 +655,28 @@ XS_DEV void tp90_courier(const tp_args &a, const xs_wintab &tab, const tp90_cour
                 const int i = k.walk[e];
                 tp_task_read(a, i, &w0, &w1);
                 lsum += tp_courier_hash4(e, i, w0, w1);
-                w = tp90_cwait(a, k, tp90_ctile_of(a, tab, k, w0).ready, i);
+                const tp90_ctile c0 = tp90_ctile_of(a, tab, k, w0);
+                w = tp90_cwait(a, k, c0.ready, i);
+                if (w == 0 && k.pace_bytes_per_ns > 0.0f) {
+                    /* a tile that was ready late does not bank the time it waited */
+                    const unsigned long long now = xs_globaltimer();
+                    s_t0[par] = due > now ? due : now;
+                    due = s_t0[par] +
+                          (unsigned long long)((float)(16 * c0.units) / k.pace_bytes_per_ns);
+                }
             }
             s_cw[par] = w;
         }
         tp90_copy_bar();
         const int w = s_cw[par];
+        const unsigned long long t0 = s_t0[par];
         par ^= 1;
         if (w) {
             aborted = w != 3;
             break;
         }
         const tp90_ctile c = tp90_ctile_of(a, tab, k, __ldg((const int4 *)(a.tasks + k.walk[e])));
-        tp90_ccopy(c, tid);
+        tp90_ccopy(c, tid, t0, k.pace_bytes_per_ns);
         if (tid == 0)
             prev = c.flag;
     }

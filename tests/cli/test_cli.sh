@@ -149,6 +149,8 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench tp --couriers twice" "--couriers: 4 given twice" "$X" bench tp --engine sm90 --couriers 4,4
     expect_err "bench tp --couriers three" "--couriers: at most 2 courier counts besides 0" "$X" bench tp --engine sm90 --couriers 2,4,8
     if "$X" bench tp --help 2>&1 | grep -q -- '--couriers LIST'; then ok; else bad "bench tp --help lacks --couriers"; fi
+    expect_err "bench tp --courier-pace 3" "--courier-pace 3: outside 0..2" "$X" bench tp --engine sm90 --couriers 4 --courier-pace 3
+    expect_err "bench tp --courier-pace word" "--courier-pace 'fast': not a number" "$X" bench tp --engine sm90 --courier-pace fast
     # bench -g/--gpus: one-line errors before any GPU is touched (docs/MULTIGPU.md)
     expect_err "bench ep -g 0" "--gpus 0: outside 1..64" "$X" bench ep -g 0
     expect_err "bench ep -g 65" "--gpus 65: outside 1..64" "$X" bench ep --gpus 65
