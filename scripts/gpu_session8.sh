@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# gpu_session8.sh - the courier runs of run 8 (bench/results/h200-2026-11-29-r8): fused kernels
+# whose remote stores leave from a few courier CTAs paced under R instead of from every CTA
+# (docs/MODEL.md "Run 8": the probe that motivated them). PARTS (default "tpc"):
+#   tpc  bench tp --engine sm90: a quick gemm_rs smoke with 4 couriers, then the default sweep
+#        with 0, 4 and 8 couriers side by side in the same iterations (every row verified)
+# Writes to $OUT: <part>*.csv and <part>*.log. Usage: OUT=dir [PROFILE=file] [PARTS=...]
+#   scripts/gpu_session8.sh
+set -u
+OUT=${OUT:-./out-s8}
+X=${BUILD:-build}/xstage
+P=${PROFILE:-bench/results/h200-2026-11-29-r8/h200_call3_calib_h200_host_profile.json}
+mkdir -p "$OUT"
+for part in ${PARTS:-tpc}; do
+    case $part in
+    tpc)
+        timeout 120 "$X" bench tp --engine sm90 --couriers 4 --op gemm_rs --quick --profile "$P" \
+            --csv "$OUT/tpc_quick.csv" >"$OUT/tpc_quick.log" 2>&1
+        echo "tpc quick rc=$?"
+        tail -n 25 "$OUT/tpc_quick.log"
+        timeout "${TPC_LIMIT:-330}" "$X" bench tp --engine sm90 --couriers "${TPC_COURIERS:-4,8}" \
+            --max-time "${TPC_MAX_TIME:-270}" --profile "$P" -n 5 -w 1 --csv "$OUT/tpc.csv" \
+            >"$OUT/tpc.log" 2>&1
+        echo "tpc sweep rc=$?"
+        grep -E "^# summary|^# couriers" "$OUT/tpc.log" | tail -n 30 ;;
+    *) echo "unknown part $part" ;;
+    esac
+done
