@@ -4,6 +4,7 @@
  * read-back. Every launcher validates its input, returns an xs_status and never exits.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attn.cuh"
@@ -44,6 +45,71 @@ extern "C" int xs_attn_tile_iters(int seq, int heads, int causal, int t)
     return causal ? last / XS_ATTN_BN + 1 : (seq + XS_ATTN_BN - 1) / XS_ATTN_BN;
 }
 
+extern "C" int xs_attn_courier_tiles(int order, int tiles, int remote, int ncompute, int *list)
+{
+    if (!list || tiles < 1 || remote < 0 || remote > tiles || ncompute < 1 || ncompute > tiles)
+        return -1;
+    xs_attn_rwalk w;
+    xs_attn_rwalk_init(&w, order == XS_ATTN_ORDER_EARLY ? remote : 0, ncompute, remote);
+    int n = 0, t;
+    while ((t = xs_attn_rwalk_next(&w)) >= 0 && n < remote)
+        list[n++] = t;
+    return n;
+}
+
+/* ---- the couriers' prediction (host; docs/UP.md "Couriers") ------------------------------- */
+
+extern "C" xs_status xs_attn_courier_predict(int order, int tiles, int remote, int ncompute,
+                                             int couriers, const double *dur_ns,
+                                             const double *copy_bytes, double rate_bytes_per_ns,
+                                             double overhead_ns, xs_attn_courier_pred *out)
+{
+    if (!out || !dur_ns || tiles < 1 || remote < 0 || remote > tiles || ncompute < 1 ||
+        ncompute > tiles || couriers < 0 || (couriers > 0 && !copy_bytes) ||
+        (couriers > 0 && !(rate_bytes_per_ns > 0)) || !(overhead_ns >= 0))
+        return xs_seterr(XS_EINVAL, "courier prediction: bad arguments (%d tiles, %d remote, %d "
+                         "compute CTAs, %d couriers, rate %g B/ns)", tiles, remote, ncompute,
+                         couriers, rate_bytes_per_ns);
+    memset(out, 0, sizeof *out);
+    double *ready = (double *)malloc((size_t)tiles * sizeof(double));
+    double *free_at = (double *)calloc((size_t)(couriers > 0 ? couriers : 1), sizeof(double));
+    if (!ready || !free_at) {
+        free(ready);
+        free(free_at);
+        return xs_seterr(XS_ENOMEM, "courier prediction: out of memory for %d tiles", tiles);
+    }
+    /* the compute CTAs: each walks its tiles back to back; a tile is ready at its end */
+    for (int b = 0; b < ncompute; b++) {
+        const int m = xs_attn_cta_count(tiles, ncompute, b);
+        double t_b = 0;
+        for (int k = 0; k < m; k++) {
+            const int t = xs_attn_cta_tile(order, tiles, remote, ncompute, b, k);
+            t_b += dur_ns[t];
+            ready[t] = t_b;
+        }
+        if (t_b > out->compute_end_ns)
+            out->compute_end_ns = t_b;
+    }
+    /* the couriers: the walk's j-th tile to courier j % C, served in order at rate / C */
+    if (couriers > 0 && remote > 0) {
+        const double rc = rate_bytes_per_ns / couriers;
+        xs_attn_rwalk w;
+        xs_attn_rwalk_init(&w, order == XS_ATTN_ORDER_EARLY ? remote : 0, ncompute, remote);
+        int t;
+        for (int j = 0; (t = xs_attn_rwalk_next(&w)) >= 0; j++) {
+            double *f = &free_at[j % couriers];
+            *f = (*f > ready[t] ? *f : ready[t]) + overhead_ns + copy_bytes[t] / rc;
+            if (*f > out->link_end_ns)
+                out->link_end_ns = *f;
+        }
+    }
+    out->span_ns = out->compute_end_ns > out->link_end_ns ? out->compute_end_ns
+                                                          : out->link_end_ns;
+    free(ready);
+    free(free_at);
+    return XS_OK;
+}
+
 /* ---- the forward kernel ------------------------------------------------------------------ */
 
 template <bool CAUSAL>
@@ -52,6 +118,19 @@ __global__ void __launch_bounds__(XS_ATTN_THREADS, 1)
 {
     extern __shared__ __align__(1024) unsigned char xs_attn_smem[];
     xs_attn_cta<CAUSAL>(a, tab, xs_attn_smem);
+}
+
+/* couriers > 0: its own kernel, so that the kernel above (couriers = 0) stays as it was. */
+template <bool CAUSAL>
+__global__ void __launch_bounds__(XS_ATTN_THREADS, 1)
+    xs_attn_courier_kernel(const __grid_constant__ xs_attn_args a,
+                           const __grid_constant__ xs_wintab tab)
+{
+    extern __shared__ __align__(1024) unsigned char xs_attn_smem[];
+    if ((int)blockIdx.x >= (int)gridDim.x - a.couriers)
+        xs_attn_courier(a, tab, xs_attn_smem);
+    else
+        xs_attn_cta<CAUSAL, true>(a, tab, xs_attn_smem);
 }
 
 extern "C" xs_status xs_attn_validate(const xs_attn_args *a, const xs_wintab *tab, int grid)
@@ -77,9 +156,33 @@ extern "C" xs_status xs_attn_validate(const xs_attn_args *a, const xs_wintab *ta
         return xs_seterr(XS_EINVAL, "attention: order %d is neither snake (0) nor early (1)",
                          a->order);
     int tiles = xs_attn_tiles(a->seq, a->heads);
-    if (grid < 1 || grid > tiles)
+    if (a->couriers < 0 || a->couriers > XS_ATTN_MAX_COURIERS)
+        return xs_seterr(XS_EINVAL, "attention: couriers %d outside 0..%d", a->couriers,
+                         XS_ATTN_MAX_COURIERS);
+    if (a->couriers > 0) {
+        const int C = a->couriers;
+        if (a->out != XS_ATTN_OUT_WINDOWS || a->split != 0 || a->signal == 0)
+            return xs_seterr(XS_EINVAL, "attention: couriers need windows output, split 0 and a "
+                             "nonzero signal (the ready flags carry it)");
+        if (!a->sync || ((uintptr_t)a->sync & 7))
+            return xs_seterr(XS_EINVAL, "attention: couriers need a sync buffer of tiles + grid "
+                             "flags (8-byte aligned device memory)");
+        if (!a->o || ((uintptr_t)a->o & 15))
+            return xs_seterr(XS_EINVAL, "attention: couriers need a 16-byte aligned staging "
+                             "buffer o");
+        if (!(a->pace_bytes_per_ns == 0.f ||
+              (a->pace_bytes_per_ns >= XS_ATTN_MIN_PACE * C && !isinf(a->pace_bytes_per_ns))))
+            return xs_seterr(XS_EINVAL, "attention: courier pace %g B/ns: 0 (unpaced) or %g..inf "
+                             "(%g per courier)", (double)a->pace_bytes_per_ns,
+                             XS_ATTN_MIN_PACE * C, XS_ATTN_MIN_PACE);
+        if (grid - C < 1 || grid - C > tiles)
+            return xs_seterr(XS_EINVAL, "attention: grid %d with %d couriers leaves %d compute "
+                             "CTAs, outside 1..%d (the tiles of seq %d x %d heads)", grid, C,
+                             grid - C, tiles, a->seq, a->heads);
+    } else if (grid < 1 || grid > tiles) {
         return xs_seterr(XS_EINVAL, "attention: grid %d outside 1..%d (the tiles of seq %d x "
                          "%d heads)", grid, tiles, a->seq, a->heads);
+    }
     if (a->out == XS_ATTN_OUT_LOCAL) {
         if (!a->o || ((uintptr_t)a->o & 15))
             return xs_seterr(XS_EINVAL, "attention: local output is NULL or not 16-byte "
@@ -122,6 +225,7 @@ extern "C" xs_status xs_attn_fwd(const xs_attn_args *a, const xs_wintab *tab, in
     /* once per device: 128 KB of dynamic shared memory needs the opt-in. Done outside any
      * timed window by the first (warm-up) launch. */
     static unsigned char attr_done[XS_MAX_RANKS];
+    static int resident[XS_MAX_RANKS]; /* courier kernel CTAs the device holds at once */
     int dev = 0;
     XS_CU(cudaGetDevice(&dev));
     if (dev < 0 || dev >= XS_MAX_RANKS || !attr_done[dev]) {
@@ -131,15 +235,39 @@ extern "C" xs_status xs_attn_fwd(const xs_attn_args *a, const xs_wintab *tab, in
         XS_CU(cudaFuncSetAttribute(xs_attn_kernel<true>,
                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    XS_ATTN_SMEM_BYTES));
-        if (dev >= 0 && dev < XS_MAX_RANKS)
+        XS_CU(cudaFuncSetAttribute(xs_attn_courier_kernel<false>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   XS_ATTN_SMEM_BYTES));
+        XS_CU(cudaFuncSetAttribute(xs_attn_courier_kernel<true>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   XS_ATTN_SMEM_BYTES));
+        int per_sm = 0, sms = 0;
+        XS_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, xs_attn_courier_kernel<true>, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES));
+        XS_CU(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        if (dev >= 0 && dev < XS_MAX_RANKS) {
+            resident[dev] = per_sm * sms;
             attr_done[dev] = 1;
+        }
+    }
+    if (a->couriers > 0) {
+        /* couriers wait on other CTAs: all of them must run at once (a CTA that waited for an
+         * SM would leave the couriers to their timeout) */
+        const int can = dev >= 0 && dev < XS_MAX_RANKS ? resident[dev] : 0;
+        if (grid > can)
+            return xs_seterr(XS_EINVAL, "attention: couriers need all %d CTAs resident at once; "
+                             "device %d holds %d", grid, dev, can);
     }
     xs_wintab none;
     if (!tab) {
         memset(&none, 0, sizeof none);
         tab = &none;
     }
-    if (a->causal)
+    if (a->couriers > 0 && a->causal)
+        xs_attn_courier_kernel<true><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);
+    else if (a->couriers > 0)
+        xs_attn_courier_kernel<false><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);
+    else if (a->causal)
         xs_attn_kernel<true><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);
     else
         xs_attn_kernel<false><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);

@@ -46,6 +46,27 @@
  *              n > nkb), so one tile's stores drain while the next query block computes and the
  *              injection rate is the tile's bytes over the next tile's duration; the last tile's
  *              at the end of the kernel.
+ *
+ * Couriers (WINDOWS output, couriers = C > 0, docs/UP.md "Couriers"): the grid still has one CTA
+ * per SM, but only the first grid - C CTAs compute (the tile assignment and order above over
+ * grid - C CTAs); the last C CTAs only move bytes. A compute CTA stores a tile whose rows leave
+ * rank 0's shard (a "remote" tile, tiles [0, remote)) into the staging buffer O, then - after a
+ * CTA barrier - thread 0 publishes the tile's ready flag (st.release.gpu of the run's signal);
+ * tiles that stay in rank 0's shard go straight to window 0 as above. The couriers walk the
+ * remote tiles in the order they become ready (position k of every compute CTA, then k + 1:
+ * xs_attn_rwalk), round-robin: courier c takes the walk's elements c, c + C, ...; for each it
+ * waits for the ready flag (ld.acquire.gpu, bounded), loads the 32 KB from O (16-byte L2 loads,
+ * 8 per thread in flight) and stores it to the destination rows in four 8 KB chunks, PACED: the
+ * chunks of one courier leave at most pace/C bytes per ns (a token bucket of two chunks on
+ * %globaltimer). Why: stores spread over all SMs slow every SM's loads 2-3x while in flight, and
+ * a backlogged stage slows every SM; the same bytes from a few SMs paced under the drain rate
+ * cost nothing (the probe, docs/UP.md). Signals keep the external contract: every CTA, after
+ * its last store, publishes its done flag (fence.sc.sys, then st.release.gpu); the last courier
+ * waits for all of them and then raises flags[r][b] for every rank r and every b < grid.
+ * Deadlock freedom: compute CTAs never wait on anything but their own CTA's barriers; couriers
+ * wait only on flags that compute CTAs (ready) or CTAs that are done with their waits (done)
+ * publish; every CTA is resident (one per SM, checked at launch); every wait is bounded by
+ * timeout_ns and a failure stops the other couriers' waits (xs_devstatus).
  */
 #ifndef XSTAGE_ATTN_CUH
 #define XSTAGE_ATTN_CUH
@@ -75,6 +96,10 @@
 #define XS_ATTN_MAX_SPLIT XS_ATTN_UNITS_PER_WARP
 #define XS_ATTN_MAX_SEQ (1 << 24)
 #define XS_ATTN_MAX_HEADS 4096
+#define XS_ATTN_MAX_COURIERS 64
+#define XS_ATTN_CHUNK_ROWS 32                         /* a courier's paced chunk: 32 rows, 8 KB */
+#define XS_ATTN_TIMEOUT_NS 2000000000ull              /* couriers' waits when timeout_ns = 0 */
+#define XS_ATTN_MIN_PACE 0.01                         /* bytes/ns per courier: a chunk every <= 0.82 ms */
 
 typedef enum { XS_ATTN_OUT_LOCAL = 0, XS_ATTN_OUT_WINDOWS = 1 } xs_attn_out;
 /* The order in which a CTA walks its tiles (see the top of the file). */
@@ -83,7 +108,9 @@ typedef enum { XS_ATTN_ORDER_SNAKE = 0, XS_ATTN_ORDER_EARLY = 1 } xs_attn_order;
 /* Everything a launch needs, by value. Pointers are device-usable. */
 typedef struct {
     const void *q, *k, *v;  /* bf16 [seq, heads, 128] */
-    void *o;                /* bf16 [seq, heads, 128]; the destination when out = LOCAL */
+    void *o;                /* bf16 [seq, heads, 128]; the destination when out = LOCAL; with
+                               couriers the staging of the remote tiles' rows (only those
+                               rows are written) */
     int seq;                /* sequence length (any >= 1; tails are masked) */
     int heads;              /* heads held by this rank */
     int causal;             /* 1: key j visible to query i only when j <= i */
@@ -111,7 +138,17 @@ typedef struct {
                                and ns warp 0 spent issuing output stores */
     uint64_t *tile_ns;      /* [tiles] or NULL: %globaltimer when warp 0 finished the tile's
                                epilogue (stores issued, or staged when split > 0) */
-    xs_devstatus *status;   /* or NULL: first device-side failure (a row with no rank) */
+    xs_devstatus *status;   /* or NULL: first device-side failure (a row with no rank, a
+                               courier's wait that timed out) */
+    /* couriers (docs/UP.md "Couriers"); all zero = the kernel above, unchanged */
+    int couriers;           /* WINDOWS, split 0, signal != 0: the last `couriers` CTAs of the
+                               grid copy the remote tiles from O to their windows; 0: none */
+    float pace_bytes_per_ns; /* couriers: their total store rate, bytes/ns (each pace/C);
+                               0 = unpaced */
+    uint64_t *sync;         /* couriers: device memory [tiles + grid] u64: per-tile ready flags,
+                               then per-CTA done flags. Any contents except this run's signal
+                               (zeros after allocation); never reset: the signal is new per run */
+    uint64_t timeout_ns;    /* couriers: bound on each wait, ns; 0 = XS_ATTN_TIMEOUT_NS */
 } xs_attn_args;
 
 #ifdef __cplusplus
@@ -131,12 +168,38 @@ int xs_attn_cta_tile(int order, int tiles, int remote, int grid, int cta, int k)
 int xs_attn_tile_iters(int seq, int heads, int causal, int t);
 /* First query row of tile t. */
 int xs_attn_tile_row0(int seq, int heads, int t);
+/* The remote tiles (tiles [0, remote)) in the couriers' order for `ncompute` compute CTAs
+ * walking `order` (xs_attn_rwalk, the kernel's): list[j] for j < remote; courier c of C takes
+ * list[c], list[c + C], ... Returns the count (= remote), or -1 for bad arguments. */
+int xs_attn_courier_tiles(int order, int tiles, int remote, int ncompute, int *list);
+
+/* The courier kernel's predicted timing (docs/UP.md "Couriers", the prediction): the compute
+ * CTAs replayed with measured per-tile times, and the couriers as C servers fed in the walk's
+ * order, each at rate/C. Times in ns from the kernel's start. */
+typedef struct {
+    double compute_end_ns; /* last compute CTA's end: max over CTAs of its tiles' dur_ns sum */
+    double link_end_ns;    /* last courier's last byte issued (0 when nothing is remote) */
+    double span_ns;        /* max of the two: the predicted sender-visible span */
+} xs_attn_courier_pred;
+/* ncompute CTAs (1 <= ncompute <= tiles) walk their tiles in `order` (the kernel's assignment:
+ * xs_attn_cta_tile), tile t taking dur_ns[t]; remote tile t is ready when its CTA finishes it.
+ * couriers = 0: the compute replay alone (link_end 0). couriers = C > 0: courier c serves the
+ * walk's elements c, c + C, ... in that order, each from max(its previous end, the tile's ready
+ * time) for overhead_ns + copy_bytes[t] / (rate / C) ns. rate_bytes_per_ns > 0 (the paced rate,
+ * already capped by the caller at the link's drain and the couriers' issue rate). XS_EINVAL /
+ * XS_ENOMEM with one line. */
+xs_status xs_attn_courier_predict(int order, int tiles, int remote, int ncompute, int couriers,
+                                  const double *dur_ns, const double *copy_bytes,
+                                  double rate_bytes_per_ns, double overhead_ns,
+                                  xs_attn_courier_pred *out);
 /* Check sizes, pointers, split and (for WINDOWS) that every row has a rank and fits its
- * window. XS_EINVAL with one line naming the problem. */
+ * window; with couriers, their settings. XS_EINVAL with one line naming the problem. */
 xs_status xs_attn_validate(const xs_attn_args *a, const xs_wintab *tab, int grid);
 /* Launch the forward kernel on `grid` CTAs (1 <= grid <= tiles; grid = SM count is the
  * persistent kernel, grid = tiles the one-tile-per-CTA kernel). tab may be NULL for LOCAL.
- * Asynchronous; returns launch errors only. */
+ * With couriers = C: grid - C compute CTAs (1 <= grid - C <= tiles) and C couriers, all of them
+ * resident at once (XS_EINVAL when the device cannot hold grid CTAs). Asynchronous; returns
+ * launch errors only (a courier's timeout lands in a->status). */
 xs_status xs_attn_fwd(const xs_attn_args *a, const xs_wintab *tab, int grid, cudaStream_t s);
 
 /* fp32 reference for n sampled (row, head) pairs: rows[2i] = sequence row, rows[2i+1] = head
@@ -355,8 +418,98 @@ XS_HD int xs_attn_cta_kth(int rev, int grid, int b, int k)
     return xs_attn_snake(grid, k < nr ? nr - 1 - k : k, b);
 }
 
-/* The whole CTA: walk its tiles in its order (see the top of the file). */
-template <bool CAUSAL>
+/* The couriers' walk of the remote tiles: position k of every compute CTA b = 0..ncta-1 (its
+ * k-th tile in its order, xs_attn_cta_kth), then position k + 1, keeping the tiles below
+ * `remote`: the order in which the compute CTAs finish them when their tiles take alike. Every
+ * remote tile comes once: in both orders a CTA's first count_below(remote) positions are its
+ * remote tiles and the later ones are not, so positions below ceil(remote / ncta) hold them all.
+ * Used by the couriers (each thread walks it alike) and by the host's prediction. */
+typedef struct {
+    int rev, ncta, remote, k, b, kmax;
+} xs_attn_rwalk;
+XS_HD void xs_attn_rwalk_init(xs_attn_rwalk *w, int rev, int ncta, int remote)
+{
+    w->rev = rev, w->ncta = ncta, w->remote = remote, w->k = 0, w->b = 0;
+    w->kmax = remote > 0 ? (remote + ncta - 1) / ncta : 0;
+}
+/* The next remote tile of the walk; -1 after the last. */
+XS_HD int xs_attn_rwalk_next(xs_attn_rwalk *w)
+{
+    while (w->k < w->kmax) {
+        const int t = xs_attn_cta_kth(w->rev, w->ncta, w->b, w->k);
+        if (++w->b == w->ncta)
+            w->b = 0, w->k++;
+        if (t < w->remote)
+            return t;
+    }
+    return -1;
+}
+
+/* ---- couriers' memory operations (docs/UP.md "Couriers": who waits on whom) ------------- */
+
+XS_DEV uint64_t xs_attn_ld_acquire_gpu(const uint64_t *p)
+{
+    uint64_t v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+XS_DEV void xs_attn_st_release_gpu(uint64_t *p, uint64_t v)
+{
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+/* A strong store at system scope; after a fence.sc.sys by the same thread it is a release
+ * pattern (one fence for many flags instead of one per st.release.sys). */
+XS_DEV void xs_attn_st_relaxed_sys(uint64_t *p, uint64_t v)
+{
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+/* 16 bytes from L2 (.cg: not from this SM's L1, which never saw the compute CTAs' stores). */
+XS_DEV uint4 xs_attn_ld16_cg(const void *p)
+{
+    uint4 v;
+    asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+/* One thread waits until *p == v (acquire, gpu scope): 0 when it does, 1 after timeout_ns,
+ * 2 as soon as another CTA recorded a failure in *st (so that one timeout stops every courier
+ * within one poll, not one timeout each). */
+XS_DEV int xs_attn_wait_eq(const uint64_t *p, uint64_t v, uint64_t timeout_ns,
+                           const xs_devstatus *st)
+{
+    const unsigned long long t0 = xs_globaltimer();
+    while (xs_attn_ld_acquire_gpu(p) != v) {
+        if (st && *(const volatile unsigned int *)&st->code)
+            return 2;
+        if (xs_globaltimer() - t0 > timeout_ns)
+            return 1;
+        __nanosleep(32);
+    }
+    return 0;
+}
+
+/* Courier mode, compute CTA: store one warp's staged rows (row0 its first sequence row, h the
+ * head) to the staging buffer O at [row, h] - the LOCAL layout - for a courier to move. */
+XS_DEV void xs_attn_store_stage(const xs_attn_args &a, const unsigned char *stg, int row0, int h,
+                                int lane)
+{
+    for (int u = lane; u < XS_ATTN_UNITS_PER_WARP; u += 32) {
+        int r = u >> 4, ch = u & 15, grow = row0 + r;
+        if (grow >= a.seq)
+            continue;
+        uint4 val = *reinterpret_cast<const uint4 *>(stg + xs_attn_swz(r, ch));
+        xs_st16v((char *)a.o + ((size_t)grow * a.heads + h) * XS_ATTN_ROW_BYTES + ch * 16, val);
+    }
+}
+
+/* The whole CTA: walk its tiles in its order (see the top of the file). COURIER: a compute CTA
+ * of the courier kernel - the first gridDim.x - couriers CTAs share the tiles, remote tiles go
+ * to the staging buffer O and publish their ready flag, the others to window 0 as usual, and
+ * the CTA ends with its done flag instead of the signals. */
+template <bool CAUSAL, bool COURIER = false>
 XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned char *smem)
 {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -381,8 +534,9 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
     const long long c_start = clock64();
     long long store_cyc = 0;
 
-    /* Units per slice when a tile's stores are spread over the next tile (split > 0). */
-    const int split = a.split;
+    /* Units per slice when a tile's stores are spread over the next tile (split > 0); couriers
+     * run with split 0 (validated) */
+    const int split = COURIER ? 0 : a.split;
     const int upi = split > 0 ? (XS_ATTN_UNITS_PER_WARP + split - 1) / split : 0;
     int pend_u = XS_ATTN_UNITS_PER_WARP; /* units of the staged tile already stored */
     int pend_row0 = 0, pend_h = 0, pend_p = 0;
@@ -394,13 +548,16 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
     xs_attn_slicewalk sw;
     xs_attn_slicewalk_init(&sw, 1, 1);
 
-    /* this CTA's tiles: k-th of `mine` (grid <= tiles, so mine >= 1) */
+    /* this CTA's tiles: k-th of `mine` (grid <= tiles, so mine >= 1); the compute CTAs of the
+     * courier kernel share them as a grid of gridDim.x - couriers */
+    const int ncta = COURIER ? (int)gridDim.x - a.couriers : (int)gridDim.x;
+    const int nrem = COURIER ? xs_attn_remote_count(seq, heads, a.rows_per_rank) : 0;
     const int rev = (a.out == XS_ATTN_OUT_WINDOWS && a.order == XS_ATTN_ORDER_EARLY)
                         ? xs_attn_remote_count(seq, heads, a.rows_per_rank)
                         : 0;
-    const int mine = xs_attn_count_below(ntiles, gridDim.x, blockIdx.x);
+    const int mine = xs_attn_count_below(ntiles, ncta, blockIdx.x);
     int k = 0;
-    int tile = xs_attn_cta_kth(rev, gridDim.x, blockIdx.x, 0);
+    int tile = xs_attn_cta_kth(rev, ncta, blockIdx.x, 0);
     int stage = 0;
     if (tile < ntiles) {
         int qb = nqb - 1 - tile / heads, h = tile % heads;
@@ -420,8 +577,7 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         const int last_row = min(q0 + XS_ATTN_BM, seq) - 1;
         const int nkb = CAUSAL ? last_row / XS_ATTN_BN + 1 : (seq + XS_ATTN_BN - 1) / XS_ATTN_BN;
         /* the next tile of this CTA; ntiles when this is its last */
-        const int next =
-            k + 1 < mine ? xs_attn_cta_kth(rev, gridDim.x, blockIdx.x, k + 1) : ntiles;
+        const int next = k + 1 < mine ? xs_attn_cta_kth(rev, ncta, blockIdx.x, k + 1) : ntiles;
         const char *kg = (const char *)a.k + (size_t)h * XS_ATTN_ROW_BYTES;
         const char *vg = (const char *)a.v + (size_t)h * XS_ATTN_ROW_BYTES;
 
@@ -601,7 +757,17 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         }
         __syncwarp();
         const int p0 = xs_attn_rank_of(a, wrow0);
-        if (split == 0) {
+        if (COURIER && tile < nrem) {
+            /* a courier moves it: stage in O, then the ready flag. The barrier orders every
+             * warp's stores before thread 0's release (cumulative at gpu scope), so a courier
+             * that acquires the flag reads the whole tile. */
+            const long long c0 = clock64();
+            xs_attn_store_stage(a, stg, wrow0, h, lane);
+            store_cyc += clock64() - c0;
+            __syncthreads();
+            if (tid == 0)
+                xs_attn_st_release_gpu(a.sync + tile, a.signal);
+        } else if (split == 0) {
             const long long c0 = clock64();
             xs_attn_store_units(a, tab, stg, wrow0, h, p0, 0, XS_ATTN_UNITS_PER_WARP, lane);
             store_cyc += clock64() - c0;
@@ -638,13 +804,156 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
                                         (double)c_span)
                            : 0;
         }
-        if (a.out == XS_ATTN_OUT_WINDOWS && a.signal) {
+        if (COURIER) {
+            /* done: every store of this CTA (window 0's rows included) before the flag that
+             * the raising courier acquires; it raises the signals for all */
+            __threadfence_system();
+            xs_attn_st_release_gpu(a.sync + ntiles + blockIdx.x, a.signal);
+        } else if (a.out == XS_ATTN_OUT_WINDOWS && a.signal) {
             /* release at system scope after the barrier: cumulative over the CTA's payload
              * stores, so a destination that acquires the flag sees this CTA's rows */
             for (int r = 0; r < tab.nranks; r++)
                 xs_st_release_sys(tab.flags[r] + blockIdx.x, a.signal);
         }
     }
+}
+
+/* A courier CTA (the last `couriers` CTAs of the courier kernel; see the top of the file and
+ * docs/UP.md "Couriers"). Waits only on flags that CTAs publish without waiting on couriers -
+ * ready flags (compute CTAs, which never wait) and done flags (published by every CTA once its
+ * own waits are over) - so no cycle exists, and every wait is bounded by timeout_ns. */
+XS_DEV void xs_attn_courier(const xs_attn_args &a, const xs_wintab &tab, unsigned char *smem)
+{
+    volatile int *s_res = reinterpret_cast<volatile int *>(smem); /* thread 0's verdicts */
+    const int tid = threadIdx.x;
+    const int C = a.couriers, ncta = (int)gridDim.x - C, c = (int)blockIdx.x - ncta;
+    const int seq = a.seq, heads = a.heads, rpr = a.rows_per_rank;
+    const int nqb = (seq + XS_ATTN_BM - 1) / XS_ATTN_BM, ntiles = nqb * heads;
+    const int nrem = xs_attn_remote_count(seq, heads, rpr);
+    const int dh = a.dst_heads > 0 ? a.dst_heads : heads;
+    const uint64_t tmo = a.timeout_ns ? a.timeout_ns : XS_ATTN_TIMEOUT_NS;
+    /* pacing (thread 0): chunk i leaves at due_i = max(due_{i-1} + its bytes / rate, now - one
+     * chunk's time) - a token bucket of two chunks, so the load of the next tile (about 1 us
+     * from L2) does not cost rate, and no courier runs more than 16 KB ahead of pace/C */
+    const double rate = a.pace_bytes_per_ns > 0.f ? (double)a.pace_bytes_per_ns / C : 0.0;
+    const double credit_ns = rate > 0 ? XS_ATTN_CHUNK_ROWS * XS_ATTN_ROW_BYTES / rate : 0.0;
+    const unsigned long long t_start = xs_globaltimer();
+    double due_ns = 0; /* from t_start */
+    unsigned long long busy_ns = 0; /* copying: from a tile's flag to its last chunk issued */
+    int failed = 0;
+
+    xs_attn_rwalk w;
+    xs_attn_rwalk_init(&w, a.order == XS_ATTN_ORDER_EARLY ? nrem : 0, ncta, nrem);
+    for (int j = 0;; j++) {
+        const int t = xs_attn_rwalk_next(&w); /* alike in every thread */
+        if (t < 0)
+            break;
+        if (j % C != c)
+            continue;
+        if (tid == 0)
+            s_res[0] = xs_attn_wait_eq(a.sync + t, a.signal, tmo, a.status);
+        __syncthreads(); /* thread 0's acquire, then every thread's loads (causality order) */
+        const int res = s_res[0];
+        __syncthreads(); /* every thread read the verdict before thread 0 writes the next */
+        if (res) {
+            if (res == 1 && tid == 0)
+                xs_devfail(a.status, XS_DEVERR_TIMEOUT, (unsigned long long)t);
+            failed = 1;
+            break;
+        }
+        const unsigned long long t_copy = xs_globaltimer();
+        const int q0 = (nqb - 1 - t / heads) * XS_ATTN_BM, h = t % heads;
+        /* unit u = i*256 + tid: row u/16 (32 rows per pair i = 2q, 2q+1: chunk q), 16 B u%16 */
+        uint4 v[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const int u = i * XS_ATTN_THREADS + tid, row = q0 + (u >> 4);
+            if (row < seq)
+                v[i] = xs_attn_ld16_cg((const char *)a.o +
+                                       ((size_t)row * heads + h) * XS_ATTN_ROW_BYTES +
+                                       (u & 15) * 16);
+            else
+                v[i] = make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int q = 0; q < XS_ATTN_BM / XS_ATTN_CHUNK_ROWS; q++) {
+            const int r0 = q0 + q * XS_ATTN_CHUNK_ROWS;
+            const int nrow = min(XS_ATTN_CHUNK_ROWS, seq - r0);
+            if (nrow <= 0)
+                break;
+            if (rate > 0) {
+                if (tid == 0) {
+                    const double now = (double)(xs_globaltimer() - t_start);
+                    const double go = fmax(due_ns, now - credit_ns);
+                    /* bounded: go - now <= one chunk's time (<= 0.82 ms, validated pace) */
+                    while ((double)(xs_globaltimer() - t_start) < go) {
+                    }
+                    due_ns = go + nrow * XS_ATTN_ROW_BYTES / rate;
+                }
+                __syncthreads(); /* the chunk leaves when thread 0 says so */
+            }
+#pragma unroll
+            for (int i = 2 * q; i < 2 * q + 2; i++) {
+                const int u = i * XS_ATTN_THREADS + tid, row = q0 + (u >> 4);
+                if (row >= seq)
+                    continue;
+                const int p = row / rpr;
+                if (p >= tab.nranks) {
+                    xs_devfail(a.status, XS_DEVERR_BOUNDS, (unsigned long long)row);
+                    continue;
+                }
+                xs_st16v(tab.data[p] +
+                             ((size_t)(row - p * rpr) * dh + a.dst_head0 + h) *
+                                 XS_ATTN_ROW_BYTES +
+                             (u & 15) * 16,
+                         v[i]);
+            }
+        }
+        busy_ns += xs_globaltimer() - t_copy;
+    }
+    __syncthreads(); /* every thread has issued its last store */
+    if (tid == 0) {
+        const unsigned long long t_end = xs_globaltimer();
+        if (a.cta_ns) {
+            a.cta_ns[3 * blockIdx.x + 0] = t_start;
+            a.cta_ns[3 * blockIdx.x + 1] = t_end; /* the last courier's: sender-visible end */
+            a.cta_ns[3 * blockIdx.x + 2] = busy_ns;
+        }
+        if (!failed) {
+            /* this courier's stores, host windows included, before its done flag */
+            __threadfence_system();
+            xs_attn_st_release_gpu(a.sync + ntiles + blockIdx.x, a.signal);
+        }
+    }
+    if (failed || c != C - 1)
+        return;
+    /* The last courier raises every signal once every CTA is done. Why its flags cover the
+     * other CTAs' stores: CTA b's stores precede (its barrier, fence.sc.sys) its st.release.gpu
+     * of done[b]; this thread's ld.acquire.gpu of done[b] reads it, so those stores precede,
+     * in causality order, everything after the barrier below; each thread's fence.sc.sys then
+     * makes its st.relaxed.sys of a flag a release pattern, cumulative over them. A destination
+     * that acquires flags[r][b] (system scope) therefore sees every byte of the run. */
+    if (tid == 0) {
+        int res = 0;
+        const unsigned long long t0 = xs_globaltimer();
+        for (int b = 0; b < (int)gridDim.x && !res; b++) {
+            if (b == (int)blockIdx.x)
+                continue;
+            const uint64_t left = xs_globaltimer() - t0; /* one bound for the whole wait */
+            res = xs_attn_wait_eq(a.sync + ntiles + b, a.signal, left < tmo ? tmo - left : 0,
+                                  a.status);
+            if (res == 1)
+                xs_devfail(a.status, XS_DEVERR_TIMEOUT, (1ull << 32) | (unsigned)b);
+        }
+        s_res[0] = res;
+    }
+    __syncthreads();
+    if (s_res[0])
+        return;
+    __threadfence_system();
+    const int nflags = tab.nranks * (int)gridDim.x;
+    for (int i = tid; i < nflags; i += XS_ATTN_THREADS)
+        xs_attn_st_relaxed_sys(tab.flags[i / gridDim.x] + i % gridDim.x, a.signal);
 }
 
 #endif /* __CUDACC__ */

@@ -10,7 +10,9 @@
  *   fused   attention whose output warps store each tile straight into its destination window,
  *           either right away (piggyback, split 0) or in n slices spread evenly over the next
  *           query block's key/value iterations (reshape, split n), the CTAs walking their tiles
- *           heaviest first (snake) or lightest remote first (early): the planner's choice.
+ *           heaviest first (snake) or lightest remote first (early), or with couriers (the last
+ *           C CTAs of the grid copy the finished remote tiles, paced under the drain rate, while
+ *           the others compute): the planner's choice.
  * Times: the kernels' spans come from %globaltimer stamps inside the kernel (first CTA start to
  * the last CTA's last store issued - never a fence); the copies are timed with events. fa,
  * serial, piggyback and the planned fused kernel run interleaved, one of each per repetition,
@@ -61,6 +63,9 @@ typedef struct {
     xs_bench_opts common; /* -n, -w, -d, -g N (N > 1 ranks are the Ulysses group) */
     int split;        /* -1: planner chooses; else forced */
     int order;        /* -1: planner chooses; else xs_attn_order, forced */
+    int couriers;     /* -1: planner chooses (UP_COURIERS in the family); 0: none; C: forced */
+    double courier_pace; /* couriers' total rate as a fraction of the profile's drain rate R;
+                            0 = unpaced */
     int samples;      /* reference rows per configuration */
     const char *csv;
 } up_opts;
@@ -72,6 +77,10 @@ typedef struct {
     size_t flush_bytes;
     uint64_t *cta_ns;              /* [sm_count * 3] */
     uint64_t *tile_ns;             /* [max tiles] */
+    void *stage;                   /* couriers: staging of the remote tiles, like o (NULL when
+                                      --couriers 0); never o, which holds fa's output, the
+                                      reference of every window check */
+    uint64_t *sync;                /* couriers: [max tiles + sm_count] ready and done flags */
     xs_devstatus *status;
     unsigned long long *bad;
     int *rows;                     /* [2 * samples] */
@@ -83,6 +92,8 @@ typedef struct {
 /* One row of the report. */
 typedef struct {
     int seq, heads, causal, peers, grid, tiles, split, order, criterion_ok, verified;
+    int couriers;                           /* the plan's couriers (0: none) */
+    double courier_pace;                    /* their total rate, bytes/ns (0: none/unpaced) */
     double comm_mb;                         /* bytes that cross the link, MB */
     double fa_us, fa_min, fa_max, fa_evt_us, fa_tflops;
     double copy_us, serial_us, serial_min, serial_max, comm_ratio; /* copy_us / fa_us */
@@ -129,6 +140,11 @@ static void usage(FILE *f)
             "                        in N slices over the iterations of the next query block [-1]\n"
             "      --order WORD      auto (planner decides), snake (heaviest tiles first) or\n"
             "                        early (tiles crossing the link first, lightest first) [auto]\n"
+            "      --couriers N      -1: planner decides (4 and 8 in its family); 0: none; N: the\n"
+            "                        last N CTAs copy the remote tiles, paced, while the others\n"
+            "                        compute [-1]\n"
+            "      --courier-pace F  couriers' total rate as a fraction of the profile's drain\n"
+            "                        rate R; 0 = unpaced [0.9]\n"
             "      --samples N       reference rows checked per configuration [256]\n"
             "      --seed N          input seed [fixed per run: 12345]\n"
             "  -d, --device N        CUDA device [0]\n"
@@ -153,8 +169,9 @@ static int parse_opts(int argc, char **argv, up_opts *o)
     o->causal_lo = 0, o->causal_hi = 1;
     o->common.iters = 5, o->common.warmup = 1;
     o->split = -1, o->order = -1, o->samples = 256, o->common.seed = 12345;
+    o->couriers = -1, o->courier_pace = 0.9;
     int seq_set = 0, heads_set = 0, peers_set = 0, quick = 0;
-    enum { OPT_SPLIT = XS_OPT_FIRST_FREE, OPT_SAMPLES, OPT_ORDER };
+    enum { OPT_SPLIT = XS_OPT_FIRST_FREE, OPT_SAMPLES, OPT_ORDER, OPT_COURIERS, OPT_PACE };
     static const struct option lo[] = {
         {"seq", required_argument, 0, 's'},       {"heads", required_argument, 0, 'H'},
         {"peers", required_argument, 0, 'p'},     {"causal", required_argument, 0, 'c'},
@@ -164,6 +181,8 @@ static int parse_opts(int argc, char **argv, up_opts *o)
         {"seed", required_argument, 0, XS_OPT_SEED}, {"csv", required_argument, 0, XS_OPT_CSV},
         {"quick", no_argument, 0, XS_OPT_QUICK},  {"profile", required_argument, 0, XS_OPT_PROFILE},
         {"gpus", required_argument, 0, 'g'},
+        {"couriers", required_argument, 0, OPT_COURIERS},
+        {"courier-pace", required_argument, 0, OPT_PACE},
         {"set", required_argument, 0, XS_OPT_SET}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     int c;
@@ -213,6 +232,15 @@ static int parse_opts(int argc, char **argv, up_opts *o)
             else if (!strcmp(optarg, "early")) o->order = XS_ATTN_ORDER_EARLY;
             else return xs_cli_failf("--order '%s': expected auto, snake or early", optarg);
             break;
+        case OPT_COURIERS:
+            if (xs_parse_int("--couriers", optarg, -1, XS_ATTN_MAX_COURIERS, &v) != XS_OK)
+                return xs_cli_fail();
+            o->couriers = (int)v;
+            break;
+        case OPT_PACE:
+            if (xs_parse_double("--courier-pace", optarg, 0.0, 4.0, &o->courier_pace) != XS_OK)
+                return xs_cli_fail();
+            break;
         case OPT_SAMPLES:
             if (xs_parse_int("--samples", optarg, 1, 65536, &v) != XS_OK)
                 return xs_cli_fail();
@@ -226,6 +254,9 @@ static int parse_opts(int argc, char **argv, up_opts *o)
     }
     if (optind < argc)
         return xs_cli_failf("bench up: unexpected argument '%s'", argv[optind]);
+    if (o->couriers > 0 && o->split >= 0)
+        return xs_cli_failf("--couriers %d cannot be combined with --split %d (a courier run "
+                            "stores each tile once, unsliced)", o->couriers, o->split);
     {
         /* -g 1 is the one-GPU bench (its --peers are virtual); with N > 1 the ranks are the
          * Ulysses group: P = N */
@@ -344,7 +375,19 @@ typedef struct {
                                problem rank r's rows (one GPU: = tab; -g: pp->own) */
     up_peer *pp;            /* -g N, N > 1; NULL on one GPU */
     xs_attn_args base;
+    int sms;                /* SMs: a courier run has min(tiles, sms - C) compute CTAs + C */
+    double pace;            /* couriers' total rate, bytes/ns (0: unpaced) */
+    uint64_t timeout_ns;    /* bound on each courier wait: 20x the plan's fa span, >= 2 s */
 } up_cfg;
+
+/* Grid of a run with C couriers: as many compute CTAs as the plain kernel would have, up to the
+ * SMs the couriers leave, plus the couriers (C = 0: c->grid). */
+static int courier_grid(const up_cfg *c, int C)
+{
+    if (C <= 0)
+        return c->grid;
+    return (c->tiles < c->sms - C ? c->tiles : c->sms - C) + C;
+}
 
 /* Bytes of tile t that go to a rank other than rank 0 (i.e. cross the link). */
 static double tile_remote_bytes(const up_cfg *c, int t)
@@ -353,6 +396,15 @@ static double tile_remote_bytes(const up_cfg *c, int t)
     int q1 = q0 + XS_ATTN_BM < c->seq ? q0 + XS_ATTN_BM : c->seq;
     int lo = q0 > c->rpr ? q0 : c->rpr; /* rows >= rpr belong to ranks 1.. */
     return q1 > lo ? (double)(q1 - lo) * XS_ATTN_ROW_BYTES : 0.0;
+}
+
+/* Bytes a courier copies for tile t: all its rows inside the sequence (rank 0's rows of a tile
+ * that straddles its shard included: the courier moves the whole tile). */
+static double tile_copy_bytes(const up_cfg *c, int t)
+{
+    int q0 = xs_attn_tile_row0(c->seq, c->heads, t);
+    int q1 = q0 + XS_ATTN_BM < c->seq ? q0 + XS_ATTN_BM : c->seq;
+    return (double)(q1 - q0) * XS_ATTN_ROW_BYTES;
 }
 
 /* The kernel's structure as a burst-gap schedule (DESIGN.md section 4): producers = CTAs; one
@@ -487,6 +539,51 @@ static double predict_delta_ns(const xs_profile *p, const up_cfg *c, const doubl
     return real_ns - ideal_ns;
 }
 
+/* The couriers' rate in the prediction: the paced total, capped by the link (the profile's R)
+ * and by C CTAs' issue rate (the profile's r each); unpaced, the two caps. */
+static double courier_rate(const xs_profile *p, const up_cfg *c, int C)
+{
+    double rate = c->pace > 0 ? c->pace : INFINITY;
+    if (p->drain_bytes_per_ns > 0 && p->drain_bytes_per_ns < rate)
+        rate = p->drain_bytes_per_ns;
+    if (p->issue_bytes_per_ns > 0 && C * p->issue_bytes_per_ns < rate)
+        rate = C * p->issue_bytes_per_ns;
+    return rate;
+}
+
+/* The predicted cost (ns) of the courier member (order, C) over fa (docs/UP.md "Couriers"): the
+ * fa run's per-tile times replayed on the min(tiles, SMs - C) compute CTAs in `order` (a tile is
+ * ready at its end), the couriers as C servers of the remote tiles in the kernel's walk, each
+ * at courier_rate / C plus the profile's overhead o per tile; predicted span = max(compute end,
+ * last courier's end). Minus the same replay of fa itself (c->grid CTAs, snake: the fa run's
+ * own CTA spans), so that it adds to the measured fa like the model's Δ of the other members.
+ * NAN (message printed) on failure. */
+static double predict_courier_ns(const xs_profile *p, const up_cfg *c, const double *dur,
+                                 int order, int C)
+{
+    double *cb = (double *)malloc((size_t)c->tiles * sizeof(double));
+    if (!cb) {
+        fprintf(stderr, "xstage: warning: courier prediction: out of memory\n");
+        return NAN;
+    }
+    for (int t = 0; t < c->tiles; t++)
+        cb[t] = t < c->remote ? tile_copy_bytes(c, t) : 0.0;
+    const double rate = courier_rate(p, c, C);
+    const double o = p->issue_overhead_ns > 0 ? p->issue_overhead_ns : 0.0;
+    xs_attn_courier_pred fa, cu;
+    xs_status st = xs_attn_courier_predict(XS_ATTN_ORDER_SNAKE, c->tiles, c->remote, c->grid, 0,
+                                           dur, cb, rate, o, &fa);
+    if (st == XS_OK)
+        st = xs_attn_courier_predict(order, c->tiles, c->remote, courier_grid(c, C) - C, C, dur,
+                                     cb, rate, o, &cu);
+    free(cb);
+    if (st != XS_OK) {
+        fprintf(stderr, "xstage: warning: %s\n", xs_errmsg());
+        return NAN;
+    }
+    return cu.span_ns - fa.compute_end_ns;
+}
+
 /* The criterion on the kernel as it runs (docs/UP.md, "Criterion"). The closed forms of
  * xs_bg_eval assume either synchronised producers (K*B - R*T_iss0 <= Q(K): 132 CTAs x 32 KB
  * fails it wherever the link is idle most of the time) or, in EP's staggered form, producers
@@ -579,28 +676,46 @@ static int criterion_measured(const xs_profile *p, const up_cfg *c, const uint64
 /* The kernel's reshape family in the planner's order of preference among predictions that tie
  * (within UP_TIE of the best): 8 slices first (two 256-byte rows per warp per slice), then the
  * most spread split (16: one row per warp; the lowest injection rate), then fewer slices; the
- * snake before early (the order fa runs in), piggyback last. 8 before 16: the model has no term
- * for the kernel's own cost of a slice, and 16 slices cost about twice 8 (run 7, x2 call 4,
- * bench/results/h200-2026-11-29-r7/: slice_us 20.3 vs 9.1 us at seq 16384 x 8 heads, 45.4 vs
- * 18.3 at 32768 x 8 causal; about 190 ns per extra slice) while the link hides the same: forced
- * 8 slices met hidden >= 90 % in 49 of 60 rows, the planner's 16 in 37, 4 slices in 27. */
+ * snake before early (the order fa runs in); couriers after every split (they give up C SMs of
+ * compute, so they are taken only where predicted better), 4 before 8; piggyback last. 8 before
+ * 16: the model has no term for the kernel's own cost of a slice, and 16 slices cost about
+ * twice 8 (run 7, x2 call 4, bench/results/h200-2026-11-29-r7/: slice_us 20.3 vs 9.1 us at seq
+ * 16384 x 8 heads, 45.4 vs 18.3 at 32768 x 8 causal; about 190 ns per extra slice) while the
+ * link hides the same: forced 8 slices met hidden >= 90 % in 49 of 60 rows, the planner's 16 in
+ * 37, 4 slices in 27. */
 static const struct {
-    int order, split;
-} up_cands[] = {{XS_ATTN_ORDER_SNAKE, 8},  {XS_ATTN_ORDER_SNAKE, 16}, {XS_ATTN_ORDER_SNAKE, 4},
-                {XS_ATTN_ORDER_SNAKE, 2},  {XS_ATTN_ORDER_EARLY, 8},  {XS_ATTN_ORDER_EARLY, 16},
-                {XS_ATTN_ORDER_EARLY, 4},  {XS_ATTN_ORDER_EARLY, 2},  {XS_ATTN_ORDER_EARLY, 0},
-                {XS_ATTN_ORDER_SNAKE, 0}};
+    int order, split, couriers;
+} up_cands[] = {{XS_ATTN_ORDER_SNAKE, 8, 0},  {XS_ATTN_ORDER_SNAKE, 16, 0},
+                {XS_ATTN_ORDER_SNAKE, 4, 0},  {XS_ATTN_ORDER_SNAKE, 2, 0},
+                {XS_ATTN_ORDER_EARLY, 8, 0},  {XS_ATTN_ORDER_EARLY, 16, 0},
+                {XS_ATTN_ORDER_EARLY, 4, 0},  {XS_ATTN_ORDER_EARLY, 2, 0},
+                {XS_ATTN_ORDER_SNAKE, 0, 4},  {XS_ATTN_ORDER_SNAKE, 0, 8},
+                {XS_ATTN_ORDER_EARLY, 0, 4},  {XS_ATTN_ORDER_EARLY, 0, 8},
+                {XS_ATTN_ORDER_EARLY, 0, 0},  {XS_ATTN_ORDER_SNAKE, 0, 0}};
 enum { UP_NCANDS = sizeof up_cands / sizeof up_cands[0] };
 #define UP_TIE 1e-3 /* relative: predictions this close to the best count as equal */
 
+/* A plan's short name, as in the table's plan column: s|e (snake | early order) and the split
+ * ("s8", "e16"; "s0" is piggyback), or c and the couriers ("c4"; "ec8" with the early order). */
+static const char *plan_name(int order, int split, int couriers, char *buf, size_t n)
+{
+    if (couriers > 0)
+        snprintf(buf, n, "%sc%d", order == XS_ATTN_ORDER_EARLY ? "e" : "", couriers);
+    else
+        snprintf(buf, n, "%c%d", order == XS_ATTN_ORDER_EARLY ? 'e' : 's', split);
+    return buf;
+}
+
 /* The planner in the loop: the criterion on the piggyback kernel's measured arrivals
  * (criterion_measured, fa's stamps `tns`), and the member of the kernel's family (order x split,
- * piggyback included) with the smallest predicted time, ties resolved by up_cands' order, in
- * every row: where the criterion holds the spread splits cost no more than piggyback and, unlike
- * it, do not depend on the calibrated headroom (docs/UP.md, "Criterion"). --split / --order
- * restrict the family (both given: that one). Fills row->criterion_ok and the criterion's
- * numbers, split, order; *d_pb and *d_fu get the predicted backpressure cost (ns) of piggyback
- * and of the choice. */
+ * piggyback included, and couriers) with the smallest predicted time, ties resolved by
+ * up_cands' order, in every row: where the criterion holds the spread splits cost no more than
+ * piggyback and, unlike it, do not depend on the calibrated headroom (docs/UP.md, "Criterion").
+ * A split member's cost is the model's backpressure Δ (predict_delta_ns); a courier member's
+ * the couriers' prediction over fa (predict_courier_ns). --split / --order / --couriers
+ * restrict the family (--split given: no couriers; --couriers 0: none; --couriers C: only C).
+ * Fills row->criterion_ok and the criterion's numbers, split, order, couriers; *d_pb and *d_fu
+ * get the predicted cost (ns) over fa of piggyback and of the choice. */
 static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, const double *dur,
                  const uint64_t *tns, up_row *row, double *d_pb, double *d_fu)
 {
@@ -616,26 +731,33 @@ static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, cons
                  keff, c->grid, xs_capacity(prof, c->grid) / 1e6, sync / 1e6);
     if (c->remote == 0)
         row->criterion_ok = 1, snprintf(how, sizeof how, "nothing crosses the link");
-    row->order = XS_ATTN_ORDER_SNAKE, row->split = 0, *d_fu = *d_pb;
-    /* the family, restricted by --split / --order */
-    int ord[2 * UP_NCANDS], spl[2 * UP_NCANDS], n = 0;
-    for (int i = 0; i < UP_NCANDS; i++)
+    row->order = XS_ATTN_ORDER_SNAKE, row->split = 0, row->couriers = 0, *d_fu = *d_pb;
+    /* the family, restricted by --split / --order / --couriers; couriers need one SM to compute */
+    int ord[2 * UP_NCANDS], spl[2 * UP_NCANDS], cou[2 * UP_NCANDS], n = 0;
+    for (int i = 0; i < UP_NCANDS; i++) {
+        const int cc = up_cands[i].couriers;
+        const int keep_c = o->couriers < 0 ? (cc == 0 || o->split < 0) : cc == o->couriers;
         if ((o->order < 0 || up_cands[i].order == o->order) &&
-            (o->split < 0 || up_cands[i].split == o->split))
-            ord[n] = up_cands[i].order, spl[n++] = up_cands[i].split;
-    if (o->split >= 0)
+            (o->split < 0 || up_cands[i].split == o->split) && keep_c && cc < c->sms)
+            ord[n] = up_cands[i].order, spl[n] = up_cands[i].split, cou[n++] = cc;
+    }
+    if (o->split >= 0 || o->couriers > 0)
         for (int z = XS_ATTN_ORDER_SNAKE; z <= XS_ATTN_ORDER_EARLY; z++) {
+            const int want_s = o->split >= 0 ? o->split : 0;
+            const int want_c = o->couriers > 0 ? o->couriers : 0;
             int have = 0;
             for (int i = 0; i < n; i++)
-                have |= ord[i] == z && spl[i] == o->split;
+                have |= ord[i] == z && spl[i] == want_s && cou[i] == want_c;
             if (!have && (o->order < 0 || o->order == z))
-                ord[n] = z, spl[n++] = o->split;
+                ord[n] = z, spl[n] = want_s, cou[n++] = want_c;
         }
     double d[2 * UP_NCANDS], best = INFINITY;
     for (int i = 0; i < n; i++) {
-        d[i] = spl[i] == 0 && ord[i] == XS_ATTN_ORDER_SNAKE
-                   ? *d_pb
-                   : predict_delta_ns(prof, c, dur, ord[i], spl[i]);
+        d[i] = cou[i] > 0                                        ? predict_courier_ns(
+                                                                   prof, c, dur, ord[i], cou[i])
+               : spl[i] == 0 && ord[i] == XS_ATTN_ORDER_SNAKE ? *d_pb
+                                                              : predict_delta_ns(prof, c, dur,
+                                                                                 ord[i], spl[i]);
         if (d[i] < best)
             best = d[i];
     }
@@ -650,12 +772,26 @@ static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, cons
             pick = i;
     if (pick < 0) /* every prediction failed: keep what the kernel does unplanned */
         pick = n - 1;
-    row->order = ord[pick], row->split = spl[pick], *d_fu = d[pick];
+    row->order = ord[pick], row->split = spl[pick], row->couriers = cou[pick], *d_fu = d[pick];
+    row->courier_pace = row->couriers > 0 ? c->pace : 0.0;
+    /* the courier members' predictions, next to the choice */
+    char cl[256] = "", nm[16];
+    for (int i = 0; i < n; i++)
+        if (cou[i] > 0)
+            snprintf(cl + strlen(cl), sizeof cl - strlen(cl), "%s %s %+.1f us", *cl ? "," : "",
+                     plan_name(ord[i], 0, cou[i], nm, sizeof nm), d[i] / 1e3);
+    char pn[16];
     printf("# plan seq %d heads %d causal %d peers %d: criterion %s (%s); chosen %s "
-           "split %d, backpressure %+.1f us (piggyback %+.1f us)\n", c->seq, c->heads, c->causal,
-           c->peers, row->criterion_ok == 1 ? "holds" : row->criterion_ok == 0 ? "fails" : "?",
-           how, row->order == XS_ATTN_ORDER_EARLY ? "early" : "snake", row->split, *d_fu / 1e3,
+           "split %d couriers %d (%s), cost over fa %+.1f us (piggyback %+.1f us)", c->seq,
+           c->heads, c->causal, c->peers,
+           row->criterion_ok == 1 ? "holds" : row->criterion_ok == 0 ? "fails" : "?", how,
+           row->order == XS_ATTN_ORDER_EARLY ? "early" : "snake", row->split, row->couriers,
+           plan_name(row->order, row->split, row->couriers, pn, sizeof pn), *d_fu / 1e3,
            *d_pb / 1e3);
+    if (*cl)
+        printf("; couriers paced at %.1f B/ns (R %.1f):%s", c->pace, prof->drain_bytes_per_ns,
+               cl);
+    printf("\n");
 }
 
 /* Poison every destination window's rows of this configuration. */
@@ -885,27 +1021,39 @@ static double serial_once(up_bufs *B, const up_cfg *c, int rep, double *copy_us,
     return sp + ms * 1e3;
 }
 
-/* One fused run in this order with this split: windows poisoned first; every byte checked at
- * its destination and every CTA's signal to every rank checked (a new flag value per run, so a
- * stale flag never passes; -g: every source's, waited for first). Returns the span (us);
- * *evt_us the event time (with the drain), *store_us the median over CTAs of warp 0's store
- * time. */
-static double fused_once(up_bufs *B, const up_cfg *c, int order, int split, int rep,
-                         double *evt_us, double *store_us, uint64_t *cta, int *ok)
+/* One fused run in this order with this split, or with C couriers (split 0; the grid then
+ * has courier_grid's CTAs, all of which must signal): windows poisoned first; every byte checked
+ * at its destination and every CTA's signal to every rank checked (a new flag value per run, so
+ * a stale flag never passes; -g: every source's, waited for first). The couriers stage in
+ * B->stage, never in O (fa's output, the windows' reference). Returns the span (us); *evt_us the
+ * event time (with the drain), *store_us the median over CTAs of warp 0's store time (a
+ * courier's: its copying time). */
+static double fused_once(up_bufs *B, const up_cfg *c0, int order, int split, int couriers,
+                         int rep, double *evt_us, double *store_us, uint64_t *cta, int *ok)
 {
     static uint64_t epoch;
+    up_cfg rc = *c0; /* the run's grid: c0->grid, or the courier grid */
+    const up_cfg *c = &rc;
     xs_attn_args a = c->base;
     a.out = XS_ATTN_OUT_WINDOWS;
     a.rows_per_rank = c->rpr;
     a.split = split;
     a.order = order;
     a.signal = ++epoch;
+    if (couriers > 0) {
+        rc.grid = courier_grid(c0, couriers);
+        a.couriers = couriers;
+        a.pace_bytes_per_ns = (float)c->pace;
+        a.o = B->stage;
+        a.sync = B->sync;
+        a.timeout_ns = c->timeout_ns;
+    }
     poison_windows(B, c);
     XS_CHECK_CU(cudaStreamSynchronize(B->stream)); /* poison landed before timing */
     up_barrier(c);
     double sp = timed_launch(B, c, &a, rep, evt_us, cta);
     if (c->pp) {
-        up_wait_signals(B, c, a.signal, split || order ? "fused" : "piggyback");
+        up_wait_signals(B, c, a.signal, split || order || couriers ? "fused" : "piggyback");
         up_barrier(c);
     }
     unsigned long long bad = verify_windows(B, c), bad_flags = 0;
@@ -915,17 +1063,19 @@ static double fused_once(up_bufs *B, const up_cfg *c, int order, int split, int 
                                 B->stream));
     XS_CHECK_CU(cudaStreamSynchronize(B->stream));
     if (bad_flags) {
-        fprintf(stderr, "xstage: error: fused order %d split %d: %llu of %d x %d CTA signals "
-                "missing\n", order, split, bad_flags, c->peers, c->grid);
+        fprintf(stderr, "xstage: error: fused order %d split %d couriers %d: %llu of %d x %d "
+                "CTA signals missing\n", order, split, couriers, bad_flags, c->peers, c->grid);
         *ok = 0;
     }
     if (bad) {
-        fprintf(stderr, "xstage: error: fused order %d split %d (seq %d heads %d causal %d "
-                "peers %d): %llu of %zu 16-byte units differ at their destinations\n", order,
-                split, c->seq, c->heads, c->causal, c->peers, bad,
-                (size_t)c->rpr * c->heads * XS_ATTN_ROW_BYTES / 16 * c->peers);
+        fprintf(stderr, "xstage: error: fused order %d split %d couriers %d (seq %d heads %d "
+                "causal %d peers %d): %llu of %zu 16-byte units differ at their "
+                "destinations\n", order, split, couriers, c->seq, c->heads, c->causal,
+                c->peers, bad, (size_t)c->rpr * c->heads * XS_ATTN_ROW_BYTES / 16 * c->peers);
         *ok = 0;
     }
+    if (couriers > 0) /* a courier's timeout: name it now, not after the row */
+        check_devstatus(B, "attention with couriers");
     *store_us = median_store_us(cta, c->grid);
     return sp;
 }
@@ -938,6 +1088,8 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
     row->seq = c->seq, row->heads = c->heads, row->causal = c->causal, row->peers = c->peers;
     row->tiles = c->tiles = xs_attn_tiles(c->seq, c->heads);
     row->grid = c->grid = c->tiles < gi->sm_count ? c->tiles : gi->sm_count;
+    c->sms = gi->sm_count;
+    c->pace = o->courier_pace * prof->drain_bytes_per_ns;
     c->rpr = c->seq / c->peers;
     c->remote = xs_attn_remote_tiles(c->seq, c->heads, c->rpr);
     row->comm_mb = (double)(c->seq - c->rpr) * c->heads * XS_ATTN_ROW_BYTES / 1e6;
@@ -959,7 +1111,8 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
 
     const int n = o->common.iters, nw = o->common.warmup;
     double *x = (double *)malloc((size_t)9 * n * sizeof(double));
-    uint64_t *cta = (uint64_t *)malloc((size_t)c->grid * 3 * sizeof(uint64_t));
+    /* [sms * 3]: a courier run's grid can exceed c->grid (courier_grid) */
+    uint64_t *cta = (uint64_t *)malloc((size_t)gi->sm_count * 3 * sizeof(uint64_t));
     uint64_t *tns = (uint64_t *)malloc((size_t)c->tiles * sizeof(uint64_t));
     double *dur = (double *)malloc((size_t)c->tiles * sizeof(double));
     if (!x || !cta || !tns || !dur) {
@@ -972,10 +1125,12 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
 
     /* ---- plan: warm-up, then one fa run whose per-tile stamps give the model its work ---- */
     int ok = 1;
-    double evt, store_pb = NAN;
+    double evt, store_pb = NAN, fa_plan_us = 0;
     for (int i = 0; i <= nw; i++)
-        fa_once(B, c, i, &evt, cta, &ok);
+        fa_plan_us = fa_once(B, c, i, &evt, cta, &ok);
     check_devstatus(B, "attention");
+    /* couriers' waits: no wait can last longer than the kernel; 20x fa, at least 2 s */
+    c->timeout_ns = (uint64_t)fmax(2e9, isfinite(fa_plan_us) ? 20e3 * fa_plan_us : 2e9);
     XS_CHECK_CU(cudaMemcpy(tns, B->tile_ns, (size_t)c->tiles * sizeof(uint64_t),
                            cudaMemcpyDeviceToHost));
     for (int b = 0; b < c->grid; b++) {
@@ -1000,13 +1155,14 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
     if (c->pp) {
         /* every rank runs rank 0's plan (the others' fa stamps differ a little): the same runs
          * in the same order, so barriers and signal values agree; the others send -2 */
-        double v[2] = {(double)row->split, (double)row->order};
+        double v[3] = {(double)row->split, (double)row->order, (double)row->couriers};
         if (c->pp->me)
-            v[0] = v[1] = -2;
-        XS_CHECK(xs_coll_max(c->pp->coll, v, 2));
-        row->split = (int)v[0], row->order = (int)v[1];
+            v[0] = v[1] = v[2] = -2;
+        XS_CHECK(xs_coll_max(c->pp->coll, v, 3));
+        row->split = (int)v[0], row->order = (int)v[1], row->couriers = (int)v[2];
+        row->courier_pace = row->couriers > 0 ? c->pace : 0.0;
     }
-    const int same = row->split == 0 && row->order == XS_ATTN_ORDER_SNAKE;
+    const int same = row->split == 0 && row->order == XS_ATTN_ORDER_SNAKE && row->couriers == 0;
 
     /* ---- measure: fa, serial, piggyback and the plan, one of each per repetition ---- */
     for (int i = 0; i < nw + n; i++) {
@@ -1024,13 +1180,14 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
         }
         double t_fa = fa_once(B, c, i, &e1, cta, &ok);
         double t_se = serial_once(B, c, i, &cu, cta, &ok);
-        double t_pb = fused_once(B, c, XS_ATTN_ORDER_SNAKE, 0, i, &e2, &st, cta, &ok);
+        double t_pb = fused_once(B, c, XS_ATTN_ORDER_SNAKE, 0, 0, i, &e2, &st, cta, &ok);
         if (j >= 0) {
             fa[j] = t_fa, fa_evt[j] = e1, se[j] = t_se, cp[j] = cu, pb[j] = t_pb, pb_evt[j] = e2;
             store_pb = st;
         }
         if (!same) {
-            double t_fu = fused_once(B, c, row->order, row->split, i, &e2, &st, cta, &ok);
+            double t_fu = fused_once(B, c, row->order, row->split, row->couriers, i, &e2, &st,
+                                     cta, &ok);
             if (j >= 0)
                 fu[j] = t_fu, fu_evt[j] = e2, row->store_us = st;
         }
@@ -1106,14 +1263,15 @@ static const char csv_header[] =
     "fa_tflops,copy_us,serial_us,serial_min_us,serial_max_us,pb_us,pb_min_us,pb_max_us,"
     "pb_pred_us,pb_vis_us,criterion_ok,split,fused_us,fused_min_us,fused_max_us,fused_vis_us,"
     "pred_us,pred_err_pct,store_us,hidden_pct,speedup,max_err,verified,order,comm_ratio,"
-    "crit_peak_mb,crit_sync_mb,crit_keff,slice_us,link_us,hidden_lo_pct,hidden_hi_pct";
+    "crit_peak_mb,crit_sync_mb,crit_keff,slice_us,link_us,hidden_lo_pct,hidden_hi_pct,couriers,"
+    "courier_pace";
 
 static void csv_row(FILE *f, const up_row *r)
 {
     fprintf(f,
             "%d,%d,%d,%d,%d,%d,%d,%.4f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,"
             "%.2f,%.2f,%.2f,%d,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%.2f,%.4f,%.3g,%d,%d,%.4f,"
-            "%.4f,%.4f,%d,%.2f,%.2f,%.2f,%.2f\n",
+            "%.4f,%.4f,%d,%.2f,%.2f,%.2f,%.2f,%d,%.3f\n",
             r->seq, r->heads, XS_ATTN_D, r->causal, r->peers, r->grid, r->tiles, r->comm_mb,
             r->fa_us, r->fa_min, r->fa_max, r->fa_evt_us, r->fa_tflops, r->copy_us,
             r->serial_us, r->serial_min, r->serial_max, r->pb_us, r->pb_min, r->pb_max,
@@ -1121,7 +1279,7 @@ static void csv_row(FILE *f, const up_row *r)
             r->fused_max, r->fused_vis_us, r->pred_us, r->pred_err_pct, r->store_us,
             r->hidden_pct, r->speedup, r->max_err, r->verified, r->order, r->comm_ratio,
             r->crit_peak_mb, r->crit_sync_mb, r->crit_keff, r->slice_us, r->link_us,
-            r->hidden_lo, r->hidden_hi);
+            r->hidden_lo, r->hidden_hi, r->couriers, r->courier_pace);
 }
 
 static void table_header(void)
@@ -1138,10 +1296,10 @@ static double spread_pct(double med, double lo, double hi) { return 100.0 * (hi 
 
 static void table_row(const up_row *r)
 {
-    /* plan: s|e (snake | early order) and the split, e.g. "e16"; "s0" is piggyback */
+    /* plan: s|e (snake | early order) and the split, e.g. "e16"; "s0" is piggyback; "c4" /
+     * "ec4": four couriers, snake / early */
     char plan_s[16];
-    snprintf(plan_s, sizeof plan_s, "%c%d", r->order == XS_ATTN_ORDER_EARLY ? 'e' : 's',
-             r->split);
+    plan_name(r->order, r->split, r->couriers, plan_s, sizeof plan_s);
     printf("%6d %5d %2d %2d %8.2f %10.1f %6.1f %7.1f %10.1f %6.1f %10.1f %5s %10.1f %6.1f "
            "%10.1f %+6.1f %7.1f %7.3f %3s\n",
            r->seq, r->heads, r->causal, r->peers, r->comm_mb, r->fa_us,
@@ -1193,14 +1351,15 @@ static int same_size_rows(const up_row *rows, int nrows, int seq0, const char *t
             continue;
         n++;
         *met += r->speedup >= UP_SPEEDUP_TARGET;
+        char pn[16];
         if (tag)
             printf("# summary: %s: seq %d heads %d causal %d peers %d: comm/compute %.2f "
                    "(bound %.2fx), serial/fused %.3fx (%s), hidden %.1f%% (%.1f..%.1f), plan "
-                   "%s split %d\n", tag, r->seq, r->heads, r->causal, r->peers, r->comm_ratio,
+                   "%s\n", tag, r->seq, r->heads, r->causal, r->peers, r->comm_ratio,
                    1.0 + fmin(r->comm_ratio, 1.0 / r->comm_ratio), r->speedup,
                    r->speedup >= UP_SPEEDUP_TARGET ? "met" : "below 1.4x", r->hidden_pct,
                    r->hidden_lo, r->hidden_hi,
-                   r->order == XS_ATTN_ORDER_EARLY ? "early" : "snake", r->split);
+                   plan_name(r->order, r->split, r->couriers, pn, sizeof pn));
     }
     return n;
 }
@@ -1212,11 +1371,13 @@ static int summary(const up_row *rows, int nrows)
     int nacc = 0, nacc_met = 0;
     double worst_err = 0, min_hid_crit = INFINITY, min_hid_resh = INFINITY;
     double min_tf = INFINITY, max_tf = 0;
+    int ncour = 0; /* rows whose plan ran couriers */
+    char pn[16];
     for (int i = 0; i < nrows; i++) {
         const up_row *r = &rows[i];
         sp[i] = r->speedup;
         nok += r->verified;
-        const int reshaped = r->split > 0 || r->order == XS_ATTN_ORDER_EARLY;
+        const int reshaped = r->split > 0 || r->order == XS_ATTN_ORDER_EARLY || r->couriers > 0;
         if (r->criterion_ok == 1) { /* the plan's hiding, whichever member it chose */
             ncrit++;
             ncrit90 += r->hidden_pct >= UP_HIDDEN_TARGET;
@@ -1234,6 +1395,7 @@ static int summary(const up_row *rows, int nrows)
         }
         min_tf = fmin(min_tf, r->fa_tflops);
         max_tf = fmax(max_tf, r->fa_tflops);
+        ncour += r->couriers > 0;
     }
     printf("# summary: %d rows, %d verified; serial/fused geomean %.3fx\n", nrows, nok,
            xs_geomean(sp, (size_t)nrows));
@@ -1255,10 +1417,10 @@ static int summary(const up_row *rows, int nrows)
         const up_row *r = &rows[i];
         if (r->criterion_ok == 1 && !(r->hidden_pct >= UP_HIDDEN_TARGET))
             printf("# summary:   hidden %.1f%% (%.1f..%.1f over repetitions): seq %d heads %d "
-                   "causal %d peers %d (plan %s split %d, comm/compute %.2f; fused - fa: slices "
+                   "causal %d peers %d (plan %s, comm/compute %.2f; fused - fa: slices "
                    "%.1f us + link %.1f us; piggyback %.1f us over fa)\n", r->hidden_pct,
                    r->hidden_lo, r->hidden_hi, r->seq, r->heads, r->causal, r->peers,
-                   r->order == XS_ATTN_ORDER_EARLY ? "early" : "snake", r->split, r->comm_ratio,
+                   plan_name(r->order, r->split, r->couriers, pn, sizeof pn), r->comm_ratio,
                    r->slice_us, r->link_us, r->pb_us - r->fa_us);
     }
     printf("# summary: criterion fails: hidden >= 90%% in %d of %d rows (min %.1f%%)\n",
@@ -1268,10 +1430,22 @@ static int summary(const up_row *rows, int nrows)
     for (int i = 0; i < nrows; i++) {
         const up_row *r = &rows[i];
         if (isfinite(r->pred_err_pct) && fabs(r->pred_err_pct) > UP_PRED_TOL_PCT)
-            printf("# summary:   off by %+.1f%%: seq %d heads %d causal %d peers %d (plan %s "
-                   "split %d, comm/compute %.2f)\n", r->pred_err_pct, r->seq, r->heads,
-                   r->causal, r->peers, r->order == XS_ATTN_ORDER_EARLY ? "early" : "snake",
-                   r->split, r->comm_ratio);
+            printf("# summary:   off by %+.1f%%: seq %d heads %d causal %d peers %d (plan %s, "
+                   "comm/compute %.2f)\n", r->pred_err_pct, r->seq, r->heads, r->causal,
+                   r->peers, plan_name(r->order, r->split, r->couriers, pn, sizeof pn),
+                   r->comm_ratio);
+    }
+    printf("# summary: couriers in %d of %d rows' plans\n", ncour, nrows);
+    for (int i = 0; i < nrows; i++) {
+        const up_row *r = &rows[i];
+        if (r->couriers > 0)
+            printf("# summary:   %s at %.1f B/ns: seq %d heads %d causal %d peers %d: fused "
+                   "%.1f us (pred %.1f), fa %.1f, piggyback %.1f, serial %.1f: hidden %.1f%% "
+                   "(%.1f..%.1f), serial/fused %.3fx, comm/compute %.2f\n",
+                   plan_name(r->order, r->split, r->couriers, pn, sizeof pn), r->courier_pace,
+                   r->seq, r->heads, r->causal, r->peers, r->fused_us, r->pred_us, r->fa_us,
+                   r->pb_us, r->serial_us, r->hidden_pct, r->hidden_lo, r->hidden_hi,
+                   r->speedup, r->comm_ratio);
     }
     printf("# summary: attention %.1f..%.1f TFLOP/s (scripts/sdpa_ref.py: the reference)\n",
            min_tf, max_tf);
@@ -1320,6 +1494,9 @@ extern "C" int xs_bench_up(int argc, char **argv)
     xs_gpu_info gi;
     if (xs_gpu_open(o.common.device, &gi) != XS_OK) /* a launched rank: XS_DEVICE */
         return xs_cli_fail();
+    if (o.couriers >= gi.sm_count)
+        return xs_cli_failf("--couriers %d: leaves no SM to compute (%d SMs)", o.couriers,
+                            gi.sm_count);
     xs_coll *coll = NULL;
     if (real) {
         /* the flag slots and the checks assume one grid on every rank: equal SM counts */
@@ -1359,6 +1536,14 @@ extern "C" int xs_bench_up(int argc, char **argv)
     printf("# layout [seq, heads, 128] bf16; BLOCK_M %d, BLOCK_N %d, %d warps, persistent grid "
            "= min(tiles, %d SMs); tolerance %.0e + %.0e|ref|\n", XS_ATTN_BM, XS_ATTN_BN,
            XS_ATTN_WARPS, gi.sm_count, UP_ATOL, UP_RTOL);
+    if (o.couriers < 0)
+        printf("# couriers: C = 4 and 8 in the planner's family");
+    else if (o.couriers > 0)
+        printf("# couriers: C = %d forced", o.couriers);
+    if (o.couriers != 0)
+        printf(", paced at %.2f x R = %.1f B/ns in all (0: unpaced); staged in a buffer apart "
+               "from O (docs/UP.md \"Couriers\")\n", o.courier_pace,
+               o.courier_pace * prof.drain_bytes_per_ns);
     if (csv) {
         xs_gpu_report_header(csv, &gi, argc, argv);
         fprintf(csv, "%s\n", csv_header);
@@ -1383,6 +1568,14 @@ extern "C" int xs_bench_up(int argc, char **argv)
     XS_CHECK_CU(cudaMalloc(&B.flush, B.flush_bytes));
     XS_CHECK_CU(cudaMalloc((void **)&B.cta_ns, (size_t)gi.sm_count * 3 * sizeof(uint64_t)));
     XS_CHECK_CU(cudaMalloc((void **)&B.tile_ns, (size_t)max_tiles * sizeof(uint64_t)));
+    if (o.couriers != 0) {
+        /* couriers: a staging buffer the size of O, and their flags (zeros: never a signal) */
+        XS_CHECK_CU(cudaMalloc(&B.stage, nbytes));
+        XS_CHECK_CU(cudaMemsetAsync(B.stage, 0, nbytes, B.stream));
+        const size_t nsync = ((size_t)max_tiles + gi.sm_count) * sizeof(uint64_t);
+        XS_CHECK_CU(cudaMalloc((void **)&B.sync, nsync));
+        XS_CHECK_CU(cudaMemsetAsync(B.sync, 0, nsync, B.stream));
+    }
     XS_CHECK_CU(cudaMalloc((void **)&B.status, sizeof(xs_devstatus)));
     XS_CHECK_CU(cudaMalloc((void **)&B.bad, sizeof(unsigned long long)));
     XS_CHECK_CU(cudaMalloc((void **)&B.rows, (size_t)2 * o.samples * sizeof(int)));
@@ -1457,6 +1650,7 @@ extern "C" int xs_bench_up(int argc, char **argv)
     free(rows);
     cudaFree(B.q); cudaFree(B.k); cudaFree(B.v); cudaFree(B.o); cudaFree(B.flush);
     cudaFree(B.cta_ns); cudaFree(B.tile_ns); cudaFree(B.status); cudaFree(B.bad);
+    cudaFree(B.stage); cudaFree(B.sync);
     cudaFree(B.rows); cudaFree(B.ref); cudaFree(B.got);
     for (int i = 0; i < 3; i++)
         cudaEventDestroy(B.ev[i]);

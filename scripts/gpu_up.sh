@@ -2,12 +2,16 @@
 # gpu_up.sh - the Ulysses (attention + all-to-all) GPU runs, from an already built tree:
 #   1. build/tests/gpu/test_attn      kernel vs CPU reference, fused output via virtual peers
 #   2. scripts/sdpa_ref.py            PyTorch SDPA (flash backend) throughput, same shapes
-#   3. build/xstage bench up          fa / serial / fused sweep, planner prediction, every byte
-#                                     of every window verified
-# then a summary: our attention throughput against the reference, and the bench's summary.
-# Writes to $OUT (default ./out-up): gpu_up.log (everything), up.csv, sdpa_ref.csv.
+#   3. build/xstage bench up          fa / serial / fused sweep, planner prediction (couriers 4
+#                                     and 8 in its family), every byte of every window verified
+#   4. build/xstage bench up --couriers 8   the short rows again with the couriers forced
+#                                     (COURIER_SEQS, default 4096,8192; empty: skipped), so that
+#                                     one call measures them whatever the planner chose
+# then a summary: our attention throughput against the reference, and the bench's summaries.
+# Writes to $OUT (default ./out-up): gpu_up.log (everything), up.csv, up_couriers.csv,
+# sdpa_ref.csv.
 # Usage: OUT=dir [PROFILE=file] [BUILD=build] [PY=python3] [SEQS=..] [HEADS=..] [PEERS=..]
-#        [UP_ARGS="..."] scripts/gpu_up.sh
+#        [UP_ARGS="..."] [COURIER_SEQS=..] [COURIER_ARGS="..."] scripts/gpu_up.sh
 # The planner predicts with PROFILE (gpu_all.sh sets it to the calibration of the same device
 # call); unset, the newest committed bench/results/h200-*/h200_host_profile.json; none
 # readable, the embedded provisional one (said in the log).
@@ -16,8 +20,8 @@
 # 0.5x..1.3x. docs/UP.md: the rule that picks the rows of the 1.4x target from the measured
 # comm/compute (copy_us / fa_us in [0.5, 2], the shortest such sequence per heads/causal/peers).
 # Each step runs under a timeout and a failure does not stop the next one; exit status is
-# non-zero when any step failed. Expected wall time on one H200: about 1.5 minutes (gpu_all.sh
-# gives the whole script 150 s).
+# non-zero when any step failed. Expected wall time on one H200: about 1.5 minutes, plus about
+# 20 s for step 4 (16 short rows, -n 3; gpu_all.sh gives the whole script 150 s).
 set -u
 
 BUILD=${BUILD:-build}
@@ -28,6 +32,10 @@ SEQS=${SEQS:-4096,8192,16384,32768,49152,65536}  # 4096: comm ~ compute (see abo
 HEADS=${HEADS:-8,16}
 PEERS=${PEERS:-2,4,8}
 UP_ARGS=${UP_ARGS:-}
+# docs/UP.md "Couriers": the rows where the link and the compute are of one size (comm/compute
+# 0.5-1.3), where the planner's split members lost 24-88 us to backpressure the model missed
+COURIER_SEQS=${COURIER_SEQS-4096,8192}
+COURIER_ARGS=${COURIER_ARGS:---couriers 8 --heads 8,16 --peers 4,8 -n 3}
 mkdir -p "$OUT"
 LOG="$OUT/gpu_up.log"
 : >"$LOG"
@@ -82,9 +90,16 @@ if [ -x "$XSTAGE" ]; then
 else
     results+=("FAIL  bench_up (not built: $BUILD/xstage)"); fails=$((fails + 1))
 fi
+log_lines=$(wc -l <"$LOG")
+if [ -x "$XSTAGE" ] && [ -n "$COURIER_SEQS" ]; then
+    # shellcheck disable=SC2086
+    step bench_up_couriers 45 "$XSTAGE" bench up --seq "$COURIER_SEQS" \
+        ${PROFILE_ARGS[@]+"${PROFILE_ARGS[@]}"} --csv "$OUT/up_couriers.csv" $COURIER_ARGS
+fi
 
 # ---- summary: throughput vs the reference (event-timed both), then the bench's own lines ----
-bench_summary=$(grep -E '^# (summary|bench up)' "$LOG")
+bench_summary=$(head -n "$log_lines" "$LOG" | grep -E '^# (summary|bench up)')
+courier_summary=$(tail -n +"$((log_lines + 1))" "$LOG" | grep -E '^# (summary|bench up)')
 {
     echo
     echo "=== summary"
@@ -122,6 +137,10 @@ EOF
         echo "(no throughput table: up.csv or sdpa_ref.csv missing)"
     fi
     [ -n "$bench_summary" ] && printf '%s\n' "$bench_summary"
+    if [ -n "$courier_summary" ]; then
+        echo "--- couriers forced ($COURIER_ARGS, seq $COURIER_SEQS; up_couriers.csv)"
+        printf '%s\n' "$courier_summary"
+    fi
     echo
     printf '%s\n' "${results[@]}"
     if [ "$fails" -eq 0 ]; then

@@ -177,6 +177,13 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench up -g 3 seq not a multiple" "--seq 8192 is not a multiple of -g/--gpus 3" "$X" bench up -g 3 -s 8192
     expect_err "bench up -g 3 --quick seq not a multiple" "--seq 16384 is not a multiple of -g/--gpus 3" "$X" bench up -g 3 -s 6144,16384 --quick
     expect_err "bench up -g 2 bad split" "--split 300: outside" "$X" bench up -g 2 --split 300
+    # couriers (docs/UP.md "Couriers"): one-line errors before any GPU is touched
+    expect_err "bench up bad --couriers" "--couriers 65: outside -1..64" "$X" bench up --couriers 65
+    expect_err "bench up --couriers -2" "--couriers -2: outside -1..64" "$X" bench up --couriers -2
+    expect_err "bench up --couriers word" "--couriers 'four': not an integer" "$X" bench up --couriers four
+    expect_err "bench up --couriers with --split" "--couriers 4 cannot be combined with --split 8" "$X" bench up --couriers 4 --split 8
+    expect_err "bench up --courier-pace negative" "--courier-pace -0.5: outside 0..4" "$X" bench up --courier-pace -0.5
+    expect_err "bench up --courier-pace word" "--courier-pace 'fast': not a number" "$X" bench up --courier-pace fast
     expect_err "bench up -g with --device" "bench up: -g/--gpus 1 cannot be combined with --device" "$X" bench up -g 1 --device 0
     expect_err "bench tp -g with --device" "bench tp: -g/--gpus 1 cannot be combined with --device" "$X" bench tp --device 2 --gpus 1
     if ! nvidia-smi -L >/dev/null 2>&1; then

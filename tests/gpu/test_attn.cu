@@ -4,9 +4,12 @@
  * persistent and tiny grids (many tiles per CTA, so the cross-tile prefetch is exercised); the
  * fused output through virtual peers (HBM + pinned host windows) with both tile orders and every
  * kind of split (none, one slice, fewer and more slices than the next tile has iterations),
- * every byte checked at its destination and every CTA's signal counted; the tile orders as
- * permutations (host); the helpers the benchmark relies on (fp32 reference rows, fill,
- * compare); and bad input. Needs a GPU; the last line is "N passed, N failed".
+ * every byte checked at its destination and every CTA's signal counted; the courier kernel
+ * (2 and 4 couriers, both orders, paced and unpaced, a persistent and a 2-CTA compute grid, the
+ * real-peer head layout) bitwise equal at every destination to the plain fused run, with every
+ * CTA's signal, every stamp, and a courier timeout that is reported and ends the kernel; the
+ * tile orders as permutations (host); the helpers the benchmark relies on (fp32 reference rows,
+ * fill, compare); and bad input. Needs a GPU; the last line is "N passed, N failed".
  */
 #include <math.h>
 #include <stdio.h>
@@ -285,6 +288,219 @@ static void test_fused(const shape *s, int P, int sm_count)
     xs_win_close(ws);
 }
 
+/* Couriers (docs/UP.md "Couriers"): for C = 2 and 4, both orders, unpaced and paced, on the
+ * persistent compute grid (min(tiles, SMs - C)) and a 2-CTA one (several tiles per CTA, remote
+ * and local), the destinations equal the plain fused run's bitwise (snake, split 0, which
+ * test_fused checks against the local output), every CTA of the grid - couriers included -
+ * signalled every rank, every CTA stamped its start and end and every tile its end. With
+ * head_offset, as the second rank of a group sending 2*heads per destination row (real peers'
+ * layout): this rank's half of every row equals the local output, the other half untouched. */
+static void test_couriers(const shape *s, int P, int sm_count, int head_offset)
+{
+    static uint64_t epoch = 1u << 20; /* apart from test_fused's values */
+    const int rpr = s->seq / P, H = s->heads, tiles = xs_attn_tiles(s->seq, H);
+    const int dh = head_offset ? 2 * H : H;
+    const size_t row = (size_t)dh * XS_ATTN_ROW_BYTES, shard = (size_t)rpr * row;
+    xs_win_opts wo;
+    memset(&wo, 0, sizeof wo);
+    wo.target = XS_TARGET_VIRTUAL;
+    wo.virtual_peers = P;
+    wo.bytes = shard;
+    wo.nflags = tiles + 4; /* the largest grid: tiles compute CTAs + 4 couriers */
+    xs_winset *ws = NULL;
+    xs_status st = xs_win_open(&wo, &ws);
+    XT_CHECK(st == XS_OK, "xs_win_open virtual %d: %s", P, xs_errmsg());
+    if (st != XS_OK)
+        return;
+    const xs_wintab *tab = xs_win_table(ws);
+    uint64_t *d_cta, *d_tile, *d_sync;
+    unsigned long long *d_bad;
+    void *stage;
+    xs_devstatus *d_st;
+    TCU(cudaMalloc((void **)&d_bad, sizeof *d_bad));
+    TCU(cudaMalloc((void **)&d_cta, (size_t)(tiles + 4) * 3 * sizeof(uint64_t)));
+    TCU(cudaMalloc((void **)&d_tile, (size_t)tiles * sizeof(uint64_t)));
+    TCU(cudaMalloc((void **)&d_sync, (size_t)(2 * tiles + 4) * sizeof(uint64_t)));
+    TCU(cudaMemset(d_sync, 0, (size_t)(2 * tiles + 4) * sizeof(uint64_t)));
+    TCU(cudaMalloc(&stage, s->nel * 2));
+    TCU(cudaMalloc((void **)&d_st, sizeof *d_st));
+    TCU(cudaMemset(d_st, 0, sizeof *d_st));
+    char *want = (char *)malloc((size_t)P * shard), *got = (char *)malloc(shard);
+    uint64_t *cta = (uint64_t *)malloc((size_t)(tiles + 4) * 3 * sizeof(uint64_t));
+    uint64_t *tl = (uint64_t *)malloc((size_t)tiles * sizeof(uint64_t));
+    for (int causal = 0; causal <= 1; causal++) {
+        __nv_bfloat16 *local = run_local(s, causal, tiles, NULL, NULL);
+        xs_attn_args base = base_args(s, causal);
+        base.out = XS_ATTN_OUT_WINDOWS;
+        base.rows_per_rank = rpr;
+        base.dst_heads = head_offset ? dh : 0;
+        base.dst_head0 = head_offset ? H : 0;
+        /* the reference: the plain fused run (snake, split 0, persistent grid) */
+        for (int r = 0; r < P; r++)
+            TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
+        {
+            xs_attn_args a = base;
+            a.signal = ++epoch;
+            TXS(xs_attn_fwd(&a, tab, tiles < sm_count ? tiles : sm_count, 0));
+            TCU(cudaDeviceSynchronize());
+            for (int r = 0; r < P; r++)
+                TCU(cudaMemcpy(want + (size_t)r * shard, tab->data[r], shard,
+                               cudaMemcpyDefault));
+        }
+        /* and it equals the local output (this rank's half of each row with head_offset) */
+        size_t ref_bad = 0;
+        const size_t half = (size_t)H * XS_ATTN_ROW_BYTES;
+        for (int p = 0; p < P; p++)
+            for (int i = 0; i < rpr && p * rpr + i < s->seq; i++)
+                ref_bad += memcmp(want + (size_t)p * shard + i * row + (head_offset ? half : 0),
+                                  (const char *)local + (size_t)(p * rpr + i) * half, half) != 0;
+        XT_CHECK(ref_bad == 0, "couriers' reference (plain fused) seq %d P %d causal %d: %zu "
+                 "rows differ from the local output", s->seq, P, causal, ref_bad);
+        for (int ci = 0; ci < 16; ci++) {
+            const int C = ci & 1 ? 4 : 2;
+            const int order = ci & 2 ? XS_ATTN_ORDER_EARLY : XS_ATTN_ORDER_SNAKE;
+            const float pace = ci & 4 ? 8.0f * C : 0.f; /* 8 B/ns per courier, or unpaced */
+            int ncomp = ci & 8 ? 2 : sm_count - C;
+            if (ncomp > tiles)
+                ncomp = tiles;
+            const int grid = ncomp + C;
+            xs_attn_args a = base;
+            a.couriers = C;
+            a.order = order;
+            a.pace_bytes_per_ns = pace;
+            a.o = stage;
+            a.sync = d_sync;
+            a.signal = ++epoch;
+            a.cta_ns = d_cta;
+            a.tile_ns = d_tile;
+            a.status = d_st;
+            TCU(cudaMemset(d_tile, 0, (size_t)tiles * sizeof(uint64_t)));
+            TCU(cudaMemset(d_cta, 0, (size_t)grid * 3 * sizeof(uint64_t)));
+            for (int r = 0; r < P; r++)
+                TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
+            TXS(xs_attn_fwd(&a, tab, grid, 0));
+            TCU(cudaDeviceSynchronize());
+            xs_devstatus hs;
+            TCU(cudaMemcpy(&hs, d_st, sizeof hs, cudaMemcpyDeviceToHost));
+            unsigned long long bad_flags = 0;
+            TCU(cudaMemset(d_bad, 0, sizeof *d_bad));
+            TXS(xs_attn_flags_check(tab, grid, a.signal, d_bad, 0));
+            TCU(cudaMemcpy(&bad_flags, d_bad, sizeof bad_flags, cudaMemcpyDeviceToHost));
+            int bad_units = 0;
+            for (int r = 0; r < P; r++) {
+                TCU(cudaMemcpy(got, tab->data[r], shard, cudaMemcpyDefault));
+                for (size_t u = 0; u < shard / 16; u++)
+                    bad_units += memcmp(got + 16 * u, want + (size_t)r * shard + 16 * u, 16) != 0;
+            }
+            TCU(cudaMemcpy(cta, d_cta, (size_t)grid * 3 * sizeof(uint64_t),
+                           cudaMemcpyDeviceToHost));
+            TCU(cudaMemcpy(tl, d_tile, (size_t)tiles * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+            int bad_stamps = 0;
+            for (int b = 0; b < grid; b++)
+                bad_stamps += !(cta[3 * b] > 0 && cta[3 * b + 1] >= cta[3 * b]);
+            for (int t = 0; t < tiles; t++)
+                bad_stamps += tl[t] == 0;
+            XT_CHECK(hs.code == 0, "couriers seq %d P %d causal %d C %d order %d pace %g grid "
+                     "%d: device failure %u in CTA %u (detail %llu)", s->seq, P, causal, C,
+                     order, (double)pace, grid, hs.code, hs.block, hs.detail);
+            XT_CHECK(bad_units == 0, "couriers seq %d heads %d causal %d P %d%s C %d order %d "
+                     "pace %g grid %d: %d 16-byte units differ from the plain fused run",
+                     s->seq, H, causal, P, head_offset ? " (head offset)" : "", C, order,
+                     (double)pace, grid, bad_units);
+            XT_CHECK(bad_flags == 0, "couriers seq %d P %d C %d order %d grid %d: %llu of %d x "
+                     "%d CTA signals missing", s->seq, P, C, order, grid, bad_flags, P, grid);
+            XT_CHECK(bad_stamps == 0, "couriers seq %d C %d grid %d: %d CTA or tile stamps "
+                     "missing or reversed", s->seq, C, grid, bad_stamps);
+            if (hs.code) {
+                TCU(cudaMemset(d_st, 0, sizeof *d_st));
+                break;
+            }
+        }
+        free(local);
+    }
+    free(want); free(got); free(cta); free(tl);
+    cudaFree(d_bad); cudaFree(d_cta); cudaFree(d_tile); cudaFree(d_sync); cudaFree(stage);
+    cudaFree(d_st);
+    xs_win_close(ws);
+}
+
+/* A courier whose wait times out (timeout 1 ns, while the one compute CTA needs tens of us per
+ * tile): the failure is recorded (XS_DEVERR_TIMEOUT, in a courier CTA, naming a remote tile),
+ * the kernel ends (every other courier stops on the recorded failure), and the signals are not
+ * raised. Afterwards the same buffers run clean with the default timeout. */
+static void test_courier_timeout(void)
+{
+    const int seq = 4096, H = 2, P = 2, C = 2, rpr = seq / P, tiles = xs_attn_tiles(seq, H);
+    const int remote = xs_attn_remote_tiles(seq, H, rpr);
+    const size_t nel = (size_t)seq * H * XS_ATTN_D, shard = (size_t)rpr * H * XS_ATTN_ROW_BYTES;
+    void *q, *k, *v, *o;
+    uint64_t *d_sync;
+    unsigned long long *d_bad;
+    xs_devstatus *d_st;
+    TCU(cudaMalloc(&q, nel * 2));
+    TCU(cudaMalloc(&k, nel * 2));
+    TCU(cudaMalloc(&v, nel * 2));
+    TCU(cudaMalloc(&o, nel * 2));
+    TCU(cudaMalloc((void **)&d_sync, (size_t)(tiles + 3) * sizeof(uint64_t)));
+    TCU(cudaMemset(d_sync, 0, (size_t)(tiles + 3) * sizeof(uint64_t)));
+    TCU(cudaMalloc((void **)&d_bad, sizeof *d_bad));
+    TCU(cudaMalloc((void **)&d_st, sizeof *d_st));
+    TCU(cudaMemset(d_st, 0, sizeof *d_st));
+    TXS(xs_attn_fill_random(q, nel, 11, -2.f, 2.f, 0));
+    TXS(xs_attn_fill_random(k, nel, 12, -2.f, 2.f, 0));
+    TXS(xs_attn_fill_random(v, nel, 13, -1.f, 1.f, 0));
+    xs_win_opts wo;
+    memset(&wo, 0, sizeof wo);
+    wo.target = XS_TARGET_VIRTUAL;
+    wo.virtual_peers = P;
+    wo.bytes = shard;
+    wo.nflags = 1 + C;
+    xs_winset *ws = NULL;
+    xs_status st = xs_win_open(&wo, &ws);
+    XT_CHECK(st == XS_OK, "xs_win_open virtual %d: %s", P, xs_errmsg());
+    if (st != XS_OK)
+        return;
+    const xs_wintab *tab = xs_win_table(ws);
+    xs_attn_args a;
+    memset(&a, 0, sizeof a);
+    a.q = q, a.k = k, a.v = v, a.o = o;
+    a.seq = seq, a.heads = H, a.causal = 0;
+    a.out = XS_ATTN_OUT_WINDOWS;
+    a.rows_per_rank = rpr;
+    a.couriers = C;
+    a.sync = d_sync;
+    a.status = d_st;
+    for (int pass = 0; pass < 2; pass++) {
+        a.signal = 0x7000 + pass;
+        a.timeout_ns = pass == 0 ? 1 : 0; /* 1 ns, then the default */
+        for (int r = 0; r < P; r++)
+            TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
+        TXS(xs_attn_fwd(&a, tab, 1 + C, 0));
+        TCU(cudaDeviceSynchronize()); /* returns: no CTA is left waiting */
+        xs_devstatus hs;
+        TCU(cudaMemcpy(&hs, d_st, sizeof hs, cudaMemcpyDeviceToHost));
+        unsigned long long bad_flags = 0;
+        TCU(cudaMemset(d_bad, 0, sizeof *d_bad));
+        TXS(xs_attn_flags_check(tab, 1 + C, a.signal, d_bad, 0));
+        TCU(cudaMemcpy(&bad_flags, d_bad, sizeof bad_flags, cudaMemcpyDeviceToHost));
+        if (pass == 0) {
+            XT_CHECK(hs.code == XS_DEVERR_TIMEOUT && hs.block >= 1 && hs.detail < (unsigned)remote,
+                     "courier timeout: status code %u in CTA %u (detail %llu), expected a "
+                     "timeout (%u) in a courier (CTA >= 1) on a remote tile (< %d)", hs.code,
+                     hs.block, hs.detail, XS_DEVERR_TIMEOUT, remote);
+            XT_CHECK(bad_flags == (unsigned long long)P * (1 + C), "courier timeout: %llu of %d "
+                     "signals missing, expected none raised", bad_flags, P * (1 + C));
+            TCU(cudaMemset(d_st, 0, sizeof *d_st));
+        } else {
+            XT_CHECK(hs.code == 0 && bad_flags == 0, "after a timeout, a clean run: status %u, "
+                     "%llu signals missing", hs.code, bad_flags);
+        }
+    }
+    xs_win_close(ws);
+    cudaFree(q); cudaFree(k); cudaFree(v); cudaFree(o);
+    cudaFree(d_sync); cudaFree(d_bad); cudaFree(d_st);
+}
+
 /* As a second rank of a group that sends 2*heads per destination row: this rank's heads land
  * at [heads, 2*heads) of each row, the other half of every row stays untouched. */
 static void test_fused_offset(const shape *s, int P)
@@ -552,6 +768,36 @@ static void test_bad_input(const shape *s)
     a.dst_heads = 0, a.dst_head0 = 0;
     a.signal = 1; /* no flags in the table */
     XT_CHECK(xs_attn_fwd(&a, &tab, 1, 0) == XS_EINVAL, "signal without flags accepted");
+    /* couriers: windows, split 0, a signal, a sync buffer, compute CTAs left, a sane pace */
+    uint64_t *d_sync;
+    TCU(cudaMalloc((void **)&d_sync, (size_t)(2 * tiles + 8) * sizeof(uint64_t)));
+    uint64_t flags[2][8];
+    tab.nflags = 8, tab.flags[0] = flags[0], tab.flags[1] = flags[1]; /* validated, not used */
+    a.signal = 1, a.couriers = 2, a.sync = d_sync;
+    XT_CHECK(xs_attn_validate(&a, &tab, 3) == XS_OK, "a valid courier launch refused: %s",
+             xs_errmsg());
+    a.couriers = XS_ATTN_MAX_COURIERS + 1;
+    XT_CHECK(xs_attn_fwd(&a, &tab, 3, 0) == XS_EINVAL, "%d couriers accepted", a.couriers);
+    a.couriers = -1;
+    XT_CHECK(xs_attn_fwd(&a, &tab, 3, 0) == XS_EINVAL, "-1 couriers accepted");
+    a.couriers = 2;
+    XT_CHECK(xs_attn_fwd(&a, &tab, 2, 0) == XS_EINVAL, "couriers leaving no compute CTA accepted");
+    XT_CHECK(xs_attn_fwd(&a, &tab, tiles + 3, 0) == XS_EINVAL, "more compute CTAs than tiles "
+             "accepted");
+    a.split = 4;
+    XT_CHECK(xs_attn_fwd(&a, &tab, 3, 0) == XS_EINVAL, "couriers with split 4 accepted");
+    a.split = 0, a.signal = 0;
+    XT_CHECK(xs_attn_fwd(&a, &tab, 3, 0) == XS_EINVAL, "couriers without a signal accepted");
+    a.signal = 1, a.sync = NULL;
+    XT_CHECK(xs_attn_fwd(&a, &tab, 3, 0) == XS_EINVAL, "couriers without a sync buffer accepted");
+    a.sync = d_sync, a.pace_bytes_per_ns = -1.f;
+    XT_CHECK(xs_attn_fwd(&a, &tab, 3, 0) == XS_EINVAL, "negative pace accepted");
+    a.pace_bytes_per_ns = 0.001f; /* below XS_ATTN_MIN_PACE per courier */
+    XT_CHECK(xs_attn_fwd(&a, &tab, 3, 0) == XS_EINVAL, "pace %g accepted",
+             (double)a.pace_bytes_per_ns);
+    a.pace_bytes_per_ns = 0.f, a.out = XS_ATTN_OUT_LOCAL;
+    XT_CHECK(xs_attn_fwd(&a, NULL, 3, 0) == XS_EINVAL, "couriers with local output accepted");
+    cudaFree(d_sync);
     XT_CHECK(cudaGetLastError() == cudaSuccess, "a rejected launch left a CUDA error");
 }
 
@@ -593,17 +839,25 @@ int main(int argc, char **argv)
         if (s.seq == 384) {
             test_fused(&s, 3, gi.sm_count);  /* 128 rows per rank: tiles align with ranks */
             test_fused(&s, 1, gi.sm_count);  /* everything local */
+            test_couriers(&s, 3, gi.sm_count, 0);
+            test_couriers(&s, 1, gi.sm_count, 0); /* no remote tile: couriers only signal */
             test_ref_rows(&s);
             test_bad_input(&s);
         }
         if (s.seq == 200) {
             test_fused(&s, 4, gi.sm_count);  /* 50 rows per rank: tiles straddle ranks */
             test_fused_offset(&s, 2);
+            test_couriers(&s, 4, gi.sm_count, 0); /* a courier tile's rows go to 3 ranks */
+            test_couriers(&s, 2, gi.sm_count, 1); /* real peers' head layout */
         }
-        if (s.seq == 129)
+        if (s.seq == 129) {
             test_fused(&s, 3, gi.sm_count);  /* 43 rows per rank, a one-row last tile */
+            test_couriers(&s, 3, gi.sm_count, 0);
+        }
         shape_free(&s);
     }
     test_helpers();
+    if (!tiny)
+        test_courier_timeout();
     return xt_done();
 }
