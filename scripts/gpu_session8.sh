@@ -4,6 +4,8 @@
 # (docs/MODEL.md "Run 8": the probe that motivated them). PARTS (default "tpc"):
 #   tpc  bench tp --engine sm90: a quick gemm_rs smoke with 4 couriers, then the default sweep
 #        with 0, 4 and 8 couriers side by side in the same iterations (every row verified)
+#   upc  the attention GPU tests (courier cases included), then scripts/gpu_up.sh (the default
+#        sweep with couriers in the planner's family, and the short rows with 8 couriers forced)
 # Writes to $OUT: <part>*.csv and <part>*.log. Usage: OUT=dir [PROFILE=file] [PARTS=...]
 #   scripts/gpu_session8.sh
 set -u
@@ -23,6 +25,11 @@ for part in ${PARTS:-tpc}; do
             >"$OUT/tpc.log" 2>&1
         echo "tpc sweep rc=$?"
         grep -E "^# summary|^# couriers" "$OUT/tpc.log" | tail -n 30 ;;
+    upc)
+        timeout 300 build/tests/gpu/test_attn >"$OUT/upc_test_attn.log" 2>&1
+        echo "upc test_attn rc=$? $(tail -n 1 "$OUT/upc_test_attn.log")"
+        OUT="$OUT/upc" PROFILE="$P" timeout "${UPC_LIMIT:-240}" bash scripts/gpu_up.sh 2>&1 |
+            tail -n 60 ;;
     *) echo "unknown part $part" ;;
     esac
 done
