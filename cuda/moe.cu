@@ -869,14 +869,17 @@ static __device__ int xs_moe_courier_wait(const xs_moe_kargs &a, int j, int rbi,
 /* A courier's pacer (thread 0): a chunk may start at *next (ns, %globaltimer) at the earliest, and
  * moves *next on by its bytes at the courier's share of the pace, from when it starts: no credit
  * for idle time, so a courier that waited for a tile does not burst. Each courier is a FIFO server
- * at rate / C (xs_moe_courier_drain is the same on the host). Bounded by timeout_ns. Returns the ns
- * it held the chunk; *stop = 1 after a timeout (recorded in the status). */
+ * at rate / C (xs_moe_courier_drain is the same on the host). A chunk that had to wait starts at
+ * *next itself, not at the timer value that ended the wait: %globaltimer can tick coarsely, and
+ * the tick's overshoot must not lower the rate. Bounded by timeout_ns. Returns the ns it held the
+ * chunk; *stop = 1 after a timeout (recorded in the status). */
 static __device__ unsigned long long xs_moe_courier_pace(const xs_moe_kargs &a,
                                                          unsigned long long *next, double bytes,
                                                          int *stop)
 {
     const unsigned long long t0 = xs_globaltimer();
     unsigned long long now = t0;
+    int waited = 0;
     while (now < *next) {
         if (now - t0 > a.timeout_ns) {
             xs_devfail(a.status, XS_DEVERR_TIMEOUT,
@@ -884,10 +887,11 @@ static __device__ unsigned long long xs_moe_courier_pace(const xs_moe_kargs &a,
             *stop = 1;
             break;
         }
+        waited = 1;
         __nanosleep(64);
         now = xs_globaltimer();
     }
-    const unsigned long long start = *next > now ? *next : now;
+    const unsigned long long start = waited || *next > now ? *next : now;
     const double dt = bytes * a.courier_ns_per_byte; /* < 1e18 ns: a rate far below any plan's */
     *next = start + (dt < 1e18 ? (unsigned long long)dt : 1000000000000000000ull);
     return now - t0;
@@ -1207,6 +1211,13 @@ xs_status xs_moe_poison(xs_moe *m, const xs_wintab *tab, cudaStream_t s)
         xs_moe_poison_kernel<<<264, 256, 0, s>>>((uint4 *)tab->data[r], m->window_bytes / 16);
         XS_CU_LAUNCH();
     }
+    /* the couriers' staging buffer too: a copy of a row that was never staged then arrives as
+     * NaN, instead of as the previous run's identical bytes */
+    if (m->d_cstage) {
+        xs_moe_poison_kernel<<<264, 256, 0, s>>>((uint4 *)m->d_cstage,
+                                                 (size_t)m->rows * m->H * 2 / 16);
+        XS_CU_LAUNCH();
+    }
     return XS_OK;
 }
 
@@ -1359,6 +1370,7 @@ static xs_status xs_moe_courier_setup(xs_moe *m, const xs_moe_tasklist *tl, cuda
     if (!m->d_cstage) {
         XS_TRY(xs_dalloc((void **)&m->d_cstage, (size_t)m->rows * m->H * 2,
                          "courier staging buffer"));
+        XS_CU(cudaMemsetAsync(m->d_cstage, 0xff, (size_t)m->rows * m->H * 2, s)); /* bf16 NaN */
         XS_TRY(xs_dalloc((void **)&m->d_ready, 8 * (n2 + 1), "courier ready flags"));
         XS_TRY(xs_dalloc((void **)&m->d_clist, sizeof(int2) * (n2 + 1), "courier tile list"));
         XS_TRY(xs_dalloc((void **)&m->d_ctrace, 8 * XS_MOE_COPY_WORDS * (n2 + 1),

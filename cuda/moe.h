@@ -128,7 +128,8 @@ int xs_moe_default_wave(const xs_moe *m); /* experts in the first wave for wave_
 
 /* The local control: N windows in this GPU's memory (owned by m), in the same table format. */
 xs_status xs_moe_local_table(xs_moe *m, xs_wintab *tab);
-/* Fill the payload of every window of tab with 0xff bytes (bf16 NaN) on stream s. */
+/* Fill the payload of every window of tab with 0xff bytes (bf16 NaN) on stream s, and the
+ * couriers' staging buffer once a courier run has allocated it. */
 xs_status xs_moe_poison(xs_moe *m, const xs_wintab *tab, cudaStream_t s);
 /* Overwrite a scratch buffer larger than L2 so that no run starts with a warm cache. */
 xs_status xs_moe_flush_l2(xs_moe *m, cudaStream_t s);
