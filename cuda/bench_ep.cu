@@ -8,7 +8,11 @@
  *   wave         the fused kernel, expert-wave task order (the published baseline);
  *   interleaved  the fused kernel, Linear-1 tiles of later row blocks between Linear-2 bursts
  *                with a minimum row lead D;
- *   auto         the fused kernel in the order (and pacing) the model picks (docs/EP.md);
+ *   auto         the fused kernel in the order (and pacing, or couriers) the model picks
+ *                (docs/EP.md);
+ *   courier      the fused kernel with its best courier candidate forced (docs/EP.md,
+ *                "Couriers"): the last C CTAs copy the combine from an HBM staging buffer,
+ *                paced under R; side by side with the others (--couriers 0: not run);
  *   local        the fused kernel with every window in HBM, wave and interleaved order (the
  *                control; its traces give the compute costs the auto rule and bound_us use, and
  *                each tile's unstalled main loop for the per-tile MMA-side stall).
@@ -39,8 +43,9 @@
 #define EP_MAX_LIST 16
 #define EP_MAX_ROWS 1024
 
-enum { EP_UNFUSED, EP_WAVE, EP_INTER, EP_AUTO, EP_NVAR };
-static const char *const ep_var_name[EP_NVAR] = {"unfused", "wave", "interleaved", "auto"};
+enum { EP_UNFUSED, EP_WAVE, EP_INTER, EP_AUTO, EP_COURIER, EP_NVAR };
+static const char *const ep_var_name[EP_NVAR] = {"unfused", "wave", "interleaved", "auto",
+                                                 "courier"};
 
 typedef struct {
     const xs_moe_config *configs[EP_MAX_LIST];
@@ -55,7 +60,8 @@ typedef struct {
     int peers_set; /* --peers given: else each configuration's own peer count */
     xs_bench_opts common; /* -n, -w, -d, -g N (N ranks, one per GPU, real peers) */
     int quick, lead, wave_experts;
-    xs_moe_model mm; /* the kernel-level model (--block-bytes, --block-speed, --pace-bytes) */
+    xs_moe_model mm; /* the kernel-level model (--block-bytes, --block-speed, --pace-bytes,
+                      * --couriers, --courier-pace) */
     double timeout_ms;
     const char *csv, *tiles;
 } ep_opts;
@@ -81,7 +87,12 @@ typedef struct {
     double point_s, model_s; /* wall time of the point; of it, the host-side model (auto, stalls) */
     double fill_us;          /* auto: earliest first combine store of any order (c1 + c2, local) */
     int drain_bound;         /* auto: remote bytes / R >= 0.9 x the local control's kernel */
-    char how[240];
+    int couriers;            /* C of the courier variant (auto's best courier candidate; 0: none) */
+    double courier_pace;     /* its pace, fraction of R */
+    const char *courier_sched; /* its order */
+    double pred_courier_us;  /* its predicted time (xs_moe_auto_result.courier_ns) */
+    int auto_couriers;       /* C of auto's decision (0: no couriers) */
+    char how[400];
     double rank_max_us[EP_NVAR]; /* -g: the slowest rank's median per variant (NaN otherwise) */
 } ep_row;
 
@@ -117,7 +128,8 @@ static void ep_usage(FILE *f)
             "  -p, --peers LIST             destinations incl. the local rank (default: each\n"
             "                               configuration's own, docs/EP.md)\n"
             "  -r, --routing balanced|zipf|all   (default all)\n"
-            "      --schedule wave|interleaved|auto|all  fused schedules to run (default all)\n"
+            "      --schedule wave|interleaved|auto|courier|all  fused schedules to run\n"
+            "                               (default all)\n"
             "  -n, --iters N                timed runs per variant (default 5)\n"
             "  -w, --warmup N               warm-up runs per variant (default 1)\n"
             "      --lead D                 interleaved row-block lead (default: model rule)\n"
@@ -130,6 +142,12 @@ static void ep_usage(FILE *f)
             "      --block-speed S          model: main-loop speed while stalled (0.05)\n"
             "      --pace-bytes B           auto may pace the combine at this backlog (256K;\n"
             "                               0: auto never paces)\n"
+            "      --couriers N             C CTAs copy the combine from an HBM staging buffer,\n"
+            "                               paced: auto weighs only C = N, and the courier\n"
+            "                               column runs it (0: no couriers; default: auto\n"
+            "                               weighs 4 and 8, the column runs the better)\n"
+            "      --courier-pace F         the couriers issue at F x R in all (0.01..2;\n"
+            "                               default 0.9)\n"
             "      --seed S                 inputs and routing (default 1)\n"
             "      --timeout-ms MS          bound of every in-kernel wait (default 2000)\n"
             "  -d, --device N               CUDA device (default 0)\n"
@@ -148,7 +166,8 @@ static int ep_parse_list(const char *opt, const char *s, long lo, long hi, int *
 
 static int ep_parse(int argc, char **argv, ep_opts *o)
 {
-    enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_TIMEOUT, O_BLOCK, O_BSPEED, O_PACE };
+    enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_TIMEOUT, O_BLOCK, O_BSPEED, O_PACE,
+           O_COURIERS, O_CPACE };
     static const struct option lo[] = {
         {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
         {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
@@ -165,6 +184,8 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         {"block-bytes", required_argument, 0, O_BLOCK},
         {"block-speed", required_argument, 0, O_BSPEED},
         {"pace-bytes", required_argument, 0, O_PACE},
+        {"couriers", required_argument, 0, O_COURIERS},
+        {"courier-pace", required_argument, 0, O_CPACE},
         {"device", required_argument, 0, 'd'},   {"quick", no_argument, 0, XS_OPT_QUICK},
         {"gpus", required_argument, 0, 'g'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
@@ -218,8 +239,10 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             o->run[EP_WAVE] = !strcmp(optarg, "wave");
             o->run[EP_INTER] = !strcmp(optarg, "interleaved");
             o->run[EP_AUTO] = !strcmp(optarg, "auto");
-            if (!o->run[EP_WAVE] && !o->run[EP_INTER] && !o->run[EP_AUTO])
-                return xs_cli_failf("--schedule '%s': wave, interleaved, auto or all", optarg);
+            o->run[EP_COURIER] = !strcmp(optarg, "courier");
+            if (!o->run[EP_WAVE] && !o->run[EP_INTER] && !o->run[EP_AUTO] && !o->run[EP_COURIER])
+                return xs_cli_failf("--schedule '%s': wave, interleaved, auto, courier or all",
+                                    optarg);
             o->run[EP_WAVE] = 1; /* wave is the baseline every ratio divides */
             break;
         case 'n':
@@ -265,6 +288,16 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             if (xs_parse_size("--pace-bytes", optarg, &sz) != XS_OK)
                 return xs_cli_fail();
             o->mm.pace_bytes = (double)sz;
+            break;
+        case O_COURIERS:
+            if (xs_parse_int("--couriers", optarg, 0, 64, &v) != XS_OK)
+                return xs_cli_fail();
+            o->mm.couriers = (int)v;
+            break;
+        case O_CPACE:
+            if (xs_parse_double("--courier-pace", optarg, 0.01, 2, &o->mm.courier_pace_frac) !=
+                XS_OK)
+                return xs_cli_fail();
             break;
         case XS_OPT_QUICK:
             o->quick = 1;
@@ -337,9 +370,14 @@ static ep_time ep_stats(const double *v, int n)
     return t;
 }
 
+/* Every tile of the last run. A courier run (couriers > 0) has no stall prediction (its
+ * Linear-2 tiles store into HBM; the link is the couriers'); its copies follow as rows of kind 3:
+ * task = position among the Linear-2 tiles, fetch = the courier starts waiting for the tile,
+ * mma0 = mma1 = st0 = the tile was ready, st1 = its last copy store issued, remote_bytes =
+ * total_bytes = bytes copied, gate_ns = the courier pacer's hold. */
 static void ep_tiles_out(FILE *f, const ep_row *r, const char *sched, xs_moe *m,
                          const xs_profile *p, const xs_moe_model *mm, double r_local,
-                         const double *ref, int nref)
+                         const double *ref, int nref, int couriers)
 {
     const xs_moe_tile *t;
     int n;
@@ -347,8 +385,11 @@ static void ep_tiles_out(FILE *f, const ep_row *r, const char *sched, xs_moe *m,
     double *pred = (double *)malloc(sizeof(double) * (size_t)(n + 1));
     double *pmma = (double *)malloc(sizeof(double) * (size_t)(n + 1));
     xs_moe_stall s;
-    if (!pred || !pmma ||
-        xs_moe_stall_predict(t, n, p, mm, r_local, ref, nref, &s, pred, pmma) != XS_OK) {
+    if (pred && pmma && couriers) {
+        for (int i = 0; i < n; i++)
+            pred[i] = pmma[i] = NAN;
+    } else if (!pred || !pmma ||
+               xs_moe_stall_predict(t, n, p, mm, r_local, ref, nref, &s, pred, pmma) != XS_OK) {
         free(pred);
         free(pmma);
         return;
@@ -367,6 +408,16 @@ static void ep_tiles_out(FILE *f, const ep_row *r, const char *sched, xs_moe *m,
                 t[i].kind == 2 && t[i].remote_bytes > 0 ? span - t0 : NAN,
                 isnan(pred[i]) ? NAN : pred[i] - t0, t[i].gate_ns, rf, loop - rf, pmma[i]);
     }
+    const xs_moe_copy *c;
+    int nc = 0;
+    xs_moe_courier_trace(m, &c, &nc);
+    for (int j = 0; couriers && j < nc; j++)
+        fprintf(f, "%s,%s,%d,%d,%s,%d,3,%d,%d,%d,%d,%d,%d,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,nan,nan,"
+                   "nan,nan,%.0f,nan,nan,nan\n",
+                r->config, r->routing, r->tokens, r->peers, sched, c[j].pos, c[j].rb, c[j].nb,
+                c[j].cta, c[j].smid, c[j].bytes, c[j].bytes, c[j].wait_ns, c[j].ready_ns,
+                c[j].ready_ns, c[j].ready_ns, c[j].end_ns, c[j].end_ns - c[j].ready_ns,
+                c[j].gate_ns);
     free(pred);
     free(pmma);
 }
@@ -486,6 +537,9 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     r->stall_wave.mma_abs_err_med_ns = r->stall_inter.mma_abs_err_med_ns = NAN;
     r->stall_auto.mma_abs_err_med_ns = NAN;
     r->pred_paced_us = r->pred_auto_us = r->auto_gate_us = r->fill_us = NAN;
+    r->pred_courier_us = NAN;
+    r->courier_sched = "-";
+    r->courier_pace = o->mm.courier_pace_frac;
     for (int v = 0; v < EP_NVAR; v++)
         r->rank_max_us[v] = NAN;
     r->block_bytes = o->mm.block_bytes;
@@ -513,6 +567,10 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     double *ref_acc = (double *)malloc(sizeof(double) * (size_t)(ntot + 1) * REF_RUNS);
     double *ref[2] = {(double *)malloc(sizeof(double) * (size_t)(ntot + 1)),
                       (double *)malloc(sizeof(double) * (size_t)(ntot + 1))};
+    /* each order's last local-control trace: the courier prediction's ready times */
+    xs_moe_tile *ltr[2] = {(xs_moe_tile *)calloc((size_t)ntot + 1, sizeof(xs_moe_tile)),
+                           (xs_moe_tile *)calloc((size_t)ntot + 1, sizeof(xs_moe_tile))};
+    int nltr[2] = {0, 0};
 #define EP_TRY(call)                                                                           \
     do {                                                                                       \
         st = (call);                                                                           \
@@ -526,7 +584,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     for (int v = 0; v < EP_NVAR; v++)
         if (!samples[v])
             EP_TRY(xs_seterr(XS_ENOMEM, "bench ep: out of host memory"));
-    if (!gemm_samples || !ref_acc || !ref[0] || !ref[1])
+    if (!gemm_samples || !ref_acc || !ref[0] || !ref[1] || !ltr[0] || !ltr[1])
         EP_TRY(xs_seterr(XS_ENOMEM, "bench ep: out of host memory"));
 
     EP_TRY(xs_moe_reference_gpu(m, cb));
@@ -560,6 +618,8 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
             EP_TRY(ep_check(m, &local, slot ? "local interleaved" : "local wave", r));
             xs_moe_trace(m, &tr, &ntr);
             xs_moe_costs_from_trace(tr, ntr, &cost[slot]);
+            nltr[slot] = ntr < ntot ? ntr : ntot;
+            memcpy(ltr[slot], tr, sizeof(xs_moe_tile) * (size_t)nltr[slot]);
             if (slot == 0) {
                 r->local = ep_stats(v, nv);
                 r->local_span_us = cost[0].span2_ns / 1e3;
@@ -568,16 +628,25 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
             }
             if (tiles)
                 ep_tiles_out(tiles, r, slot ? "local-interleaved" : "local-wave", m, prof,
-                             &o->mm, cost[0].local_issue_bytes_per_ns, ref[slot], ntot);
+                             &o->mm, cost[0].local_issue_bytes_per_ns, ref[slot], ntot, 0);
         }
         const double r_local = cost[0].local_issue_bytes_per_ns;
         r->local_issue = r_local;
         /* auto: the model decides from the profile and the measured costs of both orders */
         xs_moe_auto_result ar;
         double t_model = xs_now_s();
-        EP_TRY(xs_moe_auto(m, prof, &o->mm, &cost[0], &cost[1], &ar));
+        const xs_moe_local_traces lt = {ltr[0], nltr[0], ltr[1], nltr[1]};
+        EP_TRY(xs_moe_auto(m, prof, &o->mm, &cost[0], &cost[1], &lt, &ar));
         r->model_s += xs_now_s() - t_model;
         EP_TRY(xs_moe_set_plan(m, 2, &ar.plan));
+        /* slot 3: the best courier candidate, forced (the courier column) */
+        r->couriers = ar.courier.couriers;
+        r->auto_couriers = ar.plan.couriers;
+        r->pred_courier_us = ar.courier_ns / 1e3;
+        if (r->couriers > 0) {
+            r->courier_sched = xs_moe_sched_name(ar.courier.kind);
+            EP_TRY(xs_moe_set_plan(m, 3, &ar.courier));
+        }
         r->auto_choice = xs_moe_sched_name(ar.plan.kind);
         r->auto_lead = ar.plan.kind == XS_MOE_INTERLEAVED ? ar.plan.lead : 0;
         r->auto_paced = ar.plan.pace_bytes > 0;
@@ -592,7 +661,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         snprintf(r->how, sizeof r->how, "%s", ar.how);
         /* the local-control reference of each variant's order (auto: its own order) */
         const double *ref_of[EP_NVAR] = {NULL, ref[0], ref[1],
-                                         ar.plan.kind == XS_MOE_WAVE ? ref[0] : ref[1]};
+                                         ar.plan.kind == XS_MOE_WAVE ? ref[0] : ref[1], NULL};
 
         /* the virtual-peer windows, or (-g) one region per source in every real peer's window */
         xs_win_opts wo;
@@ -629,11 +698,11 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         const xs_wintab *run_tab = pp ? &pp->send : tab;
 
         /* round-robin over the variants, the last round verified */
-        const int slot_of[EP_NVAR] = {0, 0, 1, 2};
+        const int slot_of[EP_NVAR] = {0, 0, 1, 2, 3};
         for (int it = 0; it < o->common.warmup + o->common.iters; it++) {
             const int last = it == o->common.warmup + o->common.iters - 1;
             for (int var = 0; var < EP_NVAR; var++) {
-                if (!o->run[var])
+                if (!o->run[var] || (var == EP_COURIER && r->couriers <= 0))
                     continue;
                 double us = 0, gus = 0;
                 EP_TRY(ep_run(m, cb, var, slot_of[var], run_tab, pp, &ro, &us, &gus));
@@ -647,6 +716,14 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
                 EP_TRY(ep_check(m, tab, ep_var_name[var], r));
                 if (var == EP_UNFUSED)
                     continue;
+                const int cour = var == EP_COURIER || (var == EP_AUTO && r->auto_couriers > 0);
+                if (cour) {
+                    /* no per-tile stall prediction: the link is the couriers' */
+                    if (tiles)
+                        ep_tiles_out(tiles, r, ep_var_name[var], m, prof, &o->mm, r_local,
+                                     NULL, 0, 1);
+                    continue;
+                }
                 xs_moe_trace(m, &tr, &ntr);
                 xs_moe_stall *sp = var == EP_WAVE ? &r->stall_wave
                                    : var == EP_INTER ? &r->stall_inter : &r->stall_auto;
@@ -664,7 +741,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
                 }
                 if (tiles)
                     ep_tiles_out(tiles, r, ep_var_name[var], m, prof, &o->mm, r_local,
-                                 ref_of[var], ntot);
+                                 ref_of[var], ntot, 0);
             }
         }
         for (int v = 0; v < EP_NVAR; v++)
@@ -703,6 +780,8 @@ done:
     free(ref_acc);
     free(ref[0]);
     free(ref[1]);
+    free(ltr[0]);
+    free(ltr[1]);
     xs_moe_destroy(m);
     if (st != XS_OK)
         r->verified = 0;
@@ -724,7 +803,9 @@ static const char *ep_csv_header =
     "mma_stall_pred_med_us,mma_stall_abs_err_med_us,mma_stall_abs_err_p90_us,"
     "mma_stall_abs_err_interleaved_us,mma_stall_abs_err_auto_us,mma_stall_meas_med_interleaved_us,"
     "mma_stall_pred_med_interleaved_us,blocked_pred_wave_us,blocked_pred_interleaved_us,"
-    "block_bytes,block_speed,pace_bytes,point_s,model_s,fill_us,drain_bound\n";
+    "block_bytes,block_speed,pace_bytes,point_s,model_s,fill_us,drain_bound,couriers,"
+    "courier_pace,courier_schedule,courier_us,courier_p10,courier_p90,pred_courier_us,"
+    "auto_couriers,wave_over_courier\n";
 
 static void ep_csv_row(FILE *f, const ep_row *r)
 {
@@ -732,7 +813,8 @@ static void ep_csv_row(FILE *f, const ep_row *r)
     fprintf(f, "%s,%s,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%d,%s,%d,"
                "%d,%.1f,%.1f,%.4f,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d,%.3f,%.3f,%.3f,"
                "%.3f,%.3f,%.3f,%.3f,%.1f,%d,%.2f,%.3g,%d,%d,%.1f,%.1f,%.3f,%.3f,%.3f,%d,%.3f,%.3f,"
-               "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f,%.3f,%.3f,%.1f,%d\n",
+               "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f,%.3f,%.3f,%.1f,%d,%d,%.3f,"
+               "%s,%.1f,%.1f,%.1f,%.1f,%d,%.4f\n",
             r->config, r->routing, r->tokens, r->peers, t[EP_UNFUSED].med, t[EP_WAVE].med,
             t[EP_INTER].med, t[EP_AUTO].med, r->bound_us, r->verified ? "true" : "false",
             r->local.med, r->local_inter.med, r->compute_us, r->drain_us, r->cublas_gemm_us,
@@ -752,31 +834,39 @@ static void ep_csv_row(FILE *f, const ep_row *r)
             r->stall_inter.mma_abs_err_med_ns / 1e3, r->stall_auto.mma_abs_err_med_ns / 1e3,
             r->stall_inter.mma_meas_med_ns / 1e3, r->stall_inter.mma_pred_med_ns / 1e3,
             r->stall_wave.blocked_ns / 1e3, r->stall_inter.blocked_ns / 1e3, r->block_bytes,
-            r->block_speed, r->pace_bytes, r->point_s, r->model_s, r->fill_us, r->drain_bound);
+            r->block_speed, r->pace_bytes, r->point_s, r->model_s, r->fill_us, r->drain_bound,
+            r->couriers, r->courier_pace, r->courier_sched, t[EP_COURIER].med,
+            t[EP_COURIER].p10, t[EP_COURIER].p90, r->pred_courier_us, r->auto_couriers,
+            t[EP_WAVE].med / t[EP_COURIER].med);
     fflush(f);
 }
 
 static void ep_table_header(void)
 {
-    printf("%-18s %-8s %5s %2s %9s %9s %11s %9s %9s %8s %6s %6s %-14s %4s %7s %7s %6s %3s\n",
-           "config", "routing", "T", "N", "unfused", "wave", "interleaved", "auto", "bound",
-           "local", "w/int", "w/auto", "auto", "crit", "stallE", "mmaE", "gemm", "ok");
-    printf("%-18s %-8s %5s %2s %9s %9s %11s %9s %9s %8s %6s %6s %-14s %4s %7s %7s %6s %3s\n", "",
-           "", "", "", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(x)", "(x)", "(choice)",
-           "", "(us)", "(us)", "(eff)", "");
+    printf("%-18s %-8s %5s %2s %9s %9s %11s %9s %9s %9s %8s %6s %6s %-17s %4s %7s %7s %6s "
+           "%3s\n", "config", "routing", "T", "N", "unfused", "wave", "interleaved", "auto",
+           "courier", "bound", "local", "w/int", "w/auto", "auto", "crit", "stallE", "mmaE",
+           "gemm", "ok");
+    printf("%-18s %-8s %5s %2s %9s %9s %11s %9s %9s %9s %8s %6s %6s %-17s %4s %7s %7s %6s "
+           "%3s\n", "", "", "", "", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(x)",
+           "(x)", "(choice)", "", "(us)", "(us)", "(eff)", "");
 }
 
 static void ep_table_row(const ep_row *r)
 {
-    char choice[32];
+    char choice[40];
     if (!strcmp(r->auto_choice, "interleaved"))
         snprintf(choice, sizeof choice, "inter D=%d%s", r->auto_lead, r->auto_paced ? " p" : "");
     else
         snprintf(choice, sizeof choice, "%s", r->auto_choice);
-    printf("%-18s %-8s %5d %2d %9.1f %9.1f %11.1f %9.1f %9.1f %8.1f %6.3f %6.3f %-14s %4s %7.2f "
-           "%7.2f %6.2f %3s\n",
+    if (r->auto_couriers > 0) {
+        const size_t k = strlen(choice);
+        snprintf(choice + k, sizeof choice - k, " c%d", r->auto_couriers);
+    }
+    printf("%-18s %-8s %5d %2d %9.1f %9.1f %11.1f %9.1f %9.1f %9.1f %8.1f %6.3f %6.3f %-17s %4s "
+           "%7.2f %7.2f %6.2f %3s\n",
            r->config, r->routing, r->tokens, r->peers, r->t[EP_UNFUSED].med, r->t[EP_WAVE].med,
-           r->t[EP_INTER].med, r->t[EP_AUTO].med, r->bound_us, r->local.med,
+           r->t[EP_INTER].med, r->t[EP_AUTO].med, r->t[EP_COURIER].med, r->bound_us, r->local.med,
            r->t[EP_WAVE].med / r->t[EP_INTER].med, r->t[EP_WAVE].med / r->t[EP_AUTO].med, choice,
            r->criterion_ok ? "met" : r->reshape_ok ? "resh" : "no",
            r->stall_wave.abs_err_med_ns / 1e3, r->stall_wave.mma_abs_err_med_ns / 1e3,
@@ -804,12 +894,18 @@ static void ep_summary(const ep_row *rows, int n)
     double *dm = (double *)malloc(sizeof(double) * (size_t)(3 * n + 1));
     double *e = (double *)malloc(sizeof(double) * (size_t)(n + 1));
     double *er = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    if (!a || !b || !c || !d || !dm || !e || !er) {
+    /* couriers: wave/courier, auto/courier, courier/bound where the criterion can be met */
+    double *wc = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *ac = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *cb = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    if (!a || !b || !c || !d || !dm || !e || !er || !wc || !ac || !cb) {
         free(a); free(b); free(c); free(d); free(dm); free(e); free(er);
+        free(wc); free(ac); free(cb);
         return;
     }
     int na = 0, nb = 0, nc = 0, nd = 0, ndm = 0, ne = 0, ner = 0, below = 0;
     int near = 0, near_r = 0, met = 0, resh = 0, notmet = 0, inter = 0, paced = 0;
+    int nwc = 0, nac = 0, ncb = 0, cnear = 0, chose_c = 0, c_faster = 0;
     for (int i = 0; i < n; i++) {
         const ep_row *r = &rows[i];
         double wi = r->t[EP_WAVE].med / r->t[EP_INTER].med;
@@ -844,6 +940,20 @@ static void ep_summary(const ep_row *rows, int n)
         met += r->criterion_ok;
         resh += !r->criterion_ok && r->reshape_ok;
         notmet += !r->criterion_ok && !r->reshape_ok;
+        chose_c += r->auto_couriers > 0;
+        const double tc = r->t[EP_COURIER].med;
+        if (isfinite(tc) && tc > 0) {
+            if (isfinite(r->t[EP_WAVE].med))
+                wc[nwc++] = r->t[EP_WAVE].med / tc;
+            if (isfinite(r->t[EP_AUTO].med)) {
+                ac[nac++] = r->t[EP_AUTO].med / tc;
+                c_faster += tc < r->t[EP_AUTO].med;
+            }
+            if ((r->criterion_ok || r->reshape_ok) && r->bound_us > 0) {
+                cb[ncb++] = tc / r->bound_us;
+                cnear += tc / r->bound_us <= 1.10;
+            }
+        }
     }
     printf("#\n# summary over %d points (criterion met: %d; not met, met reshaped: %d; not met "
            "even reshaped: %d); auto chose interleaved on %d (paced %d)\n", n, met, resh, notmet,
@@ -855,6 +965,15 @@ static void ep_summary(const ep_row *rows, int n)
     printf("# %-22s %d of %d rows where the criterion holds as is or reshaped within 10%% of "
            "bound_us; %d of %d where only reshaping meets it\n", "auto near bound", near, ne,
            near_r, ner);
+    printf("# %-22s auto chose couriers on %d of %d points; the courier column ran on %d\n",
+           "couriers", chose_c, n, nwc);
+    ep_summary_ratio("wave/courier", wc, nwc);
+    ep_summary_ratio("auto/courier", ac, nac);
+    printf("# %-22s the courier run faster than auto on %d of %d rows\n", "courier < auto",
+           c_faster, nac);
+    ep_summary_ratio("courier/bound (met)", cb, ncb);
+    printf("# %-22s %d of %d rows where the criterion holds as is or reshaped within 10%% of "
+           "bound_us\n", "courier near bound", cnear, ncb);
     ep_summary_ratio("cuBLAS GEMMs / local", c, nc);
     double pt = 0, mt = 0, pmax = 0;
     for (int i = 0; i < n; i++) {
@@ -873,6 +992,7 @@ static void ep_summary(const ep_row *rows, int n)
                "us (max %.3f, %d runs)\n", "stall prediction", xs_median(dm, (size_t)ndm),
                xs_max(dm, (size_t)ndm), ndm);
     free(a); free(b); free(c); free(d); free(dm); free(e); free(er);
+    free(wc); free(ac); free(cb);
 }
 
 /* ---- entry ---------------------------------------------------------------------------------- */
@@ -950,6 +1070,18 @@ int xs_bench_ep(int argc, char **argv)
            prof.queue_bytes_per_producer, prof.reserve_bytes_per_producer,
            prof.buffer_bytes_per_producer, prof.arbitration_skew, o.mm.block_bytes,
            o.mm.block_speed, o.mm.pace_bytes, o.mm.pace_drain_frac);
+    char cline[200];
+    if (o.mm.couriers == 0)
+        snprintf(cline, sizeof cline, "# couriers: off (--couriers 0)\n");
+    else if (o.mm.couriers < 0)
+        snprintf(cline, sizeof cline, "# couriers: auto weighs C = 4 and 8 at %.2f R (%.1f B/ns "
+                 "in all); the courier column runs the better one, forced\n",
+                 o.mm.courier_pace_frac, o.mm.courier_pace_frac * prof.drain_bytes_per_ns);
+    else
+        snprintf(cline, sizeof cline, "# couriers: auto weighs C = %d at %.2f R (%.1f B/ns in "
+                 "all); the courier column runs it, forced\n", o.mm.couriers,
+                 o.mm.courier_pace_frac, o.mm.courier_pace_frac * prof.drain_bytes_per_ns);
+    fputs(cline, stdout);
     printf("# times: median of %d runs after %d warm-up, variants interleaved round-robin; "
            "windows poisoned and L2 overwritten before every run; every variant's last run "
            "verified at the destination (row tolerance %.0e, overall %.0e)\n", o.common.iters,
@@ -964,6 +1096,7 @@ int xs_bench_ep(int argc, char **argv)
                 prof.queue_bytes_per_producer, prof.reserve_bytes_per_producer,
                 prof.arbitration_skew, prof.provisional ? " (provisional)" : "",
                 o.mm.block_bytes, o.mm.block_speed, o.mm.pace_bytes, o.mm.pace_drain_frac);
+        fputs(cline, csv);
         fputs(ep_csv_header, csv);
     }
     if (tiles)
@@ -1056,9 +1189,10 @@ finish:
                    rows[i].tokens, rows[i].peers, rows[i].how);
     for (int i = 0; coll && i < nrows; i++)
         printf("# ranks %s %s T=%d N=%d: slowest rank's medians (us) unfused %.1f wave %.1f "
-               "interleaved %.1f auto %.1f\n", rows[i].config, rows[i].routing, rows[i].tokens,
-               rows[i].peers, rows[i].rank_max_us[EP_UNFUSED], rows[i].rank_max_us[EP_WAVE],
-               rows[i].rank_max_us[EP_INTER], rows[i].rank_max_us[EP_AUTO]);
+               "interleaved %.1f auto %.1f courier %.1f\n", rows[i].config, rows[i].routing,
+               rows[i].tokens, rows[i].peers, rows[i].rank_max_us[EP_UNFUSED],
+               rows[i].rank_max_us[EP_WAVE], rows[i].rank_max_us[EP_INTER],
+               rows[i].rank_max_us[EP_AUTO], rows[i].rank_max_us[EP_COURIER]);
     if (intr && csv)
         fputs("# INTERRUPTED: partial results\n", csv);
     if (intr && tiles)

@@ -27,6 +27,11 @@ typedef xs_gemm_big xs_moe_cfg; /* 128 x 256 tiles, 8 warps */
 #define XS_MOE_BN 256
 #define XS_MOE_TRACE_WORDS 9 /* u64 per task: 5 clocks, cta/smid, bytes, pacer wait (ns),
                               * order ticket (xs_moe_tile.seq) */
+#define XS_MOE_COPY_WORDS 6  /* u64 per courier copy: 3 clocks (wait, ready, end), cta/smid,
+                              * bytes, pacer wait (ns) */
+#define XS_MOE_COURIER_UNITS 4 /* 16-byte units per courier thread per chunk: a chunk is 16 KB
+                                * (256 threads), loaded before it is stored, so one courier keeps
+                                * more than R/C in flight even when its loads miss L2 (~1 us) */
 
 /* ---- configurations ---------------------------------------------------------------------- */
 
@@ -248,6 +253,13 @@ struct xs_moe {
     int trace_cap;
     xs_moe_tasklist slots[XS_MOE_SLOTS];
     xs_moe_tasklist sub;  /* the Linear-1 or Linear-2 tasks of a plan (run option only) */
+    /* couriers (allocated at the first courier run) */
+    char *d_cstage;       /* [rows, H] bf16: remote rows staged by the Linear-2 epilogues */
+    unsigned long long *d_ready; /* [nrb * l2_per_rb] 1 = the Linear-2 tile's rows are staged */
+    int2 *d_clist, *h_clist;     /* [n2] the Linear-2 tiles (rb, nb) in task-list order */
+    unsigned long long *d_ctrace, *h_ctrace; /* [n2][XS_MOE_COPY_WORDS] */
+    xs_moe_copy *copies;  /* the last run's copies (decoded) */
+    int ncopies;
     void *d_kargs;        /* the fused kernel's arguments (device memory, see the kernel) */
     cudaEvent_t ev[6];
     /* last run's trace */
@@ -552,7 +564,7 @@ void xs_moe_destroy(xs_moe *m)
     free(m->row_token); free(m->row_k); free(m->row_rank); free(m->row_expert);
     free(m->row_weight); free(m->row_off); free(m->expert_off); free(m->expert_rows);
     free(m->rank_used); free(m->rb); free(m->h_trace); free(m->h_anchors); free(m->tiles);
-    free(m->ref);
+    free(m->ref); free(m->h_clist); free(m->h_ctrace); free(m->copies);
     for (int i = 0; i < XS_MOE_SLOTS; i++) {
         free(m->slots[i].host);
         if (m->slots[i].dev)
@@ -567,7 +579,8 @@ void xs_moe_destroy(xs_moe *m)
     void *dev[] = {m->x, m->h, m->d_row_token, m->d_row_rank, m->d_row_weight, m->d_row_off,
                    m->d_rb, m->d_queue, m->d_done1, m->d_status, m->d_pace, m->d_rank_base,
                    m->d_rank_host, m->d_trace, m->d_anchors, m->local_win, m->xs_sorted, m->y1,
-                   m->y2, m->stage, m->y1f, m->y2f, m->reff, m->flush, m->d_kargs, m->ref_h};
+                   m->y2, m->stage, m->y1f, m->y2f, m->reff, m->flush, m->d_kargs, m->ref_h,
+                   m->d_cstage, m->d_ready, m->d_clist, m->d_ctrace};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -608,10 +621,14 @@ void xs_moe_get_info(const xs_moe *m, xs_moe_info *f)
 
 /* ---- task lists ------------------------------------------------------------------------------- */
 
-int xs_moe_default_lead(const xs_moe *m)
+int xs_moe_default_lead_ctas(const xs_moe *m, int ctas)
 {
-    return (m->grid + m->l1_per_rb - 1) / m->l1_per_rb + 1;
+    if (ctas < 1)
+        ctas = 1;
+    return (ctas + m->l1_per_rb - 1) / m->l1_per_rb + 1;
 }
+
+int xs_moe_default_lead(const xs_moe *m) { return xs_moe_default_lead_ctas(m, m->grid); }
 
 int xs_moe_default_wave(const xs_moe *m)
 {
@@ -627,7 +644,7 @@ int xs_moe_default_wave(const xs_moe *m)
 
 static int2 xs_task(int kind, int rb, int nb) { return make_int2((kind << 30) | rb, nb); }
 
-static xs_status xs_moe_check_plan(const xs_moe_plan *p)
+static xs_status xs_moe_check_plan(const xs_moe *m, const xs_moe_plan *p)
 {
     if (p->kind != XS_MOE_WAVE && p->kind != XS_MOE_INTERLEAVED)
         return xs_seterr(XS_EINVAL, "moe: a plan is wave or interleaved (resolve auto first)");
@@ -639,6 +656,15 @@ static xs_status xs_moe_check_plan(const xs_moe_plan *p)
         return xs_seterr(XS_EINVAL, "moe: pacing needs pace_bytes >= 0 and, when pacing, a drain "
                          "rate in (0, 1e9) bytes/ns (got %g bytes, %g bytes/ns)", p->pace_bytes,
                          p->pace_bytes_per_ns);
+    if (p->couriers < 0 || p->couriers >= m->grid)
+        return xs_seterr(XS_EINVAL, "moe: couriers=%d must be in 0..%d (at least one of the %d "
+                         "CTAs computes)", p->couriers, m->grid - 1, m->grid);
+    if (p->couriers > 0 && !(p->courier_bytes_per_ns > 0 && p->courier_bytes_per_ns < 1e9))
+        return xs_seterr(XS_EINVAL, "moe: couriers need an issue rate in (0, 1e9) bytes/ns (got "
+                         "%g)", p->courier_bytes_per_ns);
+    if (p->couriers > 0 && p->pace_bytes > 0)
+        return xs_seterr(XS_EINVAL, "moe: a plan either paces the epilogue's combine "
+                         "(pace_bytes) or hands it to couriers, not both");
     return XS_OK;
 }
 
@@ -646,18 +672,20 @@ static xs_status xs_moe_check_plan(const xs_moe_plan *p)
 static int xs_moe_build_tasks(const xs_moe *m, const xs_moe_plan *p, int2 *t)
 {
     const int n1 = m->nrb * m->l1_per_rb, n2 = m->nrb * m->l2_per_rb;
+    const int ctas = m->grid - p->couriers; /* the CTAs that run the list */
     int q = 0;
     if (p->kind == XS_MOE_WAVE) {
         /* waves of consecutive experts: all Linear-1 tiles of the wave, then its Linear-2.
-         * wave_experts = 0: a wave grows expert by expert until it holds >= grid Linear-1
-         * tiles (one machine-wide round), so skewed routing gives waves of equal work */
+         * wave_experts = 0: a wave grows expert by expert until it holds >= one Linear-1 tile
+         * per computing CTA (one machine-wide round), so skewed routing gives waves of equal
+         * work */
         int b0 = 0, e0 = 0;
         while (e0 < m->E) {
             int e1 = e0, tiles = 0;
             if (p->wave_experts) {
                 e1 = e0 + p->wave_experts < m->E ? e0 + p->wave_experts : m->E;
             } else {
-                while (e1 < m->E && tiles < m->grid) {
+                while (e1 < m->E && tiles < ctas) {
                     tiles += (m->expert_rows[e1] + XS_MOE_BM - 1) / XS_MOE_BM * m->l1_per_rb;
                     e1++;
                 }
@@ -704,7 +732,7 @@ xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p)
 {
     if (slot < 0 || slot >= XS_MOE_SLOTS)
         return xs_seterr(XS_EINVAL, "moe: plan slot %d out of 0..%d", slot, XS_MOE_SLOTS - 1);
-    XS_TRY(xs_moe_check_plan(p));
+    XS_TRY(xs_moe_check_plan(m, p));
     xs_moe_tasklist *tl = &m->slots[slot];
     const int n = m->nrb * (m->l1_per_rb + m->l2_per_rb);
     if (!tl->host) {
@@ -754,9 +782,36 @@ typedef struct {
     const unsigned char *rank_host; /* [N] 1 = the window is host memory (remote over PCIe) */
     unsigned long long *trace;  /* [ntasks][XS_MOE_TRACE_WORDS] */
     unsigned long long *anchors; /* [grid][4]: globaltimer/clock64 pairs at start and end */
+    /* couriers (xs_moe_courier); couriers = 0: none, and the fields below are unused */
+    int couriers;               /* the last `couriers` CTAs of the grid copy the combine */
+    int l2_per_rb;
+    char *cstage;               /* [rows, hidden] bf16: remote rows staged by the epilogues */
+    unsigned long long *ready;  /* [nrb * l2_per_rb] 1 once a Linear-2 tile's rows are staged */
+    const int2 *clist;          /* [nclist] the Linear-2 tiles (rb, nb) in task-list order */
+    int nclist;
+    double courier_ns_per_byte; /* one courier's pace: couriers / the couriers' total rate */
+    unsigned long long *ctrace; /* [nclist][XS_MOE_COPY_WORDS] */
 } xs_moe_kargs;
 
-#define XS_MOE_PACE_DETAIL 0xffffffffu /* xs_devstatus detail: the pacer, not a row block */
+/* xs_devstatus detail, low 32 bits: a row block (< 2^30, a Linear-2 dependency), or one of */
+#define XS_MOE_PACE_DETAIL 0xffffffffu    /* the epilogue's pacer */
+#define XS_MOE_CPACE_DETAIL 0xfffffffeu   /* a courier's pacer */
+#define XS_MOE_CWAIT_DETAIL 0x80000000u   /* | j: a courier waiting for Linear-2 tile j (clist) */
+
+/* gpu-scope release / acquire: the couriers and the compute CTAs are on one GPU */
+static __device__ __forceinline__ void xs_moe_st_release_gpu(unsigned long long *p,
+                                                             unsigned long long v)
+{
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+static __device__ __forceinline__ unsigned long long xs_moe_ld_acquire_gpu(
+    const unsigned long long *p)
+{
+    unsigned long long v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
 
 /* The combine pacer (thread 0 of a Linear-2 tile with remote rows, after the epilogue staged the
  * tile and before its stores): a software model of the link, one word in device memory, holds the
@@ -792,6 +847,155 @@ static __device__ unsigned long long xs_moe_pace(const xs_moe_kargs &a, double b
     return xs_globaltimer() - t0;
 }
 
+/* A courier's wait for Linear-2 tile j's ready flag (thread 0). Bounded by timeout_ns, and given
+ * up as soon as any CTA recorded a failure (that tile may then never be staged). 1 = stop. */
+static __device__ int xs_moe_courier_wait(const xs_moe_kargs &a, int j, int rbi, int nb)
+{
+    const unsigned long long *flag = a.ready + (size_t)rbi * a.l2_per_rb + nb;
+    const unsigned long long t0 = xs_globaltimer();
+    while (xs_moe_ld_acquire_gpu(flag) == 0ull) {
+        if (*(volatile unsigned int *)&a.status->code != 0)
+            return 1;
+        if (xs_globaltimer() - t0 > a.timeout_ns) {
+            xs_devfail(a.status, XS_DEVERR_TIMEOUT, ((unsigned long long)blockIdx.x << 32) |
+                                                        XS_MOE_CWAIT_DETAIL | (unsigned int)j);
+            return 1;
+        }
+        __nanosleep(128);
+    }
+    return 0;
+}
+
+/* A courier's pacer (thread 0): a chunk may start at *next (ns, %globaltimer) at the earliest, and
+ * moves *next on by its bytes at the courier's share of the pace, from when it starts: no credit
+ * for idle time, so a courier that waited for a tile does not burst. Each courier is a FIFO server
+ * at rate / C (xs_moe_courier_drain is the same on the host). A chunk that had to wait starts at
+ * *next itself, not at the timer value that ended the wait: %globaltimer can tick coarsely, and
+ * the tick's overshoot must not lower the rate. Bounded by timeout_ns. Returns the ns it held the
+ * chunk; *stop = 1 after a timeout (recorded in the status). */
+static __device__ unsigned long long xs_moe_courier_pace(const xs_moe_kargs &a,
+                                                         unsigned long long *next, double bytes,
+                                                         int *stop)
+{
+    const unsigned long long t0 = xs_globaltimer();
+    unsigned long long now = t0;
+    int waited = 0;
+    while (now < *next) {
+        if (now - t0 > a.timeout_ns) {
+            xs_devfail(a.status, XS_DEVERR_TIMEOUT,
+                       ((unsigned long long)blockIdx.x << 32) | XS_MOE_CPACE_DETAIL);
+            *stop = 1;
+            break;
+        }
+        waited = 1;
+        __nanosleep(64);
+        now = xs_globaltimer();
+    }
+    const unsigned long long start = waited || *next > now ? *next : now;
+    const double dt = bytes * a.courier_ns_per_byte; /* < 1e18 ns: a rate far below any plan's */
+    *next = start + (dt < 1e18 ? (unsigned long long)dt : 1000000000000000000ull);
+    return now - t0;
+}
+
+/* Courier k of C (docs/EP.md, "Couriers"): copies the remote rows of the Linear-2 tiles k, k + C,
+ * k + 2C, ... of a.clist (the task list's Linear-2 tiles in position order, roughly the order in
+ * which the compute CTAs finish them) from the staging buffer to their windows: the same bytes to
+ * the same addresses as the epilogue would have stored (rank_base[rank] + row_off + column),
+ * in paced chunks of up to XS_MOE_COURIER_UNITS x 16 bytes per thread.
+ *
+ * Deadlock freedom: a courier waits only for ready flags raised by compute CTAs; a compute CTA
+ * never waits for a courier (the staging buffer has one slot per row and tile, nothing is
+ * recycled), so the compute CTAs finish the task list as they would without couriers, and every
+ * flag a courier waits for gets raised. That needs the compute CTAs to be running: they are
+ * blocks 0..grid-C-1, which the hardware dispatches before the couriers (the last C blocks); were
+ * a courier resident in their place, its wait would end in the bounded timeout, not a hang.
+ * Signals: the fused combine raises no flag at the destination (the host verifies after the
+ * kernel; the kernel's end is the completion signal), so the couriers raise none either; the
+ * kernel ends only after the couriers' last stores were issued, so the measured kernel time
+ * covers them. smem: the kernel's dynamic shared memory (unused by a courier otherwise). */
+static __device__ __noinline__ void xs_moe_courier(const xs_moe_kargs &a, int k,
+                                                   unsigned int smid, char *smem)
+{
+    typedef xs_moe_cfg C;
+    enum { NW = C::THREADS / 32, U = XS_MOE_COURIER_UNITS };
+    int *s_row = (int *)smem;           /* [BM] the tile's remote rows, in row order */
+    int *s_wcnt = s_row + C::BM;        /* [NW] remote rows per warp */
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    unsigned long long next = 0;        /* thread 0: the pacer (xs_moe_courier_pace) */
+#pragma unroll 1
+    for (int j = k; j < a.nclist; j += a.couriers) {
+        const uint64_t c_wait = xs_clock();
+        const int2 tk = a.clist[j];
+        const int rbi = tk.x, nb = tk.y;
+        const int4 rb = a.rbs[rbi];
+        const int row0 = rb.y, nrows = rb.z;
+        const int nv = a.hidden - nb * C::BN;
+        const int cpr = (nv < C::BN ? nv : C::BN) / 8; /* 16-byte units per row (H % 8 == 0) */
+        const int f = tid < nrows && a.rank_host[a.row_rank[row0 + tid]];
+        const unsigned int bal = __ballot_sync(0xffffffffu, f);
+        if (lane == 0)
+            s_wcnt[warp] = __popc(bal);
+        __syncthreads(); /* s_wcnt; the previous tile's readers of s_row are done */
+        int nrem = 0, off = __popc(bal & ((1u << lane) - 1u));
+#pragma unroll
+        for (int w = 0; w < NW; w++) {
+            nrem += s_wcnt[w];
+            off += w < warp ? s_wcnt[w] : 0;
+        }
+        if (f)
+            s_row[off] = row0 + tid;
+        int stop = 0;
+        if (tid == 0 && nrem > 0)
+            stop = xs_moe_courier_wait(a, j, rbi, nb);
+        /* barrier: s_row, the decision, and (thread 0's acquire before it) the staged rows */
+        if (__syncthreads_or(stop))
+            break;
+        const uint64_t c_ready = xs_clock();
+        unsigned long long gate = 0;
+        const int units = nrem * cpr;
+        const long long col = (long long)nb * C::BN * 2;
+#pragma unroll 1
+        for (int base = 0; base < units; base += U * C::THREADS) {
+            if (tid == 0) {
+                const int nu = units - base < U * C::THREADS ? units - base : U * C::THREADS;
+                gate += xs_moe_courier_pace(a, &next, 16.0 * nu, &stop);
+            }
+            if (__syncthreads_or(stop))
+                break;
+            uint4 v[U];
+            char *d[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int i = base + u * C::THREADS + tid;
+                d[u] = NULL;
+                if (i < units) {
+                    const int gr = s_row[i / cpr];
+                    const long long c16 = 16LL * (i % cpr);
+                    /* L2 only (.cg): the rows were written by another SM during this kernel */
+                    v[u] = __ldcg((const uint4 *)(a.cstage + (long long)gr * a.hidden * 2 + col +
+                                                  c16));
+                    d[u] = a.rank_base[a.row_rank[gr]] + a.row_off[gr] + col + c16;
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (d[u])
+                    xs_st16v(d[u], v[u]);
+        }
+        if (__syncthreads_or(stop)) /* every store of the tile issued */
+            break;
+        if (tid == 0 && a.ctrace) {
+            unsigned long long *r = a.ctrace + (size_t)j * XS_MOE_COPY_WORDS;
+            r[0] = c_wait;
+            r[1] = c_ready;
+            r[2] = xs_clock();
+            r[3] = ((unsigned long long)blockIdx.x << 32) | smid;
+            r[4] = (unsigned long long)units * 16ull;
+            r[5] = gate;
+        }
+    }
+}
+
 /* The arguments are read from device memory (xs_moe_run_fused copies them before the launch),
  * not from a by-value kernel parameter. With `a` a by-value (or __grid_constant__) struct,
  * nvcc 13.0 (V13.0.88, NVVM 7.0.1) miscompiles the if/else that fills the GEMM problem below:
@@ -815,9 +1019,13 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
     if (tid == 0)
         xs_time_anchor(&g0, &k0, 1ull << 23);
+    /* the last a.couriers CTAs are couriers; they take no task */
+    const int courier = a.couriers > 0 && (int)blockIdx.x >= (int)gridDim.x - a.couriers;
+    if (courier)
+        xs_moe_courier(a, (int)blockIdx.x - ((int)gridDim.x - a.couriers), smid, smem);
 
 #pragma unroll 1
-    for (;;) {
+    for (; !courier;) {
         if (tid == 0) {
             int t = -1;
             /* stop taking work once any CTA recorded a failure */
@@ -862,6 +1070,9 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
                     d = a.rank_base[rank] + a.row_off[gr] + (long long)nb * C::BN * 2;
                     sc = a.row_weight[gr];
                     remote = a.rank_host[rank];
+                    /* couriers: a remote row goes to the staging buffer, they copy it on */
+                    if (remote && a.cstage)
+                        d = a.cstage + ((long long)gr * a.hidden + (long long)nb * C::BN) * 2;
                 }
             }
             dst[tid] = d;
@@ -918,6 +1129,12 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
         __syncthreads(); /* every store of the tile issued (accepted by the SM) */
         if (tid == 0) {
             const uint64_t c_st1 = xs_clock();
+            if (kind == 2 && a.ready) {
+                /* the staged rows to the couriers: the barrier above ordered every thread's
+                 * stores before this release (cumulative) */
+                __threadfence();
+                xs_moe_st_release_gpu(a.ready + (size_t)rbi * a.l2_per_rb + nb, 1ull);
+            }
             if (kind == 1 && !(a.fault_skip_l1 && ti == 0)) {
                 if (a.trace)
                     ticket = atomicAdd(a.seq, 1ull); /* before the release (see Linear-2) */
@@ -992,6 +1209,13 @@ xs_status xs_moe_poison(xs_moe *m, const xs_wintab *tab, cudaStream_t s)
     XS_TRY(xs_moe_check_table(m, tab));
     for (int r = 0; r < m->N; r++) {
         xs_moe_poison_kernel<<<264, 256, 0, s>>>((uint4 *)tab->data[r], m->window_bytes / 16);
+        XS_CU_LAUNCH();
+    }
+    /* the couriers' staging buffer too: a copy of a row that was never staged then arrives as
+     * NaN, instead of as the previous run's identical bytes */
+    if (m->d_cstage) {
+        xs_moe_poison_kernel<<<264, 256, 0, s>>>((uint4 *)m->d_cstage,
+                                                 (size_t)m->rows * m->H * 2 / 16);
         XS_CU_LAUNCH();
     }
     return XS_OK;
@@ -1085,6 +1309,33 @@ static void xs_moe_decode_trace(xs_moe *m, const xs_moe_tasklist *tl)
         t->st0_ns -= t_min;
         t->st1_ns -= t_min;
     }
+    /* the couriers' copies, on the same base */
+    for (int j = 0; j < m->ncopies; j++) {
+        const unsigned long long *r = m->h_ctrace + (size_t)j * XS_MOE_COPY_WORDS;
+        xs_moe_copy *c = &m->copies[j];
+        memset(c, 0, sizeof *c);
+        c->pos = j;
+        c->rb = m->h_clist[j].x;
+        c->nb = m->h_clist[j].y;
+        c->id = m->nrb * m->l1_per_rb + c->rb * m->l2_per_rb + c->nb;
+        const int cta = (int)(r[3] >> 32);
+        if (cta < 0 || cta >= m->grid) {
+            c->cta = -1;
+            continue;
+        }
+        const unsigned long long *an = m->h_anchors + 4 * (size_t)cta;
+        const double dg = (double)(long long)(an[2] - an[0]);
+        const double dk = (double)(long long)(an[3] - an[1]);
+        const double ns_per_clk = dk > 0 ? dg / dk : 0.0;
+        const double base = (double)(long long)(an[0] - g_origin) - (isfinite(t_min) ? t_min : 0);
+        c->cta = cta;
+        c->smid = (int)(r[3] & 0xffffffffu);
+        c->wait_ns = base + (double)(long long)(r[0] - an[1]) * ns_per_clk;
+        c->ready_ns = base + (double)(long long)(r[1] - an[1]) * ns_per_clk;
+        c->end_ns = base + (double)(long long)(r[2] - an[1]) * ns_per_clk;
+        c->bytes = (int)r[4];
+        c->gate_ns = (double)r[5];
+    }
 }
 
 /* The tasks of one kind (1 = Linear-1, 2 = Linear-2) of a task list, in its order, into m->sub. */
@@ -1106,6 +1357,43 @@ static xs_status xs_moe_subset(xs_moe *m, const xs_moe_tasklist *from, int kind)
     t->plan = from->plan;
     if (n)
         XS_CU(cudaMemcpy(t->dev, t->host, sizeof(int2) * (size_t)n, cudaMemcpyHostToDevice));
+    return XS_OK;
+}
+
+/* A courier run's buffers (allocated once per problem) and its copy list: the Linear-2 tiles of
+ * task list tl in position order, uploaded on stream s; ready flags cleared, copy trace poisoned. */
+static xs_status xs_moe_courier_setup(xs_moe *m, const xs_moe_tasklist *tl, cudaStream_t s)
+{
+    const size_t n2 = (size_t)m->nrb * m->l2_per_rb;
+    if (n2 >= (1u << 30))
+        return xs_seterr(XS_ERANGE, "moe: %zu Linear-2 tiles: too many for the couriers", n2);
+    if (!m->d_cstage) {
+        XS_TRY(xs_dalloc((void **)&m->d_cstage, (size_t)m->rows * m->H * 2,
+                         "courier staging buffer"));
+        XS_CU(cudaMemsetAsync(m->d_cstage, 0xff, (size_t)m->rows * m->H * 2, s)); /* bf16 NaN */
+        XS_TRY(xs_dalloc((void **)&m->d_ready, 8 * (n2 + 1), "courier ready flags"));
+        XS_TRY(xs_dalloc((void **)&m->d_clist, sizeof(int2) * (n2 + 1), "courier tile list"));
+        XS_TRY(xs_dalloc((void **)&m->d_ctrace, 8 * XS_MOE_COPY_WORDS * (n2 + 1),
+                         "courier trace"));
+    }
+    if (!m->h_clist) {
+        m->h_clist = (int2 *)malloc(sizeof(int2) * (n2 + 1));
+        m->h_ctrace = (unsigned long long *)malloc(8 * XS_MOE_COPY_WORDS * (n2 + 1));
+        m->copies = (xs_moe_copy *)calloc(n2 + 1, sizeof(xs_moe_copy));
+        if (!m->h_clist || !m->h_ctrace || !m->copies)
+            return xs_seterr(XS_ENOMEM, "moe: out of host memory for the courier lists");
+    }
+    int n = 0;
+    for (int i = 0; i < tl->n; i++)
+        if (((tl->host[i].x >> 30) & 3) == 2)
+            m->h_clist[n++] = make_int2(tl->host[i].x & 0x3fffffff, tl->host[i].y);
+    m->ncopies = n;
+    /* pageable source: staged before the call returns, ordered before the launch on s */
+    if (n)
+        XS_CU(cudaMemcpyAsync(m->d_clist, m->h_clist, sizeof(int2) * (size_t)n,
+                              cudaMemcpyHostToDevice, s));
+    XS_CU(cudaMemsetAsync(m->d_ready, 0, 8 * (n2 + 1), s));
+    XS_CU(cudaMemsetAsync(m->d_ctrace, 0xff, 8 * XS_MOE_COPY_WORDS * ((size_t)n + 1), s));
     return XS_OK;
 }
 
@@ -1164,6 +1452,10 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
     XS_CU(cudaMemsetAsync(m->d_status, 0, sizeof(xs_devstatus), s));
     XS_CU(cudaMemsetAsync(m->d_pace, 0, 16, s));
     XS_CU(cudaMemsetAsync(m->d_trace, 0xff, 8 * XS_MOE_TRACE_WORDS * (size_t)(tl->n + 1), s));
+    const int couriers = tl->plan.couriers;
+    m->ncopies = 0;
+    if (couriers > 0)
+        XS_TRY(xs_moe_courier_setup(m, tl, s));
 
     xs_moe_kargs a;
     memset(&a, 0, sizeof a);
@@ -1196,6 +1488,16 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
     a.rank_host = m->d_rank_host;
     a.trace = m->d_trace;
     a.anchors = m->d_anchors;
+    a.l2_per_rb = m->l2_per_rb;
+    if (couriers > 0) {
+        a.couriers = couriers;
+        a.cstage = m->d_cstage;
+        a.ready = m->d_ready;
+        a.clist = m->d_clist;
+        a.nclist = m->ncopies;
+        a.courier_ns_per_byte = couriers / tl->plan.courier_bytes_per_ns;
+        a.ctrace = m->d_ctrace;
+    }
     /* pageable source: staged before the call returns, ordered before the launch on s */
     XS_CU(cudaMemcpyAsync(m->d_kargs, &a, sizeof a, cudaMemcpyHostToDevice, s));
 
@@ -1214,7 +1516,24 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
                      cudaMemcpyDeviceToHost));
     XS_CU(cudaMemcpy(m->h_anchors, m->d_anchors, 8 * 4 * (size_t)m->grid,
                      cudaMemcpyDeviceToHost));
-    if (st.code == XS_DEVERR_TIMEOUT && (st.detail & 0xffffffffu) == XS_MOE_PACE_DETAIL)
+    if (m->ncopies)
+        XS_CU(cudaMemcpy(m->h_ctrace, m->d_ctrace, 8 * XS_MOE_COPY_WORDS * (size_t)m->ncopies,
+                         cudaMemcpyDeviceToHost));
+    const unsigned int low = (unsigned int)(st.detail & 0xffffffffu);
+    if (st.code == XS_DEVERR_TIMEOUT && low == XS_MOE_CPACE_DETAIL)
+        return xs_seterr(XS_ETIMEOUT, "fused MoE: courier CTA %u waited more than %.0f ms for its "
+                         "pacer (%d couriers at %.1f bytes/ns in all)",
+                         (unsigned)(st.detail >> 32), (double)a.timeout_ns / 1e6, couriers,
+                         tl->plan.courier_bytes_per_ns);
+    if (st.code == XS_DEVERR_TIMEOUT && low != XS_MOE_PACE_DETAIL && (low & XS_MOE_CWAIT_DETAIL)) {
+        const int j = (int)(low & ~XS_MOE_CWAIT_DETAIL);
+        return xs_seterr(XS_ETIMEOUT, "fused MoE: courier CTA %u waited more than %.0f ms for "
+                         "Linear-2 tile %d of row block %d (its rows were never staged)",
+                         (unsigned)(st.detail >> 32), (double)a.timeout_ns / 1e6,
+                         j < m->ncopies ? m->h_clist[j].y : -1,
+                         j < m->ncopies ? m->h_clist[j].x : -1);
+    }
+    if (st.code == XS_DEVERR_TIMEOUT && low == XS_MOE_PACE_DETAIL)
         return xs_seterr(XS_ETIMEOUT, "fused MoE: CTA %u waited more than %.0f ms for the combine "
                          "pacer (pace %.0f bytes at %.1f bytes/ns)", (unsigned)(st.detail >> 32),
                          (double)a.timeout_ns / 1e6, tl->plan.pace_bytes,
@@ -1231,6 +1550,12 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
     for (int i = 0; i < tl->n; i++)
         if (m->h_trace[(size_t)i * XS_MOE_TRACE_WORDS + 5] == ~0ull)
             return xs_seterr(XS_EVERIFY, "fused MoE: task %d of %d never ran", i, tl->n);
+    /* and every Linear-2 tile's copy by its courier (poisoned the same way) */
+    for (int j = 0; j < m->ncopies; j++)
+        if (m->h_ctrace[(size_t)j * XS_MOE_COPY_WORDS + 3] == ~0ull)
+            return xs_seterr(XS_EVERIFY, "fused MoE: courier %d never copied Linear-2 tile %d of "
+                             "row block %d (copy %d of %d)", j % couriers, m->h_clist[j].y,
+                             m->h_clist[j].x, j, m->ncopies);
     xs_moe_decode_trace(m, tl);
     return XS_OK;
 }
@@ -1240,6 +1565,36 @@ xs_status xs_moe_trace(xs_moe *m, const xs_moe_tile **tiles, int *n)
     *tiles = m->tiles;
     *n = m->ntiles;
     return XS_OK;
+}
+
+xs_status xs_moe_courier_trace(xs_moe *m, const xs_moe_copy **copies, int *n)
+{
+    *copies = m->copies;
+    *n = m->ncopies;
+    return XS_OK;
+}
+
+double xs_moe_courier_drain(const double *ready_ns, const double *bytes, int n, int couriers,
+                            double bytes_per_ns)
+{
+    if (couriers < 1 || !(bytes_per_ns > 0))
+        return NAN;
+    double *busy = (double *)calloc((size_t)couriers, sizeof(double)); /* each one's FIFO end */
+    if (!busy)
+        return NAN;
+    const double ns_per_byte = couriers / bytes_per_ns; /* one courier's share */
+    double end = 0;
+    for (int j = 0; j < n; j++) {
+        if (!(bytes[j] > 0))
+            continue; /* no remote row: the courier skips it without waiting */
+        double *b = &busy[j % couriers];
+        const double start = *b > ready_ns[j] ? *b : ready_ns[j];
+        *b = start + bytes[j] * ns_per_byte;
+        if (*b > end)
+            end = *b;
+    }
+    free(busy);
+    return end;
 }
 
 /* ---- the unfused baseline and the GPU reference ------------------------------------------------ */
@@ -1752,6 +2107,8 @@ void xs_moe_model_default(xs_moe_model *mm)
     mm->block_speed = XS_MOE_BLOCK_SPEED;
     mm->pace_bytes = XS_MOE_PACE_BYTES;
     mm->pace_drain_frac = XS_MOE_PACE_DRAIN_FRAC;
+    mm->couriers = XS_MOE_COURIERS_AUTO;
+    mm->courier_pace_frac = XS_MOE_COURIER_PACE_FRAC;
 }
 
 /* remote and total combine bytes of Linear-2 tile (rb, nb) for the virtual-peer layout */
@@ -2311,9 +2668,27 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
         return xs_seterr(XS_EINVAL, "moe model: tile costs c1=%g c2=%g ns must be positive",
                          c->c1_ns, c->c2_ns);
     xs_moe_model none = {0, 1, 0, 0};
+    /* a courier plan: grid - C CTAs compute and stage every row locally; the couriers' link
+     * follows from their ends (xs_moe_courier_drain, below) */
+    const int couriers = plan ? plan->couriers : 0;
+    const int np = m->grid - couriers;
+    const int courier_link = link && couriers > 0;
+    if (courier_link && !(plan->courier_bytes_per_ns > 0))
+        return xs_seterr(XS_EINVAL, "moe model: %d couriers without an issue rate", couriers);
+    xs_moe_tile *own_trace = NULL; /* the tiles' ends, when the caller wants no trace */
+    if (couriers > 0) {
+        link = 0;
+        if (!trace && !(trace = own_trace = (xs_moe_tile *)calloc((size_t)ntasks + 1,
+                                                                   sizeof *trace)))
+            return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    }
     xs_msim g;
-    XS_TRY(xs_msim_init(&g, pf, link ? mm : &none, m->grid, m->nrb * m->l2_per_rb + 1,
-                        c->local_issue_bytes_per_ns));
+    xs_status ist = xs_msim_init(&g, pf, link ? mm : &none, np, m->nrb * m->l2_per_rb + 1,
+                                 c->local_issue_bytes_per_ns);
+    if (ist != XS_OK) {
+        free(own_trace);
+        return ist;
+    }
     xs_mrun u;
     memset(&u, 0, sizeof u);
     u.g = &g;
@@ -2332,13 +2707,14 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
     if (!u.dep_cnt || !u.wait_head) {
         free(u.dep_cnt);
         free(u.wait_head);
+        free(own_trace);
         xs_msim_free(&g);
         return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
     }
     for (int b = 0; b <= m->nrb; b++)
         u.wait_head[b] = -1;
     g.user = &u;
-    for (int p = 0; p < m->grid; p++)
+    for (int p = 0; p < np; p++)
         xs_mrun_take(&u, p);
     /* every event is a chunk accepted (or retried under a cap), a task's step or a pacer gate:
      * a bound far above that count turns a model bug into an error instead of a hang */
@@ -2401,13 +2777,43 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
         }
     }
     int stuck = 0;
-    for (int p = 0; p < m->grid; p++)
+    for (int p = 0; p < np; p++)
         stuck += g.pr[p].state != XS_P_DONE;
     const int oom = g.oom;
     double end = u.end > g.d_last ? u.end : g.d_last;
     free(u.dep_cnt);
     free(u.wait_head);
     xs_msim_free(&g);
+    if (couriers > 0 && !oom && !stalled && !stuck) {
+        /* a Linear-2 tile's rows are ready for the couriers when its staging stores end; in the
+         * trace it hands them its remote bytes, as the kernel's trace says */
+        double *ready = (double *)malloc(sizeof(double) * (size_t)(ntasks + 1));
+        double *rb = (double *)malloc(sizeof(double) * (size_t)(ntasks + 1));
+        int n2 = 0;
+        for (int i = 0; ready && rb && i < ntasks; i++) {
+            if (trace[i].kind != 2)
+                continue;
+            double rem, tot;
+            xs_moe_tile_bytes(m, trace[i].rb, trace[i].nb, &rem, &tot);
+            trace[i].remote_bytes = (int)rem;
+            ready[n2] = trace[i].st1_ns;
+            rb[n2++] = rem;
+        }
+        if (courier_link && ready && rb) {
+            const double drained = xs_moe_courier_drain(ready, rb, n2, couriers,
+                                                        plan->courier_bytes_per_ns);
+            if (drained > end)
+                end = drained;
+        }
+        const int lost = !ready || !rb;
+        free(ready);
+        free(rb);
+        free(own_trace);
+        if (lost)
+            return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    } else {
+        free(own_trace);
+    }
     if (oom)
         return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
     if (stalled)
@@ -2660,11 +3066,30 @@ xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *pf
 
 /* ---- the auto rule ---- */
 
+/* The ready times (ns, list order) and remote bytes of the Linear-2 tiles of a local-control trace
+ * (or the model's), times x scale; returns their number. */
+static int xs_moe_ready_of(const xs_moe *m, const xs_moe_tile *t, int n, double scale,
+                           double *ready, double *bytes)
+{
+    int n2 = 0;
+    for (int i = 0; i < n; i++) {
+        if (t[i].kind != 2 || t[i].cta < 0 || t[i].rb < 0 || t[i].rb >= m->nrb)
+            continue;
+        double rem, tot;
+        xs_moe_tile_bytes(m, t[i].rb, t[i].nb, &rem, &tot);
+        ready[n2] = t[i].st1_ns * scale;
+        bytes[n2++] = rem;
+    }
+    return n2;
+}
+
 xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
-                      const xs_moe_costs *wc, const xs_moe_costs *ic, xs_moe_auto_result *out)
+                      const xs_moe_costs *wc, const xs_moe_costs *ic,
+                      const xs_moe_local_traces *lt, xs_moe_auto_result *out)
 {
     memset(out, 0, sizeof *out);
     out->paced_ns = NAN;
+    out->courier_ns = out->courier_compute_ns = out->courier_link_ns = NAN;
     XS_TRY(xs_profile_check(p, "profile"));
     xs_moe_model mdef;
     if (!mm) {
@@ -2747,10 +3172,9 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
     const double fw = wc->kernel_ns > 0 && w_loc > 0 ? wc->kernel_ns / w_loc : 1.0;
     out->wave_ns = w_link * fw;
     const int d0 = xs_moe_default_lead(m);
-    double fi = 1.0;
+    double fi = 1.0, i_loc = NAN;
     {
         xs_moe_plan ip = {XS_MOE_INTERLEAVED, d0, 0, 0, 0};
-        double i_loc = NAN;
         XS_AUTO_SIM(ip, &inter, 0, &i_loc);
         if (inter.kernel_ns > 0 && i_loc > 0)
             fi = inter.kernel_ns / i_loc;
@@ -2779,6 +3203,80 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
         XS_AUTO_SIM(pp, &inter, 1, &t);
         out->paced_ns = t * fi;
     }
+    /* couriers: in the order whose local control is faster (the model's local times where
+     * none was measured), ready times from that control's per-tile stamps (or the model's
+     * local trace of it, scaled to the control's kernel time) */
+    int ncand = 0, cand[2];
+    if (mm->couriers == XS_MOE_COURIERS_AUTO) {
+        cand[ncand++] = 4;
+        cand[ncand++] = 8;
+    } else if (mm->couriers > 0) {
+        cand[ncand++] = mm->couriers;
+    }
+    const double rc = mm->courier_pace_frac > 0 ? mm->courier_pace_frac * p->drain_bytes_per_ns
+                                                : 0;
+    int c_inter = 0;
+    double c_kern = NAN;
+    double *c_ready = NULL, *c_bytes = NULL, *c_scaled = NULL;
+    int c_n = 0;
+    if (st == XS_OK && ncand && rc > 0 && mean_rem > 0) {
+        const double kw = wc->kernel_ns > 0 ? wc->kernel_ns : w_loc;
+        const double ki = inter.kernel_ns > 0 ? inter.kernel_ns : i_loc * fi;
+        c_inter = ki < kw;
+        c_kern = c_inter ? ki : kw;
+        const xs_moe_tile *tr = lt ? (c_inter ? lt->inter : lt->wave) : NULL;
+        int ntr = lt ? (c_inter ? lt->ninter : lt->nwave) : 0;
+        xs_moe_tile *own = NULL;
+        double scale = 1.0;
+        if (!tr || ntr <= 0) {
+            /* the model's local trace of the order, scaled to the measured kernel time */
+            own = (xs_moe_tile *)calloc((size_t)ntask + 1, sizeof *own);
+            if (!own) {
+                st = xs_seterr(XS_ENOMEM, "moe: out of host memory for a trace");
+            } else {
+                xs_moe_plan op = {c_inter ? XS_MOE_INTERLEAVED : XS_MOE_WAVE, c_inter ? d0 : 0,
+                                  0, 0, 0};
+                double t_loc = NAN;
+                const int n_ = xs_moe_build_tasks(m, &op, tasks);
+                st = xs_moe_predict_tasks(m, tasks, n_, &op, p, mm, c_inter ? &inter : wc, 0,
+                                          own, &t_loc);
+                scale = t_loc > 0 ? c_kern / t_loc : 1.0;
+            }
+            tr = own;
+            ntr = ntask;
+        }
+        c_ready = (double *)malloc(sizeof(double) * (size_t)(ntr + 1));
+        c_bytes = (double *)malloc(sizeof(double) * (size_t)(ntr + 1));
+        c_scaled = (double *)malloc(sizeof(double) * (size_t)(ntr + 1));
+        if (st == XS_OK && (!c_ready || !c_bytes || !c_scaled))
+            st = xs_seterr(XS_ENOMEM, "moe: out of host memory for ready times");
+        if (st == XS_OK)
+            c_n = xs_moe_ready_of(m, tr, ntr, scale, c_ready, c_bytes);
+        free(own);
+        for (int i = 0; st == XS_OK && i < ncand; i++) {
+            const int C = cand[i];
+            if (C < 1 || C >= m->grid)
+                continue;
+            const double sc = (double)m->grid / (m->grid - C);
+            for (int j = 0; j < c_n; j++)
+                c_scaled[j] = c_ready[j] * sc;
+            const double comp = c_kern * sc;
+            const double link = xs_moe_courier_drain(c_scaled, c_bytes, c_n, C, rc);
+            const double t = link > comp ? link : comp;
+            if (!isnan(out->courier_ns) && !(t < out->courier_ns))
+                continue; /* the best candidate so far stays */
+            xs_moe_plan cp = {c_inter ? XS_MOE_INTERLEAVED : XS_MOE_WAVE,
+                              c_inter ? xs_moe_default_lead_ctas(m, m->grid - C) : 0, 0, 0, 0,
+                              C, rc};
+            out->courier = cp;
+            out->courier_ns = t;
+            out->courier_compute_ns = comp;
+            out->courier_link_ns = link;
+        }
+    }
+    free(c_ready);
+    free(c_bytes);
+    free(c_scaled);
 #undef XS_AUTO_SIM
     free(tasks);
     XS_TRY(st);
@@ -2820,6 +3318,21 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
                  "predicted %.1f us vs wave %.1f us (< 2 %% gain)", crit,
                  bg.injection_bytes_per_ns, p->drain_bytes_per_ns, alt / 1e3,
                  out->wave_ns / 1e3);
+    }
+    /* couriers replace that decision only if predicted >= 2 % faster than it (the margin an
+     * order change needs): the prediction has no measured bias yet */
+    if (out->courier.couriers > 0) {
+        const int take = out->courier_ns <= 0.98 * out->auto_ns;
+        const size_t k = strlen(out->how);
+        snprintf(out->how + k, sizeof out->how - k, "; couriers C=%d %s at %.2f R predicted "
+                 "%.1f us (compute %.1f, link %.1f)%s", out->courier.couriers,
+                 xs_moe_sched_name(out->courier.kind), rc / p->drain_bytes_per_ns,
+                 out->courier_ns / 1e3, out->courier_compute_ns / 1e3,
+                 out->courier_link_ns / 1e3, take ? ": chosen" : ": not chosen (< 2 % gain)");
+        if (take) {
+            out->plan = out->courier;
+            out->auto_ns = out->courier_ns;
+        }
     }
     return XS_OK;
 }

@@ -104,6 +104,13 @@ typedef struct {
                          * rows only once the pacer's backlog (bytes reserved on a software
                          * link draining at pace_bytes_per_ns) is <= pace_bytes; 0 = off */
     double pace_bytes_per_ns; /* the pacer's drain rate (used when pace_bytes > 0) */
+    int couriers;       /* C > 0: the last C CTAs of the grid are couriers (docs/EP.md,
+                         * "Couriers"): the task list is built for grid - C compute CTAs, a
+                         * Linear-2 tile stores its remote rows into a local HBM staging buffer
+                         * and the couriers copy them to their windows, paced; 0 = none (the
+                         * epilogue stores the combine itself). Not with pace_bytes > 0 */
+    double courier_bytes_per_ns; /* the couriers' total issue rate (bytes/ns; each courier gets
+                                  * 1/C of it); required when couriers > 0 */
 } xs_moe_plan;
 
 #define XS_MOE_SLOTS 4
@@ -112,13 +119,17 @@ xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p);
 /* The default lead: ceil(grid / l1_per_rb) + 1 row blocks (one machine-wide round of Linear-1
  * tiles between a row block's last Linear-1 tile and its first Linear-2 tile). */
 int xs_moe_default_lead(const xs_moe *m);
+/* The same rule for a task list run by `ctas` compute CTAs (a courier plan: grid - couriers), so
+ * that a lead means one machine-wide round of the CTAs that compute. */
+int xs_moe_default_lead_ctas(const xs_moe *m, int ctas);
 int xs_moe_default_wave(const xs_moe *m); /* experts in the first wave for wave_experts = 0 */
 
 /* ---- windows -------------------------------------------------------------------------------- */
 
 /* The local control: N windows in this GPU's memory (owned by m), in the same table format. */
 xs_status xs_moe_local_table(xs_moe *m, xs_wintab *tab);
-/* Fill the payload of every window of tab with 0xff bytes (bf16 NaN) on stream s. */
+/* Fill the payload of every window of tab with 0xff bytes (bf16 NaN) on stream s, and the
+ * couriers' staging buffer once a courier run has allocated it. */
 xs_status xs_moe_poison(xs_moe *m, const xs_wintab *tab, cudaStream_t s);
 /* Overwrite a scratch buffer larger than L2 so that no run starts with a warm cache. */
 xs_status xs_moe_flush_l2(xs_moe *m, cudaStream_t s);
@@ -211,8 +222,38 @@ typedef struct {
 } xs_moe_tile;
 
 /* The trace of the last run (ns on the global time base, from clock64 anchored to
- * %globaltimer per CTA); *n = number of tasks. Owned by m, valid until the next run. */
+ * %globaltimer per CTA); *n = number of tasks. Owned by m, valid until the next run. In a
+ * courier run a Linear-2 tile's st0..st1 is the span of its stores into the staging buffer
+ * (and rank 0's window); remote_bytes are the bytes it hands to the couriers. */
 xs_status xs_moe_trace(xs_moe *m, const xs_moe_tile **tiles, int *n);
+
+/* One courier copy of a courier run: the remote rows of one Linear-2 tile, from the staging
+ * buffer to their windows. Times in ns on the same base as xs_moe_tile's. */
+typedef struct {
+    int id;                /* the Linear-2 tile (xs_moe_tile.id) */
+    int rb, nb, cta, smid; /* the tile and the courier that copied it */
+    int pos;               /* index among the Linear-2 tiles of the task list (position order):
+                            * courier pos % C took it */
+    int bytes;             /* remote bytes copied (0: no remote row, no wait) */
+    double wait_ns;        /* the courier started waiting for the tile's ready flag */
+    double ready_ns;       /* it saw the flag (the copy starts) */
+    double end_ns;         /* its last store of the tile issued (after a CTA barrier) */
+    double gate_ns;        /* time its pacer held the copy's chunks */
+} xs_moe_copy;
+
+/* The copies of the last run (one per Linear-2 tile of the task list, in position order; *n = 0
+ * after a run without couriers). Owned by m, valid until the next run. */
+xs_status xs_moe_courier_trace(xs_moe *m, const xs_moe_copy **copies, int *n);
+
+/* The couriers' link, as the auto rule predicts it (docs/EP.md, "Couriers"): n Linear-2 tiles in
+ * task-list position order, tile j ready (its rows staged) at ready_ns[j] with bytes[j] remote
+ * bytes; courier j % couriers copies it after its previous tiles, no earlier than ready_ns[j],
+ * at bytes_per_ns / couriers (each courier is a FIFO server at its share of the pace; a tile
+ * without bytes is skipped without a wait). Returns when the last byte has left (0 if there is
+ * none); with couriers = 1, a FIFO server at bytes_per_ns. Host only, no device needed.
+ * couriers < 1 or bytes_per_ns <= 0: NaN. */
+double xs_moe_courier_drain(const double *ready_ns, const double *bytes, int n, int couriers,
+                            double bytes_per_ns);
 
 /* ---- the X-Stage model of the combine ------------------------------------------------------------ */
 
@@ -240,6 +281,9 @@ typedef struct {
     double block_speed;     /* s: main-loop speed while blocked, 0..1 */
     double pace_bytes;      /* P: pacer threshold that auto may use (0: auto never paces) */
     double pace_drain_frac; /* the pacer drains at this fraction of the profile's R */
+    int couriers;           /* courier counts auto may choose: XS_MOE_COURIERS_AUTO (-1) = the
+                             * candidates 4 and 8, 0 = never, C > 0 = only C */
+    double courier_pace_frac; /* the couriers together issue at this fraction of R */
 } xs_moe_model;
 
 /* Fitted on the first full H200 sweep (bench/results/h200-2026-11-29-r3/ep.csv: the model with
@@ -249,6 +293,11 @@ typedef struct {
 #define XS_MOE_BLOCK_SPEED 0.05
 #define XS_MOE_PACE_BYTES 262144.0
 #define XS_MOE_PACE_DRAIN_FRAC 0.95
+/* Couriers (docs/EP.md, "Couriers"): a few SMs that issue the combine paced under R cost the
+ * other SMs nothing (the probe of 2026-11-29: 4 or 16 SMs storing at 0.8 R, loads on the other
+ * SMs at 1.00 of their rate alone). auto weighs 4 and 8 couriers at 0.9 R. */
+#define XS_MOE_COURIERS_AUTO (-1)
+#define XS_MOE_COURIER_PACE_FRAC 0.9
 void xs_moe_model_default(xs_moe_model *mm);
 
 /* Predicted kernel time of task list `slot` (and its pacing) with the given tile costs: an event
@@ -257,7 +306,9 @@ void xs_moe_model_default(xs_moe_model *mm);
  * block_bytes), and issues its combine rows as one burst through the X-Stage of src/sim.c (the
  * profile's r, o, R, Q, per-producer cap, queue, reserve, arbitration skew, chunks; rank 0's
  * rows at local_issue_bytes_per_ns). link = 0: every row local (the local control). The result
- * ends when the last CTA finished and the stage has drained. */
+ * ends when the last CTA finished and the stage has drained. A courier plan (couriers = C): grid
+ * - C producers store every row locally (the staging buffer), and with the link the result is
+ * max(their end, xs_moe_courier_drain of the Linear-2 tiles at their predicted ends). */
 xs_status xs_moe_predict(xs_moe *m, int slot, const xs_profile *p, const xs_moe_model *mm,
                          const xs_moe_costs *c, int link, double *total_ns);
 /* The same, and the model's trace of the run into tiles[ntasks] (one record per task, in list
@@ -282,18 +333,37 @@ typedef struct {
     double fill_ns;        /* earliest first combine store of any order: c1 + c2 (local control);
                             * the reshaped criterion spreads the bursts after it */
     int drain_bound;       /* remote bytes / R >= 0.9 x the local control's kernel time */
-    char how[240];         /* one line: why */
+    xs_moe_plan courier;   /* the best courier candidate (couriers = 0: none considered) */
+    double courier_ns;     /* its predicted time: max(compute_ns, link_ns) (NaN: none) */
+    double courier_compute_ns; /* the local control's kernel time of its order x grid/(grid-C) */
+    double courier_link_ns;    /* xs_moe_courier_drain of its Linear-2 tiles (ready times from
+                                * the local control's stamps, scaled the same way) */
+    char how[400];         /* one line: why */
 } xs_moe_auto_result;
+
+/* Local-control traces of both orders (list order, as xs_moe_trace gives them; copies owned by
+ * the caller): the ready times of the courier prediction. NULL (or n = 0): the model's own
+ * local trace of the order, scaled to the local control's kernel time. */
+typedef struct {
+    const xs_moe_tile *wave;
+    int nwave;
+    const xs_moe_tile *inter;
+    int ninter;
+} xs_moe_local_traces;
 
 /* The auto rule (docs/EP.md): predict wave, interleaved with leads D, 2D, D/2 and, where the
  * wave order's bursts fail the criterion (and mm->pace_bytes > 0), the best of those paced, each
  * as the model's time with the link x (the order's local-control kernel time / the model's time
  * of it without the link); keep wave unless another is predicted >= 2 % faster, pace only if
- * that is predicted >= 1 % faster than unpaced, or, drain-bound, no more than 5 % slower. interleaved costs carry its locality loss (NULL =
- * wave costs + 3 %). mm NULL: xs_moe_model_default. Host only: no task list is uploaded. */
+ * that is predicted >= 1 % faster than unpaced, or, drain-bound, no more than 5 % slower.
+ * interleaved costs carry its locality loss (NULL = wave costs + 3 %). Then, where there are
+ * remote bytes and mm->couriers allows, the courier candidates (in the order whose local control
+ * is faster): chosen if predicted >= 2 % faster than that decision. lt: the local-control traces
+ * for the courier prediction (NULL: the model's). mm NULL: xs_moe_model_default. Host only: no
+ * task list is uploaded. */
 xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
                       const xs_moe_costs *wave_costs, const xs_moe_costs *inter_costs,
-                      xs_moe_auto_result *out);
+                      const xs_moe_local_traces *lt, xs_moe_auto_result *out);
 
 typedef struct {
     /* issue side (sender-visible): Linear-2 tiles with remote rows */

@@ -4,9 +4,12 @@
 #   2. tests/gpu/test_moe   the fused MoE kernel: each layer alone (h, then Linear-2 from the
 #                           reference h), every schedule verified, timeouts, the model
 #   3. xstage bench ep      the sweep (8 configurations x 2 routings x 3 token counts, each
-#                           configuration at its own peer count: docs/EP.md), -n 5 -w 1
+#                           configuration at its own peer count: docs/EP.md), -n 5 -w 1; auto may
+#                           choose couriers (C = 4 or 8 at 0.9 R), and the courier column runs the
+#                           better candidate forced, side by side (docs/EP.md, "Couriers")
 #   4. xstage bench ep      two points again with every tile of every verified run (ep_tiles.csv.gz:
-#                           per-tile spans, main loops, pacer waits, predicted stalls)
+#                           per-tile spans, main loops, pacer waits, predicted stalls; the courier
+#                           runs' copies as rows of kind 3)
 # Writes to $OUT (default ./out): ep.log (everything), ep.csv (bench rows), gemm.csv (GEMM
 # throughput), ep_tiles.csv.gz and ep_tiles_points.csv. Every step is bounded by `timeout` and
 # by what is left of EP_BUDGET seconds (default 200: the whole EP step stays under 3.5 minutes); a
@@ -39,7 +42,7 @@ step_detail() {
     case $1 in
     test_gemm) grep -E '^# gemm: geomean' "$2" | sed 's/^# gemm: //' ;;
     bench_ep*)
-        grep -E '^# (bench ep|wave/interleaved|wave/auto |auto near bound|stall prediction|wall time)' \
+        grep -E '^# (bench ep|wave/interleaved|wave/auto |auto near bound|couriers +auto chose|wave/courier|auto/courier|courier near bound|stall prediction|wall time)' \
             "$2" | sed 's/^# //; s/  */ /g' | tr '\n' ';' ;;
     esac
 }
@@ -70,9 +73,9 @@ case "$X" in "${TMPDIR:-/tmp}"/xstage-ep.*) rm -f "$X" ;; esac
 if [ -s "$OUT/ep.csv" ]; then
     echo
     grep -E '^(config|[a-z0-9.-]+,)' "$OUT/ep.csv" |
-        awk -F, 'NR==1{for(i=1;i<=NF;i++)c[$i]=i; printf "%-18s %-8s %5s %2s %9s %9s %9s %9s %9s %6s %6s %-11s %4s %5s\n","config","routing","T","N","unfused","wave","inter","auto","bound","w/int","w/auto","auto","crit","ok"; next}
-             {a=$c["auto_schedule"]; if($c["auto_paced"]=="1")a=a"+p"; k=$c["criterion_met"]=="1"?"met":($c["criterion_reshaped"]=="1"?"resh":"no")
-              printf "%-18s %-8s %5s %2s %9.1f %9.1f %9.1f %9.1f %9.1f %6.3f %6.3f %-11s %4s %5s\n",$c["config"],$c["routing"],$c["tokens"],$c["peers"],$c["unfused_us"],$c["wave_us"],$c["interleaved_us"],$c["auto_us"],$c["bound_us"],$c["wave_over_interleaved"],$c["wave_over_auto"],a,k,$c["verified"]}'
+        awk -F, 'NR==1{for(i=1;i<=NF;i++)c[$i]=i; printf "%-18s %-8s %5s %2s %9s %9s %9s %9s %9s %9s %6s %6s %6s %-15s %4s %5s\n","config","routing","T","N","unfused","wave","inter","auto","courier","bound","w/int","w/auto","w/cour","auto","crit","ok"; next}
+             {a=$c["auto_schedule"]; if($c["auto_paced"]=="1")a=a"+p"; if($c["auto_couriers"]+0>0)a=a"+c"$c["auto_couriers"]; k=$c["criterion_met"]=="1"?"met":($c["criterion_reshaped"]=="1"?"resh":"no")
+              printf "%-18s %-8s %5s %2s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.3f %6.3f %6.3f %-15s %4s %5s\n",$c["config"],$c["routing"],$c["tokens"],$c["peers"],$c["unfused_us"],$c["wave_us"],$c["interleaved_us"],$c["auto_us"],$c["courier_us"],$c["bound_us"],$c["wave_over_interleaved"],$c["wave_over_auto"],$c["wave_over_courier"],a,k,$c["verified"]}'
 fi
 echo
 vstep_report gpu_ep

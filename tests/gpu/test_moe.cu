@@ -3,7 +3,10 @@
  * on small odd shapes (partial tiles, empty experts, 1..4 destinations, local and virtual-peer
  * windows), against the unfused cuBLAS path on a real configuration, the dependency order seen
  * in the trace, a missed dependency timing out with one line, bad input, the combine pacer
- * (paced plans verified, its waits traced, its timeout reported), and the model: without a GPU,
+ * (paced plans verified, its waits traced, its timeout reported), couriers (C = 2 and 4: every
+ * combined row verified and every window bit-identical to the non-courier fused run, every
+ * Linear-2 tile copied once by its courier, a missing tile and a stuck courier pacer reported
+ * in one line within the bound), and the model: without a GPU,
  * the per-tile stall model against src/sim.c's event model on every schedule both express, and
  * its blocked time; with one, the auto rule on synthetic cases. Before the schedules, each layer
  * runs alone
@@ -180,6 +183,125 @@ static void stage_checks(xs_moe *m, const xs_wintab *local, const xs_wintab *vir
     }
 }
 
+/* Every window of tab (window_bytes each: poisoned bytes included) into a host buffer. */
+static unsigned char *read_windows(xs_moe *m, const xs_wintab *tab)
+{
+    xs_moe_info info;
+    xs_moe_get_info(m, &info);
+    unsigned char *b = (unsigned char *)malloc(info.window_bytes * (size_t)info.peers + 1);
+    if (!b)
+        return NULL;
+    for (int r = 0; r < info.peers; r++)
+        if (cudaMemcpy(b + (size_t)r * info.window_bytes, tab->data[r], info.window_bytes,
+                       cudaMemcpyDefault) != cudaSuccess) {
+            free(b);
+            return NULL;
+        }
+    return b;
+}
+
+/* Couriers (docs/EP.md, "Couriers"): the plan's last C CTAs copy the combine from the staging
+ * buffer. The destinations must be bit-identical to the non-courier fused run's (same tiles, same
+ * accumulation order, the couriers copy the epilogue's bytes to the same addresses), every
+ * Linear-2 tile copied exactly once by courier pos % C with its remote bytes, no task run by a
+ * courier, and the bytes copied in all = the problem's remote bytes (0 into the local control).
+ * Then Linear-2 alone (reference h) with couriers, verified. */
+static void courier_checks(xs_moe *m, const xs_wintab *tab, int remote, const char *name)
+{
+    char what[200];
+    xs_moe_info info;
+    xs_moe_get_info(m, &info);
+    xs_profile dp;
+    xs_profile_default(&dp);
+    const double rate = XS_MOE_COURIER_PACE_FRAC * dp.drain_bytes_per_ns;
+    const xs_moe_plan base = {XS_MOE_WAVE, 0, 0, 0, 0};
+    XT_CHECK(xs_moe_set_plan(m, 0, &base) == XS_OK, "%s: plan: %s", name, xs_errmsg());
+    snprintf(what, sizeof what, "%s wave (courier reference)", name);
+    run_and_verify(m, 0, tab, what);
+    unsigned char *want = read_windows(m, tab);
+    XT_CHECK(want != NULL, "%s: reading the windows", name);
+    const xs_moe_plan plans[3] = {
+        {XS_MOE_WAVE, 0, 0, 0, 0, 2, rate},
+        {XS_MOE_INTERLEAVED, xs_moe_default_lead_ctas(m, info.grid - 4), 0, 0, 0, 4, rate},
+        {XS_MOE_INTERLEAVED, 1, 0, 0, 0, 2, 0.5}, /* slow: couriers far behind the compute */
+    };
+    for (int i = 0; i < 3 && want; i++) {
+        const xs_moe_plan *pl = &plans[i];
+        const int C = pl->couriers;
+        XT_CHECK(xs_moe_set_plan(m, 3, pl) == XS_OK, "%s: courier plan: %s", name, xs_errmsg());
+        snprintf(what, sizeof what, "%s %s D=%d couriers=%d at %.1f B/ns", name,
+                 xs_moe_sched_name(pl->kind), pl->lead, C, pl->courier_bytes_per_ns);
+        run_and_verify(m, 3, tab, what);
+        unsigned char *got = read_windows(m, tab);
+        XT_CHECK(got != NULL, "%s: reading the windows", what);
+        if (got) {
+            long diff = 0, first = -1;
+            const size_t nb = info.window_bytes * (size_t)info.peers;
+            for (size_t k = 0; k < nb; k++)
+                if (got[k] != want[k]) {
+                    diff++;
+                    if (first < 0)
+                        first = (long)k;
+                }
+            XT_CHECK(diff == 0, "%s: %ld bytes differ from the non-courier run (first: rank %ld, "
+                     "byte %ld)", what, diff, first < 0 ? -1 : first / (long)info.window_bytes,
+                     first < 0 ? -1 : first % (long)info.window_bytes);
+            printf("%s %-52s windows bit-identical to the non-courier run\n",
+                   diff ? "FAIL" : "ok  ", what);
+            free(got);
+        }
+        /* the copies */
+        const xs_moe_tile *t;
+        const xs_moe_copy *c;
+        int n = 0, nc = 0;
+        xs_moe_trace(m, &t, &n);
+        xs_moe_courier_trace(m, &c, &nc);
+        XT_CHECK(nc == info.l2_tiles, "%s: %d copies, want %d", what, nc, info.l2_tiles);
+        int on_courier = 0, bad_cta = 0, bad_bytes = 0, bad_time = 0;
+        double copied = 0;
+        int *rem = (int *)calloc((size_t)info.l1_tiles + info.l2_tiles + 1, sizeof(int));
+        for (int k = 0; k < n; k++) {
+            on_courier += t[k].cta >= info.grid - C;
+            if (rem && t[k].kind == 2 && t[k].id >= 0 && t[k].id < info.l1_tiles + info.l2_tiles)
+                rem[t[k].id] = t[k].remote_bytes;
+        }
+        for (int j = 0; j < nc; j++) {
+            bad_cta += c[j].cta != info.grid - C + c[j].pos % C;
+            bad_bytes += rem && c[j].id >= 0 && c[j].id < info.l1_tiles + info.l2_tiles &&
+                         c[j].bytes != rem[c[j].id];
+            bad_time += c[j].bytes > 0 && !(c[j].end_ns >= c[j].ready_ns &&
+                                             c[j].ready_ns >= c[j].wait_ns);
+            copied += c[j].bytes;
+        }
+        free(rem);
+        XT_CHECK(on_courier == 0, "%s: %d tasks ran on a courier CTA", what, on_courier);
+        XT_CHECK(bad_cta == 0, "%s: %d copies by the wrong courier", what, bad_cta);
+        XT_CHECK(bad_bytes == 0, "%s: %d copies whose bytes differ from the tile's remote bytes",
+                 what, bad_bytes);
+        XT_CHECK(bad_time == 0, "%s: %d copies with stamps out of order", what, bad_time);
+        XT_CHECK(fabs(copied - (remote ? info.remote_bytes : 0.0)) < 0.5,
+                 "%s: the couriers copied %.0f bytes, want %.0f", what, copied,
+                 remote ? info.remote_bytes : 0.0);
+    }
+    /* Linear-2 alone with couriers: the combine from the reference's h, verified */
+    if (want) {
+        xs_moe_run_opts ro;
+        memset(&ro, 0, sizeof ro);
+        ro.only = 2;
+        float ms = 0;
+        XT_CHECK(xs_moe_load_reference_h(m) == XS_OK, "%s: load reference h: %s", name,
+                 xs_errmsg());
+        XT_CHECK(xs_moe_set_plan(m, 3, &plans[0]) == XS_OK, "%s: plan: %s", name, xs_errmsg());
+        snprintf(what, sizeof what, "%s Linear-2 alone couriers=2", name);
+        XT_CHECK(xs_moe_poison(m, tab, 0) == XS_OK, "%s: poison: %s", what, xs_errmsg());
+        const xs_status rs = xs_moe_run_fused(m, 3, tab, &ro, 0, &ms);
+        XT_CHECK(rs == XS_OK, "%s: run: %s", what, xs_errmsg());
+        if (rs == XS_OK)
+            verify(m, tab, what);
+    }
+    free(want);
+}
+
 typedef struct {
     xs_moe_config cfg;
     int tokens, peers;
@@ -275,13 +397,20 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
              XS_OK, "local wave: %s", xs_errmsg());
     xs_moe_trace(m, &tr, &ntr);
     xs_moe_costs_from_trace(tr, ntr, &wc);
+    /* the local wave trace: the courier prediction's ready times (the interleaved one: the
+     * model's, scaled) */
+    xs_moe_tile *wtr = (xs_moe_tile *)malloc(sizeof(xs_moe_tile) * (size_t)(ntr + 1));
+    if (wtr)
+        memcpy(wtr, tr, sizeof(xs_moe_tile) * (size_t)ntr);
+    const xs_moe_local_traces lt = {wtr, wtr ? ntr : 0, NULL, 0};
     XT_CHECK(xs_moe_set_plan(m, 1, &ip) == XS_OK && xs_moe_run_fused(m, 1, &local, NULL, 0, &ms) ==
              XS_OK, "local interleaved: %s", xs_errmsg());
     xs_moe_trace(m, &tr, &ntr);
     xs_moe_costs_from_trace(tr, ntr, &ic);
     XT_CHECK(wc.c1_ns > 0 && wc.c2_ns > 0, "costs from trace: c1=%g c2=%g", wc.c1_ns, wc.c2_ns);
     xs_moe_auto_result ar;
-    st = xs_moe_auto(m, prof, NULL, &wc, &ic, &ar);
+    st = xs_moe_auto(m, prof, NULL, &wc, &ic, &lt, &ar);
+    free(wtr);
     XT_CHECK(st == XS_OK, "auto: %s", xs_errmsg());
     if (st == XS_OK && ws) {
         XT_CHECK(xs_moe_set_plan(m, 2, &ar.plan) == XS_OK, "auto plan: %s", xs_errmsg());
@@ -291,8 +420,17 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
         printf("     auto: %s\n", ar.how);
     }
     if (st == XS_OK && info.peers == 1) /* the order may still change (compute alone) */
-        XT_CHECK(ar.criterion_ok && ar.plan.pace_bytes == 0 && strstr(ar.how, "no remote"),
-                 "N=1 (every row local): auto should not pace and should say why: %s", ar.how);
+        XT_CHECK(ar.criterion_ok && ar.plan.pace_bytes == 0 && ar.plan.couriers == 0 &&
+                 strstr(ar.how, "no remote"), "N=1 (every row local): auto should not pace or "
+                 "use couriers and should say why: %s", ar.how);
+    /* couriers against the non-courier run, into the local control and the virtual peers */
+    snprintf(what, sizeof what, "%s/%s local", c->cfg.name, xs_moe_routing_name(c->routing));
+    courier_checks(m, &local, 0, what);
+    if (ws) {
+        snprintf(what, sizeof what, "%s/%s virtual N=%d", c->cfg.name,
+                 xs_moe_routing_name(c->routing), c->peers);
+        courier_checks(m, &virt, info.peers > 1, what);
+    }
     /* the unfused baseline over the same windows */
     if (cb && ws) {
         float t = 0, g = 0;
@@ -475,6 +613,71 @@ static void pacer_timeout_case(void)
     xs_moe_weights_destroy(w);
 }
 
+/* Couriers' bounded waits: a Linear-2 tile that never runs (its Linear-1 dependency is never
+ * signalled) must not hang the couriers waiting for its ready flag, and a courier pacer that
+ * cannot let the next chunk go within the bound must say so, in one line; a clean courier run
+ * follows each. */
+static void courier_timeout_case(void)
+{
+    xs_moe_config cfg = {"courier", 256, 128, 2, 1, {0, 0, 0}, 0};
+    xs_moe_weights *w = NULL;
+    xs_moe *m = NULL;
+    xs_winset *ws = NULL;
+    XT_CHECK(xs_moe_weights_create(&cfg, 1u, &w) == XS_OK, "weights: %s", xs_errmsg());
+    xs_moe_opts o = {600, 2, XS_ROUTE_BALANCED, 0, 1u};
+    XT_CHECK(w && xs_moe_create(w, &o, &m) == XS_OK, "create: %s", xs_errmsg());
+    if (m) {
+        xs_moe_info info;
+        xs_moe_get_info(m, &info);
+        xs_win_opts wo;
+        memset(&wo, 0, sizeof wo);
+        wo.target = XS_TARGET_VIRTUAL;
+        wo.virtual_peers = 2;
+        wo.bytes = info.window_bytes;
+        wo.nflags = 1;
+        XT_CHECK(xs_win_open(&wo, &ws) == XS_OK, "virtual windows: %s", xs_errmsg());
+    }
+    if (m && ws) {
+        float ms;
+        /* the first Linear-1 tile never signals: its row block's Linear-2 tiles time out, and
+         * the couriers waiting for them stop (on the recorded failure or their own bound) */
+        xs_moe_plan cp = {XS_MOE_WAVE, 0, 0, 0, 0, 2, 40.0};
+        XT_CHECK(xs_moe_set_plan(m, 0, &cp) == XS_OK, "plan: %s", xs_errmsg());
+        xs_moe_run_opts ro = {20000000ull /* 20 ms */, 1};
+        double t0 = xs_now_s();
+        xs_status st = xs_moe_run_fused(m, 0, xs_win_table(ws), &ro, 0, &ms);
+        double dt = xs_now_s() - t0;
+        XT_CHECK(st == XS_ETIMEOUT, "couriers, missed dependency: got %s (%s), want XS_ETIMEOUT",
+                 xs_status_name(st), xs_errmsg());
+        XT_CHECK(dt < 2.0, "couriers, missed dependency took %.2f s to report (bound 20 ms)", dt);
+        XT_CHECK(strchr(xs_errmsg(), '\n') == NULL, "one-line message");
+        printf("ok   couriers: missed dependency reported in %.3f s: %s\n", dt, xs_errmsg());
+        ro.fault_skip_l1 = 0;
+        XT_CHECK(xs_moe_run_fused(m, 0, xs_win_table(ws), &ro, 0, &ms) == XS_OK,
+                 "courier run after a timeout: %s", xs_errmsg());
+        /* 1 byte per microsecond: a courier's second 16 KB chunk waits ~16 s per courier */
+        xs_moe_plan slow = {XS_MOE_WAVE, 0, 0, 0, 0, 2, 1e-3};
+        XT_CHECK(xs_moe_set_plan(m, 0, &slow) == XS_OK, "plan: %s", xs_errmsg());
+        ro.timeout_ns = 5000000ull; /* 5 ms */
+        t0 = xs_now_s();
+        st = xs_moe_run_fused(m, 0, xs_win_table(ws), &ro, 0, &ms);
+        dt = xs_now_s() - t0;
+        XT_CHECK(st == XS_ETIMEOUT && strstr(xs_errmsg(), "courier") && strstr(xs_errmsg(), "pacer"),
+                 "a stuck courier pacer: got %s (%s), want XS_ETIMEOUT naming it",
+                 xs_status_name(st), xs_errmsg());
+        XT_CHECK(dt < 2.0, "the courier pacer's timeout took %.2f s to report (bound 5 ms)", dt);
+        XT_CHECK(strchr(xs_errmsg(), '\n') == NULL, "one-line message");
+        printf("ok   courier pacer timeout reported in %.3f s: %s\n", dt, xs_errmsg());
+        XT_CHECK(xs_moe_set_plan(m, 0, &cp) == XS_OK &&
+                 xs_moe_run_fused(m, 0, xs_win_table(ws), &ro, 0, &ms) == XS_OK,
+                 "courier run after a courier pacer timeout: %s", xs_errmsg());
+    }
+    if (ws)
+        xs_win_close(ws);
+    xs_moe_destroy(m);
+    xs_moe_weights_destroy(w);
+}
+
 static void bad_input(void)
 {
     xs_moe_weights *w = NULL;
@@ -506,6 +709,19 @@ static void bad_input(void)
         XT_CHECK(xs_moe_set_plan(m, 0, &p) == XS_EINVAL, "unresolved auto accepted");
         p.kind = XS_MOE_WAVE;
         XT_CHECK(xs_moe_set_plan(m, XS_MOE_SLOTS, &p) == XS_EINVAL, "bad slot accepted");
+        xs_moe_info info;
+        xs_moe_get_info(m, &info);
+        const xs_moe_plan cbad[4] = {
+            {XS_MOE_WAVE, 0, 0, 0, 0, info.grid, 40.0}, /* no CTA left to compute */
+            {XS_MOE_WAVE, 0, 0, 0, 0, -1, 40.0},
+            {XS_MOE_WAVE, 0, 0, 0, 0, 2, 0},            /* no rate */
+            {XS_MOE_WAVE, 0, 0, 4096, 40.0, 2, 40.0},   /* paced epilogue and couriers */
+        };
+        for (int i = 0; i < 4; i++) {
+            XT_CHECK(xs_moe_set_plan(m, 0, &cbad[i]) == XS_EINVAL, "courier plan %d accepted", i);
+            XT_CHECK(strchr(xs_errmsg(), '\n') == NULL, "one-line message");
+            printf("ok   %s\n", xs_errmsg());
+        }
         xs_wintab small;
         xs_moe_local_table(m, &small);
         small.nranks = 1;
@@ -546,7 +762,8 @@ static void model_case(const xs_profile *prof)
     xs_moe_auto_result ar;
     xs_moe_model mm;
     xs_moe_model_default(&mm);
-    XT_CHECK(xs_moe_auto(m, prof, &mm, &c, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
+    mm.couriers = 0; /* the rules for the other candidates (couriers: tests/test_moe_courier) */
+    XT_CHECK(xs_moe_auto(m, prof, &mm, &c, NULL, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
     /* sender-visible: the last store is accepted up to Q/R before the stage drains */
     double drain_ns = (info.remote_bytes - prof->capacity_bytes) / prof->drain_bytes_per_ns;
     printf("ok   model bursty: wave %.0f us, interleaved %.0f us, drain %.0f us: %s\n",
@@ -563,7 +780,7 @@ static void model_case(const xs_profile *prof)
     fast.drain_bytes_per_ns = 1e6;
     fast.capacity_bytes = 1e12;
     fast.capacity_bytes_per_producer = 0;
-    XT_CHECK(xs_moe_auto(m, &fast, &mm, &c, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
+    XT_CHECK(xs_moe_auto(m, &fast, &mm, &c, NULL, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
     /* the order may change for balance alone, never for a gain below 2 %, and no pacing */
     XT_CHECK(ar.criterion_ok && ar.plan.pace_bytes == 0 &&
              (ar.plan.kind == XS_MOE_WAVE || ar.auto_ns <= 0.98 * ar.wave_ns),
@@ -574,7 +791,7 @@ static void model_case(const xs_profile *prof)
     /* a GPU-wide stall above a small backlog: pacing keeps the backlog under it, so auto paces */
     xs_moe_model tight = mm;
     tight.block_bytes = 4.0 * 65536;
-    XT_CHECK(xs_moe_auto(m, prof, &tight, &c, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
+    XT_CHECK(xs_moe_auto(m, prof, &tight, &c, NULL, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
     XT_CHECK(ar.plan.kind == XS_MOE_INTERLEAVED && ar.paced_ns < ar.inter_ns,
              "stalls above 256 KB: paced %.0f ns, unpaced %.0f ns, chose %s", ar.paced_ns,
              ar.inter_ns, xs_moe_sched_name(ar.plan.kind));
@@ -778,7 +995,9 @@ typedef struct {
     double pred_wave_ns, pred_inter_ns, pred_auto_ns; /* auto's predictions */
     double stall_sum;                                 /* a checksum of the stall results */
     double drain_over_compute;  /* remote bytes / R over the model's local wave time */
-    int inter, paced, lead;
+    double pred_courier_ns;     /* auto's best courier candidate (NaN: none) */
+    int inter, paced, lead, couriers; /* couriers: auto's C (0: none) */
+    int cand;                   /* the courier candidate's C (0: none) */
     const char *crit; /* met, resh (reshaping meets it), no */
 } sweep_point;
 
@@ -800,7 +1019,10 @@ static int sweep_point_run(const xs_moe_config *cfg, int tokens, int peers, xs_m
     xs_moe_tile *tr = (xs_moe_tile *)calloc((size_t)ntot + 1, sizeof *tr);
     double *ref[2] = {(double *)malloc(sizeof(double) * (size_t)(ntot + 1)),
                       (double *)malloc(sizeof(double) * (size_t)(ntot + 1))};
-    int ok = tr && ref[0] && ref[1];
+    /* the local traces of both orders: the courier prediction's ready times */
+    xs_moe_tile *ltr[2] = {(xs_moe_tile *)calloc((size_t)ntot + 1, sizeof *tr),
+                           (xs_moe_tile *)calloc((size_t)ntot + 1, sizeof *tr)};
+    int ok = tr && ref[0] && ref[1] && ltr[0] && ltr[1];
     xs_moe_costs base, cost[2];
     synth_costs(cfg, &base);
     const xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};
@@ -817,10 +1039,13 @@ static int sweep_point_run(const xs_moe_config *cfg, int tokens, int peers, xs_m
             sp->drain_over_compute = drain_ns / t;
         for (int i = 0; ok && i < ntot; i++)
             ref[slot][tr[i].id] = tr[i].mma1_ns - tr[i].mma0_ns;
+        if (ok)
+            memcpy(ltr[slot], tr, sizeof *tr * (size_t)ntot);
     }
     t0 = xs_now_s();
     xs_moe_auto_result ar;
-    ok = ok && xs_moe_auto(m, prof, mm, &cost[0], &cost[1], &ar) == XS_OK;
+    const xs_moe_local_traces lt = {ltr[0], ntot, ltr[1], ntot};
+    ok = ok && xs_moe_auto(m, prof, mm, &cost[0], &cost[1], &lt, &ar) == XS_OK;
     sp->auto_s = xs_now_s() - t0;
     if (ok) {
         sp->pred_wave_ns = ar.wave_ns;
@@ -829,7 +1054,23 @@ static int sweep_point_run(const xs_moe_config *cfg, int tokens, int peers, xs_m
         sp->inter = ar.plan.kind == XS_MOE_INTERLEAVED;
         sp->paced = ar.plan.pace_bytes > 0;
         sp->lead = ar.plan.lead;
+        sp->couriers = ar.plan.couriers;
+        sp->pred_courier_ns = ar.courier_ns;
+        sp->cand = ar.courier.couriers;
         sp->crit = ar.criterion_ok ? "met" : ar.reshape_ok ? "resh" : "no";
+        /* the courier prediction is max(compute, link): never below the scaled local control,
+         * never below the remote bytes at the couriers' rate */
+        if (ar.courier.couriers > 0) {
+            const double g = info.grid, sc = g / (g - ar.courier.couriers);
+            const double kmin = (cost[0].kernel_ns < cost[1].kernel_ns ? cost[0].kernel_ns
+                                                                       : cost[1].kernel_ns);
+            XT_CHECK(ar.courier_ns >= kmin * sc * (1 - 1e-9) &&
+                     ar.courier_ns >= info.remote_bytes / ar.courier.courier_bytes_per_ns *
+                                          (1 - 1e-9),
+                     "%s T=%d N=%d: courier prediction %.1f us below compute %.1f us x %.3f or "
+                     "drain %.1f us", cfg->name, tokens, peers, ar.courier_ns / 1e3, kmin / 1e3,
+                     sc, info.remote_bytes / ar.courier.courier_bytes_per_ns / 1e3);
+        }
         /* the reshaped criterion's rate part spreads the bursts after the fill (c1 + c2): where
          * it holds, fill + drain fits in the local control's kernel */
         const double kern = cost[0].kernel_ns < cost[1].kernel_ns ? cost[0].kernel_ns
@@ -867,6 +1108,8 @@ static int sweep_point_run(const xs_moe_config *cfg, int tokens, int peers, xs_m
     free(tr);
     free(ref[0]);
     free(ref[1]);
+    free(ltr[0]);
+    free(ltr[1]);
     xs_moe_destroy(m);
     return ok;
 }
@@ -881,10 +1124,11 @@ static void model_sweep(const xs_profile *prof, int verbose)
     double total = 0, worst = 0;
     int n = 0, bad = 0;
     double lg = 0, mx = 0, wa_min = INFINITY;
+    int chose_c = 0, c_inter = 0, c_auto = 0;
     if (verbose)
-        printf("# %-18s %-8s %5s %2s %8s %8s %8s %8s %5s %9s %9s %6s %s\n", "config", "routing",
-               "T", "N", "auto_s", "trace_s", "stall_s", "total_s", "d/c", "wave_us", "inter_us",
-               "w/i", "crit auto");
+        printf("# %-18s %-8s %5s %2s %8s %8s %8s %8s %5s %9s %9s %9s %9s %2s %6s %s\n", "config",
+               "routing", "T", "N", "auto_s", "trace_s", "stall_s", "total_s", "d/c", "wave_us",
+               "inter_us", "auto_us", "cour_us", "C", "w/i", "crit auto");
     for (int ci = 0; ci < xs_moe_nconfigs; ci++)
         for (int ri = 0; ri < 2; ri++)
             for (int ti = 0; ti < 3; ti++) {
@@ -907,20 +1151,27 @@ static void model_sweep(const xs_profile *prof, int verbose)
                 mx = wi > mx ? wi : mx;
                 const double wa = sp.pred_wave_ns / sp.pred_auto_ns;
                 wa_min = wa < wa_min ? wa : wa_min;
+                chose_c += sp.couriers > 0;
+                c_inter += sp.pred_courier_ns < sp.pred_inter_ns;
+                c_auto += sp.couriers == 0 && sp.pred_courier_ns < sp.pred_auto_ns;
                 if (verbose)
-                    printf("# %-18s %-8s %5d %2d %8.3f %8.3f %8.3f %8.3f %5.2f %9.1f %9.1f %6.3f %-4s %s%s\n",
+                    printf("# %-18s %-8s %5d %2d %8.3f %8.3f %8.3f %8.3f %5.2f %9.1f %9.1f %9.1f "
+                           "%9.1f %2d %6.3f %-4s %s%s%s\n",
                            c->name, ri ? "zipf" : "balanced", tok, peers,
                            sp.auto_s, sp.trace_s, sp.stall_s, dt, sp.drain_over_compute,
-                           sp.pred_wave_ns / 1e3,
-                           sp.pred_inter_ns / 1e3, wi, sp.crit ? sp.crit : "?",
-                           sp.inter ? "inter" : "wave",
-                           sp.paced ? " paced" : "");
+                           sp.pred_wave_ns / 1e3, sp.pred_inter_ns / 1e3, sp.pred_auto_ns / 1e3,
+                           sp.pred_courier_ns / 1e3, sp.cand, wi, sp.crit ? sp.crit : "?",
+                           sp.inter ? "inter" : "wave", sp.paced ? " paced" : "",
+                           sp.couriers == 4 ? " c4" : sp.couriers == 8 ? " c8"
+                                            : sp.couriers ? " c" : "");
             }
     XT_CHECK(bad == 0, "model sweep: %d of %d points failed", bad, n);
     printf("%s model sweep (host side of bench ep, synthetic costs): %d points in %.2f s, %.3f s "
            "per point (worst %.3f s); predicted wave/interleaved geomean %.3f max %.3f, "
-           "wave/auto min %.3f\n", bad ? "FAIL" : "ok  ", n, total, total / n, worst,
-           exp(lg / n), mx, wa_min);
+           "wave/auto min %.3f; couriers predicted faster than unpaced interleaved on %d, "
+           "faster than the other rules' choice (by < 2 %%) on %d, chosen on %d\n",
+           bad ? "FAIL" : "ok  ", n, total, total / n, worst, exp(lg / n), mx, wa_min, c_inter,
+           c_auto, chose_c);
 }
 
 int main(int argc, char **argv)
@@ -969,6 +1220,7 @@ int main(int argc, char **argv)
     if (!tiny) {
         timeout_case();
         pacer_timeout_case();
+        courier_timeout_case();
     }
 
     /* small odd shapes: partial Linear-1 tiles (2I < 256, 2I = 384), ragged H (520 = 2*256+8),
