@@ -6,6 +6,8 @@
 #        with 0, 4 and 8 couriers side by side in the same iterations (every row verified)
 #   upc  the attention GPU tests (courier cases included), then scripts/gpu_up.sh (the default
 #        sweep with couriers in the planner's family, and the short rows with 8 couriers forced)
+#   epc  the MoE GPU tests (--quick, courier cases included), then scripts/gpu_ep.sh (the default
+#        sweep; auto may choose couriers, and a forced courier column runs in the same rounds)
 # Writes to $OUT: <part>*.csv and <part>*.log. Usage: OUT=dir [PROFILE=file] [PARTS=...]
 #   scripts/gpu_session8.sh
 set -u
@@ -30,6 +32,11 @@ for part in ${PARTS:-tpc}; do
         echo "upc test_attn rc=$? $(tail -n 1 "$OUT/upc_test_attn.log")"
         OUT="$OUT/upc" PROFILE="$P" timeout "${UPC_LIMIT:-240}" bash scripts/gpu_up.sh 2>&1 |
             tail -n 60 ;;
+    epc)
+        timeout 300 build/tests/gpu/test_moe --quick >"$OUT/epc_test_moe.log" 2>&1
+        echo "epc test_moe rc=$? $(tail -n 1 "$OUT/epc_test_moe.log")"
+        OUT="$OUT/epc" PROFILE="$P" timeout "${EPC_LIMIT:-300}" bash scripts/gpu_ep.sh build 2>&1 |
+            tail -n 70 ;;
     *) echo "unknown part $part" ;;
     esac
 done
