@@ -148,6 +148,11 @@ static void ep_usage(FILE *f)
             "                               weighs 4 and 8, the column runs the better)\n"
             "      --courier-pace F         the couriers issue at F x R in all (0.01..2;\n"
             "                               default 0.9)\n"
+            "      --auto-couriers          auto may choose couriers (default: predicted and\n"
+            "                               reported, never chosen: run 8 measured a courier\n"
+            "                               copying 6.6-6.9 B/ns, far under its pace)\n"
+            "      --courier-copy-rate B    model: bytes/ns one courier copies at most (6.7,\n"
+            "                               measured; 0: no limit)\n"
             "      --seed S                 inputs and routing (default 1)\n"
             "      --timeout-ms MS          bound of every in-kernel wait (default 2000)\n"
             "  -d, --device N               CUDA device (default 0)\n"
@@ -167,7 +172,7 @@ static int ep_parse_list(const char *opt, const char *s, long lo, long hi, int *
 static int ep_parse(int argc, char **argv, ep_opts *o)
 {
     enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_TIMEOUT, O_BLOCK, O_BSPEED, O_PACE,
-           O_COURIERS, O_CPACE };
+           O_COURIERS, O_CPACE, O_AUTOCOUR, O_CCOPY };
     static const struct option lo[] = {
         {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
         {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
@@ -186,6 +191,8 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         {"pace-bytes", required_argument, 0, O_PACE},
         {"couriers", required_argument, 0, O_COURIERS},
         {"courier-pace", required_argument, 0, O_CPACE},
+        {"auto-couriers", no_argument, 0, O_AUTOCOUR},
+        {"courier-copy-rate", required_argument, 0, O_CCOPY},
         {"device", required_argument, 0, 'd'},   {"quick", no_argument, 0, XS_OPT_QUICK},
         {"gpus", required_argument, 0, 'g'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
@@ -293,6 +300,12 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             if (xs_parse_int("--couriers", optarg, 0, 64, &v) != XS_OK)
                 return xs_cli_fail();
             o->mm.couriers = (int)v;
+            break;
+        case O_AUTOCOUR: o->mm.auto_couriers = 1; break;
+        case O_CCOPY:
+            if (xs_parse_double("--courier-copy-rate", optarg, 0, 1e6,
+                                &o->mm.courier_copy_bytes_per_ns) != XS_OK)
+                return xs_cli_fail();
             break;
         case O_CPACE:
             if (xs_parse_double("--courier-pace", optarg, 0.01, 2, &o->mm.courier_pace_frac) !=

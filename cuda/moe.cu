@@ -2109,6 +2109,8 @@ void xs_moe_model_default(xs_moe_model *mm)
     mm->pace_drain_frac = XS_MOE_PACE_DRAIN_FRAC;
     mm->couriers = XS_MOE_COURIERS_AUTO;
     mm->courier_pace_frac = XS_MOE_COURIER_PACE_FRAC;
+    mm->courier_copy_bytes_per_ns = XS_MOE_COURIER_COPY_BYTES_PER_NS;
+    mm->auto_couriers = 0;
 }
 
 /* remote and total combine bytes of Linear-2 tile (rb, nb) for the virtual-peer layout */
@@ -3261,7 +3263,12 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
             for (int j = 0; j < c_n; j++)
                 c_scaled[j] = c_ready[j] * sc;
             const double comp = c_kern * sc;
-            const double link = xs_moe_courier_drain(c_scaled, c_bytes, c_n, C, rc);
+            /* the couriers drain at their pace, or at what C of them copy (measured) */
+            const double rcc = mm->courier_copy_bytes_per_ns > 0 &&
+                                       C * mm->courier_copy_bytes_per_ns < rc
+                                   ? C * mm->courier_copy_bytes_per_ns
+                                   : rc;
+            const double link = xs_moe_courier_drain(c_scaled, c_bytes, c_n, C, rcc);
             const double t = link > comp ? link : comp;
             if (!isnan(out->courier_ns) && !(t < out->courier_ns))
                 continue; /* the best candidate so far stays */
@@ -3322,13 +3329,16 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
     /* couriers replace that decision only if predicted >= 2 % faster than it (the margin an
      * order change needs): the prediction has no measured bias yet */
     if (out->courier.couriers > 0) {
-        const int take = out->courier_ns <= 0.98 * out->auto_ns;
+        const int better = out->courier_ns <= 0.98 * out->auto_ns;
+        const int take = better && mm->auto_couriers;
         const size_t k = strlen(out->how);
         snprintf(out->how + k, sizeof out->how - k, "; couriers C=%d %s at %.2f R predicted "
                  "%.1f us (compute %.1f, link %.1f)%s", out->courier.couriers,
                  xs_moe_sched_name(out->courier.kind), rc / p->drain_bytes_per_ns,
                  out->courier_ns / 1e3, out->courier_compute_ns / 1e3,
-                 out->courier_link_ns / 1e3, take ? ": chosen" : ": not chosen (< 2 % gain)");
+                 out->courier_link_ns / 1e3,
+                 take ? ": chosen" : better ? ": not chosen (--auto-couriers off)"
+                                            : ": not chosen (< 2 % gain)");
         if (take) {
             out->plan = out->courier;
             out->auto_ns = out->courier_ns;

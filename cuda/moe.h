@@ -284,6 +284,10 @@ typedef struct {
     int couriers;           /* courier counts auto may choose: XS_MOE_COURIERS_AUTO (-1) = the
                              * candidates 4 and 8, 0 = never, C > 0 = only C */
     double courier_pace_frac; /* the couriers together issue at this fraction of R */
+    double courier_copy_bytes_per_ns; /* what one courier CTA copies per ns at most (staging ->
+                                       * window); the couriers drain at min(pace, C x this) */
+    int auto_couriers;      /* 1: auto may choose its courier candidate; 0: it is predicted and
+                             * reported (the courier column runs it) but never chosen */
 } xs_moe_model;
 
 /* Fitted on the first full H200 sweep (bench/results/h200-2026-11-29-r3/ep.csv: the model with
@@ -298,6 +302,13 @@ typedef struct {
  * SMs at 1.00 of their rate alone). auto weighs 4 and 8 couriers at 0.9 R. */
 #define XS_MOE_COURIERS_AUTO (-1)
 #define XS_MOE_COURIER_PACE_FRAC 0.9
+/* Measured, not calibrated (bench/results/h200-2026-11-29-r8, call 6, the two traced points):
+ * a courier's copies of 30-46 KB took 4.7-5.8 us, 6.6-6.9 B/ns per courier - its own loads of
+ * the staged rows wait behind its stores in flight - so 4 couriers drained 27 B/ns, not 0.9 R,
+ * and auto, which had assumed the issue rate, chose them on 12 of 48 points and lost up to
+ * 1.75x. Until the copy is decoupled from its stores auto does not choose couriers by default
+ * (--auto-couriers). */
+#define XS_MOE_COURIER_COPY_BYTES_PER_NS 6.7
 void xs_moe_model_default(xs_moe_model *mm);
 
 /* Predicted kernel time of task list `slot` (and its pacing) with the given tile costs: an event

@@ -340,8 +340,31 @@ static void auto_checks(const xs_profile *prof)
     const xs_moe_local_traces lt = {tw, n, ti, n};
     xs_moe_model mm;
     xs_moe_model_default(&mm);
-    XT_CHECK(mm.couriers == XS_MOE_COURIERS_AUTO && mm.courier_pace_frac == 0.9,
-             "defaults: couriers %d at %.2f R", mm.couriers, mm.courier_pace_frac);
+    XT_CHECK(mm.couriers == XS_MOE_COURIERS_AUTO && mm.courier_pace_frac == 0.9 &&
+                 mm.auto_couriers == 0 && mm.courier_copy_bytes_per_ns == 6.7,
+             "defaults: couriers %d at %.2f R, auto may choose them %d, copy %.2f B/ns",
+             mm.couriers, mm.courier_pace_frac, mm.auto_couriers, mm.courier_copy_bytes_per_ns);
+    /* the default model never chooses couriers, and a courier copies at most 6.7 B/ns */
+    {
+        xs_moe_model d = mm;
+        d.block_bytes = 65536; /* where couriers win by far (below) */
+        xs_moe_auto_result a1, a2;
+        xs_moe_model u = d;
+        u.courier_copy_bytes_per_ns = 0;
+        XT_CHECK(xs_moe_auto(m, prof, &d, &wc, &ic, &lt, &a1) == XS_OK &&
+                     xs_moe_auto(m, prof, &u, &wc, &ic, &lt, &a2) == XS_OK,
+                 "auto: %s", xs_errmsg());
+        XT_CHECK(a1.plan.couriers == 0 && strstr(a1.how, "not chosen") != NULL,
+                 "default model chose couriers: %s", a1.how);
+        XT_CHECK(a1.courier.couriers > 0 && a2.courier.couriers > 0 &&
+                     a1.courier_link_ns >= a2.courier_link_ns,
+                 "a copy-limited link (%.1f us) is no faster than an unlimited one (%.1f us)",
+                 a1.courier_link_ns / 1e3, a2.courier_link_ns / 1e3);
+        printf("ok   default model: couriers predicted, not chosen: %s\n", a1.how);
+    }
+    /* below: the choice logic as such, couriers allowed and their copy unlimited */
+    mm.auto_couriers = 1;
+    mm.courier_copy_bytes_per_ns = 0;
     const double rate = mm.courier_pace_frac * prof->drain_bytes_per_ns;
     xs_moe_auto_result ar;
     XT_CHECK(xs_moe_auto(m, prof, &mm, &wc, &ic, &lt, &ar) == XS_OK, "auto: %s", xs_errmsg());
