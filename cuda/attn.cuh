@@ -832,11 +832,15 @@ XS_DEV void xs_attn_courier(const xs_attn_args &a, const xs_wintab &tab, unsigne
     const int nrem = xs_attn_remote_count(seq, heads, rpr);
     const int dh = a.dst_heads > 0 ? a.dst_heads : heads;
     const uint64_t tmo = a.timeout_ns ? a.timeout_ns : XS_ATTN_TIMEOUT_NS;
-    /* pacing (thread 0): chunk i leaves at due_i = max(due_{i-1} + its bytes / rate, now - one
-     * chunk's time) - a token bucket of two chunks, so the load of the next tile (about 1 us
-     * from L2) does not cost rate, and no courier runs more than 16 KB ahead of pace/C */
+    /* pacing (thread 0): chunk i leaves at due_i = max(due_{i-1} + its bytes / rate, now -
+     * credit) - a token bucket. The credit is what a courier may bank while it waits for tiles:
+     * run 8 (call 5) gave it one chunk (8 KB), and 8 couriers at 0.9 R moved 6.3 MB at ~28 B/ns:
+     * the remote tiles become ready in waves, a courier idles between them and cannot make the
+     * time up. Now two tiles (64 KB), at most 512 KB over all couriers (under the stage's ~0.9
+     * MB, so a burst after an idle wave does not backlog it) */
     const double rate = a.pace_bytes_per_ns > 0.f ? (double)a.pace_bytes_per_ns / C : 0.0;
-    const double credit_ns = rate > 0 ? XS_ATTN_CHUNK_ROWS * XS_ATTN_ROW_BYTES / rate : 0.0;
+    const double credit_bytes = fmin(2.0 * XS_ATTN_BM * XS_ATTN_ROW_BYTES, 524288.0 / C);
+    const double credit_ns = rate > 0 ? credit_bytes / rate : 0.0;
     const unsigned long long t_start = xs_globaltimer();
     double due_ns = 0; /* from t_start */
     unsigned long long busy_ns = 0; /* copying: from a tile's flag to its last chunk issued */
@@ -885,7 +889,7 @@ XS_DEV void xs_attn_courier(const xs_attn_args &a, const xs_wintab &tab, unsigne
                 if (tid == 0) {
                     const double now = (double)(xs_globaltimer() - t_start);
                     const double go = fmax(due_ns, now - credit_ns);
-                    /* bounded: go - now <= one chunk's time (<= 0.82 ms, validated pace) */
+                    /* bounded: go - now <= one chunk's time after the credit (validated pace) */
                     while ((double)(xs_globaltimer() - t_start) < go) {
                     }
                     due_ns = go + nrow * XS_ATTN_ROW_BYTES / rate;
