@@ -519,8 +519,9 @@ XS_DEV void tp90_push(const tp_args &a, const xs_wintab &tab, tp90_sq *q, int r,
 /* A courier CTA: warps 0-10 copy (TP90_CW threads, named barrier TP90_CBAR - a courier runs no
  * engine code, so barrier ids 1-3 are free in it), warp 11 is its signal warp (tp90_signal: the
  * owner's flags are raised at system scope, and the fence that waits for the copied bytes to
- * leave the GPU is that warp's, not the copy threads'). Each copy thread keeps TP90_CU 16-byte
- * loads in flight before its stores (4 x 352 x 16 B = 22 KB per CTA, a third of a tile). */
+ * leave the GPU is that warp's, not the copy threads'). A round is TP90_CU 16-byte units per
+ * copy thread (4 x 352 x 16 B = 22 KB per CTA, a third of a tile); the next round's loads are
+ * in flight while a round is stored (tp90_ccopy), so up to two rounds (44 KB) per courier. */
 #define TP90_CW 352
 #define TP90_CBAR 1
 #define TP90_CU 4
@@ -557,14 +558,50 @@ XS_DEV tp90_ctile tp90_ctile_of(const tp_args &a, const xs_wintab &tab, const tp
 }
 
 /* The copy threads (tid 0 .. TP90_CW - 1): the tile from the outbox (L2: __ldcg, never a stale
- * L1 line of an earlier launch) to the owner's slot, TP90_CU loads then TP90_CU stores. */
+ * L1 line of an earlier launch) to the owner's slot, in rounds of TP90_CU units per thread,
+ * software-pipelined over two register sets: the loads of round r + 1 are issued before the
+ * stores of round r. Run 8's probe: on an SM whose remote stores are in flight its own loads
+ * wait behind them (3-100x slower), so with loads then stores per round each round's loads sat
+ * behind the previous round's stores and a courier moved one round per load latency (4 couriers
+ * stayed at 1.18-1.28x bound where 8 reached 1.04-1.14x, call 4). Now a round's loads are in
+ * flight while the round before is stored, and its stores find their data there. The pace is
+ * unchanged: round r's stores leave no earlier than 16 x (its first unit) / pace after t0 (the
+ * loads are not paced). The next tile's first loads do not overlap this tile's last stores:
+ * they need that tile's ready flag, which thread 0 acquires between tiles (tp90_courier). */
+XS_DEV void tp90_cround_load(const uint4 *src, int j, int units, uint4 (&v)[TP90_CU])
+{
+#pragma unroll
+    for (int u = 0; u < TP90_CU; u++) {
+        const int x = j + u * TP90_CW;
+        v[u] = x < units ? __ldcg(src + x) : make_uint4(0, 0, 0, 0);
+    }
+}
+
+XS_DEV void tp90_cround_store(const tp90_ctile &c, int j, const uint4 (&v)[TP90_CU])
+{
+#pragma unroll
+    for (int u = 0; u < TP90_CU; u++) {
+        const int x = j + u * TP90_CW;
+        if (x < c.units) {
+            const int row = x / c.cpr, col = x - row * c.cpr;
+            xs_st16v(c.dst + (size_t)row * c.pitch + (size_t)col * 16, v[u]);
+        }
+    }
+}
+
 XS_DEV void tp90_ccopy(const tp90_ctile &c, int tid, unsigned long long t0, float pace)
 {
     const uint4 *src = (const uint4 *)c.src;
+    const int step = TP90_CU * TP90_CW; /* units of one round, all copy threads */
+    uint4 v[TP90_CU], nv[TP90_CU];
+    tp90_cround_load(src, tid, c.units, v);
 #pragma unroll 1
-    for (int j = tid; j < c.units; j += TP90_CU * TP90_CW) {
+    for (int j = tid; j < c.units; j += step) {
+        /* round r + 1's loads first: in flight while round r is stored */
+        if (j + step < c.units)
+            tp90_cround_load(src, j + step, c.units, nv);
         if (pace > 0.0f) {
-            /* paced: this round of TP90_CU x TP90_CW units leaves no earlier than the courier's
+            /* paced: round r of TP90_CU x TP90_CW units leaves no earlier than the courier's
              * share of the pace allows (t0: when the tile may start, thread 0's token bucket);
              * due is at most the tile's bytes / pace after t0, so the spin is bounded */
             const unsigned long long due =
@@ -572,20 +609,10 @@ XS_DEV void tp90_ccopy(const tp90_ctile &c, int tid, unsigned long long t0, floa
             while (xs_globaltimer() < due) {
             }
         }
-        uint4 v[TP90_CU];
+        tp90_cround_store(c, j, v);
 #pragma unroll
-        for (int u = 0; u < TP90_CU; u++) {
-            const int x = j + u * TP90_CW;
-            v[u] = x < c.units ? __ldcg(src + x) : make_uint4(0, 0, 0, 0);
-        }
-#pragma unroll
-        for (int u = 0; u < TP90_CU; u++) {
-            const int x = j + u * TP90_CW;
-            if (x < c.units) {
-                const int row = x / c.cpr, col = x - row * c.cpr;
-                xs_st16v(c.dst + (size_t)row * c.pitch + (size_t)col * 16, v[u]);
-            }
-        }
+        for (int u = 0; u < TP90_CU; u++)
+            v[u] = nv[u];
     }
 }
 
