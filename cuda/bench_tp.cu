@@ -97,7 +97,7 @@ enum { TPB_SLOTS_ROW = 0, TPB_SLOTS_TILE = 1, TPB_SLOTS_BOTH = 2 };
  * for grid - n compute CTAs, timed in the same iterations as the rows' default runs. */
 typedef struct {
     int n;                                       /* courier CTAs */
-    double nai, nai_min, nai_max, shp, shp_min, shp_max; /* us; nan: not run (no reduce-scatter) */
+    double nai, nai_min, nai_max, shp, shp_min, shp_max; /* us; nan: not run */
     double shp_pred;   /* us: local_us * grid / (grid - n) + (model - ideal), the fluid model of
                           xs_tp_predict for courier orders */
     char cand[32];     /* the chosen order: naive or a pace label (f0.05/b0.0/ring: the front one) */
@@ -176,8 +176,9 @@ static void usage(FILE *f)
             "                        in the same iterations (columns *_tile_us) [row]\n"
             "      --couriers LIST   sm90 only: courier counts (1..16, at most %d) to run next to\n"
             "                        the default kernel in the same iterations: the last N CTAs\n"
-            "                        of the grid copy the remote tiles that the other CTAs stage\n"
-            "                        in HBM (docs/TP.md \"Couriers (sm90)\"); columns\n"
+            "                        of the grid push the all-gather chunks, then copy the\n"
+            "                        remote tiles that the other CTAs stage in HBM (docs/TP.md\n"
+            "                        \"Couriers (sm90)\"); columns\n"
             "                        naive_cN_us, shaped_cN_us, ... (0 adds nothing) [none]\n"
             "      --courier-pace F  the couriers together issue at most F x the profile's R\n"
             "                        (0: unpaced); run 8's probe: a few SMs paced at 0.74-1.0\n"
@@ -1122,7 +1123,9 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         row->floor_us = row->local_us > fill + row->comm_us ? row->local_us : fill + row->comm_us;
     }
     /* ---- couriers (--couriers): orders for grid - N compute CTAs, slots 3 + 2v and 4 + 2v ---- */
-    if (in.rs_gemm >= 0) /* nothing for couriers to carry otherwise (ag_gemm: nan columns) */
+    /* (every op has something for them: pushes in ag_gemm and mlp, remote tiles in gemm_rs
+     * and mlp) */
+    if (in.rs_gemm >= 0 || (in.ag && row->s.peers > 1))
         for (int v = 0; v < o->ncour; v++) {
             ROW_TRY(plan_couriers(cx, t, row, &row->cour[v], 3 + 2 * v, 4 + 2 * v, &cost, &ok));
             cour_run = v + 1;
@@ -1219,7 +1222,7 @@ static const char csv_header_tile[] =
     ",naive_tile_us,naive_tile_min_us,naive_tile_max_us,shaped_tile_us,shaped_tile_min_us,"
     "shaped_tile_max_us";
 
-/* appended with --couriers, per courier count N (nan where the op has no reduce-scatter) */
+/* appended with --couriers, per courier count N */
 static void csv_header_cour(FILE *f, int nc)
 {
     fprintf(f, ",naive_c%d_us,naive_c%d_min_us,naive_c%d_max_us,shaped_c%d_us,shaped_c%d_min_us,"
@@ -1569,7 +1572,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
               "fused column; the unfused baseline copies row-major"
             : "row: row-major reduce-scatter slots (a tile lands as 128 runs of 512 B)";
     printf("# slots: %s\n", slots_line);
-    char cour_line[256] = "none: every fused column runs the default kernel (no couriers)";
+    char cour_line[384] = "none: every fused column runs the default kernel (no couriers)";
     if (o.ncour) {
         size_t cl = 0;
         for (int v = 0; v < o.ncour; v++)
@@ -1577,7 +1580,8 @@ extern "C" int xs_bench_tp(int argc, char **argv)
                                    o.cour[v]);
         cl += (size_t)snprintf(cour_line + cl, sizeof cour_line - cl, " courier CTAs next to the "
                  "default kernel (0), same iterations (columns *_c<N>_*); local_us and bound_us "
-                 "without couriers; gemm_rs and mlp only; ");
+                 "without couriers; they push the all-gather chunks (ag_gemm, mlp), then carry "
+                 "the remote reduce-scatter tiles (gemm_rs, mlp); ");
         if (o.cour_pace > 0)
             snprintf(cour_line + cl, sizeof cour_line - cl, "paced at %.2f x R = %.1f B/ns",
                      o.cour_pace, o.cour_pace * prof.drain_bytes_per_ns);

@@ -1246,8 +1246,10 @@ struct xs_tp {
     /* couriers (xs_tp_set_couriers; docs/TP.md "Couriers (sm90)") */
     int couriers;                  /* courier CTAs of the orders built next */
     int scour[XS_TP_SLOTS];        /* courier CTAs each slot's order was built for */
-    int *walk[XS_TP_SLOTS];        /* list positions of each slot's remote tiles, increasing */
+    int *walk[XS_TP_SLOTS];        /* each slot's pushes (XS_TP_WALK_PUSH), then the list
+                                      positions of its remote tiles, increasing */
     int nwalk[XS_TP_SLOTS];
+    int npush[XS_TP_SLOTS];        /* push entries at the start of each walk */
     unsigned long long walk_hash[XS_TP_SLOTS]; /* sum of tp_courier_hash over the walk */
     int *d_walk[XS_TP_SLOTS];      /* device copies, uploaded with the list */
     int d_walk_cap[XS_TP_SLOTS];
@@ -1644,10 +1646,10 @@ extern "C" xs_status xs_tp_set_couriers(xs_tp *t, int couriers)
     if (couriers < 0 || couriers > XS_TP_COURIERS_MAX || couriers >= t->grid)
         return xs_seterr(XS_EINVAL, "tp %s: %d couriers outside 0..%d (and below the grid of %d)",
                          op, couriers, XS_TP_COURIERS_MAX, t->grid);
-    if (couriers > 0 && t->in.rs_gemm < 0)
-        return xs_seterr(XS_EINVAL, "tp %s: couriers carry reduce-scatter tiles, and this "
-                         "operation has none", op);
-    if (couriers > 0 && !t->plan_only && !t->outbox && t->P > 1) {
+    if (couriers > 0 && t->in.rs_gemm < 0 && !(t->in.ag && t->P > 1))
+        return xs_seterr(XS_EINVAL, "tp %s: couriers carry reduce-scatter tiles and all-gather "
+                         "pushes, and this operation has neither (P = %d)", op, t->P);
+    if (couriers > 0 && !t->plan_only && !t->outbox && t->P > 1 && t->in.rs_gemm >= 0) {
         /* the outbox: this rank's partials of the other owners' rows (the remote partial bytes),
          * and one ready flag per remote tile for each window table */
         const size_t ob = (size_t)(t->P - 1) * t->in.slot_bytes;
@@ -1692,6 +1694,11 @@ extern "C" double xs_tp_get_courier_pace(const xs_tp *t) { return t->cour_pace; 
 extern "C" int xs_tp_order_couriers(const xs_tp *t, int slot)
 {
     return slot >= 0 && slot < XS_TP_SLOTS && t->ntasks[slot] ? t->scour[slot] : 0;
+}
+
+extern "C" int xs_tp_order_walk_pushes(const xs_tp *t, int slot)
+{
+    return slot >= 0 && slot < XS_TP_SLOTS && t->ntasks[slot] ? t->npush[slot] : 0;
 }
 
 extern "C" int xs_tp_order_walk(const xs_tp *t, int slot, const int **pos)
@@ -1917,7 +1924,77 @@ static double task_cost(const xs_tp_costs *c, const tp_task *x)
     return ns;
 }
 
-static xs_status tp_store_order(xs_tp *t, int slot, tp_list *l)
+static int cmp_ll(const void *x, const void *y)
+{
+    const long long a = *(const long long *)x, b = *(const long long *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The couriers' pushes of list l (cour > 0, an all-gather over P > 1 ranks): every (rank, chunk)
+ * the list does not push, ordered by the list position of the first GEMM 0 tile that needs it -
+ * a tile on shard s needs this rank's chunks at the mirror rank (tp_args.ag_sym; with real peers
+ * the same position of rank r's rotated list) - then by ring distance and chunk. Appended to
+ * walk[*nw ...] with their hashes (the words of mk_push(r, c)). -1: out of host memory. */
+static int tp_walk_pushes(const xs_tp *t, const tp_list *l, int *walk, int *nw,
+                          unsigned long long *wh)
+{
+    const xs_tp_info *in = &t->in;
+    const int P = t->P, me = t->me, nch = in->ag_chunks, rbpr = in->rs_rows / XS_TP_BM;
+    const size_t np = (size_t)P * nch;
+    int *need = (int *)malloc(np * sizeof(int));
+    long long *key = (long long *)malloc(np * sizeof(long long));
+    if (!need || !key) {
+        free(need), free(key);
+        return -1;
+    }
+    for (size_t q = 0; q < np; q++)
+        need[q] = INT_MAX;
+    for (int i = 0; i < l->n; i++) { /* pushed by the list itself: not the couriers' */
+        const tp_task *x = &l->v[i];
+        if ((x->flags & TP_T_PUSH) && x->push_rank >= 0 && x->push_rank < P)
+            for (int k = 0; k < (x->push_n > 1 ? x->push_n : 1); k++)
+                if (x->push_chunk + k >= 0 && x->push_chunk + k < nch)
+                    need[(size_t)x->push_rank * nch + x->push_chunk + k] = -1;
+    }
+    for (int i = 0; i < l->n; i++) {
+        const tp_task *x = &l->v[i];
+        if (!(x->flags & TP_T_TILE) || x->gemm != 0 || x->tm < 0 || x->tm >= in->tiles_m)
+            continue;
+        const int s = x->tm / rbpr;
+        if (s == me)
+            continue;
+        const int d = tp_mirror(me, s, P), c1 = ag_last_chunk(in, x->tm);
+        const int c0 = (int)((double)(x->tm - s * rbpr) * XS_TP_BM * in->ag_k * 2 / XS_TP_CHUNK);
+        for (int c = c0; c <= c1; c++)
+            if (need[(size_t)d * nch + c] > i)
+                need[(size_t)d * nch + c] = i;
+    }
+    int nk = 0;
+    for (int j = 1; j < P; j++)
+        for (int c = 0; c < nch; c++) {
+            const int d = (me + j) % P, at = need[(size_t)d * nch + c];
+            if (at >= 0) /* at most INT_MAX: a chunk no tile needs (none) goes last */
+                key[nk++] = ((long long)at * P + j) * nch + c;
+        }
+    qsort(key, (size_t)nk, sizeof *key, cmp_ll);
+    for (int q = 0; q < nk; q++) {
+        const int j = (int)(key[q] / nch % P), c = (int)(key[q] % nch), d = (me + j) % P;
+        const tp_task x = mk_push(d, c);
+        int w[8];
+        memcpy(w, &x, sizeof w);
+        const int e = XS_TP_WALK_PUSH(d, c, nch);
+        *wh += tp_courier_hash(*nw, e, w);
+        walk[(*nw)++] = e;
+    }
+    free(need);
+    free(key);
+    return 0;
+}
+
+/* Store list l in slot (taking it over) as an order for grid - cour compute CTAs, with the
+ * couriers' walk: their pushes (tp_walk_pushes), then the list positions of the remote
+ * reduce-scatter tiles, increasing (production order). */
+static xs_status tp_store_order(xs_tp *t, int slot, tp_list *l, int cour)
 {
     if (slot < 0 || slot >= XS_TP_SLOTS) {
         free(l->v);
@@ -1925,14 +2002,21 @@ static xs_status tp_store_order(xs_tp *t, int slot, tp_list *l)
     }
     if (l->n == 0 && list_push(l, mk_reduce(0)) == 0)
         l->v[0].flags = 0; /* nothing to do (not reachable for a valid shape): one empty task */
-    /* the couriers' walk: the remote reduce-scatter tiles in list order (production order) */
-    int *walk = (int *)malloc((size_t)(l->n > 0 ? l->n : 1) * sizeof(int));
+    const int cpush = cour > 0 && t->in.ag && t->P > 1;
+    const size_t wcap = (size_t)l->n + (cpush ? (size_t)t->P * t->in.ag_chunks : 0) + 1;
+    int *walk = (int *)malloc(wcap * sizeof(int));
     if (!walk) {
         free(l->v);
         return xs_seterr(XS_ENOMEM, "tp: out of host memory for a task list");
     }
     int nw = 0;
     unsigned long long wh = 0;
+    if (cpush && tp_walk_pushes(t, l, walk, &nw, &wh)) {
+        free(walk);
+        free(l->v);
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory for a task list");
+    }
+    const int npush = nw;
     for (int i = 0; i < l->n; i++) {
         const tp_task *x = &l->v[i];
         if ((x->flags & TP_T_TILE) && x->gemm == t->in.rs_gemm && t->in.rs_gemm >= 0 &&
@@ -1950,8 +2034,9 @@ static xs_status tp_store_order(xs_tp *t, int slot, tp_list *l)
     free(t->walk[slot]);
     t->walk[slot] = walk;
     t->nwalk[slot] = nw;
+    t->npush[slot] = npush;
     t->walk_hash[slot] = wh;
-    t->scour[slot] = t->couriers; /* built for grid - couriers compute CTAs */
+    t->scour[slot] = cour; /* built for grid - cour compute CTAs */
     unsigned long long h = 0;
     for (int i = 0; i < l->n; i++) {
         int w[8];
@@ -2014,7 +2099,7 @@ extern "C" xs_status xs_tp_order_naive(xs_tp *t, int slot)
     const int P = t->P, me = t->me, rbpr = in->rs_rows / XS_TP_BM;
     tp_list l = {NULL, 0, 0};
     int bad = 0;
-    if (in->ag)
+    if (in->ag && t->couriers == 0) /* with couriers they push (tp_walk_pushes) */
         for (int c = 0; c < in->ag_chunks; c++)
             for (int j = 1; j < P; j++)
                 bad |= list_push(&l, mk_push((me + j) % P, c));
@@ -2030,7 +2115,7 @@ extern "C" xs_status xs_tp_order_naive(xs_tp *t, int slot)
         free(l.v);
         return xs_seterr(XS_ENOMEM, "tp: out of host memory for a task list");
     }
-    return tp_store_order(t, slot, &l);
+    return tp_store_order(t, slot, &l, t->couriers);
 }
 
 extern "C" xs_status xs_tp_order_copy(xs_tp *t, int dst, int src)
@@ -2042,10 +2127,7 @@ extern "C" xs_status xs_tp_order_copy(xs_tp *t, int dst, int src)
     if (!l.v)
         return xs_seterr(XS_ENOMEM, "tp: out of host memory for a task list");
     memcpy(l.v, t->h_tasks[src], (size_t)l.n * sizeof(tp_task));
-    const int c = t->scour[src];
-    XS_TRY(tp_store_order(t, dst, &l));
-    t->scour[dst] = c; /* built for the source's compute CTAs */
-    return XS_OK;
+    return tp_store_order(t, dst, &l, t->scour[src]); /* for the source's compute CTAs */
 }
 
 extern "C" int xs_tp_order_tasks(const xs_tp *t, int slot)
@@ -2076,7 +2158,7 @@ extern "C" xs_status xs_tp_order_set(xs_tp *t, int slot, const xs_tp_task *tasks
     if (!l.v)
         return xs_seterr(XS_ENOMEM, "tp: out of host memory for a task list");
     memcpy(l.v, tasks, (size_t)n * sizeof(tp_task));
-    return tp_store_order(t, slot, &l);
+    return tp_store_order(t, slot, &l, t->couriers);
 }
 
 extern "C" xs_status xs_tp_order_check(const xs_tp *t, int slot)
@@ -2172,7 +2254,8 @@ extern "C" xs_status xs_tp_order_check(const xs_tp *t, int slot)
             TP_BAD("tile (GEMM %d, %d, %d) is missing", g, r / in->tiles_n[g],
                    r % in->tiles_n[g]);
         }
-    for (int r = 0; r < P && in->ag && !why[0]; r++)
+    /* (with couriers the walk pushes what the list does not: tp_walk_pushes) */
+    for (int r = 0; r < P && in->ag && t->scour[slot] == 0 && !why[0]; r++)
         for (int c = 0; c < in->ag_chunks && r != me && !why[0]; c++)
             if (posp[(size_t)r * in->ag_chunks + c] < 0)
                 TP_BAD("push of chunk %d to rank %d is missing", c, r);
@@ -2196,7 +2279,8 @@ extern "C" xs_status xs_tp_order_check(const xs_tp *t, int slot)
                        tm, first1, last0);
         }
     /* an all-gathered tile on shard s after this rank's pushes of the same chunks to the mirror
-     * rank (the kernel's wait with virtual peers; a symmetric peer's order is the same list) */
+     * rank (the kernel's wait with virtual peers; a symmetric peer's order is the same list); a
+     * chunk the couriers push has no position (-1): they push before they carry any tile */
     if (in->ag && P > 1)
         for (int tm = 0; tm < in->tiles_m && !why[0]; tm++) {
             const int s = tm / rbpr;
@@ -2382,7 +2466,9 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
                          "spread 0, 1 or 2, ring 0 or 1");
     if (!c || !(c->tile_ns[0] > 0) || (in->ngemm > 1 && !(c->tile_ns[1] > 0)))
         return xs_seterr(XS_EINVAL, "tp: shaping needs measured tile costs (a local run)");
-    (void)prof;
+    /* couriers push (tp_walk_pushes): no push in the list; a GEMM 0 tile of another shard is
+     * ready once the couriers' pushes of its chunks have crossed the link (below) */
+    const int cpush = t->couriers > 0 && in->ag && P > 1;
 
     /* queues: pushes (in the order the local GEMM tiles need them), remote reduce-scatter tiles
      * (owners interleaved so that tiles running together walk the same columns), local GEMM
@@ -2479,7 +2565,7 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
     {
         /* the pace: all remote bytes issued by `finish` of the estimated compute time */
         double remote = 0, compute = 0;
-        for (int i = 0; i < qp.l.n; i++)
+        for (int i = 0; i < qp.l.n && !cpush; i++)
             remote += task_bytes(t, &qp.l.v[i]);
         for (int i = 0; i < qr.l.n; i++) {
             remote += task_bytes(t, &qr.l.v[i]);
@@ -2494,7 +2580,29 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
         const double d_step = compute / G / steps_est; /* mean step duration, ns */
         const double rate = remote / (pace->finish * (compute / G > 1 ? compute / G : 1));
         const double tile_b = (double)XS_TP_BM * XS_TP_BN * 2;
-        const double credit = 0.5 * (qp.l.n ? (double)XS_TP_CHUNK : tile_b);
+        const double credit = 0.5 * (qp.l.n && !cpush ? (double)XS_TP_CHUNK : tile_b);
+        if (cpush) {
+            /* the couriers push every chunk from the kernel's start, in qp's order (the order
+             * the GEMM 0 tiles below need them, which the walk's order by need then follows),
+             * at the link's rate (R, or their pace where lower): chunk (d, c) arrives in step
+             * floor(bytes up to it / rate / d_step). No rate in the profile: all at step 0.
+             * The queue is then empty: nothing is placed as a push. */
+            double R = prof && prof->drain_bytes_per_ns > 0 ? prof->drain_bytes_per_ns : 0;
+            if (t->cour_pace > 0 && (R == 0 || t->cour_pace < R))
+                R = t->cour_pace;
+            double pb = 0;
+            for (int i = 0; i < qp.l.n; i++) {
+                const tp_task *x = &qp.l.v[i];
+                pb += task_bytes(t, x);
+                const double st_ = R > 0 && d_step > 0 ? pb / R / d_step : 0;
+                pstep[(size_t)x->push_rank * in->ag_chunks + x->push_chunk] =
+                    st_ < 1e9 ? (int)st_ : 1000000000;
+                qp.taken[i] = 1;
+            }
+            qp.left = 0;
+            for (int r = 0; r < P; r++)
+                placed[r] = r == me ? 0 : in->ag_chunks;
+        }
         tp_ready rd;
         memset(&rd, 0, sizeof rd);
         rd.done = in->ngemm > 1 ? done : NULL;
@@ -2606,6 +2714,8 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
                 /* nothing was ready (waiting on the lead): the next pass relaxes it */
                 rd.lead = 0;
                 rd.ag_lead = 1; /* a push in an earlier step, at least */
+                if (cpush) /* the couriers' pushes are on their way: the CTAs will wait */
+                    rd.ag_lead = -1000000000;
             }
             if (n == 0 && np == 0) {
                 st = xs_seterr(XS_EINVAL, "tp: shaping made no progress at step %d (internal)",
@@ -2669,7 +2779,7 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
                 goto done;
             }
     }
-    st = tp_store_order(t, slot, &out);
+    st = tp_store_order(t, slot, &out, t->couriers);
     out.v = NULL;
 done:
     free(out.v);
@@ -2741,7 +2851,16 @@ static xs_status tp_predict_couriers(xs_tp *t, int slot, const xs_profile *p,
     double R = p->drain_bytes_per_ns > 0 ? p->drain_bytes_per_ns : 1e-9;
     if (t->cour_pace > 0 && t->cour_pace < R)
         R = t->cour_pace;
+    /* the couriers' pushes first: ready at the start, on the link before any tile */
     double link = 0;
+    for (int e = 0; e < t->npush[slot]; e++) {
+        const int w = t->walk[slot][e];
+        const tp_task x = mk_push(XS_TP_WALK_RANK(w, t->in.ag_chunks),
+                                  XS_TP_WALK_CHUNK(w, t->in.ag_chunks));
+        const double b = task_bytes(t, &x);
+        link += b / R;
+        out->bytes += b;
+    }
     for (int i = 0; i < n; i++) {
         tp_task x = v[i];
         const double b = task_bytes(t, &x);
@@ -2926,7 +3045,7 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
     if (ncour > 0 && t->engine != XS_TP_ENGINE_SM90)
         return xs_seterr(XS_EINVAL, "tp: slot %d's order was built for %d couriers, which only the "
                          "sm90 engine runs (engine %s)", slot, ncour, xs_tp_engine_name(t->engine));
-    if (ncour > 0 && t->nwalk[slot] > 0 && !t->outbox)
+    if (ncour > 0 && t->nwalk[slot] > t->npush[slot] && !t->outbox)
         return xs_seterr(XS_EINVAL, "tp: slot %d has couriers but the context no outbox "
                          "(xs_tp_set_couriers)", slot);
     const xs_wintab *tab = o->local ? &t->lt : &t->vt;

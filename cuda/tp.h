@@ -158,18 +158,24 @@ xs_tp_engine xs_tp_get_engine(const xs_tp *t);
 int xs_tp_engine_streams(xs_tp_engine e);
 /* Courier CTAs (sm90 engine only; docs/TP.md "Couriers (sm90)"). With C > 0 couriers the launch
  * still has one CTA per SM (grid = xs_tp_grid); the last C CTAs are couriers and the first
- * grid - C run the task list, which is therefore built for grid - C CTAs. A compute CTA writes a
- * remote owner's reduce-scatter tile into a local HBM outbox (tile-major, one 128 x 256 block per
- * remote tile) and raises a per-tile ready flag (gpu scope) instead of storing over the link; the
- * couriers walk the remote tiles in list order (xs_tp_order_walk), tile j to courier j mod C,
- * wait (bounded) for each tile's ready flag, copy it to the owner's slot and raise the owner's
- * per-tile signal exactly as the compute CTA would have. This rank's own tiles, pushes and
- * reductions are unchanged. The count is a property of an order: orders built after this call
- * (naive, shaped, copy, set) are built for grid - C compute CTAs and run with C couriers
- * (xs_tp_order_couriers); xs_tp_run refuses a courier order on the mma engine (one line).
- * 0 <= C <= XS_TP_COURIERS_MAX and C < grid; C > 0 only for ops with a reduce-scatter (gemm_rs,
- * mlp). The first C > 0 allocates the outbox ((P - 1) slots, the remote partial bytes) and its
- * ready flags (XS_ECUDA, one line, when out of memory; a plan-only context allocates nothing).
+ * grid - C run the task list, which is therefore built for grid - C CTAs. Couriers carry two
+ * kinds of work, in one walk (xs_tp_order_walk), entry j to courier j mod C:
+ *   - all-gather pushes (ag_gemm, mlp), first: every chunk of this rank's shard to every peer's
+ *     gathered buffer that the list does not push itself - the builders (naive, shaped) put no
+ *     push in a courier order - each then its chunk flag, in the order the list's GEMM 0 tiles
+ *     need them (the chunks are in the window at kernel start: no wait);
+ *   - remote reduce-scatter tiles (gemm_rs, mlp), then: a compute CTA writes a remote owner's
+ *     tile into a local HBM outbox (tile-major, one 128 x 256 block per remote tile) and raises a
+ *     per-tile ready flag (gpu scope) instead of storing over the link; the couriers take them in
+ *     list order, wait (bounded) for each tile's ready flag, copy it to the owner's slot and
+ *     raise the owner's per-tile signal exactly as the compute CTA would have.
+ * This rank's own tiles and the reductions are unchanged. The count is a property of an order:
+ * orders built after this call (naive, shaped, copy, set) are built for grid - C compute CTAs
+ * and run with C couriers (xs_tp_order_couriers); xs_tp_run refuses a courier order on the mma
+ * engine (one line). 0 <= C <= XS_TP_COURIERS_MAX and C < grid; C > 0 only for ops with a
+ * reduce-scatter or an all-gather over P > 1 ranks. The first C > 0 of an op with a
+ * reduce-scatter allocates the outbox ((P - 1) slots, the remote partial bytes) and its ready
+ * flags (XS_ECUDA, one line, when out of memory; a plan-only context allocates nothing).
  * XS_EINVAL (one line) otherwise. */
 xs_status xs_tp_set_couriers(xs_tp *t, int couriers);
 int xs_tp_get_couriers(const xs_tp *t);   /* the count of orders built next */
@@ -179,10 +185,19 @@ int xs_tp_get_couriers(const xs_tp *t);   /* the count of orders built next */
 xs_status xs_tp_set_courier_pace(xs_tp *t, double bytes_per_ns);
 double xs_tp_get_courier_pace(const xs_tp *t);
 int xs_tp_order_couriers(const xs_tp *t, int slot); /* the count a slot's order was built for */
-/* The couriers' walk of a slot: the list positions of its remote reduce-scatter tiles (owner !=
- * this rank) in increasing order - the order the compute CTAs produce them, step by step. Courier
- * c takes entries c, c + C, c + 2C, ... Returns the count; *pos is owned by the context and
- * valid until the slot changes. */
+/* The couriers' walk of a slot: first its pushes (entries < 0, XS_TP_WALK_PUSH: chunk c to rank
+ * r), ordered by the list position of the first GEMM 0 tile that needs them (on the shard of the
+ * mirror rank: what the kernel waits for with virtual peers, and with real peers the position at
+ * which rank r's rotated list needs this rank's chunk), then the list positions of its remote
+ * reduce-scatter tiles (owner != this rank) in increasing order - the order the compute CTAs
+ * produce them, step by step. Every push precedes every tile: the deadlock argument of docs/TP.md
+ * "Couriers (sm90)" rests on it. Courier c takes entries c, c + C, c + 2C, ... Returns the count
+ * (the first xs_tp_order_walk_pushes of them pushes); *pos is owned by the context and valid
+ * until the slot changes. An order built without couriers has no push entries. */
+#define XS_TP_WALK_PUSH(r, c, chunks) (-1 - ((r) * (chunks) + (c)))
+#define XS_TP_WALK_RANK(e, chunks) ((-1 - (e)) / (chunks))  /* of a push entry e < 0 */
+#define XS_TP_WALK_CHUNK(e, chunks) ((-1 - (e)) % (chunks))
+int xs_tp_order_walk_pushes(const xs_tp *t, int slot); /* push entries at the walk's start */
 int xs_tp_order_walk(const xs_tp *t, int slot, const int **pos);
 /* The layout of the reduce-scatter slots (docs/TP.md "Slot layouts"). row: a slot is [m/P, n]
  * row-major, so one 128 x 256 tile lands as 128 runs of 512 bytes, n * 2 bytes apart (the

@@ -82,9 +82,10 @@ typedef struct {
 typedef struct {
     int ncomp;                 /* compute CTAs, 0 .. ncomp - 1: tasks b, b + ncomp, ... */
     int ncour;                 /* courier CTAs, ncomp .. ncomp + ncour - 1 (the grid's last) */
-    const int *walk;           /* [nwalk] list positions of the remote reduce-scatter tiles in
-                                  increasing order (xs_tp_order_walk); courier c takes entries
-                                  c, c + ncour, ... */
+    const int *walk;           /* [nwalk] the pushes (< 0, XS_TP_WALK_PUSH), then the list
+                                  positions of the remote reduce-scatter tiles in increasing
+                                  order (xs_tp_order_walk); courier c takes entries c,
+                                  c + ncour, ... */
     int nwalk;
     char *outbox;              /* [P - 1][slot_bytes] this rank's partials of the other owners'
                                   rows, owner (me + 1 + j) % P in slot j, tile-major (one
@@ -519,30 +520,54 @@ XS_DEV void tp90_push(const tp_args &a, const xs_wintab &tab, tp90_sq *q, int r,
 /* A courier CTA: warps 0-10 copy (TP90_CW threads, named barrier TP90_CBAR - a courier runs no
  * engine code, so barrier ids 1-3 are free in it), warp 11 is its signal warp (tp90_signal: the
  * owner's flags are raised at system scope, and the fence that waits for the copied bytes to
- * leave the GPU is that warp's, not the copy threads'). Each copy thread keeps TP90_CU 16-byte
- * loads in flight before its stores (4 x 352 x 16 B = 22 KB per CTA, a third of a tile). */
+ * leave the GPU is that warp's, not the copy threads'). A round is TP90_CU 16-byte units per
+ * copy thread (4 x 352 x 16 B = 22 KB per CTA, a third of a tile); the next round's loads are
+ * in flight while a round is stored (tp90_ccopy), so up to two rounds (44 KB) per courier. */
 #define TP90_CW 352
 #define TP90_CBAR 1
 #define TP90_CU 4
 
 XS_DEV void tp90_copy_bar(void) { asm volatile("bar.sync 1, 352;\n" ::: "memory"); }
 
-/* One remote tile as a courier sees it: its outbox block, its place in the owner's slot, its
- * ready flag and the owner's per-tile signal. */
+/* One walk entry as a courier sees it: a remote tile (its outbox block, its place in the
+ * owner's slot, its ready flag and the owner's per-tile signal) or a push (one chunk of this
+ * rank's shard, contiguous, to the same place in the peer's gathered buffer, and its flag). */
 typedef struct {
-    const char *src;  /* outbox block, contiguous rows of cpr units */
-    char *dst;        /* the tile's first element in the owner's slot */
-    long long pitch;  /* bytes between the tile's rows there (slot layout) */
-    int cpr, units;   /* 16-byte units per row, in the tile */
-    uint64_t *ready;  /* the outbox ready flag */
-    uint64_t *flag;   /* the owner's signal of this rank's partial of the tile */
+    const char *src;  /* outbox block (contiguous rows of cpr units), or the chunk in this
+                         rank's window */
+    char *dst;        /* the tile's first element in the owner's slot, or the chunk's place in
+                         the peer's window */
+    long long pitch;  /* bytes between the tile's rows there (slot layout); push: 0 */
+    int cpr, units;   /* 16-byte units per row, in the tile (push: one row of all its units) */
+    uint64_t *ready;  /* the outbox ready flag; push: NULL (the chunk is there at the start) */
+    uint64_t *flag;   /* the owner's signal of this rank's partial of the tile, or the chunk's
+                         flag at the peer; NULL: never raised (XS_TP_FAULT_AG_FLAG's hook) */
+    uint64_t *shadow; /* push: its shadow (tp_push_shadow), or NULL */
 } tp90_ctile;
 
-/* The tile of task word w0 (a TILE of the reduce-scatter GEMM with owner != me: xs_tp_order_walk
- * holds no other). Every tile has 128 rows (rs_rows is a multiple of 128). */
-XS_DEV tp90_ctile tp90_ctile_of(const tp_args &a, const xs_wintab &tab, const tp90_cour &k, int4 w0)
+/* Walk entry i: a push (i < 0, XS_TP_WALK_PUSH) or list position i of a TILE of the
+ * reduce-scatter GEMM with owner != me (xs_tp_order_walk holds no other). Every tile has 128
+ * rows (rs_rows is a multiple of 128). */
+XS_DEV tp90_ctile tp90_ctile_of(const tp_args &a, const xs_wintab &tab, const tp90_cour &k, int i)
 {
     tp90_ctile c;
+    if (i < 0) {
+        const int r = XS_TP_WALK_RANK(i, a.ag_chunks), ch = XS_TP_WALK_CHUNK(i, a.ag_chunks);
+        const unsigned long long off =
+            (unsigned long long)a.me * a.shard_bytes + (unsigned long long)ch * XS_TP_CHUNK;
+        c.src = tab.data[a.me] + off;
+        c.dst = tab.data[r] + off;
+        c.pitch = 0;
+        c.units = (int)(tp_push_bytes(a, ch, 1) / 16);
+        c.cpr = c.units > 0 ? c.units : 1;
+        c.ready = NULL;
+        c.flag = tab.flags[r] + (size_t)a.me * a.ag_chunks + ch;
+        if (c.flag == a.skip_flag) /* test hook: never raised */
+            c.flag = NULL;
+        c.shadow = tp_push_shadow(a, r, ch);
+        return c;
+    }
+    const int4 w0 = __ldg((const int4 *)(a.tasks + i));
     const int tm = w0.z, tn = w0.w;
     const int owner = tm * XS_TP_BM / a.rs_rows, tr = tm - owner * (a.rs_rows / XS_TP_BM);
     const int t_loc = tr * a.rs_tiles_n + tn;
@@ -553,18 +578,55 @@ XS_DEV tp90_ctile tp90_ctile_of(const tp_args &a, const xs_wintab &tab, const tp
     c.units = XS_TP_BM * c.cpr;
     c.ready = k.ready + (size_t)((owner - a.me - 1 + a.P) % a.P) * a.t_own + t_loc;
     c.flag = tab.flags[owner] + a.rs_flag0 + (size_t)a.me * a.t_own + t_loc;
+    c.shadow = NULL;
     return c;
 }
 
 /* The copy threads (tid 0 .. TP90_CW - 1): the tile from the outbox (L2: __ldcg, never a stale
- * L1 line of an earlier launch) to the owner's slot, TP90_CU loads then TP90_CU stores. */
+ * L1 line of an earlier launch) to the owner's slot, or a pushed chunk, in rounds of TP90_CU units per thread,
+ * software-pipelined over two register sets: the loads of round r + 1 are issued before the
+ * stores of round r. Run 8's probe: on an SM whose remote stores are in flight its own loads
+ * wait behind them (3-100x slower), so with loads then stores per round each round's loads sat
+ * behind the previous round's stores and a courier moved one round per load latency (4 couriers
+ * stayed at 1.18-1.28x bound where 8 reached 1.04-1.14x, call 4). Now a round's loads are in
+ * flight while the round before is stored, and its stores find their data there. The pace is
+ * unchanged: round r's stores leave no earlier than 16 x (its first unit) / pace after t0 (the
+ * loads are not paced). The next tile's first loads do not overlap this tile's last stores:
+ * they need that tile's ready flag, which thread 0 acquires between tiles (tp90_courier). */
+XS_DEV void tp90_cround_load(const uint4 *src, int j, int units, uint4 (&v)[TP90_CU])
+{
+#pragma unroll
+    for (int u = 0; u < TP90_CU; u++) {
+        const int x = j + u * TP90_CW;
+        v[u] = x < units ? __ldcg(src + x) : make_uint4(0, 0, 0, 0);
+    }
+}
+
+XS_DEV void tp90_cround_store(const tp90_ctile &c, int j, const uint4 (&v)[TP90_CU])
+{
+#pragma unroll
+    for (int u = 0; u < TP90_CU; u++) {
+        const int x = j + u * TP90_CW;
+        if (x < c.units) {
+            const int row = x / c.cpr, col = x - row * c.cpr;
+            xs_st16v(c.dst + (size_t)row * c.pitch + (size_t)col * 16, v[u]);
+        }
+    }
+}
+
 XS_DEV void tp90_ccopy(const tp90_ctile &c, int tid, unsigned long long t0, float pace)
 {
     const uint4 *src = (const uint4 *)c.src;
+    const int step = TP90_CU * TP90_CW; /* units of one round, all copy threads */
+    uint4 v[TP90_CU], nv[TP90_CU];
+    tp90_cround_load(src, tid, c.units, v);
 #pragma unroll 1
-    for (int j = tid; j < c.units; j += TP90_CU * TP90_CW) {
+    for (int j = tid; j < c.units; j += step) {
+        /* round r + 1's loads first: in flight while round r is stored */
+        if (j + step < c.units)
+            tp90_cround_load(src, j + step, c.units, nv);
         if (pace > 0.0f) {
-            /* paced: this round of TP90_CU x TP90_CW units leaves no earlier than the courier's
+            /* paced: round r of TP90_CU x TP90_CW units leaves no earlier than the courier's
              * share of the pace allows (t0: when the tile may start, thread 0's token bucket);
              * due is at most the tile's bytes / pace after t0, so the spin is bounded */
             const unsigned long long due =
@@ -572,20 +634,10 @@ XS_DEV void tp90_ccopy(const tp90_ctile &c, int tid, unsigned long long t0, floa
             while (xs_globaltimer() < due) {
             }
         }
-        uint4 v[TP90_CU];
+        tp90_cround_store(c, j, v);
 #pragma unroll
-        for (int u = 0; u < TP90_CU; u++) {
-            const int x = j + u * TP90_CW;
-            v[u] = x < c.units ? __ldcg(src + x) : make_uint4(0, 0, 0, 0);
-        }
-#pragma unroll
-        for (int u = 0; u < TP90_CU; u++) {
-            const int x = j + u * TP90_CW;
-            if (x < c.units) {
-                const int row = x / c.cpr, col = x - row * c.cpr;
-                xs_st16v(c.dst + (size_t)row * c.pitch + (size_t)col * 16, v[u]);
-            }
-        }
+        for (int u = 0; u < TP90_CU; u++)
+            v[u] = nv[u];
     }
 }
 
@@ -612,17 +664,21 @@ XS_DEV int tp90_cwait(const tp_args &a, const tp90_cour &k, const uint64_t *read
 }
 
 /* A courier CTA (blockIdx.x >= k.ncomp): walk entries c, c + ncour, ... of k.walk (c = blockIdx.x
- * - ncomp), i.e. the remote tiles in the order the compute CTAs produce them, round robin over
- * the couriers. Per entry: copy thread 0 queues the previous tile's owner signal (after the
- * barrier that follows its payload: the lazy-free rule of tp90_raise), waits for the tile's
- * ready flag, and all copy threads copy it. Deadlock freedom (docs/TP.md "Couriers (sm90)"): a
- * courier waits only for a compute task at the list position of its entry, and for its own
- * earlier entries (smaller positions); a compute task waits only for tasks at earlier positions
- * (xs_tp_order_check; across ranks the rotation argument, tests/test_tp_plan) - a reduction's
- * wait for another rank's signal of a tile at an earlier position, which that rank's courier
- * raises after the tile. Ordering events by (position, compute before courier), every wait is
- * for an earlier event, so the earliest unfinished one can always run (every CTA resident).
- * Failure: the wait stops within one bound (timeout, or another CTA's recorded failure). */
+ * - ncomp), round robin over the couriers: first the pushes (in the order the GEMM 0 tiles need
+ * them), then the remote tiles in the order the compute CTAs produce them. Per entry: copy
+ * thread 0 queues the previous entry's signal (after the barrier that follows its payload: the
+ * lazy-free rule of tp90_raise), waits for a tile's ready flag (a push waits for nothing), and
+ * all copy threads copy it. Deadlock freedom (docs/TP.md "Couriers (sm90)"): pushes wait for
+ * nothing and precede every tile in every courier's walk, so all of them complete whatever the
+ * compute CTAs do, and the chunk waits of the compute CTAs are then waits for finished events.
+ * Beyond them, a courier waits only for a compute task at the list position of its entry, and
+ * for its own earlier entries (smaller positions); a compute task waits only for tasks at
+ * earlier positions (xs_tp_order_check; across ranks the rotation argument, tests/test_tp_plan)
+ * - a reduction's wait for another rank's signal of a tile at an earlier position, which that
+ * rank's courier raises after the tile. Ordering events by (pushes first, then position,
+ * compute before courier), every wait is for an earlier event, so the earliest unfinished one
+ * can always run (every CTA resident). Failure: the wait stops within one bound (timeout, or
+ * another CTA's recorded failure). */
 template <class C>
 XS_DEV void tp90_courier(const tp_args &a, const xs_wintab &tab, const tp90_cour &k, tp90_sq *q,
                          unsigned long long t_start)
@@ -636,7 +692,8 @@ XS_DEV void tp90_courier(const tp_args &a, const xs_wintab &tab, const tp90_cour
     }
     __shared__ unsigned long long s_t0[2]; /* when the tile may start (pacing), by parity */
     unsigned long long lsum = 0; /* thread 0: hash of the walk entries and tasks read */
-    uint64_t *prev = NULL;       /* thread 0: signal of the tile copied last, not yet queued */
+    uint64_t *prev = NULL;       /* thread 0: signal of the entry copied last, not yet queued */
+    uint64_t *prev_sh = NULL;    /* and its shadow (a push's, virtual peers) */
     unsigned long long due = 0;  /* thread 0: the pace's token bucket (next byte's earliest time) */
     bool aborted = false;
     int par = 0;
@@ -647,16 +704,22 @@ XS_DEV void tp90_courier(const tp_args &a, const xs_wintab &tab, const tp90_cour
         tp90_copy_bar();
         if (tid == 0) {
             if (prev)
-                tp90_raise<true>(a, q, prev, NULL);
-            prev = NULL;
+                tp90_raise<true>(a, q, prev, prev_sh);
+            prev = prev_sh = NULL;
             int w = 3; /* 3: the walk is done */
             if (e < k.nwalk) {
                 int4 w0, w1;
                 const int i = k.walk[e];
-                tp_task_read(a, i, &w0, &w1);
+                if (i < 0) { /* a push: the words of its task (tp_walk_pushes hashes the same) */
+                    w0 = make_int4(TP_T_PUSH, 0, 0, 0);
+                    w1 = make_int4(XS_TP_WALK_RANK(i, a.ag_chunks),
+                                   XS_TP_WALK_CHUNK(i, a.ag_chunks), 0, 0);
+                } else {
+                    tp_task_read(a, i, &w0, &w1);
+                }
                 lsum += tp_courier_hash4(e, i, w0, w1);
-                const tp90_ctile c0 = tp90_ctile_of(a, tab, k, w0);
-                w = tp90_cwait(a, k, c0.ready, i);
+                const tp90_ctile c0 = tp90_ctile_of(a, tab, k, i);
+                w = c0.ready ? tp90_cwait(a, k, c0.ready, i) : 0;
                 if (w == 0 && k.pace_bytes_per_ns > 0.0f) {
                     /* a tile that was ready late does not bank the time it waited */
                     const unsigned long long now = xs_globaltimer();
@@ -675,10 +738,12 @@ XS_DEV void tp90_courier(const tp_args &a, const xs_wintab &tab, const tp90_cour
             aborted = w != 3;
             break;
         }
-        const tp90_ctile c = tp90_ctile_of(a, tab, k, __ldg((const int4 *)(a.tasks + k.walk[e])));
+        const tp90_ctile c = tp90_ctile_of(a, tab, k, __ldg(k.walk + e));
         tp90_ccopy(c, tid, t0, k.pace_bytes_per_ns);
-        if (tid == 0)
+        if (tid == 0) {
             prev = c.flag;
+            prev_sh = c.shadow;
+        }
     }
     if (tid == 0) {
         /* no more entries: the signal warp raises what is queued and leaves */

@@ -17,7 +17,8 @@
  *      its signals. The waits and signals are the kernel's with real peers (ag_sym = 0): a
  *      GEMM 0 tile of an all-gathered row block on shard s != me waits for the flags
  *      s x ag_chunks + c, c over the chunks its 128 rows span, in its own window, raised by
- *      rank s's push (a push task or a rider) of chunk c to this rank; an mlp GEMM 1 tile waits
+ *      rank s's push (a push task, a rider, or with couriers a courier's push entry, which
+ *      waits for nothing) of chunk c to this rank; an mlp GEMM 1 tile waits
  *      for the count of its row block's GEMM 0 tiles on its own rank (tiles_n[0]); a reduction
  *      of own tile t waits for every source's signal of t (its own tile included), raised by
  *      that source's reduce-scatter tile. Signals are raised at the task's end: the mma kernel
@@ -46,7 +47,9 @@
  * that are not rotations (P = 3: each passes xs_tp_order_check and its virtual-peer
  * simulation, together they deadlock); a GEMM 1 tile swapped before its row block's last GEMM 0
  * tile; a reduction swapped with its own tile, a deadlock when the two are in one CTA and
- * none when they are in different CTAs (the simulation models the grid, not one list). And the
+ * none when they are in different CTAs (the simulation models the grid, not one list); with
+ * couriers, a walk against production order (e) and a walk with a remote tile before its pushes
+ * (f: the couriers' pushes must come first). And the
  * event-driven simulation agrees with a plain fixpoint sweep on 300 randomly broken list sets.
  *
  * usage: test_tp_plan   last line: "N passed, N failed"
@@ -69,8 +72,9 @@ typedef struct {
     int n[XS_MAX_RANKS];
     const xs_tp_task *v[XS_MAX_RANKS]; /* rank r's list (not owned) */
     /* couriers (xs_tp_set_couriers): cour courier CTAs per rank next to the G compute CTAs the
-     * lists were built for; rank r's couriers walk walk[r][0..nw[r]) (list positions of its
-     * remote tiles), courier c taking entries c, c + cour, ... */
+     * lists were built for; rank r's couriers walk walk[r][0..nw[r]) (pushes, entries < 0
+     * (XS_TP_WALK_PUSH), then list positions of its remote tiles), courier c taking entries
+     * c, c + cour, ... */
     int cour;
     int nw[XS_MAX_RANKS];
     const int *walk[XS_MAX_RANKS]; /* not owned */
@@ -252,15 +256,23 @@ static int ag_end(const agents *A, int q)
 }
 
 /* The counters agent q waits for at position i (w[]), and those it raises after (sg[]). A
- * courier's entry waits for its tile's ready flag and raises the owner's signal of it. */
+ * courier's tile entry waits for its tile's ready flag and raises the owner's signal of it; a
+ * push entry waits for nothing (the chunk is there at the start) and raises the chunk's flag at
+ * the peer. */
 static void ag_work(const agents *A, int q, int i, int *w, int *nw, int *sg, int *ns)
 {
     const plan_set *S = A->S;
     const int r = ag_rank(A, q);
     if (ag_courier(A, q)) {
         int ow = 0, t = 0;
+        const int e = S->walk[r][i];
         *nw = *ns = 0;
-        if (remote_tile(S, r, &S->v[r][S->walk[r][i]], &ow, &t) == 0) {
+        if (e < 0) {
+            sg[(*ns)++] = c_ag(S, XS_TP_WALK_RANK(e, S->in.ag_chunks), r,
+                               XS_TP_WALK_CHUNK(e, S->in.ag_chunks));
+            return;
+        }
+        if (remote_tile(S, r, &S->v[r][e], &ow, &t) == 0) {
             w[(*nw)++] = c_rd(S, r, ow, t);
             sg[(*ns)++] = c_rs(S, ow, r, t);
         }
@@ -380,13 +392,19 @@ static void simulate(const plan_set *S, int G, int virt_rank, sim_out *o)
             }
             for (int e = 0; e < S->nw[rr] && at < 0 && S->cour > 0; e++) {
                 int ow, t;
-                if (remote_tile(S, rr, &S->v[rr][S->walk[rr][e]], &ow, &t) == 0 &&
-                    c_rs(S, ow, rr, t) == u)
+                const int we = S->walk[rr][e];
+                if (we < 0 ? c_ag(S, XS_TP_WALK_RANK(we, S->in.ag_chunks), rr,
+                                  XS_TP_WALK_CHUNK(we, S->in.ag_chunks)) == u
+                           : remote_tile(S, rr, &S->v[rr][we], &ow, &t) == 0 &&
+                                 c_rs(S, ow, rr, t) == u)
                     at = e, by_courier = 1;
             }
         }
         char where[96];
-        if (at >= 0 && by_courier)
+        if (at >= 0 && by_courier && S->walk[rr][at] < 0)
+            snprintf(where, sizeof where, "its courier %d's entry %d (a push), never reached",
+                     at % S->cour, at);
+        else if (at >= 0 && by_courier)
             snprintf(where, sizeof where, "its courier %d's entry %d (task %d), never reached",
                      at % S->cour, at, S->walk[rr][at]);
         else if (at >= 0)
@@ -394,7 +412,7 @@ static void simulate(const plan_set *S, int G, int virt_rank, sim_out *o)
         else
             snprintf(where, sizeof where, "no task of its list raises it");
         o->deadlock = 1;
-        if (ag_courier(&A, best)) {
+        if (ag_courier(&A, best)) { /* a tile entry: a push entry never waits */
             const int e = pos[best], i = S->walk[r][e];
             snprintf(o->what, sizeof o->what, "rank %d courier %d entry %d (task %d, %s tm %d "
                      "tn %d) waits for %s: %s", r, e % S->cour, e, i, kind_name(S->v[r][i].kind),
@@ -484,7 +502,8 @@ static int check_rotations(const plan_set *S, int *rbad, int *ibad)
  * chunk from rank s pushed at the position of this rank's push of it to the mirror rank.
  * Returns the number of violations; the first in why. -1 when out of memory. With couriers a
  * remote tile's signal counts at its tile's position (the courier raises it after the tile, and
- * check_walk checks that couriers go in position order). */
+ * check_walk checks that couriers go in position order), and a courier's push before position 0
+ * (check_walk: every push precedes every tile in the walk, and a push waits for nothing). */
 static long check_positions(const plan_set *S_, char *why, size_t len)
 {
     plan_set S0 = *S_;
@@ -497,14 +516,20 @@ static long check_positions(const plan_set *S_, char *why, size_t len)
         free(at), free(w);
         return -1;
     }
+    /* at[u] = 1 + the position of u's (last) raiser; 0: a courier's push; -1: none */
     for (int u = 0; u < nc; u++)
         at[u] = -1;
+    for (int r = 0; r < S->P && S_->cour > 0; r++)
+        for (int e = 0; e < S_->nw[r]; e++)
+            if (S_->walk[r][e] < 0)
+                at[c_ag(S, XS_TP_WALK_RANK(S_->walk[r][e], S->in.ag_chunks), r,
+                        XS_TP_WALK_CHUNK(S_->walk[r][e], S->in.ag_chunks))] = 0;
     for (int r = 0; r < S->P; r++)
         for (int i = 0; i < S->n[r]; i++) {
             const int ns = task_signals(S, r, &S->v[r][i], w);
             for (int j = 0; j < ns; j++)
-                if (at[w[j]] < i)
-                    at[w[j]] = i;
+                if (at[w[j]] < i + 1)
+                    at[w[j]] = i + 1;
         }
     long bad = 0;
     why[0] = 0;
@@ -519,13 +544,14 @@ static long check_positions(const plan_set *S_, char *why, size_t len)
                     const int c = u % S->in.ag_chunks, s = (u / S->in.ag_chunks) % S->P;
                     mir = at[c_ag(S, mirror(r, s, S->P), r, c)];
                 }
-                if (at[u] >= 0 && at[u] < i && (mir == -2 || mir == at[u]))
+                if (at[u] >= 0 && at[u] < i + 1 && (mir == -2 || mir == at[u]))
                     continue;
                 if (!bad++) {
                     char d[160];
                     describe(S, u, d, sizeof d);
                     snprintf(why, len, "rank %d task %d (%s) waits for %s at position %d "
-                             "(mirror push at %d)", r, i, kind_name(x->kind), d, at[u], mir);
+                             "(mirror push at %d; positions + 1: 0 a courier's push, -1 none, "
+                             "-2 not a chunk)", r, i, kind_name(x->kind), d, at[u], mir);
                 }
             }
         }
@@ -534,28 +560,63 @@ static long check_positions(const plan_set *S_, char *why, size_t len)
     return bad;
 }
 
-/* The couriers' walks: rank r's holds every remote reduce-scatter tile of its list once, in
- * increasing list positions - the production order in which the deadlock argument keys a
- * courier's entry (docs/TP.md "Couriers (sm90)"). Returns the violations; the first in why. */
+/* The couriers' walks: rank r's holds first every push its list does not do (each (peer, chunk)
+ * once; with an all-gather), then every remote reduce-scatter tile of its list once, in
+ * increasing list positions - pushes before tiles and tiles in production order are what the
+ * deadlock argument keys a courier's entries on (docs/TP.md "Couriers (sm90)"). Returns the
+ * violations; the first in why. */
 static long check_walk(const plan_set *S, char *why, size_t len)
 {
     long bad = 0;
     why[0] = 0;
+    const int nch = S->in.ag_chunks;
+    const size_t np = S->in.ag && S->P > 1 ? (size_t)S->P * nch : 0;
+    unsigned char *seen = (unsigned char *)calloc(np + 1, 1);
+    if (!seen) {
+        snprintf(why, len, "out of host memory");
+        return 1;
+    }
     for (int r = 0; r < S->P; r++) {
+        memset(seen, 0, np + 1);
+        for (int i = 0; i < S->n[r] && np; i++) { /* the list's own pushes */
+            const xs_tp_task *x = &S->v[r][i];
+            if (x->kind & XS_TP_K_PUSH)
+                for (int k = 0; k < (x->push_n > 1 ? x->push_n : 1); k++)
+                    seen[(size_t)x->push_rank * nch + x->push_chunk + k] = 2;
+        }
         int e = 0, ow, t;
+        for (; e < S->nw[r] && S->walk[r][e] < 0; e++) {
+            const int we = S->walk[r][e];
+            const int d = XS_TP_WALK_RANK(we, nch), c = XS_TP_WALK_CHUNK(we, nch);
+            if (!np || d < 0 || d >= S->P || d == r || c < 0 || c >= nch ||
+                seen[(size_t)d * nch + c]) {
+                if (!bad++)
+                    snprintf(why, len, "rank %d: walk entry %d pushes chunk %d to rank %d, "
+                             "outside the problem or pushed already", r, e, c, d);
+                continue;
+            }
+            seen[(size_t)d * nch + c] = 1;
+        }
+        for (int d = 0; d < S->P && np; d++)
+            for (int c = 0; c < nch && d != r; c++)
+                if (!seen[(size_t)d * nch + c] && !bad++)
+                    snprintf(why, len, "rank %d: nobody pushes chunk %d to rank %d", r, c, d);
         for (int i = 0; i < S->n[r]; i++) {
             if (remote_tile(S, r, &S->v[r][i], &ow, &t) != 0)
                 continue;
             if (e >= S->nw[r] || S->walk[r][e] != i) {
                 if (!bad++)
-                    snprintf(why, len, "rank %d: walk entry %d is task %d, the %d-th remote tile "
-                             "is task %d", r, e, e < S->nw[r] ? S->walk[r][e] : -1, e, i);
+                    snprintf(why, len, "rank %d: walk entry %d is %d, the next remote tile is "
+                             "task %d (a push after a tile, or tiles out of order)", r, e,
+                             e < S->nw[r] ? S->walk[r][e] : -1, i);
             }
             e++;
         }
         if (e != S->nw[r] && !bad++)
-            snprintf(why, len, "rank %d: walk of %d entries for %d remote tiles", r, S->nw[r], e);
+            snprintf(why, len, "rank %d: walk of %d entries for %d pushes and remote tiles", r,
+                     S->nw[r], e);
     }
+    free(seen);
     return bad;
 }
 
@@ -610,7 +671,7 @@ static void check_config_c(const xs_tp_shape *s, int G, int C)
         XT_CHECK(0, "%s: %s", name, xs_errmsg());
         return;
     }
-    if (C > 0 && (G - C < 1 || in.rs_gemm < 0))
+    if (C > 0 && (G - C < 1 || (in.rs_gemm < 0 && !(in.ag && s->peers > 1))))
         return; /* no compute CTA left, or nothing for couriers to carry */
     const int P = s->peers, Gc = G - C;
     xs_tp *t[XS_MAX_RANKS];
@@ -1076,6 +1137,79 @@ static void check_broken_couriers(void)
     XT_CHECK(!so.deadlock, "broken e: the lists deadlock without couriers: %s", so.what);
 }
 
+/* f: couriers that push. mlp P = 2, grid 2 with one courier per rank (one compute CTA), the
+ * planner's naive order for it: no push in the list, the walk's pushes first. As built, the
+ * compute CTA's GEMM 0 tiles on the peer's shard wait for the peer courier's pushes, which wait
+ * for nothing: no deadlock (real and virtual peers). Broken by hand - the walk's first remote
+ * tile moved in front of its pushes - each courier waits for the ready flag of a GEMM 1 tile
+ * whose row block needs the peer's chunks, which the peer's courier would push only after its
+ * own such tile: a cross-rank cycle through both couriers (and with virtual peers a cycle
+ * through this rank's own courier) - reported by the simulation and by check_walk. */
+static void check_broken_courier_pushes(void)
+{
+    const xs_tp_shape s = {XS_TP_MLP, 512, 264, 192, 2};
+    xs_tp_info in;
+    xs_tp_info_of(&s, &in);
+    plan_set S;
+    set_init(&S, &s, &in);
+    xs_tp *t[2] = {NULL, NULL};
+    int *bw[2] = {NULL, NULL};
+    int ok = 1;
+    for (int r = 0; r < 2; r++) {
+        ok &= xs_tp_plan_create(&s, r, 2, &t[r]) == XS_OK && xs_tp_set_couriers(t[r], 1) == XS_OK &&
+              xs_tp_order_naive(t[r], 0) == XS_OK && xs_tp_order_check(t[r], 0) == XS_OK;
+        if (!ok)
+            break;
+        S.n[r] = xs_tp_order_get(t[r], 0, &S.v[r]);
+        S.nw[r] = xs_tp_order_walk(t[r], 0, &S.walk[r]);
+        const int np = xs_tp_order_walk_pushes(t[r], 0);
+        for (int i = 0; i < S.n[r]; i++)
+            ok &= !(S.v[r][i].kind & XS_TP_K_PUSH);
+        ok &= np == in.ag_chunks && S.nw[r] > np; /* P = 2: every chunk to the one peer */
+        bw[r] = (int *)malloc((size_t)S.nw[r] * sizeof(int));
+        ok &= bw[r] != NULL;
+        if (ok) { /* the first remote tile in front of the pushes */
+            bw[r][0] = S.walk[r][np];
+            memcpy(bw[r] + 1, S.walk[r], (size_t)np * sizeof(int));
+            memcpy(bw[r] + np + 1, S.walk[r] + np + 1, (size_t)(S.nw[r] - np - 1) * sizeof(int));
+        }
+    }
+    XT_CHECK(ok, "broken f: the naive courier order of mlp P = 2 (no push in the list, the "
+             "walk's pushes first): %s", xs_errmsg());
+    if (ok) {
+        S.cour = 1;
+        char why[400];
+        XT_CHECK(check_walk(&S, why, sizeof why) == 0, "broken f: the planner's walk flagged: %s",
+                 why);
+        XT_CHECK(check_positions(&S, why, sizeof why) == 0, "broken f: positions: %s", why);
+        sim_out so, sv;
+        simulate(&S, 1, -1, &so);
+        XT_CHECK(!so.deadlock, "broken f: the planner's courier order deadlocks: %s", so.what);
+        int stuck = 1;
+        const long run = simulate_sweeps(&S, 1, &stuck);
+        XT_CHECK(!stuck && run == so.tasks, "broken f: sweeps disagree (%ld, %ld)", run, so.tasks);
+        simulate(&S, 1, 0, &sv);
+        XT_CHECK(!sv.deadlock, "broken f: virtual peers deadlock: %s", sv.what);
+        const int *keep[2] = {S.walk[0], S.walk[1]};
+        S.walk[0] = bw[0], S.walk[1] = bw[1];
+        simulate(&S, 1, -1, &so);
+        XT_CHECK(so.deadlock, "broken f (a remote tile before the pushes in the walk): no "
+                 "deadlock reported");
+        printf("ok broken f (mlp P = 2, a courier's remote tile moved before its pushes, 1 compute "
+               "CTA + 1 courier): %s\n", so.what);
+        simulate_sweeps(&S, 1, &stuck);
+        XT_CHECK(stuck, "broken f: the sweeps find no deadlock");
+        simulate(&S, 1, 0, &sv);
+        XT_CHECK(sv.deadlock, "broken f: no deadlock with virtual peers");
+        XT_CHECK(check_walk(&S, why, sizeof why) > 0, "broken f: the broken walk not flagged");
+        S.walk[0] = keep[0], S.walk[1] = keep[1];
+    }
+    free(bw[0]);
+    free(bw[1]);
+    xs_tp_destroy(t[0]);
+    xs_tp_destroy(t[1]);
+}
+
 /* The event-driven simulation against the sweeps on lists with random swaps (same swaps on
  * every rank, or on rank 0 only): the same verdict and the same tasks run, and both verdicts
  * occur. */
@@ -1169,6 +1303,7 @@ int main(void)
 {
     check_broken();
     check_broken_couriers();
+    check_broken_courier_pushes();
     check_sim_random();
     /* small odd shapes (per P: 2 row blocks per owner, ragged widths, partial chunks, one row
      * block per owner), grids 1, 5 and 132 */

@@ -32,6 +32,12 @@
  * addressing (xs_tp_slot_index / xs_tp_slot_tile) is a bijection onto the slot with every tile
  * one contiguous run, for ragged and non-ragged widths, and row-major is the identity.
  *
+ * Couriers (sm90 only; run_couriers): every case with a reduce-scatter or an all-gather runs the
+ * naive and the front-loaded shaped order again with 2 and 4 courier CTAs (the couriers push
+ * the all-gather chunks and carry the remote reduce-scatter tiles), same checks, and the
+ * destinations bitwise equal to the default kernel's run; an all-gather case also misses a
+ * courier's chunk (one line within the bound, then a clean run).
+ *
  * usage: test_tp [--quick | --tiny] [--sm90]   last line: "N passed, N failed"
  * --sm90: only the sm90 engine's cases (no CPU order checks, no upload stress); without it the
  * sm90 cases run in the full run only, not with --quick / --tiny (the sanitizer's cases)
@@ -338,6 +344,113 @@ static void runs_after_switch(xs_tp *t, const cref *r, xs_tp_run_opts ro, cudaSt
     lib_verify(t, name, v, 0, 0);
 }
 
+/* What a fused run delivered, for a bitwise comparison of two runs: this rank's partial slot
+ * and shard bytes at every other rank's (host) window, its reduced rows and its GEMM 0 output.
+ * Caller frees. */
+static unsigned char *snap_dest(xs_tp *t, const xs_tp_info *in, int me, int P, int m,
+                                size_t *len)
+{
+    xs_tp_bufs b;
+    xs_tp_get_bufs(t, &b);
+    const size_t per = (in->rs_gemm >= 0 ? in->slot_bytes : 0) + (in->ag ? in->shard_bytes : 0);
+    const size_t ny = in->rs_gemm >= 0 ? (size_t)in->rs_rows * in->rs_n * 2 : 0;
+    const size_t no = b.out0 ? (size_t)m * in->out_n[0] * 2 : 0;
+    *len = (size_t)P * per + ny + no;
+    unsigned char *v = (unsigned char *)calloc(*len + 1, 1);
+    if (!v)
+        return NULL;
+    for (int q = 0; q < P; q++) {
+        if (q == me || !b.host[q])
+            continue;
+        const char *w = (const char *)b.host[q];
+        unsigned char *o = v + (size_t)q * per;
+        if (in->rs_gemm >= 0) {
+            memcpy(o, w + in->rs_off + (size_t)me * in->slot_bytes, in->slot_bytes);
+            o += in->slot_bytes;
+        }
+        if (in->ag)
+            memcpy(o, w + (size_t)me * in->shard_bytes, in->shard_bytes);
+    }
+    if (ny)
+        XS_CHECK_CU(cudaMemcpy(v + (size_t)P * per, b.y, ny, cudaMemcpyDeviceToHost));
+    if (no)
+        XS_CHECK_CU(cudaMemcpy(v + (size_t)P * per + ny, b.out0, no, cudaMemcpyDeviceToHost));
+    return v;
+}
+
+/* Couriers (sm90; xs_tp_set_couriers, docs/TP.md "Couriers (sm90)"): with C = 2 and 4 courier
+ * CTAs the naive and the front-loaded shaped order (slots 3, 4; pushes by the couriers, remote
+ * tiles through the outbox), each fused run checked by the library, against the reference and
+ * bitwise against the default kernel's naive run (slot 0) just before; for an all-gather a
+ * courier's missed chunk (XS_TP_FAULT_AG_FLAG: the couriers honour the hook) ends the run with
+ * one line within its bound. The count goes back to 0. */
+static void run_couriers(xs_tp *t, const cref *r, const xs_tp_costs *cost, xs_tp_run_opts ro,
+                         cudaStream_t st, const char *name, double bytes, int grid)
+{
+    const xs_tp_info *in = &r->in;
+    const int P = r->s.peers;
+    if (in->rs_gemm < 0 && !(in->ag && P > 1))
+        return;
+    xs_profile prof;
+    xs_profile_default(&prof);
+    float ms = 0;
+    ro.local = 0;
+    XT_CHECK(xs_tp_run(t, 0, &ro, st, &ms) == XS_OK, "%s couriers: default naive: %s", name,
+             xs_errmsg());
+    size_t n0 = 0, n1 = 0;
+    unsigned char *want = snap_dest(t, in, r->me, P, r->s.m, &n0);
+    static const int counts[2] = {2, 4};
+    for (int ci = 0; ci < 2 && want; ci++) {
+        const int C = counts[ci];
+        if (C >= grid)
+            continue;
+        char v[96];
+        XT_CHECK(xs_tp_set_couriers(t, C) == XS_OK, "%s: %d couriers: %s", name, C, xs_errmsg());
+        xs_tp_pace front;
+        xs_tp_pace_front(&front);
+        XT_CHECK(xs_tp_order_naive(t, 3) == XS_OK && xs_tp_order_check(t, 3) == XS_OK &&
+                     xs_tp_order_shaped(t, 4, &front, cost, &prof) == XS_OK &&
+                     xs_tp_order_check(t, 4) == XS_OK,
+                 "%s: %d couriers: orders: %s", name, C, xs_errmsg());
+        for (int slot = 3; slot < 5; slot++) {
+            const int *w = NULL;
+            const int nw = xs_tp_order_walk(t, slot, &w), np = xs_tp_order_walk_pushes(t, slot);
+            XT_CHECK(xs_tp_order_couriers(t, slot) == C &&
+                         np == (in->ag && P > 1 ? (P - 1) * in->ag_chunks : 0) && nw >= np,
+                     "%s: %d couriers slot %d: walk %d entries, %d pushes", name, C, slot, nw, np);
+            snprintf(v, sizeof v, "%s, %d couriers", slot == 3 ? "naive" : "shaped front", C);
+            XT_CHECK(xs_tp_run(t, slot, &ro, st, &ms) == XS_OK, "%s %s: %s", name, v,
+                     xs_errmsg());
+            lib_verify(t, name, v, 1, bytes);
+            check_fused(t, r, name, v);
+            unsigned char *got = snap_dest(t, in, r->me, P, r->s.m, &n1);
+            XT_CHECK(got && n1 == n0 && !memcmp(got, want, n0),
+                     "%s %s: destinations differ from the default kernel's run", name, v);
+            free(got);
+            printf("ok %s %s: %d walk entries (%d pushes), destinations bit-identical to the "
+                   "default kernel's, %.1f us\n", name, v, nw, np, ms * 1e3);
+        }
+        if (in->ag && P > 1 && !g_tiny) {
+            xs_tp_run_opts fo = ro;
+            fo.fault = XS_TP_FAULT_AG_FLAG;
+            fo.timeout_ns = 50000000ull; /* 50 ms */
+            const double t0 = xs_now_s();
+            const xs_status e = xs_tp_run(t, 4, &fo, st, &ms);
+            const double dt = xs_now_s() - t0;
+            XT_CHECK(e == XS_ETIMEOUT && !strchr(xs_errmsg(), '\n') && dt < 2.05,
+                     "%s: %d couriers, a missed chunk: status %s in %.3f s (%s)", name, C,
+                     xs_status_name(e), dt, xs_errmsg());
+            printf("ok %s: %d couriers, a missed chunk -> %.3f s: %s\n", name, C, dt, xs_errmsg());
+            XT_CHECK(xs_tp_run(t, 4, &ro, st, &ms) == XS_OK, "%s: %d couriers after a fault: %s",
+                     name, C, xs_errmsg());
+            lib_verify(t, name, "couriers, after a fault", 1, bytes);
+        }
+    }
+    XT_CHECK(want != NULL, "%s couriers: out of host memory", name);
+    free(want);
+    XT_CHECK(xs_tp_set_couriers(t, 0) == XS_OK, "%s: 0 couriers: %s", name, xs_errmsg());
+}
+
 static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int quick,
                      xs_tp_engine engine, xs_tp_layout layout)
 {
@@ -524,6 +637,9 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
         printf("ok %s: fused, local and unfused runs right after switches to row and back\n",
                name);
     }
+
+    if (sm90)
+        run_couriers(t, &r, &cost, ro, st, name, bytes, grid);
 
     /* unfused baseline: same windows, checked against the reference and its sources */
     XT_CHECK(xs_tp_run_unfused(t, cb, st, &ms) == XS_OK, "%s: unfused: %s", name, xs_errmsg());
