@@ -2,7 +2,8 @@
 # gpu_session8.sh - the courier runs of run 8 (bench/results/h200-2026-11-29-r8): fused kernels
 # whose remote stores leave from a few courier CTAs paced under R instead of from every CTA
 # (docs/MODEL.md "Run 8": the probe that motivated them). PARTS (default "tpc"):
-#   tpc  bench tp --engine sm90: a quick gemm_rs smoke with 4 couriers, then the default sweep
+#   tpc  the TP GPU tests (courier cases included), bench tp --engine sm90: a quick gemm_rs smoke
+#        with 4 couriers, then the default sweep
 #        with 0, 4 and 8 couriers side by side in the same iterations (every row verified)
 #   upc  the attention GPU tests (courier cases included), then scripts/gpu_up.sh (the default
 #        sweep with couriers in the planner's family, and the short rows with 8 couriers forced)
@@ -18,6 +19,8 @@ mkdir -p "$OUT"
 for part in ${PARTS:-tpc}; do
     case $part in
     tpc)
+        timeout 300 build/tests/gpu/test_tp >"$OUT/tpc_test_tp.log" 2>&1
+        echo "tpc test_tp rc=$? $(tail -n 1 "$OUT/tpc_test_tp.log")"
         timeout 120 "$X" bench tp --engine sm90 --couriers 4 --op gemm_rs --quick --profile "$P" \
             --csv "$OUT/tpc_quick.csv" >"$OUT/tpc_quick.log" 2>&1
         echo "tpc quick rc=$?"
