@@ -88,6 +88,7 @@ typedef struct {
     int cour[TPB_MAX_COUR], ncour; /* --couriers: courier counts run next to the default (0);
                                       default 4,8 on sm90, none on mma */
     int cour_set;                  /* --couriers given */
+    double cour_rate;    /* --courier-rate: one courier's copy rate in the prediction, B/ns */
     double cour_pace;    /* --courier-pace: the couriers' pace, a fraction of the profile's R
                             (0 = unpaced) */
 } tpb_opts;
@@ -196,6 +197,8 @@ static void usage(FILE *f)
             "      --courier-pace F  the couriers together issue at most F x the profile's R\n"
             "                        (0: unpaced); run 8's probe: a few SMs paced at 0.74-1.0\n"
             "                        of the link slow no SM, unpaced above R they slow all [0.95]\n"
+            "      --courier-rate B  one courier's copy rate (B/ns) in the courier prediction\n"
+            "                        (0: no limit); fitted on run 8 call 4, not calibrated [%.1f]\n"
             "      --pick model|measure  shaped order: the model's best candidate, or the fastest\n"
             "                        of a verified pilot run of the model's candidates [measure]\n"
             "      --timeout S       bound of every device-side wait, seconds [2]\n"
@@ -209,7 +212,7 @@ static void usage(FILE *f)
             "      --quick           fewer shapes (one token count, fewer peers), -n 3\n"
             "      --profile FILE    calibrated profile (JSON); default: embedded H200 PCIe\n"
             "      --set NAME=VALUE  override a numeric profile field (repeatable)\n"
-            "  -h, --help\n", TPB_MAX_COUR);
+            "  -h, --help\n", TPB_MAX_COUR, XS_TP_COURIER_RATE);
 }
 
 static int parse_opts(int argc, char **argv, tpb_opts *o)
@@ -218,9 +221,10 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
     o->common.iters = 5, o->common.warmup = 1;
     o->common.seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
     o->cour_pace = 0.95;
+    o->cour_rate = XS_TP_COURIER_RATE;
     int ops_set = 0, models_set = 0;
     enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_TIMEOUT, OPT_MAXTIME,
-           OPT_ENGINE, OPT_SLOTS, OPT_COURIERS, OPT_COURIER_PACE };
+           OPT_ENGINE, OPT_SLOTS, OPT_COURIERS, OPT_COURIER_PACE, OPT_COURIER_RATE };
     static const struct option lo[] = {
         {"op", required_argument, 0, 'o'},        {"model", required_argument, 0, OPT_MODEL},
         {"m", required_argument, 0, 'm'},         {"n", required_argument, 0, OPT_N},
@@ -232,6 +236,7 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
         {"slots", required_argument, 0, OPT_SLOTS},
         {"couriers", required_argument, 0, OPT_COURIERS},
         {"courier-pace", required_argument, 0, OPT_COURIER_PACE},
+        {"courier-rate", required_argument, 0, OPT_COURIER_RATE},
         {"seed", required_argument, 0, XS_OPT_SEED}, {"device", required_argument, 0, 'd'},
         {"csv", required_argument, 0, XS_OPT_CSV}, {"quick", no_argument, 0, XS_OPT_QUICK},
         {"profile", required_argument, 0, XS_OPT_PROFILE},
@@ -375,6 +380,13 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
         case OPT_COURIER_PACE:
             if (xs_parse_double("--courier-pace", optarg, 0, 2, &o->cour_pace) != XS_OK)
                 return xs_cli_fail();
+            break;
+        case OPT_COURIER_RATE:
+            if (xs_parse_double("--courier-rate", optarg, 0, 1000, &o->cour_rate) != XS_OK)
+                return xs_cli_fail();
+            if (o->cour_rate > 0 && o->cour_rate < 0.1)
+                return xs_cli_failf("--courier-rate %g: 0 (no limit) or 0.1..1000 B/ns",
+                                    o->cour_rate);
             break;
         case XS_OPT_CSV: o->csv = optarg; break;
         case XS_OPT_QUICK: o->quick = 1; break;
@@ -892,6 +904,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     ROW_TRY(xs_tp_create(&row->s, tab, cx->grid, seed, &t));
     ROW_TRY(xs_tp_set_engine(t, o->engine));
     ROW_TRY(xs_tp_set_courier_pace(t, o->cour_pace * cx->prof->drain_bytes_per_ns));
+    ROW_TRY(xs_tp_set_courier_rate(t, o->cour_rate));
     /* both: everything up to the timed loop in row layout; the loop switches per iteration */
     ROW_TRY(xs_tp_set_slot_layout(t, o->slots == TPB_SLOTS_TILE ? XS_TP_LAYOUT_TILE
                                                                 : XS_TP_LAYOUT_ROW));

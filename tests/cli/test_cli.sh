@@ -153,6 +153,8 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     if "$X" bench tp --help 2>&1 | grep -q -- '4,8 with sm90'; then ok; else bad "bench tp --help lacks the sm90 courier default"; fi
     if "$X" bench tp --help 2>&1 | grep -q -- '--couriers LIST'; then ok; else bad "bench tp --help lacks --couriers"; fi
     expect_err "bench tp --courier-pace 3" "--courier-pace 3: outside 0..2" "$X" bench tp --engine sm90 --couriers 4 --courier-pace 3
+    expect_err "bench tp --courier-rate 0.05" "--courier-rate 0.05: 0 (no limit) or 0.1..1000" "$X" bench tp --engine sm90 --courier-rate 0.05
+    expect_err "bench tp --courier-rate word" "--courier-rate 'fast': not a number" "$X" bench tp --engine sm90 --courier-rate fast
     expect_err "bench tp --courier-pace word" "--courier-pace 'fast': not a number" "$X" bench tp --engine sm90 --courier-pace fast
     # bench -g/--gpus: one-line errors before any GPU is touched (docs/MULTIGPU.md)
     expect_err "bench ep -g 0" "--gpus 0: outside 1..64" "$X" bench ep -g 0
