@@ -44,7 +44,7 @@
 
 #define TPB_MAX_LIST 16
 #define TPB_MAX_ITERS 1000
-#define TPB_MAX_COUR 2 /* --couriers: courier counts besides 0 in one run */
+#define TPB_MAX_COUR 3 /* --couriers: courier counts besides 0 in one run (slots 3..8) */
 /* The tile engine's rate on an H200 (first run: local_tflops 337-375 over 34 rows), used only to
  * pick default peer counts where compute and PCIe traffic are of comparable size. */
 #define TPB_ENGINE_TFLOPS 355.0
@@ -85,7 +85,10 @@ typedef struct {
     const char *csv;
     xs_tp_engine engine; /* --engine: the fused kernel's tile engine */
     int slots;           /* --slots: TPB_SLOTS_ROW, _TILE or _BOTH */
-    int cour[TPB_MAX_COUR], ncour; /* --couriers: courier counts run next to the default (0) */
+    int cour[TPB_MAX_COUR], ncour; /* --couriers: courier counts run next to the default (0);
+                                      default 4,8 on sm90, none on mma */
+    int cour_set;                  /* --couriers given */
+    double cour_rate;    /* --courier-rate: one courier's copy rate in the prediction, B/ns */
     double cour_pace;    /* --courier-pace: the couriers' pace, a fraction of the profile's R
                             (0 = unpaced) */
 } tpb_opts;
@@ -102,6 +105,8 @@ typedef struct {
                           xs_tp_predict for courier orders */
     char cand[32];     /* the chosen order: naive or a pace label (f0.05/b0.0/ring: the front one) */
     char pilot[512];   /* "naive <us>, <label> <us>, ...": its pilot runs */
+    double pick_ms;    /* the chosen order's pilot time (real peers: the slowest rank's), ms;
+                          nan with --pick model */
 } tpb_cour;
 
 /* One configuration and its results. */
@@ -128,6 +133,13 @@ typedef struct {
     double rank_max[3];              /* -g N: the slowest rank's medians naive, shaped, unfused */
     xs_tp_engine engine;             /* the fused kernel's tile engine (--engine) */
     tpb_cour cour[TPB_MAX_COUR];     /* --couriers: the same iterations with courier CTAs */
+    /* the planner's choice over the family (docs/TP.md "Couriers (sm90)"): shp, shp_pred and
+     * cand are the chosen order's; the default kernel's shaped order is kept here */
+    int shp_cour;                    /* courier count of the chosen order (0: default kernel) */
+    double shp0, shp0_min, shp0_max; /* the default kernel's shaped order, us */
+    double shp0_pred;                /* its prediction, us */
+    char cand0[32];                  /* its pace label */
+    double pick_ms;                  /* its pilot time (real peers: the slowest rank's), ms */
 } tpb_row;
 
 /* The pace's short name: f<finish>/b<burst>/<ring|stream4|stream|capQ|nocap>. */
@@ -174,15 +186,19 @@ static void usage(FILE *f)
             "                        lands as 128 runs of 512 B) or tile-major (one contiguous\n"
             "                        run per tile); both: naive and shaped also run tile-major\n"
             "                        in the same iterations (columns *_tile_us) [row]\n"
-            "      --couriers LIST   sm90 only: courier counts (1..16, at most %d) to run next to\n"
-            "                        the default kernel in the same iterations: the last N CTAs\n"
+            "      --couriers LIST   sm90 only: courier counts (1..16, at most %d) the planner\n"
+            "                        weighs against the default kernel (shaped = the fastest\n"
+            "                        pilot of the family), all timed in the same iterations; 0\n"
+            "                        alone: the default kernel only. The last N CTAs\n"
             "                        of the grid push the all-gather chunks, then copy the\n"
             "                        remote tiles that the other CTAs stage in HBM (docs/TP.md\n"
             "                        \"Couriers (sm90)\"); columns\n"
-            "                        naive_cN_us, shaped_cN_us, ... (0 adds nothing) [none]\n"
+            "                        naive_cN_us, shaped_cN_us, ... [4,8 with sm90, else none]\n"
             "      --courier-pace F  the couriers together issue at most F x the profile's R\n"
             "                        (0: unpaced); run 8's probe: a few SMs paced at 0.74-1.0\n"
             "                        of the link slow no SM, unpaced above R they slow all [0.95]\n"
+            "      --courier-rate B  one courier's copy rate (B/ns) in the courier prediction\n"
+            "                        (0: no limit); fitted on run 8 call 4, not calibrated [%.1f]\n"
             "      --pick model|measure  shaped order: the model's best candidate, or the fastest\n"
             "                        of a verified pilot run of the model's candidates [measure]\n"
             "      --timeout S       bound of every device-side wait, seconds [2]\n"
@@ -196,7 +212,7 @@ static void usage(FILE *f)
             "      --quick           fewer shapes (one token count, fewer peers), -n 3\n"
             "      --profile FILE    calibrated profile (JSON); default: embedded H200 PCIe\n"
             "      --set NAME=VALUE  override a numeric profile field (repeatable)\n"
-            "  -h, --help\n", TPB_MAX_COUR);
+            "  -h, --help\n", TPB_MAX_COUR, XS_TP_COURIER_RATE);
 }
 
 static int parse_opts(int argc, char **argv, tpb_opts *o)
@@ -205,9 +221,10 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
     o->common.iters = 5, o->common.warmup = 1;
     o->common.seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
     o->cour_pace = 0.95;
+    o->cour_rate = XS_TP_COURIER_RATE;
     int ops_set = 0, models_set = 0;
     enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_TIMEOUT, OPT_MAXTIME,
-           OPT_ENGINE, OPT_SLOTS, OPT_COURIERS, OPT_COURIER_PACE };
+           OPT_ENGINE, OPT_SLOTS, OPT_COURIERS, OPT_COURIER_PACE, OPT_COURIER_RATE };
     static const struct option lo[] = {
         {"op", required_argument, 0, 'o'},        {"model", required_argument, 0, OPT_MODEL},
         {"m", required_argument, 0, 'm'},         {"n", required_argument, 0, OPT_N},
@@ -219,6 +236,7 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
         {"slots", required_argument, 0, OPT_SLOTS},
         {"couriers", required_argument, 0, OPT_COURIERS},
         {"courier-pace", required_argument, 0, OPT_COURIER_PACE},
+        {"courier-rate", required_argument, 0, OPT_COURIER_RATE},
         {"seed", required_argument, 0, XS_OPT_SEED}, {"device", required_argument, 0, 'd'},
         {"csv", required_argument, 0, XS_OPT_CSV}, {"quick", no_argument, 0, XS_OPT_QUICK},
         {"profile", required_argument, 0, XS_OPT_PROFILE},
@@ -341,6 +359,7 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
             break;
         case OPT_COURIERS: {
             int v[TPB_MAX_LIST], nv = 0;
+            o->cour_set = 1;
             if (xs_parse_list("--couriers", optarg, 0, 0, XS_TP_COURIERS_MAX, v, TPB_MAX_LIST,
                               &nv) != XS_OK)
                 return xs_cli_fail();
@@ -362,6 +381,13 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
             if (xs_parse_double("--courier-pace", optarg, 0, 2, &o->cour_pace) != XS_OK)
                 return xs_cli_fail();
             break;
+        case OPT_COURIER_RATE:
+            if (xs_parse_double("--courier-rate", optarg, 0, 1000, &o->cour_rate) != XS_OK)
+                return xs_cli_fail();
+            if (o->cour_rate > 0 && o->cour_rate < 0.1)
+                return xs_cli_failf("--courier-rate %g: 0 (no limit) or 0.1..1000 B/ns",
+                                    o->cour_rate);
+            break;
         case XS_OPT_CSV: o->csv = optarg; break;
         case XS_OPT_QUICK: o->quick = 1; break;
         case 'h': usage(stdout); return -1;
@@ -370,6 +396,12 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
     }
     if (optind < argc)
         return xs_cli_failf("bench tp: unexpected argument '%s'", argv[optind]);
+    if (!o->cour_set && o->engine == XS_TP_ENGINE_SM90) {
+        /* the planner's family on sm90: the default kernel and 4 and 8 couriers (run 8 call 4:
+         * the same 36 rows with 0, 4 and 8 couriers finished inside --max-time 270) */
+        o->cour[0] = 4, o->cour[1] = 8;
+        o->ncour = 2;
+    }
     if (o->ncour > 0 && o->engine != XS_TP_ENGINE_SM90)
         return xs_cli_failf("--couriers: needs --engine sm90 (the mma engine streams its remote "
                             "stores through the next main loop instead)");
@@ -750,6 +782,7 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
             must_run[i] = nd[i] != 0.0;
     }
     rc->pilot[0] = 0;
+    rc->pick_ms = NAN;
     if (o->model_pick) {
         best = model_choice;
     } else {
@@ -788,15 +821,18 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
             if (ms < best_ms)
                 best_ms = ms, best = pilot[i];
         }
+        rc->pick_ms = best_ms;
         if (cx->coll) {
             double v[NFIX + 1];
             for (int i = 0; i < npr; i++)
                 v[i] = pilot_ms[i];
             XS_TRY(tpb_agree_max(cx, v, npr));
             best = -1;
-            for (int i = 1, b = 0; i < npr; i++)
+            int b = 0;
+            for (int i = 1; i < npr; i++)
                 if (v[i] < v[b])
                     b = i, best = pilot_of[i];
+            rc->pick_ms = v[b];
         }
     }
     xs_tp_pred ps;
@@ -830,14 +866,16 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         x[i] = (double *)calloc((size_t)n, sizeof(double));
         xfail |= !x[i];
     }
-    int cour_run = 0; /* courier counts planned (the op has a reduce-scatter) */
+    int cour_run = 0; /* courier counts planned */
+    int pick = -1;    /* the planner's choice: -1 the default kernel (slot 1), else courier
+                         count v (slot 4 + 2v) */
     for (int v = 0; v < 2 * TPB_MAX_COUR; v++)
         pr_c[v] = 0;
     for (int v = 0; v < TPB_MAX_COUR; v++) {
         tpb_cour *rc = &row->cour[v];
         rc->n = v < o->ncour ? o->cour[v] : 0;
         rc->nai = rc->nai_min = rc->nai_max = rc->shp = rc->shp_min = rc->shp_max = NAN;
-        rc->shp_pred = NAN;
+        rc->shp_pred = rc->pick_ms = NAN;
         snprintf(rc->cand, sizeof rc->cand, "-");
         rc->pilot[0] = 0;
     }
@@ -854,7 +892,10 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     row->engine = o->engine;
     row->max_err = 0;
     snprintf(row->cand, sizeof row->cand, "-");
+    snprintf(row->cand0, sizeof row->cand0, "-");
     row->pilot[0] = 0;
+    row->shp_cour = 0;
+    row->shp0 = row->shp0_min = row->shp0_max = row->shp0_pred = row->pick_ms = NAN;
     if (xfail) {
         fprintf(stderr, "xstage: error: out of host memory\n");
         ok = 0;
@@ -863,6 +904,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     ROW_TRY(xs_tp_create(&row->s, tab, cx->grid, seed, &t));
     ROW_TRY(xs_tp_set_engine(t, o->engine));
     ROW_TRY(xs_tp_set_courier_pace(t, o->cour_pace * cx->prof->drain_bytes_per_ns));
+    ROW_TRY(xs_tp_set_courier_rate(t, o->cour_rate));
     /* both: everything up to the timed loop in row layout; the loop switches per iteration */
     ROW_TRY(xs_tp_set_slot_layout(t, o->slots == TPB_SLOTS_TILE ? XS_TP_LAYOUT_TILE
                                                                 : XS_TP_LAYOUT_ROW));
@@ -1013,6 +1055,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         }
         double pilot_ms[TPB_NFIXED + 1];
         int pilot_of[TPB_NFIXED + 1], npr = 0;
+        row->pick_ms = NAN;
         if (o->model_pick && !cx->coll) {
             best = pred[order[0]] < pn.model_ns ? order[0] : -1;
         } else if (!o->model_pick) {
@@ -1049,6 +1092,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
                 if (ms < best_ms)
                     best_ms = ms, best = pilot[i];
             }
+            row->pick_ms = best_ms;
             if (cx->coll) {
                 /* the fastest by the slowest rank's time: the same choice on every rank */
                 double v[TPB_NFIXED + 1];
@@ -1056,9 +1100,11 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
                     v[i] = pilot_ms[i];
                 ROW_TRY(tpb_agree_max(cx, v, npr));
                 best = -1;
-                for (int i = 1, b = 0; i < npr; i++)
+                int b = 0;
+                for (int i = 1; i < npr; i++)
                     if (v[i] < v[b])
                         b = i, best = pilot_of[i];
+                row->pick_ms = v[b];
                 if (pl < sizeof row->pilot)
                     snprintf(row->pilot + pl, sizeof row->pilot - pl, " (chosen by the slowest "
                              "rank's time)");
@@ -1130,6 +1176,23 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             ROW_TRY(plan_couriers(cx, t, row, &row->cour[v], 3 + 2 * v, 4 + 2 * v, &cost, &ok));
             cour_run = v + 1;
         }
+    /* the planner's choice over the family: the default kernel's shaped order or a courier
+     * count's, by the pilot runs (each candidate once, verified; the fastest) or with --pick
+     * model by the predictions (the default kernel's burst-gap model against the couriers'
+     * fluid one, both on this row's local_us) */
+    {
+        double best = o->model_pick ? row->shp_pred : row->pick_ms;
+        for (int v = 0; v < cour_run; v++) {
+            const double c = o->model_pick ? row->cour[v].shp_pred : row->cour[v].pick_ms;
+            if (isfinite(c) && (!isfinite(best) || c < best))
+                best = c, pick = v;
+        }
+        if (cx->coll) { /* rank 0's choice: every rank runs the same slots */
+            double pv = pick;
+            ROW_TRY(tpb_agree_rank0(cx, &pv, 1));
+            pick = (int)pv;
+        }
+    }
 
     /* ---- the three variants, interleaved iteration by iteration ---- */
     ro.local = 0;
@@ -1191,6 +1254,18 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             rc->nai = d.med, rc->nai_min = d.min, rc->nai_max = d.max;
             rc->shp = e.med, rc->shp_min = e.min, rc->shp_max = e.max;
         }
+        /* shaped: the planner's choice (the same timed runs as its own column) */
+        row->shp0 = row->shp, row->shp0_min = row->shp_min, row->shp0_max = row->shp_max;
+        row->shp0_pred = row->shp_pred;
+        snprintf(row->cand0, sizeof row->cand0, "%s", row->cand);
+        row->shp_cour = 0;
+        if (pick >= 0) {
+            const tpb_cour *rc = &row->cour[pick];
+            row->shp = rc->shp, row->shp_min = rc->shp_min, row->shp_max = rc->shp_max;
+            row->shp_pred = rc->shp_pred;
+            row->shp_cour = rc->n;
+            snprintf(row->cand, sizeof row->cand, "c%d %.26s", rc->n, rc->cand);
+        }
     }
     if (cx->coll) {
         /* verified only when every rank verified; the slowest rank's medians */
@@ -1227,8 +1302,13 @@ static void csv_header_cour(FILE *f, int nc)
 {
     fprintf(f, ",naive_c%d_us,naive_c%d_min_us,naive_c%d_max_us,shaped_c%d_us,shaped_c%d_min_us,"
             "shaped_c%d_max_us,shaped_c%d_pred_us,shaped_c%d_order,shaped_c%d_over_bound,"
-            "shaped_over_shaped_c%d", nc, nc, nc, nc, nc, nc, nc, nc, nc, nc);
+            "shaped_c0_over_shaped_c%d", nc, nc, nc, nc, nc, nc, nc, nc, nc, nc);
 }
+/* appended always: the planner's choice (shaped_us is its time) and the default kernel's
+ * shaped order (the whole family's column without couriers) */
+static const char csv_header_pick[] =
+    ",shaped_couriers,shaped_c0_us,shaped_c0_min_us,shaped_c0_max_us,shaped_c0_pred_us,"
+    "shaped_c0_order";
 
 static void csv_row(FILE *f, const tpb_row *r, int both, int ncour)
 {
@@ -1249,8 +1329,10 @@ static void csv_row(FILE *f, const tpb_row *r, int both, int ncour)
         const tpb_cour *c = &r->cour[v];
         fprintf(f, ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%.4f,%.4f", c->nai, c->nai_min,
                 c->nai_max, c->shp, c->shp_min, c->shp_max, c->shp_pred, c->cand,
-                c->shp / r->bound_us, r->shp / c->shp);
+                c->shp / r->bound_us, r->shp0 / c->shp);
     }
+    fprintf(f, ",%d,%.1f,%.1f,%.1f,%.1f,%s", r->shp_cour, r->shp0, r->shp0_min, r->shp0_max,
+            r->shp0_pred, r->cand0);
     fputc('\n', f);
 }
 
@@ -1288,15 +1370,19 @@ static void table_row(const tpb_row *r)
                spread_pct(r->nai_t, r->nai_t_min, r->nai_t_max), r->shp_t,
                spread_pct(r->shp_t, r->shp_t_min, r->shp_t_max), r->nai / r->nai_t,
                r->shp / r->shp_t, r->shp_t / r->bound_us);
+    if (r->shp_cour > 0 || isfinite(r->cour[0].shp))
+        printf("#   planner's choice: %d couriers; default kernel shaped %.1f us (%.1f%%) %s, pred "
+               "%.1f\n", r->shp_cour, r->shp0, spread_pct(r->shp0, r->shp0_min, r->shp0_max),
+               r->cand0, r->shp0_pred);
     for (int v = 0; v < TPB_MAX_COUR; v++) {
         const tpb_cour *c = &r->cour[v];
         if (!isfinite(c->shp))
             continue;
         printf("#   %d couriers, us: naive %.1f (%.1f%%), shaped %.1f (%.1f%%) %s, pred %.1f; "
-               "naive/naive_c %.3f, shaped/shaped_c %.3f; shaped_c/bound %.3f\n", c->n, c->nai,
+               "naive/naive_c %.3f, shaped_c0/shaped_c %.3f; shaped_c/bound %.3f\n", c->n, c->nai,
                spread_pct(c->nai, c->nai_min, c->nai_max), c->shp,
                spread_pct(c->shp, c->shp_min, c->shp_max), c->cand, c->shp_pred, r->nai / c->nai,
-               r->shp / c->shp, c->shp / r->bound_us);
+               r->shp0 / c->shp, c->shp / r->bound_us);
         if (c->pilot[0])
             printf("#   %d couriers, pilot runs, us: %s\n", c->n, c->pilot);
     }
@@ -1339,8 +1425,9 @@ static void tile_ratio_line(const tpb_row *rows, int nrows, int op, int shaped)
            xs_min(v, (size_t)n), xs_max(v, (size_t)n), n);
 }
 
-/* --couriers: shaped/shaped_cN (> 1: couriers faster) over the rows of op, the gemm_rs rows
- * within 10 % of bound_us with couriers, and the courier prediction's error. */
+/* --couriers: shaped_c0/shaped_cN (the default kernel's shaped order over N couriers' shaped
+ * order; > 1: couriers faster) over the rows of op, the gemm_rs rows within 10 % of bound_us
+ * with couriers, and the courier prediction's error. */
 static void cour_lines(const tpb_row *rows, int nrows, int v)
 {
     int nc = 0;
@@ -1352,10 +1439,10 @@ static void cour_lines(const tpb_row *rows, int nrows, int v)
             if (!r->ok || (int)r->op != op || !isfinite(r->cour[v].shp))
                 continue;
             nc = r->cour[v].n;
-            x[n++] = r->shp / r->cour[v].shp;
+            x[n++] = r->shp0 / r->cour[v].shp;
         }
         if (n)
-            printf("# summary: %-7s shaped/shaped_c%d (%d couriers): geomean %.3f, min %.3f, max "
+            printf("# summary: %-7s shaped_c0/shaped_c%d (%d couriers): geomean %.3f, min %.3f, max "
                    "%.3f over %d rows\n", xs_tp_op_name((xs_tp_op)op), nc, nc,
                    xs_geomean(x, (size_t)n), xs_min(x, (size_t)n), xs_max(x, (size_t)n), n);
     }
@@ -1451,6 +1538,25 @@ static int summary(const tpb_row *rows, int nrows, int skipped)
     }
     for (int v = 0; v < TPB_MAX_COUR; v++)
         cour_lines(rows, nrows, v);
+    {
+        /* the planner's choice per row: how often each courier count won */
+        int cnt[XS_TP_COURIERS_MAX + 1], any = 0;
+        memset(cnt, 0, sizeof cnt);
+        for (int i = 0; i < nrows; i++)
+            if (rows[i].ok && rows[i].shp_cour >= 0 && rows[i].shp_cour <= XS_TP_COURIERS_MAX) {
+                cnt[rows[i].shp_cour]++;
+                any |= rows[i].shp_cour > 0 || isfinite(rows[i].cour[0].shp);
+            }
+        if (any) {
+            char line[256];
+            size_t l = 0;
+            for (int c = 0; c <= XS_TP_COURIERS_MAX; c++)
+                if (cnt[c] && l < sizeof line)
+                    l += (size_t)snprintf(line + l, sizeof line - l, "%s%d couriers in %d",
+                                          l ? ", " : "", c, cnt[c]);
+            printf("# summary: planner's choice (shaped): %s of %d rows\n", line, ntimed);
+        }
+    }
     if (ntimed)
         printf("# summary: shaped order streams its stores in %d of %d rows\n", nstream, ntimed);
     {
@@ -1602,6 +1708,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
         fprintf(csv, "%s%s", csv_header, o.slots == TPB_SLOTS_BOTH ? csv_header_tile : "");
         for (int v = 0; v < o.ncour; v++)
             csv_header_cour(csv, o.cour[v]);
+        fputs(csv_header_pick, csv);
         fputc('\n', csv);
     }
     cudaStream_t stream;

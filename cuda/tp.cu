@@ -1255,6 +1255,7 @@ struct xs_tp {
     int d_walk_cap[XS_TP_SLOTS];
     char *outbox;                  /* [P - 1][slot_bytes] remote tiles staged for the couriers */
     double cour_pace;              /* bytes/ns all couriers together may issue; 0 = unpaced */
+    double cour_rate;              /* bytes/ns one courier copies (the prediction's limit) */
     uint64_t *ready;               /* [2][P - 1][t_own] outbox ready flags: fused, local table */
 };
 
@@ -1419,6 +1420,7 @@ static xs_tp *tp_new(const xs_tp_shape *s, const xs_tp_info *in, int grid, int m
     t->grid = grid;
     t->me = me;
     t->P = s->peers;
+    t->cour_rate = XS_TP_COURIER_RATE;
     return t;
 }
 
@@ -1690,6 +1692,17 @@ extern "C" xs_status xs_tp_set_courier_pace(xs_tp *t, double bytes_per_ns)
 }
 
 extern "C" double xs_tp_get_courier_pace(const xs_tp *t) { return t->cour_pace; }
+
+extern "C" xs_status xs_tp_set_courier_rate(xs_tp *t, double bytes_per_ns)
+{
+    if (!(bytes_per_ns == 0 || (bytes_per_ns >= 0.1 && bytes_per_ns <= 1e6)))
+        return xs_seterr(XS_EINVAL, "tp: courier rate %.3g B/ns (0 = no limit, else 0.1..1e6)",
+                         bytes_per_ns);
+    t->cour_rate = bytes_per_ns;
+    return XS_OK;
+}
+
+extern "C" double xs_tp_get_courier_rate(const xs_tp *t) { return t->cour_rate; }
 
 extern "C" int xs_tp_order_couriers(const xs_tp *t, int slot)
 {
@@ -2827,12 +2840,12 @@ static xs_status sim_total(const xs_profile *p, const xs_schedule *sc, double le
 }
 
 /* An order with couriers (docs/TP.md "Couriers (sm90)"): the compute CTAs run steps of G'
- * tasks, each step lasting its mean task cost per CTA (the measured costs; no link); a remote
- * byte is ready at the end of its task's step, and the link carries the ready bytes in list
- * order at R, from the first one on (the couriers keep it busy whenever a tile is ready; the
- * pushes of the compute CTAs share it). model = max(compute end, last byte over the link); ideal
- * = the compute end. No capacity, no issue cost, no courier copy time: a simple bound-like
- * model, stated as such. */
+ * tasks, each step lasting its mean task cost per CTA (the measured costs; no link); the
+ * couriers' pushes are ready at the start and go first; a remote tile's bytes are ready at the
+ * end of its task's step and follow in list order; the link carries them at min(R, the pace,
+ * C x the per-courier rate of xs_tp_set_courier_rate) from the first ready byte on. model =
+ * max(compute end, last byte over the link); ideal = the compute end. No capacity, no issue
+ * cost, no copy latency beyond that rate: a simple bound-like model, stated as such. */
 static xs_status tp_predict_couriers(xs_tp *t, int slot, const xs_profile *p,
                                      const xs_tp_costs *c, xs_tp_pred *out)
 {
@@ -2847,10 +2860,13 @@ static xs_status tp_predict_couriers(xs_tp *t, int slot, const xs_profile *p,
     }
     for (int s = 1; s < S; s++)
         end[s] += end[s - 1];
-    /* the link: R, or the couriers' pace where that is lower */
+    /* the link: R, or the couriers' pace, or what C couriers copy, whichever is lowest */
     double R = p->drain_bytes_per_ns > 0 ? p->drain_bytes_per_ns : 1e-9;
+    const char *lim = "R";
     if (t->cour_pace > 0 && t->cour_pace < R)
-        R = t->cour_pace;
+        R = t->cour_pace, lim = "their pace";
+    if (t->cour_rate > 0 && t->scour[slot] * t->cour_rate < R)
+        R = t->scour[slot] * t->cour_rate, lim = "their copy rate";
     /* the couriers' pushes first: ready at the start, on the link before any tile */
     double link = 0;
     for (int e = 0; e < t->npush[slot]; e++) {
@@ -2874,8 +2890,8 @@ static xs_status tp_predict_couriers(xs_tp *t, int slot, const xs_profile *p,
     out->rows = 0;
     out->criterion_ok = -1;
     snprintf(out->how, sizeof out->how, "%d couriers: link at %.1f B/ns (%s) from the first ready "
-             "remote byte, compute on %d CTAs (fluid model)", t->scour[slot], R,
-             t->cour_pace > 0 ? "their pace" : "R", G);
+             "remote byte (%d pushes first), compute on %d CTAs (fluid model)", t->scour[slot], R,
+             lim, t->npush[slot], G);
     free(end);
     return XS_OK;
 }

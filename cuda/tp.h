@@ -56,7 +56,7 @@ xs_status xs_tp_op_parse(const char *s, xs_tp_op *op);
 #define XS_TP_CHUNK 65536        /* bytes of one all-gather chunk (one flag, one destination) */
 #define XS_TP_PUSH_MAX 4         /* chunks one push task may carry (streamed riders) */
 #define XS_TP_ARRIVED (1ull << 62) /* flag value of data placed before the launch */
-#define XS_TP_SLOTS 8            /* task lists held per context */
+#define XS_TP_SLOTS 10           /* task lists held per context */
 #define XS_TP_COURIERS_MAX 16    /* courier CTAs of one launch (xs_tp_set_couriers) */
 
 typedef struct {
@@ -184,6 +184,14 @@ int xs_tp_get_couriers(const xs_tp *t);   /* the count of orders built next */
  * later launch and prediction. XS_EINVAL outside 0 or 0.1..1e6. */
 xs_status xs_tp_set_courier_pace(xs_tp *t, double bytes_per_ns);
 double xs_tp_get_courier_pace(const xs_tp *t);
+/* One courier's sustained copy rate (bytes/ns) in the prediction of courier orders (the link
+ * then carries at most C x this); 0 = no limit. Default XS_TP_COURIER_RATE: fitted on run 8
+ * call 4 (H200 host path, the unpipelined copy): the comm-bound gemm_rs rows with 4 couriers
+ * moved their remote bytes at 10.0-10.9 B/ns per courier over the whole kernel (fill included,
+ * so a lower bound) - a fit on one run, not a calibration. XS_EINVAL outside 0 or 0.1..1e6. */
+#define XS_TP_COURIER_RATE 11.0
+xs_status xs_tp_set_courier_rate(xs_tp *t, double bytes_per_ns);
+double xs_tp_get_courier_rate(const xs_tp *t);
 int xs_tp_order_couriers(const xs_tp *t, int slot); /* the count a slot's order was built for */
 /* The couriers' walk of a slot: first its pushes (entries < 0, XS_TP_WALK_PUSH: chunk c to rank
  * r), ordered by the list position of the first GEMM 0 tile that needs them (on the shard of the

@@ -44,7 +44,7 @@ step_detail() {
         grep -E '^# (bench tp|summary: [0-9]+ configurations)' "$2" | sed 's/^# //; s/summary: //' |
             tr '\n' ';' ;;
     bench_tp_couriers)
-        grep -E '^# (bench tp|summary: ([0-9]+ configurations|gemm_rs +shaped/shaped_c))' "$2" |
+        grep -E '^# (bench tp|summary: ([0-9]+ configurations|gemm_rs +shaped_c0/shaped_c|planner))' "$2" |
             sed 's/^# //; s/summary: //' | tr '\n' ';' ;;
     esac
 }
@@ -80,10 +80,10 @@ fi
 echo
 grep -E '^# (summary|bench tp)' "$LOG" | tail -n 24
 if [ -s "$OUT/tp_couriers.csv" ]; then
-    # the courier step's per-row ratios: shaped (no couriers) over shaped with N couriers
+    # the courier step's per-row ratios: the default kernel's shaped order over N couriers'
     echo
     grep -E '^(op,|[a-z_]+,)' "$OUT/tp_couriers.csv" |
-        awk -F, 'NR==1{for(i=1;i<=NF;i++){c[$i]=i; if($i ~ /^shaped_over_shaped_c/)r[++nr]=$i}
+        awk -F, 'NR==1{for(i=1;i<=NF;i++){c[$i]=i; if($i ~ /^shaped_c0_over_shaped_c/)r[++nr]=$i}
                        printf "%-7s %-11s %5s %2s %9s %9s", "op","model","m","P","shaped","bound";
                        for(j=1;j<=nr;j++)printf " %22s", r[j]; printf " %3s\n","ok"; next}
              {printf "%-7s %-11s %5s %2s %9.1f %9.1f", $c["op"],$c["model"],$c["m"],$c["peers"],$c["shaped_us"],$c["bound_us"];

@@ -141,15 +141,20 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "calibrate bad --max-skew" "--max-skew 'soon': not a number" "$X" calibrate --max-skew soon
     expect_err "bench tp bad --slots" "expected row, tile or both" "$X" bench tp --slots diagonal
     expect_err "bench tp bad --engine" "expected mma or sm90" "$X" bench tp --engine tpu
-    # --couriers (docs/TP.md "Couriers (sm90)"): sm90 only, 0..16, at most two besides 0
+    # --couriers (docs/TP.md "Couriers (sm90)"): sm90 only, 0..16, at most three besides 0;
+    # default 4,8 on sm90 and none on mma (an explicit list on mma is refused)
     expect_err "bench tp --couriers on mma" "--couriers: needs --engine sm90" "$X" bench tp --couriers 4
     expect_err "bench tp --couriers 17" "--couriers 17: outside 0..16" "$X" bench tp --engine sm90 --couriers 17
     expect_err "bench tp --couriers -1" "--couriers -1: outside 0..16" "$X" bench tp --engine sm90 --couriers -1
     expect_err "bench tp --couriers word" "--couriers 'four': not an integer" "$X" bench tp --engine sm90 --couriers four
     expect_err "bench tp --couriers twice" "--couriers: 4 given twice" "$X" bench tp --engine sm90 --couriers 4,4
-    expect_err "bench tp --couriers three" "--couriers: at most 2 courier counts besides 0" "$X" bench tp --engine sm90 --couriers 2,4,8
+    expect_err "bench tp --couriers four" "--couriers: at most 3 courier counts besides 0" "$X" bench tp --engine sm90 --couriers 2,4,8,16
+    expect_err "bench tp --couriers 0 on mma (accepted: the next check speaks)" "--n and --k go together" "$X" bench tp --couriers 0 --n 4096
+    if "$X" bench tp --help 2>&1 | grep -q -- '4,8 with sm90'; then ok; else bad "bench tp --help lacks the sm90 courier default"; fi
     if "$X" bench tp --help 2>&1 | grep -q -- '--couriers LIST'; then ok; else bad "bench tp --help lacks --couriers"; fi
     expect_err "bench tp --courier-pace 3" "--courier-pace 3: outside 0..2" "$X" bench tp --engine sm90 --couriers 4 --courier-pace 3
+    expect_err "bench tp --courier-rate 0.05" "--courier-rate 0.05: 0 (no limit) or 0.1..1000" "$X" bench tp --engine sm90 --courier-rate 0.05
+    expect_err "bench tp --courier-rate word" "--courier-rate 'fast': not a number" "$X" bench tp --engine sm90 --courier-rate fast
     expect_err "bench tp --courier-pace word" "--courier-pace 'fast': not a number" "$X" bench tp --engine sm90 --courier-pace fast
     # bench -g/--gpus: one-line errors before any GPU is touched (docs/MULTIGPU.md)
     expect_err "bench ep -g 0" "--gpus 0: outside 1..64" "$X" bench ep -g 0
