@@ -7,6 +7,8 @@
 #        with 0, 4 and 8 couriers side by side in the same iterations (every row verified)
 #   upc  the attention GPU tests (courier cases included), then scripts/gpu_up.sh (the default
 #        sweep with couriers in the planner's family, and the short rows with 8 couriers forced)
+#   san  tests/gpu/sanitize.sh on the cases with couriers (SAN_CASES default: test_attn test_moe
+#        test_tp90 bench_tp90 bench_ep bench_up; memcheck, synccheck, racecheck; SAN_BUDGET 240 s)
 #   epc  the MoE GPU tests (--quick, courier cases included), then scripts/gpu_ep.sh (the default
 #        sweep; auto may choose couriers, and a forced courier column runs in the same rounds)
 # Writes to $OUT: <part>*.csv and <part>*.log. Usage: OUT=dir [PROFILE=file] [PARTS=...]
@@ -40,6 +42,10 @@ for part in ${PARTS:-tpc}; do
         echo "epc test_moe rc=$? $(tail -n 1 "$OUT/epc_test_moe.log")"
         OUT="$OUT/epc" PROFILE="$P" timeout "${EPC_LIMIT:-300}" bash scripts/gpu_ep.sh build 2>&1 |
             tail -n 70 ;;
+    san)
+        OUT="$OUT/san" SAN_BUDGET=${SAN_BUDGET:-240} \
+            SAN_CASES=${SAN_CASES:-"test_attn test_moe test_tp90 bench_tp90 bench_ep bench_up"} \
+            timeout 300 bash tests/gpu/sanitize.sh 2>&1 | tail -n 30 ;;
     *) echo "unknown part $part" ;;
     esac
 done
