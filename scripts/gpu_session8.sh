@@ -7,6 +7,8 @@
 #        with 0, 4 and 8 couriers side by side in the same iterations (every row verified)
 #   upc  the attention GPU tests (courier cases included), then scripts/gpu_up.sh (the default
 #        sweep with couriers in the planner's family, and the short rows with 8 couriers forced)
+#   tpp  gemm_rs only, 8 and 16 couriers next to the default kernel, paced at 0.98 and at 1.0 x R
+#        (two runs): how close paced couriers come to the drain bound
 #   san  tests/gpu/sanitize.sh on the cases with couriers (SAN_CASES default: test_attn test_moe
 #        test_tp90 bench_tp90 bench_ep bench_up; memcheck, synccheck, racecheck; SAN_BUDGET 240 s)
 #   epc  the MoE GPU tests (--quick, courier cases included), then scripts/gpu_ep.sh (the default
@@ -42,6 +44,13 @@ for part in ${PARTS:-tpc}; do
         echo "epc test_moe rc=$? $(tail -n 1 "$OUT/epc_test_moe.log")"
         OUT="$OUT/epc" PROFILE="$P" timeout "${EPC_LIMIT:-300}" bash scripts/gpu_ep.sh build 2>&1 |
             tail -n 70 ;;
+    tpp)
+        for f in 0.98 1.0; do
+            timeout 150 "$X" bench tp --engine sm90 --op gemm_rs --couriers 8,16 --courier-pace "$f" \
+                --max-time 110 --profile "$P" -n 5 -w 1 --csv "$OUT/tpp_$f.csv" >"$OUT/tpp_$f.log" 2>&1
+            echo "tpp pace $f rc=$?"
+            grep -E "^# summary" "$OUT/tpp_$f.log" | grep -v "^# summary:   " | tail -n 14
+        done ;;
     san)
         OUT="$OUT/san" SAN_BUDGET=${SAN_BUDGET:-240} \
             SAN_CASES=${SAN_CASES:-"test_attn test_moe test_tp90 bench_tp90 bench_ep bench_up"} \
