@@ -447,22 +447,6 @@ XS_HD int xs_attn_rwalk_next(xs_attn_rwalk *w)
 
 /* ---- couriers' memory operations (docs/UP.md "Couriers": who waits on whom) ------------- */
 
-XS_DEV uint64_t xs_attn_ld_acquire_gpu(const uint64_t *p)
-{
-    uint64_t v;
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-XS_DEV void xs_attn_st_release_gpu(uint64_t *p, uint64_t v)
-{
-    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-/* A strong store at system scope; after a fence.sc.sys by the same thread it is a release
- * pattern (one fence for many flags instead of one per st.release.sys). */
-XS_DEV void xs_attn_st_relaxed_sys(uint64_t *p, uint64_t v)
-{
-    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
 /* 16 bytes from L2 (.cg: not from this SM's L1, which never saw the compute CTAs' stores). */
 XS_DEV uint4 xs_attn_ld16_cg(const void *p)
 {
@@ -481,7 +465,7 @@ XS_DEV int xs_attn_wait_eq(const uint64_t *p, uint64_t v, uint64_t timeout_ns,
                            const xs_devstatus *st)
 {
     const unsigned long long t0 = xs_globaltimer();
-    while (xs_attn_ld_acquire_gpu(p) != v) {
+    while (xs_ld_acquire_gpu(p) != v) {
         if (st && *(const volatile unsigned int *)&st->code)
             return 2;
         if (xs_globaltimer() - t0 > timeout_ns)
@@ -766,7 +750,7 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
             store_cyc += clock64() - c0;
             __syncthreads();
             if (tid == 0)
-                xs_attn_st_release_gpu(a.sync + tile, a.signal);
+                xs_st_release_gpu(a.sync + tile, a.signal);
         } else if (split == 0) {
             const long long c0 = clock64();
             xs_attn_store_units(a, tab, stg, wrow0, h, p0, 0, XS_ATTN_UNITS_PER_WARP, lane);
@@ -808,7 +792,7 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
             /* done: every store of this CTA (window 0's rows included) before the flag that
              * the raising courier acquires; it raises the signals for all */
             __threadfence_system();
-            xs_attn_st_release_gpu(a.sync + ntiles + blockIdx.x, a.signal);
+            xs_st_release_gpu(a.sync + ntiles + blockIdx.x, a.signal);
         } else if (a.out == XS_ATTN_OUT_WINDOWS && a.signal) {
             /* release at system scope after the barrier: cumulative over the CTA's payload
              * stores, so a destination that acquires the flag sees this CTA's rows */
@@ -926,7 +910,7 @@ XS_DEV void xs_attn_courier(const xs_attn_args &a, const xs_wintab &tab, unsigne
         if (!failed) {
             /* this courier's stores, host windows included, before its done flag */
             __threadfence_system();
-            xs_attn_st_release_gpu(a.sync + ntiles + blockIdx.x, a.signal);
+            xs_st_release_gpu(a.sync + ntiles + blockIdx.x, a.signal);
         }
     }
     if (failed || c != C - 1)
@@ -957,7 +941,7 @@ XS_DEV void xs_attn_courier(const xs_attn_args &a, const xs_wintab &tab, unsigne
     __threadfence_system();
     const int nflags = tab.nranks * (int)gridDim.x;
     for (int i = tid; i < nflags; i += XS_ATTN_THREADS)
-        xs_attn_st_relaxed_sys(tab.flags[i / gridDim.x] + i % gridDim.x, a.signal);
+        xs_st_relaxed_sys(tab.flags[i / gridDim.x] + i % gridDim.x, a.signal);
 }
 
 #endif /* __CUDACC__ */

@@ -798,20 +798,6 @@ typedef struct {
 #define XS_MOE_CPACE_DETAIL 0xfffffffeu   /* a courier's pacer */
 #define XS_MOE_CWAIT_DETAIL 0x80000000u   /* | j: a courier waiting for Linear-2 tile j (clist) */
 
-/* gpu-scope release / acquire: the couriers and the compute CTAs are on one GPU */
-static __device__ __forceinline__ void xs_moe_st_release_gpu(unsigned long long *p,
-                                                             unsigned long long v)
-{
-    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-static __device__ __forceinline__ unsigned long long xs_moe_ld_acquire_gpu(
-    const unsigned long long *p)
-{
-    unsigned long long v;
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
 
 /* The combine pacer (thread 0 of a Linear-2 tile with remote rows, after the epilogue staged the
  * tile and before its stores): a software model of the link, one word in device memory, holds the
@@ -853,7 +839,7 @@ static __device__ int xs_moe_courier_wait(const xs_moe_kargs &a, int j, int rbi,
 {
     const unsigned long long *flag = a.ready + (size_t)rbi * a.l2_per_rb + nb;
     const unsigned long long t0 = xs_globaltimer();
-    while (xs_moe_ld_acquire_gpu(flag) == 0ull) {
+    while (xs_ld_acquire_gpu((const uint64_t *)flag) == 0ull) {
         if (*(volatile unsigned int *)&a.status->code != 0)
             return 1;
         if (xs_globaltimer() - t0 > a.timeout_ns) {
@@ -1160,7 +1146,7 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
                 /* the staged rows to the couriers: the barrier above ordered every thread's
                  * stores before this release (cumulative) */
                 __threadfence();
-                xs_moe_st_release_gpu(a.ready + (size_t)rbi * a.l2_per_rb + nb, 1ull);
+                xs_st_release_gpu((uint64_t *)(a.ready + (size_t)rbi * a.l2_per_rb + nb), 1ull);
             }
             if (kind == 1 && !(a.fault_skip_l1 && ti == 0)) {
                 if (a.trace)

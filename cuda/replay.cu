@@ -80,12 +80,6 @@ struct xs_replayer {
     cudaStream_t stream;
 };
 
-static __device__ __forceinline__ unsigned long long ld_acquire_gpu(const unsigned long long *p)
-{
-    unsigned long long v;
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
 
 __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
     replay_kernel(xs_wintab tab, const xs_drow *rows, int nrows, xs_stamp *stamps,
@@ -131,7 +125,7 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
                 go = 1; /* wakes the other producers, which then see the failure */
             atomicExch(&scratch[0], go);
         } else {
-            while ((go = ld_acquire_gpu(&scratch[0])) == 0) {
+            while ((go = xs_ld_acquire_gpu((const uint64_t *)&scratch[0])) == 0) {
                 if (xs_globaltimer() > a.g0 + timeout_ns) {
                     xs_devfail(st, XS_DEVERR_TIMEOUT, 0);
                     s_abort = 1;
@@ -181,7 +175,7 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
                 atomicAdd(&scratch[1], 1ull);
                 unsigned long long want = (unsigned long long)(r + 1) * grid;
                 unsigned long long t0 = xs_globaltimer();
-                while (ld_acquire_gpu(&scratch[1]) < want) {
+                while (xs_ld_acquire_gpu((const uint64_t *)&scratch[1]) < want) {
                     if (xs_globaltimer() - t0 > timeout_ns) {
                         xs_devfail(st, XS_DEVERR_TIMEOUT, 1000000ull + r);
                         s_abort = 1;

@@ -193,17 +193,6 @@ XS_DEV uint64_t *tp90_gpu_tag(uint64_t *f) { return (uint64_t *)((uintptr_t)f | 
 XS_DEV bool tp90_is_gpu(const uint64_t *f) { return ((uintptr_t)f & 1u) != 0; }
 XS_DEV uint64_t *tp90_untag(uint64_t *f) { return (uint64_t *)((uintptr_t)f & ~(uintptr_t)1u); }
 
-XS_DEV void tp90_st_release_gpu(uint64_t *p, uint64_t v)
-{
-    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-XS_DEV uint64_t tp90_ld_acquire_gpu(const uint64_t *p)
-{
-    uint64_t v;
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
 
 /* Protocol-bug bound of a ring wait: the longest legitimate wait is the other role's dependency
  * wait (a.timeout_ns) plus a tile. */
@@ -343,7 +332,7 @@ XS_DEV void tp90_raise(const tp_args &a, tp90_sq *q, uint64_t *flag, uint64_t *s
     if (a.eager_flags) {
         if (TAGS && tp90_is_gpu(flag)) {
             /* release at gpu scope: cumulative over the payload the barrier ordered before it */
-            tp90_st_release_gpu(tp90_untag(flag), a.epoch);
+            xs_st_release_gpu(tp90_untag(flag), a.epoch);
             return;
         }
         __threadfence_system();
@@ -405,7 +394,7 @@ XS_DEV void tp90_signal(const tp_args &a, tp90_sq *q)
         for (; tail != h; tail++) {
             uint64_t *f = tp90_sq_get(&q->flag[tail % TP90_SQ]);
             if (TAGS && tp90_is_gpu(f))
-                tp90_st_release_gpu(tp90_untag(f), a.epoch);
+                xs_st_release_gpu(tp90_untag(f), a.epoch);
             else
                 xs_st_release_sys(f, a.epoch);
             uint64_t *sh = tp90_sq_get(&q->shadow[tail % TP90_SQ]);
@@ -648,10 +637,10 @@ XS_DEV void tp90_ccopy(const tp90_ctile &c, int tid, unsigned long long t0, floa
  * first. */
 XS_DEV int tp90_cwait(const tp_args &a, const tp90_cour &k, const uint64_t *ready, int task)
 {
-    if (tp90_ld_acquire_gpu(ready) >= a.epoch)
+    if (xs_ld_acquire_gpu(ready) >= a.epoch)
         return 0;
     const unsigned long long t0 = xs_globaltimer();
-    while (tp90_ld_acquire_gpu(ready) < a.epoch) {
+    while (xs_ld_acquire_gpu(ready) < a.epoch) {
         if (tp_failed(a))
             return 2;
         if (xs_globaltimer() - t0 > a.timeout_ns) {

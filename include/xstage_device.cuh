@@ -122,6 +122,26 @@ XS_DEV void xs_st_release_sys(uint64_t *p, uint64_t v)
     asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+/* gpu scope: flags whose writer and readers are CTAs of this GPU (couriers, grid barriers) */
+XS_DEV uint64_t xs_ld_acquire_gpu(const uint64_t *p)
+{
+    uint64_t v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+XS_DEV void xs_st_release_gpu(uint64_t *p, uint64_t v)
+{
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+/* A strong store at system scope; after a fence.sc.sys by the same thread it is a release
+ * pattern (one fence for many flags instead of one st.release.sys each). */
+XS_DEV void xs_st_relaxed_sys(uint64_t *p, uint64_t v)
+{
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
 /* Payload first, then the flag: every thread of the CTA has issued its payload stores before the
  * barrier; the release by thread 0 is cumulative over them, so a receiver that acquires the flag
  * sees the payload. Call from all threads of the CTA. */
