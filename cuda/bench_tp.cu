@@ -695,10 +695,30 @@ static int verified(xs_tp *t, const tpb_row *row, const char *variant, int *prin
     return c.ok;
 }
 
+enum { TPB_MAX_PILOT = 10 }; /* the most pilots of a planner (the helpers' arrays) */
+
+/* The pilot set: fixed[0..nfix) in order, less those outside 0..nc, not usable or repeated,
+ * into pilot[]; returns their count. must_run[0..nfix) = -1: decided by this rank's own
+ * duplicate check (one GPU; tpb_agree_pilot_set decides for real peers). */
+static int tpb_pilot_set(const int *fixed, int nfix, int nc, const int *usable, int *pilot,
+                         int *must_run)
+{
+    int np = 0;
+    for (int i = 0; i < nfix; i++) {
+        int dup = fixed[i] < 0 || fixed[i] >= nc || !usable[fixed[i]];
+        for (int j = 0; j < np; j++)
+            dup |= pilot[j] == fixed[i];
+        if (!dup)
+            pilot[np++] = fixed[i];
+    }
+    for (int i = 0; i < nfix; i++)
+        must_run[i] = -1;
+    return np;
+}
+
 /* Real peers (a no-op otherwise): every rank takes rank 0's pilot set pilot[0..*np) (nfix <=
  * TPB_MAX_PILOT slots) and model choice *choice, and must_run[i] becomes whether pilot i's list
  * is new on any rank (naive's list, in slot sn, counts as seen; slot 2 is overwritten). */
-enum { TPB_MAX_PILOT = 10 };
 static xs_status tpb_agree_pilot_set(const tpb_ctx *cx, xs_tp *t, int sn, const xs_tp_pace *cand,
                                      const xs_tp_costs *cost, int nfix, int *pilot, int *np,
                                      int *choice, int *must_run)
@@ -847,18 +867,9 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
     enum { NFIX = 7 };
     static_assert(NFIX <= TPB_MAX_PILOT, "tpb_agree_pilot_set, tpb_pilot_runs: pilot arrays");
     const int fixed[NFIX] = {front, mbest, 24, 25, 26, 0, 2 * 4 + 1 * 2 + 0};
-    int pilot[NFIX], np = 0;
-    for (int i = 0; i < NFIX; i++) {
-        int dup = fixed[i] < 0 || fixed[i] >= nc || !usable[fixed[i]];
-        for (int j = 0; j < np; j++)
-            dup |= pilot[j] == fixed[i];
-        if (!dup)
-            pilot[np++] = fixed[i];
-    }
+    int pilot[NFIX], must_run[NFIX];
+    int np = tpb_pilot_set(fixed, NFIX, nc, usable, pilot, must_run);
     int best = -1; /* -1: the naive order */
-    int must_run[NFIX];
-    for (int i = 0; i < NFIX; i++)
-        must_run[i] = -1;
     int model_choice = mbest >= 0 && pred[mbest] < pn.model_ns ? mbest : -1;
     XS_TRY(tpb_agree_pilot_set(cx, t, sn, cand, cost, NFIX, pilot, &np, &model_choice,
                                must_run));
@@ -1049,23 +1060,14 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
                 best_stream = order[i];
         enum { TPB_NFIXED = 10 };
         static_assert(TPB_NFIXED <= TPB_MAX_PILOT, "tpb_agree_pilot_set, tpb_pilot_runs");
-        int pilot[TPB_NFIXED], np = 0;
         const int fixed[TPB_NFIXED] = {order[0], 0 * 4 + 0 * 2 + 0, 2 * 4 + 1 * 2 + 0,
                                        2 * 4 + 1 * 2 + 1, best_stream, 12 + 0 * 2 + 0,
                                        12 + 2 * 2 + 0, 24, 25, 26};
-        for (int i = 0; i < TPB_NFIXED; i++) {
-            int dup = fixed[i] < 0 || fixed[i] >= nc || !usable[fixed[i]];
-            for (int j = 0; j < np; j++)
-                dup |= pilot[j] == fixed[i];
-            if (!dup)
-                pilot[np++] = fixed[i];
-        }
+        int pilot[TPB_NFIXED], must_run[TPB_NFIXED];
+        int np = tpb_pilot_set(fixed, TPB_NFIXED, nc, usable, pilot, must_run);
         int best = -1; /* -1: the naive order */
         /* real peers: rank 0's model decides the pilot set (each rank's order is its own
          * rotation of the same plan, and all ranks must run the same number of launches) */
-        int must_run[TPB_NFIXED];
-        for (int i = 0; i < TPB_NFIXED; i++)
-            must_run[i] = -1; /* -1: decided by this rank's own duplicate check (one GPU) */
         if (cx->coll) {
             int choice = pred[order[0]] < pn.model_ns ? order[0] : -1;
             ROW_TRY(tpb_agree_pilot_set(cx, t, 0, cand, &cost, TPB_NFIXED, pilot, &np, &choice,
