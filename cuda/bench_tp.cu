@@ -695,6 +695,127 @@ static int verified(xs_tp *t, const tpb_row *row, const char *variant, int *prin
     return c.ok;
 }
 
+enum { TPB_MAX_PILOT = 10 }; /* the most pilots of a planner (the helpers' arrays) */
+
+/* The pilot set: fixed[0..nfix) in order, less those outside 0..nc, not usable or repeated,
+ * into pilot[]; returns their count. must_run[0..nfix) = -1: decided by this rank's own
+ * duplicate check (one GPU; tpb_agree_pilot_set decides for real peers). */
+static int tpb_pilot_set(const int *fixed, int nfix, int nc, const int *usable, int *pilot,
+                         int *must_run)
+{
+    int np = 0;
+    for (int i = 0; i < nfix; i++) {
+        int dup = fixed[i] < 0 || fixed[i] >= nc || !usable[fixed[i]];
+        for (int j = 0; j < np; j++)
+            dup |= pilot[j] == fixed[i];
+        if (!dup)
+            pilot[np++] = fixed[i];
+    }
+    for (int i = 0; i < nfix; i++)
+        must_run[i] = -1;
+    return np;
+}
+
+/* Real peers (a no-op otherwise): every rank takes rank 0's pilot set pilot[0..*np) (nfix <=
+ * TPB_MAX_PILOT slots) and model choice *choice, and must_run[i] becomes whether pilot i's list
+ * is new on any rank (naive's list, in slot sn, counts as seen; slot 2 is overwritten). */
+static xs_status tpb_agree_pilot_set(const tpb_ctx *cx, xs_tp *t, int sn, const xs_tp_pace *cand,
+                                     const xs_tp_costs *cost, int nfix, int *pilot, int *np,
+                                     int *choice, int *must_run)
+{
+    if (!cx->coll)
+        return XS_OK;
+    double v[2 + TPB_MAX_PILOT];
+    v[0] = *np;
+    v[1] = *choice;
+    for (int i = 0; i < nfix; i++)
+        v[2 + i] = i < *np ? pilot[i] : -1;
+    XS_TRY(tpb_agree_rank0(cx, v, 2 + nfix));
+    *np = (int)v[0];
+    *choice = (int)v[1];
+    for (int i = 0; i < *np; i++)
+        pilot[i] = (int)v[2 + i];
+    /* a list is run when it is new on any rank */
+    double nd[TPB_MAX_PILOT];
+    unsigned long long seen[TPB_MAX_PILOT + 1];
+    int nseen = 0;
+    seen[nseen++] = xs_tp_order_hash(t, sn);
+    for (int i = 0; i < *np; i++) {
+        XS_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], cost, cx->prof));
+        nd[i] = tpb_new_list(t, seen, &nseen);
+    }
+    XS_TRY(tpb_agree_max(cx, nd, *np > 0 ? *np : 1));
+    for (int i = 0; i < *np; i++)
+        must_run[i] = nd[i] != 0.0;
+    return XS_OK;
+}
+
+/* The pilot runs: naive (slot sn; run twice, the first run warms the outbox and the windows
+ * up), then each candidate cand[pilot[i]], i < np <= TPB_MAX_PILOT, built into slot 2, whose
+ * list is new (must_run[i] >= 0 decides instead: real peers, new on any rank); each verified
+ * as "pilot naive<tag>" / "pilot shaped<tag>" (failures clear *ok). buf (size bytes) gets
+ * "naive <us>, <label> <us>, ...". *best: the fastest (kept when naive is the fastest on one
+ * GPU; callers start it at -1, naive), *pick_ms its time; real peers: the fastest by the
+ * slowest rank's time, and coll_note (when not NULL) is appended to buf. */
+static xs_status tpb_pilot_runs(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, int sn,
+                                const xs_tp_run_opts *ro, const xs_tp_pace *cand,
+                                const xs_tp_costs *cost, const int *pilot, int np,
+                                const int *must_run, const char *tag, const char *coll_note,
+                                char *buf, size_t size, int *ok, int *best, double *pick_ms)
+{
+    float ms = 0, best_ms = 0;
+    int pr = 0;
+    double dummy = 0;
+    double pilot_ms[TPB_MAX_PILOT + 1];
+    int pilot_of[TPB_MAX_PILOT + 1], npr = 0;
+    char what[64];
+    snprintf(what, sizeof what, "pilot naive%s", tag);
+    XS_TRY(tpb_run(cx, t, sn, ro, 0, &ms));
+    *ok &= verified(t, row, what, &pr, &dummy);
+    XS_TRY(tpb_run(cx, t, sn, ro, 0, &best_ms));
+    *ok &= verified(t, row, what, &pr, &dummy);
+    pilot_ms[npr] = best_ms, pilot_of[npr++] = -1;
+    size_t pl = (size_t)snprintf(buf, size, "naive %.1f", best_ms * 1e3);
+    unsigned long long seen[TPB_MAX_PILOT + 1];
+    int nseen = 0;
+    seen[nseen++] = xs_tp_order_hash(t, sn);
+    snprintf(what, sizeof what, "pilot shaped%s", tag);
+    for (int i = 0; i < np; i++) {
+        XS_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], cost, cx->prof));
+        int fresh = tpb_new_list(t, seen, &nseen);
+        if (must_run[i] >= 0) /* real peers: new on any rank */
+            fresh = must_run[i];
+        if (!fresh)
+            continue;
+        XS_TRY(tpb_run(cx, t, 2, ro, 0, &ms));
+        *ok &= verified(t, row, what, &pr, &dummy);
+        pilot_ms[npr] = ms, pilot_of[npr++] = pilot[i];
+        char lab[32];
+        pace_label(&cand[pilot[i]], lab, sizeof lab);
+        if (pl < size)
+            pl += (size_t)snprintf(buf + pl, size - pl, ", %s %.1f", lab, ms * 1e3);
+        if (ms < best_ms)
+            best_ms = ms, *best = pilot[i];
+    }
+    *pick_ms = best_ms;
+    if (cx->coll) {
+        /* the fastest by the slowest rank's time: the same choice on every rank */
+        double v[TPB_MAX_PILOT + 1];
+        for (int i = 0; i < npr; i++)
+            v[i] = pilot_ms[i];
+        XS_TRY(tpb_agree_max(cx, v, npr));
+        *best = -1;
+        int b = 0;
+        for (int i = 1; i < npr; i++)
+            if (v[i] < v[b])
+                b = i, *best = pilot_of[i];
+        *pick_ms = v[b];
+        if (coll_note && pl < size)
+            snprintf(buf + pl, size - pl, "%s", coll_note);
+    }
+    return XS_OK;
+}
+
 /* --couriers: plan courier count N (rc->n) of a configuration: its naive order into slot sn and
  * the fastest of a verified pilot run of its candidates (or the model's best, --pick model) into
  * slot ss, both built for grid - N compute CTAs (xs_tp_set_couriers; the context's own count is
@@ -744,96 +865,23 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
             mbest = i;
     }
     enum { NFIX = 7 };
+    static_assert(NFIX <= TPB_MAX_PILOT, "tpb_agree_pilot_set, tpb_pilot_runs: pilot arrays");
     const int fixed[NFIX] = {front, mbest, 24, 25, 26, 0, 2 * 4 + 1 * 2 + 0};
-    int pilot[NFIX], np = 0;
-    for (int i = 0; i < NFIX; i++) {
-        int dup = fixed[i] < 0 || fixed[i] >= nc || !usable[fixed[i]];
-        for (int j = 0; j < np; j++)
-            dup |= pilot[j] == fixed[i];
-        if (!dup)
-            pilot[np++] = fixed[i];
-    }
+    int pilot[NFIX], must_run[NFIX];
+    int np = tpb_pilot_set(fixed, NFIX, nc, usable, pilot, must_run);
     int best = -1; /* -1: the naive order */
-    int must_run[NFIX];
-    for (int i = 0; i < NFIX; i++)
-        must_run[i] = -1;
     int model_choice = mbest >= 0 && pred[mbest] < pn.model_ns ? mbest : -1;
-    if (cx->coll) {
-        double v[2 + NFIX];
-        v[0] = np;
-        v[1] = model_choice;
-        for (int i = 0; i < NFIX; i++)
-            v[2 + i] = i < np ? pilot[i] : -1;
-        XS_TRY(tpb_agree_rank0(cx, v, 2 + NFIX));
-        np = (int)v[0];
-        model_choice = (int)v[1];
-        for (int i = 0; i < np; i++)
-            pilot[i] = (int)v[2 + i];
-        double nd[NFIX];
-        unsigned long long seen[NFIX + 1];
-        int nseen = 0;
-        seen[nseen++] = xs_tp_order_hash(t, sn);
-        for (int i = 0; i < np; i++) {
-            XS_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], cost, cx->prof));
-            nd[i] = tpb_new_list(t, seen, &nseen);
-        }
-        XS_TRY(tpb_agree_max(cx, nd, np > 0 ? np : 1));
-        for (int i = 0; i < np; i++)
-            must_run[i] = nd[i] != 0.0;
-    }
+    XS_TRY(tpb_agree_pilot_set(cx, t, sn, cand, cost, NFIX, pilot, &np, &model_choice,
+                               must_run));
     rc->pilot[0] = 0;
     rc->pick_ms = NAN;
     if (o->model_pick) {
         best = model_choice;
     } else {
-        float ms = 0, best_ms = 0;
-        int pr = 0;
-        double dummy = 0;
-        double pilot_ms[NFIX + 1];
-        int pilot_of[NFIX + 1], npr = 0;
-        char what[64];
-        snprintf(what, sizeof what, "pilot naive, %d couriers", N);
-        XS_TRY(tpb_run(cx, t, sn, &ro, 0, &ms)); /* (warms the outbox and the windows up) */
-        *ok &= verified(t, row, what, &pr, &dummy);
-        XS_TRY(tpb_run(cx, t, sn, &ro, 0, &best_ms));
-        *ok &= verified(t, row, what, &pr, &dummy);
-        pilot_ms[npr] = best_ms, pilot_of[npr++] = -1;
-        size_t pl = (size_t)snprintf(rc->pilot, sizeof rc->pilot, "naive %.1f", best_ms * 1e3);
-        unsigned long long seen[NFIX + 1];
-        int nseen = 0;
-        seen[nseen++] = xs_tp_order_hash(t, sn);
-        snprintf(what, sizeof what, "pilot shaped, %d couriers", N);
-        for (int i = 0; i < np; i++) {
-            XS_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], cost, cx->prof));
-            int fresh = tpb_new_list(t, seen, &nseen);
-            if (must_run[i] >= 0)
-                fresh = must_run[i];
-            if (!fresh)
-                continue;
-            XS_TRY(tpb_run(cx, t, 2, &ro, 0, &ms));
-            *ok &= verified(t, row, what, &pr, &dummy);
-            pilot_ms[npr] = ms, pilot_of[npr++] = pilot[i];
-            char lab[32];
-            pace_label(&cand[pilot[i]], lab, sizeof lab);
-            if (pl < sizeof rc->pilot)
-                pl += (size_t)snprintf(rc->pilot + pl, sizeof rc->pilot - pl, ", %s %.1f", lab,
-                                       ms * 1e3);
-            if (ms < best_ms)
-                best_ms = ms, best = pilot[i];
-        }
-        rc->pick_ms = best_ms;
-        if (cx->coll) {
-            double v[NFIX + 1];
-            for (int i = 0; i < npr; i++)
-                v[i] = pilot_ms[i];
-            XS_TRY(tpb_agree_max(cx, v, npr));
-            best = -1;
-            int b = 0;
-            for (int i = 1; i < npr; i++)
-                if (v[i] < v[b])
-                    b = i, best = pilot_of[i];
-            rc->pick_ms = v[b];
-        }
+        char tag[32];
+        snprintf(tag, sizeof tag, ", %d couriers", N);
+        XS_TRY(tpb_pilot_runs(cx, t, row, sn, &ro, cand, cost, pilot, np, must_run, tag, NULL,
+                              rc->pilot, sizeof rc->pilot, ok, &best, &rc->pick_ms));
     }
     xs_tp_pred ps;
     if (best < 0) {
@@ -1011,104 +1059,31 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             if (cand[order[i]].spread && usable[order[i]])
                 best_stream = order[i];
         enum { TPB_NFIXED = 10 };
-        int pilot[TPB_NFIXED], np = 0;
+        static_assert(TPB_NFIXED <= TPB_MAX_PILOT, "tpb_agree_pilot_set, tpb_pilot_runs");
         const int fixed[TPB_NFIXED] = {order[0], 0 * 4 + 0 * 2 + 0, 2 * 4 + 1 * 2 + 0,
                                        2 * 4 + 1 * 2 + 1, best_stream, 12 + 0 * 2 + 0,
                                        12 + 2 * 2 + 0, 24, 25, 26};
-        for (int i = 0; i < TPB_NFIXED; i++) {
-            int dup = fixed[i] < 0 || fixed[i] >= nc || !usable[fixed[i]];
-            for (int j = 0; j < np; j++)
-                dup |= pilot[j] == fixed[i];
-            if (!dup)
-                pilot[np++] = fixed[i];
-        }
+        int pilot[TPB_NFIXED], must_run[TPB_NFIXED];
+        int np = tpb_pilot_set(fixed, TPB_NFIXED, nc, usable, pilot, must_run);
         int best = -1; /* -1: the naive order */
         /* real peers: rank 0's model decides the pilot set (each rank's order is its own
          * rotation of the same plan, and all ranks must run the same number of launches) */
-        int must_run[TPB_NFIXED];
-        for (int i = 0; i < TPB_NFIXED; i++)
-            must_run[i] = -1; /* -1: decided by this rank's own duplicate check (one GPU) */
         if (cx->coll) {
-            double v[2 + TPB_NFIXED];
-            v[0] = np;
-            v[1] = pred[order[0]] < pn.model_ns ? order[0] : -1;
-            for (int i = 0; i < TPB_NFIXED; i++)
-                v[2 + i] = i < np ? pilot[i] : -1;
-            ROW_TRY(tpb_agree_rank0(cx, v, 2 + TPB_NFIXED));
-            np = (int)v[0];
-            for (int i = 0; i < np; i++)
-                pilot[i] = (int)v[2 + i];
+            int choice = pred[order[0]] < pn.model_ns ? order[0] : -1;
+            ROW_TRY(tpb_agree_pilot_set(cx, t, 0, cand, &cost, TPB_NFIXED, pilot, &np, &choice,
+                                        must_run));
             if (o->model_pick)
-                best = (int)v[1];
-            /* a list is run when it is new on any rank */
-            double nd[TPB_NFIXED];
-            unsigned long long seen[TPB_NFIXED + 1];
-            int nseen = 0;
-            seen[nseen++] = xs_tp_order_hash(t, 0);
-            for (int i = 0; i < np; i++) {
-                ROW_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], &cost, cx->prof));
-                nd[i] = tpb_new_list(t, seen, &nseen);
-            }
-            ROW_TRY(tpb_agree_max(cx, nd, np > 0 ? np : 1));
-            for (int i = 0; i < np; i++)
-                must_run[i] = nd[i] != 0.0;
+                best = choice;
         }
-        double pilot_ms[TPB_NFIXED + 1];
-        int pilot_of[TPB_NFIXED + 1], npr = 0;
         row->pick_ms = NAN;
         if (o->model_pick && !cx->coll) {
             best = pred[order[0]] < pn.model_ns ? order[0] : -1;
         } else if (!o->model_pick) {
             ro.local = 0;
-            float ms = 0, best_ms = 0;
-            int pr = 0;
-            double dummy = 0;
             /* naive first (its run also warms the virtual windows up), then the candidates */
-            ROW_TRY(tpb_run(cx, t, 0, &ro, 0, &ms));
-            ok &= verified(t, row, "pilot naive", &pr, &dummy);
-            ROW_TRY(tpb_run(cx, t, 0, &ro, 0, &best_ms));
-            ok &= verified(t, row, "pilot naive", &pr, &dummy);
-            pilot_ms[npr] = best_ms, pilot_of[npr++] = -1;
-            size_t pl = (size_t)snprintf(row->pilot, sizeof row->pilot, "naive %.1f",
-                                         best_ms * 1e3);
-            unsigned long long seen[TPB_NFIXED + 1];
-            int nseen = 0;
-            seen[nseen++] = xs_tp_order_hash(t, 0);
-            for (int i = 0; i < np; i++) {
-                ROW_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], &cost, cx->prof));
-                int fresh = tpb_new_list(t, seen, &nseen);
-                if (must_run[i] >= 0) /* real peers: new on any rank */
-                    fresh = must_run[i];
-                if (!fresh)
-                    continue;
-                ROW_TRY(tpb_run(cx, t, 2, &ro, 0, &ms));
-                ok &= verified(t, row, "pilot shaped", &pr, &dummy);
-                pilot_ms[npr] = ms, pilot_of[npr++] = pilot[i];
-                char lab[32];
-                pace_label(&cand[pilot[i]], lab, sizeof lab);
-                if (pl < sizeof row->pilot)
-                    pl += (size_t)snprintf(row->pilot + pl, sizeof row->pilot - pl, ", %s %.1f",
-                                           lab, ms * 1e3);
-                if (ms < best_ms)
-                    best_ms = ms, best = pilot[i];
-            }
-            row->pick_ms = best_ms;
-            if (cx->coll) {
-                /* the fastest by the slowest rank's time: the same choice on every rank */
-                double v[TPB_NFIXED + 1];
-                for (int i = 0; i < npr; i++)
-                    v[i] = pilot_ms[i];
-                ROW_TRY(tpb_agree_max(cx, v, npr));
-                best = -1;
-                int b = 0;
-                for (int i = 1; i < npr; i++)
-                    if (v[i] < v[b])
-                        b = i, best = pilot_of[i];
-                row->pick_ms = v[b];
-                if (pl < sizeof row->pilot)
-                    snprintf(row->pilot + pl, sizeof row->pilot - pl, " (chosen by the slowest "
-                             "rank's time)");
-            }
+            ROW_TRY(tpb_pilot_runs(cx, t, row, 0, &ro, cand, &cost, pilot, np, must_run, "",
+                                   " (chosen by the slowest rank's time)", row->pilot,
+                                   sizeof row->pilot, &ok, &best, &row->pick_ms));
         }
         /* rank of the chosen order in the model's ranking of naive and the candidates */
         const double chosen = best < 0 ? pn.model_ns : pred[best];

@@ -1681,25 +1681,28 @@ extern "C" xs_status xs_tp_set_couriers(xs_tp *t, int couriers)
 
 extern "C" int xs_tp_get_couriers(const xs_tp *t) { return t->couriers; }
 
+/* *to = bytes_per_ns when it is 0 (what0: "unpaced", "no limit") or in 0.1..1e6 B/ns: below 0.1
+ * B/ns a 64 KiB tile would take over 0.6 ms of pacing per courier. */
+static xs_status tp_set_courier_bytes_per_ns(double *to, double bytes_per_ns, const char *what,
+                                             const char *what0)
+{
+    if (!(bytes_per_ns == 0 || (bytes_per_ns >= 0.1 && bytes_per_ns <= 1e6)))
+        return xs_seterr(XS_EINVAL, "tp: courier %s %.3g B/ns (0 = %s, else 0.1..1e6)", what,
+                         bytes_per_ns, what0);
+    *to = bytes_per_ns;
+    return XS_OK;
+}
+
 extern "C" xs_status xs_tp_set_courier_pace(xs_tp *t, double bytes_per_ns)
 {
-    /* below 0.1 B/ns a 64 KiB tile would take over 0.6 ms of pacing per courier */
-    if (!(bytes_per_ns == 0 || (bytes_per_ns >= 0.1 && bytes_per_ns <= 1e6)))
-        return xs_seterr(XS_EINVAL, "tp: courier pace %.3g B/ns (0 = unpaced, else 0.1..1e6)",
-                         bytes_per_ns);
-    t->cour_pace = bytes_per_ns;
-    return XS_OK;
+    return tp_set_courier_bytes_per_ns(&t->cour_pace, bytes_per_ns, "pace", "unpaced");
 }
 
 extern "C" double xs_tp_get_courier_pace(const xs_tp *t) { return t->cour_pace; }
 
 extern "C" xs_status xs_tp_set_courier_rate(xs_tp *t, double bytes_per_ns)
 {
-    if (!(bytes_per_ns == 0 || (bytes_per_ns >= 0.1 && bytes_per_ns <= 1e6)))
-        return xs_seterr(XS_EINVAL, "tp: courier rate %.3g B/ns (0 = no limit, else 0.1..1e6)",
-                         bytes_per_ns);
-    t->cour_rate = bytes_per_ns;
-    return XS_OK;
+    return tp_set_courier_bytes_per_ns(&t->cour_rate, bytes_per_ns, "rate", "no limit");
 }
 
 extern "C" double xs_tp_get_courier_rate(const xs_tp *t) { return t->cour_rate; }

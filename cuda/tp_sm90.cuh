@@ -652,6 +652,20 @@ XS_DEV int tp90_cwait(const tp_args &a, const tp90_cour &k, const uint64_t *read
     return 0;
 }
 
+/* Thread 0 of a CTA (compute or courier) at its end: no more entries, so the signal warp raises
+ * what is queued and leaves (its fence is the CTA's last release; the end stamp below is
+ * sender-visible, before it); then the CTA's start and end stamps. (The list hash stays with the
+ * callers: passing the compute CTA's abort flag in here changed its code.) */
+XS_DEV void tp90_cta_done(const tp_args &a, tp90_sq *q, unsigned long long t_start)
+{
+    tp90_st_release_cta(&q->done, 1u);
+    const unsigned long long t_end = xs_globaltimer();
+    if (a.cta_ns) {
+        a.cta_ns[2 * blockIdx.x] = t_start;
+        a.cta_ns[2 * blockIdx.x + 1] = t_end;
+    }
+}
+
 /* A courier CTA (blockIdx.x >= k.ncomp): walk entries c, c + ncour, ... of k.walk (c = blockIdx.x
  * - ncomp), round robin over the couriers: first the pushes (in the order the GEMM 0 tiles need
  * them), then the remote tiles in the order the compute CTAs produce them. Per entry: copy
@@ -735,13 +749,7 @@ XS_DEV void tp90_courier(const tp_args &a, const xs_wintab &tab, const tp90_cour
         }
     }
     if (tid == 0) {
-        /* no more entries: the signal warp raises what is queued and leaves */
-        tp90_st_release_cta(&q->done, 1u);
-        const unsigned long long t_end = xs_globaltimer();
-        if (a.cta_ns) {
-            a.cta_ns[2 * blockIdx.x] = t_start;
-            a.cta_ns[2 * blockIdx.x + 1] = t_end;
-        }
+        tp90_cta_done(a, q, t_start);
         if (a.list_sum && !aborted)
             atomicAdd(a.list_sum, lsum);
     }
@@ -836,14 +844,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     if (aborted && tid == 0)
         *(volatile int *)&s_abort_c = 1; /* the producer stops issuing */
     if (tid == 0) {
-        /* no more entries: the signal warp raises what is queued and leaves (its fence is the
-         * CTA's last release; the end stamp below is sender-visible, before it) */
-        tp90_st_release_cta(&s_sq.done, 1u);
-        const unsigned long long t_end = xs_globaltimer();
-        if (a.cta_ns) {
-            a.cta_ns[2 * blockIdx.x] = t_start;
-            a.cta_ns[2 * blockIdx.x + 1] = t_end;
-        }
+        tp90_cta_done(a, &s_sq, t_start);
         if (a.list_sum && !aborted)
             atomicAdd(a.list_sum, s_lsum);
     }

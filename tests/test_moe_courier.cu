@@ -35,20 +35,11 @@
 #include <time.h>
 
 #include "xt.h"
+#include "xt_rand.h"
 #include "xstage.h"
 #include "../cuda/moe.h"
 
-static uint64_t rng_state;
-
-static uint64_t rng(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static int rnd(int n) { return (int)(rng() % (uint64_t)n); }
+static int rnd(int n) { return (int)(xt_rng() % (uint64_t)n); }
 
 /* ---- 1. the drain ------------------------------------------------------------------------------- */
 
@@ -164,6 +155,19 @@ static int same_list(const xs_moe_tile *a, const xs_moe_tile *b, int n)
     return 1;
 }
 
+/* m's task count (its Linear-1 and Linear-2 tiles), *info filled */
+static int task_count(xs_moe *m, xs_moe_info *info)
+{
+    xs_moe_get_info(m, info);
+    return info->l1_tiles + info->l2_tiles;
+}
+
+/* a zeroed trace of n tasks (one record to spare); NULL when out of memory */
+static xs_moe_tile *trace_new(int n)
+{
+    return (xs_moe_tile *)calloc((size_t)n + 1, sizeof(xs_moe_tile));
+}
+
 static void synth_costs(const xs_moe_config *c, xs_moe_costs *k)
 {
     memset(k, 0, sizeof *k);
@@ -192,10 +196,8 @@ static void plan_checks(const xs_profile *prof)
         return;
     }
     xs_moe_info info;
-    xs_moe_get_info(m, &info);
-    const int n = info.l1_tiles + info.l2_tiles;
-    xs_moe_tile *a = (xs_moe_tile *)calloc((size_t)n + 1, sizeof *a);
-    xs_moe_tile *b = (xs_moe_tile *)calloc((size_t)n + 1, sizeof *b);
+    const int n = task_count(m, &info);
+    xs_moe_tile *a = trace_new(n), *b = trace_new(n);
     xs_moe_costs c;
     synth_costs(cfg, &c);
     const double rate = XS_MOE_COURIER_PACE_FRAC * prof->drain_bytes_per_ns;
@@ -303,11 +305,8 @@ static void auto_checks(const xs_profile *prof)
     if (!m)
         return;
     xs_moe_info info;
-    xs_moe_get_info(m, &info);
-    const int n = info.l1_tiles + info.l2_tiles;
-    xs_moe_tile *tw = (xs_moe_tile *)calloc((size_t)n + 1, sizeof *tw);
-    xs_moe_tile *ti = (xs_moe_tile *)calloc((size_t)n + 1, sizeof *ti);
-    xs_moe_tile *tb = (xs_moe_tile *)calloc((size_t)n + 1, sizeof *tb);
+    const int n = task_count(m, &info);
+    xs_moe_tile *tw = trace_new(n), *ti = trace_new(n), *tb = trace_new(n);
     if (!tw || !ti || !tb) {
         XT_CHECK(0, "out of memory");
         free(tw); free(ti); free(tb);
@@ -502,7 +501,7 @@ static void auto_checks(const xs_profile *prof)
 int main(void)
 {
     const uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
-    rng_state = seed;
+    xt_rng_state = seed;
     printf("# seed %llu\n", (unsigned long long)seed);
     xs_profile prof;
     xs_profile_default(&prof);

@@ -25,17 +25,9 @@
 #include <time.h>
 
 #include "xt.h"
+#include "xt_rand.h"
 #include "xstage.h"
 #include "../cuda/attn.cuh"
-
-static uint64_t rng_state;
-static double urand(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return (double)((z ^ (z >> 31)) >> 11) * (1.0 / 9007199254740992.0);
-}
 
 /* 1. The walk: a permutation of [0, remote), in position order. */
 static void check_walk(void)
@@ -166,19 +158,19 @@ static void check_predict_random(void)
 {
     int bad = 0, cases = 0;
     for (int it = 0; it < 400; it++) {
-        const int tiles = 1 + (int)(urand() * 600);
-        const int ncta = 1 + (int)(urand() * (tiles < 140 ? tiles : 140));
-        const int remote = (int)(urand() * (tiles + 1));
-        const int C = 1 + (int)(urand() * 9);
-        const int order = urand() < 0.5 ? XS_ATTN_ORDER_SNAKE : XS_ATTN_ORDER_EARLY;
-        const double rate = 1 + urand() * 60, o = urand() < 0.5 ? 0 : urand() * 500;
+        const int tiles = 1 + (int)(xt_urand() * 600);
+        const int ncta = 1 + (int)(xt_urand() * (tiles < 140 ? tiles : 140));
+        const int remote = (int)(xt_urand() * (tiles + 1));
+        const int C = 1 + (int)(xt_urand() * 9);
+        const int order = xt_urand() < 0.5 ? XS_ATTN_ORDER_SNAKE : XS_ATTN_ORDER_EARLY;
+        const double rate = 1 + xt_urand() * 60, o = xt_urand() < 0.5 ? 0 : xt_urand() * 500;
         double *dur = (double *)malloc((size_t)tiles * sizeof(double));
         double *cb = (double *)malloc((size_t)tiles * sizeof(double));
         double *ready = (double *)malloc((size_t)tiles * sizeof(double));
         double total = 0;
         for (int t = 0; t < tiles; t++) {
-            dur[t] = 1000 + urand() * 30000;
-            cb[t] = t < remote ? 256.0 * (1 + (int)(urand() * 128)) : 0.0;
+            dur[t] = 1000 + xt_urand() * 30000;
+            cb[t] = t < remote ? 256.0 * (1 + (int)(xt_urand() * 128)) : 0.0;
             total += cb[t];
         }
         /* the replay, independently: each CTA's tiles back to back */
@@ -237,7 +229,7 @@ static void check_predict_random(void)
 int main(int argc, char **argv)
 {
     uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : (uint64_t)time(NULL);
-    rng_state = seed;
+    xt_rng_state = seed;
     printf("test_up_courier: seed %llu (pass it as the first argument to repeat)\n",
            (unsigned long long)seed);
     check_walk();

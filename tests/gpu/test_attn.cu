@@ -19,20 +19,12 @@
 
 #include "../../cuda/attn.cuh"
 #include "../xt.h"
+#include "../xt_rand.h"
 #include "xstage_cuda.h"
 #include "xstage_win.h"
 
 #define ATOL 2e-3 /* the benchmark's bf16 tolerance: |out - ref| <= ATOL + RTOL |ref| */
 #define RTOL 2e-2
-
-static uint64_t rng_state;
-static double urand(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return (double)((z ^ (z >> 31)) >> 11) * (1.0 / 9007199254740992.0);
-}
 
 /* Test-side CUDA check: a failing call is one failed assertion and ends the test binary with
  * the summary line, never a crash. */
@@ -104,9 +96,9 @@ static void shape_init(shape *s, int seq, int heads)
         exit(xt_done());
     }
     for (size_t i = 0; i < s->nel; i++) {
-        s->hq[i] = __float2bfloat16((float)(4 * urand() - 2));
-        s->hk[i] = __float2bfloat16((float)(4 * urand() - 2));
-        s->hv[i] = __float2bfloat16((float)(2 * urand() - 1));
+        s->hq[i] = __float2bfloat16((float)(4 * xt_urand() - 2));
+        s->hk[i] = __float2bfloat16((float)(4 * xt_urand() - 2));
+        s->hv[i] = __float2bfloat16((float)(2 * xt_urand() - 1));
     }
     cpu_reference(s, 0, s->ref);
     cpu_reference(s, 1, s->ref + s->nel);
@@ -211,6 +203,34 @@ static void test_local(const shape *s, int sm_count)
     cudaFree(d_tile);
 }
 
+/* P virtual peers' windows of the given bytes and flags; NULL (one failed check) when they
+ * cannot be opened. */
+static xs_winset *open_virtual(int P, size_t bytes, int nflags)
+{
+    xs_win_opts wo;
+    memset(&wo, 0, sizeof wo);
+    wo.target = XS_TARGET_VIRTUAL;
+    wo.virtual_peers = P;
+    wo.bytes = bytes;
+    wo.nflags = nflags;
+    xs_winset *ws = NULL;
+    xs_status st = xs_win_open(&wo, &ws);
+    XT_CHECK(st == XS_OK, "xs_win_open virtual %d: %s", P, xs_errmsg());
+    return st == XS_OK ? ws : NULL;
+}
+
+/* How many of the grid x ranks CTA signals of a run (value signal) are missing (d_bad: one
+ * device counter). */
+static unsigned long long missing_signals(const xs_wintab *tab, int grid, uint64_t signal,
+                                          unsigned long long *d_bad)
+{
+    unsigned long long bad_flags = 0;
+    TCU(cudaMemset(d_bad, 0, sizeof *d_bad));
+    TXS(xs_attn_flags_check(tab, grid, signal, d_bad, 0));
+    TCU(cudaMemcpy(&bad_flags, d_bad, sizeof bad_flags, cudaMemcpyDeviceToHost));
+    return bad_flags;
+}
+
 /* Fused output to P virtual peers: every byte at every destination equals the local output;
  * every CTA signalled every rank. */
 static void test_fused(const shape *s, int P, int sm_count)
@@ -219,16 +239,8 @@ static void test_fused(const shape *s, int P, int sm_count)
     int rpr = s->seq / P;
     int tiles = xs_attn_tiles(s->seq, s->heads);
     size_t shard = (size_t)rpr * s->heads * XS_ATTN_ROW_BYTES;
-    xs_win_opts wo;
-    memset(&wo, 0, sizeof wo);
-    wo.target = XS_TARGET_VIRTUAL;
-    wo.virtual_peers = P;
-    wo.bytes = shard;
-    wo.nflags = tiles; /* one per CTA of the largest grid */
-    xs_winset *ws = NULL;
-    xs_status st = xs_win_open(&wo, &ws);
-    XT_CHECK(st == XS_OK, "xs_win_open virtual %d: %s", P, xs_errmsg());
-    if (st != XS_OK)
+    xs_winset *ws = open_virtual(P, shard, tiles); /* one per CTA of the largest grid */
+    if (!ws)
         return;
     const xs_wintab *tab = xs_win_table(ws);
     XT_CHECK(tab->nranks == P, "window table has %d ranks, asked for %d", tab->nranks, P);
@@ -261,10 +273,7 @@ static void test_fused(const shape *s, int P, int sm_count)
                 TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
             TXS(xs_attn_fwd(&a, tab, grids[gi], 0));
             TCU(cudaDeviceSynchronize());
-            unsigned long long bad_flags = 0;
-            TCU(cudaMemset(d_bad, 0, sizeof *d_bad));
-            TXS(xs_attn_flags_check(tab, grids[gi], a.signal, d_bad, 0));
-            TCU(cudaMemcpy(&bad_flags, d_bad, sizeof bad_flags, cudaMemcpyDeviceToHost));
+            const unsigned long long bad_flags = missing_signals(tab, grids[gi], a.signal, d_bad);
             int bad_units = 0;
             for (int r = 0; r < P; r++) {
                 TCU(cudaMemcpy(got, tab->data[r], shard, cudaMemcpyDefault));
@@ -301,16 +310,9 @@ static void test_couriers(const shape *s, int P, int sm_count, int head_offset)
     const int rpr = s->seq / P, H = s->heads, tiles = xs_attn_tiles(s->seq, H);
     const int dh = head_offset ? 2 * H : H;
     const size_t row = (size_t)dh * XS_ATTN_ROW_BYTES, shard = (size_t)rpr * row;
-    xs_win_opts wo;
-    memset(&wo, 0, sizeof wo);
-    wo.target = XS_TARGET_VIRTUAL;
-    wo.virtual_peers = P;
-    wo.bytes = shard;
-    wo.nflags = tiles + 4; /* the largest grid: tiles compute CTAs + 4 couriers */
-    xs_winset *ws = NULL;
-    xs_status st = xs_win_open(&wo, &ws);
-    XT_CHECK(st == XS_OK, "xs_win_open virtual %d: %s", P, xs_errmsg());
-    if (st != XS_OK)
+    /* flags for the largest grid: tiles compute CTAs + 4 couriers */
+    xs_winset *ws = open_virtual(P, shard, tiles + 4);
+    if (!ws)
         return;
     const xs_wintab *tab = xs_win_table(ws);
     uint64_t *d_cta, *d_tile, *d_sync;
@@ -382,10 +384,7 @@ static void test_couriers(const shape *s, int P, int sm_count, int head_offset)
             TCU(cudaDeviceSynchronize());
             xs_devstatus hs;
             TCU(cudaMemcpy(&hs, d_st, sizeof hs, cudaMemcpyDeviceToHost));
-            unsigned long long bad_flags = 0;
-            TCU(cudaMemset(d_bad, 0, sizeof *d_bad));
-            TXS(xs_attn_flags_check(tab, grid, a.signal, d_bad, 0));
-            TCU(cudaMemcpy(&bad_flags, d_bad, sizeof bad_flags, cudaMemcpyDeviceToHost));
+            const unsigned long long bad_flags = missing_signals(tab, grid, a.signal, d_bad);
             int bad_units = 0;
             for (int r = 0; r < P; r++) {
                 TCU(cudaMemcpy(got, tab->data[r], shard, cudaMemcpyDefault));
@@ -449,16 +448,8 @@ static void test_courier_timeout(void)
     TXS(xs_attn_fill_random(q, nel, 11, -2.f, 2.f, 0));
     TXS(xs_attn_fill_random(k, nel, 12, -2.f, 2.f, 0));
     TXS(xs_attn_fill_random(v, nel, 13, -1.f, 1.f, 0));
-    xs_win_opts wo;
-    memset(&wo, 0, sizeof wo);
-    wo.target = XS_TARGET_VIRTUAL;
-    wo.virtual_peers = P;
-    wo.bytes = shard;
-    wo.nflags = 1 + C;
-    xs_winset *ws = NULL;
-    xs_status st = xs_win_open(&wo, &ws);
-    XT_CHECK(st == XS_OK, "xs_win_open virtual %d: %s", P, xs_errmsg());
-    if (st != XS_OK)
+    xs_winset *ws = open_virtual(P, shard, 1 + C);
+    if (!ws)
         return;
     const xs_wintab *tab = xs_win_table(ws);
     xs_attn_args a;
@@ -479,10 +470,7 @@ static void test_courier_timeout(void)
         TCU(cudaDeviceSynchronize()); /* returns: no CTA is left waiting */
         xs_devstatus hs;
         TCU(cudaMemcpy(&hs, d_st, sizeof hs, cudaMemcpyDeviceToHost));
-        unsigned long long bad_flags = 0;
-        TCU(cudaMemset(d_bad, 0, sizeof *d_bad));
-        TXS(xs_attn_flags_check(tab, 1 + C, a.signal, d_bad, 0));
-        TCU(cudaMemcpy(&bad_flags, d_bad, sizeof bad_flags, cudaMemcpyDeviceToHost));
+        const unsigned long long bad_flags = missing_signals(tab, 1 + C, a.signal, d_bad);
         if (pass == 0) {
             XT_CHECK(hs.code == XS_DEVERR_TIMEOUT && hs.block >= 1 && hs.detail < (unsigned)remote,
                      "courier timeout: status code %u in CTA %u (detail %llu), expected a "
@@ -507,16 +495,8 @@ static void test_fused_offset(const shape *s, int P)
 {
     const int rpr = s->seq / P, H = s->heads, tiles = xs_attn_tiles(s->seq, H);
     const size_t row = (size_t)2 * H * XS_ATTN_ROW_BYTES, shard = (size_t)rpr * row;
-    xs_win_opts wo;
-    memset(&wo, 0, sizeof wo);
-    wo.target = XS_TARGET_VIRTUAL;
-    wo.virtual_peers = P;
-    wo.bytes = shard;
-    wo.nflags = tiles;
-    xs_winset *ws = NULL;
-    xs_status st = xs_win_open(&wo, &ws);
-    XT_CHECK(st == XS_OK, "xs_win_open virtual %d: %s", P, xs_errmsg());
-    if (st != XS_OK)
+    xs_winset *ws = open_virtual(P, shard, tiles);
+    if (!ws)
         return;
     const xs_wintab *tab = xs_win_table(ws);
     __nv_bfloat16 *local = run_local(s, 1, tiles, NULL, NULL);
@@ -814,7 +794,7 @@ int main(int argc, char **argv)
         }
         tiny = 1;
     }
-    rng_state = seed;
+    xt_rng_state = seed;
     printf("test_attn: seed %llu (pass it as the first argument to repeat)\n",
            (unsigned long long)seed);
     xs_gpu_info gi;

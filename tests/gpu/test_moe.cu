@@ -562,27 +562,43 @@ static void timeout_case(void)
     xs_moe_weights_destroy(w);
 }
 
-/* a pacer that cannot let the second burst go within the bound reports it, in one line */
-static void pacer_timeout_case(void)
+/* The bounded-wait cases' problem: 600 tokens, top-1 of 2 experts (H 256, I 128), balanced, on
+ * 2 virtual peers. Makes the weights, the context and its virtual windows; each stays NULL
+ * when it could not be made (the failure counted). two_peer_close frees what was made. */
+static void two_peer_open(const char *name, xs_moe_weights **w, xs_moe **m, xs_winset **ws)
 {
-    xs_moe_config cfg = {"pacer", 256, 128, 2, 1, {0, 0, 0}, 0};
-    xs_moe_weights *w = NULL;
-    xs_moe *m = NULL;
-    xs_winset *ws = NULL;
-    XT_CHECK(xs_moe_weights_create(&cfg, 1u, &w) == XS_OK, "weights: %s", xs_errmsg());
+    xs_moe_config cfg = {name, 256, 128, 2, 1, {0, 0, 0}, 0};
+    XT_CHECK(xs_moe_weights_create(&cfg, 1u, w) == XS_OK, "weights: %s", xs_errmsg());
     xs_moe_opts o = {600, 2, XS_ROUTE_BALANCED, 0, 1u};
-    XT_CHECK(w && xs_moe_create(w, &o, &m) == XS_OK, "create: %s", xs_errmsg());
-    xs_moe_info info;
-    if (m) {
-        xs_moe_get_info(m, &info);
+    XT_CHECK(*w && xs_moe_create(*w, &o, m) == XS_OK, "create: %s", xs_errmsg());
+    if (*m) {
+        xs_moe_info info;
+        xs_moe_get_info(*m, &info);
         xs_win_opts wo;
         memset(&wo, 0, sizeof wo);
         wo.target = XS_TARGET_VIRTUAL;
         wo.virtual_peers = 2;
         wo.bytes = info.window_bytes;
         wo.nflags = 1;
-        XT_CHECK(xs_win_open(&wo, &ws) == XS_OK, "virtual windows: %s", xs_errmsg());
+        XT_CHECK(xs_win_open(&wo, ws) == XS_OK, "virtual windows: %s", xs_errmsg());
     }
+}
+
+static void two_peer_close(xs_moe_weights *w, xs_moe *m, xs_winset *ws)
+{
+    if (ws)
+        xs_win_close(ws);
+    xs_moe_destroy(m);
+    xs_moe_weights_destroy(w);
+}
+
+/* a pacer that cannot let the second burst go within the bound reports it, in one line */
+static void pacer_timeout_case(void)
+{
+    xs_moe_weights *w = NULL;
+    xs_moe *m = NULL;
+    xs_winset *ws = NULL;
+    two_peer_open("pacer", &w, &m, &ws);
     if (m && ws) {
         /* 1 byte per microsecond: the first burst (~16 KB) holds the link for ~16 ms */
         xs_moe_plan pp = {XS_MOE_WAVE, 0, 0, 1, 1e-3};
@@ -607,10 +623,7 @@ static void pacer_timeout_case(void)
         xs_moe_plan bad = {XS_MOE_WAVE, 0, 0, 4096, 0};
         XT_CHECK(xs_moe_set_plan(m, 0, &bad) == XS_EINVAL, "pacing without a rate accepted");
     }
-    if (ws)
-        xs_win_close(ws);
-    xs_moe_destroy(m);
-    xs_moe_weights_destroy(w);
+    two_peer_close(w, m, ws);
 }
 
 /* Couriers' bounded waits: a Linear-2 tile that never runs (its Linear-1 dependency is never
@@ -619,24 +632,10 @@ static void pacer_timeout_case(void)
  * follows each. */
 static void courier_timeout_case(void)
 {
-    xs_moe_config cfg = {"courier", 256, 128, 2, 1, {0, 0, 0}, 0};
     xs_moe_weights *w = NULL;
     xs_moe *m = NULL;
     xs_winset *ws = NULL;
-    XT_CHECK(xs_moe_weights_create(&cfg, 1u, &w) == XS_OK, "weights: %s", xs_errmsg());
-    xs_moe_opts o = {600, 2, XS_ROUTE_BALANCED, 0, 1u};
-    XT_CHECK(w && xs_moe_create(w, &o, &m) == XS_OK, "create: %s", xs_errmsg());
-    if (m) {
-        xs_moe_info info;
-        xs_moe_get_info(m, &info);
-        xs_win_opts wo;
-        memset(&wo, 0, sizeof wo);
-        wo.target = XS_TARGET_VIRTUAL;
-        wo.virtual_peers = 2;
-        wo.bytes = info.window_bytes;
-        wo.nflags = 1;
-        XT_CHECK(xs_win_open(&wo, &ws) == XS_OK, "virtual windows: %s", xs_errmsg());
-    }
+    two_peer_open("courier", &w, &m, &ws);
     if (m && ws) {
         float ms;
         /* the first Linear-1 tile never signals: its row block's Linear-2 tiles time out, and
@@ -672,10 +671,7 @@ static void courier_timeout_case(void)
                  xs_moe_run_fused(m, 0, xs_win_table(ws), &ro, 0, &ms) == XS_OK,
                  "courier run after a courier pacer timeout: %s", xs_errmsg());
     }
-    if (ws)
-        xs_win_close(ws);
-    xs_moe_destroy(m);
-    xs_moe_weights_destroy(w);
+    two_peer_close(w, m, ws);
 }
 
 static void bad_input(void)
