@@ -29,7 +29,7 @@ typedef xs_gemm_big xs_moe_cfg; /* 128 x 256 tiles, 8 warps */
                               * order ticket (xs_moe_tile.seq) */
 #define XS_MOE_COPY_WORDS 6  /* u64 per courier copy: 3 clocks (wait, ready, end), cta/smid,
                               * bytes, pacer wait (ns) */
-#define XS_MOE_COURIER_UNITS 4 /* 16-byte units per courier thread per chunk: a chunk is 16 KB
+#define XS_MOE_COURIER_UNITS 8 /* 16-byte units per courier thread per chunk: a chunk is 32 KB
                                 * (256 threads), loaded before it is stored, so one courier keeps
                                 * more than R/C in flight even when its loads miss L2 (~1 us) */
 

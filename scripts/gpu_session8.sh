@@ -9,6 +9,9 @@
 #        sweep with couriers in the planner's family, and the short rows with 8 couriers forced)
 #   tpp  gemm_rs only, 8 and 16 couriers next to the default kernel, paced at 0.98 and at 1.0 x R
 #        (two runs): how close paced couriers come to the drain bound
+#   c3f  calibrate and validate (4 repetitions) with the destination lines flushed after each
+#        check (--dest flush), against call 3's default state (keep)
+#   epx  bench ep -n 3 with the couriers at 0.95 R (courier column: auto's best candidate forced)
 #   san  tests/gpu/sanitize.sh on the cases with couriers (SAN_CASES default: test_attn test_moe
 #        test_tp90 bench_tp90 bench_ep bench_up; memcheck, synccheck, racecheck; SAN_BUDGET 240 s)
 #   epc  the MoE GPU tests (--quick, courier cases included), then scripts/gpu_ep.sh (the default
@@ -51,6 +54,19 @@ for part in ${PARTS:-tpc}; do
             echo "tpp pace $f rc=$?"
             grep -E "^# summary" "$OUT/tpp_$f.log" | grep -v "^# summary:   " | tail -n 14
         done ;;
+    c3f)
+        timeout 60 "$X" calibrate --target host --dest flush --out "$OUT/c3f_profile.json" \
+            --samples "$OUT/c3f_samples.csv" >"$OUT/c3f_calibrate.log" 2>&1
+        echo "c3f calibrate rc=$?"
+        timeout 120 "$X" validate --dest flush --profile "$OUT/c3f_profile.json" \
+            --csv "$OUT/c3f_validate.csv" --rows "$OUT/c3f_validate_rows.csv" >"$OUT/c3f_validate.log" 2>&1
+        echo "c3f validate rc=$?"
+        grep -E "^# (totals|per-row|isolated burst above|validate done)" "$OUT/c3f_validate.log" ;;
+    epx)
+        timeout 150 "$X" bench ep --profile "$P" --courier-pace 0.95 -n 3 -w 1 --csv "$OUT/epx.csv" \
+            >"$OUT/epx.log" 2>&1
+        echo "epx rc=$?"
+        grep -E "^# (wave/|auto near|couriers|courier near|auto/courier|bench ep)" "$OUT/epx.log" ;;
     san)
         OUT="$OUT/san" SAN_BUDGET=${SAN_BUDGET:-240} \
             SAN_CASES=${SAN_CASES:-"test_attn test_moe test_tp90 bench_tp90 bench_ep bench_up"} \
