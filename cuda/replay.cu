@@ -1047,31 +1047,20 @@ xs_status xs_replay_store_bw(xs_replayer *rp, size_t bytes, int reps, double *gb
     return store_rate(rp, bytes, -1, reps, gbps_med, gbps_min, gbps_max);
 }
 
-static int cmp_dbl(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
-/* med/lo/hi of field f over n results */
+/* med/lo/hi of field f over n results, NaNs (a column a case does not have) left out */
 static void probe_stats(const xs_probe_res *r, int n, size_t f, double *med, double *lo,
                         double *hi)
 {
     double v[64];
-    int m = 0;
+    size_t m = 0;
     for (int i = 0; i < n && m < 64; i++) {
         double x = *(const double *)((const char *)&r[i] + f);
         if (!isnan(x))
             v[m++] = x;
     }
-    if (!m) {
-        *med = *lo = *hi = NAN;
-        return;
-    }
-    qsort(v, (size_t)m, sizeof *v, cmp_dbl);
-    *med = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
-    *lo = v[0];
-    *hi = v[m - 1];
+    *med = xs_median(v, m); /* each NaN when m == 0 */
+    *lo = xs_min(v, m);
+    *hi = xs_max(v, m);
 }
 
 int xs_replayer_last_smids(const xs_replayer *rp, int *out, int n)
