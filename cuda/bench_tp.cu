@@ -91,6 +91,8 @@ typedef struct {
     double cour_rate;    /* --courier-rate: one courier's copy rate in the prediction, B/ns */
     double cour_pace;    /* --courier-pace: the couriers' pace, a fraction of the profile's R
                             (0 = unpaced) */
+    int split[2], nsplit; /* --split: part counts of the split front candidates (gemm_rs with
+                             couriers, virtual peers); default 2,4; 1 alone: none */
 } tpb_opts;
 
 /* --slots: the reduce-scatter slot layout(s) of the fused runs (xs_tp_set_slot_layout) */
@@ -145,12 +147,14 @@ typedef struct {
 /* The pace's short name: f<finish>/b<burst>/<ring|stream4|stream|capQ|nocap>. */
 static void pace_label(const xs_tp_pace *p, char *buf, size_t n)
 {
-    snprintf(buf, n, "f%.2f/b%.1f/%s", p->finish, p->burst,
-             p->ring             ? "ring"
-             : p->spread == 2    ? "stream4"
-             : p->spread         ? "stream"
-             : p->cap_bytes > 0  ? "capQ"
-                                 : "nocap");
+    const int l = snprintf(buf, n, "f%.2f/b%.1f/%s", p->finish, p->burst,
+                           p->ring             ? "ring"
+                           : p->spread == 2    ? "stream4"
+                           : p->spread         ? "stream"
+                           : p->cap_bytes > 0  ? "capQ"
+                                               : "nocap");
+    if (p->split > 1 && l > 0 && (size_t)l < n)
+        snprintf(buf + l, n - (size_t)l, "/split%d", p->split);
 }
 
 /* ---- options -------------------------------------------------------------------------------- */
@@ -199,6 +203,10 @@ static void usage(FILE *f)
             "                        of the link slow no SM, unpaced above R they slow all [0.95]\n"
             "      --courier-rate B  one courier's copy rate (B/ns) in the courier prediction\n"
             "                        (0: no limit); fitted on run 8 call 4, not calibrated [%.1f]\n"
+            "      --split LIST      gemm_rs with couriers, virtual peers: the planner also pilots\n"
+            "                        the front order with its first remote tiles split along k\n"
+            "                        in these part counts (2..4; 1: none), so the link starts\n"
+            "                        after part of a tile (docs/TP.md \"Split first steps\") [2,4]\n"
             "      --pick model|measure  shaped order: the model's best candidate, or the fastest\n"
             "                        of a verified pilot run of the model's candidates [measure]\n"
             "      --timeout S       bound of every device-side wait, seconds [2]\n"
@@ -222,9 +230,10 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
     o->common.seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
     o->cour_pace = 0.95;
     o->cour_rate = XS_TP_COURIER_RATE;
+    o->split[0] = 2, o->split[1] = 4, o->nsplit = 2;
     int ops_set = 0, models_set = 0;
     enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_TIMEOUT, OPT_MAXTIME,
-           OPT_ENGINE, OPT_SLOTS, OPT_COURIERS, OPT_COURIER_PACE, OPT_COURIER_RATE };
+           OPT_ENGINE, OPT_SLOTS, OPT_COURIERS, OPT_COURIER_PACE, OPT_COURIER_RATE, OPT_SPLIT };
     static const struct option lo[] = {
         {"op", required_argument, 0, 'o'},        {"model", required_argument, 0, OPT_MODEL},
         {"m", required_argument, 0, 'm'},         {"n", required_argument, 0, OPT_N},
@@ -237,6 +246,7 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
         {"couriers", required_argument, 0, OPT_COURIERS},
         {"courier-pace", required_argument, 0, OPT_COURIER_PACE},
         {"courier-rate", required_argument, 0, OPT_COURIER_RATE},
+        {"split", required_argument, 0, OPT_SPLIT},
         {"seed", required_argument, 0, XS_OPT_SEED}, {"device", required_argument, 0, 'd'},
         {"csv", required_argument, 0, XS_OPT_CSV}, {"quick", no_argument, 0, XS_OPT_QUICK},
         {"profile", required_argument, 0, XS_OPT_PROFILE},
@@ -388,6 +398,24 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
                 return xs_cli_failf("--courier-rate %g: 0 (no limit) or 0.1..1000 B/ns",
                                     o->cour_rate);
             break;
+        case OPT_SPLIT: {
+            int v[TPB_MAX_LIST], nv = 0;
+            if (xs_parse_list("--split", optarg, 0, 1, XS_TP_SPLIT_MAX, v, TPB_MAX_LIST, &nv) !=
+                XS_OK)
+                return xs_cli_fail();
+            o->nsplit = 0;
+            for (int i = 0; i < nv; i++) {
+                if (v[i] == 1) /* whole tiles: the plain front order, always piloted */
+                    continue;
+                for (int j = 0; j < o->nsplit; j++)
+                    if (o->split[j] == v[i])
+                        return xs_cli_failf("--split: %d given twice", v[i]);
+                if (o->nsplit == 2)
+                    return xs_cli_failf("--split: at most 2 part counts besides 1");
+                o->split[o->nsplit++] = v[i];
+            }
+            break;
+        }
         case XS_OPT_CSV: o->csv = optarg; break;
         case XS_OPT_QUICK: o->quick = 1; break;
         case 'h': usage(stdout); return -1;
@@ -821,7 +849,8 @@ static xs_status tpb_pilot_runs(const tpb_ctx *cx, xs_tp *t, const tpb_row *row,
  * slot ss, both built for grid - N compute CTAs (xs_tp_set_couriers; the context's own count is
  * 0 again afterwards). Candidates: the stored shaped ones and the ring ones stored (the sm90
  * engine's set) and the front-loaded order (xs_tp_pace_front: remote tiles as early as they are
- * ready, this rank's own tiles last); the pilot takes the front one, the model's best, the three
+ * ready, this rank's own tiles last), and for gemm_rs with virtual peers the front one with its
+ * head split along k (--split); the pilot takes the front ones, the model's best, the three
  * ring ones and two stored ones. The prediction: local_us * grid / (grid - N) + (model - ideal) of
  * xs_tp_predict's fluid model for courier orders. Real peers: the same lockstep rules as the
  * default planner (rank 0's model decides the pilot set, a list runs when it is new on any rank,
@@ -840,9 +869,9 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
     XS_TRY(xs_tp_order_check(t, sn));
     xs_tp_pred pn;
     XS_TRY(xs_tp_predict(t, sn, cx->prof, cost, 0, &pn));
-    xs_tp_pace cand[XS_TP_NCAND + 1];
-    double pred[XS_TP_NCAND + 1];
-    int usable[XS_TP_NCAND + 1];
+    xs_tp_pace cand[XS_TP_NCAND + 3];
+    double pred[XS_TP_NCAND + 3];
+    int usable[XS_TP_NCAND + 3];
     int nc = xs_tp_candidates(0.9 * xs_capacity(cx->prof, Gc), cand, XS_TP_NCAND);
     for (int i = 0; i < nc; i++) { /* the sm90 engine stores every tile */
         usable[i] = !cand[i].spread || cand[i].ring;
@@ -851,6 +880,16 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
     xs_tp_pace_front(&cand[nc]);
     usable[nc++] = 1;
     const int front = nc - 1;
+    /* gemm_rs with virtual peers: the front order with its first remote tiles split along k
+     * (--split), so that the link starts after part of a tile (docs/TP.md "Split first
+     * steps"); the kernel verifies split tiles against the reference only with virtual peers */
+    int fsplit[2] = {-1, -1};
+    for (int v = 0; v < o->nsplit && row->op == XS_TP_GEMM_RS && !cx->coll; v++) {
+        cand[nc] = cand[front];
+        cand[nc].split = o->split[v];
+        usable[nc] = 1;
+        fsplit[v] = nc++;
+    }
     int mbest = -1;
     for (int i = 0; i < nc; i++) {
         pred[i] = INFINITY;
@@ -864,9 +903,10 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
         if (mbest < 0 || pred[i] < pred[mbest])
             mbest = i;
     }
-    enum { NFIX = 7 };
+    enum { NFIX = 9 };
     static_assert(NFIX <= TPB_MAX_PILOT, "tpb_agree_pilot_set, tpb_pilot_runs: pilot arrays");
-    const int fixed[NFIX] = {front, mbest, 24, 25, 26, 0, 2 * 4 + 1 * 2 + 0};
+    const int fixed[NFIX] = {front, fsplit[0], fsplit[1], mbest, 24, 25, 26, 0,
+                             2 * 4 + 1 * 2 + 0};
     int pilot[NFIX], must_run[NFIX];
     int np = tpb_pilot_set(fixed, NFIX, nc, usable, pilot, must_run);
     int best = -1; /* -1: the naive order */

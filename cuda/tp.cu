@@ -61,9 +61,17 @@ enum {
                                      stores streamed through the CTA's next tile's main loop */
     TP_T_SPREAD = XS_TP_K_SPREAD, /* PUSH riding on a TILE: its stores streamed through that
                                      tile's main loop */
+    TP_T_SPLIT = XS_TP_K_SPLIT,   /* TILE: one k-part of a split tile (courier runs, sm90; tp.h
+                                     XS_TP_SPLIT_*: w1.x part, w1.y first scratch slot, w1.w
+                                     parts) */
 };
-#define TP_T_ALL (TP_T_TILE | TP_T_PUSH | TP_T_REDUCE | TP_T_DEFER | TP_T_SPREAD)
+#define TP_T_ALL (TP_T_TILE | TP_T_PUSH | TP_T_REDUCE | TP_T_DEFER | TP_T_SPREAD | TP_T_SPLIT)
 #define TP_SCRATCH_BYTES (XS_TP_BM * XS_TP_BN * 2) /* one staged tile per CTA */
+/* One split part's fp32 accumulators: 256 consumer threads x 128 floats, thread-major by float4
+ * (tp90_split_put), whatever the fragment layout. */
+#define TP_SPLIT_BYTES (XS_TP_BM * XS_TP_BN * 4)
+/* Split scratch slots per context (xs_tp_set_couriers): two steps' worth of parts. */
+#define TP_SPLIT_SLOTS(grid) (2 * (grid))
 
 typedef struct __align__(16) {
     int flags;      /* TP_T_* (0 = nothing: padding of a step) */
@@ -180,7 +188,7 @@ XS_DEV unsigned long long tp_courier_hash4(int e, int i, int4 w0, int4 w1)
 }
 
 /* Device failure detail: wait kind (1 = shard chunk flag, 2 = row-block count, 3 = source
- * flag of a reduction, 4 = a courier's outbox ready flag) in bits 60..63, the flag or row block
+ * flag of a reduction, 4 = a courier's outbox ready flag, 5 = a split part's scratch flag) in bits 60..63, the flag or row block
  * in bits 32..59, the task below. */
 #define TP_DETAIL(kind, idx, task)                                                             \
     (((unsigned long long)(kind) << 60) | ((unsigned long long)((idx) & 0x0fffffff) << 32) |    \
@@ -928,6 +936,19 @@ __global__ void tp_slot_copy_kernel(xs_bf16 *dst, int dl, const xs_bf16 *src, in
     }
 }
 
+/* Copy n whole tiles (own-tile indices tiles[], tiles_n per row block) of the row-major
+ * [rows, rs_n] src into dst: one block per tile row. */
+__global__ void tp_copy_tiles_kernel(xs_bf16 *dst, const xs_bf16 *src, int rs_n, int tiles_n,
+                                     const int *tiles)
+{
+    const int t = tiles[blockIdx.x / XS_TP_BM];
+    const size_t row = (size_t)(t / tiles_n) * XS_TP_BM + blockIdx.x % XS_TP_BM;
+    const int c0 = (t % tiles_n) * XS_TP_BN;
+    const int cols = rs_n - c0 < XS_TP_BN ? rs_n - c0 : XS_TP_BN;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x)
+        dst[row * rs_n + c0 + c] = src[row * rs_n + c0 + c];
+}
+
 /* Count 16-byte units of a slot (layout l) that differ from the row-major rows [rows, n]. */
 __global__ void tp_cmp_slot_kernel(const xs_bf16 *slot, int l, const xs_bf16 *rows_, int rows,
                                    int n, unsigned long long *bad)
@@ -1257,6 +1278,11 @@ struct xs_tp {
     double cour_pace;              /* bytes/ns all couriers together may issue; 0 = unpaced */
     double cour_rate;              /* bytes/ns one courier copies (the prediction's limit) */
     uint64_t *ready;               /* [2][P - 1][t_own] outbox ready flags: fused, local table */
+    float *split;                  /* [TP_SPLIT_SLOTS(grid)][TP_SPLIT_BYTES] split parts */
+    uint64_t *split_ready;         /* [2][TP_SPLIT_SLOTS(grid)] their flags: fused, local table */
+    int nsplit[XS_TP_SLOTS];       /* split tiles in each slot's order */
+    xs_bf16 *split_tmp;            /* [rs_rows, rs_n] verification of split tiles (row-major) */
+    int *d_split_tiles;            /* [t_own] own-tile indices of split tiles (verification) */
 };
 
 static int tp_blocks(size_t n, int threads)
@@ -1395,6 +1421,10 @@ extern "C" void xs_tp_destroy(xs_tp *t)
     }
     cudaFree(t->outbox);
     cudaFree(t->ready);
+    cudaFree(t->split);
+    cudaFree(t->split_ready);
+    cudaFree(t->split_tmp);
+    cudaFree(t->d_split_tiles);
     free(t->exp_part_h);
     free(t->exp_shard_h);
     free(t->u_part_h);
@@ -1656,23 +1686,36 @@ extern "C" xs_status xs_tp_set_couriers(xs_tp *t, int couriers)
          * and one ready flag per remote tile for each window table */
         const size_t ob = (size_t)(t->P - 1) * t->in.slot_bytes;
         const size_t rb = (size_t)2 * (t->P - 1) * t->in.t_own * sizeof(uint64_t);
+        /* and the split parts' scratch with its flags (xs_tp_pace.split) */
+        const size_t sb = (size_t)TP_SPLIT_SLOTS(t->grid) * TP_SPLIT_BYTES;
+        const size_t sf = (size_t)2 * TP_SPLIT_SLOTS(t->grid) * sizeof(uint64_t);
         cudaError_t e = cudaMalloc((void **)&t->outbox, ob);
         if (e == cudaSuccess)
             e = cudaMalloc((void **)&t->ready, rb);
+        if (e == cudaSuccess)
+            e = cudaMalloc((void **)&t->split, sb);
+        if (e == cudaSuccess)
+            e = cudaMalloc((void **)&t->split_ready, sf);
         if (e == cudaSuccess) /* zero before any launch may read it (the launch streams have
                                  no implicit order with the legacy stream: wait here) */
             e = cudaMemsetAsync(t->ready, 0, rb, t->vstream);
+        if (e == cudaSuccess)
+            e = cudaMemsetAsync(t->split_ready, 0, sf, t->vstream);
         if (e == cudaSuccess)
             e = cudaStreamSynchronize(t->vstream);
         if (e != cudaSuccess) {
             cudaGetLastError();
             cudaFree(t->outbox);
             cudaFree(t->ready);
+            cudaFree(t->split);
+            cudaFree(t->split_ready);
             t->outbox = NULL;
             t->ready = NULL;
-            return xs_seterr(XS_ECUDA, "tp %s m=%d n=%d k=%d P=%d: the couriers' outbox (%.1f "
-                             "MB): %s", op, s->m, s->n, s->k, s->peers, (double)(ob + rb) / 1e6,
-                             cudaGetErrorString(e));
+            t->split = NULL;
+            t->split_ready = NULL;
+            return xs_seterr(XS_ECUDA, "tp %s m=%d n=%d k=%d P=%d: the couriers' outbox and split "
+                             "scratch (%.1f MB): %s", op, s->m, s->n, s->k, s->peers,
+                             (double)(ob + rb + sb + sf) / 1e6, cudaGetErrorString(e));
         }
     }
     t->couriers = couriers;
@@ -1894,12 +1937,19 @@ static int raster(tp_list *l, int g, int rb0, int rb1, int tiles_n)
     return 0;
 }
 
-/* Remote bytes of a task: reduce-scatter tiles to another owner, pushes. */
+/* A split tile's parts: the last one carries the tile's epilogue (bytes, signal). */
+static int split_last(const tp_task *x)
+{
+    return !(x->flags & TP_T_SPLIT) || XS_TP_SPLIT_PART(x) == XS_TP_SPLIT_PARTS(x) - 1;
+}
+
+/* Remote bytes of a task: reduce-scatter tiles to another owner (a split tile's at its last
+ * part), pushes. */
 static double task_bytes(const xs_tp *t, const tp_task *x)
 {
     const xs_tp_info *in = &t->in;
     double b = 0;
-    if ((x->flags & TP_T_TILE) && x->gemm == in->rs_gemm) {
+    if ((x->flags & TP_T_TILE) && x->gemm == in->rs_gemm && split_last(x)) {
         const int owner = x->tm * XS_TP_BM / in->rs_rows;
         if (owner != t->me) {
             const int n0 = x->tn * XS_TP_BN;
@@ -1927,11 +1977,13 @@ static int ag_last_chunk(const xs_tp_info *in, int tm)
 }
 
 /* Compute (ns) of a task on its CTA, from measured costs; a push riding on a tile adds none
- * (its issue is what the model adds). */
+ * (its issue is what the model adds); a split part its share of the tile's k-tiles. */
 static double task_cost(const xs_tp_costs *c, const tp_task *x)
 {
     double ns = 0;
-    if (x->flags & TP_T_TILE)
+    if (x->flags & TP_T_SPLIT)
+        ns += c->tile_ns[x->gemm] / XS_TP_SPLIT_PARTS(x);
+    else if (x->flags & TP_T_TILE)
         ns += c->tile_ns[x->gemm];
     else if (x->flags & TP_T_PUSH)
         ns += c->push_ns;
@@ -2036,7 +2088,8 @@ static xs_status tp_store_order(xs_tp *t, int slot, tp_list *l, int cour)
     for (int i = 0; i < l->n; i++) {
         const tp_task *x = &l->v[i];
         if ((x->flags & TP_T_TILE) && x->gemm == t->in.rs_gemm && t->in.rs_gemm >= 0 &&
-            x->tm >= 0 && x->tm < t->in.tiles_m && x->tm * XS_TP_BM / t->in.rs_rows != t->me) {
+            x->tm >= 0 && x->tm < t->in.tiles_m && x->tm * XS_TP_BM / t->in.rs_rows != t->me &&
+            split_last(x)) { /* a split tile: at its last part, which writes the outbox */
             int w[8];
             memcpy(w, x, sizeof w);
             wh += tp_courier_hash(nw, i, w);
@@ -2054,11 +2107,14 @@ static xs_status tp_store_order(xs_tp *t, int slot, tp_list *l, int cour)
     t->walk_hash[slot] = wh;
     t->scour[slot] = cour; /* built for grid - cour compute CTAs */
     unsigned long long h = 0;
+    int nsplit = 0;
     for (int i = 0; i < l->n; i++) {
         int w[8];
         memcpy(w, &l->v[i], sizeof w);
         h += tp_task_hash(i, w);
+        nsplit += (l->v[i].flags & TP_T_SPLIT) && split_last(&l->v[i]);
     }
+    t->nsplit[slot] = nsplit;
     t->list_hash[slot] = h;
     return XS_OK;
 }
@@ -2201,10 +2257,25 @@ extern "C" xs_status xs_tp_order_check(const xs_tp *t, int slot)
         if (!why[0])                                                                            \
             snprintf(why, sizeof why, __VA_ARGS__);                                             \
     } while (0)
+    /* split scratch slots: -1 free, the task of the part that writes it, -2 consumed by its
+     * tile's last part */
+    const int nss = TP_SPLIT_SLOTS(t->grid);
+    int *split_seen = (int *)malloc((size_t)nss * sizeof(int));
+    if (!split_seen) {
+        free(pos);
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory checking an order");
+    }
+    for (int q = 0; q < nss; q++)
+        split_seen[q] = -1;
     for (int i = 0; i < n && !why[0]; i++) {
         const tp_task *x = &v[i];
         if (x->flags & ~TP_T_ALL)
             TP_BAD("task %d: unknown kind bits %#x", i, x->flags);
+        if ((x->flags & TP_T_SPLIT) && (!(x->flags & TP_T_TILE) ||
+                                        (x->flags & (TP_T_PUSH | TP_T_DEFER | TP_T_SPREAD)))) {
+            TP_BAD("task %d: a split part must be a tile with nothing else", i);
+            break;
+        }
         if ((x->flags & TP_T_TILE) && (x->flags & TP_T_REDUCE))
             TP_BAD("task %d: a tile and a reduction in one task", i);
         if (x->flags & TP_T_TILE) {
@@ -2215,6 +2286,49 @@ extern "C" xs_status xs_tp_order_check(const xs_tp *t, int slot)
                 break;
             }
             int *slotp = (g == 0 ? pos0 : pos1) + (size_t)x->tm * in->tiles_n[g] + x->tn;
+            if (x->flags & TP_T_SPLIT) {
+                /* parts 0 .. S-1 of one tile, each once, the last one last (the tile's
+                 * position: its epilogue); every part's scratch slot inside the context's */
+                const int part = XS_TP_SPLIT_PART(x), S = XS_TP_SPLIT_PARTS(x);
+                const int slot0 = XS_TP_SPLIT_SLOT(x);
+                const int KT = (in->gk[g] + TP90C::BK - 1) / TP90C::BK;
+                if (S < 2 || S > XS_TP_SPLIT_MAX || part < 0 || part >= S) {
+                    TP_BAD("task %d: split part %d of %d parts (2..%d)", i, part, S,
+                           XS_TP_SPLIT_MAX);
+                    break;
+                }
+                if (t->scour[slot] == 0 || g != in->rs_gemm || in->ngemm != 1)
+                    TP_BAD("task %d: a split tile outside a gemm_rs order with couriers", i);
+                else if (KT < S)
+                    TP_BAD("task %d: a tile of %d k-tiles split in %d parts", i, KT, S);
+                else if (slot0 < 0 || slot0 + S - 1 > TP_SPLIT_SLOTS(t->grid))
+                    TP_BAD("task %d: split scratch slots %d..%d outside 0..%d", i, slot0,
+                           slot0 + S - 2, TP_SPLIT_SLOTS(t->grid) - 1);
+                else if (part < S - 1) {
+                    /* an earlier part: the last one must follow (checked when it comes) */
+                    if (*slotp >= 0)
+                        TP_BAD("task %d: a part of tile (GEMM %d, %d, %d) after its last part "
+                               "(task %d)", i, g, x->tm, x->tn, *slotp);
+                    if (split_seen[(size_t)slot0 + part] != -1)
+                        TP_BAD("task %d: split scratch slot %d used twice", i, slot0 + part);
+                    else
+                        split_seen[(size_t)slot0 + part] = i;
+                    continue;
+                } else {
+                    /* the last part: every earlier part of the same tile is before it */
+                    for (int q = 0; q < S - 1 && !why[0]; q++) {
+                        const int at = split_seen[(size_t)slot0 + q];
+                        if (at < 0 || v[at].gemm != g || v[at].tm != x->tm ||
+                            v[at].tn != x->tn || XS_TP_SPLIT_PARTS(&v[at]) != S ||
+                            XS_TP_SPLIT_PART(&v[at]) != q)
+                            TP_BAD("task %d: the last part of tile (GEMM %d, %d, %d) without "
+                                   "its part %d before it (scratch slot %d)", i, g, x->tm,
+                                   x->tn, q, slot0 + q);
+                        else
+                            split_seen[(size_t)slot0 + q] = -2; /* consumed */
+                    }
+                }
+            }
             if (*slotp >= 0)
                 TP_BAD("task %d: tile (GEMM %d, %d, %d) also at task %d", i, g, x->tm, x->tn,
                        *slotp);
@@ -2228,6 +2342,8 @@ extern "C" xs_status xs_tp_order_check(const xs_tp *t, int slot)
         } else if (x->flags & TP_T_DEFER) {
             TP_BAD("task %d: deferred stores without a tile", i);
         }
+        if (x->flags & TP_T_SPLIT)
+            continue; /* its push fields are the split's */
         if (x->flags & TP_T_PUSH) {
             const int pn = x->push_n > 1 ? x->push_n : 1;
             if (!in->ag || x->push_rank < 0 || x->push_rank >= P || x->push_rank == me ||
@@ -2263,6 +2379,11 @@ extern "C" xs_status xs_tp_order_check(const xs_tp *t, int slot)
             posr[x->red_t] = i;
         }
     }
+    for (int q = 0; q < nss && !why[0]; q++)
+        if (split_seen[q] >= 0)
+            TP_BAD("task %d: split part without the last part of its tile after it",
+                   split_seen[q]);
+    free(split_seen);
     /* everything once */
     for (size_t q = 0; q < nt0 + nt1 && !why[0]; q++)
         if (pos[q] < 0) {
@@ -2443,6 +2564,54 @@ static tp_task queue_take(tp_queue *q, int i)
     return q->l.v[i];
 }
 
+/* Split the remote reduce-scatter tiles at the head of list l (xs_tp_pace.split = S0; G compute
+ * CTAs; docs/TP.md "Split first steps"): the first step holds G / S0 of them in S0 k-parts each
+ * - every tile's parts 0 .. S0-2 first, then the last parts, so each last part follows its
+ * tile's other parts in the same step -, the next step G / (S0 / 2) tiles in S0 / 2 parts, and
+ * so on down to whole tiles; the rest of the list follows unchanged (S0 is at most the tile's
+ * k-tiles). Scratch slots are numbered in order. A list that does not start with remote tiles
+ * is left as it is. -1: out of memory. */
+static int split_head(const xs_tp *t, tp_list *l, int G, int S0)
+{
+    const xs_tp_info *in = &t->in;
+    const int KT = (in->gk[in->rs_gemm] + TP90C::BK - 1) / TP90C::BK;
+    if (S0 > KT) /* a part has at least one k-tile */
+        S0 = KT;
+    int lead = 0; /* remote reduce-scatter tiles at the head, nothing else in their tasks */
+    while (lead < l->n && l->v[lead].flags == TP_T_TILE && l->v[lead].gemm == in->rs_gemm &&
+           l->v[lead].tm * XS_TP_BM / in->rs_rows != t->me)
+        lead++;
+    tp_list nl = {NULL, 0, 0};
+    int i = 0, slot = 0;
+    for (int S = S0; S >= 2 && i < lead; S /= 2) {
+        int n1 = G / S;
+        if (n1 > lead - i)
+            n1 = lead - i;
+        for (int p = 0; p < S; p++)
+            for (int j = 0; j < n1; j++) {
+                tp_task x = l->v[i + j];
+                x.flags |= TP_T_SPLIT;
+                XS_TP_SPLIT_PART(&x) = p;
+                XS_TP_SPLIT_SLOT(&x) = slot + j * (S - 1);
+                XS_TP_SPLIT_PARTS(&x) = S;
+                if (list_push(&nl, x)) {
+                    free(nl.v);
+                    return -1;
+                }
+            }
+        slot += n1 * (S - 1);
+        i += n1;
+    }
+    for (; i < l->n; i++)
+        if (list_push(&nl, l->v[i])) {
+            free(nl.v);
+            return -1;
+        }
+    free(l->v);
+    *l = nl;
+    return 0;
+}
+
 extern "C" int xs_tp_candidates(double cap_q, xs_tp_pace *out, int max)
 {
     const double fin[3] = {0.6, 0.8, 0.95}, bur[2] = {0, 1.5}, cap[2] = {0, cap_q};
@@ -2453,11 +2622,11 @@ extern "C" int xs_tp_candidates(double cap_q, xs_tp_pace *out, int max)
             for (int b = 0; b < 2; b++)
                 for (int c = 0; c < (sp ? 1 : 2); c++)
                     if (n < max) {
-                        const xs_tp_pace p = {fin[a], bur[b], cap[c], 2, sp, 0};
+                        const xs_tp_pace p = {fin[a], bur[b], cap[c], 2, sp, 0, 0};
                         out[n++] = p;
                     }
     for (int a = 0; a < 3 && n < max; a++) {
-        const xs_tp_pace p = {ring_fin[a], 0, 0, 2, 1, 1};
+        const xs_tp_pace p = {ring_fin[a], 0, 0, 2, 1, 1, 0};
         out[n++] = p;
     }
     return n;
@@ -2465,7 +2634,7 @@ extern "C" int xs_tp_candidates(double cap_q, xs_tp_pace *out, int max)
 
 extern "C" void xs_tp_pace_front(xs_tp_pace *p)
 {
-    const xs_tp_pace f = {0.05, 0, 0, 2, 0, 1};
+    const xs_tp_pace f = {0.05, 0, 0, 2, 0, 1, 0};
     *p = f;
 }
 
@@ -2477,9 +2646,13 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
     const int P = t->P, me = t->me, G = t->grid - t->couriers, rbpr = in->rs_rows / XS_TP_BM;
     if (!pace || !(pace->finish > 0 && pace->finish <= 1) || pace->lead < 0 ||
         !(pace->cap_bytes >= 0) || !(pace->burst >= 0) || pace->spread < 0 || pace->spread > 2 ||
-        pace->ring < 0 || pace->ring > 1)
+        pace->ring < 0 || pace->ring > 1 || pace->split < 0 || pace->split > XS_TP_SPLIT_MAX)
         return xs_seterr(XS_EINVAL, "tp: pace finish must be in (0, 1], lead, burst and cap >= 0, "
-                         "spread 0, 1 or 2, ring 0 or 1");
+                         "spread 0, 1 or 2, ring 0 or 1, split 0..%d", XS_TP_SPLIT_MAX);
+    if (pace->split > 1 && (t->couriers == 0 || t->s.op != XS_TP_GEMM_RS || P < 2 || pace->spread))
+        return xs_seterr(XS_EINVAL, "tp %s P=%d: split tiles (pace split %d) need a gemm_rs order "
+                         "with couriers over P > 1 ranks and stored tiles (spread 0)",
+                         xs_tp_op_name(t->s.op), P, pace->split);
     if (!c || !(c->tile_ns[0] > 0) || (in->ngemm > 1 && !(c->tile_ns[1] > 0)))
         return xs_seterr(XS_EINVAL, "tp: shaping needs measured tile costs (a local run)");
     /* couriers push (tp_walk_pushes): no push in the list; a GEMM 0 tile of another shard is
@@ -2795,6 +2968,10 @@ extern "C" xs_status xs_tp_order_shaped(xs_tp *t, int slot, const xs_tp_pace *pa
                 goto done;
             }
     }
+    if (pace->split > 1 && split_head(t, &out, G, pace->split)) {
+        st = xs_seterr(XS_ENOMEM, "tp: out of host memory for a task list");
+        goto done;
+    }
     st = tp_store_order(t, slot, &out, t->couriers);
     out.v = NULL;
 done:
@@ -3037,6 +3214,7 @@ static const char *wait_kind(unsigned long long detail)
     case 2: return "the GEMM 1 tiles of its row block";
     case 3: return "a source's partial-tile flag";
     case 4: return "an outbox tile's ready flag (courier)";
+    case 5: return "an earlier part of its split tile (scratch slot flag)";
     default: return "a flag";
     }
 }
@@ -3067,6 +3245,10 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
     if (ncour > 0 && t->nwalk[slot] > t->npush[slot] && !t->outbox)
         return xs_seterr(XS_EINVAL, "tp: slot %d has couriers but the context no outbox "
                          "(xs_tp_set_couriers)", slot);
+    if (t->nsplit[slot] > 0 && (ncour == 0 || !t->split || !t->virt))
+        return xs_seterr(XS_EINVAL, "tp: slot %d holds %d split tiles, which only a courier run "
+                         "with virtual peers takes (their partials are verified against the "
+                         "fp32 reference at the destination)", slot, t->nsplit[slot]);
     const xs_wintab *tab = o->local ? &t->lt : &t->vt;
     const unsigned long long epoch = o->local ? ++t->epoch_l : ++t->epoch_v;
     t->last = TP_RUN_NONE;
@@ -3184,6 +3366,10 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
             k.ready = t->ready ? t->ready + (o->local ? (size_t)(t->P - 1) * in->t_own : 0)
                                : NULL;
             k.pace_bytes_per_ns = (float)(t->cour_pace / ncour);
+            k.split = t->split;
+            k.split_ready = t->split_ready ? t->split_ready +
+                                                 (o->local ? (size_t)TP_SPLIT_SLOTS(t->grid) : 0)
+                                           : NULL;
             XS_CU(cudaFuncSetAttribute(tp90_kernel<TP90K>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        TP90K::SMEM_BYTES));
@@ -3739,6 +3925,70 @@ static xs_status check_received(xs_tp *t, unsigned long long epoch, xs_tp_check 
     return st;
 }
 
+/* A run whose order split tiles along k (TP_T_SPLIT) sums their parts in another order than the
+ * expectation's whole tiles, so their bf16 partials may differ from it in the last bit. The
+ * slot sent to owner r (slot: a device or mapped host pointer, the context's layout): the whole
+ * slot against the fp32 reference within the stated tolerance, then every tile that was not
+ * split bitwise against the expectation (*bad: 16-byte units that differ). *nsplit = split
+ * tiles of owner r in the last run's order; 0: nothing done (the caller diffs as usual). */
+static xs_status split_diff(xs_tp *t, const void *slot, int r, xs_tp_check *c, uint64_t *bad,
+                            int *nsplit)
+{
+    const xs_tp_info *in = &t->in;
+    const int tiles_n = (in->rs_n + XS_TP_BN - 1) / XS_TP_BN, rbpr = in->rs_rows / XS_TP_BM;
+    const size_t ny = (size_t)in->rs_rows * in->rs_n;
+    *nsplit = 0;
+    *bad = 0;
+    const int ls = t->last_slot;
+    if (ls < 0 || ls >= XS_TP_SLOTS || t->nsplit[ls] == 0)
+        return XS_OK;
+    int *idx = (int *)malloc((size_t)in->t_own * sizeof(int));
+    if (!idx)
+        return xs_seterr(XS_ENOMEM, "tp: out of host memory checking split tiles");
+    int n = 0;
+    for (int i = 0; i < t->ntasks[ls]; i++) {
+        const tp_task *x = &t->h_tasks[ls][i];
+        if ((x->flags & TP_T_SPLIT) && split_last(x) && x->tm / rbpr == r && n < in->t_own)
+            idx[n++] = (x->tm - r * rbpr) * tiles_n + x->tn;
+    }
+    *nsplit = n;
+    xs_status st = XS_OK;
+    if (n > 0 && !t->have_ref)
+        st = xs_seterr(XS_EINVAL, "tp verify: a run with split tiles needs xs_tp_reference");
+    if (n > 0 && st == XS_OK && !t->split_tmp) {
+        cudaError_t e = cudaMalloc((void **)&t->split_tmp, ny * 2);
+        if (e == cudaSuccess)
+            e = cudaMalloc((void **)&t->d_split_tiles, (size_t)in->t_own * sizeof(int));
+        if (e != cudaSuccess)
+            st = xs_seterr(XS_ECUDA, "tp: verification buffer of split tiles (%.1f MB): %s",
+                           (double)ny * 2 / 1e6, cudaGetErrorString(e));
+    }
+    if (n > 0 && st == XS_OK) {
+        /* row-major copy; tolerance of the whole slot; the expectation's split tiles patched in;
+         * then bitwise */
+        st = tp_slot_copy(t, t->split_tmp, XS_TP_LAYOUT_ROW, slot, t->layout, 1);
+        if (st == XS_OK)
+            st = tol_check(t, t->split_tmp, in->rs_n, t->ref_part + (size_t)r * ny, in->rs_n,
+                           in->rs_rows, in->rs_n, c, "partial sums sent (split tiles)");
+        if (st == XS_OK) {
+            cudaError_t e = cudaMemcpyAsync(t->d_split_tiles, idx, (size_t)n * sizeof(int),
+                                            cudaMemcpyHostToDevice, t->vstream);
+            if (e == cudaSuccess) {
+                tp_copy_tiles_kernel<<<n * XS_TP_BM, 128, 0, t->vstream>>>(
+                    t->split_tmp, t->exp_part + (size_t)r * ny, in->rs_n, tiles_n,
+                    t->d_split_tiles);
+                e = cudaGetLastError();
+            }
+            if (e != cudaSuccess)
+                st = xs_seterr(XS_ECUDA, "tp: checking split tiles: %s", cudaGetErrorString(e));
+        }
+        if (st == XS_OK)
+            st = gpu_diff_units(t, t->split_tmp, t->exp_part + (size_t)r * ny, ny * 2, bad);
+    }
+    free(idx);
+    return st;
+}
+
 /* The bytes a fused or local run sent to each rank, against the expectation. */
 static xs_status check_sent(xs_tp *t, const xs_wintab *tab, int cpu_side, unsigned long long epoch,
                             xs_tp_check *c)
@@ -3756,7 +4006,14 @@ static xs_status check_sent(xs_tp *t, const xs_wintab *tab, int cpu_side, unsign
         if (in->rs_gemm >= 0) {
             const size_t off = in->rs_off + (size_t)t->me * in->slot_bytes;
             uint64_t b = 0;
-            if (host) {
+            int nsplit = 0;
+            st = split_diff(t, tab->data[r] + off, r, c, &b, &nsplit);
+            if (st != XS_OK)
+                break;
+            if (nsplit > 0) {
+                if (host)
+                    c->remote_bytes += (double)in->slot_bytes;
+            } else if (host) {
                 b = cpu_diff_slot(t, (const char *)t->host[r] + off,
                                   t->exp_part_h + (size_t)r * in->rs_rows * in->rs_n);
                 c->remote_bytes += (double)in->slot_bytes;

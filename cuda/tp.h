@@ -311,6 +311,11 @@ typedef struct {
                           order: tiles running together share 8 row panels), instead of the
                           owners' rasters merged round robin (tiles running together share column
                           panels but span 8 row panels per owner) */
+    int split;         /* 0 or 1: none. 2..XS_TP_SPLIT_MAX (courier orders of gemm_rs): the
+                          remote tiles at the head of the list are split along k so that the
+                          link starts after a fraction of a tile - the first step runs
+                          G / split tiles in `split` parts each, the next step tiles in split/2
+                          parts, ... down to whole tiles (docs/TP.md "Split first steps") */
 } xs_tp_pace;
 
 /* The shaped candidates the bench pilots and the tests check, in a fixed order (the bench's
@@ -338,7 +343,18 @@ int xs_tp_order_tasks(const xs_tp *t, int slot);   /* 0 when the slot is empty *
 /* One task of an order as stored and uploaded (32 bytes; the kernel reads two int4). kind: bits
  * of XS_TP_K_*; 0 = an empty slot of a step. */
 enum { XS_TP_K_TILE = 1, XS_TP_K_PUSH = 2, XS_TP_K_REDUCE = 4, XS_TP_K_DEFER = 8,
-       XS_TP_K_SPREAD = 16 };
+       XS_TP_K_SPREAD = 16, XS_TP_K_SPLIT = 32 };
+/* A TILE with XS_TP_K_SPLIT is one of XS_TP_SPLIT_PARTS(x) k-parts of a reduce-scatter tile
+ * (courier runs on the sm90 engine only; docs/TP.md "Split first steps"): part
+ * XS_TP_SPLIT_PART(x) accumulates k-tiles [part KT / parts, (part + 1) KT / parts) of the tile's
+ * KT. Every part but the last writes its fp32 accumulators to scratch slot
+ * XS_TP_SPLIT_SLOT(x) + part and raises that slot's flag; the last part waits for them, adds
+ * them and runs the tile's epilogue (its bytes, its signal). The fields are the push fields,
+ * which a TILE does not use. */
+#define XS_TP_SPLIT_MAX 4                       /* parts of one tile */
+#define XS_TP_SPLIT_PART(x) ((x)->push_rank)
+#define XS_TP_SPLIT_SLOT(x) ((x)->push_chunk)   /* the tile's first scratch slot */
+#define XS_TP_SPLIT_PARTS(x) ((x)->push_n)
 typedef struct {
     int kind;
     int gemm, tm, tn;            /* TILE: GEMM 0 or 1, tile row and column */
@@ -400,7 +416,7 @@ xs_status xs_tp_predict(xs_tp *t, int slot, const xs_profile *p, const xs_tp_cos
 /* ---- runs ------------------------------------------------------------------------------------- */
 
 enum { XS_TP_FAULT_NONE = 0, XS_TP_FAULT_RS_SIGNAL = 1, XS_TP_FAULT_AG_FLAG = 2,
-       XS_TP_FAULT_H_COUNT = 3 };
+       XS_TP_FAULT_H_COUNT = 3, XS_TP_FAULT_SPLIT = 4 };
 
 typedef struct {
     int local;                     /* 1: run against the local control table (all HBM) */
@@ -408,7 +424,8 @@ typedef struct {
     int flush_l2;                  /* overwrite a buffer larger than L2 before the launch */
     int fault;                     /* test hook: XS_TP_FAULT_RS_SIGNAL (the first own tile never
                                       signals), _AG_FLAG (one received shard chunk never arrives),
-                                      _H_COUNT (a GEMM1 tile never counts) */
+                                      _H_COUNT (a GEMM1 tile never counts), _SPLIT (the first
+                                      part of the first split tile never raises its flag) */
     int eager_flags;               /* diagnostics: raise every queued signal after the CTA's next
                                       main loop (the rule of runs 1-4) instead of only the
                                       all-gather ones (reduce-scatter tile signals then wait for

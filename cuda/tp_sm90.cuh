@@ -98,6 +98,9 @@ typedef struct {
                                   0 = unpaced. Run 8's probe: stores from a few SMs above R
                                   backlog the stage and slow every SM's loads to 0.07-0.63;
                                   paced at 0.74-1.0 of the link they cost no SM anything */
+    float *split;              /* [TP_SPLIT_SLOTS][TP_SPLIT_BYTES / 4] split parts' fp32
+                                  accumulators (TP_T_SPLIT; docs/TP.md "Split first steps") */
+    uint64_t *split_ready;     /* [TP_SPLIT_SLOTS] a part is in its slot: the launch's epoch */
 } tp90_cour;
 
 /* tp_reduce's thread geometry for the 256 consumer threads (threadIdx.x 0..255). */
@@ -221,6 +224,15 @@ XS_DEV bool tp90_wait_empty(const tp_args &a, const xs_gemm90_ring<C> &ring,
     }
 }
 
+/* A split part's k-tiles (TP_T_SPLIT, w1 = part, first slot, -, parts): [kb, kb + *KT) of the
+ * tile's *KT, part p of S taking [p KT / S, (p + 1) KT / S). */
+XS_DEV void tp90_split_range(int4 w1, int *kb, int *KT)
+{
+    const int KT0 = *KT, p = w1.x, S = w1.w;
+    *kb = p * KT0 / S;
+    *KT = (p + 1) * KT0 / S - *kb;
+}
+
 /* The distance between a compute CTA's tasks: the grid, or with couriers the compute CTAs. */
 template <class C>
 XS_DEV unsigned int tp90_stride(const tp90_cour &k)
@@ -247,7 +259,10 @@ XS_DEV void tp90_produce(const tp_args &a, const xs_wintab &tab, const tp90_maps
         if (!(w0.x & TP_T_TILE))
             continue;
         const int g = w0.y, tm = w0.z, tn = w0.w;
-        const int KT = (a.g[g].k + C::BK - 1) / C::BK;
+        /* k-tiles [kb, kb + KT): the whole tile, or a split part's share (courier kernel) */
+        int kb = 0, KT = (a.g[g].k + C::BK - 1) / C::BK;
+        if (C::COURIERS && (w0.x & TP_T_SPLIT))
+            tp90_split_range(__ldg((const int4 *)(a.tasks + i) + 1), &kb, &KT);
         /* the tile's inputs: 0 there, 1 timed out (recorded), 2 another CTA failed; pend0 is
          * empty (this kernel queues no flags), so the wait raises nothing */
         const int w = tp_tile_wait_warp(a, tab, pend0, g, tm, i); /* same in every lane */
@@ -283,8 +298,8 @@ XS_DEV void tp90_produce(const tp_args &a, const xs_wintab &tab, const tp90_maps
                 }
                 const int s = ring.stage;
                 xs_mbar_arrive_tx(ring.full(s), (uint32_t)C::STAGE_BYTES);
-                xs_tma_load_2d(ring.a_tile(s), ma, kt * C::BK, tm * C::BM, ring.full(s));
-                xs_tma_load_2d(ring.b_tile(s), mb, kt * C::BK, tn * C::BN, ring.full(s));
+                xs_tma_load_2d(ring.a_tile(s), ma, (kb + kt) * C::BK, tm * C::BM, ring.full(s));
+                xs_tma_load_2d(ring.b_tile(s), mb, (kb + kt) * C::BK, tn * C::BN, ring.full(s));
                 ring.advance();
                 issued++;
             }
@@ -635,19 +650,76 @@ XS_DEV void tp90_ccopy(const tp90_ctile &c, int tid, unsigned long long t0, floa
  * visible to this CTA's copy threads after the barrier that follows). 0: there; 1: timed out
  * (recorded, detail kind 4: the ready flag's index, the tile's task); 2: another CTA failed
  * first. */
-XS_DEV int tp90_cwait(const tp_args &a, const tp90_cour &k, const uint64_t *ready, int task)
+XS_DEV int tp90_wait_epoch(const tp_args &a, const uint64_t *f, int kind, int idx, int task)
 {
-    if (xs_ld_acquire_gpu(ready) >= a.epoch)
+    if (xs_ld_acquire_gpu(f) >= a.epoch)
         return 0;
     const unsigned long long t0 = xs_globaltimer();
-    while (xs_ld_acquire_gpu(ready) < a.epoch) {
+    while (xs_ld_acquire_gpu(f) < a.epoch) {
         if (tp_failed(a))
             return 2;
         if (xs_globaltimer() - t0 > a.timeout_ns) {
-            xs_devfail(a.status, XS_DEVERR_TIMEOUT, TP_DETAIL(4, (int)(ready - k.ready), task));
+            xs_devfail(a.status, XS_DEVERR_TIMEOUT, TP_DETAIL(kind, idx, task));
             return 1;
         }
         __nanosleep(64);
+    }
+    return 0;
+}
+
+XS_DEV int tp90_cwait(const tp_args &a, const tp90_cour &k, const uint64_t *ready, int task)
+{
+    return tp90_wait_epoch(a, ready, 4, (int)(ready - k.ready), task);
+}
+
+/* The end of a split part's main loop (TP_T_SPLIT, courier kernel; the 256 consumer threads;
+ * docs/TP.md "Split first steps"). An earlier part stores its fp32 accumulators in its scratch
+ * slot - thread-major by float4, so the fragment layout never matters, and __stcg: the last part
+ * reads them from L2 -, then, after the consumers' barrier, queues the slot's gpu-scope flag
+ * (the signal warp's st.release.gpu, as an outbox tile's). The last part: consumer thread 0
+ * waits, bounded, for the other parts' flags (ld.acquire.gpu; detail kind 5), the barrier
+ * publishes them, and every thread adds the parts to its accumulators (__ldcg) before the
+ * tile's epilogue. Returns 1 when the wait failed (*abort_c is set: the caller stops). Deadlock
+ * freedom: xs_tp_order_check puts every earlier part at an earlier list position. */
+template <class C>
+XS_DEV int tp90_split_part(const tp_args &a, const tp90_cour &k, tp90_sq *q,
+                           float (&acc)[C::ACC], int4 w1, int task, int *abort_c)
+{
+    static_assert(C::ACC * 256 * 4 == TP_SPLIT_BYTES, "one part: 256 threads' accumulators");
+    const int tid = threadIdx.x, part = w1.x, slot0 = w1.y, S = w1.w;
+    if (part < S - 1) {
+        float4 *d = (float4 *)(k.split + (size_t)(slot0 + part) * (TP_SPLIT_BYTES / 4));
+#pragma unroll
+        for (int j = 0; j < C::ACC / 4; j++)
+            __stcg(d + j * 256 + tid,
+                   make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
+        tp90_consumer_bar(); /* every thread's part precedes the flag */
+        if (tid == 0 && !(a.fault == XS_TP_FAULT_SPLIT && slot0 + part == 0))
+            tp90_raise<true>(a, q, tp90_gpu_tag(k.split_ready + slot0 + part), NULL);
+        return 0;
+    }
+    if (tid == 0)
+        for (int p = 0; p < S - 1; p++)
+            if (tp90_wait_epoch(a, k.split_ready + slot0 + p, 5, slot0 + p, task)) {
+                *(volatile int *)abort_c = 1;
+                break;
+            }
+    tp90_consumer_bar();
+    if (*(volatile int *)abort_c)
+        return 1;
+    const float4 *src = (const float4 *)(k.split + (size_t)slot0 * (TP_SPLIT_BYTES / 4)) + tid;
+#pragma unroll
+    for (int j = 0; j < C::ACC / 4; j++) {
+        float4 v = __ldcg(src + j * 256);
+#pragma unroll 1
+        for (int p = 1; p < S - 1; p++) {
+            const float4 u = __ldcg(src + p * (TP_SPLIT_BYTES / 16) + j * 256);
+            v.x += u.x, v.y += u.y, v.z += u.z, v.w += u.w;
+        }
+        acc[4 * j] += v.x;
+        acc[4 * j + 1] += v.y;
+        acc[4 * j + 2] += v.z;
+        acc[4 * j + 3] += v.w;
     }
     return 0;
 }
@@ -815,14 +887,24 @@ __global__ void __launch_bounds__(C::THREADS, 1)
             s_lsum += tp_task_hash4(i, w0, w1);
         if (kind & TP_T_TILE) {
             const int g = w0.y;
+            /* a split part (courier kernel) runs its share of the k-tiles */
+            const bool split = C::COURIERS && (kind & TP_T_SPLIT);
+            int kb = 0, KT = (a.g[g].k + C::BK - 1) / C::BK;
+            if (split)
+                tp90_split_range(w1, &kb, &KT);
             if (a.g[g].k > 0)
                 tp90_wait_first<C>(a, ring);
-            xs_gemm90_mainloop<C>(a.g[g].k, wg, ring, acc);
+            xs_gemm90_mainloop<C>(split ? KT * C::BK : a.g[g].k, wg, ring, acc);
             if (*(volatile int *)&s_abort_at <= i) {
                 aborted = true;
                 break;
             }
-            tp90_tile_out<C>(a, tab, k, smem, &s_sq, wg, acc, g, w0.z, w0.w);
+            if (split && tp90_split_part<C>(a, k, &s_sq, acc, w1, i, &s_abort_c)) {
+                aborted = true;
+                break;
+            }
+            if (!split || w1.x == w1.w - 1) /* an earlier part has no epilogue */
+                tp90_tile_out<C>(a, tab, k, smem, &s_sq, wg, acc, g, w0.z, w0.w);
         }
         if (kind & TP_T_PUSH)
             tp90_push(a, tab, &s_sq, w1.x, w1.y, w1.w > 1 ? w1.w : 1);

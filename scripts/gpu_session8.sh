@@ -16,6 +16,9 @@
 #        test_tp90 bench_tp90 bench_ep bench_up; memcheck, synccheck, racecheck; SAN_BUDGET 240 s)
 #   epc  the MoE GPU tests (--quick, courier cases included), then scripts/gpu_ep.sh (the default
 #        sweep; auto may choose couriers, and a forced courier column runs in the same rounds)
+#   tps  split first steps (run 9): test_tp --sm90 (split cases: fused, local, a missing part),
+#        then bench tp --engine sm90 --op gemm_rs with 4 and 8 couriers, the planner piloting the
+#        front order whole and split in 2 and 4 parts (--split 2,4), at pace TPS_PACE (0.95)
 # Writes to $OUT: <part>*.csv and <part>*.log. Usage: OUT=dir [PROFILE=file] [PARTS=...]
 #   scripts/gpu_session8.sh
 set -u
@@ -47,6 +50,16 @@ for part in ${PARTS:-tpc}; do
         echo "epc test_moe rc=$? $(tail -n 1 "$OUT/epc_test_moe.log")"
         OUT="$OUT/epc" PROFILE="$P" timeout "${EPC_LIMIT:-300}" bash scripts/gpu_ep.sh build 2>&1 |
             tail -n 70 ;;
+    tps)
+        timeout "${TPS_TEST_LIMIT:-240}" build/tests/gpu/test_tp --sm90 >"$OUT/tps_test_tp.log" 2>&1
+        echo "tps test_tp --sm90 rc=$? $(tail -n 1 "$OUT/tps_test_tp.log")"
+        grep -E "split|FAIL" "$OUT/tps_test_tp.log" | head -n 24
+        f=${TPS_PACE:-0.95}
+        timeout "${TPS_LIMIT:-200}" "$X" bench tp --engine sm90 --op gemm_rs --couriers 4,8 \
+            --split 2,4 --courier-pace "$f" --max-time "${TPS_MAX_TIME:-150}" --profile "$P" \
+            -n 5 -w 1 --csv "$OUT/tps_$f.csv" >"$OUT/tps_$f.log" 2>&1
+        echo "tps bench pace $f rc=$?"
+        grep -E "^# summary|planner's choice" "$OUT/tps_$f.log" | tail -n 40 ;;
     tpp)
         for f in 0.98 1.0; do
             timeout 150 "$X" bench tp --engine sm90 --op gemm_rs --couriers 8,16 --courier-pace "$f" \

@@ -79,8 +79,9 @@ typedef struct {
     int nw[XS_MAX_RANKS];
     const int *walk[XS_MAX_RANKS]; /* not owned */
     /* counters: all-gather flags [dst][src][chunk], reduce-scatter flags [owner][src][t],
-     * row-block counts [rank][tm] (mlp), outbox ready flags [src][owner][t] (couriers) */
-    int n_ag, n_rs, n_rb, n_rd;
+     * row-block counts [rank][tm] (mlp), outbox ready flags [src][owner][t] (couriers), split
+     * scratch flags [rank][slot] (split tiles: sp_slots per rank) */
+    int n_ag, n_rs, n_rb, n_rd, n_sp, sp_slots;
 } plan_set;
 
 static void set_init(plan_set *S, const xs_tp_shape *s, const xs_tp_info *in)
@@ -96,7 +97,17 @@ static void set_init(plan_set *S, const xs_tp_shape *s, const xs_tp_info *in)
     S->n_rd = in->rs_gemm >= 0 ? S->P * S->P * in->t_own : 0;
 }
 
-static int ncounters(const plan_set *S) { return S->n_ag + S->n_rs + S->n_rb + S->n_rd; }
+/* Room for split scratch flags: slots per rank (tp.cu gives a context 2 x grid). */
+static void set_split_slots(plan_set *S, int slots)
+{
+    S->sp_slots = slots;
+    S->n_sp = S->P * slots;
+}
+
+static int ncounters(const plan_set *S)
+{
+    return S->n_ag + S->n_rs + S->n_rb + S->n_rd + S->n_sp;
+}
 static int c_ag(const plan_set *S, int dst, int src, int c)
 {
     return (dst * S->P + src) * S->in.ag_chunks + c;
@@ -113,6 +124,15 @@ static int c_rd(const plan_set *S, int src, int owner, int t)
 {
     return S->n_ag + S->n_rs + S->n_rb + (src * S->P + owner) * S->in.t_own + t;
 }
+static int c_sp(const plan_set *S, int rank, int slot)
+{
+    return S->n_ag + S->n_rs + S->n_rb + S->n_rd + rank * S->sp_slots + slot;
+}
+/* A split tile's part before its last (XS_TP_K_SPLIT): no epilogue, only its scratch flag. */
+static int split_early(const xs_tp_task *x)
+{
+    return (x->kind & XS_TP_K_SPLIT) && XS_TP_SPLIT_PART(x) < XS_TP_SPLIT_PARTS(x) - 1;
+}
 /* value at which a counter's waiters may go: a flag is raised once, a row block counts its
  * GEMM 0 tiles */
 static int target(const plan_set *S, int u)
@@ -128,14 +148,16 @@ static int raiser(const plan_set *S, int u)
         return ((u - S->n_ag) / S->in.t_own) % S->P;
     if (u < S->n_ag + S->n_rs + S->n_rb)
         return (u - S->n_ag - S->n_rs) / S->in.tiles_m;
-    return (u - S->n_ag - S->n_rs - S->n_rb) / S->in.t_own / S->P;
+    if (u < S->n_ag + S->n_rs + S->n_rb + S->n_rd)
+        return (u - S->n_ag - S->n_rs - S->n_rb) / S->in.t_own / S->P;
+    return (u - S->n_ag - S->n_rs - S->n_rb - S->n_rd) / S->sp_slots;
 }
 
 /* A reduce-scatter tile's owner and own-tile index; -1 when x is not one of another owner's
  * (rank r's remote tiles: what couriers carry). */
 static int remote_tile(const plan_set *S, int r, const xs_tp_task *x, int *owner, int *t)
 {
-    if (!(x->kind & XS_TP_K_TILE) || x->gemm != S->in.rs_gemm)
+    if (!(x->kind & XS_TP_K_TILE) || x->gemm != S->in.rs_gemm || split_early(x))
         return -1;
     *owner = x->tm / S->rbpr;
     *t = (x->tm - *owner * S->rbpr) * S->in.tiles_n[S->in.rs_gemm] + x->tn;
@@ -175,6 +197,9 @@ static int task_waits(const plan_set *S, int r, const xs_tp_task *x, int virt, i
         }
         if (x->gemm == 1 && in->ngemm > 1)
             w[n++] = c_rb(S, r, x->tm);
+        if ((x->kind & XS_TP_K_SPLIT) && !split_early(x)) /* the last part: the others */
+            for (int q = 0; q < XS_TP_SPLIT_PARTS(x) - 1; q++)
+                w[n++] = c_sp(S, r, XS_TP_SPLIT_SLOT(x) + q);
     }
     if (x->kind & XS_TP_K_REDUCE)
         for (int src = 0; src < S->P; src++)
@@ -189,6 +214,10 @@ static int task_signals(const plan_set *S, int r, const xs_tp_task *x, int *w)
 {
     const xs_tp_info *in = &S->in;
     int n = 0, ow, t;
+    if (split_early(x)) { /* its part in scratch: the last part's wait */
+        w[n++] = c_sp(S, r, XS_TP_SPLIT_SLOT(x) + XS_TP_SPLIT_PART(x));
+        return n;
+    }
     if (x->kind & XS_TP_K_TILE) {
         if (S->cour > 0 && remote_tile(S, r, x, &ow, &t) == 0) {
             w[n++] = c_rd(S, r, ow, t);
@@ -222,10 +251,13 @@ static void describe(const plan_set *S, int u, char *buf, size_t len)
         const int v = u - S->n_ag - S->n_rs;
         snprintf(buf, len, "rank %d's GEMM 0 tiles of row block %d (%d)", v / in->tiles_m,
                  v % in->tiles_m, in->tiles_n[0]);
-    } else {
+    } else if (u < S->n_ag + S->n_rs + S->n_rb + S->n_rd) {
         const int v = u - S->n_ag - S->n_rs - S->n_rb, t = v % in->t_own,
                   owner = (v / in->t_own) % S->P, src = v / in->t_own / S->P;
         snprintf(buf, len, "rank %d's outbox ready flag of owner %d's tile %d", src, owner, t);
+    } else {
+        const int v = u - S->n_ag - S->n_rs - S->n_rb - S->n_rd;
+        snprintf(buf, len, "rank %d's split scratch slot %d", v / S->sp_slots, v % S->sp_slots);
     }
 }
 
@@ -312,7 +344,7 @@ static void simulate(const plan_set *S, int G, int virt_rank, sim_out *o)
     const agents A = {S, G, virt_rank < 0 ? 0 : virt_rank, virt_rank < 0 ? S->P : 1,
                       virt_rank >= 0};
     const int nc = ncounters(S), na = ag_count(&A);
-    const size_t nwmax = (size_t)S->in.ag_chunks + S->P + XS_TP_PUSH_MAX + 2;
+    const size_t nwmax = (size_t)S->in.ag_chunks + S->P + XS_TP_PUSH_MAX + XS_TP_SPLIT_MAX + 2;
     int *cnt = (int *)calloc((size_t)nc + 1, sizeof(int));
     int *head = (int *)malloc(((size_t)nc + 1) * sizeof(int));
     int *next = (int *)malloc((size_t)na * sizeof(int));    /* waiter list link */
@@ -440,7 +472,7 @@ static long simulate_sweeps(const plan_set *S, int G, int *stuck)
     int w[64], sg[64];
     long run = 0;
     *stuck = 1;
-    if (!cnt || !pos || S->in.ag_chunks + S->P + XS_TP_PUSH_MAX + 2 > 64) {
+    if (!cnt || !pos || S->in.ag_chunks + S->P + XS_TP_PUSH_MAX + XS_TP_SPLIT_MAX + 2 > 64) {
         free(cnt), free(pos);
         return -1;
     }
@@ -511,7 +543,8 @@ static long check_positions(const plan_set *S_, char *why, size_t len)
     const plan_set *S = &S0;
     const int nc = ncounters(S);
     int *at = (int *)malloc(((size_t)nc + 1) * sizeof(int)); /* position of the (last) raiser */
-    int *w = (int *)malloc(((size_t)S->in.ag_chunks + S->P + XS_TP_PUSH_MAX + 2) * sizeof(int));
+    const size_t nwmax = (size_t)S->in.ag_chunks + S->P + XS_TP_PUSH_MAX + XS_TP_SPLIT_MAX + 2;
+    int *w = (int *)malloc(nwmax * sizeof(int));
     if (!at || !w) {
         free(at), free(w);
         return -1;
@@ -641,13 +674,13 @@ static xs_tp_costs make_costs(const xs_tp_info *in, int comm_heavy)
 
 static void pace_label(const xs_tp_pace *p, int sm90, char *buf, size_t n)
 {
-    snprintf(buf, n, "f%.2f/b%.1f/%s%s", p->finish, p->burst,
+    snprintf(buf, n, "f%.2f/b%.1f/%s%s%s", p->finish, p->burst,
              p->ring             ? "ring"
              : p->spread == 2    ? "stream4"
              : p->spread         ? "stream"
              : p->cap_bytes > 0  ? "capQ"
                                  : "nocap",
-             sm90 ? "/stored" : "");
+             sm90 ? "/stored" : "", p->split == 2 ? "/split2" : p->split == 4 ? "/split4" : "");
 }
 
 static long g_cases, g_distinct, g_lists, g_sim_tasks;
@@ -696,6 +729,12 @@ static void check_config_c(const xs_tp_shape *s, int G, int C)
             }
         nc = k;
         xs_tp_pace_front(&cand[nc++]);
+        const int front = nc - 1;
+        if (s->op == XS_TP_GEMM_RS && s->peers > 1) /* and its head split along k */
+            for (int sp = 2; sp <= 4; sp += 2) {
+                cand[nc] = cand[front];
+                cand[nc++].split = sp;
+            }
     }
     int sm90_from = nc;
     for (int i = 0; i < XS_TP_NCAND && C == 0; i++) /* sm90: ring candidates with spread 0 */
@@ -718,6 +757,7 @@ static void check_config_c(const xs_tp_shape *s, int G, int C)
                 pace_label(&cand[o], o >= sm90_from, lab, sizeof lab);
             plan_set S;
             set_init(&S, s, &in);
+            set_split_slots(&S, 2 * G);
             int built = 1;
             for (int r = 0; r < P && built; r++) {
                 const xs_status st = o < 0 ? xs_tp_order_naive(t[r], 0)
@@ -1299,11 +1339,194 @@ static void check_sim_random(void)
            ctrials, cagree, cdead);
 }
 
+/* g: split first steps (xs_tp_pace.split; docs/TP.md "Split first steps"). gemm_rs llama3-8b
+ * m = 8192 P = 4 on the H200's grid of 132 with 8 couriers (124 compute CTAs), the front order
+ * whole and with its head split in 2 and 4 parts:
+ *   - structure: split 4 puts 31 tiles in 4 parts in the first step (positions 0..123, every
+ *     tile's parts 0..2 before its last part) and 62 tiles in 2 parts in the second; split 2
+ *     62 tiles in 2 parts in the first; every tile's last part is in the courier walk, its
+ *     other parts are not;
+ *   - the fluid model: with comm-bound costs the link starts after a part, so split 4 <
+ *     split 2 < whole;
+ *   - xs_tp_order_check rejects hand-broken split lists (a last part before one of its parts,
+ *     a part without its last part, a scratch slot outside the context's, a part of an order
+ *     without couriers), and the simulation reports the deadlock of a last part queued on the
+ *     same CTA before its part 0;
+ *   - xs_tp_order_shaped refuses a split pace for ag_gemm and without couriers. */
+static void check_split(void)
+{
+    const xs_tp_shape s = {XS_TP_GEMM_RS, 8192, 4096, 14336, 4};
+    const int grid = 132, C = 8, Gc = grid - C;
+    xs_tp_info in;
+    xs_tp *t = NULL;
+    if (xs_tp_info_of(&s, &in) != XS_OK || xs_tp_plan_create(&s, 0, grid, &t) != XS_OK ||
+        xs_tp_set_couriers(t, C) != XS_OK) {
+        XT_CHECK(0, "split: plan context: %s", xs_errmsg());
+        xs_tp_destroy(t);
+        return;
+    }
+    xs_profile prof;
+    xs_profile_default(&prof);
+    const xs_tp_costs c = make_costs(&in, 0);
+    double model[3] = {0, 0, 0};
+    for (int v = 0; v < 3; v++) {
+        xs_tp_pace pace;
+        xs_tp_pace_front(&pace);
+        pace.split = v == 0 ? 0 : 2 * v; /* whole, 2, 4 */
+        xs_tp_pred pr;
+        if (xs_tp_order_shaped(t, v, &pace, &c, &prof) != XS_OK ||
+            xs_tp_order_check(t, v) != XS_OK || xs_tp_predict(t, v, &prof, &c, 0, &pr) != XS_OK) {
+            XT_CHECK(0, "split %d: %s", pace.split, xs_errmsg());
+            xs_tp_destroy(t);
+            return;
+        }
+        model[v] = pr.model_ns;
+    }
+    XT_CHECK(model[2] < model[1] && model[1] < model[0],
+             "split: predicted %.1f (split 4), %.1f (split 2), %.1f (whole) us: the earlier the "
+             "link starts, the sooner a comm-bound order ends", model[2] / 1e3, model[1] / 1e3,
+             model[0] / 1e3);
+    /* structure of split 4 (slot 2) and split 2 (slot 1) */
+    const int want[2][2] = {{Gc / 2, 0}, {Gc / 4, Gc / 2}}; /* tiles per step: split 2, split 4 */
+    for (int v = 1; v <= 2; v++) {
+        const xs_tp_task *x;
+        const int n = xs_tp_order_get(t, v, &x);
+        const int *walk;
+        const int nw = xs_tp_order_walk(t, v, &walk);
+        int bad = 0, tiles[2] = {0, 0}, inwalk = 0, early_in_walk = 0;
+        for (int i = 0; i < n; i++) {
+            if (!(x[i].kind & XS_TP_K_SPLIT))
+                continue;
+            const int S = XS_TP_SPLIT_PARTS(&x[i]), step = i / Gc;
+            bad += step > 1 || (step == 0 && S != 2 * v) || (step == 1 && S != 2);
+            int in_w = 0;
+            for (int e = 0; e < nw; e++)
+                in_w |= walk[e] == i;
+            if (XS_TP_SPLIT_PART(&x[i]) == S - 1) {
+                if (step <= 1)
+                    tiles[step]++;
+                inwalk += in_w;
+                /* its other parts: earlier, in the same step */
+                for (int j = i / Gc * Gc; j < i; j++)
+                    bad -= (x[j].kind & XS_TP_K_SPLIT) && x[j].tm == x[i].tm &&
+                           x[j].tn == x[i].tn;
+                bad += S - 1;
+            } else {
+                early_in_walk += in_w;
+            }
+        }
+        XT_CHECK(bad == 0 && tiles[0] == want[v - 1][0] && tiles[1] == want[v - 1][1] &&
+                     inwalk == tiles[0] + tiles[1] && early_in_walk == 0,
+                 "split %d: %d structure faults, %d + %d split tiles (want %d + %d), %d last "
+                 "parts and %d other parts in the walk", 2 * v, bad, tiles[0], tiles[1],
+                 want[v - 1][0], want[v - 1][1], inwalk, early_in_walk);
+    }
+    printf("ok split (gemm_rs 8b m=8192 P=4, 124 compute CTAs + 8 couriers): split 4 = 31 tiles "
+           "x 4 parts, then 62 x 2; split 2 = 62 x 2; fluid model %.1f / %.1f / %.1f us (split "
+           "4 / 2 / whole)\n", model[2] / 1e3, model[1] / 1e3, model[0] / 1e3);
+
+    /* hand-broken copies of the split 4 list */
+    const xs_tp_task *x0;
+    const int n = xs_tp_order_get(t, 2, &x0);
+    xs_tp_task *b = (xs_tp_task *)malloc((size_t)n * sizeof *b);
+    if (!b) {
+        XT_CHECK(0, "split: out of host memory");
+        xs_tp_destroy(t);
+        return;
+    }
+    const int last0 = 3 * (Gc / 4); /* tile 0's last part (its parts 0..2 at 0, 31, 62) */
+    XT_CHECK(XS_TP_SPLIT_PART(&x0[last0]) == 3 && XS_TP_SPLIT_PART(&x0[0]) == 0 &&
+                 x0[0].tm == x0[last0].tm && x0[0].tn == x0[last0].tn,
+             "split: tile 0's parts not where expected");
+    const char *what[4] = {"a last part before its part 0", "a part without its last part",
+                           "a scratch slot outside the context's", "a part of a tile split twice"};
+    for (int k = 0; k < 4; k++) {
+        memcpy(b, x0, (size_t)n * sizeof *b);
+        if (k == 0)
+            swap_tasks(b, 0, last0);
+        else if (k == 1)
+            b[last0].kind &= ~XS_TP_K_SPLIT, XS_TP_SPLIT_PART(&b[last0]) = 0,
+                XS_TP_SPLIT_SLOT(&b[last0]) = 0, XS_TP_SPLIT_PARTS(&b[last0]) = 0;
+        else if (k == 2)
+            for (int q = 0; q < 4; q++)
+                XS_TP_SPLIT_SLOT(&b[q * (Gc / 4)]) = 2 * grid - 2;
+        else
+            XS_TP_SPLIT_SLOT(&b[1]) = XS_TP_SPLIT_SLOT(&b[0]); /* tile 1's part 0: tile 0's slot */
+        const int ok = xs_tp_order_set(t, 3, b, n) == XS_OK && xs_tp_order_check(t, 3) == XS_OK;
+        XT_CHECK(!ok, "split: xs_tp_order_check accepts %s", what[k]);
+        if (!ok)
+            printf("ok split broken (%s): %s\n", what[k], xs_errmsg());
+    }
+    /* the simulation: tile 0's part 0 moved behind its last part on the same CTA (position
+     * last0 + Gc): the last part waits for a part its own CTA runs only after it */
+    memcpy(b, x0, (size_t)n * sizeof *b);
+    swap_tasks(b, 0, last0 + Gc);
+    {
+        plan_set S;
+        set_init(&S, &s, &in);
+        set_split_slots(&S, 2 * grid);
+        xs_tp_task *v[XS_MAX_RANKS];
+        int okr = 1;
+        for (int r = 0; r < s.peers; r++) { /* the same list rotated, as every rank's */
+            v[r] = (xs_tp_task *)malloc((size_t)n * sizeof *b);
+            okr &= v[r] != NULL;
+            for (int i = 0; i < n && v[r]; i++) {
+                v[r][i] = b[i];
+                if (b[i].kind & XS_TP_K_TILE)
+                    v[r][i].tm = (b[i].tm + r * S.rbpr) % in.tiles_m;
+            }
+            S.v[r] = v[r];
+            S.n[r] = n;
+        }
+        sim_out so;
+        if (okr) {
+            simulate(&S, Gc, -1, &so);
+            XT_CHECK(so.deadlock, "split: a last part before its part 0 on one CTA: no deadlock "
+                     "reported");
+            printf("ok split broken (part 0 behind its last part on one CTA): %s\n", so.what);
+            memcpy(v[0], x0, (size_t)n * sizeof *b);
+            for (int r = 1; r < s.peers; r++)
+                for (int i = 0; i < n; i++) {
+                    v[r][i] = x0[i];
+                    if (x0[i].kind & XS_TP_K_TILE)
+                        v[r][i].tm = (x0[i].tm + r * S.rbpr) % in.tiles_m;
+                }
+            simulate(&S, Gc, -1, &so);
+            XT_CHECK(!so.deadlock, "split: the list as built deadlocks: %s", so.what);
+        }
+        for (int r = 0; r < s.peers; r++)
+            free(v[r]);
+    }
+    free(b);
+    /* refused: split without couriers, split for ag_gemm */
+    xs_tp_pace pace;
+    xs_tp_pace_front(&pace);
+    pace.split = 2;
+    XT_CHECK(xs_tp_set_couriers(t, 0) == XS_OK &&
+                 xs_tp_order_shaped(t, 4, &pace, &c, &prof) == XS_EINVAL,
+             "split: a split pace without couriers is not refused");
+    xs_tp_destroy(t);
+    const xs_tp_shape sa = {XS_TP_AG_GEMM, 8192, 2 * 14336, 4096, 4};
+    xs_tp_info ina;
+    xs_tp *ta = NULL;
+    if (xs_tp_info_of(&sa, &ina) == XS_OK && xs_tp_plan_create(&sa, 0, grid, &ta) == XS_OK &&
+        xs_tp_set_couriers(ta, C) == XS_OK) {
+        const xs_tp_costs ca = make_costs(&ina, 0);
+        XT_CHECK(xs_tp_order_shaped(ta, 0, &pace, &ca, &prof) == XS_EINVAL,
+                 "split: a split pace for ag_gemm is not refused");
+        printf("ok split refused without couriers and for ag_gemm: %s\n", xs_errmsg());
+    } else {
+        XT_CHECK(0, "split: ag_gemm plan context: %s", xs_errmsg());
+    }
+    xs_tp_destroy(ta);
+}
+
 int main(void)
 {
     check_broken();
     check_broken_couriers();
     check_broken_courier_pushes();
+    check_split();
     check_sim_random();
     /* small odd shapes (per P: 2 row blocks per owner, ragged widths, partial chunks, one row
      * block per owner), grids 1, 5 and 132 */

@@ -378,6 +378,83 @@ static unsigned char *snap_dest(xs_tp *t, const xs_tp_info *in, int me, int P, i
     return v;
 }
 
+/* Split first steps (gemm_rs with C couriers; xs_tp_pace.split, docs/TP.md "Split first
+ * steps"): the front order with its head split in 2 and 4 k-parts (slots 5, 6), run fused and
+ * local, each checked by the library (split tiles against the fp32 reference within the
+ * tolerance, every other tile bitwise against the expectation) and the fused run against the
+ * reference here; the number of 16-byte units that differ from the whole-tile run is printed
+ * (different sums, so some may). A part that never raises its flag (XS_TP_FAULT_SPLIT) ends
+ * the run with one line naming the split wait within its bound, then a clean run. */
+static void run_split(xs_tp *t, const cref *r, const xs_tp_costs *cost, xs_tp_run_opts ro,
+                      cudaStream_t st, const char *name, double bytes, int C,
+                      const xs_profile *prof)
+{
+    const xs_tp_info *in = &r->in;
+    const int P = r->s.peers;
+    float ms = 0;
+    size_t n0 = 0, n1 = 0;
+    ro.local = 0;
+    XT_CHECK(xs_tp_run(t, 4, &ro, st, &ms) == XS_OK, "%s: %d couriers, front: %s", name, C,
+             xs_errmsg());
+    unsigned char *whole = snap_dest(t, in, r->me, P, r->s.m, &n0);
+    for (int sp = 2; sp <= 4 && whole; sp += 2) {
+        const int slot = 3 + sp / 2 + 1; /* 5, 6 */
+        char v[96];
+        snprintf(v, sizeof v, "front split %d, %d couriers", sp, C);
+        xs_tp_pace pace;
+        xs_tp_pace_front(&pace);
+        pace.split = sp;
+        if (xs_tp_order_shaped(t, slot, &pace, cost, prof) != XS_OK ||
+            xs_tp_order_check(t, slot) != XS_OK) {
+            XT_CHECK(0, "%s %s: order: %s", name, v, xs_errmsg());
+            continue;
+        }
+        const xs_tp_task *x;
+        const int n = xs_tp_order_get(t, slot, &x);
+        int parts = 0, tiles = 0;
+        for (int i = 0; i < n; i++)
+            if (x[i].kind & XS_TP_K_SPLIT) {
+                parts++;
+                tiles += XS_TP_SPLIT_PART(&x[i]) == XS_TP_SPLIT_PARTS(&x[i]) - 1;
+            }
+        XT_CHECK(xs_tp_run(t, slot, &ro, st, &ms) == XS_OK, "%s %s: %s", name, v, xs_errmsg());
+        lib_verify(t, name, v, 1, bytes);
+        check_fused(t, r, name, v);
+        unsigned char *got = snap_dest(t, in, r->me, P, r->s.m, &n1);
+        long diff = 0;
+        for (size_t u = 0; got && n1 == n0 && u + 16 <= n0; u += 16)
+            diff += memcmp(got + u, whole + u, 16) != 0;
+        XT_CHECK(got && n1 == n0, "%s %s: destinations", name, v);
+        free(got);
+        ro.local = 1;
+        XT_CHECK(xs_tp_run(t, slot, &ro, st, &ms) == XS_OK, "%s %s local: %s", name, v,
+                 xs_errmsg());
+        lib_verify(t, name, v, 0, 0);
+        ro.local = 0;
+        printf("ok %s %s: %d split tiles in %d parts, fused and local verified; %ld of %zu "
+               "16-byte units differ from the whole-tile run (other sums)\n", name, v, tiles,
+               parts, diff, n0 / 16);
+        if (tiles > 0 && !g_tiny) {
+            xs_tp_run_opts fo = ro;
+            fo.fault = XS_TP_FAULT_SPLIT;
+            fo.timeout_ns = 50000000ull; /* 50 ms */
+            const double t0 = xs_now_s();
+            const xs_status e = xs_tp_run(t, slot, &fo, st, &ms);
+            const double dt = xs_now_s() - t0;
+            XT_CHECK(e == XS_ETIMEOUT && !strchr(xs_errmsg(), '\n') &&
+                         strstr(xs_errmsg(), "split") && dt < 2.05,
+                     "%s %s, a missing part: status %s in %.3f s (%s)", name, v,
+                     xs_status_name(e), dt, xs_errmsg());
+            printf("ok %s %s, a missing part -> %.3f s: %s\n", name, v, dt, xs_errmsg());
+            XT_CHECK(xs_tp_run(t, slot, &ro, st, &ms) == XS_OK, "%s %s after a fault: %s", name,
+                     v, xs_errmsg());
+            lib_verify(t, name, v, 1, bytes);
+        }
+    }
+    XT_CHECK(whole != NULL, "%s split: out of host memory", name);
+    free(whole);
+}
+
 /* Couriers (sm90; xs_tp_set_couriers, docs/TP.md "Couriers (sm90)"): with C = 2 and 4 courier
  * CTAs the naive and the front-loaded shaped order (slots 3, 4; pushes by the couriers, remote
  * tiles through the outbox), each fused run checked by the library, against the reference and
@@ -430,6 +507,8 @@ static void run_couriers(xs_tp *t, const cref *r, const xs_tp_costs *cost, xs_tp
             printf("ok %s %s: %d walk entries (%d pushes), destinations bit-identical to the "
                    "default kernel's, %.1f us\n", name, v, nw, np, ms * 1e3);
         }
+        if (in->rs_gemm >= 0 && r->s.op == XS_TP_GEMM_RS && P > 1)
+            run_split(t, r, cost, ro, st, name, bytes, C, &prof);
         if (in->ag && P > 1 && !g_tiny) {
             xs_tp_run_opts fo = ro;
             fo.fault = XS_TP_FAULT_AG_FLAG;
