@@ -645,12 +645,13 @@ XS_DEV void tp90_ccopy(const tp90_ctile &c, int tid, unsigned long long t0, floa
     }
 }
 
-/* Copy thread 0: wait, bounded, until the outbox tile's ready flag holds the launch's epoch
- * (ld.acquire.gpu: the compute CTA's payload, ordered before its gpu-scope release, is then
- * visible to this CTA's copy threads after the barrier that follows). 0: there; 1: timed out
- * (recorded, detail kind 4: the ready flag's index, the tile's task); 2: another CTA failed
- * first. */
-XS_DEV int tp90_wait_epoch(const tp_args &a, const uint64_t *f, int kind, int idx, int task)
+/* One thread: wait, bounded by bound_ns, until the gpu-scope flag f holds the launch's epoch
+ * (ld.acquire.gpu: the payload another CTA ordered before its release is then visible to this
+ * CTA's threads after the barrier that follows). 0: there; 1: timed out (recorded: detail
+ * kind, idx, task); 2: another CTA failed first. tp90_cwait: a courier's copy thread 0 and an
+ * outbox tile's ready flag (kind 4). */
+XS_DEV int tp90_wait_epoch(const tp_args &a, const uint64_t *f, int kind, int idx, int task,
+                           unsigned long long bound_ns)
 {
     if (xs_ld_acquire_gpu(f) >= a.epoch)
         return 0;
@@ -658,7 +659,7 @@ XS_DEV int tp90_wait_epoch(const tp_args &a, const uint64_t *f, int kind, int id
     while (xs_ld_acquire_gpu(f) < a.epoch) {
         if (tp_failed(a))
             return 2;
-        if (xs_globaltimer() - t0 > a.timeout_ns) {
+        if (xs_globaltimer() - t0 > bound_ns) {
             xs_devfail(a.status, XS_DEVERR_TIMEOUT, TP_DETAIL(kind, idx, task));
             return 1;
         }
@@ -669,7 +670,10 @@ XS_DEV int tp90_wait_epoch(const tp_args &a, const uint64_t *f, int kind, int id
 
 XS_DEV int tp90_cwait(const tp_args &a, const tp90_cour &k, const uint64_t *ready, int task)
 {
-    return tp90_wait_epoch(a, ready, 4, (int)(ready - k.ready), task);
+    /* twice the run's bound: a courier waits for a compute CTA, whose own bounded waits (a
+     * split part's flag, a chunk) must expire first, so the recorded failure names the first
+     * missing event, not the courier that waits behind it */
+    return tp90_wait_epoch(a, ready, 4, (int)(ready - k.ready), task, 2 * a.timeout_ns);
 }
 
 /* The end of a split part's main loop (TP_T_SPLIT, courier kernel; the 256 consumer threads;
@@ -700,7 +704,7 @@ XS_DEV int tp90_split_part(const tp_args &a, const tp90_cour &k, tp90_sq *q,
     }
     if (tid == 0)
         for (int p = 0; p < S - 1; p++)
-            if (tp90_wait_epoch(a, k.split_ready + slot0 + p, 5, slot0 + p, task)) {
+            if (tp90_wait_epoch(a, k.split_ready + slot0 + p, 5, slot0 + p, task, a.timeout_ns)) {
                 *(volatile int *)abort_c = 1;
                 break;
             }

@@ -4,7 +4,8 @@
 # (docs/MODEL.md "Run 8": the probe that motivated them). PARTS (default "tpc"):
 #   tpc  the TP GPU tests (courier cases included), bench tp --engine sm90: a quick gemm_rs smoke
 #        with 4 couriers, then the default sweep
-#        with 0, 4 and 8 couriers side by side in the same iterations (every row verified)
+#        with 0, 4 and 8 couriers side by side in the same iterations (every row verified), the
+#        couriers at TPC_PACE x R (0.95)
 #   upc  the attention GPU tests (courier cases included), then scripts/gpu_up.sh (the default
 #        sweep with couriers in the planner's family, and the short rows with 8 couriers forced)
 #   tpp  gemm_rs only, 8 and 16 couriers next to the default kernel, paced at 0.98 and at 1.0 x R
@@ -18,7 +19,8 @@
 #        sweep; auto may choose couriers, and a forced courier column runs in the same rounds)
 #   tps  split first steps (run 9): test_tp --sm90 (split cases: fused, local, a missing part),
 #        then bench tp --engine sm90 --op gemm_rs with 4 and 8 couriers, the planner piloting the
-#        front order whole and split in 2 and 4 parts (--split 2,4), at pace TPS_PACE (0.95)
+#        front order whole and split in 2 and 4 parts (--split 2,4), at each pace of TPS_PACE
+#        (default 0.95)
 # Writes to $OUT: <part>*.csv and <part>*.log. Usage: OUT=dir [PROFILE=file] [PARTS=...]
 #   scripts/gpu_session8.sh
 set -u
@@ -36,6 +38,7 @@ for part in ${PARTS:-tpc}; do
         echo "tpc quick rc=$?"
         tail -n 25 "$OUT/tpc_quick.log"
         timeout "${TPC_LIMIT:-330}" "$X" bench tp --engine sm90 --couriers "${TPC_COURIERS:-4,8}" \
+            --courier-pace "${TPC_PACE:-0.95}" \
             --max-time "${TPC_MAX_TIME:-270}" --profile "$P" -n 5 -w 1 --csv "$OUT/tpc.csv" \
             >"$OUT/tpc.log" 2>&1
         echo "tpc sweep rc=$?"
@@ -54,12 +57,13 @@ for part in ${PARTS:-tpc}; do
         timeout "${TPS_TEST_LIMIT:-240}" build/tests/gpu/test_tp --sm90 >"$OUT/tps_test_tp.log" 2>&1
         echo "tps test_tp --sm90 rc=$? $(tail -n 1 "$OUT/tps_test_tp.log")"
         grep -E "split|FAIL" "$OUT/tps_test_tp.log" | head -n 24
-        f=${TPS_PACE:-0.95}
-        timeout "${TPS_LIMIT:-200}" "$X" bench tp --engine sm90 --op gemm_rs --couriers 4,8 \
-            --split 2,4 --courier-pace "$f" --max-time "${TPS_MAX_TIME:-150}" --profile "$P" \
-            -n 5 -w 1 --csv "$OUT/tps_$f.csv" >"$OUT/tps_$f.log" 2>&1
-        echo "tps bench pace $f rc=$?"
-        grep -E "^# summary|planner's choice" "$OUT/tps_$f.log" | tail -n 40 ;;
+        for f in ${TPS_PACE:-0.95}; do
+            timeout "${TPS_LIMIT:-200}" "$X" bench tp --engine sm90 --op gemm_rs --couriers 4,8 \
+                --split 2,4 --courier-pace "$f" --max-time "${TPS_MAX_TIME:-150}" --profile "$P" \
+                -n 5 -w 1 --csv "$OUT/tps_$f.csv" >"$OUT/tps_$f.log" 2>&1
+            echo "tps bench pace $f rc=$?"
+            grep -E "^# summary: (gemm_rs shaped within|gemm_rs unfused|planner)" "$OUT/tps_$f.log"
+        done ;;
     tpp)
         for f in 0.98 1.0; do
             timeout 150 "$X" bench tp --engine sm90 --op gemm_rs --couriers 8,16 --courier-pace "$f" \
