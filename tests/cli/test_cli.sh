@@ -150,7 +150,13 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench tp --couriers twice" "--couriers: 4 given twice" "$X" bench tp --engine sm90 --couriers 4,4
     expect_err "bench tp --couriers four" "--couriers: at most 3 courier counts besides 0" "$X" bench tp --engine sm90 --couriers 2,4,8,16
     expect_err "bench tp --couriers 0 on mma (accepted: the next check speaks)" "--n and --k go together" "$X" bench tp --couriers 0 --n 4096
-    if "$X" bench tp --help 2>&1 | grep -q -- '4,8 with sm90'; then ok; else bad "bench tp --help lacks the sm90 courier default"; fi
+    if "$X" bench tp --help 2>&1 | grep -q -- '4,6,8 with sm90'; then ok; else bad "bench tp --help lacks the sm90 courier default"; fi
+    # --split (docs/TP.md "Split first steps") and --pilot-reps
+    expect_err "bench tp --split 5" "--split 5: outside 1..4" "$X" bench tp --engine sm90 --split 5
+    expect_err "bench tp --split twice" "--split: 2 given twice" "$X" bench tp --engine sm90 --split 2,2
+    expect_err "bench tp --split three" "--split: at most 2 part counts besides 1" "$X" bench tp --engine sm90 --split 2,3,4
+    expect_err "bench tp --pilot-reps 0" "--pilot-reps 0: outside 1..9" "$X" bench tp --pilot-reps 0
+    if "$X" bench tp --help 2>&1 | grep -q -- '--split LIST'; then ok; else bad "bench tp --help lacks --split"; fi
     if "$X" bench tp --help 2>&1 | grep -q -- '--couriers LIST'; then ok; else bad "bench tp --help lacks --couriers"; fi
     expect_err "bench tp --courier-pace 3" "--courier-pace 3: outside 0..2" "$X" bench tp --engine sm90 --couriers 4 --courier-pace 3
     expect_err "bench tp --courier-rate 0.05" "--courier-rate 0.05: 0 (no limit) or 0.1..1000" "$X" bench tp --engine sm90 --courier-rate 0.05
