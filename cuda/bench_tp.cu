@@ -91,8 +91,8 @@ typedef struct {
     double cour_rate;    /* --courier-rate: one courier's copy rate in the prediction, B/ns */
     double cour_pace;    /* --courier-pace: the couriers' pace, a fraction of the profile's R
                             (0 = unpaced) */
-    int split[2], nsplit; /* --split: part counts of the split front candidates (gemm_rs with
-                             couriers, virtual peers); default 2,4; 1 alone: none */
+    int split[3], nsplit; /* --split: part counts of the split front candidates (gemm_rs with
+                             couriers, virtual peers); default 2,4,8; 1 alone: none */
     int pilot_reps;       /* --pilot-reps: runs per pilot, the median decides [3] */
 } tpb_opts;
 #define TPB_MAX_PILOT_REPS 9
@@ -208,8 +208,8 @@ static void usage(FILE *f)
             "                        (0: no limit); fitted on run 8 call 4, not calibrated [%.1f]\n"
             "      --split LIST      gemm_rs with couriers, virtual peers: the planner also pilots\n"
             "                        the front order with its first remote tiles split along k\n"
-            "                        in these part counts (2..4; 1: none), so the link starts\n"
-            "                        after part of a tile (docs/TP.md \"Split first steps\") [2,4]\n"
+            "                        in these part counts (2..8; 1: none), so the link starts\n"
+            "                        after part of a tile (docs/TP.md \"Split first steps\") [2,4,8]\n"
             "      --pick model|measure  shaped order: the model's best candidate, or the fastest\n"
             "                        of a verified pilot run of the model's candidates [measure]\n"
             "      --pilot-reps N    runs per pilot (1..%d, every one verified); the median\n"
@@ -235,7 +235,7 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
     o->common.seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
     o->cour_pace = 0.98;
     o->cour_rate = XS_TP_COURIER_RATE;
-    o->split[0] = 2, o->split[1] = 4, o->nsplit = 2;
+    o->split[0] = 2, o->split[1] = 4, o->split[2] = 8, o->nsplit = 3;
     o->pilot_reps = 3;
     int ops_set = 0, models_set = 0;
     enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_TIMEOUT, OPT_MAXTIME,
@@ -425,8 +425,8 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
                 for (int j = 0; j < o->nsplit; j++)
                     if (o->split[j] == v[i])
                         return xs_cli_failf("--split: %d given twice", v[i]);
-                if (o->nsplit == 2)
-                    return xs_cli_failf("--split: at most 2 part counts besides 1");
+                if (o->nsplit == 3)
+                    return xs_cli_failf("--split: at most 3 part counts besides 1");
                 o->split[o->nsplit++] = v[i];
             }
             break;
@@ -907,9 +907,9 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
     XS_TRY(xs_tp_order_check(t, sn));
     xs_tp_pred pn;
     XS_TRY(xs_tp_predict(t, sn, cx->prof, cost, 0, &pn));
-    xs_tp_pace cand[XS_TP_NCAND + 3];
-    double pred[XS_TP_NCAND + 3];
-    int usable[XS_TP_NCAND + 3];
+    xs_tp_pace cand[XS_TP_NCAND + 4];
+    double pred[XS_TP_NCAND + 4];
+    int usable[XS_TP_NCAND + 4];
     int nc = xs_tp_candidates(0.9 * xs_capacity(cx->prof, Gc), cand, XS_TP_NCAND);
     for (int i = 0; i < nc; i++) { /* the sm90 engine stores every tile */
         usable[i] = !cand[i].spread || cand[i].ring;
@@ -921,7 +921,7 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
     /* gemm_rs with virtual peers: the front order with its first remote tiles split along k
      * (--split), so that the link starts after part of a tile (docs/TP.md "Split first
      * steps"); the kernel verifies split tiles against the reference only with virtual peers */
-    int fsplit[2] = {-1, -1};
+    int fsplit[3] = {-1, -1, -1};
     for (int v = 0; v < o->nsplit && row->op == XS_TP_GEMM_RS && !cx->coll; v++) {
         cand[nc] = cand[front];
         cand[nc].split = o->split[v];
@@ -941,9 +941,9 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
         if (mbest < 0 || pred[i] < pred[mbest])
             mbest = i;
     }
-    enum { NFIX = 9 };
+    enum { NFIX = 10 };
     static_assert(NFIX <= TPB_MAX_PILOT, "tpb_agree_pilot_set, tpb_pilot_runs: pilot arrays");
-    const int fixed[NFIX] = {front, fsplit[0], fsplit[1], mbest, 24, 25, 26, 0,
+    const int fixed[NFIX] = {front, fsplit[0], fsplit[1], fsplit[2], mbest, 24, 25, 26, 0,
                              2 * 4 + 1 * 2 + 0};
     int pilot[NFIX], must_run[NFIX];
     int np = tpb_pilot_set(fixed, NFIX, nc, usable, pilot, must_run);

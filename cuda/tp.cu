@@ -70,8 +70,9 @@ enum {
 /* One split part's fp32 accumulators: 256 consumer threads x 128 floats, thread-major by float4
  * (tp90_split_put), whatever the fragment layout. */
 #define TP_SPLIT_BYTES (XS_TP_BM * XS_TP_BN * 4)
-/* Split scratch slots per context (xs_tp_set_couriers): two steps' worth of parts. */
-#define TP_SPLIT_SLOTS(grid) (2 * (grid))
+/* Split scratch slots per context (xs_tp_set_couriers): three steps' worth of parts (a split of
+ * 8 cascades 8, 4, 2: at most G (7/8 + 3/4 + 1/2) slots). */
+#define TP_SPLIT_SLOTS(grid) (3 * (grid))
 
 typedef struct __align__(16) {
     int flags;      /* TP_T_* (0 = nothing: padding of a step) */

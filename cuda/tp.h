@@ -351,7 +351,7 @@ enum { XS_TP_K_TILE = 1, XS_TP_K_PUSH = 2, XS_TP_K_REDUCE = 4, XS_TP_K_DEFER = 8
  * XS_TP_SPLIT_SLOT(x) + part and raises that slot's flag; the last part waits for them, adds
  * them and runs the tile's epilogue (its bytes, its signal). The fields are the push fields,
  * which a TILE does not use. */
-#define XS_TP_SPLIT_MAX 4                       /* parts of one tile */
+#define XS_TP_SPLIT_MAX 8                       /* parts of one tile */
 #define XS_TP_SPLIT_PART(x) ((x)->push_rank)
 #define XS_TP_SPLIT_SLOT(x) ((x)->push_chunk)   /* the tile's first scratch slot */
 #define XS_TP_SPLIT_PARTS(x) ((x)->push_n)

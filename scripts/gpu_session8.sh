@@ -19,8 +19,8 @@
 #        sweep; auto may choose couriers, and a forced courier column runs in the same rounds)
 #   tps  split first steps (run 9): test_tp --sm90 (split cases: fused, local, a missing part),
 #        then bench tp --engine sm90 --op gemm_rs with TPS_COURIERS (4,8), the planner piloting the
-#        front order whole and split in 2 and 4 parts (--split 2,4), at each pace of TPS_PACE
-#        (default 0.95)
+#        front order whole and split in 2, 4 and 8 parts (--split 2,4,8), at each pace of TPS_PACE
+#        (default 0.98)
 # Writes to $OUT: <part>*.csv and <part>*.log. Usage: OUT=dir [PROFILE=file] [PARTS=...]
 #   scripts/gpu_session8.sh
 set -u
@@ -39,8 +39,8 @@ for part in ${PARTS:-tpc}; do
             --csv "$OUT/tpc_quick.csv" >"$OUT/tpc_quick.log" 2>&1
         echo "tpc quick rc=$?"
         tail -n 25 "$OUT/tpc_quick.log"
-        timeout "${TPC_LIMIT:-330}" "$X" bench tp --engine sm90 --couriers "${TPC_COURIERS:-4,8}" \
-            --courier-pace "${TPC_PACE:-0.95}" \
+        timeout "${TPC_LIMIT:-330}" "$X" bench tp --engine sm90 --couriers "${TPC_COURIERS:-4,6,8}" \
+            --courier-pace "${TPC_PACE:-0.98}" \
             --max-time "${TPC_MAX_TIME:-270}" --profile "$P" -n 5 -w 1 --csv "$OUT/tpc.csv" \
             >"$OUT/tpc.log" 2>&1
         echo "tpc sweep rc=$?"
@@ -59,9 +59,9 @@ for part in ${PARTS:-tpc}; do
         timeout "${TPS_TEST_LIMIT:-240}" build/tests/gpu/test_tp --sm90 >"$OUT/tps_test_tp.log" 2>&1
         echo "tps test_tp --sm90 rc=$? $(tail -n 1 "$OUT/tps_test_tp.log")"
         grep -E "split|FAIL" "$OUT/tps_test_tp.log" | head -n 24
-        for f in ${TPS_PACE:-0.95}; do
+        for f in ${TPS_PACE:-0.98}; do
             timeout "${TPS_LIMIT:-200}" "$X" bench tp --engine sm90 --op gemm_rs \
-                --couriers "${TPS_COURIERS:-4,8}" --split 2,4 --courier-pace "$f" \
+                --couriers "${TPS_COURIERS:-4,6,8}" --split 2,4,8 --courier-pace "$f" \
                 --max-time "${TPS_MAX_TIME:-150}" --profile "$P" -n 5 -w 1 \
                 --csv "$OUT/tps_$f.csv" >"$OUT/tps_$f.log" 2>&1
             echo "tps bench pace $f rc=$?"

@@ -97,7 +97,7 @@ static void set_init(plan_set *S, const xs_tp_shape *s, const xs_tp_info *in)
     S->n_rd = in->rs_gemm >= 0 ? S->P * S->P * in->t_own : 0;
 }
 
-/* Room for split scratch flags: slots per rank (tp.cu gives a context 2 x grid). */
+/* Room for split scratch flags: slots per rank (tp.cu gives a context 3 x grid). */
 static void set_split_slots(plan_set *S, int slots)
 {
     S->sp_slots = slots;
@@ -680,7 +680,8 @@ static void pace_label(const xs_tp_pace *p, int sm90, char *buf, size_t n)
              : p->spread         ? "stream"
              : p->cap_bytes > 0  ? "capQ"
                                  : "nocap",
-             sm90 ? "/stored" : "", p->split == 2 ? "/split2" : p->split == 4 ? "/split4" : "");
+             sm90 ? "/stored" : "",
+             p->split == 2 ? "/split2" : p->split == 4 ? "/split4" : p->split == 8 ? "/split8" : "");
 }
 
 static long g_cases, g_distinct, g_lists, g_sim_tasks;
@@ -731,7 +732,7 @@ static void check_config_c(const xs_tp_shape *s, int G, int C)
         xs_tp_pace_front(&cand[nc++]);
         const int front = nc - 1;
         if (s->op == XS_TP_GEMM_RS && s->peers > 1) /* and its head split along k */
-            for (int sp = 2; sp <= 4; sp += 2) {
+            for (int sp = 2; sp <= 8; sp *= 2) {
                 cand[nc] = cand[front];
                 cand[nc++].split = sp;
             }
@@ -757,7 +758,7 @@ static void check_config_c(const xs_tp_shape *s, int G, int C)
                 pace_label(&cand[o], o >= sm90_from, lab, sizeof lab);
             plan_set S;
             set_init(&S, s, &in);
-            set_split_slots(&S, 2 * G);
+            set_split_slots(&S, 3 * G);
             int built = 1;
             for (int r = 0; r < P && built; r++) {
                 const xs_status st = o < 0 ? xs_tp_order_naive(t[r], 0)
@@ -1368,11 +1369,11 @@ static void check_split(void)
     xs_profile prof;
     xs_profile_default(&prof);
     const xs_tp_costs c = make_costs(&in, 0);
-    double model[3] = {0, 0, 0};
-    for (int v = 0; v < 3; v++) {
+    double model[4] = {0, 0, 0, 0};
+    for (int v = 0; v < 4; v++) {
         xs_tp_pace pace;
         xs_tp_pace_front(&pace);
-        pace.split = v == 0 ? 0 : 2 * v; /* whole, 2, 4 */
+        pace.split = v == 0 ? 0 : 1 << v; /* whole, 2, 4, 8 */
         xs_tp_pred pr;
         if (xs_tp_order_shaped(t, v, &pace, &c, &prof) != XS_OK ||
             xs_tp_order_check(t, v) != XS_OK || xs_tp_predict(t, v, &prof, &c, 0, &pr) != XS_OK) {
@@ -1382,10 +1383,37 @@ static void check_split(void)
         }
         model[v] = pr.model_ns;
     }
-    XT_CHECK(model[2] < model[1] && model[1] < model[0],
-             "split: predicted %.1f (split 4), %.1f (split 2), %.1f (whole) us: the earlier the "
-             "link starts, the sooner a comm-bound order ends", model[2] / 1e3, model[1] / 1e3,
-             model[0] / 1e3);
+    XT_CHECK(model[3] <= model[2] && model[2] < model[1] && model[1] < model[0],
+             "split: predicted %.1f (split 8), %.1f (split 4), %.1f (split 2), %.1f (whole) us: "
+             "the earlier the link starts, the sooner a comm-bound order ends", model[3] / 1e3,
+             model[2] / 1e3, model[1] / 1e3, model[0] / 1e3);
+    {
+        /* split 8 (slot 3): 15 tiles in 8 parts, 31 in 4, 62 in 2 (G / 8 leaves 4 places of
+         * the first step to the next tiles' parts); every tile's parts once, the last one last,
+         * only the last one in the walk */
+        const xs_tp_task *x;
+        const int n = xs_tp_order_get(t, 3, &x);
+        const int *walk;
+        const int nw = xs_tp_order_walk(t, 3, &walk);
+        int bad = 0, by[9] = {0};
+        for (int i = 0; i < n; i++) {
+            if (!(x[i].kind & XS_TP_K_SPLIT))
+                continue;
+            const int S = XS_TP_SPLIT_PARTS(&x[i]), last = XS_TP_SPLIT_PART(&x[i]) == S - 1;
+            int in_w = 0, before = 0, after = 0;
+            for (int e = 0; e < nw; e++)
+                in_w |= walk[e] == i;
+            for (int j = 0; j < n; j++)
+                if ((x[j].kind & XS_TP_K_SPLIT) && j != i && x[j].tm == x[i].tm &&
+                    x[j].tn == x[i].tn)
+                    before += j < i, after += j > i;
+            bad += in_w != last || before + after != S - 1 || (last && after);
+            by[S] += last;
+        }
+        XT_CHECK(bad == 0 && by[8] == Gc / 8 && by[4] == Gc / 4 && by[2] == Gc / 2,
+                 "split 8: %d structure faults, %d / %d / %d tiles in 8 / 4 / 2 parts", bad,
+                 by[8], by[4], by[2]);
+    }
     /* structure of split 4 (slot 2) and split 2 (slot 1) */
     const int want[2][2] = {{Gc / 2, 0}, {Gc / 4, Gc / 2}}; /* tiles per step: split 2, split 4 */
     for (int v = 1; v <= 2; v++) {
@@ -1423,7 +1451,8 @@ static void check_split(void)
     }
     printf("ok split (gemm_rs 8b m=8192 P=4, 124 compute CTAs + 8 couriers): split 4 = 31 tiles "
            "x 4 parts, then 62 x 2; split 2 = 62 x 2; fluid model %.1f / %.1f / %.1f us (split "
-           "4 / 2 / whole)\n", model[2] / 1e3, model[1] / 1e3, model[0] / 1e3);
+           "4 / 2 / whole), split 8 %.1f us\n", model[2] / 1e3, model[1] / 1e3, model[0] / 1e3,
+           model[3] / 1e3);
 
     /* hand-broken copies of the split 4 list */
     const xs_tp_task *x0;
@@ -1449,7 +1478,7 @@ static void check_split(void)
                 XS_TP_SPLIT_SLOT(&b[last0]) = 0, XS_TP_SPLIT_PARTS(&b[last0]) = 0;
         else if (k == 2)
             for (int q = 0; q < 4; q++)
-                XS_TP_SPLIT_SLOT(&b[q * (Gc / 4)]) = 2 * grid - 2;
+                XS_TP_SPLIT_SLOT(&b[q * (Gc / 4)]) = 3 * grid - 2;
         else
             XS_TP_SPLIT_SLOT(&b[1]) = XS_TP_SPLIT_SLOT(&b[0]); /* tile 1's part 0: tile 0's slot */
         const int ok = xs_tp_order_set(t, 3, b, n) == XS_OK && xs_tp_order_check(t, 3) == XS_OK;
@@ -1464,7 +1493,7 @@ static void check_split(void)
     {
         plan_set S;
         set_init(&S, &s, &in);
-        set_split_slots(&S, 2 * grid);
+        set_split_slots(&S, 3 * grid);
         xs_tp_task *v[XS_MAX_RANKS];
         int okr = 1;
         for (int r = 0; r < s.peers; r++) { /* the same list rotated, as every rank's */

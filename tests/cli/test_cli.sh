@@ -152,9 +152,9 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench tp --couriers 0 on mma (accepted: the next check speaks)" "--n and --k go together" "$X" bench tp --couriers 0 --n 4096
     if "$X" bench tp --help 2>&1 | grep -q -- '4,6,8 with sm90'; then ok; else bad "bench tp --help lacks the sm90 courier default"; fi
     # --split (docs/TP.md "Split first steps") and --pilot-reps
-    expect_err "bench tp --split 5" "--split 5: outside 1..4" "$X" bench tp --engine sm90 --split 5
+    expect_err "bench tp --split 9" "--split 9: outside 1..8" "$X" bench tp --engine sm90 --split 9
     expect_err "bench tp --split twice" "--split: 2 given twice" "$X" bench tp --engine sm90 --split 2,2
-    expect_err "bench tp --split three" "--split: at most 2 part counts besides 1" "$X" bench tp --engine sm90 --split 2,3,4
+    expect_err "bench tp --split four" "--split: at most 3 part counts besides 1" "$X" bench tp --engine sm90 --split 2,3,4,8
     expect_err "bench tp --pilot-reps 0" "--pilot-reps 0: outside 1..9" "$X" bench tp --pilot-reps 0
     if "$X" bench tp --help 2>&1 | grep -q -- '--split LIST'; then ok; else bad "bench tp --help lacks --split"; fi
     if "$X" bench tp --help 2>&1 | grep -q -- '--couriers LIST'; then ok; else bad "bench tp --help lacks --couriers"; fi

@@ -379,7 +379,7 @@ static unsigned char *snap_dest(xs_tp *t, const xs_tp_info *in, int me, int P, i
 }
 
 /* Split first steps (gemm_rs with C couriers; xs_tp_pace.split, docs/TP.md "Split first
- * steps"): the front order with its head split in 2 and 4 k-parts (slots 5, 6), run fused and
+ * steps"): the front order with its head split in 2, 4 and 8 k-parts (slots 5-7), run fused and
  * local, each checked by the library (split tiles against the fp32 reference within the
  * tolerance, every other tile bitwise against the expectation) and the fused run against the
  * reference here; the number of 16-byte units that differ from the whole-tile run is printed
@@ -397,8 +397,8 @@ static void run_split(xs_tp *t, const cref *r, const xs_tp_costs *cost, xs_tp_ru
     XT_CHECK(xs_tp_run(t, 4, &ro, st, &ms) == XS_OK, "%s: %d couriers, front: %s", name, C,
              xs_errmsg());
     unsigned char *whole = snap_dest(t, in, r->me, P, r->s.m, &n0);
-    for (int sp = 2; sp <= 4 && whole; sp += 2) {
-        const int slot = 3 + sp / 2 + 1; /* 5, 6 */
+    for (int sp = 2; sp <= 8 && whole; sp *= 2) {
+        const int slot = sp == 2 ? 5 : sp == 4 ? 6 : 7;
         char v[96];
         snprintf(v, sizeof v, "front split %d, %d couriers", sp, C);
         xs_tp_pace pace;
