@@ -5,7 +5,7 @@
 #   tpc  the TP GPU tests (courier cases included), bench tp --engine sm90: a quick gemm_rs smoke
 #        with 4 couriers, then the default sweep
 #        with 0, 4 and 8 couriers side by side in the same iterations (every row verified), the
-#        couriers at TPC_PACE x R (0.95)
+#        couriers at TPC_PACE x R (0.98), TPC_COURIERS (4,6,8); TPC_NOTEST=1 skips the test
 #   upc  the attention GPU tests (courier cases included), then scripts/gpu_up.sh (the default
 #        sweep with couriers in the planner's family, and the short rows with 8 couriers forced)
 #   tpp  gemm_rs only, 8 and 16 couriers next to the default kernel, paced at 0.98 and at 1.0 x R
@@ -18,7 +18,7 @@
 #   epc  the MoE GPU tests (--quick, courier cases included), then scripts/gpu_ep.sh (the default
 #        sweep; auto may choose couriers, and a forced courier column runs in the same rounds)
 #   tps  split first steps (run 9): test_tp --sm90 (split cases: fused, local, a missing part),
-#        then bench tp --engine sm90 --op gemm_rs with TPS_COURIERS (4,8), the planner piloting the
+#        then bench tp --engine sm90 --op gemm_rs with TPS_COURIERS (4,6,8), the planner piloting the
 #        front order whole and split in 2, 4 and 8 parts (--split 2,4,8), at each pace of TPS_PACE
 #        (default 0.98)
 # Writes to $OUT: <part>*.csv and <part>*.log. Usage: OUT=dir [PROFILE=file] [PARTS=...]
