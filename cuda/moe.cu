@@ -886,21 +886,24 @@ static __device__ unsigned long long xs_moe_courier_pace(const xs_moe_kargs &a,
 /* A courier's chunk: thread tid's units base + u * THREADS + tid (u < XS_MOE_COURIER_UNITS) of
  * the tile's remote rows (s_row, cpr units each, starting at byte column col): loaded from the
  * staging buffer (.cg: written by another SM during this kernel) into v, their destinations
- * into d (NULL past the end). */
+ * (s_dst: each row's, from shared memory) into d (NULL past the end). The only global loads are
+ * the data's: run 8's probe showed an SM's loads waiting behind its own stores in flight, and
+ * the destinations used to be two dependent global loads per unit (row_rank, then rank_base). */
 static __device__ __forceinline__ void xs_moe_courier_load(const xs_moe_kargs &a,
-                                                           const int *s_row, int cpr,
-                                                           long long col, int units, int base,
-                                                           int tid, uint4 *v, char **d)
+                                                           const int *s_row, char *const *s_dst,
+                                                           int cpr, long long col, int units,
+                                                           int base, int tid, uint4 *v, char **d)
 {
 #pragma unroll
     for (int u = 0; u < XS_MOE_COURIER_UNITS; u++) {
         const int i = base + u * xs_moe_cfg::THREADS + tid;
         d[u] = NULL;
         if (i < units) {
-            const int gr = s_row[i / cpr];
-            const long long c16 = 16LL * (i % cpr);
-            v[u] = __ldcg((const uint4 *)(a.cstage + (long long)gr * a.hidden * 2 + col + c16));
-            d[u] = a.rank_base[a.row_rank[gr]] + a.row_off[gr] + col + c16;
+            const int r = i / cpr;
+            const long long c16 = 16LL * (i - r * cpr);
+            v[u] = __ldcg((const uint4 *)(a.cstage + (long long)s_row[r] * a.hidden * 2 + col +
+                                          c16));
+            d[u] = s_dst[r] + col + c16;
         }
     }
 }
@@ -934,7 +937,8 @@ static __device__ __noinline__ void xs_moe_courier(const xs_moe_kargs &a, int k,
 {
     typedef xs_moe_cfg C;
     enum { NW = C::THREADS / 32, U = XS_MOE_COURIER_UNITS };
-    int *s_row = (int *)smem;           /* [BM] the tile's remote rows, in row order */
+    char **s_dst = (char **)smem;       /* [BM] their destinations (column 0) */
+    int *s_row = (int *)(s_dst + C::BM); /* [BM] the tile's remote rows, in row order */
     int *s_wcnt = s_row + C::BM;        /* [NW] remote rows per warp */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     unsigned long long next = 0;        /* thread 0: the pacer (xs_moe_courier_pace) */
@@ -947,7 +951,8 @@ static __device__ __noinline__ void xs_moe_courier(const xs_moe_kargs &a, int k,
         const int row0 = rb.y, nrows = rb.z;
         const int nv = a.hidden - nb * C::BN;
         const int cpr = (nv < C::BN ? nv : C::BN) / 8; /* 16-byte units per row (H % 8 == 0) */
-        const int f = tid < nrows && a.rank_host[a.row_rank[row0 + tid]];
+        const int rr = tid < nrows ? a.row_rank[row0 + tid] : 0;
+        const int f = tid < nrows && a.rank_host[rr];
         const unsigned int bal = __ballot_sync(0xffffffffu, f);
         if (lane == 0)
             s_wcnt[warp] = __popc(bal);
@@ -958,8 +963,10 @@ static __device__ __noinline__ void xs_moe_courier(const xs_moe_kargs &a, int k,
             nrem += s_wcnt[w];
             off += w < warp ? s_wcnt[w] : 0;
         }
-        if (f)
+        if (f) {
             s_row[off] = row0 + tid;
+            s_dst[off] = a.rank_base[rr] + a.row_off[row0 + tid];
+        }
         int stop = 0;
         if (tid == 0 && nrem > 0)
             stop = xs_moe_courier_wait(a, j, rbi, nb);
@@ -975,11 +982,11 @@ static __device__ __noinline__ void xs_moe_courier(const xs_moe_kargs &a, int k,
          * 6.6-6.9 B/ns per courier, the loads waiting behind the courier's own stores) */
         uint4 v0[U], v1[U];
         char *d0[U], *d1[U];
-        xs_moe_courier_load(a, s_row, cpr, col, units, 0, tid, v0, d0);
+        xs_moe_courier_load(a, s_row, s_dst, cpr, col, units, 0, tid, v0, d0);
 #pragma unroll 1
         for (int base = 0; base < units; base += 2 * CH) {
             if (base + CH < units)
-                xs_moe_courier_load(a, s_row, cpr, col, units, base + CH, tid, v1, d1);
+                xs_moe_courier_load(a, s_row, s_dst, cpr, col, units, base + CH, tid, v1, d1);
             if (tid == 0)
                 gate += xs_moe_courier_pace(a, &next, 16.0 * min(units - base, CH), &stop);
             if (__syncthreads_or(stop))
@@ -988,7 +995,8 @@ static __device__ __noinline__ void xs_moe_courier(const xs_moe_kargs &a, int k,
             if (base + CH >= units)
                 break;
             if (base + 2 * CH < units)
-                xs_moe_courier_load(a, s_row, cpr, col, units, base + 2 * CH, tid, v0, d0);
+                xs_moe_courier_load(a, s_row, s_dst, cpr, col, units, base + 2 * CH, tid, v0,
+                                    d0);
             if (tid == 0)
                 gate += xs_moe_courier_pace(a, &next, 16.0 * min(units - base - CH, CH), &stop);
             if (__syncthreads_or(stop))
