@@ -302,13 +302,16 @@ typedef struct {
  * SMs at 1.00 of their rate alone). auto weighs 4 and 8 couriers at 0.9 R. */
 #define XS_MOE_COURIERS_AUTO (-1)
 #define XS_MOE_COURIER_PACE_FRAC 0.9
-/* Measured, not calibrated (bench/results/h200-2026-11-29-r8, call 6, the two traced points):
- * a courier's copies of 30-46 KB took 4.7-5.8 us, 6.6-6.9 B/ns per courier - its own loads of
- * the staged rows wait behind its stores in flight - so 4 couriers drained 27 B/ns, not 0.9 R,
- * and auto, which had assumed the issue rate, chose them on 12 of 48 points and lost up to
- * 1.75x. Until the copy is decoupled from its stores auto does not choose couriers by default
- * (--auto-couriers). */
-#define XS_MOE_COURIER_COPY_BYTES_PER_NS 6.7
+/* Measured, not calibrated. Run 8 call 6 (bench/results/h200-2026-11-29-r8, the two traced
+ * points): a courier's copies of 30-46 KB took 4.7-5.8 us, 6.6-6.9 B/ns per courier - its own
+ * loads of the staged rows wait behind its stores in flight - so 4 couriers drained 27 B/ns,
+ * not 0.9 R, and auto, which had assumed the issue rate, chose them on 12 of 48 points and lost
+ * up to 1.75x. Run 9 call 6 (bench/results/h200-2026-11-29-r9, the same two points): with each
+ * tile's row destinations in shared memory (no table loads behind the stores) a copy runs at
+ * 11.45 and 11.65 B/ns (median per tile, the pacer's holds excluded), so 8 couriers reach their
+ * pace. auto still does not choose couriers by default (--auto-couriers): the forced courier
+ * column stayed slower than auto on 45 of 48 points in that run. */
+#define XS_MOE_COURIER_COPY_BYTES_PER_NS 11.5
 void xs_moe_model_default(xs_moe_model *mm);
 
 /* Predicted kernel time of task list `slot` (and its pacing) with the given tile costs: an event
