@@ -257,6 +257,12 @@ struct xs_moe {
     char *d_cstage;       /* [rows, H] bf16: remote rows staged by the Linear-2 epilogues */
     unsigned long long *d_ready; /* [nrb * l2_per_rb] 1 = the Linear-2 tile's rows are staged */
     int2 *d_clist, *h_clist;     /* [n2] the Linear-2 tiles (rb, nb) in task-list order */
+    /* the couriers' row plan (xs_moe_courier_rows, per run: it holds the table's pointers):
+     * per row block its remote rows (rows of host windows) in row order and their
+     * destinations, BM each, and their count */
+    int *d_crow, *h_crow;        /* [nrb][BM] global row index */
+    char **d_cdst, **h_cdst;     /* [nrb][BM] the row's slot in its window (column 0) */
+    int *d_ccnt, *h_ccnt;        /* [nrb] */
     unsigned long long *d_ctrace, *h_ctrace; /* [n2][XS_MOE_COPY_WORDS] */
     xs_moe_copy *copies;  /* the last run's copies (decoded) */
     int ncopies;
@@ -565,6 +571,7 @@ void xs_moe_destroy(xs_moe *m)
     free(m->row_weight); free(m->row_off); free(m->expert_off); free(m->expert_rows);
     free(m->rank_used); free(m->rb); free(m->h_trace); free(m->h_anchors); free(m->tiles);
     free(m->ref); free(m->h_clist); free(m->h_ctrace); free(m->copies);
+    free(m->h_crow); free(m->h_cdst); free(m->h_ccnt);
     for (int i = 0; i < XS_MOE_SLOTS; i++) {
         free(m->slots[i].host);
         if (m->slots[i].dev)
@@ -580,7 +587,8 @@ void xs_moe_destroy(xs_moe *m)
                    m->d_rb, m->d_queue, m->d_done1, m->d_status, m->d_pace, m->d_rank_base,
                    m->d_rank_host, m->d_trace, m->d_anchors, m->local_win, m->xs_sorted, m->y1,
                    m->y2, m->stage, m->y1f, m->y2f, m->reff, m->flush, m->d_kargs, m->ref_h,
-                   m->d_cstage, m->d_ready, m->d_clist, m->d_ctrace};
+                   m->d_cstage, m->d_ready, m->d_clist, m->d_ctrace, m->d_crow, m->d_cdst,
+                   m->d_ccnt};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -788,6 +796,9 @@ typedef struct {
     char *cstage;               /* [rows, hidden] bf16: remote rows staged by the epilogues */
     unsigned long long *ready;  /* [nrb * l2_per_rb] 1 once a Linear-2 tile's rows are staged */
     const int2 *clist;          /* [nclist] the Linear-2 tiles (rb, nb) in task-list order */
+    const int *crow;            /* [nrb][BM] each row block's remote rows (xs_moe_courier_rows) */
+    char *const *cdst;          /* [nrb][BM] their destinations (column 0) */
+    const int *ccnt;            /* [nrb] how many */
     int nclist;
     double courier_ns_per_byte; /* one courier's pace: couriers / the couriers' total rate */
     unsigned long long *ctrace; /* [nclist][XS_MOE_COPY_WORDS] */
@@ -936,41 +947,44 @@ static __device__ __noinline__ void xs_moe_courier(const xs_moe_kargs &a, int k,
                                                    unsigned int smid, char *smem)
 {
     typedef xs_moe_cfg C;
-    enum { NW = C::THREADS / 32, U = XS_MOE_COURIER_UNITS };
-    char **s_dst = (char **)smem;       /* [BM] their destinations (column 0) */
+    enum { U = XS_MOE_COURIER_UNITS };
+    char **s_dst = (char **)smem;        /* [BM] the tile's remote rows' destinations */
     int *s_row = (int *)(s_dst + C::BM); /* [BM] the tile's remote rows, in row order */
-    int *s_wcnt = s_row + C::BM;        /* [NW] remote rows per warp */
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    unsigned long long next = 0;        /* thread 0: the pacer (xs_moe_courier_pace) */
+    const int tid = threadIdx.x, step = a.couriers;
+    unsigned long long next = 0;         /* thread 0: the pacer (xs_moe_courier_pace) */
+    /* the next tile's plan, loaded one tile ahead (xs_moe_courier_rows: its remote rows, their
+     * destinations, their count), and its tile list entry two tiles ahead, so that none of these
+     * loads is issued behind the previous tile's stores (run 9: a courier's loads wait behind its
+     * own stores in flight, and a tile used to start with six dependent loads) */
+    int j = k;
+    int2 tk = j < a.nclist ? a.clist[j] : make_int2(0, 0);
+    int2 tk_next = j + step < a.nclist ? a.clist[j + step] : make_int2(0, 0);
+    int p_cnt = 0, p_row = 0;
+    char *p_dst = NULL;
+    if (j < a.nclist) {
+        p_cnt = a.ccnt[tk.x];
+        if (tid < p_cnt) {
+            p_row = a.crow[(size_t)tk.x * C::BM + tid];
+            p_dst = a.cdst[(size_t)tk.x * C::BM + tid];
+        }
+    }
+    int ready_early = 0; /* thread 0: this tile's ready flag was seen set one tile ahead */
 #pragma unroll 1
-    for (int j = k; j < a.nclist; j += a.couriers) {
+    for (; j < a.nclist; j += step) {
         const uint64_t c_wait = xs_clock();
-        const int2 tk = a.clist[j];
-        const int rbi = tk.x, nb = tk.y;
-        const int4 rb = a.rbs[rbi];
-        const int row0 = rb.y, nrows = rb.z;
+        const int rbi = tk.x, nb = tk.y, nrem = p_cnt;
         const int nv = a.hidden - nb * C::BN;
         const int cpr = (nv < C::BN ? nv : C::BN) / 8; /* 16-byte units per row (H % 8 == 0) */
-        const int rr = tid < nrows ? a.row_rank[row0 + tid] : 0;
-        const int f = tid < nrows && a.rank_host[rr];
-        const unsigned int bal = __ballot_sync(0xffffffffu, f);
-        if (lane == 0)
-            s_wcnt[warp] = __popc(bal);
-        __syncthreads(); /* s_wcnt; the previous tile's readers of s_row are done */
-        int nrem = 0, off = __popc(bal & ((1u << lane) - 1u));
-#pragma unroll
-        for (int w = 0; w < NW; w++) {
-            nrem += s_wcnt[w];
-            off += w < warp ? s_wcnt[w] : 0;
-        }
-        if (f) {
-            s_row[off] = row0 + tid;
-            s_dst[off] = a.rank_base[rr] + a.row_off[row0 + tid];
+        /* s_row, s_dst: the previous tile's readers passed the barrier at its end */
+        if (tid < nrem) {
+            s_row[tid] = p_row;
+            s_dst[tid] = p_dst;
         }
         int stop = 0;
-        if (tid == 0 && nrem > 0)
+        if (tid == 0 && nrem > 0 && !ready_early)
             stop = xs_moe_courier_wait(a, j, rbi, nb);
-        /* barrier: s_row, the decision, and (thread 0's acquire before it) the staged rows */
+        /* barrier: s_row, s_dst, the decision, and (thread 0's acquire before it) the staged
+         * rows */
         if (__syncthreads_or(stop))
             break;
         const uint64_t c_ready = xs_clock();
@@ -983,6 +997,21 @@ static __device__ __noinline__ void xs_moe_courier(const xs_moe_kargs &a, int k,
         uint4 v0[U], v1[U];
         char *d0[U], *d1[U];
         xs_moe_courier_load(a, s_row, s_dst, cpr, col, units, 0, tid, v0, d0);
+        /* the next tile's plan and ready flag, and the entry after it: before this tile's
+         * stores */
+        const int jn = j + step;
+        const int2 tk_after = jn + step < a.nclist ? a.clist[jn + step] : make_int2(0, 0);
+        if (jn < a.nclist) {
+            p_cnt = a.ccnt[tk_next.x];
+            if (tid < p_cnt) {
+                p_row = a.crow[(size_t)tk_next.x * C::BM + tid];
+                p_dst = a.cdst[(size_t)tk_next.x * C::BM + tid];
+            }
+            if (tid == 0)
+                ready_early = xs_ld_acquire_gpu((const uint64_t *)(a.ready + (size_t)tk_next.x *
+                                                                              a.l2_per_rb +
+                                                                   tk_next.y)) != 0ull;
+        }
 #pragma unroll 1
         for (int base = 0; base < units; base += 2 * CH) {
             if (base + CH < units)
@@ -1003,7 +1032,7 @@ static __device__ __noinline__ void xs_moe_courier(const xs_moe_kargs &a, int k,
                 break;
             xs_moe_courier_store(v1, d1);
         }
-        if (__syncthreads_or(stop)) /* every store of the tile issued */
+        if (__syncthreads_or(stop)) /* every store of the tile issued, s_row and s_dst free */
             break;
         if (tid == 0 && a.ctrace) {
             unsigned long long *r = a.ctrace + (size_t)j * XS_MOE_COPY_WORDS;
@@ -1014,6 +1043,8 @@ static __device__ __noinline__ void xs_moe_courier(const xs_moe_kargs &a, int k,
             r[4] = (unsigned long long)units * 16ull;
             r[5] = gate;
         }
+        tk = tk_next;
+        tk_next = tk_after;
     }
 }
 
@@ -1418,6 +1449,49 @@ static xs_status xs_moe_courier_setup(xs_moe *m, const xs_moe_tasklist *tl, cuda
     return XS_OK;
 }
 
+/* The couriers' row plan for the window table of this run (docs/EP.md "Couriers"): per row
+ * block, its rows whose rank's window is host memory (remote over PCIe), in row order, with
+ * each row's slot in that window, uploaded on s. A courier then finds a tile's rows and their
+ * destinations in two independent loads it can issue before its previous tile's stores leave
+ * (run 9: the loads behind those stores were a third of a courier's time). */
+static xs_status xs_moe_courier_rows(xs_moe *m, const xs_wintab *tab, cudaStream_t s)
+{
+    typedef xs_moe_cfg C;
+    const size_t nb = (size_t)m->nrb * C::BM;
+    if (!m->d_crow) {
+        XS_TRY(xs_dalloc((void **)&m->d_crow, sizeof(int) * (nb + 1), "courier row plan"));
+        XS_TRY(xs_dalloc((void **)&m->d_cdst, sizeof(char *) * (nb + 1), "courier row plan"));
+        XS_TRY(xs_dalloc((void **)&m->d_ccnt, sizeof(int) * ((size_t)m->nrb + 1),
+                         "courier row plan"));
+    }
+    if (!m->h_crow) {
+        m->h_crow = (int *)malloc(sizeof(int) * (nb + 1));
+        m->h_cdst = (char **)malloc(sizeof(char *) * (nb + 1));
+        m->h_ccnt = (int *)malloc(sizeof(int) * ((size_t)m->nrb + 1));
+        if (!m->h_crow || !m->h_cdst || !m->h_ccnt)
+            return xs_seterr(XS_ENOMEM, "moe: out of host memory for the courier row plan");
+    }
+    for (int b = 0; b < m->nrb; b++) {
+        const int row0 = m->rb[b].y, nrows = m->rb[b].z;
+        int n = 0;
+        for (int i = 0; i < nrows && i < C::BM; i++) {
+            const int gr = row0 + i, r = m->row_rank[gr];
+            if (r < 0 || r >= m->N || !tab->host_mem[r])
+                continue;
+            m->h_crow[(size_t)b * C::BM + n] = gr;
+            m->h_cdst[(size_t)b * C::BM + n] = tab->data[r] + m->row_off[gr];
+            n++;
+        }
+        m->h_ccnt[b] = n;
+    }
+    /* pageable sources: staged before the calls return, ordered before the launch on s */
+    XS_CU(cudaMemcpyAsync(m->d_crow, m->h_crow, sizeof(int) * nb, cudaMemcpyHostToDevice, s));
+    XS_CU(cudaMemcpyAsync(m->d_cdst, m->h_cdst, sizeof(char *) * nb, cudaMemcpyHostToDevice, s));
+    XS_CU(cudaMemcpyAsync(m->d_ccnt, m->h_ccnt, sizeof(int) * (size_t)m->nrb,
+                          cudaMemcpyHostToDevice, s));
+    return XS_OK;
+}
+
 xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_moe_run_opts *o,
                            cudaStream_t s, float *ms)
 {
@@ -1475,8 +1549,10 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
     XS_CU(cudaMemsetAsync(m->d_trace, 0xff, 8 * XS_MOE_TRACE_WORDS * (size_t)(tl->n + 1), s));
     const int couriers = tl->plan.couriers;
     m->ncopies = 0;
-    if (couriers > 0)
+    if (couriers > 0) {
         XS_TRY(xs_moe_courier_setup(m, tl, s));
+        XS_TRY(xs_moe_courier_rows(m, tab, s));
+    }
 
     xs_moe_kargs a;
     memset(&a, 0, sizeof a);
@@ -1516,6 +1592,9 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
         a.ready = m->d_ready;
         a.clist = m->d_clist;
         a.nclist = m->ncopies;
+        a.crow = m->d_crow;
+        a.cdst = m->d_cdst;
+        a.ccnt = m->d_ccnt;
         a.courier_ns_per_byte = couriers / tl->plan.courier_bytes_per_ns;
         a.ctrace = m->d_ctrace;
     }
