@@ -151,7 +151,7 @@ static void ep_usage(FILE *f)
             "      --auto-couriers          auto may choose couriers (default: predicted and\n"
             "                               reported, never chosen: the forced courier column\n"
             "                               stayed slower than auto, run 9)\n"
-            "      --courier-copy-rate B    model: bytes/ns one courier copies at most (11.5,\n"
+            "      --courier-copy-rate B    model: bytes/ns one courier copies at most (9.2,\n"
             "                               measured; 0: no limit)\n"
             "      --seed S                 inputs and routing (default 1)\n"
             "      --timeout-ms MS          bound of every in-kernel wait (default 2000)\n"

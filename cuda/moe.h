@@ -306,12 +306,15 @@ typedef struct {
  * points): a courier's copies of 30-46 KB took 4.7-5.8 us, 6.6-6.9 B/ns per courier - its own
  * loads of the staged rows wait behind its stores in flight - so 4 couriers drained 27 B/ns,
  * not 0.9 R, and auto, which had assumed the issue rate, chose them on 12 of 48 points and lost
- * up to 1.75x. Run 9 call 6 (bench/results/h200-2026-11-29-r9, the same two points): with each
- * tile's row destinations in shared memory (no table loads behind the stores) a copy runs at
- * 11.45 and 11.65 B/ns (median per tile, the pacer's holds excluded), so 8 couriers reach their
- * pace. auto still does not choose couriers by default (--auto-couriers): the forced courier
- * column stayed slower than auto on 45 of 48 points in that run. */
-#define XS_MOE_COURIER_COPY_BYTES_PER_NS 11.5
+ * up to 1.75x. Run 9 (bench/results/h200-2026-11-29-r9, the same two points): with each tile's
+ * row destinations in shared memory (call 6) a tile's copy phase runs at 11.45 and 11.65 B/ns
+ * (median per tile, the pacer's holds excluded), but a tile began with about 2 us of loads
+ * behind the previous tile's stores; with the row plan and the ready flag loaded one tile
+ * ahead (call 7) that wait is gone, and a courier moves 9.2-10.7 B/ns from ready to last store
+ * (pacer holds excluded; copy phase 9.9 B/ns median): 9.2, the lower, is the model's rate.
+ * auto still does not choose couriers by default (--auto-couriers): the forced courier column
+ * stayed slower than auto on 45 of 48 points in call 6. */
+#define XS_MOE_COURIER_COPY_BYTES_PER_NS 9.2
 void xs_moe_model_default(xs_moe_model *mm);
 
 /* Predicted kernel time of task list `slot` (and its pacing) with the given tile costs: an event

@@ -340,10 +340,10 @@ static void auto_checks(const xs_profile *prof)
     xs_moe_model mm;
     xs_moe_model_default(&mm);
     XT_CHECK(mm.couriers == XS_MOE_COURIERS_AUTO && mm.courier_pace_frac == 0.9 &&
-                 mm.auto_couriers == 0 && mm.courier_copy_bytes_per_ns == 11.5,
+                 mm.auto_couriers == 0 && mm.courier_copy_bytes_per_ns == 9.2,
              "defaults: couriers %d at %.2f R, auto may choose them %d, copy %.2f B/ns",
              mm.couriers, mm.courier_pace_frac, mm.auto_couriers, mm.courier_copy_bytes_per_ns);
-    /* the default model never chooses couriers, and a courier copies at most 11.5 B/ns */
+    /* the default model never chooses couriers, and a courier copies at most 9.2 B/ns */
     {
         xs_moe_model d = mm;
         d.block_bytes = 65536; /* where couriers win by far (below) */
