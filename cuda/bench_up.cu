@@ -54,6 +54,8 @@
 #define UP_MAX_ITERS 1000
 #define UP_BARRIER_MS 120000   /* -g: ranks drift by a configuration's host-side work, not more */
 #define UP_FLAG_WAIT_MS 20000  /* -g: every source's signals after this rank's own kernel ended */
+#define UP_MAX_PILOTS 8        /* --pilots */
+#define UP_PILOT_REPS 3        /* verified runs per pilot; the median decides */
 
 typedef struct {
     int seq[UP_MAX_LIST], nseq;
@@ -67,6 +69,9 @@ typedef struct {
     double courier_pace; /* couriers' total rate as a fraction of the profile's drain rate R;
                             0 = unpaced */
     int samples;      /* reference rows per configuration */
+    int pilots;       /* --pilots: the planner runs its best `pilots` members by prediction
+                         and keeps the fastest (0: the model's choice alone) */
+    double pilot_max_us; /* --pilot-max-us: only in rows whose fa takes at most this long */
     const char *csv;
 } up_opts;
 
@@ -145,6 +150,10 @@ static void usage(FILE *f)
             "                        compute [-1]\n"
             "      --courier-pace F  couriers' total rate as a fraction of the profile's drain\n"
             "                        rate R; 0 = unpaced [0.9]\n"
+            "      --pilots N        the planner also runs its N best members by prediction, 3\n"
+            "                        verified runs each, and keeps the fastest (median); 0: the\n"
+            "                        model's choice alone; one GPU only [4]\n"
+            "      --pilot-max-us T  pilot only rows whose attention takes at most T us [3000]\n"
             "      --samples N       reference rows checked per configuration [256]\n"
             "      --seed N          input seed [fixed per run: 12345]\n"
             "  -d, --device N        CUDA device [0]\n"
@@ -170,8 +179,10 @@ static int parse_opts(int argc, char **argv, up_opts *o)
     o->common.iters = 5, o->common.warmup = 1;
     o->split = -1, o->order = -1, o->samples = 256, o->common.seed = 12345;
     o->couriers = -1, o->courier_pace = 0.9;
+    o->pilots = 4, o->pilot_max_us = 3000;
     int seq_set = 0, heads_set = 0, peers_set = 0, quick = 0;
-    enum { OPT_SPLIT = XS_OPT_FIRST_FREE, OPT_SAMPLES, OPT_ORDER, OPT_COURIERS, OPT_PACE };
+    enum { OPT_SPLIT = XS_OPT_FIRST_FREE, OPT_SAMPLES, OPT_ORDER, OPT_COURIERS, OPT_PACE,
+           OPT_PILOTS, OPT_PILOT_MAX };
     static const struct option lo[] = {
         {"seq", required_argument, 0, 's'},       {"heads", required_argument, 0, 'H'},
         {"peers", required_argument, 0, 'p'},     {"causal", required_argument, 0, 'c'},
@@ -183,6 +194,8 @@ static int parse_opts(int argc, char **argv, up_opts *o)
         {"gpus", required_argument, 0, 'g'},
         {"couriers", required_argument, 0, OPT_COURIERS},
         {"courier-pace", required_argument, 0, OPT_PACE},
+        {"pilots", required_argument, 0, OPT_PILOTS},
+        {"pilot-max-us", required_argument, 0, OPT_PILOT_MAX},
         {"set", required_argument, 0, XS_OPT_SET}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     int c;
@@ -239,6 +252,15 @@ static int parse_opts(int argc, char **argv, up_opts *o)
             break;
         case OPT_PACE:
             if (xs_parse_double("--courier-pace", optarg, 0.0, 4.0, &o->courier_pace) != XS_OK)
+                return xs_cli_fail();
+            break;
+        case OPT_PILOTS:
+            if (xs_parse_int("--pilots", optarg, 0, UP_MAX_PILOTS, &v) != XS_OK)
+                return xs_cli_fail();
+            o->pilots = (int)v;
+            break;
+        case OPT_PILOT_MAX:
+            if (xs_parse_double("--pilot-max-us", optarg, 0.0, 1e9, &o->pilot_max_us) != XS_OK)
                 return xs_cli_fail();
             break;
         case OPT_SAMPLES:
@@ -716,8 +738,14 @@ static const char *plan_name(int order, int split, int couriers, char *buf, size
  * restrict the family (--split given: no couriers; --couriers 0: none; --couriers C: only C).
  * Fills row->criterion_ok and the criterion's numbers, split, order, couriers; *d_pb and *d_fu
  * get the predicted cost (ns) over fa of piggyback and of the choice. */
+/* The planner's family with its predictions (plan fills it; pilots reads it). */
+typedef struct {
+    int n, ord[2 * UP_NCANDS], spl[2 * UP_NCANDS], cou[2 * UP_NCANDS];
+    double d[2 * UP_NCANDS]; /* predicted cost over fa, ns (NAN: the model failed) */
+} up_family;
+
 static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, const double *dur,
-                 const uint64_t *tns, up_row *row, double *d_pb, double *d_fu)
+                 const uint64_t *tns, up_row *row, double *d_pb, double *d_fu, up_family *fam)
 {
     *d_pb = predict_delta_ns(prof, c, dur, XS_ATTN_ORDER_SNAKE, 0);
     char how[320] = "model failed";
@@ -773,6 +801,9 @@ static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, cons
     if (pick < 0) /* every prediction failed: keep what the kernel does unplanned */
         pick = n - 1;
     row->order = ord[pick], row->split = spl[pick], row->couriers = cou[pick], *d_fu = d[pick];
+    fam->n = n;
+    memcpy(fam->ord, ord, sizeof ord), memcpy(fam->spl, spl, sizeof spl);
+    memcpy(fam->cou, cou, sizeof cou), memcpy(fam->d, d, sizeof d);
     row->courier_pace = row->couriers > 0 ? c->pace : 0.0;
     /* the courier members' predictions, next to the choice */
     char cl[256] = "", nm[16];
@@ -1080,6 +1111,61 @@ static double fused_once(up_bufs *B, const up_cfg *c0, int order, int split, int
     return sp;
 }
 
+/* Pilots (--pilots, one GPU; docs/UP.md "Pilots"): the family's o->pilots best members by
+ * prediction, the model's choice always among them, each timed by the median of UP_PILOT_REPS
+ * fused runs (every run verified: *ok); the fastest becomes the plan, and its prediction the
+ * reported one (*d_fu). The same choice rule as bench tp's planner: the model proposes, short
+ * verified runs decide among its best. Prints one line. */
+static void run_pilots(up_bufs *B, const up_opts *o, const up_cfg *c, const up_family *f,
+                       up_row *row, double *d_fu, uint64_t *cta, int *ok)
+{
+    int idx[2 * UP_NCANDS], m = 0, cur = -1;
+    for (int i = 0; i < f->n; i++) {
+        if (f->ord[i] == row->order && f->spl[i] == row->split && f->cou[i] == row->couriers)
+            cur = i;
+        /* insertion by prediction, failed predictions last */
+        const double di = isnan(f->d[i]) ? INFINITY : f->d[i];
+        int q = m++;
+        for (; q > 0 && (isnan(f->d[idx[q - 1]]) ? INFINITY : f->d[idx[q - 1]]) > di; q--)
+            idx[q] = idx[q - 1];
+        idx[q] = i;
+    }
+    const int np = o->pilots < m ? o->pilots : m;
+    int have = 0;
+    for (int k = 0; k < np; k++)
+        have |= idx[k] == cur;
+    if (!have && cur >= 0 && np > 0)
+        idx[np - 1] = cur;
+    double best = INFINITY;
+    int bi = -1;
+    char line[512], nm[16];
+    int l = snprintf(line, sizeof line, "# pilots seq %d heads %d causal %d peers %d (median of "
+                     "%d verified runs, us):", c->seq, c->heads, c->causal, c->peers,
+                     UP_PILOT_REPS);
+    for (int k = 0; k < np; k++) {
+        const int i = idx[k];
+        double t[UP_PILOT_REPS];
+        for (int r = 0; r < UP_PILOT_REPS; r++) {
+            double e, st;
+            t[r] = fused_once(B, c, f->ord[i], f->spl[i], f->cou[i], 0, &e, &st, cta, ok);
+        }
+        const double med = xs_median(t, UP_PILOT_REPS);
+        if (med < best)
+            best = med, bi = i;
+        if (l > 0 && (size_t)l < sizeof line)
+            l += snprintf(line + l, sizeof line - (size_t)l, " %s %.1f (pred %+.1f)",
+                          plan_name(f->ord[i], f->spl[i], f->cou[i], nm, sizeof nm), med,
+                          f->d[i] / 1e3);
+    }
+    if (bi >= 0) {
+        row->order = f->ord[bi], row->split = f->spl[bi], row->couriers = f->cou[bi];
+        row->courier_pace = row->couriers > 0 ? c->pace : 0.0;
+        *d_fu = f->d[bi];
+    }
+    printf("%s; chosen %s\n", line,
+           plan_name(row->order, row->split, row->couriers, nm, sizeof nm));
+}
+
 static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
                        const xs_gpu_info *gi, up_cfg *c, up_row *row)
 {
@@ -1151,7 +1237,10 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
                 c->causal, row->max_err, ref_ratio, UP_ATOL, UP_RTOL);
     }
     double d_pb, d_fu;
-    plan(o, prof, c, dur, tns, row, &d_pb, &d_fu);
+    up_family fam;
+    plan(o, prof, c, dur, tns, row, &d_pb, &d_fu, &fam);
+    if (!c->pp && o->pilots > 0 && fam.n > 1 && fa_plan_us <= o->pilot_max_us)
+        run_pilots(B, o, c, &fam, row, &d_fu, cta, &ok);
     if (c->pp) {
         /* every rank runs rank 0's plan (the others' fa stamps differ a little): the same runs
          * in the same order, so barriers and signal values agree; the others send -2 */
