@@ -180,6 +180,9 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench tp -g with --peers" "bench tp: -g/--gpus 2 cannot be combined with --peers (with -g the ranks are the peers" "$X" bench tp -g 2 --peers 4
     expect_err "bench tp -g 65" "--gpus 65: outside 1..64" "$X" bench tp -g 65
     expect_err "bench tp -g 2 m not a multiple" "a multiple of 128" "$X" bench tp -g 2 --op gemm_rs --m 128 --n 256 --k 512
+    expect_err "bench up --pilots 9" "--pilots 9: outside 0..8" "$X" bench up --pilots 9
+    expect_err "bench up --pilot-max-us -1" "--pilot-max-us" "$X" bench up --pilot-max-us -1
+    if "$X" bench up --help 2>&1 | grep -q -- '--pilots N'; then ok; else bad "bench up --help lacks --pilots"; fi
     expect_err "bench up -g 0" "--gpus 0: outside 1..64" "$X" bench up -g 0
     expect_err "bench up -g 65" "--gpus 65: outside 1..64" "$X" bench up --gpus 65
     expect_err "bench up -g word" "--gpus 'two': not an integer" "$X" bench up -g two
