@@ -189,8 +189,8 @@ XS_DEV unsigned long long tp_courier_hash4(int e, int i, int4 w0, int4 w1)
 }
 
 /* Device failure detail: wait kind (1 = shard chunk flag, 2 = row-block count, 3 = source
- * flag of a reduction, 4 = a courier's outbox ready flag, 5 = a split part's scratch flag) in bits 60..63, the flag or row block
- * in bits 32..59, the task below. */
+ * flag of a reduction, 4 = a courier's outbox ready flag, 5 = a split part's scratch flag) in
+ * bits 60..63, the flag or row block in bits 32..59, the task below. */
 #define TP_DETAIL(kind, idx, task)                                                             \
     (((unsigned long long)(kind) << 60) | ((unsigned long long)((idx) & 0x0fffffff) << 32) |    \
      (unsigned long long)(unsigned)(task))

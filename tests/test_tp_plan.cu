@@ -681,7 +681,10 @@ static void pace_label(const xs_tp_pace *p, int sm90, char *buf, size_t n)
              : p->cap_bytes > 0  ? "capQ"
                                  : "nocap",
              sm90 ? "/stored" : "",
-             p->split == 2 ? "/split2" : p->split == 4 ? "/split4" : p->split == 8 ? "/split8" : "");
+             p->split == 2   ? "/split2"
+             : p->split == 4 ? "/split4"
+             : p->split == 8 ? "/split8"
+                             : "");
 }
 
 static long g_cases, g_distinct, g_lists, g_sim_tasks;
