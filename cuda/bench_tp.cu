@@ -802,19 +802,16 @@ static xs_status tpb_pilot_time(const tpb_ctx *cx, xs_tp *t, const tpb_row *row,
                                 const xs_tp_run_opts *ro, const char *what, int *ok, int *pr,
                                 float *ms)
 {
-    float v[TPB_MAX_PILOT_REPS];
+    double v[TPB_MAX_PILOT_REPS];
     double dummy = 0;
     const int n = cx->o->pilot_reps;
     for (int j = 0; j < n; j++) {
-        XS_TRY(tpb_run(cx, t, slot, ro, 0, &v[j]));
+        float one = 0;
+        XS_TRY(tpb_run(cx, t, slot, ro, 0, &one));
         *ok &= verified(t, row, what, pr, &dummy);
-        for (int q = j; q > 0 && v[q] < v[q - 1]; q--) { /* insertion: v[0..j] sorted */
-            const float x = v[q];
-            v[q] = v[q - 1];
-            v[q - 1] = x;
-        }
+        v[j] = one;
     }
-    *ms = n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
+    *ms = (float)xs_median(v, (size_t)n);
     return XS_OK;
 }
 

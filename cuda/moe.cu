@@ -846,11 +846,17 @@ static __device__ unsigned long long xs_moe_pace(const xs_moe_kargs &a, double b
 
 /* A courier's wait for Linear-2 tile j's ready flag (thread 0). Bounded by timeout_ns, and given
  * up as soon as any CTA recorded a failure (that tile may then never be staged). 1 = stop. */
+static __device__ __forceinline__ const uint64_t *xs_moe_ready_flag(const xs_moe_kargs &a,
+                                                                    int rbi, int nb)
+{
+    return (const uint64_t *)(a.ready + (size_t)rbi * a.l2_per_rb + nb);
+}
+
 static __device__ int xs_moe_courier_wait(const xs_moe_kargs &a, int j, int rbi, int nb)
 {
-    const unsigned long long *flag = a.ready + (size_t)rbi * a.l2_per_rb + nb;
+    const uint64_t *flag = xs_moe_ready_flag(a, rbi, nb);
     const unsigned long long t0 = xs_globaltimer();
-    while (xs_ld_acquire_gpu((const uint64_t *)flag) == 0ull) {
+    while (xs_ld_acquire_gpu(flag) == 0ull) {
         if (*(volatile unsigned int *)&a.status->code != 0)
             return 1;
         if (xs_globaltimer() - t0 > a.timeout_ns) {
@@ -1008,9 +1014,8 @@ static __device__ __noinline__ void xs_moe_courier(const xs_moe_kargs &a, int k,
                 p_dst = a.cdst[(size_t)tk_next.x * C::BM + tid];
             }
             if (tid == 0)
-                ready_early = xs_ld_acquire_gpu((const uint64_t *)(a.ready + (size_t)tk_next.x *
-                                                                              a.l2_per_rb +
-                                                                   tk_next.y)) != 0ull;
+                ready_early =
+                    xs_ld_acquire_gpu(xs_moe_ready_flag(a, tk_next.x, tk_next.y)) != 0ull;
         }
 #pragma unroll 1
         for (int base = 0; base < units; base += 2 * CH) {

@@ -506,21 +506,26 @@ static long simulate_sweeps(const plan_set *S, int G, int *stuck)
 
 /* ---- 2. rotations; 3. positions ------------------------------------------------------------ */
 
+/* Task x of rank 0's list as rank r's list holds it: every rank-relative field moved by r. */
+static xs_tp_task rotate_task(const plan_set *S, xs_tp_task x, int r)
+{
+    if (x.kind & XS_TP_K_TILE)
+        x.tm = (x.tm + r * S->rbpr) % S->in.tiles_m;
+    if (x.kind & XS_TP_K_PUSH)
+        x.push_rank = (x.push_rank + r) % S->P;
+    return x;
+}
+
 /* Rank r's list is rank 0's rotated by r. 0, or the first mismatch (*r, *i) and -1. */
 static int check_rotations(const plan_set *S, int *rbad, int *ibad)
 {
-    const int tm_r = S->rbpr, tiles_m = S->in.tiles_m;
     for (int r = 1; r < S->P; r++) {
         if (S->n[r] != S->n[0]) {
             *rbad = r, *ibad = -1;
             return -1;
         }
         for (int i = 0; i < S->n[0]; i++) {
-            xs_tp_task x = S->v[0][i];
-            if (x.kind & XS_TP_K_TILE)
-                x.tm = (x.tm + r * tm_r) % tiles_m;
-            if (x.kind & XS_TP_K_PUSH)
-                x.push_rank = (x.push_rank + r) % S->P;
+            const xs_tp_task x = rotate_task(S, S->v[0][i], r);
             if (memcmp(&x, &S->v[r][i], sizeof x)) {
                 *rbad = r, *ibad = i;
                 return -1;
@@ -1502,11 +1507,8 @@ static void check_split(void)
         for (int r = 0; r < s.peers; r++) { /* the same list rotated, as every rank's */
             v[r] = (xs_tp_task *)malloc((size_t)n * sizeof *b);
             okr &= v[r] != NULL;
-            for (int i = 0; i < n && v[r]; i++) {
-                v[r][i] = b[i];
-                if (b[i].kind & XS_TP_K_TILE)
-                    v[r][i].tm = (b[i].tm + r * S.rbpr) % in.tiles_m;
-            }
+            for (int i = 0; i < n && v[r]; i++)
+                v[r][i] = rotate_task(&S, b[i], r);
             S.v[r] = v[r];
             S.n[r] = n;
         }
@@ -1516,13 +1518,9 @@ static void check_split(void)
             XT_CHECK(so.deadlock, "split: a last part before its part 0 on one CTA: no deadlock "
                      "reported");
             printf("ok split broken (part 0 behind its last part on one CTA): %s\n", so.what);
-            memcpy(v[0], x0, (size_t)n * sizeof *b);
-            for (int r = 1; r < s.peers; r++)
-                for (int i = 0; i < n; i++) {
-                    v[r][i] = x0[i];
-                    if (x0[i].kind & XS_TP_K_TILE)
-                        v[r][i].tm = (x0[i].tm + r * S.rbpr) % in.tiles_m;
-                }
+            for (int r = 0; r < s.peers; r++)
+                for (int i = 0; i < n; i++)
+                    v[r][i] = rotate_task(&S, x0[i], r);
             simulate(&S, Gc, -1, &so);
             XT_CHECK(!so.deadlock, "split: the list as built deadlocks: %s", so.what);
         }
