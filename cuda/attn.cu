@@ -110,6 +110,323 @@ extern "C" xs_status xs_attn_courier_predict(int order, int tiles, int remote, i
     return XS_OK;
 }
 
+/* ---- KV split: task lists, their check and their prediction (host; docs/UP.md "KV split") -- */
+
+extern "C" int xs_attn_kv_max_tasks(int seq, int heads)
+{
+    return xs_attn_tiles(seq, heads) * XS_ATTN_KV_MAX_PARTS;
+}
+
+/* Parts of a tile of `iters` key blocks at part_kb blocks per part (1: whole). */
+static int kv_parts(int iters, int part_kb)
+{
+    if (part_kb <= 0 || iters <= part_kb)
+        return 1;
+    const int n = (iters + part_kb - 1) / part_kb;
+    return n < XS_ATTN_KV_MAX_PARTS ? n : XS_ATTN_KV_MAX_PARTS;
+}
+
+typedef struct {
+    int tile, iters, part; /* part: key blocks of its longest part */
+} kv_key;
+
+/* longest parts first (list scheduling's LPT rule), then the tile order */
+static int kv_longest_first(const void *x, const void *y)
+{
+    const kv_key *a = (const kv_key *)x, *b = (const kv_key *)y;
+    return a->part != b->part ? b->part - a->part : a->tile - b->tile;
+}
+
+extern "C" xs_status xs_attn_kv_build(int seq, int heads, int causal, int remote, int grid,
+                                      int part_kb, int *task_off, int4 *tasks, int cap,
+                                      int *ntasks, int *nslots)
+{
+    if (seq < 1 || seq > XS_ATTN_MAX_SEQ || heads < 1 || heads > XS_ATTN_MAX_HEADS)
+        return xs_seterr(XS_EINVAL, "KV split: seq %d or heads %d out of range", seq, heads);
+    const int tiles = xs_attn_tiles(seq, heads);
+    if (!task_off || !tasks || !ntasks || !nslots || grid < 1 || grid > tiles || remote < 0 ||
+        remote > tiles || part_kb < 0)
+        return xs_seterr(XS_EINVAL, "KV split: bad arguments (grid %d for %d tiles, %d remote, "
+                         "%d key blocks per part)", grid, tiles, remote, part_kb);
+    kv_key *key = (kv_key *)malloc((size_t)tiles * sizeof *key);
+    long long *free_kb = (long long *)calloc((size_t)grid, sizeof *free_kb);
+    int *cta = (int *)malloc((size_t)tiles * XS_ATTN_KV_MAX_PARTS * sizeof *cta);
+    int4 *seqd = (int4 *)malloc((size_t)tiles * XS_ATTN_KV_MAX_PARTS * sizeof *seqd);
+    if (!key || !free_kb || !cta || !seqd) {
+        free(key), free(free_kb), free(cta), free(seqd);
+        return xs_seterr(XS_ENOMEM, "KV split: out of memory for %d tiles", tiles);
+    }
+    for (int t = 0; t < tiles; t++) {
+        key[t].tile = t, key[t].iters = xs_attn_tile_iters(seq, heads, causal, t);
+        const int np = kv_parts(key[t].iters, part_kb);
+        key[t].part = (key[t].iters + np - 1) / np;
+    }
+    qsort(key, (size_t)remote, sizeof *key, kv_longest_first);
+    qsort(key + remote, (size_t)(tiles - remote), sizeof *key, kv_longest_first);
+    /* hand out the tasks in order, each to the CTA free first (the lowest index on a tie) */
+    int n = 0, slots = 0;
+    for (int i = 0; i < tiles; i++) {
+        const int t = key[i].tile, it = key[i].iters, np = kv_parts(it, part_kb);
+        for (int p = 0; p < np; p++) {
+            int b = 0;
+            for (int j = 1; j < grid; j++)
+                if (free_kb[j] < free_kb[b])
+                    b = j;
+            const int kb0 = (int)((long long)p * it / np);
+            const int kb1 = (int)((long long)(p + 1) * it / np);
+            free_kb[b] += kb1 - kb0;
+            cta[n] = b;
+            seqd[n++] = make_int4(t, kb0, kb1, np > 1 ? XS_ATTN_KV_PART(slots, p, np) : -1);
+        }
+        if (np > 1)
+            slots += np - 1;
+    }
+    xs_status st = XS_OK;
+    if (n > cap) {
+        st = xs_seterr(XS_EINVAL, "KV split: %d tasks do not fit %d", n, cap);
+    } else {
+        /* per-CTA lists in hand-out order */
+        for (int b = 0; b <= grid; b++)
+            task_off[b] = 0;
+        for (int i = 0; i < n; i++)
+            task_off[cta[i] + 1]++;
+        for (int b = 0; b < grid; b++)
+            task_off[b + 1] += task_off[b];
+        for (int b = 0; b < grid; b++)
+            free_kb[b] = task_off[b]; /* reused: the next free entry of CTA b */
+        for (int i = 0; i < n; i++)
+            tasks[free_kb[cta[i]]++] = seqd[i];
+        *ntasks = n, *nslots = slots;
+    }
+    free(key), free(free_kb), free(cta), free(seqd);
+    return st;
+}
+
+/* Replays the lists: every CTA runs its tasks in order, a last part only once every other part
+ * of its tile has ended. With dur (per tile, ns) it also times them: end[t] is when tile t is
+ * stored (its whole task or last part ends). Returns the number of tasks that ran (all of them
+ * unless a wait can never end); *compute_end the last task's end. */
+static int kv_replay(int seq, int heads, int causal, int grid, const int *task_off,
+                     const int4 *tasks, const double *dur, double *tile_end, int *parts_done,
+                     double *parts_end, double *compute_end)
+{
+    const int tiles = xs_attn_tiles(seq, heads);
+    for (int t = 0; t < tiles; t++)
+        parts_done[t] = 0, parts_end[t] = 0, tile_end[t] = 0;
+    int *pos = (int *)calloc((size_t)grid, sizeof *pos);
+    double *clk = (double *)calloc((size_t)grid, sizeof *clk);
+    if (!pos || !clk) {
+        free(pos), free(clk);
+        return -1;
+    }
+    int ran = 0, progress = 1;
+    *compute_end = 0;
+    while (progress) {
+        progress = 0;
+        for (int b = 0; b < grid; b++) {
+            for (; task_off[b] + pos[b] < task_off[b + 1]; pos[b]++) {
+                const int4 tk = tasks[task_off[b] + pos[b]];
+                const int t = tk.x;
+                const int np = tk.w < 0 ? 1 : tk.w & 15, p = tk.w < 0 ? 0 : (tk.w >> 4) & 15;
+                if (np > 1 && p == np - 1 && parts_done[t] < np - 1)
+                    break; /* waits for the tile's other parts */
+                const int it = xs_attn_tile_iters(seq, heads, causal, t);
+                double end = clk[b] + (dur ? dur[t] * (tk.z - tk.y) / (it > 0 ? it : 1) : 0.0);
+                if (np > 1 && p == np - 1 && parts_end[t] > end)
+                    end = parts_end[t];
+                clk[b] = end;
+                if (np > 1 && p < np - 1) {
+                    parts_done[t]++;
+                    if (end > parts_end[t])
+                        parts_end[t] = end;
+                } else {
+                    tile_end[t] = end;
+                }
+                if (end > *compute_end)
+                    *compute_end = end;
+                ran++, progress = 1;
+            }
+        }
+    }
+    free(pos), free(clk);
+    return ran;
+}
+
+extern "C" xs_status xs_attn_kv_check(int seq, int heads, int causal, int grid,
+                                      const int *task_off, const int4 *tasks, int nslots)
+{
+    if (seq < 1 || seq > XS_ATTN_MAX_SEQ || heads < 1 || heads > XS_ATTN_MAX_HEADS || grid < 1 ||
+        !task_off || !tasks || nslots < 0)
+        return xs_seterr(XS_EINVAL, "KV split lists: bad arguments (seq %d, heads %d, grid %d)",
+                         seq, heads, grid);
+    const int tiles = xs_attn_tiles(seq, heads);
+    if (task_off[0] != 0)
+        return xs_seterr(XS_EINVAL, "KV split lists: CTA 0's list starts at %d, not 0",
+                         task_off[0]);
+    for (int b = 0; b < grid; b++)
+        if (task_off[b + 1] < task_off[b])
+            return xs_seterr(XS_EINVAL, "KV split lists: CTA %d's list ends before it starts", b);
+    const int n = task_off[grid];
+    int *next_kb = (int *)malloc((size_t)tiles * sizeof(int)); /* key blocks covered so far */
+    int *code = (int *)malloc((size_t)tiles * sizeof(int));    /* the tile's slot base and n */
+    unsigned char *slot_used = (unsigned char *)calloc((size_t)nslots + 1, 1);
+    double *te = (double *)malloc((size_t)tiles * sizeof(double));
+    double *pe = (double *)malloc((size_t)tiles * sizeof(double));
+    int *pd = (int *)malloc((size_t)tiles * sizeof(int));
+    xs_status st = XS_OK;
+    if (!next_kb || !code || !slot_used || !te || !pe || !pd) {
+        st = xs_seterr(XS_ENOMEM, "KV split lists: out of memory for %d tiles", tiles);
+        goto out;
+    }
+    for (int t = 0; t < tiles; t++)
+        next_kb[t] = 0, code[t] = INT_MIN;
+    /* coverage: in list order per tile the parts must come 0, 1, ..., n-1; they may sit on
+     * different CTAs, so collect them per tile by part index first */
+    {
+        int *seen = (int *)calloc((size_t)tiles * XS_ATTN_KV_MAX_PARTS, sizeof(int));
+        int4 *part_of = (int4 *)malloc((size_t)tiles * XS_ATTN_KV_MAX_PARTS * sizeof(int4));
+        if (!seen || !part_of) {
+            free(seen), free(part_of);
+            st = xs_seterr(XS_ENOMEM, "KV split lists: out of memory for %d tiles", tiles);
+            goto out;
+        }
+        for (int i = 0; i < n && st == XS_OK; i++) {
+            const int4 tk = tasks[i];
+            if (tk.x < 0 || tk.x >= tiles) {
+                st = xs_seterr(XS_EINVAL, "KV split lists: task %d names tile %d of %d", i, tk.x,
+                               tiles);
+                break;
+            }
+            const int it = xs_attn_tile_iters(seq, heads, causal, tk.x);
+            if (tk.y < 0 || tk.z > it || tk.y >= tk.z) {
+                st = xs_seterr(XS_EINVAL, "KV split lists: task %d (tile %d) has key blocks "
+                               "[%d, %d) of %d", i, tk.x, tk.y, tk.z, it);
+                break;
+            }
+            const int np = tk.w < 0 ? 1 : tk.w & 15, p = tk.w < 0 ? 0 : (tk.w >> 4) & 15;
+            const int slot = tk.w < 0 ? 0 : tk.w >> 8;
+            if (tk.w < -1 || (tk.w >= 0 && (np < 2 || np > XS_ATTN_KV_MAX_PARTS || p >= np ||
+                                             slot + np - 1 > nslots))) {
+                st = xs_seterr(XS_EINVAL, "KV split lists: task %d (tile %d) has part code %d "
+                               "(slot %d, part %d of %d; %d slots)", i, tk.x, tk.w, slot, p, np,
+                               nslots);
+                break;
+            }
+            const int c = tk.w < 0 ? -1 : (slot << 4) | np;
+            if (code[tk.x] != INT_MIN && code[tk.x] != c) {
+                st = xs_seterr(XS_EINVAL, "KV split lists: tile %d's tasks disagree on its parts "
+                               "or slots", tk.x);
+                break;
+            }
+            code[tk.x] = c;
+            if (seen[tk.x * XS_ATTN_KV_MAX_PARTS + p]++) {
+                st = xs_seterr(XS_EINVAL, "KV split lists: tile %d's part %d comes twice", tk.x,
+                               p);
+                break;
+            }
+            part_of[tk.x * XS_ATTN_KV_MAX_PARTS + p] = tk;
+        }
+        for (int t = 0; t < tiles && st == XS_OK; t++) {
+            if (code[t] == INT_MIN) {
+                st = xs_seterr(XS_EINVAL, "KV split lists: tile %d is in no list", t);
+                break;
+            }
+            const int np = code[t] < 0 ? 1 : code[t] & 15;
+            const int it = xs_attn_tile_iters(seq, heads, causal, t);
+            for (int p = 0; p < np && st == XS_OK; p++) {
+                if (!seen[t * XS_ATTN_KV_MAX_PARTS + p]) {
+                    st = xs_seterr(XS_EINVAL, "KV split lists: tile %d's part %d of %d is in no "
+                                   "list", t, p, np);
+                    break;
+                }
+                const int4 tk = part_of[t * XS_ATTN_KV_MAX_PARTS + p];
+                if (tk.y != next_kb[t]) {
+                    st = xs_seterr(XS_EINVAL, "KV split lists: tile %d's part %d starts at key "
+                                   "block %d, not %d", t, p, tk.y, next_kb[t]);
+                    break;
+                }
+                next_kb[t] = tk.z;
+            }
+            if (st == XS_OK && next_kb[t] != it)
+                st = xs_seterr(XS_EINVAL, "KV split lists: tile %d's parts cover key blocks "
+                               "[0, %d) of %d", t, next_kb[t], it);
+            if (st == XS_OK && np > 1) {
+                const int slot = code[t] >> 4;
+                for (int q = slot; q < slot + np - 1 && st == XS_OK; q++)
+                    if (slot_used[q]++)
+                        st = xs_seterr(XS_EINVAL, "KV split lists: slot %d is used by two "
+                                       "tiles (the second is tile %d)", q, t);
+            }
+        }
+        free(seen), free(part_of);
+    }
+    if (st == XS_OK) {
+        double end = 0;
+        const int ran = kv_replay(seq, heads, causal, grid, task_off, tasks, NULL, te, pd, pe,
+                                  &end);
+        if (ran < 0)
+            st = xs_seterr(XS_ENOMEM, "KV split lists: out of memory replaying %d CTAs", grid);
+        else if (ran < n)
+            st = xs_seterr(XS_EINVAL, "KV split lists: deadlock: %d of %d tasks can run (a last "
+                           "part waits for a part queued behind a wait)", ran, n);
+    }
+out:
+    free(next_kb), free(code), free(slot_used), free(te), free(pe), free(pd);
+    return st;
+}
+
+typedef struct {
+    double t, bytes;
+} kv_arrival;
+
+static int kv_arrival_cmp(const void *x, const void *y)
+{
+    const kv_arrival *a = (const kv_arrival *)x, *b = (const kv_arrival *)y;
+    return a->t < b->t ? -1 : a->t > b->t;
+}
+
+extern "C" xs_status xs_attn_kv_predict(int seq, int heads, int causal, int grid,
+                                        const int *task_off, const int4 *tasks,
+                                        const double *dur_ns, const double *remote_bytes,
+                                        double drain_bytes_per_ns, double headroom_bytes,
+                                        xs_attn_courier_pred *out)
+{
+    if (!out || !dur_ns || !remote_bytes || !(drain_bytes_per_ns > 0) || !(headroom_bytes >= 0))
+        return xs_seterr(XS_EINVAL, "KV split prediction: bad arguments (drain %g B/ns, "
+                         "headroom %g B)", drain_bytes_per_ns, headroom_bytes);
+    if (!task_off || grid < 1 || task_off[0] != 0)
+        return xs_seterr(XS_EINVAL, "KV split prediction: no task lists");
+    int ns = 0; /* the slots the lists name: the check below wants their count */
+    for (int i = 0; i < task_off[grid]; i++)
+        if (tasks[i].w >= 0 && (tasks[i].w >> 8) + (tasks[i].w & 15) - 1 > ns)
+            ns = (tasks[i].w >> 8) + (tasks[i].w & 15) - 1;
+    XS_TRY(xs_attn_kv_check(seq, heads, causal, grid, task_off, tasks, ns));
+    const int tiles = xs_attn_tiles(seq, heads);
+    double *te = (double *)malloc((size_t)tiles * sizeof(double));
+    double *pe = (double *)malloc((size_t)tiles * sizeof(double));
+    int *pd = (int *)malloc((size_t)tiles * sizeof(int));
+    kv_arrival *arr = (kv_arrival *)malloc((size_t)tiles * sizeof *arr);
+    if (!te || !pe || !pd || !arr) {
+        free(te), free(pe), free(pd), free(arr);
+        return xs_seterr(XS_ENOMEM, "KV split prediction: out of memory for %d tiles", tiles);
+    }
+    memset(out, 0, sizeof *out);
+    kv_replay(seq, heads, causal, grid, task_off, tasks, dur_ns, te, pd, pe, &out->compute_end_ns);
+    int na = 0;
+    for (int t = 0; t < tiles; t++)
+        if (remote_bytes[t] > 0)
+            arr[na].t = te[t], arr[na++].bytes = remote_bytes[t];
+    qsort(arr, (size_t)na, sizeof *arr, kv_arrival_cmp);
+    double link = 0; /* the link drains the tiles in the order they are stored */
+    for (int i = 0; i < na; i++)
+        link = (link > arr[i].t ? link : arr[i].t) + arr[i].bytes / drain_bytes_per_ns;
+    out->link_end_ns = link;
+    const double seen = link - headroom_bytes / drain_bytes_per_ns;
+    out->span_ns = out->compute_end_ns > seen ? out->compute_end_ns : seen;
+    free(te), free(pe), free(pd), free(arr);
+    return XS_OK;
+}
+
 /* ---- the forward kernel ------------------------------------------------------------------ */
 
 template <bool CAUSAL>
@@ -131,6 +448,15 @@ __global__ void __launch_bounds__(XS_ATTN_THREADS, 1)
         xs_attn_courier(a, tab, xs_attn_smem);
     else
         xs_attn_cta<CAUSAL, true>(a, tab, xs_attn_smem);
+}
+
+/* tasks != NULL: the KV-split kernel, its own instantiation (the kernels above unchanged). */
+template <bool CAUSAL>
+__global__ void __launch_bounds__(XS_ATTN_THREADS, 1)
+    xs_attn_kv_kernel(const __grid_constant__ xs_attn_args a, const __grid_constant__ xs_wintab tab)
+{
+    extern __shared__ __align__(1024) unsigned char xs_attn_smem[];
+    xs_attn_cta<CAUSAL, false, true>(a, tab, xs_attn_smem);
 }
 
 extern "C" xs_status xs_attn_validate(const xs_attn_args *a, const xs_wintab *tab, int grid)
@@ -179,6 +505,17 @@ extern "C" xs_status xs_attn_validate(const xs_attn_args *a, const xs_wintab *ta
             return xs_seterr(XS_EINVAL, "attention: grid %d with %d couriers leaves %d compute "
                              "CTAs, outside 1..%d (the tiles of seq %d x %d heads)", grid, C,
                              grid - C, tiles, a->seq, a->heads);
+    } else if (a->tasks) {
+        if (a->split != 0 || a->signal == 0)
+            return xs_seterr(XS_EINVAL, "attention: KV-split task lists need split 0 and a "
+                             "nonzero signal (the partials' flags carry it)");
+        if (!a->task_off || !a->part || !a->part_flag || ((uintptr_t)a->part & 15) ||
+            ((uintptr_t)a->part_flag & 7))
+            return xs_seterr(XS_EINVAL, "attention: KV-split task lists need task offsets, a "
+                             "16-byte aligned partial buffer and 8-byte aligned flags");
+        if (grid < 1 || grid > tiles)
+            return xs_seterr(XS_EINVAL, "attention: grid %d outside 1..%d (the tiles of seq %d x "
+                             "%d heads)", grid, tiles, a->seq, a->heads);
     } else if (grid < 1 || grid > tiles) {
         return xs_seterr(XS_EINVAL, "attention: grid %d outside 1..%d (the tiles of seq %d x "
                          "%d heads)", grid, tiles, a->seq, a->heads);
@@ -241,6 +578,12 @@ extern "C" xs_status xs_attn_fwd(const xs_attn_args *a, const xs_wintab *tab, in
         XS_CU(cudaFuncSetAttribute(xs_attn_courier_kernel<true>,
                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    XS_ATTN_SMEM_BYTES));
+        XS_CU(cudaFuncSetAttribute(xs_attn_kv_kernel<false>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   XS_ATTN_SMEM_BYTES));
+        XS_CU(cudaFuncSetAttribute(xs_attn_kv_kernel<true>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   XS_ATTN_SMEM_BYTES));
         int per_sm = 0, sms = 0;
         XS_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
             &per_sm, xs_attn_courier_kernel<true>, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES));
@@ -250,20 +593,25 @@ extern "C" xs_status xs_attn_fwd(const xs_attn_args *a, const xs_wintab *tab, in
             attr_done[dev] = 1;
         }
     }
-    if (a->couriers > 0) {
-        /* couriers wait on other CTAs: all of them must run at once (a CTA that waited for an
-         * SM would leave the couriers to their timeout) */
+    if (a->couriers > 0 || a->tasks) {
+        /* couriers and last parts wait on other CTAs: all of them must run at once (a CTA that
+         * waited for an SM would leave the waits to their timeout) */
         const int can = dev >= 0 && dev < XS_MAX_RANKS ? resident[dev] : 0;
         if (grid > can)
-            return xs_seterr(XS_EINVAL, "attention: couriers need all %d CTAs resident at once; "
-                             "device %d holds %d", grid, dev, can);
+            return xs_seterr(XS_EINVAL, "attention: %s need all %d CTAs resident at once; "
+                             "device %d holds %d", a->tasks ? "KV-split lists" : "couriers",
+                             grid, dev, can);
     }
     xs_wintab none;
     if (!tab) {
         memset(&none, 0, sizeof none);
         tab = &none;
     }
-    if (a->couriers > 0 && a->causal)
+    if (a->tasks && a->causal)
+        xs_attn_kv_kernel<true><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);
+    else if (a->tasks)
+        xs_attn_kv_kernel<false><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);
+    else if (a->couriers > 0 && a->causal)
         xs_attn_courier_kernel<true><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);
     else if (a->couriers > 0)
         xs_attn_courier_kernel<false><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);
@@ -271,6 +619,56 @@ extern "C" xs_status xs_attn_fwd(const xs_attn_args *a, const xs_wintab *tab, in
         xs_attn_kernel<true><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);
     else
         xs_attn_kernel<false><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);
+    XS_CU_LAUNCH();
+    return XS_OK;
+}
+
+__global__ void xs_attn_compare_parts_kernel(const unsigned short *win, const unsigned short *ref,
+                                             size_t n, int row0, int seq, int heads,
+                                             const unsigned char *split, float atol, float rtol,
+                                             unsigned long long *bad)
+{
+    const int nqb = (seq + XS_ATTN_BM - 1) / XS_ATTN_BM;
+    unsigned long long nbad = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t rh = i / XS_ATTN_D; /* row * heads + head */
+        const int row = row0 + (int)(rh / (size_t)heads), h = (int)(rh % (size_t)heads);
+        const int tile = (nqb - 1 - row / XS_ATTN_BM) * heads + h;
+        const unsigned short x = win[i], y = ref[i];
+        if (row >= seq || !split[tile]) {
+            nbad += x != y;
+        } else {
+            const float fx = __uint_as_float((unsigned)x << 16);
+            const float fy = __uint_as_float((unsigned)y << 16);
+            nbad += !(fabsf(fx - fy) <= atol + rtol * fabsf(fy)); /* NaN fails */
+        }
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        nbad += __shfl_xor_sync(0xffffffffu, nbad, o);
+    if ((threadIdx.x & 31) == 0 && nbad)
+        atomicAdd(bad, nbad);
+}
+
+extern "C" xs_status xs_attn_compare_parts(const void *win, const void *ref, int row0, int rows,
+                                           int seq, int heads, const unsigned char *split,
+                                           float atol, float rtol, unsigned long long *bad,
+                                           cudaStream_t s)
+{
+    if (!win || !ref || !split || !bad || (((uintptr_t)win | (uintptr_t)ref) & 1) || row0 < 0 ||
+        rows < 0 || heads < 1 || row0 + rows > seq || !(atol >= 0.f) || !(rtol >= 0.f))
+        return xs_seterr(XS_EINVAL, "compare by tile: bad arguments (rows %d..%d of %d, %d heads, "
+                         "tolerance %g + %g|ref|)", row0, row0 + rows, seq, heads, (double)atol,
+                         (double)rtol);
+    const size_t n = (size_t)rows * heads * XS_ATTN_D;
+    if (n == 0)
+        return XS_OK;
+    size_t blocks = (n + 255) / 256;
+    if (blocks > 4096)
+        blocks = 4096;
+    xs_attn_compare_parts_kernel<<<(unsigned)blocks, 256, 0, s>>>(
+        (const unsigned short *)win, (const unsigned short *)ref, n, row0, seq, heads, split,
+        atol, rtol, bad);
     XS_CU_LAUNCH();
     return XS_OK;
 }

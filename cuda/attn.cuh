@@ -100,6 +100,11 @@
 #define XS_ATTN_CHUNK_ROWS 32                         /* a courier's paced chunk: 32 rows, 8 KB */
 #define XS_ATTN_TIMEOUT_NS 2000000000ull              /* couriers' waits when timeout_ns = 0 */
 #define XS_ATTN_MIN_PACE 0.01                         /* bytes/ns per courier: a chunk every <= 0.82 ms */
+#define XS_ATTN_KV_MAX_PARTS 8                        /* KV split: parts per tile */
+#define XS_ATTN_KV_FLOATS 68                          /* a thread's partial: 64 O, 2 max, 2 sum */
+#define XS_ATTN_KV_SLOT_BYTES (XS_ATTN_WARPS * XS_ATTN_KV_FLOATS * 32 * 4) /* 68 KB */
+/* a KV part's code (xs_attn_args.tasks[].w): slot < 2^23, p < n, 2 <= n <= 15 */
+#define XS_ATTN_KV_PART(slot, p, n) (((slot) << 8) | ((p) << 4) | (n))
 
 typedef enum { XS_ATTN_OUT_LOCAL = 0, XS_ATTN_OUT_WINDOWS = 1 } xs_attn_out;
 /* The order in which a CTA walks its tiles (see the top of the file). */
@@ -148,7 +153,20 @@ typedef struct {
     uint64_t *sync;         /* couriers: device memory [tiles + grid] u64: per-tile ready flags,
                                then per-CTA done flags. Any contents except this run's signal
                                (zeros after allocation); never reset: the signal is new per run */
-    uint64_t timeout_ns;    /* couriers: bound on each wait, ns; 0 = XS_ATTN_TIMEOUT_NS */
+    uint64_t timeout_ns;    /* couriers and KV split: bound on each wait, ns; 0 =
+                               XS_ATTN_TIMEOUT_NS */
+    /* KV split (docs/UP.md "KV split"); tasks = NULL: the assignment above, unchanged */
+    const int4 *tasks;      /* CTA b's work, in order: tasks[task_off[b] .. task_off[b + 1]),
+                               each {tile, first key block, end key block, part}: part -1 a
+                               whole tile; else XS_ATTN_KV_PART(slot, p, n), part p of n of the
+                               tile's key blocks: p < n - 1 leaves its partial (unnormalised O,
+                               row max and sum) in slot + p, p = n - 1 waits for slots slot ..
+                               slot + n - 2, merges them and stores the tile (built by
+                               xs_attn_kv_build, checked by xs_attn_kv_check) */
+    const int *task_off;    /* [grid + 1] */
+    float *part;            /* [slots x 8 warps x XS_ATTN_KV_FLOATS x 32 lanes] fp32 partials */
+    uint64_t *part_flag;    /* [slots x 8]: per slot and warp, the run's signal once its partial
+                               is in (any other contents before the run; never reset) */
 } xs_attn_args;
 
 #ifdef __cplusplus
@@ -192,6 +210,33 @@ xs_status xs_attn_courier_predict(int order, int tiles, int remote, int ncompute
                                   const double *dur_ns, const double *copy_bytes,
                                   double rate_bytes_per_ns, double overhead_ns,
                                   xs_attn_courier_pred *out);
+/* KV split (docs/UP.md "KV split"): task lists for `grid` CTAs. Every tile of more than
+ * part_kb key blocks is cut into n = min(ceil(iters / part_kb), XS_ATTN_KV_MAX_PARTS) parts of
+ * near-equal length (part_kb 0: none is cut); the remote tiles (tiles [0, remote)) come first,
+ * so that they leave early, then the local ones, each group longest parts first;
+ * each task goes to the CTA that is free first counted in key blocks (list scheduling), a tile's
+ * parts one after another and its last part last, so that a last part only waits for tasks
+ * handed out before it. Slots are numbered in that order. task_off holds grid + 1 entries,
+ * tasks up to cap (xs_attn_kv_max_tasks is always enough). XS_EINVAL / XS_ENOMEM, one line. */
+int xs_attn_kv_max_tasks(int seq, int heads);
+xs_status xs_attn_kv_build(int seq, int heads, int causal, int remote, int grid, int part_kb,
+                           int *task_off, int4 *tasks, int cap, int *ntasks, int *nslots);
+/* Check task lists as the kernel will read them: every task's tile and key blocks in range,
+ * every tile's key blocks covered exactly once (a whole tile, or parts 0..n-1 in order, all
+ * with one slot base), slots below nslots and never shared, and no wait cycle (the CTAs
+ * replayed with each last part blocked until its parts are done: all tasks must finish).
+ * XS_EINVAL naming the first problem. */
+xs_status xs_attn_kv_check(int seq, int heads, int causal, int grid, const int *task_off,
+                           const int4 *tasks, int nslots);
+/* The KV-split kernel's predicted timing: each CTA runs its tasks back to back, part p of tile
+ * t taking dur_ns[t] x its share of the tile's key blocks, a last part ending no earlier than
+ * its other parts; a tile's remote_bytes[t] enter the link when it is stored and drain in
+ * order at drain_bytes_per_ns. The sender sees the end of its stores: span = max(compute end,
+ * link end - headroom_bytes / drain). XS_EINVAL (bad lists or arguments) / XS_ENOMEM. */
+xs_status xs_attn_kv_predict(int seq, int heads, int causal, int grid, const int *task_off,
+                             const int4 *tasks, const double *dur_ns, const double *remote_bytes,
+                             double drain_bytes_per_ns, double headroom_bytes,
+                             xs_attn_courier_pred *out);
 /* Check sizes, pointers, split and (for WINDOWS) that every row has a rank and fits its
  * window; with couriers, their settings. XS_EINVAL with one line naming the problem. */
 xs_status xs_attn_validate(const xs_attn_args *a, const xs_wintab *tab, int grid);
@@ -218,6 +263,13 @@ xs_status xs_attn_fill_word(void *p, size_t bytes, uint32_t word, cudaStream_t s
  * [b, b+bytes); either may be mapped host memory. bytes a multiple of 16. */
 xs_status xs_attn_compare(const void *a, const void *b, size_t bytes, unsigned long long *bad,
                           cudaStream_t s);
+/* KV split's check: window rows [0, rows) of a rank whose first sequence row is row0, [rows,
+ * heads, 128] bf16, against the same rows of a reference: bitwise where the row's tile (query
+ * block, head) ran whole (split[tile] = 0), within atol + rtol |ref| where it ran in parts.
+ * Adds the bf16 values that fail (NaN always fails) to *bad. */
+xs_status xs_attn_compare_parts(const void *win, const void *ref, int row0, int rows, int seq,
+                                int heads, const unsigned char *split, float atol, float rtol,
+                                unsigned long long *bad, cudaStream_t s);
 /* Add to *count (device counter) the number of bf16 values among n that are NaN or infinite:
  * after poisoning an output with NaN, 0 proves every element was written, and written finite. */
 xs_status xs_attn_count_nonfinite(const void *p, size_t n, unsigned long long *count,
@@ -489,11 +541,81 @@ XS_DEV void xs_attn_store_stage(const xs_attn_args &a, const unsigned char *stg,
     }
 }
 
+/* KV split: one warp's partial (its 16 rows' unnormalised O, row max m and thread-partial row
+ * sum l) into slot `slot`, then - after every lane's stores (fence, warp barrier) - lane 0
+ * publishes it with a release of the run's signal. Lane-major, so every store is coalesced. */
+XS_DEV void xs_attn_kv_put(const xs_attn_args &a, int slot, int warp, int lane,
+                           const float (&oacc)[16][4], const float (&m)[2], const float (&l)[2])
+{
+    float *pp = a.part + ((size_t)slot * XS_ATTN_WARPS + warp) * XS_ATTN_KV_FLOATS * 32 + lane;
+#pragma unroll
+    for (int dt = 0; dt < 16; dt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            __stcg(pp + (dt * 4 + e) * 32, oacc[dt][e]);
+    __stcg(pp + 64 * 32, m[0]);
+    __stcg(pp + 65 * 32, m[1]);
+    __stcg(pp + 66 * 32, l[0]);
+    __stcg(pp + 67 * 32, l[1]);
+    __threadfence();
+    __syncwarp();
+    if (lane == 0)
+        xs_st_release_gpu(a.part_flag + (size_t)slot * XS_ATTN_WARPS + warp, a.signal);
+}
+
+/* KV split, the last part of a tile: lane 0 waits (bounded) for the n - 1 partials of this
+ * warp's rows in slots slot .. slot + n - 2, then every lane merges them into its own state:
+ * m' = max(m, m_i), O' = O 2^((m - m')s) + O_i 2^((m_i - m')s), l' likewise (s = scale log2 e;
+ * a row with no visible key in a part has m_i = -inf and weighs 0). A timeout is recorded in
+ * a.status and the partials are not merged: the run has failed, the output is garbage. */
+XS_DEV void xs_attn_kv_merge(const xs_attn_args &a, int slot, int n, int warp, int lane,
+                             float sl2, float (&oacc)[16][4], float (&m)[2], float (&l)[2])
+{
+    int res = 0;
+    if (lane == 0) {
+        const uint64_t tmo = a.timeout_ns ? a.timeout_ns : XS_ATTN_TIMEOUT_NS;
+        const unsigned long long t0 = xs_globaltimer();
+        for (int i = 0; i < n - 1 && !res; i++) {
+            const uint64_t left = xs_globaltimer() - t0; /* one bound for the whole wait */
+            res = xs_attn_wait_eq(a.part_flag + (size_t)(slot + i) * XS_ATTN_WARPS + warp,
+                                  a.signal, left < tmo ? tmo - left : 0, a.status);
+            if (res == 1)
+                xs_devfail(a.status, XS_DEVERR_TIMEOUT,
+                           (2ull << 32) | (unsigned)((slot + i) * XS_ATTN_WARPS + warp));
+        }
+    }
+    res = __shfl_sync(0xffffffffu, res, 0); /* lane 0's acquire, then every lane's loads */
+    if (res)
+        return;
+    for (int i = 0; i < n - 1; i++) {
+        const float *pp =
+            a.part + ((size_t)(slot + i) * XS_ATTN_WARPS + warp) * XS_ATTN_KV_FLOATS * 32 + lane;
+        float wo[2], wi[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const float mi = __ldcg(pp + (64 + r) * 32), li = __ldcg(pp + (66 + r) * 32);
+            const float mn = fmaxf(m[r], mi);
+            wo[r] = m[r] == -INFINITY ? 0.f : xs_exp2((m[r] - mn) * sl2);
+            wi[r] = mi == -INFINITY ? 0.f : xs_exp2((mi - mn) * sl2);
+            l[r] = l[r] * wo[r] + li * wi[r];
+            m[r] = mn;
+        }
+#pragma unroll
+        for (int dt = 0; dt < 16; dt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                oacc[dt][e] =
+                    oacc[dt][e] * wo[e >> 1] + __ldcg(pp + (dt * 4 + e) * 32) * wi[e >> 1];
+    }
+}
+
 /* The whole CTA: walk its tiles in its order (see the top of the file). COURIER: a compute CTA
  * of the courier kernel - the first gridDim.x - couriers CTAs share the tiles, remote tiles go
  * to the staging buffer O and publish their ready flag, the others to window 0 as usual, and
- * the CTA ends with its done flag instead of the signals. */
-template <bool CAUSAL, bool COURIER = false>
+ * the CTA ends with its done flag instead of the signals. LIST: the KV-split kernel - the CTA
+ * walks its task list (a.tasks), a part's key blocks only; a part other than a tile's last
+ * leaves a partial and stores nothing, the last merges the partials and stores the tile. */
+template <bool CAUSAL, bool COURIER = false, bool LIST = false>
 XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned char *smem)
 {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -539,18 +661,25 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
     const int rev = (a.out == XS_ATTN_OUT_WINDOWS && a.order == XS_ATTN_ORDER_EARLY)
                         ? xs_attn_remote_count(seq, heads, a.rows_per_rank)
                         : 0;
-    const int mine = xs_attn_count_below(ntiles, ncta, blockIdx.x);
+    /* LIST: this CTA's tasks; cur is the task at hand ({tile, key blocks [y, z), part}) */
+    const int toff = LIST ? a.task_off[blockIdx.x] : 0;
+    const int mine = LIST ? a.task_off[blockIdx.x + 1] - toff
+                          : xs_attn_count_below(ntiles, ncta, blockIdx.x);
     int k = 0;
-    int tile = xs_attn_cta_kth(rev, ncta, blockIdx.x, 0);
+    int4 cur = make_int4(ntiles, 0, 0, -1);
+    if (LIST && mine > 0)
+        cur = a.tasks[toff];
+    int tile = LIST ? cur.x : xs_attn_cta_kth(rev, ncta, blockIdx.x, 0);
     int stage = 0;
     if (tile < ntiles) {
         int qb = nqb - 1 - tile / heads, h = tile % heads;
         const char *qg = (const char *)a.q + (size_t)h * XS_ATTN_ROW_BYTES;
         const char *kg = (const char *)a.k + (size_t)h * XS_ATTN_ROW_BYTES;
         const char *vg = (const char *)a.v + (size_t)h * XS_ATTN_ROW_BYTES;
+        const int key0 = LIST ? cur.y * XS_ATTN_BN : 0;
         xs_attn_load_tile<XS_ATTN_BM>(s_q, qg, qb * XS_ATTN_BM, seq, row_stride);
-        xs_attn_load_tile<XS_ATTN_BN>(s_k, kg, 0, seq, row_stride);
-        xs_attn_load_tile<XS_ATTN_BN>(s_v, vg, 0, seq, row_stride);
+        xs_attn_load_tile<XS_ATTN_BN>(s_k, kg, key0, seq, row_stride);
+        xs_attn_load_tile<XS_ATTN_BN>(s_v, vg, key0, seq, row_stride);
     }
     xs_cp_async_commit();
 
@@ -560,8 +689,15 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         const int wrow0 = q0 + warp * 16; /* first query row of this warp */
         const int last_row = min(q0 + XS_ATTN_BM, seq) - 1;
         const int nkb = CAUSAL ? last_row / XS_ATTN_BN + 1 : (seq + XS_ATTN_BN - 1) / XS_ATTN_BN;
+        /* this task's key blocks [jb, je); LIST: the next task (its tile ntiles after the last) */
+        const int jb = LIST ? cur.y : 0, je = LIST ? cur.z : nkb;
+        int4 nxt = make_int4(ntiles, 0, 0, -1);
+        if (LIST && k + 1 < mine)
+            nxt = a.tasks[toff + k + 1];
         /* the next tile of this CTA; ntiles when this is its last */
-        const int next = k + 1 < mine ? xs_attn_cta_kth(rev, ncta, blockIdx.x, k + 1) : ntiles;
+        const int next = LIST ? nxt.x
+                              : k + 1 < mine ? xs_attn_cta_kth(rev, ncta, blockIdx.x, k + 1)
+                                             : ntiles;
         const char *kg = (const char *)a.k + (size_t)h * XS_ATTN_ROW_BYTES;
         const char *vg = (const char *)a.v + (size_t)h * XS_ATTN_ROW_BYTES;
 
@@ -575,10 +711,10 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         for (int i = 0; i < 16; i++)
             oacc[i][0] = oacc[i][1] = oacc[i][2] = oacc[i][3] = 0.f;
 
-        for (int j = 0; j < nkb; j++) {
+        for (int j = jb; j < je; j++) {
             xs_cp_async_wait_all();
-            __syncthreads(); /* item j (and at j = 0 this tile's Q) visible to every warp */
-            if (j == 0) {
+            __syncthreads(); /* item j (and at j = jb this tile's Q) visible to every warp */
+            if (j == jb) {
 #pragma unroll
                 for (int ks = 0; ks < 8; ks++) {
                     int r = warp * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
@@ -594,17 +730,18 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
             {
                 const uint32_t ko = s_k + (stage ^ 1) * XS_ATTN_KV_BYTES;
                 const uint32_t vo = s_v + (stage ^ 1) * XS_ATTN_KV_BYTES;
-                if (j + 1 < nkb) {
+                if (j + 1 < je) {
                     xs_attn_load_tile<XS_ATTN_BN>(ko, kg, (j + 1) * XS_ATTN_BN, seq, row_stride);
                     xs_attn_load_tile<XS_ATTN_BN>(vo, vg, (j + 1) * XS_ATTN_BN, seq, row_stride);
                 } else if (next < ntiles) {
                     int nqb2 = nqb - 1 - next / heads, nh = next % heads;
                     size_t ho = (size_t)nh * XS_ATTN_ROW_BYTES;
+                    const int nkey0 = LIST ? nxt.y * XS_ATTN_BN : 0;
                     xs_attn_load_tile<XS_ATTN_BM>(s_q, (const char *)a.q + ho,
                                                   nqb2 * XS_ATTN_BM, seq, row_stride);
-                    xs_attn_load_tile<XS_ATTN_BN>(ko, (const char *)a.k + ho, 0, seq,
+                    xs_attn_load_tile<XS_ATTN_BN>(ko, (const char *)a.k + ho, nkey0, seq,
                                                   row_stride);
-                    xs_attn_load_tile<XS_ATTN_BN>(vo, (const char *)a.v + ho, 0, seq,
+                    xs_attn_load_tile<XS_ATTN_BN>(vo, (const char *)a.v + ho, nkey0, seq,
                                                   row_stride);
                 }
                 xs_cp_async_commit();
@@ -714,6 +851,18 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
             }
         }
 
+        if (LIST && cur.w >= 0) {
+            const int slot = cur.w >> 8, p = (cur.w >> 4) & 15, np = cur.w & 15;
+            if (p < np - 1) {
+                /* an earlier part: its partial for the tile's last part, and nothing else */
+                xs_attn_kv_put(a, slot + p, warp, lane, oacc, m, l);
+                tile = next, cur = nxt;
+                k++;
+                continue;
+            }
+            xs_attn_kv_merge(a, slot, np, warp, lane, sl2, oacc, m, l);
+        }
+
         /* ---- epilogue: final rescale, bf16, this warp's 16 rows out ---- */
         float inv[2];
 #pragma unroll
@@ -766,6 +915,8 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         if (tid == 0 && a.tile_ns)
             a.tile_ns[tile] = xs_globaltimer();
         tile = next;
+        if (LIST)
+            cur = nxt;
         k++;
     }
 

@@ -56,6 +56,9 @@
 #define UP_FLAG_WAIT_MS 20000  /* -g: every source's signals after this rank's own kernel ended */
 #define UP_MAX_PILOTS 8        /* --pilots */
 #define UP_PILOT_REPS 3        /* verified runs per pilot; the median decides */
+#define UP_KV_MAX_BYTES (4ull << 30) /* KV split: partials of one member at most (else no member) */
+#define UP_KV_ATOL 1e-3f       /* KV split, tiles in parts: |win - fa| <= ATOL + RTOL |fa| (P */
+#define UP_KV_RTOL (1.f / 64)  /* rounds to bf16 against another row max: a few bf16 ulps) */
 
 typedef struct {
     int seq[UP_MAX_LIST], nseq;
@@ -68,6 +71,8 @@ typedef struct {
     int couriers;     /* -1: planner chooses (UP_COURIERS in the family); 0: none; C: forced */
     double courier_pace; /* couriers' total rate as a fraction of the profile's drain rate R;
                             0 = unpaced */
+    int kv;           /* KV split: -1 planner chooses (UP_KV in the family); 0: none; N: forced,
+                         N key blocks per part */
     int samples;      /* reference rows per configuration */
     int pilots;       /* --pilots: the planner runs its best `pilots` members by prediction
                          and keeps the fastest (0: the model's choice alone) */
@@ -86,6 +91,15 @@ typedef struct {
                                       --couriers 0); never o, which holds fa's output, the
                                       reference of every window check */
     uint64_t *sync;                /* couriers: [max tiles + sm_count] ready and done flags */
+    /* KV split: the lists of one member (kv_kb key blocks per part; 0: none loaded), grown on
+     * demand; the partials' flags are never reset (the signal is new per run) */
+    int kv_kb;
+    int *kv_off;                   /* [sm_count + 1] */
+    int4 *kv_tasks;
+    float *kv_part;
+    uint64_t *kv_flag;
+    unsigned char *kv_split;       /* [tiles]: 1 where the tile runs in parts */
+    size_t kv_tasks_cap, kv_slots_cap, kv_split_cap;
     xs_devstatus *status;
     unsigned long long *bad;
     int *rows;                     /* [2 * samples] */
@@ -98,6 +112,7 @@ typedef struct {
 typedef struct {
     int seq, heads, causal, peers, grid, tiles, split, order, criterion_ok, verified;
     int couriers;                           /* the plan's couriers (0: none) */
+    int kv;                                 /* the plan's KV split: key blocks per part (0) */
     double courier_pace;                    /* their total rate, bytes/ns (0: none/unpaced) */
     double comm_mb;                         /* bytes that cross the link, MB */
     double fa_us, fa_min, fa_max, fa_evt_us, fa_tflops;
@@ -150,6 +165,9 @@ static void usage(FILE *f)
             "                        compute [-1]\n"
             "      --courier-pace F  couriers' total rate as a fraction of the profile's drain\n"
             "                        rate R; 0 = unpaced [0.9]\n"
+            "      --kv-split N      -1: planner decides (8, 16, 32 in its family); 0: none; N:\n"
+            "                        tiles cut along the keys into parts of at most N key blocks\n"
+            "                        on other CTAs, the last part merges them [-1]\n"
             "      --pilots N        the planner also runs its N best members by prediction, 3\n"
             "                        verified runs each, and keeps the fastest (median); 0: the\n"
             "                        model's choice alone; one GPU only [4]\n"
@@ -178,11 +196,11 @@ static int parse_opts(int argc, char **argv, up_opts *o)
     o->causal_lo = 0, o->causal_hi = 1;
     o->common.iters = 5, o->common.warmup = 1;
     o->split = -1, o->order = -1, o->samples = 256, o->common.seed = 12345;
-    o->couriers = -1, o->courier_pace = 0.9;
+    o->couriers = -1, o->courier_pace = 0.9, o->kv = -1;
     o->pilots = 4, o->pilot_max_us = 3000;
     int seq_set = 0, heads_set = 0, peers_set = 0, quick = 0;
     enum { OPT_SPLIT = XS_OPT_FIRST_FREE, OPT_SAMPLES, OPT_ORDER, OPT_COURIERS, OPT_PACE,
-           OPT_PILOTS, OPT_PILOT_MAX };
+           OPT_PILOTS, OPT_PILOT_MAX, OPT_KV };
     static const struct option lo[] = {
         {"seq", required_argument, 0, 's'},       {"heads", required_argument, 0, 'H'},
         {"peers", required_argument, 0, 'p'},     {"causal", required_argument, 0, 'c'},
@@ -196,6 +214,7 @@ static int parse_opts(int argc, char **argv, up_opts *o)
         {"courier-pace", required_argument, 0, OPT_PACE},
         {"pilots", required_argument, 0, OPT_PILOTS},
         {"pilot-max-us", required_argument, 0, OPT_PILOT_MAX},
+        {"kv-split", required_argument, 0, OPT_KV},
         {"set", required_argument, 0, XS_OPT_SET}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     int c;
@@ -259,6 +278,11 @@ static int parse_opts(int argc, char **argv, up_opts *o)
                 return xs_cli_fail();
             o->pilots = (int)v;
             break;
+        case OPT_KV:
+            if (xs_parse_int("--kv-split", optarg, -1, 1 << 20, &v) != XS_OK)
+                return xs_cli_fail();
+            o->kv = (int)v;
+            break;
         case OPT_PILOT_MAX:
             if (xs_parse_double("--pilot-max-us", optarg, 0.0, 1e9, &o->pilot_max_us) != XS_OK)
                 return xs_cli_fail();
@@ -279,6 +303,12 @@ static int parse_opts(int argc, char **argv, up_opts *o)
     if (o->couriers > 0 && o->split >= 0)
         return xs_cli_failf("--couriers %d cannot be combined with --split %d (a courier run "
                             "stores each tile once, unsliced)", o->couriers, o->split);
+    if (o->kv > 0 && (o->split >= 0 || o->couriers > 0))
+        return xs_cli_failf("--kv-split %d cannot be combined with --split or --couriers (a "
+                            "KV-split run stores each tile once, from its last part)", o->kv);
+    if (o->kv > 0 && o->common.gpus > 1)
+        return xs_cli_failf("--kv-split %d: one GPU only (the planner keeps KV split out of -g "
+                            "runs)", o->kv);
     {
         /* -g 1 is the one-GPU bench (its --peers are virtual); with N > 1 the ranks are the
          * Ulysses group: P = N */
@@ -606,6 +636,64 @@ static double predict_courier_ns(const xs_profile *p, const up_cfg *c, const dou
     return cu.span_ns - fa.compute_end_ns;
 }
 
+/* The KV-split member's task lists (kb key blocks per part) on the host, checked as the kernel
+ * will read them: *off [grid + 1] and *tasks (free both). XS_OK, or the error (message set). */
+static xs_status kv_lists(const up_cfg *c, int kb, int **off, int4 **tasks, int *ntasks,
+                          int *nslots)
+{
+    const int cap = xs_attn_kv_max_tasks(c->seq, c->heads);
+    *off = (int *)malloc((size_t)(c->grid + 1) * sizeof(int));
+    *tasks = (int4 *)malloc((size_t)cap * sizeof(int4));
+    xs_status st = !*off || !*tasks ? xs_seterr(XS_ENOMEM, "KV split: out of host memory for "
+                                                "%d tasks", cap)
+                                    : xs_attn_kv_build(c->seq, c->heads, c->causal, c->remote,
+                                                       c->grid, kb, *off, *tasks, cap, ntasks,
+                                                       nslots);
+    if (st == XS_OK)
+        st = xs_attn_kv_check(c->seq, c->heads, c->causal, c->grid, *off, *tasks, *nslots);
+    if (st == XS_OK && (unsigned long long)*nslots * XS_ATTN_KV_SLOT_BYTES > UP_KV_MAX_BYTES)
+        st = xs_seterr(XS_EINVAL, "KV split %d: %d partials need %.2f GB, over %.2f", kb,
+                       *nslots, (double)*nslots * XS_ATTN_KV_SLOT_BYTES / 1e9,
+                       (double)UP_KV_MAX_BYTES / 1e9);
+    if (st != XS_OK) {
+        free(*off), free(*tasks);
+        *off = NULL, *tasks = NULL;
+    }
+    return st;
+}
+
+/* The predicted cost (ns) of the KV-split member (kb key blocks per part) over fa (docs/UP.md
+ * "KV split"): the fa run's per-tile times replayed on the member's lists, a part taking its
+ * share of its tile's time and a last part waiting for the others; each tile's remote bytes
+ * drain in the order the tiles are stored, at R, and the sender sees the end of its stores
+ * (the link's end less Q(grid) / R, no earlier than the compute's). Minus the same replay of
+ * fa (snake), as for the couriers. NAN (a note printed) where the member cannot run. */
+static double predict_kv_ns(const xs_profile *p, const up_cfg *c, const double *dur, int kb)
+{
+    int *off = NULL, nt = 0, ns = 0;
+    int4 *tk = NULL;
+    if (kv_lists(c, kb, &off, &tk, &nt, &ns) != XS_OK) {
+        printf("# note: %s: not in the family\n", xs_errmsg());
+        return NAN;
+    }
+    double *rb = (double *)malloc((size_t)c->tiles * sizeof(double));
+    double d = NAN;
+    if (rb) {
+        for (int t = 0; t < c->tiles; t++)
+            rb[t] = tile_remote_bytes(c, t);
+        xs_attn_courier_pred fa, kv;
+        if (xs_attn_courier_predict(XS_ATTN_ORDER_SNAKE, c->tiles, c->remote, c->grid, 0, dur,
+                                    rb, 1.0, 0.0, &fa) == XS_OK &&
+            xs_attn_kv_predict(c->seq, c->heads, c->causal, c->grid, off, tk, dur, rb,
+                               p->drain_bytes_per_ns, xs_capacity(p, c->grid), &kv) == XS_OK)
+            d = kv.span_ns - fa.compute_end_ns;
+        else
+            fprintf(stderr, "xstage: warning: KV split prediction: %s\n", xs_errmsg());
+    }
+    free(rb), free(off), free(tk);
+    return d;
+}
+
 /* The criterion on the kernel as it runs (docs/UP.md, "Criterion"). The closed forms of
  * xs_bg_eval assume either synchronised producers (K*B - R*T_iss0 <= Q(K): 132 CTAs x 32 KB
  * fails it wherever the link is idle most of the time) or, in EP's staggered form, producers
@@ -698,30 +786,37 @@ static int criterion_measured(const xs_profile *p, const up_cfg *c, const uint64
 /* The kernel's reshape family in the planner's order of preference among predictions that tie
  * (within UP_TIE of the best): 8 slices first (two 256-byte rows per warp per slice), then the
  * most spread split (16: one row per warp; the lowest injection rate), then fewer slices; the
- * snake before early (the order fa runs in); couriers after every split (they give up C SMs of
- * compute, so they are taken only where predicted better), 4 before 8; piggyback last. 8 before
+ * snake before early (the order fa runs in); the KV splits (docs/UP.md "KV split": 16 key
+ * blocks per part first, the merges of 8 cost twice as many partials) after the slice splits;
+ * couriers after them (they give up C SMs of compute, so they are taken only where predicted
+ * better), 4 before 8; piggyback last. 8 before
  * 16: the model has no term for the kernel's own cost of a slice, and 16 slices cost about
  * twice 8 (run 7, x2 call 4, bench/results/h200-2026-11-29-r7/: slice_us 20.3 vs 9.1 us at seq
  * 16384 x 8 heads, 45.4 vs 18.3 at 32768 x 8 causal; about 190 ns per extra slice) while the
  * link hides the same: forced 8 slices met hidden >= 90 % in 49 of 60 rows, the planner's 16 in
  * 37, 4 slices in 27. */
 static const struct {
-    int order, split, couriers;
-} up_cands[] = {{XS_ATTN_ORDER_SNAKE, 8, 0},  {XS_ATTN_ORDER_SNAKE, 16, 0},
-                {XS_ATTN_ORDER_SNAKE, 4, 0},  {XS_ATTN_ORDER_SNAKE, 2, 0},
-                {XS_ATTN_ORDER_EARLY, 8, 0},  {XS_ATTN_ORDER_EARLY, 16, 0},
-                {XS_ATTN_ORDER_EARLY, 4, 0},  {XS_ATTN_ORDER_EARLY, 2, 0},
-                {XS_ATTN_ORDER_SNAKE, 0, 4},  {XS_ATTN_ORDER_SNAKE, 0, 8},
-                {XS_ATTN_ORDER_EARLY, 0, 4},  {XS_ATTN_ORDER_EARLY, 0, 8},
-                {XS_ATTN_ORDER_EARLY, 0, 0},  {XS_ATTN_ORDER_SNAKE, 0, 0}};
+    int order, split, couriers, kv;
+} up_cands[] = {{XS_ATTN_ORDER_SNAKE, 8, 0, 0},  {XS_ATTN_ORDER_SNAKE, 16, 0, 0},
+                {XS_ATTN_ORDER_SNAKE, 4, 0, 0},  {XS_ATTN_ORDER_SNAKE, 2, 0, 0},
+                {XS_ATTN_ORDER_EARLY, 8, 0, 0},  {XS_ATTN_ORDER_EARLY, 16, 0, 0},
+                {XS_ATTN_ORDER_EARLY, 4, 0, 0},  {XS_ATTN_ORDER_EARLY, 2, 0, 0},
+                {XS_ATTN_ORDER_SNAKE, 0, 0, 16}, {XS_ATTN_ORDER_SNAKE, 0, 0, 8},
+                {XS_ATTN_ORDER_SNAKE, 0, 0, 32}, {XS_ATTN_ORDER_SNAKE, 0, 4, 0},
+                {XS_ATTN_ORDER_SNAKE, 0, 8, 0},  {XS_ATTN_ORDER_EARLY, 0, 4, 0},
+                {XS_ATTN_ORDER_EARLY, 0, 8, 0},  {XS_ATTN_ORDER_EARLY, 0, 0, 0},
+                {XS_ATTN_ORDER_SNAKE, 0, 0, 0}};
 enum { UP_NCANDS = sizeof up_cands / sizeof up_cands[0] };
 #define UP_TIE 1e-3 /* relative: predictions this close to the best count as equal */
 
 /* A plan's short name, as in the table's plan column: s|e (snake | early order) and the split
- * ("s8", "e16"; "s0" is piggyback), or c and the couriers ("c4"; "ec8" with the early order). */
-static const char *plan_name(int order, int split, int couriers, char *buf, size_t n)
+ * ("s8", "e16"; "s0" is piggyback), c and the couriers ("c4"; "ec8" with the early order), or
+ * k and the KV split's key blocks per part ("k16"). */
+static const char *plan_name(int order, int split, int couriers, int kv, char *buf, size_t n)
 {
-    if (couriers > 0)
+    if (kv > 0)
+        snprintf(buf, n, "k%d", kv);
+    else if (couriers > 0)
         snprintf(buf, n, "%sc%d", order == XS_ATTN_ORDER_EARLY ? "e" : "", couriers);
     else
         snprintf(buf, n, "%c%d", order == XS_ATTN_ORDER_EARLY ? 'e' : 's', split);
@@ -740,7 +835,7 @@ static const char *plan_name(int order, int split, int couriers, char *buf, size
  * get the predicted cost (ns) over fa of piggyback and of the choice. */
 /* The planner's family with its predictions (plan fills it; pilots reads it). */
 typedef struct {
-    int n, ord[2 * UP_NCANDS], spl[2 * UP_NCANDS], cou[2 * UP_NCANDS];
+    int n, ord[2 * UP_NCANDS], spl[2 * UP_NCANDS], cou[2 * UP_NCANDS], kv[2 * UP_NCANDS];
     double d[2 * UP_NCANDS]; /* predicted cost over fa, ns (NAN: the model failed) */
 } up_family;
 
@@ -759,16 +854,21 @@ static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, cons
                  keff, c->grid, xs_capacity(prof, c->grid) / 1e6, sync / 1e6);
     if (c->remote == 0)
         row->criterion_ok = 1, snprintf(how, sizeof how, "nothing crosses the link");
-    row->order = XS_ATTN_ORDER_SNAKE, row->split = 0, row->couriers = 0, *d_fu = *d_pb;
-    /* the family, restricted by --split / --order / --couriers; couriers need one SM to compute */
-    int ord[2 * UP_NCANDS], spl[2 * UP_NCANDS], cou[2 * UP_NCANDS], n = 0;
-    for (int i = 0; i < UP_NCANDS; i++) {
-        const int cc = up_cands[i].couriers;
+    row->order = XS_ATTN_ORDER_SNAKE, row->split = 0, row->couriers = 0, row->kv = 0;
+    *d_fu = *d_pb;
+    /* the family, restricted by --split / --order / --couriers / --kv-split; couriers need one
+     * SM to compute; KV splits only on one GPU, and only unforced where nothing else is forced */
+    int ord[2 * UP_NCANDS], spl[2 * UP_NCANDS], cou[2 * UP_NCANDS], kvs[2 * UP_NCANDS], n = 0;
+    for (int i = 0; i < UP_NCANDS && o->kv <= 0; i++) {
+        const int cc = up_cands[i].couriers, kk = up_cands[i].kv;
         const int keep_c = o->couriers < 0 ? (cc == 0 || o->split < 0) : cc == o->couriers;
+        const int keep_k = kk == 0 || (o->kv < 0 && o->split < 0 && o->couriers <= 0 && !c->pp);
         if ((o->order < 0 || up_cands[i].order == o->order) &&
-            (o->split < 0 || up_cands[i].split == o->split) && keep_c && cc < c->sms)
-            ord[n] = up_cands[i].order, spl[n] = up_cands[i].split, cou[n++] = cc;
+            (o->split < 0 || up_cands[i].split == o->split) && keep_c && keep_k && cc < c->sms)
+            ord[n] = up_cands[i].order, spl[n] = up_cands[i].split, cou[n] = cc, kvs[n++] = kk;
     }
+    if (o->kv > 0) /* forced: that member alone */
+        ord[n] = XS_ATTN_ORDER_SNAKE, spl[n] = 0, cou[n] = 0, kvs[n++] = o->kv;
     if (o->split >= 0 || o->couriers > 0)
         for (int z = XS_ATTN_ORDER_SNAKE; z <= XS_ATTN_ORDER_EARLY; z++) {
             const int want_s = o->split >= 0 ? o->split : 0;
@@ -777,15 +877,18 @@ static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, cons
             for (int i = 0; i < n; i++)
                 have |= ord[i] == z && spl[i] == want_s && cou[i] == want_c;
             if (!have && (o->order < 0 || o->order == z))
-                ord[n] = z, spl[n] = want_s, cou[n++] = want_c;
+                ord[n] = z, spl[n] = want_s, cou[n] = want_c, kvs[n++] = 0;
         }
     double d[2 * UP_NCANDS], best = INFINITY;
     for (int i = 0; i < n; i++) {
-        d[i] = cou[i] > 0                                        ? predict_courier_ns(
-                                                                   prof, c, dur, ord[i], cou[i])
-               : spl[i] == 0 && ord[i] == XS_ATTN_ORDER_SNAKE ? *d_pb
-                                                              : predict_delta_ns(prof, c, dur,
-                                                                                 ord[i], spl[i]);
+        if (kvs[i] > 0)
+            d[i] = predict_kv_ns(prof, c, dur, kvs[i]);
+        else if (cou[i] > 0)
+            d[i] = predict_courier_ns(prof, c, dur, ord[i], cou[i]);
+        else if (spl[i] == 0 && ord[i] == XS_ATTN_ORDER_SNAKE)
+            d[i] = *d_pb;
+        else
+            d[i] = predict_delta_ns(prof, c, dur, ord[i], spl[i]);
         if (d[i] < best)
             best = d[i];
     }
@@ -800,28 +903,36 @@ static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, cons
             pick = i;
     if (pick < 0) /* every prediction failed: keep what the kernel does unplanned */
         pick = n - 1;
-    row->order = ord[pick], row->split = spl[pick], row->couriers = cou[pick], *d_fu = d[pick];
+    row->order = ord[pick], row->split = spl[pick], row->couriers = cou[pick];
+    row->kv = kvs[pick], *d_fu = d[pick];
     fam->n = n;
     memcpy(fam->ord, ord, sizeof ord), memcpy(fam->spl, spl, sizeof spl);
-    memcpy(fam->cou, cou, sizeof cou), memcpy(fam->d, d, sizeof d);
+    memcpy(fam->cou, cou, sizeof cou), memcpy(fam->kv, kvs, sizeof kvs);
+    memcpy(fam->d, d, sizeof d);
     row->courier_pace = row->couriers > 0 ? c->pace : 0.0;
-    /* the courier members' predictions, next to the choice */
-    char cl[256] = "", nm[16];
-    for (int i = 0; i < n; i++)
+    /* the courier and KV-split members' predictions, next to the choice */
+    char cl[256] = "", kl[256] = "", nm[16];
+    for (int i = 0; i < n; i++) {
         if (cou[i] > 0)
             snprintf(cl + strlen(cl), sizeof cl - strlen(cl), "%s %s %+.1f us", *cl ? "," : "",
-                     plan_name(ord[i], 0, cou[i], nm, sizeof nm), d[i] / 1e3);
+                     plan_name(ord[i], 0, cou[i], 0, nm, sizeof nm), d[i] / 1e3);
+        if (kvs[i] > 0)
+            snprintf(kl + strlen(kl), sizeof kl - strlen(kl), "%s %s %+.1f us", *kl ? "," : "",
+                     plan_name(ord[i], 0, 0, kvs[i], nm, sizeof nm), d[i] / 1e3);
+    }
     char pn[16];
     printf("# plan seq %d heads %d causal %d peers %d: criterion %s (%s); chosen %s "
            "split %d couriers %d (%s), cost over fa %+.1f us (piggyback %+.1f us)", c->seq,
            c->heads, c->causal, c->peers,
            row->criterion_ok == 1 ? "holds" : row->criterion_ok == 0 ? "fails" : "?", how,
            row->order == XS_ATTN_ORDER_EARLY ? "early" : "snake", row->split, row->couriers,
-           plan_name(row->order, row->split, row->couriers, pn, sizeof pn), *d_fu / 1e3,
+           plan_name(row->order, row->split, row->couriers, row->kv, pn, sizeof pn), *d_fu / 1e3,
            *d_pb / 1e3);
     if (*cl)
         printf("; couriers paced at %.1f B/ns (R %.1f):%s", c->pace, prof->drain_bytes_per_ns,
                cl);
+    if (*kl)
+        printf("; KV split:%s", kl);
     printf("\n");
 }
 
@@ -845,6 +956,79 @@ static unsigned long long verify_windows(up_bufs *B, const up_cfg *c)
     XS_CHECK_CU(cudaMemcpyAsync(&bad, B->bad, sizeof bad, cudaMemcpyDeviceToHost, B->stream));
     XS_CHECK_CU(cudaStreamSynchronize(B->stream));
     return bad;
+}
+
+/* KV split: the windows against fa's output, tile by tile: bitwise where a tile ran whole, within
+ * UP_KV_ATOL + UP_KV_RTOL |fa| where it ran in parts (B->kv_split). Counts bf16 values. */
+static unsigned long long verify_windows_kv(up_bufs *B, const up_cfg *c)
+{
+    size_t n = (size_t)c->rpr * c->heads * XS_ATTN_D;
+    XS_CHECK_CU(cudaMemsetAsync(B->bad, 0, sizeof *B->bad, B->stream));
+    for (int r = 0; r < c->peers; r++)
+        XS_CHECK(xs_attn_compare_parts(c->own->data[r], (const __nv_bfloat16 *)B->o + r * n,
+                                       r * c->rpr, c->rpr, c->seq, c->heads, B->kv_split,
+                                       UP_KV_ATOL, UP_KV_RTOL, B->bad, B->stream));
+    unsigned long long bad = 0;
+    XS_CHECK_CU(cudaMemcpyAsync(&bad, B->bad, sizeof bad, cudaMemcpyDeviceToHost, B->stream));
+    XS_CHECK_CU(cudaStreamSynchronize(B->stream));
+    return bad;
+}
+
+/* KV split: the lists of kb key blocks per part in device memory (built, checked and copied
+ * when another member's are there), the partials' buffers grown to fit. Exits with one line
+ * when they cannot be built (the planner offers only members whose lists build). */
+static void kv_load(up_bufs *B, const up_cfg *c, int kb)
+{
+    if (B->kv_kb == kb)
+        return;
+    int *off = NULL, nt = 0, ns = 0;
+    int4 *tk = NULL;
+    if (kv_lists(c, kb, &off, &tk, &nt, &ns) != XS_OK) {
+        fprintf(stderr, "xstage: error: %s\n", xs_errmsg());
+        exit(1);
+    }
+    unsigned char *split = (unsigned char *)calloc((size_t)c->tiles, 1);
+    if (!split) {
+        fprintf(stderr, "xstage: error: out of host memory for %d tiles\n", c->tiles);
+        exit(1);
+    }
+    for (int i = 0; i < nt; i++)
+        split[tk[i].x] |= tk[i].w >= 0;
+    if ((size_t)nt > B->kv_tasks_cap) {
+        cudaFree(B->kv_tasks);
+        XS_CHECK_CU(cudaMalloc((void **)&B->kv_tasks, (size_t)nt * sizeof(int4)));
+        B->kv_tasks_cap = (size_t)nt;
+    }
+    if ((size_t)ns > B->kv_slots_cap) {
+        cudaFree(B->kv_part), cudaFree(B->kv_flag);
+        B->kv_part = NULL, B->kv_flag = NULL, B->kv_slots_cap = 0;
+        XS_CHECK_CU(cudaMalloc((void **)&B->kv_part, (size_t)ns * XS_ATTN_KV_SLOT_BYTES));
+        XS_CHECK_CU(cudaMalloc((void **)&B->kv_flag,
+                               (size_t)ns * XS_ATTN_WARPS * sizeof(uint64_t)));
+        XS_CHECK_CU(cudaMemsetAsync(B->kv_flag, 0, (size_t)ns * XS_ATTN_WARPS * sizeof(uint64_t),
+                                    B->stream));
+        B->kv_slots_cap = (size_t)ns;
+    }
+    if (!B->kv_part) { /* no partial at all: the kernel still wants valid pointers */
+        XS_CHECK_CU(cudaMalloc((void **)&B->kv_part, XS_ATTN_KV_SLOT_BYTES));
+        XS_CHECK_CU(cudaMalloc((void **)&B->kv_flag, XS_ATTN_WARPS * sizeof(uint64_t)));
+        XS_CHECK_CU(cudaMemsetAsync(B->kv_flag, 0, XS_ATTN_WARPS * sizeof(uint64_t), B->stream));
+        B->kv_slots_cap = 1;
+    }
+    if ((size_t)c->tiles > B->kv_split_cap) {
+        cudaFree(B->kv_split);
+        XS_CHECK_CU(cudaMalloc((void **)&B->kv_split, (size_t)c->tiles));
+        B->kv_split_cap = (size_t)c->tiles;
+    }
+    XS_CHECK_CU(cudaMemcpyAsync(B->kv_off, off, (size_t)(c->grid + 1) * sizeof(int),
+                                cudaMemcpyHostToDevice, B->stream));
+    XS_CHECK_CU(cudaMemcpyAsync(B->kv_tasks, tk, (size_t)nt * sizeof(int4),
+                                cudaMemcpyHostToDevice, B->stream));
+    XS_CHECK_CU(cudaMemcpyAsync(B->kv_split, split, (size_t)c->tiles, cudaMemcpyHostToDevice,
+                                B->stream));
+    XS_CHECK_CU(cudaStreamSynchronize(B->stream));
+    free(off), free(tk), free(split);
+    B->kv_kb = kb;
 }
 
 /* One kernel launch between events, after an L2 flush; returns the in-kernel span (us). */
@@ -1060,7 +1244,8 @@ static double serial_once(up_bufs *B, const up_cfg *c, int rep, double *copy_us,
  * event time (with the drain), *store_us the median over CTAs of warp 0's store time (a
  * courier's: its copying time). */
 static double fused_once(up_bufs *B, const up_cfg *c0, int order, int split, int couriers,
-                         int rep, double *evt_us, double *store_us, uint64_t *cta, int *ok)
+                         int kv, int rep, double *evt_us, double *store_us, uint64_t *cta,
+                         int *ok)
 {
     static uint64_t epoch;
     up_cfg rc = *c0; /* the run's grid: c0->grid, or the courier grid */
@@ -1079,34 +1264,43 @@ static double fused_once(up_bufs *B, const up_cfg *c0, int order, int split, int
         a.sync = B->sync;
         a.timeout_ns = c->timeout_ns;
     }
+    if (kv > 0) {
+        kv_load(B, c, kv);
+        a.tasks = B->kv_tasks, a.task_off = B->kv_off;
+        a.part = B->kv_part, a.part_flag = B->kv_flag;
+        a.timeout_ns = c->timeout_ns;
+    }
     poison_windows(B, c);
     XS_CHECK_CU(cudaStreamSynchronize(B->stream)); /* poison landed before timing */
     up_barrier(c);
     double sp = timed_launch(B, c, &a, rep, evt_us, cta);
     if (c->pp) {
-        up_wait_signals(B, c, a.signal, split || order || couriers ? "fused" : "piggyback");
+        up_wait_signals(B, c, a.signal, split || order || couriers || kv ? "fused" : "piggyback");
         up_barrier(c);
     }
-    unsigned long long bad = verify_windows(B, c), bad_flags = 0;
+    unsigned long long bad = kv > 0 ? verify_windows_kv(B, c) : verify_windows(B, c);
+    unsigned long long bad_flags = 0;
     XS_CHECK_CU(cudaMemsetAsync(B->bad, 0, sizeof *B->bad, B->stream));
     XS_CHECK(xs_attn_flags_check(c->own, c->grid, a.signal, B->bad, B->stream));
     XS_CHECK_CU(cudaMemcpyAsync(&bad_flags, B->bad, sizeof bad_flags, cudaMemcpyDeviceToHost,
                                 B->stream));
     XS_CHECK_CU(cudaStreamSynchronize(B->stream));
     if (bad_flags) {
-        fprintf(stderr, "xstage: error: fused order %d split %d couriers %d: %llu of %d x %d "
-                "CTA signals missing\n", order, split, couriers, bad_flags, c->peers, c->grid);
+        fprintf(stderr, "xstage: error: fused order %d split %d couriers %d KV split %d: %llu of "
+                "%d x %d CTA signals missing\n", order, split, couriers, kv, bad_flags,
+                c->peers, c->grid);
         *ok = 0;
     }
     if (bad) {
-        fprintf(stderr, "xstage: error: fused order %d split %d couriers %d (seq %d heads %d "
-                "causal %d peers %d): %llu of %zu 16-byte units differ at their "
-                "destinations\n", order, split, couriers, c->seq, c->heads, c->causal,
-                c->peers, bad, (size_t)c->rpr * c->heads * XS_ATTN_ROW_BYTES / 16 * c->peers);
+        fprintf(stderr, "xstage: error: fused order %d split %d couriers %d KV split %d (seq %d "
+                "heads %d causal %d peers %d): %llu of %zu %s differ at their destinations\n",
+                order, split, couriers, kv, c->seq, c->heads, c->causal, c->peers, bad,
+                (size_t)c->rpr * c->heads * XS_ATTN_ROW_BYTES / (kv > 0 ? 2 : 16) * c->peers,
+                kv > 0 ? "bf16 values" : "16-byte units");
         *ok = 0;
     }
-    if (couriers > 0) /* a courier's timeout: name it now, not after the row */
-        check_devstatus(B, "attention with couriers");
+    if (couriers > 0 || kv > 0) /* a courier's or a last part's timeout: name it now */
+        check_devstatus(B, couriers > 0 ? "attention with couriers" : "attention, KV split");
     *store_us = median_store_us(cta, c->grid);
     return sp;
 }
@@ -1121,7 +1315,8 @@ static void run_pilots(up_bufs *B, const up_opts *o, const up_cfg *c, const up_f
 {
     int idx[2 * UP_NCANDS], m = 0, cur = -1;
     for (int i = 0; i < f->n; i++) {
-        if (f->ord[i] == row->order && f->spl[i] == row->split && f->cou[i] == row->couriers)
+        if (f->ord[i] == row->order && f->spl[i] == row->split && f->cou[i] == row->couriers &&
+            f->kv[i] == row->kv)
             cur = i;
         /* insertion by prediction, failed predictions last */
         const double di = isnan(f->d[i]) ? INFINITY : f->d[i];
@@ -1136,34 +1331,47 @@ static void run_pilots(up_bufs *B, const up_opts *o, const up_cfg *c, const up_f
         have |= idx[k] == cur;
     if (!have && cur >= 0 && np > 0)
         idx[np - 1] = cur;
+    /* and the best KV split by prediction, as one more: the model has no term for the cost of
+     * stores from every SM next to the compute, which is what a KV split takes away */
+    int np2 = np, kvin = 0;
+    for (int k = 0; k < np; k++)
+        kvin |= f->kv[idx[k]] > 0;
+    for (int k = np; k < m && !kvin && np > 0; k++)
+        if (f->kv[idx[k]] > 0 && !isnan(f->d[idx[k]])) {
+            const int t = idx[np2];
+            idx[np2] = idx[k], idx[k] = t;
+            np2++, kvin = 1;
+        }
     double best = INFINITY;
     int bi = -1;
     char line[512], nm[16];
     int l = snprintf(line, sizeof line, "# pilots seq %d heads %d causal %d peers %d (median of "
                      "%d verified runs, us):", c->seq, c->heads, c->causal, c->peers,
                      UP_PILOT_REPS);
-    for (int k = 0; k < np; k++) {
+    for (int k = 0; k < np2; k++) {
         const int i = idx[k];
         double t[UP_PILOT_REPS];
         for (int r = 0; r < UP_PILOT_REPS; r++) {
             double e, st;
-            t[r] = fused_once(B, c, f->ord[i], f->spl[i], f->cou[i], 0, &e, &st, cta, ok);
+            t[r] = fused_once(B, c, f->ord[i], f->spl[i], f->cou[i], f->kv[i], 0, &e, &st, cta,
+                              ok);
         }
         const double med = xs_median(t, UP_PILOT_REPS);
         if (med < best)
             best = med, bi = i;
         if (l > 0 && (size_t)l < sizeof line)
             l += snprintf(line + l, sizeof line - (size_t)l, " %s %.1f (pred %+.1f)",
-                          plan_name(f->ord[i], f->spl[i], f->cou[i], nm, sizeof nm), med,
+                          plan_name(f->ord[i], f->spl[i], f->cou[i], f->kv[i], nm, sizeof nm), med,
                           f->d[i] / 1e3);
     }
     if (bi >= 0) {
         row->order = f->ord[bi], row->split = f->spl[bi], row->couriers = f->cou[bi];
+        row->kv = f->kv[bi];
         row->courier_pace = row->couriers > 0 ? c->pace : 0.0;
         *d_fu = f->d[bi];
     }
     printf("%s; chosen %s\n", line,
-           plan_name(row->order, row->split, row->couriers, nm, sizeof nm));
+           plan_name(row->order, row->split, row->couriers, row->kv, nm, sizeof nm));
 }
 
 static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
@@ -1187,6 +1395,7 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
     XS_CHECK(xs_attn_fill_random(B->k, nel, seed * 3u + 2u, -2.f, 2.f, B->stream));
     XS_CHECK(xs_attn_fill_random(B->v, nel, seed * 3u + 3u, -1.f, 1.f, B->stream));
     XS_CHECK_CU(cudaMemsetAsync(B->status, 0, sizeof(xs_devstatus), B->stream));
+    B->kv_kb = 0; /* another shape: the lists are rebuilt on first use */
 
     xs_attn_args *a = &c->base;
     memset(a, 0, sizeof *a);
@@ -1244,14 +1453,17 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
     if (c->pp) {
         /* every rank runs rank 0's plan (the others' fa stamps differ a little): the same runs
          * in the same order, so barriers and signal values agree; the others send -2 */
-        double v[3] = {(double)row->split, (double)row->order, (double)row->couriers};
+        double v[4] = {(double)row->split, (double)row->order, (double)row->couriers,
+                       (double)row->kv};
         if (c->pp->me)
-            v[0] = v[1] = v[2] = -2;
-        XS_CHECK(xs_coll_max(c->pp->coll, v, 3));
+            v[0] = v[1] = v[2] = v[3] = -2;
+        XS_CHECK(xs_coll_max(c->pp->coll, v, 4));
         row->split = (int)v[0], row->order = (int)v[1], row->couriers = (int)v[2];
+        row->kv = (int)v[3];
         row->courier_pace = row->couriers > 0 ? c->pace : 0.0;
     }
-    const int same = row->split == 0 && row->order == XS_ATTN_ORDER_SNAKE && row->couriers == 0;
+    const int same = row->split == 0 && row->order == XS_ATTN_ORDER_SNAKE &&
+                     row->couriers == 0 && row->kv == 0;
 
     /* ---- measure: fa, serial, piggyback and the plan, one of each per repetition ---- */
     for (int i = 0; i < nw + n; i++) {
@@ -1269,14 +1481,14 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
         }
         double t_fa = fa_once(B, c, i, &e1, cta, &ok);
         double t_se = serial_once(B, c, i, &cu, cta, &ok);
-        double t_pb = fused_once(B, c, XS_ATTN_ORDER_SNAKE, 0, 0, i, &e2, &st, cta, &ok);
+        double t_pb = fused_once(B, c, XS_ATTN_ORDER_SNAKE, 0, 0, 0, i, &e2, &st, cta, &ok);
         if (j >= 0) {
             fa[j] = t_fa, fa_evt[j] = e1, se[j] = t_se, cp[j] = cu, pb[j] = t_pb, pb_evt[j] = e2;
             store_pb = st;
         }
         if (!same) {
-            double t_fu = fused_once(B, c, row->order, row->split, row->couriers, i, &e2, &st,
-                                     cta, &ok);
+            double t_fu = fused_once(B, c, row->order, row->split, row->couriers, row->kv, i,
+                                     &e2, &st, cta, &ok);
             if (j >= 0)
                 fu[j] = t_fu, fu_evt[j] = e2, row->store_us = st;
         }
@@ -1353,14 +1565,14 @@ static const char csv_header[] =
     "pb_pred_us,pb_vis_us,criterion_ok,split,fused_us,fused_min_us,fused_max_us,fused_vis_us,"
     "pred_us,pred_err_pct,store_us,hidden_pct,speedup,max_err,verified,order,comm_ratio,"
     "crit_peak_mb,crit_sync_mb,crit_keff,slice_us,link_us,hidden_lo_pct,hidden_hi_pct,couriers,"
-    "courier_pace";
+    "courier_pace,kv_split";
 
 static void csv_row(FILE *f, const up_row *r)
 {
     fprintf(f,
             "%d,%d,%d,%d,%d,%d,%d,%.4f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,"
             "%.2f,%.2f,%.2f,%d,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%.2f,%.4f,%.3g,%d,%d,%.4f,"
-            "%.4f,%.4f,%d,%.2f,%.2f,%.2f,%.2f,%d,%.3f\n",
+            "%.4f,%.4f,%d,%.2f,%.2f,%.2f,%.2f,%d,%.3f,%d\n",
             r->seq, r->heads, XS_ATTN_D, r->causal, r->peers, r->grid, r->tiles, r->comm_mb,
             r->fa_us, r->fa_min, r->fa_max, r->fa_evt_us, r->fa_tflops, r->copy_us,
             r->serial_us, r->serial_min, r->serial_max, r->pb_us, r->pb_min, r->pb_max,
@@ -1368,7 +1580,7 @@ static void csv_row(FILE *f, const up_row *r)
             r->fused_max, r->fused_vis_us, r->pred_us, r->pred_err_pct, r->store_us,
             r->hidden_pct, r->speedup, r->max_err, r->verified, r->order, r->comm_ratio,
             r->crit_peak_mb, r->crit_sync_mb, r->crit_keff, r->slice_us, r->link_us,
-            r->hidden_lo, r->hidden_hi, r->couriers, r->courier_pace);
+            r->hidden_lo, r->hidden_hi, r->couriers, r->courier_pace, r->kv);
 }
 
 static void table_header(void)
@@ -1388,7 +1600,7 @@ static void table_row(const up_row *r)
     /* plan: s|e (snake | early order) and the split, e.g. "e16"; "s0" is piggyback; "c4" /
      * "ec4": four couriers, snake / early */
     char plan_s[16];
-    plan_name(r->order, r->split, r->couriers, plan_s, sizeof plan_s);
+    plan_name(r->order, r->split, r->couriers, r->kv, plan_s, sizeof plan_s);
     printf("%6d %5d %2d %2d %8.2f %10.1f %6.1f %7.1f %10.1f %6.1f %10.1f %5s %10.1f %6.1f "
            "%10.1f %+6.1f %7.1f %7.3f %3s\n",
            r->seq, r->heads, r->causal, r->peers, r->comm_mb, r->fa_us,
@@ -1448,7 +1660,7 @@ static int same_size_rows(const up_row *rows, int nrows, int seq0, const char *t
                    1.0 + fmin(r->comm_ratio, 1.0 / r->comm_ratio), r->speedup,
                    r->speedup >= UP_SPEEDUP_TARGET ? "met" : "below 1.4x", r->hidden_pct,
                    r->hidden_lo, r->hidden_hi,
-                   plan_name(r->order, r->split, r->couriers, pn, sizeof pn));
+                   plan_name(r->order, r->split, r->couriers, r->kv, pn, sizeof pn));
     }
     return n;
 }
@@ -1460,7 +1672,6 @@ static int summary(const up_row *rows, int nrows)
     int nacc = 0, nacc_met = 0;
     double worst_err = 0, min_hid_crit = INFINITY, min_hid_resh = INFINITY;
     double min_tf = INFINITY, max_tf = 0;
-    int ncour = 0; /* rows whose plan ran couriers */
     char pn[16];
     for (int i = 0; i < nrows; i++) {
         const up_row *r = &rows[i];
@@ -1484,7 +1695,6 @@ static int summary(const up_row *rows, int nrows)
         }
         min_tf = fmin(min_tf, r->fa_tflops);
         max_tf = fmax(max_tf, r->fa_tflops);
-        ncour += r->couriers > 0;
     }
     printf("# summary: %d rows, %d verified; serial/fused geomean %.3fx\n", nrows, nok,
            xs_geomean(sp, (size_t)nrows));
@@ -1509,7 +1719,7 @@ static int summary(const up_row *rows, int nrows)
                    "causal %d peers %d (plan %s, comm/compute %.2f; fused - fa: slices "
                    "%.1f us + link %.1f us; piggyback %.1f us over fa)\n", r->hidden_pct,
                    r->hidden_lo, r->hidden_hi, r->seq, r->heads, r->causal, r->peers,
-                   plan_name(r->order, r->split, r->couriers, pn, sizeof pn), r->comm_ratio,
+                   plan_name(r->order, r->split, r->couriers, r->kv, pn, sizeof pn), r->comm_ratio,
                    r->slice_us, r->link_us, r->pb_us - r->fa_us);
     }
     printf("# summary: criterion fails: hidden >= 90%% in %d of %d rows (min %.1f%%)\n",
@@ -1521,20 +1731,30 @@ static int summary(const up_row *rows, int nrows)
         if (isfinite(r->pred_err_pct) && fabs(r->pred_err_pct) > UP_PRED_TOL_PCT)
             printf("# summary:   off by %+.1f%%: seq %d heads %d causal %d peers %d (plan %s, "
                    "comm/compute %.2f)\n", r->pred_err_pct, r->seq, r->heads, r->causal,
-                   r->peers, plan_name(r->order, r->split, r->couriers, pn, sizeof pn),
+                   r->peers, plan_name(r->order, r->split, r->couriers, r->kv, pn, sizeof pn),
                    r->comm_ratio);
     }
-    printf("# summary: couriers in %d of %d rows' plans\n", ncour, nrows);
-    for (int i = 0; i < nrows; i++) {
-        const up_row *r = &rows[i];
-        if (r->couriers > 0)
-            printf("# summary:   %s at %.1f B/ns: seq %d heads %d causal %d peers %d: fused "
-                   "%.1f us (pred %.1f), fa %.1f, piggyback %.1f, serial %.1f: hidden %.1f%% "
-                   "(%.1f..%.1f), serial/fused %.3fx, comm/compute %.2f\n",
-                   plan_name(r->order, r->split, r->couriers, pn, sizeof pn), r->courier_pace,
+    for (int kind = 0; kind < 2; kind++) { /* couriers, then KV splits */
+        int cnt = 0;
+        for (int i = 0; i < nrows; i++)
+            cnt += kind ? rows[i].kv > 0 : rows[i].couriers > 0;
+        printf("# summary: %s in %d of %d rows' plans\n", kind ? "KV split" : "couriers", cnt,
+               nrows);
+        for (int i = 0; i < nrows; i++) {
+            const up_row *r = &rows[i];
+            if (kind ? r->kv <= 0 : r->couriers <= 0)
+                continue;
+            char pace[32] = "";
+            if (!kind)
+                snprintf(pace, sizeof pace, " at %.1f B/ns", r->courier_pace);
+            printf("# summary:   %s%s: seq %d heads %d causal %d peers %d: fused %.1f us (pred "
+                   "%.1f), fa %.1f, piggyback %.1f, serial %.1f: hidden %.1f%% (%.1f..%.1f), "
+                   "serial/fused %.3fx, comm/compute %.2f\n",
+                   plan_name(r->order, r->split, r->couriers, r->kv, pn, sizeof pn), pace,
                    r->seq, r->heads, r->causal, r->peers, r->fused_us, r->pred_us, r->fa_us,
                    r->pb_us, r->serial_us, r->hidden_pct, r->hidden_lo, r->hidden_hi,
                    r->speedup, r->comm_ratio);
+        }
     }
     printf("# summary: attention %.1f..%.1f TFLOP/s (scripts/sdpa_ref.py: the reference)\n",
            min_tf, max_tf);
@@ -1657,6 +1877,7 @@ extern "C" int xs_bench_up(int argc, char **argv)
     XS_CHECK_CU(cudaMalloc(&B.flush, B.flush_bytes));
     XS_CHECK_CU(cudaMalloc((void **)&B.cta_ns, (size_t)gi.sm_count * 3 * sizeof(uint64_t)));
     XS_CHECK_CU(cudaMalloc((void **)&B.tile_ns, (size_t)max_tiles * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc((void **)&B.kv_off, (size_t)(gi.sm_count + 1) * sizeof(int)));
     if (o.couriers != 0) {
         /* couriers: a staging buffer the size of O, and their flags (zeros: never a signal) */
         XS_CHECK_CU(cudaMalloc(&B.stage, nbytes));
@@ -1740,6 +1961,8 @@ extern "C" int xs_bench_up(int argc, char **argv)
     cudaFree(B.q); cudaFree(B.k); cudaFree(B.v); cudaFree(B.o); cudaFree(B.flush);
     cudaFree(B.cta_ns); cudaFree(B.tile_ns); cudaFree(B.status); cudaFree(B.bad);
     cudaFree(B.stage); cudaFree(B.sync);
+    cudaFree(B.kv_off); cudaFree(B.kv_tasks); cudaFree(B.kv_part); cudaFree(B.kv_flag);
+    cudaFree(B.kv_split);
     cudaFree(B.rows); cudaFree(B.ref); cudaFree(B.got);
     for (int i = 0; i < 3; i++)
         cudaEventDestroy(B.ev[i]);

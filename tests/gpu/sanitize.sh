@@ -48,7 +48,8 @@ OUT=${OUT:-./out-sanitize}
 BUDGET=${SAN_BUDGET:-420}
 TOOLS=${SAN_TOOLS:-memcheck synccheck racecheck}
 ALL_CASES="test_attn test_gemm test_tp test_moe test_signal test_win replay replay_virtual
-validate calibrate bench_up bench_tp bench_ep test_gemm90 test_tp90 bench_tp90 load_probe"
+validate calibrate bench_up bench_up_kv bench_tp bench_ep test_gemm90 test_tp90 bench_tp90
+load_probe"
 CASES=${SAN_CASES:-$ALL_CASES}
 mkdir -p "$OUT"
 LOG="$OUT/sanitize.log"
@@ -96,6 +97,9 @@ setup() {
     calibrate) CMD=("$X" calibrate --quick --timeout 120) LIMIT=60 EST=11 ;;
     bench_up)
         CMD=("$X" bench up --seq 1024 --heads 1 --peers 2 --causal both -n 1 -w 0
+            --samples 16) LIMIT=45 EST=1 ;;
+    bench_up_kv) # the KV-split kernel: 16 key blocks a tile, parts of 2 (8 parts, the most)
+        CMD=("$X" bench up --seq 1024 --heads 1 --peers 2 --causal both --kv-split 2 -n 1 -w 0
             --samples 16) LIMIT=45 EST=1 ;;
     bench_tp)
         CMD=("$X" bench tp --op all --m 256 --n 256 --k 256 --peers 2 -n 1 -w 0 --timeout 120)

@@ -8,6 +8,9 @@
  * (2 and 4 couriers, both orders, paced and unpaced, a persistent and a 2-CTA compute grid, the
  * real-peer head layout) bitwise equal at every destination to the plain fused run, with every
  * CTA's signal, every stamp, and a courier timeout that is reported and ends the kernel; the
+ * KV-split kernel (parts of 1-5 key blocks, three grids, local and windows output) with whole
+ * tiles bitwise equal to the local output and tiles in parts within tolerance of it and of the
+ * reference, and a deadlocked list whose wait times out and is reported; the
  * tile orders as permutations (host); the helpers the benchmark relies on (fp32 reference rows,
  * fill, compare); and bad input. Needs a GPU; the last line is "N passed, N failed".
  */
@@ -489,6 +492,203 @@ static void test_courier_timeout(void)
     cudaFree(d_sync); cudaFree(d_bad); cudaFree(d_st);
 }
 
+/* KV split (docs/UP.md "KV split"): lists of 1, 2, 3 and 5 key blocks per part on the
+ * persistent grid, a 2-CTA and a 1-CTA grid: at every destination a tile that ran whole equals
+ * the local output bitwise, a tile that ran in parts is within the benchmark's tolerance of the
+ * local output (UP's 1e-3 + |ref|/64) and of the fp64 reference; every CTA signalled every
+ * rank, no device failure, every tile stamped. Once with local output too. */
+static void test_kv(const shape *s, int P, int sm_count)
+{
+    static uint64_t epoch = 2u << 20; /* apart from the other tests' values */
+    const int rpr = s->seq / P, H = s->heads, tiles = xs_attn_tiles(s->seq, H);
+    const int remote = xs_attn_remote_tiles(s->seq, H, rpr);
+    const size_t shard = (size_t)rpr * H * XS_ATTN_ROW_BYTES, nsh = shard / 2;
+    xs_winset *ws = open_virtual(P, shard, tiles);
+    if (!ws)
+        return;
+    const xs_wintab *tab = xs_win_table(ws);
+    const int cap = xs_attn_kv_max_tasks(s->seq, H);
+    int *off = (int *)malloc((size_t)(tiles + 1) * sizeof(int)), *d_off;
+    int4 *tk = (int4 *)malloc((size_t)cap * sizeof(int4)), *d_tk;
+    float *d_part;
+    uint64_t *d_flag, *d_tile;
+    unsigned long long *d_bad;
+    xs_devstatus *d_st;
+    const int max_slots = tiles * XS_ATTN_KV_MAX_PARTS;
+    TCU(cudaMalloc((void **)&d_off, (size_t)(tiles + 1) * sizeof(int)));
+    TCU(cudaMalloc((void **)&d_tk, (size_t)cap * sizeof(int4)));
+    TCU(cudaMalloc((void **)&d_part, (size_t)max_slots * XS_ATTN_KV_SLOT_BYTES));
+    TCU(cudaMalloc((void **)&d_flag, (size_t)max_slots * XS_ATTN_WARPS * sizeof(uint64_t)));
+    TCU(cudaMemset(d_flag, 0, (size_t)max_slots * XS_ATTN_WARPS * sizeof(uint64_t)));
+    TCU(cudaMalloc((void **)&d_tile, (size_t)tiles * sizeof(uint64_t)));
+    TCU(cudaMalloc((void **)&d_bad, sizeof *d_bad));
+    TCU(cudaMalloc((void **)&d_st, sizeof *d_st));
+    TCU(cudaMemset(d_st, 0, sizeof *d_st));
+    __nv_bfloat16 *got = (__nv_bfloat16 *)malloc(s->nel * 2);
+    uint64_t *tl = (uint64_t *)malloc((size_t)tiles * sizeof(uint64_t));
+    unsigned char *split = (unsigned char *)malloc((size_t)tiles);
+    const int kbs[] = {1, 2, 3, 5};
+    for (int causal = 0; causal <= 1; causal++) {
+        __nv_bfloat16 *local = run_local(s, causal, tiles, NULL, NULL);
+        const double *ref = s->ref + (size_t)causal * s->nel;
+        const int nqb = (s->seq + XS_ATTN_BM - 1) / XS_ATTN_BM;
+        for (int ci = 0; ci < 13; ci++) {
+            const int kb = kbs[ci % 4], gsel = ci / 4; /* ci 12: local output, kb 2 */
+            const int grid = gsel == 0 || gsel == 3 ? (tiles < sm_count ? tiles : sm_count)
+                             : gsel == 1            ? (tiles < 2 ? 1 : 2)
+                                                    : 1;
+            const int local_out = ci == 12;
+            int nt = 0, ns = 0;
+            TXS(xs_attn_kv_build(s->seq, H, causal, remote, grid, local_out ? 2 : kb, off, tk,
+                                 cap, &nt, &ns));
+            TXS(xs_attn_kv_check(s->seq, H, causal, grid, off, tk, ns));
+            memset(split, 0, (size_t)tiles);
+            for (int i = 0; i < nt; i++)
+                split[tk[i].x] |= tk[i].w >= 0;
+            TCU(cudaMemcpy(d_off, off, (size_t)(grid + 1) * sizeof(int), cudaMemcpyHostToDevice));
+            TCU(cudaMemcpy(d_tk, tk, (size_t)nt * sizeof(int4), cudaMemcpyHostToDevice));
+            xs_attn_args a = base_args(s, causal);
+            if (!local_out) {
+                a.out = XS_ATTN_OUT_WINDOWS;
+                a.rows_per_rank = rpr;
+            }
+            a.tasks = d_tk, a.task_off = d_off, a.part = d_part, a.part_flag = d_flag;
+            a.signal = ++epoch;
+            a.tile_ns = d_tile;
+            a.status = d_st;
+            TCU(cudaMemset(d_tile, 0, (size_t)tiles * sizeof(uint64_t)));
+            if (local_out)
+                TXS(xs_attn_fill_word(s->o, s->nel * 2, 0xffffffffu, 0));
+            else
+                for (int r = 0; r < P; r++)
+                    TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
+            TXS(xs_attn_fwd(&a, local_out ? NULL : tab, grid, 0));
+            TCU(cudaDeviceSynchronize());
+            xs_devstatus hs;
+            TCU(cudaMemcpy(&hs, d_st, sizeof hs, cudaMemcpyDeviceToHost));
+            /* the output, gathered into [seq, heads, 128] */
+            if (local_out)
+                TCU(cudaMemcpy(got, s->o, s->nel * 2, cudaMemcpyDeviceToHost));
+            else
+                for (int r = 0; r < P; r++)
+                    TCU(cudaMemcpy(got + (size_t)r * nsh, tab->data[r], shard, cudaMemcpyDefault));
+            size_t bad_whole = 0, bad_parts = 0, nparts = 0;
+            double worst = 0;
+            for (size_t i = 0; i < s->nel; i++) {
+                const int row = (int)(i / ((size_t)H * XS_ATTN_D)), h = (int)(i / XS_ATTN_D) % H;
+                const int t = (nqb - 1 - row / XS_ATTN_BM) * H + h;
+                const unsigned short gb = *(const unsigned short *)&got[i];
+                const unsigned short lb = *(const unsigned short *)&local[i];
+                if (!split[t]) {
+                    bad_whole += gb != lb;
+                    continue;
+                }
+                nparts++;
+                const double g = __bfloat162float(got[i]), l = __bfloat162float(local[i]);
+                bad_parts += !(fabs(g - l) <= 1e-3 + fabs(l) / 64);
+                const double e = fabs(g - ref[i]) / (ATOL + RTOL * fabs(ref[i]));
+                worst = isnan(e) || e > worst ? (isnan(e) ? INFINITY : e) : worst;
+            }
+            const unsigned long long bad_flags =
+                local_out ? 0 : missing_signals(tab, grid, a.signal, d_bad);
+            TCU(cudaMemcpy(tl, d_tile, (size_t)tiles * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+            int bad_stamps = 0;
+            for (int t = 0; t < tiles; t++)
+                bad_stamps += tl[t] == 0;
+            XT_CHECK(hs.code == 0, "KV split seq %d P %d causal %d kb %d grid %d: device failure "
+                     "%u in CTA %u (detail %llu)", s->seq, P, causal, kb, grid, hs.code, hs.block,
+                     hs.detail);
+            XT_CHECK(bad_whole == 0 && bad_parts == 0 && worst <= 1.0, "KV split seq %d heads %d "
+                     "causal %d P %d kb %d grid %d%s: %zu values of whole tiles differ, %zu of "
+                     "%zu in parts out of tolerance, worst %.3g of the reference tolerance",
+                     s->seq, H, causal, P, kb, grid, local_out ? " (local output)" : "",
+                     bad_whole, bad_parts, nparts, worst);
+            XT_CHECK(bad_flags == 0 && bad_stamps == 0, "KV split seq %d P %d kb %d grid %d: "
+                     "%llu signals missing, %d tiles unstamped", s->seq, P, kb, grid, bad_flags,
+                     bad_stamps);
+            if (hs.code) {
+                TCU(cudaMemset(d_st, 0, sizeof *d_st));
+                break;
+            }
+        }
+        free(local);
+    }
+    free(off), free(tk), free(got), free(tl), free(split);
+    cudaFree(d_off), cudaFree(d_tk), cudaFree(d_part), cudaFree(d_flag), cudaFree(d_tile);
+    cudaFree(d_bad), cudaFree(d_st);
+    xs_win_close(ws);
+}
+
+/* A last part whose wait cannot end (lists the host check calls a deadlock, launched anyway,
+ * with a 1 ms bound): the failure is recorded (XS_DEVERR_TIMEOUT, detail 2 << 32 | slot * 8 +
+ * warp), the kernel ends, and the next run with good lists on the same buffers is clean. */
+static void test_kv_timeout(void)
+{
+    const int seq = 256, H = 1, grid = 2;
+    const size_t nel = (size_t)seq * H * XS_ATTN_D;
+    void *q, *k, *v, *o;
+    int *d_off;
+    int4 *d_tk;
+    float *d_part;
+    uint64_t *d_flag;
+    xs_devstatus *d_st;
+    TCU(cudaMalloc(&q, nel * 2));
+    TCU(cudaMalloc(&k, nel * 2));
+    TCU(cudaMalloc(&v, nel * 2));
+    TCU(cudaMalloc(&o, nel * 2));
+    TCU(cudaMalloc((void **)&d_off, 3 * sizeof(int)));
+    TCU(cudaMalloc((void **)&d_tk, 4 * sizeof(int4)));
+    TCU(cudaMalloc((void **)&d_part, 2 * XS_ATTN_KV_SLOT_BYTES));
+    TCU(cudaMalloc((void **)&d_flag, 2 * XS_ATTN_WARPS * sizeof(uint64_t)));
+    TCU(cudaMemset(d_flag, 0, 2 * XS_ATTN_WARPS * sizeof(uint64_t)));
+    TCU(cudaMalloc((void **)&d_st, sizeof *d_st));
+    TCU(cudaMemset(d_st, 0, sizeof *d_st));
+    TXS(xs_attn_fill_random(q, nel, 21, -2.f, 2.f, 0));
+    TXS(xs_attn_fill_random(k, nel, 22, -2.f, 2.f, 0));
+    TXS(xs_attn_fill_random(v, nel, 23, -1.f, 1.f, 0));
+    /* 2 tiles of 4 key blocks, each in 2 parts; deadlocked: each CTA starts with a last part
+     * whose other part is queued behind the other CTA's last part */
+    const int off[3] = {0, 2, 4};
+    const int4 p00 = make_int4(0, 0, 2, XS_ATTN_KV_PART(0, 0, 2));
+    const int4 p01 = make_int4(0, 2, 4, XS_ATTN_KV_PART(0, 1, 2));
+    const int4 p10 = make_int4(1, 0, 2, XS_ATTN_KV_PART(1, 0, 2));
+    const int4 p11 = make_int4(1, 2, 4, XS_ATTN_KV_PART(1, 1, 2));
+    const int4 dead[4] = {p01, p10, p11, p00}, good[4] = {p00, p10, p01, p11};
+    XT_CHECK(xs_attn_kv_check(seq, H, 0, grid, off, dead, 2) == XS_EINVAL,
+             "the deadlocked lists pass the host check");
+    XT_CHECK(xs_attn_kv_check(seq, H, 0, grid, off, good, 2) == XS_OK, "good lists refused: %s",
+             xs_errmsg());
+    TCU(cudaMemcpy(d_off, off, sizeof off, cudaMemcpyHostToDevice));
+    xs_attn_args a;
+    memset(&a, 0, sizeof a);
+    a.q = q, a.k = k, a.v = v, a.o = o;
+    a.seq = seq, a.heads = H;
+    a.out = XS_ATTN_OUT_LOCAL;
+    a.tasks = d_tk, a.task_off = d_off, a.part = d_part, a.part_flag = d_flag;
+    a.status = d_st;
+    for (int pass = 0; pass < 2; pass++) {
+        TCU(cudaMemcpy(d_tk, pass == 0 ? dead : good, 4 * sizeof(int4), cudaMemcpyHostToDevice));
+        a.signal = 0x9000 + pass;
+        a.timeout_ns = pass == 0 ? 1000000 : 0; /* 1 ms, then the default */
+        TXS(xs_attn_fwd(&a, NULL, grid, 0));
+        TCU(cudaDeviceSynchronize()); /* returns: no CTA is left waiting */
+        xs_devstatus hs;
+        TCU(cudaMemcpy(&hs, d_st, sizeof hs, cudaMemcpyDeviceToHost));
+        if (pass == 0) {
+            XT_CHECK(hs.code == XS_DEVERR_TIMEOUT && (hs.detail >> 32) == 2 &&
+                         (hs.detail & 0xffffffffu) < 2 * XS_ATTN_WARPS,
+                     "KV split deadlock: status %u in CTA %u (detail %llx), expected a timeout "
+                     "(%u) naming a slot's flag", hs.code, hs.block, hs.detail,
+                     XS_DEVERR_TIMEOUT);
+            TCU(cudaMemset(d_st, 0, sizeof *d_st));
+        } else {
+            XT_CHECK(hs.code == 0, "after a KV split timeout, a clean run: status %u", hs.code);
+        }
+    }
+    cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o), cudaFree(d_off), cudaFree(d_tk);
+    cudaFree(d_part), cudaFree(d_flag), cudaFree(d_st);
+}
+
 /* As a second rank of a group that sends 2*heads per destination row: this rank's heads land
  * at [heads, 2*heads) of each row, the other half of every row stays untouched. */
 static void test_fused_offset(const shape *s, int P)
@@ -777,6 +977,24 @@ static void test_bad_input(const shape *s)
              (double)a.pace_bytes_per_ns);
     a.pace_bytes_per_ns = 0.f, a.out = XS_ATTN_OUT_LOCAL;
     XT_CHECK(xs_attn_fwd(&a, NULL, 3, 0) == XS_EINVAL, "couriers with local output accepted");
+    /* KV-split lists: split 0, a signal, offsets, partials and their flags (pointers checked
+     * only: the lists are the host's, xs_attn_kv_check) */
+    a.couriers = 0, a.sync = NULL;
+    a.tasks = (const int4 *)d_sync, a.task_off = (const int *)d_sync;
+    a.part = (float *)d_sync, a.part_flag = d_sync;
+    XT_CHECK(xs_attn_validate(&a, NULL, 2) == XS_OK, "valid KV-split arguments refused: %s",
+             xs_errmsg());
+    a.split = 2;
+    XT_CHECK(xs_attn_fwd(&a, NULL, 2, 0) == XS_EINVAL, "KV split with split 2 accepted");
+    a.split = 0, a.signal = 0;
+    XT_CHECK(xs_attn_fwd(&a, NULL, 2, 0) == XS_EINVAL, "KV split without a signal accepted");
+    a.signal = 1, a.part = NULL;
+    XT_CHECK(xs_attn_fwd(&a, NULL, 2, 0) == XS_EINVAL, "KV split without partials accepted");
+    a.part = (float *)d_sync, a.task_off = NULL;
+    XT_CHECK(xs_attn_fwd(&a, NULL, 2, 0) == XS_EINVAL, "KV split without offsets accepted");
+    a.task_off = (const int *)d_sync;
+    XT_CHECK(xs_attn_fwd(&a, NULL, tiles + 1, 0) == XS_EINVAL, "KV split grid over the tiles "
+             "accepted");
     cudaFree(d_sync);
     XT_CHECK(cudaGetLastError() == cudaSuccess, "a rejected launch left a CUDA error");
 }
@@ -808,7 +1026,7 @@ int main(int argc, char **argv)
 
     /* (seq, heads): tails of every kind against BLOCK_M = 128 and BLOCK_N = 64 */
     const int shapes[][2] = {{1, 1}, {7, 2}, {64, 1}, {65, 3}, {128, 2}, {129, 1},
-                             {200, 3}, {257, 2}, {384, 3}};
+                             {200, 3}, {257, 2}, {384, 3}, {1024, 2}};
     const int tiny_shapes[][2] = {{65, 3}, {200, 3}};
     const size_t nshapes = tiny ? 2 : sizeof shapes / sizeof shapes[0];
     shape s;
@@ -816,6 +1034,15 @@ int main(int argc, char **argv)
         const int *sh = tiny ? tiny_shapes[i] : shapes[i];
         shape_init(&s, sh[0], sh[1]);
         test_local(&s, gi.sm_count);
+        if (s.seq == 384 || s.seq == 1024) {
+            test_kv(&s, s.seq == 384 ? 3 : 4, gi.sm_count);
+            if (s.seq == 1024) {
+                shape_free(&s);
+                continue;
+            }
+        }
+        if (s.seq == 200 || s.seq == 129)
+            test_kv(&s, s.seq == 200 ? 4 : 3, gi.sm_count); /* tiles straddle ranks */
         if (s.seq == 384) {
             test_fused(&s, 3, gi.sm_count);  /* 128 rows per rank: tiles align with ranks */
             test_fused(&s, 1, gi.sm_count);  /* everything local */
@@ -837,7 +1064,9 @@ int main(int argc, char **argv)
         shape_free(&s);
     }
     test_helpers();
-    if (!tiny)
+    if (!tiny) {
         test_courier_timeout();
+        test_kv_timeout();
+    }
     return xt_done();
 }
