@@ -127,14 +127,17 @@ static int kv_parts(int iters, int part_kb)
 }
 
 typedef struct {
-    int tile, iters, part; /* part: key blocks of its longest part */
+    int tile, head, qb, part, np; /* part: key blocks of its longest part, np: its parts */
 } kv_key;
 
-/* longest parts first (list scheduling's LPT rule), then the tile order */
+/* longest parts first (list scheduling's LPT rule), then head by head: tiles of one head read
+ * the same keys and values, so that the CTAs running together share them in L2 */
 static int kv_longest_first(const void *x, const void *y)
 {
     const kv_key *a = (const kv_key *)x, *b = (const kv_key *)y;
-    return a->part != b->part ? b->part - a->part : a->tile - b->tile;
+    if (a->part != b->part)
+        return b->part - a->part;
+    return a->head != b->head ? a->head - b->head : a->qb - b->qb;
 }
 
 extern "C" xs_status xs_attn_kv_build(int seq, int heads, int causal, int remote, int grid,
@@ -152,34 +155,47 @@ extern "C" xs_status xs_attn_kv_build(int seq, int heads, int causal, int remote
     long long *free_kb = (long long *)calloc((size_t)grid, sizeof *free_kb);
     int *cta = (int *)malloc((size_t)tiles * XS_ATTN_KV_MAX_PARTS * sizeof *cta);
     int4 *seqd = (int4 *)malloc((size_t)tiles * XS_ATTN_KV_MAX_PARTS * sizeof *seqd);
-    if (!key || !free_kb || !cta || !seqd) {
-        free(key), free(free_kb), free(cta), free(seqd);
+    int *base = (int *)malloc((size_t)tiles * sizeof *base);
+    if (!key || !free_kb || !cta || !seqd || !base) {
+        free(key), free(free_kb), free(cta), free(seqd), free(base);
         return xs_seterr(XS_ENOMEM, "KV split: out of memory for %d tiles", tiles);
     }
+    const int nqb = (seq + XS_ATTN_BM - 1) / XS_ATTN_BM;
     for (int t = 0; t < tiles; t++) {
-        key[t].tile = t, key[t].iters = xs_attn_tile_iters(seq, heads, causal, t);
-        const int np = kv_parts(key[t].iters, part_kb);
-        key[t].part = (key[t].iters + np - 1) / np;
+        const int it = xs_attn_tile_iters(seq, heads, causal, t);
+        key[t].tile = t, key[t].head = t % heads, key[t].qb = nqb - 1 - t / heads;
+        key[t].np = kv_parts(it, part_kb);
+        key[t].part = (it + key[t].np - 1) / key[t].np;
     }
     qsort(key, (size_t)remote, sizeof *key, kv_longest_first);
     qsort(key + remote, (size_t)(tiles - remote), sizeof *key, kv_longest_first);
-    /* hand out the tasks in order, each to the CTA free first (the lowest index on a tie) */
+    /* hand out the tasks in batches - the next tiles of one class (remote or local) and one
+     * part count np, at most grid / np of them - part by part: part 0 of each, then part 1, ...,
+     * so that a batch runs together, its tiles' parts side by side, and every last part comes
+     * after its tile's other parts; each task to the CTA free first (lowest index on a tie) */
     int n = 0, slots = 0;
-    for (int i = 0; i < tiles; i++) {
-        const int t = key[i].tile, it = key[i].iters, np = kv_parts(it, part_kb);
-        for (int p = 0; p < np; p++) {
-            int b = 0;
-            for (int j = 1; j < grid; j++)
-                if (free_kb[j] < free_kb[b])
-                    b = j;
-            const int kb0 = (int)((long long)p * it / np);
-            const int kb1 = (int)((long long)(p + 1) * it / np);
-            free_kb[b] += kb1 - kb0;
-            cta[n] = b;
-            seqd[n++] = make_int4(t, kb0, kb1, np > 1 ? XS_ATTN_KV_PART(slots, p, np) : -1);
-        }
-        if (np > 1)
-            slots += np - 1;
+    for (int i = 0; i < tiles;) {
+        const int np = key[i].np, rem = i < remote;
+        const int g = grid / np > 0 ? grid / np : 1;
+        int j = i;
+        while (j < tiles && j - i < g && key[j].np == np && (j < remote) == rem)
+            j++;
+        for (int p = 0; p < np; p++)
+            for (int q = i; q < j; q++) {
+                const int t = key[q].tile, it = xs_attn_tile_iters(seq, heads, causal, t);
+                if (p == 0 && np > 1)
+                    base[t] = slots, slots += np - 1;
+                int b = 0;
+                for (int c = 1; c < grid; c++)
+                    if (free_kb[c] < free_kb[b])
+                        b = c;
+                const int kb0 = (int)((long long)p * it / np);
+                const int kb1 = (int)((long long)(p + 1) * it / np);
+                free_kb[b] += kb1 - kb0;
+                cta[n] = b;
+                seqd[n++] = make_int4(t, kb0, kb1, np > 1 ? XS_ATTN_KV_PART(base[t], p, np) : -1);
+            }
+        i = j;
     }
     xs_status st = XS_OK;
     if (n > cap) {
@@ -198,7 +214,7 @@ extern "C" xs_status xs_attn_kv_build(int seq, int heads, int causal, int remote
             tasks[free_kb[cta[i]]++] = seqd[i];
         *ntasks = n, *nslots = slots;
     }
-    free(key), free(free_kb), free(cta), free(seqd);
+    free(key), free(free_kb), free(cta), free(seqd), free(base);
     return st;
 }
 
@@ -506,9 +522,9 @@ extern "C" xs_status xs_attn_validate(const xs_attn_args *a, const xs_wintab *ta
                              "CTAs, outside 1..%d (the tiles of seq %d x %d heads)", grid, C,
                              grid - C, tiles, a->seq, a->heads);
     } else if (a->tasks) {
-        if (a->split != 0 || a->signal == 0)
-            return xs_seterr(XS_EINVAL, "attention: KV-split task lists need split 0 and a "
-                             "nonzero signal (the partials' flags carry it)");
+        if (a->signal == 0)
+            return xs_seterr(XS_EINVAL, "attention: KV-split task lists need a nonzero signal "
+                             "(the partials' flags carry it)");
         if (!a->task_off || !a->part || !a->part_flag || ((uintptr_t)a->part & 15) ||
             ((uintptr_t)a->part_flag & 7))
             return xs_seterr(XS_EINVAL, "attention: KV-split task lists need task offsets, a "

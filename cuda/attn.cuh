@@ -701,8 +701,9 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         const char *kg = (const char *)a.k + (size_t)h * XS_ATTN_ROW_BYTES;
         const char *vg = (const char *)a.v + (size_t)h * XS_ATTN_ROW_BYTES;
 
+        /* the staged tile's slices ride on this task's iterations (counted from jb) */
         if (pend_u < XS_ATTN_UNITS_PER_WARP)
-            xs_attn_slicewalk_init(&sw, split, nkb); /* the staged tile's slices ride on this one */
+            xs_attn_slicewalk_init(&sw, split, je - jb);
 
         uint32_t qf[8][4];
         float oacc[16][4];
@@ -747,9 +748,11 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
                 xs_cp_async_commit();
             }
             /* reshape: the previous tile's slices due by this iteration ride on it; slice s
-             * belongs to iteration floor(s*nkb/split), so ceil((j+1)*split/nkb) are due */
-            if (j >= due_j) {
-                const int u1 = min(XS_ATTN_UNITS_PER_WARP, xs_attn_slicewalk_due(&sw, j) * upi);
+             * belongs to iteration floor(s*nkb/split), so ceil((j+1)*split/nkb) are due (j and
+             * nkb counted within the task: from jb, je - jb of them) */
+            if (j - jb >= due_j) {
+                const int u1 =
+                    min(XS_ATTN_UNITS_PER_WARP, xs_attn_slicewalk_due(&sw, j - jb) * upi);
                 if (u1 > pend_u) {
                     const long long c0 = clock64();
                     xs_attn_store_units(a, tab, stg, pend_row0, pend_h, pend_p, pend_u, u1, lane);
@@ -854,7 +857,16 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         if (LIST && cur.w >= 0) {
             const int slot = cur.w >> 8, p = (cur.w >> 4) & 15, np = cur.w & 15;
             if (p < np - 1) {
-                /* an earlier part: its partial for the tile's last part, and nothing else */
+                /* an earlier part: its partial for the tile's last part, and nothing else (the
+                 * previous tile's slices are all due by this task's last iteration) */
+                if (pend_u < XS_ATTN_UNITS_PER_WARP) {
+                    const long long c0 = clock64();
+                    xs_attn_store_units(a, tab, stg, pend_row0, pend_h, pend_p, pend_u,
+                                        XS_ATTN_UNITS_PER_WARP, lane);
+                    store_cyc += clock64() - c0;
+                    pend_u = XS_ATTN_UNITS_PER_WARP;
+                    due_j = INT_MAX;
+                }
                 xs_attn_kv_put(a, slot + p, warp, lane, oacc, m, l);
                 tile = next, cur = nxt;
                 k++;

@@ -165,9 +165,10 @@ static void usage(FILE *f)
             "                        compute [-1]\n"
             "      --courier-pace F  couriers' total rate as a fraction of the profile's drain\n"
             "                        rate R; 0 = unpaced [0.9]\n"
-            "      --kv-split N      -1: planner decides (8, 16, 32 in its family); 0: none; N:\n"
-            "                        tiles cut along the keys into parts of at most N key blocks\n"
-            "                        on other CTAs, the last part merges them [-1]\n"
+            "      --kv-split N      -1: planner decides (32, 16, 64 in its family, where pilots\n"
+            "                        run); 0: none; N: tiles cut along the keys into parts of at\n"
+            "                        most N key blocks on other CTAs, the last part merges them\n"
+            "                        and stores the tile in --split slices (8) [-1]\n"
             "      --pilots N        the planner also runs its N best members by prediction, 3\n"
             "                        verified runs each, and keeps the fastest (median); 0: the\n"
             "                        model's choice alone; one GPU only [4]\n"
@@ -303,9 +304,9 @@ static int parse_opts(int argc, char **argv, up_opts *o)
     if (o->couriers > 0 && o->split >= 0)
         return xs_cli_failf("--couriers %d cannot be combined with --split %d (a courier run "
                             "stores each tile once, unsliced)", o->couriers, o->split);
-    if (o->kv > 0 && (o->split >= 0 || o->couriers > 0))
-        return xs_cli_failf("--kv-split %d cannot be combined with --split or --couriers (a "
-                            "KV-split run stores each tile once, from its last part)", o->kv);
+    if (o->kv > 0 && o->couriers > 0)
+        return xs_cli_failf("--kv-split %d cannot be combined with --couriers (a KV-split run "
+                            "stores each tile from its last part)", o->kv);
     if (o->kv > 0 && o->common.gpus > 1)
         return xs_cli_failf("--kv-split %d: one GPU only (the planner keeps KV split out of -g "
                             "runs)", o->kv);
@@ -786,8 +787,9 @@ static int criterion_measured(const xs_profile *p, const up_cfg *c, const uint64
 /* The kernel's reshape family in the planner's order of preference among predictions that tie
  * (within UP_TIE of the best): 8 slices first (two 256-byte rows per warp per slice), then the
  * most spread split (16: one row per warp; the lowest injection rate), then fewer slices; the
- * snake before early (the order fa runs in); the KV splits (docs/UP.md "KV split": 16 key
- * blocks per part first, the merges of 8 cost twice as many partials) after the slice splits;
+ * snake before early (the order fa runs in); the KV splits (docs/UP.md "KV split": parts of at
+ * most 32, 16 or 64 key blocks, each tile's stores in 8 slices over the next task; only where
+ * pilots run, since the model has no term for their partials and merges) after the slices;
  * couriers after them (they give up C SMs of compute, so they are taken only where predicted
  * better), 4 before 8; piggyback last. 8 before
  * 16: the model has no term for the kernel's own cost of a slice, and 16 slices cost about
@@ -801,8 +803,8 @@ static const struct {
                 {XS_ATTN_ORDER_SNAKE, 4, 0, 0},  {XS_ATTN_ORDER_SNAKE, 2, 0, 0},
                 {XS_ATTN_ORDER_EARLY, 8, 0, 0},  {XS_ATTN_ORDER_EARLY, 16, 0, 0},
                 {XS_ATTN_ORDER_EARLY, 4, 0, 0},  {XS_ATTN_ORDER_EARLY, 2, 0, 0},
-                {XS_ATTN_ORDER_SNAKE, 0, 0, 16}, {XS_ATTN_ORDER_SNAKE, 0, 0, 8},
-                {XS_ATTN_ORDER_SNAKE, 0, 0, 32}, {XS_ATTN_ORDER_SNAKE, 0, 4, 0},
+                {XS_ATTN_ORDER_SNAKE, 8, 0, 32}, {XS_ATTN_ORDER_SNAKE, 8, 0, 16},
+                {XS_ATTN_ORDER_SNAKE, 8, 0, 64}, {XS_ATTN_ORDER_SNAKE, 0, 4, 0},
                 {XS_ATTN_ORDER_SNAKE, 0, 8, 0},  {XS_ATTN_ORDER_EARLY, 0, 4, 0},
                 {XS_ATTN_ORDER_EARLY, 0, 8, 0},  {XS_ATTN_ORDER_EARLY, 0, 0, 0},
                 {XS_ATTN_ORDER_SNAKE, 0, 0, 0}};
@@ -811,10 +813,12 @@ enum { UP_NCANDS = sizeof up_cands / sizeof up_cands[0] };
 
 /* A plan's short name, as in the table's plan column: s|e (snake | early order) and the split
  * ("s8", "e16"; "s0" is piggyback), c and the couriers ("c4"; "ec8" with the early order), or
- * k and the KV split's key blocks per part ("k16"). */
+ * k and the KV split's key blocks per part, with its slices ("k16s8"; "k16": stored whole). */
 static const char *plan_name(int order, int split, int couriers, int kv, char *buf, size_t n)
 {
-    if (kv > 0)
+    if (kv > 0 && split > 0)
+        snprintf(buf, n, "k%ds%d", kv, split);
+    else if (kv > 0)
         snprintf(buf, n, "k%d", kv);
     else if (couriers > 0)
         snprintf(buf, n, "%sc%d", order == XS_ATTN_ORDER_EARLY ? "e" : "", couriers);
@@ -840,7 +844,8 @@ typedef struct {
 } up_family;
 
 static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, const double *dur,
-                 const uint64_t *tns, up_row *row, double *d_pb, double *d_fu, up_family *fam)
+                 const uint64_t *tns, int kv_ok, up_row *row, double *d_pb, double *d_fu,
+                 up_family *fam)
 {
     *d_pb = predict_delta_ns(prof, c, dur, XS_ATTN_ORDER_SNAKE, 0);
     char how[320] = "model failed";
@@ -862,13 +867,14 @@ static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, cons
     for (int i = 0; i < UP_NCANDS && o->kv <= 0; i++) {
         const int cc = up_cands[i].couriers, kk = up_cands[i].kv;
         const int keep_c = o->couriers < 0 ? (cc == 0 || o->split < 0) : cc == o->couriers;
-        const int keep_k = kk == 0 || (o->kv < 0 && o->split < 0 && o->couriers <= 0 && !c->pp);
+        const int keep_k = kk == 0 || (kv_ok && o->kv < 0 && o->split < 0 && o->couriers <= 0);
         if ((o->order < 0 || up_cands[i].order == o->order) &&
             (o->split < 0 || up_cands[i].split == o->split) && keep_c && keep_k && cc < c->sms)
             ord[n] = up_cands[i].order, spl[n] = up_cands[i].split, cou[n] = cc, kvs[n++] = kk;
     }
-    if (o->kv > 0) /* forced: that member alone */
-        ord[n] = XS_ATTN_ORDER_SNAKE, spl[n] = 0, cou[n] = 0, kvs[n++] = o->kv;
+    if (o->kv > 0) /* forced: that member alone (8 slices unless --split says otherwise) */
+        ord[n] = XS_ATTN_ORDER_SNAKE, spl[n] = o->split >= 0 ? o->split : 8, cou[n] = 0,
+        kvs[n++] = o->kv;
     if (o->split >= 0 || o->couriers > 0)
         for (int z = XS_ATTN_ORDER_SNAKE; z <= XS_ATTN_ORDER_EARLY; z++) {
             const int want_s = o->split >= 0 ? o->split : 0;
@@ -876,7 +882,7 @@ static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, cons
             int have = 0;
             for (int i = 0; i < n; i++)
                 have |= ord[i] == z && spl[i] == want_s && cou[i] == want_c;
-            if (!have && (o->order < 0 || o->order == z))
+            if (!have && (o->order < 0 || o->order == z) && o->kv <= 0)
                 ord[n] = z, spl[n] = want_s, cou[n] = want_c, kvs[n++] = 0;
         }
     double d[2 * UP_NCANDS], best = INFINITY;
@@ -911,7 +917,7 @@ static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, cons
     memcpy(fam->d, d, sizeof d);
     row->courier_pace = row->couriers > 0 ? c->pace : 0.0;
     /* the courier and KV-split members' predictions, next to the choice */
-    char cl[256] = "", kl[256] = "", nm[16];
+    char cl[256] = "", kl[256] = "", nm[32];
     for (int i = 0; i < n; i++) {
         if (cou[i] > 0)
             snprintf(cl + strlen(cl), sizeof cl - strlen(cl), "%s %s %+.1f us", *cl ? "," : "",
@@ -920,7 +926,7 @@ static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, cons
             snprintf(kl + strlen(kl), sizeof kl - strlen(kl), "%s %s %+.1f us", *kl ? "," : "",
                      plan_name(ord[i], 0, 0, kvs[i], nm, sizeof nm), d[i] / 1e3);
     }
-    char pn[16];
+    char pn[32];
     printf("# plan seq %d heads %d causal %d peers %d: criterion %s (%s); chosen %s "
            "split %d couriers %d (%s), cost over fa %+.1f us (piggyback %+.1f us)", c->seq,
            c->heads, c->causal, c->peers,
@@ -1030,6 +1036,10 @@ static void kv_load(up_bufs *B, const up_cfg *c, int kb)
     free(off), free(tk), free(split);
     B->kv_kb = kb;
 }
+
+/* The signal of the next run that raises flags (fused runs; KV-split runs, whose partials' flags
+ * carry it, in either output): new per run, so that a stale flag never matches. */
+static uint64_t up_epoch;
 
 /* One kernel launch between events, after an L2 flush; returns the in-kernel span (us). */
 static double timed_launch(up_bufs *B, const up_cfg *c, const xs_attn_args *a, int rep,
@@ -1247,7 +1257,6 @@ static double fused_once(up_bufs *B, const up_cfg *c0, int order, int split, int
                          int kv, int rep, double *evt_us, double *store_us, uint64_t *cta,
                          int *ok)
 {
-    static uint64_t epoch;
     up_cfg rc = *c0; /* the run's grid: c0->grid, or the courier grid */
     const up_cfg *c = &rc;
     xs_attn_args a = c->base;
@@ -1255,7 +1264,7 @@ static double fused_once(up_bufs *B, const up_cfg *c0, int order, int split, int
     a.rows_per_rank = c->rpr;
     a.split = split;
     a.order = order;
-    a.signal = ++epoch;
+    a.signal = ++up_epoch;
     if (couriers > 0) {
         rc.grid = courier_grid(c0, couriers);
         a.couriers = couriers;
@@ -1344,7 +1353,7 @@ static void run_pilots(up_bufs *B, const up_opts *o, const up_cfg *c, const up_f
         }
     double best = INFINITY;
     int bi = -1;
-    char line[512], nm[16];
+    char line[512], nm[32];
     int l = snprintf(line, sizeof line, "# pilots seq %d heads %d causal %d peers %d (median of "
                      "%d verified runs, us):", c->seq, c->heads, c->causal, c->peers,
                      UP_PILOT_REPS);
@@ -1447,8 +1456,10 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
     }
     double d_pb, d_fu;
     up_family fam;
-    plan(o, prof, c, dur, tns, row, &d_pb, &d_fu, &fam);
-    if (!c->pp && o->pilots > 0 && fam.n > 1 && fa_plan_us <= o->pilot_max_us)
+    /* KV splits only where pilots measure them (one GPU, rows they run in) */
+    const int piloted = !c->pp && o->pilots > 0 && fa_plan_us <= o->pilot_max_us;
+    plan(o, prof, c, dur, tns, piloted, row, &d_pb, &d_fu, &fam);
+    if (piloted && fam.n > 1)
         run_pilots(B, o, c, &fam, row, &d_fu, cta, &ok);
     if (c->pp) {
         /* every rank runs rank 0's plan (the others' fa stamps differ a little): the same runs
@@ -1470,12 +1481,22 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
         const int j = i - nw; /* >= 0: a timed repetition */
         double e1, e2, cu, st;
         if (row->split > 0) {
-            /* the plan's split with LOCAL output (LOCAL walks the snake): the kernel's cost of
-             * the slices without the link. Run before fa, so that O - the reference of every
-             * window check - is fa's; this run's O is checked complete and finite. */
+            /* the plan's split with LOCAL output (LOCAL walks the snake; a KV split its lists):
+             * the kernel's cost of the slices without the link. Run before fa, so that O - the
+             * reference of every window check - is fa's; this run's O is checked complete and
+             * finite. */
             up_cfg lc = *c;
             lc.base.split = row->split;
+            if (row->kv > 0) { /* the KV split's lists, LOCAL output: its kernel cost alone */
+                kv_load(B, c, row->kv);
+                lc.base.tasks = B->kv_tasks, lc.base.task_off = B->kv_off;
+                lc.base.part = B->kv_part, lc.base.part_flag = B->kv_flag;
+                lc.base.timeout_ns = c->timeout_ns;
+                lc.base.signal = ++up_epoch;
+            }
             double t_ls = fa_once(B, &lc, i, &e1, cta, &ok);
+            if (row->kv > 0)
+                check_devstatus(B, "attention, KV split, local output");
             if (j >= 0)
                 ls[j] = t_ls;
         }
@@ -1599,7 +1620,7 @@ static void table_row(const up_row *r)
 {
     /* plan: s|e (snake | early order) and the split, e.g. "e16"; "s0" is piggyback; "c4" /
      * "ec4": four couriers, snake / early */
-    char plan_s[16];
+    char plan_s[32];
     plan_name(r->order, r->split, r->couriers, r->kv, plan_s, sizeof plan_s);
     printf("%6d %5d %2d %2d %8.2f %10.1f %6.1f %7.1f %10.1f %6.1f %10.1f %5s %10.1f %6.1f "
            "%10.1f %+6.1f %7.1f %7.3f %3s\n",
@@ -1652,7 +1673,7 @@ static int same_size_rows(const up_row *rows, int nrows, int seq0, const char *t
             continue;
         n++;
         *met += r->speedup >= UP_SPEEDUP_TARGET;
-        char pn[16];
+        char pn[32];
         if (tag)
             printf("# summary: %s: seq %d heads %d causal %d peers %d: comm/compute %.2f "
                    "(bound %.2fx), serial/fused %.3fx (%s), hidden %.1f%% (%.1f..%.1f), plan "
@@ -1672,7 +1693,7 @@ static int summary(const up_row *rows, int nrows)
     int nacc = 0, nacc_met = 0;
     double worst_err = 0, min_hid_crit = INFINITY, min_hid_resh = INFINITY;
     double min_tf = INFINITY, max_tf = 0;
-    char pn[16];
+    char pn[32];
     for (int i = 0; i < nrows; i++) {
         const up_row *r = &rows[i];
         sp[i] = r->speedup;

@@ -184,7 +184,7 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench up --pilot-max-us -1" "--pilot-max-us" "$X" bench up --pilot-max-us -1
     if "$X" bench up --help 2>&1 | grep -q -- '--pilots N'; then ok; else bad "bench up --help lacks --pilots"; fi
     expect_err "bench up --kv-split -2" "--kv-split -2: outside -1..1048576" "$X" bench up --kv-split -2
-    expect_err "bench up --kv-split with --split" "--kv-split 8 cannot be combined with --split or --couriers" "$X" bench up --kv-split 8 --split 4
+    expect_err "bench up --kv-split with --couriers" "--kv-split 8 cannot be combined with --couriers" "$X" bench up --kv-split 8 --couriers 4
     expect_err "bench up --kv-split with -g" "--kv-split 8: one GPU only" "$X" bench up --kv-split 8 -g 2
     expect_err "bench up -g 0" "--gpus 0: outside 1..64" "$X" bench up -g 0
     expect_err "bench up -g 65" "--gpus 65: outside 1..64" "$X" bench up --gpus 65

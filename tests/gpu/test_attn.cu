@@ -493,7 +493,8 @@ static void test_courier_timeout(void)
 }
 
 /* KV split (docs/UP.md "KV split"): lists of 1, 2, 3 and 5 key blocks per part on the
- * persistent grid, a 2-CTA and a 1-CTA grid: at every destination a tile that ran whole equals
+ * persistent grid, a 2-CTA and a 1-CTA grid, a tile's stores whole or in 3 or 16 slices over the
+ * next task: at every destination a tile that ran whole equals
  * the local output bitwise, a tile that ran in parts is within the benchmark's tolerance of the
  * local output (UP's 1e-3 + |ref|/64) and of the fp64 reference; every CTA signalled every
  * rank, no device failure, every tile stamped. Once with local output too. */
@@ -552,6 +553,8 @@ static void test_kv(const shape *s, int P, int sm_count)
                 a.out = XS_ATTN_OUT_WINDOWS;
                 a.rows_per_rank = rpr;
             }
+            static const int slices[3] = {0, 3, 16}; /* stores sliced over the next task */
+            a.split = slices[ci % 3];
             a.tasks = d_tk, a.task_off = d_off, a.part = d_part, a.part_flag = d_flag;
             a.signal = ++epoch;
             a.tile_ns = d_tile;
@@ -595,14 +598,14 @@ static void test_kv(const shape *s, int P, int sm_count)
             int bad_stamps = 0;
             for (int t = 0; t < tiles; t++)
                 bad_stamps += tl[t] == 0;
-            XT_CHECK(hs.code == 0, "KV split seq %d P %d causal %d kb %d grid %d: device failure "
-                     "%u in CTA %u (detail %llu)", s->seq, P, causal, kb, grid, hs.code, hs.block,
-                     hs.detail);
+            XT_CHECK(hs.code == 0, "KV split seq %d P %d causal %d kb %d split %d grid %d: "
+                     "device failure %u in CTA %u (detail %llu)", s->seq, P, causal, kb, a.split,
+                     grid, hs.code, hs.block, hs.detail);
             XT_CHECK(bad_whole == 0 && bad_parts == 0 && worst <= 1.0, "KV split seq %d heads %d "
-                     "causal %d P %d kb %d grid %d%s: %zu values of whole tiles differ, %zu of "
-                     "%zu in parts out of tolerance, worst %.3g of the reference tolerance",
-                     s->seq, H, causal, P, kb, grid, local_out ? " (local output)" : "",
-                     bad_whole, bad_parts, nparts, worst);
+                     "causal %d P %d kb %d split %d grid %d%s: %zu values of whole tiles differ, "
+                     "%zu of %zu in parts out of tolerance, worst %.3g of the reference "
+                     "tolerance", s->seq, H, causal, P, kb, a.split, grid,
+                     local_out ? " (local output)" : "", bad_whole, bad_parts, nparts, worst);
             XT_CHECK(bad_flags == 0 && bad_stamps == 0, "KV split seq %d P %d kb %d grid %d: "
                      "%llu signals missing, %d tiles unstamped", s->seq, P, kb, grid, bad_flags,
                      bad_stamps);
@@ -984,8 +987,9 @@ static void test_bad_input(const shape *s)
     a.part = (float *)d_sync, a.part_flag = d_sync;
     XT_CHECK(xs_attn_validate(&a, NULL, 2) == XS_OK, "valid KV-split arguments refused: %s",
              xs_errmsg());
-    a.split = 2;
-    XT_CHECK(xs_attn_fwd(&a, NULL, 2, 0) == XS_EINVAL, "KV split with split 2 accepted");
+    a.split = 2; /* slices ride on the next task's iterations */
+    XT_CHECK(xs_attn_validate(&a, NULL, 2) == XS_OK, "KV split with split 2 refused: %s",
+             xs_errmsg());
     a.split = 0, a.signal = 0;
     XT_CHECK(xs_attn_fwd(&a, NULL, 2, 0) == XS_EINVAL, "KV split without a signal accepted");
     a.signal = 1, a.part = NULL;
