@@ -155,48 +155,69 @@ extern "C" xs_status xs_attn_kv_build(int seq, int heads, int causal, int remote
     long long *free_kb = (long long *)calloc((size_t)grid, sizeof *free_kb);
     int *cta = (int *)malloc((size_t)tiles * XS_ATTN_KV_MAX_PARTS * sizeof *cta);
     int4 *seqd = (int4 *)malloc((size_t)tiles * XS_ATTN_KV_MAX_PARTS * sizeof *seqd);
-    int *base = (int *)malloc((size_t)tiles * sizeof *base);
-    if (!key || !free_kb || !cta || !seqd || !base) {
-        free(key), free(free_kb), free(cta), free(seqd), free(base);
+    if (!key || !free_kb || !cta || !seqd) {
+        free(key), free(free_kb), free(cta), free(seqd);
         return xs_seterr(XS_ENOMEM, "KV split: out of memory for %d tiles", tiles);
     }
     const int nqb = (seq + XS_ATTN_BM - 1) / XS_ATTN_BM;
+    /* the local tiles fill the CTAs up after the remote ones, so their parts are at most a
+     * CTA's share of them: whole, a long local tile would land on a CTA whose remote parts
+     * already fill it (causal: the local tiles are the short ones, fewer than the CTAs) */
+    long long local_kb = 0;
+    for (int t = remote; t < tiles; t++)
+        local_kb += xs_attn_tile_iters(seq, heads, causal, t);
+    const int share = (int)((local_kb + grid - 1) / grid);
+    const int local_part = part_kb > 0 && share > 0 && share < part_kb ? share : part_kb;
     for (int t = 0; t < tiles; t++) {
         const int it = xs_attn_tile_iters(seq, heads, causal, t);
         key[t].tile = t, key[t].head = t % heads, key[t].qb = nqb - 1 - t / heads;
-        key[t].np = kv_parts(it, part_kb);
+        key[t].np = kv_parts(it, t < remote ? part_kb : local_part);
         key[t].part = (it + key[t].np - 1) / key[t].np;
     }
     qsort(key, (size_t)remote, sizeof *key, kv_longest_first);
     qsort(key + remote, (size_t)(tiles - remote), sizeof *key, kv_longest_first);
     /* hand out the tasks in batches - the next tiles of one class (remote or local) and one
-     * part count np, at most grid / np of them - part by part: part 0 of each, then part 1, ...,
-     * so that a batch runs together, its tiles' parts side by side, and every last part comes
-     * after its tile's other parts; each task to the CTA free first (lowest index on a tie) */
-    int n = 0, slots = 0;
+     * part count np, at most grid / np of them, which run side by side - tile by tile, a
+     * tile's parts in order (its last part after the others); each task to the CTA free first
+     * (the lowest index on a tie), a task that stores its tile (whole, or a last part with its
+     * merge) counted one key block more: so the stores rotate over the CTAs. Without that
+     * (run 10, call 2) the same quarter of the CTAs drew every last part of every batch, and
+     * with it every store and merge: remote stores slow the SM that issues them. */
+    int n = 0;
     for (int i = 0; i < tiles;) {
         const int np = key[i].np, rem = i < remote;
         const int g = grid / np > 0 ? grid / np : 1;
         int j = i;
         while (j < tiles && j - i < g && key[j].np == np && (j < remote) == rem)
             j++;
-        for (int p = 0; p < np; p++)
-            for (int q = i; q < j; q++) {
-                const int t = key[q].tile, it = xs_attn_tile_iters(seq, heads, causal, t);
-                if (p == 0 && np > 1)
-                    base[t] = slots, slots += np - 1;
+        for (int q = i; q < j; q++) {
+            const int t = key[q].tile, it = xs_attn_tile_iters(seq, heads, causal, t);
+            for (int p = 0; p < np; p++) {
                 int b = 0;
                 for (int c = 1; c < grid; c++)
                     if (free_kb[c] < free_kb[b])
                         b = c;
                 const int kb0 = (int)((long long)p * it / np);
                 const int kb1 = (int)((long long)(p + 1) * it / np);
-                free_kb[b] += kb1 - kb0;
+                free_kb[b] += kb1 - kb0 + (p == np - 1);
                 cta[n] = b;
-                seqd[n++] = make_int4(t, kb0, kb1, np > 1 ? XS_ATTN_KV_PART(base[t], p, np) : -1);
+                seqd[n++] = make_int4(t, kb0, kb1, np > 1 ? p : -1);
             }
+        }
         i = j;
     }
+    /* slots in hand-out order: a split tile's parts are consecutive tasks, part 0 first */
+    int slots = 0;
+    for (int k = 0; k < n; k++)
+        if (seqd[k].w == 0) {
+            int np = 1;
+            while (k + np < n && seqd[k + np].x == seqd[k].x)
+                np++;
+            for (int p = 0; p < np; p++)
+                seqd[k + p].w = XS_ATTN_KV_PART(slots, p, np);
+            slots += np - 1;
+            k += np - 1;
+        }
     xs_status st = XS_OK;
     if (n > cap) {
         st = xs_seterr(XS_EINVAL, "KV split: %d tasks do not fit %d", n, cap);
@@ -214,7 +235,7 @@ extern "C" xs_status xs_attn_kv_build(int seq, int heads, int causal, int remote
             tasks[free_kb[cta[i]]++] = seqd[i];
         *ntasks = n, *nslots = slots;
     }
-    free(key), free(free_kb), free(cta), free(seqd), free(base);
+    free(key), free(free_kb), free(cta), free(seqd);
     return st;
 }
 

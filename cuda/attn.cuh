@@ -210,14 +210,18 @@ xs_status xs_attn_courier_predict(int order, int tiles, int remote, int ncompute
                                   const double *dur_ns, const double *copy_bytes,
                                   double rate_bytes_per_ns, double overhead_ns,
                                   xs_attn_courier_pred *out);
-/* KV split (docs/UP.md "KV split"): task lists for `grid` CTAs. Every tile of more than
- * part_kb key blocks is cut into n = min(ceil(iters / part_kb), XS_ATTN_KV_MAX_PARTS) parts of
- * near-equal length (part_kb 0: none is cut); the remote tiles (tiles [0, remote)) come first,
- * so that they leave early, then the local ones, each group longest parts first;
- * each task goes to the CTA that is free first counted in key blocks (list scheduling), a tile's
- * parts one after another and its last part last, so that a last part only waits for tasks
- * handed out before it. Slots are numbered in that order. task_off holds grid + 1 entries,
- * tasks up to cap (xs_attn_kv_max_tasks is always enough). XS_EINVAL / XS_ENOMEM, one line. */
+/* KV split (docs/UP.md "KV split"): task lists for `grid` CTAs. A remote tile (tiles [0,
+ * remote)) of more than part_kb key blocks is cut into n = min(ceil(iters / part_kb),
+ * XS_ATTN_KV_MAX_PARTS) parts of near-equal length, a local tile likewise at min(part_kb, a
+ * CTA's share of the local key blocks) (part_kb 0: nothing is cut). The remote tiles come
+ * first, so that they leave early, then the local ones that fill the CTAs up; each class
+ * longest parts first, then head by head (tiles of one head share their keys and values in
+ * L2). They are handed out in batches of at most grid / n tiles with n parts (which run side by
+ * side), tile by tile, a tile's last part after its others, each task to the CTA free first
+ * counted in key blocks, one more for a task that stores its tile (so the stores rotate over
+ * the CTAs). A last part therefore only waits for tasks handed out before it. Slots are
+ * numbered in that order. task_off holds grid + 1 entries, tasks up to cap
+ * (xs_attn_kv_max_tasks is always enough). XS_EINVAL / XS_ENOMEM, one line. */
 int xs_attn_kv_max_tasks(int seq, int heads);
 xs_status xs_attn_kv_build(int seq, int heads, int causal, int remote, int grid, int part_kb,
                            int *task_off, int4 *tasks, int cap, int *ntasks, int *nslots);

@@ -1314,6 +1314,12 @@ static double fused_once(up_bufs *B, const up_cfg *c0, int order, int split, int
     return sp;
 }
 
+/* Member i of the family is piggyback: snake order, split 0, no courier, no KV split. */
+static int up_is_pb(const up_family *f, int i)
+{
+    return f->ord[i] == XS_ATTN_ORDER_SNAKE && f->spl[i] == 0 && f->cou[i] == 0 && f->kv[i] == 0;
+}
+
 /* Pilots (--pilots, one GPU; docs/UP.md "Pilots"): the family's o->pilots best members by
  * prediction, the model's choice always among them, each timed by the median of UP_PILOT_REPS
  * fused runs (every run verified: *ok); the fastest becomes the plan, and its prediction the
@@ -1340,17 +1346,22 @@ static void run_pilots(up_bufs *B, const up_opts *o, const up_cfg *c, const up_f
         have |= idx[k] == cur;
     if (!have && cur >= 0 && np > 0)
         idx[np - 1] = cur;
-    /* and the best KV split by prediction, as one more: the model has no term for the cost of
-     * stores from every SM next to the compute, which is what a KV split takes away */
-    int np2 = np, kvin = 0;
-    for (int k = 0; k < np; k++)
-        kvin |= f->kv[idx[k]] > 0;
-    for (int k = np; k < m && !kvin && np > 0; k++)
-        if (f->kv[idx[k]] > 0 && !isnan(f->d[idx[k]])) {
-            const int t = idx[np2];
-            idx[np2] = idx[k], idx[k] = t;
-            np2++, kvin = 1;
-        }
+    /* and, each as one more where none is among them, the best KV split by prediction and
+     * piggyback: the model has no term for what stores from every SM cost the compute next to
+     * them, which a KV split shortens and piggyback concentrates (run 10: piggyback fastest of
+     * the family at 4096 x 8 heads x causal x 2 peers, where every split member tied +0.0) */
+    int np2 = np;
+    for (int kind = 0; kind < 2 && np > 0; kind++) {
+        int in = 0;
+        for (int k = 0; k < np2; k++)
+            in |= kind ? up_is_pb(f, idx[k]) : f->kv[idx[k]] > 0;
+        for (int k = np2; k < m && !in; k++)
+            if ((kind ? up_is_pb(f, idx[k]) : f->kv[idx[k]] > 0) && !isnan(f->d[idx[k]])) {
+                const int t = idx[np2];
+                idx[np2] = idx[k], idx[k] = t;
+                np2++, in = 1;
+            }
+    }
     double best = INFINITY;
     int bi = -1;
     char line[512], nm[32];

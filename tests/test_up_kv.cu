@@ -4,10 +4,11 @@
  *
  *   1. the task lists (xs_attn_kv_build) on many shapes: they pass the kernel's check
  *      (xs_attn_kv_check), every tile is cut into the stated number of parts and every part
- *      holds at most part_kb key blocks unless the part cap forced more, the slots are the
- *      parts but the last, in every CTA's list the remote tiles come before the local ones, and
- *      list scheduling's bound holds: no CTA has more key blocks than the least loaded plus
- *      one task;
+ *      holds at most part_kb key blocks (a local tile's at most a CTA's share of the local key
+ *      blocks, if fewer) unless the part cap forced more, the slots are the parts but the
+ *      last, in every CTA's list the remote tiles come before the local ones, and list
+ *      scheduling's bound holds: no CTA's cost (key blocks, plus one per task that stores its
+ *      tile) exceeds the least loaded's by more than one task's;
  *   2. the check rejects hand-broken lists, each with its own reason: a part missing, a part
  *      twice, a gap in the key blocks, key blocks past the tile, a slot shared by two tiles, a
  *      slot past the count, parts disagreeing on their slots, a bad part code, a tile in no
@@ -85,13 +86,24 @@ static void check_build(void)
                             if (!e)
                                 e |= xs_attn_kv_check(c.seq, c.heads, c.causal, c.grid, c.off,
                                                       c.tasks, c.nslots) != XS_OK;
+                            /* remote tiles in parts of at most part_kb key blocks; local
+                             * ones of at most min(part_kb, a CTA's share of the local key
+                             * blocks) */
+                            long long lkb = 0;
+                            for (int t = c.remote; t < c.tiles; t++)
+                                lkb += xs_attn_tile_iters(c.seq, c.heads, c.causal, t);
+                            const int share = (int)((lkb + c.grid - 1) / c.grid);
+                            const int lpart = c.part_kb > 0 && share > 0 && share < c.part_kb
+                                                  ? share
+                                                  : c.part_kb;
                             int want_tasks = 0, want_slots = 0, too_long = 0;
                             for (int t = 0; t < c.tiles && !e; t++) {
                                 const int it = xs_attn_tile_iters(c.seq, c.heads, c.causal, t);
-                                const int np = parts_of(it, c.part_kb);
+                                const int kb = t < c.remote ? c.part_kb : lpart;
+                                const int np = parts_of(it, kb);
                                 want_tasks += np, want_slots += np - 1;
-                                too_long |= np < XS_ATTN_KV_MAX_PARTS && c.part_kb > 0 &&
-                                            (it + np - 1) / np > c.part_kb;
+                                too_long |= np < XS_ATTN_KV_MAX_PARTS && kb > 0 &&
+                                            (it + np - 1) / np > kb;
                             }
                             e |= too_long;
                             e |= c.ntasks != want_tasks || c.nslots != want_slots ||
@@ -102,8 +114,13 @@ static void check_build(void)
                                 int seen_local = 0;
                                 for (int i = c.off[b]; i < c.off[b + 1]; i++) {
                                     const int4 tk = c.tasks[i];
-                                    load += tk.z - tk.y;
-                                    maxpart = tk.z - tk.y > maxpart ? tk.z - tk.y : maxpart;
+                                    /* the builder's cost: key blocks, one more for a task
+                                     * that stores its tile (whole, or its last part) */
+                                    const int st = tk.w < 0 ||
+                                                   ((tk.w >> 4) & 15) == (tk.w & 15) - 1;
+                                    const int cost = tk.z - tk.y + st;
+                                    load += cost;
+                                    maxpart = cost > maxpart ? cost : maxpart;
                                     if (tk.x >= c.remote)
                                         seen_local = 1;
                                     else if (seen_local)
