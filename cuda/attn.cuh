@@ -167,6 +167,9 @@ typedef struct {
     float *part;            /* [slots x 8 warps x XS_ATTN_KV_FLOATS x 32 lanes] fp32 partials */
     uint64_t *part_flag;    /* [slots x 8]: per slot and warp, the run's signal once its partial
                                is in (any other contents before the run; never reset) */
+    uint64_t *task_ns;      /* KV split, or NULL: [tasks x 4] %globaltimer of thread 0 at each
+                               task's start, the end of its key blocks, the end of its merge or
+                               partial, and its end (list order: tasks[] indices) */
 } xs_attn_args;
 
 #ifdef __cplusplus
@@ -546,8 +549,9 @@ XS_DEV void xs_attn_store_stage(const xs_attn_args &a, const unsigned char *stg,
 }
 
 /* KV split: one warp's partial (its 16 rows' unnormalised O, row max m and thread-partial row
- * sum l) into slot `slot`, then - after every lane's stores (fence, warp barrier) - lane 0
- * publishes it with a release of the run's signal. Lane-major, so every store is coalesced. */
+ * sum l) into slot `slot`, then - after every lane's stores (a warp barrier orders them before
+ * lane 0's release, which is cumulative) - lane 0 publishes it with a release of the run's
+ * signal. Lane-major, so every store is coalesced. */
 XS_DEV void xs_attn_kv_put(const xs_attn_args &a, int slot, int warp, int lane,
                            const float (&oacc)[16][4], const float (&m)[2], const float (&l)[2])
 {
@@ -561,8 +565,7 @@ XS_DEV void xs_attn_kv_put(const xs_attn_args &a, int slot, int warp, int lane,
     __stcg(pp + 65 * 32, m[1]);
     __stcg(pp + 66 * 32, l[0]);
     __stcg(pp + 67 * 32, l[1]);
-    __threadfence();
-    __syncwarp();
+    __syncwarp(); /* orders every lane's stores before lane 0's release (cumulative) */
     if (lane == 0)
         xs_st_release_gpu(a.part_flag + (size_t)slot * XS_ATTN_WARPS + warp, a.signal);
 }
@@ -588,7 +591,8 @@ XS_DEV void xs_attn_kv_merge(const xs_attn_args &a, int slot, int n, int warp, i
                            (2ull << 32) | (unsigned)((slot + i) * XS_ATTN_WARPS + warp));
         }
     }
-    res = __shfl_sync(0xffffffffu, res, 0); /* lane 0's acquire, then every lane's loads */
+    res = __shfl_sync(0xffffffffu, res, 0);
+    __syncwarp(); /* lane 0's acquire, then every lane's loads */
     if (res)
         return;
     for (int i = 0; i < n - 1; i++) {
@@ -695,6 +699,9 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         const int nkb = CAUSAL ? last_row / XS_ATTN_BN + 1 : (seq + XS_ATTN_BN - 1) / XS_ATTN_BN;
         /* this task's key blocks [jb, je); LIST: the next task (its tile ntiles after the last) */
         const int jb = LIST ? cur.y : 0, je = LIST ? cur.z : nkb;
+        uint64_t *tns = LIST && a.task_ns && tid == 0 ? a.task_ns + 4 * (size_t)(toff + k) : NULL;
+        if (tns)
+            tns[0] = xs_globaltimer();
         int4 nxt = make_int4(ntiles, 0, 0, -1);
         if (LIST && k + 1 < mine)
             nxt = a.tasks[toff + k + 1];
@@ -858,6 +865,8 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
             }
         }
 
+        if (tns)
+            tns[1] = xs_globaltimer();
         if (LIST && cur.w >= 0) {
             const int slot = cur.w >> 8, p = (cur.w >> 4) & 15, np = cur.w & 15;
             if (p < np - 1) {
@@ -872,12 +881,16 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
                     due_j = INT_MAX;
                 }
                 xs_attn_kv_put(a, slot + p, warp, lane, oacc, m, l);
+                if (tns)
+                    tns[2] = tns[3] = xs_globaltimer();
                 tile = next, cur = nxt;
                 k++;
                 continue;
             }
             xs_attn_kv_merge(a, slot, np, warp, lane, sl2, oacc, m, l);
         }
+        if (tns)
+            tns[2] = xs_globaltimer();
 
         /* ---- epilogue: final rescale, bf16, this warp's 16 rows out ---- */
         float inv[2];
@@ -930,6 +943,8 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         }
         if (tid == 0 && a.tile_ns)
             a.tile_ns[tile] = xs_globaltimer();
+        if (tns)
+            tns[3] = xs_globaltimer();
         tile = next;
         if (LIST)
             cur = nxt;

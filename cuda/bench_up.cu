@@ -31,6 +31,7 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,7 @@ typedef struct {
                          and keeps the fastest (0: the model's choice alone) */
     double pilot_max_us; /* --pilot-max-us: only in rows whose fa takes at most this long */
     const char *csv;
+    const char *kv_trace; /* --kv-trace FILE: per-task stamps of KV-split runs (CSV) */
 } up_opts;
 
 /* Device buffers sized for the largest configuration. */
@@ -99,6 +101,10 @@ typedef struct {
     float *kv_part;
     uint64_t *kv_flag;
     unsigned char *kv_split;       /* [tiles]: 1 where the tile runs in parts */
+    uint64_t *kv_tns;              /* --kv-trace: [tasks x 4] stamps (NULL: none), and whether
+                                      the next KV-split run records them */
+    size_t kv_tns_cap;
+    int kv_tns_on;
     size_t kv_tasks_cap, kv_slots_cap, kv_split_cap;
     xs_devstatus *status;
     unsigned long long *bad;
@@ -169,6 +175,8 @@ static void usage(FILE *f)
             "                        run); 0: none; N: tiles cut along the keys into parts of at\n"
             "                        most N key blocks on other CTAs, the last part merges them\n"
             "                        and stores the tile in --split slices (8) [-1]\n"
+            "      --kv-trace FILE   where the plan is a KV split, one more local and one fused\n"
+            "                        run with every task's stamps, written to FILE (CSV)\n"
             "      --pilots N        the planner also runs its N best members by prediction, 3\n"
             "                        verified runs each, and keeps the fastest (median); 0: the\n"
             "                        model's choice alone; one GPU only [4]\n"
@@ -201,7 +209,7 @@ static int parse_opts(int argc, char **argv, up_opts *o)
     o->pilots = 4, o->pilot_max_us = 3000;
     int seq_set = 0, heads_set = 0, peers_set = 0, quick = 0;
     enum { OPT_SPLIT = XS_OPT_FIRST_FREE, OPT_SAMPLES, OPT_ORDER, OPT_COURIERS, OPT_PACE,
-           OPT_PILOTS, OPT_PILOT_MAX, OPT_KV };
+           OPT_PILOTS, OPT_PILOT_MAX, OPT_KV, OPT_KV_TRACE };
     static const struct option lo[] = {
         {"seq", required_argument, 0, 's'},       {"heads", required_argument, 0, 'H'},
         {"peers", required_argument, 0, 'p'},     {"causal", required_argument, 0, 'c'},
@@ -216,6 +224,7 @@ static int parse_opts(int argc, char **argv, up_opts *o)
         {"pilots", required_argument, 0, OPT_PILOTS},
         {"pilot-max-us", required_argument, 0, OPT_PILOT_MAX},
         {"kv-split", required_argument, 0, OPT_KV},
+        {"kv-trace", required_argument, 0, OPT_KV_TRACE},
         {"set", required_argument, 0, XS_OPT_SET}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     int c;
@@ -294,6 +303,7 @@ static int parse_opts(int argc, char **argv, up_opts *o)
             o->samples = (int)v;
             break;
         case XS_OPT_CSV: o->csv = optarg; break;
+        case OPT_KV_TRACE: o->kv_trace = optarg; break;
         case XS_OPT_QUICK: quick = 1; break;
         case 'h': usage(stdout); return -1;
         default: usage(stderr); return 1;
@@ -1278,6 +1288,7 @@ static double fused_once(up_bufs *B, const up_cfg *c0, int order, int split, int
         a.tasks = B->kv_tasks, a.task_off = B->kv_off;
         a.part = B->kv_part, a.part_flag = B->kv_flag;
         a.timeout_ns = c->timeout_ns;
+        a.task_ns = B->kv_tns_on ? B->kv_tns : NULL;
     }
     poison_windows(B, c);
     XS_CHECK_CU(cudaStreamSynchronize(B->stream)); /* poison landed before timing */
@@ -1392,6 +1403,79 @@ static void run_pilots(up_bufs *B, const up_opts *o, const up_cfg *c, const up_f
     }
     printf("%s; chosen %s\n", line,
            plan_name(row->order, row->split, row->couriers, row->kv, nm, sizeof nm));
+}
+
+/* --kv-trace: one fused KV-split run and one with local output (after it: it overwrites O, the
+ * reference of the fused run's check), every task stamped; appends one CSV line per task
+ * (times in ns from the run's first task start). */
+static void kv_trace(up_bufs *B, const up_opts *o, const up_cfg *c, const up_row *row)
+{
+    int *off = NULL, nt = 0, ns = 0;
+    int4 *tk = NULL;
+    if (kv_lists(c, row->kv, &off, &tk, &nt, &ns) != XS_OK) {
+        fprintf(stderr, "xstage: error: %s\n", xs_errmsg());
+        exit(1);
+    }
+    if ((size_t)nt * 4 > B->kv_tns_cap) {
+        cudaFree(B->kv_tns);
+        XS_CHECK_CU(cudaMalloc((void **)&B->kv_tns, (size_t)nt * 4 * sizeof(uint64_t)));
+        B->kv_tns_cap = (size_t)nt * 4;
+    }
+    uint64_t *h = (uint64_t *)malloc((size_t)nt * 4 * sizeof(uint64_t));
+    uint64_t *cta = (uint64_t *)malloc((size_t)(c->grid + 1) * 3 * sizeof(uint64_t));
+    FILE *f = fopen(o->kv_trace, "a");
+    if (!h || !cta || !f) {
+        fprintf(stderr, "xstage: error: --kv-trace %s: %s\n", o->kv_trace,
+                f ? "out of host memory" : strerror(errno));
+        exit(1);
+    }
+    if (ftell(f) == 0)
+        fprintf(f, "seq,heads,causal,peers,kv,split,out,cta,pos,tile,kb0,kb1,part,parts,"
+                "remote_bytes,start_ns,loop_end_ns,merged_ns,end_ns\n");
+    for (int pass = 0; pass < 2; pass++) {
+        const int out = 1 - pass; /* fused first: its check compares with fa's O */
+        int ok = 1;
+        double e, st;
+        XS_CHECK_CU(cudaMemsetAsync(B->kv_tns, 0, (size_t)nt * 4 * sizeof(uint64_t), B->stream));
+        if (out == 0) {
+            up_cfg lc = *c;
+            lc.base.split = row->split;
+            kv_load(B, c, row->kv);
+            lc.base.tasks = B->kv_tasks, lc.base.task_off = B->kv_off;
+            lc.base.part = B->kv_part, lc.base.part_flag = B->kv_flag;
+            lc.base.timeout_ns = c->timeout_ns;
+            lc.base.signal = ++up_epoch;
+            lc.base.task_ns = B->kv_tns;
+            fa_once(B, &lc, 0, &e, cta, &ok);
+        } else {
+            B->kv_tns_on = 1;
+            fused_once(B, c, row->order, row->split, 0, row->kv, 0, &e, &st, cta, &ok);
+            B->kv_tns_on = 0;
+        }
+        check_devstatus(B, "attention, KV split, traced");
+        XS_CHECK_CU(cudaMemcpy(h, B->kv_tns, (size_t)nt * 4 * sizeof(uint64_t),
+                               cudaMemcpyDeviceToHost));
+        uint64_t t0 = UINT64_MAX;
+        for (int i = 0; i < nt; i++)
+            t0 = h[4 * i] && h[4 * i] < t0 ? h[4 * i] : t0;
+        for (int b = 0; b < c->grid; b++)
+            for (int i = off[b]; i < off[b + 1]; i++) {
+                const int4 q = tk[i];
+                fprintf(f, "%d,%d,%d,%d,%d,%d,%s,%d,%d,%d,%d,%d,%d,%d,%.0f", c->seq, c->heads,
+                        c->causal, c->peers, row->kv, row->split, out ? "windows" : "local", b,
+                        i - off[b], q.x, q.y, q.z, q.w < 0 ? 0 : (q.w >> 4) & 15,
+                        q.w < 0 ? 1 : q.w & 15, tile_remote_bytes(c, q.x));
+                for (int k = 0; k < 4; k++)
+                    fprintf(f, ",%lld", h[4 * i + k] ? (long long)(h[4 * i + k] - t0) : -1LL);
+                fputc('\n', f);
+            }
+        if (!ok) {
+            fprintf(stderr, "xstage: error: the traced KV-split run failed its check\n");
+            exit(1);
+        }
+    }
+    fclose(f);
+    free(h), free(cta), free(off), free(tk);
 }
 
 static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
@@ -1526,6 +1610,8 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
         }
     }
     check_devstatus(B, "attention");
+    if (o->kv_trace && row->kv > 0)
+        kv_trace(B, o, c, row);
     if (same) {
         memcpy(fu, pb, (size_t)n * sizeof(double));
         memcpy(fu_evt, pb_evt, (size_t)n * sizeof(double));
@@ -1994,7 +2080,7 @@ extern "C" int xs_bench_up(int argc, char **argv)
     cudaFree(B.cta_ns); cudaFree(B.tile_ns); cudaFree(B.status); cudaFree(B.bad);
     cudaFree(B.stage); cudaFree(B.sync);
     cudaFree(B.kv_off); cudaFree(B.kv_tasks); cudaFree(B.kv_part); cudaFree(B.kv_flag);
-    cudaFree(B.kv_split);
+    cudaFree(B.kv_split); cudaFree(B.kv_tns);
     cudaFree(B.rows); cudaFree(B.ref); cudaFree(B.got);
     for (int i = 0; i < 3; i++)
         cudaEventDestroy(B.ev[i]);
