@@ -177,9 +177,10 @@ static void usage(FILE *f)
             "                        and stores the tile in --split slices (8) [-1]\n"
             "      --kv-trace FILE   where the plan is a KV split, one more local and one fused\n"
             "                        run with every task's stamps, written to FILE (CSV)\n"
-            "      --pilots N        the planner also runs its N best members by prediction, 3\n"
-            "                        verified runs each, and keeps the fastest (median); 0: the\n"
-            "                        model's choice alone; one GPU only [4]\n"
+            "      --pilots N        the planner also runs its N best members by prediction,\n"
+            "                        and piggyback and every KV split, 3 verified runs each, and\n"
+            "                        keeps the fastest (median); 0: the model's choice alone;\n"
+            "                        one GPU only [4]\n"
             "      --pilot-max-us T  pilot only rows whose attention takes at most T us [3000]\n"
             "      --samples N       reference rows checked per configuration [256]\n"
             "      --seed N          input seed [fixed per run: 12345]\n"
@@ -1357,25 +1358,21 @@ static void run_pilots(up_bufs *B, const up_opts *o, const up_cfg *c, const up_f
         have |= idx[k] == cur;
     if (!have && cur >= 0 && np > 0)
         idx[np - 1] = cur;
-    /* and, each as one more where none is among them, the best KV split by prediction and
-     * piggyback: the model has no term for what stores from every SM cost the compute next to
-     * them, which a KV split shortens and piggyback concentrates (run 10: piggyback fastest of
-     * the family at 4096 x 8 heads x causal x 2 peers, where every split member tied +0.0) */
+    /* and every KV split and piggyback not among them: the model has no term for what stores
+     * from every SM cost the compute next to them (which piggyback concentrates), nor for a KV
+     * split's partials and merges, so it cannot rank these (run 10: piggyback fastest of the
+     * family at 4096 x 8 heads x causal x 2 peers, where every split member tied +0.0; KV
+     * splits of 32 key blocks faster than those of 16 that the model put first) */
     int np2 = np;
-    for (int kind = 0; kind < 2 && np > 0; kind++) {
-        int in = 0;
-        for (int k = 0; k < np2; k++)
-            in |= kind ? up_is_pb(f, idx[k]) : f->kv[idx[k]] > 0;
-        for (int k = np2; k < m && !in; k++)
-            if ((kind ? up_is_pb(f, idx[k]) : f->kv[idx[k]] > 0) && !isnan(f->d[idx[k]])) {
-                const int t = idx[np2];
-                idx[np2] = idx[k], idx[k] = t;
-                np2++, in = 1;
-            }
-    }
+    for (int k = np; k < m && np > 0; k++)
+        if ((f->kv[idx[k]] > 0 || up_is_pb(f, idx[k])) && !isnan(f->d[idx[k]])) {
+            const int t = idx[np2];
+            idx[np2] = idx[k], idx[k] = t;
+            np2++;
+        }
     double best = INFINITY;
     int bi = -1;
-    char line[512], nm[32];
+    char line[1024], nm[32];
     int l = snprintf(line, sizeof line, "# pilots seq %d heads %d causal %d peers %d (median of "
                      "%d verified runs, us):", c->seq, c->heads, c->causal, c->peers,
                      UP_PILOT_REPS);
