@@ -12,7 +12,10 @@
  *           query block's key/value iterations (reshape, split n), the CTAs walking their tiles
  *           heaviest first (snake) or lightest remote first (early), or with couriers (the last
  *           C CTAs of the grid copy the finished remote tiles, paced under the drain rate, while
- *           the others compute): the planner's choice.
+ *           the others compute), or KV split (tiles cut along the keys into parts on other CTAs,
+ *           the last part merging them; task lists built on the host): the planner's choice.
+ * Checks of a KV split: tiles that ran in parts within a stated tolerance of the fa output,
+ * all others bitwise, as below.
  * Times: the kernels' spans come from %globaltimer stamps inside the kernel (first CTA start to
  * the last CTA's last store issued - never a fence); the copies are timed with events. fa,
  * serial, piggyback and the planned fused kernel run interleaved, one of each per repetition,
@@ -30,8 +33,8 @@
  * docs/UP.md defines every column.
  */
 #include <getopt.h>
-#include <inttypes.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
