@@ -31,6 +31,9 @@ CU_SRC    := $(wildcard cuda/*.cu)
 CU_OBJ    := $(CU_SRC:%.cu=$(BUILD)/%.o)
 DEV_SRC   := $(wildcard dev/*.cu)
 DEV_OBJ   := $(DEV_SRC:%.cu=$(BUILD)/%.o)
+# offline calibration drivers (dev/cal_offline/README.md): built so that they stay in step
+CAL_SRC   := $(wildcard dev/cal_offline/*.c)
+CAL_BIN   := $(CAL_SRC:dev/cal_offline/%.c=$(BUILD)/dev/cal_offline/%)
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
 GTEST_SRC := $(wildcard tests/gpu/test_*.cu)
@@ -49,7 +52,7 @@ LINK     := $(CC) $(LDFLAGS)
 endif
 
 .PHONY: all lib tool tests test sanitize run deps clean help fuzz
-all: tool tests $(ALL_GPU)
+all: tool tests $(CAL_BIN) $(ALL_GPU)
 lib: $(BUILD)/libxstage.a
 tool: $(BUILD)/xstage
 tests: $(TEST_BIN)
@@ -72,6 +75,10 @@ $(BUILD)/libxstage_cuda.a: $(CU_OBJ)
 
 $(BUILD)/xstage: $(TOOL_OBJ) $(TOOL_GPU) $(BUILD)/libxstage.a
 	$(LINK) -o $@ $(TOOL_OBJ) $(TOOL_GPU) $(BUILD)/libxstage.a $(LDLIBS)
+
+$(BUILD)/dev/cal_offline/%: dev/cal_offline/%.c $(BUILD)/libxstage.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< -o $@ $(BUILD)/libxstage.a $(LDLIBS)
 
 $(BUILD)/tests/test_%: tests/test_%.c $(BUILD)/libxstage.a $(HEADERS)
 	@mkdir -p $(dir $@)
