@@ -45,7 +45,7 @@ for a in $AREAS; do
             echo "$(basename "$t"): rc=$? $(tail -n 1 "$W/$a/tests.log")" | tee -a "$S"
         done ;;
     ep) OUT="$W/$a" timeout 240 bash scripts/gpu_ep.sh build 2>&1 | tail -n 40 | tee -a "$S" ;;
-    up) OUT="$W/$a" timeout 150 bash scripts/gpu_up.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
+    up) OUT="$W/$a" timeout 330 bash scripts/gpu_up.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
     tp) OUT="$W/$a" TP_PROFILE="${PROFILE:-${TP_PROFILE:-}}" timeout 240 bash scripts/gpu_tp.sh 2>&1 |
         tail -n 40 | tee -a "$S" ;;
     tp90) # the TP workloads on the Hopper engine (bench tp --engine sm90; docs/TP.md)

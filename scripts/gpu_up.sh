@@ -20,8 +20,8 @@
 # 0.5x..1.3x. docs/UP.md: the rule that picks the rows of the 1.4x target from the measured
 # comm/compute (copy_us / fa_us in [0.5, 2], the shortest such sequence per heads/causal/peers).
 # Each step runs under a timeout and a failure does not stop the next one; exit status is
-# non-zero when any step failed. Expected wall time on one H200: about 1.5 minutes, plus about
-# 20 s for step 4 (16 short rows, -n 3; gpu_all.sh gives the whole script 150 s).
+# non-zero when any step failed. Expected wall time on one H200: about 3 minutes (the sweep
+# with -n 11: UP_ITERS), plus about 20 s for step 4 (16 short rows, -n 3).
 set -u
 
 BUILD=${BUILD:-build}
@@ -32,6 +32,11 @@ SEQS=${SEQS:-4096,8192,16384,32768,49152,65536}  # 4096: comm ~ compute (see abo
 HEADS=${HEADS:-8,16}
 PEERS=${PEERS:-2,4,8}
 UP_ARGS=${UP_ARGS:-}
+# 11 repetitions, not the bench's 5: at 32-64 K tokens the all-to-all is 2-7 % of the attention
+# and a repetition's hidden_pct spreads over hundreds of percent; with 5 their medians fell on
+# either side of 90 % from sweep to sweep (run 10 call 5: 5-8 such rows per sweep), with 11 the
+# same 36 rows gave 35 of 36 (call 7)
+UP_ITERS=${UP_ITERS:-11}
 # docs/UP.md "Couriers": the rows where the link and the compute are of one size (comm/compute
 # 0.5-1.3), where the planner's split members lost 24-88 us to backpressure the model missed
 COURIER_SEQS=${COURIER_SEQS-4096,8192}
@@ -82,11 +87,12 @@ if [ -x "$XSTAGE" ] && "$XSTAGE" bench up --help 2>&1 | grep -q "built without n
     fi
 fi
 if [ -x "$XSTAGE" ]; then
-    # 120 s: the summary below still comes within gpu_all.sh's 150 s for the whole script (on a
-    # timeout the bench stops between configurations and marks the partial CSV)
+    # 240 s (about 150 s with -n 11; on a timeout the bench stops between configurations and
+    # marks the partial CSV)
     # shellcheck disable=SC2086
-    step bench_up 120 "$XSTAGE" bench up --seq "$SEQS" --heads "$HEADS" \
-        --peers "$PEERS" ${PROFILE_ARGS[@]+"${PROFILE_ARGS[@]}"} --csv "$OUT/up.csv" $UP_ARGS
+    step bench_up 240 "$XSTAGE" bench up --seq "$SEQS" --heads "$HEADS" \
+        --peers "$PEERS" -n "$UP_ITERS" ${PROFILE_ARGS[@]+"${PROFILE_ARGS[@]}"} \
+        --csv "$OUT/up.csv" $UP_ARGS
 else
     results+=("FAIL  bench_up (not built: $BUILD/xstage)"); fails=$((fails + 1))
 fi
