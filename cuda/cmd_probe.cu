@@ -80,7 +80,8 @@ static const char *const load_names[] = {"none", "hbm", "l2", "fma"};
 
 static void usage(void)
 {
-    printf("usage: xstage probe [--target host|local] [--window SIZE] [-n N] [--csv FILE]\n"
+    printf("usage: xstage probe [--target host|local] [--window SIZE] [--only NAME] [-n N] "
+           "[--csv FILE]\n"
            "Work under stores, and the drain of row-shaped stores, on one path; not fitted.\n"
            "One CTA of 256 threads per SM: 128 threads of the storing CTAs store their share of\n"
            "the window, 128 threads of every CTA run a load (HBM or L2 read-modify-write passes,\n"
@@ -91,7 +92,10 @@ static void usage(void)
            "bytes interleaved across CTAs (the layouts of the fused kernels' outputs). Every byte\n"
            "verified.\n\n"
            "  -t, --target T        host (pinned host memory over PCIe, default) or local (HBM)\n"
-           "  --window SIZE         bytes stored per run (default 64M)\n"
+           "  --window SIZE         bytes stored per run, at least 1M (default 64M); small\n"
+           "                        windows are isolated bursts: their store rate says how\n"
+           "                        much of the burst the stage absorbed\n"
+           "  --only NAME           warm, ref and the cases named NAME only (e.g. rows)\n"
            "  -n, --iters N         repetitions per case after one warm-up (default 5)\n"
            "  --csv FILE            also write the table as CSV\n"
            "  -d, --device N        CUDA device (default 0)\n"
@@ -106,13 +110,14 @@ int xs_cmd_probe(int argc, char **argv)
         {"target", required_argument, 0, 't'}, {"window", required_argument, 0, 'W'},
         {"iters", required_argument, 0, 'n'},  {"csv", required_argument, 0, 'c'},
         {"device", required_argument, 0, 'd'}, {"timeout", required_argument, 0, 'T'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+        {"only", required_argument, 0, 'O'},   {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     xs_replay_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.target = XS_TARGET_HOST;
     ro.window_bytes = 64u << 20;
     ro.timeout_s = 30;
-    const char *csv = NULL;
+    const char *csv = NULL, *only = NULL;
     int reps = 5, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:n:d:h", lo, NULL)) != -1) {
@@ -127,8 +132,8 @@ int xs_cmd_probe(int argc, char **argv)
             int64_t v;
             if (xs_parse_size("--window", optarg, &v) != XS_OK)
                 return xs_cli_fail();
-            if (v < (16 << 20))
-                return xs_cli_failf("--window %s: at least 16M", optarg);
+            if (v < (1 << 20))
+                return xs_cli_failf("--window %s: at least 1M", optarg);
             ro.window_bytes = (size_t)v;
             break;
         }
@@ -140,6 +145,14 @@ int xs_cmd_probe(int argc, char **argv)
             break;
         }
         case 'c': csv = optarg; break;
+        case 'O':
+            only = optarg;
+            for (c = 0; c < NCASES && strcmp(cases[c].name, only); c++) {
+            }
+            if (c == NCASES)
+                return xs_cli_failf("probe: --only %s: no such case (ref, control, all, paced, "
+                                    "few, fewpace, rows)", optarg);
+            break;
         case 'd': {
             long v;
             if (xs_parse_int("--device", optarg, 0, 63, &v) != XS_OK)
@@ -191,6 +204,8 @@ int xs_cmd_probe(int argc, char **argv)
             break;
         }
         const probe_case *pc = &cases[i];
+        if (only && i > 1 && strcmp(pc->name, only))
+            continue; /* warm and ref always run: the others' pace and load span */
         xs_probe_cfg cfg;
         memset(&cfg, 0, sizeof cfg);
         cfg.store_ctas = pc->store_ctas < 0 ? sms : pc->store_ctas;
