@@ -183,7 +183,7 @@ extern "C" xs_status xs_attn_kv_build(int seq, int heads, int causal, int remote
      * merge) counted one key block more: so the stores rotate over the CTAs. Without that
      * (run 10, call 2) the same quarter of the CTAs drew every last part of every batch, and
      * with it every store and merge: remote stores slow the SM that issues them. */
-    int n = 0;
+    int n = 0, slots = 0; /* slots in hand-out order: parts 0 .. n-2 of a tile, consecutive */
     for (int i = 0; i < tiles;) {
         const int np = key[i].np, rem = i < remote;
         const int g = grid / np > 0 ? grid / np : 1;
@@ -192,6 +192,9 @@ extern "C" xs_status xs_attn_kv_build(int seq, int heads, int causal, int remote
             j++;
         for (int q = i; q < j; q++) {
             const int t = key[q].tile, it = xs_attn_tile_iters(seq, heads, causal, t);
+            const int slot = slots;
+            if (np > 1)
+                slots += np - 1;
             for (int p = 0; p < np; p++) {
                 int b = 0;
                 for (int c = 1; c < grid; c++)
@@ -201,23 +204,11 @@ extern "C" xs_status xs_attn_kv_build(int seq, int heads, int causal, int remote
                 const int kb1 = (int)((long long)(p + 1) * it / np);
                 free_kb[b] += kb1 - kb0 + (p == np - 1);
                 cta[n] = b;
-                seqd[n++] = make_int4(t, kb0, kb1, np > 1 ? p : -1);
+                seqd[n++] = make_int4(t, kb0, kb1, np > 1 ? XS_ATTN_KV_PART(slot, p, np) : -1);
             }
         }
         i = j;
     }
-    /* slots in hand-out order: a split tile's parts are consecutive tasks, part 0 first */
-    int slots = 0;
-    for (int k = 0; k < n; k++)
-        if (seqd[k].w == 0) {
-            int np = 1;
-            while (k + np < n && seqd[k + np].x == seqd[k].x)
-                np++;
-            for (int p = 0; p < np; p++)
-                seqd[k + p].w = XS_ATTN_KV_PART(slots, p, np);
-            slots += np - 1;
-            k += np - 1;
-        }
     xs_status st = XS_OK;
     if (n > cap) {
         st = xs_seterr(XS_EINVAL, "KV split: %d tasks do not fit %d", n, cap);

@@ -964,30 +964,22 @@ static void poison_windows(up_bufs *B, const up_cfg *c)
         XS_CHECK(xs_attn_fill_word(c->own->data[r], bytes, UP_POISON, B->stream));
 }
 
-/* 16-byte units of the windows that differ from the fa output (every byte of every rank). */
-static unsigned long long verify_windows(up_bufs *B, const up_cfg *c)
+/* The windows against the fa output, every byte of every rank: the 16-byte units that differ;
+ * after a KV-split run (kv) tile by tile instead - bitwise where a tile ran whole, within
+ * UP_KV_ATOL + UP_KV_RTOL |fa| where it ran in parts (B->kv_split) - counting bf16 values. */
+static unsigned long long verify_windows(up_bufs *B, const up_cfg *c, int kv)
 {
     size_t bytes = (size_t)c->rpr * c->heads * XS_ATTN_ROW_BYTES;
     XS_CHECK_CU(cudaMemsetAsync(B->bad, 0, sizeof *B->bad, B->stream));
-    for (int r = 0; r < c->peers; r++)
-        XS_CHECK(xs_attn_compare(c->own->data[r], (const char *)B->o + (size_t)r * bytes, bytes,
-                                 B->bad, B->stream));
-    unsigned long long bad = 0;
-    XS_CHECK_CU(cudaMemcpyAsync(&bad, B->bad, sizeof bad, cudaMemcpyDeviceToHost, B->stream));
-    XS_CHECK_CU(cudaStreamSynchronize(B->stream));
-    return bad;
-}
-
-/* KV split: the windows against fa's output, tile by tile: bitwise where a tile ran whole, within
- * UP_KV_ATOL + UP_KV_RTOL |fa| where it ran in parts (B->kv_split). Counts bf16 values. */
-static unsigned long long verify_windows_kv(up_bufs *B, const up_cfg *c)
-{
-    size_t n = (size_t)c->rpr * c->heads * XS_ATTN_D;
-    XS_CHECK_CU(cudaMemsetAsync(B->bad, 0, sizeof *B->bad, B->stream));
-    for (int r = 0; r < c->peers; r++)
-        XS_CHECK(xs_attn_compare_parts(c->own->data[r], (const __nv_bfloat16 *)B->o + r * n,
-                                       r * c->rpr, c->rpr, c->seq, c->heads, B->kv_split,
-                                       UP_KV_ATOL, UP_KV_RTOL, B->bad, B->stream));
+    for (int r = 0; r < c->peers; r++) {
+        const char *ref = (const char *)B->o + (size_t)r * bytes;
+        if (kv)
+            XS_CHECK(xs_attn_compare_parts(c->own->data[r], ref, r * c->rpr, c->rpr, c->seq,
+                                           c->heads, B->kv_split, UP_KV_ATOL, UP_KV_RTOL,
+                                           B->bad, B->stream));
+        else
+            XS_CHECK(xs_attn_compare(c->own->data[r], ref, bytes, B->bad, B->stream));
+    }
     unsigned long long bad = 0;
     XS_CHECK_CU(cudaMemcpyAsync(&bad, B->bad, sizeof bad, cudaMemcpyDeviceToHost, B->stream));
     XS_CHECK_CU(cudaStreamSynchronize(B->stream));
@@ -1049,6 +1041,16 @@ static void kv_load(up_bufs *B, const up_cfg *c, int kb)
     XS_CHECK_CU(cudaStreamSynchronize(B->stream));
     free(off), free(tk), free(split);
     B->kv_kb = kb;
+}
+
+/* A launch's arguments for the KV split of kb key blocks per part: its lists (kv_load), its
+ * partials and their flags, and the run's bound on each wait. The caller sets the signal. */
+static void kv_args(up_bufs *B, const up_cfg *c, int kb, xs_attn_args *a)
+{
+    kv_load(B, c, kb);
+    a->tasks = B->kv_tasks, a->task_off = B->kv_off;
+    a->part = B->kv_part, a->part_flag = B->kv_flag;
+    a->timeout_ns = c->timeout_ns;
 }
 
 /* The signal of the next run that raises flags (fused runs; KV-split runs, whose partials' flags
@@ -1250,7 +1252,7 @@ static double serial_once(up_bufs *B, const up_cfg *c, int rep, double *copy_us,
     XS_CHECK_CU(cudaMemcpy(cta, B->cta_ns, (size_t)c->grid * 3 * sizeof(uint64_t),
                            cudaMemcpyDeviceToHost));
     double sp = span_us(cta, c->grid);
-    unsigned long long bad = verify_windows(B, c);
+    unsigned long long bad = verify_windows(B, c, 0);
     if (bad) {
         fprintf(stderr, "xstage: error: serial all-to-all: %llu 16-byte units differ at their "
                 "destinations\n", bad);
@@ -1288,10 +1290,7 @@ static double fused_once(up_bufs *B, const up_cfg *c0, int order, int split, int
         a.timeout_ns = c->timeout_ns;
     }
     if (kv > 0) {
-        kv_load(B, c, kv);
-        a.tasks = B->kv_tasks, a.task_off = B->kv_off;
-        a.part = B->kv_part, a.part_flag = B->kv_flag;
-        a.timeout_ns = c->timeout_ns;
+        kv_args(B, c, kv, &a);
         a.task_ns = B->kv_tns_on ? B->kv_tns : NULL;
     }
     poison_windows(B, c);
@@ -1302,7 +1301,7 @@ static double fused_once(up_bufs *B, const up_cfg *c0, int order, int split, int
         up_wait_signals(B, c, a.signal, split || order || couriers || kv ? "fused" : "piggyback");
         up_barrier(c);
     }
-    unsigned long long bad = kv > 0 ? verify_windows_kv(B, c) : verify_windows(B, c);
+    unsigned long long bad = verify_windows(B, c, kv > 0);
     unsigned long long bad_flags = 0;
     XS_CHECK_CU(cudaMemsetAsync(B->bad, 0, sizeof *B->bad, B->stream));
     XS_CHECK(xs_attn_flags_check(c->own, c->grid, a.signal, B->bad, B->stream));
@@ -1440,10 +1439,7 @@ static void kv_trace(up_bufs *B, const up_opts *o, const up_cfg *c, const up_row
         if (out == 0) {
             up_cfg lc = *c;
             lc.base.split = row->split;
-            kv_load(B, c, row->kv);
-            lc.base.tasks = B->kv_tasks, lc.base.task_off = B->kv_off;
-            lc.base.part = B->kv_part, lc.base.part_flag = B->kv_flag;
-            lc.base.timeout_ns = c->timeout_ns;
+            kv_args(B, c, row->kv, &lc.base);
             lc.base.signal = ++up_epoch;
             lc.base.task_ns = B->kv_tns;
             fa_once(B, &lc, 0, &e, cta, &ok);
@@ -1583,10 +1579,7 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
             up_cfg lc = *c;
             lc.base.split = row->split;
             if (row->kv > 0) { /* the KV split's lists, LOCAL output: its kernel cost alone */
-                kv_load(B, c, row->kv);
-                lc.base.tasks = B->kv_tasks, lc.base.task_off = B->kv_off;
-                lc.base.part = B->kv_part, lc.base.part_flag = B->kv_flag;
-                lc.base.timeout_ns = c->timeout_ns;
+                kv_args(B, c, row->kv, &lc.base);
                 lc.base.signal = ++up_epoch;
             }
             double t_ls = fa_once(B, &lc, i, &e1, cta, &ok);

@@ -145,14 +145,16 @@ int xs_cmd_probe(int argc, char **argv)
             break;
         }
         case 'c': csv = optarg; break;
-        case 'O':
-            only = optarg;
-            for (c = 0; c < NCASES && strcmp(cases[c].name, only); c++) {
-            }
-            if (c == NCASES)
+        case 'O': {
+            int k = 0;
+            while (k < NCASES && strcmp(cases[k].name, optarg))
+                k++;
+            if (k == NCASES)
                 return xs_cli_failf("probe: --only %s: no such case (ref, control, all, paced, "
                                     "few, fewpace, rows)", optarg);
+            only = optarg;
             break;
+        }
         case 'd': {
             long v;
             if (xs_parse_int("--device", optarg, 0, 63, &v) != XS_OK)

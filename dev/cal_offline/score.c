@@ -14,10 +14,6 @@ typedef struct {
 } run;
 static run runs[400];
 static int nr;
-static double med(double *x, int n)
-{
-    return xs_median(x, n);
-}
 int main(int argc, char **argv)
 {
     xs_samples s;
@@ -85,14 +81,14 @@ int main(int argc, char **argv)
         }
         double err = 0, w = 0;
         for (int r = 0; r < rn->rows; r++) {
-            double mm = med(rn->mx[r], rn->nrep), mdd = med(rn->md[r], rn->nrep);
+            double mm = xs_median(rn->mx[r], rn->nrep), mdd = xs_median(rn->md[r], rn->nrep);
             err += wt * fabs(log(res.rows[r].issue_max_ns / mm));
             w += wt;
             err += 0.5 * wt * fabs(log(res.rows[r].issue_med_ns / mdd));
             w += 0.5 * wt;
         }
         int l = rn->rows - 1;
-        double me = med(rn->en[l], rn->nrep);
+        double me = xs_median(rn->en[l], rn->nrep);
         if (rn->rows > 1) {
             err += wt * fabs(log(res.rows[l].end_ns / me));
             w += wt;
@@ -104,7 +100,7 @@ int main(int argc, char **argv)
             W[1] += w;
         }
         if (verbose && !iss) {
-            double mm = med(rn->mx[l], rn->nrep);
+            double mm = xs_median(rn->mx[l], rn->nrep);
             printf("%-8s K %3d B %8lld rows %d  V %6.2f MB  issue_max(last row) meas %9.1f pred "
                    "%9.1f  %+6.1f%%",
                    rn->e, rn->k, rn->b, rn->rows, rn->k * (double)rn->b / 1e6, mm,
