@@ -234,6 +234,22 @@ typedef struct {
  * schedule has more chunks than can be simulated in reasonable time (> 2^31). */
 xs_status xs_simulate(const xs_profile *p, const xs_schedule *s, const xs_sim_opts *o,
                       xs_result *out);
+
+/* Per-producer programs (docs/MODEL.md, "Per-producer programs"): producer p's row i stores
+ * bytes[i * producers + p] bytes (0: it takes no part in the row, only in its work) and then
+ * works gap_ns[i * producers + p] ns, in place of the row's bytes_per_producer and gap_ns. The
+ * schedule's rows give the producers taking part (p < rows[i].producers); their bytes and gaps
+ * are not read. A kernel whose CTAs run different tiles (different lengths, different bytes) is
+ * one program per CTA, padded with (0, 0) rows to a common length. */
+typedef struct {
+    int producers;          /* columns of the two arrays: at least the schedule's widest row */
+    const int64_t *bytes;   /* [nrows * producers], each 0 or 1..XS_MAX_BYTES_PER_PRODUCER */
+    const double *gap_ns;   /* [nrows * producers], each 0..XS_MAX_GAP_NS */
+} xs_programs;
+
+/* xs_simulate with per-producer programs (NULL: the schedule's rows, as xs_simulate). */
+xs_status xs_simulate_programs(const xs_profile *p, const xs_schedule *s, const xs_programs *pg,
+                               const xs_sim_opts *o, xs_result *out);
 xs_status xs_result_alloc(xs_result *r, int nrows, int nproducers, int windows);
 /* Per-row columns from per-producer windows (used by replay as well as by the simulation). */
 void xs_result_rows_from_windows(xs_result *r, const xs_schedule *s);

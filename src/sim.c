@@ -213,12 +213,41 @@ double xs_arbitration_weight(const xs_profile *p, int index)
 xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_opts *opts,
                       xs_result *out)
 {
+    return xs_simulate_programs(pf, s, NULL, opts, out);
+}
+
+xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const xs_programs *pg,
+                               const xs_sim_opts *opts, xs_result *out)
+{
     xs_sim_opts defaults = {0};
     const xs_sim_opts *o = opts ? opts : &defaults;
     memset(out, 0, sizeof *out);
     XS_TRY(xs_profile_check(pf, "profile"));
     if (!s || s->nrows < 1)
         return xs_seterr(XS_EINVAL, "schedule has no rows");
+    /* A producer's bytes and work in a row: its program's, or the row's (every producer of the
+     * row alike). A producer takes part in a row when the row names it and, with programs, when
+     * its program stores something there. */
+#define BYTES(row, p)                                                                         \
+    (pg ? pg->bytes[(size_t)(row) * (size_t)pg->producers + (size_t)(p)]                     \
+        : s->rows[row].bytes_per_producer)
+#define GAP(row, p)                                                                           \
+    (pg ? pg->gap_ns[(size_t)(row) * (size_t)pg->producers + (size_t)(p)] : s->rows[row].gap_ns)
+#define ACTIVE(row, p) ((p) < s->rows[row].producers && (!pg || BYTES(row, p) > 0))
+    if (pg) {
+        const int w = xs_schedule_max_producers(s);
+        if (pg->producers < w || !pg->bytes || !pg->gap_ns)
+            return xs_seterr(XS_EINVAL, "programs: %d producers given for a schedule of %d, or "
+                             "no arrays", pg->producers, w);
+        for (int i = 0; i < s->nrows; i++)
+            for (int p = 0; p < pg->producers; p++) {
+                const int64_t b = BYTES(i, p);
+                const double g = GAP(i, p);
+                if (b < 0 || b > XS_MAX_BYTES_PER_PRODUCER || !(g >= 0) || g > XS_MAX_GAP_NS)
+                    return xs_seterr(XS_EINVAL, "programs: row %d, producer %d: %lld bytes, gap "
+                                     "%g ns out of range", i, p, (long long)b, g);
+            }
+    }
 
     const double r = pf->issue_bytes_per_ns, R = pf->drain_bytes_per_ns;
     const double oh = pf->issue_overhead_ns, Q = pf->capacity_bytes;
@@ -237,8 +266,12 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
     /* how much work: chunks offered in total */
     double nchunks = 0;
     for (int i = 0; i < s->nrows; i++)
-        nchunks += (double)s->rows[i].producers *
-                   ceil((double)s->rows[i].bytes_per_producer / (double)chunk);
+        if (!pg)
+            nchunks += (double)s->rows[i].producers *
+                       ceil((double)s->rows[i].bytes_per_producer / (double)chunk);
+        else
+            for (int p = 0; p < s->rows[i].producers; p++)
+                nchunks += ceil((double)BYTES(i, p) / (double)chunk);
     if (nchunks > 2147483647.0)
         return xs_seterr(XS_ERANGE, "schedule offers %.3g chunks of %lld bytes; the simulation "
                          "handles at most 2^31 (raise chunk_bytes with --set)", nchunks,
@@ -248,7 +281,9 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
      * to drain, which takes a ring of its last m departure times. Rows take producers 0..K-1, so
      * the chunks a producer offers over the schedule fall with its index, and one that offers at
      * most m is never held and needs no ring: only producers 0..nring-1 get one (a cap of 1e15
-     * bytes, or 65536 producers of which a few store much, must not allocate m rings each). */
+     * bytes, or 65536 producers of which a few store much, must not allocate m rings each). With
+     * programs the chunks need not fall with the index: every producer up to the last one that
+     * offers more than m gets a ring. */
     int ring_m = 0, nring = 0;
     if (pf->capacity_bytes_per_producer > 0) {
         /* the cap limits a producer's share of Q; its reserve comes on top of it */
@@ -256,18 +291,15 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
                          (double)chunk);
         if (m < 1)
             m = 1;
-        double *offered = calloc((size_t)np, sizeof *offered); /* by the row's last producer */
+        double *offered = calloc((size_t)np, sizeof *offered); /* by producer p */
         if (!offered)
             return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", np);
         for (int i = 0; i < s->nrows; i++)
-            offered[s->rows[i].producers - 1] +=
-                ceil((double)s->rows[i].bytes_per_producer / (double)chunk);
-        double total = 0; /* chunks offered by producer p over the schedule */
-        for (int p = np - 1; p >= 0 && !nring; p--) {
-            total += offered[p];
-            if (total > m)
+            for (int p = 0; p < s->rows[i].producers; p++)
+                offered[p] += ceil((double)BYTES(i, p) / (double)chunk);
+        for (int p = np - 1; p >= 0 && !nring; p--)
+            if (offered[p] > m)
                 nring = p + 1;
-        }
         free(offered);
         if (nring && m * nring > (double)(1 << 28))
             return xs_seterr(XS_ERANGE, "%d producers x a per-producer cap of %.0f chunks: too "
@@ -337,7 +369,7 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
     int arrived = 0, barrier_row = 0;
     double *win0 = out->win_start, *win1 = out->win_end;
 #define W(row, p) ((size_t)(row) * np + (p))
-#define NCHUNKS(row) ((s->rows[row].bytes_per_producer + chunk - 1) / chunk)
+#define NCHUNKS(row, p) ((BYTES(row, p) + chunk - 1) / chunk)
 
     /* Offer the next chunk of producer p (the head of its queue), if its row has started. */
 #define OFFER_NEXT(p_)                                                                        \
@@ -349,14 +381,14 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
         }                                                                                     \
         if (z_->orem == 0) {                                                                  \
             int nr_ = z_->orow + 1;                                                           \
-            while (nr_ < s->nrows && (p_) >= s->rows[nr_].producers)                          \
+            while (nr_ < s->nrows && !ACTIVE(nr_, p_))                                        \
                 nr_++;                                                                        \
             if (nr_ >= s->nrows || isnan(win0[W(nr_, p_)])) {                                 \
                 z_->owait = 1; /* no more chunks, or the program has not started that row */  \
                 break;                                                                        \
             }                                                                                 \
             z_->orow = nr_;                                                                   \
-            z_->orem = s->rows[nr_].bytes_per_producer;                                       \
+            z_->orem = BYTES(nr_, p_);                                                        \
         }                                                                                     \
         z_->owait = 0;                                                                        \
         z_->pending = z_->orem < chunk ? z_->orem : chunk;                                    \
@@ -392,12 +424,12 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
                 break; /* buffer full */                                                      \
             if (w_->srem == 0) {                                                              \
                 int nr_ = w_->srow + 1;                                                       \
-                while (nr_ < s->nrows && (p_) >= s->rows[nr_].producers)                      \
+                while (nr_ < s->nrows && !ACTIVE(nr_, p_))                                    \
                     nr_++;                                                                    \
                 if (nr_ >= s->nrows || isnan(win0[W(nr_, p_)]))                               \
                     break; /* no more chunks, or the program has not started that row */      \
                 w_->srow = nr_;                                                               \
-                w_->srem = s->rows[nr_].bytes_per_producer;                                   \
+                w_->srem = BYTES(nr_, p_);                                                    \
             }                                                                                 \
             int64_t sz_ = w_->srem < chunk ? w_->srem : chunk;                                \
             w_->srem -= sz_;                                                                  \
@@ -428,12 +460,11 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
                 y_->pwait = 0;                                                                \
                 break;                                                                        \
             }                                                                                 \
-            const xs_row *rw_ = &s->rows[y_->prow];                                           \
             if (y_->prow > 0)                                                                 \
                 tt_ += row_start; /* every later row: its descriptor, the barriers */         \
-            if ((p_) < rw_->producers) {                                                      \
+            if (ACTIVE(y_->prow, p_)) {                                                       \
                 win0[W(y_->prow, p_)] = tt_;                                                  \
-                y_->assigned += NCHUNKS(y_->prow);                                            \
+                y_->assigned += NCHUNKS(y_->prow, p_);                                        \
                 y_->plast = y_->assigned - 1;                                                 \
                 y_->pwait = 1;                                                                \
                 if (tandem)                                                                   \
@@ -442,7 +473,7 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
                     OFFER_NEXT(p_);                                                           \
                 break;                                                                        \
             }                                                                                 \
-            tt_ += rw_->gap_ns;                                                               \
+            tt_ += GAP(y_->prow, p_);                                                         \
             if (tt_ > makespan)                                                               \
                 makespan = tt_;                                                               \
             if (o->sync) {                                                                    \
@@ -469,7 +500,7 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
                 en_ = x_->acc[need_ % (q + 1)];                                               \
             win1[W(x_->prow, p_)] = en_;                                                      \
             x_->pwait = 0;                                                                    \
-            double tn_ = en_ + s->rows[x_->prow].gap_ns;                                      \
+            double tn_ = en_ + GAP(x_->prow, p_);                                             \
             if (tn_ > makespan)                                                               \
                 makespan = tn_;                                                               \
             if (o->sync) {                                                                    \
@@ -620,7 +651,7 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
     /* every active window must have closed; anything else is a defect of this function */
     for (int row = 0; row < s->nrows; row++)
         for (int p = 0; p < s->rows[row].producers; p++)
-            if (isnan(win1[W(row, p)])) {
+            if (ACTIVE(row, p) && isnan(win1[W(row, p)])) {
                 free(pr); free(h.a); free(el.a); free(held.a); free(rings); free(accs);
                 free(bufs); free(arrive); free(smp.a);
                 xs_result_free(out);
@@ -633,6 +664,9 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
 #undef SETTLE
 #undef W
 #undef NCHUNKS
+#undef ACTIVE
+#undef GAP
+#undef BYTES
 
     /* rows where a producer was inactive keep NaN windows */
     xs_result_rows_from_windows(out, s);

@@ -746,6 +746,107 @@ static void test_sim_invariants(void)
     xs_schedule_free(&s);
 }
 
+/* Per-producer programs (xs_simulate_programs). A program that repeats the schedule's rows gives
+ * the schedule's result exactly, on random profiles and schedules; a row of 0 bytes is work only;
+ * producers that store one after another see an empty stage, the same bursts together stall;
+ * malformed programs are refused. */
+static void test_programs(int trials)
+{
+    int same = 0, n = 0;
+    for (int t = 0; t < trials; t++) {
+        xs_profile p = random_profile();
+        xs_schedule s = {0};
+        const int rows = 1 + (int)uniform(0, 5);
+        for (int i = 0; i < rows; i++)
+            xs_schedule_append(&s, 1 + (int)uniform(0, 40), 16 * (int64_t)loguniform(1, 8192),
+                               urand() < 0.3 ? 0 : loguniform(10, 1e5));
+        const int np = xs_schedule_max_producers(&s) + (urand() < 0.5 ? 3 : 0);
+        int64_t *b = malloc((size_t)rows * np * sizeof *b);
+        double *g = malloc((size_t)rows * np * sizeof *g);
+        for (int i = 0; i < rows; i++)
+            for (int q = 0; q < np; q++) {
+                b[i * np + q] = q < s.rows[i].producers ? s.rows[i].bytes_per_producer
+                                                        : (int64_t)uniform(0, 1e6);
+                g[i * np + q] = s.rows[i].gap_ns;
+            }
+        xs_programs pg = {np, b, g};
+        xs_sim_opts so = {.record_windows = 1};
+        xs_result a, c;
+        if (xs_simulate(&p, &s, &so, &a) == XS_OK) {
+            n++;
+            if (xs_simulate_programs(&p, &s, &pg, &so, &c) == XS_OK) {
+                int eq = a.makespan_ns == c.makespan_ns &&
+                         a.peak_backlog_bytes == c.peak_backlog_bytes;
+                for (int k = 0; k < rows * a.nproducers && eq; k++)
+                    eq = (isnan(a.win_end[k]) && isnan(c.win_end[k])) ||
+                         a.win_end[k] == c.win_end[k];
+                same += eq;
+                xs_result_free(&c);
+            }
+            xs_result_free(&a);
+        }
+        free(b), free(g);
+        xs_schedule_free(&s);
+    }
+    XT_CHECK(n > trials / 2 && same == n, "programs = rows in %d of %d simulations", same, n);
+
+    /* one producer: (0 bytes, G), then (B, 0): its burst starts after G and the set-ups */
+    xs_profile p = fixed();
+    p.start_ns = 300, p.row_start_ns = 100;
+    xs_schedule s = {0};
+    xs_schedule_append(&s, 1, 16, 0);
+    xs_schedule_append(&s, 1, 16, 0);
+    int64_t b1[2] = {0, 4096};
+    double g1[2] = {5000, 0};
+    xs_programs pg = {1, b1, g1};
+    xs_sim_opts so = {.record_windows = 1};
+    xs_result r;
+    XT_CHECK(xs_simulate_programs(&p, &s, &pg, &so, &r) == XS_OK, "%s", xs_errmsg());
+    XT_CHECK(isnan(r.win_start[0]), "a row of 0 bytes has no window");
+    XT_NEAR(r.win_start[1], 300.0 + 5000 + 100, 1e-12);
+    xs_result_free(&r);
+    xs_schedule_free(&s);
+
+    /* 64 producers x 64 KiB: together they overflow Q(64); one after another (each alone in the
+     * stage: its lead is the previous ones' drain time) none is held back */
+    p = fixed();
+    p.start_ns = p.row_start_ns = 0;
+    const int K = 64;
+    const int64_t B = 65536;
+    XT_CHECK((double)K * B > xs_capacity(&p, K) * 1.5, "the burst overflows Q(%d)", K);
+    xs_schedule_append(&s, K, 16, 0);
+    xs_schedule_append(&s, K, 16, 0);
+    int64_t bb[2 * 64];
+    double gg[2 * 64];
+    double worst[2];
+    for (int mode = 0; mode < 2; mode++) {
+        for (int q = 0; q < K; q++) {
+            bb[q] = 0, gg[q] = mode ? q * (1.2 * B / p.drain_bytes_per_ns) : 0;
+            bb[K + q] = B, gg[K + q] = 0;
+        }
+        xs_programs pk = {K, bb, gg};
+        XT_CHECK(xs_simulate_programs(&p, &s, &pk, &so, &r) == XS_OK, "%s", xs_errmsg());
+        worst[mode] = 0;
+        for (int q = 0; q < K; q++)
+            worst[mode] = fmax(worst[mode], r.win_end[K + q] - r.win_start[K + q]);
+        xs_result_free(&r);
+    }
+    const double t0 = p.issue_overhead_ns +
+                      fmax(0, B - p.queue_bytes_per_producer) / p.issue_bytes_per_ns;
+    XT_CHECK(worst[0] > 3 * t0, "together: the last window %.0f ns, unconstrained %.0f", worst[0],
+             t0);
+    XT_NEAR(worst[1], t0, 0.01);
+
+    /* malformed programs */
+    xs_programs narrow = {K - 1, bb, gg};
+    XT_CHECK(xs_simulate_programs(&p, &s, &narrow, NULL, &r) == XS_EINVAL, "narrow refused");
+    bb[3] = -1;
+    xs_programs neg = {K, bb, gg};
+    XT_CHECK(xs_simulate_programs(&p, &s, &neg, NULL, &r) == XS_EINVAL, "negative refused");
+    XT_CHECK(strstr(xs_errmsg(), "producer 3") != NULL, "message: %s", xs_errmsg());
+    xs_schedule_free(&s);
+}
+
 static void check_plan_invariants(const xs_schedule *s, const xs_plan *pl, double move_cost)
 {
     XT_NEAR(xs_schedule_bytes(&pl->planned), xs_schedule_bytes(s), 1e-12);
@@ -861,6 +962,7 @@ int main(void)
     test_tandem();
     test_chunk_invariants(200);
     test_row_start(100);
+    test_programs(200);
     test_planner();
     test_stats();
     return xt_done();
