@@ -34,6 +34,9 @@ DEV_OBJ   := $(DEV_SRC:%.cu=$(BUILD)/%.o)
 # offline calibration drivers (dev/cal_offline/README.md): built so that they stay in step
 CAL_SRC   := $(wildcard dev/cal_offline/*.c)
 CAL_BIN   := $(CAL_SRC:dev/cal_offline/%.c=$(BUILD)/dev/cal_offline/%)
+# bench up's model offline (dev/up_offline/README.md), CPU only
+UPO_SRC   := $(wildcard dev/up_offline/*.cu)
+UPO_BIN   := $(UPO_SRC:dev/up_offline/%.cu=$(BUILD)/dev/up_offline/%)
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
 GTEST_SRC := $(wildcard tests/gpu/test_*.cu)
@@ -44,7 +47,7 @@ CTEST_BIN := $(CTEST_SRC:%.cu=$(BUILD)/%)
 HEADERS   := $(wildcard include/*.h include/*.cuh src/*.h tools/*.h cuda/*.h cuda/*.cuh tests/*.h)
 
 ifneq ($(NVCC),)
-ALL_GPU  := $(BUILD)/libxstage_cuda.a $(GTEST_BIN) $(CTEST_BIN) $(DEV_OBJ)
+ALL_GPU  := $(BUILD)/libxstage_cuda.a $(GTEST_BIN) $(CTEST_BIN) $(DEV_OBJ) $(UPO_BIN)
 TOOL_GPU := $(CU_OBJ)   # objects, not the archive: weak references do not pull archive members
 LINK     := $(NVCC) $(NVARCH) -Xlinker --no-as-needed
 else
@@ -85,6 +88,10 @@ $(BUILD)/tests/test_%: tests/test_%.c $(BUILD)/libxstage.a $(HEADERS)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< -o $@ $(BUILD)/libxstage.a $(LDLIBS)
 
 $(CTEST_BIN): $(BUILD)/tests/%: tests/%.cu $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) $< -o $@ $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(LDLIBS)
+
+$(UPO_BIN): $(BUILD)/dev/up_offline/%: dev/up_offline/%.cu $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) $< -o $@ $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(LDLIBS)
 

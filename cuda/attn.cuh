@@ -244,6 +244,46 @@ xs_status xs_attn_kv_predict(int seq, int heads, int causal, int grid, const int
                              const int4 *tasks, const double *dur_ns, const double *remote_bytes,
                              double drain_bytes_per_ns, double headroom_bytes,
                              xs_attn_courier_pred *out);
+/* The fused kernel as one program per CTA (docs/UP.md "Per-CTA programs"), for the event model
+ * (xs_simulate_programs): a CTA's steps (its tiles, or its KV tasks) in the order it runs them,
+ * each taking its measured time, and after each step the step's remote bytes: split 0 in one
+ * burst, then the next step's work; split n in the kernel's n slices over the next step's
+ * iterations (xs_attn_slices_due, the step's time spread evenly over them), the last step's
+ * bytes in one burst at the end. The first row is the first step's work (no bytes). Row i of
+ * CTA b is bytes[i * grid + b], gap_ns[i * grid + b]; programs shorter than nrows end in (0, 0)
+ * rows. Free with xs_attn_progs_free. */
+typedef struct {
+    int grid, nrows;
+    int64_t *bytes;
+    double *gap_ns;
+} xs_attn_progs;
+void xs_attn_progs_free(xs_attn_progs *p);
+/* The plain kernel in `order` (xs_attn_cta_tile), tile t taking dur_ns[t] with remote_bytes[t]
+ * to store. XS_EINVAL / XS_ENOMEM with one line. */
+xs_status xs_attn_progs_plain(int seq, int heads, int causal, int order, int remote, int grid,
+                              int split, const double *dur_ns, const double *remote_bytes,
+                              xs_attn_progs *out);
+/* The KV-split kernel's lists (checked as xs_attn_kv_check does): each task's time from the
+ * replay of xs_attn_kv_predict (its share of dur_ns[t]; a last part's wait for its other parts
+ * counted in its time); a task that stores its tile (whole, or the last part) stores its
+ * remote_bytes. */
+xs_status xs_attn_progs_kv(int seq, int heads, int causal, int grid, const int *task_off,
+                           const int4 *tasks, int split, const double *dur_ns,
+                           const double *remote_bytes, xs_attn_progs *out);
+/* The programs on profile p and on an unlimited stage (the same issue rate and overhead; no
+ * drain or capacity limit), with no schedule set-up (start_ns and row_start_ns belong to the
+ * replay kernel, not to this one) and without the producers' own store queues and buffers (the
+ * kernel's work waits for its held-back stores; docs/UP.md "Per-CTA programs"): the two
+ * makespans, and the most any CTA's issue of one step's bytes was held back by the stage (its
+ * window minus the unlimited one). */
+typedef struct {
+    double span_ns;      /* makespan on the profile */
+    double free_ns;      /* makespan on the unlimited stage */
+    double held_ns;      /* largest window stretch over every row and CTA */
+    double peak_bytes;   /* peak backlog of the shared stage */
+} xs_attn_progsim;
+xs_status xs_attn_progs_simulate(const xs_profile *p, const xs_attn_progs *pg,
+                                 xs_attn_progsim *out);
 /* Check sizes, pointers, split and (for WINDOWS) that every row has a rank and fits its
  * window; with couriers, their settings. XS_EINVAL with one line naming the problem. */
 xs_status xs_attn_validate(const xs_attn_args *a, const xs_wintab *tab, int grid);
