@@ -81,6 +81,8 @@ typedef struct {
     int pilots;       /* --pilots: the planner runs its best `pilots` members by prediction
                          and keeps the fastest (0: the model's choice alone) */
     double pilot_max_us; /* --pilot-max-us: only in rows whose fa takes at most this long */
+    double load_drain;   /* --load-drain: the model's drain rate for the fused kernel's stores,
+                          * bytes/ns (0: the profile's R) */
     const char *csv;
     const char *kv_trace; /* --kv-trace FILE: per-task stamps of KV-split runs (CSV) */
 } up_opts;
@@ -187,6 +189,9 @@ static void usage(FILE *f)
             "                        keeps the fastest (median); 0: the model's choice alone;\n"
             "                        one GPU only [4]\n"
             "      --pilot-max-us T  pilot only rows whose attention takes at most T us [3000]\n"
+            "      --load-drain X    the model's drain rate (bytes/ns) for the fused kernel's\n"
+            "                        stores while every SM computes: calibrate --load-probe's\n"
+            "                        'l2' line; 0: the profile's R [0]\n"
             "      --samples N       reference rows checked per configuration [256]\n"
             "      --seed N          input seed [fixed per run: 12345]\n"
             "  -d, --device N        CUDA device [0]\n"
@@ -215,7 +220,7 @@ static int parse_opts(int argc, char **argv, up_opts *o)
     o->pilots = 4, o->pilot_max_us = 3000;
     int seq_set = 0, heads_set = 0, peers_set = 0, quick = 0;
     enum { OPT_SPLIT = XS_OPT_FIRST_FREE, OPT_SAMPLES, OPT_ORDER, OPT_COURIERS, OPT_PACE,
-           OPT_PILOTS, OPT_PILOT_MAX, OPT_KV, OPT_KV_TRACE };
+           OPT_PILOTS, OPT_PILOT_MAX, OPT_KV, OPT_KV_TRACE, OPT_LOAD_DRAIN };
     static const struct option lo[] = {
         {"seq", required_argument, 0, 's'},       {"heads", required_argument, 0, 'H'},
         {"peers", required_argument, 0, 'p'},     {"causal", required_argument, 0, 'c'},
@@ -229,6 +234,7 @@ static int parse_opts(int argc, char **argv, up_opts *o)
         {"courier-pace", required_argument, 0, OPT_PACE},
         {"pilots", required_argument, 0, OPT_PILOTS},
         {"pilot-max-us", required_argument, 0, OPT_PILOT_MAX},
+        {"load-drain", required_argument, 0, OPT_LOAD_DRAIN},
         {"kv-split", required_argument, 0, OPT_KV},
         {"kv-trace", required_argument, 0, OPT_KV_TRACE},
         {"set", required_argument, 0, XS_OPT_SET}, {"help", no_argument, 0, 'h'},
@@ -301,6 +307,10 @@ static int parse_opts(int argc, char **argv, up_opts *o)
             break;
         case OPT_PILOT_MAX:
             if (xs_parse_double("--pilot-max-us", optarg, 0.0, 1e9, &o->pilot_max_us) != XS_OK)
+                return xs_cli_fail();
+            break;
+        case OPT_LOAD_DRAIN:
+            if (xs_parse_double("--load-drain", optarg, 0.0, 1e6, &o->load_drain) != XS_OK)
                 return xs_cli_fail();
             break;
         case OPT_SAMPLES:
@@ -784,10 +794,16 @@ typedef struct {
     double d[2 * UP_NCANDS]; /* predicted cost over fa, ns (NAN: the model failed) */
 } up_family;
 
-static void plan(const up_opts *o, const xs_profile *prof, const up_cfg *c, const double *dur,
+static void plan(const up_opts *o, const xs_profile *prof0, const up_cfg *c, const double *dur,
                  const uint64_t *tns, int kv_ok, up_row *row, double *d_pb, double *d_fu,
                  up_family *fam)
 {
+    /* the model's profile: the calibrated one, draining at --load-drain where given (the
+     * couriers' pace stays a fraction of the calibrated R: c->pace) */
+    xs_profile pm = *prof0;
+    if (o->load_drain > 0)
+        pm.drain_bytes_per_ns = o->load_drain;
+    const xs_profile *prof = &pm;
     /* the criterion: piggyback's per-CTA programs (fa's measured tile times, snake) with no
      * CTA's stores held back by the stage beyond one chunk at the drain rate */
     xs_attn_progsim pbs;
@@ -1918,6 +1934,10 @@ extern "C" int xs_bench_up(int argc, char **argv)
            prof.reserve_bytes_per_producer, prof.arbitration_skew, prof.chunk_bytes,
            prof.issue_bytes_per_ns, prof.issue_overhead_ns,
            prof.provisional ? " (provisional)" : "", gi.sm_count, xs_capacity(&prof, gi.sm_count));
+    if (o.load_drain > 0)
+        printf("# model: the fused kernel's stores drain at %.4g B/ns (--load-drain: calibrate "
+               "--load-probe, stores under L2 load), %.3f x R\n", o.load_drain,
+               o.load_drain / prof.drain_bytes_per_ns);
     printf("# layout [seq, heads, 128] bf16; BLOCK_M %d, BLOCK_N %d, %d warps, persistent grid "
            "= min(tiles, %d SMs); tolerance %.0e + %.0e|ref|\n", XS_ATTN_BM, XS_ATTN_BN,
            XS_ATTN_WARPS, gi.sm_count, UP_ATOL, UP_RTOL);

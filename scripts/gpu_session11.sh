@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# gpu_session11.sh - the run of run 11 (bench/results/h200-2026-11-29-r11): bench up's model
+# gpu_session11.sh - the runs of run 11 (bench/results/h200-2026-11-29-r11): bench up's model
 # on per-CTA programs (docs/UP.md "Per-CTA programs"): scripts/gpu_up.sh, the default 72-row
 # sweep (-n 11, pilots on, the forced-courier rows skipped), predicting with the profile of run 8
 # call 3 as every run since. Host code changed only; the kernels are run 10's.
-# Writes $OUT/up/ (gpu_up.log, up.csv, sdpa_ref.csv) and $OUT/run11.tar.gz of it.
-# Usage: OUT=dir [PROFILE=file] scripts/gpu_session11.sh
+# LOAD_DRAIN (default empty: the profile's R): bench up --load-drain, the drain rate under L2
+# load that the same calibration call measured (run 8 call 3, h200_call3_calib_calib.log,
+# "(f) drain under load", line l2: 50.43 GB/s); call 2 of run 11 passes 50.43.
+# Writes $OUT/up.csv, sdpa_ref.csv, gpu_up.log.gz.
+# Usage: OUT=dir [PROFILE=file] [LOAD_DRAIN=X] scripts/gpu_session11.sh
 set -u
 OUT=${OUT:-./out-s11}
 P=${PROFILE:-bench/results/h200-2026-11-29-r8/h200_call3_calib_h200_host_profile.json}
 mkdir -p "$OUT"
-OUT="$OUT/up" PROFILE="$P" COURIER_SEQS= timeout "${UP_LIMIT:-420}" bash scripts/gpu_up.sh \
-    2>&1 | tail -n 60
-gzip -k "$OUT/up/gpu_up.log" 2>/dev/null
+ARGS=
+[ -n "${LOAD_DRAIN:-}" ] && ARGS="--load-drain $LOAD_DRAIN"
+OUT="$OUT/up" PROFILE="$P" COURIER_SEQS= UP_ARGS="$ARGS" timeout "${UP_LIMIT:-420}" \
+    bash scripts/gpu_up.sh 2>&1 | tail -n 60
+gzip -f "$OUT/up/gpu_up.log"
+mv "$OUT/up/up.csv" "$OUT/up/sdpa_ref.csv" "$OUT/up/gpu_up.log.gz" "$OUT/" && rmdir "$OUT/up"
