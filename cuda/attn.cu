@@ -561,6 +561,12 @@ extern "C" xs_status xs_attn_progs_plain(int seq, int heads, int causal, int ord
         free(soff), free(st);
         return xs_seterr(XS_ENOMEM, "per-CTA programs: out of memory for %d tiles", tiles);
     }
+    for (int t = 0; t < tiles; t++)
+        if (!(remote_bytes[t] >= 0) || !(dur_ns[t] < INFINITY)) {
+            free(soff), free(st);
+            return xs_seterr(XS_EINVAL, "per-CTA programs: tile %d: %g remote bytes, %g ns", t,
+                             remote_bytes[t], dur_ns[t]);
+        }
     int n = 0;
     for (int b = 0; b < grid; b++) {
         soff[b] = n;

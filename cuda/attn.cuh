@@ -258,8 +258,9 @@ typedef struct {
     double *gap_ns;
 } xs_attn_progs;
 void xs_attn_progs_free(xs_attn_progs *p);
-/* The plain kernel in `order` (xs_attn_cta_tile), tile t taking dur_ns[t] with remote_bytes[t]
- * to store. XS_EINVAL / XS_ENOMEM with one line. */
+/* The plain kernel in `order` (xs_attn_cta_tile), tile t taking dur_ns[t] (finite; below 0
+ * counts as 0) with remote_bytes[t] >= 0 to store; split 0..256. XS_EINVAL / XS_ENOMEM with
+ * one line. */
 xs_status xs_attn_progs_plain(int seq, int heads, int causal, int order, int remote, int grid,
                               int split, const double *dur_ns, const double *remote_bytes,
                               xs_attn_progs *out);

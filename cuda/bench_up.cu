@@ -83,6 +83,7 @@ typedef struct {
     double pilot_max_us; /* --pilot-max-us: only in rows whose fa takes at most this long */
     double load_drain;   /* --load-drain: the model's drain rate for the fused kernel's stores,
                           * bytes/ns (0: the profile's R) */
+    double slice_ns;     /* --slice-ns: the kernel's own cost of one output slice, ns */
     const char *csv;
     const char *kv_trace; /* --kv-trace FILE: per-task stamps of KV-split runs (CSV) */
 } up_opts;
@@ -192,6 +193,9 @@ static void usage(FILE *f)
             "      --load-drain X    the model's drain rate (bytes/ns) for the fused kernel's\n"
             "                        stores while every SM computes: calibrate --load-probe's\n"
             "                        'l2' line; 0: the profile's R [0]\n"
+            "      --slice-ns X      the kernel's own cost of one output slice (ns), added to a\n"
+            "                        split member's prediction once per slice of its busiest\n"
+            "                        CTA: the slice_us column of an earlier run [0]\n"
             "      --samples N       reference rows checked per configuration [256]\n"
             "      --seed N          input seed [fixed per run: 12345]\n"
             "  -d, --device N        CUDA device [0]\n"
@@ -220,7 +224,7 @@ static int parse_opts(int argc, char **argv, up_opts *o)
     o->pilots = 4, o->pilot_max_us = 3000;
     int seq_set = 0, heads_set = 0, peers_set = 0, quick = 0;
     enum { OPT_SPLIT = XS_OPT_FIRST_FREE, OPT_SAMPLES, OPT_ORDER, OPT_COURIERS, OPT_PACE,
-           OPT_PILOTS, OPT_PILOT_MAX, OPT_KV, OPT_KV_TRACE, OPT_LOAD_DRAIN };
+           OPT_PILOTS, OPT_PILOT_MAX, OPT_KV, OPT_KV_TRACE, OPT_LOAD_DRAIN, OPT_SLICE_NS };
     static const struct option lo[] = {
         {"seq", required_argument, 0, 's'},       {"heads", required_argument, 0, 'H'},
         {"peers", required_argument, 0, 'p'},     {"causal", required_argument, 0, 'c'},
@@ -235,6 +239,7 @@ static int parse_opts(int argc, char **argv, up_opts *o)
         {"pilots", required_argument, 0, OPT_PILOTS},
         {"pilot-max-us", required_argument, 0, OPT_PILOT_MAX},
         {"load-drain", required_argument, 0, OPT_LOAD_DRAIN},
+        {"slice-ns", required_argument, 0, OPT_SLICE_NS},
         {"kv-split", required_argument, 0, OPT_KV},
         {"kv-trace", required_argument, 0, OPT_KV_TRACE},
         {"set", required_argument, 0, XS_OPT_SET}, {"help", no_argument, 0, 'h'},
@@ -311,6 +316,10 @@ static int parse_opts(int argc, char **argv, up_opts *o)
             break;
         case OPT_LOAD_DRAIN:
             if (xs_parse_double("--load-drain", optarg, 0.0, 1e6, &o->load_drain) != XS_OK)
+                return xs_cli_fail();
+            break;
+        case OPT_SLICE_NS:
+            if (xs_parse_double("--slice-ns", optarg, 0.0, 1e6, &o->slice_ns) != XS_OK)
                 return xs_cli_fail();
             break;
         case OPT_SAMPLES:
@@ -612,9 +621,10 @@ static xs_status kv_lists(const up_cfg *c, int kb, int **off, int4 **tasks, int 
  * member's lists, a part taking its share of its tile's time and a last part waiting for the
  * others; a stored tile's remote bytes in the member's slices over the CTA's next task)
  * simulated on the profile, minus the replay of fa (snake), as for the couriers. The partials'
- * and merges' own cost is not in it. NAN (a note printed) where the member cannot run. */
+ * and merges' own cost is not in it. *slices gets the busiest CTA's output slices (its tasks
+ * that store their tile x split). NAN (a note printed) where the member cannot run. */
 static double predict_kv_ns(const xs_profile *p, const up_cfg *c, const double *dur, int kb,
-                            int split)
+                            int split, int *slices)
 {
     int *off = NULL, nt = 0, ns = 0;
     int4 *tk = NULL;
@@ -632,8 +642,17 @@ static double predict_kv_ns(const xs_profile *p, const up_cfg *c, const double *
                                     rb, 1.0, 0.0, &fa) == XS_OK &&
             xs_attn_progs_kv(c->seq, c->heads, c->causal, c->grid, off, tk, split, dur, rb, &pg) ==
                 XS_OK &&
-            progs_sim(p, &pg, &kv) == XS_OK)
+            progs_sim(p, &pg, &kv) == XS_OK) {
+            int most = 0; /* slices of the busiest CTA: split per task that stores its tile */
+            for (int b = 0; b < c->grid; b++) {
+                int n = 0;
+                for (int i = off[b]; i < off[b + 1]; i++)
+                    n += tk[i].w < 0 || ((tk[i].w >> 4) & 15) == (tk[i].w & 15) - 1;
+                most = n > most ? n : most;
+            }
             d = kv.span_ns - fa.compute_end_ns;
+            *slices = most * split;
+        }
         else
             fprintf(stderr, "xstage: warning: KV split prediction: %s\n", xs_errmsg());
     }
@@ -791,7 +810,9 @@ static const char *plan_name(int order, int split, int couriers, int kv, char *b
 /* The planner's family with its predictions (plan fills it; pilots reads it). */
 typedef struct {
     int n, ord[2 * UP_NCANDS], spl[2 * UP_NCANDS], cou[2 * UP_NCANDS], kv[2 * UP_NCANDS];
-    double d[2 * UP_NCANDS]; /* predicted cost over fa, ns (NAN: the model failed) */
+    double d[2 * UP_NCANDS];  /* the model's cost over fa, ns, by which members rank (NAN: the
+                               * model failed) */
+    double dp[2 * UP_NCANDS]; /* the predicted cost over fa: d + the slices' own cost */
 } up_family;
 
 static void plan(const up_opts *o, const xs_profile *prof0, const up_cfg *c, const double *dur,
@@ -853,16 +874,23 @@ static void plan(const up_opts *o, const xs_profile *prof0, const up_cfg *c, con
             if (!have && (o->order < 0 || o->order == z) && o->kv <= 0)
                 ord[n] = z, spl[n] = want_s, cou[n] = want_c, kvs[n++] = 0;
         }
-    double d[2 * UP_NCANDS], best = INFINITY;
+    /* d: the link's cost, by which the members rank; dp: the prediction, d plus the slices' own
+     * cost on the busiest CTA (--slice-ns). Not in the ranking: with it the model prefers 4
+     * and 2 slices (fewer of them), whose link cost it underestimates (run 7: forced 4 slices
+     * hid >= 90 % in 27 of 60 rows, 8 slices in 49) */
+    double d[2 * UP_NCANDS], dp[2 * UP_NCANDS], best = INFINITY;
     for (int i = 0; i < n; i++) {
+        int slices = 0;
         if (kvs[i] > 0)
-            d[i] = predict_kv_ns(prof, c, dur, kvs[i], spl[i]);
+            d[i] = predict_kv_ns(prof, c, dur, kvs[i], spl[i], &slices);
         else if (cou[i] > 0)
             d[i] = predict_courier_ns(prof, c, dur, ord[i], cou[i]);
         else if (spl[i] == 0 && ord[i] == XS_ATTN_ORDER_SNAKE)
             d[i] = *d_pb;
-        else
-            d[i] = predict_delta_ns(prof, c, dur, ord[i], spl[i], NULL);
+        else /* slices on the CTA with the most tiles (CTA 0) */
+            d[i] = predict_delta_ns(prof, c, dur, ord[i], spl[i], NULL),
+            slices = xs_attn_cta_count(c->tiles, c->grid, 0) * spl[i];
+        dp[i] = d[i] + slices * o->slice_ns;
         if (d[i] < best)
             best = d[i];
     }
@@ -878,11 +906,11 @@ static void plan(const up_opts *o, const xs_profile *prof0, const up_cfg *c, con
     if (pick < 0) /* every prediction failed: keep what the kernel does unplanned */
         pick = n - 1;
     row->order = ord[pick], row->split = spl[pick], row->couriers = cou[pick];
-    row->kv = kvs[pick], *d_fu = d[pick];
+    row->kv = kvs[pick], *d_fu = dp[pick];
     fam->n = n;
     memcpy(fam->ord, ord, sizeof ord), memcpy(fam->spl, spl, sizeof spl);
     memcpy(fam->cou, cou, sizeof cou), memcpy(fam->kv, kvs, sizeof kvs);
-    memcpy(fam->d, d, sizeof d);
+    memcpy(fam->d, d, sizeof d), memcpy(fam->dp, dp, sizeof dp);
     row->courier_pace = row->couriers > 0 ? c->pace : 0.0;
     /* the courier and KV-split members' predictions, next to the choice */
     char cl[256] = "", kl[256] = "", nm[32];
@@ -892,7 +920,7 @@ static void plan(const up_opts *o, const xs_profile *prof0, const up_cfg *c, con
                      plan_name(ord[i], 0, cou[i], 0, nm, sizeof nm), d[i] / 1e3);
         if (kvs[i] > 0)
             snprintf(kl + strlen(kl), sizeof kl - strlen(kl), "%s %s %+.1f us", *kl ? "," : "",
-                     plan_name(ord[i], 0, 0, kvs[i], nm, sizeof nm), d[i] / 1e3);
+                     plan_name(ord[i], 0, 0, kvs[i], nm, sizeof nm), dp[i] / 1e3);
     }
     char pn[32];
     printf("# plan seq %d heads %d causal %d peers %d: criterion %s (%s); chosen %s "
@@ -1346,13 +1374,13 @@ static void run_pilots(up_bufs *B, const up_opts *o, const up_cfg *c, const up_f
         if (l > 0 && (size_t)l < sizeof line)
             l += snprintf(line + l, sizeof line - (size_t)l, " %s %.1f (pred %+.1f)",
                           plan_name(f->ord[i], f->spl[i], f->cou[i], f->kv[i], nm, sizeof nm), med,
-                          f->d[i] / 1e3);
+                          f->dp[i] / 1e3);
     }
     if (bi >= 0) {
         row->order = f->ord[bi], row->split = f->spl[bi], row->couriers = f->cou[bi];
         row->kv = f->kv[bi];
         row->courier_pace = row->couriers > 0 ? c->pace : 0.0;
-        *d_fu = f->d[bi];
+        *d_fu = f->dp[bi];
     }
     printf("%s; chosen %s\n", line,
            plan_name(row->order, row->split, row->couriers, row->kv, nm, sizeof nm));
@@ -1934,6 +1962,9 @@ extern "C" int xs_bench_up(int argc, char **argv)
            prof.reserve_bytes_per_producer, prof.arbitration_skew, prof.chunk_bytes,
            prof.issue_bytes_per_ns, prof.issue_overhead_ns,
            prof.provisional ? " (provisional)" : "", gi.sm_count, xs_capacity(&prof, gi.sm_count));
+    if (o.slice_ns > 0)
+        printf("# model: %.4g ns per output slice of the busiest CTA (--slice-ns: the kernel's "
+               "own cost of a split)\n", o.slice_ns);
     if (o.load_drain > 0)
         printf("# model: the fused kernel's stores drain at %.4g B/ns (--load-drain: calibrate "
                "--load-probe, stores under L2 load), %.3f x R\n", o.load_drain,
