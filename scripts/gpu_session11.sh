@@ -6,6 +6,7 @@
 # LOAD_DRAIN (default empty: the profile's R): bench up --load-drain, the drain rate under L2
 # load that the same calibration call measured (run 8 call 3, h200_call3_calib_calib.log,
 # "(f) drain under load", line l2: 50.43 GB/s); calls 2 and 3 of run 11 pass 50.43.
+# (Both empty: the profile's R and no slice cost; scripts/gpu_up.sh's own default is both.)
 # SLICE_NS (default empty: 0): bench up --slice-ns, the kernel's own cost of one output slice:
 # the median over run 10 call 8's split rows of slice_us / (tiles per CTA x split), 156 ns
 # (bench/results/h200-2026-11-29-r11/README.md gives the command); call 3 passes 156.
@@ -18,7 +19,7 @@ mkdir -p "$OUT"
 ARGS=
 [ -n "${LOAD_DRAIN:-}" ] && ARGS="--load-drain $LOAD_DRAIN"
 [ -n "${SLICE_NS:-}" ] && ARGS="$ARGS --slice-ns $SLICE_NS"
-OUT="$OUT/up" PROFILE="$P" COURIER_SEQS= UP_ARGS="$ARGS" timeout "${UP_LIMIT:-420}" \
+OUT="$OUT/up" PROFILE="$P" COURIER_SEQS= UP_MODEL_ARGS="$ARGS" timeout "${UP_LIMIT:-420}" \
     bash scripts/gpu_up.sh 2>&1 | tail -n 60
 gzip -f "$OUT/up/gpu_up.log"
 mv "$OUT/up/up.csv" "$OUT/up/sdpa_ref.csv" "$OUT/up/gpu_up.log.gz" "$OUT/" && rmdir "$OUT/up"

@@ -11,7 +11,8 @@
 # Writes to $OUT (default ./out-up): gpu_up.log (everything), up.csv, up_couriers.csv,
 # sdpa_ref.csv.
 # Usage: OUT=dir [PROFILE=file] [BUILD=build] [PY=python3] [SEQS=..] [HEADS=..] [PEERS=..]
-#        [UP_ARGS="..."] [COURIER_SEQS=..] [COURIER_ARGS="..."] scripts/gpu_up.sh
+#        [UP_ARGS="..."] [UP_MODEL_ARGS="..."] [COURIER_SEQS=..] [COURIER_ARGS="..."]
+#        scripts/gpu_up.sh
 # The planner predicts with PROFILE (gpu_all.sh sets it to the calibration of the same device
 # call); unset, the newest committed bench/results/h200-*/h200_host_profile.json; none
 # readable, the embedded provisional one (said in the log).
@@ -32,6 +33,12 @@ SEQS=${SEQS:-4096,8192,16384,32768,49152,65536}  # 4096: comm ~ compute (see abo
 HEADS=${HEADS:-8,16}
 PEERS=${PEERS:-2,4,8}
 UP_ARGS=${UP_ARGS:-}
+# The model's two terms for this kernel on the H200's PCIe path (docs/UP.md "Per-CTA
+# programs"), both measured before the run that uses them: the drain under L2 load from the
+# calibration of run 8 call 3 (h200_call3_calib_calib.log, "(f) drain under load", l2: 50.43
+# GB/s), and the kernel's own cost of an output slice, 156 ns (run 10 call 8's slice_us;
+# bench/results/h200-2026-11-29-r11/README.md). Set empty for the profile's R and no slice cost.
+UP_MODEL_ARGS=${UP_MODEL_ARGS---load-drain 50.43 --slice-ns 156}
 # 11 repetitions, not the bench's 5: at 32-64 K tokens the all-to-all is 2-7 % of the attention
 # and a repetition's hidden_pct spreads over hundreds of percent; with 5 their medians fell on
 # either side of 90 % from sweep to sweep (run 10 call 5: 5-8 such rows per sweep), with 11 the
@@ -92,7 +99,7 @@ if [ -x "$XSTAGE" ]; then
     # shellcheck disable=SC2086
     step bench_up 240 "$XSTAGE" bench up --seq "$SEQS" --heads "$HEADS" \
         --peers "$PEERS" -n "$UP_ITERS" ${PROFILE_ARGS[@]+"${PROFILE_ARGS[@]}"} \
-        --csv "$OUT/up.csv" $UP_ARGS
+        --csv "$OUT/up.csv" $UP_MODEL_ARGS $UP_ARGS
 else
     results+=("FAIL  bench_up (not built: $BUILD/xstage)"); fails=$((fails + 1))
 fi
