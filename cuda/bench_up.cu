@@ -191,8 +191,9 @@ static void usage(FILE *f)
             "                        one GPU only [4]\n"
             "      --pilot-max-us T  pilot only rows whose attention takes at most T us [3000]\n"
             "      --load-drain X    the model's drain rate (bytes/ns) for the fused kernel's\n"
-            "                        stores while every SM computes: calibrate --load-probe's\n"
-            "                        'l2' line; 0: the profile's R [0]\n"
+            "                        stores while every SM computes; 0: the profile's\n"
+            "                        drain_under_load_bytes_per_ns (calibrate --load-probe),\n"
+            "                        else its R [0]\n"
             "      --slice-ns X      the kernel's own cost of one output slice (ns), added to a\n"
             "                        split member's prediction once per slice of its busiest\n"
             "                        CTA: the slice_us column of an earlier run [0]\n"
@@ -819,11 +820,14 @@ static void plan(const up_opts *o, const xs_profile *prof0, const up_cfg *c, con
                  const uint64_t *tns, int kv_ok, up_row *row, double *d_pb, double *d_fu,
                  up_family *fam)
 {
-    /* the model's profile: the calibrated one, draining at --load-drain where given (the
-     * couriers' pace stays a fraction of the calibrated R: c->pace) */
+    /* the model's profile: the calibrated one, draining at --load-drain where given, else at
+     * the profile's drain under load where it has one (the couriers' pace stays a fraction of
+     * the calibrated R: c->pace) */
     xs_profile pm = *prof0;
     if (o->load_drain > 0)
         pm.drain_bytes_per_ns = o->load_drain;
+    else if (prof0->drain_under_load_bytes_per_ns > 0)
+        pm.drain_bytes_per_ns = prof0->drain_under_load_bytes_per_ns;
     const xs_profile *prof = &pm;
     /* the criterion: piggyback's per-CTA programs (fa's measured tile times, snake) with no
      * CTA's stores held back by the stage beyond one chunk at the drain rate */
@@ -1965,10 +1969,13 @@ extern "C" int xs_bench_up(int argc, char **argv)
     if (o.slice_ns > 0)
         printf("# model: %.4g ns per output slice of the busiest CTA (--slice-ns: the kernel's "
                "own cost of a split)\n", o.slice_ns);
-    if (o.load_drain > 0)
-        printf("# model: the fused kernel's stores drain at %.4g B/ns (--load-drain: calibrate "
-               "--load-probe, stores under L2 load), %.3f x R\n", o.load_drain,
-               o.load_drain / prof.drain_bytes_per_ns);
+    {
+        const double ld = o.load_drain > 0 ? o.load_drain : prof.drain_under_load_bytes_per_ns;
+        if (ld > 0)
+            printf("# model: the fused kernel's stores drain at %.4g B/ns (%s: stores under L2 "
+                   "load), %.3f x R\n", ld, o.load_drain > 0 ? "--load-drain" : "the profile's "
+                   "drain_under_load_bytes_per_ns", ld / prof.drain_bytes_per_ns);
+    }
     printf("# layout [seq, heads, 128] bf16; BLOCK_M %d, BLOCK_N %d, %d warps, persistent grid "
            "= min(tiles, %d SMs); tolerance %.0e + %.0e|ref|\n", XS_ATTN_BM, XS_ATTN_BN,
            XS_ATTN_WARPS, gi.sm_count, UP_ATOL, UP_RTOL);

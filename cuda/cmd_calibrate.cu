@@ -133,7 +133,8 @@ static void usage(void)
            "  --max-skew NS         rerun a run whose producers left the common start more\n"
            "                        than NS apart (up to 8 attempts; default 128, 0 keeps all)\n"
            "  --load-probe          also (f): the store kernel's rate while its SMs run other\n"
-           "                        memory traffic (HBM, L2); reported, not fitted\n"
+           "                        memory traffic (HBM, L2); reported, not fitted; the L2\n"
+           "                        rate goes into the profile (drain_under_load_bytes_per_ns)\n"
            "  --peer-dests all|one  with -g N: producer p stores to the other ranks in turn (all,\n"
            "                        default: all-to-all traffic) or every producer to the next\n"
            "                        rank (one destination); with N = 2 both are the one peer\n");
@@ -509,6 +510,9 @@ int xs_cmd_calibrate(int argc, char **argv)
     /* files last, after the published fit (seconds): a signal before this point writes none */
     if (xs_interrupted())
         return interrupted_exit(cx.runs, &smp, rp);
+    /* the drain under L2 load, for the models of fused kernels (bench up): measured, not fitted */
+    if (load_probe && ld_med[2] > 0)
+        p.drain_under_load_bytes_per_ns = ld_med[2];
     if (out && xs_profile_save(&p, out) != XS_OK)
         rc = xs_cli_fail();
     if (samples_out) {

@@ -95,6 +95,11 @@ typedef struct {
                                          * filled by its producer only and emptied into Q by
                                          * arbitration; a producer stalls when it is full;
                                          * 0 = none (the earlier model); default 0 */
+    double drain_under_load_bytes_per_ns; /* optional: the drain rate while every SM also runs
+                                         * L2 traffic (calibrate --load-probe, line 'l2'); not
+                                         * used by the event model itself, but by the models of
+                                         * fused kernels whose SMs compute while their stores
+                                         * drain (bench up); 0 = not measured; default 0 */
     char device[128];                   /* e.g. "NVIDIA H200" */
     char path[16];                      /* "host", "local", "peer" or "virtual" */
     char date[32];                      /* ISO date of the calibration */

@@ -18,7 +18,10 @@ mkdir -p "$OUT"
 LOG="$OUT/calib.log"
 : >"$LOG"
 . "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
-step calibrate-host 120 "$X" calibrate --target host --out "$OUT/h200_host_profile.json" \
+# --load-probe: (f), the drain under L2 load, goes into the profile
+# (drain_under_load_bytes_per_ns) for bench up's model (docs/UP.md "Per-CTA programs")
+step calibrate-host 120 "$X" calibrate --target host --load-probe \
+    --out "$OUT/h200_host_profile.json" \
     --out-published "$OUT/h200_host_profile_published.json" --samples "$OUT/h200_host_samples.csv"
 step calibrate-local 120 "$X" calibrate --target local --out "$OUT/h200_local_profile.json" \
     --samples "$OUT/h200_local_samples.csv"

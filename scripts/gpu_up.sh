@@ -33,12 +33,13 @@ SEQS=${SEQS:-4096,8192,16384,32768,49152,65536}  # 4096: comm ~ compute (see abo
 HEADS=${HEADS:-8,16}
 PEERS=${PEERS:-2,4,8}
 UP_ARGS=${UP_ARGS:-}
-# The model's two terms for this kernel on the H200's PCIe path (docs/UP.md "Per-CTA
-# programs"), both measured before the run that uses them: the drain under L2 load from the
-# calibration of run 8 call 3 (h200_call3_calib_calib.log, "(f) drain under load", l2: 50.43
-# GB/s), and the kernel's own cost of an output slice, 156 ns (run 10 call 8's slice_us;
-# bench/results/h200-2026-11-29-r11/README.md). Set empty for the profile's R and no slice cost.
-UP_MODEL_ARGS=${UP_MODEL_ARGS---load-drain 50.43 --slice-ns 156}
+# The model's second term for this kernel on the H200's PCIe path (docs/UP.md "Per-CTA
+# programs"): its own cost of an output slice, 156 ns, measured before the runs that use it (run
+# 10 call 8's slice_us; bench/results/h200-2026-11-29-r11/README.md). The first, the drain under
+# L2 load, comes with the profile (drain_under_load_bytes_per_ns, calibrate --load-probe; the
+# default profile, r11's h200_host_profile.json, has run 8 call 3's 50.43 B/ns). Set empty for
+# no slice cost.
+UP_MODEL_ARGS=${UP_MODEL_ARGS---slice-ns 156}
 # 11 repetitions, not the bench's 5: at 32-64 K tokens the all-to-all is 2-7 % of the attention
 # and a repetition's hidden_pct spreads over hundreds of percent; with 5 their medians fell on
 # either side of 90 % from sweep to sweep (run 10 call 5: 5-8 such rows per sweep), with 11 the

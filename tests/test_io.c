@@ -124,13 +124,14 @@ static void test_profile_good(void)
              "negative start_ns refused: %s", xs_errmsg());
     p.start_ns = 556.5;
     XT_CHECK(p.reserve_release == 0 && p.reserve_shared_fraction == 0 && p.row_start_ns == 0 &&
-                 p.buffer_bytes_per_producer == 0,
+                 p.buffer_bytes_per_producer == 0 && p.drain_under_load_bytes_per_ns == 0,
              "new optional fields default to the earlier model");
     static const char *const refused[] = {"reserve_release=0.5", "reserve_release=2",
                                           "reserve_shared_fraction=1.01",
                                           "reserve_shared_fraction=-0.1", "row_start_ns=-1",
-                                          "buffer_bytes_per_producer=-1"};
-    for (int i = 0; i < 6; i++) {
+                                          "buffer_bytes_per_producer=-1",
+                                          "drain_under_load_bytes_per_ns=-1"};
+    for (int i = 0; i < (int)(sizeof refused / sizeof refused[0]); i++) {
         xs_profile b = p;
         char name[64];
         snprintf(name, sizeof name, "%.*s", (int)(strchr(refused[i], '=') - refused[i]),
@@ -142,6 +143,7 @@ static void test_profile_good(void)
     XT_CHECK(xs_profile_set(&p, "reserve_shared_fraction=0.5") == XS_OK &&
                  xs_profile_set(&p, "row_start_ns=141.5") == XS_OK &&
                  xs_profile_set(&p, "buffer_bytes_per_producer=16384") == XS_OK &&
+                 xs_profile_set(&p, "drain_under_load_bytes_per_ns=50.43") == XS_OK &&
                  xs_profile_check(&p, "t") == XS_OK, "%s", xs_errmsg());
     char path[] = "/tmp/xs-prof-XXXXXX";
     int fd = mkstemp(path);
@@ -151,7 +153,8 @@ static void test_profile_good(void)
     XT_CHECK(xs_profile_load(path, &q) == XS_OK, "%s", xs_errmsg());
     XT_CHECK(q.drain_bytes_per_ns == 60.5 && q.chunk_bytes == 2048 && q.start_ns == 556.5 &&
                  q.reserve_shared_fraction == 0.5 && q.row_start_ns == 141.5 &&
-                 q.buffer_bytes_per_producer == 16384 && !strcmp(q.date, p.date),
+                 q.buffer_bytes_per_producer == 16384 &&
+                 q.drain_under_load_bytes_per_ns == 50.43 && !strcmp(q.date, p.date),
              "round trip");
     unlink(path);
     xs_profile d;
