@@ -50,14 +50,15 @@ step() {
 #                            of the tool lacks it); nothing when neither works
 #   pick_profile [FILE]      sets PROFILE_ARGS (--profile FILE, or empty) and PROFILE_LINE (the
 #                            "# profile:" line to log): FILE when given, else the newest
-#                            committed bench/results/h200-*/h200_host_profile.json, else none
+#                            committed bench/results/h200-*/h200_host_profile.json (by run
+#                            number: r11 after r6), else none
 #                            (the commands use their embedded profile)
 verdicts=()
 
 pick_profile() {
     local f=${1:-}
     [ -z "$f" ] &&
-        f=$(ls -1 bench/results/h200-*/h200_host_profile.json 2>/dev/null | sort | tail -n 1)
+        f=$(ls -1 bench/results/h200-*/h200_host_profile.json 2>/dev/null | sort -V | tail -n 1)
     PROFILE_ARGS=()
     if [ -n "$f" ] && [ -r "$f" ]; then
         PROFILE_ARGS=(--profile "$f")
