@@ -525,23 +525,24 @@ static double *remote_bytes(const up_cfg *c)
  * per-CTA programs (xs_attn_progs_plain: each CTA's tiles in `order`, with the fa run's
  * measured tile times, and each tile's remote bytes in one burst or in the kernel's slices)
  * simulated on the profile, minus the same programs on an unlimited stage. The compute itself is
- * measured (the fa runs), so the predicted sender-visible time is fa + this. *held (optional)
- * gets the most any CTA's stores of one step were held back. NAN (message printed) when the
- * model fails. */
+ * measured (the fa runs), so the predicted sender-visible time is fa + this. *sim (optional)
+ * gets the simulation's numbers (the most any CTA's stores of one step were held back, the
+ * stage's peak). NAN (message printed) when the model fails. */
 static double predict_delta_ns(const xs_profile *p, const up_cfg *c, const double *dur_ns,
                                int order, int split, xs_attn_progsim *sim)
 {
     double *rb = remote_bytes(c);
+    if (!rb)
+        return NAN;
     xs_attn_progs pg;
     xs_attn_progsim r;
-    xs_status st = rb ? xs_attn_progs_plain(c->seq, c->heads, c->causal, order, c->remote,
-                                            c->grid, split, dur_ns, rb, &pg)
-                      : XS_ENOMEM;
+    xs_status st = xs_attn_progs_plain(c->seq, c->heads, c->causal, order, c->remote, c->grid,
+                                       split, dur_ns, rb, &pg);
     free(rb);
     if (st == XS_OK)
         st = progs_sim(p, &pg, &r);
     if (st != XS_OK) {
-        fprintf(stderr, "xstage: warning: model: %s\n", rb ? xs_errmsg() : "out of memory");
+        fprintf(stderr, "xstage: warning: model: %s\n", xs_errmsg());
         return NAN;
     }
     if (sim)
