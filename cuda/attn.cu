@@ -256,7 +256,7 @@ static int kv_replay(int seq, int heads, int causal, int grid, const int *task_o
             for (; task_off[b] + pos[b] < task_off[b + 1]; pos[b]++) {
                 const int4 tk = tasks[task_off[b] + pos[b]];
                 const int t = tk.x;
-                const int np = tk.w < 0 ? 1 : tk.w & 15, p = tk.w < 0 ? 0 : (tk.w >> 4) & 15;
+                const int np = xs_attn_kv_nparts(tk.w), p = xs_attn_kv_partno(tk.w);
                 if (np > 1 && p == np - 1 && parts_done[t] < np - 1)
                     break; /* waits for the tile's other parts */
                 const int it = xs_attn_tile_iters(seq, heads, causal, t);
@@ -334,8 +334,8 @@ extern "C" xs_status xs_attn_kv_check(int seq, int heads, int causal, int grid,
                                "[%d, %d) of %d", i, tk.x, tk.y, tk.z, it);
                 break;
             }
-            const int np = tk.w < 0 ? 1 : tk.w & 15, p = tk.w < 0 ? 0 : (tk.w >> 4) & 15;
-            const int slot = tk.w < 0 ? 0 : tk.w >> 8;
+            const int np = xs_attn_kv_nparts(tk.w), p = xs_attn_kv_partno(tk.w);
+            const int slot = xs_attn_kv_slot(tk.w);
             if (tk.w < -1 || (tk.w >= 0 && (np < 2 || np > XS_ATTN_KV_MAX_PARTS || p >= np ||
                                              slot + np - 1 > nslots))) {
                 st = xs_seterr(XS_EINVAL, "KV split lists: task %d (tile %d) has part code %d "
@@ -406,6 +406,19 @@ out:
     return st;
 }
 
+/* The slots the lists name (parts' slot bases + their parts - 1, at most): the count
+ * xs_attn_kv_check wants where the caller did not build the lists. */
+static int kv_named_slots(int grid, const int *task_off, const int4 *tasks)
+{
+    int ns = 0;
+    for (int i = 0; i < task_off[grid]; i++)
+        if (tasks[i].w >= 0) {
+            const int e = xs_attn_kv_slot(tasks[i].w) + xs_attn_kv_nparts(tasks[i].w) - 1;
+            ns = e > ns ? e : ns;
+        }
+    return ns;
+}
+
 typedef struct {
     double t, bytes;
 } kv_arrival;
@@ -427,11 +440,8 @@ extern "C" xs_status xs_attn_kv_predict(int seq, int heads, int causal, int grid
                          "headroom %g B)", drain_bytes_per_ns, headroom_bytes);
     if (!task_off || grid < 1 || task_off[0] != 0)
         return xs_seterr(XS_EINVAL, "KV split prediction: no task lists");
-    int ns = 0; /* the slots the lists name: the check below wants their count */
-    for (int i = 0; i < task_off[grid]; i++)
-        if (tasks[i].w >= 0 && (tasks[i].w >> 8) + (tasks[i].w & 15) - 1 > ns)
-            ns = (tasks[i].w >> 8) + (tasks[i].w & 15) - 1;
-    XS_TRY(xs_attn_kv_check(seq, heads, causal, grid, task_off, tasks, ns));
+    XS_TRY(xs_attn_kv_check(seq, heads, causal, grid, task_off, tasks,
+                            kv_named_slots(grid, task_off, tasks)));
     const int tiles = xs_attn_tiles(seq, heads);
     double *te = (double *)malloc((size_t)tiles * sizeof(double));
     double *pe = (double *)malloc((size_t)tiles * sizeof(double));
@@ -593,11 +603,8 @@ extern "C" xs_status xs_attn_progs_kv(int seq, int heads, int causal, int grid,
         split > 256 || task_off[0] != 0)
         return xs_seterr(XS_EINVAL, "per-CTA programs: bad KV arguments (grid %d, split %d)",
                          grid, split);
-    int ns = 0; /* the slots the lists name, for the check */
-    for (int i = 0; i < task_off[grid]; i++)
-        if (tasks[i].w >= 0 && (tasks[i].w >> 8) + (tasks[i].w & 15) - 1 > ns)
-            ns = (tasks[i].w >> 8) + (tasks[i].w & 15) - 1;
-    XS_TRY(xs_attn_kv_check(seq, heads, causal, grid, task_off, tasks, ns));
+    XS_TRY(xs_attn_kv_check(seq, heads, causal, grid, task_off, tasks,
+                            kv_named_slots(grid, task_off, tasks)));
     const int tiles = xs_attn_tiles(seq, heads), nt = task_off[grid];
     double *te = (double *)malloc((size_t)tiles * sizeof(double));
     double *pe = (double *)malloc((size_t)tiles * sizeof(double));
@@ -615,11 +622,10 @@ extern "C" xs_status xs_attn_progs_kv(int seq, int heads, int causal, int grid,
         for (int b = 0; b < grid; b++)
             for (int i = task_off[b]; i < task_off[b + 1]; i++) {
                 const int4 tk = tasks[i];
-                const int np = tk.w < 0 ? 1 : tk.w & 15, p = tk.w < 0 ? 0 : (tk.w >> 4) & 15;
                 const double prev = i > task_off[b] ? tend[i - 1] : 0.0;
                 st[i].ns = tend[i] > prev ? tend[i] - prev : 0.0;
                 st[i].iters = tk.z - tk.y;
-                st[i].bytes = p == np - 1 ? remote_bytes[tk.x] : 0.0;
+                st[i].bytes = xs_attn_kv_stores(tk.w) ? remote_bytes[tk.x] : 0.0;
             }
         s = progs_from_steps(grid, task_off, st, split, out);
     }

@@ -105,6 +105,12 @@
 #define XS_ATTN_KV_SLOT_BYTES (XS_ATTN_WARPS * XS_ATTN_KV_FLOATS * 32 * 4) /* 68 KB */
 /* a KV part's code (xs_attn_args.tasks[].w): slot < 2^23, p < n, 2 <= n <= 15 */
 #define XS_ATTN_KV_PART(slot, p, n) (((slot) << 8) | ((p) << 4) | (n))
+/* A task's code read back (host side: lists, checks, predictions; -1 = a whole tile): its parts,
+ * its part, its slot base, and whether it stores its tile (a whole tile or the last part). */
+XS_HD int xs_attn_kv_nparts(int w) { return w < 0 ? 1 : w & 15; }
+XS_HD int xs_attn_kv_partno(int w) { return w < 0 ? 0 : (w >> 4) & 15; }
+XS_HD int xs_attn_kv_slot(int w) { return w < 0 ? 0 : w >> 8; }
+XS_HD int xs_attn_kv_stores(int w) { return xs_attn_kv_partno(w) == xs_attn_kv_nparts(w) - 1; }
 
 typedef enum { XS_ATTN_OUT_LOCAL = 0, XS_ATTN_OUT_WINDOWS = 1 } xs_attn_out;
 /* The order in which a CTA walks its tiles (see the top of the file). */

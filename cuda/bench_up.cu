@@ -652,7 +652,7 @@ static double predict_kv_ns(const xs_profile *p, const up_cfg *c, const double *
             for (int b = 0; b < c->grid; b++) {
                 int n = 0;
                 for (int i = off[b]; i < off[b + 1]; i++)
-                    n += tk[i].w < 0 || ((tk[i].w >> 4) & 15) == (tk[i].w & 15) - 1;
+                    n += xs_attn_kv_stores(tk[i].w);
                 most = n > most ? n : most;
             }
             d = kv.span_ns - fa.compute_end_ns;
@@ -1459,8 +1459,8 @@ static void kv_trace(up_bufs *B, const up_opts *o, const up_cfg *c, const up_row
                 const int4 q = tk[i];
                 fprintf(f, "%d,%d,%d,%d,%d,%d,%s,%d,%d,%d,%d,%d,%d,%d,%.0f", c->seq, c->heads,
                         c->causal, c->peers, row->kv, row->split, out ? "windows" : "local", b,
-                        i - off[b], q.x, q.y, q.z, q.w < 0 ? 0 : (q.w >> 4) & 15,
-                        q.w < 0 ? 1 : q.w & 15, tile_remote_bytes(c, q.x));
+                        i - off[b], q.x, q.y, q.z, xs_attn_kv_partno(q.w),
+                        xs_attn_kv_nparts(q.w), tile_remote_bytes(c, q.x));
                 for (int k = 0; k < 4; k++)
                     fprintf(f, ",%lld", h[4 * i + k] ? (long long)(h[4 * i + k] - t0) : -1LL);
                 fputc('\n', f);

@@ -14,14 +14,12 @@
 
 #include "../../cuda/attn.cuh"
 
-static int col(char **f, int n, const char *name, char **hdr, int nh)
-{
-    for (int i = 0; i < nh && i < n; i++)
-        if (!strcmp(hdr[i], name))
-            return i;
-    fprintf(stderr, "predict: no column %s\n", name);
-    exit(2);
-}
+/* the columns read, found once in the header */
+enum { C_SEQ, C_HEADS, C_CAUSAL, C_PEERS, C_FA, C_FUSED, C_PRED, C_PB, C_SPLIT, C_ORDER, C_CRIT,
+       C_KV, C_COUR, NCOL };
+static const char *const col_name[NCOL] = {
+    "seq", "heads", "causal", "peers", "fa_us", "fused_us", "pred_us",
+    "pb_us", "split", "order", "criterion_ok", "kv_split", "couriers"};
 
 static int split_csv(char *line, char **f, int max)
 {
@@ -47,34 +45,41 @@ int main(int argc, char **argv)
         fprintf(stderr, "predict: cannot open %s\n", argv[2]);
         return 1;
     }
-    char line[8192], hline[8192];
-    char *hdr[128], *f[128];
-    int nh = 0;
+    char line[8192];
+    char *f[128];
+    int ix[NCOL], nh = 0; /* ix: each column's index; nh: the header's fields (0: not read) */
     const int grid_sms = 132;
     printf("seq,heads,causal,peers,fa_us,plan,fused_us,pred_old_us,pred_us,err_pct,pb_us,"
            "pb_pred_us,pb_err_pct,pb_held_us,crit_old,crit_new,peak_mb\n");
     while (fgets(line, sizeof line, in)) {
         if (line[0] == '#')
             continue;
+        const int n = split_csv(line, f, 128);
         if (!nh) {
-            strcpy(hline, line);
-            nh = split_csv(hline, hdr, 128);
+            nh = n;
+            for (int c = 0; c < NCOL; c++) {
+                ix[c] = -1;
+                for (int i = 0; i < n && ix[c] < 0; i++)
+                    if (!strcmp(f[i], col_name[c]))
+                        ix[c] = i;
+                if (ix[c] < 0) {
+                    fprintf(stderr, "predict: no column %s\n", col_name[c]);
+                    return 2;
+                }
+            }
             continue;
         }
-        const int n = split_csv(line, f, 128);
-        const int seq = atoi(f[col(f, n, "seq", hdr, nh)]);
-        const int heads = atoi(f[col(f, n, "heads", hdr, nh)]);
-        const int causal = atoi(f[col(f, n, "causal", hdr, nh)]);
-        const int peers = atoi(f[col(f, n, "peers", hdr, nh)]);
-        const double fa = atof(f[col(f, n, "fa_us", hdr, nh)]);
-        const double fused = atof(f[col(f, n, "fused_us", hdr, nh)]);
-        const double pred_old = atof(f[col(f, n, "pred_us", hdr, nh)]);
-        const double pb = atof(f[col(f, n, "pb_us", hdr, nh)]);
-        const int split = atoi(f[col(f, n, "split", hdr, nh)]);
-        const int order = atoi(f[col(f, n, "order", hdr, nh)]);
-        const int crit_old = atoi(f[col(f, n, "criterion_ok", hdr, nh)]);
-        const int kv = atoi(f[col(f, n, "kv_split", hdr, nh)]);
-        const int cour = atoi(f[col(f, n, "couriers", hdr, nh)]);
+        if (n != nh) {
+            fprintf(stderr, "predict: a row of %d fields under a header of %d\n", n, nh);
+            return 1;
+        }
+        const int seq = atoi(f[ix[C_SEQ]]), heads = atoi(f[ix[C_HEADS]]);
+        const int causal = atoi(f[ix[C_CAUSAL]]), peers = atoi(f[ix[C_PEERS]]);
+        const double fa = atof(f[ix[C_FA]]), fused = atof(f[ix[C_FUSED]]);
+        const double pred_old = atof(f[ix[C_PRED]]), pb = atof(f[ix[C_PB]]);
+        const int split = atoi(f[ix[C_SPLIT]]), order = atoi(f[ix[C_ORDER]]);
+        const int crit_old = atoi(f[ix[C_CRIT]]), kv = atoi(f[ix[C_KV]]);
+        const int cour = atoi(f[ix[C_COUR]]);
         const int tiles = xs_attn_tiles(seq, heads);
         const int grid = tiles < grid_sms ? tiles : grid_sms;
         const int rpr = seq / peers;
@@ -128,12 +133,10 @@ int main(int argc, char **argv)
             return 1;
         }
         xs_attn_progs_free(&pg);
-        /* the KV member's compute replay is not fa's: its cost over the snake replay */
-        const double pred = fa + (fs.span_ns - fs.free_ns) / 1e3 +
-                            (kv > 0 ? (fs.free_ns - mx * fa * 1e3 / mx) / 1e3 : 0.0);
+        /* a plain member: fa + its link cost; a KV member's compute replay is not fa's, so its
+         * span itself (the snake replay of the scaled times ends at fa_us exactly) */
+        const double pred = kv > 0 ? fs.span_ns / 1e3 : fa + (fs.span_ns - fs.free_ns) / 1e3;
         const double ppb = fa + (pbs.span_ns - pbs.free_ns) / 1e3;
-        const double cap = xs_capacity(&prof, grid);
-        (void)cap;
         printf("%d,%d,%d,%d,%.1f,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.2f,%d,%d,%.2f\n", seq,
                heads, causal, peers, fa, plan, fused, pred_old, pred,
                100 * (pred - fused) / fused, pb, ppb, 100 * (ppb - pb) / pb, pbs.held_ns / 1e3,
