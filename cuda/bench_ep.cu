@@ -43,9 +43,14 @@
 #define EP_MAX_LIST 16
 #define EP_MAX_ROWS 1024
 
-enum { EP_UNFUSED, EP_WAVE, EP_INTER, EP_AUTO, EP_COURIER, EP_NVAR };
+/* the *_BULK variants (--bulk): the same plans as wave, interleaved and auto, with the Linear-2
+ * epilogues handing their rows to the TMA (xs_moe_run_opts.bulk_combine) */
+enum { EP_UNFUSED, EP_WAVE, EP_INTER, EP_AUTO, EP_COURIER, EP_WAVE_BULK, EP_INTER_BULK,
+       EP_AUTO_BULK, EP_NVAR };
 static const char *const ep_var_name[EP_NVAR] = {"unfused", "wave", "interleaved", "auto",
-                                                 "courier"};
+                                                 "courier", "wave_bulk", "interleaved_bulk",
+                                                 "auto_bulk"};
+#define EP_IS_BULK(v) ((v) >= EP_WAVE_BULK)
 
 typedef struct {
     const xs_moe_config *configs[EP_MAX_LIST];
@@ -60,6 +65,7 @@ typedef struct {
     int peers_set; /* --peers given: else each configuration's own peer count */
     xs_bench_opts common; /* -n, -w, -d, -g N (N ranks, one per GPU, real peers) */
     int quick, lead, wave_experts;
+    int bulk; /* --bulk: also the *_BULK variants */
     xs_moe_model mm; /* the kernel-level model (--block-bytes, --block-speed, --pace-bytes,
                       * --couriers, --courier-pace) */
     double timeout_ms;
@@ -82,6 +88,7 @@ typedef struct {
     double auto_gate_us; /* auto run: median pacer wait of its Linear-2 tiles with remote rows */
     double block_bytes, block_speed, pace_bytes; /* the model's numbers (xs_moe_model) */
     xs_moe_stall stall_wave, stall_inter, stall_auto;
+    xs_moe_stall stall_bulk[3]; /* the *_BULK runs: measured MMA side only */
     double local_span_us; /* local control: Linear-2 store span, median */
     double local_issue;   /* local control: Linear-2 store bytes per ns of span, median */
     double point_s, model_s; /* wall time of the point; of it, the host-side model (auto, stalls) */
@@ -153,6 +160,10 @@ static void ep_usage(FILE *f)
             "                               stayed slower than auto, run 9)\n"
             "      --courier-copy-rate B    model: bytes/ns one courier copies at most (9.2,\n"
             "                               measured; 0: no limit)\n"
+            "      --bulk                   also wave, interleaved and auto with the combine rows\n"
+            "                               handed to the TMA (cp.async.bulk from the staging\n"
+            "                               tile), measured in the same rounds (auto: not where\n"
+            "                               it chose couriers)\n"
             "      --seed S                 inputs and routing (default 1)\n"
             "      --timeout-ms MS          bound of every in-kernel wait (default 2000)\n"
             "  -d, --device N               CUDA device (default 0)\n"
@@ -172,7 +183,7 @@ static int ep_parse_list(const char *opt, const char *s, long lo, long hi, int *
 static int ep_parse(int argc, char **argv, ep_opts *o)
 {
     enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_TIMEOUT, O_BLOCK, O_BSPEED, O_PACE,
-           O_COURIERS, O_CPACE, O_AUTOCOUR, O_CCOPY };
+           O_COURIERS, O_CPACE, O_AUTOCOUR, O_CCOPY, O_BULK };
     static const struct option lo[] = {
         {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
         {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
@@ -193,6 +204,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         {"courier-pace", required_argument, 0, O_CPACE},
         {"auto-couriers", no_argument, 0, O_AUTOCOUR},
         {"courier-copy-rate", required_argument, 0, O_CCOPY},
+        {"bulk", no_argument, 0, O_BULK},
         {"device", required_argument, 0, 'd'},   {"quick", no_argument, 0, XS_OPT_QUICK},
         {"gpus", required_argument, 0, 'g'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
@@ -302,6 +314,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             o->mm.couriers = (int)v;
             break;
         case O_AUTOCOUR: o->mm.auto_couriers = 1; break;
+        case O_BULK: o->bulk = 1; break;
         case O_CCOPY:
             if (xs_parse_double("--courier-copy-rate", optarg, 0, 1e6,
                                 &o->mm.courier_copy_bytes_per_ns) != XS_OK)
@@ -334,6 +347,9 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
     }
     if (o->quick && !o->common.iters_set)
         o->common.iters = 3;
+    o->run[EP_WAVE_BULK] = o->bulk && o->run[EP_WAVE];
+    o->run[EP_INTER_BULK] = o->bulk && o->run[EP_INTER];
+    o->run[EP_AUTO_BULK] = o->bulk && o->run[EP_AUTO];
     if (!strcmp(cfg_arg, "all")) {
         if (o->quick) {
             o->configs[o->nconfigs++] = xs_moe_config_find("olmoe-1b-7b");
@@ -549,6 +565,10 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     r->stall_auto.abs_err_med_ns = NAN;
     r->stall_wave.mma_abs_err_med_ns = r->stall_inter.mma_abs_err_med_ns = NAN;
     r->stall_auto.mma_abs_err_med_ns = NAN;
+    r->stall_wave.mma_meas_med_ns = r->stall_inter.mma_meas_med_ns = NAN;
+    r->stall_auto.mma_meas_med_ns = NAN;
+    for (int k = 0; k < 3; k++)
+        r->stall_bulk[k].mma_meas_med_ns = NAN;
     r->pred_paced_us = r->pred_auto_us = r->auto_gate_us = r->fill_us = NAN;
     r->pred_courier_us = NAN;
     r->courier_sched = "-";
@@ -674,7 +694,8 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         snprintf(r->how, sizeof r->how, "%s", ar.how);
         /* the local-control reference of each variant's order (auto: its own order) */
         const double *ref_of[EP_NVAR] = {NULL, ref[0], ref[1],
-                                         ar.plan.kind == XS_MOE_WAVE ? ref[0] : ref[1], NULL};
+                                         ar.plan.kind == XS_MOE_WAVE ? ref[0] : ref[1], NULL,
+                                         NULL, NULL, NULL};
 
         /* the virtual-peer windows, or (-g) one region per source in every real peer's window */
         xs_win_opts wo;
@@ -711,14 +732,18 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         const xs_wintab *run_tab = pp ? &pp->send : tab;
 
         /* round-robin over the variants, the last round verified */
-        const int slot_of[EP_NVAR] = {0, 0, 1, 2, 3};
+        const int slot_of[EP_NVAR] = {0, 0, 1, 2, 3, 0, 1, 2};
+        xs_moe_run_opts ro_bulk = ro;
+        ro_bulk.bulk_combine = 1;
         for (int it = 0; it < o->common.warmup + o->common.iters; it++) {
             const int last = it == o->common.warmup + o->common.iters - 1;
             for (int var = 0; var < EP_NVAR; var++) {
-                if (!o->run[var] || (var == EP_COURIER && r->couriers <= 0))
+                if (!o->run[var] || (var == EP_COURIER && r->couriers <= 0) ||
+                    (var == EP_AUTO_BULK && r->auto_couriers > 0))
                     continue;
                 double us = 0, gus = 0;
-                EP_TRY(ep_run(m, cb, var, slot_of[var], run_tab, pp, &ro, &us, &gus));
+                EP_TRY(ep_run(m, cb, var, slot_of[var], run_tab, pp,
+                              EP_IS_BULK(var) ? &ro_bulk : &ro, &us, &gus));
                 if (it >= o->common.warmup) {
                     samples[var][ns[var]++] = us;
                     if (var == EP_UNFUSED)
@@ -738,6 +763,17 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
                     continue;
                 }
                 xs_moe_trace(m, &tr, &ntr);
+                if (EP_IS_BULK(var)) {
+                    /* measured MMA side only: the model has no bulk-copy issue line, so its
+                     * predictions (the 16-byte stores') are not reported for these runs */
+                    const double *rb = ref_of[var - EP_WAVE_BULK + EP_WAVE];
+                    EP_TRY(xs_moe_stall_predict(tr, ntr, prof, &o->mm, r_local, rb, ntot,
+                                                &r->stall_bulk[var - EP_WAVE_BULK], NULL, NULL));
+                    if (tiles)
+                        ep_tiles_out(tiles, r, ep_var_name[var], m, prof, &o->mm, r_local, rb,
+                                     ntot, 1);
+                    continue;
+                }
                 xs_moe_stall *sp = var == EP_WAVE ? &r->stall_wave
                                    : var == EP_INTER ? &r->stall_inter : &r->stall_auto;
                 t_model = xs_now_s();
@@ -818,7 +854,11 @@ static const char *ep_csv_header =
     "mma_stall_pred_med_interleaved_us,blocked_pred_wave_us,blocked_pred_interleaved_us,"
     "block_bytes,block_speed,pace_bytes,point_s,model_s,fill_us,drain_bound,couriers,"
     "courier_pace,courier_schedule,courier_us,courier_p10,courier_p90,pred_courier_us,"
-    "auto_couriers,wave_over_courier\n";
+    "auto_couriers,wave_over_courier,wave_bulk_us,wave_bulk_p10,wave_bulk_p90,interleaved_bulk_us,"
+    "interleaved_bulk_p10,interleaved_bulk_p90,auto_bulk_us,auto_bulk_p10,auto_bulk_p90,"
+    "wave_bulk_over_interleaved_bulk,wave_over_auto_bulk,auto_over_auto_bulk,"
+    "mma_stall_meas_med_auto_us,mma_stall_meas_med_wave_bulk_us,"
+    "mma_stall_meas_med_interleaved_bulk_us,mma_stall_meas_med_auto_bulk_us\n";
 
 static void ep_csv_row(FILE *f, const ep_row *r)
 {
@@ -827,7 +867,8 @@ static void ep_csv_row(FILE *f, const ep_row *r)
                "%d,%.1f,%.1f,%.4f,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d,%.3f,%.3f,%.3f,"
                "%.3f,%.3f,%.3f,%.3f,%.1f,%d,%.2f,%.3g,%d,%d,%.1f,%.1f,%.3f,%.3f,%.3f,%d,%.3f,%.3f,"
                "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f,%.3f,%.3f,%.1f,%d,%d,%.3f,"
-               "%s,%.1f,%.1f,%.1f,%.1f,%d,%.4f\n",
+               "%s,%.1f,%.1f,%.1f,%.1f,%d,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,"
+               "%.4f,%.4f,%.3f,%.3f,%.3f,%.3f\n",
             r->config, r->routing, r->tokens, r->peers, t[EP_UNFUSED].med, t[EP_WAVE].med,
             t[EP_INTER].med, t[EP_AUTO].med, r->bound_us, r->verified ? "true" : "false",
             r->local.med, r->local_inter.med, r->compute_us, r->drain_us, r->cublas_gemm_us,
@@ -850,7 +891,13 @@ static void ep_csv_row(FILE *f, const ep_row *r)
             r->block_speed, r->pace_bytes, r->point_s, r->model_s, r->fill_us, r->drain_bound,
             r->couriers, r->courier_pace, r->courier_sched, t[EP_COURIER].med,
             t[EP_COURIER].p10, t[EP_COURIER].p90, r->pred_courier_us, r->auto_couriers,
-            t[EP_WAVE].med / t[EP_COURIER].med);
+            t[EP_WAVE].med / t[EP_COURIER].med, t[EP_WAVE_BULK].med, t[EP_WAVE_BULK].p10,
+            t[EP_WAVE_BULK].p90, t[EP_INTER_BULK].med, t[EP_INTER_BULK].p10, t[EP_INTER_BULK].p90,
+            t[EP_AUTO_BULK].med, t[EP_AUTO_BULK].p10, t[EP_AUTO_BULK].p90,
+            t[EP_WAVE_BULK].med / t[EP_INTER_BULK].med, t[EP_WAVE].med / t[EP_AUTO_BULK].med,
+            t[EP_AUTO].med / t[EP_AUTO_BULK].med, r->stall_auto.mma_meas_med_ns / 1e3,
+            r->stall_bulk[0].mma_meas_med_ns / 1e3, r->stall_bulk[1].mma_meas_med_ns / 1e3,
+            r->stall_bulk[2].mma_meas_med_ns / 1e3);
     fflush(f);
 }
 
@@ -896,6 +943,54 @@ static void ep_summary_ratio(const char *name, const double *x, int n)
     printf("# %-22s geomean %.3f  median %.3f  max %.3f  min %.3f  (%d rows)\n", name,
            xs_geomean(x, (size_t)n), xs_median(x, (size_t)n), xs_max(x, (size_t)n),
            xs_min(x, (size_t)n), n);
+}
+
+/* --bulk: the bulk-copy variants against their 16-byte-store twins of the same rounds */
+static void ep_summary_bulk(const ep_row *rows, int n)
+{
+    double *wi = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *wa = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *aa = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *ab = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    if (!wi || !wa || !aa || !ab) {
+        free(wi); free(wa); free(aa); free(ab);
+        return;
+    }
+    int nwi = 0, nwa = 0, naa = 0, nab = 0, near = 0, ner = 0, near_r = 0;
+    for (int i = 0; i < n; i++) {
+        const ep_row *r = &rows[i];
+        const double wb = r->t[EP_WAVE_BULK].med, ib = r->t[EP_INTER_BULK].med;
+        const double ab_ = r->t[EP_AUTO_BULK].med;
+        if (isfinite(wb) && isfinite(ib) && ib > 0)
+            wi[nwi++] = wb / ib;
+        if (!(isfinite(ab_) && ab_ > 0))
+            continue;
+        if (isfinite(r->t[EP_WAVE].med))
+            wa[nwa++] = r->t[EP_WAVE].med / ab_;
+        if (isfinite(r->t[EP_AUTO].med))
+            aa[naa++] = r->t[EP_AUTO].med / ab_;
+        const double q = ab_ / r->bound_us;
+        if ((r->criterion_ok || r->reshape_ok) && isfinite(q)) {
+            ab[nab++] = q;
+            near += q <= 1.10;
+        }
+        if (!r->criterion_ok && r->reshape_ok && isfinite(q)) {
+            ner++;
+            near_r += q <= 1.10;
+        }
+    }
+    if (nwi || nwa) {
+        printf("# %-22s the combine rows by TMA bulk copies, the same plans, the same rounds\n",
+               "bulk");
+        ep_summary_ratio("wave_b/interleaved_b", wi, nwi);
+        ep_summary_ratio("wave/auto_bulk", wa, nwa);
+        ep_summary_ratio("auto/auto_bulk", aa, naa);
+        ep_summary_ratio("auto_bulk/bound (met)", ab, nab);
+        printf("# %-22s %d of %d rows where the criterion holds as is or reshaped within 10%% of "
+               "bound_us; %d of %d where only reshaping meets it\n", "auto_bulk near bound",
+               near, nab, near_r, ner);
+    }
+    free(wi); free(wa); free(aa); free(ab);
 }
 
 static void ep_summary(const ep_row *rows, int n)
@@ -987,6 +1082,7 @@ static void ep_summary(const ep_row *rows, int n)
     ep_summary_ratio("courier/bound (met)", cb, ncb);
     printf("# %-22s %d of %d rows where the criterion holds as is or reshaped within 10%% of "
            "bound_us\n", "courier near bound", cnear, ncb);
+    ep_summary_bulk(rows, n);
     ep_summary_ratio("cuBLAS GEMMs / local", c, nc);
     double pt = 0, mt = 0, pmax = 0;
     for (int i = 0; i < n; i++) {

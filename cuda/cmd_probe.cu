@@ -31,6 +31,7 @@ typedef struct {
     int interleave;
     double pace;     /* fraction of the reference store rate; 0 unpaced */
     int load;        /* xs_probe_load */
+    int bulk;        /* 1: the stores go by TMA bulk copies from shared memory */
 } probe_case;
 
 /* The reference (all SMs, contiguous, nothing else running) comes first: its rate sets the pace
@@ -73,6 +74,21 @@ static const probe_case cases[] = {
     {"rows", -1, 512, 32, 0, XS_PROBE_LOAD_NONE},
     {"rows", -1, 4096, 4, 0, XS_PROBE_LOAD_NONE},
     {"rows", -1, 256, 16, 0, XS_PROBE_LOAD_HBM},
+    {"rowpace", -1, 512, 32, 0.8, XS_PROBE_LOAD_HBM},
+    {"rowpace", -1, 512, 32, 0.8, XS_PROBE_LOAD_L2},
+    /* the same bytes through the TMA (cp.async.bulk from shared memory): does a store that
+     * the SM's load/store unit never sees still hold its loads back? (the fused kernels'
+     * main loops lose time next to their paced stores, docs/EP.md "Couriers", the probe) */
+    {"bulk", -1, 0, 1, 0, XS_PROBE_LOAD_NONE, 1},
+    {"bulk", -1, 0, 1, 0, XS_PROBE_LOAD_HBM, 1},
+    {"bulk", -1, 0, 1, 0, XS_PROBE_LOAD_L2, 1},
+    {"bulk", -1, 0, 1, 0, XS_PROBE_LOAD_FMA, 1},
+    {"bulkpace", -1, 0, 1, 0.8, XS_PROBE_LOAD_HBM, 1},
+    {"bulkpace", -1, 0, 1, 0.8, XS_PROBE_LOAD_L2, 1},
+    {"bulkpace", -1, 0, 1, 0.5, XS_PROBE_LOAD_HBM, 1},
+    {"bulkrows", -1, 512, 32, 0, XS_PROBE_LOAD_NONE, 1},
+    {"bulkrows", -1, 512, 32, 0.8, XS_PROBE_LOAD_HBM, 1},
+    {"bulkrows", -1, 512, 32, 0.8, XS_PROBE_LOAD_L2, 1},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -89,8 +105,9 @@ static void usage(void)
            "reference store rate (all SMs, contiguous); each load alone (control); each load next\n"
            "to the stores of all SMs, unpaced and paced at 0.8 and 0.5 of the reference; stores\n"
            "from 4, 8 and 16 SMs, unpaced and paced at 0.8-1.0, with the load on all; rows of 256-4096\n"
-           "bytes interleaved across CTAs (the layouts of the fused kernels' outputs). Every byte\n"
-           "verified.\n\n"
+           "bytes interleaved across CTAs (the layouts of the fused kernels' outputs); the same\n"
+           "stores as TMA bulk copies from shared memory (bulk*: cp.async.bulk, their span ends\n"
+           "when the writes are complete). Every byte verified.\n\n"
            "  -t, --target T        host (pinned host memory over PCIe, default) or local (HBM)\n"
            "  --window SIZE         bytes stored per run, at least 1M (default 64M); small\n"
            "                        windows are isolated bursts: their store rate says how\n"
@@ -151,7 +168,7 @@ int xs_cmd_probe(int argc, char **argv)
                 k++;
             if (k == NCASES)
                 return xs_cli_failf("probe: --only %s: no such case (ref, control, all, paced, "
-                                    "few, fewpace, rows)", optarg);
+                                    "few, fewpace, rows, rowpace, bulk, bulkpace, bulkrows)", optarg);
             only = optarg;
             break;
         }
@@ -196,7 +213,7 @@ int xs_cmd_probe(int argc, char **argv)
         fprintf(cf, "case,store_ctas,row_bytes,interleave,pace_gbps,load,store_gbps,store_min,"
                     "store_max,store_over_ref,load_storing,load_storing_min,load_storing_max,"
                     "storing_over_alone,load_others,load_others_min,load_others_max,"
-                    "others_over_alone,kernel_us,bytes,verified\n");
+                    "others_over_alone,kernel_us,bytes,verified,bulk\n");
     double ref_gbps = NAN, ref_span_ns = NAN, alone[4] = {NAN, NAN, NAN, NAN};
     int rc = 0;
     for (int i = 0; i < NCASES && !rc; i++) {
@@ -215,6 +232,7 @@ int xs_cmd_probe(int argc, char **argv)
         cfg.row_bytes = pc->row_bytes;
         cfg.interleave = pc->interleave;
         cfg.load = pc->load;
+        cfg.bulk = pc->bulk;
         cfg.pace_gbps = pc->pace > 0 ? pc->pace * ref_gbps : 0;
         /* the load side stops on its own clock before the slowest stores end (paced at 0.5:
          * twice the reference span); the controls run as long */
@@ -243,13 +261,13 @@ int xs_cmd_probe(int argc, char **argv)
                m.kernel_us);
         if (cf)
             fprintf(cf, "%s,%d,%d,%d,%.3f,%s,%.4f,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f,%.4f,%.3f,%.3f,"
-                        "%.3f,%.4f,%.2f,%.0f,1\n", pc->name, cfg.store_ctas, cfg.row_bytes,
+                        "%.3f,%.4f,%.2f,%.0f,1,%d\n", pc->name, cfg.store_ctas, cfg.row_bytes,
                     cfg.interleave, cfg.pace_gbps, load_names[cfg.load], m.store_gbps,
                     l.store_gbps, h.store_gbps, ratio(m.store_gbps, i ? ref_gbps : m.store_gbps),
                     m.load_store_sms,
                     l.load_store_sms, h.load_store_sms, ratio(m.load_store_sms, a),
                     m.load_other_sms, l.load_other_sms, h.load_other_sms,
-                    ratio(m.load_other_sms, a), m.kernel_us, m.bytes);
+                    ratio(m.load_other_sms, a), m.kernel_us, m.bytes, pc->bulk);
         fflush(stdout);
     }
     if (cf && fclose(cf) != 0 && !rc)

@@ -427,6 +427,25 @@ XS_DEV void xs_gemm_store_rows(const char *smem, char *const *dst_rows, int nrow
     }
 }
 
+/* The staging tile's rows (WIDTH = BN) by TMA bulk copies: thread r < min(nrows, BM) whose
+ * dst_rows[r] is not NULL copies row r's first ncols columns (ncols * 2 bytes: a multiple of 16,
+ * i.e. ncols % 8 == 0, and dst 16-byte aligned) and waits until the copy has read shared memory.
+ * Call from all threads after each of them staged its part, ran xs_bulk_fence_smem and met the
+ * others at a barrier; the caller's barrier after it frees the staging tile. The writes complete
+ * asynchronously: every thread runs xs_bulk_wait_done before the CTA ends. */
+template <class C, int WIDTH>
+XS_DEV void xs_gemm_store_rows_bulk(const char *smem, char *const *dst_rows, int nrows,
+                                    int ncols)
+{
+    constexpr int ROW_BYTES = (WIDTH + 8) * 2;
+    const int r = threadIdx.x;
+    if (r < C::BM && r < nrows && dst_rows[r]) {
+        xs_bulk_s2g(dst_rows[r], smem + r * ROW_BYTES, (uint32_t)ncols * 2);
+        xs_bulk_commit();
+        xs_bulk_wait_read<0>();
+    }
+}
+
 /* ---- a plain GEMM kernel on the engine (tests, baselines, TP building block) ----------------- */
 
 /* One tile per CTA, tiles rasterised in groups of 8 tile-rows so that concurrently running

@@ -802,6 +802,7 @@ typedef struct {
     int nclist;
     double courier_ns_per_byte; /* one courier's pace: couriers / the couriers' total rate */
     unsigned long long *ctrace; /* [nclist][XS_MOE_COPY_WORDS] */
+    int bulk_combine;           /* 1: Linear-2 epilogues issue their rows by TMA bulk copies */
 } xs_moe_kargs;
 
 /* xs_devstatus detail, low 32 bits: a row block (< 2^30, a Linear-2 dependency), or one of */
@@ -1174,6 +1175,9 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
             ncols = nv < C::BN ? nv : C::BN;
             xs_gemm_stage_acc<C>(smem, acc, scale); /* routing weight per row */
         }
+        const int bulk = kind == 2 && a.bulk_combine;
+        if (bulk)
+            xs_bulk_fence_smem(); /* this thread's staging writes, for the TMA's reads */
         unsigned long long gate_ns = 0;
         if (kind == 2 && tid == 0 && nremote > 0 && a.pace_ns_per_byte > 0.0)
             gate_ns = xs_moe_pace(a, (double)nremote * ncols * 2.0);
@@ -1181,9 +1185,13 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
         const uint64_t c_st0 = xs_clock();
         if (kind == 1)
             xs_gemm_store_rows<C, C::BN / 2>(smem, dst, nrows, ncols);
+        else if (bulk)
+            xs_gemm_store_rows_bulk<C, C::BN>(smem, dst, nrows, ncols);
         else
             xs_gemm_store_rows<C, C::BN>(smem, dst, nrows, ncols);
-        __syncthreads(); /* every store of the tile issued (accepted by the SM) */
+        /* every store of the tile issued (accepted by the SM); bulk: every copy has read its
+         * row, so the next tile may overwrite the staging tile */
+        __syncthreads();
         if (tid == 0) {
             const uint64_t c_st1 = xs_clock();
             if (kind == 2 && a.ready) {
@@ -1214,6 +1222,8 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
             }
         }
     }
+    if (a.bulk_combine)
+        xs_bulk_wait_done(); /* the writes of this thread's copies, before the CTA ends */
     if (tid == 0 && a.anchors) {
         unsigned long long g1, k1;
         xs_time_anchor(&g1, &k1, 1ull << 23);
@@ -1510,6 +1520,10 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
     if (only < 0 || only > 2)
         return xs_seterr(XS_EINVAL, "moe: run option only=%d: 0 (the layer), 1 (Linear-1 tiles) "
                          "or 2 (Linear-2 tiles)", only);
+    if (o && o->bulk_combine && tl->plan.couriers > 0)
+        return xs_seterr(XS_EINVAL, "moe: bulk combine copies and couriers (plan slot %d, %d "
+                         "couriers) are exclusive: the couriers store the combine", slot,
+                         tl->plan.couriers);
     if (only) {
         XS_TRY(xs_moe_subset(m, tl, only));
         tl = &m->sub;
@@ -1591,6 +1605,7 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
     a.trace = m->d_trace;
     a.anchors = m->d_anchors;
     a.l2_per_rb = m->l2_per_rb;
+    a.bulk_combine = o ? o->bulk_combine : 0;
     if (couriers > 0) {
         a.couriers = couriers;
         a.cstage = m->d_cstage;

@@ -144,6 +144,11 @@ typedef struct {
                                     * xs_moe_verify_h). 2 = its Linear-2 tiles alone, reading h
                                     * as it is (e.g. xs_moe_load_reference_h), every dependency
                                     * counted as met; check the windows with xs_moe_verify */
+    int bulk_combine;              /* 1: each Linear-2 epilogue hands its rows to the TMA (one
+                                    * cp.async.bulk copy per row from the staging tile) instead
+                                    * of storing them with 16-byte stores; the CTA waits only
+                                    * until the copies have read shared memory. Not with
+                                    * couriers. 0: 16-byte stores */
 } xs_moe_run_opts;
 
 /* One launch of the fused kernel with the task list of `slot`, storing the combine through tab.

@@ -297,17 +297,33 @@ typedef struct {
     unsigned long long pace_ns;   /* ns per 512 units (8 KiB) per CTA; 0 = unpaced */
     unsigned long long buf_n16;   /* load buffer */
     unsigned long long duration_ns, timeout_ns;
-    int store_ctas, interleave, load;
+    int store_ctas, interleave, load, bulk;
     unsigned int seed;
 } xs_probe_dev;
 
 #define XS_PROBE_FMA_ITERS 256
 
+/* The window unit of unit u of storing CTA c: row j = u >> row_shift of this CTA; the rows of the
+ * CTAs of one group of `interleave` alternate, the last group may be smaller. Together every
+ * stored unit is in [0, store_ctas x bytes16). */
+static __device__ __forceinline__ unsigned long long probe_unit(const xs_probe_dev &a, int c,
+                                                                unsigned long long u)
+{
+    if (a.row_shift >= 63)
+        return (unsigned long long)c * a.bytes16 + u;
+    const int grp = c / a.interleave, lane = c % a.interleave;
+    const int members = min(a.interleave, a.store_ctas - grp * a.interleave);
+    const unsigned long long gbase = (unsigned long long)grp * a.interleave * a.rows;
+    const unsigned long long j = u >> a.row_shift;
+    return ((gbase + (j * members + lane)) << a.row_shift) | (u & ((1ull << a.row_shift) - 1));
+}
+
 __global__ void __launch_bounds__(256, 1)
     work_probe_kernel(char *dst, xs_probe_dev a, uint4 *buf, unsigned long long *done,
                       unsigned long long *out, xs_devstatus *st)
 {
-    __shared__ int s_stop;
+    __shared__ int s_stop, s_late;
+    extern __shared__ __align__(128) uint4 probe_smem[]; /* bulk: two 8 KiB steps */
     const int c = blockIdx.x, t = threadIdx.x;
     if (t == 0)
         s_stop = 0;
@@ -316,19 +332,18 @@ __global__ void __launch_bounds__(256, 1)
         if (c >= a.store_ctas)
             return;
         const unsigned long long t0 = xs_globaltimer();
-        /* row j of this CTA: the rows of the CTAs of one group of `interleave` alternate; the
-         * last group may be smaller. Together every stored unit is in [0, store_ctas x bytes16). */
-        const int grp = c / a.interleave, lane = c % a.interleave;
-        const int members = min(a.interleave, a.store_ctas - grp * a.interleave);
-        const unsigned long long gbase = (unsigned long long)grp * a.interleave * a.rows;
-        const unsigned long long mask = a.row_shift >= 63 ? ~0ull : (1ull << a.row_shift) - 1;
         uint32_t b[4];
         for (int w = 0; w < 4; w++)
             b[w] = xs_pattern_base(a.seed, (uint32_t)w);
         bool late = false;
 #pragma unroll 1
         for (unsigned long long blk = 0; blk * 512 < a.bytes16 && !late; blk++) {
-            if (a.pace_ns) {
+            /* bulk: thread 0 paces for the CTA, and step blk is written into buffer blk & 1
+             * once the copies of step blk - 2 (thread 0 issued and committed them) have read
+             * it; the verdict on the pace is the CTA's, so that every thread meets the same
+             * barriers */
+            uint4 *sbuf = probe_smem + (blk & 1) * 512;
+            if (a.pace_ns && (!a.bulk || t == 0)) {
                 const unsigned long long due = t0 + blk * a.pace_ns;
                 while (xs_globaltimer() < due) {
                     if (xs_globaltimer() - t0 > a.timeout_ns) {
@@ -338,24 +353,49 @@ __global__ void __launch_bounds__(256, 1)
                     }
                 }
             }
+            if (a.bulk) {
+                if (t == 0) {
+                    if (blk >= 2)
+                        xs_bulk_wait_read<1>();
+                    s_late = late;
+                }
+                asm volatile("bar.sync 1, 128;" ::: "memory");
+                if ((late = s_late))
+                    break;
+            }
 #pragma unroll
             for (int q = 0; q < 4; q++) {
                 const unsigned long long u = blk * 512 + q * 128 + t;
                 if (u >= a.bytes16)
                     break;
-                unsigned long long unit;
-                if (a.row_shift >= 63)
-                    unit = (unsigned long long)c * a.bytes16 + u;
-                else {
-                    const unsigned long long j = u >> a.row_shift;
-                    unit = ((gbase + (j * members + lane)) << a.row_shift) | (u & mask);
-                }
+                const unsigned long long unit = probe_unit(a, c, u);
                 const uint32_t lin = (uint32_t)unit * XS_PATTERN_STEP;
                 const uint32_t hi = (uint32_t)(unit >> 32) * 0x85ebca6bu;
-                xs_st16(dst + 16 * unit, (b[0] + lin) ^ hi, (b[1] + lin) ^ hi, (b[2] + lin) ^ hi,
-                        (b[3] + lin) ^ hi);
+                const uint4 v = make_uint4((b[0] + lin) ^ hi, (b[1] + lin) ^ hi,
+                                           (b[2] + lin) ^ hi, (b[3] + lin) ^ hi);
+                if (a.bulk)
+                    sbuf[q * 128 + t] = v;
+                else
+                    xs_st16v(dst + 16 * unit, v);
+            }
+            if (a.bulk) {
+                xs_bulk_fence_smem();
+                asm volatile("bar.sync 1, 128;" ::: "memory");
+                if (t == 0) {
+                    /* one copy per contiguous run of the step: a row, or the whole step */
+                    const unsigned long long u0 = blk * 512;
+                    const unsigned long long n = a.bytes16 - u0 < 512 ? a.bytes16 - u0 : 512;
+                    const unsigned long long run =
+                        a.row_shift >= 63 || (1ull << a.row_shift) >= n ? n : 1ull << a.row_shift;
+                    for (unsigned long long k = 0; k < n; k += run)
+                        xs_bulk_s2g(dst + 16 * probe_unit(a, c, u0 + k),
+                                    sbuf + k, (uint32_t)(16 * run));
+                    xs_bulk_commit();
+                }
             }
         }
+        if (a.bulk && t == 0)
+            xs_bulk_wait_done(); /* the span ends when the last copy's writes are complete */
         asm volatile("bar.sync 1, 128;" ::: "memory");
         if (t == 0) {
             out[5 * c + 3] = t0;
@@ -1099,11 +1139,15 @@ xs_status xs_replay_work_probe(xs_replayer *rp, const xs_probe_cfg *cfg, int rep
                          cfg->interleave, cfg->store_ctas, rb ? "short" : "whole-share");
     if (cfg->pace_gbps < 0)
         return xs_seterr(XS_EINVAL, "probe: pace %.3g GB/s", cfg->pace_gbps);
+    if (cfg->bulk && rp->smem < 16384)
+        return xs_seterr(XS_EINVAL, "probe: bulk stores need 16 KiB of shared memory, the "
+                         "replayer has %zu bytes", (size_t)rp->smem);
     xs_probe_dev a;
     memset(&a, 0, sizeof a);
     a.store_ctas = cfg->store_ctas;
     a.interleave = cfg->interleave > 0 ? cfg->interleave : 1;
     a.load = cfg->load;
+    a.bulk = cfg->bulk != 0;
     a.timeout_ns = (unsigned long long)(rp->o.timeout_s * 1e9);
     a.duration_ns = (unsigned long long)cfg->duration_ns;
     size_t bytes = cfg->bytes > rp->tab.bytes ? rp->tab.bytes : cfg->bytes;

@@ -69,6 +69,35 @@ XS_DEV void xs_st16(void *p, uint32_t a, uint32_t b, uint32_t c, uint32_t d)
 
 XS_DEV void xs_st16v(void *p, uint4 v) { xs_st16(p, v.x, v.y, v.z, v.w); }
 
+/* ---- bulk stores (TMA, sm_90) ---------------------------------------------------------------
+ * The SM's tensor memory accelerator copies `bytes` (a multiple of 16; both addresses 16-byte
+ * aligned) from the CTA's shared memory to global memory, which may be a host or peer window:
+ * one instruction per copy instead of bytes / 16 stores through the load/store unit. Each copy
+ * joins the issuing thread's open bulk group; xs_bulk_commit closes it. Before a copy reads what
+ * the CTA's threads wrote to shared memory with ordinary stores, every writer runs
+ * xs_bulk_fence_smem and the CTA meets at a barrier (the generic proxy's writes made visible to
+ * the async proxy). xs_bulk_wait_read(N) returns when at most N of the thread's committed groups
+ * may still read their shared-memory source (the buffer can be rewritten); xs_bulk_wait_done(0)
+ * when every copy's writes are complete. */
+XS_DEV void xs_bulk_s2g(void *gdst, const void *ssrc, uint32_t bytes)
+{
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(gdst),
+                 "r"((uint32_t)__cvta_generic_to_shared(ssrc)), "r"(bytes)
+                 : "memory");
+}
+
+XS_DEV void xs_bulk_commit(void) { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+
+template <int N>
+XS_DEV void xs_bulk_wait_read(void)
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+
+XS_DEV void xs_bulk_wait_done(void) { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+
+XS_DEV void xs_bulk_fence_smem(void) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
 /* The calling CTA stores n16 16-byte units of the pattern (seed, first_idx16 + i) to dst.
  * Coalesced: thread t stores units t, t + blockDim.x, ... Four stores in flight per thread per
  * iteration; the pattern costs one add per word per store (xstage_pattern.h), so the stores, not

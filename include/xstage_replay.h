@@ -102,6 +102,10 @@ typedef struct {
                             share, in 8 KiB steps); 0: as fast as they can */
     int load;            /* xs_probe_load */
     double duration_ns;  /* how long the load side runs (with a load) */
+    int bulk;            /* 1: the storing threads write each 8 KiB step into shared memory and
+                            one thread hands it to the TMA (cp.async.bulk, a copy per row or per
+                            contiguous step; two steps in flight); the store span then ends when
+                            the last copy's writes are complete. 0: 16-byte stores */
 } xs_probe_cfg;
 
 typedef struct {

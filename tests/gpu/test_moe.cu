@@ -302,6 +302,84 @@ static void courier_checks(xs_moe *m, const xs_wintab *tab, int remote, const ch
     free(want);
 }
 
+/* Bulk combine (xs_moe_run_opts.bulk_combine): each Linear-2 epilogue hands its rows to the TMA.
+ * Same tiles, same accumulation, same addresses: the windows must be bit-identical to the
+ * 16-byte-store run's, for wave, interleaved, a slow pacer (most tiles held) and Linear-2 alone;
+ * every tile ran once (check_trace). With couriers the option is refused in one line. */
+static void bulk_checks(xs_moe *m, const xs_wintab *tab, const char *name)
+{
+    char what[200];
+    xs_moe_info info;
+    xs_moe_get_info(m, &info);
+    const xs_moe_plan base = {XS_MOE_WAVE, 0, 0, 0, 0};
+    XT_CHECK(xs_moe_set_plan(m, 0, &base) == XS_OK, "%s: plan: %s", name, xs_errmsg());
+    snprintf(what, sizeof what, "%s wave (bulk reference)", name);
+    run_and_verify(m, 0, tab, what);
+    unsigned char *want = read_windows(m, tab);
+    XT_CHECK(want != NULL, "%s: reading the windows", name);
+    const xs_moe_plan plans[4] = {
+        {XS_MOE_WAVE, 0, 0, 0, 0},
+        {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0, 0, 0},
+        {XS_MOE_INTERLEAVED, 1, 0, 4096, 1.0}, /* slow pacer: nearly every tile held */
+        {XS_MOE_WAVE, 0, 0, 0, 0},             /* Linear-2 alone, the reference's h */
+    };
+    xs_moe_run_opts ro;
+    memset(&ro, 0, sizeof ro);
+    ro.bulk_combine = 1;
+    for (int i = 0; i < 4 && want; i++) {
+        XT_CHECK(xs_moe_set_plan(m, 3, &plans[i]) == XS_OK, "%s: plan: %s", name, xs_errmsg());
+        snprintf(what, sizeof what, "%s bulk %s D=%d%s%s", name, xs_moe_sched_name(plans[i].kind),
+                 plans[i].lead, plans[i].pace_bytes > 0 ? " paced" : "",
+                 i == 3 ? " Linear-2 alone" : "");
+        ro.only = i == 3 ? 2 : 0;
+        if (i == 3)
+            XT_CHECK(xs_moe_load_reference_h(m) == XS_OK, "%s: load reference h: %s", what,
+                     xs_errmsg());
+        XT_CHECK(xs_moe_poison(m, tab, 0) == XS_OK, "%s: poison: %s", what, xs_errmsg());
+        float ms = 0;
+        const xs_status st = xs_moe_run_fused(m, 3, tab, &ro, 0, &ms);
+        XT_CHECK(st == XS_OK, "%s: run: %s", what, xs_errmsg());
+        if (st != XS_OK)
+            continue;
+        verify(m, tab, what);
+        if (i < 3)
+            check_trace(m, what);
+        unsigned char *got = read_windows(m, tab);
+        XT_CHECK(got != NULL, "%s: reading the windows", what);
+        if (!got)
+            continue;
+        long diff = 0, first = -1;
+        const size_t nb = info.window_bytes * (size_t)info.peers;
+        for (size_t k = 0; k < nb; k++)
+            if (got[k] != want[k] && diff++ == 0)
+                first = (long)k;
+        XT_CHECK(diff == 0, "%s: %ld bytes differ from the 16-byte-store run (first: rank %ld, "
+                 "byte %ld)", what, diff, first < 0 ? -1 : first / (long)info.window_bytes,
+                 first < 0 ? -1 : first % (long)info.window_bytes);
+        printf("%s %-52s windows bit-identical to the 16-byte-store run\n",
+               diff ? "FAIL" : "ok  ", what);
+        free(got);
+        if (i == 2) {
+            const xs_moe_tile *t;
+            int n = 0, held = 0;
+            xs_moe_trace(m, &t, &n);
+            for (int k = 0; k < n; k++)
+                held += t[k].kind == 2 && t[k].gate_ns > 0;
+            XT_CHECK(info.remote_bytes <= 3 * 4096 || held > 0, "%s: the pacer held no tile", what);
+        }
+    }
+    free(want);
+    /* with couriers: refused, one line */
+    const xs_moe_plan cp = {XS_MOE_WAVE, 0, 0, 0, 0, 2, 10.0};
+    XT_CHECK(xs_moe_set_plan(m, 3, &cp) == XS_OK, "%s: courier plan: %s", name, xs_errmsg());
+    float ms = 0;
+    ro.only = 0;
+    const xs_status st = xs_moe_run_fused(m, 3, tab, &ro, 0, &ms);
+    XT_CHECK(st == XS_EINVAL && strstr(xs_errmsg(), "exclusive") && !strchr(xs_errmsg(), '\n'),
+             "%s: bulk with couriers: want a one-line XS_EINVAL, got %d: %s", name, (int)st,
+             xs_errmsg());
+}
+
 typedef struct {
     xs_moe_config cfg;
     int tokens, peers;
@@ -430,6 +508,7 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
         snprintf(what, sizeof what, "%s/%s virtual N=%d", c->cfg.name,
                  xs_moe_routing_name(c->routing), c->peers);
         courier_checks(m, &virt, info.peers > 1, what);
+        bulk_checks(m, &virt, what);
     }
     /* the unfused baseline over the same windows */
     if (cb && ws) {

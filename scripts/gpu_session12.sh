@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# gpu_session12.sh - run 12 (bench/results/h200-2026-11-29-r12): stores by the TMA.
+# The fused MoE kernel's main loops lose time next to the combine stores even when the pacer
+# keeps the stage below R (docs/EP.md, "Couriers", the probe: loads of an SM slow to 0.34-0.38
+# while every SM issues 16-byte stores paced at 0.8 R). Does a store that the SM's load/store
+# unit never sees - a cp.async.bulk copy from shared memory, issued by the TMA - cost the loads
+# less?
+#   1. xstage probe --target host: the probe's table, now with rowpace (512-byte rows of 32
+#      interleaved CTAs, 16-byte stores paced at 0.8 R) and the bulk cases (the same bytes by
+#      TMA copies: unpaced, paced at 0.8 and 0.5 R, 512-byte rows)
+#   2. tests/gpu/test_moe: every check, with bulk_checks (bulk combine runs verified and
+#      bit-identical to the 16-byte-store runs, refused with couriers)
+#   3. xstage bench ep --bulk: the default sweep with wave_bulk, interleaved_bulk and auto_bulk
+#      measured in the same rounds as wave, interleaved and auto
+#   4. two points with every tile (--tiles), --bulk
+# Writes $OUT/session12.log (everything), probe_host.csv, test_moe.log.gz, ep.csv, ep.log.gz,
+# ep_tiles_points.csv, ep_tiles.csv.gz.
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] scripts/gpu_session12.sh
+set -u
+OUT=${OUT:-./out-s12}
+X=${BUILD:-build}/xstage
+mkdir -p "$OUT"
+LOG="$OUT/session12.log"
+: >"$LOG"
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
+pick_profile "${PROFILE:-}"
+say "# gpu_session12.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) commit=${COMMIT:-unknown}"
+say "$PROFILE_LINE"
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv 2>&1
+  nvcc --version 2>&1 | tail -n 2; } >>"$LOG" 2>&1 || true
+
+vstep probe 120 "$X" probe --target host -n 5 --csv "$OUT/probe_host.csv"
+vstep test_moe 90 build/tests/gpu/test_moe
+vstep bench_ep_bulk 260 "$X" bench ep "${PROFILE_ARGS[@]}" --bulk -n 5 -w 1 --csv "$OUT/ep.csv"
+vstep bench_ep_bulk_tiles 60 "$X" bench ep "${PROFILE_ARGS[@]}" --bulk \
+    --config olmoe-1b-7b,deepseek-v2-lite --tokens 2048 --routing balanced -n 3 -w 1 \
+    --csv "$OUT/ep_tiles_points.csv" --tiles "$OUT/ep_tiles.csv"
+[ -s "$OUT/ep_tiles.csv" ] && gzip -f "$OUT/ep_tiles.csv"
+echo
+grep -E '^(rowpace|bulk[a-z]*|paced|ref|control|all|rows) ' "$LOG" | head -n 50
+grep -E '^# (bench ep|wave/interleaved|wave/auto |auto near bound|bulk|wave_b|wave/auto_bulk|auto/auto_bulk|auto_bulk)' "$LOG"
+vstep_report gpu_session12
