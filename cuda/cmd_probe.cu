@@ -74,6 +74,18 @@ static const probe_case cases[] = {
     {"rows", -1, 512, 32, 0, XS_PROBE_LOAD_NONE},
     {"rows", -1, 4096, 4, 0, XS_PROBE_LOAD_NONE},
     {"rows", -1, 256, 16, 0, XS_PROBE_LOAD_HBM},
+    /* between few (4-16 SMs: loads unaffected) and all (132: loads at 0.3-0.4): how many
+     * SMs may store at nearly R before their own loads suffer? (a schedule that keeps the
+     * combine on a subset of the CTAs, docs/EP.md) */
+    {"manypace", 32, 0, 1, 0.9, XS_PROBE_LOAD_HBM},
+    {"manypace", 32, 0, 1, 0.9, XS_PROBE_LOAD_L2},
+    {"manypace", 44, 0, 1, 0.9, XS_PROBE_LOAD_HBM},
+    {"manypace", 44, 0, 1, 0.9, XS_PROBE_LOAD_L2},
+    {"manypace", 64, 0, 1, 0.9, XS_PROBE_LOAD_HBM},
+    {"manypace", 64, 0, 1, 0.9, XS_PROBE_LOAD_L2},
+    {"manypace", 44, 0, 1, 0.7, XS_PROBE_LOAD_HBM},
+    {"manypace", 44, 0, 1, 0.7, XS_PROBE_LOAD_L2},
+    {"manypace", 44, 512, 4, 0.9, XS_PROBE_LOAD_HBM},
     {"rowpace", -1, 512, 32, 0.8, XS_PROBE_LOAD_HBM},
     {"rowpace", -1, 512, 32, 0.8, XS_PROBE_LOAD_L2},
     /* the same bytes through the TMA (cp.async.bulk from shared memory): does a store that
@@ -112,7 +124,8 @@ static void usage(void)
            "  --window SIZE         bytes stored per run, at least 1M (default 64M); small\n"
            "                        windows are isolated bursts: their store rate says how\n"
            "                        much of the burst the stage absorbed\n"
-           "  --only NAME           warm, ref and the cases named NAME only (e.g. rows)\n"
+           "  --only LIST           warm, ref and the cases named in LIST only (comma\n"
+           "                        separated, e.g. rows,bulkrows)\n"
            "  -n, --iters N         repetitions per case after one warm-up (default 5)\n"
            "  --csv FILE            also write the table as CSV\n"
            "  -d, --device N        CUDA device (default 0)\n"
@@ -120,6 +133,41 @@ static void usage(void)
 }
 
 static double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
+
+/* --only LIST: case names separated by commas */
+static int only_has(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        const size_t k = e ? (size_t)(e - p) : strlen(p);
+        if (k == n && !strncmp(p, name, n))
+            return 1;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+/* every name of LIST is a case; else the first one that is not, in bad */
+static int only_known(const char *list, char *bad, size_t nbad)
+{
+    for (const char *p = list;;) {
+        const char *e = strchr(p, ',');
+        const size_t k = e ? (size_t)(e - p) : strlen(p);
+        int found = 0;
+        for (int i = 0; i < NCASES && !found; i++)
+            found = strlen(cases[i].name) == k && !strncmp(cases[i].name, p, k);
+        if (!found) {
+            snprintf(bad, nbad, "%.*s", (int)k, p);
+            return 0;
+        }
+        if (!e)
+            return 1;
+        p = e + 1;
+    }
+}
 
 int xs_cmd_probe(int argc, char **argv)
 {
@@ -163,12 +211,11 @@ int xs_cmd_probe(int argc, char **argv)
         }
         case 'c': csv = optarg; break;
         case 'O': {
-            int k = 0;
-            while (k < NCASES && strcmp(cases[k].name, optarg))
-                k++;
-            if (k == NCASES)
-                return xs_cli_failf("probe: --only %s: no such case (ref, control, all, paced, "
-                                    "few, fewpace, rows, rowpace, bulk, bulkpace, bulkrows)", optarg);
+            char bad[64];
+            if (!only_known(optarg, bad, sizeof bad))
+                return xs_cli_failf("probe: --only %s: no case named '%s' (ref, control, all, "
+                                    "paced, few, fewpace, manypace, rows, rowpace, bulk, "
+                                    "bulkpace, bulkrows)", optarg, bad);
             only = optarg;
             break;
         }
@@ -223,7 +270,7 @@ int xs_cmd_probe(int argc, char **argv)
             break;
         }
         const probe_case *pc = &cases[i];
-        if (only && i > 1 && strcmp(pc->name, only))
+        if (only && i > 1 && !only_has(only, pc->name))
             continue; /* warm and ref always run: the others' pace and load span */
         xs_probe_cfg cfg;
         memset(&cfg, 0, sizeof cfg);

@@ -201,7 +201,8 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "probe bad target" "probe: --target virtual: host or local" "$X" probe --target virtual
     expect_err "probe bad iters" "--iters 0: outside 1..64" "$X" probe -n 0
     expect_err "probe small window" "--window 512K: at least 1M" "$X" probe --window 512K
-    expect_err "probe bad --only" "probe: --only bogus: no such case" "$X" probe --only bogus
+    expect_err "probe bad --only" "probe: --only bogus: no case named 'bogus'" "$X" probe --only bogus
+    expect_err "probe bad --only list" "probe: --only rows,zz: no case named 'zz'" "$X" probe --only rows,zz
     expect_err "probe stray argument" "probe: unexpected argument 'now'" "$X" probe now
     expect_err "replay unwritable --placement" "cannot write /nonexistent/p.csv" "$X" replay --schedule examples/isolated.csv --placement /nonexistent/p.csv
     expect_err "bench up -g 3 seq not a multiple" "--seq 8192 is not a multiple of -g/--gpus 3" "$X" bench up -g 3 -s 8192
