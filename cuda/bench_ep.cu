@@ -45,11 +45,11 @@
 
 /* the *_BULK variants (--bulk): the same plans as wave, interleaved and auto, with the Linear-2
  * epilogues handing their rows to the TMA (xs_moe_run_opts.bulk_combine) */
-enum { EP_UNFUSED, EP_WAVE, EP_INTER, EP_AUTO, EP_COURIER, EP_WAVE_BULK, EP_INTER_BULK,
-       EP_AUTO_BULK, EP_NVAR };
+enum { EP_UNFUSED, EP_WAVE, EP_INTER, EP_AUTO, EP_COURIER, EP_ADAPT, EP_WAVE_BULK,
+       EP_INTER_BULK, EP_AUTO_BULK, EP_NVAR };
 static const char *const ep_var_name[EP_NVAR] = {"unfused", "wave", "interleaved", "auto",
-                                                 "courier", "wave_bulk", "interleaved_bulk",
-                                                 "auto_bulk"};
+                                                 "courier", "adaptive", "wave_bulk",
+                                                 "interleaved_bulk", "auto_bulk"};
 #define EP_IS_BULK(v) ((v) >= EP_WAVE_BULK)
 
 typedef struct {
@@ -99,6 +99,9 @@ typedef struct {
     const char *courier_sched; /* its order */
     double pred_courier_us;  /* its predicted time (xs_moe_auto_result.courier_ns) */
     int auto_couriers;       /* C of auto's decision (0: no couriers) */
+    int adaptive;            /* auto proposed an adaptive candidate (the adaptive column) */
+    double pred_adaptive_us, adaptive_ahead_us;
+    xs_moe_stall stall_adapt; /* the adaptive run: measured MMA side */
     char how[400];
     double rank_max_us[EP_NVAR]; /* -g: the slowest rank's median per variant (NaN otherwise) */
 } ep_row;
@@ -135,7 +138,7 @@ static void ep_usage(FILE *f)
             "  -p, --peers LIST             destinations incl. the local rank (default: each\n"
             "                               configuration's own, docs/EP.md)\n"
             "  -r, --routing balanced|zipf|all   (default all)\n"
-            "      --schedule wave|interleaved|auto|courier|all  fused schedules to run\n"
+            "      --schedule wave|interleaved|auto|courier|adaptive|all  fused schedules\n"
             "                               (default all)\n"
             "  -n, --iters N                timed runs per variant (default 5)\n"
             "  -w, --warmup N               warm-up runs per variant (default 1)\n"
@@ -160,6 +163,8 @@ static void ep_usage(FILE *f)
             "                               stayed slower than auto, run 9)\n"
             "      --courier-copy-rate B    model: bytes/ns one courier copies at most (9.2,\n"
             "                               measured; 0: no limit)\n"
+            "      --auto-adaptive          auto may choose the adaptive plan (default: predicted\n"
+            "                               and reported; the adaptive column runs it)\n"
             "      --bulk                   also wave, interleaved and auto with the combine rows\n"
             "                               handed to the TMA (cp.async.bulk from the staging\n"
             "                               tile), measured in the same rounds (auto: not where\n"
@@ -183,7 +188,7 @@ static int ep_parse_list(const char *opt, const char *s, long lo, long hi, int *
 static int ep_parse(int argc, char **argv, ep_opts *o)
 {
     enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_TIMEOUT, O_BLOCK, O_BSPEED, O_PACE,
-           O_COURIERS, O_CPACE, O_AUTOCOUR, O_CCOPY, O_BULK };
+           O_COURIERS, O_CPACE, O_AUTOCOUR, O_CCOPY, O_BULK, O_AUTOADAPT };
     static const struct option lo[] = {
         {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
         {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
@@ -205,6 +210,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         {"auto-couriers", no_argument, 0, O_AUTOCOUR},
         {"courier-copy-rate", required_argument, 0, O_CCOPY},
         {"bulk", no_argument, 0, O_BULK},
+        {"auto-adaptive", no_argument, 0, O_AUTOADAPT},
         {"device", required_argument, 0, 'd'},   {"quick", no_argument, 0, XS_OPT_QUICK},
         {"gpus", required_argument, 0, 'g'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
@@ -259,9 +265,11 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             o->run[EP_INTER] = !strcmp(optarg, "interleaved");
             o->run[EP_AUTO] = !strcmp(optarg, "auto");
             o->run[EP_COURIER] = !strcmp(optarg, "courier");
-            if (!o->run[EP_WAVE] && !o->run[EP_INTER] && !o->run[EP_AUTO] && !o->run[EP_COURIER])
-                return xs_cli_failf("--schedule '%s': wave, interleaved, auto, courier or all",
-                                    optarg);
+            o->run[EP_ADAPT] = !strcmp(optarg, "adaptive");
+            if (!o->run[EP_WAVE] && !o->run[EP_INTER] && !o->run[EP_AUTO] &&
+                !o->run[EP_COURIER] && !o->run[EP_ADAPT])
+                return xs_cli_failf("--schedule '%s': wave, interleaved, auto, courier, adaptive "
+                                    "or all", optarg);
             o->run[EP_WAVE] = 1; /* wave is the baseline every ratio divides */
             break;
         case 'n':
@@ -315,6 +323,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             break;
         case O_AUTOCOUR: o->mm.auto_couriers = 1; break;
         case O_BULK: o->bulk = 1; break;
+        case O_AUTOADAPT: o->mm.auto_adaptive = 1; break;
         case O_CCOPY:
             if (xs_parse_double("--courier-copy-rate", optarg, 0, 1e6,
                                 &o->mm.courier_copy_bytes_per_ns) != XS_OK)
@@ -569,6 +578,8 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     r->stall_auto.mma_meas_med_ns = NAN;
     for (int k = 0; k < 3; k++)
         r->stall_bulk[k].mma_meas_med_ns = NAN;
+    r->stall_adapt.mma_meas_med_ns = NAN;
+    r->pred_adaptive_us = r->adaptive_ahead_us = NAN;
     r->pred_paced_us = r->pred_auto_us = r->auto_gate_us = r->fill_us = NAN;
     r->pred_courier_us = NAN;
     r->courier_sched = "-";
@@ -680,6 +691,12 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
             r->courier_sched = xs_moe_sched_name(ar.courier.kind);
             EP_TRY(xs_moe_set_plan(m, 3, &ar.courier));
         }
+        /* slot 4: the adaptive candidate (the adaptive column) */
+        r->adaptive = ar.adaptive.kind == XS_MOE_ADAPTIVE;
+        r->pred_adaptive_us = ar.adaptive_ns / 1e3;
+        r->adaptive_ahead_us = r->adaptive ? ar.adaptive.admit_ahead_ns / 1e3 : NAN;
+        if (r->adaptive)
+            EP_TRY(xs_moe_set_plan(m, 4, &ar.adaptive));
         r->auto_choice = xs_moe_sched_name(ar.plan.kind);
         r->auto_lead = ar.plan.kind == XS_MOE_INTERLEAVED ? ar.plan.lead : 0;
         r->auto_paced = ar.plan.pace_bytes > 0;
@@ -695,7 +712,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         /* the local-control reference of each variant's order (auto: its own order) */
         const double *ref_of[EP_NVAR] = {NULL, ref[0], ref[1],
                                          ar.plan.kind == XS_MOE_WAVE ? ref[0] : ref[1], NULL,
-                                         NULL, NULL, NULL};
+                                         ref[1], NULL, NULL, NULL};
 
         /* the virtual-peer windows, or (-g) one region per source in every real peer's window */
         xs_win_opts wo;
@@ -732,13 +749,14 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         const xs_wintab *run_tab = pp ? &pp->send : tab;
 
         /* round-robin over the variants, the last round verified */
-        const int slot_of[EP_NVAR] = {0, 0, 1, 2, 3, 0, 1, 2};
+        const int slot_of[EP_NVAR] = {0, 0, 1, 2, 3, 4, 0, 1, 2};
         xs_moe_run_opts ro_bulk = ro;
         ro_bulk.bulk_combine = 1;
         for (int it = 0; it < o->common.warmup + o->common.iters; it++) {
             const int last = it == o->common.warmup + o->common.iters - 1;
             for (int var = 0; var < EP_NVAR; var++) {
                 if (!o->run[var] || (var == EP_COURIER && r->couriers <= 0) ||
+                    (var == EP_ADAPT && !r->adaptive) ||
                     (var == EP_AUTO_BULK && r->auto_couriers > 0))
                     continue;
                 double us = 0, gus = 0;
@@ -774,8 +792,10 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
                                      ntot, 1);
                     continue;
                 }
-                xs_moe_stall *sp = var == EP_WAVE ? &r->stall_wave
-                                   : var == EP_INTER ? &r->stall_inter : &r->stall_auto;
+                xs_moe_stall *sp = var == EP_WAVE    ? &r->stall_wave
+                                   : var == EP_INTER ? &r->stall_inter
+                                   : var == EP_ADAPT ? &r->stall_adapt
+                                                     : &r->stall_auto;
                 t_model = xs_now_s();
                 EP_TRY(xs_moe_stall_predict(tr, ntr, prof, &o->mm, r_local, ref_of[var], ntot,
                                             sp, NULL, NULL));
@@ -858,7 +878,9 @@ static const char *ep_csv_header =
     "interleaved_bulk_p10,interleaved_bulk_p90,auto_bulk_us,auto_bulk_p10,auto_bulk_p90,"
     "wave_bulk_over_interleaved_bulk,wave_over_auto_bulk,auto_over_auto_bulk,"
     "mma_stall_meas_med_auto_us,mma_stall_meas_med_wave_bulk_us,"
-    "mma_stall_meas_med_interleaved_bulk_us,mma_stall_meas_med_auto_bulk_us\n";
+    "mma_stall_meas_med_interleaved_bulk_us,mma_stall_meas_med_auto_bulk_us,adaptive_us,"
+    "adaptive_p10,adaptive_p90,pred_adaptive_us,adaptive_ahead_us,wave_over_adaptive,"
+    "auto_over_adaptive,mma_stall_meas_med_adaptive_us\n";
 
 static void ep_csv_row(FILE *f, const ep_row *r)
 {
@@ -868,7 +890,7 @@ static void ep_csv_row(FILE *f, const ep_row *r)
                "%.3f,%.3f,%.3f,%.3f,%.1f,%d,%.2f,%.3g,%d,%d,%.1f,%.1f,%.3f,%.3f,%.3f,%d,%.3f,%.3f,"
                "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f,%.3f,%.3f,%.1f,%d,%d,%.3f,"
                "%s,%.1f,%.1f,%.1f,%.1f,%d,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,"
-               "%.4f,%.4f,%.3f,%.3f,%.3f,%.3f\n",
+               "%.4f,%.4f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%.3f\n",
             r->config, r->routing, r->tokens, r->peers, t[EP_UNFUSED].med, t[EP_WAVE].med,
             t[EP_INTER].med, t[EP_AUTO].med, r->bound_us, r->verified ? "true" : "false",
             r->local.med, r->local_inter.med, r->compute_us, r->drain_us, r->cublas_gemm_us,
@@ -897,7 +919,10 @@ static void ep_csv_row(FILE *f, const ep_row *r)
             t[EP_WAVE_BULK].med / t[EP_INTER_BULK].med, t[EP_WAVE].med / t[EP_AUTO_BULK].med,
             t[EP_AUTO].med / t[EP_AUTO_BULK].med, r->stall_auto.mma_meas_med_ns / 1e3,
             r->stall_bulk[0].mma_meas_med_ns / 1e3, r->stall_bulk[1].mma_meas_med_ns / 1e3,
-            r->stall_bulk[2].mma_meas_med_ns / 1e3);
+            r->stall_bulk[2].mma_meas_med_ns / 1e3, t[EP_ADAPT].med, t[EP_ADAPT].p10,
+            t[EP_ADAPT].p90, r->pred_adaptive_us, r->adaptive_ahead_us,
+            t[EP_WAVE].med / t[EP_ADAPT].med, t[EP_AUTO].med / t[EP_ADAPT].med,
+            r->stall_adapt.mma_meas_med_ns / 1e3);
     fflush(f);
 }
 
@@ -943,6 +968,58 @@ static void ep_summary_ratio(const char *name, const double *x, int n)
     printf("# %-22s geomean %.3f  median %.3f  max %.3f  min %.3f  (%d rows)\n", name,
            xs_geomean(x, (size_t)n), xs_median(x, (size_t)n), xs_max(x, (size_t)n),
            xs_min(x, (size_t)n), n);
+}
+
+/* the adaptive column against wave, auto and the bound, and its prediction */
+static void ep_summary_adaptive(const ep_row *rows, int n)
+{
+    double *wa = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *aa = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *ab = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    double *pe = (double *)malloc(sizeof(double) * (size_t)(n + 1));
+    if (!wa || !aa || !ab || !pe) {
+        free(wa); free(aa); free(ab); free(pe);
+        return;
+    }
+    int nwa = 0, naa = 0, nab = 0, npe = 0, near = 0, ner = 0, near_r = 0, faster = 0;
+    for (int i = 0; i < n; i++) {
+        const ep_row *r = &rows[i];
+        const double ta = r->t[EP_ADAPT].med;
+        if (!(isfinite(ta) && ta > 0))
+            continue;
+        if (isfinite(r->t[EP_WAVE].med))
+            wa[nwa++] = r->t[EP_WAVE].med / ta;
+        if (isfinite(r->t[EP_AUTO].med)) {
+            aa[naa++] = r->t[EP_AUTO].med / ta;
+            faster += ta < r->t[EP_AUTO].med;
+        }
+        if (isfinite(r->pred_adaptive_us))
+            pe[npe++] = fabs(r->pred_adaptive_us - ta) / ta;
+        const double q = ta / r->bound_us;
+        if ((r->criterion_ok || r->reshape_ok) && isfinite(q)) {
+            ab[nab++] = q;
+            near += q <= 1.10;
+        }
+        if (!r->criterion_ok && r->reshape_ok && isfinite(q)) {
+            ner++;
+            near_r += q <= 1.10;
+        }
+    }
+    if (nwa) {
+        ep_summary_ratio("wave/adaptive", wa, nwa);
+        ep_summary_ratio("auto/adaptive", aa, naa);
+        printf("# %-22s the adaptive run faster than auto on %d of %d rows\n", "adaptive < auto",
+               faster, naa);
+        ep_summary_ratio("adaptive/bound (met)", ab, nab);
+        printf("# %-22s %d of %d rows where the criterion holds as is or reshaped within 10%% of "
+               "bound_us; %d of %d where only reshaping meets it\n", "adaptive near bound", near,
+               nab, near_r, ner);
+        if (npe)
+            printf("# %-22s |pred - meas| / meas median %.1f %%, max %.1f %% (%d rows)\n",
+                   "adaptive prediction", 100 * xs_median(pe, (size_t)npe),
+                   100 * xs_max(pe, (size_t)npe), npe);
+    }
+    free(wa); free(aa); free(ab); free(pe);
 }
 
 /* --bulk: the bulk-copy variants against their 16-byte-store twins of the same rounds */
@@ -1082,6 +1159,7 @@ static void ep_summary(const ep_row *rows, int n)
     ep_summary_ratio("courier/bound (met)", cb, ncb);
     printf("# %-22s %d of %d rows where the criterion holds as is or reshaped within 10%% of "
            "bound_us\n", "courier near bound", cnear, ncb);
+    ep_summary_adaptive(rows, n);
     ep_summary_bulk(rows, n);
     ep_summary_ratio("cuBLAS GEMMs / local", c, nc);
     double pt = 0, mt = 0, pmax = 0;

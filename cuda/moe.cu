@@ -65,7 +65,10 @@ const xs_moe_config *xs_moe_config_find(const char *name)
 
 const char *xs_moe_sched_name(xs_moe_sched s)
 {
-    return s == XS_MOE_WAVE ? "wave" : s == XS_MOE_INTERLEAVED ? "interleaved" : "auto";
+    return s == XS_MOE_WAVE          ? "wave"
+           : s == XS_MOE_INTERLEAVED ? "interleaved"
+           : s == XS_MOE_ADAPTIVE    ? "adaptive"
+                                     : "auto";
 }
 
 const char *xs_moe_routing_name(xs_moe_routing r)
@@ -528,7 +531,7 @@ xs_status xs_moe_create(const xs_moe_weights *w, const xs_moe_opts *o, xs_moe **
     XS_STEP(xs_dalloc((void **)&m->d_row_weight, rows * 4, "routing weights"));
     XS_STEP(xs_dalloc((void **)&m->d_row_off, rows * 8, "row slots"));
     XS_STEP(xs_dalloc((void **)&m->d_rb, sizeof(int4) * (size_t)(m->nrb + 1), "row blocks"));
-    XS_STEP(xs_dalloc((void **)&m->d_queue, 16, "task counter"));
+    XS_STEP(xs_dalloc((void **)&m->d_queue, 32, "task counters"));
     XS_STEP(xs_dalloc((void **)&m->d_done1, 8 * (size_t)(m->nrb + 1), "row-block counters"));
     XS_STEP(xs_dalloc((void **)&m->d_status, sizeof(xs_devstatus), "device status"));
     XS_STEP(xs_dalloc((void **)&m->d_pace, 16, "combine pacer"));
@@ -654,8 +657,16 @@ static int2 xs_task(int kind, int rb, int nb) { return make_int2((kind << 30) | 
 
 static xs_status xs_moe_check_plan(const xs_moe *m, const xs_moe_plan *p)
 {
-    if (p->kind != XS_MOE_WAVE && p->kind != XS_MOE_INTERLEAVED)
-        return xs_seterr(XS_EINVAL, "moe: a plan is wave or interleaved (resolve auto first)");
+    if (p->kind != XS_MOE_WAVE && p->kind != XS_MOE_INTERLEAVED && p->kind != XS_MOE_ADAPTIVE)
+        return xs_seterr(XS_EINVAL, "moe: a plan is wave, interleaved or adaptive (resolve auto "
+                         "first)");
+    if (p->kind == XS_MOE_ADAPTIVE &&
+        (!(p->pace_bytes_per_ns > 0 && p->pace_bytes_per_ns < 1e9) ||
+         !(p->admit_ahead_ns >= 0 && p->admit_ahead_ns < 1e12) || p->couriers))
+        return xs_seterr(XS_EINVAL, "moe: an adaptive plan needs an admission rate in (0, 1e9) "
+                         "bytes/ns, a lookahead in [0, 1e12) ns and no couriers (got %g bytes/ns, "
+                         "%g ns, %d couriers)", p->pace_bytes_per_ns, p->admit_ahead_ns,
+                         p->couriers);
     if (p->lead < 0 || p->wave_experts < 0)
         return xs_seterr(XS_EINVAL, "moe: negative lead %d or wave size %d", p->lead,
                          p->wave_experts);
@@ -682,7 +693,16 @@ static int xs_moe_build_tasks(const xs_moe *m, const xs_moe_plan *p, int2 *t)
     const int n1 = m->nrb * m->l1_per_rb, n2 = m->nrb * m->l2_per_rb;
     const int ctas = m->grid - p->couriers; /* the CTAs that run the list */
     int q = 0;
-    if (p->kind == XS_MOE_WAVE) {
+    if (p->kind == XS_MOE_ADAPTIVE) {
+        /* two queues in one list: the Linear-1 tiles [0, n1), the Linear-2 tiles [n1, n1 + n2),
+         * each in row-block order; the CTAs choose between their heads */
+        for (int b = 0; b < m->nrb; b++)
+            for (int nb = 0; nb < m->l1_per_rb; nb++)
+                t[q++] = xs_task(1, b, nb);
+        for (int b = 0; b < m->nrb; b++)
+            for (int nb = 0; nb < m->l2_per_rb; nb++)
+                t[q++] = xs_task(2, b, nb);
+    } else if (p->kind == XS_MOE_WAVE) {
         /* waves of consecutive experts: all Linear-1 tiles of the wave, then its Linear-2.
          * wave_experts = 0: a wave grows expert by expert until it holds >= one Linear-1 tile
          * per computing CTA (one machine-wide round), so skewed routing gives waves of equal
@@ -803,6 +823,13 @@ typedef struct {
     double courier_ns_per_byte; /* one courier's pace: couriers / the couriers' total rate */
     unsigned long long *ctrace; /* [nclist][XS_MOE_COPY_WORDS] */
     int bulk_combine;           /* 1: Linear-2 epilogues issue their rows by TMA bulk copies */
+    /* adaptive plans (xs_moe_take_adaptive); adaptive = 0: one queue, the list's order */
+    int adaptive;
+    int n1;                     /* the Linear-1 tiles: tasks [0, n1); Linear-2: [n1, ntasks) */
+    unsigned int *queue2;       /* next Linear-2 tile (0-based among them) */
+    unsigned long long *admit;  /* the admission clock: reserved-until time (ns, %globaltimer) */
+    double admit_ns_per_byte;
+    unsigned long long admit_ahead_ns;
 } xs_moe_kargs;
 
 /* xs_devstatus detail, low 32 bits: a row block (< 2^30, a Linear-2 dependency), or one of */
@@ -843,6 +870,56 @@ static __device__ unsigned long long xs_moe_pace(const xs_moe_kargs &a, double b
         d = prev; /* another tile reserved first: its bytes go before ours */
     }
     return xs_globaltimer() - t0;
+}
+
+/* An adaptive plan's next task (thread 0; docs/EP.md, "Adaptive"). The next Linear-2 tile when
+ * its row block's Linear-1 tiles are done and the admission clock (the remote bytes of the
+ * Linear-2 tiles admitted so far, draining at the plan's rate) ends within admit_ahead_ns of now:
+ * its bytes are then reserved on the clock. Else the next Linear-1 tile. Once every Linear-1 tile
+ * is taken, the next Linear-2 tile whatever its state: its dependency is then waited for as in any
+ * order, and is met, since every Linear-1 tile of its row block was taken by a running CTA and a
+ * Linear-1 tile never waits. Returns a task index, ntasks when none is left. It never waits:
+ * every pass either returns, or lost a race that moved a queue forward. */
+static __device__ int xs_moe_take_adaptive(const xs_moe_kargs &a)
+{
+    typedef xs_moe_cfg C;
+    const unsigned n1 = (unsigned)a.n1, n2 = (unsigned)(a.ntasks - a.n1);
+    for (;;) {
+        if (*(volatile unsigned int *)a.queue >= n1) {
+            const unsigned u = atomicAdd(a.queue2, 1u);
+            return u < n2 ? (int)(n1 + u) : a.ntasks;
+        }
+        const unsigned h2 = *(volatile unsigned int *)a.queue2;
+        if (h2 < n2) {
+            const int2 tk = a.tasks[n1 + h2];
+            const int rbi = tk.x & 0x3fffffff;
+            const unsigned long long now = xs_globaltimer();
+            unsigned long long clk = *(volatile unsigned long long *)a.admit;
+            /* a plain read decides; the task's own acquire (xs_wait_geq) follows */
+            if (clk <= now + a.admit_ahead_ns &&
+                *(volatile unsigned long long *)(a.done1 + rbi) >=
+                    (unsigned long long)a.l1_per_rb) {
+                if (atomicCAS(a.queue2, h2, h2 + 1u) != h2)
+                    continue; /* another CTA took it */
+                const int nv = a.hidden - tk.y * C::BN;
+                const double bytes = (double)a.rbs[rbi].w * (nv < C::BN ? nv : C::BN) * 2.0;
+                const unsigned long long need =
+                    (unsigned long long)(bytes * a.admit_ns_per_byte) + 1ull;
+                for (;;) {
+                    const unsigned long long start = clk > now ? clk : now;
+                    const unsigned long long prev = atomicCAS(a.admit, clk, start + need);
+                    if (prev == clk)
+                        break;
+                    clk = prev;
+                }
+                return (int)(n1 + h2);
+            }
+        }
+        const unsigned u = atomicAdd(a.queue, 1u);
+        if (u < n1)
+            return (int)u;
+        /* the Linear-1 tiles ran out meanwhile: the first branch, next pass */
+    }
 }
 
 /* A courier's wait for Linear-2 tile j's ready flag (thread 0). Bounded by timeout_ns, and given
@@ -1088,7 +1165,7 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
             int t = -1;
             /* stop taking work once any CTA recorded a failure */
             if (*(volatile unsigned int *)&a.status->code == 0)
-                t = (int)atomicAdd(a.queue, 1u);
+                t = a.adaptive ? xs_moe_take_adaptive(a) : (int)atomicAdd(a.queue, 1u);
             s_task = t;
             s_abort = 0;
         }
@@ -1543,7 +1620,7 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
         attr_done = 1;
     }
     XS_TRY(xs_moe_upload_table(m, tab, s));
-    XS_CU(cudaMemsetAsync(m->d_queue, 0, 16, s));
+    XS_CU(cudaMemsetAsync(m->d_queue, 0, 32, s));
     XS_CU(cudaMemsetAsync(m->d_done1, 0, 8 * (size_t)(m->nrb + 1), s));
     if (only == 1) /* a missing h store reads as NaN in xs_moe_verify_h */
         XS_CU(cudaMemsetAsync(m->h, 0xff, (size_t)m->rows * m->I * 2, s));
@@ -1606,6 +1683,14 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
     a.anchors = m->d_anchors;
     a.l2_per_rb = m->l2_per_rb;
     a.bulk_combine = o ? o->bulk_combine : 0;
+    if (tl->plan.kind == XS_MOE_ADAPTIVE && !only) { /* a subset runs in its list's order */
+        a.adaptive = 1;
+        a.n1 = m->nrb * m->l1_per_rb;
+        a.queue2 = m->d_queue + 4;   /* bytes 16..19, zeroed with the counter */
+        a.admit = m->d_pace + 1;     /* zeroed with the pacer */
+        a.admit_ns_per_byte = 1.0 / tl->plan.pace_bytes_per_ns;
+        a.admit_ahead_ns = (unsigned long long)tl->plan.admit_ahead_ns;
+    }
     if (couriers > 0) {
         a.couriers = couriers;
         a.cstage = m->d_cstage;
@@ -2231,6 +2316,7 @@ void xs_moe_model_default(xs_moe_model *mm)
     mm->courier_pace_frac = XS_MOE_COURIER_PACE_FRAC;
     mm->courier_copy_bytes_per_ns = XS_MOE_COURIER_COPY_BYTES_PER_NS;
     mm->auto_couriers = 0;
+    mm->auto_adaptive = 0;
 }
 
 /* remote and total combine bytes of Linear-2 tile (rb, nb) for the virtual-peer layout */
@@ -2679,6 +2765,9 @@ typedef struct {
     int link;
     double pace_ns_per_byte, pace_slack_ns, pace_until;
     int q;              /* next task */
+    /* adaptive plans (xs_mrun_next_adaptive): the two queues' heads, the admission clock */
+    int adaptive, n1, q1, q2;
+    double adm_until, adm_ns_per_byte, adm_ahead_ns;
     int *dep_cnt, *wait_head;
     double end;
     xs_moe_tile *trace; /* optional [ntasks]: the predicted trace */
@@ -2696,18 +2785,40 @@ static void xs_mrun_compute(xs_mrun *u, int p, double cost)
         g->oom = 1;
 }
 
+/* The kernel's choice (xs_moe_take_adaptive) at the model's time: a Linear-1 tile is done at
+ * the end of its main loop here (the kernel counts it after its h stores) */
+static int xs_mrun_next_adaptive(xs_mrun *u)
+{
+    const int n2 = u->ntasks - u->n1;
+    if (u->q1 >= u->n1)
+        return u->q2 < n2 ? u->n1 + u->q2++ : u->ntasks;
+    if (u->q2 < n2) {
+        const int2 tk = u->tasks[u->n1 + u->q2];
+        const int rb = tk.x & 0x3fffffff;
+        const double now = u->g->t_now;
+        if (u->adm_until <= now + u->adm_ahead_ns && u->dep_cnt[rb] >= u->m->l1_per_rb) {
+            double rem, tot;
+            xs_moe_tile_bytes(u->m, rb, tk.y, &rem, &tot);
+            u->adm_until = (u->adm_until > now ? u->adm_until : now) + rem * u->adm_ns_per_byte;
+            return u->n1 + u->q2++;
+        }
+    }
+    return u->q1++;
+}
+
 static void xs_mrun_take(xs_mrun *u, int p)
 {
     xs_msim *g = u->g;
     xs_mprod *z = &g->pr[p];
-    if (u->q >= u->ntasks) {
+    const int idx = u->adaptive ? xs_mrun_next_adaptive(u) : u->q < u->ntasks ? u->q++ : u->ntasks;
+    if (idx >= u->ntasks) {
         z->state = XS_P_DONE;
         if (g->t_now > u->end)
             u->end = g->t_now;
         return;
     }
-    z->cur = u->q;
-    const int2 tk = u->tasks[u->q++];
+    z->cur = idx;
+    const int2 tk = u->tasks[idx];
     z->kind = (tk.x >> 30) & 3;
     z->rb = tk.x & 0x3fffffff;
     z->nb = tk.y;
@@ -2789,6 +2900,10 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
     if (!(c->c1_ns > 0) || !(c->c2_ns > 0))
         return xs_seterr(XS_EINVAL, "moe model: tile costs c1=%g c2=%g ns must be positive",
                          c->c1_ns, c->c2_ns);
+    if (plan && plan->kind == XS_MOE_ADAPTIVE &&
+        ntasks != m->nrb * (m->l1_per_rb + m->l2_per_rb))
+        return xs_seterr(XS_EINVAL, "moe model: an adaptive plan runs the whole list (%d of %d "
+                         "tasks)", ntasks, m->nrb * (m->l1_per_rb + m->l2_per_rb));
     xs_moe_model none = {0, 1, 0, 0};
     /* a courier plan: grid - C CTAs compute and stage every row locally; the couriers' link
      * follows from their ends (xs_moe_courier_drain, below) */
@@ -2823,6 +2938,14 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
     if (link && plan && plan->pace_bytes > 0 && plan->pace_bytes_per_ns > 0) {
         u.pace_ns_per_byte = 1.0 / plan->pace_bytes_per_ns;
         u.pace_slack_ns = plan->pace_bytes / plan->pace_bytes_per_ns;
+    }
+    if (plan && plan->kind == XS_MOE_ADAPTIVE) {
+        /* the choice is the kernel's with or without the link: the same clock, the same
+         * problem's remote bytes (the local control admits as the real run does) */
+        u.adaptive = 1;
+        u.n1 = m->nrb * m->l1_per_rb;
+        u.adm_ns_per_byte = 1.0 / plan->pace_bytes_per_ns;
+        u.adm_ahead_ns = plan->admit_ahead_ns;
     }
     u.dep_cnt = (int *)calloc((size_t)m->nrb + 1, sizeof(int));
     u.wait_head = (int *)malloc(sizeof(int) * ((size_t)m->nrb + 1));
@@ -3212,6 +3335,7 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
     memset(out, 0, sizeof *out);
     out->paced_ns = NAN;
     out->courier_ns = out->courier_compute_ns = out->courier_link_ns = NAN;
+    out->adaptive_ns = NAN;
     XS_TRY(xs_profile_check(p, "profile"));
     xs_moe_model mdef;
     if (!mm) {
@@ -3324,6 +3448,16 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
         double t = NAN;
         XS_AUTO_SIM(pp, &inter, 1, &t);
         out->paced_ns = t * fi;
+    }
+    /* adaptive: the CTAs choose Linear-2 tiles at the link's pace (xs_moe_take_adaptive); its
+     * compute is taken to be the interleaved order's (scaled by that control) */
+    if (mm->pace_bytes > 0 && rp > 0 && mean_rem > 0) {
+        xs_moe_plan ap = {XS_MOE_ADAPTIVE, 0, 0, mm->pace_bytes, rp, 0, 0,
+                          inter.c2_ns + mm->pace_bytes / rp};
+        double t = NAN;
+        XS_AUTO_SIM(ap, &inter, 1, &t);
+        out->adaptive = ap;
+        out->adaptive_ns = t * fi;
     }
     /* couriers: in the order whose local control is faster (the model's local times where
      * none was measured), ready times from that control's per-tile stamps (or the model's
@@ -3445,6 +3579,19 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
                  "predicted %.1f us vs wave %.1f us (< 2 %% gain)", crit,
                  bg.injection_bytes_per_ns, p->drain_bytes_per_ns, alt / 1e3,
                  out->wave_ns / 1e3);
+    }
+    if (out->adaptive.kind == XS_MOE_ADAPTIVE) {
+        const int better = out->adaptive_ns <= 0.98 * out->auto_ns;
+        const int take = better && mm->auto_adaptive;
+        const size_t k = strlen(out->how);
+        snprintf(out->how + k, sizeof out->how - k, "; adaptive (lookahead %.1f us) predicted "
+                 "%.1f us%s", out->adaptive.admit_ahead_ns / 1e3, out->adaptive_ns / 1e3,
+                 take ? ": chosen" : better ? ": not chosen (--auto-adaptive off)"
+                                            : ": not chosen (< 2 % gain)");
+        if (take) {
+            out->plan = out->adaptive;
+            out->auto_ns = out->adaptive_ns;
+        }
     }
     /* couriers replace that decision only if predicted >= 2 % faster than it (the margin an
      * order change needs): the prediction has no measured bias yet */

@@ -46,7 +46,12 @@ extern const int xs_moe_nconfigs;
 const xs_moe_config *xs_moe_config_find(const char *name); /* NULL if unknown */
 
 typedef enum { XS_ROUTE_BALANCED = 0, XS_ROUTE_ZIPF = 1 } xs_moe_routing;
-typedef enum { XS_MOE_WAVE = 0, XS_MOE_INTERLEAVED = 1, XS_MOE_AUTO = 2 } xs_moe_sched;
+typedef enum {
+    XS_MOE_WAVE = 0,
+    XS_MOE_INTERLEAVED = 1,
+    XS_MOE_AUTO = 2,    /* resolved by xs_moe_auto into one of the others */
+    XS_MOE_ADAPTIVE = 3 /* no fixed order: each CTA picks its next tile by the link's state */
+} xs_moe_sched;
 const char *xs_moe_sched_name(xs_moe_sched s);
 const char *xs_moe_routing_name(xs_moe_routing r);
 
@@ -96,7 +101,7 @@ void xs_moe_get_info(const xs_moe *m, xs_moe_info *info);
 /* ---- schedules ------------------------------------------------------------------------------- */
 
 typedef struct {
-    xs_moe_sched kind;  /* XS_MOE_WAVE or XS_MOE_INTERLEAVED */
+    xs_moe_sched kind;  /* XS_MOE_WAVE, XS_MOE_INTERLEAVED or XS_MOE_ADAPTIVE */
     int lead;           /* interleaved: minimum row-block lead D of Linear-1 over Linear-2 */
     int wave_experts;   /* wave: experts per wave; 0 = each wave grows expert by expert until
                          * it holds >= grid Linear-1 tiles (equal work under skew) */
@@ -111,9 +116,17 @@ typedef struct {
                          * epilogue stores the combine itself). Not with pace_bytes > 0 */
     double courier_bytes_per_ns; /* the couriers' total issue rate (bytes/ns; each courier gets
                                   * 1/C of it); required when couriers > 0 */
+    double admit_ahead_ns; /* adaptive (docs/EP.md, "Adaptive"): two queues, the Linear-1 tiles
+                            * and the Linear-2 tiles, each in row-block order. A CTA takes the
+                            * next Linear-2 tile when its row block's Linear-1 tiles are done and
+                            * the admission clock (the bytes of the Linear-2 tiles admitted so
+                            * far, draining at pace_bytes_per_ns) ends within admit_ahead_ns of
+                            * now; else the next Linear-1 tile; once those are gone, the
+                            * Linear-2 tiles in order. Needs pace_bytes_per_ns > 0; pace_bytes
+                            * may add the epilogue's pacer. No couriers */
 } xs_moe_plan;
 
-#define XS_MOE_SLOTS 4
+#define XS_MOE_SLOTS 5
 /* Build the task list of a plan into slot 0..XS_MOE_SLOTS-1 (uploaded to the device). */
 xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p);
 /* The default lead: ceil(grid / l1_per_rb) + 1 row blocks (one machine-wide round of Linear-1
@@ -293,6 +306,8 @@ typedef struct {
                                        * window); the couriers drain at min(pace, C x this) */
     int auto_couriers;      /* 1: auto may choose its courier candidate; 0: it is predicted and
                              * reported (the courier column runs it) but never chosen */
+    int auto_adaptive;      /* 1: auto may choose its adaptive candidate (same 2 % rule); 0: it
+                             * is predicted and reported (bench ep's adaptive column runs it) */
 } xs_moe_model;
 
 /* Fitted on the first full H200 sweep (bench/results/h200-2026-11-29-r3/ep.csv: the model with
@@ -360,6 +375,11 @@ typedef struct {
     double courier_compute_ns; /* the local control's kernel time of its order x grid/(grid-C) */
     double courier_link_ns;    /* xs_moe_courier_drain of its Linear-2 tiles (ready times from
                                 * the local control's stamps, scaled the same way) */
+    xs_moe_plan adaptive;  /* the adaptive candidate (kind XS_MOE_ADAPTIVE; where there are remote
+                            * bytes and pacing is allowed): admission at the pacer's rate, lookahead
+                            * = the interleaved control's Linear-2 tile + the pacer's slack, and the
+                            * pacer */
+    double adaptive_ns;    /* its predicted time, scaled by the interleaved control (NaN: none) */
     char how[400];         /* one line: why */
 } xs_moe_auto_result;
 

@@ -13,9 +13,12 @@
 #   3. xstage bench ep --bulk: the default sweep with wave_bulk, interleaved_bulk and auto_bulk
 #      measured in the same rounds as wave, interleaved and auto
 #   4. two points with every tile (--tiles), --bulk
-# Writes $OUT/session12.log (everything), probe_host.csv, test_moe.log.gz, ep.csv, ep.log.gz,
-# ep_tiles_points.csv, ep_tiles.csv.gz.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] scripts/gpu_session12.sh
+# PART=adaptive (calls 3-): the adaptive plan (docs/EP.md, "Adaptive"): test_moe (adaptive
+# plans verified), the default sweep with the adaptive column next to wave, interleaved, auto and
+# the courier column, and the two traced points.
+# Writes $OUT/session12.log (everything), probe_host.csv, ep.csv, ep_tiles_points.csv,
+# ep_tiles.csv.gz.
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=bulk|adaptive] scripts/gpu_session12.sh
 set -u
 OUT=${OUT:-./out-s12}
 X=${BUILD:-build}/xstage
@@ -29,14 +32,17 @@ say "$PROFILE_LINE"
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv 2>&1
   nvcc --version 2>&1 | tail -n 2; } >>"$LOG" 2>&1 || true
 
-vstep probe 120 "$X" probe --target host -n 5 --csv "$OUT/probe_host.csv"
+if [ "${PART:-bulk}" = bulk ]; then
+    vstep probe 120 "$X" probe --target host -n 5 --csv "$OUT/probe_host.csv"
+    BULK=--bulk
+fi
 vstep test_moe 90 build/tests/gpu/test_moe
-vstep bench_ep_bulk 260 "$X" bench ep "${PROFILE_ARGS[@]}" --bulk -n 5 -w 1 --csv "$OUT/ep.csv"
-vstep bench_ep_bulk_tiles 60 "$X" bench ep "${PROFILE_ARGS[@]}" --bulk \
+vstep bench_ep 260 "$X" bench ep "${PROFILE_ARGS[@]}" ${BULK:-} -n 5 -w 1 --csv "$OUT/ep.csv"
+vstep bench_ep_tiles 60 "$X" bench ep "${PROFILE_ARGS[@]}" ${BULK:-} \
     --config olmoe-1b-7b,deepseek-v2-lite --tokens 2048 --routing balanced -n 3 -w 1 \
     --csv "$OUT/ep_tiles_points.csv" --tiles "$OUT/ep_tiles.csv"
 [ -s "$OUT/ep_tiles.csv" ] && gzip -f "$OUT/ep_tiles.csv"
 echo
 grep -E '^(rowpace|bulk[a-z]*|paced|ref|control|all|rows) ' "$LOG" | head -n 50
-grep -E '^# (bench ep|wave/interleaved|wave/auto |auto near bound|bulk|wave_b|wave/auto_bulk|auto/auto_bulk|auto_bulk)' "$LOG"
+grep -E '^# (bench ep|wave/interleaved|wave/auto |auto near bound|bulk|wave_b|wave/auto_bulk|auto/auto_bulk|auto_bulk|wave/adaptive|auto/adaptive|adaptive)' "$LOG"
 vstep_report gpu_session12

@@ -454,6 +454,11 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
         {XS_MOE_INTERLEAVED, 0, 0, 0, 0}, {XS_MOE_INTERLEAVED, 1, 0, 0, 0},
         {XS_MOE_INTERLEAVED, d0, 0, 0, 0}, {XS_MOE_INTERLEAVED, 1000, 0, 0, 0},
         {XS_MOE_INTERLEAVED, d0, 0, 4096, 1.0}, {XS_MOE_WAVE, 0, 0, 4096, 1.0},
+        /* adaptive (the CTAs choose between the two queues): an open clock, unpaced stores;
+         * then a closed clock (1 B/ns, no lookahead: Linear-2 tiles wait for the Linear-1 queue
+         * to run dry) with the slow pacer */
+        {XS_MOE_ADAPTIVE, 0, 0, 0, 50.0, 0, 0, 20000.0},
+        {XS_MOE_ADAPTIVE, 0, 0, 4096, 1.0, 0, 0, 0.0},
     };
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
         st = xs_moe_set_plan(m, 0, &plans[i]);
