@@ -829,6 +829,7 @@ typedef struct {
     unsigned int *queue2;       /* next Linear-2 tile (0-based among them) */
     unsigned long long *admit;  /* the admission clock: reserved-until time (ns, %globaltimer) */
     double admit_ns_per_byte;
+    double admit_tile_bytes;    /* what a claim reserves: the mean remote bytes of a Linear-2 tile */
     unsigned long long admit_ahead_ns;
 } xs_moe_kargs;
 
@@ -872,54 +873,65 @@ static __device__ unsigned long long xs_moe_pace(const xs_moe_kargs &a, double b
     return xs_globaltimer() - t0;
 }
 
-/* An adaptive plan's next task (thread 0; docs/EP.md, "Adaptive"). The next Linear-2 tile when
- * its row block's Linear-1 tiles are done and the admission clock (the remote bytes of the
- * Linear-2 tiles admitted so far, draining at the plan's rate) ends within admit_ahead_ns of now:
- * its bytes are then reserved on the clock. Else the next Linear-1 tile. Once every Linear-1 tile
- * is taken, the next Linear-2 tile whatever its state: its dependency is then waited for as in any
- * order, and is met, since every Linear-1 tile of its row block was taken by a running CTA and a
- * Linear-1 tile never waits. Returns a task index, ntasks when none is left. It never waits:
- * every pass either returns, or lost a race that moved a queue forward. */
-static __device__ int xs_moe_take_adaptive(const xs_moe_kargs &a)
+/* An adaptive plan's next task (thread 0; docs/EP.md, "Adaptive"). *pending is the Linear-2
+ * tile this CTA claimed and has not run yet (-1: none).
+ * - A pending tile runs as soon as its row block's Linear-1 tiles are done, or once the Linear-1
+ *   queue is empty; until then the CTA runs Linear-1 tiles.
+ * - Else, when the admission clock (the remote bytes of the Linear-2 tiles claimed so far,
+ *   draining at the plan's rate) ends within admit_ahead_ns of now, the CTA claims the next
+ *   Linear-2 tile and reserves its bytes on the clock; it runs it at once if its row block is
+ *   done, else it becomes pending.
+ * - Else the next Linear-1 tile; once those are gone, the next Linear-2 tile.
+ * Claims are atomicAdd tickets (a compare-and-swap on the queue head serialised 132 CTAs behind
+ * loads that wait for their own stores in flight: 36 us between tasks, run 12 call 3). No CTA waits
+ * for a dependency while a Linear-1 tile is left to take, and once none is left every Linear-1
+ * tile is held by a running CTA that never waits: no deadlock. Never waits itself; returns a task
+ * index, ntasks when none is left. */
+static __device__ int xs_moe_take_adaptive(const xs_moe_kargs &a, int *pending)
 {
-    typedef xs_moe_cfg C;
     const unsigned n1 = (unsigned)a.n1, n2 = (unsigned)(a.ntasks - a.n1);
-    for (;;) {
-        if (*(volatile unsigned int *)a.queue >= n1) {
-            const unsigned u = atomicAdd(a.queue2, 1u);
-            return u < n2 ? (int)(n1 + u) : a.ntasks;
+    const unsigned h1 = *(volatile unsigned int *)a.queue;
+    const unsigned long long clk0 = *(volatile unsigned long long *)a.admit;
+    if (*pending >= 0) {
+        const int rbi = (*pending - a.n1) / a.l2_per_rb;
+        if (h1 >= n1 || *(volatile unsigned long long *)(a.done1 + rbi) >=
+                            (unsigned long long)a.l1_per_rb) {
+            const int t = *pending;
+            *pending = -1;
+            return t;
         }
-        const unsigned h2 = *(volatile unsigned int *)a.queue2;
-        if (h2 < n2) {
-            const int2 tk = a.tasks[n1 + h2];
-            const int rbi = tk.x & 0x3fffffff;
-            const unsigned long long now = xs_globaltimer();
-            unsigned long long clk = *(volatile unsigned long long *)a.admit;
-            /* a plain read decides; the task's own acquire (xs_wait_geq) follows */
-            if (clk <= now + a.admit_ahead_ns &&
-                *(volatile unsigned long long *)(a.done1 + rbi) >=
-                    (unsigned long long)a.l1_per_rb) {
-                if (atomicCAS(a.queue2, h2, h2 + 1u) != h2)
-                    continue; /* another CTA took it */
-                const int nv = a.hidden - tk.y * C::BN;
-                const double bytes = (double)a.rbs[rbi].w * (nv < C::BN ? nv : C::BN) * 2.0;
+    } else if (h1 < n1) {
+        const unsigned long long now = xs_globaltimer();
+        if (clk0 <= now + a.admit_ahead_ns) {
+            const unsigned u = atomicAdd(a.queue2, 1u);
+            if (u < n2) {
                 const unsigned long long need =
-                    (unsigned long long)(bytes * a.admit_ns_per_byte) + 1ull;
-                for (;;) {
+                    (unsigned long long)(a.admit_tile_bytes * a.admit_ns_per_byte) + 1ull;
+                for (unsigned long long clk = clk0;;) {
                     const unsigned long long start = clk > now ? clk : now;
                     const unsigned long long prev = atomicCAS(a.admit, clk, start + need);
                     if (prev == clk)
                         break;
                     clk = prev;
                 }
-                return (int)(n1 + h2);
+                const int rbi = (int)(u / (unsigned)a.l2_per_rb);
+                if (*(volatile unsigned long long *)(a.done1 + rbi) >=
+                    (unsigned long long)a.l1_per_rb)
+                    return (int)(n1 + u);
+                *pending = (int)(n1 + u);
             }
         }
-        const unsigned u = atomicAdd(a.queue, 1u);
-        if (u < n1)
-            return (int)u;
-        /* the Linear-1 tiles ran out meanwhile: the first branch, next pass */
     }
+    const unsigned u = h1 < n1 ? atomicAdd(a.queue, 1u) : n1;
+    if (u < n1)
+        return (int)u;
+    if (*pending >= 0) { /* the Linear-1 queue ran dry: run the claimed tile */
+        const int t = *pending;
+        *pending = -1;
+        return t;
+    }
+    const unsigned v = atomicAdd(a.queue2, 1u);
+    return v < n2 ? (int)(n1 + v) : a.ntasks;
 }
 
 /* A courier's wait for Linear-2 tile j's ready flag (thread 0). Bounded by timeout_ns, and given
@@ -1146,6 +1158,7 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
     extern __shared__ __align__(128) char xs_moe_smem[];
     char *smem = xs_moe_smem;
     __shared__ int s_task, s_abort;
+    int pending = -1; /* thread 0, adaptive plans: a claimed Linear-2 tile not run yet */
     const int tid = threadIdx.x;
     char **dst = xs_gemm_dst_rows<C>(smem);
     float *scale = xs_gemm_row_scale<C>(smem);
@@ -1165,7 +1178,8 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
             int t = -1;
             /* stop taking work once any CTA recorded a failure */
             if (*(volatile unsigned int *)&a.status->code == 0)
-                t = a.adaptive ? xs_moe_take_adaptive(a) : (int)atomicAdd(a.queue, 1u);
+                t = a.adaptive ? xs_moe_take_adaptive(a, &pending)
+                               : (int)atomicAdd(a.queue, 1u);
             s_task = t;
             s_abort = 0;
         }
@@ -1690,6 +1704,9 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
         a.admit = m->d_pace + 1;     /* zeroed with the pacer */
         a.admit_ns_per_byte = 1.0 / tl->plan.pace_bytes_per_ns;
         a.admit_ahead_ns = (unsigned long long)tl->plan.admit_ahead_ns;
+        xs_moe_info info;
+        xs_moe_get_info(m, &info);
+        a.admit_tile_bytes = info.l2_tiles ? info.remote_bytes / info.l2_tiles : 0.0;
     }
     if (couriers > 0) {
         a.couriers = couriers;
@@ -2767,7 +2784,8 @@ typedef struct {
     int q;              /* next task */
     /* adaptive plans (xs_mrun_next_adaptive): the two queues' heads, the admission clock */
     int adaptive, n1, q1, q2;
-    double adm_until, adm_ns_per_byte, adm_ahead_ns;
+    int *pending;       /* per producer: a claimed Linear-2 tile not run yet (-1: none) */
+    double adm_until, adm_ns_per_byte, adm_ahead_ns, adm_tile_bytes;
     int *dep_cnt, *wait_head;
     double end;
     xs_moe_tile *trace; /* optional [ntasks]: the predicted trace */
@@ -2785,32 +2803,44 @@ static void xs_mrun_compute(xs_mrun *u, int p, double cost)
         g->oom = 1;
 }
 
-/* The kernel's choice (xs_moe_take_adaptive) at the model's time: a Linear-1 tile is done at
- * the end of its main loop here (the kernel counts it after its h stores) */
-static int xs_mrun_next_adaptive(xs_mrun *u)
+/* The kernel's choice (xs_moe_take_adaptive) for producer p at the model's time: a Linear-1 tile
+ * is done at the end of its main loop here (the kernel counts it after its h stores) */
+static int xs_mrun_next_adaptive(xs_mrun *u, int p)
 {
-    const int n2 = u->ntasks - u->n1;
-    if (u->q1 >= u->n1)
-        return u->q2 < n2 ? u->n1 + u->q2++ : u->ntasks;
-    if (u->q2 < n2) {
-        const int2 tk = u->tasks[u->n1 + u->q2];
-        const int rb = tk.x & 0x3fffffff;
+    const int n2 = u->ntasks - u->n1, l1 = u->m->l1_per_rb, l2 = u->m->l2_per_rb;
+    int *pend = &u->pending[p];
+    if (*pend >= 0) {
+        if (u->q1 >= u->n1 || u->dep_cnt[(*pend - u->n1) / l2] >= l1) {
+            const int t = *pend;
+            *pend = -1;
+            return t;
+        }
+    } else if (u->q1 < u->n1) {
         const double now = u->g->t_now;
-        if (u->adm_until <= now + u->adm_ahead_ns && u->dep_cnt[rb] >= u->m->l1_per_rb) {
-            double rem, tot;
-            xs_moe_tile_bytes(u->m, rb, tk.y, &rem, &tot);
-            u->adm_until = (u->adm_until > now ? u->adm_until : now) + rem * u->adm_ns_per_byte;
-            return u->n1 + u->q2++;
+        if (u->adm_until <= now + u->adm_ahead_ns && u->q2 < n2) {
+            const int j = u->q2++;
+            u->adm_until = (u->adm_until > now ? u->adm_until : now) +
+                           u->adm_tile_bytes * u->adm_ns_per_byte;
+            if (u->dep_cnt[j / l2] >= l1)
+                return u->n1 + j;
+            *pend = u->n1 + j;
         }
     }
-    return u->q1++;
+    if (u->q1 < u->n1)
+        return u->q1++;
+    if (*pend >= 0) {
+        const int t = *pend;
+        *pend = -1;
+        return t;
+    }
+    return u->q2 < n2 ? u->n1 + u->q2++ : u->ntasks;
 }
 
 static void xs_mrun_take(xs_mrun *u, int p)
 {
     xs_msim *g = u->g;
     xs_mprod *z = &g->pr[p];
-    const int idx = u->adaptive ? xs_mrun_next_adaptive(u) : u->q < u->ntasks ? u->q++ : u->ntasks;
+    const int idx = u->adaptive ? xs_mrun_next_adaptive(u, p) : u->q < u->ntasks ? u->q++ : u->ntasks;
     if (idx >= u->ntasks) {
         z->state = XS_P_DONE;
         if (g->t_now > u->end)
@@ -2946,18 +2976,25 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
         u.n1 = m->nrb * m->l1_per_rb;
         u.adm_ns_per_byte = 1.0 / plan->pace_bytes_per_ns;
         u.adm_ahead_ns = plan->admit_ahead_ns;
+        xs_moe_info info;
+        xs_moe_get_info(m, &info);
+        u.adm_tile_bytes = info.l2_tiles ? info.remote_bytes / info.l2_tiles : 0.0;
     }
     u.dep_cnt = (int *)calloc((size_t)m->nrb + 1, sizeof(int));
     u.wait_head = (int *)malloc(sizeof(int) * ((size_t)m->nrb + 1));
-    if (!u.dep_cnt || !u.wait_head) {
+    u.pending = (int *)malloc(sizeof(int) * ((size_t)np + 1));
+    if (!u.dep_cnt || !u.wait_head || !u.pending) {
         free(u.dep_cnt);
         free(u.wait_head);
+        free(u.pending);
         free(own_trace);
         xs_msim_free(&g);
         return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
     }
     for (int b = 0; b <= m->nrb; b++)
         u.wait_head[b] = -1;
+    for (int p = 0; p <= np; p++)
+        u.pending[p] = -1;
     g.user = &u;
     for (int p = 0; p < np; p++)
         xs_mrun_take(&u, p);
@@ -3028,6 +3065,7 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
     double end = u.end > g.d_last ? u.end : g.d_last;
     free(u.dep_cnt);
     free(u.wait_head);
+    free(u.pending);
     xs_msim_free(&g);
     if (couriers > 0 && !oom && !stalled && !stuck) {
         /* a Linear-2 tile's rows are ready for the couriers when its staging stores end; in the
