@@ -970,104 +970,102 @@ static void ep_summary_ratio(const char *name, const double *x, int n)
            xs_min(x, (size_t)n), n);
 }
 
-/* the adaptive column against wave, auto and the bound, and its prediction */
-static void ep_summary_adaptive(const ep_row *rows, int n)
+/* Column v over bound_us on the rows where the criterion holds as is or reshaped, into q (n of
+ * them), and how many are within 10 %, in all and on the rows where only reshaping meets it */
+typedef struct {
+    int n, near, n_resh, near_resh;
+} ep_near;
+
+static ep_near ep_near_bound(const ep_row *rows, int n, int v, double *q)
 {
-    double *wa = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *aa = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *ab = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *pe = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    if (!wa || !aa || !ab || !pe) {
-        free(wa); free(aa); free(ab); free(pe);
-        return;
-    }
-    int nwa = 0, naa = 0, nab = 0, npe = 0, near = 0, ner = 0, near_r = 0, faster = 0;
+    ep_near nb = {0, 0, 0, 0};
     for (int i = 0; i < n; i++) {
         const ep_row *r = &rows[i];
-        const double ta = r->t[EP_ADAPT].med;
-        if (!(isfinite(ta) && ta > 0))
+        const double x = r->t[v].med / r->bound_us;
+        if (!(r->criterion_ok || r->reshape_ok) || !isfinite(x))
             continue;
-        if (isfinite(r->t[EP_WAVE].med))
-            wa[nwa++] = r->t[EP_WAVE].med / ta;
-        if (isfinite(r->t[EP_AUTO].med)) {
-            aa[naa++] = r->t[EP_AUTO].med / ta;
-            faster += ta < r->t[EP_AUTO].med;
-        }
-        if (isfinite(r->pred_adaptive_us))
-            pe[npe++] = fabs(r->pred_adaptive_us - ta) / ta;
-        const double q = ta / r->bound_us;
-        if ((r->criterion_ok || r->reshape_ok) && isfinite(q)) {
-            ab[nab++] = q;
-            near += q <= 1.10;
-        }
-        if (!r->criterion_ok && r->reshape_ok && isfinite(q)) {
-            ner++;
-            near_r += q <= 1.10;
+        q[nb.n++] = x;
+        nb.near += x <= 1.10;
+        if (!r->criterion_ok) {
+            nb.n_resh++;
+            nb.near_resh += x <= 1.10;
         }
     }
-    if (nwa) {
-        ep_summary_ratio("wave/adaptive", wa, nwa);
-        ep_summary_ratio("auto/adaptive", aa, naa);
-        printf("# %-22s the adaptive run faster than auto on %d of %d rows\n", "adaptive < auto",
-               faster, naa);
-        ep_summary_ratio("adaptive/bound (met)", ab, nab);
-        printf("# %-22s %d of %d rows where the criterion holds as is or reshaped within 10%% of "
-               "bound_us; %d of %d where only reshaping meets it\n", "adaptive near bound", near,
-               nab, near_r, ner);
-        if (npe)
-            printf("# %-22s |pred - meas| / meas median %.1f %%, max %.1f %% (%d rows)\n",
-                   "adaptive prediction", 100 * xs_median(pe, (size_t)npe),
-                   100 * xs_max(pe, (size_t)npe), npe);
+    return nb;
+}
+
+static void ep_near_print(const char *label, const double *q, ep_near nb)
+{
+    char name[48];
+    snprintf(name, sizeof name, "%s/bound (met)", label);
+    ep_summary_ratio(name, q, nb.n);
+    snprintf(name, sizeof name, "%s near bound", label);
+    printf("# %-22s %d of %d rows where the criterion holds as is or reshaped within 10%% of "
+           "bound_us; %d of %d where only reshaping meets it\n", name, nb.near, nb.n,
+           nb.near_resh, nb.n_resh);
+}
+
+/* A column next to wave and auto (courier, adaptive, auto_bulk): wave/label and auto/label over
+ * the rows where it ran, where it beat auto, and label/bound. q: scratch of n + 1. Returns the
+ * rows where it ran. */
+static int ep_summary_column(const ep_row *rows, int n, int v, const char *label, double *q)
+{
+    char name[48];
+    int k = 0, faster = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(rows[i].t[v].med) && isfinite(rows[i].t[EP_WAVE].med))
+            q[k++] = rows[i].t[EP_WAVE].med / rows[i].t[v].med;
+    if (!k)
+        return 0;
+    snprintf(name, sizeof name, "wave/%s", label);
+    ep_summary_ratio(name, q, k);
+    k = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(rows[i].t[v].med) && isfinite(rows[i].t[EP_AUTO].med)) {
+            q[k++] = rows[i].t[EP_AUTO].med / rows[i].t[v].med;
+            faster += rows[i].t[v].med < rows[i].t[EP_AUTO].med;
+        }
+    snprintf(name, sizeof name, "auto/%s", label);
+    ep_summary_ratio(name, q, k);
+    snprintf(name, sizeof name, "%s < auto", label);
+    printf("# %-22s the %s run faster than auto on %d of %d rows\n", name, label, faster, k);
+    ep_near_print(label, q, ep_near_bound(rows, n, v, q));
+    return k;
+}
+
+/* the adaptive column, and its prediction */
+static void ep_summary_adaptive(const ep_row *rows, int n, double *q)
+{
+    if (!ep_summary_column(rows, n, EP_ADAPT, "adaptive", q))
+        return;
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const double ta = rows[i].t[EP_ADAPT].med;
+        if (isfinite(ta) && ta > 0 && isfinite(rows[i].pred_adaptive_us))
+            q[k++] = fabs(rows[i].pred_adaptive_us - ta) / ta;
     }
-    free(wa); free(aa); free(ab); free(pe);
+    if (k)
+        printf("# %-22s |pred - meas| / meas median %.1f %%, max %.1f %% (%d rows)\n",
+               "adaptive prediction", 100 * xs_median(q, (size_t)k), 100 * xs_max(q, (size_t)k),
+               k);
 }
 
 /* --bulk: the bulk-copy variants against their 16-byte-store twins of the same rounds */
-static void ep_summary_bulk(const ep_row *rows, int n)
+static void ep_summary_bulk(const ep_row *rows, int n, double *q)
 {
-    double *wi = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *wa = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *aa = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *ab = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    if (!wi || !wa || !aa || !ab) {
-        free(wi); free(wa); free(aa); free(ab);
-        return;
-    }
-    int nwi = 0, nwa = 0, naa = 0, nab = 0, near = 0, ner = 0, near_r = 0;
+    int k = 0, ran = 0;
     for (int i = 0; i < n; i++) {
-        const ep_row *r = &rows[i];
-        const double wb = r->t[EP_WAVE_BULK].med, ib = r->t[EP_INTER_BULK].med;
-        const double ab_ = r->t[EP_AUTO_BULK].med;
+        const double wb = rows[i].t[EP_WAVE_BULK].med, ib = rows[i].t[EP_INTER_BULK].med;
         if (isfinite(wb) && isfinite(ib) && ib > 0)
-            wi[nwi++] = wb / ib;
-        if (!(isfinite(ab_) && ab_ > 0))
-            continue;
-        if (isfinite(r->t[EP_WAVE].med))
-            wa[nwa++] = r->t[EP_WAVE].med / ab_;
-        if (isfinite(r->t[EP_AUTO].med))
-            aa[naa++] = r->t[EP_AUTO].med / ab_;
-        const double q = ab_ / r->bound_us;
-        if ((r->criterion_ok || r->reshape_ok) && isfinite(q)) {
-            ab[nab++] = q;
-            near += q <= 1.10;
-        }
-        if (!r->criterion_ok && r->reshape_ok && isfinite(q)) {
-            ner++;
-            near_r += q <= 1.10;
-        }
+            q[k++] = wb / ib;
+        ran += isfinite(wb) || isfinite(ib) || isfinite(rows[i].t[EP_AUTO_BULK].med);
     }
-    if (nwi || nwa) {
-        printf("# %-22s the combine rows by TMA bulk copies, the same plans, the same rounds\n",
-               "bulk");
-        ep_summary_ratio("wave_b/interleaved_b", wi, nwi);
-        ep_summary_ratio("wave/auto_bulk", wa, nwa);
-        ep_summary_ratio("auto/auto_bulk", aa, naa);
-        ep_summary_ratio("auto_bulk/bound (met)", ab, nab);
-        printf("# %-22s %d of %d rows where the criterion holds as is or reshaped within 10%% of "
-               "bound_us; %d of %d where only reshaping meets it\n", "auto_bulk near bound",
-               near, nab, near_r, ner);
-    }
-    free(wi); free(wa); free(aa); free(ab);
+    if (!ran)
+        return;
+    printf("# %-22s the combine rows by TMA bulk copies, the same plans, the same rounds\n",
+           "bulk");
+    ep_summary_ratio("wave_b/interleaved_b", q, k);
+    ep_summary_column(rows, n, EP_AUTO_BULK, "auto_bulk", q);
 }
 
 static void ep_summary(const ep_row *rows, int n)
@@ -1077,20 +1075,13 @@ static void ep_summary(const ep_row *rows, int n)
     double *c = (double *)malloc(sizeof(double) * (size_t)(n + 1));
     double *d = (double *)malloc(sizeof(double) * (size_t)(3 * n + 1));
     double *dm = (double *)malloc(sizeof(double) * (size_t)(3 * n + 1));
-    double *e = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *er = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    /* couriers: wave/courier, auto/courier, courier/bound where the criterion can be met */
-    double *wc = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *ac = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *cb = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    if (!a || !b || !c || !d || !dm || !e || !er || !wc || !ac || !cb) {
-        free(a); free(b); free(c); free(d); free(dm); free(e); free(er);
-        free(wc); free(ac); free(cb);
+    double *e = (double *)malloc(sizeof(double) * (size_t)(n + 1)); /* scratch of the columns */
+    if (!a || !b || !c || !d || !dm || !e) {
+        free(a); free(b); free(c); free(d); free(dm); free(e);
         return;
     }
-    int na = 0, nb = 0, nc = 0, nd = 0, ndm = 0, ne = 0, ner = 0, below = 0;
-    int near = 0, near_r = 0, met = 0, resh = 0, notmet = 0, inter = 0, paced = 0;
-    int nwc = 0, nac = 0, ncb = 0, cnear = 0, chose_c = 0, c_faster = 0;
+    int na = 0, nb = 0, nc = 0, nd = 0, ndm = 0, below = 0;
+    int met = 0, resh = 0, notmet = 0, inter = 0, paced = 0, chose_c = 0, ncour = 0;
     for (int i = 0; i < n; i++) {
         const ep_row *r = &rows[i];
         double wi = r->t[EP_WAVE].med / r->t[EP_INTER].med;
@@ -1112,33 +1103,11 @@ static void ep_summary(const ep_row *rows, int n)
         }
         inter += !strcmp(r->auto_choice, "interleaved");
         paced += r->auto_paced;
-        /* where the criterion can be met: as the wave order is, or by reshaping */
-        const double q = r->t[EP_AUTO].med / r->bound_us;
-        if ((r->criterion_ok || r->reshape_ok) && isfinite(q)) {
-            e[ne++] = q;
-            near += q <= 1.10;
-        }
-        if (!r->criterion_ok && r->reshape_ok && isfinite(q)) {
-            er[ner++] = q;
-            near_r += q <= 1.10;
-        }
         met += r->criterion_ok;
         resh += !r->criterion_ok && r->reshape_ok;
         notmet += !r->criterion_ok && !r->reshape_ok;
         chose_c += r->auto_couriers > 0;
-        const double tc = r->t[EP_COURIER].med;
-        if (isfinite(tc) && tc > 0) {
-            if (isfinite(r->t[EP_WAVE].med))
-                wc[nwc++] = r->t[EP_WAVE].med / tc;
-            if (isfinite(r->t[EP_AUTO].med)) {
-                ac[nac++] = r->t[EP_AUTO].med / tc;
-                c_faster += tc < r->t[EP_AUTO].med;
-            }
-            if ((r->criterion_ok || r->reshape_ok) && r->bound_us > 0) {
-                cb[ncb++] = tc / r->bound_us;
-                cnear += tc / r->bound_us <= 1.10;
-            }
-        }
+        ncour += isfinite(r->t[EP_COURIER].med);
     }
     printf("#\n# summary over %d points (criterion met: %d; not met, met reshaped: %d; not met "
            "even reshaped: %d); auto chose interleaved on %d (paced %d)\n", n, met, resh, notmet,
@@ -1146,21 +1115,12 @@ static void ep_summary(const ep_row *rows, int n)
     ep_summary_ratio("wave/interleaved", a, na);
     ep_summary_ratio("wave/auto", b, nb);
     printf("# %-22s %d of %d rows below 0.99\n", "wave/auto < 0.99", below, nb);
-    ep_summary_ratio("auto/bound (met)", e, ne);
-    printf("# %-22s %d of %d rows where the criterion holds as is or reshaped within 10%% of "
-           "bound_us; %d of %d where only reshaping meets it\n", "auto near bound", near, ne,
-           near_r, ner);
+    ep_near_print("auto", e, ep_near_bound(rows, n, EP_AUTO, e));
     printf("# %-22s auto chose couriers on %d of %d points; the courier column ran on %d\n",
-           "couriers", chose_c, n, nwc);
-    ep_summary_ratio("wave/courier", wc, nwc);
-    ep_summary_ratio("auto/courier", ac, nac);
-    printf("# %-22s the courier run faster than auto on %d of %d rows\n", "courier < auto",
-           c_faster, nac);
-    ep_summary_ratio("courier/bound (met)", cb, ncb);
-    printf("# %-22s %d of %d rows where the criterion holds as is or reshaped within 10%% of "
-           "bound_us\n", "courier near bound", cnear, ncb);
-    ep_summary_adaptive(rows, n);
-    ep_summary_bulk(rows, n);
+           "couriers", chose_c, n, ncour);
+    ep_summary_column(rows, n, EP_COURIER, "courier", e);
+    ep_summary_adaptive(rows, n, e);
+    ep_summary_bulk(rows, n, e);
     ep_summary_ratio("cuBLAS GEMMs / local", c, nc);
     double pt = 0, mt = 0, pmax = 0;
     for (int i = 0; i < n; i++) {
@@ -1178,8 +1138,7 @@ static void ep_summary(const ep_row *rows, int n)
         printf("# %-22s MMA side: median over runs of the per-tile median |pred - meas| = %.3f "
                "us (max %.3f, %d runs)\n", "stall prediction", xs_median(dm, (size_t)ndm),
                xs_max(dm, (size_t)ndm), ndm);
-    free(a); free(b); free(c); free(d); free(dm); free(e); free(er);
-    free(wc); free(ac); free(cb);
+    free(a); free(b); free(c); free(d); free(dm); free(e);
 }
 
 /* ---- entry ---------------------------------------------------------------------------------- */

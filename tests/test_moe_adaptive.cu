@@ -26,17 +26,8 @@
 #include "xt.h"
 #include "xstage.h"
 #include "../cuda/moe.h"
+#include "xt_moe.h"
 
-static void synth_costs(const xs_moe_config *c, xs_moe_costs *k)
-{
-    memset(k, 0, sizeof *k);
-    k->mma1_ns = 1600.0 * c->hidden / 64.0;
-    k->mma2_ns = 1600.0 * c->inter / 64.0;
-    k->c1_ns = k->mma1_ns + 1000.0;
-    k->c2_ns = k->mma2_ns + 300.0;
-    k->local_issue_bytes_per_ns = 52.0;
-    k->span2_ns = 65536.0 / 52.0;
-}
 
 static xs_moe *problem(const char *name, int tokens, int peers, xs_moe_routing rt)
 {
@@ -114,7 +105,7 @@ static void list_and_rule(const xs_profile *p)
     if (!m)
         return;
     xs_moe_costs c;
-    synth_costs(xs_moe_config_find("olmoe-1b-7b"), &c);
+    xt_moe_synth_costs(xs_moe_config_find("olmoe-1b-7b"), &c);
     xs_moe_info info;
     xs_moe_get_info(m, &info);
     const int n = info.l1_tiles + info.l2_tiles;
@@ -205,7 +196,7 @@ static void auto_checks(const xs_profile *p)
         if (!m)
             continue;
         xs_moe_costs c;
-        synth_costs(xs_moe_config_find(names[k]), &c);
+        xt_moe_synth_costs(xs_moe_config_find(names[k]), &c);
         const xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};
         double kern = NAN;
         XT_CHECK(xs_moe_set_plan(m, 0, &wp) == XS_OK &&
@@ -241,7 +232,7 @@ static void auto_checks(const xs_profile *p)
     xs_moe *m1 = problem("olmoe-1b-7b", 1024, 1, XS_ROUTE_BALANCED);
     if (m1) {
         xs_moe_costs c;
-        synth_costs(xs_moe_config_find("olmoe-1b-7b"), &c);
+        xt_moe_synth_costs(xs_moe_config_find("olmoe-1b-7b"), &c);
         xs_moe_model mm;
         xs_moe_model_default(&mm);
         mm.auto_adaptive = 1;

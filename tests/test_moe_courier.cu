@@ -38,6 +38,7 @@
 #include "xt_rand.h"
 #include "xstage.h"
 #include "../cuda/moe.h"
+#include "xt_moe.h"
 
 static int rnd(int n) { return (int)(xt_rng() % (uint64_t)n); }
 
@@ -168,16 +169,6 @@ static xs_moe_tile *trace_new(int n)
     return (xs_moe_tile *)calloc((size_t)n + 1, sizeof(xs_moe_tile));
 }
 
-static void synth_costs(const xs_moe_config *c, xs_moe_costs *k)
-{
-    memset(k, 0, sizeof *k);
-    k->mma1_ns = 1600.0 * c->hidden / 64.0;
-    k->mma2_ns = 1600.0 * c->inter / 64.0;
-    k->c1_ns = k->mma1_ns + 1000.0;
-    k->c2_ns = k->mma2_ns + 300.0;
-    k->local_issue_bytes_per_ns = 52.0;
-    k->span2_ns = 65536.0 / 52.0;
-}
 
 static void plan_checks(const xs_profile *prof)
 {
@@ -199,7 +190,7 @@ static void plan_checks(const xs_profile *prof)
     const int n = task_count(m, &info);
     xs_moe_tile *a = trace_new(n), *b = trace_new(n);
     xs_moe_costs c;
-    synth_costs(cfg, &c);
+    xt_moe_synth_costs(cfg, &c);
     const double rate = XS_MOE_COURIER_PACE_FRAC * prof->drain_bytes_per_ns;
 
     /* 2. lists built for grid - C */
@@ -314,7 +305,7 @@ static void auto_checks(const xs_profile *prof)
         return;
     }
     xs_moe_costs c;
-    synth_costs(&cfg, &c);
+    xt_moe_synth_costs(&cfg, &c);
     /* "measured" local controls: the model's link-less traces, stretched by 10 % (wave) and
      * 5 % (interleaved), so the scaling of the stamps is visible */
     const xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};

@@ -29,6 +29,7 @@
 #include "xstage_cuda.h"
 #include "xstage_win.h"
 #include "../../cuda/moe.h"
+#include "../xt_moe.h"
 
 
 /* Linear-2 tiles start only after every Linear-1 tile of their row block stored its h rows. The
@@ -183,6 +184,17 @@ static void stage_checks(xs_moe *m, const xs_wintab *local, const xs_wintab *vir
     }
 }
 
+/* bytes where a and b differ (of n), *first the first of them (-1: none) */
+static long bytes_differ(const unsigned char *a, const unsigned char *b, size_t n, long *first)
+{
+    long diff = 0;
+    *first = -1;
+    for (size_t k = 0; k < n; k++)
+        if (a[k] != b[k] && diff++ == 0)
+            *first = (long)k;
+    return diff;
+}
+
 /* Every window of tab (window_bytes each: poisoned bytes included) into a host buffer. */
 static unsigned char *read_windows(xs_moe *m, const xs_wintab *tab)
 {
@@ -235,14 +247,9 @@ static void courier_checks(xs_moe *m, const xs_wintab *tab, int remote, const ch
         unsigned char *got = read_windows(m, tab);
         XT_CHECK(got != NULL, "%s: reading the windows", what);
         if (got) {
-            long diff = 0, first = -1;
-            const size_t nb = info.window_bytes * (size_t)info.peers;
-            for (size_t k = 0; k < nb; k++)
-                if (got[k] != want[k]) {
-                    diff++;
-                    if (first < 0)
-                        first = (long)k;
-                }
+            long first;
+            const long diff =
+                bytes_differ(got, want, info.window_bytes * (size_t)info.peers, &first);
             XT_CHECK(diff == 0, "%s: %ld bytes differ from the non-courier run (first: rank %ld, "
                      "byte %ld)", what, diff, first < 0 ? -1 : first / (long)info.window_bytes,
                      first < 0 ? -1 : first % (long)info.window_bytes);
@@ -363,11 +370,8 @@ static void bulk_checks(xs_moe *m, const xs_wintab *tab, const char *name)
         XT_CHECK(got != NULL, "%s: reading the windows", what);
         if (!got)
             continue;
-        long diff = 0, first = -1;
-        const size_t nb = info.window_bytes * (size_t)info.peers;
-        for (size_t k = 0; k < nb; k++)
-            if (got[k] != want[k] && diff++ == 0)
-                first = (long)k;
+        long first;
+        const long diff = bytes_differ(got, want, info.window_bytes * (size_t)info.peers, &first);
         XT_CHECK(diff == 0, "%s: %ld bytes differ from the 16-byte-store run (first: rank %ld, "
                  "byte %ld)", what, diff, first < 0 ? -1 : first / (long)info.window_bytes,
                  first < 0 ? -1 : first % (long)info.window_bytes);
@@ -1073,17 +1077,6 @@ static void model_checks(void)
 
 /* Synthetic local-control costs of a configuration: a constant time per 64-wide k-step (run 3's
  * local wave times give 1.5-1.8 us) plus a fixed epilogue; Linear-2's store span at 52 B/ns. */
-static void synth_costs(const xs_moe_config *c, xs_moe_costs *k)
-{
-    memset(k, 0, sizeof *k);
-    const double kstep = 1600.0;
-    k->mma1_ns = kstep * c->hidden / 64.0;
-    k->mma2_ns = kstep * c->inter / 64.0;
-    k->c1_ns = k->mma1_ns + 1000.0;
-    k->c2_ns = k->mma2_ns + 300.0;
-    k->local_issue_bytes_per_ns = 52.0;
-    k->span2_ns = 65536.0 / 52.0;
-}
 
 typedef struct {
     double create_s, auto_s, trace_s, stall_s;
@@ -1119,7 +1112,7 @@ static int sweep_point_run(const xs_moe_config *cfg, int tokens, int peers, xs_m
                            (xs_moe_tile *)calloc((size_t)ntot + 1, sizeof *tr)};
     int ok = tr && ref[0] && ref[1] && ltr[0] && ltr[1];
     xs_moe_costs base, cost[2];
-    synth_costs(cfg, &base);
+    xt_moe_synth_costs(cfg, &base);
     const xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};
     const xs_moe_plan ip = {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0, 0, 0};
     ok = ok && xs_moe_set_plan(m, 0, &wp) == XS_OK && xs_moe_set_plan(m, 1, &ip) == XS_OK;
