@@ -16,9 +16,14 @@
 # PART=adaptive (calls 3-): the adaptive plan (docs/EP.md, "Adaptive"): test_moe (adaptive
 # plans verified), the default sweep with the adaptive column next to wave, interleaved, auto and
 # the courier column, and the two traced points.
+# PART=pace (call 5): auto's pacing rule (pace where the criterion fails unless predicted > 1 %
+# slower): the default sweep, then the pacer's threshold at 128 KB and 512 KB (auto only, against
+# wave) on the eight rows of calls 1-4 that stayed above 1.1 x bound_us: qwen1.5-moe-a2.7b,
+# deepseek-v2-lite, qwen3-30b-a3b and qwen3-235b-a22b at T = 2048 (ep_pace128k.csv,
+# ep_pace512k.csv; deepseek-v3 T = 4096, the ninth, is left out: 12 ms kernels).
 # Writes $OUT/session12.log (everything), probe_host.csv, ep.csv, ep_tiles_points.csv,
 # ep_tiles.csv.gz.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=bulk|adaptive] scripts/gpu_session12.sh
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=bulk|adaptive|pace] scripts/gpu_session12.sh
 set -u
 OUT=${OUT:-./out-s12}
 X=${BUILD:-build}/xstage
@@ -36,12 +41,20 @@ if [ "${PART:-bulk}" = bulk ]; then
     vstep probe 120 "$X" probe --target host -n 5 --csv "$OUT/probe_host.csv"
     BULK=--bulk
 fi
-vstep test_moe 90 build/tests/gpu/test_moe
+[ "${PART:-bulk}" = pace ] || vstep test_moe 90 build/tests/gpu/test_moe
 vstep bench_ep 260 "$X" bench ep "${PROFILE_ARGS[@]}" ${BULK:-} -n 5 -w 1 --csv "$OUT/ep.csv"
 vstep bench_ep_tiles 60 "$X" bench ep "${PROFILE_ARGS[@]}" ${BULK:-} \
     --config olmoe-1b-7b,deepseek-v2-lite --tokens 2048 --routing balanced -n 3 -w 1 \
     --csv "$OUT/ep_tiles_points.csv" --tiles "$OUT/ep_tiles.csv"
 [ -s "$OUT/ep_tiles.csv" ] && gzip -f "$OUT/ep_tiles.csv"
+if [ "${PART:-bulk}" = pace ]; then
+    for pb in 128K 512K; do
+        vstep "bench_ep_pace$pb" 90 "$X" bench ep "${PROFILE_ARGS[@]}" --schedule auto \
+            --config qwen1.5-moe-a2.7b,deepseek-v2-lite,qwen3-30b-a3b,qwen3-235b-a22b \
+            --tokens 2048 --pace-bytes "$pb" -n 5 -w 1 \
+            --csv "$OUT/ep_pace$(echo "$pb" | tr K k).csv"
+    done
+fi
 echo
 grep -E '^(rowpace|bulk[a-z]*|paced|ref|control|all|rows) ' "$LOG" | head -n 50
 grep -E '^# (bench ep|wave/interleaved|wave/auto |auto near bound|bulk|wave_b|wave/auto_bulk|auto/auto_bulk|auto_bulk|wave/adaptive|auto/adaptive|adaptive)' "$LOG"
