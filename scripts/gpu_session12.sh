@@ -21,9 +21,12 @@
 # wave) on the eight rows of calls 1-4 that stayed above 1.1 x bound_us: qwen1.5-moe-a2.7b,
 # deepseek-v2-lite, qwen3-30b-a3b and qwen3-235b-a22b at T = 2048 (ep_pace128k.csv,
 # ep_pace512k.csv; deepseek-v3 T = 4096, the ninth, is left out: 12 ms kernels).
+# PART=pace2 (call 6): the whole sweep with the pacer's threshold at PACE_BYTES (default 128K),
+# and the eight rows at 64K (ep_pace64k.csv).
 # Writes $OUT/session12.log (everything), probe_host.csv, ep.csv, ep_tiles_points.csv,
 # ep_tiles.csv.gz.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=bulk|adaptive|pace] scripts/gpu_session12.sh
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=bulk|adaptive|pace|pace2] [PACE_BYTES=B]
+#        scripts/gpu_session12.sh
 set -u
 OUT=${OUT:-./out-s12}
 X=${BUILD:-build}/xstage
@@ -41,14 +44,18 @@ if [ "${PART:-bulk}" = bulk ]; then
     vstep probe 120 "$X" probe --target host -n 5 --csv "$OUT/probe_host.csv"
     BULK=--bulk
 fi
-[ "${PART:-bulk}" = pace ] || vstep test_moe 90 build/tests/gpu/test_moe
-vstep bench_ep 260 "$X" bench ep "${PROFILE_ARGS[@]}" ${BULK:-} -n 5 -w 1 --csv "$OUT/ep.csv"
-vstep bench_ep_tiles 60 "$X" bench ep "${PROFILE_ARGS[@]}" ${BULK:-} \
+case ${PART:-bulk} in pace*) ;; *) vstep test_moe 90 build/tests/gpu/test_moe ;; esac
+[ "${PART:-bulk}" = pace2 ] && PACE="--pace-bytes ${PACE_BYTES:-128K}"
+vstep bench_ep 260 "$X" bench ep "${PROFILE_ARGS[@]}" ${BULK:-} ${PACE:-} -n 5 -w 1 \
+    --csv "$OUT/ep.csv"
+vstep bench_ep_tiles 60 "$X" bench ep "${PROFILE_ARGS[@]}" ${BULK:-} ${PACE:-} \
     --config olmoe-1b-7b,deepseek-v2-lite --tokens 2048 --routing balanced -n 3 -w 1 \
     --csv "$OUT/ep_tiles_points.csv" --tiles "$OUT/ep_tiles.csv"
 [ -s "$OUT/ep_tiles.csv" ] && gzip -f "$OUT/ep_tiles.csv"
-if [ "${PART:-bulk}" = pace ]; then
-    for pb in 128K 512K; do
+if [ "${PART:-bulk}" = pace ] || [ "${PART:-bulk}" = pace2 ]; then
+    PBS="128K 512K"
+    [ "${PART:-bulk}" = pace2 ] && PBS=64K
+    for pb in $PBS; do
         vstep "bench_ep_pace$pb" 90 "$X" bench ep "${PROFILE_ARGS[@]}" --schedule auto \
             --config qwen1.5-moe-a2.7b,deepseek-v2-lite,qwen3-30b-a3b,qwen3-235b-a22b \
             --tokens 2048 --pace-bytes "$pb" -n 5 -w 1 \
