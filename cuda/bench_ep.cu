@@ -150,7 +150,7 @@ static void ep_usage(FILE *f)
             "      --block-bytes B          model: backlog above which main loops stall\n"
             "                               (550000)\n"
             "      --block-speed S          model: main-loop speed while stalled (0.05)\n"
-            "      --pace-bytes B           auto may pace the combine at this backlog (256K;\n"
+            "      --pace-bytes B           auto may pace the combine at this backlog (128K;\n"
             "                               0: auto never paces)\n"
             "      --couriers N             C CTAs copy the combine from an HBM staging buffer,\n"
             "                               paced: auto weighs only C = N, and the courier\n"

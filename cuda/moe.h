@@ -310,12 +310,17 @@ typedef struct {
                              * is predicted and reported (bench ep's adaptive column runs it) */
 } xs_moe_model;
 
-/* Fitted on the first full H200 sweep (bench/results/h200-2026-11-29-r3/ep.csv: the model with
- * these numbers reproduces all 84 measured wave and interleaved times, mean |error| 1.4 % and
- * 2.8 %): X = 0.55 MB, s = 0.05; P = 256 KB at 0.95 R. */
+/* X and s fitted on the first full H200 sweep (bench/results/h200-2026-11-29-r3/ep.csv: the model
+ * with these numbers reproduces all 84 measured wave and interleaved times, mean |error| 1.4 %
+ * and 2.8 %): X = 0.55 MB, s = 0.05. The pacer: P at 0.95 R. P was 256 KB (below X) until run 12,
+ * which measured 128 KB against it (docs/EP.md, "Run 12"): chosen on the eight rows that stayed
+ * above 1.1 x bound_us (better on 7), then the whole sweep in another call: every reshapable row
+ * faster (median 2.7 %), 29 of 30 within 10 % of bound_us (20-22 at 256 KB), no other row slower
+ * than 0.2 %. Fewer tiles' stores in flight at once: the probe's loads slow with the number of
+ * SMs that have remote stores in flight (run 12, call 2). */
 #define XS_MOE_BLOCK_BYTES 550000.0
 #define XS_MOE_BLOCK_SPEED 0.05
-#define XS_MOE_PACE_BYTES 262144.0
+#define XS_MOE_PACE_BYTES 131072.0
 #define XS_MOE_PACE_DRAIN_FRAC 0.95
 /* Couriers (docs/EP.md, "Couriers"): a few SMs that issue the combine paced under R cost the
  * other SMs nothing (the probe of 2026-11-29: 4 or 16 SMs storing at 0.8 R, loads on the other

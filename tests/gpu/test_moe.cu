@@ -604,7 +604,8 @@ static void large_case(const char *name, int tokens, int peers, xs_moe_routing r
         snprintf(what, sizeof what, "%s T=%d N=%d %s", name, tokens, peers,
                  xs_moe_routing_name(routing));
         stage_checks(m, &local, &virt, what);
-        /* the third: paced as auto would pace it (256 KB at 0.95 R of the embedded profile) */
+        /* the third: paced as auto would pace it (XS_MOE_PACE_BYTES at 0.95 R of the embedded
+         * profile) */
         xs_profile dp;
         xs_profile_default(&dp);
         xs_moe_plan plans[3] = {{XS_MOE_WAVE, 0, 0, 0, 0},
