@@ -150,6 +150,8 @@ static void ep_usage(FILE *f)
             "      --block-bytes B          model: backlog above which main loops stall\n"
             "                               (550000)\n"
             "      --block-speed S          model: main-loop speed while stalled (0.05)\n"
+            "      --pace-frac F            the pacer drains at F x R of the profile (0.1..1.2;\n"
+            "                               default 0.95)\n"
             "      --pace-bytes B           auto may pace the combine at this backlog (128K;\n"
             "                               0: auto never paces)\n"
             "      --couriers N             C CTAs copy the combine from an HBM staging buffer,\n"
@@ -188,7 +190,7 @@ static int ep_parse_list(const char *opt, const char *s, long lo, long hi, int *
 static int ep_parse(int argc, char **argv, ep_opts *o)
 {
     enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_TIMEOUT, O_BLOCK, O_BSPEED, O_PACE,
-           O_COURIERS, O_CPACE, O_AUTOCOUR, O_CCOPY, O_BULK, O_AUTOADAPT };
+           O_COURIERS, O_CPACE, O_AUTOCOUR, O_CCOPY, O_BULK, O_AUTOADAPT, O_PACEFRAC };
     static const struct option lo[] = {
         {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
         {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
@@ -205,6 +207,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         {"block-bytes", required_argument, 0, O_BLOCK},
         {"block-speed", required_argument, 0, O_BSPEED},
         {"pace-bytes", required_argument, 0, O_PACE},
+        {"pace-frac", required_argument, 0, O_PACEFRAC},
         {"couriers", required_argument, 0, O_COURIERS},
         {"courier-pace", required_argument, 0, O_CPACE},
         {"auto-couriers", no_argument, 0, O_AUTOCOUR},
@@ -315,6 +318,10 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             if (xs_parse_size("--pace-bytes", optarg, &sz) != XS_OK)
                 return xs_cli_fail();
             o->mm.pace_bytes = (double)sz;
+            break;
+        case O_PACEFRAC:
+            if (xs_parse_double("--pace-frac", optarg, 0.1, 1.2, &o->mm.pace_drain_frac) != XS_OK)
+                return xs_cli_fail();
             break;
         case O_COURIERS:
             if (xs_parse_int("--couriers", optarg, 0, 64, &v) != XS_OK)

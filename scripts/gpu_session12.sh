@@ -23,10 +23,13 @@
 # ep_pace512k.csv; deepseek-v3 T = 4096, the ninth, is left out: 12 ms kernels).
 # PART=pace2 (call 6): the whole sweep with the pacer's threshold at PACE_BYTES (default 128K),
 # and the eight rows at 64K (ep_pace64k.csv).
+# PART=frac (call 8): the pacer's rate at 0.95 (the default), 0.98 and 1.0 R, auto only against
+# wave, on the four configurations of the rows at the margin at T = 1024 and 2048, both routings
+# (ep_frac095.csv, ep_frac098.csv, ep_frac100.csv); no sweep.
 # Writes $OUT/session12.log (everything), probe_host.csv, ep.csv, ep_tiles_points.csv,
 # ep_tiles.csv.gz.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=bulk|adaptive|pace|pace2] [PACE_BYTES=B]
-#        scripts/gpu_session12.sh
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=bulk|adaptive|pace|pace2|frac]
+#        [PACE_BYTES=B] scripts/gpu_session12.sh
 set -u
 OUT=${OUT:-./out-s12}
 X=${BUILD:-build}/xstage
@@ -43,6 +46,17 @@ say "$PROFILE_LINE"
 if [ "${PART:-bulk}" = bulk ]; then
     vstep probe 120 "$X" probe --target host -n 5 --csv "$OUT/probe_host.csv"
     BULK=--bulk
+fi
+if [ "${PART:-bulk}" = frac ]; then
+    for f in 0.95 0.98 1.0; do
+        vstep "bench_ep_frac$f" 120 "$X" bench ep "${PROFILE_ARGS[@]}" --schedule auto \
+            --config qwen1.5-moe-a2.7b,deepseek-v2-lite,qwen3-30b-a3b,qwen3-235b-a22b \
+            --tokens 1024,2048 --pace-frac "$f" -n 5 -w 1 \
+            --csv "$OUT/ep_frac$(echo "$f" | tr -d .)$( [ "$f" = 1.0 ] && echo 0).csv"
+    done
+    grep -E '^# (bench ep|wave/auto |auto near bound|auto/bound)' "$LOG"
+    vstep_report gpu_session12
+    exit
 fi
 case ${PART:-bulk} in pace*) ;; *) vstep test_moe 90 build/tests/gpu/test_moe ;; esac
 [ "${PART:-bulk}" = pace2 ] && PACE="--pace-bytes ${PACE_BYTES:-128K}"

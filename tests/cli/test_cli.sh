@@ -168,6 +168,7 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench ep -g word" "--gpus 'two': not an integer" "$X" bench ep -g two
     expect_err "bench ep -g with --peers" "bench ep: -g/--gpus 2 cannot be combined with --peers" "$X" bench ep -g 2 --peers 4
     expect_err "bench ep -g with --device" "bench ep: -g/--gpus 2 cannot be combined with --device" "$X" bench ep -d 1 -g 2
+    expect_err "bench ep --pace-frac 2" "--pace-frac 2: outside 0.1..1.2" "$X" bench ep --pace-frac 2
     # bench ep couriers (docs/EP.md, "Couriers")
     expect_err "bench ep --couriers 65" "--couriers 65: outside 0..64" "$X" bench ep --couriers 65
     expect_err "bench ep --couriers -1" "--couriers -1: outside 0..64" "$X" bench ep --couriers -1
@@ -175,7 +176,7 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench ep --courier-pace 0" "--courier-pace 0: outside 0.01..2" "$X" bench ep --courier-pace 0
     expect_err "bench ep --courier-pace 3" "--courier-pace 3: outside 0.01..2" "$X" bench ep --courier-pace 3
     expect_err "bench ep --courier-pace word" "--courier-pace 'fast': not a number" "$X" bench ep --courier-pace fast
-    expect_err "bench ep bad --schedule" "--schedule 'couriers': wave, interleaved, auto, courier or all" "$X" bench ep --schedule couriers
+    expect_err "bench ep bad --schedule" "--schedule 'couriers': wave, interleaved, auto, courier, adaptive or all" "$X" bench ep --schedule couriers
     "$X" bench ep --help 2>&1 | grep -q -- '--couriers N' && ok || bad "bench ep --help lists --couriers"
     expect_err "bench tp -g with --peers" "bench tp: -g/--gpus 2 cannot be combined with --peers (with -g the ranks are the peers" "$X" bench tp -g 2 --peers 4
     expect_err "bench tp -g 65" "--gpus 65: outside 1..64" "$X" bench tp -g 65
