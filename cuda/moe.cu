@@ -829,7 +829,7 @@ typedef struct {
     unsigned int *queue2;       /* next Linear-2 tile (0-based among them) */
     unsigned long long *admit;  /* the admission clock: reserved-until time (ns, %globaltimer) */
     double admit_ns_per_byte;
-    double admit_tile_bytes;    /* what a claim reserves: the mean remote bytes of a Linear-2 tile */
+    double admit_tile_bytes;    /* what a claim reserves: a Linear-2 tile's mean remote bytes */
     unsigned long long admit_ahead_ns;
 } xs_moe_kargs;
 
@@ -2840,7 +2840,9 @@ static void xs_mrun_take(xs_mrun *u, int p)
 {
     xs_msim *g = u->g;
     xs_mprod *z = &g->pr[p];
-    const int idx = u->adaptive ? xs_mrun_next_adaptive(u, p) : u->q < u->ntasks ? u->q++ : u->ntasks;
+    const int idx = u->adaptive            ? xs_mrun_next_adaptive(u, p)
+                    : u->q < u->ntasks ? u->q++
+                                       : u->ntasks;
     if (idx >= u->ntasks) {
         z->state = XS_P_DONE;
         if (g->t_now > u->end)

@@ -96,7 +96,10 @@ XS_DEV void xs_bulk_wait_read(void)
 
 XS_DEV void xs_bulk_wait_done(void) { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 
-XS_DEV void xs_bulk_fence_smem(void) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+XS_DEV void xs_bulk_fence_smem(void)
+{
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
 
 /* The calling CTA stores n16 16-byte units of the pattern (seed, first_idx16 + i) to dst.
  * Coalesced: thread t stores units t, t + blockDim.x, ... Four stores in flight per thread per
