@@ -7,7 +7,8 @@
 #   test_win --quick
 #   (XS_TEST_SKIP_LAUNCH=1: no launcher children), xstage replay of examples/mixed.csv -n 1
 #   (host, and 4 virtual peers), validate --quick -n 1, calibrate --quick, bench up/tp/ep on
-#   their smallest shapes (bench ep under racecheck: 4 tokens, --schedule wave); then the Hopper
+#   their smallest shapes (bench ep under racecheck: 4 tokens, --schedule wave), bench ep --bulk
+#   (racecheck: --schedule adaptive --bulk), probe --only bulk,bulkpace,bulkrows,rowpace; then the Hopper
 #   engine (our own TMA / mbarrier / wgmma code, unlike cuBLAS's): test_gemm --tiny --sm90,
 #   test_tp --quick --sm90 (racecheck: --tiny --sm90), bench tp --engine sm90 on the smallest
 #   shape; calibrate --quick --load-probe --window 128M (the drain-under-load kernel; at 64M the
@@ -48,8 +49,8 @@ OUT=${OUT:-./out-sanitize}
 BUDGET=${SAN_BUDGET:-420}
 TOOLS=${SAN_TOOLS:-memcheck synccheck racecheck}
 ALL_CASES="test_attn test_gemm test_tp test_moe test_signal test_win replay replay_virtual
-validate calibrate bench_up bench_up_kv bench_tp bench_ep test_gemm90 test_tp90 bench_tp90
-load_probe"
+validate calibrate bench_up bench_up_kv bench_tp bench_ep bench_ep_bulk probe_bulk test_gemm90
+test_tp90 bench_tp90 load_probe"
 CASES=${SAN_CASES:-$ALL_CASES}
 mkdir -p "$OUT"
 LOG="$OUT/sanitize.log"
@@ -110,6 +111,15 @@ setup() {
         # racecheck: 4 tokens (a few dozen row blocks; T = 32 ran past 90 s in run 5), wave only
         [ "$tool" = racecheck ] && CMD=("$X" bench ep --config olmoe-1b-7b --tokens 4 --peers 2
             --routing balanced -n 1 -w 0 --timeout-ms 120000 --schedule wave) LIMIT=100 EST=60 ;;
+    bench_ep_bulk) # the TMA bulk copies of the combine (--bulk); the adaptive plan (racecheck)
+        CMD=("$X" bench ep --config olmoe-1b-7b --tokens 32 --peers 2 --routing balanced -n 1
+            -w 0 --timeout-ms 120000 --bulk) LIMIT=60 EST=1
+        [ "$tool" = racecheck ] && CMD=("$X" bench ep --config olmoe-1b-7b --tokens 4 --peers 2
+            --routing balanced -n 1 -w 0 --timeout-ms 120000 --schedule adaptive --bulk)
+        [ "$tool" = racecheck ] && LIMIT=100 EST=60 ;;
+    probe_bulk) # the probe's bulk-copy and paced row cases (cp.async.bulk from shared memory)
+        CMD=("$X" probe --target host -n 1 --window 4M --only bulk,bulkpace,bulkrows,rowpace
+            --timeout 120) LIMIT=60 EST=2 ;;
     # the Hopper engine (wgmma, TMA, mbarriers): its own cases, after the others
     test_gemm90) CMD=("$G/test_gemm" --tiny --sm90) LIMIT=60 EST=3 ;;
     test_tp90) CMD=("$G/test_tp" --quick --sm90) LIMIT=60 EST=3
