@@ -184,17 +184,6 @@ static void stage_checks(xs_moe *m, const xs_wintab *local, const xs_wintab *vir
     }
 }
 
-/* bytes where a and b differ (of n), *first the first of them (-1: none) */
-static long bytes_differ(const unsigned char *a, const unsigned char *b, size_t n, long *first)
-{
-    long diff = 0;
-    *first = -1;
-    for (size_t k = 0; k < n; k++)
-        if (a[k] != b[k] && diff++ == 0)
-            *first = (long)k;
-    return diff;
-}
-
 /* Every window of tab (window_bytes each: poisoned bytes included) into a host buffer. */
 static unsigned char *read_windows(xs_moe *m, const xs_wintab *tab)
 {
@@ -212,6 +201,43 @@ static unsigned char *read_windows(xs_moe *m, const xs_wintab *tab)
     return b;
 }
 
+/* The windows of tab now, byte for byte against want (a reference run's, reference_windows);
+ * ref names that run in the messages. */
+static void same_windows(xs_moe *m, const xs_wintab *tab, const unsigned char *want,
+                         const char *what, const char *ref)
+{
+    xs_moe_info info;
+    xs_moe_get_info(m, &info);
+    unsigned char *got = read_windows(m, tab);
+    XT_CHECK(got != NULL, "%s: reading the windows", what);
+    if (!got)
+        return;
+    long diff = 0, first = -1;
+    for (size_t k = 0; k < info.window_bytes * (size_t)info.peers; k++)
+        if (got[k] != want[k] && diff++ == 0)
+            first = (long)k;
+    XT_CHECK(diff == 0, "%s: %ld bytes differ from the %s run (first: rank %ld, byte %ld)", what,
+             diff, ref, first < 0 ? -1 : first / (long)info.window_bytes,
+             first < 0 ? -1 : first % (long)info.window_bytes);
+    printf("%s %-52s windows bit-identical to the %s run\n", diff ? "FAIL" : "ok  ", what, ref);
+    free(got);
+}
+
+/* The windows of a plain wave run (slot 0), verified: what a variant's run must reproduce byte
+ * for byte. NULL (a failed check) when they cannot be read. */
+static unsigned char *reference_windows(xs_moe *m, const xs_wintab *tab, const char *name,
+                                        const char *tag)
+{
+    char what[200];
+    const xs_moe_plan base = {XS_MOE_WAVE, 0, 0, 0, 0};
+    XT_CHECK(xs_moe_set_plan(m, 0, &base) == XS_OK, "%s: plan: %s", name, xs_errmsg());
+    snprintf(what, sizeof what, "%s wave (%s reference)", name, tag);
+    run_and_verify(m, 0, tab, what);
+    unsigned char *want = read_windows(m, tab);
+    XT_CHECK(want != NULL, "%s: reading the windows", name);
+    return want;
+}
+
 /* Couriers (docs/EP.md, "Couriers"): the plan's last C CTAs copy the combine from the staging
  * buffer. The destinations must be bit-identical to the non-courier fused run's (same tiles, same
  * accumulation order, the couriers copy the epilogue's bytes to the same addresses), every
@@ -226,12 +252,7 @@ static void courier_checks(xs_moe *m, const xs_wintab *tab, int remote, const ch
     xs_profile dp;
     xs_profile_default(&dp);
     const double rate = XS_MOE_COURIER_PACE_FRAC * dp.drain_bytes_per_ns;
-    const xs_moe_plan base = {XS_MOE_WAVE, 0, 0, 0, 0};
-    XT_CHECK(xs_moe_set_plan(m, 0, &base) == XS_OK, "%s: plan: %s", name, xs_errmsg());
-    snprintf(what, sizeof what, "%s wave (courier reference)", name);
-    run_and_verify(m, 0, tab, what);
-    unsigned char *want = read_windows(m, tab);
-    XT_CHECK(want != NULL, "%s: reading the windows", name);
+    unsigned char *want = reference_windows(m, tab, name, "courier");
     const xs_moe_plan plans[3] = {
         {XS_MOE_WAVE, 0, 0, 0, 0, 2, rate},
         {XS_MOE_INTERLEAVED, xs_moe_default_lead_ctas(m, info.grid - 4), 0, 0, 0, 4, rate},
@@ -244,19 +265,7 @@ static void courier_checks(xs_moe *m, const xs_wintab *tab, int remote, const ch
         snprintf(what, sizeof what, "%s %s D=%d couriers=%d at %.1f B/ns", name,
                  xs_moe_sched_name(pl->kind), pl->lead, C, pl->courier_bytes_per_ns);
         run_and_verify(m, 3, tab, what);
-        unsigned char *got = read_windows(m, tab);
-        XT_CHECK(got != NULL, "%s: reading the windows", what);
-        if (got) {
-            long first;
-            const long diff =
-                bytes_differ(got, want, info.window_bytes * (size_t)info.peers, &first);
-            XT_CHECK(diff == 0, "%s: %ld bytes differ from the non-courier run (first: rank %ld, "
-                     "byte %ld)", what, diff, first < 0 ? -1 : first / (long)info.window_bytes,
-                     first < 0 ? -1 : first % (long)info.window_bytes);
-            printf("%s %-52s windows bit-identical to the non-courier run\n",
-                   diff ? "FAIL" : "ok  ", what);
-            free(got);
-        }
+        same_windows(m, tab, want, what, "non-courier");
         /* the copies */
         const xs_moe_tile *t;
         const xs_moe_copy *c;
@@ -318,12 +327,7 @@ static void bulk_checks(xs_moe *m, const xs_wintab *tab, const char *name)
     char what[200];
     xs_moe_info info;
     xs_moe_get_info(m, &info);
-    const xs_moe_plan base = {XS_MOE_WAVE, 0, 0, 0, 0};
-    XT_CHECK(xs_moe_set_plan(m, 0, &base) == XS_OK, "%s: plan: %s", name, xs_errmsg());
-    snprintf(what, sizeof what, "%s wave (bulk reference)", name);
-    run_and_verify(m, 0, tab, what);
-    unsigned char *want = read_windows(m, tab);
-    XT_CHECK(want != NULL, "%s: reading the windows", name);
+    unsigned char *want = reference_windows(m, tab, name, "bulk");
     const xs_moe_plan plans[4] = {
         {XS_MOE_WAVE, 0, 0, 0, 0},
         {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0, 0, 0},
@@ -366,18 +370,7 @@ static void bulk_checks(xs_moe *m, const xs_wintab *tab, const char *name)
         verify(m, tab, what);
         if (i < 3)
             check_trace(m, what);
-        unsigned char *got = read_windows(m, tab);
-        XT_CHECK(got != NULL, "%s: reading the windows", what);
-        if (!got)
-            continue;
-        long first;
-        const long diff = bytes_differ(got, want, info.window_bytes * (size_t)info.peers, &first);
-        XT_CHECK(diff == 0, "%s: %ld bytes differ from the 16-byte-store run (first: rank %ld, "
-                 "byte %ld)", what, diff, first < 0 ? -1 : first / (long)info.window_bytes,
-                 first < 0 ? -1 : first % (long)info.window_bytes);
-        printf("%s %-52s windows bit-identical to the 16-byte-store run\n",
-               diff ? "FAIL" : "ok  ", what);
-        free(got);
+        same_windows(m, tab, want, what, "16-byte-store");
         if (i == 2) {
             const xs_moe_tile *t;
             int n = 0, held = 0;
