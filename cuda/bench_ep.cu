@@ -46,11 +46,11 @@
 /* the *_BULK variants (--bulk): the same plans as wave, interleaved and auto, with the Linear-2
  * epilogues handing their rows to the TMA (xs_moe_run_opts.bulk_combine) */
 enum { EP_UNFUSED, EP_WAVE, EP_INTER, EP_AUTO, EP_COURIER, EP_ADAPT, EP_WAVE_BULK,
-       EP_INTER_BULK, EP_AUTO_BULK, EP_NVAR };
+       EP_INTER_BULK, EP_AUTO_BULK, EP_AUTO_DEFER, EP_NVAR };
 static const char *const ep_var_name[EP_NVAR] = {"unfused", "wave", "interleaved", "auto",
                                                  "courier", "adaptive", "wave_bulk",
-                                                 "interleaved_bulk", "auto_bulk"};
-#define EP_IS_BULK(v) ((v) >= EP_WAVE_BULK)
+                                                 "interleaved_bulk", "auto_bulk", "auto_defer"};
+#define EP_IS_BULK(v) ((v) >= EP_WAVE_BULK && (v) <= EP_AUTO_BULK)
 
 typedef struct {
     const xs_moe_config *configs[EP_MAX_LIST];
@@ -65,7 +65,8 @@ typedef struct {
     int peers_set; /* --peers given: else each configuration's own peer count */
     xs_bench_opts common; /* -n, -w, -d, -g N (N ranks, one per GPU, real peers) */
     int quick, lead, wave_experts;
-    int bulk; /* --bulk: also the *_BULK variants */
+    int bulk;  /* --bulk: also the *_BULK variants */
+    int defer; /* --defer: also auto's plan on the deferring kernel (EP_AUTO_DEFER) */
     xs_moe_model mm; /* the kernel-level model (--block-bytes, --block-speed, --pace-bytes,
                       * --couriers, --courier-pace) */
     double timeout_ms;
@@ -86,6 +87,7 @@ typedef struct {
     double bound_us, compute_us, drain_us, cublas_gemm_us, gemm_eff;
     double pred_wave_us, pred_inter_us, pred_paced_us, pred_auto_us, remote_mb, max_rel_err;
     double auto_gate_us; /* auto run: median pacer wait of its Linear-2 tiles with remote rows */
+    double defer_gate_us; /* auto_defer run: the same (the wait at the deferred tile's flush) */
     double block_bytes, block_speed, pace_bytes; /* the model's numbers (xs_moe_model) */
     xs_moe_stall stall_wave, stall_inter, stall_auto;
     xs_moe_stall stall_bulk[3]; /* the *_BULK runs: measured MMA side only */
@@ -102,6 +104,7 @@ typedef struct {
     int adaptive;            /* auto proposed an adaptive candidate (the adaptive column) */
     double pred_adaptive_us, adaptive_ahead_us;
     xs_moe_stall stall_adapt; /* the adaptive run: measured MMA side */
+    xs_moe_stall stall_defer; /* the auto_defer run */
     char how[400];
     double rank_max_us[EP_NVAR]; /* -g: the slowest rank's median per variant (NaN otherwise) */
 } ep_row;
@@ -167,6 +170,11 @@ static void ep_usage(FILE *f)
             "                               measured; 0: no limit)\n"
             "      --auto-adaptive          auto may choose the adaptive plan (default: predicted\n"
             "                               and reported; the adaptive column runs it)\n"
+            "      --defer                  also auto's plan on the deferring kernel (a 3-stage\n"
+            "                               ring; a Linear-2 tile the pacer holds back waits in a\n"
+            "                               staging tile of its own while the CTA computes on),\n"
+            "                               measured in the same rounds (not where auto chose\n"
+            "                               couriers)\n"
             "      --bulk                   also wave, interleaved and auto with the combine rows\n"
             "                               handed to the TMA (cp.async.bulk from the staging\n"
             "                               tile), measured in the same rounds (auto: not where\n"
@@ -190,7 +198,8 @@ static int ep_parse_list(const char *opt, const char *s, long lo, long hi, int *
 static int ep_parse(int argc, char **argv, ep_opts *o)
 {
     enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_TIMEOUT, O_BLOCK, O_BSPEED, O_PACE,
-           O_COURIERS, O_CPACE, O_AUTOCOUR, O_CCOPY, O_BULK, O_AUTOADAPT, O_PACEFRAC };
+           O_COURIERS, O_CPACE, O_AUTOCOUR, O_CCOPY, O_BULK, O_AUTOADAPT, O_PACEFRAC,
+           O_DEFER };
     static const struct option lo[] = {
         {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
         {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
@@ -213,6 +222,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         {"auto-couriers", no_argument, 0, O_AUTOCOUR},
         {"courier-copy-rate", required_argument, 0, O_CCOPY},
         {"bulk", no_argument, 0, O_BULK},
+        {"defer", no_argument, 0, O_DEFER},
         {"auto-adaptive", no_argument, 0, O_AUTOADAPT},
         {"device", required_argument, 0, 'd'},   {"quick", no_argument, 0, XS_OPT_QUICK},
         {"gpus", required_argument, 0, 'g'},
@@ -330,6 +340,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             break;
         case O_AUTOCOUR: o->mm.auto_couriers = 1; break;
         case O_BULK: o->bulk = 1; break;
+        case O_DEFER: o->defer = 1; break;
         case O_AUTOADAPT: o->mm.auto_adaptive = 1; break;
         case O_CCOPY:
             if (xs_parse_double("--courier-copy-rate", optarg, 0, 1e6,
@@ -366,6 +377,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
     o->run[EP_WAVE_BULK] = o->bulk && o->run[EP_WAVE];
     o->run[EP_INTER_BULK] = o->bulk && o->run[EP_INTER];
     o->run[EP_AUTO_BULK] = o->bulk && o->run[EP_AUTO];
+    o->run[EP_AUTO_DEFER] = o->defer && o->run[EP_AUTO];
     if (!strcmp(cfg_arg, "all")) {
         if (o->quick) {
             o->configs[o->nconfigs++] = xs_moe_config_find("olmoe-1b-7b");
@@ -586,8 +598,10 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     for (int k = 0; k < 3; k++)
         r->stall_bulk[k].mma_meas_med_ns = NAN;
     r->stall_adapt.mma_meas_med_ns = NAN;
+    r->stall_defer.mma_meas_med_ns = r->stall_defer.abs_err_med_ns = NAN;
     r->pred_adaptive_us = r->adaptive_ahead_us = NAN;
     r->pred_paced_us = r->pred_auto_us = r->auto_gate_us = r->fill_us = NAN;
+    r->defer_gate_us = NAN;
     r->pred_courier_us = NAN;
     r->courier_sched = "-";
     r->courier_pace = o->mm.courier_pace_frac;
@@ -717,9 +731,9 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         r->drain_bound = ar.drain_bound;
         snprintf(r->how, sizeof r->how, "%s", ar.how);
         /* the local-control reference of each variant's order (auto: its own order) */
-        const double *ref_of[EP_NVAR] = {NULL, ref[0], ref[1],
-                                         ar.plan.kind == XS_MOE_WAVE ? ref[0] : ref[1], NULL,
-                                         ref[1], NULL, NULL, NULL};
+        const double *ref_auto = ar.plan.kind == XS_MOE_WAVE ? ref[0] : ref[1];
+        const double *ref_of[EP_NVAR] = {NULL, ref[0], ref[1], ref_auto, NULL,
+                                         ref[1], NULL, NULL, NULL, ref_auto};
 
         /* the virtual-peer windows, or (-g) one region per source in every real peer's window */
         xs_win_opts wo;
@@ -756,19 +770,23 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         const xs_wintab *run_tab = pp ? &pp->send : tab;
 
         /* round-robin over the variants, the last round verified */
-        const int slot_of[EP_NVAR] = {0, 0, 1, 2, 3, 4, 0, 1, 2};
-        xs_moe_run_opts ro_bulk = ro;
+        const int slot_of[EP_NVAR] = {0, 0, 1, 2, 3, 4, 0, 1, 2, 2};
+        xs_moe_run_opts ro_bulk = ro, ro_defer = ro;
         ro_bulk.bulk_combine = 1;
+        ro_defer.defer = 1;
         for (int it = 0; it < o->common.warmup + o->common.iters; it++) {
             const int last = it == o->common.warmup + o->common.iters - 1;
             for (int var = 0; var < EP_NVAR; var++) {
                 if (!o->run[var] || (var == EP_COURIER && r->couriers <= 0) ||
                     (var == EP_ADAPT && !r->adaptive) ||
-                    (var == EP_AUTO_BULK && r->auto_couriers > 0))
+                    ((var == EP_AUTO_BULK || var == EP_AUTO_DEFER) && r->auto_couriers > 0))
                     continue;
                 double us = 0, gus = 0;
                 EP_TRY(ep_run(m, cb, var, slot_of[var], run_tab, pp,
-                              EP_IS_BULK(var) ? &ro_bulk : &ro, &us, &gus));
+                              EP_IS_BULK(var)            ? &ro_bulk
+                              : var == EP_AUTO_DEFER     ? &ro_defer
+                                                         : &ro,
+                              &us, &gus));
                 if (it >= o->common.warmup) {
                     samples[var][ns[var]++] = us;
                     if (var == EP_UNFUSED)
@@ -799,21 +817,23 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
                                      ntot, 1);
                     continue;
                 }
-                xs_moe_stall *sp = var == EP_WAVE    ? &r->stall_wave
-                                   : var == EP_INTER ? &r->stall_inter
-                                   : var == EP_ADAPT ? &r->stall_adapt
-                                                     : &r->stall_auto;
+                xs_moe_stall *sp = var == EP_WAVE         ? &r->stall_wave
+                                   : var == EP_INTER      ? &r->stall_inter
+                                   : var == EP_ADAPT      ? &r->stall_adapt
+                                   : var == EP_AUTO_DEFER ? &r->stall_defer
+                                                          : &r->stall_auto;
                 t_model = xs_now_s();
                 EP_TRY(xs_moe_stall_predict(tr, ntr, prof, &o->mm, r_local, ref_of[var], ntot,
                                             sp, NULL, NULL));
                 r->model_s += xs_now_s() - t_model;
-                if (var == EP_AUTO && r->auto_paced) {
+                if ((var == EP_AUTO || var == EP_AUTO_DEFER) && r->auto_paced) {
                     double g[4096];
                     int ng = 0;
                     for (int i = 0; i < ntr && ng < 4096; i++)
                         if (tr[i].kind == 2 && tr[i].remote_bytes > 0)
                             g[ng++] = tr[i].gate_ns / 1e3;
-                    r->auto_gate_us = ng ? xs_median(g, (size_t)ng) : NAN;
+                    *(var == EP_AUTO ? &r->auto_gate_us : &r->defer_gate_us) =
+                        ng ? xs_median(g, (size_t)ng) : NAN;
                 }
                 if (tiles)
                     ep_tiles_out(tiles, r, ep_var_name[var], m, prof, &o->mm, r_local,
@@ -887,7 +907,9 @@ static const char *ep_csv_header =
     "mma_stall_meas_med_auto_us,mma_stall_meas_med_wave_bulk_us,"
     "mma_stall_meas_med_interleaved_bulk_us,mma_stall_meas_med_auto_bulk_us,adaptive_us,"
     "adaptive_p10,adaptive_p90,pred_adaptive_us,adaptive_ahead_us,wave_over_adaptive,"
-    "auto_over_adaptive,mma_stall_meas_med_adaptive_us\n";
+    "auto_over_adaptive,mma_stall_meas_med_adaptive_us,auto_defer_us,auto_defer_p10,"
+    "auto_defer_p90,wave_over_auto_defer,auto_over_auto_defer,mma_stall_meas_med_auto_defer_us,"
+    "auto_defer_gate_med_us\n";
 
 static void ep_csv_row(FILE *f, const ep_row *r)
 {
@@ -897,7 +919,8 @@ static void ep_csv_row(FILE *f, const ep_row *r)
                "%.3f,%.3f,%.3f,%.3f,%.1f,%d,%.2f,%.3g,%d,%d,%.1f,%.1f,%.3f,%.3f,%.3f,%d,%.3f,%.3f,"
                "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f,%.3f,%.3f,%.1f,%d,%d,%.3f,"
                "%s,%.1f,%.1f,%.1f,%.1f,%d,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,"
-               "%.4f,%.4f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%.3f\n",
+               "%.4f,%.4f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%.3f,%.1f,%.1f,"
+               "%.1f,%.4f,%.4f,%.3f,%.3f\n",
             r->config, r->routing, r->tokens, r->peers, t[EP_UNFUSED].med, t[EP_WAVE].med,
             t[EP_INTER].med, t[EP_AUTO].med, r->bound_us, r->verified ? "true" : "false",
             r->local.med, r->local_inter.med, r->compute_us, r->drain_us, r->cublas_gemm_us,
@@ -929,7 +952,10 @@ static void ep_csv_row(FILE *f, const ep_row *r)
             r->stall_bulk[2].mma_meas_med_ns / 1e3, t[EP_ADAPT].med, t[EP_ADAPT].p10,
             t[EP_ADAPT].p90, r->pred_adaptive_us, r->adaptive_ahead_us,
             t[EP_WAVE].med / t[EP_ADAPT].med, t[EP_AUTO].med / t[EP_ADAPT].med,
-            r->stall_adapt.mma_meas_med_ns / 1e3);
+            r->stall_adapt.mma_meas_med_ns / 1e3, t[EP_AUTO_DEFER].med, t[EP_AUTO_DEFER].p10,
+            t[EP_AUTO_DEFER].p90, t[EP_WAVE].med / t[EP_AUTO_DEFER].med,
+            t[EP_AUTO].med / t[EP_AUTO_DEFER].med, r->stall_defer.mma_meas_med_ns / 1e3,
+            r->defer_gate_us);
     fflush(f);
 }
 
@@ -1127,6 +1153,7 @@ static void ep_summary(const ep_row *rows, int n)
            "couriers", chose_c, n, ncour);
     ep_summary_column(rows, n, EP_COURIER, "courier", e);
     ep_summary_adaptive(rows, n, e);
+    ep_summary_column(rows, n, EP_AUTO_DEFER, "auto_defer", e);
     ep_summary_bulk(rows, n, e);
     ep_summary_ratio("cuBLAS GEMMs / local", c, nc);
     double pt = 0, mt = 0, pmax = 0;

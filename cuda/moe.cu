@@ -23,6 +23,14 @@
 #include "gemm.cuh"
 
 typedef xs_gemm_big xs_moe_cfg; /* 128 x 256 tiles, 8 warps */
+/* The deferring kernel (xs_moe_run_opts.defer, docs/EP.md "Run 12"): the same tiles on a 3-stage
+ * ring, which leaves room for a staging tile of its own and its rows' destinations, so that a
+ * Linear-2 tile the pacer holds back waits there while the CTA computes its next tile. */
+typedef xs_gemm_cfg<128, 256, 2, 4, 3> xs_moe_cfg3;
+#define XS_MOE_DEFER_STG (xs_moe_cfg3::SMEM_BYTES)                         /* staging tile */
+#define XS_MOE_DEFER_DST (XS_MOE_DEFER_STG + xs_moe_cfg3::OUT_BYTES)      /* its rows' pointers */
+#define XS_MOE_DEFER_SMEM (XS_MOE_DEFER_DST + xs_moe_cfg3::BM * 8)
+static_assert(XS_MOE_DEFER_SMEM <= 227 * 1024, "deferring kernel: shared memory per block");
 #define XS_MOE_BM 128
 #define XS_MOE_BN 256
 #define XS_MOE_TRACE_WORDS 9 /* u64 per task: 5 clocks, cta/smid, bytes, pacer wait (ns),
@@ -873,6 +881,25 @@ static __device__ unsigned long long xs_moe_pace(const xs_moe_kargs &a, double b
     return xs_globaltimer() - t0;
 }
 
+/* The pacer without waiting (thread 0): reserves `bytes` and returns 1 when the backlog is at most
+ * pace_slack_ns, else returns 0 and reserves nothing. Every pass either returns or lost a race to
+ * a reservation that moved the word forward. */
+static __device__ int xs_moe_pace_try(const xs_moe_kargs &a, double bytes)
+{
+    const unsigned long long need = (unsigned long long)(bytes * a.pace_ns_per_byte) + 1ull;
+    unsigned long long d = *(volatile unsigned long long *)a.pace;
+    for (;;) {
+        const unsigned long long now = xs_globaltimer();
+        if (d > now + a.pace_slack_ns)
+            return 0;
+        const unsigned long long start = d > now ? d : now;
+        const unsigned long long prev = atomicCAS(a.pace, d, start + need);
+        if (prev == d)
+            return 1;
+        d = prev;
+    }
+}
+
 /* An adaptive plan's next task (thread 0; docs/EP.md, "Adaptive"). *pending is the Linear-2
  * tile this CTA claimed and has not run yet (-1: none).
  * - A pending tile runs as soon as its row block's Linear-1 tiles are done, or once the Linear-1
@@ -1150,16 +1177,47 @@ static __device__ __noinline__ void xs_moe_courier(const xs_moe_kargs &a, int k,
  * Linear-2 side, and every Linear-2 tile reads its A operand from X instead of h (PTX: no load
  * of the h field but the Linear-1 destinations). Loads from global memory are lowered
  * correctly; test_moe runs Linear-1 and Linear-2 alone to catch any regression (docs/EP.md). */
-__global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
-    xs_moe_kernel(const xs_moe_kargs *__restrict__ args)
+/* A deferred Linear-2 tile's stores (DEFER; all threads, after a barrier that follows the tile's
+ * staging): thread 0 waits for the pacer (bounded), then the rows go out from the staging tile
+ * and thread 0 completes the tile's trace: st0, st1 and the wait. */
+template <class C>
+static __device__ void xs_moe_flush(const xs_moe_kargs &a, const char *stg, char *const *ddst,
+                                    int ti, int nrows, int ncols, int nremote)
 {
-    typedef xs_moe_cfg C;
+    __shared__ unsigned long long s_gate;
+    if (threadIdx.x == 0)
+        s_gate = nremote > 0 && a.pace_ns_per_byte > 0.0
+                     ? xs_moe_pace(a, (double)nremote * ncols * 2.0)
+                     : 0ull;
+    __syncthreads();
+    const uint64_t c0 = xs_clock();
+    xs_gemm_store_rows<C, C::BN>(stg, ddst, nrows, ncols);
+    __syncthreads(); /* every store issued; the staging tile and ddst are free again */
+    if (threadIdx.x == 0 && a.trace) {
+        unsigned long long *r = a.trace + (size_t)ti * XS_MOE_TRACE_WORDS;
+        r[3] = c0;
+        r[4] = xs_clock();
+        r[7] = s_gate;
+    }
+}
+
+template <class C, bool DEFER>
+__global__ void __launch_bounds__(C::THREADS, 1)
+    xs_moe_kernel_t(const xs_moe_kargs *__restrict__ args)
+{
     const xs_moe_kargs &a = *args;
     extern __shared__ __align__(128) char xs_moe_smem[];
     char *smem = xs_moe_smem;
     __shared__ int s_task, s_abort;
     int pending = -1; /* thread 0, adaptive plans: a claimed Linear-2 tile not run yet */
+    /* DEFER: the Linear-2 staging tile of its own and the pointers of a deferred tile's rows;
+     * s_def: the deferred tile (its task index, -1: none), its rows, columns and remote rows */
+    char *stg = DEFER ? smem + XS_MOE_DEFER_STG : smem;
+    char **ddst = (char **)(smem + XS_MOE_DEFER_DST);
+    __shared__ int s_def, s_def_rows, s_def_cols, s_def_rem, s_go;
     const int tid = threadIdx.x;
+    if (DEFER && tid == 0)
+        s_def = -1; /* seen by all at the loop's first barrier */
     char **dst = xs_gemm_dst_rows<C>(smem);
     float *scale = xs_gemm_row_scale<C>(smem);
     unsigned long long g0 = 0, k0 = 0;
@@ -1264,24 +1322,50 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
         } else {
             const int nv = a.hidden - nb * C::BN;
             ncols = nv < C::BN ? nv : C::BN;
-            xs_gemm_stage_acc<C>(smem, acc, scale); /* routing weight per row */
+            /* DEFER: the tile the pacer held back last time leaves first, from the staging
+             * tile this one is about to use (its wait mostly ran out during this main loop) */
+            if (DEFER && s_def >= 0) {
+                xs_moe_flush<C>(a, stg, ddst, s_def, s_def_rows, s_def_cols, s_def_rem);
+                if (tid == 0)
+                    s_def = -1;
+            }
+            xs_gemm_stage_acc<C>(stg, acc, scale); /* routing weight per row */
         }
         const int bulk = kind == 2 && a.bulk_combine;
         if (bulk)
             xs_bulk_fence_smem(); /* this thread's staging writes, for the TMA's reads */
         unsigned long long gate_ns = 0;
-        if (kind == 2 && tid == 0 && nremote > 0 && a.pace_ns_per_byte > 0.0)
+        const int paced = kind == 2 && nremote > 0 && a.pace_ns_per_byte > 0.0;
+        if (DEFER) {
+            /* a tile the pacer would hold back waits in the staging tile instead */
+            if (tid == 0)
+                s_go = !paced || xs_moe_pace_try(a, (double)nremote * ncols * 2.0);
+        } else if (paced && tid == 0) {
             gate_ns = xs_moe_pace(a, (double)nremote * ncols * 2.0);
+        }
         __syncthreads(); /* the staged tile, and the pacer's permission, for every thread */
+        const int defer = DEFER && kind == 2 && !s_go;
+        if (defer) {
+            if (tid < C::BM)
+                ddst[tid] = dst[tid];
+            if (tid == 0) {
+                s_def = ti;
+                s_def_rows = nrows;
+                s_def_cols = ncols;
+                s_def_rem = nremote;
+            }
+        }
         const uint64_t c_st0 = xs_clock();
-        if (kind == 1)
+        if (defer)
+            ; /* stored by the next Linear-2 epilogue of this CTA, or at its end */
+        else if (kind == 1)
             xs_gemm_store_rows<C, C::BN / 2>(smem, dst, nrows, ncols);
         else if (bulk)
             xs_gemm_store_rows_bulk<C, C::BN>(smem, dst, nrows, ncols);
         else
-            xs_gemm_store_rows<C, C::BN>(smem, dst, nrows, ncols);
+            xs_gemm_store_rows<C, C::BN>(stg, dst, nrows, ncols);
         /* every store of the tile issued (accepted by the SM); bulk: every copy has read its
-         * row, so the next tile may overwrite the staging tile */
+         * row, so the next tile may overwrite the staging tile; DEFER: ddst and s_def set */
         __syncthreads();
         if (tid == 0) {
             const uint64_t c_st1 = xs_clock();
@@ -1303,7 +1387,7 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
                 r[0] = c_fetch;
                 r[1] = c_mma0;
                 r[2] = c_mma1;
-                r[3] = c_st0;
+                r[3] = c_st0; /* a deferred tile: st0, st1 and the wait at its flush */
                 r[4] = c_st1;
                 r[5] = ((unsigned long long)blockIdx.x << 32) | smid;
                 r[6] = ((unsigned long long)(nremote * ncols * 2) << 32) |
@@ -1312,6 +1396,12 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
                 r[8] = ticket;
             }
         }
+    }
+    if (DEFER) {
+        /* the loop's exits are uniform (s_task, s_abort): every thread is here */
+        __syncthreads();
+        if (s_def >= 0)
+            xs_moe_flush<C>(a, stg, ddst, s_def, s_def_rows, s_def_cols, s_def_rem);
     }
     if (a.bulk_combine)
         xs_bulk_wait_done(); /* the writes of this thread's copies, before the CTA ends */
@@ -1325,6 +1415,9 @@ __global__ void __launch_bounds__(xs_moe_cfg::THREADS, 1)
         an[3] = k1;
     }
 }
+
+#define xs_moe_kernel xs_moe_kernel_t<xs_moe_cfg, false>
+#define xs_moe_kernel_defer xs_moe_kernel_t<xs_moe_cfg3, true>
 
 /* ---- windows ------------------------------------------------------------------------------ */
 
@@ -1615,6 +1708,10 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
         return xs_seterr(XS_EINVAL, "moe: bulk combine copies and couriers (plan slot %d, %d "
                          "couriers) are exclusive: the couriers store the combine", slot,
                          tl->plan.couriers);
+    const int defer = o ? o->defer : 0;
+    if (defer && (tl->plan.couriers > 0 || o->bulk_combine))
+        return xs_seterr(XS_EINVAL, "moe: deferred Linear-2 stores are not for %s (plan slot %d)",
+                         o->bulk_combine ? "bulk combine copies" : "couriers", slot);
     if (only) {
         XS_TRY(xs_moe_subset(m, tl, only));
         tl = &m->sub;
@@ -1625,12 +1722,18 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
     if (!attr_done) {
         XS_CU(cudaFuncSetAttribute(xs_moe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    C::SMEM_BYTES));
-        int per_sm = 0;
+        XS_CU(cudaFuncSetAttribute(xs_moe_kernel_defer,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   XS_MOE_DEFER_SMEM));
+        int per_sm = 0, per_sm_d = 0;
         XS_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, xs_moe_kernel, C::THREADS,
                                                             C::SMEM_BYTES));
-        if (per_sm < 1)
-            return xs_seterr(XS_ECUDA, "moe: the fused kernel (%d threads, %d bytes of shared "
-                             "memory) does not fit on an SM", C::THREADS, C::SMEM_BYTES);
+        XS_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_d, xs_moe_kernel_defer,
+                                                            C::THREADS, XS_MOE_DEFER_SMEM));
+        if (per_sm < 1 || per_sm_d < 1)
+            return xs_seterr(XS_ECUDA, "moe: the fused kernel (%d threads, %d or %d bytes of "
+                             "shared memory) does not fit on an SM", C::THREADS, C::SMEM_BYTES,
+                             (int)XS_MOE_DEFER_SMEM);
         attr_done = 1;
     }
     XS_TRY(xs_moe_upload_table(m, tab, s));
@@ -1724,7 +1827,12 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
     XS_CU(cudaMemcpyAsync(m->d_kargs, &a, sizeof a, cudaMemcpyHostToDevice, s));
 
     XS_CU(cudaEventRecord(m->ev[0], s));
-    xs_moe_kernel<<<m->grid, C::THREADS, C::SMEM_BYTES, s>>>((const xs_moe_kargs *)m->d_kargs);
+    if (defer)
+        xs_moe_kernel_defer<<<m->grid, C::THREADS, XS_MOE_DEFER_SMEM, s>>>(
+            (const xs_moe_kargs *)m->d_kargs);
+    else
+        xs_moe_kernel<<<m->grid, C::THREADS, C::SMEM_BYTES, s>>>(
+            (const xs_moe_kargs *)m->d_kargs);
     XS_CU_LAUNCH();
     XS_CU(cudaEventRecord(m->ev[1], s));
     XS_CU(cudaEventSynchronize(m->ev[1]));

@@ -162,6 +162,12 @@ typedef struct {
                                     * of storing them with 16-byte stores; the CTA waits only
                                     * until the copies have read shared memory. Not with
                                     * couriers. 0: 16-byte stores */
+    int defer;                     /* 1: the deferring kernel (docs/EP.md, "Run 12"): a 3-stage
+                                    * ring and a Linear-2 staging tile of its own; a tile the
+                                    * pacer would hold back waits there while the CTA computes
+                                    * its next tile, and leaves before that CTA's next Linear-2
+                                    * tile is staged (or at its end). Not with couriers or bulk
+                                    * copies */
 } xs_moe_run_opts;
 
 /* One launch of the fused kernel with the task list of `slot`, storing the combine through tab.

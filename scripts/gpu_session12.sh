@@ -26,9 +26,13 @@
 # PART=frac (call 8): the pacer's rate at 0.95 (the default), 0.98 and 1.0 R, auto only against
 # wave, on the four configurations of the rows at the margin at T = 1024 and 2048, both routings
 # (ep_frac095.csv, ep_frac098.csv, ep_frac100.csv); no sweep.
+# PART=defer (call 13): the deferring kernel (xs_moe_run_opts.defer, docs/EP.md "Run 12"):
+# test_moe, compute-sanitizer on test_moe and on bench ep --bulk --defer (tests/gpu/sanitize.sh,
+# SAN_CASES="test_moe bench_ep_bulk", racecheck on test_moe only), then the default sweep with the
+# auto_defer column (--defer) and the two traced points.
 # Writes $OUT/session12.log (everything), probe_host.csv, ep.csv, ep_tiles_points.csv,
 # ep_tiles.csv.gz.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=bulk|adaptive|pace|pace2|frac]
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=bulk|adaptive|pace|pace2|frac|defer]
 #        [PACE_BYTES=B] scripts/gpu_session12.sh
 set -u
 OUT=${OUT:-./out-s12}
@@ -59,6 +63,13 @@ if [ "${PART:-bulk}" = frac ]; then
     exit
 fi
 case ${PART:-bulk} in pace*) ;; *) vstep test_moe 90 build/tests/gpu/test_moe ;; esac
+if [ "${PART:-bulk}" = defer ]; then
+    SAN_CASES="test_moe bench_ep_bulk" SAN_TOOLS="memcheck synccheck" SAN_BUDGET=120 \
+        OUT="$OUT/san" bash tests/gpu/sanitize.sh 2>&1 | tail -n 8
+    SAN_CASES="test_moe" SAN_TOOLS=racecheck SAN_BUDGET=90 OUT="$OUT/san_race" \
+        bash tests/gpu/sanitize.sh 2>&1 | tail -n 5
+    BULK=--defer
+fi
 [ "${PART:-bulk}" = pace2 ] && PACE="--pace-bytes ${PACE_BYTES:-128K}"
 vstep bench_ep 260 "$X" bench ep "${PROFILE_ARGS[@]}" ${BULK:-} ${PACE:-} -n 5 -w 1 \
     --csv "$OUT/ep.csv"

@@ -8,7 +8,7 @@
 #   (XS_TEST_SKIP_LAUNCH=1: no launcher children), xstage replay of examples/mixed.csv -n 1
 #   (host, and 4 virtual peers), validate --quick -n 1, calibrate --quick, bench up/tp/ep on
 #   their smallest shapes (bench ep under racecheck: 4 tokens, --schedule wave), bench ep --bulk
-#   (racecheck: --schedule adaptive --bulk), probe --only bulk,bulkpace,bulkrows,rowpace; then the Hopper
+#   --defer (racecheck: --schedule adaptive --bulk), probe --only bulk,bulkpace,bulkrows,rowpace; then the Hopper
 #   engine (our own TMA / mbarrier / wgmma code, unlike cuBLAS's): test_gemm --tiny --sm90,
 #   test_tp --quick --sm90 (racecheck: --tiny --sm90), bench tp --engine sm90 on the smallest
 #   shape; calibrate --quick --load-probe --window 128M (the drain-under-load kernel; at 64M the
@@ -111,9 +111,10 @@ setup() {
         # racecheck: 4 tokens (a few dozen row blocks; T = 32 ran past 90 s in run 5), wave only
         [ "$tool" = racecheck ] && CMD=("$X" bench ep --config olmoe-1b-7b --tokens 4 --peers 2
             --routing balanced -n 1 -w 0 --timeout-ms 120000 --schedule wave) LIMIT=100 EST=60 ;;
-    bench_ep_bulk) # the TMA bulk copies of the combine (--bulk); the adaptive plan (racecheck)
+    bench_ep_bulk) # the TMA bulk copies of the combine (--bulk) and the deferring kernel
+        # (--defer); racecheck: the adaptive plan and --bulk
         CMD=("$X" bench ep --config olmoe-1b-7b --tokens 32 --peers 2 --routing balanced -n 1
-            -w 0 --timeout-ms 120000 --bulk) LIMIT=60 EST=1
+            -w 0 --timeout-ms 120000 --bulk --defer) LIMIT=60 EST=1
         [ "$tool" = racecheck ] && CMD=("$X" bench ep --config olmoe-1b-7b --tokens 4 --peers 2
             --routing balanced -n 1 -w 0 --timeout-ms 120000 --schedule adaptive --bulk)
         [ "$tool" = racecheck ] && LIMIT=100 EST=60 ;;

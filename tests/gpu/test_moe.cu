@@ -318,28 +318,33 @@ static void courier_checks(xs_moe *m, const xs_wintab *tab, int remote, const ch
     free(want);
 }
 
-/* Bulk combine (xs_moe_run_opts.bulk_combine): each Linear-2 epilogue hands its rows to the TMA.
- * Same tiles, same accumulation, same addresses: the windows must be bit-identical to the
+/* The combine's other ways out, against the 16-byte stores of the plain kernel:
+ * - bulk combine (xs_moe_run_opts.bulk_combine): each Linear-2 epilogue hands its rows to the
+ *   TMA;
+ * - deferred (xs_moe_run_opts.defer): the 3-stage kernel, where a tile the pacer holds back
+ *   waits in a staging tile of its own (with the slow pacer, nearly every tile).
+ * Same tiles, same accumulation order, same addresses: the windows must be bit-identical to the
  * 16-byte-store run's, for wave, interleaved, a slow pacer (most tiles held) and Linear-2 alone;
- * every tile ran once (check_trace). With couriers the option is refused in one line. */
-static void bulk_checks(xs_moe *m, const xs_wintab *tab, const char *name)
+ * every tile ran once and in order (check_trace). With couriers the option is refused in one
+ * line. */
+static void store_variant_checks(xs_moe *m, const xs_wintab *tab, const char *name,
+                                 const xs_moe_run_opts *variant, const char *label)
 {
     char what[200];
     xs_moe_info info;
     xs_moe_get_info(m, &info);
-    unsigned char *want = reference_windows(m, tab, name, "bulk");
+    unsigned char *want = reference_windows(m, tab, name, label);
     const xs_moe_plan plans[4] = {
         {XS_MOE_WAVE, 0, 0, 0, 0},
         {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0, 0, 0},
         {XS_MOE_INTERLEAVED, 1, 0, 4096, 1.0}, /* slow pacer: nearly every tile held */
         {XS_MOE_WAVE, 0, 0, 0, 0},             /* Linear-2 alone, the reference's h */
     };
-    xs_moe_run_opts ro;
-    memset(&ro, 0, sizeof ro);
-    ro.bulk_combine = 1;
+    xs_moe_run_opts ro = *variant;
     for (int i = 0; i < 4 && want; i++) {
         XT_CHECK(xs_moe_set_plan(m, 3, &plans[i]) == XS_OK, "%s: plan: %s", name, xs_errmsg());
-        snprintf(what, sizeof what, "%s bulk %s D=%d%s%s", name, xs_moe_sched_name(plans[i].kind),
+        snprintf(what, sizeof what, "%s %s %s D=%d%s%s", name, label,
+                 xs_moe_sched_name(plans[i].kind),
                  plans[i].lead, plans[i].pace_bytes > 0 ? " paced" : "",
                  i == 3 ? " Linear-2 alone" : "");
         ro.only = i == 3 ? 2 : 0;
@@ -387,9 +392,34 @@ static void bulk_checks(xs_moe *m, const xs_wintab *tab, const char *name)
     float ms = 0;
     ro.only = 0;
     const xs_status st = xs_moe_run_fused(m, 3, tab, &ro, 0, &ms);
-    XT_CHECK(st == XS_EINVAL && strstr(xs_errmsg(), "exclusive") && !strchr(xs_errmsg(), '\n'),
-             "%s: bulk with couriers: want a one-line XS_EINVAL, got %d: %s", name, (int)st,
+    XT_CHECK(st == XS_EINVAL && strstr(xs_errmsg(), "couriers") && !strchr(xs_errmsg(), '\n'),
+             "%s: %s with couriers: want a one-line XS_EINVAL, got %d: %s", name, label, (int)st,
              xs_errmsg());
+}
+
+static void bulk_checks(xs_moe *m, const xs_wintab *tab, const char *name)
+{
+    xs_moe_run_opts ro;
+    memset(&ro, 0, sizeof ro);
+    ro.bulk_combine = 1;
+    store_variant_checks(m, tab, name, &ro, "bulk");
+}
+
+static void defer_checks(xs_moe *m, const xs_wintab *tab, const char *name)
+{
+    xs_moe_run_opts ro;
+    memset(&ro, 0, sizeof ro);
+    ro.defer = 1;
+    store_variant_checks(m, tab, name, &ro, "deferred");
+    /* and not with bulk copies */
+    ro.bulk_combine = 1;
+    const xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};
+    float ms = 0;
+    XT_CHECK(xs_moe_set_plan(m, 3, &wp) == XS_OK, "%s: plan: %s", name, xs_errmsg());
+    const xs_status st = xs_moe_run_fused(m, 3, tab, &ro, 0, &ms);
+    XT_CHECK(st == XS_EINVAL && strstr(xs_errmsg(), "bulk") && !strchr(xs_errmsg(), '\n'),
+             "%s: deferred with bulk copies: want a one-line XS_EINVAL, got %d: %s", name,
+             (int)st, xs_errmsg());
 }
 
 typedef struct {
@@ -526,6 +556,7 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
                  xs_moe_routing_name(c->routing), c->peers);
         courier_checks(m, &virt, info.peers > 1, what);
         bulk_checks(m, &virt, what);
+        defer_checks(m, &virt, what);
     }
     /* the unfused baseline over the same windows */
     if (cb && ws) {
