@@ -847,57 +847,56 @@ typedef struct {
 #define XS_MOE_CWAIT_DETAIL 0x80000000u   /* | j: a courier waiting for Linear-2 tile j (clist) */
 
 
-/* The combine pacer (thread 0 of a Linear-2 tile with remote rows, after the epilogue staged the
- * tile and before its stores): a software model of the link, one word in device memory, holds the
- * time until which the bytes reserved so far keep the link busy at the calibrated drain rate. The
- * tile waits until that backlog is at most pace_slack_ns, then reserves its own bytes. It depends
- * only on time passing (a reservation never waits for another CTA), so it cannot deadlock; it is
- * bounded by timeout_ns all the same. Returns the ns waited. The reason (docs/EP.md, "The model"):
- * on the PCIe path every SM's main loop stalls while the combine backlog is above ~0.55 MB, so
- * bursts that pile up cost every CTA; held back at their source they cost only their own CTA. */
-static __device__ unsigned long long xs_moe_pace(const xs_moe_kargs &a, double bytes)
+/* A software link, one word in device memory: the %globaltimer time until which the bytes
+ * reserved so far keep the link busy. Reserves need_ns after that backlog and returns 1; with
+ * `limit`, only while the backlog ends within slack_ns of now (else 0, nothing reserved). d: the
+ * word as the caller last read it (a stale value costs one retry). Every pass returns or lost a
+ * race to a reservation that moved the word forward, so it never waits. */
+static __device__ int xs_link_reserve(unsigned long long *word, unsigned long long d,
+                                      unsigned long long need_ns, int limit,
+                                      unsigned long long slack_ns)
 {
-    const unsigned long long need = (unsigned long long)(bytes * a.pace_ns_per_byte) + 1ull;
-    const unsigned long long t0 = xs_globaltimer();
-    unsigned long long d = *(volatile unsigned long long *)a.pace;
     for (;;) {
         const unsigned long long now = xs_globaltimer();
-        if (d > now + a.pace_slack_ns) {
-            if (now - t0 > a.timeout_ns) {
-                xs_devfail(a.status, XS_DEVERR_TIMEOUT,
-                           ((unsigned long long)blockIdx.x << 32) | XS_MOE_PACE_DETAIL);
-                break;
-            }
-            __nanosleep(64);
-            d = *(volatile unsigned long long *)a.pace;
-            continue;
-        }
+        if (limit && d > now + slack_ns)
+            return 0;
         const unsigned long long start = d > now ? d : now;
-        const unsigned long long prev = atomicCAS(a.pace, d, start + need);
+        const unsigned long long prev = atomicCAS(word, d, start + need_ns);
         if (prev == d)
-            break;
+            return 1;
         d = prev; /* another tile reserved first: its bytes go before ours */
     }
-    return xs_globaltimer() - t0;
 }
 
-/* The pacer without waiting (thread 0): reserves `bytes` and returns 1 when the backlog is at most
- * pace_slack_ns, else returns 0 and reserves nothing. Every pass either returns or lost a race to
- * a reservation that moved the word forward. */
+/* The combine pacer without waiting (thread 0): reserves the link time of `bytes` at the pacer's
+ * rate and returns 1 when the backlog is at most pace_slack_ns, else returns 0. */
 static __device__ int xs_moe_pace_try(const xs_moe_kargs &a, double bytes)
 {
     const unsigned long long need = (unsigned long long)(bytes * a.pace_ns_per_byte) + 1ull;
-    unsigned long long d = *(volatile unsigned long long *)a.pace;
-    for (;;) {
-        const unsigned long long now = xs_globaltimer();
-        if (d > now + a.pace_slack_ns)
-            return 0;
-        const unsigned long long start = d > now ? d : now;
-        const unsigned long long prev = atomicCAS(a.pace, d, start + need);
-        if (prev == d)
-            return 1;
-        d = prev;
+    return xs_link_reserve(a.pace, *(volatile unsigned long long *)a.pace, need, 1,
+                           a.pace_slack_ns);
+}
+
+/* The combine pacer (thread 0 of a Linear-2 tile with remote rows, after the epilogue staged the
+ * tile and before its stores): a software link (xs_link_reserve) draining at the calibrated rate.
+ * The tile waits until the backlog is at most pace_slack_ns, then reserves its own bytes. It
+ * depends only on time passing (a reservation never waits for another CTA), so it cannot
+ * deadlock; it is bounded by timeout_ns all the same. Returns the ns waited. The reason
+ * (docs/EP.md, "The model"): on the PCIe path every SM's main loop stalls while the combine
+ * backlog is above ~0.55 MB, so bursts that pile up cost every CTA; held back at their source
+ * they cost only their own CTA. */
+static __device__ unsigned long long xs_moe_pace(const xs_moe_kargs &a, double bytes)
+{
+    const unsigned long long t0 = xs_globaltimer();
+    while (!xs_moe_pace_try(a, bytes)) {
+        if (xs_globaltimer() - t0 > a.timeout_ns) {
+            xs_devfail(a.status, XS_DEVERR_TIMEOUT,
+                       ((unsigned long long)blockIdx.x << 32) | XS_MOE_PACE_DETAIL);
+            break;
+        }
+        __nanosleep(64);
     }
+    return xs_globaltimer() - t0;
 }
 
 /* An adaptive plan's next task (thread 0; docs/EP.md, "Adaptive"). *pending is the Linear-2
@@ -932,15 +931,10 @@ static __device__ int xs_moe_take_adaptive(const xs_moe_kargs &a, int *pending)
         if (clk0 <= now + a.admit_ahead_ns) {
             const unsigned u = atomicAdd(a.queue2, 1u);
             if (u < n2) {
-                const unsigned long long need =
-                    (unsigned long long)(a.admit_tile_bytes * a.admit_ns_per_byte) + 1ull;
-                for (unsigned long long clk = clk0;;) {
-                    const unsigned long long start = clk > now ? clk : now;
-                    const unsigned long long prev = atomicCAS(a.admit, clk, start + need);
-                    if (prev == clk)
-                        break;
-                    clk = prev;
-                }
+                xs_link_reserve(a.admit, clk0,
+                                (unsigned long long)(a.admit_tile_bytes * a.admit_ns_per_byte) +
+                                    1ull,
+                                0, 0);
                 const int rbi = (int)(u / (unsigned)a.l2_per_rb);
                 if (*(volatile unsigned long long *)(a.done1 + rbi) >=
                     (unsigned long long)a.l1_per_rb)
@@ -1170,13 +1164,6 @@ static __device__ __noinline__ void xs_moe_courier(const xs_moe_kargs &a, int k,
     }
 }
 
-/* The arguments are read from device memory (xs_moe_run_fused copies them before the launch),
- * not from a by-value kernel parameter. With `a` a by-value (or __grid_constant__) struct,
- * nvcc 13.0 (V13.0.88, NVVM 7.0.1) miscompiles the if/else that fills the GEMM problem below:
- * it turns the two loads of p.a into one load through a phi of parameter addresses, loses the
- * Linear-2 side, and every Linear-2 tile reads its A operand from X instead of h (PTX: no load
- * of the h field but the Linear-1 destinations). Loads from global memory are lowered
- * correctly; test_moe runs Linear-1 and Linear-2 alone to catch any regression (docs/EP.md). */
 /* A deferred Linear-2 tile's stores (DEFER; all threads, after a barrier that follows the tile's
  * staging): thread 0 waits for the pacer (bounded), then the rows go out from the staging tile
  * and thread 0 completes the tile's trace: st0, st1 and the wait. */
@@ -1201,6 +1188,13 @@ static __device__ void xs_moe_flush(const xs_moe_kargs &a, const char *stg, char
     }
 }
 
+/* The arguments are read from device memory (xs_moe_run_fused copies them before the launch),
+ * not from a by-value kernel parameter. With `a` a by-value (or __grid_constant__) struct,
+ * nvcc 13.0 (V13.0.88, NVVM 7.0.1) miscompiles the if/else that fills the GEMM problem below:
+ * it turns the two loads of p.a into one load through a phi of parameter addresses, loses the
+ * Linear-2 side, and every Linear-2 tile reads its A operand from X instead of h (PTX: no load
+ * of the h field but the Linear-1 destinations). Loads from global memory are lowered
+ * correctly; test_moe runs Linear-1 and Linear-2 alone to catch any regression (docs/EP.md). */
 template <class C, bool DEFER>
 __global__ void __launch_bounds__(C::THREADS, 1)
     xs_moe_kernel_t(const xs_moe_kargs *__restrict__ args)
