@@ -449,6 +449,27 @@ static int check_program(const xs_attn_progs *pg, int b, const pstep *st, int m,
     return 0;
 }
 
+/* check_program for CTA b, with its program's totals: 0 when it holds, else why is "CTA b: ...".
+ * Raises *maxrows to the rows the program uses, adds its bytes to *all and sets *gaps to the sum
+ * of its gaps. */
+static int check_cta(const xs_attn_progs *pg, int b, const pstep *st, int m, int split,
+                     int *maxrows, int64_t *all, double *gaps, char *why, size_t nwhy)
+{
+    int used;
+    char w2[400];
+    const int bad = check_program(pg, b, st, m, split, &used, w2, sizeof w2);
+    if (bad)
+        snprintf(why, nwhy, "CTA %d: %s", b, w2);
+    *maxrows = used > *maxrows ? used : *maxrows;
+    double g = 0;
+    for (int r = 0; r < pg->nrows; r++) {
+        g += pg->gap_ns[(size_t)r * pg->grid + b];
+        *all += pg->bytes[(size_t)r * pg->grid + b];
+    }
+    *gaps = g;
+    return bad;
+}
+
 /* A random shape: seq 128..8192 (a third of them multiples of 128), heads 1..16, peers 1..8. */
 static void random_shape(int *seq, int *heads, int *causal, int *peers)
 {
@@ -554,15 +575,8 @@ static void check_progs_plain(void)
                     st[k].ns = dur[t], st[k].iters = xs_attn_tile_iters(seq, heads, causal, t);
                     st[k].bytes = rb[t];
                 }
-                int used;
-                char w2[400];
-                if (check_program(&pg, b, st, m, split, &used, w2, sizeof w2)) {
-                    snprintf(why, sizeof why, "CTA %d: %s", b, w2);
-                    e = 1;
-                }
-                maxrows = used > maxrows ? used : maxrows;
-                for (int r = 0; r < pg.nrows; r++)
-                    all += pg.bytes[(size_t)r * grid + b];
+                double g;
+                e = check_cta(&pg, b, st, m, split, &maxrows, &all, &g, why, sizeof why);
             }
             if (!e && (pg.nrows != maxrows || all != total)) {
                 snprintf(why, sizeof why, "%d rows (the longest program %d), %lld bytes (tiles "
@@ -642,17 +656,8 @@ static void check_progs_kv(void)
                         st[k].bytes = stores ? rb[tk.x] : 0.0;
                         parted += tk.w >= 0;
                     }
-                    int used;
-                    char w2[400];
-                    if (check_program(&pg, b, st, m, split, &used, w2, sizeof w2)) {
-                        snprintf(why, sizeof why, "CTA %d: %s", b, w2);
-                        e = 1;
-                    }
-                    maxrows = used > maxrows ? used : maxrows;
-                    double g = 0;
-                    for (int r = 0; r < pg.nrows; r++)
-                        g += pg.gap_ns[(size_t)r * c.grid + b],
-                            all += pg.bytes[(size_t)r * c.grid + b];
+                    double g;
+                    e = check_cta(&pg, b, st, m, split, &maxrows, &all, &g, why, sizeof why);
                     if (!e && m > 0 && !rel_ok(g, tend[c.off[b + 1] - 1], 1e-9)) {
                         snprintf(why, sizeof why, "CTA %d: gaps %.17g, its last task ends at "
                                  "%.17g", b, g, tend[c.off[b + 1] - 1]);
