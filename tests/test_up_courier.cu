@@ -228,10 +228,7 @@ static void check_predict_random(void)
 
 int main(int argc, char **argv)
 {
-    uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : (uint64_t)time(NULL);
-    xt_rng_state = seed;
-    printf("test_up_courier: seed %llu (pass it as the first argument to repeat)\n",
-           (unsigned long long)seed);
+    xt_seed("test_up_courier", argc > 1 ? argv[1] : NULL);
     check_walk();
     check_predict_cases();
     check_predict_random();

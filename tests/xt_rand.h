@@ -6,8 +6,20 @@
 #define XT_RAND_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 
 static uint64_t xt_rng_state;
+
+/* Seed from arg (a number; NULL: the clock) and print the seed, so that a failing run can be
+ * repeated */
+static inline void xt_seed(const char *test, const char *arg)
+{
+    xt_rng_state = arg ? strtoull(arg, NULL, 0) : (uint64_t)time(NULL);
+    printf("%s: seed %llu (pass it as the first argument to repeat)\n", test,
+           (unsigned long long)xt_rng_state);
+}
 
 /* the next 64 random bits */
 static inline uint64_t xt_rng(void)

@@ -1007,7 +1007,6 @@ static void test_bad_input(const shape *s)
 
 int main(int argc, char **argv)
 {
-    uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : (uint64_t)time(NULL);
     /* --tiny (after the seed): two shapes, one fused group, for compute-sanitizer's racecheck
      * (tests/gpu/sanitize.sh), which is slow on this shared-memory-heavy kernel */
     int tiny = 0;
@@ -1018,9 +1017,7 @@ int main(int argc, char **argv)
         }
         tiny = 1;
     }
-    xt_rng_state = seed;
-    printf("test_attn: seed %llu (pass it as the first argument to repeat)\n",
-           (unsigned long long)seed);
+    xt_seed("test_attn", argc > 1 ? argv[1] : NULL);
     xs_gpu_info gi;
     xs_status st = xs_gpu_open(0, &gi);
     XT_CHECK(st == XS_OK, "no GPU: %s", xs_errmsg());
