@@ -66,7 +66,9 @@ typedef struct {
     xs_bench_opts common; /* -n, -w, -d, -g N (N ranks, one per GPU, real peers) */
     int quick, lead, wave_experts;
     int bulk;  /* --bulk: also the *_BULK variants */
-    int defer; /* --defer: also auto's plan on the deferring kernel (EP_AUTO_DEFER) */
+    int defer; /* --defer[=ring|spill]: also auto's plan on a deferring kernel (EP_AUTO_DEFER):
+                * XS_MOE_DEFER_RING or XS_MOE_DEFER_SPILL; 0: no */
+    int spill_depth; /* --spill-depth: xs_moe_run_opts.spill_depth (0: its default) */
     xs_moe_model mm; /* the kernel-level model (--block-bytes, --block-speed, --pace-bytes,
                       * --couriers, --courier-pace) */
     double timeout_ms;
@@ -105,6 +107,7 @@ typedef struct {
     double pred_adaptive_us, adaptive_ahead_us;
     xs_moe_stall stall_adapt; /* the adaptive run: measured MMA side */
     xs_moe_stall stall_defer; /* the auto_defer run */
+    char defer_kernel[16];    /* which: none, ring, spill:<depth> */
     char how[400];
     double rank_max_us[EP_NVAR]; /* -g: the slowest rank's median per variant (NaN otherwise) */
 } ep_row;
@@ -170,11 +173,14 @@ static void ep_usage(FILE *f)
             "                               measured; 0: no limit)\n"
             "      --auto-adaptive          auto may choose the adaptive plan (default: predicted\n"
             "                               and reported; the adaptive column runs it)\n"
-            "      --defer                  also auto's plan on the deferring kernel (a 3-stage\n"
-            "                               ring; a Linear-2 tile the pacer holds back waits in a\n"
-            "                               staging tile of its own while the CTA computes on),\n"
-            "                               measured in the same rounds (not where auto chose\n"
-            "                               couriers)\n"
+            "      --defer[=ring|spill]     also auto's plan on a deferring kernel, measured in\n"
+            "                               the same rounds (the auto_defer column; not where\n"
+            "                               auto chose couriers). A Linear-2 tile the pacer\n"
+            "                               holds back does not hold its CTA: ring (default) a\n"
+            "                               3-stage ring with a staging tile of its own; spill:\n"
+            "                               the 4-stage kernel, the tile's remote rows wait in\n"
+            "                               device memory and leave at a later task boundary\n"
+            "      --spill-depth N          spill: held-back tiles per CTA, 1-8 (default 2)\n"
             "      --bulk                   also wave, interleaved and auto with the combine rows\n"
             "                               handed to the TMA (cp.async.bulk from the staging\n"
             "                               tile), measured in the same rounds (auto: not where\n"
@@ -199,7 +205,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
 {
     enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_TIMEOUT, O_BLOCK, O_BSPEED, O_PACE,
            O_COURIERS, O_CPACE, O_AUTOCOUR, O_CCOPY, O_BULK, O_AUTOADAPT, O_PACEFRAC,
-           O_DEFER };
+           O_DEFER, O_SPILLDEPTH };
     static const struct option lo[] = {
         {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
         {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
@@ -222,7 +228,8 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         {"auto-couriers", no_argument, 0, O_AUTOCOUR},
         {"courier-copy-rate", required_argument, 0, O_CCOPY},
         {"bulk", no_argument, 0, O_BULK},
-        {"defer", no_argument, 0, O_DEFER},
+        {"defer", optional_argument, 0, O_DEFER},
+        {"spill-depth", required_argument, 0, O_SPILLDEPTH},
         {"auto-adaptive", no_argument, 0, O_AUTOADAPT},
         {"device", required_argument, 0, 'd'},   {"quick", no_argument, 0, XS_OPT_QUICK},
         {"gpus", required_argument, 0, 'g'},
@@ -340,7 +347,19 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             break;
         case O_AUTOCOUR: o->mm.auto_couriers = 1; break;
         case O_BULK: o->bulk = 1; break;
-        case O_DEFER: o->defer = 1; break;
+        case O_DEFER:
+            if (!optarg || !strcmp(optarg, "ring"))
+                o->defer = XS_MOE_DEFER_RING;
+            else if (!strcmp(optarg, "spill"))
+                o->defer = XS_MOE_DEFER_SPILL;
+            else
+                return xs_cli_failf("bench ep: --defer=%s: ring or spill", optarg);
+            break;
+        case O_SPILLDEPTH:
+            if (xs_parse_int("--spill-depth", optarg, 1, XS_MOE_SPILL_MAX, &v) != XS_OK)
+                return xs_cli_fail();
+            o->spill_depth = (int)v;
+            break;
         case O_AUTOADAPT: o->mm.auto_adaptive = 1; break;
         case O_CCOPY:
             if (xs_parse_double("--courier-copy-rate", optarg, 0, 1e6,
@@ -378,6 +397,8 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
     o->run[EP_INTER_BULK] = o->bulk && o->run[EP_INTER];
     o->run[EP_AUTO_BULK] = o->bulk && o->run[EP_AUTO];
     o->run[EP_AUTO_DEFER] = o->defer && o->run[EP_AUTO];
+    if (o->spill_depth && o->defer != XS_MOE_DEFER_SPILL)
+        return xs_cli_failf("bench ep: --spill-depth needs --defer=spill");
     if (!strcmp(cfg_arg, "all")) {
         if (o->quick) {
             o->configs[o->nconfigs++] = xs_moe_config_find("olmoe-1b-7b");
@@ -602,6 +623,11 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     r->pred_adaptive_us = r->adaptive_ahead_us = NAN;
     r->pred_paced_us = r->pred_auto_us = r->auto_gate_us = r->fill_us = NAN;
     r->defer_gate_us = NAN;
+    if (o->defer == XS_MOE_DEFER_SPILL)
+        snprintf(r->defer_kernel, sizeof r->defer_kernel, "spill:%d",
+                 o->spill_depth ? o->spill_depth : 2);
+    else
+        snprintf(r->defer_kernel, sizeof r->defer_kernel, "%s", o->defer ? "ring" : "none");
     r->pred_courier_us = NAN;
     r->courier_sched = "-";
     r->courier_pace = o->mm.courier_pace_frac;
@@ -773,7 +799,8 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         const int slot_of[EP_NVAR] = {0, 0, 1, 2, 3, 4, 0, 1, 2, 2};
         xs_moe_run_opts ro_bulk = ro, ro_defer = ro;
         ro_bulk.bulk_combine = 1;
-        ro_defer.defer = 1;
+        ro_defer.defer = o->defer;
+        ro_defer.spill_depth = o->spill_depth;
         for (int it = 0; it < o->common.warmup + o->common.iters; it++) {
             const int last = it == o->common.warmup + o->common.iters - 1;
             for (int var = 0; var < EP_NVAR; var++) {
@@ -909,7 +936,7 @@ static const char *ep_csv_header =
     "adaptive_p10,adaptive_p90,pred_adaptive_us,adaptive_ahead_us,wave_over_adaptive,"
     "auto_over_adaptive,mma_stall_meas_med_adaptive_us,auto_defer_us,auto_defer_p10,"
     "auto_defer_p90,wave_over_auto_defer,auto_over_auto_defer,mma_stall_meas_med_auto_defer_us,"
-    "auto_defer_gate_med_us\n";
+    "auto_defer_gate_med_us,defer_kernel\n";
 
 static void ep_csv_row(FILE *f, const ep_row *r)
 {
@@ -920,7 +947,7 @@ static void ep_csv_row(FILE *f, const ep_row *r)
                "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f,%.3f,%.3f,%.1f,%d,%d,%.3f,"
                "%s,%.1f,%.1f,%.1f,%.1f,%d,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,"
                "%.4f,%.4f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%.3f,%.1f,%.1f,"
-               "%.1f,%.4f,%.4f,%.3f,%.3f\n",
+               "%.1f,%.4f,%.4f,%.3f,%.3f,%s\n",
             r->config, r->routing, r->tokens, r->peers, t[EP_UNFUSED].med, t[EP_WAVE].med,
             t[EP_INTER].med, t[EP_AUTO].med, r->bound_us, r->verified ? "true" : "false",
             r->local.med, r->local_inter.med, r->compute_us, r->drain_us, r->cublas_gemm_us,
@@ -955,7 +982,7 @@ static void ep_csv_row(FILE *f, const ep_row *r)
             r->stall_adapt.mma_meas_med_ns / 1e3, t[EP_AUTO_DEFER].med, t[EP_AUTO_DEFER].p10,
             t[EP_AUTO_DEFER].p90, t[EP_WAVE].med / t[EP_AUTO_DEFER].med,
             t[EP_AUTO].med / t[EP_AUTO_DEFER].med, r->stall_defer.mma_meas_med_ns / 1e3,
-            r->defer_gate_us);
+            r->defer_gate_us, r->defer_kernel);
     fflush(f);
 }
 

@@ -31,6 +31,16 @@ typedef xs_gemm_cfg<128, 256, 2, 4, 3> xs_moe_cfg3;
 #define XS_MOE_DEFER_DST (XS_MOE_DEFER_STG + xs_moe_cfg3::OUT_BYTES)      /* its rows' pointers */
 #define XS_MOE_DEFER_SMEM (XS_MOE_DEFER_DST + xs_moe_cfg3::BM * 8)
 static_assert(XS_MOE_DEFER_SMEM <= 227 * 1024, "deferring kernel: shared memory per block");
+/* The spilling kernel (xs_moe_run_opts.defer = XS_MOE_DEFER_SPILL, docs/EP.md "Run 13"): the
+ * plain 4-stage kernel, where a Linear-2 tile the pacer would hold back writes its remote rows to
+ * the staging buffer in device memory (a.cstage: one slot per row and column block) and the CTA
+ * computes on; they leave from there at one of its later task boundaries, once the pacer admits
+ * them. Its queue of such tiles keeps, per entry, the remote rows' destinations and global row
+ * indices after the plain kernel's shared memory. */
+#define XS_MOE_SPILL_DST (xs_moe_cfg::SMEM_BYTES)
+#define XS_MOE_SPILL_ROW (XS_MOE_SPILL_DST + XS_MOE_SPILL_MAX * xs_moe_cfg::BM * 8)
+#define XS_MOE_SPILL_SMEM (XS_MOE_SPILL_ROW + XS_MOE_SPILL_MAX * xs_moe_cfg::BM * 4)
+static_assert(XS_MOE_SPILL_SMEM <= 227 * 1024, "spilling kernel: shared memory per block");
 #define XS_MOE_BM 128
 #define XS_MOE_BN 256
 #define XS_MOE_TRACE_WORDS 9 /* u64 per task: 5 clocks, cta/smid, bytes, pacer wait (ns),
@@ -839,6 +849,7 @@ typedef struct {
     double admit_ns_per_byte;
     double admit_tile_bytes;    /* what a claim reserves: a Linear-2 tile's mean remote bytes */
     unsigned long long admit_ahead_ns;
+    int spill_depth;            /* the spilling kernel: its queue's capacity per CTA */
 } xs_moe_kargs;
 
 /* xs_devstatus detail, low 32 bits: a row block (< 2^30, a Linear-2 dependency), or one of */
@@ -1188,6 +1199,134 @@ static __device__ void xs_moe_flush(const xs_moe_kargs &a, const char *stg, char
     }
 }
 
+/* The spilling kernel's queue of held-back Linear-2 tiles (one per CTA, shared memory): entry e
+ * is {task index, remote rows, column block, columns}; its rows' destinations and global row
+ * indices are xs_moe_spill_dst(smem, e) and xs_moe_spill_row(smem, e). Thread 0 changes it,
+ * between barriers. */
+struct xs_moe_spillq {
+    int4 e[XS_MOE_SPILL_MAX];
+    int head, n;
+    int cnt;                 /* rows written into the entry being filled */
+    int go;                  /* the drain's decision, for every thread */
+    unsigned long long gate; /* ns thread 0 waited for the pacer (the drain's last tile) */
+};
+
+static __device__ __forceinline__ char **xs_moe_spill_dst(char *smem, int e)
+{
+    return (char **)(smem + XS_MOE_SPILL_DST) + e * xs_moe_cfg::BM;
+}
+
+static __device__ __forceinline__ int *xs_moe_spill_row(char *smem, int e)
+{
+    return (int *)(smem + XS_MOE_SPILL_ROW) + e * xs_moe_cfg::BM;
+}
+
+/* The spilling kernel holds a Linear-2 tile back (all threads, after the barrier that follows
+ * its staging, s_sq.cnt zeroed): its remote rows (rem[r] != 0) are redirected to their slots in
+ * the staging buffer, and the queue's next entry keeps where they go on. s_sq.head and s_sq.n
+ * change only at thread 0 after the barrier here. Not inlined: the kernel's main loop is at the
+ * register limit, and nothing of this may be hoisted into it. */
+static __device__ __noinline__ void xs_moe_spill_tile(const xs_moe_kargs &a, char *smem,
+                                                      xs_moe_spillq *q,
+                                                      const unsigned char *rem, char **dst,
+                                                      int ti, int row0, int nrows, int nb,
+                                                      int ncols)
+{
+    const int tid = threadIdx.x;
+    const int e = (q->head + q->n) % XS_MOE_SPILL_MAX;
+    if (tid < nrows && rem[tid]) {
+        const int k = atomicAdd(&q->cnt, 1);
+        xs_moe_spill_dst(smem, e)[k] = dst[tid];
+        xs_moe_spill_row(smem, e)[k] = row0 + tid;
+        dst[tid] = a.cstage + ((long long)(row0 + tid) * a.hidden +
+                               (long long)nb * xs_moe_cfg::BN) * 2;
+    }
+    __syncthreads(); /* dst and q->cnt */
+    if (tid == 0) {
+        q->e[e] = make_int4(ti, q->cnt, nb, ncols);
+        q->n++;
+    }
+}
+
+/* A held-back tile's nrem remote rows leave from the staging buffer (all threads): 16-byte
+ * units of ncols columns from column block nb, in two passes of half a tile, each loaded (.cg:
+ * L2, where the spill wrote them) into registers before any of it is stored. */
+static __device__ __forceinline__ void xs_moe_spill_store(const xs_moe_kargs &a, const int *srow,
+                                                       char *const *sdst, int nrem, int nb,
+                                                       int ncols)
+{
+    typedef xs_moe_cfg C;
+    enum { U = 8 }; /* half a tile per pass (16: the kernel spills registers in its main loop) */
+    const int cpr = ncols / 8, units = nrem * cpr;  /* H % 8 == 0 */
+    const long long col = (long long)nb * C::BN * 2, pitch = (long long)a.hidden * 2;
+#pragma unroll 1
+    for (int base = 0; base < units; base += U * C::THREADS) {
+        uint4 v[U];
+        char *d[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int i = base + u * C::THREADS + (int)threadIdx.x;
+            d[u] = NULL;
+            if (i < units) {
+                const int r = i / cpr, c16 = 16 * (i - r * cpr);
+                v[u] = __ldcg((const uint4 *)(a.cstage + srow[r] * pitch + col + c16));
+                d[u] = sdst[r] + c16;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (d[u])
+                xs_st16v(d[u], v[u]);
+    }
+}
+
+/* The spilling kernel's held-back tiles leave, oldest first (all threads, uniformly): while the
+ * pacer admits the next one at once (xs_moe_pace_try), or, with `wait` (the CTA's end), every
+ * one after a bounded wait (xs_moe_pace). After a recorded failure the end drops them: the run
+ * has failed, and its windows are not checked. Thread 0 completes each tile's trace: st0, st1
+ * and the wait. */
+static __device__ __forceinline__ void xs_moe_spill_drain(const xs_moe_kargs &a, char *smem, xs_moe_spillq *q,
+                                          int wait)
+{
+    for (;;) {
+        if (threadIdx.x == 0) {
+            int go = 0;
+            unsigned long long w = 0;
+            if (q->n > 0) {
+                const int4 e = q->e[q->head];
+                const double bytes = (double)e.y * e.w * 2.0;
+                if (!wait) {
+                    go = xs_moe_pace_try(a, bytes);
+                } else if (*(volatile unsigned int *)&a.status->code == 0) {
+                    w = xs_moe_pace(a, bytes);
+                    go = 1;
+                }
+            }
+            q->go = go;
+            q->gate = w;
+        }
+        __syncthreads();
+        if (!q->go)
+            return;
+        const int h = q->head;
+        const int4 e = q->e[h];
+        const uint64_t c0 = xs_clock();
+        xs_moe_spill_store(a, xs_moe_spill_row(smem, h), xs_moe_spill_dst(smem, h), e.y, e.z,
+                           e.w);
+        __syncthreads(); /* every store issued: the entry is free */
+        if (threadIdx.x == 0) {
+            if (a.trace) {
+                unsigned long long *r = a.trace + (size_t)e.x * XS_MOE_TRACE_WORDS;
+                r[3] = c0;
+                r[4] = xs_clock();
+                r[7] = q->gate;
+            }
+            q->head = (h + 1) % XS_MOE_SPILL_MAX;
+            q->n--;
+        }
+    }
+}
+
 /* The arguments are read from device memory (xs_moe_run_fused copies them before the launch),
  * not from a by-value kernel parameter. With `a` a by-value (or __grid_constant__) struct,
  * nvcc 13.0 (V13.0.88, NVVM 7.0.1) miscompiles the if/else that fills the GEMM problem below:
@@ -1195,10 +1334,11 @@ static __device__ void xs_moe_flush(const xs_moe_kargs &a, const char *stg, char
  * Linear-2 side, and every Linear-2 tile reads its A operand from X instead of h (PTX: no load
  * of the h field but the Linear-1 destinations). Loads from global memory are lowered
  * correctly; test_moe runs Linear-1 and Linear-2 alone to catch any regression (docs/EP.md). */
-template <class C, bool DEFER>
+template <class C, int MODE>
 __global__ void __launch_bounds__(C::THREADS, 1)
     xs_moe_kernel_t(const xs_moe_kargs *__restrict__ args)
 {
+    constexpr bool DEFER = MODE == XS_MOE_DEFER_RING, SPILL = MODE == XS_MOE_DEFER_SPILL;
     const xs_moe_kargs &a = *args;
     extern __shared__ __align__(128) char xs_moe_smem[];
     char *smem = xs_moe_smem;
@@ -1209,9 +1349,14 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     char *stg = DEFER ? smem + XS_MOE_DEFER_STG : smem;
     char **ddst = (char **)(smem + XS_MOE_DEFER_DST);
     __shared__ int s_def, s_def_rows, s_def_cols, s_def_rem, s_go;
+    /* SPILL: the held-back tiles, and which rows of the current tile are remote */
+    __shared__ xs_moe_spillq s_sq;
+    __shared__ unsigned char s_rem[SPILL ? C::BM : 1];
     const int tid = threadIdx.x;
     if (DEFER && tid == 0)
         s_def = -1; /* seen by all at the loop's first barrier */
+    if (SPILL && tid == 0)
+        s_sq.head = s_sq.n = 0;
     char **dst = xs_gemm_dst_rows<C>(smem);
     float *scale = xs_gemm_row_scale<C>(smem);
     unsigned long long g0 = 0, k0 = 0;
@@ -1239,6 +1384,8 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         const int ti = s_task;
         if (ti < 0 || ti >= a.ntasks)
             break;
+        if (SPILL) /* held-back tiles the pacer admits now leave before this task */
+            xs_moe_spill_drain(a, smem, &s_sq, 0);
         const uint64_t c_fetch = xs_clock();
         const int2 tk = a.tasks[ti];
         const int kind = (tk.x >> 30) & 3, rbi = tk.x & 0x3fffffff, nb = tk.y;
@@ -1272,12 +1419,14 @@ __global__ void __launch_bounds__(C::THREADS, 1)
                     sc = a.row_weight[gr];
                     remote = a.rank_host[rank];
                     /* couriers: a remote row goes to the staging buffer, they copy it on */
-                    if (remote && a.cstage)
+                    if (remote && !SPILL && a.cstage)
                         d = a.cstage + ((long long)gr * a.hidden + (long long)nb * C::BN) * 2;
                 }
             }
             dst[tid] = d;
             scale[tid] = sc;
+            if (SPILL)
+                s_rem[tid] = (unsigned char)remote;
         }
         /* barrier: s_abort, the acquired dependency and the row tables are seen by all */
         const int nremote = __syncthreads_count(remote);
@@ -1334,10 +1483,23 @@ __global__ void __launch_bounds__(C::THREADS, 1)
             /* a tile the pacer would hold back waits in the staging tile instead */
             if (tid == 0)
                 s_go = !paced || xs_moe_pace_try(a, (double)nremote * ncols * 2.0);
+        } else if (SPILL) {
+            /* a tile the pacer would hold back spills, unless the queue is full: then it waits */
+            if (tid == 0) {
+                const double bytes = (double)nremote * ncols * 2.0;
+                s_go = !paced || xs_moe_pace_try(a, bytes);
+                if (!s_go && s_sq.n >= a.spill_depth) {
+                    gate_ns = xs_moe_pace(a, bytes);
+                    s_go = 1;
+                }
+                s_sq.cnt = 0;
+            }
         } else if (paced && tid == 0) {
             gate_ns = xs_moe_pace(a, (double)nremote * ncols * 2.0);
         }
         __syncthreads(); /* the staged tile, and the pacer's permission, for every thread */
+        if (SPILL && kind == 2 && !s_go)
+            xs_moe_spill_tile(a, smem, &s_sq, s_rem, dst, ti, row0, nrows, nb, ncols);
         const int defer = DEFER && kind == 2 && !s_go;
         if (defer) {
             if (tid < C::BM)
@@ -1397,6 +1559,10 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         if (s_def >= 0)
             xs_moe_flush<C>(a, stg, ddst, s_def, s_def_rows, s_def_cols, s_def_rem);
     }
+    if (SPILL) {
+        __syncthreads(); /* as above */
+        xs_moe_spill_drain(a, smem, &s_sq, 1);
+    }
     if (a.bulk_combine)
         xs_bulk_wait_done(); /* the writes of this thread's copies, before the CTA ends */
     if (tid == 0 && a.anchors) {
@@ -1410,8 +1576,9 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     }
 }
 
-#define xs_moe_kernel xs_moe_kernel_t<xs_moe_cfg, false>
-#define xs_moe_kernel_defer xs_moe_kernel_t<xs_moe_cfg3, true>
+#define xs_moe_kernel xs_moe_kernel_t<xs_moe_cfg, 0>
+#define xs_moe_kernel_defer xs_moe_kernel_t<xs_moe_cfg3, XS_MOE_DEFER_RING>
+#define xs_moe_kernel_spill xs_moe_kernel_t<xs_moe_cfg, XS_MOE_DEFER_SPILL>
 
 /* ---- windows ------------------------------------------------------------------------------ */
 
@@ -1605,6 +1772,17 @@ static xs_status xs_moe_subset(xs_moe *m, const xs_moe_tasklist *from, int kind)
     return XS_OK;
 }
 
+/* The combine staging buffer, [rows, H] bf16 (couriers, spilling kernel): allocated once per
+ * problem, NaN until rows are staged. */
+static xs_status xs_moe_cstage_alloc(xs_moe *m, cudaStream_t s)
+{
+    if (m->d_cstage)
+        return XS_OK;
+    XS_TRY(xs_dalloc((void **)&m->d_cstage, (size_t)m->rows * m->H * 2, "combine staging buffer"));
+    XS_CU(cudaMemsetAsync(m->d_cstage, 0xff, (size_t)m->rows * m->H * 2, s)); /* bf16 NaN */
+    return XS_OK;
+}
+
 /* A courier run's buffers (allocated once per problem) and its copy list: the Linear-2 tiles of
  * task list tl in position order, uploaded on stream s; ready flags cleared, copy trace poisoned. */
 static xs_status xs_moe_courier_setup(xs_moe *m, const xs_moe_tasklist *tl, cudaStream_t s)
@@ -1612,10 +1790,8 @@ static xs_status xs_moe_courier_setup(xs_moe *m, const xs_moe_tasklist *tl, cuda
     const size_t n2 = (size_t)m->nrb * m->l2_per_rb;
     if (n2 >= (1u << 30))
         return xs_seterr(XS_ERANGE, "moe: %zu Linear-2 tiles: too many for the couriers", n2);
-    if (!m->d_cstage) {
-        XS_TRY(xs_dalloc((void **)&m->d_cstage, (size_t)m->rows * m->H * 2,
-                         "courier staging buffer"));
-        XS_CU(cudaMemsetAsync(m->d_cstage, 0xff, (size_t)m->rows * m->H * 2, s)); /* bf16 NaN */
+    XS_TRY(xs_moe_cstage_alloc(m, s));
+    if (!m->d_ready) {
         XS_TRY(xs_dalloc((void **)&m->d_ready, 8 * (n2 + 1), "courier ready flags"));
         XS_TRY(xs_dalloc((void **)&m->d_clist, sizeof(int2) * (n2 + 1), "courier tile list"));
         XS_TRY(xs_dalloc((void **)&m->d_ctrace, 8 * XS_MOE_COPY_WORDS * (n2 + 1),
@@ -1703,9 +1879,16 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
                          "couriers) are exclusive: the couriers store the combine", slot,
                          tl->plan.couriers);
     const int defer = o ? o->defer : 0;
+    if (defer < 0 || defer > XS_MOE_DEFER_SPILL)
+        return xs_seterr(XS_EINVAL, "moe: run option defer=%d: 0 (none), %d (3-stage ring) or %d "
+                         "(spill to device memory)", defer, XS_MOE_DEFER_RING, XS_MOE_DEFER_SPILL);
     if (defer && (tl->plan.couriers > 0 || o->bulk_combine))
         return xs_seterr(XS_EINVAL, "moe: deferred Linear-2 stores are not for %s (plan slot %d)",
                          o->bulk_combine ? "bulk combine copies" : "couriers", slot);
+    const int spill_depth = o && o->spill_depth ? o->spill_depth : 2;
+    if (spill_depth < 1 || spill_depth > XS_MOE_SPILL_MAX)
+        return xs_seterr(XS_EINVAL, "moe: run option spill_depth=%d: 1..%d held-back tiles per "
+                         "CTA", spill_depth, XS_MOE_SPILL_MAX);
     if (only) {
         XS_TRY(xs_moe_subset(m, tl, only));
         tl = &m->sub;
@@ -1719,15 +1902,20 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
         XS_CU(cudaFuncSetAttribute(xs_moe_kernel_defer,
                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    XS_MOE_DEFER_SMEM));
-        int per_sm = 0, per_sm_d = 0;
+        XS_CU(cudaFuncSetAttribute(xs_moe_kernel_spill,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   XS_MOE_SPILL_SMEM));
+        int per_sm = 0, per_sm_d = 0, per_sm_s = 0;
         XS_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, xs_moe_kernel, C::THREADS,
                                                             C::SMEM_BYTES));
         XS_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_d, xs_moe_kernel_defer,
                                                             C::THREADS, XS_MOE_DEFER_SMEM));
-        if (per_sm < 1 || per_sm_d < 1)
-            return xs_seterr(XS_ECUDA, "moe: the fused kernel (%d threads, %d or %d bytes of "
+        XS_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_s, xs_moe_kernel_spill,
+                                                            C::THREADS, XS_MOE_SPILL_SMEM));
+        if (per_sm < 1 || per_sm_d < 1 || per_sm_s < 1)
+            return xs_seterr(XS_ECUDA, "moe: the fused kernel (%d threads, %d, %d or %d bytes of "
                              "shared memory) does not fit on an SM", C::THREADS, C::SMEM_BYTES,
-                             (int)XS_MOE_DEFER_SMEM);
+                             (int)XS_MOE_DEFER_SMEM, (int)XS_MOE_SPILL_SMEM);
         attr_done = 1;
     }
     XS_TRY(xs_moe_upload_table(m, tab, s));
@@ -1760,6 +1948,8 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
         XS_TRY(xs_moe_courier_setup(m, tl, s));
         XS_TRY(xs_moe_courier_rows(m, tab, s));
     }
+    if (defer == XS_MOE_DEFER_SPILL)
+        XS_TRY(xs_moe_cstage_alloc(m, s));
 
     xs_moe_kargs a;
     memset(&a, 0, sizeof a);
@@ -1817,12 +2007,19 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
         a.courier_ns_per_byte = couriers / tl->plan.courier_bytes_per_ns;
         a.ctrace = m->d_ctrace;
     }
+    if (defer == XS_MOE_DEFER_SPILL) {
+        a.cstage = m->d_cstage;
+        a.spill_depth = spill_depth;
+    }
     /* pageable source: staged before the call returns, ordered before the launch on s */
     XS_CU(cudaMemcpyAsync(m->d_kargs, &a, sizeof a, cudaMemcpyHostToDevice, s));
 
     XS_CU(cudaEventRecord(m->ev[0], s));
-    if (defer)
+    if (defer == XS_MOE_DEFER_RING)
         xs_moe_kernel_defer<<<m->grid, C::THREADS, XS_MOE_DEFER_SMEM, s>>>(
+            (const xs_moe_kargs *)m->d_kargs);
+    else if (defer == XS_MOE_DEFER_SPILL)
+        xs_moe_kernel_spill<<<m->grid, C::THREADS, XS_MOE_SPILL_SMEM, s>>>(
             (const xs_moe_kargs *)m->d_kargs);
     else
         xs_moe_kernel<<<m->grid, C::THREADS, C::SMEM_BYTES, s>>>(

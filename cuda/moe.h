@@ -162,13 +162,24 @@ typedef struct {
                                     * of storing them with 16-byte stores; the CTA waits only
                                     * until the copies have read shared memory. Not with
                                     * couriers. 0: 16-byte stores */
-    int defer;                     /* 1: the deferring kernel (docs/EP.md, "Run 12"): a 3-stage
-                                    * ring and a Linear-2 staging tile of its own; a tile the
-                                    * pacer would hold back waits there while the CTA computes
+    int defer;                     /* a Linear-2 tile the pacer would hold back does not hold
+                                    * its CTA (docs/EP.md). 0: it does (the plain kernel).
+                                    * XS_MOE_DEFER_RING ("Run 12"): a 3-stage ring and a staging
+                                    * tile of its own; the tile waits there while the CTA computes
                                     * its next tile, and leaves before that CTA's next Linear-2
-                                    * tile is staged (or at its end). Not with couriers or bulk
-                                    * copies */
+                                    * tile is staged (or at its end). XS_MOE_DEFER_SPILL ("Run
+                                    * 13"): the plain 4-stage kernel; the tile's remote rows go to
+                                    * a staging buffer in device memory and leave from there at a
+                                    * later task boundary of the CTA once the pacer admits them
+                                    * (or at its end); up to spill_depth such tiles per CTA, then
+                                    * the next one waits as in the plain kernel. Not with couriers
+                                    * or bulk copies */
+    int spill_depth;               /* XS_MOE_DEFER_SPILL: 1..XS_MOE_SPILL_MAX; 0 = 2 */
 } xs_moe_run_opts;
+
+#define XS_MOE_DEFER_RING 1
+#define XS_MOE_DEFER_SPILL 2
+#define XS_MOE_SPILL_MAX 8
 
 /* One launch of the fused kernel with the task list of `slot`, storing the combine through tab.
  * Waits for it; *ms = kernel time (events). XS_ETIMEOUT (one line: which row block, which CTA)

@@ -321,8 +321,11 @@ static void courier_checks(xs_moe *m, const xs_wintab *tab, int remote, const ch
 /* The combine's other ways out, against the 16-byte stores of the plain kernel:
  * - bulk combine (xs_moe_run_opts.bulk_combine): each Linear-2 epilogue hands its rows to the
  *   TMA;
- * - deferred (xs_moe_run_opts.defer): the 3-stage kernel, where a tile the pacer holds back
- *   waits in a staging tile of its own (with the slow pacer, nearly every tile).
+ * - deferred (xs_moe_run_opts.defer = XS_MOE_DEFER_RING): the 3-stage kernel, where a tile the
+ *   pacer holds back waits in a staging tile of its own (with the slow pacer, nearly every tile);
+ * - spilled (XS_MOE_DEFER_SPILL): the 4-stage kernel, where such a tile's remote rows wait in
+ *   device memory; with the slow pacer the CTA's stores of some tile must leave after it took
+ *   a later task.
  * Same tiles, same accumulation order, same addresses: the windows must be bit-identical to the
  * 16-byte-store run's, for wave, interleaved, a slow pacer (most tiles held) and Linear-2 alone;
  * every tile ran once and in order (check_trace). With couriers the option is refused in one
@@ -385,6 +388,19 @@ static void store_variant_checks(xs_moe *m, const xs_wintab *tab, const char *na
             for (int k = 0; k < n; k++)
                 held += t[k].kind == 2 && t[k].gate_ns > 0;
             XT_CHECK(info.remote_bytes <= 3 * 4096 || held > 0, "%s: the pacer held no tile", what);
+            if (ro.defer == XS_MOE_DEFER_SPILL) {
+                /* a tile whose stores start after its CTA fetched a later task was spilled */
+                int spilled = 0;
+                for (int k = 0; k < n; k++)
+                    for (int j = 0; j < n && t[k].kind == 2 && t[k].remote_bytes > 0; j++)
+                        if (t[j].cta == t[k].cta && t[j].fetch_ns > t[k].fetch_ns &&
+                            t[k].st0_ns > t[j].fetch_ns) {
+                            spilled++;
+                            break;
+                        }
+                XT_CHECK(info.remote_bytes <= 3 * 4096 || spilled > 0,
+                         "%s: no tile's stores left after its CTA's next task", what);
+            }
         }
     }
     free(want);
@@ -411,7 +427,7 @@ static void defer_checks(xs_moe *m, const xs_wintab *tab, const char *name)
 {
     xs_moe_run_opts ro;
     memset(&ro, 0, sizeof ro);
-    ro.defer = 1;
+    ro.defer = XS_MOE_DEFER_RING;
     store_variant_checks(m, tab, name, &ro, "deferred");
     /* and not with bulk copies */
     ro.bulk_combine = 1;
@@ -422,6 +438,36 @@ static void defer_checks(xs_moe *m, const xs_wintab *tab, const char *name)
     XT_CHECK(st == XS_EINVAL && strstr(xs_errmsg(), "bulk") && !strchr(xs_errmsg(), '\n'),
              "%s: deferred with bulk copies: want a one-line XS_EINVAL, got %d: %s", name,
              (int)st, xs_errmsg());
+}
+
+static void spill_checks(xs_moe *m, const xs_wintab *tab, const char *name)
+{
+    xs_moe_run_opts ro;
+    memset(&ro, 0, sizeof ro);
+    ro.defer = XS_MOE_DEFER_SPILL;
+    store_variant_checks(m, tab, name, &ro, "spilled");
+    ro.spill_depth = XS_MOE_SPILL_MAX;
+    store_variant_checks(m, tab, name, &ro, "spilled (full depth)");
+    /* out-of-range options: one line each, nothing run */
+    const xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};
+    XT_CHECK(xs_moe_set_plan(m, 3, &wp) == XS_OK, "%s: plan: %s", name, xs_errmsg());
+    const struct {
+        int defer, depth;
+        const char *says;
+    } bad[] = {{XS_MOE_DEFER_SPILL, XS_MOE_SPILL_MAX + 1, "spill_depth"},
+               {XS_MOE_DEFER_SPILL, -1, "spill_depth"},
+               {XS_MOE_DEFER_SPILL + 1, 0, "defer"},
+               {-1, 0, "defer"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ro.defer = bad[i].defer;
+        ro.spill_depth = bad[i].depth;
+        float ms = 0;
+        const xs_status st = xs_moe_run_fused(m, 3, tab, &ro, 0, &ms);
+        XT_CHECK(st == XS_EINVAL && strstr(xs_errmsg(), bad[i].says) &&
+                     !strchr(xs_errmsg(), '\n'),
+                 "%s: defer=%d spill_depth=%d: want a one-line XS_EINVAL naming %s, got %d: %s",
+                 name, bad[i].defer, bad[i].depth, bad[i].says, (int)st, xs_errmsg());
+    }
 }
 
 typedef struct {
@@ -559,6 +605,7 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
         courier_checks(m, &virt, info.peers > 1, what);
         bulk_checks(m, &virt, what);
         defer_checks(m, &virt, what);
+        spill_checks(m, &virt, what);
     }
     /* the unfused baseline over the same windows */
     if (cb && ws) {

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# gpu_session13.sh - run 13 (bench/results/h200-2026-11-29-r13): the spilling kernel.
+# On the rows where auto stays near 1.1 x bound_us the loss is the pacer's holds: a CTA whose
+# Linear-2 tile the pacer holds back idles with the staged tile in shared memory (run 12, call
+# 12). The deferring kernel hid the holds but its 3-stage ring cost 4-5 % on every row. The
+# spilling kernel (xs_moe_run_opts.defer = XS_MOE_DEFER_SPILL) keeps the 4-stage ring: such a
+# tile's remote rows go to a staging buffer in device memory, and leave from there at a later
+# task boundary of the CTA once the pacer admits them.
+# PART=spill (call 1):
+#   1. tests/gpu/test_moe: every check, with spill_checks (spilled runs verified, bit-identical
+#      to the 16-byte-store runs, a tile's stores seen leaving after its CTA took a later task)
+#   2. xstage bench ep --defer=spill: the default sweep, auto_defer = auto's plan on the
+#      spilling kernel (depth 2), measured in the same rounds as wave, interleaved and auto
+#   3. the same at --spill-depth 4 and 1 on the four configurations of the margin rows, T = 1024
+#      and 2048, auto only against wave (ep_spill4.csv, ep_spill1.csv)
+# Writes $OUT/session13.log (everything) and the CSVs.
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=spill] scripts/gpu_session13.sh
+set -u
+OUT=${OUT:-./out-s13}
+X=${BUILD:-build}/xstage
+mkdir -p "$OUT"
+LOG="$OUT/session13.log"
+: >"$LOG"
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
+pick_profile "${PROFILE:-}"
+say "# gpu_session13.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) commit=${COMMIT:-unknown} part=${PART:-spill}"
+say "$PROFILE_LINE"
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv 2>&1
+  nvcc --version 2>&1 | tail -n 2; } >>"$LOG" 2>&1 || true
+
+MARGIN=qwen1.5-moe-a2.7b,deepseek-v2-lite,qwen3-30b-a3b,qwen3-235b-a22b
+case ${PART:-spill} in
+spill)
+    vstep test_moe 120 build/tests/gpu/test_moe
+    vstep bench_ep 300 "$X" bench ep "${PROFILE_ARGS[@]}" --defer=spill -n 5 -w 1 \
+        --csv "$OUT/ep.csv"
+    for d in 4 1; do
+        vstep "bench_ep_spill$d" 90 "$X" bench ep "${PROFILE_ARGS[@]}" --schedule auto \
+            --config "$MARGIN" --tokens 1024,2048 --defer=spill --spill-depth "$d" -n 5 -w 1 \
+            --csv "$OUT/ep_spill$d.csv"
+    done
+    ;;
+*)
+    say "gpu_session13.sh: PART=${PART}: spill"
+    exit 2
+    ;;
+esac
+echo
+grep -E '^# (bench ep|wave/interleaved|wave/auto|auto near bound|auto/auto_defer|auto_defer)' "$LOG"
+vstep_report gpu_session13
