@@ -108,6 +108,7 @@ typedef struct {
     xs_moe_stall stall_adapt; /* the adaptive run: measured MMA side */
     xs_moe_stall stall_defer; /* the auto_defer run */
     char defer_kernel[16];    /* which: none, ring, spill:<depth> */
+    double defer_frac;        /* auto_defer run: deferred / Linear-2 tiles with remote rows */
     char how[400];
     double rank_max_us[EP_NVAR]; /* -g: the slowest rank's median per variant (NaN otherwise) */
 } ep_row;
@@ -622,7 +623,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     r->stall_defer.mma_meas_med_ns = r->stall_defer.abs_err_med_ns = NAN;
     r->pred_adaptive_us = r->adaptive_ahead_us = NAN;
     r->pred_paced_us = r->pred_auto_us = r->auto_gate_us = r->fill_us = NAN;
-    r->defer_gate_us = NAN;
+    r->defer_gate_us = r->defer_frac = NAN;
     if (o->defer == XS_MOE_DEFER_SPILL)
         snprintf(r->defer_kernel, sizeof r->defer_kernel, "spill:%d",
                  o->spill_depth ? o->spill_depth : 2);
@@ -861,6 +862,14 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
                             g[ng++] = tr[i].gate_ns / 1e3;
                     *(var == EP_AUTO ? &r->auto_gate_us : &r->defer_gate_us) =
                         ng ? xs_median(g, (size_t)ng) : NAN;
+                    if (var == EP_AUTO_DEFER) {
+                        int nd = 0, nr = 0;
+                        for (int i = 0; i < ntr; i++) {
+                            nd += tr[i].deferred;
+                            nr += tr[i].kind == 2 && tr[i].remote_bytes > 0;
+                        }
+                        r->defer_frac = nr ? (double)nd / nr : NAN;
+                    }
                 }
                 if (tiles)
                     ep_tiles_out(tiles, r, ep_var_name[var], m, prof, &o->mm, r_local,
@@ -936,7 +945,7 @@ static const char *ep_csv_header =
     "adaptive_p10,adaptive_p90,pred_adaptive_us,adaptive_ahead_us,wave_over_adaptive,"
     "auto_over_adaptive,mma_stall_meas_med_adaptive_us,auto_defer_us,auto_defer_p10,"
     "auto_defer_p90,wave_over_auto_defer,auto_over_auto_defer,mma_stall_meas_med_auto_defer_us,"
-    "auto_defer_gate_med_us,defer_kernel\n";
+    "auto_defer_gate_med_us,defer_kernel,auto_defer_deferred_frac\n";
 
 static void ep_csv_row(FILE *f, const ep_row *r)
 {
@@ -947,7 +956,7 @@ static void ep_csv_row(FILE *f, const ep_row *r)
                "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f,%.3f,%.3f,%.1f,%d,%d,%.3f,"
                "%s,%.1f,%.1f,%.1f,%.1f,%d,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,"
                "%.4f,%.4f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%.3f,%.1f,%.1f,"
-               "%.1f,%.4f,%.4f,%.3f,%.3f,%s\n",
+               "%.1f,%.4f,%.4f,%.3f,%.3f,%s,%.3f\n",
             r->config, r->routing, r->tokens, r->peers, t[EP_UNFUSED].med, t[EP_WAVE].med,
             t[EP_INTER].med, t[EP_AUTO].med, r->bound_us, r->verified ? "true" : "false",
             r->local.med, r->local_inter.med, r->compute_us, r->drain_us, r->cublas_gemm_us,
@@ -982,7 +991,7 @@ static void ep_csv_row(FILE *f, const ep_row *r)
             r->stall_adapt.mma_meas_med_ns / 1e3, t[EP_AUTO_DEFER].med, t[EP_AUTO_DEFER].p10,
             t[EP_AUTO_DEFER].p90, t[EP_WAVE].med / t[EP_AUTO_DEFER].med,
             t[EP_AUTO].med / t[EP_AUTO_DEFER].med, r->stall_defer.mma_meas_med_ns / 1e3,
-            r->defer_gate_us, r->defer_kernel);
+            r->defer_gate_us, r->defer_kernel, r->defer_frac);
     fflush(f);
 }
 

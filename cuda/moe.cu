@@ -43,8 +43,8 @@ static_assert(XS_MOE_DEFER_SMEM <= 227 * 1024, "deferring kernel: shared memory 
 static_assert(XS_MOE_SPILL_SMEM <= 227 * 1024, "spilling kernel: shared memory per block");
 #define XS_MOE_BM 128
 #define XS_MOE_BN 256
-#define XS_MOE_TRACE_WORDS 9 /* u64 per task: 5 clocks, cta/smid, bytes, pacer wait (ns),
-                              * order ticket (xs_moe_tile.seq) */
+#define XS_MOE_TRACE_WORDS 10 /* u64 per task: 5 clocks, cta/smid, bytes, pacer wait (ns),
+                               * order ticket (xs_moe_tile.seq), deferred (1) */
 #define XS_MOE_COPY_WORDS 6  /* u64 per courier copy: 3 clocks (wait, ready, end), cta/smid,
                               * bytes, pacer wait (ns) */
 #define XS_MOE_COURIER_UNITS 8 /* 16-byte units per courier thread per chunk: a chunk is 32 KB
@@ -1196,6 +1196,7 @@ static __device__ void xs_moe_flush(const xs_moe_kargs &a, const char *stg, char
         r[3] = c0;
         r[4] = xs_clock();
         r[7] = s_gate;
+        r[9] = 1;
     }
 }
 
@@ -1248,35 +1249,34 @@ static __device__ __noinline__ void xs_moe_spill_tile(const xs_moe_kargs &a, cha
     }
 }
 
-/* A held-back tile's nrem remote rows leave from the staging buffer (all threads): 16-byte
- * units of ncols columns from column block nb, in two passes of half a tile, each loaded (.cg:
- * L2, where the spill wrote them) into registers before any of it is stored. */
-static __device__ __forceinline__ void xs_moe_spill_store(const xs_moe_kargs &a, const int *srow,
-                                                       char *const *sdst, int nrem, int nb,
-                                                       int ncols)
+/* A held-back tile's nrem remote rows leave from the staging buffer (all threads, after a
+ * barrier that follows any use of the ring; ends with one): 16-byte units of ncols columns from
+ * column block nb are copied into the ring by cp.async (L2, where the spill wrote them; no
+ * register holds them), then stored from there. Registers matter: a version that loaded them
+ * into registers made the kernel's main loop longer (255 registers against 245, 4 % slower on
+ * every row, run 13 call 1). */
+static __device__ __forceinline__ void xs_moe_spill_store(const xs_moe_kargs &a, char *smem,
+                                                          const int *srow, char *const *sdst,
+                                                          int nrem, int nb, int ncols)
 {
     typedef xs_moe_cfg C;
-    enum { U = 8 }; /* half a tile per pass (16: the kernel spills registers in its main loop) */
-    const int cpr = ncols / 8, units = nrem * cpr;  /* H % 8 == 0 */
-    const long long col = (long long)nb * C::BN * 2, pitch = (long long)a.hidden * 2;
+    const volatile xs_moe_kargs &va = a; /* read here, not hoisted into the kernel's loop */
+    const char *const cstage = va.cstage;
+    const int cpr = ncols / 8, units = nrem * cpr; /* H % 8 == 0; units * 16 <= the ring */
+    const long long col = (long long)nb * C::BN * 2, pitch = (long long)va.hidden * 2;
+    const uint32_t s0 = (uint32_t)__cvta_generic_to_shared(smem);
 #pragma unroll 1
-    for (int base = 0; base < units; base += U * C::THREADS) {
-        uint4 v[U];
-        char *d[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int i = base + u * C::THREADS + (int)threadIdx.x;
-            d[u] = NULL;
-            if (i < units) {
-                const int r = i / cpr, c16 = 16 * (i - r * cpr);
-                v[u] = __ldcg((const uint4 *)(a.cstage + srow[r] * pitch + col + c16));
-                d[u] = sdst[r] + c16;
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < U; u++)
-            if (d[u])
-                xs_st16v(d[u], v[u]);
+    for (int i = threadIdx.x; i < units; i += C::THREADS) {
+        const int r = i / cpr, c16 = 16 * (i - r * cpr);
+        xs_cp_async16(s0 + 16u * (uint32_t)i, cstage + srow[r] * pitch + col + c16, 16);
+    }
+    xs_cp_async_commit();
+    xs_cp_async_wait<0>();
+    __syncthreads();
+#pragma unroll 4
+    for (int i = threadIdx.x; i < units; i += C::THREADS) {
+        const int r = i / cpr, c16 = 16 * (i - r * cpr);
+        xs_st16v(sdst[r] + c16, *(const uint4 *)(smem + 16 * i));
     }
 }
 
@@ -1311,8 +1311,8 @@ static __device__ __forceinline__ void xs_moe_spill_drain(const xs_moe_kargs &a,
         const int h = q->head;
         const int4 e = q->e[h];
         const uint64_t c0 = xs_clock();
-        xs_moe_spill_store(a, xs_moe_spill_row(smem, h), xs_moe_spill_dst(smem, h), e.y, e.z,
-                           e.w);
+        xs_moe_spill_store(a, smem, xs_moe_spill_row(smem, h), xs_moe_spill_dst(smem, h), e.y,
+                           e.z, e.w);
         __syncthreads(); /* every store issued: the entry is free */
         if (threadIdx.x == 0) {
             if (a.trace) {
@@ -1320,6 +1320,7 @@ static __device__ __forceinline__ void xs_moe_spill_drain(const xs_moe_kargs &a,
                 r[3] = c0;
                 r[4] = xs_clock();
                 r[7] = q->gate;
+                r[9] = 1;
             }
             q->head = (h + 1) % XS_MOE_SPILL_MAX;
             q->n--;
@@ -1488,7 +1489,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
             if (tid == 0) {
                 const double bytes = (double)nremote * ncols * 2.0;
                 s_go = !paced || xs_moe_pace_try(a, bytes);
-                if (!s_go && s_sq.n >= a.spill_depth) {
+                if (!s_go && s_sq.n >= ((const volatile xs_moe_kargs &)a).spill_depth) {
                     gate_ns = xs_moe_pace(a, bytes);
                     s_go = 1;
                 }
@@ -1550,6 +1551,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
                        (unsigned int)(nrows * ncols * 2);
                 r[7] = gate_ns;
                 r[8] = ticket;
+                r[9] = 0; /* a deferred tile: 1 at its flush */
             }
         }
     }
@@ -1706,6 +1708,7 @@ static void xs_moe_decode_trace(xs_moe *m, const xs_moe_tasklist *tl)
         t->total_bytes = (int)(r[6] & 0xffffffffu);
         t->gate_ns = (double)r[7];
         t->seq = r[8] == ~0ull ? -1 : (long long)r[8];
+        t->deferred = r[9] == 1ull;
         t->id = t->kind == 1 ? t->rb * m->l1_per_rb + t->nb
                              : m->nrb * m->l1_per_rb + t->rb * m->l2_per_rb + t->nb;
         if (v[0] < t_min)

@@ -250,6 +250,9 @@ typedef struct {
     int id;                    /* the tile, independent of the order: Linear-1 rb * l1_per_rb +
                                 * nb, Linear-2 l1_tiles + rb * l2_per_rb + nb */
     int remote_bytes, total_bytes; /* combine bytes of the tile (Linear-2) */
+    int deferred;              /* 1: the tile's stores left at a later point of its CTA (a
+                                * deferring kernel, xs_moe_run_opts.defer): st0..st1 and gate_ns
+                                * are then those of its flush */
     long long seq;             /* order ticket from one device counter: a Linear-1 tile takes it
                                 * just before its release, a Linear-2 tile just after its acquire;
                                 * a Linear-2 tile's ticket exceeds its row block's Linear-1

@@ -13,6 +13,7 @@
 #      spilling kernel (depth 2), measured in the same rounds as wave, interleaved and auto
 #   3. the same at --spill-depth 4 and 1 on the four configurations of the margin rows, T = 1024
 #      and 2048, auto only against wave (ep_spill4.csv, ep_spill1.csv)
+#   4. compute-sanitizer memcheck and synccheck on test_moe (tests/gpu/sanitize.sh)
 # Writes $OUT/session13.log (everything) and the CSVs.
 # Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=spill] scripts/gpu_session13.sh
 set -u
@@ -39,6 +40,8 @@ spill)
             --config "$MARGIN" --tokens 1024,2048 --defer=spill --spill-depth "$d" -n 5 -w 1 \
             --csv "$OUT/ep_spill$d.csv"
     done
+    SAN_CASES="test_moe" SAN_TOOLS="memcheck synccheck" SAN_BUDGET=150 OUT="$OUT/san" \
+        bash tests/gpu/sanitize.sh 2>&1 | tail -n 6
     ;;
 *)
     say "gpu_session13.sh: PART=${PART}: spill"

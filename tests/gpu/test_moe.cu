@@ -324,8 +324,9 @@ static void courier_checks(xs_moe *m, const xs_wintab *tab, int remote, const ch
  * - deferred (xs_moe_run_opts.defer = XS_MOE_DEFER_RING): the 3-stage kernel, where a tile the
  *   pacer holds back waits in a staging tile of its own (with the slow pacer, nearly every tile);
  * - spilled (XS_MOE_DEFER_SPILL): the 4-stage kernel, where such a tile's remote rows wait in
- *   device memory; with the slow pacer the CTA's stores of some tile must leave after it took
- *   a later task.
+ *   device memory (queues of depth 2 and XS_MOE_SPILL_MAX).
+ * With the slow pacer some tile must be deferred (xs_moe_tile.deferred), each with remote rows
+ * and its flush after its main loop.
  * Same tiles, same accumulation order, same addresses: the windows must be bit-identical to the
  * 16-byte-store run's, for wave, interleaved, a slow pacer (most tiles held) and Linear-2 alone;
  * every tile ran once and in order (check_trace). With couriers the option is refused in one
@@ -388,18 +389,19 @@ static void store_variant_checks(xs_moe *m, const xs_wintab *tab, const char *na
             for (int k = 0; k < n; k++)
                 held += t[k].kind == 2 && t[k].gate_ns > 0;
             XT_CHECK(info.remote_bytes <= 3 * 4096 || held > 0, "%s: the pacer held no tile", what);
-            if (ro.defer == XS_MOE_DEFER_SPILL) {
-                /* a tile whose stores start after its CTA fetched a later task was spilled */
-                int spilled = 0;
+            if (ro.defer) {
+                /* deferred tiles: some, each with remote rows, its flush after its own stage */
+                int deferred = 0, bad = 0;
                 for (int k = 0; k < n; k++)
-                    for (int j = 0; j < n && t[k].kind == 2 && t[k].remote_bytes > 0; j++)
-                        if (t[j].cta == t[k].cta && t[j].fetch_ns > t[k].fetch_ns &&
-                            t[k].st0_ns > t[j].fetch_ns) {
-                            spilled++;
-                            break;
-                        }
-                XT_CHECK(info.remote_bytes <= 3 * 4096 || spilled > 0,
-                         "%s: no tile's stores left after its CTA's next task", what);
+                    if (t[k].deferred) {
+                        deferred++;
+                        bad += t[k].kind != 2 || t[k].remote_bytes <= 0 ||
+                               t[k].st0_ns < t[k].mma1_ns || t[k].st1_ns < t[k].st0_ns;
+                    }
+                XT_CHECK(info.remote_bytes <= 3 * 4096 || deferred > 0, "%s: no tile deferred",
+                         what);
+                XT_CHECK(bad == 0, "%s: %d deferred tiles without remote rows or with a flush "
+                         "before their main loop ended", what, bad);
             }
         }
     }
