@@ -14,8 +14,11 @@
 #   3. the same at --spill-depth 4 and 1 on the four configurations of the margin rows, T = 1024
 #      and 2048, auto only against wave (ep_spill4.csv, ep_spill1.csv)
 #   4. compute-sanitizer memcheck and synccheck on test_moe (tests/gpu/sanitize.sh)
+# PART=frac (call 3): racecheck on test_moe; then the pacer's rate at 0.95, 0.98 and 1.0 R with
+#   the spilling column, on the margin configurations at T = 1024 and 2048 (ep_spill_frac*.csv):
+#   with the holds hidden, does a pacer closer to R pay now (run 12 call 8, without: no)?
 # Writes $OUT/session13.log (everything) and the CSVs.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=spill] scripts/gpu_session13.sh
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=spill|frac] scripts/gpu_session13.sh
 set -u
 OUT=${OUT:-./out-s13}
 X=${BUILD:-build}/xstage
@@ -43,8 +46,17 @@ spill)
     SAN_CASES="test_moe" SAN_TOOLS="memcheck synccheck" SAN_BUDGET=150 OUT="$OUT/san" \
         bash tests/gpu/sanitize.sh 2>&1 | tail -n 6
     ;;
+frac)
+    SAN_CASES="test_moe" SAN_TOOLS=racecheck SAN_BUDGET=100 OUT="$OUT/san_race" \
+        bash tests/gpu/sanitize.sh 2>&1 | tail -n 5
+    for f in 0.95 0.98 1.0; do
+        vstep "bench_ep_frac$f" 90 "$X" bench ep "${PROFILE_ARGS[@]}" --schedule auto \
+            --config "$MARGIN" --tokens 1024,2048 --defer=spill --pace-frac "$f" -n 5 -w 1 \
+            --csv "$OUT/ep_spill_frac$(echo "$f" | tr -d .)$( [ "$f" = 1.0 ] && echo 0).csv"
+    done
+    ;;
 *)
-    say "gpu_session13.sh: PART=${PART}: spill"
+    say "gpu_session13.sh: PART=${PART}: spill or frac"
     exit 2
     ;;
 esac
