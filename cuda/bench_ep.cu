@@ -105,11 +105,13 @@ typedef struct {
     int auto_couriers;       /* C of auto's decision (0: no couriers) */
     int adaptive;            /* auto proposed an adaptive candidate (the adaptive column) */
     double pred_adaptive_us, adaptive_ahead_us;
+    double pred_spill_us;    /* auto's paced candidate on the spilling kernel (NaN: none) */
+    int auto_spill;          /* auto's plan runs on the spilling kernel */
     xs_moe_stall stall_adapt; /* the adaptive run: measured MMA side */
     xs_moe_stall stall_defer; /* the auto_defer run */
     char defer_kernel[16];    /* which: none, ring, spill:<depth> */
     double defer_frac;        /* auto_defer run: deferred / Linear-2 tiles with remote rows */
-    char how[400];
+    char how[640];
     double rank_max_us[EP_NVAR]; /* -g: the slowest rank's median per variant (NaN otherwise) */
 } ep_row;
 
@@ -174,14 +176,19 @@ static void ep_usage(FILE *f)
             "                               measured; 0: no limit)\n"
             "      --auto-adaptive          auto may choose the adaptive plan (default: predicted\n"
             "                               and reported; the adaptive column runs it)\n"
-            "      --defer[=ring|spill]     also auto's plan on a deferring kernel, measured in\n"
-            "                               the same rounds (the auto_defer column; not where\n"
-            "                               auto chose couriers). A Linear-2 tile the pacer\n"
-            "                               holds back does not hold its CTA: ring (default) a\n"
-            "                               3-stage ring with a staging tile of its own; spill:\n"
-            "                               the 4-stage kernel, the tile's remote rows wait in\n"
-            "                               device memory and leave at a later task boundary\n"
+            "      --defer[=ring|spill|none] also auto's plan on another kernel, measured in the\n"
+            "                               same rounds (the auto_defer column; not where auto\n"
+            "                               chose couriers). ring (default) and spill: a\n"
+            "                               Linear-2 tile the pacer holds back does not hold its\n"
+            "                               CTA - ring: a 3-stage ring with a staging tile of\n"
+            "                               its own; spill: the 4-stage kernel, the tile's\n"
+            "                               remote rows wait in device memory and leave at a\n"
+            "                               later task boundary. none: the plain kernel (where\n"
+            "                               auto chose spilling)\n"
             "      --spill-depth N          spill: held-back tiles per CTA, 1-8 (default 2)\n"
+            "      --auto-spill             auto may run its paced plan on the spilling kernel\n"
+            "                               (if predicted >= 1 %% faster; default: predicted and\n"
+            "                               reported only)\n"
             "      --bulk                   also wave, interleaved and auto with the combine rows\n"
             "                               handed to the TMA (cp.async.bulk from the staging\n"
             "                               tile), measured in the same rounds (auto: not where\n"
@@ -206,7 +213,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
 {
     enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_TIMEOUT, O_BLOCK, O_BSPEED, O_PACE,
            O_COURIERS, O_CPACE, O_AUTOCOUR, O_CCOPY, O_BULK, O_AUTOADAPT, O_PACEFRAC,
-           O_DEFER, O_SPILLDEPTH };
+           O_DEFER, O_SPILLDEPTH, O_AUTOSPILL };
     static const struct option lo[] = {
         {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
         {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
@@ -231,6 +238,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         {"bulk", no_argument, 0, O_BULK},
         {"defer", optional_argument, 0, O_DEFER},
         {"spill-depth", required_argument, 0, O_SPILLDEPTH},
+        {"auto-spill", no_argument, 0, O_AUTOSPILL},
         {"auto-adaptive", no_argument, 0, O_AUTOADAPT},
         {"device", required_argument, 0, 'd'},   {"quick", no_argument, 0, XS_OPT_QUICK},
         {"gpus", required_argument, 0, 'g'},
@@ -353,8 +361,10 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
                 o->defer = XS_MOE_DEFER_RING;
             else if (!strcmp(optarg, "spill"))
                 o->defer = XS_MOE_DEFER_SPILL;
+            else if (!strcmp(optarg, "none"))
+                o->defer = XS_MOE_DEFER_NONE;
             else
-                return xs_cli_failf("bench ep: --defer=%s: ring or spill", optarg);
+                return xs_cli_failf("bench ep: --defer=%s: ring, spill or none", optarg);
             break;
         case O_SPILLDEPTH:
             if (xs_parse_int("--spill-depth", optarg, 1, XS_MOE_SPILL_MAX, &v) != XS_OK)
@@ -362,6 +372,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             o->spill_depth = (int)v;
             break;
         case O_AUTOADAPT: o->mm.auto_adaptive = 1; break;
+        case O_AUTOSPILL: o->mm.auto_spill = 1; break;
         case O_CCOPY:
             if (xs_parse_double("--courier-copy-rate", optarg, 0, 1e6,
                                 &o->mm.courier_copy_bytes_per_ns) != XS_OK)
@@ -621,14 +632,15 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         r->stall_bulk[k].mma_meas_med_ns = NAN;
     r->stall_adapt.mma_meas_med_ns = NAN;
     r->stall_defer.mma_meas_med_ns = r->stall_defer.abs_err_med_ns = NAN;
-    r->pred_adaptive_us = r->adaptive_ahead_us = NAN;
+    r->pred_adaptive_us = r->adaptive_ahead_us = r->pred_spill_us = NAN;
     r->pred_paced_us = r->pred_auto_us = r->auto_gate_us = r->fill_us = NAN;
     r->defer_gate_us = r->defer_frac = NAN;
     if (o->defer == XS_MOE_DEFER_SPILL)
         snprintf(r->defer_kernel, sizeof r->defer_kernel, "spill:%d",
                  o->spill_depth ? o->spill_depth : 2);
     else
-        snprintf(r->defer_kernel, sizeof r->defer_kernel, "%s", o->defer ? "ring" : "none");
+        snprintf(r->defer_kernel, sizeof r->defer_kernel, "%s",
+                 o->defer == XS_MOE_DEFER_RING ? "ring" : o->defer ? "none" : "-");
     r->pred_courier_us = NAN;
     r->courier_sched = "-";
     r->courier_pace = o->mm.courier_pace_frac;
@@ -742,6 +754,8 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         /* slot 4: the adaptive candidate (the adaptive column) */
         r->adaptive = ar.adaptive.kind == XS_MOE_ADAPTIVE;
         r->pred_adaptive_us = ar.adaptive_ns / 1e3;
+        r->pred_spill_us = ar.spill_ns / 1e3;
+        r->auto_spill = ar.plan.spill_depth > 0;
         r->adaptive_ahead_us = r->adaptive ? ar.adaptive.admit_ahead_ns / 1e3 : NAN;
         if (r->adaptive)
             EP_TRY(xs_moe_set_plan(m, 4, &ar.adaptive));
@@ -945,7 +959,7 @@ static const char *ep_csv_header =
     "adaptive_p10,adaptive_p90,pred_adaptive_us,adaptive_ahead_us,wave_over_adaptive,"
     "auto_over_adaptive,mma_stall_meas_med_adaptive_us,auto_defer_us,auto_defer_p10,"
     "auto_defer_p90,wave_over_auto_defer,auto_over_auto_defer,mma_stall_meas_med_auto_defer_us,"
-    "auto_defer_gate_med_us,defer_kernel,auto_defer_deferred_frac\n";
+    "auto_defer_gate_med_us,defer_kernel,auto_defer_deferred_frac,pred_spill_us,auto_spill\n";
 
 static void ep_csv_row(FILE *f, const ep_row *r)
 {
@@ -956,7 +970,7 @@ static void ep_csv_row(FILE *f, const ep_row *r)
                "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f,%.3f,%.3f,%.1f,%d,%d,%.3f,"
                "%s,%.1f,%.1f,%.1f,%.1f,%d,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,"
                "%.4f,%.4f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%.3f,%.1f,%.1f,"
-               "%.1f,%.4f,%.4f,%.3f,%.3f,%s,%.3f\n",
+               "%.1f,%.4f,%.4f,%.3f,%.3f,%s,%.3f,%.1f,%d\n",
             r->config, r->routing, r->tokens, r->peers, t[EP_UNFUSED].med, t[EP_WAVE].med,
             t[EP_INTER].med, t[EP_AUTO].med, r->bound_us, r->verified ? "true" : "false",
             r->local.med, r->local_inter.med, r->compute_us, r->drain_us, r->cublas_gemm_us,
@@ -991,7 +1005,7 @@ static void ep_csv_row(FILE *f, const ep_row *r)
             r->stall_adapt.mma_meas_med_ns / 1e3, t[EP_AUTO_DEFER].med, t[EP_AUTO_DEFER].p10,
             t[EP_AUTO_DEFER].p90, t[EP_WAVE].med / t[EP_AUTO_DEFER].med,
             t[EP_AUTO].med / t[EP_AUTO_DEFER].med, r->stall_defer.mma_meas_med_ns / 1e3,
-            r->defer_gate_us, r->defer_kernel, r->defer_frac);
+            r->defer_gate_us, r->defer_kernel, r->defer_frac, r->pred_spill_us, r->auto_spill);
     fflush(f);
 }
 

@@ -702,6 +702,11 @@ static xs_status xs_moe_check_plan(const xs_moe *m, const xs_moe_plan *p)
     if (p->couriers > 0 && p->pace_bytes > 0)
         return xs_seterr(XS_EINVAL, "moe: a plan either paces the epilogue's combine "
                          "(pace_bytes) or hands it to couriers, not both");
+    if (p->spill_depth < 0 || p->spill_depth > XS_MOE_SPILL_MAX ||
+        (p->spill_depth > 0 && (!(p->pace_bytes > 0) || p->kind == XS_MOE_ADAPTIVE)))
+        return xs_seterr(XS_EINVAL, "moe: spill_depth=%d: 0, or 1..%d in a paced wave or "
+                         "interleaved plan (pace_bytes %g, %s)", p->spill_depth, XS_MOE_SPILL_MAX,
+                         p->pace_bytes, xs_moe_sched_name(p->kind));
     return XS_OK;
 }
 
@@ -1881,14 +1886,21 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
         return xs_seterr(XS_EINVAL, "moe: bulk combine copies and couriers (plan slot %d, %d "
                          "couriers) are exclusive: the couriers store the combine", slot,
                          tl->plan.couriers);
-    const int defer = o ? o->defer : 0;
-    if (defer < 0 || defer > XS_MOE_DEFER_SPILL)
-        return xs_seterr(XS_EINVAL, "moe: run option defer=%d: 0 (none), %d (3-stage ring) or %d "
-                         "(spill to device memory)", defer, XS_MOE_DEFER_RING, XS_MOE_DEFER_SPILL);
-    if (defer && (tl->plan.couriers > 0 || o->bulk_combine))
+    int defer = o ? o->defer : XS_MOE_DEFER_PLAN;
+    if (defer < XS_MOE_DEFER_PLAN || defer > XS_MOE_DEFER_NONE)
+        return xs_seterr(XS_EINVAL, "moe: run option defer=%d: %d (the plan's), %d (3-stage ring), "
+                         "%d (spill to device memory) or %d (none)", defer, XS_MOE_DEFER_PLAN,
+                         XS_MOE_DEFER_RING, XS_MOE_DEFER_SPILL, XS_MOE_DEFER_NONE);
+    if (defer == XS_MOE_DEFER_PLAN)
+        defer = tl->plan.spill_depth > 0 ? XS_MOE_DEFER_SPILL : 0;
+    else if (defer == XS_MOE_DEFER_NONE)
+        defer = 0;
+    if (defer && (tl->plan.couriers > 0 || (o && o->bulk_combine)))
         return xs_seterr(XS_EINVAL, "moe: deferred Linear-2 stores are not for %s (plan slot %d)",
-                         o->bulk_combine ? "bulk combine copies" : "couriers", slot);
-    const int spill_depth = o && o->spill_depth ? o->spill_depth : 2;
+                         o && o->bulk_combine ? "bulk combine copies" : "couriers", slot);
+    const int spill_depth = o && o->spill_depth       ? o->spill_depth
+                            : tl->plan.spill_depth > 0 ? tl->plan.spill_depth
+                                                       : 2;
     if (spill_depth < 1 || spill_depth > XS_MOE_SPILL_MAX)
         return xs_seterr(XS_EINVAL, "moe: run option spill_depth=%d: 1..%d held-back tiles per "
                          "CTA", spill_depth, XS_MOE_SPILL_MAX);
@@ -3091,6 +3103,11 @@ typedef struct {
     int *dep_cnt, *wait_head;
     double end;
     xs_moe_tile *trace; /* optional [ntasks]: the predicted trace */
+    /* the spilling kernel (plan.spill_depth > 0, paced): per producer its held-back tiles (a ring
+     * of XS_MOE_SPILL_MAX task indices and remote bytes) and the one being flushed (-1: none) */
+    int spill_depth;
+    int *sq_head, *sq_n, *sq_task, *flushing;
+    double *sq_rem, *fwait0; /* fwait0: when the producer began to wait for a flush */
 } xs_mrun;
 
 static void xs_mrun_take(xs_mrun *u, int p);
@@ -3138,14 +3155,58 @@ static int xs_mrun_next_adaptive(xs_mrun *u, int p)
     return u->q2 < n2 ? u->n1 + u->q2++ : u->ntasks;
 }
 
+/* The spilling kernel's flush of producer p's oldest held-back tile (xs_moe_spill_drain): its
+ * remote bytes leave as a burst once the pacer's backlog allows; with `wait` (the CTA's end) the
+ * producer waits for that, else nothing happens while it is closed. 1 = started or waiting. */
+static int xs_mrun_flush(xs_mrun *u, int p, int wait)
+{
+    xs_msim *g = u->g;
+    xs_mprod *z = &g->pr[p];
+    const int e = p * XS_MOE_SPILL_MAX + u->sq_head[p];
+    const double open = u->pace_until - u->pace_slack_ns;
+    if (open > g->t_now) {
+        if (!wait)
+            return 0;
+        if (u->flushing[p] < 0)
+            u->fwait0[p] = g->t_now;
+        u->flushing[p] = u->sq_task[e];
+        z->state = XS_P_GATE;
+        if (!xs_heap_push(&g->pev, (xs_ev){open, 0, p}))
+            g->oom = 1;
+        return 1;
+    }
+    const double rem = u->sq_rem[e];
+    u->pace_until = (u->pace_until > g->t_now ? u->pace_until : g->t_now) +
+                    rem * u->pace_ns_per_byte;
+    if (u->trace) {
+        xs_moe_tile *r = &u->trace[u->sq_task[e]];
+        r->gate_ns = u->flushing[p] >= 0 ? g->t_now - u->fwait0[p] : 0;
+        r->st0_ns = g->t_now;
+    }
+    u->flushing[p] = u->sq_task[e];
+    const int bi = xs_msim_burst(g, p, rem, rem, 1.0 / g->r, -1);
+    if (bi < 0)
+        return 1;
+    z->state = XS_P_BURST;
+    xs_msim_start(g, p, bi, g->t_now);
+    return 1;
+}
+
 static void xs_mrun_take(xs_mrun *u, int p)
 {
     xs_msim *g = u->g;
     xs_mprod *z = &g->pr[p];
+    /* the spilling kernel: held-back tiles the pacer admits leave before the next task */
+    if (u->spill_depth && u->sq_n[p] > 0 && xs_mrun_flush(u, p, 0))
+        return;
     const int idx = u->adaptive            ? xs_mrun_next_adaptive(u, p)
                     : u->q < u->ntasks ? u->q++
                                        : u->ntasks;
     if (idx >= u->ntasks) {
+        if (u->spill_depth && u->sq_n[p] > 0) { /* the CTA's end: all of them, waiting */
+            xs_mrun_flush(u, p, 1);
+            return;
+        }
         z->state = XS_P_DONE;
         if (g->t_now > u->end)
             u->end = g->t_now;
@@ -3197,6 +3258,21 @@ static void xs_mrun_burst(xs_mrun *u, int p)
     }
     if (u->pace_ns_per_byte > 0) {
         const double open = u->pace_until - u->pace_slack_ns;
+        if (open > g->t_now && u->spill_depth && u->sq_n[p] < u->spill_depth) {
+            /* the spilling kernel: the tile's rows go to device memory, the CTA goes on */
+            const int e = p * XS_MOE_SPILL_MAX + (u->sq_head[p] + u->sq_n[p]) % XS_MOE_SPILL_MAX;
+            u->sq_task[e] = z->cur;
+            u->sq_rem[e] = z->rem;
+            u->sq_n[p]++;
+            if (u->trace) {
+                u->trace[z->cur].deferred = 1;
+                u->trace[z->cur].gate_ns = 0;
+            }
+            z->state = XS_P_LOCAL;
+            if (!xs_heap_push(&g->pev, (xs_ev){g->t_now + z->tot / g->r_local, 0, p}))
+                g->oom = 1;
+            return;
+        }
         if (open > g->t_now) {
             z->state = XS_P_GATE;
             if (!xs_heap_push(&g->pev, (xs_ev){open, 0, p}))
@@ -3224,7 +3300,21 @@ static void xs_msim_window(xs_msim *g, int p, int bi, double end)
         g->oom = 1;
 }
 
-/* xs_moe_predict on a task list in host memory (plan: its pacing) */
+static void xs_mrun_free(xs_mrun *u)
+{
+    free(u->dep_cnt);
+    free(u->wait_head);
+    free(u->pending);
+    free(u->sq_head);
+    free(u->sq_n);
+    free(u->flushing);
+    free(u->sq_task);
+    free(u->sq_rem);
+    free(u->fwait0);
+}
+
+/* xs_moe_predict on a task list in host memory (plan: its pacing; spill_depth: the spilling
+ * kernel) */
 static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int ntasks,
                                       const xs_moe_plan *plan, const xs_profile *pf,
                                       const xs_moe_model *mm, const xs_moe_costs *c, int link,
@@ -3284,13 +3374,21 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
         xs_moe_get_info(m, &info);
         u.adm_tile_bytes = info.l2_tiles ? info.remote_bytes / info.l2_tiles : 0.0;
     }
+    if (u.pace_ns_per_byte > 0 && plan && plan->spill_depth > 0)
+        u.spill_depth = plan->spill_depth < XS_MOE_SPILL_MAX ? plan->spill_depth
+                                                             : XS_MOE_SPILL_MAX;
     u.dep_cnt = (int *)calloc((size_t)m->nrb + 1, sizeof(int));
     u.wait_head = (int *)malloc(sizeof(int) * ((size_t)m->nrb + 1));
     u.pending = (int *)malloc(sizeof(int) * ((size_t)np + 1));
-    if (!u.dep_cnt || !u.wait_head || !u.pending) {
-        free(u.dep_cnt);
-        free(u.wait_head);
-        free(u.pending);
+    u.sq_head = (int *)calloc((size_t)np + 1, sizeof(int));
+    u.sq_n = (int *)calloc((size_t)np + 1, sizeof(int));
+    u.flushing = (int *)malloc(sizeof(int) * ((size_t)np + 1));
+    u.sq_task = (int *)malloc(sizeof(int) * XS_MOE_SPILL_MAX * ((size_t)np + 1));
+    u.sq_rem = (double *)malloc(sizeof(double) * XS_MOE_SPILL_MAX * ((size_t)np + 1));
+    u.fwait0 = (double *)calloc((size_t)np + 1, sizeof(double));
+    if (!u.dep_cnt || !u.wait_head || !u.pending || !u.sq_head || !u.sq_n || !u.flushing ||
+        !u.sq_task || !u.sq_rem || !u.fwait0) {
+        xs_mrun_free(&u);
         free(own_trace);
         xs_msim_free(&g);
         return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
@@ -3298,7 +3396,7 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
     for (int b = 0; b <= m->nrb; b++)
         u.wait_head[b] = -1;
     for (int p = 0; p <= np; p++)
-        u.pending[p] = -1;
+        u.pending[p] = u.flushing[p] = -1;
     g.user = &u;
     for (int p = 0; p < np; p++)
         xs_mrun_take(&u, p);
@@ -3350,10 +3448,20 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
             xs_msim_advance(&g, tp);
             xs_ev e = xs_heap_pop(&g.pev);
             xs_mprod *z = &g.pr[e.p];
-            if (z->state == XS_P_GATE) {
+            if (z->state == XS_P_GATE && u.spill_depth && u.flushing[e.p] >= 0) {
+                xs_mrun_flush(&u, e.p, 1);
+            } else if (z->state == XS_P_GATE) {
                 xs_mrun_burst(&u, e.p);
-            } else {
+            } else if (u.spill_depth && u.flushing[e.p] >= 0) {
+                /* a held-back tile's flush ended: its entry is free */
                 if (u.trace)
+                    u.trace[u.flushing[e.p]].st1_ns = g.t_now;
+                u.flushing[e.p] = -1;
+                u.sq_head[e.p] = (u.sq_head[e.p] + 1) % XS_MOE_SPILL_MAX;
+                u.sq_n[e.p]--;
+                xs_mrun_take(&u, e.p);
+            } else {
+                if (u.trace && !u.trace[z->cur].deferred)
                     u.trace[z->cur].st1_ns = g.t_now;
                 xs_mrun_take(&u, e.p);
             }
@@ -3367,9 +3475,7 @@ static xs_status xs_moe_predict_tasks(const xs_moe *m, const int2 *tasks, int nt
         stuck += g.pr[p].state != XS_P_DONE;
     const int oom = g.oom;
     double end = u.end > g.d_last ? u.end : g.d_last;
-    free(u.dep_cnt);
-    free(u.wait_head);
-    free(u.pending);
+    xs_mrun_free(&u);
     xs_msim_free(&g);
     if (couriers > 0 && !oom && !stalled && !stuck) {
         /* a Linear-2 tile's rows are ready for the couriers when its staging stores end; in the
@@ -3677,7 +3783,7 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
     memset(out, 0, sizeof *out);
     out->paced_ns = NAN;
     out->courier_ns = out->courier_compute_ns = out->courier_link_ns = NAN;
-    out->adaptive_ns = NAN;
+    out->adaptive_ns = out->spill_ns = NAN;
     XS_TRY(xs_profile_check(p, "profile"));
     xs_moe_model mdef;
     if (!mm) {
@@ -3790,6 +3896,11 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
         double t = NAN;
         XS_AUTO_SIM(pp, &inter, 1, &t);
         out->paced_ns = t * fi;
+        /* the same on the spilling kernel: held-back tiles do not hold their CTAs */
+        pp.spill_depth = XS_MOE_SPILL_DEPTH;
+        t = NAN;
+        XS_AUTO_SIM(pp, &inter, 1, &t);
+        out->spill_ns = t * fi;
     }
     /* adaptive: the CTAs choose Linear-2 tiles at the link's pace (xs_moe_take_adaptive); its
      * compute is taken to be the interleaved order's (scaled by that control) */
@@ -3910,6 +4021,12 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
             out->plan.pace_bytes_per_ns = rp;
         }
         out->auto_ns = alt;
+        /* spilling: where auto paces, if predicted >= 1 % faster (and allowed) */
+        const int spill = paced && mm->auto_spill && out->spill_ns <= 0.99 * out->paced_ns;
+        if (spill) {
+            out->plan.spill_depth = XS_MOE_SPILL_DEPTH;
+            out->auto_ns = out->spill_ns;
+        }
         snprintf(out->how, sizeof out->how, "%s (%.1f B/ns vs R %.1f): interleaved D=%d%s "
                  "predicted %.1f us vs wave %.1f us (unpaced %.1f us)", crit,
                  bg.injection_bytes_per_ns, p->drain_bytes_per_ns, best_lead,
@@ -3918,6 +4035,14 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
                  : out->drain_bound                         ? " paced (drain-bound)"
                                                             : " paced (within 1 %)",
                  alt / 1e3, out->wave_ns / 1e3, out->inter_ns / 1e3);
+        if (paced) {
+            const size_t k = strlen(out->how);
+            snprintf(out->how + k, sizeof out->how - k, "; spilling predicted %.1f us%s",
+                     out->spill_ns / 1e3,
+                     spill                                      ? ": chosen"
+                     : out->spill_ns <= 0.99 * out->paced_ns     ? ": not chosen (--auto-spill off)"
+                                                                : ": not chosen (< 1 % gain)");
+        }
     } else if (mean_rem <= 0) {
         /* N = 1 (or no row for ranks 1..N-1): every combine store goes to this GPU's memory */
         snprintf(out->how, sizeof out->how, "piggyback: no remote combine bytes (N=%d: every "

@@ -124,6 +124,10 @@ typedef struct {
                             * now; else the next Linear-1 tile; once those are gone, the
                             * Linear-2 tiles in order. Needs pace_bytes_per_ns > 0; pace_bytes
                             * may add the epilogue's pacer. No couriers */
+    int spill_depth;    /* > 0 with pace_bytes > 0: run on the spilling kernel (xs_moe_run_opts
+                         * .defer = XS_MOE_DEFER_SPILL, at most XS_MOE_SPILL_MAX): a Linear-2
+                         * tile the pacer holds back parks its remote rows in device memory and
+                         * leaves at a later task boundary of its CTA; 0 = the plain kernel */
 } xs_moe_plan;
 
 #define XS_MOE_SLOTS 5
@@ -163,8 +167,10 @@ typedef struct {
                                     * until the copies have read shared memory. Not with
                                     * couriers. 0: 16-byte stores */
     int defer;                     /* a Linear-2 tile the pacer would hold back does not hold
-                                    * its CTA (docs/EP.md). 0: it does (the plain kernel).
-                                    * XS_MOE_DEFER_RING ("Run 12"): a 3-stage ring and a staging
+                                    * its CTA (docs/EP.md). XS_MOE_DEFER_PLAN (0): as the plan
+                                    * says (xs_moe_plan.spill_depth: spilling, else the plain
+                                    * kernel, where it does). XS_MOE_DEFER_NONE: the plain kernel
+                                    * whatever the plan. XS_MOE_DEFER_RING ("Run 12"): a 3-stage ring and a staging
                                     * tile of its own; the tile waits there while the CTA computes
                                     * its next tile, and leaves before that CTA's next Linear-2
                                     * tile is staged (or at its end). XS_MOE_DEFER_SPILL ("Run
@@ -174,12 +180,15 @@ typedef struct {
                                     * (or at its end); up to spill_depth such tiles per CTA, then
                                     * the next one waits as in the plain kernel. Not with couriers
                                     * or bulk copies */
-    int spill_depth;               /* XS_MOE_DEFER_SPILL: 1..XS_MOE_SPILL_MAX; 0 = 2 */
+    int spill_depth;               /* spilling: 1..XS_MOE_SPILL_MAX; 0 = the plan's, else 2 */
 } xs_moe_run_opts;
 
+#define XS_MOE_DEFER_PLAN 0
 #define XS_MOE_DEFER_RING 1
 #define XS_MOE_DEFER_SPILL 2
+#define XS_MOE_DEFER_NONE 3
 #define XS_MOE_SPILL_MAX 8
+#define XS_MOE_SPILL_DEPTH 2 /* auto's spilling candidate */
 
 /* One launch of the fused kernel with the task list of `slot`, storing the combine through tab.
  * Waits for it; *ms = kernel time (events). XS_ETIMEOUT (one line: which row block, which CTA)
@@ -328,6 +337,9 @@ typedef struct {
                              * reported (the courier column runs it) but never chosen */
     int auto_adaptive;      /* 1: auto may choose its adaptive candidate (same 2 % rule); 0: it
                              * is predicted and reported (bench ep's adaptive column runs it) */
+    int auto_spill;         /* 1: where auto paces, it runs its plan on the spilling kernel
+                             * (spill_depth XS_MOE_SPILL_DEPTH) if that is predicted at least 1 %
+                             * faster; 0: predicted and reported only */
 } xs_moe_model;
 
 /* X and s fitted on the first full H200 sweep (bench/results/h200-2026-11-29-r3/ep.csv: the model
@@ -405,7 +417,8 @@ typedef struct {
                             * = the interleaved control's Linear-2 tile + the pacer's slack, and the
                             * pacer */
     double adaptive_ns;    /* its predicted time, scaled by the interleaved control (NaN: none) */
-    char how[400];         /* one line: why */
+    double spill_ns;       /* the paced candidate on the spilling kernel (NaN: not considered) */
+    char how[640];         /* one line: why */
 } xs_moe_auto_result;
 
 /* Local-control traces of both orders (list order, as xs_moe_trace gives them; copies owned by

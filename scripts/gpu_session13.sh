@@ -18,7 +18,12 @@
 #   the spilling column, on the margin configurations at T = 1024 and 2048 (ep_spill_frac*.csv):
 #   with the holds hidden, does a pacer closer to R pay now (run 12 call 8, without: no)?
 # Writes $OUT/session13.log (everything) and the CSVs.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=spill|frac] scripts/gpu_session13.sh
+# PART=autospill (call 4): auto's spilling candidate (the model now predicts the spilling kernel,
+#   pred_spill_us): test_moe (a spilling plan runs as planned, and on the plain kernel with
+#   XS_MOE_DEFER_NONE); the default sweep with --defer=spill (every paced row measured on the
+#   spilling kernel next to its prediction); then --auto-spill --defer=none (auto spills where
+#   predicted >= 1 % faster; the auto_defer column runs the same plans on the plain kernel).
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=spill|frac|autospill] scripts/gpu_session13.sh
 set -u
 OUT=${OUT:-./out-s13}
 X=${BUILD:-build}/xstage
@@ -55,8 +60,15 @@ frac)
             --csv "$OUT/ep_spill_frac$(echo "$f" | tr -d .)$( [ "$f" = 1.0 ] && echo 0).csv"
     done
     ;;
+autospill)
+    vstep test_moe 120 build/tests/gpu/test_moe
+    vstep bench_ep 300 "$X" bench ep "${PROFILE_ARGS[@]}" --defer=spill -n 5 -w 1 \
+        --csv "$OUT/ep.csv"
+    vstep bench_ep_autospill 300 "$X" bench ep "${PROFILE_ARGS[@]}" --auto-spill --defer=none \
+        -n 5 -w 1 --csv "$OUT/ep_autospill.csv"
+    ;;
 *)
-    say "gpu_session13.sh: PART=${PART}: spill or frac"
+    say "gpu_session13.sh: PART=${PART}: spill, frac or autospill"
     exit 2
     ;;
 esac

@@ -169,7 +169,7 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench ep -g with --peers" "bench ep: -g/--gpus 2 cannot be combined with --peers" "$X" bench ep -g 2 --peers 4
     expect_err "bench ep -g with --device" "bench ep: -g/--gpus 2 cannot be combined with --device" "$X" bench ep -d 1 -g 2
     expect_err "bench ep --pace-frac 2" "--pace-frac 2: outside 0.1..1.2" "$X" bench ep --pace-frac 2
-    expect_err "bench ep --defer=foo" "bench ep: --defer=foo: ring or spill" "$X" bench ep --defer=foo
+    expect_err "bench ep --defer=foo" "bench ep: --defer=foo: ring, spill or none" "$X" bench ep --defer=foo
     expect_err "bench ep --spill-depth alone" "bench ep: --spill-depth needs --defer=spill" "$X" bench ep --spill-depth 3
     expect_err "bench ep --spill-depth 9" "--spill-depth 9: outside 1..8" "$X" bench ep --defer=spill --spill-depth 9
     # bench ep couriers (docs/EP.md, "Couriers")

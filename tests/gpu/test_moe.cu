@@ -450,6 +450,35 @@ static void spill_checks(xs_moe *m, const xs_wintab *tab, const char *name)
     store_variant_checks(m, tab, name, &ro, "spilled");
     ro.spill_depth = XS_MOE_SPILL_MAX;
     store_variant_checks(m, tab, name, &ro, "spilled (full depth)");
+    /* the plan's choice (xs_moe_plan.spill_depth, run with defer = XS_MOE_DEFER_PLAN): the
+     * spilling kernel; XS_MOE_DEFER_NONE: the plain kernel for the same plan */
+    xs_moe_info info;
+    xs_moe_get_info(m, &info);
+    const xs_moe_plan sp = {XS_MOE_INTERLEAVED, 1, 0, 4096, 0.01, 0, 0, 0, 2};
+    XT_CHECK(xs_moe_set_plan(m, 3, &sp) == XS_OK, "%s: spilling plan: %s", name, xs_errmsg());
+    for (int k = 0; k < 2; k++) {
+        xs_moe_run_opts po;
+        memset(&po, 0, sizeof po);
+        po.defer = k ? XS_MOE_DEFER_NONE : XS_MOE_DEFER_PLAN;
+        float ms = 0;
+        XT_CHECK(xs_moe_poison(m, tab, 0) == XS_OK, "%s: poison: %s", name, xs_errmsg());
+        const xs_status st = xs_moe_run_fused(m, 3, tab, &po, 0, &ms);
+        XT_CHECK(st == XS_OK, "%s: the spilling plan, defer=%d: %s", name, po.defer,
+                 xs_errmsg());
+        if (st != XS_OK)
+            continue;
+        char what[200];
+        snprintf(what, sizeof what, "%s spilling plan, %s", name,
+                 k ? "run on the plain kernel" : "as planned");
+        verify(m, tab, what);
+        const xs_moe_tile *t;
+        int n = 0, deferred = 0;
+        xs_moe_trace(m, &t, &n);
+        for (int i = 0; i < n; i++)
+            deferred += t[i].deferred;
+        XT_CHECK(k ? deferred == 0 : info.remote_bytes <= 3 * 4096 || deferred > 0,
+                 "%s: %d tiles deferred", what, deferred);
+    }
     /* out-of-range options: one line each, nothing run */
     const xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};
     XT_CHECK(xs_moe_set_plan(m, 3, &wp) == XS_OK, "%s: plan: %s", name, xs_errmsg());
@@ -458,7 +487,7 @@ static void spill_checks(xs_moe *m, const xs_wintab *tab, const char *name)
         const char *says;
     } bad[] = {{XS_MOE_DEFER_SPILL, XS_MOE_SPILL_MAX + 1, "spill_depth"},
                {XS_MOE_DEFER_SPILL, -1, "spill_depth"},
-               {XS_MOE_DEFER_SPILL + 1, 0, "defer"},
+               {XS_MOE_DEFER_NONE + 1, 0, "defer"},
                {-1, 0, "defer"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ro.defer = bad[i].defer;
