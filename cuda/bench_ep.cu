@@ -186,9 +186,10 @@ static void ep_usage(FILE *f)
             "                               later task boundary. none: the plain kernel (where\n"
             "                               auto chose spilling)\n"
             "      --spill-depth N          spill: held-back tiles per CTA, 1-8 (default 2)\n"
-            "      --auto-spill             auto may run its paced plan on the spilling kernel\n"
-            "                               (if predicted >= 1 %% faster; default: predicted and\n"
-            "                               reported only)\n"
+            "      --no-auto-spill          auto never runs its paced plan on the spilling\n"
+            "                               kernel (default: it does where that is predicted\n"
+            "                               >= 1 %% faster; --defer=none runs the same plans on\n"
+            "                               the plain kernel in the auto_defer column)\n"
             "      --bulk                   also wave, interleaved and auto with the combine rows\n"
             "                               handed to the TMA (cp.async.bulk from the staging\n"
             "                               tile), measured in the same rounds (auto: not where\n"
@@ -238,7 +239,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         {"bulk", no_argument, 0, O_BULK},
         {"defer", optional_argument, 0, O_DEFER},
         {"spill-depth", required_argument, 0, O_SPILLDEPTH},
-        {"auto-spill", no_argument, 0, O_AUTOSPILL},
+        {"no-auto-spill", no_argument, 0, O_AUTOSPILL},
         {"auto-adaptive", no_argument, 0, O_AUTOADAPT},
         {"device", required_argument, 0, 'd'},   {"quick", no_argument, 0, XS_OPT_QUICK},
         {"gpus", required_argument, 0, 'g'},
@@ -372,7 +373,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             o->spill_depth = (int)v;
             break;
         case O_AUTOADAPT: o->mm.auto_adaptive = 1; break;
-        case O_AUTOSPILL: o->mm.auto_spill = 1; break;
+        case O_AUTOSPILL: o->mm.auto_spill = 0; break;
         case O_CCOPY:
             if (xs_parse_double("--courier-copy-rate", optarg, 0, 1e6,
                                 &o->mm.courier_copy_bytes_per_ns) != XS_OK)
@@ -1203,7 +1204,18 @@ static void ep_summary(const ep_row *rows, int n)
            "couriers", chose_c, n, ncour);
     ep_summary_column(rows, n, EP_COURIER, "courier", e);
     ep_summary_adaptive(rows, n, e);
-    ep_summary_column(rows, n, EP_AUTO_DEFER, "auto_defer", e);
+    {
+        int spilled = 0, paced = 0;
+        for (int i = 0; i < n; i++) {
+            spilled += rows[i].auto_spill;
+            paced += rows[i].auto_paced;
+        }
+        printf("# %-22s auto ran its plan on the spilling kernel on %d of the %d paced rows\n",
+               "spilling", spilled, paced);
+        if (n && ep_summary_column(rows, n, EP_AUTO_DEFER, "auto_defer", e))
+            printf("# %-22s the auto_defer column ran auto's plans on: %s\n", "auto_defer",
+                   rows[0].defer_kernel);
+    }
     ep_summary_bulk(rows, n, e);
     ep_summary_ratio("cuBLAS GEMMs / local", c, nc);
     double pt = 0, mt = 0, pmax = 0;

@@ -2648,6 +2648,7 @@ void xs_moe_model_default(xs_moe_model *mm)
     mm->courier_copy_bytes_per_ns = XS_MOE_COURIER_COPY_BYTES_PER_NS;
     mm->auto_couriers = 0;
     mm->auto_adaptive = 0;
+    mm->auto_spill = 1;
 }
 
 /* remote and total combine bytes of Linear-2 tile (rb, nb) for the virtual-peer layout */
@@ -4040,7 +4041,7 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
             snprintf(out->how + k, sizeof out->how - k, "; spilling predicted %.1f us%s",
                      out->spill_ns / 1e3,
                      spill                                      ? ": chosen"
-                     : out->spill_ns <= 0.99 * out->paced_ns     ? ": not chosen (--auto-spill off)"
+                     : out->spill_ns <= 0.99 * out->paced_ns     ? ": not chosen (--no-auto-spill)"
                                                                 : ": not chosen (< 1 % gain)");
         }
     } else if (mean_rem <= 0) {

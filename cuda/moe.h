@@ -337,9 +337,9 @@ typedef struct {
                              * reported (the courier column runs it) but never chosen */
     int auto_adaptive;      /* 1: auto may choose its adaptive candidate (same 2 % rule); 0: it
                              * is predicted and reported (bench ep's adaptive column runs it) */
-    int auto_spill;         /* 1: where auto paces, it runs its plan on the spilling kernel
-                             * (spill_depth XS_MOE_SPILL_DEPTH) if that is predicted at least 1 %
-                             * faster; 0: predicted and reported only */
+    int auto_spill;         /* 1 (default since run 13): where auto paces, it runs its plan on
+                             * the spilling kernel (spill_depth XS_MOE_SPILL_DEPTH) if that is
+                             * predicted at least 1 % faster; 0: predicted and reported only */
 } xs_moe_model;
 
 /* X and s fitted on the first full H200 sweep (bench/results/h200-2026-11-29-r3/ep.csv: the model

@@ -23,7 +23,10 @@
 #   XS_MOE_DEFER_NONE); the default sweep with --defer=spill (every paced row measured on the
 #   spilling kernel next to its prediction); then --auto-spill --defer=none (auto spills where
 #   predicted >= 1 % faster; the auto_defer column runs the same plans on the plain kernel).
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=spill|frac|autospill] scripts/gpu_session13.sh
+# PART=confirm (call 5): auto spills by default now; two default sweeps with --defer=none (the
+#   auto_defer column runs the same plans on the plain kernel), ep_1.csv and ep_2.csv.
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=spill|frac|autospill|confirm]
+#        scripts/gpu_session13.sh
 set -u
 OUT=${OUT:-./out-s13}
 X=${BUILD:-build}/xstage
@@ -67,11 +70,17 @@ autospill)
     vstep bench_ep_autospill 300 "$X" bench ep "${PROFILE_ARGS[@]}" --auto-spill --defer=none \
         -n 5 -w 1 --csv "$OUT/ep_autospill.csv"
     ;;
+confirm)
+    for k in 1 2; do
+        vstep "bench_ep_$k" 300 "$X" bench ep "${PROFILE_ARGS[@]}" --defer=none -n 5 -w 1 \
+            --csv "$OUT/ep_$k.csv"
+    done
+    ;;
 *)
-    say "gpu_session13.sh: PART=${PART}: spill, frac or autospill"
+    say "gpu_session13.sh: PART=${PART}: spill, frac, autospill or confirm"
     exit 2
     ;;
 esac
 echo
-grep -E '^# (bench ep|wave/interleaved|wave/auto|auto near bound|auto/auto_defer|auto_defer)' "$LOG"
+grep -E '^# (bench ep|wave/interleaved|wave/auto|auto near bound|auto/auto_defer|auto_defer|spilling|stall prediction)' "$LOG"
 vstep_report gpu_session13

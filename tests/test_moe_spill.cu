@@ -12,7 +12,8 @@
  *      and holds tiles at the pacer instead. Each prediction is no faster than the drain at the
  *      pacer's rate.
  *   3. auto: where it paces, the spilling candidate is predicted (spill_ns) and reported in its
- *      line; where it does not pace, not. It is chosen only with auto_spill and a 1 % gain.
+ *      line; where it does not pace, not. It is chosen only with auto_spill (the default) and a
+ *      1 % gain.
  *
  * usage: test_moe_spill   last line: "N passed, N failed"
  */
@@ -173,6 +174,8 @@ static void auto_checks(const xs_profile *p)
         c.kernel_ns = kern;
         xs_moe_model mm;
         xs_moe_model_default(&mm);
+        XT_CHECK(mm.auto_spill == 1, "auto_spill is not the default");
+        mm.auto_spill = 0;
         xs_moe_auto_result ar;
         XT_CHECK(xs_moe_auto(m, p, &mm, &c, NULL, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
         const int paced = ar.plan.pace_bytes > 0;
