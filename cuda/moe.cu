@@ -1230,8 +1230,8 @@ static __device__ __forceinline__ int *xs_moe_spill_row(char *smem, int e)
 /* The spilling kernel holds a Linear-2 tile back (all threads, after the barrier that follows
  * its staging, s_sq.cnt zeroed): its remote rows (rem[r] != 0) are redirected to their slots in
  * the staging buffer, and the queue's next entry keeps where they go on. s_sq.head and s_sq.n
- * change only at thread 0 after the barrier here. Not inlined: the kernel's main loop is at the
- * register limit, and nothing of this may be hoisted into it. */
+ * change only at thread 0 after the barrier here. Not inlined, so that nothing of it is hoisted
+ * into the kernel's loop (its main loop must stay the plain kernel's: run 13 call 1). */
 static __device__ __noinline__ void xs_moe_spill_tile(const xs_moe_kargs &a, char *smem,
                                                       xs_moe_spillq *q,
                                                       const unsigned char *rem, char **dst,
@@ -1265,6 +1265,7 @@ static __device__ __forceinline__ void xs_moe_spill_store(const xs_moe_kargs &a,
                                                           int nrem, int nb, int ncols)
 {
     typedef xs_moe_cfg C;
+    static_assert(C::BM * C::BN * 2 <= C::MAIN_BYTES, "a held-back tile fits in the ring");
     const volatile xs_moe_kargs &va = a; /* read here, not hoisted into the kernel's loop */
     const char *const cstage = va.cstage;
     const int cpr = ncols / 8, units = nrem * cpr; /* H % 8 == 0; units * 16 <= the ring */
@@ -1290,8 +1291,8 @@ static __device__ __forceinline__ void xs_moe_spill_store(const xs_moe_kargs &a,
  * one after a bounded wait (xs_moe_pace). After a recorded failure the end drops them: the run
  * has failed, and its windows are not checked. Thread 0 completes each tile's trace: st0, st1
  * and the wait. */
-static __device__ __forceinline__ void xs_moe_spill_drain(const xs_moe_kargs &a, char *smem, xs_moe_spillq *q,
-                                          int wait)
+static __device__ __forceinline__ void xs_moe_spill_drain(const xs_moe_kargs &a, char *smem,
+                                                          xs_moe_spillq *q, int wait)
 {
     for (;;) {
         if (threadIdx.x == 0) {

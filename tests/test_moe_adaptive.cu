@@ -29,21 +29,9 @@
 #include "xt_moe.h"
 
 
-static xs_moe *problem(const char *name, int tokens, int peers, xs_moe_routing rt)
-{
-    const xs_moe_config *cfg = xs_moe_config_find(name);
-    XT_CHECK(cfg != NULL, "configuration %s", name);
-    if (!cfg)
-        return NULL;
-    xs_moe_opts o = {tokens, peers, rt, 0, 5u};
-    xs_moe *m = NULL;
-    XT_CHECK(xs_moe_create_host(cfg, &o, 132, &m) == XS_OK, "create %s: %s", name, xs_errmsg());
-    return m;
-}
-
 static void refusals(void)
 {
-    xs_moe *m = problem("olmoe-1b-7b", 1024, 4, XS_ROUTE_BALANCED);
+    xs_moe *m = xt_moe_problem("olmoe-1b-7b", 1024, 4, XS_ROUTE_BALANCED);
     if (!m)
         return;
     const xs_moe_plan bad[] = {
@@ -101,7 +89,7 @@ static int adaptive_run(xs_moe *m, const xs_profile *p, const xs_moe_costs *c, d
 
 static void list_and_rule(const xs_profile *p)
 {
-    xs_moe *m = problem("olmoe-1b-7b", 2048, 4, XS_ROUTE_ZIPF);
+    xs_moe *m = xt_moe_problem("olmoe-1b-7b", 2048, 4, XS_ROUTE_ZIPF);
     if (!m)
         return;
     xs_moe_costs c;
@@ -141,17 +129,8 @@ static void list_and_rule(const xs_profile *p)
             continue;
         l2_before[s] = r.l2_before;
         l2_remote = r.l2_remote;
-        int bad_run = 0, bad_dep = 0;
-        double *end1 = (double *)calloc((size_t)info.row_blocks + 1, sizeof(double));
-        for (int i = 0; i < n; i++) {
-            bad_run += !(t[i].cta >= 0 && t[i].cta < info.grid && t[i].mma0_ns >= t[i].fetch_ns &&
-                         t[i].mma1_ns > t[i].mma0_ns);
-            if (end1 && t[i].kind == 1 && t[i].mma1_ns > end1[t[i].rb])
-                end1[t[i].rb] = t[i].mma1_ns;
-        }
-        for (int i = 0; end1 && i < n; i++)
-            bad_dep += t[i].kind == 2 && t[i].mma0_ns < end1[t[i].rb] - 1e-6;
-        free(end1);
+        int bad_run, bad_dep;
+        xt_moe_trace_order(t, n, &info, &bad_run, &bad_dep);
         XT_CHECK(bad_run == 0, "rate %g ahead %g: %d tasks did not run once, in order", rates[s],
                  aheads[s], bad_run);
         XT_CHECK(bad_dep == 0, "rate %g ahead %g: %d Linear-2 tiles before their Linear-1",
@@ -192,17 +171,11 @@ static void auto_checks(const xs_profile *p)
 {
     const char *names[2] = {"olmoe-1b-7b", "qwen3-30b-a3b"};
     for (int k = 0; k < 2; k++) {
-        xs_moe *m = problem(names[k], 2048, k ? 2 : 4, XS_ROUTE_BALANCED);
+        xs_moe *m = xt_moe_problem(names[k], 2048, k ? 2 : 4, XS_ROUTE_BALANCED);
         if (!m)
             continue;
         xs_moe_costs c;
-        xt_moe_synth_costs(xs_moe_config_find(names[k]), &c);
-        const xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};
-        double kern = NAN;
-        XT_CHECK(xs_moe_set_plan(m, 0, &wp) == XS_OK &&
-                 xs_moe_predict(m, 0, p, NULL, &c, 0, &kern) == XS_OK, "%s: %s", names[k],
-                 xs_errmsg());
-        c.kernel_ns = kern;
+        xt_moe_auto_costs(m, p, names[k], &c);
         xs_moe_model mm;
         xs_moe_model_default(&mm);
         xs_moe_auto_result ar;
@@ -229,7 +202,7 @@ static void auto_checks(const xs_profile *p)
                  "%s: an adaptive candidate with pacing off", names[k]);
         xs_moe_destroy(m);
     }
-    xs_moe *m1 = problem("olmoe-1b-7b", 1024, 1, XS_ROUTE_BALANCED);
+    xs_moe *m1 = xt_moe_problem("olmoe-1b-7b", 1024, 1, XS_ROUTE_BALANCED);
     if (m1) {
         xs_moe_costs c;
         xt_moe_synth_costs(xs_moe_config_find("olmoe-1b-7b"), &c);

@@ -27,21 +27,9 @@
 #include "../cuda/moe.h"
 #include "xt_moe.h"
 
-static xs_moe *problem(const char *name, int tokens, int peers, xs_moe_routing rt)
-{
-    const xs_moe_config *cfg = xs_moe_config_find(name);
-    XT_CHECK(cfg != NULL, "configuration %s", name);
-    if (!cfg)
-        return NULL;
-    xs_moe_opts o = {tokens, peers, rt, 0, 5u};
-    xs_moe *m = NULL;
-    XT_CHECK(xs_moe_create_host(cfg, &o, 132, &m) == XS_OK, "create %s: %s", name, xs_errmsg());
-    return m;
-}
-
 static void refusals(void)
 {
-    xs_moe *m = problem("olmoe-1b-7b", 1024, 4, XS_ROUTE_BALANCED);
+    xs_moe *m = xt_moe_problem("olmoe-1b-7b", 1024, 4, XS_ROUTE_BALANCED);
     if (!m)
         return;
     xs_moe_plan bad[4];
@@ -93,7 +81,7 @@ static int max_held(const xs_moe_tile *t, int n, int grid)
 
 static void model_checks(const xs_profile *p)
 {
-    xs_moe *m = problem("olmoe-1b-7b", 2048, 4, XS_ROUTE_ZIPF);
+    xs_moe *m = xt_moe_problem("olmoe-1b-7b", 2048, 4, XS_ROUTE_ZIPF);
     if (!m)
         return;
     xs_moe_costs c;
@@ -120,13 +108,10 @@ static void model_checks(const xs_profile *p)
         XT_CHECK(ok, "depth %d: %s", depths[d], xs_errmsg());
         if (!ok)
             continue;
-        int bad_run = 0, bad_dep = 0, deferred = 0, bad_def = 0, held = 0;
-        double *end1 = (double *)calloc((size_t)info.row_blocks + 1, sizeof(double));
+        int bad_run, bad_dep, deferred = 0, bad_def = 0, held = 0;
+        xt_moe_trace_order(t, n, &info, &bad_run, &bad_dep);
         for (int i = 0; i < n; i++) {
-            bad_run += !(t[i].cta >= 0 && t[i].cta < info.grid && t[i].mma0_ns >= t[i].fetch_ns &&
-                         t[i].mma1_ns > t[i].mma0_ns && t[i].st1_ns >= t[i].st0_ns);
-            if (end1 && t[i].kind == 1 && t[i].mma1_ns > end1[t[i].rb])
-                end1[t[i].rb] = t[i].mma1_ns;
+            bad_run += !(t[i].st1_ns >= t[i].st0_ns);
             if (t[i].deferred) {
                 deferred++;
                 bad_def += t[i].kind != 2 || t[i].remote_bytes <= 0 ||
@@ -134,9 +119,6 @@ static void model_checks(const xs_profile *p)
             }
             held += t[i].kind == 2 && t[i].gate_ns > 0 && !t[i].deferred;
         }
-        for (int i = 0; end1 && i < n; i++)
-            bad_dep += t[i].kind == 2 && t[i].mma0_ns < end1[t[i].rb] - 1e-6;
-        free(end1);
         const int most = max_held(t, n, info.grid);
         const double drain = info.remote_bytes / rate;
         XT_CHECK(bad_run == 0 && bad_dep == 0, "depth %d: %d tasks not run once in order, %d "
@@ -161,17 +143,11 @@ static void auto_checks(const xs_profile *p)
 {
     const char *names[2] = {"olmoe-1b-7b", "mixtral-8x7b"};
     for (int k = 0; k < 2; k++) {
-        xs_moe *m = problem(names[k], k ? 512 : 2048, k ? 8 : 4, XS_ROUTE_BALANCED);
+        xs_moe *m = xt_moe_problem(names[k], k ? 512 : 2048, k ? 8 : 4, XS_ROUTE_BALANCED);
         if (!m)
             continue;
         xs_moe_costs c;
-        xt_moe_synth_costs(xs_moe_config_find(names[k]), &c);
-        const xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};
-        double kern = NAN;
-        XT_CHECK(xs_moe_set_plan(m, 0, &wp) == XS_OK &&
-                 xs_moe_predict(m, 0, p, NULL, &c, 0, &kern) == XS_OK, "%s: %s", names[k],
-                 xs_errmsg());
-        c.kernel_ns = kern;
+        xt_moe_auto_costs(m, p, names[k], &c);
         xs_moe_model mm;
         xs_moe_model_default(&mm);
         XT_CHECK(mm.auto_spill == 1, "auto_spill is not the default");
