@@ -25,7 +25,12 @@
 #   predicted >= 1 % faster; the auto_defer column runs the same plans on the plain kernel).
 # PART=confirm (call 5): auto spills by default now; two default sweeps with --defer=none (the
 #   auto_defer column runs the same plans on the plain kernel), ep_1.csv and ep_2.csv.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=spill|frac|autospill|confirm]
+# PART=wavemax (call 6): where does wave lose most to interleaved on this path? Four
+#   fine-grained configurations (H = 2048: qwen1.5-moe-a2.7b, deepseek-v2-lite, qwen3-30b-a3b,
+#   olmoe-1b-7b, where the sweep's largest ratios are) at T = 2048, 4096, 8192 and every peer
+#   count of {2, 4, 8}, both routings (72 points, -n 3), ep_wavemax.csv. Not the sweep: an
+#   exploration of the published 1.6x maximum.
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=spill|frac|autospill|confirm|wavemax]
 #        scripts/gpu_session13.sh
 set -u
 OUT=${OUT:-./out-s13}
@@ -76,8 +81,14 @@ confirm)
             --csv "$OUT/ep_$k.csv"
     done
     ;;
+wavemax)
+    vstep bench_ep_wavemax 400 "$X" bench ep "${PROFILE_ARGS[@]}" \
+        --config qwen1.5-moe-a2.7b,deepseek-v2-lite,qwen3-30b-a3b,olmoe-1b-7b \
+        --tokens 2048,4096,8192 --peers 2,4,8 -n 3 -w 1 \
+        --csv "$OUT/ep_wavemax.csv"
+    ;;
 *)
-    say "gpu_session13.sh: PART=${PART}: spill, frac, autospill or confirm"
+    say "gpu_session13.sh: PART=${PART}: spill, frac, autospill, confirm or wavemax"
     exit 2
     ;;
 esac
