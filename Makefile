@@ -37,6 +37,9 @@ CAL_BIN   := $(CAL_SRC:dev/cal_offline/%.c=$(BUILD)/dev/cal_offline/%)
 # bench up's model offline (dev/up_offline/README.md), CPU only
 UPO_SRC   := $(wildcard dev/up_offline/*.cu)
 UPO_BIN   := $(UPO_SRC:dev/up_offline/%.cu=$(BUILD)/dev/up_offline/%)
+# bench ep's model offline (dev/ep_offline/README.md), CPU only
+EPO_SRC   := $(wildcard dev/ep_offline/*.cu)
+EPO_BIN   := $(EPO_SRC:dev/ep_offline/%.cu=$(BUILD)/dev/ep_offline/%)
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
 GTEST_SRC := $(wildcard tests/gpu/test_*.cu)
@@ -47,7 +50,7 @@ CTEST_BIN := $(CTEST_SRC:%.cu=$(BUILD)/%)
 HEADERS   := $(wildcard include/*.h include/*.cuh src/*.h tools/*.h cuda/*.h cuda/*.cuh tests/*.h)
 
 ifneq ($(NVCC),)
-ALL_GPU  := $(BUILD)/libxstage_cuda.a $(GTEST_BIN) $(CTEST_BIN) $(DEV_OBJ) $(UPO_BIN)
+ALL_GPU  := $(BUILD)/libxstage_cuda.a $(GTEST_BIN) $(CTEST_BIN) $(DEV_OBJ) $(UPO_BIN) $(EPO_BIN)
 TOOL_GPU := $(CU_OBJ)   # objects, not the archive: weak references do not pull archive members
 LINK     := $(NVCC) $(NVARCH) -Xlinker --no-as-needed
 else
@@ -92,6 +95,10 @@ $(CTEST_BIN): $(BUILD)/tests/%: tests/%.cu $(BUILD)/libxstage_cuda.a $(BUILD)/li
 	$(NVCC) $(NVFLAGS) $< -o $@ $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(LDLIBS)
 
 $(UPO_BIN): $(BUILD)/dev/up_offline/%: dev/up_offline/%.cu $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) $< -o $@ $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(LDLIBS)
+
+$(EPO_BIN): $(BUILD)/dev/ep_offline/%: dev/ep_offline/%.cu $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) $< -o $@ $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(LDLIBS)
 
