@@ -89,20 +89,14 @@ static int adaptive_run(xs_moe *m, const xs_profile *p, const xs_moe_costs *c, d
 
 static void list_and_rule(const xs_profile *p)
 {
-    xs_moe *m = xt_moe_problem("olmoe-1b-7b", 2048, 4, XS_ROUTE_ZIPF);
-    if (!m)
+    xt_moe_fixture f;
+    if (!xt_moe_fixture_open(&f, "olmoe-1b-7b", 2048, 4, XS_ROUTE_ZIPF))
         return;
-    xs_moe_costs c;
-    xt_moe_synth_costs(xs_moe_config_find("olmoe-1b-7b"), &c);
-    xs_moe_info info;
-    xs_moe_get_info(m, &info);
-    const int n = info.l1_tiles + info.l2_tiles;
-    xs_moe_tile *t = (xs_moe_tile *)calloc((size_t)n + 1, sizeof *t);
-    XT_CHECK(t != NULL, "memory");
-    if (!t) {
-        xs_moe_destroy(m);
-        return;
-    }
+    xs_moe *m = f.m;
+    const xs_moe_costs c = f.c;
+    const xs_moe_info info = f.info;
+    const int n = f.n;
+    xs_moe_tile *t = f.t;
     /* 2. the list, read back from the trace (one record per list position) */
     adapt_run r;
     XT_CHECK(adaptive_run(m, p, &c, 50.0, 0.0, 0, t, &r), "adaptive: %s", xs_errmsg());
@@ -162,8 +156,7 @@ static void list_and_rule(const xs_profile *p)
              rl.total / 1e3, drain / 1e3, r0.total / 1e3);
     printf("ok   with the link %.1f us >= drain %.1f us, link-less %.1f us\n", rl.total / 1e3,
            drain / 1e3, r0.total / 1e3);
-    free(t);
-    xs_moe_destroy(m);
+    xt_moe_fixture_close(&f);
 }
 
 /* 5. auto's candidate */

@@ -81,20 +81,14 @@ static int max_held(const xs_moe_tile *t, int n, int grid)
 
 static void model_checks(const xs_profile *p)
 {
-    xs_moe *m = xt_moe_problem("olmoe-1b-7b", 2048, 4, XS_ROUTE_ZIPF);
-    if (!m)
+    xt_moe_fixture f;
+    if (!xt_moe_fixture_open(&f, "olmoe-1b-7b", 2048, 4, XS_ROUTE_ZIPF))
         return;
-    xs_moe_costs c;
-    xt_moe_synth_costs(xs_moe_config_find("olmoe-1b-7b"), &c);
-    xs_moe_info info;
-    xs_moe_get_info(m, &info);
-    const int n = info.l1_tiles + info.l2_tiles;
-    xs_moe_tile *t = (xs_moe_tile *)calloc((size_t)n + 1, sizeof *t);
-    XT_CHECK(t != NULL, "memory");
-    if (!t) {
-        xs_moe_destroy(m);
-        return;
-    }
+    xs_moe *m = f.m;
+    const xs_moe_costs c = f.c;
+    const xs_moe_info info = f.info;
+    const int n = f.n;
+    xs_moe_tile *t = f.t;
     /* a third of the link: most tiles find the pacer closed */
     const double rate = p->drain_bytes_per_ns / 3;
     const int depths[4] = {0, 1, 2, XS_MOE_SPILL_MAX};
@@ -135,8 +129,7 @@ static void model_checks(const xs_profile *p)
                "Linear-2 tiles deferred (at most %d per CTA at once), %d held at the pacer\n",
                depths[d], total / 1e3, drain / 1e3, deferred, info.l2_tiles, most, held);
     }
-    free(t);
-    xs_moe_destroy(m);
+    xt_moe_fixture_close(&f);
 }
 
 static void auto_checks(const xs_profile *p)

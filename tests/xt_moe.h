@@ -36,6 +36,44 @@ static xs_moe *xt_moe_problem(const char *name, int tokens, int peers, xs_moe_ro
     return m;
 }
 
+/* A problem with its synthetic costs, its info and a zeroed trace of one record per task: the
+ * model checks' set-up (test_moe_adaptive, test_moe_spill). 0 (a failed check) if it cannot be
+ * built; xt_moe_fixture_close frees it. */
+typedef struct {
+    xs_moe *m;
+    xs_moe_costs c;
+    xs_moe_info info;
+    int n;          /* tasks: info.l1_tiles + info.l2_tiles */
+    xs_moe_tile *t; /* [n + 1] */
+} xt_moe_fixture;
+
+static int xt_moe_fixture_open(xt_moe_fixture *f, const char *name, int tokens, int peers,
+                               xs_moe_routing rt)
+{
+    memset(f, 0, sizeof *f);
+    f->m = xt_moe_problem(name, tokens, peers, rt);
+    if (!f->m)
+        return 0;
+    xt_moe_synth_costs(xs_moe_config_find(name), &f->c);
+    xs_moe_get_info(f->m, &f->info);
+    f->n = f->info.l1_tiles + f->info.l2_tiles;
+    f->t = (xs_moe_tile *)calloc((size_t)f->n + 1, sizeof *f->t);
+    XT_CHECK(f->t != NULL, "memory");
+    if (!f->t) {
+        xs_moe_destroy(f->m);
+        f->m = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+static void xt_moe_fixture_close(xt_moe_fixture *f)
+{
+    free(f->t);
+    xs_moe_destroy(f->m);
+    memset(f, 0, sizeof *f);
+}
+
 /* A trace's order (predicted or measured; list order, n tasks): *bad = tasks that did not run
  * once in order (producer outside the grid, main loop before the fetch or of no length); *dep =
  * Linear-2 tiles whose main loop began before their row block's last Linear-1 tile ended. */
