@@ -44,8 +44,7 @@ LOG="$OUT/session12.log"
 pick_profile "${PROFILE:-}"
 say "# gpu_session12.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) commit=${COMMIT:-unknown}"
 say "$PROFILE_LINE"
-{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv 2>&1
-  nvcc --version 2>&1 | tail -n 2; } >>"$LOG" 2>&1 || true
+log_device
 
 if [ "${PART:-bulk}" = bulk ]; then
     vstep probe 120 "$X" probe --target host -n 5 --csv "$OUT/probe_host.csv"

@@ -42,8 +42,7 @@ LOG="$OUT/session13.log"
 pick_profile "${PROFILE:-}"
 say "# gpu_session13.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) commit=${COMMIT:-unknown} part=${PART:-spill}"
 say "$PROFILE_LINE"
-{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv 2>&1
-  nvcc --version 2>&1 | tail -n 2; } >>"$LOG" 2>&1 || true
+log_device
 
 MARGIN=qwen1.5-moe-a2.7b,deepseek-v2-lite,qwen3-30b-a3b,qwen3-235b-a22b
 case ${PART:-spill} in
