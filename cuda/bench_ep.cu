@@ -638,7 +638,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     r->defer_gate_us = r->defer_frac = NAN;
     if (o->defer == XS_MOE_DEFER_SPILL)
         snprintf(r->defer_kernel, sizeof r->defer_kernel, "spill:%d",
-                 o->spill_depth ? o->spill_depth : 2);
+                 o->spill_depth ? o->spill_depth : XS_MOE_SPILL_DEPTH);
     else
         snprintf(r->defer_kernel, sizeof r->defer_kernel, "%s",
                  o->defer == XS_MOE_DEFER_RING ? "ring" : o->defer ? "none" : "-");

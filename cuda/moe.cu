@@ -1901,7 +1901,7 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
                          o && o->bulk_combine ? "bulk combine copies" : "couriers", slot);
     const int spill_depth = o && o->spill_depth       ? o->spill_depth
                             : tl->plan.spill_depth > 0 ? tl->plan.spill_depth
-                                                       : 2;
+                                                       : XS_MOE_SPILL_DEPTH;
     if (spill_depth < 1 || spill_depth > XS_MOE_SPILL_MAX)
         return xs_seterr(XS_EINVAL, "moe: run option spill_depth=%d: 1..%d held-back tiles per "
                          "CTA", spill_depth, XS_MOE_SPILL_MAX);

@@ -180,7 +180,8 @@ typedef struct {
                                     * (or at its end); up to spill_depth such tiles per CTA, then
                                     * the next one waits as in the plain kernel. Not with couriers
                                     * or bulk copies */
-    int spill_depth;               /* spilling: 1..XS_MOE_SPILL_MAX; 0 = the plan's, else 2 */
+    int spill_depth;               /* spilling: 1..XS_MOE_SPILL_MAX; 0 = the plan's, else
+                                    * XS_MOE_SPILL_DEPTH */
 } xs_moe_run_opts;
 
 #define XS_MOE_DEFER_PLAN 0
@@ -188,7 +189,7 @@ typedef struct {
 #define XS_MOE_DEFER_SPILL 2
 #define XS_MOE_DEFER_NONE 3
 #define XS_MOE_SPILL_MAX 8
-#define XS_MOE_SPILL_DEPTH 2 /* auto's spilling candidate */
+#define XS_MOE_SPILL_DEPTH 2 /* the spilling kernel's default depth, and auto's candidate's */
 
 /* One launch of the fused kernel with the task list of `slot`, storing the combine through tab.
  * Waits for it; *ms = kernel time (events). XS_ETIMEOUT (one line: which row block, which CTA)
