@@ -168,6 +168,20 @@ static int maybe_launch(run_args *a)
     return -1;
 }
 
+/* --placement's head: the GPC of every SM (xs_replayer_sm_groups), then the columns. */
+static xs_status placement_head(xs_replayer *rp, FILE *place)
+{
+    int g[1024], ng = 0;
+    XS_TRY(xs_replayer_sm_groups(rp, g, 1024, &ng));
+    const int sms = xs_replayer_gpu(rp)->sm_count;
+    fprintf(place, "# %d SM groups (SMs that shared a thread-block cluster); group of SM 0..%d:",
+            ng, sms - 1);
+    for (int i = 0; i < sms; i++)
+        fprintf(place, " %d", g[i]);
+    fputs("\nrun,total_ns,skew_ns,smids,ends_ns\n", place);
+    return XS_OK;
+}
+
 /* Replay a schedule `reps` times; out gets, per row, the median over repetitions of each
  * column (windows of the median-total repetition). */
 static xs_status replay_median(xs_replayer *rp, const xs_schedule *s, int sync, int reps,
@@ -193,11 +207,16 @@ static xs_status replay_median(xs_replayer *rp, const xs_schedule *s, int sync, 
         if (st == XS_OK) {
             tot[i] = rs[i].rows[s->nrows - 1].end_ns;
             if (place) {
-                /* run, total, skew, then the SM of every producer (xstage replay --placement) */
+                /* run, total, skew, the SM of every producer, then the end of every producer's
+                 * issue window in the last row (xstage replay --placement) */
                 int sm[1024], k = xs_replayer_last_smids(rp, sm, 1024);
                 fprintf(place, "%d,%.1f,%.1f,", i, tot[i], last->start_skew_ns);
                 for (int p = 0; p < k; p++)
                     fprintf(place, "%s%d", p ? " " : "", sm[p]);
+                fputc(',', place);
+                const int lr = s->nrows - 1, np = rs[i].nproducers;
+                for (int p = 0; p < s->rows[lr].producers && p < np; p++)
+                    fprintf(place, "%s%.0f", p ? " " : "", rs[i].win_end[(size_t)lr * np + p]);
                 fputc('\n', place);
             }
             if (skews)
@@ -279,8 +298,10 @@ int xs_cmd_replay(int argc, char **argv)
                    "  --windows FILE        every producer's issue window of the reported run\n"
                    "                        (CSV: row,producer,start_ns,end_ns; measured and\n"
                    "                        predicted side by side)\n"
-                   "  --placement FILE      every repetition's total and the SM (%%smid) of each\n"
-                   "                        producer (CSV: run,total_ns,skew_ns,smids)\n" COMMON_HELP);
+                   "  --placement FILE      every repetition's total, the SM (%%smid) of each\n"
+                   "                        producer and when its last row's window ended (CSV:\n"
+                   "                        run,total_ns,skew_ns,smids,ends_ns), after a line\n"
+                   "                        with the GPC of every SM (thread-block clusters)\n" COMMON_HELP);
             return 0;
         }
         if (parse_common(c, &a))
@@ -307,7 +328,6 @@ int xs_cmd_replay(int argc, char **argv)
             xs_schedule_free(&s);
             return xs_cli_failf("replay: cannot write %s", a.placement_out);
         }
-        fputs("run,total_ns,skew_ns,smids\n", place);
     }
     a.ro.window_bytes = window_for(&s, &a);
     xs_replayer *rp;
@@ -317,7 +337,7 @@ int xs_cmd_replay(int argc, char **argv)
         xs_schedule_free(&s);
         return xs_cli_fail();
     }
-    if (xs_replay_check(rp, &s) != XS_OK) {
+    if (xs_replay_check(rp, &s) != XS_OK || (place && placement_head(rp, place) != XS_OK)) {
         if (place)
             fclose(place);
         xs_replayer_close(rp);

@@ -1111,6 +1111,115 @@ int xs_replayer_last_smids(const xs_replayer *rp, int *out, int n)
     return k;
 }
 
+/* SM groups: every CTA of a thread-block cluster runs in one GPC, so SMs that hosted CTAs of one
+ * cluster share a GPC. Clusters of several sizes (the non-portable 16 included, one CTA per SM
+ * by shared memory) are launched as many at once as fit, and the groups are the connected
+ * components of "shared a cluster". A size that does not divide a GPC leaves SMs over, which
+ * another size covers. */
+__global__ void sm_group_kernel(int *smid_of_cta)
+{
+    extern __shared__ unsigned char occupancy_only[];
+    (void)occupancy_only;
+    if (threadIdx.x == 0) {
+        unsigned int sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        smid_of_cta[blockIdx.x] = (int)sm;
+    }
+}
+
+static int uf_find(int *up, int x)
+{
+    while (up[x] != x)
+        x = up[x] = up[up[x]];
+    return x;
+}
+
+xs_status xs_replayer_sm_groups(xs_replayer *rp, int *group, int n, int *ngroups)
+{
+    const int sms = rp->gpu.sm_count;
+    *ngroups = 0;
+    if (n < sms)
+        return xs_seterr(XS_EINVAL, "SM groups: room for %d SMs, the GPU has %d", n, sms);
+    int *up = (int *)malloc((size_t)sms * sizeof *up), *h = NULL, *d = NULL;
+    xs_status st = XS_OK;
+    if (!up)
+        return xs_seterr(XS_ENOMEM, "out of host memory");
+    for (int i = 0; i < sms; i++)
+        up[i] = i;
+    static const int sizes[] = {16, 9, 8, 6, 5, 3, 2};
+    const size_t smem = rp->smem;
+    int launched = 0;
+    if (cudaMalloc((void **)&d, (size_t)sms * sizeof *d) != cudaSuccess ||
+        !(h = (int *)malloc((size_t)sms * sizeof *h))) {
+        st = xs_seterr(XS_ENOMEM, "SM groups: out of memory");
+        goto out;
+    }
+    if (cudaFuncSetAttribute(sm_group_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+            cudaSuccess ||
+        cudaFuncSetAttribute(sm_group_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)smem) != cudaSuccess) {
+        st = xs_seterr(XS_ECUDA, "SM groups: %s", cudaGetErrorString(cudaGetLastError()));
+        goto out;
+    }
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute at[1];
+        at[0].id = cudaLaunchAttributeClusterDimension;
+        at[0].val.clusterDim.x = (unsigned)sizes[z];
+        at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
+        cfg.blockDim = dim3(32);
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = rp->stream;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+        int clusters = 0;
+        cfg.gridDim = dim3((unsigned)sizes[z]);
+        if (cudaOccupancyMaxActiveClusters(&clusters, sm_group_kernel, &cfg) != cudaSuccess ||
+            clusters < 1) {
+            (void)cudaGetLastError(); /* a size this GPU cannot place: the others cover it */
+            continue;
+        }
+        const int grid = clusters * sizes[z];
+        if (grid > sms)
+            continue;
+        cfg.gridDim = dim3((unsigned)grid);
+        if (cudaLaunchKernelEx(&cfg, sm_group_kernel, d) != cudaSuccess ||
+            cudaStreamSynchronize(rp->stream) != cudaSuccess ||
+            cudaMemcpy(h, d, (size_t)grid * sizeof *h, cudaMemcpyDeviceToHost) != cudaSuccess) {
+            st = xs_seterr(XS_ECUDA, "SM groups: clusters of %d: %s", sizes[z],
+                           cudaGetErrorString(cudaGetLastError()));
+            goto out;
+        }
+        for (int b = 0; b < grid; b++) {
+            if (h[b] < 0 || h[b] >= sms) {
+                st = xs_seterr(XS_ECUDA, "SM groups: a CTA reported SM %d of %d", h[b], sms);
+                goto out;
+            }
+            const int first = h[b - b % sizes[z]];
+            up[uf_find(up, h[b])] = uf_find(up, first);
+        }
+        launched++;
+    }
+    if (!launched) {
+        st = xs_seterr(XS_ECUDA, "SM groups: no cluster size could be launched");
+        goto out;
+    }
+    /* number the groups by their lowest SM */
+    for (int i = 0; i < sms; i++)
+        group[i] = -1;
+    for (int i = 0; i < sms; i++) {
+        const int root = uf_find(up, i);
+        if (group[root] < 0)
+            group[root] = (*ngroups)++;
+        group[i] = group[root];
+    }
+out:
+    cudaFree(d);
+    free(h);
+    free(up);
+    return st;
+}
+
 xs_status xs_replay_work_probe(xs_replayer *rp, const xs_probe_cfg *cfg, int reps,
                                xs_probe_res *med, xs_probe_res *lo, xs_probe_res *hi)
 {

@@ -60,6 +60,9 @@ int xs_replayer_max_producers(const xs_replayer *rp); /* SM count */
 /* The SM (%smid) each producer of the last xs_replay_run ran on: out[p] for p < the returned
  * count (min(n, the run's producers)); 0 before any run. */
 int xs_replayer_last_smids(const xs_replayer *rp, int *out, int n);
+/* The GPC of every SM as far as thread-block clusters show it (SMs that ran CTAs of one cluster
+ * share a GPC): group[sm] in 0..*ngroups-1, numbered by their lowest SM; n >= the SM count. */
+xs_status xs_replayer_sm_groups(xs_replayer *rp, int *group, int n, int *ngroups);
 /* Check that a schedule can run: producers <= SMs, bytes multiple of 16, fits the window. */
 xs_status xs_replay_check(const xs_replayer *rp, const xs_schedule *s);
 /* Run once. Fills *res like xs_simulate does (rows, windows), plus stats. Verifies every byte;

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# gpu_session14.sh - run 14 (bench/results/h200-2026-11-29-r14): which producers straggle in the
+# knee bursts, and where they run (issue 3; docs/MODEL.md "The knee's two modes").
+# validate's maximum is one family of isolated bursts just above the knee: 24 producers at 1.3
+# and 2·Q(K) with the destination lines kept in the CPU's caches, 96 producers with them flushed.
+# Their median producer finishes unstalled (0.7 us) while the last one ends 10-80 us later, and
+# consecutive runs alternate between two totals. The block scheduler places the producers on the
+# same SMs in every run; which GPC those SMs are in was never looked at.
+# PART=gpc (call 1): the GPC of every SM (thread-block clusters); then each knee burst 16 times
+#   in both destination states with every producer's SM and the end of its issue window
+#   (replay --placement): place_<dest>_<K>_<B>.csv. Bursts: the validate rows at 1.3, 2 and
+#   4·Q(K) of 24 and 96 producers, and 2 MiB from 16, 32, 64 and 132 producers (calibration's
+#   first stalled volume).
+# Writes $OUT/session14.log (everything) and the CSVs.
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc] scripts/gpu_session14.sh
+set -u
+OUT=${OUT:-./out-s14}
+X=${BUILD:-build}/xstage
+mkdir -p "$OUT"
+LOG="$OUT/session14.log"
+: >"$LOG"
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
+pick_profile "${PROFILE:-}"
+say "# gpu_session14.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) commit=${COMMIT:-unknown} part=${PART:-gpc}"
+say "$PROFILE_LINE"
+log_device
+
+SCHED=$(mktemp /tmp/xs_s14_XXXXXX.csv)
+case ${PART:-gpc} in
+gpc)
+    for d in flush keep; do
+        for kb in 24,65584 24,100896 24,201808 96,37360 96,57472 96,114960 \
+            16,131072 32,65536 64,32768 132,15888; do
+            printf 'producers,bytes_per_producer,gap_ns\n%s,0\n' "$kb" >"$SCHED"
+            step "knee $d K${kb%,*} B${kb#*,}" 60 "$X" replay --schedule "$SCHED" -n 16 \
+                --dest "$d" "${PROFILE_ARGS[@]}" \
+                --placement "$OUT/place_${d}_${kb%,*}_${kb#*,}.csv"
+        done
+    done
+    ;;
+*)
+    say "unknown PART=${PART}"
+    fails=1
+    ;;
+esac
+rm -f "$SCHED"
+echo
+echo "== gpu_session14 summary"
+printf '%s\n' "${results[@]}"
+grep -E "^=== knee|^# run totals" "$LOG" | head -60
+exit $fails
