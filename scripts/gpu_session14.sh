@@ -11,8 +11,11 @@
 #   (replay --placement): place_<dest>_<K>_<B>.csv. Bursts: the validate rows at 1.3, 2 and
 #   4·Q(K) of 24 and 96 producers, and 2 MiB from 16, 32, 64 and 132 producers (calibration's
 #   first stalled volume).
-# Writes $OUT/session14.log (everything) and the CSVs.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc] scripts/gpu_session14.sh
+# PART=weights (call 2): the same knee bursts, then long bursts from 16-132 producers (where
+#   every SM's share of the link shows in when it finishes), both states; then calibrate and
+#   validate (--rows) in each state, on this machine, for the model's per-SM shares offline.
+# Writes $OUT/session14.log (everything) and the CSVs; with PART=weights all of it in s14.tar.gz.
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights] scripts/gpu_session14.sh
 set -u
 OUT=${OUT:-./out-s14}
 X=${BUILD:-build}/xstage
@@ -27,16 +30,28 @@ log_device
 
 SCHED=$(mktemp /tmp/xs_s14_XXXXXX.csv)
 case ${PART:-gpc} in
-gpc)
+gpc | weights)
+    LONG=""
+    [ "${PART}" = weights ] && LONG="132,131072 132,262144 96,262144 64,262144 32,262144 16,262144"
     for d in flush keep; do
         for kb in 24,65584 24,100896 24,201808 96,37360 96,57472 96,114960 \
-            16,131072 32,65536 64,32768 132,15888; do
+            16,131072 32,65536 64,32768 132,15888 $LONG; do
             printf 'producers,bytes_per_producer,gap_ns\n%s,0\n' "$kb" >"$SCHED"
             step "knee $d K${kb%,*} B${kb#*,}" 60 "$X" replay --schedule "$SCHED" -n 16 \
                 --dest "$d" "${PROFILE_ARGS[@]}" \
                 --placement "$OUT/place_${d}_${kb%,*}_${kb#*,}.csv"
         done
     done
+    if [ "${PART}" = weights ]; then
+        for d in keep flush; do
+            step "calibrate --dest $d" 120 "$X" calibrate --target host --dest "$d" \
+                --out "$OUT/profile_$d.json" --samples "$OUT/samples_$d.csv"
+            [ -s "$OUT/profile_$d.json" ] &&
+                step "validate --dest $d, its own calibration" 120 "$X" validate --dest "$d" \
+                    --profile "$OUT/profile_$d.json" --rows "$OUT/validate_${d}_rows.csv" \
+                    --csv "$OUT/validate_$d.csv"
+        done
+    fi
     ;;
 *)
     say "unknown PART=${PART}"
@@ -44,6 +59,9 @@ gpc)
     ;;
 esac
 rm -f "$SCHED"
+if [ "${PART:-gpc}" = weights ]; then
+    (cd "$OUT" && tar czf s14.tar.gz --remove-files ./*.csv ./*.json 2>/dev/null)
+fi
 echo
 echo "== gpu_session14 summary"
 printf '%s\n' "${results[@]}"
