@@ -14,8 +14,12 @@
 # PART=weights (call 2): the same knee bursts, then long bursts from 16-132 producers (where
 #   every SM's share of the link shows in when it finishes), both states; then calibrate and
 #   validate (--rows) in each state, on this machine, for the model's per-SM shares offline.
+# PART=window (call 3): validate measured 24 x 102176 B (2·Q(K), keep) at 60.0 us in call 2,
+#   replay alone 24 x 100896 B at 37.6 us. validate's window is 128 MiB, calibrate's 256 MiB,
+#   replay's the schedule's size: the same bursts with windows of the schedule's size, 16, 128
+#   and 256 MiB, both states (window_<dest>_<K>_<B>_<w>.log via the session log).
 # Writes $OUT/session14.log (everything) and the CSVs; with PART=weights all of it in s14.tar.gz.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights] scripts/gpu_session14.sh
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights|window] scripts/gpu_session14.sh
 set -u
 OUT=${OUT:-./out-s14}
 X=${BUILD:-build}/xstage
@@ -52,6 +56,19 @@ gpc | weights)
                     --csv "$OUT/validate_$d.csv"
         done
     fi
+    ;;
+window)
+    for d in keep flush; do
+        for kb in 24,102176 24,66400 16,131072 96,57792; do
+            printf 'producers,bytes_per_producer,gap_ns\n%s,0\n' "$kb" >"$SCHED"
+            for w in auto 16M 128M 256M; do
+                W=()
+                [ "$w" != auto ] && W=(--window "$w")
+                step "window $d K${kb%,*} B${kb#*,} w=$w" 60 "$X" replay --schedule "$SCHED" \
+                    -n 12 --dest "$d" "${PROFILE_ARGS[@]}" "${W[@]}"
+            done
+        done
+    done
     ;;
 *)
     say "unknown PART=${PART}"
