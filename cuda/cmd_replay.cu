@@ -36,7 +36,7 @@ typedef struct {
 } run_args;
 
 enum { OPT_WINDOW = XS_OPT_FIRST_FREE, OPT_TIMEOUT, OPT_DEVICE, OPT_CSVFILE, OPT_WINDOWS,
-       OPT_ROWS, OPT_DEST, OPT_MAXSKEW, OPT_PLACEMENT };
+       OPT_ROWS, OPT_DEST, OPT_MAXSKEW, OPT_PLACEMENT, OPT_ORDER };
 
 static int parse_common(int c, run_args *a)
 {
@@ -108,6 +108,10 @@ static int parse_common(int c, run_args *a)
         if (xs_dest_state_parse(optarg, &a->ro.dest) != XS_OK)
             return xs_cli_failf("--dest: %s", xs_errmsg());
         return 0;
+    case OPT_ORDER:
+        if (xs_replay_order_parse(optarg, &a->ro.order_by_sm) != XS_OK)
+            return xs_cli_failf("--order: %s", xs_errmsg());
+        return 0;
     case 's': a->schedule = optarg; return 0;
     default: return 1;
     }
@@ -120,7 +124,7 @@ static int parse_common(int c, run_args *a)
     {"gpus", required_argument, 0, 'g'},                                                      \
     {"profile", required_argument, 0, XS_OPT_PROFILE}, {"set", required_argument, 0, XS_OPT_SET}, \
     {"sync", no_argument, 0, XS_OPT_SYNC}, {"dest", required_argument, 0, OPT_DEST},          \
-    {"max-skew", required_argument, 0, OPT_MAXSKEW},                                          \
+    {"max-skew", required_argument, 0, OPT_MAXSKEW}, {"order", required_argument, 0, OPT_ORDER}, \
     {"help", no_argument, 0, 'h'}
 
 #define COMMON_HELP                                                                           \
@@ -135,6 +139,8 @@ static int parse_common(int c, run_args *a)
     "                        CPU caches (default), flushed out, or rewritten by the CPU\n"      \
     "  --max-skew NS         rerun (up to 8 attempts) a run whose producers left the common\n"   \
     "                        start more than NS apart (default 128; 0 keeps every run)\n"     \
+    "  --order launch|sm     producer p is CTA p (launch, default) or the CTA on the p-th\n"     \
+    "                        lowest SM (sm: the same SM stores the same region every run)\n"   \
     "  --profile FILE, --set NAME=VALUE   the profile for the prediction shown alongside\n"
 
 static void defaults(run_args *a)

@@ -68,7 +68,9 @@ struct xs_replayer {
     size_t smem;                 /* dynamic shared memory that forces one CTA per SM */
     double ghz;                  /* SM clock from the probe (cycles per ns) */
     xs_devstatus *dstat;         /* mapped host memory */
-    unsigned long long *dscratch; /* [0] common start instant, [1] grid barrier counter */
+    unsigned long long *dscratch; /* [0] common start instant, [1] grid barrier counter,
+                                   * [2] arrivals of the SM-order rendezvous, then [4..4 + SMs)
+                                   * the SM of every CTA (o.order_by_sm) */
     xs_drow *drows;
     size_t drows_cap;
     xs_stamp *dstamps;
@@ -85,19 +87,50 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
     replay_kernel(xs_wintab tab, const xs_drow *rows, int nrows, xs_stamp *stamps,
                   xs_anchor *anchors, int sync, unsigned long long *scratch,
                   unsigned long long lead_ns, unsigned long long timeout_ns, xs_devstatus *st,
-                  int dbase, int ndest, unsigned int salt, unsigned long long xepoch)
+                  int dbase, int ndest, unsigned int salt, unsigned long long xepoch,
+                  int by_sm)
 {
     extern __shared__ unsigned char occupancy_only[]; /* forces one CTA per SM; unused */
     (void)occupancy_only;
-    const int p = blockIdx.x, grid = gridDim.x, n = tab.nranks;
-    __shared__ int s_abort;
+    const int grid = gridDim.x, n = tab.nranks;
+    __shared__ int s_abort, s_p;
     xs_anchor a = {0, 0, 0, 0, 0, 0};
+    if (threadIdx.x == 0) {
+        s_abort = 0;
+        s_p = (int)blockIdx.x;
+        if (by_sm) {
+            /* producer p = the CTA on the p-th lowest SM of the launch: the block scheduler
+             * puts the CTAs on the same SMs in every launch but alternates their order (run
+             * 14), and the producer index decides the region a CTA stores. Every CTA posts its
+             * SM, waits for all (one CTA per SM, so all are resident; bounded), and ranks. */
+            unsigned int sm;
+            asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+            xs_st_release_gpu((uint64_t *)&scratch[4 + blockIdx.x], (uint64_t)sm + 1);
+            atomicAdd(&scratch[2], 1ull);
+            const unsigned long long t0 = xs_globaltimer();
+            while (xs_ld_acquire_gpu((const uint64_t *)&scratch[2]) < (unsigned long long)grid) {
+                if (xs_globaltimer() - t0 > timeout_ns) {
+                    xs_devfail(st, XS_DEVERR_TIMEOUT, 3000000ull);
+                    s_abort = 1;
+                    break;
+                }
+            }
+            int rank = 0;
+            for (int b = 0; b < grid && !s_abort; b++)
+                rank += xs_ld_acquire_gpu((const uint64_t *)&scratch[4 + b]) <
+                        (unsigned long long)sm + 1;
+            s_p = rank;
+        }
+    }
+    __syncthreads();
+    if (s_abort)
+        return;
+    const int p = s_p;
     /* Row descriptors are loaded ahead: the first before the common start, each next one before
      * the previous row's gap, so that a row's timing holds the stage and the store loop, not a
      * global-memory read of our own bookkeeping (zero-gap rows still wait for theirs). */
     xs_drow row = rows[0];
     if (threadIdx.x == 0) {
-        s_abort = 0;
         xs_time_anchor(&a.g0, &a.c0, 1u << 16);
         unsigned long long go;
         if (!xepoch) {
@@ -575,7 +608,8 @@ xs_status xs_replayer_open(const xs_replay_opts *o, xs_replayer **out)
                                  (int)rp->smem));
     OPEN_CU(cudaHostAlloc((void **)&rp->dstat, sizeof(xs_devstatus), cudaHostAllocMapped));
     memset(rp->dstat, 0, sizeof *rp->dstat);
-    OPEN_CU(cudaMalloc((void **)&rp->dscratch, 4 * sizeof(unsigned long long)));
+    OPEN_CU(cudaMalloc((void **)&rp->dscratch,
+                       (4 + (size_t)rp->gpu.sm_count) * sizeof(unsigned long long)));
     OPEN_CU(cudaMalloc((void **)&rp->danchors, (size_t)rp->gpu.sm_count * sizeof(xs_anchor)));
     if (!(rp->last_smid = (int *)calloc((size_t)rp->gpu.sm_count, sizeof(int)))) {
         xs_replayer_close(rp);
@@ -800,14 +834,15 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
     }
     RUN_CU(cudaMemcpyAsync(rp->drows, h, (size_t)s->nrows * sizeof *h, cudaMemcpyHostToDevice,
                            rp->stream));
-    RUN_CU(cudaMemsetAsync(rp->dscratch, 0, 4 * sizeof(unsigned long long), rp->stream));
+    RUN_CU(cudaMemsetAsync(rp->dscratch, 0, (4 + (size_t)grid) * sizeof(unsigned long long),
+                           rp->stream));
     RUN_CU(cudaMemsetAsync(rp->dstamps, 0, nst * sizeof(xs_stamp), rp->stream));
     RUN_CU(cudaEventRecord(rp->ev0, rp->stream));
     replay_kernel<<<grid, XS_PRODUCER_THREADS, rp->smem, rp->stream>>>(
         rp->tab, rp->drows, s->nrows, rp->dstamps, rp->danchors, sync, rp->dscratch,
         10000ull /* common start 10 us after the first producer arrives */,
         (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat, rp->pm.dbase, rp->pm.ndest,
-        src_salt(rp, rp->me), xepoch);
+        src_salt(rp, rp->me), xepoch, rp->o.order_by_sm);
     RUN_CU(cudaGetLastError());
     RUN_CU(cudaEventRecord(rp->ev1, rp->stream));
     st = xs_event_wait(rp->ev1, rp->o.timeout_s + 5, "replay kernel");
@@ -1101,6 +1136,15 @@ static void probe_stats(const xs_probe_res *r, int n, size_t f, double *med, dou
     *med = xs_median(v, m); /* each NaN when m == 0 */
     *lo = xs_min(v, m);
     *hi = xs_max(v, m);
+}
+
+xs_status xs_replay_order_parse(const char *s, int *by_sm)
+{
+    if (!strcmp(s, "launch") || !strcmp(s, "sm")) {
+        *by_sm = s[0] == 's';
+        return XS_OK;
+    }
+    return xs_seterr(XS_EINVAL, "'%s': expected launch or sm", s);
 }
 
 int xs_replayer_last_smids(const xs_replayer *rp, int *out, int n)

@@ -40,6 +40,8 @@ typedef struct {
                                XS_REPLAY_MAX_SKEW_NS */
     int one_dest;           /* peer target, N > 1 ranks: every producer stores to the next rank
                                (one destination) instead of the other ranks in turn (all-to-all) */
+    int order_by_sm;        /* 1: producer p is the CTA on the p-th lowest SM of the launch (the
+                               same SM stores the same region in every run); 0: CTA p */
 } xs_replay_opts;
 
 typedef struct {
@@ -63,6 +65,8 @@ int xs_replayer_last_smids(const xs_replayer *rp, int *out, int n);
 /* The GPC of every SM as far as thread-block clusters show it (SMs that ran CTAs of one cluster
  * share a GPC): group[sm] in 0..*ngroups-1, numbered by their lowest SM; n >= the SM count. */
 xs_status xs_replayer_sm_groups(xs_replayer *rp, int *group, int n, int *ngroups);
+/* "launch" -> 0, "sm" -> 1 (xs_replay_opts.order_by_sm); anything else is XS_EINVAL. */
+xs_status xs_replay_order_parse(const char *s, int *by_sm);
 /* Check that a schedule can run: producers <= SMs, bytes multiple of 16, fits the window. */
 xs_status xs_replay_check(const xs_replayer *rp, const xs_schedule *s);
 /* Run once. Fills *res like xs_simulate does (rows, windows), plus stats. Verifies every byte;

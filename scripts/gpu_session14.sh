@@ -18,8 +18,16 @@
 #   replay alone 24 x 100896 B at 37.6 us. validate's window is 128 MiB, calibrate's 256 MiB,
 #   replay's the schedule's size: the same bursts with windows of the schedule's size, 16, 128
 #   and 256 MiB, both states (window_<dest>_<K>_<B>_<w>.log via the session log).
-# Writes $OUT/session14.log (everything) and the CSVs; with PART=weights all of it in s14.tar.gz.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights|window] scripts/gpu_session14.sh
+# PART=order (call 4): in call 2 the total of 24 x 65584 B (flush) followed which of two orders
+#   the block scheduler gave CTAs 0-7 on SMs 124-131 (6.5-8.6 us in one, 8.3-12.6 in the other,
+#   alternating launch by launch). --order sm makes producer p the CTA on the p-th lowest SM, so
+#   that the same SM stores the same region in every run: the knee bursts with both orders side
+#   by side (place_<dest>_<order>_<K>_<B>.csv), then calibrate and validate with --order sm in
+#   both states.
+# Writes $OUT/session14.log (everything) and the CSVs; with PART=weights|order all of it in
+# s14.tar.gz.
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights|window|order]
+#        scripts/gpu_session14.sh
 set -u
 OUT=${OUT:-./out-s14}
 X=${BUILD:-build}/xstage
@@ -70,13 +78,33 @@ window)
         done
     done
     ;;
+order)
+    for d in flush keep; do
+        for kb in 24,66400 24,102176 16,131072 32,65536 96,37568 96,57792; do
+            printf 'producers,bytes_per_producer,gap_ns\n%s,0\n' "$kb" >"$SCHED"
+            for o in sm launch; do
+                step "order $o $d K${kb%,*} B${kb#*,}" 60 "$X" replay --schedule "$SCHED" -n 16 \
+                    --dest "$d" --order "$o" "${PROFILE_ARGS[@]}" \
+                    --placement "$OUT/place_${d}_${o}_${kb%,*}_${kb#*,}.csv"
+            done
+        done
+    done
+    for d in flush keep; do
+        step "calibrate --dest $d --order sm" 120 "$X" calibrate --target host --dest "$d" \
+            --order sm --out "$OUT/profile_${d}_sm.json" --samples "$OUT/samples_${d}_sm.csv"
+        [ -s "$OUT/profile_${d}_sm.json" ] &&
+            step "validate --dest $d --order sm, its own calibration" 120 "$X" validate \
+                --dest "$d" --order sm --profile "$OUT/profile_${d}_sm.json" \
+                --rows "$OUT/validate_${d}_sm_rows.csv" --csv "$OUT/validate_${d}_sm.csv"
+    done
+    ;;
 *)
     say "unknown PART=${PART}"
     fails=1
     ;;
 esac
 rm -f "$SCHED"
-if [ "${PART:-gpc}" = weights ]; then
+if [ "${PART:-gpc}" = weights ] || [ "${PART:-gpc}" = order ]; then
     (cd "$OUT" && tar czf s14.tar.gz --remove-files ./*.csv ./*.json 2>/dev/null)
 fi
 echo
