@@ -132,9 +132,6 @@ static void usage(void)
            "                        in the CPU caches (default), flushed out, or rewritten\n"
            "  --max-skew NS         rerun a run whose producers left the common start more\n"
            "                        than NS apart (up to 8 attempts; default 128, 0 keeps all)\n"
-           "  --order launch|sm     producer p is CTA p (launch, default) or the CTA on the\n"
-           "                        p-th lowest SM (sm: the same SM stores the same region in\n"
-           "                        every run)\n"
            "  --load-probe          also (f): the store kernel's rate while its SMs run other\n"
            "                        memory traffic (HBM, L2); reported, not fitted; the L2\n"
            "                        rate goes into the profile (drain_under_load_bytes_per_ns)\n"
@@ -154,7 +151,7 @@ int xs_cmd_calibrate(int argc, char **argv)
         {"gpus", required_argument, 0, 'g'}, {"virtual-peers", required_argument, 0, 'V'},
         {"dest", required_argument, 0, 'D'}, {"max-skew", required_argument, 0, 'S'},
         {"load-probe", no_argument, 0, 'L'}, {"peer-dests", required_argument, 0, 'E'},
-        {"order", required_argument, 0, 'O'}, {0, 0, 0, 0}};
+        {0, 0, 0, 0}};
     xs_replay_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.target = XS_TARGET_HOST;
@@ -225,10 +222,6 @@ int xs_cmd_calibrate(int argc, char **argv)
         case 'D':
             if (xs_dest_state_parse(optarg, &ro.dest) != XS_OK)
                 return xs_cli_failf("--dest: %s", xs_errmsg());
-            break;
-        case 'O':
-            if (xs_replay_order_parse(optarg, &ro.order_by_sm) != XS_OK)
-                return xs_cli_failf("--order: %s", xs_errmsg());
             break;
         case 'h': usage(); return 0;
         default: return 1;

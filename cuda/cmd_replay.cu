@@ -31,12 +31,13 @@ typedef struct {
     const char *windows_out;
     const char *rows_out;
     const char *placement_out;
+    const char *sms;             /* replay --sms LIST */
     int gpus;
     int device_set; /* -d given (rejected with -g N > 1: rank r runs on GPU r) */
 } run_args;
 
 enum { OPT_WINDOW = XS_OPT_FIRST_FREE, OPT_TIMEOUT, OPT_DEVICE, OPT_CSVFILE, OPT_WINDOWS,
-       OPT_ROWS, OPT_DEST, OPT_MAXSKEW, OPT_PLACEMENT, OPT_ORDER };
+       OPT_ROWS, OPT_DEST, OPT_MAXSKEW, OPT_PLACEMENT, OPT_SMS };
 
 static int parse_common(int c, run_args *a)
 {
@@ -100,6 +101,7 @@ static int parse_common(int c, run_args *a)
     case OPT_WINDOWS: a->windows_out = optarg; return 0;
     case OPT_ROWS: a->rows_out = optarg; return 0;
     case OPT_PLACEMENT: a->placement_out = optarg; return 0;
+    case OPT_SMS: a->sms = optarg; return 0;
     case OPT_MAXSKEW:
         if (xs_parse_double("--max-skew", optarg, 0, 1e6, &a->ro.max_skew_ns) != XS_OK)
             return xs_cli_fail();
@@ -107,10 +109,6 @@ static int parse_common(int c, run_args *a)
     case OPT_DEST:
         if (xs_dest_state_parse(optarg, &a->ro.dest) != XS_OK)
             return xs_cli_failf("--dest: %s", xs_errmsg());
-        return 0;
-    case OPT_ORDER:
-        if (xs_replay_order_parse(optarg, &a->ro.order_by_sm) != XS_OK)
-            return xs_cli_failf("--order: %s", xs_errmsg());
         return 0;
     case 's': a->schedule = optarg; return 0;
     default: return 1;
@@ -124,7 +122,7 @@ static int parse_common(int c, run_args *a)
     {"gpus", required_argument, 0, 'g'},                                                      \
     {"profile", required_argument, 0, XS_OPT_PROFILE}, {"set", required_argument, 0, XS_OPT_SET}, \
     {"sync", no_argument, 0, XS_OPT_SYNC}, {"dest", required_argument, 0, OPT_DEST},          \
-    {"max-skew", required_argument, 0, OPT_MAXSKEW}, {"order", required_argument, 0, OPT_ORDER}, \
+    {"max-skew", required_argument, 0, OPT_MAXSKEW},                                          \
     {"help", no_argument, 0, 'h'}
 
 #define COMMON_HELP                                                                           \
@@ -139,8 +137,6 @@ static int parse_common(int c, run_args *a)
     "                        CPU caches (default), flushed out, or rewritten by the CPU\n"      \
     "  --max-skew NS         rerun (up to 8 attempts) a run whose producers left the common\n"   \
     "                        start more than NS apart (default 128; 0 keeps every run)\n"     \
-    "  --order launch|sm     producer p is CTA p (launch, default) or the CTA on the p-th\n"     \
-    "                        lowest SM (sm: the same SM stores the same region every run)\n"   \
     "  --profile FILE, --set NAME=VALUE   the profile for the prediction shown alongside\n"
 
 static void defaults(run_args *a)
@@ -172,6 +168,41 @@ static int maybe_launch(run_args *a)
     if (!xs_rank_primary()) /* a rank > 0 of a -g run: rank 0 writes the files */
         a->csv_out = a->windows_out = a->rows_out = NULL;
     return -1;
+}
+
+/* --sms LIST: SM numbers and ranges (a-b), comma-separated, in producer order. Returns the count,
+ * or -1 with the error set. */
+static int parse_sms(const char *s, int *out, int cap)
+{
+    int n = 0;
+    const char *q = s;
+    while (*q) {
+        char *e;
+        long a = strtol(q, &e, 10), b;
+        if (e == q || a < 0 || a > 100000)
+            return xs_seterr(XS_EINVAL, "--sms '%s': expected SM numbers or ranges a-b, "
+                             "comma-separated", s), -1;
+        b = a;
+        if (*e == '-') {
+            q = e + 1;
+            b = strtol(q, &e, 10);
+            if (e == q || b < a || b > 100000)
+                return xs_seterr(XS_EINVAL, "--sms '%s': bad range at '%s'", s, q), -1;
+        }
+        for (long v = a; v <= b; v++) {
+            if (n == cap)
+                return xs_seterr(XS_ERANGE, "--sms '%s': more than %d SMs", s, cap), -1;
+            out[n++] = (int)v;
+        }
+        if (*e == ',' && e[1])
+            e++;
+        else if (*e)
+            return xs_seterr(XS_EINVAL, "--sms '%s': unexpected '%c'", s, *e), -1;
+        q = e;
+    }
+    if (n == 0)
+        return xs_seterr(XS_EINVAL, "--sms: empty list"), -1;
+    return n;
 }
 
 /* --placement's head: the GPC of every SM (xs_replayer_sm_groups), then the columns. */
@@ -286,6 +317,7 @@ int xs_cmd_replay(int argc, char **argv)
                                        {"csv", no_argument, 0, XS_OPT_CSV},
                                        {"windows", required_argument, 0, OPT_WINDOWS},
                                        {"placement", required_argument, 0, OPT_PLACEMENT},
+                                       {"sms", required_argument, 0, OPT_SMS},
                                        COMMON_OPTIONS, {0, 0, 0, 0}};
     run_args a;
     defaults(&a);
@@ -307,7 +339,10 @@ int xs_cmd_replay(int argc, char **argv)
                    "  --placement FILE      every repetition's total, the SM (%%smid) of each\n"
                    "                        producer and when its last row's window ended (CSV:\n"
                    "                        run,total_ns,skew_ns,smids,ends_ns), after a line\n"
-                   "                        with the GPC of every SM (thread-block clusters)\n" COMMON_HELP);
+                   "                        with the GPC of every SM (thread-block clusters)\n"
+                   "  --sms LIST            producer p runs on the p-th SM of LIST (numbers and\n"
+                   "                        ranges a-b, comma-separated; default: where the\n"
+                   "                        block scheduler puts CTA p)\n" COMMON_HELP);
             return 0;
         }
         if (parse_common(c, &a))
@@ -319,6 +354,12 @@ int xs_cmd_replay(int argc, char **argv)
         return xs_cli_failf("replay: --schedule FILE is required");
     if (a.ro.target == XS_TARGET_VIRTUAL && a.ro.virtual_peers < 1)
         return xs_cli_failf("replay: --target virtual needs --virtual-peers N");
+    static int smlist[1024];
+    int nsm = 0;
+    if (a.sms && a.gpus > 1)
+        return xs_cli_failf("replay: --sms with --gpus %d: one rank only", a.gpus);
+    if (a.sms && (nsm = parse_sms(a.sms, smlist, 1024)) < 0)
+        return xs_cli_fail();
     int lr = maybe_launch(&a);
     if (lr >= 0)
         return lr;
@@ -343,7 +384,8 @@ int xs_cmd_replay(int argc, char **argv)
         xs_schedule_free(&s);
         return xs_cli_fail();
     }
-    if (xs_replay_check(rp, &s) != XS_OK || (place && placement_head(rp, place) != XS_OK)) {
+    if ((nsm && xs_replayer_set_sms(rp, smlist, nsm) != XS_OK) || xs_replay_check(rp, &s) != XS_OK ||
+        (place && placement_head(rp, place) != XS_OK)) {
         if (place)
             fclose(place);
         xs_replayer_close(rp);

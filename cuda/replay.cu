@@ -68,15 +68,15 @@ struct xs_replayer {
     size_t smem;                 /* dynamic shared memory that forces one CTA per SM */
     double ghz;                  /* SM clock from the probe (cycles per ns) */
     xs_devstatus *dstat;         /* mapped host memory */
-    unsigned long long *dscratch; /* [0] common start instant, [1] grid barrier counter,
-                                   * [2] arrivals of the SM-order rendezvous, then [4..4 + SMs)
-                                   * the SM of every CTA (o.order_by_sm) */
+    unsigned long long *dscratch; /* [0] common start instant, [1] grid barrier counter */
     xs_drow *drows;
     size_t drows_cap;
     xs_stamp *dstamps;
     size_t dstamps_cap;
     xs_anchor *danchors;
     int *last_smid;              /* [SMs] the SM of each producer in the last run */
+    int *sms, nsms;              /* producer p runs on SM sms[p] (xs_replayer_set_sms); 0: CTA p */
+    int *dsm_map;                /* [SMs] the producer of each SM, -1 for none */
     int last_grid;               /* producers of the last run */
     cudaEvent_t ev0, ev1;
     cudaStream_t stream;
@@ -88,49 +88,29 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
                   xs_anchor *anchors, int sync, unsigned long long *scratch,
                   unsigned long long lead_ns, unsigned long long timeout_ns, xs_devstatus *st,
                   int dbase, int ndest, unsigned int salt, unsigned long long xepoch,
-                  int by_sm)
+                  const int *sm_map, int grid)
 {
     extern __shared__ unsigned char occupancy_only[]; /* forces one CTA per SM; unused */
     (void)occupancy_only;
-    const int grid = gridDim.x, n = tab.nranks;
-    __shared__ int s_abort, s_p;
-    xs_anchor a = {0, 0, 0, 0, 0, 0};
-    if (threadIdx.x == 0) {
-        s_abort = 0;
-        s_p = (int)blockIdx.x;
-        if (by_sm) {
-            /* producer p = the CTA on the p-th lowest SM of the launch: the block scheduler
-             * puts the CTAs on the same SMs in every launch but alternates their order (run
-             * 14), and the producer index decides the region a CTA stores. Every CTA posts its
-             * SM, waits for all (one CTA per SM, so all are resident; bounded), and ranks. */
-            unsigned int sm;
-            asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-            xs_st_release_gpu((uint64_t *)&scratch[4 + blockIdx.x], (uint64_t)sm + 1);
-            atomicAdd(&scratch[2], 1ull);
-            const unsigned long long t0 = xs_globaltimer();
-            while (xs_ld_acquire_gpu((const uint64_t *)&scratch[2]) < (unsigned long long)grid) {
-                if (xs_globaltimer() - t0 > timeout_ns) {
-                    xs_devfail(st, XS_DEVERR_TIMEOUT, 3000000ull);
-                    s_abort = 1;
-                    break;
-                }
-            }
-            int rank = 0;
-            for (int b = 0; b < grid && !s_abort; b++)
-                rank += xs_ld_acquire_gpu((const uint64_t *)&scratch[4 + b]) <
-                        (unsigned long long)sm + 1;
-            s_p = rank;
-        }
+    /* Producers on chosen SMs (xs_replayer_set_sms): one CTA per SM on every SM, and the CTA on
+     * SM s is producer sm_map[s]; the others leave at once. Otherwise producer p is CTA p. */
+    int p = blockIdx.x;
+    if (sm_map) {
+        unsigned int sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        p = sm_map[sm];
+        if (p < 0)
+            return;
     }
-    __syncthreads();
-    if (s_abort)
-        return;
-    const int p = s_p;
+    const int n = tab.nranks;
+    __shared__ int s_abort;
+    xs_anchor a = {0, 0, 0, 0, 0, 0};
     /* Row descriptors are loaded ahead: the first before the common start, each next one before
      * the previous row's gap, so that a row's timing holds the stage and the store loop, not a
      * global-memory read of our own bookkeeping (zero-gap rows still wait for theirs). */
     xs_drow row = rows[0];
     if (threadIdx.x == 0) {
+        s_abort = 0;
         xs_time_anchor(&a.g0, &a.c0, 1u << 16);
         unsigned long long go;
         if (!xepoch) {
@@ -608,8 +588,7 @@ xs_status xs_replayer_open(const xs_replay_opts *o, xs_replayer **out)
                                  (int)rp->smem));
     OPEN_CU(cudaHostAlloc((void **)&rp->dstat, sizeof(xs_devstatus), cudaHostAllocMapped));
     memset(rp->dstat, 0, sizeof *rp->dstat);
-    OPEN_CU(cudaMalloc((void **)&rp->dscratch,
-                       (4 + (size_t)rp->gpu.sm_count) * sizeof(unsigned long long)));
+    OPEN_CU(cudaMalloc((void **)&rp->dscratch, 4 * sizeof(unsigned long long)));
     OPEN_CU(cudaMalloc((void **)&rp->danchors, (size_t)rp->gpu.sm_count * sizeof(xs_anchor)));
     if (!(rp->last_smid = (int *)calloc((size_t)rp->gpu.sm_count, sizeof(int)))) {
         xs_replayer_close(rp);
@@ -664,6 +643,8 @@ void xs_replayer_close(xs_replayer *rp)
     cudaFree(rp->drows);
     cudaFree(rp->dstamps);
     cudaFree(rp->danchors);
+    cudaFree(rp->dsm_map);
+    free(rp->sms);
     free(rp->last_smid);
     cudaFree(rp->dscratch);
     if (rp->dstat)
@@ -704,6 +685,9 @@ xs_status xs_replay_check(const xs_replayer *rp, const xs_schedule *s)
     if (kmax > rp->gpu.sm_count)
         return xs_seterr(XS_ERANGE, "the schedule needs %d producers; %s has %d SMs (one producer "
                          "per SM)", kmax, rp->gpu.name, rp->gpu.sm_count);
+    if (rp->nsms && kmax > rp->nsms)
+        return xs_seterr(XS_ERANGE, "the schedule needs %d producers; %d SMs were chosen for them",
+                         kmax, rp->nsms);
     for (int r = 0; r < s->nrows; r++)
         if (s->rows[r].bytes_per_producer % 16)
             return xs_seterr(XS_EINVAL, "row %d: bytes_per_producer %lld is not a multiple of 16 "
@@ -834,15 +818,16 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
     }
     RUN_CU(cudaMemcpyAsync(rp->drows, h, (size_t)s->nrows * sizeof *h, cudaMemcpyHostToDevice,
                            rp->stream));
-    RUN_CU(cudaMemsetAsync(rp->dscratch, 0, (4 + (size_t)grid) * sizeof(unsigned long long),
-                           rp->stream));
+    RUN_CU(cudaMemsetAsync(rp->dscratch, 0, 4 * sizeof(unsigned long long), rp->stream));
     RUN_CU(cudaMemsetAsync(rp->dstamps, 0, nst * sizeof(xs_stamp), rp->stream));
+    RUN_CU(cudaMemsetAsync(rp->danchors, 0, (size_t)grid * sizeof(xs_anchor), rp->stream));
     RUN_CU(cudaEventRecord(rp->ev0, rp->stream));
-    replay_kernel<<<grid, XS_PRODUCER_THREADS, rp->smem, rp->stream>>>(
+    replay_kernel<<<rp->nsms ? rp->gpu.sm_count : grid, XS_PRODUCER_THREADS, rp->smem,
+                    rp->stream>>>(
         rp->tab, rp->drows, s->nrows, rp->dstamps, rp->danchors, sync, rp->dscratch,
         10000ull /* common start 10 us after the first producer arrives */,
         (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat, rp->pm.dbase, rp->pm.ndest,
-        src_salt(rp, rp->me), xepoch, rp->o.order_by_sm);
+        src_salt(rp, rp->me), xepoch, rp->nsms ? rp->dsm_map : NULL, grid);
     RUN_CU(cudaGetLastError());
     RUN_CU(cudaEventRecord(rp->ev1, rp->stream));
     st = xs_event_wait(rp->ev1, rp->o.timeout_s + 5, "replay kernel");
@@ -859,6 +844,13 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
     RUN_CU(cudaMemcpy(hs, rp->dstamps, nst * sizeof *hs, cudaMemcpyDeviceToHost));
     RUN_CU(cudaMemcpy(ha, rp->danchors, (size_t)grid * sizeof *ha, cudaMemcpyDeviceToHost));
 #undef RUN_CU
+    for (int p = 0; p < grid && rp->nsms; p++)
+        if (ha[p].g1 == 0 || (int)ha[p].smid != rp->sms[p]) {
+            st = xs_seterr(XS_ECUDA, "producer %d did not run on SM %d (%s): another kernel on "
+                           "the GPU?", p, rp->sms[p], ha[p].g1 ? "it ran elsewhere" : "it never "
+                           "ran");
+            goto out;
+        }
     for (int p = 0; p < grid && rp->last_smid; p++)
         rp->last_smid[p] = (int)ha[p].smid;
     rp->last_grid = rp->last_smid ? grid : 0;
@@ -1138,13 +1130,51 @@ static void probe_stats(const xs_probe_res *r, int n, size_t f, double *med, dou
     *hi = xs_max(v, m);
 }
 
-xs_status xs_replay_order_parse(const char *s, int *by_sm)
+xs_status xs_replayer_set_sms(xs_replayer *rp, const int *sms, int n)
 {
-    if (!strcmp(s, "launch") || !strcmp(s, "sm")) {
-        *by_sm = s[0] == 's';
+    const int nsm = rp->gpu.sm_count;
+    if (n == 0) {
+        rp->nsms = 0;
         return XS_OK;
     }
-    return xs_seterr(XS_EINVAL, "'%s': expected launch or sm", s);
+    if (rp->multi)
+        return xs_seterr(XS_EINVAL, "chosen SMs: one rank only");
+    if (n < 0 || n > nsm)
+        return xs_seterr(XS_ERANGE, "chosen SMs: %d listed, the GPU has %d", n, nsm);
+    int *map = (int *)malloc((size_t)nsm * sizeof *map);
+    int *keep = (int *)malloc((size_t)n * sizeof *keep);
+    if (!map || !keep) {
+        free(map);
+        free(keep);
+        return xs_seterr(XS_ENOMEM, "out of host memory");
+    }
+    for (int i = 0; i < nsm; i++)
+        map[i] = -1;
+    xs_status st = XS_OK;
+    for (int p = 0; p < n && st == XS_OK; p++) {
+        if (sms[p] < 0 || sms[p] >= nsm)
+            st = xs_seterr(XS_ERANGE, "chosen SMs: SM %d does not exist (0..%d)", sms[p], nsm - 1);
+        else if (map[sms[p]] >= 0)
+            st = xs_seterr(XS_EINVAL, "chosen SMs: SM %d is listed twice", sms[p]);
+        else
+            map[sms[p]] = p;
+        keep[p] = sms[p];
+    }
+    if (st == XS_OK && !rp->dsm_map &&
+        cudaMalloc((void **)&rp->dsm_map, (size_t)nsm * sizeof(int)) != cudaSuccess)
+        st = xs_seterr(XS_ENOMEM, "chosen SMs: %s", cudaGetErrorString(cudaGetLastError()));
+    if (st == XS_OK && cudaMemcpy(rp->dsm_map, map, (size_t)nsm * sizeof(int),
+                                  cudaMemcpyHostToDevice) != cudaSuccess)
+        st = xs_seterr(XS_ECUDA, "chosen SMs: %s", cudaGetErrorString(cudaGetLastError()));
+    free(map);
+    if (st != XS_OK) {
+        free(keep);
+        return st;
+    }
+    free(rp->sms);
+    rp->sms = keep;
+    rp->nsms = n;
+    return XS_OK;
 }
 
 int xs_replayer_last_smids(const xs_replayer *rp, int *out, int n)

@@ -40,8 +40,6 @@ typedef struct {
                                XS_REPLAY_MAX_SKEW_NS */
     int one_dest;           /* peer target, N > 1 ranks: every producer stores to the next rank
                                (one destination) instead of the other ranks in turn (all-to-all) */
-    int order_by_sm;        /* 1: producer p is the CTA on the p-th lowest SM of the launch (the
-                               same SM stores the same region in every run); 0: CTA p */
 } xs_replay_opts;
 
 typedef struct {
@@ -62,11 +60,14 @@ int xs_replayer_max_producers(const xs_replayer *rp); /* SM count */
 /* The SM (%smid) each producer of the last xs_replay_run ran on: out[p] for p < the returned
  * count (min(n, the run's producers)); 0 before any run. */
 int xs_replayer_last_smids(const xs_replayer *rp, int *out, int n);
+/* Run producer p of every later run on SM sms[p], p < n (distinct SMs of this GPU; one rank
+ * only): the kernel then puts one CTA on every SM and the others leave at once. n = 0: producer
+ * p is CTA p again, wherever the block scheduler puts it. A run whose producer did not run on
+ * its SM (another kernel holding SMs) fails. */
+xs_status xs_replayer_set_sms(xs_replayer *rp, const int *sms, int n);
 /* The GPC of every SM as far as thread-block clusters show it (SMs that ran CTAs of one cluster
  * share a GPC): group[sm] in 0..*ngroups-1, numbered by their lowest SM; n >= the SM count. */
 xs_status xs_replayer_sm_groups(xs_replayer *rp, int *group, int n, int *ngroups);
-/* "launch" -> 0, "sm" -> 1 (xs_replay_opts.order_by_sm); anything else is XS_EINVAL. */
-xs_status xs_replay_order_parse(const char *s, int *by_sm);
 /* Check that a schedule can run: producers <= SMs, bytes multiple of 16, fits the window. */
 xs_status xs_replay_check(const xs_replayer *rp, const xs_schedule *s);
 /* Run once. Fills *res like xs_simulate does (rows, windows), plus stats. Verifies every byte;

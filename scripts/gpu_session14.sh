@@ -23,10 +23,17 @@
 #   alternating launch by launch). --order sm makes producer p the CTA on the p-th lowest SM, so
 #   that the same SM stores the same region in every run: the knee bursts with both orders side
 #   by side (place_<dest>_<order>_<K>_<B>.csv), then calibrate and validate with --order sm in
-#   both states.
-# Writes $OUT/session14.log (everything) and the CSVs; with PART=weights|order all of it in
+#   both states. Ran at commit 8206b02; --order was removed after it (README of r14: no effect
+#   on that machine, whose 24-producer burst did not stall at all, and the rendezvous of the
+#   CTAs' SMs put one producer a timer tick late in most runs).
+# PART=sms (call 5): is the X-Stage's capacity one pool, or one per GPC? The same bursts from
+#   producers on chosen SMs (replay --sms): 16 producers spread two per GPC, all in one GPC, in
+#   two GPCs, in the TPC pairs of SMs 0-15, and on the block scheduler's own choice (SMs 124-131
+#   and 0-14 even); 8 producers in one GPC or one per GPC; 4 likewise; 1, 2 and 4 MiB in all
+#   (sms_<set>_<K>_<B>.csv). GPCs as call 1's clusters showed them.
+# Writes $OUT/session14.log (everything) and the CSVs; with PART=weights|sms all of it in
 # s14.tar.gz.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights|window|order]
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights|window|sms]
 #        scripts/gpu_session14.sh
 set -u
 OUT=${OUT:-./out-s14}
@@ -78,24 +85,23 @@ window)
         done
     done
     ;;
-order)
-    for d in flush keep; do
-        for kb in 24,66400 24,102176 16,131072 32,65536 96,37568 96,57792; do
-            printf 'producers,bytes_per_producer,gap_ns\n%s,0\n' "$kb" >"$SCHED"
-            for o in sm launch; do
-                step "order $o $d K${kb%,*} B${kb#*,}" 60 "$X" replay --schedule "$SCHED" -n 16 \
-                    --dest "$d" --order "$o" "${PROFILE_ARGS[@]}" \
-                    --placement "$OUT/place_${d}_${o}_${kb%,*}_${kb#*,}.csv"
-            done
+sms)
+    # name:SMs (groups of call 1: SM s < 64 in GPC (s / 2) % 8, SMs 64-119 in 1 + ((s - 64) / 2) % 7)
+    SETS="spread16:0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30 gpc1_16:2,3,18,19,34,35,50,51,64,65,78,79,92,93,106,107
+          gpc12_16:2,3,18,19,34,35,50,51,4,5,20,21,36,37,52,53 pairs16:0-15
+          sched16:124-131,0,2,4,6,8,10,12,14 gpc1_8:2,3,18,19,34,35,50,51
+          spread8:0,2,4,6,8,10,12,14 gpc1_4:2,3,18,19 spread4:0,2,4,6"
+    for set in $SETS; do
+        name=${set%%:*}
+        sms=${set#*:}
+        k=${name##*_}
+        k=${k//[!0-9]/} # the producer count ends the name
+        for mib in 1 2 4; do
+            b=$((mib * 1048576 / k))
+            printf 'producers,bytes_per_producer,gap_ns\n%s,%s,0\n' "$k" "$b" >"$SCHED"
+            step "sms $name K$k B$b" 60 "$X" replay --schedule "$SCHED" -n 8 --dest flush \
+                --sms "$sms" "${PROFILE_ARGS[@]}" --placement "$OUT/sms_${name}_${k}_$b.csv"
         done
-    done
-    for d in flush keep; do
-        step "calibrate --dest $d --order sm" 120 "$X" calibrate --target host --dest "$d" \
-            --order sm --out "$OUT/profile_${d}_sm.json" --samples "$OUT/samples_${d}_sm.csv"
-        [ -s "$OUT/profile_${d}_sm.json" ] &&
-            step "validate --dest $d --order sm, its own calibration" 120 "$X" validate \
-                --dest "$d" --order sm --profile "$OUT/profile_${d}_sm.json" \
-                --rows "$OUT/validate_${d}_sm_rows.csv" --csv "$OUT/validate_${d}_sm.csv"
     done
     ;;
 *)
@@ -104,7 +110,7 @@ order)
     ;;
 esac
 rm -f "$SCHED"
-if [ "${PART:-gpc}" = weights ] || [ "${PART:-gpc}" = order ]; then
+if [ "${PART:-gpc}" = weights ] || [ "${PART:-gpc}" = sms ]; then
     (cd "$OUT" && tar czf s14.tar.gz --remove-files ./*.csv ./*.json 2>/dev/null)
 fi
 echo

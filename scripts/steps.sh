@@ -73,7 +73,7 @@ say() { printf '%s\n' "$*" | tee -a "$LOG"; }
 
 # the device and the compiler into $LOG (gpu_session12.sh, gpu_session13.sh)
 log_device() {
-    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total \
+    nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.max.sm,memory.total \
         --format=csv >>"$LOG" 2>&1
     nvcc --version 2>&1 | tail -n 2 >>"$LOG"
     return 0
