@@ -31,9 +31,12 @@
 #   two GPCs, in the TPC pairs of SMs 0-15, and on the block scheduler's own choice (SMs 124-131
 #   and 0-14 even); 8 producers in one GPC or one per GPC; 4 likewise; 1, 2 and 4 MiB in all
 #   (sms_<set>_<K>_<B>.csv). GPCs as call 1's clusters showed them.
-# Writes $OUT/session14.log (everything) and the CSVs; with PART=weights|sms all of it in
+# PART=sms2 (call 6): which unit holds the capacity? 16 producers in GPC 0 (with SMs 124-131), in
+#   GPC 0's lower SMs or in SMs 124-131 only (8), in GPC 4, in GPC 6, four in each GPC of one
+#   suspected half (GPCs 1, 2, 3, 7 / 0, 4, 5, 6) or two GPCs of each; 1.5, 2 and 4 MiB.
+# Writes $OUT/session14.log (everything) and the CSVs; with PART=weights|sms|sms2 all of it in
 # s14.tar.gz.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights|window|sms]
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights|window|sms|sms2]
 #        scripts/gpu_session14.sh
 set -u
 OUT=${OUT:-./out-s14}
@@ -85,19 +88,29 @@ window)
         done
     done
     ;;
-sms)
+sms | sms2)
     # name:SMs (groups of call 1: SM s < 64 in GPC (s / 2) % 8, SMs 64-119 in 1 + ((s - 64) / 2) % 7)
     SETS="spread16:0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30 gpc1_16:2,3,18,19,34,35,50,51,64,65,78,79,92,93,106,107
           gpc12_16:2,3,18,19,34,35,50,51,4,5,20,21,36,37,52,53 pairs16:0-15
           sched16:124-131,0,2,4,6,8,10,12,14 gpc1_8:2,3,18,19,34,35,50,51
           spread8:0,2,4,6,8,10,12,14 gpc1_4:2,3,18,19 spread4:0,2,4,6"
+    MIBS="1 2 4"
+    if [ "$PART" = sms2 ]; then
+        SETS="gpc0_16:0,1,16,17,32,33,48,49,124-131 gpc0lo_8:0,1,16,17,32,33,48,49 hi_8:124-131
+              gpc4_16:8,9,24,25,40,41,56,57,70,71,84,85,98,99,112,113
+              gpc6_16:12,13,28,29,44,45,60,61,74,75,88,89,102,103,116,117
+              halfA16:2,3,18,19,4,5,20,21,6,7,22,23,14,15,30,31
+              halfB16:0,1,16,17,8,9,24,25,10,11,26,27,12,13,28,29
+              mixAB16:2,3,18,19,8,9,24,25,4,5,20,21,10,11,26,27"
+        MIBS="1.5 2 4"
+    fi
     for set in $SETS; do
         name=${set%%:*}
         sms=${set#*:}
         k=${name##*_}
         k=${k//[!0-9]/} # the producer count ends the name
-        for mib in 1 2 4; do
-            b=$((mib * 1048576 / k))
+        for mib in $MIBS; do
+            b=$(awk -v m="$mib" -v k="$k" 'BEGIN { printf "%d", int(m * 1048576 / k / 16) * 16 }')
             printf 'producers,bytes_per_producer,gap_ns\n%s,%s,0\n' "$k" "$b" >"$SCHED"
             step "sms $name K$k B$b" 60 "$X" replay --schedule "$SCHED" -n 8 --dest flush \
                 --sms "$sms" "${PROFILE_ARGS[@]}" --placement "$OUT/sms_${name}_${k}_$b.csv"
@@ -110,7 +123,7 @@ sms)
     ;;
 esac
 rm -f "$SCHED"
-if [ "${PART:-gpc}" = weights ] || [ "${PART:-gpc}" = sms ]; then
+if [ "${PART:-gpc}" = weights ] || [ "${PART:-gpc}" = sms ] || [ "${PART:-gpc}" = sms2 ]; then
     (cd "$OUT" && tar czf s14.tar.gz --remove-files ./*.csv ./*.json 2>/dev/null)
 fi
 echo
