@@ -34,9 +34,11 @@
 # PART=sms2 (call 6): which unit holds the capacity? 16 producers in GPC 0 (with SMs 124-131), in
 #   GPC 0's lower SMs or in SMs 124-131 only (8), in GPC 4, in GPC 6, four in each GPC of one
 #   suspected half (GPCs 1, 2, 3, 7 / 0, 4, 5, 6) or two GPCs of each; 1.5, 2 and 4 MiB.
-# Writes $OUT/session14.log (everything) and the CSVs; with PART=weights|sms|sms2 all of it in
+# PART=sms3 (call 7): capacity against where the producers are: 2-16 SMs of GPC 1; 1, 2 or 4 SMs
+#   of each GPC of half A (1, 2, 3, 7); 1, 2, 4 or 8 SMs of every GPC; 1, 1.5, 2, 3, 4 MiB each.
+# Writes $OUT/session14.log (everything) and the CSVs; with PART=weights|sms|sms2|sms3 all of it in
 # s14.tar.gz.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights|window|sms|sms2]
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights|window|sms|sms2|sms3]
 #        scripts/gpu_session14.sh
 set -u
 OUT=${OUT:-./out-s14}
@@ -88,7 +90,7 @@ window)
         done
     done
     ;;
-sms | sms2)
+sms | sms2 | sms3)
     # name:SMs (groups of call 1: SM s < 64 in GPC (s / 2) % 8, SMs 64-119 in 1 + ((s - 64) / 2) % 7)
     SETS="spread16:0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30 gpc1_16:2,3,18,19,34,35,50,51,64,65,78,79,92,93,106,107
           gpc12_16:2,3,18,19,34,35,50,51,4,5,20,21,36,37,52,53 pairs16:0-15
@@ -103,6 +105,15 @@ sms | sms2)
               halfB16:0,1,16,17,8,9,24,25,10,11,26,27,12,13,28,29
               mixAB16:2,3,18,19,8,9,24,25,4,5,20,21,10,11,26,27"
         MIBS="1.5 2 4"
+    fi
+    if [ "$PART" = sms3 ]; then
+        SETS="g1x2_2:2,3 g1x4_4:2,3,18,19 g1x8_8:2,3,18,19,34,35,50,51
+              g1x16_16:2,3,18,19,34,35,50,51,64,65,78,79,92,93,106,107 Ax1_4:2,4,6,14
+              Ax2_8:2,3,4,5,6,7,14,15 Ax4_16:2,3,18,19,4,5,20,21,6,7,22,23,14,15,30,31
+              ABx1_8:0,2,4,6,8,10,12,14 ABx2_16:0-15
+              ABx4_32:0,1,16,17,2,3,18,19,4,5,20,21,6,7,22,23,8,9,24,25,10,11,26,27,12,13,28,29,14,15,30,31
+              ABx8_64:0-63"
+        MIBS="1 1.5 2 3 4"
     fi
     for set in $SETS; do
         name=${set%%:*}
@@ -123,9 +134,9 @@ sms | sms2)
     ;;
 esac
 rm -f "$SCHED"
-if [ "${PART:-gpc}" = weights ] || [ "${PART:-gpc}" = sms ] || [ "${PART:-gpc}" = sms2 ]; then
-    (cd "$OUT" && tar czf s14.tar.gz --remove-files ./*.csv ./*.json 2>/dev/null)
-fi
+case ${PART:-gpc} in weights | sms | sms2 | sms3)
+    (cd "$OUT" && tar czf s14.tar.gz --remove-files ./*.csv ./*.json 2>/dev/null) ;;
+esac
 echo
 echo "== gpu_session14 summary"
 printf '%s\n' "${results[@]}"
