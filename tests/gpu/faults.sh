@@ -4,6 +4,9 @@
 #   oom_device     replay --target local --window 1000G    one line "out of device memory"
 #   oom_pinned     replay --target host --window 1000G     one line "out of pinned host memory"
 #   small_window   replay of examples/mixed.csv --window 4K  one line "... (raise --window)"
+#   bad_sm         replay --sms listing SM 200: one line "SM 200 does not exist"
+#   chosen_sms     replay --sms 5,7,9,11 --placement: every run's producers on those SMs, in that
+#                  order, and the GPC line names every SM (xs_replayer_sm_groups)
 #   never_signals  tests/gpu/test_signal: flags that never come time out within their bound,
 #                  with one line naming the window and the source
 #   sigint_*       calibrate (full), validate -n 100, replay -n 1000 (3 s in: it prints nothing
@@ -204,6 +207,25 @@ else
     one_error oom_pinned 60 'out of pinned host memory' \
         "$X" replay --schedule "$S" --target host --window 1000G
     one_error small_window 60 'raise --window' "$X" replay --schedule "$S" --window 4K
+    printf 'producers,bytes_per_producer,gap_ns\n4,1048576,0\n' >"$T/four.csv"
+    one_error bad_sm 60 'SM 200 does not exist' \
+        "$X" replay --schedule "$T/four.csv" --sms 0-3,200
+    echo "=== chosen_sms: replay --sms 5,7,9,11 --placement" | tee -a "$LOG"
+    if "$X" replay --schedule "$T/four.csv" --sms 5,7,9,11 -n 6 --placement "$T/p.csv" \
+        >>"$LOG" 2>&1; then
+        runs=$(grep -c '^[0-9]' "$T/p.csv")
+        placed=$(grep '^[0-9]' "$T/p.csv" | cut -d, -f4 | sort -u)
+        sms=$(head -n 1 "$T/p.csv" | sed -n 's/.*SM 0\.\.\([0-9]*\):.*/\1/p')
+        sms=${sms:--2}
+        ngrp=$(head -n 1 "$T/p.csv" | cut -d: -f2 | wc -w)
+        if [ "$runs" -eq 6 ] && [ "$placed" = "5 7 9 11" ] && [ "$ngrp" -eq $((sms + 1)) ]; then
+            pass "chosen_sms (6 runs on SMs 5 7 9 11; GPC line for $ngrp SMs)"
+        else
+            fail "chosen_sms ($runs runs, SMs '$placed', GPC line for $ngrp SMs of $((sms + 1)))"
+        fi
+    else
+        fail "chosen_sms (replay failed: $(tail -n 1 "$LOG"))"
+    fi
     if [ -x "$BUILD/tests/gpu/test_signal" ]; then
         step never_signals 60 "$BUILD/tests/gpu/test_signal"
     else
