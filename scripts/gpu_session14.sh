@@ -36,9 +36,12 @@
 #   suspected half (GPCs 1, 2, 3, 7 / 0, 4, 5, 6) or two GPCs of each; 1.5, 2 and 4 MiB.
 # PART=sms3 (call 7): capacity against where the producers are: 2-16 SMs of GPC 1; 1, 2 or 4 SMs
 #   of each GPC of half A (1, 2, 3, 7); 1, 2, 4 or 8 SMs of every GPC; 1, 1.5, 2, 3, 4 MiB each.
+# PART=check (call 8): tests/gpu/faults.sh (with bad_sm and chosen_sms), then compute-sanitizer
+#   memcheck and racecheck on replay --sms --placement (the cluster launches of the GPC map, the
+#   kernel with chosen SMs).
 # Writes $OUT/session14.log (everything) and the CSVs; with PART=weights|sms|sms2|sms3 all of it in
 # s14.tar.gz.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights|window|sms|sms2|sms3]
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights|window|sms|sms2|sms3|check]
 #        scripts/gpu_session14.sh
 set -u
 OUT=${OUT:-./out-s14}
@@ -126,6 +129,15 @@ sms | sms2 | sms3)
             step "sms $name K$k B$b" 60 "$X" replay --schedule "$SCHED" -n 8 --dest flush \
                 --sms "$sms" "${PROFILE_ARGS[@]}" --placement "$OUT/sms_${name}_${k}_$b.csv"
         done
+    done
+    ;;
+check)
+    step faults 400 env OUT="$OUT/faults" bash tests/gpu/faults.sh
+    tail -n 30 "$OUT/faults/faults.log" >>"$LOG"
+    printf 'producers,bytes_per_producer,gap_ns\n4,1048576,0\n' >"$SCHED"
+    for tool in memcheck racecheck; do
+        step "sanitize $tool replay --sms" 120 compute-sanitizer --tool "$tool" --error-exitcode 3 \
+            "$X" replay --schedule "$SCHED" --sms 5,7,9,11 -n 2 --placement "$OUT/san_$tool.csv"
     done
     ;;
 *)
