@@ -93,7 +93,11 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
     extern __shared__ unsigned char occupancy_only[]; /* forces one CTA per SM; unused */
     (void)occupancy_only;
     /* Producers on chosen SMs (xs_replayer_set_sms): one CTA per SM on every SM, and the CTA on
-     * SM s is producer sm_map[s]; the others leave at once. Otherwise producer p is CTA p. */
+     * SM s is producer sm_map[s]; the others leave at once. Otherwise producer p is CTA p. A CTA
+     * that reaches a producer's SM after that producer (an SM short: another context holds one)
+     * finds the producer claimed and leaves too; the host then sees the producer elsewhere or
+     * missing and fails the run. */
+    __shared__ int s_abort, s_dup;
     int p = blockIdx.x;
     if (sm_map) {
         unsigned int sm;
@@ -101,9 +105,13 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
         p = sm_map[sm];
         if (p < 0)
             return;
+        if (threadIdx.x == 0)
+            s_dup = atomicCAS(&anchors[p].smid, 0ull, ~0ull) != 0ull;
+        __syncthreads();
+        if (s_dup)
+            return;
     }
     const int n = tab.nranks;
-    __shared__ int s_abort;
     xs_anchor a = {0, 0, 0, 0, 0, 0};
     /* Row descriptors are loaded ahead: the first before the common start, each next one before
      * the previous row's gap, so that a row's timing holds the stage and the store loop, not a
