@@ -132,6 +132,9 @@ static void usage(void)
            "                        in the CPU caches (default), flushed out, or rewritten\n"
            "  --max-skew NS         rerun a run whose producers left the common start more\n"
            "                        than NS apart (up to 8 attempts; default 128, 0 keeps all)\n"
+           "  --sms spread|LIST     producer p on the p-th SM of the even SMs then the odd ones\n"
+           "                        (spread: over every GPC and both halves of the chip) or of\n"
+           "                        LIST; default: where the block scheduler puts CTA p\n"
            "  --load-probe          also (f): the store kernel's rate while its SMs run other\n"
            "                        memory traffic (HBM, L2); reported, not fitted; the L2\n"
            "                        rate goes into the profile (drain_under_load_bytes_per_ns)\n"
@@ -151,14 +154,15 @@ int xs_cmd_calibrate(int argc, char **argv)
         {"gpus", required_argument, 0, 'g'}, {"virtual-peers", required_argument, 0, 'V'},
         {"dest", required_argument, 0, 'D'}, {"max-skew", required_argument, 0, 'S'},
         {"load-probe", no_argument, 0, 'L'}, {"peer-dests", required_argument, 0, 'E'},
-        {0, 0, 0, 0}};
+        {"sms", required_argument, 0, 'M'}, {0, 0, 0, 0}};
     xs_replay_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.target = XS_TARGET_HOST;
     ro.window_bytes = 256u << 20;
     ro.timeout_s = 30;
     ro.max_skew_ns = XS_REPLAY_MAX_SKEW_NS;
-    const char *out = NULL, *samples_out = NULL, *out_pub = NULL;
+    const char *out = NULL, *samples_out = NULL, *out_pub = NULL, *sms_spec = NULL;
+    static int smlist[1024];
     int quick = 0, c, gpus = 1, load_probe = 0, device_set = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:o:d:g:h", lo, NULL)) != -1) {
@@ -223,6 +227,13 @@ int xs_cmd_calibrate(int argc, char **argv)
             if (xs_dest_state_parse(optarg, &ro.dest) != XS_OK)
                 return xs_cli_failf("--dest: %s", xs_errmsg());
             break;
+        case 'M': {
+            int spread;
+            if (xs_replay_sms_parse(optarg, smlist, 1024, &spread) < 0)
+                return xs_cli_fail();
+            sms_spec = optarg;
+            break;
+        }
         case 'h': usage(); return 0;
         default: return 1;
         }
@@ -236,6 +247,8 @@ int xs_cmd_calibrate(int argc, char **argv)
     if (gpus > 1 && device_set)
         return xs_cli_failf("calibrate: --gpus %d cannot be combined with --device (rank r runs on "
                             "GPU r)", gpus);
+    if (sms_spec && gpus > 1)
+        return xs_cli_failf("calibrate: --sms with --gpus %d: one rank only", gpus);
     if (gpus > 1)
         setenv("XS_LAUNCH_TIMEOUT", "900", 0); /* calibrate's bound, as before; the user's wins */
     {
@@ -258,6 +271,15 @@ int xs_cmd_calibrate(int argc, char **argv)
     xs_replayer *rp;
     if (xs_replayer_open(&ro, &rp) != XS_OK)
         return xs_cli_fail();
+    if (sms_spec) {
+        int spread, n = xs_replay_sms_parse(sms_spec, smlist, 1024, &spread);
+        if (spread)
+            n = xs_replay_spread_sms(rp, smlist, 1024);
+        if (n < 0 || xs_replayer_set_sms(rp, smlist, n) != XS_OK) {
+            xs_replayer_close(rp);
+            return xs_cli_fail();
+        }
+    }
     const xs_gpu_info *gpu = xs_replayer_gpu(rp);
     const int sms = gpu->sm_count;
     xs_gpu_report_header(stdout, gpu, argc + 1, argv - 1);

@@ -122,7 +122,7 @@ static int parse_common(int c, run_args *a)
     {"gpus", required_argument, 0, 'g'},                                                      \
     {"profile", required_argument, 0, XS_OPT_PROFILE}, {"set", required_argument, 0, XS_OPT_SET}, \
     {"sync", no_argument, 0, XS_OPT_SYNC}, {"dest", required_argument, 0, OPT_DEST},          \
-    {"max-skew", required_argument, 0, OPT_MAXSKEW},                                          \
+    {"max-skew", required_argument, 0, OPT_MAXSKEW}, {"sms", required_argument, 0, OPT_SMS},   \
     {"help", no_argument, 0, 'h'}
 
 #define COMMON_HELP                                                                           \
@@ -137,6 +137,9 @@ static int parse_common(int c, run_args *a)
     "                        CPU caches (default), flushed out, or rewritten by the CPU\n"      \
     "  --max-skew NS         rerun (up to 8 attempts) a run whose producers left the common\n"   \
     "                        start more than NS apart (default 128; 0 keeps every run)\n"     \
+    "  --sms spread|LIST     producer p on the p-th SM of the even SMs then the odd ones\n"   \
+    "                        (spread: over every GPC and both halves of the chip) or of LIST\n" \
+    "                        (numbers, ranges a-b); default: where the scheduler puts CTA p\n" \
     "  --profile FILE, --set NAME=VALUE   the profile for the prediction shown alongside\n"
 
 static void defaults(run_args *a)
@@ -170,39 +173,31 @@ static int maybe_launch(run_args *a)
     return -1;
 }
 
-/* --sms LIST: SM numbers and ranges (a-b), comma-separated, in producer order. Returns the count,
- * or -1 with the error set. */
-static int parse_sms(const char *s, int *out, int cap)
+/* --sms: checked before the GPU is touched, applied once the replayer is open. */
+static int check_sms(const run_args *a)
 {
-    int n = 0;
-    const char *q = s;
-    while (*q) {
-        char *e;
-        long a = strtol(q, &e, 10), b;
-        if (e == q || a < 0 || a > 100000)
-            return xs_seterr(XS_EINVAL, "--sms '%s': expected SM numbers or ranges a-b, "
-                             "comma-separated", s), -1;
-        b = a;
-        if (*e == '-') {
-            q = e + 1;
-            b = strtol(q, &e, 10);
-            if (e == q || b < a || b > 100000)
-                return xs_seterr(XS_EINVAL, "--sms '%s': bad range at '%s'", s, q), -1;
-        }
-        for (long v = a; v <= b; v++) {
-            if (n == cap)
-                return xs_seterr(XS_ERANGE, "--sms '%s': more than %d SMs", s, cap), -1;
-            out[n++] = (int)v;
-        }
-        if (*e == ',' && e[1])
-            e++;
-        else if (*e)
-            return xs_seterr(XS_EINVAL, "--sms '%s': unexpected '%c'", s, *e), -1;
-        q = e;
-    }
-    if (n == 0)
-        return xs_seterr(XS_EINVAL, "--sms: empty list"), -1;
-    return n;
+    static int list[1024];
+    int spread;
+    if (!a->sms)
+        return 0;
+    if (a->gpus > 1)
+        return xs_cli_failf("--sms with --gpus %d: one rank only", a->gpus);
+    if (xs_replay_sms_parse(a->sms, list, 1024, &spread) < 0)
+        return xs_cli_fail();
+    return 0;
+}
+
+static xs_status apply_sms(xs_replayer *rp, const run_args *a)
+{
+    static int list[1024];
+    int spread, n;
+    if (!a->sms)
+        return XS_OK;
+    if ((n = xs_replay_sms_parse(a->sms, list, 1024, &spread)) < 0)
+        return XS_EINVAL;
+    if (spread)
+        n = xs_replay_spread_sms(rp, list, 1024);
+    return xs_replayer_set_sms(rp, list, n);
 }
 
 /* --placement's head: the GPC of every SM (xs_replayer_sm_groups), then the columns. */
@@ -317,7 +312,6 @@ int xs_cmd_replay(int argc, char **argv)
                                        {"csv", no_argument, 0, XS_OPT_CSV},
                                        {"windows", required_argument, 0, OPT_WINDOWS},
                                        {"placement", required_argument, 0, OPT_PLACEMENT},
-                                       {"sms", required_argument, 0, OPT_SMS},
                                        COMMON_OPTIONS, {0, 0, 0, 0}};
     run_args a;
     defaults(&a);
@@ -340,9 +334,7 @@ int xs_cmd_replay(int argc, char **argv)
                    "                        producer and when its last row's window ended (CSV:\n"
                    "                        run,total_ns,skew_ns,smids,ends_ns), after a line\n"
                    "                        with the GPC of every SM (thread-block clusters)\n"
-                   "  --sms LIST            producer p runs on the p-th SM of LIST (numbers and\n"
-                   "                        ranges a-b, comma-separated; default: where the\n"
-                   "                        block scheduler puts CTA p)\n" COMMON_HELP);
+                   COMMON_HELP);
             return 0;
         }
         if (parse_common(c, &a))
@@ -354,12 +346,8 @@ int xs_cmd_replay(int argc, char **argv)
         return xs_cli_failf("replay: --schedule FILE is required");
     if (a.ro.target == XS_TARGET_VIRTUAL && a.ro.virtual_peers < 1)
         return xs_cli_failf("replay: --target virtual needs --virtual-peers N");
-    static int smlist[1024];
-    int nsm = 0;
-    if (a.sms && a.gpus > 1)
-        return xs_cli_failf("replay: --sms with --gpus %d: one rank only", a.gpus);
-    if (a.sms && (nsm = parse_sms(a.sms, smlist, 1024)) < 0)
-        return xs_cli_fail();
+    if (check_sms(&a))
+        return 1;
     int lr = maybe_launch(&a);
     if (lr >= 0)
         return lr;
@@ -384,7 +372,7 @@ int xs_cmd_replay(int argc, char **argv)
         xs_schedule_free(&s);
         return xs_cli_fail();
     }
-    if ((nsm && xs_replayer_set_sms(rp, smlist, nsm) != XS_OK) || xs_replay_check(rp, &s) != XS_OK ||
+    if (apply_sms(rp, &a) != XS_OK || xs_replay_check(rp, &s) != XS_OK ||
         (place && placement_head(rp, place) != XS_OK)) {
         if (place)
             fclose(place);
@@ -651,6 +639,8 @@ int xs_cmd_validate(int argc, char **argv)
     if (a.ro.target != XS_TARGET_HOST && a.ro.target != XS_TARGET_LOCAL &&
         a.ro.target != XS_TARGET_PEER)
         return xs_cli_failf("validate: --target host, local or peer");
+    if (check_sms(&a))
+        return 1;
     int lr = maybe_launch(&a);
     if (lr >= 0)
         return lr;
@@ -659,6 +649,10 @@ int xs_cmd_validate(int argc, char **argv)
     xs_replayer *rp;
     if (xs_replayer_open(&a.ro, &rp) != XS_OK)
         return xs_cli_fail();
+    if (apply_sms(rp, &a) != XS_OK) {
+        xs_replayer_close(rp);
+        return xs_cli_fail();
+    }
     const xs_gpu_info *gpu = xs_replayer_gpu(rp);
     vcase v[40];
     memset(v, 0, sizeof v);

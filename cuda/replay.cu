@@ -103,8 +103,8 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
         unsigned int sm;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
         p = sm_map[sm];
-        if (p < 0)
-            return;
+        if (p < 0 || p >= grid)
+            return; /* no producer here, or one the schedule does not use */
         if (threadIdx.x == 0)
             s_dup = atomicCAS(&anchors[p].smid, 0ull, ~0ull) != 0ull;
         __syncthreads();
@@ -1136,6 +1136,53 @@ static void probe_stats(const xs_probe_res *r, int n, size_t f, double *med, dou
     *med = xs_median(v, m); /* each NaN when m == 0 */
     *lo = xs_min(v, m);
     *hi = xs_max(v, m);
+}
+
+int xs_replay_sms_parse(const char *s, int *out, int cap, int *spread)
+{
+    int n = 0;
+    *spread = 0;
+    if (!strcmp(s, "spread")) {
+        *spread = 1;
+        return 0;
+    }
+    const char *q = s;
+    while (*q) {
+        char *e;
+        long a = strtol(q, &e, 10), b;
+        if (e == q || a < 0 || a > 100000)
+            return xs_seterr(XS_EINVAL, "--sms '%s': expected spread, or SM numbers and "
+                             "ranges a-b, comma-separated", s), -1;
+        b = a;
+        if (*e == '-') {
+            q = e + 1;
+            b = strtol(q, &e, 10);
+            if (e == q || b < a || b > 100000)
+                return xs_seterr(XS_EINVAL, "--sms '%s': bad range at '%s'", s, q), -1;
+        }
+        for (long v = a; v <= b; v++) {
+            if (n == cap)
+                return xs_seterr(XS_ERANGE, "--sms '%s': more than %d SMs", s, cap), -1;
+            out[n++] = (int)v;
+        }
+        if (*e == ',' && e[1])
+            e++;
+        else if (*e)
+            return xs_seterr(XS_EINVAL, "--sms '%s': unexpected '%c'", s, *e), -1;
+        q = e;
+    }
+    if (n == 0)
+        return xs_seterr(XS_EINVAL, "--sms: empty list"), -1;
+    return n;
+}
+
+int xs_replay_spread_sms(const xs_replayer *rp, int *out, int cap)
+{
+    int n = 0;
+    for (int odd = 0; odd < 2; odd++)
+        for (int s = odd; s < rp->gpu.sm_count && n < cap; s += 2)
+            out[n++] = s;
+    return n;
 }
 
 xs_status xs_replayer_set_sms(xs_replayer *rp, const int *sms, int n)
