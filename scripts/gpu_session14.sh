@@ -39,9 +39,14 @@
 # PART=check (call 8): tests/gpu/faults.sh (with bad_sm and chosen_sms), then compute-sanitizer
 #   memcheck and racecheck on replay --sms --placement (the cluster launches of the GPC map, the
 #   kernel with chosen SMs).
-# Writes $OUT/session14.log (everything) and the CSVs; with PART=weights|sms|sms2|sms3 all of it in
-# s14.tar.gz.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights|window|sms|sms2|sms3|check]
+# PART=spread (call 10): the block scheduler puts small grids on SMs 124-131 first and then one
+#   SM per TPC, so 24 producers sit 16 in one half of the chip and 8 in the other, and the knee
+#   follows the CTA order in GPC 0. --sms spread puts producer p on the p-th of the even SMs then
+#   the odd ones. The knee bursts with both placements side by side (16 runs, both states), then
+#   calibrate + validate in each state with each placement, on one machine.
+# Writes $OUT/session14.log (everything) and the CSVs; with PART=weights|sms|sms2|sms3|spread all of
+# it in s14.tar.gz.
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights|window|sms|sms2|sms3|check|spread]
 #        scripts/gpu_session14.sh
 set -u
 OUT=${OUT:-./out-s14}
@@ -131,6 +136,32 @@ sms | sms2 | sms3)
         done
     done
     ;;
+spread)
+    for d in flush keep; do
+        for kb in 24,65584 24,100896 16,131072 96,37360 96,57472; do
+            printf 'producers,bytes_per_producer,gap_ns\n%s,0\n' "$kb" >"$SCHED"
+            for o in spread sched; do
+                S=()
+                [ "$o" = spread ] && S=(--sms spread)
+                step "place $o $d K${kb%,*} B${kb#*,}" 60 "$X" replay --schedule "$SCHED" -n 16 \
+                    --dest "$d" "${S[@]}" "${PROFILE_ARGS[@]}" \
+                    --placement "$OUT/place_${d}_${o}_${kb%,*}_${kb#*,}.csv"
+            done
+        done
+    done
+    for d in flush keep; do
+        for o in spread sched; do
+            S=()
+            [ "$o" = spread ] && S=(--sms spread)
+            step "calibrate --dest $d ($o)" 120 "$X" calibrate --target host --dest "$d" "${S[@]}" \
+                --out "$OUT/profile_${d}_$o.json" --samples "$OUT/samples_${d}_$o.csv"
+            [ -s "$OUT/profile_${d}_$o.json" ] &&
+                step "validate --dest $d ($o), its own calibration" 150 "$X" validate --dest "$d" \
+                    "${S[@]}" --profile "$OUT/profile_${d}_$o.json" \
+                    --rows "$OUT/validate_${d}_${o}_rows.csv" --csv "$OUT/validate_${d}_$o.csv"
+        done
+    done
+    ;;
 check)
     step faults 400 env OUT="$OUT/faults" bash tests/gpu/faults.sh
     tail -n 30 "$OUT/faults/faults.log" >>"$LOG"
@@ -146,7 +177,7 @@ check)
     ;;
 esac
 rm -f "$SCHED"
-case ${PART:-gpc} in weights | sms | sms2 | sms3)
+case ${PART:-gpc} in weights | sms | sms2 | sms3 | spread)
     (cd "$OUT" && tar czf s14.tar.gz --remove-files ./*.csv ./*.json 2>/dev/null) ;;
 esac
 echo
