@@ -44,9 +44,13 @@
 #   follows the CTA order in GPC 0. --sms spread puts producer p on the p-th of the even SMs then
 #   the odd ones. The knee bursts with both placements side by side (16 runs, both states), then
 #   calibrate + validate in each state with each placement, on one machine.
+# PART=table (call 11): where the block scheduler puts the CTAs of every grid size 1-132 (the
+#   input a placement-aware model needs): for each G, 4 launches of G producers x 4 KiB with
+#   --placement, into placement_table.csv (G, run, SM of CTA 0..G-1).
 # Writes $OUT/session14.log (everything) and the CSVs; with PART=weights|sms|sms2|sms3|spread all of
 # it in s14.tar.gz.
-# Usage: OUT=dir [PROFILE=file] [COMMIT=sha] [PART=gpc|weights|window|sms|sms2|sms3|check|spread]
+# Usage: OUT=dir [PROFILE=file] [COMMIT=sha]
+#        [PART=gpc|weights|window|sms|sms2|sms3|check|spread|table] scripts/gpu_session14.sh
 #        scripts/gpu_session14.sh
 set -u
 OUT=${OUT:-./out-s14}
@@ -161,6 +165,22 @@ spread)
                     --rows "$OUT/validate_${d}_${o}_rows.csv" --csv "$OUT/validate_${d}_$o.csv"
         done
     done
+    ;;
+table)
+    T="$OUT/placement_table.csv"
+    echo "grid,run,smids" >"$T"
+    for g in $(seq 1 132); do
+        printf 'producers,bytes_per_producer,gap_ns\n%s,4096,0\n' "$g" >"$SCHED"
+        if "$X" replay --schedule "$SCHED" -n 4 --placement "$OUT/p.csv" >>"$LOG" 2>&1; then
+            grep '^[0-9]' "$OUT/p.csv" | awk -F, -v g="$g" '{print g "," $1 "," $4}' >>"$T"
+        else
+            say "FAIL placement of grid $g"
+            fails=$((fails + 1))
+        fi
+    done
+    head -n 1 "$OUT/p.csv" >"$OUT/sm_groups.txt"
+    rm -f "$OUT/p.csv"
+    say "placement table: $(($(wc -l <"$T") - 1)) launches"
     ;;
 check)
     step faults 400 env OUT="$OUT/faults" bash tests/gpu/faults.sh
