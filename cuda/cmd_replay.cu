@@ -200,17 +200,22 @@ static xs_status apply_sms(xs_replayer *rp, const run_args *a)
     return xs_replayer_set_sms(rp, list, n);
 }
 
-/* --placement's head: the GPC of every SM (xs_replayer_sm_groups), then the columns. */
+/* --placement's head: the GPC of every SM (xs_replayer_sm_groups) where clusters can show it,
+ * else why not, then the columns. */
 static xs_status placement_head(xs_replayer *rp, FILE *place)
 {
     int g[1024], ng = 0;
-    XS_TRY(xs_replayer_sm_groups(rp, g, 1024, &ng));
     const int sms = xs_replayer_gpu(rp)->sm_count;
-    fprintf(place, "# %d SM groups (SMs that shared a thread-block cluster); group of SM 0..%d:",
-            ng, sms - 1);
-    for (int i = 0; i < sms; i++)
-        fprintf(place, " %d", g[i]);
-    fputs("\nrun,total_ns,skew_ns,smids,ends_ns\n", place);
+    if (xs_replayer_sm_groups(rp, g, 1024, &ng) != XS_OK) {
+        fprintf(place, "# SM groups unavailable: %s\n", xs_errmsg());
+    } else {
+        fprintf(place, "# %d SM groups (SMs that shared a thread-block cluster); group of SM "
+                "0..%d:", ng, sms - 1);
+        for (int i = 0; i < sms; i++)
+            fprintf(place, " %d", g[i]);
+        fputc('\n', place);
+    }
+    fputs("run,total_ns,skew_ns,smids,ends_ns\n", place);
     return XS_OK;
 }
 
