@@ -36,7 +36,7 @@
 #   suspected half (GPCs 1, 2, 3, 7 / 0, 4, 5, 6) or two GPCs of each; 1.5, 2 and 4 MiB.
 # PART=sms3 (call 7): capacity against where the producers are: 2-16 SMs of GPC 1; 1, 2 or 4 SMs
 #   of each GPC of half A (1, 2, 3, 7); 1, 2, 4 or 8 SMs of every GPC; 1, 1.5, 2, 3, 4 MiB each.
-# PART=check (call 8): tests/gpu/faults.sh (with bad_sm and chosen_sms), then compute-sanitizer
+# PART=check (calls 8 and 9): tests/gpu/faults.sh (with bad_sm and chosen_sms), then compute-sanitizer
 #   memcheck and racecheck on replay --sms --placement (the cluster launches of the GPC map, the
 #   kernel with chosen SMs).
 # PART=spread (call 10): the block scheduler puts small grids on SMs 124-131 first and then one
@@ -51,7 +51,6 @@
 # it in s14.tar.gz.
 # Usage: OUT=dir [PROFILE=file] [COMMIT=sha]
 #        [PART=gpc|weights|window|sms|sms2|sms3|check|spread|table] scripts/gpu_session14.sh
-#        scripts/gpu_session14.sh
 set -u
 OUT=${OUT:-./out-s14}
 X=${BUILD:-build}/xstage
