@@ -271,14 +271,9 @@ int xs_cmd_calibrate(int argc, char **argv)
     xs_replayer *rp;
     if (xs_replayer_open(&ro, &rp) != XS_OK)
         return xs_cli_fail();
-    if (sms_spec) {
-        int spread, n = xs_replay_sms_parse(sms_spec, smlist, 1024, &spread);
-        if (spread)
-            n = xs_replay_spread_sms(rp, smlist, 1024);
-        if (n < 0 || xs_replayer_set_sms(rp, smlist, n) != XS_OK) {
-            xs_replayer_close(rp);
-            return xs_cli_fail();
-        }
+    if (sms_spec && xs_replayer_use_sms(rp, sms_spec) != XS_OK) {
+        xs_replayer_close(rp);
+        return xs_cli_fail();
     }
     const xs_gpu_info *gpu = xs_replayer_gpu(rp);
     const int sms = gpu->sm_count;

@@ -189,15 +189,7 @@ static int check_sms(const run_args *a)
 
 static xs_status apply_sms(xs_replayer *rp, const run_args *a)
 {
-    static int list[1024];
-    int spread, n;
-    if (!a->sms)
-        return XS_OK;
-    if ((n = xs_replay_sms_parse(a->sms, list, 1024, &spread)) < 0)
-        return XS_EINVAL;
-    if (spread)
-        n = xs_replay_spread_sms(rp, list, 1024);
-    return xs_replayer_set_sms(rp, list, n);
+    return a->sms ? xs_replayer_use_sms(rp, a->sms) : XS_OK;
 }
 
 /* --placement's head: the GPC of every SM (xs_replayer_sm_groups) where clusters can show it,

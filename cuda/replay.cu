@@ -1176,15 +1176,6 @@ int xs_replay_sms_parse(const char *s, int *out, int cap, int *spread)
     return n;
 }
 
-int xs_replay_spread_sms(const xs_replayer *rp, int *out, int cap)
-{
-    int n = 0;
-    for (int odd = 0; odd < 2; odd++)
-        for (int s = odd; s < rp->gpu.sm_count && n < cap; s += 2)
-            out[n++] = s;
-    return n;
-}
-
 xs_status xs_replayer_set_sms(xs_replayer *rp, const int *sms, int n)
 {
     const int nsm = rp->gpu.sm_count;
@@ -1230,6 +1221,18 @@ xs_status xs_replayer_set_sms(xs_replayer *rp, const int *sms, int n)
     rp->sms = keep;
     rp->nsms = n;
     return XS_OK;
+}
+
+xs_status xs_replayer_use_sms(xs_replayer *rp, const char *spec)
+{
+    static int list[1024];
+    int spread, n = xs_replay_sms_parse(spec, list, 1024, &spread);
+    if (n < 0)
+        return XS_EINVAL;
+    for (int odd = 0; spread && odd < 2; odd++)
+        for (int s = odd; s < rp->gpu.sm_count && n < 1024; s += 2)
+            list[n++] = s;
+    return xs_replayer_set_sms(rp, list, n);
 }
 
 int xs_replayer_last_smids(const xs_replayer *rp, int *out, int n)

@@ -65,15 +65,15 @@ int xs_replayer_last_smids(const xs_replayer *rp, int *out, int n);
  * p is CTA p again, wherever the block scheduler puts it. A run whose producer did not run on
  * its SM (another kernel holding SMs) fails. */
 xs_status xs_replayer_set_sms(xs_replayer *rp, const int *sms, int n);
-/* --sms: "spread" (*spread = 1, count 0: the list comes from xs_replay_spread_sms once the GPU is
- * open) or SM numbers and ranges a-b, comma-separated, in producer order. Returns the count, or
- * -1 with the error set. */
+/* --sms: "spread" (*spread = 1, count 0: the list needs the GPU's SM count) or SM numbers and
+ * ranges a-b, comma-separated, in producer order. Returns the count, or -1 with the error set.
+ * The commands call it to refuse a bad list before they touch the GPU. */
 int xs_replay_sms_parse(const char *s, int *out, int cap, int *spread);
-/* Every SM once, spread over the chip: the even SMs ascending, then the odd ones. On Hopper TPC t
- * holds SMs 2t and 2t + 1, and consecutive TPCs sit in different GPCs, so the first K producers
- * take one SM each of K TPCs, round-robin over the GPCs and both halves of the chip (run 14,
- * docs/MODEL.md). Returns the count written (the SM count, at most cap). */
-int xs_replay_spread_sms(const xs_replayer *rp, int *out, int cap);
+/* xs_replayer_set_sms from an --sms argument. "spread": every SM once, the even SMs ascending,
+ * then the odd ones. On Hopper TPC t holds SMs 2t and 2t + 1, and consecutive TPCs sit in
+ * different GPCs, so the first K producers take one SM each of K TPCs, round-robin over the GPCs
+ * and both halves of the chip (run 14, docs/MODEL.md). */
+xs_status xs_replayer_use_sms(xs_replayer *rp, const char *spec);
 /* The GPC of every SM as far as thread-block clusters show it (SMs that ran CTAs of one cluster
  * share a GPC): group[sm] in 0..*ngroups-1, numbered by their lowest SM; n >= the SM count. */
 xs_status xs_replayer_sm_groups(xs_replayer *rp, int *group, int n, int *ngroups);
