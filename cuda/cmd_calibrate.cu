@@ -125,6 +125,10 @@ static void usage(void)
            "  --out-published FILE  also write the fit restricted to the published model (no\n"
            "                        producer queue, no reserve): the embedded default's form\n"
            "  --quick               fewer repetitions and sizes (< 15 s)\n"
+           "  --volumes LIST        the capacity sweep's burst volumes (all K producers\n"
+           "                        together; K/M suffixes, 64K..64M, at most 16), default\n"
+           "                        512K, 1M to 4M in quarter octaves, 5.66M, 8M, 16M;\n"
+           "                        with --quick 1M,4M,16M\n"
            "  -d, --device N        CUDA device (default 0)\n"
            "  --window SIZE         destination window, default 256M\n"
            "  --timeout S           bound on one run, seconds (default 30)\n"
@@ -154,7 +158,8 @@ int xs_cmd_calibrate(int argc, char **argv)
         {"gpus", required_argument, 0, 'g'}, {"virtual-peers", required_argument, 0, 'V'},
         {"dest", required_argument, 0, 'D'}, {"max-skew", required_argument, 0, 'S'},
         {"load-probe", no_argument, 0, 'L'}, {"peer-dests", required_argument, 0, 'E'},
-        {"sms", required_argument, 0, 'M'}, {0, 0, 0, 0}};
+        {"sms", required_argument, 0, 'M'}, {"volumes", required_argument, 0, 'U'},
+        {0, 0, 0, 0}};
     xs_replay_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.target = XS_TARGET_HOST;
@@ -164,6 +169,7 @@ int xs_cmd_calibrate(int argc, char **argv)
     const char *out = NULL, *samples_out = NULL, *out_pub = NULL, *sms_spec = NULL;
     static int smlist[1024];
     int quick = 0, c, gpus = 1, load_probe = 0, device_set = 0;
+    int vols[16], nvols = 0; /* the capacity sweep's volumes, bytes; 0: the default */
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:o:d:g:h", lo, NULL)) != -1) {
         switch (c) {
@@ -234,6 +240,11 @@ int xs_cmd_calibrate(int argc, char **argv)
             sms_spec = optarg;
             break;
         }
+        case 'U':
+            if (xs_parse_list("--volumes", optarg, 1, 65536, 64L << 20, vols, 16, &nvols) !=
+                XS_OK)
+                return xs_cli_fail();
+            break;
         case 'h': usage(); return 0;
         default: return 1;
         }
@@ -325,13 +336,24 @@ int xs_cmd_calibrate(int argc, char **argv)
      * stage step, whose samples do not exist yet (so its error is expected and ignored) */
     if (st == XS_OK)
         (void)xs_fit_profile(&smp, &p, &fr);
-    /* (c) capacity: isolated bursts, volume sweeps per K */
+    /* (c) capacity: isolated bursts, volume sweeps per K. The default is dense where the
+     * bursts of every K start to stall (1-4 MiB on the H200 host path): there the time of a
+     * burst turns on Q(K) (a burst at 1.3 Q stalls for 0.3 Q / R, so 5 % of Q is 17 % of its
+     * time), and the fit sees the knee of each K at 9 volumes instead of 3 */
+    static const double dense[] = {0.5, 1, 1.1892, 1.4142, 1.6818, 2, 2.3784, 2.8284, 3.3636,
+                                   4, 5.6569, 8, 16};
+    static const double brief[] = {1, 4, 16};
+    if (nvols == 0) {
+        const double *d = quick ? brief : dense;
+        nvols = quick ? 3 : (int)(sizeof dense / sizeof dense[0]);
+        for (int j = 0; j < nvols; j++)
+            vols[j] = (int)(d[j] * 1048576);
+    }
     static const int ks[] = {1, 2, 4, 8, 16, 32, 64, 0};
-    static const double vols[] = {0.5, 1, 2, 4, 8, 16};
     for (int i = 0; i < 8 && st == XS_OK; i++) {
         int k = ks[i] ? ks[i] : sms;
-        for (int j = quick ? 1 : 0; j < 6 && st == XS_OK; j += quick ? 2 : 1) {
-            int64_t b = ((int64_t)(vols[j] * 1048576) / k) / 16 * 16;
+        for (int j = 0; j < nvols && st == XS_OK; j++) {
+            int64_t b = ((int64_t)vols[j] / k) / 16 * 16;
             if (b < 16)
                 continue;
             st = train(&cx, "capacity", k, b, 0, 1, reps, 0);
