@@ -11,8 +11,10 @@
 # (--volumes 512K,1M,2M,4M,8M,16M) and with the new default; validate with each profile (--rows),
 # and the new one's validate once more (the same schedules: how far two measurements of the
 # suite differ). The profiles predict each other's rows offline (scripts/validate_offline.py).
+# PART=confirm: calibrate (the dense default) and validate -n 16 twice in flush, once in keep;
+# calibrate --quick (flush) for its time.
 # Writes $OUT/session15.log and s15.tar.gz (profiles, samples, validate tables and rows).
-# Usage: OUT=dir [COMMIT=sha] [PART=dense] scripts/gpu_session15.sh
+# Usage: OUT=dir [COMMIT=sha] [PART=dense|confirm] scripts/gpu_session15.sh
 set -u
 OUT=${OUT:-./out-s15}
 X=${BUILD:-build}/xstage
@@ -39,6 +41,23 @@ dense)
                     --csv "$OUT/validate_${d}_$v.csv"
         done
     done
+    ;;
+confirm)
+    # call 2: the dense default once more, validate with 16 repetitions (the median of 4 put the
+    # bistable 0.9·Q(K) K96 row in either mode in call 1), twice in flush; keep once; --quick
+    for d in flush keep; do
+        step "calibrate --dest $d" 120 "$X" calibrate --target host --dest "$d" \
+            --out "$OUT/profile_${d}.json" --samples "$OUT/samples_${d}.csv"
+        for v in 1 2; do
+            [ "$d" = keep ] && [ "$v" = 2 ] && continue
+            [ -s "$OUT/profile_${d}.json" ] &&
+                step "validate -n 16 --dest $d ($v)" 200 "$X" validate -n 16 --dest "$d" \
+                    --profile "$OUT/profile_${d}.json" --rows "$OUT/validate_${d}_${v}_rows.csv" \
+                    --csv "$OUT/validate_${d}_$v.csv"
+        done
+    done
+    step "calibrate --quick --dest flush" 60 "$X" calibrate --quick --target host --dest flush \
+        --out "$OUT/profile_quick.json"
     ;;
 *)
     say "unknown PART=${PART}"
