@@ -134,6 +134,8 @@ static void usage(void)
            "  --timeout S           bound on one run, seconds (default 30)\n"
            "  --dest keep|flush|dirty  host windows after each run's verification: lines left\n"
            "                        in the CPU caches (default), flushed out, or rewritten\n"
+           "  --fixed-offsets       every run stores at the window's start; default: each run\n"
+           "                        starts where the last one's footprint ended, round the window\n"
            "  --max-skew NS         rerun a run whose producers left the common start more\n"
            "                        than NS apart (up to 8 attempts; default 128, 0 keeps all)\n"
            "  --sms spread|LIST     producer p on the p-th SM of the even SMs then the odd ones\n"
@@ -159,6 +161,7 @@ int xs_cmd_calibrate(int argc, char **argv)
         {"dest", required_argument, 0, 'D'}, {"max-skew", required_argument, 0, 'S'},
         {"load-probe", no_argument, 0, 'L'}, {"peer-dests", required_argument, 0, 'E'},
         {"sms", required_argument, 0, 'M'}, {"volumes", required_argument, 0, 'U'},
+        {"fixed-offsets", no_argument, 0, 'F'},
         {0, 0, 0, 0}};
     xs_replay_opts ro;
     memset(&ro, 0, sizeof ro);
@@ -240,6 +243,7 @@ int xs_cmd_calibrate(int argc, char **argv)
             sms_spec = optarg;
             break;
         }
+        case 'F': ro.fixed_offsets = 1; break;
         case 'U':
             if (xs_parse_list("--volumes", optarg, 1, 65536, 64L << 20, vols, 16, &nvols) !=
                 XS_OK)
@@ -289,8 +293,9 @@ int xs_cmd_calibrate(int argc, char **argv)
     const xs_gpu_info *gpu = xs_replayer_gpu(rp);
     const int sms = gpu->sm_count;
     xs_gpu_report_header(stdout, gpu, argc + 1, argv - 1);
-    printf("# target %s, window %.0f MiB, %s\n", xs_target_name(ro.target),
-           ro.window_bytes / 1048576.0, quick ? "quick" : "full");
+    printf("# target %s, window %.0f MiB, offsets %s, %s\n", xs_target_name(ro.target),
+           ro.window_bytes / 1048576.0, ro.fixed_offsets ? "fixed" : "rotating",
+           quick ? "quick" : "full");
     if (nranks > 1)
         printf("# ranks: %d processes, rank r on GPU r; producer p of rank r stores to rank %s; "
                "one region of %.0f MiB per source in every window; every rank verifies its own "

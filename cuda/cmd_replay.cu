@@ -37,7 +37,7 @@ typedef struct {
 } run_args;
 
 enum { OPT_WINDOW = XS_OPT_FIRST_FREE, OPT_TIMEOUT, OPT_DEVICE, OPT_CSVFILE, OPT_WINDOWS,
-       OPT_ROWS, OPT_DEST, OPT_MAXSKEW, OPT_PLACEMENT, OPT_SMS };
+       OPT_ROWS, OPT_DEST, OPT_MAXSKEW, OPT_PLACEMENT, OPT_SMS, OPT_FIXED };
 
 static int parse_common(int c, run_args *a)
 {
@@ -102,6 +102,7 @@ static int parse_common(int c, run_args *a)
     case OPT_ROWS: a->rows_out = optarg; return 0;
     case OPT_PLACEMENT: a->placement_out = optarg; return 0;
     case OPT_SMS: a->sms = optarg; return 0;
+    case OPT_FIXED: a->ro.fixed_offsets = 1; return 0;
     case OPT_MAXSKEW:
         if (xs_parse_double("--max-skew", optarg, 0, 1e6, &a->ro.max_skew_ns) != XS_OK)
             return xs_cli_fail();
@@ -123,12 +124,13 @@ static int parse_common(int c, run_args *a)
     {"profile", required_argument, 0, XS_OPT_PROFILE}, {"set", required_argument, 0, XS_OPT_SET}, \
     {"sync", no_argument, 0, XS_OPT_SYNC}, {"dest", required_argument, 0, OPT_DEST},          \
     {"max-skew", required_argument, 0, OPT_MAXSKEW}, {"sms", required_argument, 0, OPT_SMS},   \
-    {"help", no_argument, 0, 'h'}
+    {"fixed-offsets", no_argument, 0, OPT_FIXED}, {"help", no_argument, 0, 'h'}
 
 #define COMMON_HELP                                                                           \
     "  -t, --target T        host (default), local, virtual, peer\n"                          \
     "  --virtual-peers N     with --target virtual: 1 local + N-1 host windows\n"              \
-    "  --window SIZE         bytes of each destination window (default: fits the work)\n"      \
+    "  --window SIZE         bytes of each destination window (default: replay 64M or twice\n" \
+    "                        the schedule's footprint if more; validate 128M)\n"                \
     "  --timeout S           bound on one run, seconds (default 30)\n"                          \
     "  -d, --device N        CUDA device (default 0)\n"                                        \
     "  -g, --gpus N          with --target peer: N ranks, one process per GPU (launcher)\n"      \
@@ -137,6 +139,8 @@ static int parse_common(int c, run_args *a)
     "                        CPU caches (default), flushed out, or rewritten by the CPU\n"      \
     "  --max-skew NS         rerun (up to 8 attempts) a run whose producers left the common\n"   \
     "                        start more than NS apart (default 128; 0 keeps every run)\n"     \
+    "  --fixed-offsets       every run stores at the window's start; default: each run\n"      \
+    "                        starts where the last one's footprint ended, round the window\n"  \
     "  --sms spread|LIST     producer p on the p-th SM of the even SMs then the odd ones\n"   \
     "                        (spread: over every GPC and both halves of the chip) or of LIST\n" \
     "                        (numbers, ranges a-b); default: where the scheduler puts CTA p\n" \
@@ -207,7 +211,7 @@ static xs_status placement_head(xs_replayer *rp, FILE *place)
             fprintf(place, " %d", g[i]);
         fputc('\n', place);
     }
-    fputs("run,total_ns,skew_ns,smids,ends_ns\n", place);
+    fputs("run,total_ns,skew_ns,smids,ends_ns,offset_bytes\n", place);
     return XS_OK;
 }
 
@@ -236,8 +240,9 @@ static xs_status replay_median(xs_replayer *rp, const xs_schedule *s, int sync, 
         if (st == XS_OK) {
             tot[i] = rs[i].rows[s->nrows - 1].end_ns;
             if (place) {
-                /* run, total, skew, the SM of every producer, then the end of every producer's
-                 * issue window in the last row (xstage replay --placement) */
+                /* run, total, skew, the SM of every producer, the end of every producer's issue
+                 * window in the last row, where the run started in the window (xstage replay
+                 * --placement) */
                 int sm[1024], k = xs_replayer_last_smids(rp, sm, 1024);
                 fprintf(place, "%d,%.1f,%.1f,", i, tot[i], last->start_skew_ns);
                 for (int p = 0; p < k; p++)
@@ -246,7 +251,7 @@ static xs_status replay_median(xs_replayer *rp, const xs_schedule *s, int sync, 
                 const int lr = s->nrows - 1, np = rs[i].nproducers;
                 for (int p = 0; p < s->rows[lr].producers && p < np; p++)
                     fprintf(place, "%s%.0f", p ? " " : "", rs[i].win_end[(size_t)lr * np + p]);
-                fputc('\n', place);
+                fprintf(place, ",%.0f\n", last->offset_bytes);
             }
             if (skews)
                 skews[i] = last->start_skew_ns;
@@ -300,7 +305,11 @@ static size_t window_for(const xs_schedule *s, const run_args *a)
     /* per destination, rounded up generously for the slot layout */
     /* per destination: its share, each producer's region padded to whole 128-byte lines */
     double per = b / n + 128.0 * xs_schedule_max_producers(s) * s->nrows + (1 << 20);
-    return (size_t)per + 4096;
+    /* room to rotate the offsets: at least two footprints, and 64 MiB, more than the host's
+     * last-level cache holds, so that a run's lines were verified (read by the CPU) many runs
+     * before, not just now */
+    double w = fmax(2 * per + 8192, (double)(64 << 20));
+    return a->ro.fixed_offsets ? (size_t)per + 4096 : (size_t)w;
 }
 
 int xs_cmd_replay(int argc, char **argv)
@@ -406,8 +415,10 @@ int xs_cmd_replay(int argc, char **argv)
     } else {
         xs_gpu_report_header(stdout, xs_replayer_gpu(rp), argc + 1, argv - 1);
         printf("# schedule %s, %d rows, %.6g bytes; target %s; %s; destination %s; median of %d "
-               "runs\n", a.schedule, s.nrows, xs_schedule_bytes(&s), xs_target_name(a.ro.target),
-               a.sync ? "synchronised" : "free-running", xs_dest_state_name(a.ro.dest), a.reps);
+               "runs; offsets %s over a %.0f MiB window\n", a.schedule, s.nrows,
+               xs_schedule_bytes(&s), xs_target_name(a.ro.target),
+               a.sync ? "synchronised" : "free-running", xs_dest_state_name(a.ro.dest), a.reps,
+               a.ro.fixed_offsets ? "fixed" : "rotating", a.ro.window_bytes / 1048576.0);
         printf("# run totals (ns, in order; producer start skew after '/'): warm-up %.0f |",
                warm_ns);
         for (int i = 0; i < a.reps; i++)
@@ -679,8 +690,9 @@ int xs_cmd_validate(int argc, char **argv)
            a.pa.file ? a.pa.file : "embedded", p.issue_bytes_per_ns, p.issue_overhead_ns,
            p.drain_bytes_per_ns, p.capacity_bytes, p.capacity_bytes_per_producer, p.chunk_bytes);
     printf("# target %s; each schedule: median of %d replays after one warm-up; destination "
-           "lines %s after each check; runs rerun for start skew over %.0f ns (0: none)\n",
-           xs_target_name(a.ro.target), a.reps, xs_dest_state_name(a.ro.dest), a.ro.max_skew_ns);
+           "lines %s after each check; offsets %s; runs rerun for start skew over %.0f ns (0: "
+           "none)\n", xs_target_name(a.ro.target), a.reps, xs_dest_state_name(a.ro.dest),
+           a.ro.fixed_offsets ? "fixed" : "rotating", a.ro.max_skew_ns);
     printf("%-26s %5s %12s %12s %9s %7s %10s %10s\n", "schedule", "rows", "meas_us", "pred_us",
            "err_tot", "spread", "row_med", "row_max");
     printf("%-26s %5s %12s %12s %9s %7s %10s %10s\n", "", "", "(us)", "(us)", "(%)", "(%)",

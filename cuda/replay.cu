@@ -65,6 +65,8 @@ struct xs_replayer {
                        * producers (xstage_peermap.h) */
     unsigned long long region16; /* units of one source's region (N > 1 peers) */
     unsigned long long nrun;     /* peer runs: run counter, the same on every rank */
+    unsigned long long rot16;    /* where the last run started in the window (xs_pm_rotate) */
+    unsigned long long rot_need16; /* and its footprint; 0 before the first run */
     size_t smem;                 /* dynamic shared memory that forces one CTA per SM */
     double ghz;                  /* SM clock from the probe (cycles per ns) */
     xs_devstatus *dstat;         /* mapped host memory */
@@ -790,7 +792,15 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
         goto out;
     }
     {
-        unsigned long long off = 0;
+        /* rotate destination offsets: this run starts where the last one's footprint ended */
+        const unsigned long long need16 = window_need16(s, &rp->pm);
+        const unsigned long long base16 =
+            rp->o.fixed_offsets ? 0 : xs_pm_rotate(rp->rot16, rp->rot_need16, need16,
+                                                   (unsigned long long)(rp->tab.bytes / 16));
+        rp->rot16 = base16;
+        rp->rot_need16 = need16;
+        stats->offset_bytes = 16.0 * (double)base16;
+        unsigned long long off = base16;
         for (int r = 0; r < s->nrows; r++) {
             const xs_row *rw = &s->rows[r];
             h[r].k = rw->producers;

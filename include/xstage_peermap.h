@@ -61,4 +61,22 @@ XS_PM_FN int xs_pm_slots(const xs_peermap *m, int k, int j)
     return j < 0 || j >= k ? 0 : (k - j + m->ndest - 1) / m->ndest;
 }
 
+/* Rotating destination offsets (DESIGN.md section 5): where a run whose footprint is need16
+ * 16-byte units starts in a region of cap16 units, given where the previous run started (prev16)
+ * and its footprint (prev_need16; 0 before the first run). A run starts where the previous one's
+ * footprint ended, rounded up to 4 KiB, so that consecutive runs store to disjoint lines and go
+ * round the whole region before they store to the same lines again; it starts at 0 when it
+ * would not fit before the region's end, and always when the region holds fewer than two
+ * footprints (no room to rotate). Every rank of a multi-rank replay computes the same sequence
+ * (the same schedules, in lockstep). */
+XS_PM_FN unsigned long long xs_pm_rotate(unsigned long long prev16, unsigned long long prev_need16,
+                                         unsigned long long need16, unsigned long long cap16)
+{
+    const unsigned long long page = 4096 / 16;
+    if (need16 == 0 || cap16 < 2 * need16 + page)
+        return 0;
+    unsigned long long next = prev_need16 ? (prev16 + prev_need16 + page - 1) / page * page : 0;
+    return next + need16 <= cap16 ? next : 0;
+}
+
 #endif

@@ -40,6 +40,11 @@ typedef struct {
                                XS_REPLAY_MAX_SKEW_NS */
     int one_dest;           /* peer target, N > 1 ranks: every producer stores to the next rank
                                (one destination) instead of the other ranks in turn (all-to-all) */
+    int fixed_offsets;      /* 1: every run stores at the start of the window; 0 (default):
+                               each run starts where the previous run's footprint ended (4 KiB
+                               aligned), wrapping at the window's end (DESIGN.md section 5:
+                               rotate destination offsets), when the window holds two
+                               footprints (xs_pm_rotate, xstage_peermap.h) */
 } xs_replay_opts;
 
 typedef struct {
@@ -49,6 +54,7 @@ typedef struct {
     double bytes;            /* bytes stored (and verified) */
     uint64_t bad16;          /* 16-byte units wrong or missing at the destination */
     int restarts;            /* runs discarded for their start skew (opts.max_skew_ns) */
+    double offset_bytes;     /* where the run started in each destination window (rotation) */
 } xs_replay_stats;
 
 /* Open windows and buffers. Fails with one line when there is no GPU, the window cannot be

@@ -13,8 +13,10 @@
 # suite differ). The profiles predict each other's rows offline (scripts/validate_offline.py).
 # PART=confirm: calibrate (the dense default) and validate -n 16 twice in flush, once in keep;
 # calibrate --quick (flush) for its time.
+# PART=rotate: rotating destination offsets against --fixed-offsets (knee bursts; calibrate and
+# validate in both states); faults.sh and memcheck on the new replay.
 # Writes $OUT/session15.log and s15.tar.gz (profiles, samples, validate tables and rows).
-# Usage: OUT=dir [COMMIT=sha] [PART=dense|confirm] scripts/gpu_session15.sh
+# Usage: OUT=dir [COMMIT=sha] [PART=dense|confirm|rotate] scripts/gpu_session15.sh
 set -u
 OUT=${OUT:-./out-s15}
 X=${BUILD:-build}/xstage
@@ -59,12 +61,47 @@ confirm)
     step "calibrate --quick --dest flush" 60 "$X" calibrate --quick --target host --dest flush \
         --out "$OUT/profile_quick.json"
     ;;
+rotate)
+    # call 4: rotating destination offsets (the new default) against --fixed-offsets: knee
+    # bursts side by side (16 runs each, --placement records each run's offset), then calibrate
+    # and validate with rotation in each state, and the same profile validated with fixed
+    # offsets; then faults.sh (rotating_offsets) and compute-sanitizer memcheck on replay
+    SCHED=$(mktemp /tmp/xs_s15_XXXXXX.csv)
+    for d in flush keep; do
+        for kb in 24,65584 24,100896 16,131072 96,57472; do
+            printf 'producers,bytes_per_producer,gap_ns\n%s,0\n' "$kb" >"$SCHED"
+            for o in rot fixed; do
+                F=()
+                [ "$o" = fixed ] && F=(--fixed-offsets)
+                step "knee $d $o K${kb%,*} B${kb#*,}" 60 "$X" replay --schedule "$SCHED" -n 16 \
+                    --dest "$d" "${F[@]}" --placement "$OUT/place_${d}_${o}_${kb%,*}_${kb#*,}.csv"
+            done
+        done
+        step "calibrate --dest $d (rotating)" 120 "$X" calibrate --target host --dest "$d" \
+            --out "$OUT/profile_${d}.json" --samples "$OUT/samples_${d}.csv"
+        if [ -s "$OUT/profile_${d}.json" ]; then
+            step "validate --dest $d (rotating)" 150 "$X" validate --dest "$d" \
+                --profile "$OUT/profile_${d}.json" --rows "$OUT/validate_${d}_rot_rows.csv" \
+                --csv "$OUT/validate_${d}_rot.csv"
+            step "validate --dest $d --fixed-offsets" 150 "$X" validate --dest "$d" \
+                --fixed-offsets --profile "$OUT/profile_${d}.json" \
+                --rows "$OUT/validate_${d}_fixed_rows.csv" --csv "$OUT/validate_${d}_fixed.csv"
+        fi
+    done
+    rm -f "$SCHED"
+    step faults 400 env OUT="$OUT/faults" bash tests/gpu/faults.sh
+    tail -n 30 "$OUT/faults/faults.log" >>"$LOG"
+    printf 'producers,bytes_per_producer,gap_ns\n4,1048576,0\n' >"$OUT/four.sched"
+    step "sanitize memcheck replay (rotating)" 120 compute-sanitizer --tool memcheck \
+        --error-exitcode 3 "$X" replay --schedule "$OUT/four.sched" -n 4
+    rm -f "$OUT/four.sched"
+    ;;
 *)
     say "unknown PART=${PART}"
     fails=1
     ;;
 esac
-(cd "$OUT" && tar czf s15.tar.gz --remove-files ./*.csv ./*.json 2>/dev/null)
+(cd "$OUT" && tar czf s15.tar.gz --remove-files ./*.csv ./*.json ./faults/faults.log 2>/dev/null)
 echo
 echo "== gpu_session15 summary"
 printf '%s\n' "${results[@]}"

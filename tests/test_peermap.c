@@ -89,6 +89,49 @@ int main(void)
         XT_CHECK(xs_pm_dest(&m, 5) == 1 && xs_pm_slot(&m, 5) == 1 && xs_pm_first(&m, 0, 0) == 0,
                  "one process: p %% N, its own window included");
     }
+    /* rotating offsets: runs of one footprint go round the region on disjoint 4 KiB-aligned
+     * places, never past its end, and come back to 0; a region of fewer than two footprints
+     * does not rotate */
+    {
+        const unsigned long long page = 256; /* 4 KiB in 16-byte units */
+        static const unsigned long long needs[] = {1, 255, 256, 257, 1000, 65536, 100000};
+        static const unsigned long long caps[] = {512, 4096, 65536, 1ull << 24};
+        for (int i = 0; i < 7; i++)
+            for (int j = 0; j < 4; j++) {
+                unsigned long long need = needs[i], cap = caps[j], prev = 0, pneed = 0;
+                int bad = 0, wraps = 0, runs = 0;
+                if (need > cap)
+                    continue; /* refused before any run (xs_replay_check) */
+                const int room = cap >= 2 * need + page;
+                for (int r = 0; r < 2000; r++) {
+                    unsigned long long b = xs_pm_rotate(prev, pneed, need, cap);
+                    if (b % page || b + need > cap || (!room && b != 0))
+                        bad++;
+                    /* consecutive runs never share a line (with room to rotate) */
+                    if (room && pneed && b != 0 && b < prev + pneed)
+                        bad++;
+                    if (room && pneed && b == 0)
+                        wraps++;
+                    prev = b;
+                    pneed = need;
+                    runs++;
+                }
+                XT_CHECK(bad == 0, "rotate: need %llu in %llu units, %d bad offsets in %d runs",
+                         need, cap, bad, runs);
+                /* it goes round: the number of places before it comes back to 0 */
+                unsigned long long step = (need + page - 1) / page * page;
+                unsigned long long places = room ? (cap - need) / step + 1 : 1;
+                XT_CHECK(!room || wraps == (int)((runs - 1) / places),
+                         "rotate: need %llu in %llu: %d wraps, expected %llu places", need, cap,
+                         wraps, places);
+            }
+        XT_CHECK(xs_pm_rotate(0, 0, 1000, 1 << 20) == 0, "the first run starts at 0");
+        XT_CHECK(xs_pm_rotate(0, 1000, 1000, 1 << 20) == 1024, "the next starts on the next page");
+        XT_CHECK(xs_pm_rotate(1024, 1000, 5000, 6000) == 0,
+                 "no room for two footprints: no rotation");
+        XT_CHECK(xs_pm_rotate(4096, 1000, 3000, 8192) == 5120, "a larger footprint fits: it goes on");
+        XT_CHECK(xs_pm_rotate(4096, 1000, 4000, 8192) == 0, "past the end: it wraps");
+    }
     /* the check itself can fail: a destination that looks one producer too far */
     XT_CHECK(check(4, 1, 0, 40, 1) > 0, "a shifted inverse is caught");
     XT_CHECK(check(3, 0, 0, 10, 1) > 0, "a shifted inverse is caught (one process)");

@@ -42,6 +42,11 @@ for c in calibrate replay validate probe "bench ep" "bench tp" "bench up"; do
         expect_ok "$c --help" "$X" $c --help
     fi
 done
+if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
+    "$X" replay --help | grep -q -- '--fixed-offsets' && ok || bad "replay --help names --fixed-offsets"
+    "$X" validate --help | grep -q -- '--fixed-offsets' && ok || bad "validate --help names --fixed-offsets"
+    "$X" calibrate --help | grep -q -- '--volumes LIST' && ok || bad "calibrate --help names --volumes"
+fi
 expect_ok "predict example" "$X" predict --schedule examples/ep_wave.csv
 expect_ok "predict csv" "$X" predict --schedule examples/mixed.csv --csv
 head -n 1 "$T/out" | grep -q '^row,producers,bytes_per_producer,gap_ns,issue_med_ns,issue_max_ns,end_ns$' && ok || bad "predict --csv header"

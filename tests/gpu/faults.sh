@@ -7,6 +7,7 @@
 #   bad_sm         replay --sms listing SM 200: one line "SM 200 does not exist"
 #   chosen_sms     replay --sms 5,7,9,11 --placement: every run's producers on those SMs, in that
 #                  order, and the GPC line names every SM (xs_replayer_sm_groups)
+#   rotating_offsets  the same runs started at 6 different 4 KiB-aligned places of the window
 #   never_signals  tests/gpu/test_signal: flags that never come time out within their bound,
 #                  with one line naming the window and the source
 #   sigint_*       calibrate (full), validate -n 100, replay -n 1000 (3 s in: it prints nothing
@@ -211,7 +212,8 @@ else
     one_error bad_sm 60 'SM 200 does not exist' \
         "$X" replay --schedule "$T/four.csv" --sms 0-3,200
     echo "=== chosen_sms: replay --sms 5,7,9,11 --placement" | tee -a "$LOG"
-    if "$X" replay --schedule "$T/four.csv" --sms 5,7,9,11 -n 6 --placement "$T/p.csv" \
+    # --max-skew 0: no reruns, so the 7 runs (warm-up included) take 7 of the window's 16 places
+    if "$X" replay --schedule "$T/four.csv" --sms 5,7,9,11 -n 6 --max-skew 0 --placement "$T/p.csv" \
         >>"$LOG" 2>&1; then
         runs=$(grep -c '^[0-9]' "$T/p.csv")
         placed=$(grep '^[0-9]' "$T/p.csv" | cut -d, -f4 | sort -u)
@@ -222,6 +224,16 @@ else
             pass "chosen_sms (6 runs on SMs 5 7 9 11; GPC line for $ngrp SMs)"
         else
             fail "chosen_sms ($runs runs, SMs '$placed', GPC line for $ngrp SMs of $((sms + 1)))"
+        fi
+        # the same runs: each started where the last one's 4 MiB ended (4 KiB aligned), in the
+        # 64 MiB default window (DESIGN.md section 5, rotate destination offsets)
+        offs=$(grep '^[0-9]' "$T/p.csv" | cut -d, -f6)
+        nd=$(printf '%s\n' $offs | sort -u | wc -l)
+        misaligned=$(printf '%s\n' $offs | awk '$1 % 4096 != 0 || $1 + 4194304 > 67108864' | wc -l)
+        if [ "$nd" -eq 6 ] && [ "$misaligned" -eq 0 ]; then
+            pass "rotating_offsets (6 runs at $(echo $offs | tr ' ' ','))"
+        else
+            fail "rotating_offsets ($nd distinct offsets of 6, $misaligned outside the window or misaligned: $(echo $offs))"
         fi
     else
         fail "chosen_sms (replay failed: $(tail -n 1 "$LOG"))"
