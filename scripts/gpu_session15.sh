@@ -15,8 +15,10 @@
 # calibrate --quick (flush) for its time.
 # PART=rotate: rotating destination offsets against --fixed-offsets (knee bursts; calibrate and
 # validate in both states); faults.sh and memcheck on the new replay.
+# PART=final: calibrate and validate (twice) as the defaults run them (keep, rotating
+# offsets, the dense sweep), then flush once.
 # Writes $OUT/session15.log and s15.tar.gz (profiles, samples, validate tables and rows).
-# Usage: OUT=dir [COMMIT=sha] [PART=dense|confirm|rotate] scripts/gpu_session15.sh
+# Usage: OUT=dir [COMMIT=sha] [PART=dense|confirm|rotate|final] scripts/gpu_session15.sh
 set -u
 OUT=${OUT:-./out-s15}
 X=${BUILD:-build}/xstage
@@ -95,6 +97,21 @@ rotate)
     step "sanitize memcheck replay (rotating)" 120 compute-sanitizer --tool memcheck \
         --error-exitcode 3 "$X" replay --schedule "$OUT/four.sched" -n 4
     rm -f "$OUT/four.sched"
+    ;;
+final)
+    # call 5: the default commands (keep, rotating offsets, dense sweep) on a fresh machine:
+    # calibrate, validate twice with its profile; then the same in flush once
+    for d in keep flush; do
+        step "calibrate --dest $d" 120 "$X" calibrate --target host --dest "$d" \
+            --out "$OUT/profile_${d}.json" --samples "$OUT/samples_${d}.csv"
+        for v in 1 2; do
+            [ "$d" = flush ] && [ "$v" = 2 ] && continue
+            [ -s "$OUT/profile_${d}.json" ] &&
+                step "validate --dest $d ($v)" 150 "$X" validate --dest "$d" \
+                    --profile "$OUT/profile_${d}.json" --rows "$OUT/validate_${d}_${v}_rows.csv" \
+                    --csv "$OUT/validate_${d}_$v.csv"
+        done
+    done
     ;;
 *)
     say "unknown PART=${PART}"
