@@ -16,7 +16,7 @@
 # PART=rotate: rotating destination offsets against --fixed-offsets (knee bursts; calibrate and
 # validate in both states); faults.sh and memcheck on the new replay.
 # PART=final: calibrate and validate (twice) as the defaults run them (keep, rotating
-# offsets, the dense sweep), then flush once.
+# offsets, the dense sweep), then flush once; calibrate --quick for its time.
 # Writes $OUT/session15.log and s15.tar.gz (profiles, samples, validate tables and rows).
 # Usage: OUT=dir [COMMIT=sha] [PART=dense|confirm|rotate|final] scripts/gpu_session15.sh
 set -u
@@ -112,6 +112,7 @@ final)
                     --csv "$OUT/validate_${d}_$v.csv"
         done
     done
+    step "calibrate --quick" 60 "$X" calibrate --quick --out "$OUT/profile_quick.json"
     ;;
 *)
     say "unknown PART=${PART}"
