@@ -302,12 +302,11 @@ static size_t window_for(const xs_schedule *s, const run_args *a)
      * source's producers are spread over the N - 1 other ranks */
     if (a->ro.target == XS_TARGET_PEER && a->gpus > 1)
         n = a->gpus - 1;
-    /* per destination, rounded up generously for the slot layout */
     /* per destination: its share, each producer's region padded to whole 128-byte lines */
     double per = b / n + 128.0 * xs_schedule_max_producers(s) * s->nrows + (1 << 20);
-    /* room to rotate the offsets: at least two footprints, and 64 MiB, more than the host's
-     * last-level cache holds, so that a run's lines were verified (read by the CPU) many runs
-     * before, not just now */
+    /* room to rotate the offsets: at least two footprints, and 64 MiB, more than a host's
+     * last-level cache usually holds, so that the lines a run stores to were last verified (read
+     * by the CPU) many runs before, not by the run just done */
     double w = fmax(2 * per + 8192, (double)(64 << 20));
     return a->ro.fixed_offsets ? (size_t)per + 4096 : (size_t)w;
 }

@@ -29,6 +29,24 @@ LOG="$OUT/session15.log"
 say "# gpu_session15.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) commit=${COMMIT:-unknown} part=${PART:-dense}"
 log_device
 
+# calibrate in each state of $1 (in order), then validate with that profile: twice in state $2,
+# once in the others; further arguments go to validate (-n 16)
+cal_val() {
+    local states=$1 twice=$2 d v
+    shift 2
+    for d in $states; do
+        step "calibrate --dest $d" 120 "$X" calibrate --target host --dest "$d" \
+            --out "$OUT/profile_${d}.json" --samples "$OUT/samples_${d}.csv"
+        for v in 1 2; do
+            [ "$d" != "$twice" ] && [ "$v" = 2 ] && continue
+            [ -s "$OUT/profile_${d}.json" ] &&
+                step "validate ${*:+$* }--dest $d ($v)" 200 "$X" validate "$@" --dest "$d" \
+                    --profile "$OUT/profile_${d}.json" --rows "$OUT/validate_${d}_${v}_rows.csv" \
+                    --csv "$OUT/validate_${d}_$v.csv"
+        done
+    done
+}
+
 case ${PART:-dense} in
 dense)
     for d in flush keep; do
@@ -49,17 +67,7 @@ dense)
 confirm)
     # call 2: the dense default once more, validate with 16 repetitions (the median of 4 put the
     # bistable 0.9·Q(K) K96 row in either mode in call 1), twice in flush; keep once; --quick
-    for d in flush keep; do
-        step "calibrate --dest $d" 120 "$X" calibrate --target host --dest "$d" \
-            --out "$OUT/profile_${d}.json" --samples "$OUT/samples_${d}.csv"
-        for v in 1 2; do
-            [ "$d" = keep ] && [ "$v" = 2 ] && continue
-            [ -s "$OUT/profile_${d}.json" ] &&
-                step "validate -n 16 --dest $d ($v)" 200 "$X" validate -n 16 --dest "$d" \
-                    --profile "$OUT/profile_${d}.json" --rows "$OUT/validate_${d}_${v}_rows.csv" \
-                    --csv "$OUT/validate_${d}_$v.csv"
-        done
-    done
+    cal_val "flush keep" flush -n 16
     step "calibrate --quick --dest flush" 60 "$X" calibrate --quick --target host --dest flush \
         --out "$OUT/profile_quick.json"
     ;;
@@ -99,19 +107,9 @@ rotate)
     rm -f "$OUT/four.sched"
     ;;
 final)
-    # call 5: the default commands (keep, rotating offsets, dense sweep) on a fresh machine:
-    # calibrate, validate twice with its profile; then the same in flush once
-    for d in keep flush; do
-        step "calibrate --dest $d" 120 "$X" calibrate --target host --dest "$d" \
-            --out "$OUT/profile_${d}.json" --samples "$OUT/samples_${d}.csv"
-        for v in 1 2; do
-            [ "$d" = flush ] && [ "$v" = 2 ] && continue
-            [ -s "$OUT/profile_${d}.json" ] &&
-                step "validate --dest $d ($v)" 150 "$X" validate --dest "$d" \
-                    --profile "$OUT/profile_${d}.json" --rows "$OUT/validate_${d}_${v}_rows.csv" \
-                    --csv "$OUT/validate_${d}_$v.csv"
-        done
-    done
+    # calls 5 and 6: the default commands (keep, rotating offsets, dense sweep) on a fresh
+    # machine: calibrate, validate twice with its profile; then the same in flush once
+    cal_val "keep flush" keep
     step "calibrate --quick" 60 "$X" calibrate --quick --out "$OUT/profile_quick.json"
     ;;
 *)
