@@ -17,8 +17,10 @@
 # validate in both states); faults.sh and memcheck on the new replay.
 # PART=final: calibrate and validate (twice) as the defaults run them (keep, rotating
 # offsets, the dense sweep), then flush once; calibrate --quick for its time.
+# PART=check: faults.sh and compute-sanitizer (memcheck on calibrate --quick and replay,
+# racecheck on replay) on the final binary.
 # Writes $OUT/session15.log and s15.tar.gz (profiles, samples, validate tables and rows).
-# Usage: OUT=dir [COMMIT=sha] [PART=dense|confirm|rotate|final] scripts/gpu_session15.sh
+# Usage: OUT=dir [COMMIT=sha] [PART=dense|confirm|rotate|final|check] scripts/gpu_session15.sh
 set -u
 OUT=${OUT:-./out-s15}
 X=${BUILD:-build}/xstage
@@ -111,6 +113,20 @@ final)
     # machine: calibrate, validate twice with its profile; then the same in flush once
     cal_val "keep flush" keep
     step "calibrate --quick" 60 "$X" calibrate --quick --out "$OUT/profile_quick.json"
+    ;;
+check)
+    # call 7: the final binary: faults.sh, and compute-sanitizer memcheck on calibrate --quick and
+    # replay (rotating offsets), racecheck on replay
+    step faults 400 env OUT="$OUT/faults" bash tests/gpu/faults.sh
+    tail -n 30 "$OUT/faults/faults.log" >>"$LOG"
+    printf 'producers,bytes_per_producer,gap_ns\n4,1048576,0\n24,65584,0\n' >"$OUT/two.sched"
+    step "sanitize memcheck calibrate --quick" 400 compute-sanitizer --tool memcheck \
+        --error-exitcode 3 "$X" calibrate --quick
+    for tool in memcheck racecheck; do
+        step "sanitize $tool replay" 120 compute-sanitizer --tool "$tool" --error-exitcode 3 \
+            "$X" replay --schedule "$OUT/two.sched" -n 4
+    done
+    rm -f "$OUT/two.sched"
     ;;
 *)
     say "unknown PART=${PART}"
