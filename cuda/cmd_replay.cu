@@ -198,7 +198,7 @@ static xs_status apply_sms(xs_replayer *rp, const run_args *a)
 
 /* --placement's head: the GPC of every SM (xs_replayer_sm_groups) where clusters can show it,
  * else why not, then the columns. */
-static xs_status placement_head(xs_replayer *rp, FILE *place)
+static void placement_head(xs_replayer *rp, FILE *place)
 {
     int g[1024], ng = 0;
     const int sms = xs_replayer_gpu(rp)->sm_count;
@@ -212,7 +212,6 @@ static xs_status placement_head(xs_replayer *rp, FILE *place)
         fputc('\n', place);
     }
     fputs("run,total_ns,skew_ns,smids,ends_ns,offset_bytes\n", place);
-    return XS_OK;
 }
 
 /* Replay a schedule `reps` times; out gets, per row, the median over repetitions of each
@@ -337,8 +336,9 @@ int xs_cmd_replay(int argc, char **argv)
                    "                        predicted side by side)\n"
                    "  --placement FILE      every repetition's total, the SM (%%smid) of each\n"
                    "                        producer and when its last row's window ended (CSV:\n"
-                   "                        run,total_ns,skew_ns,smids,ends_ns), after a line\n"
-                   "                        with the GPC of every SM (thread-block clusters)\n"
+                   "                        run,total_ns,skew_ns,smids,ends_ns,offset_bytes),\n"
+                   "                        after a line with the GPC of every SM (thread-block\n"
+                   "                        clusters)\n"
                    COMMON_HELP);
             return 0;
         }
@@ -377,14 +377,15 @@ int xs_cmd_replay(int argc, char **argv)
         xs_schedule_free(&s);
         return xs_cli_fail();
     }
-    if (apply_sms(rp, &a) != XS_OK || xs_replay_check(rp, &s) != XS_OK ||
-        (place && placement_head(rp, place) != XS_OK)) {
+    if (apply_sms(rp, &a) != XS_OK || xs_replay_check(rp, &s) != XS_OK) {
         if (place)
             fclose(place);
         xs_replayer_close(rp);
         xs_schedule_free(&s);
         return xs_cli_fail();
     }
+    if (place)
+        placement_head(rp, place);
     uint32_t seed = 0xa11ceu ^ (uint32_t)time(NULL);
     xs_result m;
     double spread = 0;

@@ -549,11 +549,11 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
      * still simulated as written. */
     static const double buffers[] = {0, 4096, 8192, 12288, 16384, 24576, 32768};
     const int nbuf = sizeof buffers / sizeof buffers[0];
+    q.reserve_bytes_per_producer = 0;
+    q.reserve_release = 0;
+    q.reserve_shared_fraction = 0;
     for (int it = 0; it < (published ? 1 : nbuf); it++) {
         double lbest = INFINITY;
-        q.reserve_release = 0;
-        q.reserve_shared_fraction = 0;
-        q.reserve_bytes_per_producer = 0;
         q.buffer_bytes_per_producer = buffers[it];
         q.chunk_bytes = 4096;
         if (q.queue_bytes_per_producer > 0 && q.chunk_bytes > q.queue_bytes_per_producer)
@@ -609,9 +609,9 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
      * calibrate reports; the search also scored the issue runs) */
     rep->chunk_err = exp(model_error(&q, runs, nruns, 0)) - 1;
     p->arbitration_skew = q.arbitration_skew;
-    p->reserve_bytes_per_producer = q.reserve_bytes_per_producer;
-    p->reserve_release = q.reserve_bytes_per_producer > 0 ? q.reserve_release : 0;
-    p->reserve_shared_fraction = q.reserve_bytes_per_producer > 0 ? q.reserve_shared_fraction : 0;
+    p->reserve_bytes_per_producer = 0; /* not searched (above) */
+    p->reserve_release = 0;
+    p->reserve_shared_fraction = 0;
     p->buffer_bytes_per_producer = q.buffer_bytes_per_producer;
     double bq = q.capacity_bytes, bc = q.chunk_bytes;
     p->capacity_bytes = bq;
