@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# gpu_session16.sh - run 16 (bench/results/h200-2026-11-30-r16): how repeatable validate's
+# figures are with the median of 16 repetitions, validate's new default (issue 3; docs/MODEL.md
+# "Run 16").
+# Run 15 measured the same suite twice in one call seven times: the schedule totals agreed to
+# 0.5-1.1 %, but the worst schedule differed by 16-1040 %, always a knee burst (96 producers at
+# 0.9·Q(K), 24 at 1.3·Q(K)) whose single runs stall or not at random; the median of 4 fell on
+# either side. call 2's two validates with -n 16 agreed (84.3 and 77.8 %, the same mode).
+# PART=reps, on one machine:
+#   keep (the default state): calibrate; validate three times (16 repetitions, the new default)
+#   and twice with -n 4 (the old default), the same profile; then the knee bursts of that suite
+#   (0.9·Q(K) K96, 1.3·Q(K) K24 and K96, sized from validate's rows) replayed 32 times each with
+#   --placement, for how often a single run stalls;
+#   flush: calibrate; validate twice (16); then calibrate --quick (keep) for its time.
+# PART=check: faults.sh and compute-sanitizer (memcheck on calibrate --quick and replay,
+# racecheck on replay).
+# Writes $OUT/session16.log and s16.tar.gz (profiles, samples, validate tables and rows,
+# placements).
+# Usage: OUT=dir [COMMIT=sha] [PART=reps|check] scripts/gpu_session16.sh
+set -u
+OUT=${OUT:-./out-s16}
+X=${BUILD:-build}/xstage
+mkdir -p "$OUT"
+LOG="$OUT/session16.log"
+: >"$LOG"
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
+say "# gpu_session16.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) commit=${COMMIT:-unknown} part=${PART:-reps}"
+log_device
+
+# validate state $1 with its profile, run name $2, further arguments to validate
+val() {
+    local d=$1 v=$2
+    shift 2
+    [ -s "$OUT/profile_${d}.json" ] &&
+        step "validate ${*:+$* }--dest $d ($v)" 200 "$X" validate "$@" --dest "$d" \
+            --profile "$OUT/profile_${d}.json" --rows "$OUT/validate_${d}_${v}_rows.csv" \
+            --csv "$OUT/validate_${d}_$v.csv"
+}
+
+# the bytes per producer of validate's schedule $2 in rows file $1
+knee_bytes() {
+    [ -s "$1" ] && awk -F, -v s="$2" '$1 == s { print $5; exit }' "$1"
+}
+
+case ${PART:-reps} in
+reps)
+    step "calibrate --dest keep" 120 "$X" calibrate --target host --dest keep \
+        --out "$OUT/profile_keep.json" --samples "$OUT/samples_keep.csv"
+    for v in n16a n16b n16c; do val keep "$v"; done
+    for v in n4a n4b; do val keep "$v" -n 4; done
+    SCHED=$(mktemp /tmp/xs_s16_XXXXXX.csv)
+    for kn in "0.9xQ(K) K96" "1.3xQ(K) K24" "1.3xQ(K) K96"; do
+        k=${kn##*K}
+        b=$(knee_bytes "$OUT/validate_keep_n16a_rows.csv" "isolated $kn")
+        [ -n "$b" ] || continue
+        printf 'producers,bytes_per_producer,gap_ns\n%s,%s,0\n' "$k" "$b" >"$SCHED"
+        step "knee keep ${kn} ($k x $b B), 32 runs" 60 "$X" replay --schedule "$SCHED" -n 32 \
+            --dest keep --placement "$OUT/place_keep_${kn%%x*}_${k}_${b}.csv"
+    done
+    rm -f "$SCHED"
+    step "calibrate --dest flush" 120 "$X" calibrate --target host --dest flush \
+        --out "$OUT/profile_flush.json" --samples "$OUT/samples_flush.csv"
+    for v in n16a n16b; do val flush "$v"; done
+    step "calibrate --quick" 60 "$X" calibrate --quick --out "$OUT/profile_quick.json"
+    ;;
+check)
+    step faults 400 env OUT="$OUT/faults" bash tests/gpu/faults.sh
+    tail -n 30 "$OUT/faults/faults.log" >>"$LOG"
+    printf 'producers,bytes_per_producer,gap_ns\n4,1048576,0\n24,65584,0\n' >"$OUT/two.sched"
+    step "sanitize memcheck calibrate --quick" 400 compute-sanitizer --tool memcheck \
+        --error-exitcode 3 "$X" calibrate --quick
+    for tool in memcheck racecheck; do
+        step "sanitize $tool replay" 120 compute-sanitizer --tool "$tool" --error-exitcode 3 \
+            "$X" replay --schedule "$OUT/two.sched" -n 4
+    done
+    rm -f "$OUT/two.sched"
+    ;;
+*)
+    say "unknown PART=${PART}"
+    fails=1
+    ;;
+esac
+(cd "$OUT" && tar czf s16.tar.gz --remove-files ./*.csv ./*.json ./faults/faults.log 2>/dev/null)
+echo
+echo "== gpu_session16 summary"
+printf '%s\n' "${results[@]}"
+grep -E "calibrate OK|^# .*runs, .* s;|totals" "$LOG" | head -40
+exit $fails
