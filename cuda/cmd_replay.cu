@@ -38,7 +38,7 @@ typedef struct {
 } run_args;
 
 enum { OPT_WINDOW = XS_OPT_FIRST_FREE, OPT_TIMEOUT, OPT_DEVICE, OPT_CSVFILE, OPT_WINDOWS,
-       OPT_ROWS, OPT_DEST, OPT_MAXSKEW, OPT_PLACEMENT, OPT_SMS, OPT_FIXED };
+       OPT_ROWS, OPT_DEST, OPT_MAXSKEW, OPT_PLACEMENT, OPT_SMS, OPT_FIXED, OPT_COLD };
 
 static int parse_common(int c, run_args *a)
 {
@@ -105,6 +105,7 @@ static int parse_common(int c, run_args *a)
     case OPT_PLACEMENT: a->placement_out = optarg; return 0;
     case OPT_SMS: a->sms = optarg; return 0;
     case OPT_FIXED: a->ro.fixed_offsets = 1; return 0;
+    case OPT_COLD: a->ro.cold_window = 1; return 0;
     case OPT_MAXSKEW:
         if (xs_parse_double("--max-skew", optarg, 0, 1e6, &a->ro.max_skew_ns) != XS_OK)
             return xs_cli_fail();
@@ -126,7 +127,8 @@ static int parse_common(int c, run_args *a)
     {"profile", required_argument, 0, XS_OPT_PROFILE}, {"set", required_argument, 0, XS_OPT_SET}, \
     {"sync", no_argument, 0, XS_OPT_SYNC}, {"dest", required_argument, 0, OPT_DEST},          \
     {"max-skew", required_argument, 0, OPT_MAXSKEW}, {"sms", required_argument, 0, OPT_SMS},   \
-    {"fixed-offsets", no_argument, 0, OPT_FIXED}, {"help", no_argument, 0, 'h'}
+    {"fixed-offsets", no_argument, 0, OPT_FIXED}, {"cold-window", no_argument, 0, OPT_COLD},     \
+    {"help", no_argument, 0, 'h'}
 
 #define COMMON_HELP                                                                           \
     "  -t, --target T        host (default), local, virtual, peer\n"                          \
@@ -144,6 +146,9 @@ static int parse_common(int c, run_args *a)
     "                        start more than NS apart (default 128; 0 keeps every run)\n"     \
     "  --fixed-offsets       every run stores at the window's start; default: each run\n"      \
     "                        starts where the last one's footprint ended, round the window\n"  \
+    "  --cold-window         host windows zeroed by the CPU only: the GPU's first stores to\n"  \
+    "                        each page pay its first touch; default: the GPU stores to every\n" \
+    "                        byte once before the first run\n"                                  \
     "  --sms spread|LIST     producer p on the p-th SM of the even SMs then the odd ones\n"   \
     "                        (spread: over every GPC and both halves of the chip) or of LIST\n" \
     "                        (numbers, ranges a-b); default: where the scheduler puts CTA p\n" \
@@ -420,10 +425,11 @@ int xs_cmd_replay(int argc, char **argv)
     } else {
         xs_gpu_report_header(stdout, xs_replayer_gpu(rp), argc + 1, argv - 1);
         printf("# schedule %s, %d rows, %.6g bytes; target %s; %s; destination %s; median of %d "
-               "runs; offsets %s over a %.0f MiB window\n", a.schedule, s.nrows,
+               "runs; offsets %s over a %.0f MiB window%s\n", a.schedule, s.nrows,
                xs_schedule_bytes(&s), xs_target_name(a.ro.target),
                a.sync ? "synchronised" : "free-running", xs_dest_state_name(a.ro.dest), a.reps,
-               a.ro.fixed_offsets ? "fixed" : "rotating", a.ro.window_bytes / 1048576.0);
+               a.ro.fixed_offsets ? "fixed" : "rotating", a.ro.window_bytes / 1048576.0,
+               a.ro.cold_window ? " (cold: not stored to by the GPU before)" : "");
         printf("# run totals (ns, in order; producer start skew after '/'): warm-up %.0f |",
                warm_ns);
         for (int i = 0; i < a.reps; i++)
@@ -700,9 +706,10 @@ int xs_cmd_validate(int argc, char **argv)
            a.pa.file ? a.pa.file : "embedded", p.issue_bytes_per_ns, p.issue_overhead_ns,
            p.drain_bytes_per_ns, p.capacity_bytes, p.capacity_bytes_per_producer, p.chunk_bytes);
     printf("# target %s; each schedule: median of %d replays after one warm-up; destination "
-           "lines %s after each check; offsets %s; runs rerun for start skew over %.0f ns (0: "
+           "lines %s after each check; offsets %s%s; runs rerun for start skew over %.0f ns (0: "
            "none)\n", xs_target_name(a.ro.target), a.reps, xs_dest_state_name(a.ro.dest),
-           a.ro.fixed_offsets ? "fixed" : "rotating", a.ro.max_skew_ns);
+           a.ro.fixed_offsets ? "fixed" : "rotating",
+           a.ro.cold_window ? ", cold window" : "", a.ro.max_skew_ns);
     printf("%-26s %5s %12s %12s %9s %7s %10s %10s\n", "schedule", "rows", "meas_us", "pred_us",
            "err_tot", "spread", "row_med", "row_max");
     printf("%-26s %5s %12s %12s %9s %7s %10s %10s\n", "", "", "(us)", "(us)", "(%)", "(%)",

@@ -561,6 +561,7 @@ xs_status xs_replayer_open(const xs_replay_opts *o, xs_replayer **out)
     }
     wo.nflags = XS_REPLAY_UFLAGS + XS_MAX_RANKS;
     wo.device = o->device;
+    wo.cold_host = o->cold_window;
     st = xs_win_open(&wo, &rp->win);
     if (st != XS_OK) {
         free(rp);

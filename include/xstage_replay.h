@@ -45,6 +45,8 @@ typedef struct {
                                aligned), wrapping at the window's end (DESIGN.md section 5:
                                rotate destination offsets), when the window holds two
                                footprints (xs_pm_rotate, xstage_peermap.h) */
+    int cold_window;        /* 1: the GPU has not stored to the host windows before the first
+                               run (xs_win_opts.cold_host); 0 (default): it has, once */
 } xs_replay_opts;
 
 typedef struct {

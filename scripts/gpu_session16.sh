@@ -12,11 +12,17 @@
 #   (0.9·Q(K) K96, 1.3·Q(K) K24 and K96, sized from validate's rows) replayed 32 times each with
 #   --placement, for how often a single run stalls;
 #   flush: calibrate; validate twice (16); then calibrate --quick (keep) for its time.
+# PART=warm: host windows stored to once by the GPU at open (the new default) against
+#   --cold-window (zeroed by the CPU only, as before): call 1 found 96 x 26768 B (0.9·Q(K))
+#   stalling in 13 of the first 15 runs, while rotation took it over pages the GPU had never
+#   stored to, and in none of the 17 after. keep: calibrate; validate (16); the knee bursts
+#   (0.5·Q(K) K96, 0.9·Q(K) K96, 1.3·Q(K) K24 and K96) 32 runs each, warm and cold
+#   (--placement); validate again, warm and cold; flush: calibrate; validate twice.
 # PART=check: faults.sh and compute-sanitizer (memcheck on calibrate --quick and replay,
 # racecheck on replay).
 # Writes $OUT/session16.log and s16.tar.gz (profiles, samples, validate tables and rows,
 # placements).
-# Usage: OUT=dir [COMMIT=sha] [PART=reps|check] scripts/gpu_session16.sh
+# Usage: OUT=dir [COMMIT=sha] [PART=reps|warm|check] scripts/gpu_session16.sh
 set -u
 OUT=${OUT:-./out-s16}
 X=${BUILD:-build}/xstage
@@ -62,6 +68,30 @@ reps)
         --out "$OUT/profile_flush.json" --samples "$OUT/samples_flush.csv"
     for v in n16a n16b; do val flush "$v"; done
     step "calibrate --quick" 60 "$X" calibrate --quick --out "$OUT/profile_quick.json"
+    ;;
+warm)
+    step "calibrate --dest keep" 120 "$X" calibrate --target host --dest keep \
+        --out "$OUT/profile_keep.json" --samples "$OUT/samples_keep.csv"
+    val keep n16a
+    SCHED=$(mktemp /tmp/xs_s16_XXXXXX.csv)
+    for kn in "0.5xQ(K) K96" "0.9xQ(K) K96" "1.3xQ(K) K24" "1.3xQ(K) K96"; do
+        k=${kn##*K}
+        b=$(knee_bytes "$OUT/validate_keep_n16a_rows.csv" "isolated $kn")
+        [ -n "$b" ] || continue
+        printf 'producers,bytes_per_producer,gap_ns\n%s,%s,0\n' "$k" "$b" >"$SCHED"
+        for w in warm cold; do
+            F=()
+            [ "$w" = cold ] && F=(--cold-window)
+            step "knee keep ${kn} ($k x $b B) $w, 32 runs" 60 "$X" replay --schedule "$SCHED" \
+                -n 32 --dest keep "${F[@]}" --placement "$OUT/place_keep_${w}_${kn%%x*}_${k}_${b}.csv"
+        done
+    done
+    rm -f "$SCHED"
+    val keep n16b
+    val keep cold --cold-window
+    step "calibrate --dest flush" 120 "$X" calibrate --target host --dest flush \
+        --out "$OUT/profile_flush.json" --samples "$OUT/samples_flush.csv"
+    for v in n16a n16b; do val flush "$v"; done
     ;;
 check)
     step faults 400 env OUT="$OUT/faults" bash tests/gpu/faults.sh

@@ -45,6 +45,8 @@ done
 if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     "$X" replay --help | grep -q -- '--fixed-offsets' && ok || bad "replay --help names --fixed-offsets"
     "$X" validate --help | grep -q -- '--fixed-offsets' && ok || bad "validate --help names --fixed-offsets"
+    "$X" replay --help | grep -q -- '--cold-window' && ok || bad "replay --help names --cold-window"
+    "$X" validate --help | grep -q -- '--cold-window' && ok || bad "validate --help names --cold-window"
     "$X" calibrate --help | grep -q -- '--volumes LIST' && ok || bad "calibrate --help names --volumes"
 fi
 expect_ok "predict example" "$X" predict --schedule examples/ep_wave.csv
