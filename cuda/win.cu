@@ -113,12 +113,17 @@ static xs_status alloc_device(xs_winset *w, const char *what)
 }
 
 /* The GPU's first pass over a pinned host window (xs_win_opts.cold_host = 0). */
-__global__ void xs_win_touch_kernel(unsigned long long *p, size_t n8)
+__global__ void xs_win_touch_kernel(unsigned long long *p, size_t n8, unsigned long long v)
 {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n8; i += stride)
-        p[i] = 0ull;
+        p[i] = v;
 }
+
+#ifndef XS_WIN_PREP
+#define XS_WIN_PREP 1 /* dev experiments (run 16): 1 GPU zero, 2 GPU 0xa5, 3 GPU 0xa5 + CPU read,
+                       * 4 GPU zero + CPU read */
+#endif
 
 static xs_status alloc_host(xs_winset *w, int r, const char *what)
 {
@@ -144,9 +149,18 @@ static xs_status alloc_host(xs_winset *w, int r, const char *what)
         /* zeroed by the GPU: the first stores to a page cost more than later ones (run 16: 96
          * x 26768 B stalled in 13 of 15 runs on pages the GPU had not stored to, in none of 17
          * after), and every measurement wants the later state. win_bytes is a multiple of 8 */
-        xs_win_touch_kernel<<<264, 256, 0, w->stream>>>((unsigned long long *)d, w->win_bytes / 8);
+        const unsigned long long v = (XS_WIN_PREP == 2 || XS_WIN_PREP == 3) ? 0xa5a5a5a5a5a5a5a5ull : 0ull;
+        xs_win_touch_kernel<<<264, 256, 0, w->stream>>>((unsigned long long *)d, w->win_bytes / 8, v);
         XS_CU(cudaGetLastError());
         XS_CU(cudaStreamSynchronize(w->stream));
+        if (XS_WIN_PREP >= 3) {
+            volatile const unsigned long long *q = (volatile const unsigned long long *)h;
+            unsigned long long acc = 0;
+            for (size_t i = 0; i < w->win_bytes / 8; i += 8)
+                acc += q[i];
+            if (acc == 1) /* keeps the loop; never true for these fills */
+                fprintf(stderr, "#\n");
+        }
     }
     w->tab.data[r] = (char *)d;
     w->tab.flags[r] = (uint64_t *)((char *)d + w->flag_off);

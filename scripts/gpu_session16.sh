@@ -22,7 +22,7 @@
 # racecheck on replay).
 # Writes $OUT/session16.log and s16.tar.gz (profiles, samples, validate tables and rows,
 # placements).
-# Usage: OUT=dir [COMMIT=sha] [PART=reps|warm|check] scripts/gpu_session16.sh
+# Usage: OUT=dir [COMMIT=sha] [PART=reps|warm|prep|check] scripts/gpu_session16.sh
 set -u
 OUT=${OUT:-./out-s16}
 X=${BUILD:-build}/xstage
@@ -92,6 +92,44 @@ warm)
     step "calibrate --dest flush" 120 "$X" calibrate --target host --dest flush \
         --out "$OUT/profile_flush.json" --samples "$OUT/samples_flush.csv"
     for v in n16a n16b; do val flush "$v"; done
+    ;;
+prep)
+    # what makes a rotation's first pass over the window slow (call 2: 96 x 19040 B took 1.2-1.4
+    # us until the offsets wrapped, 0.8 us after, in warm and cold windows alike): the window
+    # prepared at open by the CPU (zeros, --cold-window), by the GPU (zeros, the default build),
+    # and by dev builds (build/exp/xstage_pN, win.cu with -DXS_WIN_PREP=N): 2 the GPU writes
+    # 0xa5, 3 the GPU writes 0xa5 and the CPU reads every line, 4 the GPU writes zeros and the
+    # CPU reads every line. Each: 32 runs of 96 x 19040 B and 96 x 34288 B, keep and flush
+    SCHED=$(mktemp /tmp/xs_s16_XXXXXX.csv)
+    for kb in 96,19040 96,34288; do
+        printf 'producers,bytes_per_producer,gap_ns\n%s,0\n' "$kb" >"$SCHED"
+        for v in p0 p1 p2 p3 p4; do
+            B=$X
+            F=()
+            case $v in
+            p0) F=(--cold-window) ;;
+            p1) ;;
+            *) B=build/exp/xstage_$v ;;
+            esac
+            for d in keep flush; do
+                step "prep $v $d ${kb/,/ x } B, 32 runs" 60 "$B" replay --schedule "$SCHED" -n 32 \
+                    --dest "$d" "${F[@]}" --placement "$OUT/place_${v}_${d}_${kb/,/_}.csv"
+            done
+        done
+    done
+    rm -f "$SCHED"
+    step "calibrate --dest keep (p3)" 120 build/exp/xstage_p3 calibrate --target host --dest keep \
+        --out "$OUT/profile_keep.json" --samples "$OUT/samples_keep.csv"
+    for v in p1 p3; do
+        B=$X
+        [ "$v" = p3 ] && B=build/exp/xstage_p3
+        for r in a b; do
+            [ -s "$OUT/profile_keep.json" ] &&
+                step "validate keep $v $r" 200 "$B" validate --dest keep \
+                    --profile "$OUT/profile_keep.json" --rows "$OUT/validate_keep_${v}$r""_rows.csv" \
+                    --csv "$OUT/validate_keep_${v}$r.csv"
+        done
+    done
     ;;
 check)
     step faults 400 env OUT="$OUT/faults" bash tests/gpu/faults.sh
