@@ -120,6 +120,16 @@ __global__ void xs_win_touch_kernel(unsigned long long *p, size_t n8, unsigned l
         p[i] = v;
 }
 
+/* dev experiment 5: every 16-byte unit its own content, 16-byte stores from 132 x 128 threads */
+__global__ void xs_win_touch16_kernel(uint4 *p, size_t n16)
+{
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += stride) {
+        uint32_t h = (uint32_t)i * 0x9e3779b9u ^ (uint32_t)(i >> 32) * 0x85ebca6bu;
+        p[i] = make_uint4(h, h ^ 0x5bd1e995u, h * 3u + 1u, ~h);
+    }
+}
+
 #ifndef XS_WIN_PREP
 #define XS_WIN_PREP 1 /* dev experiments (run 16): 1 GPU zero, 2 GPU 0xa5, 3 GPU 0xa5 + CPU read,
                        * 4 GPU zero + CPU read */
@@ -150,7 +160,10 @@ static xs_status alloc_host(xs_winset *w, int r, const char *what)
          * x 26768 B stalled in 13 of 15 runs on pages the GPU had not stored to, in none of 17
          * after), and every measurement wants the later state. win_bytes is a multiple of 8 */
         const unsigned long long v = (XS_WIN_PREP == 2 || XS_WIN_PREP == 3) ? 0xa5a5a5a5a5a5a5a5ull : 0ull;
-        xs_win_touch_kernel<<<264, 256, 0, w->stream>>>((unsigned long long *)d, w->win_bytes / 8, v);
+        if (XS_WIN_PREP == 5)
+            xs_win_touch16_kernel<<<132, 128, 0, w->stream>>>((uint4 *)d, w->win_bytes / 16);
+        else
+            xs_win_touch_kernel<<<264, 256, 0, w->stream>>>((unsigned long long *)d, w->win_bytes / 8, v);
         XS_CU(cudaGetLastError());
         XS_CU(cudaStreamSynchronize(w->stream));
         if (XS_WIN_PREP >= 3) {

@@ -22,7 +22,7 @@
 # racecheck on replay).
 # Writes $OUT/session16.log and s16.tar.gz (profiles, samples, validate tables and rows,
 # placements).
-# Usage: OUT=dir [COMMIT=sha] [PART=reps|warm|prep|check] scripts/gpu_session16.sh
+# Usage: OUT=dir [COMMIT=sha] [PART=reps|warm|prep|prep2|check] scripts/gpu_session16.sh
 set -u
 OUT=${OUT:-./out-s16}
 X=${BUILD:-build}/xstage
@@ -130,6 +130,25 @@ prep)
                     --csv "$OUT/validate_keep_${v}$r.csv"
         done
     done
+    ;;
+prep2)
+    # call 4: is the slow first pass about the pages' history or about time? 96 x 19040 B, 48
+    # runs, keep: windows of 16, 64 and 256 MiB (wrap after about 8, 35 and 140 places) and
+    # fixed offsets; and the dev build xstage_p5 (the GPU writes every 16-byte unit with its own
+    # content, 16-byte stores from 132 x 128 threads) in keep and flush
+    SCHED=$(mktemp /tmp/xs_s16_XXXXXX.csv)
+    printf 'producers,bytes_per_producer,gap_ns\n96,19040,0\n' >"$SCHED"
+    for win in 16M 64M 256M; do
+        step "prep2 p1 keep window $win" 60 "$X" replay --schedule "$SCHED" -n 48 --dest keep \
+            --window "$win" --placement "$OUT/place2_p1_keep_w$win.csv"
+    done
+    step "prep2 p1 keep fixed offsets" 60 "$X" replay --schedule "$SCHED" -n 48 --dest keep \
+        --fixed-offsets --placement "$OUT/place2_p1_keep_fixed.csv"
+    for d in keep flush; do
+        step "prep2 p5 $d window 64M" 60 build/exp/xstage_p5 replay --schedule "$SCHED" -n 48 \
+            --dest "$d" --placement "$OUT/place2_p5_${d}_w64M.csv"
+    done
+    rm -f "$SCHED"
     ;;
 check)
     step faults 400 env OUT="$OUT/faults" bash tests/gpu/faults.sh
