@@ -146,9 +146,9 @@ static int parse_common(int c, run_args *a)
     "                        start more than NS apart (default 128; 0 keeps every run)\n"     \
     "  --fixed-offsets       every run stores at the window's start; default: each run\n"      \
     "                        starts where the last one's footprint ended, round the window\n"  \
-    "  --cold-window         host windows zeroed by the CPU only: the GPU's first stores to\n"  \
-    "                        each page pay its first touch; default: the GPU stores to every\n" \
-    "                        byte once before the first run\n"                                  \
+    "  --cold-window         no unrecorded first pass over the host window: runs on pages\n"   \
+    "                        no run has stored to yet are slower; default: one pass of the\n"  \
+    "                        replay kernel over the whole window before the first run\n"       \
     "  --sms spread|LIST     producer p on the p-th SM of the even SMs then the odd ones\n"   \
     "                        (spread: over every GPC and both halves of the chip) or of LIST\n" \
     "                        (numbers, ranges a-b); default: where the scheduler puts CTA p\n" \
@@ -429,7 +429,7 @@ int xs_cmd_replay(int argc, char **argv)
                xs_schedule_bytes(&s), xs_target_name(a.ro.target),
                a.sync ? "synchronised" : "free-running", xs_dest_state_name(a.ro.dest), a.reps,
                a.ro.fixed_offsets ? "fixed" : "rotating", a.ro.window_bytes / 1048576.0,
-               a.ro.cold_window ? " (cold: not stored to by the GPU before)" : "");
+               a.ro.cold_window ? " (cold: no first pass)" : "");
         printf("# run totals (ns, in order; producer start skew after '/'): warm-up %.0f |",
                warm_ns);
         for (int i = 0; i < a.reps; i++)

@@ -112,29 +112,6 @@ static xs_status alloc_device(xs_winset *w, const char *what)
     return XS_OK;
 }
 
-/* The GPU's first pass over a pinned host window (xs_win_opts.cold_host = 0). */
-__global__ void xs_win_touch_kernel(unsigned long long *p, size_t n8, unsigned long long v)
-{
-    const size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n8; i += stride)
-        p[i] = v;
-}
-
-/* dev experiment 5: every 16-byte unit its own content, 16-byte stores from 132 x 128 threads */
-__global__ void xs_win_touch16_kernel(uint4 *p, size_t n16)
-{
-    const size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += stride) {
-        uint32_t h = (uint32_t)i * 0x9e3779b9u ^ (uint32_t)(i >> 32) * 0x85ebca6bu;
-        p[i] = make_uint4(h, h ^ 0x5bd1e995u, h * 3u + 1u, ~h);
-    }
-}
-
-#ifndef XS_WIN_PREP
-#define XS_WIN_PREP 1 /* dev experiments (run 16): 1 GPU zero, 2 GPU 0xa5, 3 GPU 0xa5 + CPU read,
-                       * 4 GPU zero + CPU read */
-#endif
-
 static xs_status alloc_host(xs_winset *w, int r, const char *what)
 {
     /* more than the host has can never be pinned: say so before the driver tries (pinning
@@ -151,30 +128,9 @@ static xs_status alloc_host(xs_winset *w, int r, const char *what)
                          "failed: %s", w->win_bytes / 1048576.0, what, cudaGetErrorString(e));
     }
     w->host_base[r] = h;
+    memset(h, 0, w->win_bytes);
     void *d = NULL;
     XS_CU(cudaHostGetDevicePointer(&d, h, 0));
-    if (w->o.cold_host) {
-        memset(h, 0, w->win_bytes);
-    } else {
-        /* zeroed by the GPU: the first stores to a page cost more than later ones (run 16: 96
-         * x 26768 B stalled in 13 of 15 runs on pages the GPU had not stored to, in none of 17
-         * after), and every measurement wants the later state. win_bytes is a multiple of 8 */
-        const unsigned long long v = (XS_WIN_PREP == 2 || XS_WIN_PREP == 3) ? 0xa5a5a5a5a5a5a5a5ull : 0ull;
-        if (XS_WIN_PREP == 5)
-            xs_win_touch16_kernel<<<132, 128, 0, w->stream>>>((uint4 *)d, w->win_bytes / 16);
-        else
-            xs_win_touch_kernel<<<264, 256, 0, w->stream>>>((unsigned long long *)d, w->win_bytes / 8, v);
-        XS_CU(cudaGetLastError());
-        XS_CU(cudaStreamSynchronize(w->stream));
-        if (XS_WIN_PREP >= 3) {
-            volatile const unsigned long long *q = (volatile const unsigned long long *)h;
-            unsigned long long acc = 0;
-            for (size_t i = 0; i < w->win_bytes / 8; i += 8)
-                acc += q[i];
-            if (acc == 1) /* keeps the loop; never true for these fills */
-                fprintf(stderr, "#\n");
-        }
-    }
     w->tab.data[r] = (char *)d;
     w->tab.flags[r] = (uint64_t *)((char *)d + w->flag_off);
     w->tab.host_mem[r] = 1;

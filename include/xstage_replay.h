@@ -45,8 +45,10 @@ typedef struct {
                                aligned), wrapping at the window's end (DESIGN.md section 5:
                                rotate destination offsets), when the window holds two
                                footprints (xs_pm_rotate, xstage_peermap.h) */
-    int cold_window;        /* 1: the GPU has not stored to the host windows before the first
-                               run (xs_win_opts.cold_host); 0 (default): it has, once */
+    int cold_window;        /* 1: the first runs find pinned host windows as allocated; 0
+                               (default): xs_replayer_open first runs the replay kernel once
+                               over the whole of each (verified, not recorded), as later runs
+                               find them once rotating offsets have wrapped (run 16) */
 } xs_replay_opts;
 
 typedef struct {

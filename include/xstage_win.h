@@ -47,9 +47,6 @@ typedef struct {
     size_t bytes;       /* payload bytes per window */
     int nflags;         /* flags per window (>= 1) */
     int device;         /* CUDA device of this process */
-    int cold_host;      /* 1: pinned host windows are zeroed by the CPU only, so the GPU's first
-                           stores to each page pay its first touch; 0 (default): the GPU writes
-                           every byte once at open, as every later run finds them (run 16) */
 } xs_win_opts;
 
 /* Open the windows of one process. For XS_TARGET_PEER the process must have been started by the

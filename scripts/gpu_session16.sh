@@ -18,11 +18,13 @@
 #   stored to, and in none of the 17 after. keep: calibrate; validate (16); the knee bursts
 #   (0.5·Q(K) K96, 0.9·Q(K) K96, 1.3·Q(K) K24 and K96) 32 runs each, warm and cold
 #   (--placement); validate again, warm and cold; flush: calibrate; validate twice.
+# PART=prep, prep2 (calls 3, 4) ran dev builds of win.cu at 6b1070b and c0abd1d (-DXS_WIN_PREP).
+# PART=sweep: see the case below.
 # PART=check: faults.sh and compute-sanitizer (memcheck on calibrate --quick and replay,
 # racecheck on replay).
 # Writes $OUT/session16.log and s16.tar.gz (profiles, samples, validate tables and rows,
 # placements).
-# Usage: OUT=dir [COMMIT=sha] [PART=reps|warm|prep|prep2|check] scripts/gpu_session16.sh
+# Usage: OUT=dir [COMMIT=sha] [PART=reps|warm|prep|prep2|sweep|check] scripts/gpu_session16.sh
 set -u
 OUT=${OUT:-./out-s16}
 X=${BUILD:-build}/xstage
@@ -149,6 +151,30 @@ prep2)
             --dest "$d" --placement "$OUT/place2_p5_${d}_w64M.csv"
     done
     rm -f "$SCHED"
+    ;;
+sweep)
+    # call 5: replayer_open now runs the replay kernel once over the whole host window (verified,
+    # not recorded) unless --cold-window. 48 runs of 96 x 19040 B and 96 x 34288 B, keep and
+    # flush, with and without that pass; then the defaults: calibrate and validate (16) twice
+    # in keep, the same in flush
+    SCHED=$(mktemp /tmp/xs_s16_XXXXXX.csv)
+    for kb in 96,19040 96,34288; do
+        printf 'producers,bytes_per_producer,gap_ns\n%s,0\n' "$kb" >"$SCHED"
+        for d in keep flush; do
+            for w in sweep cold; do
+                F=()
+                [ "$w" = cold ] && F=(--cold-window)
+                step "$w $d ${kb/,/ x } B, 48 runs" 60 "$X" replay --schedule "$SCHED" -n 48 \
+                    --dest "$d" "${F[@]}" --placement "$OUT/place_${w}_${d}_${kb/,/_}.csv"
+            done
+        done
+    done
+    rm -f "$SCHED"
+    for d in keep flush; do
+        step "calibrate --dest $d" 120 "$X" calibrate --target host --dest "$d" \
+            --out "$OUT/profile_${d}.json" --samples "$OUT/samples_${d}.csv"
+        for v in n16a n16b; do val "$d" "$v"; done
+    done
     ;;
 check)
     step faults 400 env OUT="$OUT/faults" bash tests/gpu/faults.sh
