@@ -20,11 +20,13 @@
 #   (--placement); validate again, warm and cold; flush: calibrate; validate twice.
 # PART=prep, prep2 (calls 3, 4) ran dev builds of win.cu at 6b1070b and c0abd1d (-DXS_WIN_PREP).
 # PART=sweep: see the case below.
+# PART=final: the defaults in keep and flush (calibrate, validate twice), calibrate --quick, then
+# what PART=check runs.
 # PART=check: faults.sh and compute-sanitizer (memcheck on calibrate --quick and replay,
 # racecheck on replay).
 # Writes $OUT/session16.log and s16.tar.gz (profiles, samples, validate tables and rows,
 # placements).
-# Usage: OUT=dir [COMMIT=sha] [PART=reps|warm|prep|prep2|sweep|check] scripts/gpu_session16.sh
+# Usage: OUT=dir [COMMIT=sha] [PART=reps|warm|prep|prep2|sweep|final|check] scripts/gpu_session16.sh
 set -u
 OUT=${OUT:-./out-s16}
 X=${BUILD:-build}/xstage
@@ -176,6 +178,16 @@ sweep)
         for v in n16a n16b; do val "$d" "$v"; done
     done
     ;;
+final)
+    # call 7: the final binary as the defaults run it (16 repetitions, the window's first pass),
+    # calibrate and validate twice in keep and in flush, calibrate --quick; then the checks
+    for d in keep flush; do
+        step "calibrate --dest $d" 120 "$X" calibrate --target host --dest "$d" \
+            --out "$OUT/profile_${d}.json" --samples "$OUT/samples_${d}.csv"
+        for v in n16a n16b; do val "$d" "$v"; done
+    done
+    step "calibrate --quick" 60 "$X" calibrate --quick --out "$OUT/profile_quick.json"
+    ;&
 check)
     step faults 400 env OUT="$OUT/faults" bash tests/gpu/faults.sh
     tail -n 30 "$OUT/faults/faults.log" >>"$LOG"
