@@ -546,8 +546,14 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
      * could reverse (run 15 call 5: reserve f = 1 on the GPU, tandem offline), and wherever one
      * won, it predicted validate's rows worse (per-row median 16-19 % against 11-12 % for the
      * tandem fit of the same samples; docs/MODEL.md "Run 15"). Profiles that set a reserve are
-     * still simulated as written. */
-    static const double buffers[] = {0, 4096, 8192, 12288, 16384, 24576, 32768};
+     * still simulated as written.
+     * beta stops at 16 KiB. Refitting 22 calibrations of runs 15 and 16 with beta held at 16 and
+     * at 24 KiB (dev/cal_offline/beta_run16.txt): 24 KiB never predicted validate's suite
+     * maximum better by more than 0.8 points, and in the four calibrations where it won the
+     * score (by 0.5-3.4 %) it predicted 91-94 % against 43-87 % for 16 KiB: its larger Q(K) at
+     * 96 producers sizes validate's 0.9·Q(K) burst past the knee (docs/MODEL.md "Run 16"; the
+     * choice was made on those validate rows, which are in-sample for it). */
+    static const double buffers[] = {0, 4096, 8192, 12288, 16384};
     const int nbuf = sizeof buffers / sizeof buffers[0];
     q.reserve_bytes_per_producer = 0;
     q.reserve_release = 0;
