@@ -999,9 +999,6 @@ static xs_status agree_after_check(xs_replayer *rp, xs_status st, double *v, con
     return a;
 }
 
-/* A run whose producers did not leave the common start together (start skew above
- * o.max_skew_ns) is not the schedule the model is given: it is run again, up to 8 times in all;
- * the last attempt is kept whatever its skew. Every attempt is verified. */
 /* One pass of the replay kernel over the whole of every host window, verified and not recorded,
  * before the first run (xs_replay_opts.cold_window = 0). Run 16: with rotating offsets the runs
  * over pages that no replay run had stored to yet were slower, until the offsets wrapped (96 x
@@ -1037,6 +1034,9 @@ static xs_status sweep_window(xs_replayer *rp)
     return xs_seterr(st, "the window's first pass (--cold-window skips it): %s", why);
 }
 
+/* A run whose producers did not leave the common start together (start skew above
+ * o.max_skew_ns) is not the schedule the model is given: it is run again, up to 8 times in all;
+ * the last attempt is kept whatever its skew. Every attempt is verified. */
 xs_status xs_replay_run(xs_replayer *rp, const xs_schedule *s, int sync, uint32_t seed,
                         xs_result *res, xs_replay_stats *stats)
 {
