@@ -117,16 +117,7 @@ final)
 check)
     # call 7: the final binary: faults.sh, and compute-sanitizer memcheck on calibrate --quick and
     # replay (rotating offsets), racecheck on replay
-    step faults 400 env OUT="$OUT/faults" bash tests/gpu/faults.sh
-    tail -n 30 "$OUT/faults/faults.log" >>"$LOG"
-    printf 'producers,bytes_per_producer,gap_ns\n4,1048576,0\n24,65584,0\n' >"$OUT/two.sched"
-    step "sanitize memcheck calibrate --quick" 400 compute-sanitizer --tool memcheck \
-        --error-exitcode 3 "$X" calibrate --quick
-    for tool in memcheck racecheck; do
-        step "sanitize $tool replay" 120 compute-sanitizer --tool "$tool" --error-exitcode 3 \
-            "$X" replay --schedule "$OUT/two.sched" -n 4
-    done
-    rm -f "$OUT/two.sched"
+    replay_checks
     ;;
 *)
     say "unknown PART=${PART}"
