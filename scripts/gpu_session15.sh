@@ -124,9 +124,4 @@ check)
     fails=1
     ;;
 esac
-(cd "$OUT" && tar czf s15.tar.gz --remove-files ./*.csv ./*.json ./faults/faults.log 2>/dev/null)
-echo
-echo "== gpu_session15 summary"
-printf '%s\n' "${results[@]}"
-grep -E "calibrate OK|^# .*runs, .* s;|totals" "$LOG" | head -40
-exit $fails
+session_end s15 gpu_session15

@@ -196,9 +196,4 @@ check)
     fails=1
     ;;
 esac
-(cd "$OUT" && tar czf s16.tar.gz --remove-files ./*.csv ./*.json ./faults/faults.log 2>/dev/null)
-echo
-echo "== gpu_session16 summary"
-printf '%s\n' "${results[@]}"
-grep -E "calibrate OK|^# .*runs, .* s;|totals" "$LOG" | head -40
-exit $fails
+session_end s16 gpu_session16

@@ -183,3 +183,15 @@ replay_checks() {
     done
     rm -f "$OUT/two.sched"
 }
+
+#   session_end TAG NAME     packs $OUT's CSV, JSON and faults log into TAG.tar.gz, prints the
+#                            step table and the calibrate and validate summary lines, and exits
+#                            with the failure count
+session_end() {
+    (cd "$OUT" && tar czf "$1.tar.gz" --remove-files ./*.csv ./*.json ./faults/faults.log 2>/dev/null)
+    echo
+    echo "== $2 summary"
+    printf '%s\n' "${results[@]}"
+    grep -E "calibrate OK|^# .*runs, .* s;|totals" "$LOG" | head -40
+    exit "$fails"
+}
