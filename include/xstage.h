@@ -340,6 +340,10 @@ xs_status xs_fit_profile_published(const xs_samples *s, xs_profile *p, xs_fit_re
 /* ---- statistics ------------------------------------------------------------------------------- */
 
 double xs_median(const double *x, size_t n);           /* does not modify x; NaN if n == 0 */
+/* Half-width of the distribution-free 95 % confidence interval of the median (the order
+ * statistics n/2 -+ 0.98 sqrt(n), clamped to the sample), relative to the median; INFINITY for
+ * n < 2, a median <= 0 or no memory. x is not modified. */
+double xs_median_ci_rel(const double *x, size_t n);
 double xs_quantile(const double *x, size_t n, double q);
 double xs_geomean(const double *x, size_t n);
 double xs_min(const double *x, size_t n);

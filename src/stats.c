@@ -36,6 +36,26 @@ double xs_quantile(const double *x, size_t n, double q)
 
 double xs_median(const double *x, size_t n) { return xs_quantile(x, n, 0.5); }
 
+double xs_median_ci_rel(const double *x, size_t n)
+{
+    if (n < 2)
+        return INFINITY;
+    double *c = malloc(n * sizeof *c);
+    if (!c)
+        return INFINITY;
+    memcpy(c, x, n * sizeof *c);
+    qsort(c, n, sizeof *c, cmp_double);
+    const double h = 0.98 * sqrt((double)n);
+    double lo = floor((double)n / 2 - h), hi = ceil((double)n / 2 + h) - 1;
+    if (lo < 0)
+        lo = 0;
+    if (hi > (double)(n - 1))
+        hi = (double)(n - 1);
+    const double m = xs_median(c, n), w = c[(size_t)hi] - c[(size_t)lo];
+    free(c);
+    return m > 0 ? w / (2 * m) : INFINITY;
+}
+
 double xs_geomean(const double *x, size_t n)
 {
     if (n == 0)

@@ -942,6 +942,23 @@ static void test_stats(void)
     XT_CHECK(x[0] == 5, "input untouched");
     XT_NEAR(xs_min(x, 5), 1, 0);
     XT_NEAR(xs_max(x, 5), 5, 0);
+    /* the median's interval: order statistics 5 and 12 of 16 (1-based), 25 and 40 of 64 */
+    double u[64];
+    for (int i = 0; i < 64; i++)
+        u[i] = (double)((i * 37) % 64 + 1); /* 1..64, shuffled */
+    double v[16];
+    for (int i = 0; i < 16; i++)
+        v[i] = (double)((i * 7) % 16 + 1); /* 1..16, shuffled */
+    XT_NEAR(xs_median_ci_rel(v, 16), (12.0 - 5.0) / (2 * 8.5), 1e-12);
+    XT_NEAR(xs_median_ci_rel(u, 64), (40.0 - 25.0) / (2 * 32.5), 1e-12);
+    XT_CHECK(v[0] == 1 && v[1] == 8, "input untouched");
+    XT_CHECK(isinf(xs_median_ci_rel(v, 1)), "one value: no interval");
+    double same[16];
+    for (int i = 0; i < 16; i++)
+        same[i] = 7;
+    XT_NEAR(xs_median_ci_rel(same, 16), 0, 0);
+    double neg[] = {-1, -2, -3};
+    XT_CHECK(isinf(xs_median_ci_rel(neg, 3)), "median <= 0: no relative width");
 }
 
 int main(void)

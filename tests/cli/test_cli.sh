@@ -141,6 +141,8 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "replay bad target" "" "$X" replay --schedule examples/ep_wave.csv --target moon
     expect_err "replay no schedule" "--schedule FILE is required" "$X" replay
     expect_err "validate bad iters" "--iters 0: outside" "$X" validate -n 0
+    expect_err "validate bad max-iters" "--max-iters 0: outside" "$X" validate --max-iters 0
+    "$X" validate --help | grep -q -- "--max-iters" && ok || bad "validate --help names --max-iters"
     expect_err "replay bad --dest" "expected keep, flush or dirty" "$X" replay --schedule examples/ep_wave.csv --dest cold
     expect_err "validate bad --dest" "expected keep, flush or dirty" "$X" validate --dest ""
     expect_err "calibrate bad --dest" "destination state 'warm'" "$X" calibrate --dest warm
