@@ -26,7 +26,7 @@
 # racecheck on replay).
 # Writes $OUT/session16.log and s16.tar.gz (profiles, samples, validate tables and rows,
 # placements).
-# Usage: OUT=dir [COMMIT=sha] [PART=reps|warm|prep|prep2|sweep|final|check] scripts/gpu_session16.sh
+# Usage: OUT=dir [COMMIT=sha] [PART=reps|warm|prep|prep2|sweep|short|final|check] scripts/gpu_session16.sh
 set -u
 OUT=${OUT:-./out-s16}
 X=${BUILD:-build}/xstage
@@ -176,6 +176,16 @@ sweep)
         step "calibrate --dest $d" 120 "$X" calibrate --target host --dest "$d" \
             --out "$OUT/profile_${d}.json" --samples "$OUT/samples_${d}.csv"
         for v in n16a n16b; do val "$d" "$v"; done
+    done
+    ;;
+short)
+    # call 13: the defaults, fewer steps (the session's last device seconds): keep calibrate and
+    # validate twice, flush calibrate and validate once
+    for d in keep flush; do
+        step "calibrate --dest $d" 120 "$X" calibrate --target host --dest "$d" \
+            --out "$OUT/profile_${d}.json" --samples "$OUT/samples_${d}.csv"
+        val "$d" n16a
+        [ "$d" = keep ] && val "$d" n16b
     done
     ;;
 final)
