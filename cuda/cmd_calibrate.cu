@@ -170,7 +170,6 @@ int xs_cmd_calibrate(int argc, char **argv)
     ro.timeout_s = 30;
     ro.max_skew_ns = XS_REPLAY_MAX_SKEW_NS;
     const char *out = NULL, *samples_out = NULL, *out_pub = NULL, *sms_spec = NULL;
-    static int smlist[1024];
     int quick = 0, c, gpus = 1, load_probe = 0, device_set = 0;
     int vols[16], nvols = 0; /* the capacity sweep's volumes, bytes; 0: the default */
     optind = 1;
@@ -236,13 +235,11 @@ int xs_cmd_calibrate(int argc, char **argv)
             if (xs_dest_state_parse(optarg, &ro.dest) != XS_OK)
                 return xs_cli_failf("--dest: %s", xs_errmsg());
             break;
-        case 'M': {
-            int spread;
-            if (xs_replay_sms_parse(optarg, smlist, 1024, &spread) < 0)
+        case 'M':
+            if (xs_replay_sms_check(optarg) != XS_OK)
                 return xs_cli_fail();
             sms_spec = optarg;
             break;
-        }
         case 'F': ro.fixed_offsets = 1; break;
         case 'U':
             if (xs_parse_list("--volumes", optarg, 1, 65536, 64L << 20, vols, 16, &nvols) !=

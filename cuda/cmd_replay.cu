@@ -160,7 +160,6 @@ static int parse_common(int c, run_args *a)
 enum { XS_VALIDATE_REPS = 16, XS_VALIDATE_REPS_MAX = 64 };
 #define XS_VALIDATE_CI_TOL 0.05 /* half-width of the median's 95 % interval, relative */
 
-
 static void defaults(run_args *a)
 {
     memset(a, 0, sizeof *a);
@@ -195,15 +194,11 @@ static int maybe_launch(run_args *a)
 /* --sms: checked before the GPU is touched, applied once the replayer is open. */
 static int check_sms(const run_args *a)
 {
-    static int list[1024];
-    int spread;
     if (!a->sms)
         return 0;
     if (a->gpus > 1)
         return xs_cli_failf("--sms with --gpus %d: one rank only", a->gpus);
-    if (xs_replay_sms_parse(a->sms, list, 1024, &spread) < 0)
-        return xs_cli_fail();
-    return 0;
+    return xs_replay_sms_check(a->sms) != XS_OK ? xs_cli_fail() : 0;
 }
 
 static xs_status apply_sms(xs_replayer *rp, const run_args *a)
@@ -425,8 +420,7 @@ int xs_cmd_replay(int argc, char **argv)
         xs_result_free(&m);
         int used = 0;
         st = replay_median(rp, &s, a.sync, a.reps, a.reps, 0, &seed, &m, &spread, &used, &rs,
-                           totals, skews,
-                           place);
+                           totals, skews, place);
     }
     if (place && fclose(place) != 0 && st == XS_OK)
         st = xs_seterr(XS_EIO, "replay: writing %s failed", a.placement_out);
@@ -689,9 +683,9 @@ int xs_cmd_validate(int argc, char **argv)
      * 30-60 % over its runs (straggling producers), and its median of 16 moved 10-20 % from one
      * validate to the next (run 16 calls 9-10) */
     if (!a.reps_max)
-        a.reps_max = XS_VALIDATE_REPS_MAX > a.reps ? XS_VALIDATE_REPS_MAX : a.reps;
-    if (a.gpus > 1)
-        a.reps_max = a.reps; /* ranks run in lockstep: each would judge its own interval */
+        a.reps_max = XS_VALIDATE_REPS_MAX;
+    if (a.reps_max < a.reps || a.gpus > 1)
+        a.reps_max = a.reps; /* -g > 1: ranks run in lockstep, each would judge its own interval */
     xs_profile p;
     if (xs_profile_args_resolve(&a.pa, &p) != XS_OK)
         return xs_cli_fail();
@@ -743,8 +737,8 @@ int xs_cmd_validate(int argc, char **argv)
     printf("# target %s; each schedule: median of %d replays after one warm-up, %d more at a "
            "time up to %d while its 95%% interval is wider than +-%.0f%%; destination "
            "lines %s after each check; offsets %s%s; runs rerun for start skew over %.0f ns (0: "
-           "none)\n", xs_target_name(a.ro.target), a.reps, a.reps,
-           a.reps_max > a.reps ? a.reps_max : a.reps, 100 * XS_VALIDATE_CI_TOL,
+           "none)\n", xs_target_name(a.ro.target), a.reps, a.reps, a.reps_max,
+           100 * XS_VALIDATE_CI_TOL,
            xs_dest_state_name(a.ro.dest),
            a.ro.fixed_offsets ? "fixed" : "rotating",
            a.ro.cold_window ? ", cold window" : "", a.ro.max_skew_ns);

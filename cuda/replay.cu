@@ -1008,7 +1008,7 @@ static xs_status sweep_window(xs_replayer *rp)
 {
     int host = 0;
     for (int d = 0; d < rp->n; d++)
-        host |= rp->own.host_mem[d] && xs_win_owns(rp->win, d);
+        host |= rp->own.host_mem[d];
     if (rp->o.cold_window || !host || rp->multi)
         return XS_OK;
     const int k = rp->gpu.sm_count;
@@ -1020,11 +1020,9 @@ static xs_status sweep_window(xs_replayer *rp)
     xs_schedule s = {&row, 1, 1};
     xs_result res;
     xs_replay_stats stats;
-    const int fixed = rp->o.fixed_offsets;
-    rp->o.fixed_offsets = 1; /* from the window's start */
+    /* no run before it: it starts at the window's start, rotating or not */
     xs_status st = replay_once(rp, &s, 0, 0x5eed5u, &res, &stats);
-    rp->o.fixed_offsets = fixed;
-    rp->rot16 = rp->rot_need16 = 0; /* the first recorded run starts at the window's start */
+    rp->rot16 = rp->rot_need16 = 0; /* and so does the first recorded run */
     if (st == XS_OK) {
         xs_result_free(&res);
         return XS_OK;
@@ -1226,6 +1224,12 @@ int xs_replay_sms_parse(const char *s, int *out, int cap, int *spread)
     if (n == 0)
         return xs_seterr(XS_EINVAL, "--sms: empty list"), -1;
     return n;
+}
+
+xs_status xs_replay_sms_check(const char *s)
+{
+    int list[1024], spread;
+    return xs_replay_sms_parse(s, list, 1024, &spread) < 0 ? XS_EINVAL : XS_OK;
 }
 
 xs_status xs_replayer_set_sms(xs_replayer *rp, const int *sms, int n)

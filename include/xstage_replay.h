@@ -79,6 +79,9 @@ xs_status xs_replayer_set_sms(xs_replayer *rp, const int *sms, int n);
  * ranges a-b, comma-separated, in producer order. Returns the count, or -1 with the error set.
  * The commands call it to refuse a bad list before they touch the GPU. */
 int xs_replay_sms_parse(const char *s, int *out, int cap, int *spread);
+/* Whether an --sms argument parses (the list itself is not kept): XS_OK, or XS_EINVAL with the
+ * error set. */
+xs_status xs_replay_sms_check(const char *s);
 /* xs_replayer_set_sms from an --sms argument. "spread": every SM once, the even SMs ascending,
  * then the odd ones. On Hopper TPC t holds SMs 2t and 2t + 1, and consecutive TPCs sit in
  * different GPCs, so the first K producers take one SM each of K TPCs, round-robin over the GPCs

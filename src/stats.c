@@ -15,21 +15,33 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Linear interpolation between order statistics (type 7, as numpy's default). */
-double xs_quantile(const double *x, size_t n, double q)
+/* A sorted copy of x[0..n-1] (n > 0), or NULL when out of memory; the caller frees it. */
+static double *sorted_copy(const double *x, size_t n)
 {
-    if (n == 0)
-        return NAN;
     double *c = malloc(n * sizeof *c);
     if (!c)
-        return NAN;
+        return NULL;
     memcpy(c, x, n * sizeof *c);
     qsort(c, n, sizeof *c, cmp_double);
+    return c;
+}
+
+/* Linear interpolation between order statistics of sorted c (type 7, as numpy's default). */
+static double quantile_sorted(const double *c, size_t n, double q)
+{
     if (q <= 0) q = 0;
     if (q >= 1) q = 1;
     double h = q * (double)(n - 1);
     size_t i = (size_t)floor(h);
-    double v = i + 1 < n ? c[i] + (h - (double)i) * (c[i + 1] - c[i]) : c[n - 1];
+    return i + 1 < n ? c[i] + (h - (double)i) * (c[i + 1] - c[i]) : c[n - 1];
+}
+
+double xs_quantile(const double *x, size_t n, double q)
+{
+    double *c = n ? sorted_copy(x, n) : NULL;
+    if (!c)
+        return NAN;
+    double v = quantile_sorted(c, n, q);
     free(c);
     return v;
 }
@@ -38,20 +50,16 @@ double xs_median(const double *x, size_t n) { return xs_quantile(x, n, 0.5); }
 
 double xs_median_ci_rel(const double *x, size_t n)
 {
-    if (n < 2)
-        return INFINITY;
-    double *c = malloc(n * sizeof *c);
+    double *c = n >= 2 ? sorted_copy(x, n) : NULL;
     if (!c)
         return INFINITY;
-    memcpy(c, x, n * sizeof *c);
-    qsort(c, n, sizeof *c, cmp_double);
     const double h = 0.98 * sqrt((double)n);
     double lo = floor((double)n / 2 - h), hi = ceil((double)n / 2 + h) - 1;
     if (lo < 0)
         lo = 0;
     if (hi > (double)(n - 1))
         hi = (double)(n - 1);
-    const double m = xs_median(c, n), w = c[(size_t)hi] - c[(size_t)lo];
+    const double m = quantile_sorted(c, n, 0.5), w = c[(size_t)hi] - c[(size_t)lo];
     free(c);
     return m > 0 ? w / (2 * m) : INFINITY;
 }
