@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# gpu_session17.sh - run 17 (bench/results/h200-2026-11-30-r17): where the knee of an isolated
+# burst falls, producer count by producer count (issue 3; docs/MODEL.md "Run 17").
+# Calls 1-3 of run 17 ran gpu_session16.sh PART=final (the defaults, calibrate and validate twice
+# in keep and flush): 6 of 12 validates met the 15 % maximum, every miss a burst of 24 or 96
+# producers at 1.3 or 2·Q(K), whose runs stall or not at random. One Q(K) = Q + K·beta
+# misplaces the knee by 15-25 % at some K (run 14: the capacity belongs to the half of the chip
+# the producers are in, and the block scheduler's placement decides how many land in each half).
+# PART=kneemap (keep): isolated bursts of K = 4, 8, 12, ..., 132 producers (16 counts), total
+# volumes 0.5 MiB x 2^(i/4), i = 0..15 (0.5-6.7 MiB), 16 runs each, with --placement (every
+# run's total, each producer's SM and end, and the GPC of every SM): the knee and how sharp it
+# is at each K, and which SMs the scheduler gives each K, on one chip.
+# PART=final: gpu_session16.sh's set (calls 1-3).
+# Writes $OUT/session17.log and s17.tar.gz (per burst: km_K_V.csv, replay's CSV;
+# kp_K_V.csv, its placement file).
+# Usage: OUT=dir [COMMIT=sha] [PART=kneemap|final] [KS="4 8 ..."] scripts/gpu_session17.sh
+set -u
+OUT=${OUT:-./out-s17}
+X=${BUILD:-build}/xstage
+if [ "${PART:-kneemap}" = final ]; then
+    exec bash "$(dirname "${BASH_SOURCE[0]}")/gpu_session16.sh"
+fi
+mkdir -p "$OUT"
+LOG="$OUT/session17.log"
+: >"$LOG"
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
+say "# gpu_session17.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) commit=${COMMIT:-unknown} part=${PART:-kneemap}"
+log_device
+
+case ${PART:-kneemap} in
+kneemap)
+    SCHED=$(mktemp /tmp/xs_s17_XXXXXX.csv)
+    KS=${KS:-"4 8 12 16 20 24 28 32 40 48 56 64 80 96 112 132"}
+    for k in $KS; do
+        for i in $(seq 0 15); do
+            # bytes per producer: 0.5 MiB * 2^(i/4) / K, a multiple of 16
+            b=$(awk -v k="$k" -v i="$i" 'BEGIN { v = 524288 * 2 ^ (i / 4); printf "%d", int(v / k / 16 + 0.5) * 16 }')
+            printf 'producers,bytes_per_producer,gap_ns\n%s,%s,0\n' "$k" "$b" >"$SCHED"
+            step "burst $k x $b B" 60 "$X" replay --schedule "$SCHED" -n 16 --dest keep --csv \
+                --placement "$OUT/kp_${k}_$b.csv"
+            # the replay's own CSV lines (the step appended them to the log): keep the last block
+            awk '/^row,producers/ { s = "" } { s = s $0 "\n" } END { printf "%s", s }' "$LOG" |
+                grep -E '^(row,|[0-9])' >"$OUT/km_${k}_$b.csv"
+        done
+    done
+    rm -f "$SCHED"
+    ;;
+*)
+    say "unknown PART=${PART}"
+    fails=1
+    ;;
+esac
+session_end s17 gpu_session17
