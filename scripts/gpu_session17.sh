@@ -9,7 +9,8 @@
 # PART=kneemap (keep): isolated bursts of K = 4, 8, 12, ..., 132 producers (16 counts), total
 # volumes 0.5 MiB x 2^(i/4), i = 0..15 (0.5-6.7 MiB), 16 runs each, with --placement (every
 # run's total, each producer's SM and end, and the GPC of every SM): the knee and how sharp it
-# is at each K, and which SMs the scheduler gives each K, on one chip.
+# is at each K, and which SMs the scheduler gives each K, on one chip; after a calibration
+# (keep) of the same chip unless CAL=0 (call 4 had none).
 # PART=final: gpu_session16.sh's set (calls 1-3).
 # Writes $OUT/session17.log and s17.tar.gz (per burst: km_K_V.csv, replay's CSV;
 # kp_K_V.csv, its placement file).
@@ -29,6 +30,10 @@ log_device
 
 case ${PART:-kneemap} in
 kneemap)
+    # the chip's own calibration first (keep), to predict the map with (not in call 4)
+    [ "${CAL:-1}" = 1 ] &&
+        step "calibrate --dest keep" 120 "$X" calibrate --target host --dest keep \
+            --out "$OUT/profile_keep.json" --samples "$OUT/samples_keep.csv"
     SCHED=$(mktemp /tmp/xs_s17_XXXXXX.csv)
     KS=${KS:-"4 8 12 16 20 24 28 32 40 48 56 64 80 96 112 132"}
     for k in $KS; do
