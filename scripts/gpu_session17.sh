@@ -6,15 +6,15 @@
 # producers at 1.3 or 2·Q(K), whose runs stall or not at random. One Q(K) = Q + K·beta
 # misplaces the knee by 15-25 % at some K (run 14: the capacity belongs to the half of the chip
 # the producers are in, and the block scheduler's placement decides how many land in each half).
-# PART=kneemap (keep): isolated bursts of K = 4, 8, 12, ..., 132 producers (16 counts), total
+# PART=kneemap (DEST=keep, the default, or flush): isolated bursts of K = 4, 8, 12, ..., 132 producers (16 counts), total
 # volumes 0.5 MiB x 2^(i/4), i = 0..15 (0.5-6.7 MiB), 16 runs each, with --placement (every
 # run's total, each producer's SM and end, and the GPC of every SM): the knee and how sharp it
 # is at each K, and which SMs the scheduler gives each K, on one chip; after a calibration
-# (keep) of the same chip unless CAL=0 (call 4 had none).
+# (in DEST) of the same chip unless CAL=0 (call 4 had none).
 # PART=final: gpu_session16.sh's set (calls 1-3).
 # Writes $OUT/session17.log and s17.tar.gz (per burst: km_K_V.csv, replay's CSV;
 # kp_K_V.csv, its placement file).
-# Usage: OUT=dir [COMMIT=sha] [PART=kneemap|final] [KS="4 8 ..."] scripts/gpu_session17.sh
+# Usage: OUT=dir [COMMIT=sha] [PART=kneemap|final] [DEST=keep|flush] [CAL=0] [KS="4 8 ..."] scripts/gpu_session17.sh
 set -u
 OUT=${OUT:-./out-s17}
 X=${BUILD:-build}/xstage
@@ -30,10 +30,11 @@ log_device
 
 case ${PART:-kneemap} in
 kneemap)
+    DEST=${DEST:-keep}
     # the chip's own calibration first (keep), to predict the map with (not in call 4)
     [ "${CAL:-1}" = 1 ] &&
-        step "calibrate --dest keep" 120 "$X" calibrate --target host --dest keep \
-            --out "$OUT/profile_keep.json" --samples "$OUT/samples_keep.csv"
+        step "calibrate --dest $DEST" 120 "$X" calibrate --target host --dest "$DEST" \
+            --out "$OUT/profile_$DEST.json" --samples "$OUT/samples_$DEST.csv"
     SCHED=$(mktemp /tmp/xs_s17_XXXXXX.csv)
     KS=${KS:-"4 8 12 16 20 24 28 32 40 48 56 64 80 96 112 132"}
     for k in $KS; do
@@ -41,7 +42,7 @@ kneemap)
             # bytes per producer: 0.5 MiB * 2^(i/4) / K, a multiple of 16
             b=$(awk -v k="$k" -v i="$i" 'BEGIN { v = 524288 * 2 ^ (i / 4); printf "%d", int(v / k / 16 + 0.5) * 16 }')
             printf 'producers,bytes_per_producer,gap_ns\n%s,%s,0\n' "$k" "$b" >"$SCHED"
-            step "burst $k x $b B" 60 "$X" replay --schedule "$SCHED" -n 16 --dest keep --csv \
+            step "burst $k x $b B" 60 "$X" replay --schedule "$SCHED" -n 16 --dest "$DEST" --csv \
                 --placement "$OUT/kp_${k}_$b.csv"
             # the replay's own CSV lines (the step appended them to the log): keep the last block
             awk '/^row,producers/ { s = "" } { s = s $0 "\n" } END { printf "%s", s }' "$LOG" |
