@@ -6,15 +6,15 @@
 # producers at 1.3 or 2·Q(K), whose runs stall or not at random. One Q(K) = Q + K·beta
 # misplaces the knee by 15-25 % at some K (run 14: the capacity belongs to the half of the chip
 # the producers are in, and the block scheduler's placement decides how many land in each half).
-# PART=kneemap (DEST=keep, the default, or flush): isolated bursts of K = 4, 8, 12, ..., 132 producers (16 counts), total
-# volumes 0.5 MiB x 2^(i/4), i = 0..15 (0.5-6.7 MiB), 16 runs each, with --placement (every
+# PART=kneemap (DEST=keep, the default, or flush): isolated bursts of K = 4, 8, 12, ..., 132
+# producers (16 counts), total volumes 0.5 MiB x 2^(i/4), i = 0..15 (0.5-6.7 MiB), 16 runs each, with --placement (every
 # run's total, each producer's SM and end, and the GPC of every SM): the knee and how sharp it
 # is at each K, and which SMs the scheduler gives each K, on one chip; after a calibration
-# (in DEST) of the same chip unless CAL=0 (call 4 had none).
+# (in DEST) of the same chip unless CAL=0 (call 4 had none); then validate in DEST unless VAL=0.
 # PART=final: gpu_session16.sh's set (calls 1-3).
 # Writes $OUT/session17.log and s17.tar.gz (per burst: km_K_V.csv, replay's CSV;
 # kp_K_V.csv, its placement file).
-# Usage: OUT=dir [COMMIT=sha] [PART=kneemap|final] [DEST=keep|flush] [CAL=0] [KS="4 8 ..."] scripts/gpu_session17.sh
+# Usage: OUT=dir [COMMIT=sha] [PART=kneemap|final] [DEST=keep|flush] [CAL=0] [VAL=0] [KS="4 8 ..."] scripts/gpu_session17.sh
 set -u
 OUT=${OUT:-./out-s17}
 X=${BUILD:-build}/xstage
@@ -50,6 +50,11 @@ kneemap)
         done
     done
     rm -f "$SCHED"
+    # and the suite on the same chip and profile (VAL=0: not)
+    [ "${VAL:-1}" = 1 ] && [ -s "$OUT/profile_$DEST.json" ] &&
+        step "validate --dest $DEST" 200 "$X" validate --dest "$DEST" \
+            --profile "$OUT/profile_$DEST.json" --rows "$OUT/validate_${DEST}_rows.csv" \
+            --csv "$OUT/validate_$DEST.csv"
     ;;
 *)
     say "unknown PART=${PART}"
