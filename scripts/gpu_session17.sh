@@ -11,10 +11,11 @@
 # run's total, each producer's SM and end, and the GPC of every SM): the knee and how sharp it
 # is at each K, and which SMs the scheduler gives each K, on one chip; after a calibration
 # (in DEST) of the same chip unless CAL=0 (call 4 had none); then validate in DEST unless VAL=0.
+# PART=fine: the knee's transition in 1/16 octaves for five K (see the case).
 # PART=final: gpu_session16.sh's set (calls 1-3).
 # Writes $OUT/session17.log and s17.tar.gz (per burst: km_K_V.csv, replay's CSV;
 # kp_K_V.csv, its placement file).
-# Usage: OUT=dir [COMMIT=sha] [PART=kneemap|final] [DEST=keep|flush] [CAL=0] [VAL=0] [KS="4 8 ..."] scripts/gpu_session17.sh
+# Usage: OUT=dir [COMMIT=sha] [PART=kneemap|fine|final] [DEST=keep|flush] [CAL=0] [VAL=0] [KS="4 8 ..."] scripts/gpu_session17.sh
 set -u
 OUT=${OUT:-./out-s17}
 X=${BUILD:-build}/xstage
@@ -55,6 +56,28 @@ kneemap)
         step "validate --dest $DEST" 200 "$X" validate --dest "$DEST" \
             --profile "$OUT/profile_$DEST.json" --rows "$OUT/validate_${DEST}_rows.csv" \
             --csv "$OUT/validate_$DEST.csv"
+    ;;
+fine)
+    # the knee's transition, finer (keep): for K = 8, 24, 48, 96, 132 around the knee of calls
+    # 4-5 (1.1, 1.45, 1.85, 2.6, 3.1 MiB) from 0.8x to 1.25x in 1/16 octaves, 32 runs each,
+    # after a calibration and a validate of the same chip
+    step "calibrate --dest keep" 120 "$X" calibrate --target host --dest keep \
+        --out "$OUT/profile_keep.json" --samples "$OUT/samples_keep.csv"
+    [ -s "$OUT/profile_keep.json" ] &&
+        step "validate --dest keep" 200 "$X" validate --dest keep \
+            --profile "$OUT/profile_keep.json" --rows "$OUT/validate_keep_rows.csv" \
+            --csv "$OUT/validate_keep.csv"
+    SCHED=$(mktemp /tmp/xs_s17_XXXXXX.csv)
+    for kc in 8,1.1 24,1.45 48,1.85 96,2.6 132,3.1; do
+        k=${kc%,*}
+        for i in $(seq -5 5); do
+            b=$(awk -v k="$k" -v c="${kc#*,}" -v i="$i" 'BEGIN { v = c * 1048576 * 2 ^ (i / 16); printf "%d", int(v / k / 16 + 0.5) * 16 }')
+            printf 'producers,bytes_per_producer,gap_ns\n%s,%s,0\n' "$k" "$b" >"$SCHED"
+            step "burst $k x $b B" 60 "$X" replay --schedule "$SCHED" -n 32 --dest keep --csv \
+                --placement "$OUT/kp_${k}_$b.csv"
+        done
+    done
+    rm -f "$SCHED"
     ;;
 *)
     say "unknown PART=${PART}"
