@@ -2,13 +2,11 @@
 first, fitted to T = (V - A) / R' by least squares, and A = V - R T at the drain step's R for
 each of them (what the burst absorbed, if the link drained at R all along). Usage:
 poststall.py DIR [R_B_per_ns]"""
-import sys, glob, os, re, statistics as st, collections
+import sys, statistics as st
+from bursts import load
 d = sys.argv[1]
 R = float(sys.argv[2]) if len(sys.argv) > 2 else 52.6
-med = collections.defaultdict(dict)
-for f in glob.glob(os.path.join(d, 'kp_*_*.csv')):
-    k, b = map(int, re.findall(r'kp_(\d+)_(\d+)\.csv', f)[0])
-    med[k][b] = st.median(float(l.split(',')[1]) for l in open(f) if l[0].isdigit())
+med = {k: {b: st.median(t) for b, t in bb.items()} for k, bb in load(d).items()}
 for k in sorted(med):
     pts = [(k * b, t) for b, t in sorted(med[k].items()) if t > 5000][1:]
     if len(pts) < 2:
