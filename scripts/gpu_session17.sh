@@ -7,9 +7,9 @@
 # misplaces the knee by 15-25 % at some K (run 14: the capacity belongs to the half of the chip
 # the producers are in, and the block scheduler's placement decides how many land in each half).
 # PART=kneemap (DEST=keep, the default, or flush): isolated bursts of K = 4, 8, 12, ..., 132
-# producers (16 counts), total volumes 0.5 MiB x 2^(i/4), i = 0..15 (0.5-6.7 MiB), 16 runs each, with --placement (every
-# run's total, each producer's SM and end, and the GPC of every SM): the knee and how sharp it
-# is at each K, and which SMs the scheduler gives each K, on one chip; after a calibration
+# producers (16 counts), total volumes 0.5 MiB x 2^(i/4), i = 0..15 (0.5-6.7 MiB), 16 runs
+# each, with --placement (every run's total, each producer's SM and end, and the GPC of every
+# SM): the knee and how sharp it is at each K, and which SMs the scheduler gives each K, on one chip; after a calibration
 # (in DEST) of the same chip unless CAL=0 (call 4 had none); then validate in DEST unless VAL=0.
 # PART=fine: the knee's transition in 1/16 octaves for five K (see the case).
 # PART=final: gpu_session16.sh's set (calls 1-3, 8 and 9 ran gpu_session16.sh PART=final itself).
