@@ -9,13 +9,15 @@
 # PART=kneemap (DEST=keep, the default, or flush): isolated bursts of K = 4, 8, 12, ..., 132
 # producers (16 counts), total volumes 0.5 MiB x 2^(i/4), i = 0..15 (0.5-6.7 MiB), 16 runs
 # each, with --placement (every run's total, each producer's SM and end, and the GPC of every
-# SM): the knee and how sharp it is at each K, and which SMs the scheduler gives each K, on one chip; after a calibration
-# (in DEST) of the same chip unless CAL=0 (call 4 had none); then validate in DEST unless VAL=0.
+# SM): the knee and how sharp it is at each K, and which SMs the scheduler gives each K, on
+# one chip; after a calibration (in DEST) of the same chip unless CAL=0 (call 4 had none); then
+# validate in DEST unless VAL=0.
 # PART=fine: the knee's transition in 1/16 octaves for five K (see the case).
 # PART=final: gpu_session16.sh's set (calls 1-3, 8 and 9 ran gpu_session16.sh PART=final itself).
 # Writes $OUT/session17.log and s17.tar.gz (per burst: km_K_V.csv, replay's CSV;
 # kp_K_V.csv, its placement file).
-# Usage: OUT=dir [COMMIT=sha] [PART=kneemap|fine|final] [DEST=keep|flush] [CAL=0] [VAL=0] [KS="4 8 ..."] scripts/gpu_session17.sh
+# Usage: OUT=dir [COMMIT=sha] [PART=kneemap|fine|final] [DEST=keep|flush] [CAL=0] [VAL=0]
+#        [KS="4 8 ..."] scripts/gpu_session17.sh
 set -u
 OUT=${OUT:-./out-s17}
 X=${BUILD:-build}/xstage
