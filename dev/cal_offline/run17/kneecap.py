@@ -3,7 +3,7 @@ knee measured on the same chip (the 50 % point of a knee map, interpolated in lo
 producer counts KS; interpolated in K for each validate schedule of that chip and imposed as
 capacity_bytes. Usage: kneecap.py MAPDIR PROFILE KS(comma list) ROWS... (XSTAGE; XS_OV_FRAC,
 XS_OV_NS with a build of experiment.patch)"""
-import sys, os, math, json, statistics as st, collections, csv
+import sys, os, math, json, statistics as st
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'run16')); sys.path.insert(0, HERE)
 import qk, bursts
@@ -28,18 +28,7 @@ for k, v in sorted(knee.items()):
         else: hi = mid
     cap[k] = hi
 print('knee MiB', ' '.join('%d:%.2f' % (k, v / 2**20) for k, v in sorted(knee.items())), '| capacity MB', ' '.join('%d:%.3f' % (k, c / 1e6) for k, c in sorted(cap.items())), '| profile Q %.3f' % (P['capacity_bytes'] / 1e6))
-def sc(v, tab):
-    recs = list(csv.DictReader(l for l in open(v) if not l.startswith('#')))
-    sched = collections.OrderedDict()
-    for x in recs: sched.setdefault(x['schedule'], []).append(x)
-    res = []
-    for name, rr in sched.items():
-        K = max(int(x['producers']) for x in rr)
-        sets = ['capacity_bytes=%g' % qk.interp(tab, K)] if tab else []
-        pr = qk.predict([(x['producers'], x['bytes_per_producer'], x['gap_ns']) for x in rr], prof, sets, rr[0]['sync'] == '1')
-        res.append((name, 100 * (float(pr[-1]['end_ns']) / float(rr[-1]['meas_end_ns']) - 1)))
-    return res
 for v in rows:
     for lab, t in (('profile', None), ('per-K cap', cap)):
-        res = sc(v, t); ae = [abs(e) for _, e in res]; w = max(res, key=lambda x: abs(x[1]))
+        res = [(n, e) for n, e, _ in qk.score(v, prof, t)]; ae = [abs(e) for _, e in res]; w = max(res, key=lambda x: abs(x[1]))
         print('  %-28s %-9s med %4.1f max %6.1f (%s %+.1f)' % (os.path.basename(v), lab, st.median(ae), max(ae), w[0], w[1]))
