@@ -347,7 +347,8 @@ int xs_cmd_calibrate(int argc, char **argv)
     static const double brief[] = {1, 4, 16};
     if (nvols == 0) {
         const double *d = quick ? brief : dense;
-        nvols = quick ? 3 : (int)(sizeof dense / sizeof dense[0]);
+        nvols = quick ? (int)(sizeof brief / sizeof brief[0])
+                      : (int)(sizeof dense / sizeof dense[0]);
         for (int j = 0; j < nvols; j++)
             vols[j] = (int)(d[j] * 1048576);
     }

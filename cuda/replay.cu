@@ -1281,7 +1281,7 @@ xs_status xs_replayer_set_sms(xs_replayer *rp, const int *sms, int n)
 
 xs_status xs_replayer_use_sms(xs_replayer *rp, const char *spec)
 {
-    static int list[1024];
+    int list[1024];
     int spread, n = xs_replay_sms_parse(spec, list, 1024, &spread);
     if (n < 0)
         return XS_EINVAL;
