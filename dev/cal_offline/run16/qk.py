@@ -42,14 +42,16 @@ def interp(tab, K):
     for a,b in zip(ks,ks[1:]):
         if a<=K<=b:
             return tab[a]+(tab[b]-tab[a])*(K-a)/(b-a)
-def score(vrows, prof, tab):
+def score(vrows, prof, tab, capacity=None):
+    """(schedule, total error %, per-row |errors|) of each validate schedule, its capacity
+    interpolated in tab at its largest K (capacity(K) instead, when given; neither: the profile's)"""
     recs=list(csv.DictReader(l for l in open(vrows) if not l.startswith('#')))
     sched=collections.OrderedDict()
     for r in recs: sched.setdefault(r['schedule'],[]).append(r)
     res=[]
     for name,rr in sched.items():
         K=max(int(r['producers']) for r in rr)
-        sets=[f'capacity_bytes={interp(tab,K)}'] if tab else []
+        sets=[f'capacity_bytes={capacity(K) if capacity else interp(tab,K)}'] if tab or capacity else []
         pr=predict([(r['producers'],r['bytes_per_producer'],r['gap_ns']) for r in rr],prof,sets,rr[0]['sync']=='1')
         mt=float(rr[-1]['meas_end_ns']); pt=float(pr[-1]['end_ns'])
         re=[abs(float(q['issue_max_ns'])/float(m['meas_issue_max_ns'])-1) for q,m in zip(pr,rr)]
