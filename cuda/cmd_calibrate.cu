@@ -501,6 +501,7 @@ int xs_cmd_calibrate(int argc, char **argv)
            p.buffer_bytes_per_producer, p.arbitration_skew, p.chunk_bytes);
     printf("\n## the event model on the isolated bursts and drift trains it was fitted to: mean "
            "|error| %.1f%%\n", 100 * fr.chunk_err);
+    xs_fit_report_loss_print(&fr, stdout);
     if (ro.target == XS_TARGET_HOST) {
         printf("\n## (e) visibility: payload, flag (release.sys) -> host acquires, answers -> "
                "GPU sees the answer\n");

@@ -100,6 +100,13 @@ typedef struct {
                                          * used by the event model itself, but by the models of
                                          * fused kernels whose SMs compute while their stores
                                          * drain (bench up); 0 = not measured; default 0 */
+    double overflow_capacity_loss;      /* optional, in 0..1: the share of Q the stage loses
+                                         * from its first refusal (a ready chunk that finds no
+                                         * room) until it next runs empty; 0 = none (the earlier
+                                         * model); default 0 */
+    double overflow_loss_ns;            /* optional: the time over which that share is lost,
+                                         * linearly from the first refusal; 0 = at once;
+                                         * default 0 */
     char device[128];                   /* e.g. "NVIDIA H200" */
     char path[16];                      /* "host", "local", "peer" or "virtual" */
     char date[32];                      /* ISO date of the calibration */
@@ -328,9 +335,16 @@ typedef struct {
     double capacity_resid_med, capacity_resid_max; /* |rel| of the model's Q(K) against them */
     double chunk_err;                           /* event model on isolated bursts and drift
                                                  * trains: exp(mean |log(pred/meas)|) - 1 */
+    int n_loss;                                 /* the overflow-loss grid on the best structure
+                                                 * (entry 0: no loss), each with Q and the skew
+                                                 * polished, and its score (the search's mean
+                                                 * |log| error, issue runs included) */
+    double loss_frac[8], loss_ns[8], loss_q[8], loss_skew[8], loss_score[8];
     char notes[512];
 } xs_fit_report;
 
+/* The report's overflow-loss grid, one line per entry ("## overflow loss" and a table). */
+void xs_fit_report_loss_print(const xs_fit_report *rep, FILE *f);
 /* Fit a profile from calibration samples (metadata fields of *p are kept). */
 xs_status xs_fit_profile(const xs_samples *s, xs_profile *p, xs_fit_report *rep);
 /* The same restricted to the published model's numbers: no producer queue, no reserve, equal

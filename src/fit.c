@@ -558,6 +558,8 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
     q.reserve_bytes_per_producer = 0;
     q.reserve_release = 0;
     q.reserve_shared_fraction = 0;
+    q.overflow_capacity_loss = 0; /* searched on the best structure, below */
+    q.overflow_loss_ns = 0;
     for (int it = 0; it < (published ? 1 : nbuf); it++) {
         double lbest = INFINITY;
         q.buffer_bytes_per_producer = buffers[it];
@@ -603,6 +605,47 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
             bestp = q;
         }
     }
+    /* The overflow loss (overflow_capacity_loss, overflow_loss_ns), on the best structure: a
+     * share of Q on a grid, lost at once or over 20 us, each with Q and the skew polished (Q
+     * trades against it: without a loss, the fit shrinks Q to slow the stalled bursts, and the
+     * knee comes early). Kept when it scores better than none. */
+    if (!published && isfinite(best)) {
+        static const double losses[] = {0.2, 0.4, 0.6};
+        static const double loss_ns[] = {0, 20000};
+        xs_profile base = bestp;
+        rep->loss_frac[0] = rep->loss_ns[0] = 0;
+        rep->loss_q[0] = base.capacity_bytes;
+        rep->loss_skew[0] = base.arbitration_skew;
+        rep->loss_score[0] = best;
+        rep->n_loss = 1;
+        for (size_t il = 0; il < sizeof losses / sizeof losses[0]; il++)
+            for (size_t it = 0; it < sizeof loss_ns / sizeof loss_ns[0]; it++) {
+                q = base;
+                q.overflow_capacity_loss = losses[il];
+                q.overflow_loss_ns = loss_ns[it];
+                double lbest = SANE(q) ? model_error(&q, runs, nruns, 1) : INFINITY;
+                for (int pass = 0; pass < 2; pass++) {
+                    double q0 = q.capacity_bytes, s0 = q.arbitration_skew;
+                    for (int i = -8; i <= 8; i++)
+                        if (i)
+                            TRY(capacity_bytes, q0 * pow(2, i / 16.0));
+                    for (int i = -1; i <= 1; i += 2)
+                        TRY(arbitration_skew, fmax(0, s0 + 0.125 * i));
+                }
+                if (rep->n_loss < 8) {
+                    int n = rep->n_loss++;
+                    rep->loss_frac[n] = losses[il];
+                    rep->loss_ns[n] = loss_ns[it];
+                    rep->loss_q[n] = q.capacity_bytes;
+                    rep->loss_skew[n] = q.arbitration_skew;
+                    rep->loss_score[n] = lbest;
+                }
+                if (lbest < best) {
+                    best = lbest;
+                    bestp = q;
+                }
+            }
+    }
 #undef TRY
 #undef SANE
     q = bestp;
@@ -619,6 +662,8 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
     p->reserve_release = 0;
     p->reserve_shared_fraction = 0;
     p->buffer_bytes_per_producer = q.buffer_bytes_per_producer;
+    p->overflow_capacity_loss = q.overflow_capacity_loss;
+    p->overflow_loss_ns = q.overflow_loss_ns;
     double bq = q.capacity_bytes, bc = q.chunk_bytes;
     p->capacity_bytes = bq;
     p->capacity_bytes_per_producer = 0;
@@ -647,6 +692,8 @@ static xs_status fit(const xs_samples *s, xs_profile *p, xs_fit_report *rep, int
         p->reserve_shared_fraction = 0;
         p->buffer_bytes_per_producer = 0;
         p->arbitration_skew = 0;
+        p->overflow_capacity_loss = 0;
+        p->overflow_loss_ns = 0;
     }
     XS_TRY(fit_issue(s, p, rep, published));
     XS_TRY(fit_drain(s, p, rep));
@@ -663,4 +710,17 @@ xs_status xs_fit_profile(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
 xs_status xs_fit_profile_published(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
 {
     return fit(s, p, rep, 1);
+}
+
+void xs_fit_report_loss_print(const xs_fit_report *rep, FILE *f)
+{
+    if (rep->n_loss == 0)
+        return;
+    fprintf(f, "\n## overflow loss (share of Q lost from the stage's first refusal until it runs "
+               "empty), on the fitted structure; the fit keeps the best score\n");
+    fprintf(f, "%10s %10s %14s %8s %10s\n", "loss", "loss_ns", "capacity_bytes", "skew",
+            "score");
+    for (int i = 0; i < rep->n_loss; i++)
+        fprintf(f, "%10.2f %10.0f %14.0f %8.3f %10.5f\n", rep->loss_frac[i], rep->loss_ns[i],
+                rep->loss_q[i], rep->loss_skew[i], rep->loss_score[i]);
 }

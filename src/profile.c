@@ -60,6 +60,8 @@ static const numeric_field numeric_fields[] = {
     FIELD(reserve_shared_fraction, 0),
     FIELD(buffer_bytes_per_producer, 0),
     FIELD(drain_under_load_bytes_per_ns, 0),
+    FIELD(overflow_capacity_loss, 0),
+    FIELD(overflow_loss_ns, 0),
 };
 #define NNUMERIC (sizeof numeric_fields / sizeof numeric_fields[0])
 
@@ -68,7 +70,7 @@ const char *const xs_profile_fields[] = {
     "capacity_bytes_per_producer", "chunk_bytes", "queue_bytes_per_producer",
     "reserve_bytes_per_producer", "arbitration_skew", "barrier_ns", "start_ns",
     "reserve_release", "row_start_ns", "reserve_shared_fraction", "buffer_bytes_per_producer",
-    "drain_under_load_bytes_per_ns", NULL};
+    "drain_under_load_bytes_per_ns", "overflow_capacity_loss", "overflow_loss_ns", NULL};
 
 /* Keys that may appear besides the numeric fields; anything else is a typo. */
 static const char *const other_keys[] = {"device", "path", "date", "command", "provisional",
@@ -349,6 +351,12 @@ xs_status xs_profile_check(const xs_profile *p, const char *name)
     if (!(p->drain_under_load_bytes_per_ns >= 0) || p->drain_under_load_bytes_per_ns > 1e6)
         return xs_seterr(XS_ERANGE, "%s: drain_under_load_bytes_per_ns = %g must be within "
                          "0..1e6 (0: not measured)", name, p->drain_under_load_bytes_per_ns);
+    if (!(p->overflow_capacity_loss >= 0) || p->overflow_capacity_loss > 1)
+        return xs_seterr(XS_ERANGE, "%s: overflow_capacity_loss = %g must be within 0..1", name,
+                         p->overflow_capacity_loss);
+    if (!(p->overflow_loss_ns >= 0) || p->overflow_loss_ns > 1e9)
+        return xs_seterr(XS_ERANGE, "%s: overflow_loss_ns = %g must be within 0..1e9", name,
+                         p->overflow_loss_ns);
     if (p->row_start_ns < 0 || p->row_start_ns > 1e9)
         return xs_seterr(XS_ERANGE, "%s: row_start_ns = %g must be within 0..1e9", name,
                          p->row_start_ns);
@@ -375,7 +383,7 @@ xs_status xs_profile_set(xs_profile *p, const char *assignment)
                          "queue_bytes_per_producer, reserve_bytes_per_producer, "
                          "arbitration_skew, barrier_ns, start_ns, reserve_release, row_start_ns, "
                          "reserve_shared_fraction, buffer_bytes_per_producer, "
-                         "drain_under_load_bytes_per_ns)",
+                         "drain_under_load_bytes_per_ns, overflow_capacity_loss, overflow_loss_ns)",
                          name, s ? "; did you mean '" : "", s ? s : "", s ? "'?" : "");
     }
     const char *v = eq + 1;
@@ -434,7 +442,7 @@ void xs_profile_print(const xs_profile *p, FILE *f)
     fprintf(f, "%-30s %14s  %s\n", "field", "value", "unit");
     static const char *const units[] = {"bytes/ns", "ns", "bytes/ns", "bytes", "bytes", "bytes",
                                         "bytes", "bytes", "", "ns", "ns", "",
-                                        "ns", "", "bytes", "bytes/ns"};
+                                        "ns", "", "bytes", "bytes/ns", "", "ns"};
     _Static_assert(sizeof units / sizeof units[0] == NNUMERIC, "one unit per numeric field");
     for (size_t i = 0; i < NNUMERIC; i++)
         fprintf(f, "%-30s %14.6g  %s\n", numeric_fields[i].name,

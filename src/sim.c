@@ -100,8 +100,8 @@ typedef struct {
     double weight;      /* its share of the stage when producers contend */
     double d_own;       /* when its last accepted byte will have drained */
     int outstanding;    /* 1 while it has bytes in the stage (holds its reserve) */
-    double *acc;        /* when each of the last q+1 chunks left the store queue: acc[idx %
-                         * (q+1)]; its acceptance into the stage, or with tandem queues its
+    double *acc;        /* when each of the last q+2 chunks left the store queue: acc[idx %
+                         * (q+2)]; its acceptance into the stage, or with tandem queues its
                          * entry into the producer's own buffer */
     double *ring;       /* departure times of its last ring_m chunks (per-producer cap); NULL
                          * when the cap never holds this producer */
@@ -210,6 +210,30 @@ double xs_arbitration_weight(const xs_profile *p, int index)
     return exp(p->arbitration_skew * z);
 }
 
+/* Overflow loss (overflow_capacity_loss, overflow_loss_ns): from the stage's first refusal at
+ * t_fill, Q shrinks linearly by loss*Q over loss_ns (at once if 0), and stays there until the
+ * stage runs empty. The earliest time at which a chunk of c bytes fits: the backlog
+ * R (d_last - t) plus c within the room, Q - shrink(t) + rsv (never less than one chunk). */
+static double room_time(double Q, double loss, double loss_ns, double t_fill, double rsv,
+                        double c, double R, double d_last)
+{
+    const double lo = fmax(Q * (1 - loss), c) + rsv - c; /* the room once fully shrunk, less c */
+    const double t_end = t_fill + loss_ns;
+    if (loss_ns > 0) {
+        const double lam = (Q + rsv - c - lo) / loss_ns; /* bytes of room lost per ns */
+        if (lam < R) {
+            /* while it shrinks: R (d_last - t) = Q + rsv - c - lam (t - t_fill) */
+            double t = (R * d_last - (Q + rsv - c) - lam * t_fill) / (R - lam);
+            if (t <= t_end)
+                return t;
+        }
+        /* the backlog falls no faster than the room shrinks: not before it has shrunk */
+        double t = d_last - lo / R;
+        return t > t_end ? t : t_end;
+    }
+    return d_last - lo / R;
+}
+
 xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_opts *opts,
                       xs_result *out)
 {
@@ -259,6 +283,9 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
      * for a shared one of size Q) */
     const int release_at_issue = pf->reserve_release == 1;
     const double hold_ns = pf->reserve_shared_fraction * Q / R;
+    const double loss = pf->overflow_capacity_loss, loss_ns = pf->overflow_loss_ns;
+    int overflowed = 0;
+    double t_fill = 0; /* the first refusal of the current overflow */
     const double row_start = pf->row_start_ns;
     const int64_t chunk = (int64_t)pf->chunk_bytes > 0 ? (int64_t)pf->chunk_bytes : 1;
     const int np = xs_schedule_max_producers(s);
@@ -311,7 +338,8 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
 
     /* the producer's queue, in whole chunks */
     const int q = (int)floor(pf->queue_bytes_per_producer / (double)chunk);
-    if ((double)np * (q + 1) > (double)(1 << 28))
+    const int qr = q + 2; /* acc ring: the last q+1 chunks and the one before them (SETTLE) */
+    if ((double)np * qr > (double)(1 << 28))
         return xs_seterr(XS_ERANGE, "%d producers x a queue of %d chunks: too much state (raise "
                          "chunk_bytes with --set)", np, q);
 
@@ -331,7 +359,7 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
     heap held = {track_drain ? malloc((size_t)held_cap * sizeof(ev)) : NULL, 0};
     int n_out = 0;
     double *rings = nring ? malloc((size_t)nring * (size_t)ring_m * sizeof(double)) : NULL;
-    double *accs = malloc((size_t)np * (size_t)(q + 1) * sizeof(double));
+    double *accs = malloc((size_t)np * (size_t)qr * sizeof(double));
     double *bufs = tandem ? malloc((size_t)np * 3 * (size_t)nbuf * sizeof(double)) : NULL;
     double *arrive = o->sync ? malloc((size_t)np * sizeof(double)) : NULL;
     sampler smp = {0};
@@ -351,7 +379,7 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
     }
     for (int p = 0; p < np; p++) {
         pr[p].ring = p < nring ? rings + (size_t)p * ring_m : NULL;
-        pr[p].acc = accs + (size_t)p * (q + 1);
+        pr[p].acc = accs + (size_t)p * qr;
         pr[p].orow = -1;
         pr[p].owait = 1;
         pr[p].a_prev = -INFINITY;
@@ -403,8 +431,8 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
             /* in the queue once the program has started and there is room; streamed at r     \
              * after the previous chunk left */                                               \
             double in_ = win0[W(z_->orow, p_)] + oh;                                          \
-            if (q > 0 && z_->oidx - q >= 0 && z_->acc[(z_->oidx - q) % (q + 1)] > in_)        \
-                in_ = z_->acc[(z_->oidx - q) % (q + 1)];                                      \
+            if (q > 0 && z_->oidx - q >= 0 && z_->acc[(z_->oidx - q) % qr] > in_)        \
+                in_ = z_->acc[(z_->oidx - q) % qr];                                      \
             z_->in_t = in_;                                                                   \
             rd_ = (in_ > z_->a_prev ? in_ : z_->a_prev) + (double)z_->pending / r;            \
         }                                                                                     \
@@ -434,14 +462,14 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
             int64_t sz_ = w_->srem < chunk ? w_->srem : chunk;                                \
             w_->srem -= sz_;                                                                  \
             double in_ = win0[W(w_->srow, p_)] + oh;                                          \
-            if (q > 0 && n_ - q >= 0 && w_->acc[(n_ - q) % (q + 1)] > in_)                    \
-                in_ = w_->acc[(n_ - q) % (q + 1)];                                            \
+            if (q > 0 && n_ - q >= 0 && w_->acc[(n_ - q) % qr] > in_)                    \
+                in_ = w_->acc[(n_ - q) % qr];                                            \
             double rd_ = (in_ > w_->s_prev ? in_ : w_->s_prev) + (double)sz_ / r;             \
             /* its bytes stream in while the buffer's oldest chunk waits; it is complete once    \
              * that one has gone on into the stage (the producer holds q + nbuf chunks then) */ \
             if (n_ - nbuf >= 0 && w_->qa[(n_ - nbuf) % nbuf] > rd_)                           \
                 rd_ = w_->qa[(n_ - nbuf) % nbuf];                                             \
-            w_->acc[n_ % (q + 1)] = rd_; /* it has left the store queue */                    \
+            w_->acc[n_ % qr] = rd_; /* it has left the store queue */                    \
             w_->rdy[n_ % nbuf] = rd_;                                                         \
             w_->inq[n_ % nbuf] = in_;                                                         \
             w_->s_prev = rd_;                                                                 \
@@ -496,8 +524,17 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
         while (x_->pwait && x_->plast - q < (tandem ? x_->known : x_->accepted)) {            \
             int64_t need_ = x_->plast - q;                                                    \
             double en_ = win0[W(x_->prow, p_)] + oh;                                          \
-            if (need_ >= 0 && x_->acc[need_ % (q + 1)] > en_)                                 \
-                en_ = x_->acc[need_ % (q + 1)];                                               \
+            double ep_ = en_; /* the same with the row's last chunk left out */               \
+            if (need_ >= 0 && x_->acc[need_ % qr] > en_)                                      \
+                en_ = x_->acc[need_ % qr];                                                    \
+            if (need_ >= 1 && x_->acc[(need_ - 1) % qr] > ep_)                                \
+                ep_ = x_->acc[(need_ - 1) % qr];                                              \
+            /* with a queue, a last chunk of s < c bytes enters it once s/c of the chunk q     \
+             * places before it has left: that share of the step between the two (continuous  \
+             * in B; whole chunks alone put a burst's stall on a grid of c bytes per producer) */ \
+            int64_t tail_ = BYTES(x_->prow, p_) % chunk;                                      \
+            if (q > 0 && tail_ > 0 && en_ > ep_)                                              \
+                en_ = ep_ + (en_ - ep_) * (double)tail_ / (double)chunk;                      \
             win1[W(x_->prow, p_)] = en_;                                                      \
             x_->pwait = 0;                                                                    \
             double tn_ = en_ + GAP(x_->prow, p_);                                             \
@@ -563,9 +600,19 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
                 n_out--;
             }
         }
-        double t_space =
-            d_last - (Q + reserve * (double)(n_out > 0 ? n_out : 1) - (double)chunk) / R;
         double t_next = el.n ? t_now : h.a[0].t;
+        /* overflow loss: the stage holds Q (1 - loss) from its first refusal until it next
+         * runs empty (the earliest offer finds it empty again) */
+        if (overflowed && t_next >= d_last)
+            overflowed = 0;
+        const double rsv = reserve * (double)(n_out > 0 ? n_out : 1);
+        double t_space = overflowed ? room_time(Q, loss, loss_ns, t_fill, rsv, chunk, R, d_last)
+                                    : d_last - (Q + rsv - (double)chunk) / R;
+        if (t_space > t_next && loss > 0 && !overflowed) {
+            overflowed = 1; /* a ready chunk finds no room: the first refusal */
+            t_fill = t_next;
+            t_space = room_time(Q, loss, loss_ns, t_fill, rsv, chunk, R, d_last);
+        }
         if (t_space > t_next)
             t_next = t_space;
         while (h.n && h.a[0].t <= t_next) {
@@ -638,7 +685,7 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
             if (z->owait)
                 OFFER_NEXT(e.p);
         } else {
-            z->acc[z->oidx % (q + 1)] = t_acc;
+            z->acc[z->oidx % qr] = t_acc;
             SETTLE(e.p);
             OFFER_NEXT(e.p);
         }

@@ -124,13 +124,17 @@ static void test_profile_good(void)
              "negative start_ns refused: %s", xs_errmsg());
     p.start_ns = 556.5;
     XT_CHECK(p.reserve_release == 0 && p.reserve_shared_fraction == 0 && p.row_start_ns == 0 &&
-                 p.buffer_bytes_per_producer == 0 && p.drain_under_load_bytes_per_ns == 0,
+                 p.buffer_bytes_per_producer == 0 && p.drain_under_load_bytes_per_ns == 0 &&
+                 p.overflow_capacity_loss == 0 && p.overflow_loss_ns == 0,
              "new optional fields default to the earlier model");
     static const char *const refused[] = {"reserve_release=0.5", "reserve_release=2",
                                           "reserve_shared_fraction=1.01",
                                           "reserve_shared_fraction=-0.1", "row_start_ns=-1",
                                           "buffer_bytes_per_producer=-1",
-                                          "drain_under_load_bytes_per_ns=-1"};
+                                          "drain_under_load_bytes_per_ns=-1",
+                                          "overflow_capacity_loss=1.01",
+                                          "overflow_capacity_loss=-0.1", "overflow_loss_ns=-1",
+                                          "overflow_loss_ns=2e9"};
     for (int i = 0; i < (int)(sizeof refused / sizeof refused[0]); i++) {
         xs_profile b = p;
         char name[64];
@@ -144,6 +148,8 @@ static void test_profile_good(void)
                  xs_profile_set(&p, "row_start_ns=141.5") == XS_OK &&
                  xs_profile_set(&p, "buffer_bytes_per_producer=16384") == XS_OK &&
                  xs_profile_set(&p, "drain_under_load_bytes_per_ns=50.43") == XS_OK &&
+                 xs_profile_set(&p, "overflow_capacity_loss=0.4") == XS_OK &&
+                 xs_profile_set(&p, "overflow_loss_ns=20000") == XS_OK &&
                  xs_profile_check(&p, "t") == XS_OK, "%s", xs_errmsg());
     char path[] = "/tmp/xs-prof-XXXXXX";
     int fd = mkstemp(path);
@@ -154,7 +160,8 @@ static void test_profile_good(void)
     XT_CHECK(q.drain_bytes_per_ns == 60.5 && q.chunk_bytes == 2048 && q.start_ns == 556.5 &&
                  q.reserve_shared_fraction == 0.5 && q.row_start_ns == 141.5 &&
                  q.buffer_bytes_per_producer == 16384 &&
-                 q.drain_under_load_bytes_per_ns == 50.43 && !strcmp(q.date, p.date),
+                 q.drain_under_load_bytes_per_ns == 50.43 && q.overflow_capacity_loss == 0.4 &&
+                 q.overflow_loss_ns == 20000 && !strcmp(q.date, p.date),
              "round trip");
     unlink(path);
     xs_profile d;

@@ -33,5 +33,6 @@ int main(int argc, char **argv)
     xs_profile_save(&p, argv[2]);
     fprintf(stderr, "fit %.1f s, event model err %.1f%%\n", xs_now_s() - t0, 100 * rep.chunk_err);
     xs_profile_print(&p, stderr);
+    xs_fit_report_loss_print(&rep, stderr);
     return 0;
 }
