@@ -10,12 +10,14 @@
 #   l0   this binary, no overflow loss (the fit's grid entry 0: Q and the skew as fitted);
 #   l2s  overflow loss 0.2 over 20 us, l4s 0.4 over 20 us, l4 0.4 at once: the fit's grid
 #        entries, each with its own polished Q and skew (calibrate's "## overflow loss" table),
-#        applied with --set to this binary's profile.
-# The profile calibrate writes is whichever entry scored best on the samples.
+#        applied with --set to this binary's profile;
+#   fit  the profile calibrate writes: whichever entry scored best on the samples.
+# VARIANTS (default "old l0 l2s l4s l4") and REPS_KEEP (default "a b") choose.
 # PART=ab: keep, then flush: calibrate; the old refit; validate every variant (keep: twice,
 # flush: once) in turns. PART=check: faults.sh and compute-sanitizer (steps.sh replay_checks).
 # Writes $OUT/session18.log and s18.tar.gz.
-# Usage: OUT=dir [COMMIT=sha] [OLD=dir] [PART=ab|check] [STATES="keep flush"] scripts/gpu_session18.sh
+# Usage: OUT=dir [COMMIT=sha] [OLD=dir] [PART=ab|check] [STATES="keep flush"] [VARIANTS=...]
+#        [REPS_KEEP="a b"] scripts/gpu_session18.sh
 set -u
 OUT=${OUT:-./out-s18}
 X=${BUILD:-build}/xstage
@@ -47,6 +49,7 @@ val() {
     l2s) sets=$(grid_sets 0.2 20000) ;;
     l4s) sets=$(grid_sets 0.4 20000) ;;
     l4) sets=$(grid_sets 0.4 0) ;;
+    fit) sets=" " ;;
     esac
     if [ ! -s "$prof" ] || { [ "$v" != old ] && [ -z "$sets" ]; }; then
         results+=("FAIL  validate $d $v $n (no profile or no grid entry)")
@@ -65,10 +68,10 @@ ab)
             --out "$OUT/profile_${d}.json" --samples "$OUT/samples_${d}.csv"
         [ -s "$OUT/samples_${d}.csv" ] &&
             step "old refit ($d)" 120 "$OLD/refit" "$OUT/samples_${d}.csv" "$OUT/profile_${d}_old.json"
-        reps="a b"
+        reps=${REPS_KEEP:-a b}
         [ "$d" = flush ] && reps="a"
         for n in $reps; do
-            for v in old l0 l2s l4s l4; do val "$d" "$v" "$n"; done
+            for v in ${VARIANTS:-old l0 l2s l4s l4}; do val "$d" "$v" "$n"; done
         done
     done
     ;;
