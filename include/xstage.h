@@ -336,9 +336,10 @@ typedef struct {
     double chunk_err;                           /* event model on isolated bursts and drift
                                                  * trains: exp(mean |log(pred/meas)|) - 1 */
     int n_loss;                                 /* the overflow-loss grid on the best structure
-                                                 * (entry 0: no loss), each with Q and the skew
-                                                 * polished, and its score (the search's mean
-                                                 * |log| error, issue runs included) */
+                                                 * (entry 0: no loss, the fitted profile), each
+                                                 * with Q and the skew polished, and its score
+                                                 * (the search's mean |log| error, issue runs
+                                                 * included); reported, not adopted */
     double loss_frac[8], loss_ns[8], loss_q[8], loss_skew[8], loss_score[8];
     char notes[512];
 } xs_fit_report;

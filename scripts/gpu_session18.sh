@@ -11,7 +11,8 @@
 #   l2s  overflow loss 0.2 over 20 us, l4s 0.4 over 20 us, l4 0.4 at once: the fit's grid
 #        entries, each with its own polished Q and skew (calibrate's "## overflow loss" table),
 #        applied with --set to this binary's profile;
-#   fit  the profile calibrate writes: whichever entry scored best on the samples.
+#   fit  the profile calibrate writes: at 208a534 (calls 1-3) whichever entry scored best on the
+#        samples; from call 4 on entry 0 (the loss is scored, not adopted).
 # VARIANTS (default "old l0 l2s l4s l4") and REPS_KEEP (default "a b") choose.
 # PART=ab: keep, then flush: calibrate; the old refit; validate every variant (keep: twice,
 # flush: once) in turns. PART=check: faults.sh and compute-sanitizer (steps.sh replay_checks).
