@@ -610,8 +610,8 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
      * trades against it: without a loss, the fit shrinks Q to slow the stalled bursts). Scored
      * and reported, not adopted: run 18 validated the grid's entries side by side on three
      * H200s (docs/MODEL.md "Run 18"), and where the samples preferred a loss its larger Q put
-     * validate's 0.9·Q(K) burst of 96 producers past the knee (suite maxima 5 of 9 within
-     * 15 % for 0.2 over 20 us, 0 of 9 for 0.4, against 8 of 9 without). */
+     * validate's 0.9·Q(K) burst of 96 producers past the knee (suite maxima within 15 %: 5 of
+     * 9 for 0.2 over 20 us, 0 and 1 of 6 for 0.4 over 20 us and at once, 8 of 9 without). */
     if (!published && isfinite(best)) {
         static const double losses[] = {0.2, 0.4, 0.6};
         static const double loss_ns[] = {0, 20000};
