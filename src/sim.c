@@ -431,8 +431,8 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
             /* in the queue once the program has started and there is room; streamed at r     \
              * after the previous chunk left */                                               \
             double in_ = win0[W(z_->orow, p_)] + oh;                                          \
-            if (q > 0 && z_->oidx - q >= 0 && z_->acc[(z_->oidx - q) % qr] > in_)        \
-                in_ = z_->acc[(z_->oidx - q) % qr];                                      \
+            if (q > 0 && z_->oidx - q >= 0 && z_->acc[(z_->oidx - q) % qr] > in_)             \
+                in_ = z_->acc[(z_->oidx - q) % qr];                                           \
             z_->in_t = in_;                                                                   \
             rd_ = (in_ > z_->a_prev ? in_ : z_->a_prev) + (double)z_->pending / r;            \
         }                                                                                     \
@@ -462,14 +462,14 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
             int64_t sz_ = w_->srem < chunk ? w_->srem : chunk;                                \
             w_->srem -= sz_;                                                                  \
             double in_ = win0[W(w_->srow, p_)] + oh;                                          \
-            if (q > 0 && n_ - q >= 0 && w_->acc[(n_ - q) % qr] > in_)                    \
-                in_ = w_->acc[(n_ - q) % qr];                                            \
+            if (q > 0 && n_ - q >= 0 && w_->acc[(n_ - q) % qr] > in_)                         \
+                in_ = w_->acc[(n_ - q) % qr];                                                 \
             double rd_ = (in_ > w_->s_prev ? in_ : w_->s_prev) + (double)sz_ / r;             \
             /* its bytes stream in while the buffer's oldest chunk waits; it is complete once    \
              * that one has gone on into the stage (the producer holds q + nbuf chunks then) */ \
             if (n_ - nbuf >= 0 && w_->qa[(n_ - nbuf) % nbuf] > rd_)                           \
                 rd_ = w_->qa[(n_ - nbuf) % nbuf];                                             \
-            w_->acc[n_ % qr] = rd_; /* it has left the store queue */                    \
+            w_->acc[n_ % qr] = rd_; /* it has left the store queue */                         \
             w_->rdy[n_ % nbuf] = rd_;                                                         \
             w_->inq[n_ % nbuf] = in_;                                                         \
             w_->s_prev = rd_;                                                                 \

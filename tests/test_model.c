@@ -55,11 +55,33 @@ static xs_profile random_profile(void)
     return p;
 }
 
+/* random_profile() with a stage that never fills */
+static xs_profile unbounded_profile(void)
+{
+    xs_profile p = random_profile();
+    p.capacity_bytes = 1e14;
+    p.capacity_bytes_per_producer = 0;
+    return p;
+}
+
 static void one_row(xs_schedule *s, int k, int64_t b, double g, int rows)
 {
     memset(s, 0, sizeof *s);
     for (int i = 0; i < rows; i++)
         xs_schedule_append(s, k, b, g);
+}
+
+/* One isolated burst of k producers x b bytes, simulated into *r (1), or a failed check (0;
+ * nothing left to free). */
+static int isolated_burst(const xs_profile *p, int k, int64_t b, xs_schedule *s, xs_result *r)
+{
+    one_row(s, k, b, 0, 1);
+    if (xs_simulate(p, s, NULL, r) != XS_OK) {
+        XT_CHECK(0, "simulate: %s", xs_errmsg());
+        xs_schedule_free(s);
+        return 0;
+    }
+    return 1;
 }
 
 static void test_closed_forms(void)
@@ -134,12 +156,8 @@ static void test_isolated_property(int trials)
         p.reserve_shared_fraction = u < 0.3 || u > 0.7 ? 0 : uniform(0, 1);
         xs_schedule s;
         xs_result r;
-        one_row(&s, k, b, 0, 1);
-        if (xs_simulate(&p, &s, NULL, &r) != XS_OK) {
-            XT_CHECK(0, "simulate: %s", xs_errmsg());
-            xs_schedule_free(&s);
+        if (!isolated_burst(&p, k, b, &s, &r))
             continue;
-        }
         xs_bg o;
         xs_bg_eval(&p, k, (double)b, 0, &o);
         double got = r.rows[0].issue_max_ns;
@@ -170,20 +188,14 @@ static void test_partial_chunk(int trials)
 {
     int fails = 0;
     for (int t = 0; t < trials; t++) {
-        xs_profile p = random_profile();
-        p.capacity_bytes = 1e14;
-        p.capacity_bytes_per_producer = 0;
+        xs_profile p = unbounded_profile();
         p.queue_bytes_per_producer = p.chunk_bytes * floor(uniform(1, 9));
         int k = (int)loguniform(1, 64);
         int64_t b = 16 * (int64_t)loguniform(p.queue_bytes_per_producer / 16 + 1, 65536);
         xs_schedule s;
         xs_result r;
-        one_row(&s, k, b, 0, 1);
-        if (xs_simulate(&p, &s, NULL, &r) != XS_OK) {
-            XT_CHECK(0, "simulate: %s", xs_errmsg());
-            xs_schedule_free(&s);
+        if (!isolated_burst(&p, k, b, &s, &r))
             continue;
-        }
         double want = p.issue_overhead_ns +
                       fmax(0, (double)b - p.queue_bytes_per_producer) / p.issue_bytes_per_ns;
         if (!xt_near(r.rows[0].issue_max_ns, want, 1e-6)) {
@@ -701,9 +713,7 @@ static void test_row_start(int trials)
 {
     int bad = 0;
     for (int t = 0; t < trials; t++) {
-        xs_profile p = random_profile();
-        p.capacity_bytes = 1e14;
-        p.capacity_bytes_per_producer = 0;
+        xs_profile p = unbounded_profile();
         /* no producer queue: a queue still streaming the previous row when the next starts
          * would shorten the next window by the extra time it was given */
         p.queue_bytes_per_producer = 0;
