@@ -558,7 +558,7 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
     q.reserve_bytes_per_producer = 0;
     q.reserve_release = 0;
     q.reserve_shared_fraction = 0;
-    q.overflow_capacity_loss = 0; /* searched on the best structure, below */
+    q.overflow_capacity_loss = 0; /* scored on the best structure below, not adopted */
     q.overflow_loss_ns = 0;
     for (int it = 0; it < (published ? 1 : nbuf); it++) {
         double lbest = INFINITY;
@@ -661,8 +661,8 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
     p->reserve_release = 0;
     p->reserve_shared_fraction = 0;
     p->buffer_bytes_per_producer = q.buffer_bytes_per_producer;
-    p->overflow_capacity_loss = q.overflow_capacity_loss;
-    p->overflow_loss_ns = q.overflow_loss_ns;
+    p->overflow_capacity_loss = 0; /* scored, not adopted (above) */
+    p->overflow_loss_ns = 0;
     double bq = q.capacity_bytes, bc = q.chunk_bytes;
     p->capacity_bytes = bq;
     p->capacity_bytes_per_producer = 0;

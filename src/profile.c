@@ -36,41 +36,48 @@ static const char default_profile_json[] =
     "  \"barrier_ns\": 0\n"
     "}\n";
 
+/* The numeric fields, in file and print order: name, required in a profile file, unit. Every
+ * list of them below (the table, xs_profile_fields, --set's message) comes from this one. */
+#define NUMERIC_FIELDS(X)                                                                     \
+    X(issue_bytes_per_ns, 1, "bytes/ns")                                                      \
+    X(issue_overhead_ns, 1, "ns")                                                             \
+    X(drain_bytes_per_ns, 1, "bytes/ns")                                                      \
+    X(capacity_bytes, 1, "bytes")                                                             \
+    X(capacity_bytes_per_producer, 1, "bytes")                                                \
+    X(chunk_bytes, 1, "bytes")                                                                \
+    X(queue_bytes_per_producer, 0, "bytes")                                                   \
+    X(reserve_bytes_per_producer, 0, "bytes")                                                 \
+    X(arbitration_skew, 0, "")                                                                \
+    X(barrier_ns, 0, "ns")                                                                    \
+    X(start_ns, 0, "ns")                                                                      \
+    X(reserve_release, 0, "")                                                                 \
+    X(row_start_ns, 0, "ns")                                                                  \
+    X(reserve_shared_fraction, 0, "")                                                         \
+    X(buffer_bytes_per_producer, 0, "bytes")                                                  \
+    X(drain_under_load_bytes_per_ns, 0, "bytes/ns")                                           \
+    X(overflow_capacity_loss, 0, "")                                                          \
+    X(overflow_loss_ns, 0, "ns")
+
 typedef struct {
     const char *name;
     size_t offset;
     int required;
+    const char *unit;
 } numeric_field;
 
-#define FIELD(n, req) {#n, offsetof(xs_profile, n), req}
-static const numeric_field numeric_fields[] = {
-    FIELD(issue_bytes_per_ns, 1),
-    FIELD(issue_overhead_ns, 1),
-    FIELD(drain_bytes_per_ns, 1),
-    FIELD(capacity_bytes, 1),
-    FIELD(capacity_bytes_per_producer, 1),
-    FIELD(chunk_bytes, 1),
-    FIELD(queue_bytes_per_producer, 0),
-    FIELD(reserve_bytes_per_producer, 0),
-    FIELD(arbitration_skew, 0),
-    FIELD(barrier_ns, 0),
-    FIELD(start_ns, 0),
-    FIELD(reserve_release, 0),
-    FIELD(row_start_ns, 0),
-    FIELD(reserve_shared_fraction, 0),
-    FIELD(buffer_bytes_per_producer, 0),
-    FIELD(drain_under_load_bytes_per_ns, 0),
-    FIELD(overflow_capacity_loss, 0),
-    FIELD(overflow_loss_ns, 0),
-};
+#define FIELD(n, req, unit) {#n, offsetof(xs_profile, n), req, unit},
+static const numeric_field numeric_fields[] = {NUMERIC_FIELDS(FIELD)};
+#undef FIELD
 #define NNUMERIC (sizeof numeric_fields / sizeof numeric_fields[0])
 
-const char *const xs_profile_fields[] = {
-    "issue_bytes_per_ns", "issue_overhead_ns", "drain_bytes_per_ns", "capacity_bytes",
-    "capacity_bytes_per_producer", "chunk_bytes", "queue_bytes_per_producer",
-    "reserve_bytes_per_producer", "arbitration_skew", "barrier_ns", "start_ns",
-    "reserve_release", "row_start_ns", "reserve_shared_fraction", "buffer_bytes_per_producer",
-    "drain_under_load_bytes_per_ns", "overflow_capacity_loss", "overflow_loss_ns", NULL};
+#define NAME(n, req, unit) #n,
+const char *const xs_profile_fields[] = {NUMERIC_FIELDS(NAME) NULL};
+#undef NAME
+
+/* "name, name, ..." for messages */
+#define LISTED(n, req, unit) ", " #n
+static const char numeric_list[] = NUMERIC_FIELDS(LISTED) "";
+#undef LISTED
 
 /* Keys that may appear besides the numeric fields; anything else is a typo. */
 static const char *const other_keys[] = {"device", "path", "date", "command", "provisional",
@@ -377,14 +384,9 @@ xs_status xs_profile_set(xs_profile *p, const char *assignment)
     const numeric_field *f = find_numeric(name);
     if (!f) {
         const char *s = suggest(name);
-        return xs_seterr(XS_EINVAL, "--set: unknown profile field '%s'%s%s%s (numeric fields: "
-                         "issue_bytes_per_ns, issue_overhead_ns, drain_bytes_per_ns, "
-                         "capacity_bytes, capacity_bytes_per_producer, chunk_bytes, "
-                         "queue_bytes_per_producer, reserve_bytes_per_producer, "
-                         "arbitration_skew, barrier_ns, start_ns, reserve_release, row_start_ns, "
-                         "reserve_shared_fraction, buffer_bytes_per_producer, "
-                         "drain_under_load_bytes_per_ns, overflow_capacity_loss, overflow_loss_ns)",
-                         name, s ? "; did you mean '" : "", s ? s : "", s ? "'?" : "");
+        return xs_seterr(XS_EINVAL, "--set: unknown profile field '%s'%s%s%s (numeric fields: %s)",
+                         name, s ? "; did you mean '" : "", s ? s : "", s ? "'?" : "",
+                         numeric_list + 2);
     }
     const char *v = eq + 1;
     char *end;
@@ -440,11 +442,7 @@ void xs_profile_print(const xs_profile *p, FILE *f)
     if (p->command[0])
         fprintf(f, "# produced by: %s\n", p->command);
     fprintf(f, "%-30s %14s  %s\n", "field", "value", "unit");
-    static const char *const units[] = {"bytes/ns", "ns", "bytes/ns", "bytes", "bytes", "bytes",
-                                        "bytes", "bytes", "", "ns", "ns", "",
-                                        "ns", "", "bytes", "bytes/ns", "", "ns"};
-    _Static_assert(sizeof units / sizeof units[0] == NNUMERIC, "one unit per numeric field");
     for (size_t i = 0; i < NNUMERIC; i++)
         fprintf(f, "%-30s %14.6g  %s\n", numeric_fields[i].name,
-                *field_ptr((xs_profile *)p, &numeric_fields[i]), units[i]);
+                *field_ptr((xs_profile *)p, &numeric_fields[i]), numeric_fields[i].unit);
 }
