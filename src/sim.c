@@ -35,6 +35,15 @@ typedef struct {
     int n;
 } heap;
 
+/* Whether time t has come by time now. Times within a relative 1e-12 of each other are one
+ * instant: the answer must not depend on how the two were rounded (shifting every time by
+ * start_ns would otherwise let a producer's cap release a chunk at one shift and hold it at
+ * another, and a producer's window, which reads its last two chunks' times, would move). */
+static int by_then(double t, double now)
+{
+    return t <= now || fabs(t - now) <= 1e-12 * fmax(fabs(t), fabs(now));
+}
+
 static int ev_less(ev x, ev y)
 {
     return x.t < y.t || (x.t == y.t && (x.t2 < y.t2 || (x.t2 == y.t2 && x.p < y.p)));
@@ -593,7 +602,7 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
          * the unfairness measured on the H200. */
         /* the stage's room: Q shared, plus a reserve for each producer with stores in it (at
          * least one: the producer about to offer brings its own into an empty stage) */
-        while (track_drain && held.n && held.a[0].t <= t_now) {
+        while (track_drain && held.n && by_then(held.a[0].t, t_now)) {
             ev d = heap_pop(&held);
             if (d.t == pr[d.p].d_own - hold_ns) {
                 pr[d.p].outstanding = 0;
@@ -608,14 +617,14 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
         const double rsv = reserve * (double)(n_out > 0 ? n_out : 1);
         double t_space = overflowed ? room_time(Q, loss, loss_ns, t_fill, rsv, chunk, R, d_last)
                                     : d_last - (Q + rsv - (double)chunk) / R;
-        if (t_space > t_next && loss > 0 && !overflowed) {
+        if (!by_then(t_space, t_next) && loss > 0 && !overflowed) {
             overflowed = 1; /* a ready chunk finds no room: the first refusal */
             t_fill = t_next;
             t_space = room_time(Q, loss, loss_ns, t_fill, rsv, chunk, R, d_last);
         }
         if (t_space > t_next)
             t_next = t_space;
-        while (h.n && h.a[0].t <= t_next) {
+        while (h.n && by_then(h.a[0].t, t_next)) {
             ev f = heap_pop(&h);
             producer *y = &pr[f.p];
             double tag = y->ftag > vtime ? y->ftag : vtime;
@@ -626,7 +635,7 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
         /* the producer's own cap: its m-th most recent chunk must have drained */
         if (z->ring && z->ring_n == ring_m) {
             double tc = z->ring[z->ring_head];
-            if (tc > t_next) {
+            if (!by_then(tc, t_next)) {
                 heap_push(&h, (ev){tc, 0, e.p});
                 continue;
             }
