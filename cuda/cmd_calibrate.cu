@@ -126,7 +126,7 @@ static void usage(void)
            "                        producer queue, no reserve): the embedded default's form\n"
            "  --quick               fewer repetitions and sizes (< 15 s)\n"
            "  --volumes LIST        the capacity sweep's burst volumes (all K producers\n"
-           "                        together; K/M suffixes, 64K..64M, at most 16), default\n"
+           "                        together; K/M suffixes, 64K..64M, at most 24), default\n"
            "                        512K, 1M to 4M in quarter octaves, 5.66M, 8M, 16M;\n"
            "                        with --quick 1M,4M,16M\n"
            "  -d, --device N        CUDA device (default 0)\n"
@@ -171,7 +171,7 @@ int xs_cmd_calibrate(int argc, char **argv)
     ro.max_skew_ns = XS_REPLAY_MAX_SKEW_NS;
     const char *out = NULL, *samples_out = NULL, *out_pub = NULL, *sms_spec = NULL;
     int quick = 0, c, gpus = 1, load_probe = 0, device_set = 0;
-    int vols[16], nvols = 0; /* the capacity sweep's volumes, bytes; 0: the default */
+    int vols[24], nvols = 0; /* the capacity sweep's volumes, bytes; 0: the default */
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:o:d:g:h", lo, NULL)) != -1) {
         switch (c) {
@@ -242,7 +242,7 @@ int xs_cmd_calibrate(int argc, char **argv)
             break;
         case 'F': ro.fixed_offsets = 1; break;
         case 'U':
-            if (xs_parse_list("--volumes", optarg, 1, 65536, 64L << 20, vols, 16, &nvols) !=
+            if (xs_parse_list("--volumes", optarg, 1, 65536, 64L << 20, vols, 24, &nvols) !=
                 XS_OK)
                 return xs_cli_fail();
             break;

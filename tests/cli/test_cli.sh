@@ -224,6 +224,7 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "calibrate --sms with --gpus" "--sms with --gpus 2: one rank only" "$X" calibrate --sms spread --gpus 2 --target peer
     expect_err "calibrate bad --volumes" "--volumes 'abc': not a size" "$X" calibrate --volumes 1M,abc
     expect_err "calibrate --volumes too small" "--volumes 1024: outside 65536..67108864" "$X" calibrate --volumes 1K
+    expect_err "calibrate --volumes too many" "--volumes: at most 24 values" "$X" calibrate --volumes "$(printf '1M,%.0s' $(seq 24))1M"
     expect_err "replay --sms backwards range" "--sms '9-2': bad range" "$X" replay --schedule examples/isolated.csv --sms 9-2
     expect_err "replay --sms with --gpus" "--sms with --gpus 2: one rank only" "$X" replay --schedule examples/isolated.csv --sms 0-3 --gpus 2 --target peer
     expect_err "bench up -g 3 seq not a multiple" "--seq 8192 is not a multiple of -g/--gpus 3" "$X" bench up -g 3 -s 8192
