@@ -612,7 +612,7 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
         double t_next = el.n ? t_now : h.a[0].t;
         /* overflow loss: the stage holds Q (1 - loss) from its first refusal until it next
          * runs empty (the earliest offer finds it empty again) */
-        if (overflowed && t_next >= d_last)
+        if (overflowed && by_then(d_last, t_next))
             overflowed = 0;
         const double rsv = reserve * (double)(n_out > 0 ? n_out : 1);
         double t_space = overflowed ? room_time(Q, loss, loss_ns, t_fill, rsv, chunk, R, d_last)
