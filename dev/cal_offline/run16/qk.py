@@ -12,6 +12,7 @@ def predict(rows, prof, sets, sync=False):
     if sync: cmd.append('--sync')
     o=subprocess.run(cmd,capture_output=True,text=True)
     os.unlink(fn)
+    if o.returncode: sys.exit(f'xstage predict: {o.stderr.strip()}')
     pr=list(csv.DictReader(l for l in o.stdout.splitlines() if not l.startswith('#')))
     return pr
 def caps(samp):

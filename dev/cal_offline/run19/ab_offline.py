@@ -13,10 +13,11 @@ VARIANT is NAME=SPEC; SPEC is 'fit' (the chip's calibrate profile as written) or
 'refit:DIR' (DIR/c<call>_<state>.json, profiles refitted offline from the call's samples).
 Rows files are read from RESULTS_DIR/h200_call*_s18.tar.gz (unpacked to a temporary folder).
 """
-import csv, glob, os, statistics as st, subprocess, sys, tarfile, tempfile
+import csv, glob, os, statistics as st, sys, tarfile, tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-XS = os.environ.get('XSTAGE', 'build/xstage')
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'run16'))
+import qk  # qk.predict: one schedule through `xstage predict` ($XSTAGE)
 
 
 def schedules(path):
@@ -25,25 +26,6 @@ def schedules(path):
     for r in recs:
         out.setdefault(r['schedule'], []).append(r)
     return out
-
-
-def predict(rows, prof, sets, tmp):
-    fd, path = tempfile.mkstemp(dir=tmp, suffix='.csv')
-    with os.fdopen(fd, 'w') as f:
-        f.write('producers,bytes_per_producer,gap_ns\n')
-        for r in rows:
-            f.write(f"{r['producers']},{r['bytes_per_producer']},{r['gap_ns']}\n")
-    cmd = [XS, 'predict', '--schedule', path, '--csv', '--profile', prof]
-    for s in sets:
-        cmd += ['--set', s]
-    if rows[0]['sync'] == '1':
-        cmd.append('--sync')
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    os.unlink(path)
-    if p.returncode:
-        sys.exit(f'ab_offline: {p.stderr.strip()}')
-    pr = list(csv.DictReader(l for l in p.stdout.splitlines() if not l.startswith('#')))
-    return pr
 
 
 def main():
@@ -73,7 +55,9 @@ def main():
                 parts = how.split(',')
                 prof, sets = os.path.join(tmp, c, f'profile_{state}.json'), parts[1:]
             sc = schedules(rows)
-            futs = {n: pool.submit(predict, rr, prof, sets, tmp) for n, rr in sc.items()}
+            futs = {n: pool.submit(qk.predict, [(r['producers'], r['bytes_per_producer'],
+                                                 r['gap_ns']) for r in rr], prof, sets,
+                                   rr[0]['sync'] == '1') for n, rr in sc.items()}
             errs, rowe = {}, []
             for n, rr in sc.items():
                 pr = futs[n].result()

@@ -10,17 +10,10 @@ them by its own Q(K)), and the same calibration's own isolated bursts of 16 and 
 
     chip24.py RESULTS_DIR          (XSTAGE: the binary, default build/xstage)
 """
-import glob, os, statistics as st, subprocess, sys, tarfile, tempfile
+import glob, os, statistics as st, sys, tarfile, tempfile
 
-XS = os.environ.get('XSTAGE', 'build/xstage')
-
-
-def predict(prof, k, b, tmp):
-    path = os.path.join(tmp, 's.csv')
-    open(path, 'w').write(f'producers,bytes_per_producer,gap_ns\n{k},{b},0\n')
-    out = subprocess.run([XS, 'predict', '--schedule', path, '--profile', prof, '--csv'],
-                         capture_output=True, text=True, check=True).stdout
-    return float(out.strip().split('\n')[-1].split(',')[-1])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'run16'))
+import qk  # qk.predict: one schedule through `xstage predict` ($XSTAGE)
 
 
 def main():
@@ -54,7 +47,7 @@ def main():
             for k, v in ((16, 1.483e6), (16, 1.763e6), (32, 1.763e6), (32, 2.097e6)):
                 key = min((kb for kb in cal if kb[0] == k), key=lambda kb: abs(kb[0] * kb[1] - v))
                 m = st.median(cal[key])
-                p = predict(prof, key[0], key[1], tmp)
+                p = float(qk.predict([(key[0], key[1], 0)], prof, [])[-1]['end_ns'])
                 cells.append(f'{m / 1e3:5.1f}/{p / 1e3:5.1f} ({100 * (p - m) / m:+4.0f} %)')
             print(f'{call:>4} {state:5s} | ' + ' '.join(f'{v / 1e6:.2f}:{t / 1e3:.1f}'
                                                      for v, t in val) + ' | ' + '  '.join(cells))

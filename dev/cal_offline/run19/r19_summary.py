@@ -4,6 +4,9 @@ and maximum, per-row median, the synchronised burst against T_iss_last, the wors
 the tally of validates within the 15 % maximum per variant. Usage: r19_summary.py RESULTS_DIR"""
 import sys, os, re, gzip, glob, tarfile, csv, io, json, collections
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'run18'))
+from ab_summary import validates  # the session log's validate blocks and their figures
+
 d = sys.argv[1]
 w = csv.writer(sys.stdout, lineterminator='\n')
 w.writerow(['call', 'gpu', 'state', 'variant', 'rep', 'capacity_bytes', 'arbitration_skew',
@@ -23,21 +26,13 @@ for log in sorted(glob.glob(os.path.join(d, 'h200_call*_session1?.log.gz'))):
                                              if not l.startswith('#')))
             elif n.startswith('profile_') and n.endswith('.json'):
                 prof[n[8:-5]] = json.load(t.extractfile(m))
-    for m in re.finditer(r'^=== validate --dest (\w+) \((\w+) (\w)\)[^\n]*\(limit[^\n]*\n(.*?)'
-                         r'^=== validate[^\n]*rc=', text, re.S | re.M):
-        st, var, rep, body = m.groups()
-        tot = re.search(r'# totals: median \|error\| ([\d.]+)%.*?max ([\d.]+)%', body)
-        row = re.search(r'# per-row issue_max_ns: median \|error\| ([\d.]+)%', body)
-        syn = re.search(r'\(T_iss_last\) ([-+][\d.]+)%', body)
-        rows = tab.get('validate_%s_%s_%s.csv' % (st, var, rep), [])
-        worst = max(rows, key=lambda r: abs(float(r['err_total_pct'])), default=None)
+    for st, var, rep, _, tmed, tmax, rmed, syn, worst in validates(text, tab):
         p = prof.get('%s_%s' % (st, var)) or (prof.get(st) if var == 'fit' else None)
         w.writerow([call, gpu, st, var, rep, p and round(p['capacity_bytes']),
-                    p and p['arbitration_skew'], tot and tot.group(1), tot and tot.group(2),
-                    row and row.group(1), syn and syn.group(1), worst and worst['schedule'],
-                    worst and worst['err_total_pct']])
-        if tot:
-            tally[var][0] += float(tot.group(2)) <= 15
+                    p and p['arbitration_skew'], tmed, tmax, rmed, syn,
+                    worst and worst['schedule'], worst and worst['err_total_pct']])
+        if tmax:
+            tally[var][0] += float(tmax) <= 15
             tally[var][1] += 1
 for v, (k, n) in tally.items():
     print('# %-6s %2d of %2d validates within the 15 %% maximum' % (v, k, n))
