@@ -242,8 +242,8 @@ int xs_cmd_calibrate(int argc, char **argv)
             break;
         case 'F': ro.fixed_offsets = 1; break;
         case 'U':
-            if (xs_parse_list("--volumes", optarg, 1, 65536, 64L << 20, vols, 24, &nvols) !=
-                XS_OK)
+            if (xs_parse_list("--volumes", optarg, 1, 65536, 64L << 20, vols,
+                              (int)(sizeof vols / sizeof vols[0]), &nvols) != XS_OK)
                 return xs_cli_fail();
             break;
         case 'h': usage(); return 0;
