@@ -42,6 +42,12 @@
 
 #define EP_MAX_LIST 16
 #define EP_MAX_ROWS 1024
+/* --long: each configuration at these multiples of its largest default token count, where the
+ * combine (T x top-k rows of H bf16 values, all ranks' windows together) stays within
+ * EP_LONG_MAX_BYTES; one such point takes about a minute, most of it poisoning and verifying the
+ * windows on the CPU (docs/EP.md, "Run 20") */
+static const int ep_long_mult[] = {8, 16, 32};
+#define EP_LONG_MAX_BYTES (4.0 * 1024 * 1024 * 1024)
 
 /* the *_BULK variants (--bulk): the same plans as wave, interleaved and auto, with the Linear-2
  * epilogues handing their rows to the TMA (xs_moe_run_opts.bulk_combine) */
@@ -57,6 +63,7 @@ typedef struct {
     int nconfigs;
     int tokens[EP_MAX_LIST];
     int ntokens; /* 0: each configuration's defaults */
+    int long_tokens; /* --long: ep_long_mult x each configuration's largest default */
     int peers[EP_MAX_LIST];
     int npeers;
     xs_moe_routing routings[2];
@@ -201,6 +208,10 @@ static void ep_usage(FILE *f)
             "                               combine into real peers' NCCL windows (N = the peers;\n"
             "                               not with --peers or --device); unfused baseline:\n"
             "                               grouped ncclSend/ncclRecv (docs/MULTIGPU.md)\n"
+            "      --long                   the long-token points instead of the defaults: 8, 16\n"
+            "                               and 32 x each configuration's largest default token\n"
+            "                               count; a point whose combine exceeds 4 GiB is\n"
+            "                               skipped (docs/EP.md, \"Run 20\")\n"
             "      --quick                  2 configurations, 3 token counts, 3 iterations\n");
 }
 
@@ -214,7 +225,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
 {
     enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_TIMEOUT, O_BLOCK, O_BSPEED, O_PACE,
            O_COURIERS, O_CPACE, O_AUTOCOUR, O_CCOPY, O_BULK, O_AUTOADAPT, O_PACEFRAC,
-           O_DEFER, O_SPILLDEPTH, O_AUTOSPILL };
+           O_DEFER, O_SPILLDEPTH, O_AUTOSPILL, O_LONG };
     static const struct option lo[] = {
         {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
         {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
@@ -241,6 +252,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         {"spill-depth", required_argument, 0, O_SPILLDEPTH},
         {"no-auto-spill", no_argument, 0, O_AUTOSPILL},
         {"auto-adaptive", no_argument, 0, O_AUTOADAPT},
+        {"long", no_argument, 0, O_LONG},
         {"device", required_argument, 0, 'd'},   {"quick", no_argument, 0, XS_OPT_QUICK},
         {"gpus", required_argument, 0, 'g'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
@@ -387,6 +399,9 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         case XS_OPT_QUICK:
             o->quick = 1;
             break;
+        case O_LONG:
+            o->long_tokens = 1;
+            break;
         case 'h':
             ep_usage(stdout);
             return -1;
@@ -404,6 +419,9 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         if (xs_gpus_check("bench ep", o->common.gpus_set, o->common.gpus, cf, 2) != XS_OK)
             return xs_cli_fail();
     }
+    if (o->long_tokens && (o->ntokens || o->quick))
+        return xs_cli_failf("bench ep: --long chooses the token counts: not with %s",
+                            o->ntokens ? "--tokens" : "--quick");
     if (o->quick && !o->common.iters_set)
         o->common.iters = 3;
     o->run[EP_WAVE_BULK] = o->bulk && o->run[EP_WAVE];
@@ -1237,6 +1255,34 @@ static void ep_summary(const ep_row *rows, int n)
     free(a); free(b); free(c); free(d); free(dm); free(e);
 }
 
+/* A configuration's token counts: --tokens, --long (ep_long_mult x its largest default, a point
+ * whose combine exceeds EP_LONG_MAX_BYTES skipped, with a note where note is set) or its
+ * defaults (--quick: smaller ones). Returns how many. */
+static int ep_tokens(const ep_opts *o, const xs_moe_config *cfg, int *toks, int note)
+{
+    int nt = 0;
+    if (o->ntokens) {
+        memcpy(toks, o->tokens, sizeof(int) * (size_t)o->ntokens);
+        return o->ntokens;
+    }
+    if (o->long_tokens) {
+        for (size_t i = 0; i < sizeof ep_long_mult / sizeof ep_long_mult[0]; i++) {
+            const int t = cfg->tokens[2] * ep_long_mult[i];
+            const double bytes = (double)t * cfg->topk * cfg->hidden * 2;
+            if (bytes <= EP_LONG_MAX_BYTES)
+                toks[nt++] = t;
+            else if (note)
+                printf("# --long: %s T=%d skipped: its combine is %.1f GiB (at most %.0f)\n",
+                       cfg->name, t, bytes / (1024.0 * 1024 * 1024),
+                       EP_LONG_MAX_BYTES / (1024.0 * 1024 * 1024));
+        }
+        return nt;
+    }
+    for (int i = 0; i < 3; i++)
+        toks[nt++] = o->quick ? cfg->tokens[0] / (i == 2 ? 1 : (2 - i) * 2) : cfg->tokens[i];
+    return nt;
+}
+
 /* ---- entry ---------------------------------------------------------------------------------- */
 
 int xs_bench_ep(int argc, char **argv)
@@ -1349,8 +1395,12 @@ int xs_bench_ep(int argc, char **argv)
 
     static ep_row rows[EP_MAX_ROWS];
     int nrows = 0, failures = 0, tried = 0, intr = 0, coll_failed = 0;
-    const int total = o.nconfigs * o.nroutings * (o.ntokens ? o.ntokens : 3) *
-                      (o.peers_set ? o.npeers : 1);
+    int total = 0;
+    for (int ci = 0; ci < o.nconfigs; ci++) {
+        int toks[EP_MAX_LIST];
+        total += o.nroutings * ep_tokens(&o, o.configs[ci], toks, 0) *
+                 (o.peers_set ? o.npeers : 1);
+    }
     ep_table_header();
     for (int ci = 0; ci < o.nconfigs; ci++) {
         const xs_moe_config *cfg = o.configs[ci];
@@ -1364,15 +1414,8 @@ int xs_bench_ep(int argc, char **argv)
             }
             continue;
         }
-        int toks[EP_MAX_LIST], nt = 0;
-        if (o.ntokens) {
-            memcpy(toks, o.tokens, sizeof(int) * (size_t)o.ntokens);
-            nt = o.ntokens;
-        } else {
-            for (int i = 0; i < 3; i++)
-                toks[nt++] = o.quick ? cfg->tokens[0] / (i == 2 ? 1 : (2 - i) * 2)
-                                     : cfg->tokens[i];
-        }
+        int toks[EP_MAX_LIST];
+        const int nt = ep_tokens(&o, cfg, toks, 1);
         /* peers: --peers, or the configuration's own (docs/EP.md, "Choosing the sweep") */
         int peers[EP_MAX_LIST], npeers = o.npeers;
         memcpy(peers, o.peers, sizeof peers);

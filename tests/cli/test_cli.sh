@@ -181,6 +181,8 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench ep --defer=foo" "bench ep: --defer=foo: ring, spill or none" "$X" bench ep --defer=foo
     expect_err "bench ep --spill-depth alone" "bench ep: --spill-depth needs --defer=spill" "$X" bench ep --spill-depth 3
     expect_err "bench ep --spill-depth 9" "--spill-depth 9: outside 1..8" "$X" bench ep --defer=spill --spill-depth 9
+    expect_err "bench ep --long with --tokens" "bench ep: --long chooses the token counts: not with --tokens" "$X" bench ep --long --tokens 1024
+    expect_err "bench ep --long with --quick" "bench ep: --long chooses the token counts: not with --quick" "$X" bench ep --quick --long
     # bench ep couriers (docs/EP.md, "Couriers")
     expect_err "bench ep --couriers 65" "--couriers 65: outside 0..64" "$X" bench ep --couriers 65
     expect_err "bench ep --couriers -1" "--couriers -1: outside 0..64" "$X" bench ep --couriers -1

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# gpu_session20.sh - run 20 (bench/results/h200-2026-11-30-r20): the long-token limit of
+# wave/interleaved (issue 5; docs/EP.md "Run 20"). The default sweep's largest ratio grows with
+# the token count (olmoe-1b-7b N=2: 1.36 at T=4096, 1.46-1.55 at 8192-32768 in this run's calls
+# 1 and 4): the interleaved order's fill and tail weigh less, the wave order pays its drain
+# after every wave. bench ep --long runs each configuration at 8, 16 and 32 x its largest default
+# token count (combine at most 4 GiB); here the two configurations whose sweep peer count is 2
+# (drain ~ compute at every long count).
+# Usage: OUT=dir [COMMIT=sha] [CONFIGS=olmoe-1b-7b,qwen3-30b-a3b] [ITERS=3]
+#        [PROFILE=bench/results/h200-2026-11-29-r11/h200_host_profile.json] scripts/gpu_session20.sh
+set -u
+OUT=${OUT:-./out-s20}
+X=${BUILD:-build}/xstage
+mkdir -p "$OUT"
+LOG="$OUT/session20.log"
+: >"$LOG"
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
+export NCCL_NVLS_ENABLE=0
+say "# gpu_session20.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) commit=${COMMIT:-unknown}"
+log_device
+P=${PROFILE:-bench/results/h200-2026-11-29-r11/h200_host_profile.json}
+step "bench ep --long" 540 "$X" bench ep --long --profile "$P" \
+    --config "${CONFIGS:-olmoe-1b-7b,qwen3-30b-a3b}" -n "${ITERS:-3}" -w 1 --csv "$OUT/ep_long.csv"
+grep -E '^# (--long|wave/interleaved|wave/auto |bench ep|wall)' "$LOG"
+grep -E '^[a-z0-9.-]+ +(balanced|zipf) ' "$LOG"
