@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
 # gpu_session20.sh - run 20 (bench/results/h200-2026-11-30-r20): the long-token limit of
 # wave/interleaved (issue 5; docs/EP.md "Run 20"). The default sweep's largest ratio grows with
-# the token count (olmoe-1b-7b N=2: 1.36 at T=4096, 1.46-1.55 at 8192-32768 in this run's calls
-# 1 and 4): the interleaved order's fill and tail weigh less, the wave order pays its drain
-# after every wave. bench ep --long runs each configuration at 8, 16 and 32 x its largest default
-# token count (combine at most 4 GiB); here the two configurations whose sweep peer count is 2
-# (drain ~ compute at every long count).
+# the token count (olmoe-1b-7b N=2: 1.36 at T=4096, 1.37-1.55 at 8192-32768 in this run's calls
+# 1 and 4). bench ep --long runs each configuration at 8, 16 and 32 x its largest default token
+# count (combine at most 4 GiB); here the two configurations whose sweep peer count is 2.
 # Usage: OUT=dir [COMMIT=sha] [CONFIGS=olmoe-1b-7b,qwen3-30b-a3b] [ITERS=3]
 #        [PROFILE=bench/results/h200-2026-11-29-r11/h200_host_profile.json] scripts/gpu_session20.sh
 set -u
