@@ -44,7 +44,7 @@
 #define EP_MAX_ROWS 1024
 /* --long: each configuration at these multiples of its largest default token count, where the
  * combine (T x top-k rows of H bf16 values, all ranks' windows together) stays within
- * EP_LONG_MAX_BYTES; one such point takes about a minute, most of it poisoning and verifying the
+ * EP_LONG_MAX_BYTES; one such point takes up to a minute, most of it poisoning and verifying the
  * windows on the CPU (docs/EP.md, "Run 20") */
 static const int ep_long_mult[] = {8, 16, 32};
 #define EP_LONG_MAX_BYTES (4.0 * 1024 * 1024 * 1024)
