@@ -47,7 +47,9 @@
  * EP_LONG_MAX_BYTES; one such point takes up to a minute, most of it poisoning and verifying the
  * windows on the CPU (docs/EP.md, "Run 20") */
 static const int ep_long_mult[] = {8, 16, 32};
-#define EP_LONG_MAX_BYTES (4.0 * 1024 * 1024 * 1024)
+static_assert(sizeof ep_long_mult / sizeof ep_long_mult[0] == 3, "--long's help names three");
+#define EP_LONG_MAX_GIB 4
+#define EP_LONG_MAX_BYTES (EP_LONG_MAX_GIB * 1024.0 * 1024 * 1024)
 
 /* the *_BULK variants (--bulk): the same plans as wave, interleaved and auto, with the Linear-2
  * epilogues handing their rows to the TMA (xs_moe_run_opts.bulk_combine) */
@@ -208,11 +210,12 @@ static void ep_usage(FILE *f)
             "                               combine into real peers' NCCL windows (N = the peers;\n"
             "                               not with --peers or --device); unfused baseline:\n"
             "                               grouped ncclSend/ncclRecv (docs/MULTIGPU.md)\n"
-            "      --long                   the long-token points instead of the defaults: 8, 16\n"
-            "                               and 32 x each configuration's largest default token\n"
-            "                               count; a point whose combine exceeds 4 GiB is\n"
+            "      --long                   the long-token points instead of the defaults: %d, %d\n"
+            "                               and %d x each configuration's largest default token\n"
+            "                               count; a point whose combine exceeds %d GiB is\n"
             "                               skipped (docs/EP.md, \"Run 20\")\n"
-            "      --quick                  2 configurations, 3 token counts, 3 iterations\n");
+            "      --quick                  2 configurations, 3 token counts, 3 iterations\n",
+            ep_long_mult[0], ep_long_mult[1], ep_long_mult[2], EP_LONG_MAX_GIB);
 }
 
 /* comma list of positive integers */
@@ -1272,9 +1275,8 @@ static int ep_tokens(const ep_opts *o, const xs_moe_config *cfg, int *toks, int 
             if (bytes <= EP_LONG_MAX_BYTES)
                 toks[nt++] = t;
             else if (note)
-                printf("# --long: %s T=%d skipped: its combine is %.1f GiB (at most %.0f)\n",
-                       cfg->name, t, bytes / (1024.0 * 1024 * 1024),
-                       EP_LONG_MAX_BYTES / (1024.0 * 1024 * 1024));
+                printf("# --long: %s T=%d skipped: its combine is %.1f GiB (at most %d)\n",
+                       cfg->name, t, bytes / (1024.0 * 1024 * 1024), EP_LONG_MAX_GIB);
         }
         return nt;
     }
