@@ -54,10 +54,11 @@ static_assert(sizeof ep_long_mult / sizeof ep_long_mult[0] == 3, "--long's help 
 /* the *_BULK variants (--bulk): the same plans as wave, interleaved and auto, with the Linear-2
  * epilogues handing their rows to the TMA (xs_moe_run_opts.bulk_combine) */
 enum { EP_UNFUSED, EP_WAVE, EP_INTER, EP_AUTO, EP_COURIER, EP_ADAPT, EP_WAVE_BULK,
-       EP_INTER_BULK, EP_AUTO_BULK, EP_AUTO_DEFER, EP_NVAR };
+       EP_INTER_BULK, EP_AUTO_BULK, EP_AUTO_DEFER, EP_AUTO_FIXED, EP_NVAR };
 static const char *const ep_var_name[EP_NVAR] = {"unfused", "wave", "interleaved", "auto",
                                                  "courier", "adaptive", "wave_bulk",
-                                                 "interleaved_bulk", "auto_bulk", "auto_defer"};
+                                                 "interleaved_bulk", "auto_bulk", "auto_defer",
+                                                 "auto_fixed"};
 #define EP_IS_BULK(v) ((v) >= EP_WAVE_BULK && (v) <= EP_AUTO_BULK)
 
 typedef struct {
@@ -78,6 +79,8 @@ typedef struct {
     int defer; /* --defer[=ring|spill]: also auto's plan on a deferring kernel (EP_AUTO_DEFER):
                 * XS_MOE_DEFER_RING or XS_MOE_DEFER_SPILL; 0: no */
     int spill_depth; /* --spill-depth: xs_moe_run_opts.spill_depth (0: its default) */
+    int auto_fixed;  /* --auto-fixed: also auto's decision without the lead search (EP_AUTO_FIXED)
+                      * where it differs from auto's */
     xs_moe_model mm; /* the kernel-level model (--block-bytes, --block-speed, --pace-bytes,
                       * --couriers, --courier-pace) */
     double timeout_ms;
@@ -116,11 +119,18 @@ typedef struct {
     double pred_adaptive_us, adaptive_ahead_us;
     double pred_spill_us;    /* auto's paced candidate on the spilling kernel (NaN: none) */
     int auto_spill;          /* auto's plan runs on the spilling kernel */
+    int auto_lead_end;       /* auto's taper (xs_moe_plan.lead_end; 0: none) */
+    double pred_paced_plain_us; /* auto's paced order at its unpaced best lead, no taper (NaN:
+                                 * the lead search did not run) */
+    int fixed_lead, fixed_lead_end; /* the auto_fixed column's plan (-1: the column did not
+                                     * run) */
+    double pred_fixed_us;    /* its predicted time */
     xs_moe_stall stall_adapt; /* the adaptive run: measured MMA side */
     xs_moe_stall stall_defer; /* the auto_defer run */
+    xs_moe_stall stall_fixed; /* the auto_fixed run */
     char defer_kernel[16];    /* which: none, ring, spill:<depth> */
     double defer_frac;        /* auto_defer run: deferred / Linear-2 tiles with remote rows */
-    char how[640];
+    char how[800];
     double rank_max_us[EP_NVAR]; /* -g: the slowest rank's median per variant (NaN otherwise) */
 } ep_row;
 
@@ -199,6 +209,14 @@ static void ep_usage(FILE *f)
             "                               kernel (default: it does where that is predicted\n"
             "                               >= 1 %% faster; --defer=none runs the same plans on\n"
             "                               the plain kernel in the auto_defer column)\n"
+            "      --no-lead-search         auto paces at the unpaced order's best lead, no\n"
+            "                               taper (the rule up to run 20; default: it also\n"
+            "                               predicts leads D/2..2D and tapers, docs/EP.md)\n"
+            "      --auto-lead D[:E]        where auto paces: at lead D (tapering to E where\n"
+            "                               Linear-1 ends, 1 <= E < D), not searched\n"
+            "      --auto-fixed             also auto's decision without the lead search,\n"
+            "                               measured in the same rounds where it differs (the\n"
+            "                               auto_fixed column)\n"
             "      --bulk                   also wave, interleaved and auto with the combine rows\n"
             "                               handed to the TMA (cp.async.bulk from the staging\n"
             "                               tile), measured in the same rounds (auto: not where\n"
@@ -228,7 +246,7 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
 {
     enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_TIMEOUT, O_BLOCK, O_BSPEED, O_PACE,
            O_COURIERS, O_CPACE, O_AUTOCOUR, O_CCOPY, O_BULK, O_AUTOADAPT, O_PACEFRAC,
-           O_DEFER, O_SPILLDEPTH, O_AUTOSPILL, O_LONG };
+           O_DEFER, O_SPILLDEPTH, O_AUTOSPILL, O_LONG, O_AUTOLEAD, O_NOSEARCH, O_AUTOFIXED };
     static const struct option lo[] = {
         {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
         {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
@@ -256,6 +274,9 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         {"no-auto-spill", no_argument, 0, O_AUTOSPILL},
         {"auto-adaptive", no_argument, 0, O_AUTOADAPT},
         {"long", no_argument, 0, O_LONG},
+        {"auto-lead", required_argument, 0, O_AUTOLEAD},
+        {"no-lead-search", no_argument, 0, O_NOSEARCH},
+        {"auto-fixed", no_argument, 0, O_AUTOFIXED},
         {"device", required_argument, 0, 'd'},   {"quick", no_argument, 0, XS_OPT_QUICK},
         {"gpus", required_argument, 0, 'g'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
@@ -389,6 +410,29 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
             break;
         case O_AUTOADAPT: o->mm.auto_adaptive = 1; break;
         case O_AUTOSPILL: o->mm.auto_spill = 0; break;
+        case O_NOSEARCH: o->mm.lead_search = 0; break;
+        case O_AUTOFIXED: o->auto_fixed = 1; break;
+        case O_AUTOLEAD: {
+            /* D or D:E, 1 <= E < D */
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", optarg);
+            char *colon = strchr(buf, ':');
+            if (colon)
+                *colon = 0;
+            if (xs_parse_int("--auto-lead", buf, 1, 100000, &v) != XS_OK)
+                return xs_cli_fail();
+            o->mm.paced_lead = (int)v;
+            o->mm.paced_lead_end = 0;
+            if (colon) {
+                if (xs_parse_int("--auto-lead", colon + 1, 1, 100000, &v) != XS_OK)
+                    return xs_cli_fail();
+                if (v >= o->mm.paced_lead)
+                    return xs_cli_failf("bench ep: --auto-lead %s: the taper end E of D:E must "
+                                        "be below D", optarg);
+                o->mm.paced_lead_end = (int)v;
+            }
+            break;
+        }
         case O_CCOPY:
             if (xs_parse_double("--courier-copy-rate", optarg, 0, 1e6,
                                 &o->mm.courier_copy_bytes_per_ns) != XS_OK)
@@ -431,6 +475,11 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
     o->run[EP_INTER_BULK] = o->bulk && o->run[EP_INTER];
     o->run[EP_AUTO_BULK] = o->bulk && o->run[EP_AUTO];
     o->run[EP_AUTO_DEFER] = o->defer && o->run[EP_AUTO];
+    o->run[EP_AUTO_FIXED] = o->auto_fixed && o->run[EP_AUTO];
+    if (o->auto_fixed && (!o->mm.lead_search || o->mm.paced_lead > 0))
+        return xs_cli_failf("bench ep: --auto-fixed compares auto with and without its lead "
+                            "search: not with %s", o->mm.paced_lead > 0 ? "--auto-lead"
+                                                                        : "--no-lead-search");
     if (o->spill_depth && o->defer != XS_MOE_DEFER_SPILL)
         return xs_cli_failf("bench ep: --spill-depth needs --defer=spill");
     if (!strcmp(cfg_arg, "all")) {
@@ -654,9 +703,12 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         r->stall_bulk[k].mma_meas_med_ns = NAN;
     r->stall_adapt.mma_meas_med_ns = NAN;
     r->stall_defer.mma_meas_med_ns = r->stall_defer.abs_err_med_ns = NAN;
+    r->stall_fixed.mma_meas_med_ns = r->stall_fixed.abs_err_med_ns = NAN;
     r->pred_adaptive_us = r->adaptive_ahead_us = r->pred_spill_us = NAN;
     r->pred_paced_us = r->pred_auto_us = r->auto_gate_us = r->fill_us = NAN;
     r->defer_gate_us = r->defer_frac = NAN;
+    r->pred_paced_plain_us = r->pred_fixed_us = NAN;
+    r->fixed_lead = r->fixed_lead_end = -1;
     if (o->defer == XS_MOE_DEFER_SPILL)
         snprintf(r->defer_kernel, sizeof r->defer_kernel, "spill:%d",
                  o->spill_depth ? o->spill_depth : XS_MOE_SPILL_DEPTH);
@@ -778,6 +830,23 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         r->pred_adaptive_us = ar.adaptive_ns / 1e3;
         r->pred_spill_us = ar.spill_ns / 1e3;
         r->auto_spill = ar.plan.spill_depth > 0;
+        r->auto_lead_end = ar.plan.lead_end;
+        r->pred_paced_plain_us = ar.paced_plain_ns / 1e3;
+        /* slot 5: auto's decision without the lead search, where it differs (--auto-fixed) */
+        if (o->auto_fixed) {
+            xs_moe_model mf = o->mm;
+            mf.lead_search = 0;
+            xs_moe_auto_result af;
+            t_model = xs_now_s();
+            EP_TRY(xs_moe_auto(m, prof, &mf, &cost[0], &cost[1], &lt, &af));
+            r->model_s += xs_now_s() - t_model;
+            if (memcmp(&af.plan, &ar.plan, sizeof af.plan)) {
+                r->fixed_lead = af.plan.kind == XS_MOE_INTERLEAVED ? af.plan.lead : 0;
+                r->fixed_lead_end = af.plan.lead_end;
+                r->pred_fixed_us = af.auto_ns / 1e3;
+                EP_TRY(xs_moe_set_plan(m, 5, &af.plan));
+            }
+        }
         r->adaptive_ahead_us = r->adaptive ? ar.adaptive.admit_ahead_ns / 1e3 : NAN;
         if (r->adaptive)
             EP_TRY(xs_moe_set_plan(m, 4, &ar.adaptive));
@@ -795,8 +864,9 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         snprintf(r->how, sizeof r->how, "%s", ar.how);
         /* the local-control reference of each variant's order (auto: its own order) */
         const double *ref_auto = ar.plan.kind == XS_MOE_WAVE ? ref[0] : ref[1];
+        const double *ref_fixed = r->fixed_lead == 0 ? ref[0] : ref[1];
         const double *ref_of[EP_NVAR] = {NULL, ref[0], ref[1], ref_auto, NULL,
-                                         ref[1], NULL, NULL, NULL, ref_auto};
+                                         ref[1], NULL, NULL, NULL, ref_auto, ref_fixed};
 
         /* the virtual-peer windows, or (-g) one region per source in every real peer's window */
         xs_win_opts wo;
@@ -833,7 +903,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         const xs_wintab *run_tab = pp ? &pp->send : tab;
 
         /* round-robin over the variants, the last round verified */
-        const int slot_of[EP_NVAR] = {0, 0, 1, 2, 3, 4, 0, 1, 2, 2};
+        const int slot_of[EP_NVAR] = {0, 0, 1, 2, 3, 4, 0, 1, 2, 2, 5};
         xs_moe_run_opts ro_bulk = ro, ro_defer = ro;
         ro_bulk.bulk_combine = 1;
         ro_defer.defer = o->defer;
@@ -843,6 +913,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
             for (int var = 0; var < EP_NVAR; var++) {
                 if (!o->run[var] || (var == EP_COURIER && r->couriers <= 0) ||
                     (var == EP_ADAPT && !r->adaptive) ||
+                    (var == EP_AUTO_FIXED && r->fixed_lead < 0) ||
                     ((var == EP_AUTO_BULK || var == EP_AUTO_DEFER) && r->auto_couriers > 0))
                     continue;
                 double us = 0, gus = 0;
@@ -885,6 +956,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
                                    : var == EP_INTER      ? &r->stall_inter
                                    : var == EP_ADAPT      ? &r->stall_adapt
                                    : var == EP_AUTO_DEFER ? &r->stall_defer
+                                   : var == EP_AUTO_FIXED ? &r->stall_fixed
                                                           : &r->stall_auto;
                 t_model = xs_now_s();
                 EP_TRY(xs_moe_stall_predict(tr, ntr, prof, &o->mm, r_local, ref_of[var], ntot,
@@ -981,7 +1053,9 @@ static const char *ep_csv_header =
     "adaptive_p10,adaptive_p90,pred_adaptive_us,adaptive_ahead_us,wave_over_adaptive,"
     "auto_over_adaptive,mma_stall_meas_med_adaptive_us,auto_defer_us,auto_defer_p10,"
     "auto_defer_p90,wave_over_auto_defer,auto_over_auto_defer,mma_stall_meas_med_auto_defer_us,"
-    "auto_defer_gate_med_us,defer_kernel,auto_defer_deferred_frac,pred_spill_us,auto_spill\n";
+    "auto_defer_gate_med_us,defer_kernel,auto_defer_deferred_frac,pred_spill_us,auto_spill,"
+    "auto_lead_end,pred_paced_plain_us,auto_fixed_us,auto_fixed_p10,auto_fixed_p90,"
+    "auto_over_auto_fixed,auto_fixed_lead,auto_fixed_lead_end,pred_auto_fixed_us\n";
 
 static void ep_csv_row(FILE *f, const ep_row *r)
 {
@@ -992,7 +1066,7 @@ static void ep_csv_row(FILE *f, const ep_row *r)
                "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f,%.3f,%.3f,%.1f,%d,%d,%.3f,"
                "%s,%.1f,%.1f,%.1f,%.1f,%d,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,"
                "%.4f,%.4f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%.3f,%.1f,%.1f,"
-               "%.1f,%.4f,%.4f,%.3f,%.3f,%s,%.3f,%.1f,%d\n",
+               "%.1f,%.4f,%.4f,%.3f,%.3f,%s,%.3f,%.1f,%d,%d,%.1f,%.1f,%.1f,%.1f,%.4f,%d,%d,%.1f\n",
             r->config, r->routing, r->tokens, r->peers, t[EP_UNFUSED].med, t[EP_WAVE].med,
             t[EP_INTER].med, t[EP_AUTO].med, r->bound_us, r->verified ? "true" : "false",
             r->local.med, r->local_inter.med, r->compute_us, r->drain_us, r->cublas_gemm_us,
@@ -1027,7 +1101,10 @@ static void ep_csv_row(FILE *f, const ep_row *r)
             r->stall_adapt.mma_meas_med_ns / 1e3, t[EP_AUTO_DEFER].med, t[EP_AUTO_DEFER].p10,
             t[EP_AUTO_DEFER].p90, t[EP_WAVE].med / t[EP_AUTO_DEFER].med,
             t[EP_AUTO].med / t[EP_AUTO_DEFER].med, r->stall_defer.mma_meas_med_ns / 1e3,
-            r->defer_gate_us, r->defer_kernel, r->defer_frac, r->pred_spill_us, r->auto_spill);
+            r->defer_gate_us, r->defer_kernel, r->defer_frac, r->pred_spill_us, r->auto_spill,
+            r->auto_lead_end, r->pred_paced_plain_us, t[EP_AUTO_FIXED].med, t[EP_AUTO_FIXED].p10,
+            t[EP_AUTO_FIXED].p90, t[EP_AUTO].med / t[EP_AUTO_FIXED].med, r->fixed_lead,
+            r->fixed_lead_end, r->pred_fixed_us);
     fflush(f);
 }
 
@@ -1233,6 +1310,15 @@ static void ep_summary(const ep_row *rows, int n)
         }
         printf("# %-22s auto ran its plan on the spilling kernel on %d of the %d paced rows\n",
                "spilling", spilled, paced);
+        int tapered = 0, moved = 0;
+        for (int i = 0; i < n; i++) {
+            tapered += rows[i].auto_paced && rows[i].auto_lead_end > 0;
+            moved += rows[i].auto_paced && isfinite(rows[i].pred_paced_plain_us) &&
+                     rows[i].pred_paced_plain_us > rows[i].pred_paced_us;
+        }
+        printf("# %-22s the paced plan's lead or taper moved on %d of the %d paced rows "
+               "(tapered: %d)\n", "lead search", moved, paced, tapered);
+        ep_summary_column(rows, n, EP_AUTO_FIXED, "auto_fixed", e);
         if (n && ep_summary_column(rows, n, EP_AUTO_DEFER, "auto_defer", e))
             printf("# %-22s the auto_defer column ran auto's plans on: %s\n", "auto_defer",
                    rows[0].defer_kernel);

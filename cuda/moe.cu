@@ -688,6 +688,9 @@ static xs_status xs_moe_check_plan(const xs_moe *m, const xs_moe_plan *p)
     if (p->lead < 0 || p->wave_experts < 0)
         return xs_seterr(XS_EINVAL, "moe: negative lead %d or wave size %d", p->lead,
                          p->wave_experts);
+    if (p->lead_end < 0 || (p->lead_end > 0 && p->lead_end >= p->lead))
+        return xs_seterr(XS_EINVAL, "moe: lead_end=%d: 0 (no taper) or 1..lead-1 (lead %d)",
+                         p->lead_end, p->lead);
     if (p->pace_bytes < 0 || !(p->pace_bytes < 1e15) ||
         (p->pace_bytes > 0 && !(p->pace_bytes_per_ns > 0 && p->pace_bytes_per_ns < 1e9)))
         return xs_seterr(XS_EINVAL, "moe: pacing needs pace_bytes >= 0 and, when pacing, a drain "
@@ -708,6 +711,20 @@ static xs_status xs_moe_check_plan(const xs_moe *m, const xs_moe_plan *p)
                          "interleaved plan (pace_bytes %g, %s)", p->spill_depth, XS_MOE_SPILL_MAX,
                          p->pace_bytes, xs_moe_sched_name(p->kind));
     return XS_OK;
+}
+
+/* The lead of row block b's Linear-2 tiles: `lead`, or with lead_end the linear taper from lead
+ * (b = 0) to lead_end (b = nrb - 1 - lead_end, whose Linear-2 tiles follow the last Linear-1
+ * tile), rounded to the nearest row block. */
+static int xs_moe_lead_at(const xs_moe *m, const xs_moe_plan *p, int b)
+{
+    if (p->lead_end <= 0 || p->lead_end >= p->lead)
+        return p->lead;
+    const long long span = (long long)m->nrb - 1 - p->lead_end;
+    if (span <= 0 || b >= span)
+        return p->lead_end;
+    return p->lead_end +
+           (int)((2 * (long long)(p->lead - p->lead_end) * (span - b) + span) / (2 * span));
 }
 
 /* The task list of a (checked) plan into t[trace_cap]; returns the number of tasks. */
@@ -760,7 +777,7 @@ static int xs_moe_build_tasks(const xs_moe *m, const xs_moe_plan *p, int2 *t)
         while (i1 < n1 || i2 < n2) {
             if (i2 < n2) {
                 int b = (int)(i2 / m->l2_per_rb);
-                long long need_rb = (long long)b + p->lead;
+                long long need_rb = (long long)b + xs_moe_lead_at(m, p, b);
                 if (need_rb > m->nrb - 1)
                     need_rb = m->nrb - 1;
                 long long need1 = (need_rb + 1) * m->l1_per_rb;
@@ -2650,6 +2667,8 @@ void xs_moe_model_default(xs_moe_model *mm)
     mm->auto_couriers = 0;
     mm->auto_adaptive = 0;
     mm->auto_spill = 1;
+    mm->lead_search = 1;
+    mm->paced_lead = mm->paced_lead_end = 0;
 }
 
 /* remote and total combine bytes of Linear-2 tile (rb, nb) for the virtual-peer layout */
@@ -3785,7 +3804,7 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
     memset(out, 0, sizeof *out);
     out->paced_ns = NAN;
     out->courier_ns = out->courier_compute_ns = out->courier_link_ns = NAN;
-    out->adaptive_ns = out->spill_ns = NAN;
+    out->adaptive_ns = out->spill_ns = out->paced_plain_ns = NAN;
     XS_TRY(xs_profile_check(p, "profile"));
     xs_moe_model mdef;
     if (!mm) {
@@ -3893,11 +3912,52 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
     const double rp = mm->pace_drain_frac > 0 ? mm->pace_drain_frac * p->drain_bytes_per_ns : 0;
     /* pacing is a reshaping action: only where the wave order's bursts fail the criterion (where it
      * holds, piggyback: the stores leave as they come) */
+    xs_moe_plan paced_plan = {XS_MOE_INTERLEAVED, best_lead, 0, mm->pace_bytes, rp};
     if (mm->pace_bytes > 0 && rp > 0 && mean_rem > 0 && !out->criterion_ok) {
-        xs_moe_plan pp = {XS_MOE_INTERLEAVED, best_lead, 0, mm->pace_bytes, rp};
+        xs_moe_plan pp = paced_plan;
         double t = NAN;
+        if (mm->paced_lead > 0) {
+            pp.lead = mm->paced_lead;
+            pp.lead_end = mm->paced_lead_end > 0 && mm->paced_lead_end < pp.lead
+                              ? mm->paced_lead_end : 0;
+        }
         XS_AUTO_SIM(pp, &inter, 1, &t);
         out->paced_ns = t * fi;
+        if (mm->lead_search && mm->paced_lead <= 0) {
+            /* the lead the unpaced order likes best need not be the paced order's: a paced
+             * link has room in the middle of the kernel, and the last `lead` row blocks'
+             * Linear-2 tiles, which follow the last Linear-1 tile, meet the pacer together
+             * (docs/EP.md, "Run 21"). Leads D/2..2D; around D also tapers to 1/2, 2/3 and 3/4
+             * of the lead where Linear-1 ends */
+            out->paced_plain_ns = out->paced_ns;
+            xs_moe_plan best_pp = pp;
+            double best_t = out->paced_ns;
+            const int cand[6] = {3 * d0 / 4, d0, 5 * d0 / 4, d0 / 2, 3 * d0 / 2, 2 * d0};
+            for (int i = 0; i < 6; i++) {
+                const int L = cand[i] > 1 ? cand[i] : 1;
+                const int ends[4] = {0, L / 2, 2 * L / 3, 3 * L / 4};
+                for (int j = 0; j < (i < 3 ? 4 : 1); j++) {
+                    if ((j && (ends[j] < 1 || ends[j] >= L || ends[j] == ends[j - 1])) ||
+                        (!j && L == pp.lead))
+                        continue;
+                    xs_moe_plan q = pp;
+                    q.lead = L;
+                    q.lead_end = ends[j];
+                    double tq = NAN;
+                    XS_AUTO_SIM(q, &inter, 1, &tq);
+                    if (tq * fi < best_t) {
+                        best_t = tq * fi;
+                        best_pp = q;
+                    }
+                }
+            }
+            /* a 1 % margin against the model's own error, as for pacing */
+            if (best_t <= 0.99 * out->paced_ns) {
+                pp = best_pp;
+                out->paced_ns = best_t;
+            }
+        }
+        paced_plan = pp;
         /* the same on the spilling kernel: held-back tiles do not hold their CTAs */
         pp.spill_depth = XS_MOE_SPILL_DEPTH;
         t = NAN;
@@ -4018,10 +4078,8 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
     if (alt <= out->wave_ns * 0.98) {
         out->plan.kind = XS_MOE_INTERLEAVED;
         out->plan.lead = best_lead;
-        if (paced) {
-            out->plan.pace_bytes = mm->pace_bytes;
-            out->plan.pace_bytes_per_ns = rp;
-        }
+        if (paced)
+            out->plan = paced_plan; /* its lead (and taper) may differ: the lead search */
         out->auto_ns = alt;
         /* spilling: where auto paces, if predicted >= 1 % faster (and allowed) */
         const int spill = paced && mm->auto_spill && out->spill_ns <= 0.99 * out->paced_ns;
@@ -4029,14 +4087,23 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
             out->plan.spill_depth = XS_MOE_SPILL_DEPTH;
             out->auto_ns = out->spill_ns;
         }
-        snprintf(out->how, sizeof out->how, "%s (%.1f B/ns vs R %.1f): interleaved D=%d%s "
+        char taper[48] = "";
+        if (out->plan.lead_end > 0)
+            snprintf(taper, sizeof taper, " tapering to %d", out->plan.lead_end);
+        snprintf(out->how, sizeof out->how, "%s (%.1f B/ns vs R %.1f): interleaved D=%d%s%s "
                  "predicted %.1f us vs wave %.1f us (unpaced %.1f us)", crit,
-                 bg.injection_bytes_per_ns, p->drain_bytes_per_ns, best_lead,
+                 bg.injection_bytes_per_ns, p->drain_bytes_per_ns, out->plan.lead, taper,
                  !paced                                     ? ""
                  : out->paced_ns < out->inter_ns * 0.99     ? " paced"
                  : out->drain_bound                         ? " paced (drain-bound)"
                                                             : " paced (within 1 %)",
                  alt / 1e3, out->wave_ns / 1e3, out->inter_ns / 1e3);
+        if (paced && !isnan(out->paced_plain_ns) &&
+            (out->plan.lead != best_lead || out->plan.lead_end > 0)) {
+            const size_t k = strlen(out->how);
+            snprintf(out->how + k, sizeof out->how - k, "; paced at D=%d without taper "
+                     "predicted %.1f us", best_lead, out->paced_plain_ns / 1e3);
+        }
         if (paced) {
             const size_t k = strlen(out->how);
             snprintf(out->how + k, sizeof out->how - k, "; spilling predicted %.1f us%s",

@@ -128,9 +128,12 @@ typedef struct {
                          * .defer = XS_MOE_DEFER_SPILL, at most XS_MOE_SPILL_MAX): a Linear-2
                          * tile the pacer holds back parks its remote rows in device memory and
                          * leaves at a later task boundary of its CTA; 0 = the plain kernel */
+    int lead_end;       /* interleaved, 1..lead-1: the lead tapers linearly from `lead` at the
+                         * first row block to lead_end where Linear-1 ends, so fewer Linear-2
+                         * tiles are left for the end; 0 = the lead is `lead` throughout */
 } xs_moe_plan;
 
-#define XS_MOE_SLOTS 5
+#define XS_MOE_SLOTS 6
 /* Build the task list of a plan into slot 0..XS_MOE_SLOTS-1 (uploaded to the device). */
 xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p);
 /* The default lead: ceil(grid / l1_per_rb) + 1 row blocks (one machine-wide round of Linear-1
@@ -341,6 +344,14 @@ typedef struct {
     int auto_spill;         /* 1 (default since run 13): where auto paces, it runs its plan on
                              * the spilling kernel (spill_depth XS_MOE_SPILL_DEPTH) if that is
                              * predicted at least 1 % faster; 0: predicted and reported only */
+    int lead_search;        /* 1 (default since run 21): where auto paces, it also predicts the
+                             * paced order at the leads D/2..2D and, for the best of them, with
+                             * the lead tapering to 1/2, 2/3 and 3/4 of it where Linear-1 ends
+                             * (xs_moe_plan.lead_end), and takes the best if predicted at least
+                             * 1 % faster than the paced order at the unpaced order's best lead;
+                             * 0: that lead, no taper (the rule up to run 20) */
+    int paced_lead, paced_lead_end; /* > 0: the paced candidate's lead (and taper end) are these,
+                                     * not searched (bench ep --auto-lead D[:E]); 0: the rule */
 } xs_moe_model;
 
 /* X and s fitted on the first full H200 sweep (bench/results/h200-2026-11-29-r3/ep.csv: the model
@@ -419,7 +430,9 @@ typedef struct {
                             * pacer */
     double adaptive_ns;    /* its predicted time, scaled by the interleaved control (NaN: none) */
     double spill_ns;       /* the paced candidate on the spilling kernel (NaN: not considered) */
-    char how[640];         /* one line: why */
+    double paced_plain_ns; /* paced at the unpaced order's best lead without taper, where the
+                            * lead search (xs_moe_model.lead_search) ran (NaN: it did not) */
+    char how[800];         /* one line: why */
 } xs_moe_auto_result;
 
 /* Local-control traces of both orders (list order, as xs_moe_trace gives them; copies owned by

@@ -565,19 +565,24 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
          * to run dry) with the slow pacer */
         {XS_MOE_ADAPTIVE, 0, 0, 0, 50.0, 0, 0, 20000.0},
         {XS_MOE_ADAPTIVE, 0, 0, 4096, 1.0, 0, 0, 0.0},
+        /* tapered leads (xs_moe_plan.lead_end, run 21): unpaced, from far beyond the row
+         * blocks, and with the slow pacer */
+        {XS_MOE_INTERLEAVED, d0, 0, 0, 0, 0, 0, 0, 0, d0 > 1 ? d0 / 2 : 0},
+        {XS_MOE_INTERLEAVED, 1000, 0, 0, 0, 0, 0, 0, 0, 1},
+        {XS_MOE_INTERLEAVED, d0, 0, 4096, 1.0, 0, 0, 0, 0, d0 > 1 ? d0 - 1 : 0},
     };
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
         st = xs_moe_set_plan(m, 0, &plans[i]);
         XT_CHECK(st == XS_OK, "set plan: %s", xs_errmsg());
         const char *pc = plans[i].pace_bytes > 0 ? " paced" : "";
-        snprintf(what, sizeof what, "%s/%s %s D=%d W=%d%s local", c->cfg.name,
+        snprintf(what, sizeof what, "%s/%s %s D=%d E=%d W=%d%s local", c->cfg.name,
                  xs_moe_routing_name(c->routing), xs_moe_sched_name(plans[i].kind), plans[i].lead,
-                 plans[i].wave_experts, pc);
+                 plans[i].lead_end, plans[i].wave_experts, pc);
         run_and_verify(m, 0, &local, what);
         if (ws) {
-            snprintf(what, sizeof what, "%s/%s %s D=%d W=%d%s virtual N=%d", c->cfg.name,
+            snprintf(what, sizeof what, "%s/%s %s D=%d E=%d W=%d%s virtual N=%d", c->cfg.name,
                      xs_moe_routing_name(c->routing), xs_moe_sched_name(plans[i].kind),
-                     plans[i].lead, plans[i].wave_experts, pc, c->peers);
+                     plans[i].lead, plans[i].lead_end, plans[i].wave_experts, pc, c->peers);
             run_and_verify(m, 0, &virt, what);
             if (plans[i].pace_bytes > 0 && info.peers > 1 && info.remote_bytes > 3 * 4096) {
                 /* the pacer held tiles: their waits are in the trace, between mma1 and st0 */
