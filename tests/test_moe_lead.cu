@@ -126,15 +126,17 @@ static int check_order(xs_moe *m, const xs_moe_plan *p, const xs_profile *prof,
     return ok;
 }
 
+typedef struct {
+    const char *cfg;
+    int tokens, peers;
+    xs_moe_routing rt;
+} lead_point;
+
 static void orders(const xs_profile *prof)
 {
-    const struct {
-        const char *cfg;
-        int tokens, peers;
-        xs_moe_routing rt;
-    } pts[] = {{"olmoe-1b-7b", 1024, 2, XS_ROUTE_BALANCED},
-               {"deepseek-v2-lite", 2048, 4, XS_ROUTE_ZIPF},
-               {"qwen3-30b-a3b", 2048, 2, XS_ROUTE_ZIPF}};
+    const lead_point pts[] = {{"olmoe-1b-7b", 1024, 2, XS_ROUTE_BALANCED},
+                              {"deepseek-v2-lite", 2048, 4, XS_ROUTE_ZIPF},
+                              {"qwen3-30b-a3b", 2048, 2, XS_ROUTE_ZIPF}};
     for (size_t k = 0; k < sizeof pts / sizeof pts[0]; k++) {
         xs_moe *m = xt_moe_problem(pts[k].cfg, pts[k].tokens, pts[k].peers, pts[k].rt);
         if (!m)
@@ -192,15 +194,11 @@ static void orders(const xs_profile *prof)
 
 static void search(const xs_profile *prof)
 {
-    const struct {
-        const char *cfg;
-        int tokens, peers;
-        xs_moe_routing rt;
-    } pts[] = {{"olmoe-1b-7b", 1024, 2, XS_ROUTE_BALANCED},
-               {"olmoe-1b-7b", 2048, 2, XS_ROUTE_BALANCED},
-               {"deepseek-v2-lite", 1024, 4, XS_ROUTE_BALANCED},
-               {"deepseek-v2-lite", 2048, 4, XS_ROUTE_ZIPF},
-               {"qwen1.5-moe-a2.7b", 2048, 8, XS_ROUTE_ZIPF}};
+    const lead_point pts[] = {{"olmoe-1b-7b", 1024, 2, XS_ROUTE_BALANCED},
+                              {"olmoe-1b-7b", 2048, 2, XS_ROUTE_BALANCED},
+                              {"deepseek-v2-lite", 1024, 4, XS_ROUTE_BALANCED},
+                              {"deepseek-v2-lite", 2048, 4, XS_ROUTE_ZIPF},
+                              {"qwen1.5-moe-a2.7b", 2048, 8, XS_ROUTE_ZIPF}};
     int moved = 0, paced_pts = 0;
     for (size_t k = 0; k < sizeof pts / sizeof pts[0]; k++) {
         xs_moe *m = xt_moe_problem(pts[k].cfg, pts[k].tokens, pts[k].peers, pts[k].rt);
