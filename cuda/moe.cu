@@ -3811,6 +3811,11 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
         xs_moe_model_default(&mdef);
         mm = &mdef;
     }
+    if (mm->paced_lead < 0 || mm->paced_lead_end < 0 ||
+        (mm->paced_lead_end > 0 && mm->paced_lead_end >= mm->paced_lead))
+        return xs_seterr(XS_EINVAL, "moe: auto's forced paced lead %d tapering to %d: a lead >= 1 "
+                         "and a taper end in 1..lead-1 (or 0, 0: the rule)", mm->paced_lead,
+                         mm->paced_lead_end);
     const int ntask = m->nrb * (m->l1_per_rb + m->l2_per_rb);
     xs_moe_costs inter = *wc;
     if (ic && ic->c1_ns > 0 && ic->c2_ns > 0) {
@@ -3918,8 +3923,7 @@ xs_status xs_moe_auto(xs_moe *m, const xs_profile *p, const xs_moe_model *mm,
         double t = NAN;
         if (mm->paced_lead > 0) {
             pp.lead = mm->paced_lead;
-            pp.lead_end = mm->paced_lead_end > 0 && mm->paced_lead_end < pp.lead
-                              ? mm->paced_lead_end : 0;
+            pp.lead_end = mm->paced_lead_end;
         }
         XS_AUTO_SIM(pp, &inter, 1, &t);
         out->paced_ns = t * fi;

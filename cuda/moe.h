@@ -345,13 +345,14 @@ typedef struct {
                              * the spilling kernel (spill_depth XS_MOE_SPILL_DEPTH) if that is
                              * predicted at least 1 % faster; 0: predicted and reported only */
     int lead_search;        /* 1 (default since run 21): where auto paces, it also predicts the
-                             * paced order at the leads D/2..2D and, for the best of them, with
-                             * the lead tapering to 1/2, 2/3 and 3/4 of it where Linear-1 ends
-                             * (xs_moe_plan.lead_end), and takes the best if predicted at least
-                             * 1 % faster than the paced order at the unpaced order's best lead;
-                             * 0: that lead, no taper (the rule up to run 20) */
-    int paced_lead, paced_lead_end; /* > 0: the paced candidate's lead (and taper end) are these,
-                                     * not searched (bench ep --auto-lead D[:E]); 0: the rule */
+                             * paced order at the leads D/2, 3D/4, D, 5D/4, 3D/2 and 2D, the
+                             * middle three also tapering to 1/2, 2/3 and 3/4 of themselves where
+                             * Linear-1 ends (xs_moe_plan.lead_end), and takes the best if
+                             * predicted at least 1 % faster than the paced order at the unpaced
+                             * order's best lead; 0: that lead, no taper (the rule up to run 20) */
+    int paced_lead, paced_lead_end; /* paced_lead > 0: the paced candidate's lead is this, tapering
+                                     * to paced_lead_end (0: no taper; else 1..paced_lead-1), not
+                                     * searched (bench ep --auto-lead D[:E]); 0, 0: the rule */
 } xs_moe_model;
 
 /* X and s fitted on the first full H200 sweep (bench/results/h200-2026-11-29-r3/ep.csv: the model
@@ -446,7 +447,8 @@ typedef struct {
 } xs_moe_local_traces;
 
 /* The auto rule (docs/EP.md): predict wave, interleaved with leads D, 2D, D/2 and, where the
- * wave order's bursts fail the criterion (and mm->pace_bytes > 0), the best of those paced, each
+ * wave order's bursts fail the criterion (and mm->pace_bytes > 0), the best of those paced (and,
+ * with mm->lead_search, the paced order at other leads and tapers), each
  * as the model's time with the link x (the order's local-control kernel time / the model's time
  * of it without the link); keep wave unless another is predicted >= 2 % faster, pace only if
  * that is predicted >= 1 % faster than unpaced, or, drain-bound, no more than 5 % slower.

@@ -11,7 +11,8 @@
  *      (lead_end + 1) row blocks' worth. The model's run of it keeps every dependency.
  *   3. auto: without the search, no taper and the unpaced order's lead (the rule up to run 20);
  *      with it, never predicted slower, a moved plan at least 1 % faster than the plain paced
- *      one and named in the line; a forced lead (paced_lead) is the paced plan's. On some point
+ *      one and named in the line; a forced lead (paced_lead) is the paced plan's, and a forced
+ *      taper it cannot run is refused in one line. On some point
  *      of the set the search moves the plan (else this test would check nothing of it).
  *
  * usage: test_moe_lead   last line: "N passed, N failed"
@@ -254,6 +255,17 @@ static void search(const xs_profile *prof)
                           (fr.plan.lead == 5 && fr.plan.lead_end == 2)) &&
                          isnan(fr.paced_plain_ns),
                      "%s: forced lead 5:2 gave D=%d E=%d", what, fr.plan.lead, fr.plan.lead_end);
+            /* and a forced taper it cannot run is refused in one line, not dropped */
+            const int bad[3][2] = {{5, 5}, {0, 2}, {-1, 0}};
+            for (int b = 0; b < 3; b++) {
+                fm.paced_lead = bad[b][0];
+                fm.paced_lead_end = bad[b][1];
+                const xs_status st = xs_moe_auto(m, prof, &fm, &c, NULL, NULL, &fr);
+                XT_CHECK(st == XS_EINVAL && strstr(xs_errmsg(), "forced paced lead") &&
+                             !strchr(xs_errmsg(), '\n'),
+                         "%s: forced lead %d:%d: want a one-line XS_EINVAL, got %d: %s", what,
+                         bad[b][0], bad[b][1], (int)st, xs_errmsg());
+            }
         }
         printf("ok   search: %s: %s\n", what, on.how);
         xs_moe_destroy(m);
