@@ -840,7 +840,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
             t_model = xs_now_s();
             EP_TRY(xs_moe_auto(m, prof, &mf, &cost[0], &cost[1], &lt, &af));
             r->model_s += xs_now_s() - t_model;
-            if (memcmp(&af.plan, &ar.plan, sizeof af.plan)) {
+            if (!xs_moe_plan_equal(&af.plan, &ar.plan)) {
                 r->fixed_lead = af.plan.kind == XS_MOE_INTERLEAVED ? af.plan.lead : 0;
                 r->fixed_lead_end = af.plan.lead_end;
                 r->pred_fixed_us = af.auto_ns / 1e3;

@@ -796,6 +796,17 @@ static int xs_moe_build_tasks(const xs_moe *m, const xs_moe_plan *p, int2 *t)
     return q;
 }
 
+/* a new xs_moe_plan field must be compared here too */
+static_assert(sizeof(xs_moe_plan) == 64, "xs_moe_plan changed: update xs_moe_plan_equal");
+int xs_moe_plan_equal(const xs_moe_plan *a, const xs_moe_plan *b)
+{
+    return a->kind == b->kind && a->lead == b->lead && a->wave_experts == b->wave_experts &&
+           a->pace_bytes == b->pace_bytes && a->pace_bytes_per_ns == b->pace_bytes_per_ns &&
+           a->couriers == b->couriers && a->courier_bytes_per_ns == b->courier_bytes_per_ns &&
+           a->admit_ahead_ns == b->admit_ahead_ns && a->spill_depth == b->spill_depth &&
+           a->lead_end == b->lead_end;
+}
+
 xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p)
 {
     if (slot < 0 || slot >= XS_MOE_SLOTS)

@@ -136,6 +136,8 @@ typedef struct {
 #define XS_MOE_SLOTS 6
 /* Build the task list of a plan into slot 0..XS_MOE_SLOTS-1 (uploaded to the device). */
 xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p);
+/* 1 if two plans are the same, field by field (not memcmp: the struct has padding) */
+int xs_moe_plan_equal(const xs_moe_plan *a, const xs_moe_plan *b);
 /* The default lead: ceil(grid / l1_per_rb) + 1 row blocks (one machine-wide round of Linear-1
  * tiles between a row block's last Linear-1 tile and its first Linear-2 tile). */
 int xs_moe_default_lead(const xs_moe *m);

@@ -51,6 +51,14 @@ static void refusals(void)
     ok.lead_end = 5;
     XT_CHECK(xs_moe_set_plan(m, 0, &ok) == XS_OK, "lead 6 tapering to 5: %s", xs_errmsg());
     printf("ok   refusals: lead_end -1, = lead, > lead\n");
+    /* plans compare field by field: a copy is equal, one field changed is not */
+    xs_moe_plan a = ok, b = ok;
+    XT_CHECK(xs_moe_plan_equal(&a, &b), "a plan and its copy differ");
+    b.lead_end = 4;
+    XT_CHECK(!xs_moe_plan_equal(&a, &b), "plans with lead_end 5 and 4 compare equal");
+    b = ok;
+    b.pace_bytes = 1;
+    XT_CHECK(!xs_moe_plan_equal(&a, &b), "plans with pace_bytes 0 and 1 compare equal");
     xs_moe_destroy(m);
 }
 
