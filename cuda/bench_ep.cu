@@ -415,6 +415,8 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
         case O_AUTOLEAD: {
             /* D or D:E, 1 <= E < D */
             char buf[64];
+            if (strlen(optarg) >= sizeof buf)
+                return xs_cli_failf("bench ep: --auto-lead: '%.20s...' is not D or D:E", optarg);
             snprintf(buf, sizeof buf, "%s", optarg);
             char *colon = strchr(buf, ':');
             if (colon)

@@ -42,6 +42,10 @@ static int read_trace(const char *path, const char *cfg, const char *routing, in
     const int nwant = (int)(sizeof want / sizeof want[0]);
     int cap = 1024, n = 0;
     xs_moe_tile *t = (xs_moe_tile *)calloc((size_t)cap, sizeof *t);
+    if (!t) {
+        fprintf(stderr, "lead: out of host memory for a trace\n");
+        exit(1);
+    }
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#')
             continue;
@@ -69,7 +73,12 @@ static int read_trace(const char *path, const char *cfg, const char *routing, in
             continue;
         if (n == cap) {
             cap *= 2;
-            t = (xs_moe_tile *)realloc(t, sizeof *t * (size_t)cap);
+            xs_moe_tile *g = (xs_moe_tile *)realloc(t, sizeof *t * (size_t)cap);
+            if (!g) {
+                fprintf(stderr, "lead: out of host memory for a trace of %d tiles\n", n);
+                exit(1);
+            }
+            t = g;
         }
         xs_moe_tile *x = &t[n++];
         memset(x, 0, sizeof *x);
@@ -93,11 +102,13 @@ static int read_trace(const char *path, const char *cfg, const char *routing, in
     return n;
 }
 
+/* the model's time of plan pl (link: 1 with the X-Stage, 0 the local control) x fi */
 static double predict(xs_moe *m, const xs_profile *p, const xs_moe_plan *pl,
-                      const xs_moe_costs *c, double fi)
+                      const xs_moe_costs *c, int link, double fi)
 {
     double t = NAN;
-    if (xs_moe_set_plan(m, 0, pl) != XS_OK || xs_moe_predict(m, 0, p, NULL, c, 1, &t) != XS_OK) {
+    if (xs_moe_set_plan(m, 0, pl) != XS_OK ||
+        xs_moe_predict(m, 0, p, NULL, c, link, &t) != XS_OK) {
         fprintf(stderr, "lead: %s\n", xs_errmsg());
         exit(1);
     }
@@ -153,11 +164,8 @@ int main(int argc, char **argv)
     printf("# auto: %s\n", ar.how);
     /* the interleaved order's scale: its local control over the model's local time of D */
     const int d0 = xs_moe_default_lead(m);
-    xs_moe_plan ip = {XS_MOE_INTERLEAVED, d0, 0, 0, 0};
-    double loc = NAN;
-    if (xs_moe_set_plan(m, 0, &ip) != XS_OK || xs_moe_predict(m, 0, &p, NULL, &ci, 0, &loc) != XS_OK)
-        return 1;
-    const double fi = ci.kernel_ns / loc;
+    const xs_moe_plan ip = {XS_MOE_INTERLEAVED, d0, 0, 0, 0};
+    const double fi = ci.kernel_ns / predict(m, &p, &ip, &ci, 0, 1.0);
     xs_moe_model mm;
     xs_moe_model_default(&mm);
     const double rp = mm.pace_drain_frac * p.drain_bytes_per_ns;
@@ -169,7 +177,7 @@ int main(int argc, char **argv)
         for (int le = 0; le < lead; le += (le < 4 ? 1 : 2)) {
             xs_moe_plan pp = {XS_MOE_INTERLEAVED, lead, 0, mm.pace_bytes, rp};
             pp.lead_end = le;
-            const double t = predict(m, &p, &pp, &ci, fi);
+            const double t = predict(m, &p, &pp, &ci, 1, fi);
             printf("%6d %8d %10.1f %8.3f\n", lead, le, t / 1e3, t / bound);
         }
     }

@@ -186,6 +186,7 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench ep --auto-lead taper at the lead" "bench ep: --auto-lead 5:5: the taper end E of D:E must be below D" "$X" bench ep --auto-lead 5:5
     expect_err "bench ep --auto-lead zero" "--auto-lead 0: outside 1..100000" "$X" bench ep --auto-lead 0
     expect_err "bench ep --auto-lead bad taper" "--auto-lead 'x': not an integer" "$X" bench ep --auto-lead 4:x
+    expect_err "bench ep --auto-lead too long" "bench ep: --auto-lead: '11111111111111111111...' is not D or D:E" "$X" bench ep --auto-lead 1111111111111111111111111111111111111111111111111111111111111111:1
     expect_err "bench ep --auto-fixed without the search" "bench ep: --auto-fixed compares auto with and without its lead search: not with --no-lead-search" "$X" bench ep --auto-fixed --no-lead-search
     expect_err "bench ep --auto-fixed with a forced lead" "bench ep: --auto-fixed compares auto with and without its lead search: not with --auto-lead" "$X" bench ep --auto-fixed --auto-lead 6
     # bench ep couriers (docs/EP.md, "Couriers")
