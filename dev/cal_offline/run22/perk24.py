@@ -2,16 +2,22 @@
 """Run 22 offline: a capacity per calibrated K, interpolated in K, judged on validate's own
 24-producer capacity sweep of run 22's chips (CPU only; `xstage predict`, $XSTAGE).
 
-    perk24.py RUN22_DIR [MODE...]      MODE: profile (as calibrated), all, knee
+    perk24.py RUN22_DIR [MODE...]      MODE: profile (as calibrated), all, knee, map24
 
 RUN22_DIR holds c2..c7/ (each call's tarball unpacked: samples.csv, profile.json,
 validate_{a,b}[_rows].csv, map_K24.csv). Per chip and mode, Q(K) at K = 24 is the profile's
 (`profile`), or capacity_bytes fitted per calibrated K with every other field kept and
 interpolated linearly in K between 16 and 32 (`all`: every capacity volume of that K scored, as
-run 16's qk.py; `knee`: only the volumes from the last two unstalled to the third stalled one).
+run 16's qk.py; `knee`: only the volumes from the last two unstalled to the third stalled one),
+or fitted at 24 producers itself on the knee map's rows (`map24`: what a calibration at 24
+producers would give; the map is then in-sample, and so is the measured time interpolated from
+it).
 The suite's five bursts of 24 producers (0.5, 0.9, 1.3, 2, 4 x Q(24), sized as validate does)
 are predicted, and their measured time interpolated in volume between the chip's recorded
-24-producer bursts: the knee map (1.0-2.6 MB, --sync rows) and both validates' bursts.
+24-producer bursts: the knee map (1.0-2.6 MB, --sync rows) and both validates' bursts. Read the
+1.3-4 x columns: a map row after the first starts without the kernel's prologue (start_ns), so
+an unstalled burst interpolated from the map runs 0.3-0.4 us short of validate's one-row
+schedule, and the 0.5 and 0.9 x columns compare two contexts.
 """
 import csv, glob, json, math, os, statistics as st, sys
 
@@ -52,6 +58,21 @@ def fit_qk(bb, K, prof, Q0, knee_only):
     return best[1]
 
 
+def fit_map24(d, prof, Q0):
+    """capacity_bytes that predicts the knee map of 24 producers (--sync rows) best."""
+    rows = [r for r in csv.DictReader(l for l in open(os.path.join(d, 'map_K24.csv'))
+                                      if not l.startswith('#'))]
+    sched = [(r['producers'], r['bytes_per_producer'], r['gap_ns']) for r in rows]
+    best = None
+    for f in [0.5 + 0.025 * i for i in range(61)]:
+        pr = qk.predict(sched, prof, [f'capacity_bytes={Q0 * f}'], True)
+        s = sum(abs(math.log(float(q['issue_max_ns']) / float(m['issue_max_ns'])))
+                for q, m in zip(pr, rows))
+        if best is None or s < best[0]:
+            best = (s, Q0 * f)
+    return best[1]
+
+
 def measured24(d):
     pts = {}
     for r in csv.DictReader(l for l in open(os.path.join(d, 'map_K24.csv'))
@@ -66,7 +87,7 @@ def measured24(d):
 
 
 def main():
-    root, modes = sys.argv[1], sys.argv[2:] or ['profile', 'all', 'knee']
+    root, modes = sys.argv[1], sys.argv[2:] or ['profile', 'all', 'knee', 'map24']
     for d in sorted(glob.glob(os.path.join(root, 'c[0-9]*'))):
         prof = os.path.join(d, 'profile.json')
         P = json.load(open(prof))
@@ -75,6 +96,8 @@ def main():
         for mode in modes:
             if mode == 'profile':
                 q24 = P['capacity_bytes']
+            elif mode == 'map24':
+                q24 = fit_map24(d, prof, P['capacity_bytes'])
             else:
                 q16 = fit_qk(cv[16], 16, prof, P['capacity_bytes'], mode == 'knee')
                 q32 = fit_qk(cv[32], 32, prof, P['capacity_bytes'], mode == 'knee')

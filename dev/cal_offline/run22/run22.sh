@@ -63,7 +63,7 @@ done >$D/variants_own.txt
     XS_GROUPS=$D/groups_r14.txt XSTAGE="$W/xp_groups/build/xstage" python3 $D/chips_eval.py --own "$W/cal" "$W/refit/groups" | grep -v '^  r'
 } >$D/groups_eval.txt
 # run 22's own chips: unpack the recorded files the way perk24.py reads them
-for n in 2 3 4 5 6 7; do
+for n in 2 3 4 5 6 7 8 9 10 11 12; do
     c="$W/r22/c$n"
     mkdir -p "$c"
     b=$R/h200-2026-11-30-r22/h200_call$n
