@@ -50,9 +50,10 @@ for f in "$W"/refit/{ctl,adopt,medw0,both}/*.json; do
     python3 -c "import json,sys; p=json.load(open(sys.argv[1])); p.pop('group_capacity_bytes',None); json.dump(p,open(sys.argv[1],'w'),indent=2)" "$f"
 done
 XSTAGE=build/xstage python3 $D/sens.py bench/results >$D/sens.txt
-for v in ctl adopt medw0 both; do
-    echo "== $v"
-    XSTAGE=build/xstage python3 $D/chips_eval.py --own -v "$W/cal" "$W/refit/$v" | grep -v '^  r'
+for v in "ctl:this fit" "adopt:XS_FIT_ADOPT_LOSS=1" "medw0:XS_FIT_MEDW=0" \
+    "both:XS_FIT_MEDW=0 XS_FIT_ADOPT_LOSS=1"; do
+    echo "== ${v%%:*} (refit: ${v#*:})"
+    XSTAGE=build/xstage python3 $D/chips_eval.py --own -v "$W/cal" "$W/refit/${v%%:*}" | grep -v '^  r'
 done >$D/variants_own.txt
 {
     echo "== this fit (ctl), on the calibrations the groups refit covers"

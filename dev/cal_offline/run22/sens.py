@@ -18,14 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'run16'))
 import qk  # qk.predict: one schedule through `xstage predict` ($XSTAGE)
-
-
-def rows_by_schedule(path):
-    recs = list(csv.DictReader(l for l in open(path) if not l.startswith('#')))
-    out = {}
-    for r in recs:
-        out.setdefault(r['schedule'], []).append(r)
-    return out
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from chips_eval import schedules as rows_by_schedule  # validate rows, by schedule
 
 
 def errors(path):
