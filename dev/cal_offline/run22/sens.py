@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'run16'))
 import qk  # qk.predict: one schedule through `xstage predict` ($XSTAGE)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from chips_eval import schedules as rows_by_schedule  # validate rows, by schedule
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'run19'))
+from ab_offline import schedules as rows_by_schedule  # validate rows, by schedule (run 19)
 
 
 def errors(path):
