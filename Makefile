@@ -8,11 +8,11 @@ NOCUDA ?=
 SAN    ?=
 
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -Iinclude -D_GNU_SOURCE
+CFLAGS   += -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -Iinclude -Isrc -D_GNU_SOURCE
 LDLIBS   := -l:libjansson.a -lm -ldl -lpthread
 NVARCH   ?= -gencode=arch=compute_90a,code=sm_90a
 NVFLAGS  ?= -O3 -lineinfo
-NVFLAGS  += -std=c++17 $(NVARCH) -Iinclude -Xcompiler -Wall,-Wno-unused-function -diag-suppress 177
+NVFLAGS  += -std=c++17 $(NVARCH) -Iinclude -Isrc -Icuda -Icuda/common -Xcompiler -Wall,-Wno-unused-function -diag-suppress 177
 
 ifneq ($(SAN),)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -27,19 +27,13 @@ CORE_SRC  := $(wildcard src/*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o)
 TOOL_SRC  := $(wildcard tools/*.c)
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
-CU_SRC    := $(wildcard cuda/*.cu)
+# the CUDA side: shared engines (cuda/common), one folder per workload, the GPU subcommands and
+# the bench harness of the tool (tools/*.cu, tools/bench/)
+CU_SRC    := $(wildcard cuda/*.cu cuda/*/*.cu tools/*.cu tools/bench/*.cu)
 CU_OBJ    := $(CU_SRC:%.cu=$(BUILD)/%.o)
-DEV_SRC   := $(wildcard dev/*.cu)
-DEV_OBJ   := $(DEV_SRC:%.cu=$(BUILD)/%.o)
-# offline calibration drivers (dev/cal_offline/README.md): built so that they stay in step
-CAL_SRC   := $(wildcard dev/cal_offline/*.c)
-CAL_BIN   := $(CAL_SRC:dev/cal_offline/%.c=$(BUILD)/dev/cal_offline/%)
-# bench up's model offline (dev/up_offline/README.md), CPU only
-UPO_SRC   := $(wildcard dev/up_offline/*.cu)
-UPO_BIN   := $(UPO_SRC:dev/up_offline/%.cu=$(BUILD)/dev/up_offline/%)
-# bench ep's model offline (dev/ep_offline/README.md), CPU only
-EPO_SRC   := $(wildcard dev/ep_offline/*.cu)
-EPO_BIN   := $(EPO_SRC:dev/ep_offline/%.cu=$(BUILD)/dev/ep_offline/%)
+# lab/: experiments outside `make all`; `make lab` compiles their C so that they stay in step
+LAB_SRC   := $(wildcard lab/*.c lab/*/*.c)
+LAB_BIN   := $(LAB_SRC:%.c=$(BUILD)/%)
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
 GTEST_SRC := $(wildcard tests/gpu/test_*.cu)
@@ -47,18 +41,19 @@ GTEST_BIN := $(GTEST_SRC:%.cu=$(BUILD)/%)
 # CPU tests of the CUDA side's host code (no device needed; tests/run.sh runs them with the rest)
 CTEST_SRC := $(wildcard tests/test_*.cu)
 CTEST_BIN := $(CTEST_SRC:%.cu=$(BUILD)/%)
-HEADERS   := $(wildcard include/*.h include/*.cuh src/*.h tools/*.h cuda/*.h cuda/*.cuh tests/*.h)
+HEADERS   := $(wildcard include/*.h include/*.cuh src/*.h tools/*.h tools/bench/*.h cuda/*.h \
+                        cuda/*.cuh cuda/*/*.h cuda/*/*.cuh tests/*.h)
 
 ifneq ($(NVCC),)
-ALL_GPU  := $(BUILD)/libxstage_cuda.a $(GTEST_BIN) $(CTEST_BIN) $(DEV_OBJ) $(UPO_BIN) $(EPO_BIN)
+ALL_GPU  := $(BUILD)/libxstage_cuda.a $(GTEST_BIN) $(CTEST_BIN)
 TOOL_GPU := $(CU_OBJ)   # objects, not the archive: weak references do not pull archive members
 LINK     := $(NVCC) $(NVARCH) -Xlinker --no-as-needed
 else
 LINK     := $(CC) $(LDFLAGS)
 endif
 
-.PHONY: all lib tool tests test sanitize run deps clean help fuzz
-all: tool tests $(CAL_BIN) $(ALL_GPU)
+.PHONY: all lib tool tests test sanitize run deps clean help fuzz lab
+all: tool tests $(ALL_GPU)
 lib: $(BUILD)/libxstage.a
 tool: $(BUILD)/xstage
 tests: $(TEST_BIN)
@@ -82,7 +77,8 @@ $(BUILD)/libxstage_cuda.a: $(CU_OBJ)
 $(BUILD)/xstage: $(TOOL_OBJ) $(TOOL_GPU) $(BUILD)/libxstage.a
 	$(LINK) -o $@ $(TOOL_OBJ) $(TOOL_GPU) $(BUILD)/libxstage.a $(LDLIBS)
 
-$(BUILD)/dev/cal_offline/%: dev/cal_offline/%.c $(BUILD)/libxstage.a $(HEADERS)
+lab: $(LAB_BIN)
+$(BUILD)/lab/%: lab/%.c $(BUILD)/libxstage.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< -o $@ $(BUILD)/libxstage.a $(LDLIBS)
 
@@ -91,14 +87,6 @@ $(BUILD)/tests/test_%: tests/test_%.c $(BUILD)/libxstage.a $(HEADERS)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< -o $@ $(BUILD)/libxstage.a $(LDLIBS)
 
 $(CTEST_BIN): $(BUILD)/tests/%: tests/%.cu $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(HEADERS)
-	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) $< -o $@ $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(LDLIBS)
-
-$(UPO_BIN): $(BUILD)/dev/up_offline/%: dev/up_offline/%.cu $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(HEADERS)
-	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) $< -o $@ $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(LDLIBS)
-
-$(EPO_BIN): $(BUILD)/dev/ep_offline/%: dev/ep_offline/%.cu $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) $< -o $@ $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(LDLIBS)
 
@@ -128,7 +116,7 @@ deps:
 FUZZ_CC    ?= clang
 FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=undefined -std=c11 -Wall -Wextra -Wno-unused-parameter \
-              -Iinclude -D_GNU_SOURCE
+              -Iinclude -Isrc -D_GNU_SOURCE
 fuzz: $(BUILD)-fuzz/fuzz_schedule $(BUILD)-fuzz/fuzz_profile $(BUILD)-fuzz/fuzz_cli
 $(BUILD)-fuzz/fuzz_cli: FUZZ_SEAM := -Dfopen=xs_fuzz_fopen
 $(BUILD)-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(CORE_SRC) tools/cmd_model.c $(HEADERS)
@@ -139,5 +127,5 @@ clean:
 	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-fuzz
 
 help:
-	@echo "targets: all (default) lib tool tests test sanitize run deps clean"
+	@echo "targets: all (default) lib tool tests test sanitize run deps clean lab fuzz"
 	@echo "vars: BUILD=dir NOCUDA=1 (skip nvcc) SAN=1 (ASan+UBSan) NVARCH=... CC=..."

@@ -1,0 +1,36 @@
+/*
+ * evheap.h - the event heap shared by the core's event engines (src/sim.c and the workload
+ * models in src/ep_*.c, src/tp_*.c, src/up_*.c): a binary min-heap of (t, t2, p) events.
+ *
+ * Order: t, then t2, then p. Ties are broken by the producer index so that a simulation's result
+ * never depends on the order in which events were pushed. Internal to the core (not installed).
+ */
+#ifndef XSTAGE_EVHEAP_H
+#define XSTAGE_EVHEAP_H
+
+typedef struct {
+    double t;  /* primary key (ns) */
+    double t2; /* secondary key (ns); 0 where unused */
+    int p;     /* producer (or task) index: the last tie-break */
+} xs_ev;
+
+typedef struct {
+    xs_ev *a;
+    int n, cap; /* events held; capacity of a */
+} xs_evheap;
+
+/* An empty heap with room for cap events (0: grows from 64 on the first push). 0 on success, -1
+ * when out of memory. */
+int xs_evheap_init(xs_evheap *h, int cap);
+void xs_evheap_free(xs_evheap *h);
+/* 1 if x comes before y. */
+static inline int xs_ev_less(xs_ev x, xs_ev y)
+{
+    return x.t < y.t || (x.t == y.t && (x.t2 < y.t2 || (x.t2 == y.t2 && x.p < y.p)));
+}
+/* Push e, growing the array as needed: 0 on success, -1 when out of memory (h unchanged). */
+int xs_evheap_push(xs_evheap *h, xs_ev e);
+/* Remove and return the first event; h->n must be > 0. */
+xs_ev xs_evheap_pop(xs_evheap *h);
+
+#endif /* XSTAGE_EVHEAP_H */
