@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""ep_summary.py - issue 5's acceptance figures over the rows of several `xstage bench ep --csv`
-files together (the default sweep and the --long points are two runs; docs/EP.md, "Run 20").
+"""ep_summary.py - the EP headline figures (docs/METRICS.md) over the rows of one or more
+`xstage bench ep --csv` files together (the default sweep and the --long points are two runs).
 
 usage: scripts/ep_summary.py [--rows] FILE.csv [FILE.csv ...]
 

@@ -7,17 +7,17 @@
 #                           configuration at its own peer count: docs/EP.md), -n 5 -w 1; auto may
 #                           choose couriers (C = 4 or 8 at 0.9 R), and the courier column runs the
 #                           better candidate forced, side by side (docs/EP.md, "Couriers")
-#   4. xstage bench ep      two points again with every tile of every verified run (ep_tiles.csv.gz:
+#   4. xstage bench ep      two points again with every tile of every verified run (tiles.csv.gz:
 #                           per-tile spans, main loops, pacer waits, predicted stalls; the courier
 #                           runs' copies as rows of kind 3)
-# Writes to $OUT (default ./out): ep.log (everything), ep.csv (bench rows), gemm.csv (GEMM
-# throughput), ep_tiles.csv.gz and ep_tiles_points.csv. Every step is bounded by `timeout` and
+# Writes to $OUT (default ./out): ep.log (everything), sweep.csv (bench rows), gemm.csv (GEMM
+# throughput), tiles.csv.gz and tiles_points.csv. Every step is bounded by `timeout` and
 # by what is left of EP_BUDGET seconds (default 200: the whole EP step stays under 3.5 minutes); a
 # step that no longer fits is skipped; one failing step does not stop the others. The last lines
 # printed are a summary table with PASS/FAIL per step.
 # The X-Stage profile of the model (auto, per-tile stall predictions, drain_us): PROFILE (set by
-# gpu_all.sh to the profile its calibration just produced), else the newest committed
-# bench/results/h200-*/h200_host_profile.json, else the embedded (provisional) one.
+# gpu_all.sh to the profile its calibration just produced), else bench/results/ep/profile.json,
+# else the embedded one. EP_LONG=1 adds bench ep --long (about 400 s) into long.csv.
 # usage: OUT=dir [PROFILE=file] scripts/gpu_ep.sh [BUILD_DIR]   (BUILD_DIR defaults to build)
 #        EP_ARGS="--quick" replaces the sweep's arguments (default: the full sweep, -n 5 -w 1)
 set -u
@@ -33,7 +33,7 @@ LOG="$OUT/ep.log"
 STEP_BUDGET=$BUDGET
 
 say "# gpu_ep.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) build=$B out=$OUT budget=${BUDGET}s"
-pick_profile "${PROFILE:-}"
+pick_profile "${PROFILE:-}" ep
 say "$PROFILE_LINE"
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv 2>&1 || true; } >>"$LOG"
 
@@ -57,25 +57,36 @@ if [ -z "$X" ]; then
     fails=$((fails + 1))
 else
     # shellcheck disable=SC2086
-    vstep bench_ep 150 "$X" bench ep "${PROFILE_ARGS[@]}" --csv "$OUT/ep.csv" \
+    vstep bench_ep 150 "$X" bench ep "${PROFILE_ARGS[@]}" --csv "$OUT/sweep.csv" \
         ${EP_ARGS:--n 5 -w 1}
     # every tile of two drain-bound points (small files: ~25k rows), for the per-tile analysis
     if [ -z "${EP_ARGS:-}" ]; then
         vstep bench_ep_tiles 40 "$X" bench ep "${PROFILE_ARGS[@]}" \
             --config olmoe-1b-7b,deepseek-v2-lite --tokens 2048 --routing balanced -n 3 -w 1 \
-            --csv "$OUT/ep_tiles_points.csv" --tiles "$OUT/ep_tiles.csv"
-        [ -s "$OUT/ep_tiles.csv" ] && gzip -f "$OUT/ep_tiles.csv"
+            --csv "$OUT/tiles_points.csv" --tiles "$OUT/tiles.csv"
+        [ -s "$OUT/tiles.csv" ] && gzip -f "$OUT/tiles.csv"
+    fi
+    if [ "${EP_LONG:-0}" = 1 ]; then
+        STEP_BUDGET=$((STEP_BUDGET + 450))
+        vstep bench_ep_long 440 "$X" bench ep --long "${PROFILE_ARGS[@]}" \
+            --config olmoe-1b-7b,qwen3-30b-a3b -n 3 -w 1 --csv "$OUT/long.csv"
     fi
 fi
 case "$X" in "${TMPDIR:-/tmp}"/xstage-ep.*) rm -f "$X" ;; esac
 
 # the sweep's table and summary, then the per-step verdicts (last)
-if [ -s "$OUT/ep.csv" ]; then
+if [ -s "$OUT/sweep.csv" ]; then
     echo
-    grep -E '^(config|[a-z0-9.-]+,)' "$OUT/ep.csv" |
+    grep -E '^(config|[a-z0-9.-]+,)' "$OUT/sweep.csv" |
         awk -F, 'NR==1{for(i=1;i<=NF;i++)c[$i]=i; printf "%-18s %-8s %5s %2s %9s %9s %9s %9s %9s %9s %6s %6s %6s %-15s %4s %5s\n","config","routing","T","N","unfused","wave","inter","auto","courier","bound","w/int","w/auto","w/cour","auto","crit","ok"; next}
              {a=$c["auto_schedule"]; if($c["auto_paced"]=="1")a=a"+p"; if($c["auto_couriers"]+0>0)a=a"+c"$c["auto_couriers"]; k=$c["criterion_met"]=="1"?"met":($c["criterion_reshaped"]=="1"?"resh":"no")
               printf "%-18s %-8s %5s %2s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.3f %6.3f %6.3f %-15s %4s %5s\n",$c["config"],$c["routing"],$c["tokens"],$c["peers"],$c["unfused_us"],$c["wave_us"],$c["interleaved_us"],$c["auto_us"],$c["courier_us"],$c["bound_us"],$c["wave_over_interleaved"],$c["wave_over_auto"],$c["wave_over_courier"],a,k,$c["verified"]}'
+fi
+# the headline figures (docs/METRICS.md) over the sweep and the long points
+if [ -s "$OUT/sweep.csv" ] && command -v "${PY:-python3}" >/dev/null 2>&1; then
+    echo
+    "${PY:-python3}" scripts/ep_summary.py "$OUT/sweep.csv" ${EP_LONG:+"$OUT/long.csv"} |
+        tee "$OUT/summary.txt"
 fi
 echo
 vstep_report gpu_ep

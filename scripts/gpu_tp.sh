@@ -7,12 +7,12 @@
 #                          predictions, every row verified
 # Writes to $OUT (default ./out): tp.log (everything), tp.csv (bench rows).
 # Every step is bounded by `timeout`; one failing step does not stop the next. Expected wall
-# time about 1 minute (run 4: test 3 s, sweep 45 s); at most 200 s (test <= 40 s, sweep <= 150 s:
+# time about 1 minute (test 3 s, sweep 45 s); at most 200 s (test <= 40 s, sweep <= 150 s:
 # it stops starting configurations after TP_MAX_TIME = 120 seconds and is killed 30 s later),
 # inside gpu_all.sh's 240 s for this area. The last lines printed are a
 # short table and PASS/FAIL per step.
 # The model (orders, predictions, comm_us = bytes / R) uses TP_PROFILE, by default the newest
-# calibrated host profile under bench/results/ (the embedded provisional one when there is none).
+# PROFILE (or TP_PROFILE), else bench/results/tp/profile.json, else the embedded one.
 # usage: OUT=dir scripts/gpu_tp.sh [BUILD_DIR]      (BUILD_DIR defaults to build)
 #        TP_ARGS="--quick" replaces the sweep's arguments (default: the full sweep, -n 5 -w 1)
 #        TP_COURIERS=4,8 adds a step after the sweep (opt-in; not part of gpu_all.sh's budget):
@@ -34,7 +34,7 @@ LOG="$OUT/tp.log"
 say "# gpu_tp.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) build=$B out=$OUT"
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv 2>&1 || true; } >>"$LOG"
 say "# git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(git status --porcelain 2>/dev/null | wc -l) changed files"
-pick_profile "${TP_PROFILE:-}"
+pick_profile "${PROFILE:-${TP_PROFILE:-}}" tp
 say "$PROFILE_LINE"
 
 # the verdict's detail: the sweep's summary lines

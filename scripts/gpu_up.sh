@@ -14,8 +14,7 @@
 #        [UP_ARGS="..."] [UP_MODEL_ARGS="..."] [COURIER_SEQS=..] [COURIER_ARGS="..."]
 #        scripts/gpu_up.sh
 # The planner predicts with PROFILE (gpu_all.sh sets it to the calibration of the same device
-# call); unset, the newest committed bench/results/h200-*/h200_host_profile.json; none
-# readable, the embedded provisional one (said in the log).
+# call); unset, bench/results/up/profile.json; none readable, the embedded one (said in the log).
 # Sweep: the issue's sequences 8192..65536 plus 4096. In the issue's range the serial all-to-all
 # takes at most ~0.65x the attention (causal, 8 peers, 8192); 4096 adds rows where it takes
 # 0.5x..1.3x. docs/UP.md: the rule that picks the rows of the 1.4x target from the measured
@@ -33,17 +32,14 @@ SEQS=${SEQS:-4096,8192,16384,32768,49152,65536}  # 4096: comm ~ compute (see abo
 HEADS=${HEADS:-8,16}
 PEERS=${PEERS:-2,4,8}
 UP_ARGS=${UP_ARGS:-}
-# The model's second term for this kernel on the H200's PCIe path (docs/UP.md "Per-CTA
-# programs"): its own cost of an output slice, 156 ns, measured before the runs that use it (run
-# 10 call 8's slice_us; bench/results/h200-2026-11-29-r11/README.md). The first, the drain under
-# L2 load, comes with the profile (drain_under_load_bytes_per_ns, calibrate --load-probe; the
-# default profile, r11's h200_host_profile.json, has run 8 call 3's 50.43 B/ns). Set empty for
-# no slice cost.
+# The model's second term for this kernel on the H200's PCIe path (docs/UP.md): its own cost of
+# an output slice, 156 ns, measured by the bench's slice_us column. The first, the drain under L2
+# load, comes with the profile (drain_under_load_bytes_per_ns, calibrate --load-probe). Set empty
+# for no slice cost.
 UP_MODEL_ARGS=${UP_MODEL_ARGS---slice-ns 156}
 # 11 repetitions, not the bench's 5: at 32-64 K tokens the all-to-all is 2-7 % of the attention
-# and a repetition's hidden_pct spreads over hundreds of percent; with 5 their medians fell on
-# either side of 90 % from sweep to sweep (run 10 call 5: 5-8 such rows per sweep), with 11 the
-# same 36 rows gave 35 of 36 (call 7)
+# and one repetition's hidden_pct spreads over hundreds of percent; a median of 11 is stable
+# where a median of 5 is not.
 UP_ITERS=${UP_ITERS:-11}
 # docs/UP.md "Couriers": the rows where the link and the compute are of one size (comm/compute
 # 0.5-1.3), where the planner's split members lost 24-88 us to backpressure the model missed
@@ -57,7 +53,7 @@ LOG="$OUT/gpu_up.log"
 STEP_SHOW=1
 STEP_KILL_AFTER=10
 
-pick_profile "${PROFILE:-}"
+pick_profile "${PROFILE:-}" up
 
 # step NAME TIMEOUT_S CMD...: run, tee into the log, record PASS/FAIL
 

@@ -48,19 +48,19 @@ step() {
 #   xstage_with SUB BUILD    prints the path of an xstage with the CUDA subcommand `bench SUB`:
 #                            BUILD/xstage, or one relinked from BUILD's objects (a CPU-only link
 #                            of the tool lacks it); nothing when neither works
-#   pick_profile [FILE]      sets PROFILE_ARGS (--profile FILE, or empty) and PROFILE_LINE (the
-#                            "# profile:" line to log): FILE when given, else the newest
-#                            committed bench/results/h200-*/h200_host_profile.json (by run
-#                            number: r11 after r6), else none
-#                            (the commands use their embedded profile)
+#   pick_profile FILE AREA   sets PROFILE_ARGS (--profile FILE, or empty) and PROFILE_LINE (the
+#                            "# profile:" line to log): FILE when given, else the profile of
+#                            the area's reference run, bench/results/AREA/profile.json, else
+#                            none (the commands use their embedded profile); the profile used
+#                            is copied to $OUT/profile.json, so that the run records it
 verdicts=()
 
 pick_profile() {
     local f=${1:-}
-    [ -z "$f" ] &&
-        f=$(ls -1 bench/results/h200-*/h200_host_profile.json 2>/dev/null | sort -V | tail -n 1)
+    [ -z "$f" ] && [ -n "${2:-}" ] && f="bench/results/$2/profile.json"
     PROFILE_ARGS=()
     if [ -n "$f" ] && [ -r "$f" ]; then
+        [ -n "${OUT:-}" ] && [ "$f" != "$OUT/profile.json" ] && cp "$f" "$OUT/profile.json"
         PROFILE_ARGS=(--profile "$f")
         PROFILE_LINE="# profile: $f"
     else
@@ -71,13 +71,6 @@ pick_profile() {
 
 say() { printf '%s\n' "$*" | tee -a "$LOG"; }
 
-# the device and the compiler into $LOG (gpu_session12.sh, gpu_session13.sh)
-log_device() {
-    nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.max.sm,memory.total \
-        --format=csv >>"$LOG" 2>&1
-    nvcc --version 2>&1 | tail -n 2 >>"$LOG"
-    return 0
-}
 
 vstep() {
     local name=$1 limit=$2
