@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_multi.sh - issue 8 on N GPUs of one host, from an already built tree (docs/MULTIGPU.md):
+# gpu_multi.sh - the multigpu area on N GPUs of one host, from an already built tree (docs/MULTIGPU.md):
 #   0. topology and versions: nvidia-smi -L, nvidia-smi topo -m, nvidia-smi, NCCL library
 #   1. xstage calibrate --target peer -g N     (R, issue rate, Q(K) of the NVLink peer path;
 #                                                producer p stores to rank p % N: all-to-all)
@@ -111,7 +111,7 @@ else
         --csv "$OUT/tp_smoke.csv"
     mstep "bench tp -g $N" 600 "$X" bench tp -g "$N" --model llama3-8b --m 4096 -n 3 -w 1 \
         --max-time 400 ${P:+--profile "$P"} --csv "$OUT/tp.csv"
-    # the same layer on the Hopper engine (wgmma + TMA, docs/GEMM_SM90.md): the mma engine's
+    # the same layer on the Hopper engine (wgmma + TMA, docs/TP.md "Engines"): the mma engine's
     # GEMM runs at about half of cuBLAS, which the NVLink baseline exposes
     # QUICK=0: every model at its default token counts (m a multiple of 128 N for N <= 8)
     tpm=(--model llama3-8b --m 4096)

@@ -158,33 +158,3 @@ xstage_with() {
     fi
     [ -n "$x" ] && [ -x "$x" ] && printf '%s\n' "$x"
 }
-
-# ---- the replay tool's checks (gpu_session15.sh, gpu_session16.sh) ------------------------------
-#   replay_checks            tests/gpu/faults.sh (log under $OUT/faults, its table appended to
-#                            $LOG), compute-sanitizer memcheck on `$X calibrate --quick`, memcheck
-#                            and racecheck on `$X replay` of 4 x 1 MiB then 24 x 65584 B
-replay_checks() {
-    step faults 400 env OUT="$OUT/faults" bash tests/gpu/faults.sh
-    tail -n 30 "$OUT/faults/faults.log" >>"$LOG"
-    printf 'producers,bytes_per_producer,gap_ns\n4,1048576,0\n24,65584,0\n' >"$OUT/two.sched"
-    step "sanitize memcheck calibrate --quick" 400 compute-sanitizer --tool memcheck \
-        --error-exitcode 3 "$X" calibrate --quick
-    local tool
-    for tool in memcheck racecheck; do
-        step "sanitize $tool replay" 120 compute-sanitizer --tool "$tool" --error-exitcode 3 \
-            "$X" replay --schedule "$OUT/two.sched" -n 4
-    done
-    rm -f "$OUT/two.sched"
-}
-
-#   session_end TAG NAME     packs $OUT's CSV, JSON and faults log into TAG.tar.gz, prints the
-#                            step table and the calibrate and validate summary lines, and exits
-#                            with the failure count
-session_end() {
-    (cd "$OUT" && tar czf "$1.tar.gz" --remove-files ./*.csv ./*.json ./faults/faults.log 2>/dev/null)
-    echo
-    echo "== $2 summary"
-    printf '%s\n' "${results[@]}"
-    grep -E "calibrate OK|^# .*runs, .* s;|totals" "$LOG" | head -40
-    exit "$fails"
-}

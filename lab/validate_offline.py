@@ -2,7 +2,7 @@
 """Re-predict recorded `xstage validate` rows with a profile, on the CPU, and print the suite
 figures as validate does (docs/METRICS.md, "Validation").
 
-    scripts/validate_offline.py VALIDATE_ROWS.csv PROFILE.json [--set NAME=VALUE ...] [-v|-vv]
+    lab/validate_offline.py VALIDATE_ROWS.csv PROFILE.json [--set NAME=VALUE ...] [-v|-vv]
 
 VALIDATE_ROWS.csv is what `xstage validate --rows` wrote on the GPU (one line per schedule row,
 measured columns meas_*). Each schedule is rebuilt from its rows, predicted with
