@@ -12,7 +12,7 @@ ORDER = ["device", "path", "date", "command", "provisional", "notes", "issue_byt
 
 def main():
     prof = json.load(open(sys.argv[1]))
-    where = sys.argv[2] if len(sys.argv) > 2 else "bench/results/"
+    where = sys.argv[2] if len(sys.argv) > 2 else "bench/results/calibrate/"
     items = []
     for k in ORDER:
         if k not in prof:
