@@ -11,7 +11,7 @@
 #   tests      every build/tests/gpu/test_* binary, last line of each
 # Files above 1 MB are gzipped; everything is also packed into $OUT/results.tar.gz (a device
 # call returns few files) after each area, so a call cut short returns what finished.
-# Usage: OUT=dir [AREAS="calibrate ep tp up"] [BUILD=build] scripts/gpu_all.sh
+# Usage: OUT=dir [AREAS="calibrate ep tp up"] [BUILD=build] [EP_LONG=1] scripts/gpu_all.sh
 set -u
 OUT=${OUT:-./out}
 AREAS=${AREAS:-calibrate ep tp up}
@@ -47,7 +47,7 @@ for a in $AREAS; do
             export PROFILE="$D/profile.json"
             echo "# PROFILE=$PROFILE" | tee -a "$S"
         fi ;;
-    ep) OUT="$D" timeout 300 bash scripts/gpu_ep.sh "$BUILD" 2>&1 | tail -n 40 | tee -a "$S" ;;
+    ep) OUT="$D" timeout $([ "${EP_LONG:-0}" = 1 ] && echo 800 || echo 300) bash scripts/gpu_ep.sh "$BUILD" 2>&1 | tail -n 40 | tee -a "$S" ;;
     tp) OUT="$D" timeout 240 bash scripts/gpu_tp.sh "$BUILD" 2>&1 | tail -n 40 | tee -a "$S" ;;
     up) OUT="$D" BUILD="$BUILD" timeout 330 bash scripts/gpu_up.sh 2>&1 | tail -n 40 | tee -a "$S" ;;
     multigpu) OUT="$D" BUILD="$BUILD" N=${N:-$(nvidia-smi -L 2>/dev/null | wc -l)} QUICK=${QUICK:-0} \
