@@ -213,9 +213,9 @@ xs_status xs_attn_kv_check(int seq, int heads, int causal, int grid, const int *
  * order at drain_bytes_per_ns. The sender sees the end of its stores: span = max(compute end,
  * link end - headroom_bytes / drain). XS_EINVAL (bad lists or arguments) / XS_ENOMEM. */
 xs_status xs_attn_kv_predict(int seq, int heads, int causal, int grid, const int *task_off,
-                             const xs_attn_kvtask *tasks, const double *dur_ns, const double *remote_bytes,
-                             double drain_bytes_per_ns, double headroom_bytes,
-                             xs_attn_courier_pred *out);
+                             const xs_attn_kvtask *tasks, const double *dur_ns,
+                             const double *remote_bytes, double drain_bytes_per_ns,
+                             double headroom_bytes, xs_attn_courier_pred *out);
 /* The fused kernel as one program per CTA (docs/UP.md "Per-CTA programs"), for the event model
  * (xs_simulate_programs): a CTA's steps (its tiles, or its KV tasks) in the order it runs them,
  * each taking its measured time, and after each step the step's remote bytes: split 0 in one
@@ -391,6 +391,18 @@ void xs_up_model_profile(const xs_profile *p, double load_drain_bytes_per_ns, xs
  * is a NAN member, noted in out->fam). */
 void xs_up_plan_run(const xs_up_plan_opts *o, const xs_profile *prof, const xs_up_cfg *c,
                     const double *dur_ns, const uint64_t *tns, xs_up_plan *out);
+/* Pilots (docs/UP.md "Pilots": the model proposes, short verified runs decide among its best):
+ * the members to time, into idx[f->n]: the `pilots` best by prediction (failed predictions
+ * last), the current choice (order, split, couriers, kv) always among them, then every KV split
+ * and piggyback not yet among them (the model cannot rank those). Returns how many. */
+int xs_up_pilot_members(const xs_up_family *f, int order, int split, int couriers, int kv,
+                        int pilots, int *idx);
+/* The pilot that wins: med[k] the median time of member idx[k] (any unit); the fastest, where
+ * the pilots can tell; pilots within `tie` (relative) of the fastest are tied and the model's
+ * ranking decides among them (a difference that small does not repeat in the timed runs).
+ * Returns the member's index in f, or -1 (n = 0 or no finite time). */
+int xs_up_pilot_pick(const xs_up_family *f, const int *idx, const double *med, int n,
+                     double tie);
 /* A plan's short name, as in the bench's plan column: s|e (snake | early order) and the split
  * ("s8", "e16"; "s0" is piggyback), c and the couriers ("c4"; "ec8" with the early order), or
  * k and the KV split's key blocks per part, with its slices ("k16s8"; "k16": stored whole).

@@ -52,7 +52,8 @@ xs_status xs_attn_kv_build(int seq, int heads, int causal, int remote, int grid,
     kv_key *key = (kv_key *)malloc((size_t)tiles * sizeof *key);
     long long *free_kb = (long long *)calloc((size_t)grid, sizeof *free_kb);
     int *cta = (int *)malloc((size_t)tiles * XS_ATTN_KV_MAX_PARTS * sizeof *cta);
-    xs_attn_kvtask *seqd = (xs_attn_kvtask *)malloc((size_t)tiles * XS_ATTN_KV_MAX_PARTS * sizeof *seqd);
+    xs_attn_kvtask *seqd =
+        (xs_attn_kvtask *)malloc((size_t)tiles * XS_ATTN_KV_MAX_PARTS * sizeof *seqd);
     if (!key || !free_kb || !cta || !seqd) {
         free(key), free(free_kb), free(cta), free(seqd);
         return xs_seterr(XS_ENOMEM, "KV split: out of memory for %d tiles", tiles);
@@ -102,7 +103,8 @@ xs_status xs_attn_kv_build(int seq, int heads, int causal, int remote, int grid,
                 const int kb1 = (int)((long long)(p + 1) * it / np);
                 free_kb[b] += kb1 - kb0 + (p == np - 1);
                 cta[n] = b;
-                seqd[n++] = xs_attn_kvtask_of(t, kb0, kb1, np > 1 ? XS_ATTN_KV_PART(slot, p, np) : -1);
+                seqd[n++] = xs_attn_kvtask_of(t, kb0, kb1,
+                                              np > 1 ? XS_ATTN_KV_PART(slot, p, np) : -1);
             }
         }
         i = j;
@@ -134,8 +136,8 @@ xs_status xs_attn_kv_build(int seq, int heads, int causal, int remote, int grid,
  * unless a wait can never end); *compute_end the last task's end; task_end (optional) each
  * task's end, by its index in the lists. */
 int xs_up_kv_replay(int seq, int heads, int causal, int grid, const int *task_off,
-                     const xs_attn_kvtask *tasks, const double *dur, double *tile_end, int *parts_done,
-                     double *parts_end, double *compute_end, double *task_end)
+                    const xs_attn_kvtask *tasks, const double *dur, double *tile_end,
+                    int *parts_done, double *parts_end, double *compute_end, double *task_end)
 {
     const int tiles = xs_attn_tiles(seq, heads);
     for (int t = 0; t < tiles; t++)
@@ -213,7 +215,8 @@ xs_status xs_attn_kv_check(int seq, int heads, int causal, int grid,
      * different CTAs, so collect them per tile by part index first */
     {
         int *seen = (int *)calloc((size_t)tiles * XS_ATTN_KV_MAX_PARTS, sizeof(int));
-        xs_attn_kvtask *part_of = (xs_attn_kvtask *)malloc((size_t)tiles * XS_ATTN_KV_MAX_PARTS * sizeof(xs_attn_kvtask));
+        xs_attn_kvtask *part_of =
+            (xs_attn_kvtask *)malloc((size_t)tiles * XS_ATTN_KV_MAX_PARTS * sizeof *part_of);
         if (!seen || !part_of) {
             free(seen), free(part_of);
             st = xs_seterr(XS_ENOMEM, "KV split lists: out of memory for %d tiles", tiles);
@@ -237,7 +240,8 @@ xs_status xs_attn_kv_check(int seq, int heads, int causal, int grid,
             if (tk.part < -1 || (tk.part >= 0 && (np < 2 || np > XS_ATTN_KV_MAX_PARTS || p >= np ||
                                              slot + np - 1 > nslots))) {
                 st = xs_seterr(XS_EINVAL, "KV split lists: task %d (tile %d) has part code %d "
-                               "(slot %d, part %d of %d; %d slots)", i, tk.tile, tk.part, slot, p, np,
+                               "(slot %d, part %d of %d; %d slots)", i, tk.tile, tk.part, slot,
+                               p, np,
                                nslots);
                 break;
             }
@@ -291,8 +295,8 @@ xs_status xs_attn_kv_check(int seq, int heads, int causal, int grid,
     }
     if (st == XS_OK) {
         double end = 0;
-        const int ran = xs_up_kv_replay(seq, heads, causal, grid, task_off, tasks, NULL, te, pd, pe,
-                                  &end, NULL);
+        const int ran = xs_up_kv_replay(seq, heads, causal, grid, task_off, tasks, NULL, te, pd,
+                                        pe, &end, NULL);
         if (ran < 0)
             st = xs_seterr(XS_ENOMEM, "KV split lists: out of memory replaying %d CTAs", grid);
         else if (ran < n)
@@ -350,8 +354,8 @@ xs_status xs_attn_kv_predict(int seq, int heads, int causal, int grid,
         return xs_seterr(XS_ENOMEM, "KV split prediction: out of memory for %d tiles", tiles);
     }
     memset(out, 0, sizeof *out);
-    xs_up_kv_replay(seq, heads, causal, grid, task_off, tasks, dur_ns, te, pd, pe, &out->compute_end_ns,
-                    NULL);
+    xs_up_kv_replay(seq, heads, causal, grid, task_off, tasks, dur_ns, te, pd, pe,
+                    &out->compute_end_ns, NULL);
     int na = 0;
     for (int t = 0; t < tiles; t++)
         if (remote_bytes[t] > 0)

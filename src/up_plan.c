@@ -162,3 +162,63 @@ void xs_up_plan_run(const xs_up_plan_opts *o, const xs_profile *prof0, const xs_
     out->kv = f->kv[pick], out->d_fu_ns = f->dp[pick];
     out->courier_pace = out->couriers > 0 ? c->pace_bytes_per_ns : 0.0;
 }
+
+/* A member's cost for ranking: failed predictions last. */
+static double rank_cost(const xs_up_family *f, int i)
+{
+    return isnan(f->d[i]) ? INFINITY : f->d[i];
+}
+
+static int is_piggyback(const xs_up_family *f, int i)
+{
+    return f->ord[i] == XS_ATTN_ORDER_SNAKE && f->spl[i] == 0 && f->cou[i] == 0 && f->kv[i] == 0;
+}
+
+int xs_up_pilot_members(const xs_up_family *f, int order, int split, int couriers, int kv,
+                        int pilots, int *idx)
+{
+    int m = 0, cur = -1;
+    for (int i = 0; i < f->n; i++) {
+        if (f->ord[i] == order && f->spl[i] == split && f->cou[i] == couriers && f->kv[i] == kv)
+            cur = i;
+        /* insertion by prediction, failed predictions last */
+        const double di = rank_cost(f, i);
+        int q = m++;
+        for (; q > 0 && rank_cost(f, idx[q - 1]) > di; q--)
+            idx[q] = idx[q - 1];
+        idx[q] = i;
+    }
+    const int np = pilots < m ? pilots : m;
+    int have = 0;
+    for (int k = 0; k < np; k++)
+        have |= idx[k] == cur;
+    if (!have && cur >= 0 && np > 0)
+        idx[np - 1] = cur;
+    /* and every KV split and piggyback not among them: the model has no term for what stores
+     * from every SM cost the compute next to them (which piggyback concentrates), nor for a KV
+     * split's partials and merges, so it cannot rank these (piggyback can be the fastest where
+     * every split member ties, and KV splits of 32 key blocks faster than those of 16 that the
+     * model puts first: docs/UP.md "Pilots") */
+    int np2 = np;
+    for (int k = np; k < m && np > 0; k++)
+        if ((f->kv[idx[k]] > 0 || is_piggyback(f, idx[k])) && !isnan(f->d[idx[k]])) {
+            const int t = idx[np2];
+            idx[np2] = idx[k], idx[k] = t;
+            np2++;
+        }
+    return np2;
+}
+
+int xs_up_pilot_pick(const xs_up_family *f, const int *idx, const double *med, int n, double tie)
+{
+    double best = INFINITY;
+    for (int k = 0; k < n; k++)
+        best = fmin(best, med[k]);
+    int bi = -1;
+    for (int k = 0; k < n; k++) {
+        const int i = idx[k];
+        if (med[k] <= best * (1 + tie) && (bi < 0 || rank_cost(f, i) < rank_cost(f, bi)))
+            bi = i;
+    }
+    return bi;
+}

@@ -182,8 +182,9 @@ xs_status xs_attn_progs_simulate(const xs_profile *p, const xs_attn_progs *pg,
     memset(out, 0, sizeof *out);
     xs_schedule s;
     memset(&s, 0, sizeof s);
+    /* the rows' widths; the programs say the rest */
     for (int i = 0; i < pg->nrows; i++)
-        XS_TRY(xs_schedule_append(&s, pg->grid, 16, 0.0)); /* the widths; the programs say the rest */
+        XS_TRY(xs_schedule_append(&s, pg->grid, 16, 0.0));
     /* the CTAs' own store queues and buffers let a burst's last bytes issue while the stage is
      * full (the replay kernel's stamps see that); this kernel's next step loads its keys and
      * values from global memory, and an SM's loads wait behind its own held-back stores (the

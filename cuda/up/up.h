@@ -161,6 +161,13 @@ void xs_up_peer_tables(const xs_wintab *tab, size_t region, int slot, xs_wintab 
 xs_status xs_up_alltoall(xs_coll *coll, const xs_wintab *own, const char *o, size_t shard,
                          cudaStream_t s);
 
+/* Wait (bounded by timeout_ms, polling xs_attn_flags_check) until every flags[r][b] of
+ * own, r < sources (<= 64), b < grid, holds value. XS_OK; or XS_ETIMEOUT with *missing the
+ * flags still wrong and bit r of *late set for every source slot r with one missing. bad_dev is
+ * a device counter; synchronises s. */
+xs_status xs_attn_flags_wait(const xs_wintab *own, int sources, int grid, uint64_t value,
+                             double timeout_ms, unsigned long long *bad_dev, cudaStream_t s,
+                             unsigned long long *missing, uint64_t *late);
 /* From a run's cta_ns stamps ([grid * 3], xs_attn_args.cta_ns): the span from the first CTA's
  * start to the last CTA's last store issued, us (NAN without stamps), and the median over CTAs
  * of the time spent issuing output stores, us. */

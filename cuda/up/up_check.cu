@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "up/up.h"
 #include "xstage_cuda.h"
@@ -407,4 +408,41 @@ extern "C" xs_status xs_attn_verify_windows(const xs_wintab *own, int peers, con
     XS_CU(cudaMemcpyAsync(bad, bad_dev, sizeof *bad, cudaMemcpyDeviceToHost, s));
     XS_CU(cudaStreamSynchronize(s));
     return XS_OK;
+}
+
+extern "C" xs_status xs_attn_flags_wait(const xs_wintab *own, int sources, int grid,
+                                        uint64_t value, double timeout_ms,
+                                        unsigned long long *bad_dev, cudaStream_t s,
+                                        unsigned long long *missing, uint64_t *late)
+{
+    if (!own || sources < 1 || sources > own->nranks || sources > 64 || grid < 1 || !bad_dev ||
+        !missing || !late)
+        return xs_seterr(XS_EINVAL, "flag wait: bad arguments (%d sources, grid %d)", sources,
+                         grid);
+    const double t_end = 1e3 * xs_now_s() + timeout_ms;
+    *missing = 0, *late = 0;
+    for (;;) {
+        XS_CU(cudaMemsetAsync(bad_dev, 0, sizeof *bad_dev, s));
+        XS_TRY(xs_attn_flags_check(own, grid, value, bad_dev, s));
+        XS_CU(cudaMemcpyAsync(missing, bad_dev, sizeof *missing, cudaMemcpyDeviceToHost, s));
+        XS_CU(cudaStreamSynchronize(s));
+        if (!*missing)
+            return XS_OK;
+        if (1e3 * xs_now_s() > t_end)
+            break;
+        usleep(50);
+    }
+    for (int r = 0; r < sources; r++) { /* which sources: one slot at a time */
+        xs_wintab one = *own;
+        unsigned long long m = 0;
+        one.nranks = 1, one.flags[0] = own->flags[r];
+        XS_CU(cudaMemsetAsync(bad_dev, 0, sizeof *bad_dev, s));
+        XS_TRY(xs_attn_flags_check(&one, grid, value, bad_dev, s));
+        XS_CU(cudaMemcpyAsync(&m, bad_dev, sizeof m, cudaMemcpyDeviceToHost, s));
+        XS_CU(cudaStreamSynchronize(s));
+        if (m)
+            *late |= 1ull << r;
+    }
+    return xs_seterr(XS_ETIMEOUT, "flag wait: %llu of %d x %d signals missing after %.0f ms",
+                     *missing, sources, grid, timeout_ms);
 }

@@ -1,19 +1,19 @@
 /*
- * test_attn.cu - the attention forward kernel (cuda/up/up_kernel.cuh) against a CPU fp64 reference on
- * small shapes: causal and non-causal, odd sequence lengths (masked tails), one tile per CTA,
+ * test_attn.cu - the attention forward kernel (cuda/up/up_kernel.cuh) against a CPU fp64 reference
+ * on small shapes: causal and non-causal, odd sequence lengths (masked tails), one tile per CTA,
  * persistent and tiny grids (many tiles per CTA, so the cross-tile prefetch is exercised); the
  * fused output through virtual peers (HBM + pinned host windows) with both tile orders and every
- * kind of split (none, one slice, fewer and more slices than the next tile has iterations),
- * every byte checked at its destination and every CTA's signal counted; the courier kernel
- * (2 and 4 couriers, both orders, paced and unpaced, a persistent and a 2-CTA compute grid, the
- * real-peer head layout) bitwise equal at every destination to the plain fused run, with every
- * CTA's signal, every stamp, and a courier timeout that is reported and ends the kernel; the
- * KV-split kernel (parts of 1-5 key blocks, three grids, local and windows output) with whole
- * tiles bitwise equal to the local output and tiles in parts within tolerance of it and of the
- * reference, and a deadlocked list whose wait times out and is reported; the
- * tile orders as permutations (host); the helpers the benchmark relies on (fp32 reference rows,
- * fill, compare); and bad input. Needs a GPU; the last line is "N passed, N failed" (a
- * failing CUDA call ends the binary through XS_CHECK_CU with one line).
+ * kind of split (none, one slice, fewer and more slices than the next tile has iterations), every
+ * byte checked at its destination and every CTA's signal counted; the courier kernel (2 and 4
+ * couriers, both orders, paced and unpaced, a persistent and a 2-CTA compute grid, the real-peer
+ * head layout) bitwise equal at every destination to the plain fused run, with every CTA's signal,
+ * every stamp, and a courier timeout that is reported and ends the kernel; the KV-split kernel
+ * (parts of 1-5 key blocks, three grids, local and windows output) with whole tiles bitwise equal
+ * to the local output and tiles in parts within tolerance of it and of the reference, and a
+ * deadlocked list whose wait times out and is reported; the tile orders as permutations (host);
+ * the helpers the benchmark relies on (fp32 reference rows, fill, compare); and bad input. Needs a
+ * GPU; the last line is "N passed, N failed" (a failing CUDA call ends the binary through
+ * XS_CHECK_CU with one line).
  */
 #include <math.h>
 #include <stdio.h>
