@@ -1,18 +1,19 @@
 /*
- * test_attn.cu - the attention forward kernel (cuda/attn.cuh) against a CPU fp64 reference on
- * small shapes: causal and non-causal, odd sequence lengths (masked tails), one tile per CTA,
+ * test_attn.cu - the attention forward kernel (cuda/up/up_kernel.cuh) against a CPU fp64 reference
+ * on small shapes: causal and non-causal, odd sequence lengths (masked tails), one tile per CTA,
  * persistent and tiny grids (many tiles per CTA, so the cross-tile prefetch is exercised); the
  * fused output through virtual peers (HBM + pinned host windows) with both tile orders and every
- * kind of split (none, one slice, fewer and more slices than the next tile has iterations),
- * every byte checked at its destination and every CTA's signal counted; the courier kernel
- * (2 and 4 couriers, both orders, paced and unpaced, a persistent and a 2-CTA compute grid, the
- * real-peer head layout) bitwise equal at every destination to the plain fused run, with every
- * CTA's signal, every stamp, and a courier timeout that is reported and ends the kernel; the
- * KV-split kernel (parts of 1-5 key blocks, three grids, local and windows output) with whole
- * tiles bitwise equal to the local output and tiles in parts within tolerance of it and of the
- * reference, and a deadlocked list whose wait times out and is reported; the
- * tile orders as permutations (host); the helpers the benchmark relies on (fp32 reference rows,
- * fill, compare); and bad input. Needs a GPU; the last line is "N passed, N failed".
+ * kind of split (none, one slice, fewer and more slices than the next tile has iterations), every
+ * byte checked at its destination and every CTA's signal counted; the courier kernel (2 and 4
+ * couriers, both orders, paced and unpaced, a persistent and a 2-CTA compute grid, the real-peer
+ * head layout) bitwise equal at every destination to the plain fused run, with every CTA's signal,
+ * every stamp, and a courier timeout that is reported and ends the kernel; the KV-split kernel
+ * (parts of 1-5 key blocks, three grids, local and windows output) with whole tiles bitwise equal
+ * to the local output and tiles in parts within tolerance of it and of the reference, and a
+ * deadlocked list whose wait times out and is reported; the tile orders as permutations (host);
+ * the helpers the benchmark relies on (fp32 reference rows, fill, compare); and bad input. Needs a
+ * GPU; the last line is "N passed, N failed" (a failing CUDA call ends the binary through
+ * XS_CHECK_CU with one line).
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../cuda/attn.cuh"
+#include "up/up_kernel.cuh"
 #include "../xt.h"
 #include "../xt_rand.h"
 #include "xstage_cuda.h"
@@ -28,25 +29,6 @@
 
 #define ATOL 2e-3 /* the benchmark's bf16 tolerance: |out - ref| <= ATOL + RTOL |ref| */
 #define RTOL 2e-2
-
-/* Test-side CUDA check: a failing call is one failed assertion and ends the test binary with
- * the summary line, never a crash. */
-#define TCU(call)                                                                             \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess) {                                                              \
-            XT_CHECK(0, "%s: %s", #call, cudaGetErrorString(e_));                             \
-            exit(xt_done());                                                                  \
-        }                                                                                     \
-    } while (0)
-#define TXS(call)                                                                             \
-    do {                                                                                      \
-        xs_status s_ = (call);                                                                \
-        if (s_ != XS_OK) {                                                                    \
-            XT_CHECK(0, "%s: %s", #call, xs_errmsg());                                        \
-            exit(xt_done());                                                                  \
-        }                                                                                     \
-    } while (0)
 
 typedef struct {
     int seq, heads;
@@ -105,13 +87,13 @@ static void shape_init(shape *s, int seq, int heads)
     }
     cpu_reference(s, 0, s->ref);
     cpu_reference(s, 1, s->ref + s->nel);
-    TCU(cudaMalloc(&s->q, s->nel * 2));
-    TCU(cudaMalloc(&s->k, s->nel * 2));
-    TCU(cudaMalloc(&s->v, s->nel * 2));
-    TCU(cudaMalloc(&s->o, s->nel * 2));
-    TCU(cudaMemcpy(s->q, s->hq, s->nel * 2, cudaMemcpyHostToDevice));
-    TCU(cudaMemcpy(s->k, s->hk, s->nel * 2, cudaMemcpyHostToDevice));
-    TCU(cudaMemcpy(s->v, s->hv, s->nel * 2, cudaMemcpyHostToDevice));
+    XS_CHECK_CU(cudaMalloc(&s->q, s->nel * 2));
+    XS_CHECK_CU(cudaMalloc(&s->k, s->nel * 2));
+    XS_CHECK_CU(cudaMalloc(&s->v, s->nel * 2));
+    XS_CHECK_CU(cudaMalloc(&s->o, s->nel * 2));
+    XS_CHECK_CU(cudaMemcpy(s->q, s->hq, s->nel * 2, cudaMemcpyHostToDevice));
+    XS_CHECK_CU(cudaMemcpy(s->k, s->hk, s->nel * 2, cudaMemcpyHostToDevice));
+    XS_CHECK_CU(cudaMemcpy(s->v, s->hv, s->nel * 2, cudaMemcpyHostToDevice));
 }
 
 static void shape_free(shape *s)
@@ -152,11 +134,11 @@ static __nv_bfloat16 *run_local(const shape *s, int causal, int grid, uint64_t *
 {
     xs_attn_args a = base_args(s, causal);
     a.cta_ns = cta_ns, a.tile_ns = tile_ns;
-    TXS(xs_attn_fill_word(s->o, s->nel * 2, 0xffffffffu, 0)); /* NaN: unwritten rows fail */
-    TXS(xs_attn_fwd(&a, NULL, grid, 0));
-    TCU(cudaDeviceSynchronize());
+    XS_CHECK(xs_attn_fill_word(s->o, s->nel * 2, 0xffffffffu, 0)); /* NaN: unwritten rows fail */
+    XS_CHECK(xs_attn_fwd(&a, NULL, grid, 0));
+    XS_CHECK_CU(cudaDeviceSynchronize());
     __nv_bfloat16 *h = (__nv_bfloat16 *)malloc(s->nel * 2);
-    TCU(cudaMemcpy(h, s->o, s->nel * 2, cudaMemcpyDeviceToHost));
+    XS_CHECK_CU(cudaMemcpy(h, s->o, s->nel * 2, cudaMemcpyDeviceToHost));
     return h;
 }
 
@@ -165,12 +147,12 @@ static void test_local(const shape *s, int sm_count)
     int tiles = xs_attn_tiles(s->seq, s->heads);
     int grids[3] = {tiles, tiles < sm_count ? tiles : sm_count, tiles < 2 ? 1 : 2};
     uint64_t *d_cta, *d_tile;
-    TCU(cudaMalloc((void **)&d_cta, (size_t)tiles * 3 * sizeof(uint64_t)));
-    TCU(cudaMalloc((void **)&d_tile, (size_t)tiles * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc((void **)&d_cta, (size_t)tiles * 3 * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc((void **)&d_tile, (size_t)tiles * sizeof(uint64_t)));
     for (int causal = 0; causal <= 1; causal++) {
         __nv_bfloat16 *first = NULL;
         for (int gi = 0; gi < 3; gi++) {
-            TCU(cudaMemset(d_tile, 0, (size_t)tiles * sizeof(uint64_t)));
+            XS_CHECK_CU(cudaMemset(d_tile, 0, (size_t)tiles * sizeof(uint64_t)));
             __nv_bfloat16 *h = run_local(s, causal, grids[gi], d_cta, d_tile);
             double max_abs, w = worst_ratio(h, s->ref + causal * s->nel, s->nel, &max_abs);
             XT_CHECK(w <= 1.0, "seq %d heads %d causal %d grid %d: max |err| %.3g = %.2fx the "
@@ -186,9 +168,9 @@ static void test_local(const shape *s, int sm_count)
             /* stamps: every CTA started before it ended, every tile was stamped */
             uint64_t *cta = (uint64_t *)malloc((size_t)grids[gi] * 3 * sizeof(uint64_t));
             uint64_t *tl = (uint64_t *)malloc((size_t)tiles * sizeof(uint64_t));
-            TCU(cudaMemcpy(cta, d_cta, (size_t)grids[gi] * 3 * sizeof(uint64_t),
+            XS_CHECK_CU(cudaMemcpy(cta, d_cta, (size_t)grids[gi] * 3 * sizeof(uint64_t),
                            cudaMemcpyDeviceToHost));
-            TCU(cudaMemcpy(tl, d_tile, (size_t)tiles * sizeof(uint64_t),
+            XS_CHECK_CU(cudaMemcpy(tl, d_tile, (size_t)tiles * sizeof(uint64_t),
                            cudaMemcpyDeviceToHost));
             int bad = 0;
             for (int b = 0; b < grids[gi]; b++)
@@ -228,9 +210,9 @@ static unsigned long long missing_signals(const xs_wintab *tab, int grid, uint64
                                           unsigned long long *d_bad)
 {
     unsigned long long bad_flags = 0;
-    TCU(cudaMemset(d_bad, 0, sizeof *d_bad));
-    TXS(xs_attn_flags_check(tab, grid, signal, d_bad, 0));
-    TCU(cudaMemcpy(&bad_flags, d_bad, sizeof bad_flags, cudaMemcpyDeviceToHost));
+    XS_CHECK_CU(cudaMemset(d_bad, 0, sizeof *d_bad));
+    XS_CHECK(xs_attn_flags_check(tab, grid, signal, d_bad, 0));
+    XS_CHECK_CU(cudaMemcpy(&bad_flags, d_bad, sizeof bad_flags, cudaMemcpyDeviceToHost));
     return bad_flags;
 }
 
@@ -249,8 +231,8 @@ static void test_fused(const shape *s, int P, int sm_count)
     XT_CHECK(tab->nranks == P, "window table has %d ranks, asked for %d", tab->nranks, P);
     uint64_t *d_cta;
     unsigned long long *d_bad;
-    TCU(cudaMalloc((void **)&d_bad, sizeof *d_bad));
-    TCU(cudaMalloc((void **)&d_cta, (size_t)tiles * 3 * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc((void **)&d_bad, sizeof *d_bad));
+    XS_CHECK_CU(cudaMalloc((void **)&d_cta, (size_t)tiles * 3 * sizeof(uint64_t)));
     char *want = (char *)malloc(shard), *got = (char *)malloc(shard);
     /* splits: none, one slice, fewer and more slices than a tile has iterations */
     const int splits[] = {0, 1, 3, 16, 64, XS_ATTN_MAX_SPLIT};
@@ -273,13 +255,13 @@ static void test_fused(const shape *s, int P, int sm_count)
             a.signal = ++epoch; /* new per run: a stale flag never matches */
             a.cta_ns = d_cta;
             for (int r = 0; r < P; r++)
-                TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
-            TXS(xs_attn_fwd(&a, tab, grids[gi], 0));
-            TCU(cudaDeviceSynchronize());
+                XS_CHECK(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
+            XS_CHECK(xs_attn_fwd(&a, tab, grids[gi], 0));
+            XS_CHECK_CU(cudaDeviceSynchronize());
             const unsigned long long bad_flags = missing_signals(tab, grids[gi], a.signal, d_bad);
             int bad_units = 0;
             for (int r = 0; r < P; r++) {
-                TCU(cudaMemcpy(got, tab->data[r], shard, cudaMemcpyDefault));
+                XS_CHECK_CU(cudaMemcpy(got, tab->data[r], shard, cudaMemcpyDefault));
                 memcpy(want, (const char *)local + (size_t)r * shard, shard);
                 for (size_t u = 0; u < shard / 16; u++)
                     bad_units += memcmp(got + 16 * u, want + 16 * u, 16) != 0;
@@ -322,14 +304,14 @@ static void test_couriers(const shape *s, int P, int sm_count, int head_offset)
     unsigned long long *d_bad;
     void *stage;
     xs_devstatus *d_st;
-    TCU(cudaMalloc((void **)&d_bad, sizeof *d_bad));
-    TCU(cudaMalloc((void **)&d_cta, (size_t)(tiles + 4) * 3 * sizeof(uint64_t)));
-    TCU(cudaMalloc((void **)&d_tile, (size_t)tiles * sizeof(uint64_t)));
-    TCU(cudaMalloc((void **)&d_sync, (size_t)(2 * tiles + 4) * sizeof(uint64_t)));
-    TCU(cudaMemset(d_sync, 0, (size_t)(2 * tiles + 4) * sizeof(uint64_t)));
-    TCU(cudaMalloc(&stage, s->nel * 2));
-    TCU(cudaMalloc((void **)&d_st, sizeof *d_st));
-    TCU(cudaMemset(d_st, 0, sizeof *d_st));
+    XS_CHECK_CU(cudaMalloc((void **)&d_bad, sizeof *d_bad));
+    XS_CHECK_CU(cudaMalloc((void **)&d_cta, (size_t)(tiles + 4) * 3 * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc((void **)&d_tile, (size_t)tiles * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc((void **)&d_sync, (size_t)(2 * tiles + 4) * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMemset(d_sync, 0, (size_t)(2 * tiles + 4) * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc(&stage, s->nel * 2));
+    XS_CHECK_CU(cudaMalloc((void **)&d_st, sizeof *d_st));
+    XS_CHECK_CU(cudaMemset(d_st, 0, sizeof *d_st));
     char *want = (char *)malloc((size_t)P * shard), *got = (char *)malloc(shard);
     uint64_t *cta = (uint64_t *)malloc((size_t)(tiles + 4) * 3 * sizeof(uint64_t));
     uint64_t *tl = (uint64_t *)malloc((size_t)tiles * sizeof(uint64_t));
@@ -342,14 +324,14 @@ static void test_couriers(const shape *s, int P, int sm_count, int head_offset)
         base.dst_head0 = head_offset ? H : 0;
         /* the reference: the plain fused run (snake, split 0, persistent grid) */
         for (int r = 0; r < P; r++)
-            TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
+            XS_CHECK(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
         {
             xs_attn_args a = base;
             a.signal = ++epoch;
-            TXS(xs_attn_fwd(&a, tab, tiles < sm_count ? tiles : sm_count, 0));
-            TCU(cudaDeviceSynchronize());
+            XS_CHECK(xs_attn_fwd(&a, tab, tiles < sm_count ? tiles : sm_count, 0));
+            XS_CHECK_CU(cudaDeviceSynchronize());
             for (int r = 0; r < P; r++)
-                TCU(cudaMemcpy(want + (size_t)r * shard, tab->data[r], shard,
+                XS_CHECK_CU(cudaMemcpy(want + (size_t)r * shard, tab->data[r], shard,
                                cudaMemcpyDefault));
         }
         /* and it equals the local output (this rank's half of each row with head_offset) */
@@ -379,24 +361,24 @@ static void test_couriers(const shape *s, int P, int sm_count, int head_offset)
             a.cta_ns = d_cta;
             a.tile_ns = d_tile;
             a.status = d_st;
-            TCU(cudaMemset(d_tile, 0, (size_t)tiles * sizeof(uint64_t)));
-            TCU(cudaMemset(d_cta, 0, (size_t)grid * 3 * sizeof(uint64_t)));
+            XS_CHECK_CU(cudaMemset(d_tile, 0, (size_t)tiles * sizeof(uint64_t)));
+            XS_CHECK_CU(cudaMemset(d_cta, 0, (size_t)grid * 3 * sizeof(uint64_t)));
             for (int r = 0; r < P; r++)
-                TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
-            TXS(xs_attn_fwd(&a, tab, grid, 0));
-            TCU(cudaDeviceSynchronize());
+                XS_CHECK(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
+            XS_CHECK(xs_attn_fwd(&a, tab, grid, 0));
+            XS_CHECK_CU(cudaDeviceSynchronize());
             xs_devstatus hs;
-            TCU(cudaMemcpy(&hs, d_st, sizeof hs, cudaMemcpyDeviceToHost));
+            XS_CHECK_CU(cudaMemcpy(&hs, d_st, sizeof hs, cudaMemcpyDeviceToHost));
             const unsigned long long bad_flags = missing_signals(tab, grid, a.signal, d_bad);
             int bad_units = 0;
             for (int r = 0; r < P; r++) {
-                TCU(cudaMemcpy(got, tab->data[r], shard, cudaMemcpyDefault));
+                XS_CHECK_CU(cudaMemcpy(got, tab->data[r], shard, cudaMemcpyDefault));
                 for (size_t u = 0; u < shard / 16; u++)
                     bad_units += memcmp(got + 16 * u, want + (size_t)r * shard + 16 * u, 16) != 0;
             }
-            TCU(cudaMemcpy(cta, d_cta, (size_t)grid * 3 * sizeof(uint64_t),
+            XS_CHECK_CU(cudaMemcpy(cta, d_cta, (size_t)grid * 3 * sizeof(uint64_t),
                            cudaMemcpyDeviceToHost));
-            TCU(cudaMemcpy(tl, d_tile, (size_t)tiles * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+            XS_CHECK_CU(cudaMemcpy(tl, d_tile, (size_t)tiles * sizeof(uint64_t), cudaMemcpyDeviceToHost));
             int bad_stamps = 0;
             for (int b = 0; b < grid; b++)
                 bad_stamps += !(cta[3 * b] > 0 && cta[3 * b + 1] >= cta[3 * b]);
@@ -414,7 +396,7 @@ static void test_couriers(const shape *s, int P, int sm_count, int head_offset)
             XT_CHECK(bad_stamps == 0, "couriers seq %d C %d grid %d: %d CTA or tile stamps "
                      "missing or reversed", s->seq, C, grid, bad_stamps);
             if (hs.code) {
-                TCU(cudaMemset(d_st, 0, sizeof *d_st));
+                XS_CHECK_CU(cudaMemset(d_st, 0, sizeof *d_st));
                 break;
             }
         }
@@ -439,18 +421,18 @@ static void test_courier_timeout(void)
     uint64_t *d_sync;
     unsigned long long *d_bad;
     xs_devstatus *d_st;
-    TCU(cudaMalloc(&q, nel * 2));
-    TCU(cudaMalloc(&k, nel * 2));
-    TCU(cudaMalloc(&v, nel * 2));
-    TCU(cudaMalloc(&o, nel * 2));
-    TCU(cudaMalloc((void **)&d_sync, (size_t)(tiles + 3) * sizeof(uint64_t)));
-    TCU(cudaMemset(d_sync, 0, (size_t)(tiles + 3) * sizeof(uint64_t)));
-    TCU(cudaMalloc((void **)&d_bad, sizeof *d_bad));
-    TCU(cudaMalloc((void **)&d_st, sizeof *d_st));
-    TCU(cudaMemset(d_st, 0, sizeof *d_st));
-    TXS(xs_attn_fill_random(q, nel, 11, -2.f, 2.f, 0));
-    TXS(xs_attn_fill_random(k, nel, 12, -2.f, 2.f, 0));
-    TXS(xs_attn_fill_random(v, nel, 13, -1.f, 1.f, 0));
+    XS_CHECK_CU(cudaMalloc(&q, nel * 2));
+    XS_CHECK_CU(cudaMalloc(&k, nel * 2));
+    XS_CHECK_CU(cudaMalloc(&v, nel * 2));
+    XS_CHECK_CU(cudaMalloc(&o, nel * 2));
+    XS_CHECK_CU(cudaMalloc((void **)&d_sync, (size_t)(tiles + 3) * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMemset(d_sync, 0, (size_t)(tiles + 3) * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc((void **)&d_bad, sizeof *d_bad));
+    XS_CHECK_CU(cudaMalloc((void **)&d_st, sizeof *d_st));
+    XS_CHECK_CU(cudaMemset(d_st, 0, sizeof *d_st));
+    XS_CHECK(xs_attn_fill_random(q, nel, 11, -2.f, 2.f, 0));
+    XS_CHECK(xs_attn_fill_random(k, nel, 12, -2.f, 2.f, 0));
+    XS_CHECK(xs_attn_fill_random(v, nel, 13, -1.f, 1.f, 0));
     xs_winset *ws = open_virtual(P, shard, 1 + C);
     if (!ws)
         return;
@@ -468,11 +450,11 @@ static void test_courier_timeout(void)
         a.signal = 0x7000 + pass;
         a.timeout_ns = pass == 0 ? 1 : 0; /* 1 ns, then the default */
         for (int r = 0; r < P; r++)
-            TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
-        TXS(xs_attn_fwd(&a, tab, 1 + C, 0));
-        TCU(cudaDeviceSynchronize()); /* returns: no CTA is left waiting */
+            XS_CHECK(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
+        XS_CHECK(xs_attn_fwd(&a, tab, 1 + C, 0));
+        XS_CHECK_CU(cudaDeviceSynchronize()); /* returns: no CTA is left waiting */
         xs_devstatus hs;
-        TCU(cudaMemcpy(&hs, d_st, sizeof hs, cudaMemcpyDeviceToHost));
+        XS_CHECK_CU(cudaMemcpy(&hs, d_st, sizeof hs, cudaMemcpyDeviceToHost));
         const unsigned long long bad_flags = missing_signals(tab, 1 + C, a.signal, d_bad);
         if (pass == 0) {
             XT_CHECK(hs.code == XS_DEVERR_TIMEOUT && hs.block >= 1 && hs.detail < (unsigned)remote,
@@ -481,7 +463,7 @@ static void test_courier_timeout(void)
                      hs.block, hs.detail, XS_DEVERR_TIMEOUT, remote);
             XT_CHECK(bad_flags == (unsigned long long)P * (1 + C), "courier timeout: %llu of %d "
                      "signals missing, expected none raised", bad_flags, P * (1 + C));
-            TCU(cudaMemset(d_st, 0, sizeof *d_st));
+            XS_CHECK_CU(cudaMemset(d_st, 0, sizeof *d_st));
         } else {
             XT_CHECK(hs.code == 0 && bad_flags == 0, "after a timeout, a clean run: status %u, "
                      "%llu signals missing", hs.code, bad_flags);
@@ -510,21 +492,22 @@ static void test_kv(const shape *s, int P, int sm_count, int tiny)
     const xs_wintab *tab = xs_win_table(ws);
     const int cap = xs_attn_kv_max_tasks(s->seq, H);
     int *off = (int *)malloc((size_t)(tiles + 1) * sizeof(int)), *d_off;
-    int4 *tk = (int4 *)malloc((size_t)cap * sizeof(int4)), *d_tk;
+    xs_attn_kvtask *tk = (xs_attn_kvtask *)malloc((size_t)cap * sizeof *tk);
+    int4 *d_tk;
     float *d_part;
     uint64_t *d_flag, *d_tile;
     unsigned long long *d_bad;
     xs_devstatus *d_st;
     const int max_slots = tiles * XS_ATTN_KV_MAX_PARTS;
-    TCU(cudaMalloc((void **)&d_off, (size_t)(tiles + 1) * sizeof(int)));
-    TCU(cudaMalloc((void **)&d_tk, (size_t)cap * sizeof(int4)));
-    TCU(cudaMalloc((void **)&d_part, (size_t)max_slots * XS_ATTN_KV_SLOT_BYTES));
-    TCU(cudaMalloc((void **)&d_flag, (size_t)max_slots * XS_ATTN_WARPS * sizeof(uint64_t)));
-    TCU(cudaMemset(d_flag, 0, (size_t)max_slots * XS_ATTN_WARPS * sizeof(uint64_t)));
-    TCU(cudaMalloc((void **)&d_tile, (size_t)tiles * sizeof(uint64_t)));
-    TCU(cudaMalloc((void **)&d_bad, sizeof *d_bad));
-    TCU(cudaMalloc((void **)&d_st, sizeof *d_st));
-    TCU(cudaMemset(d_st, 0, sizeof *d_st));
+    XS_CHECK_CU(cudaMalloc((void **)&d_off, (size_t)(tiles + 1) * sizeof(int)));
+    XS_CHECK_CU(cudaMalloc((void **)&d_tk, (size_t)cap * sizeof(int4)));
+    XS_CHECK_CU(cudaMalloc((void **)&d_part, (size_t)max_slots * XS_ATTN_KV_SLOT_BYTES));
+    XS_CHECK_CU(cudaMalloc((void **)&d_flag, (size_t)max_slots * XS_ATTN_WARPS * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMemset(d_flag, 0, (size_t)max_slots * XS_ATTN_WARPS * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc((void **)&d_tile, (size_t)tiles * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc((void **)&d_bad, sizeof *d_bad));
+    XS_CHECK_CU(cudaMalloc((void **)&d_st, sizeof *d_st));
+    XS_CHECK_CU(cudaMemset(d_st, 0, sizeof *d_st));
     __nv_bfloat16 *got = (__nv_bfloat16 *)malloc(s->nel * 2);
     uint64_t *tl = (uint64_t *)malloc((size_t)tiles * sizeof(uint64_t));
     unsigned char *split = (unsigned char *)malloc((size_t)tiles);
@@ -542,14 +525,14 @@ static void test_kv(const shape *s, int P, int sm_count, int tiny)
                                                     : 1;
             const int local_out = ci == 12;
             int nt = 0, ns = 0;
-            TXS(xs_attn_kv_build(s->seq, H, causal, remote, grid, local_out ? 2 : kb, off, tk,
+            XS_CHECK(xs_attn_kv_build(s->seq, H, causal, remote, grid, local_out ? 2 : kb, off, tk,
                                  cap, &nt, &ns));
-            TXS(xs_attn_kv_check(s->seq, H, causal, grid, off, tk, ns));
+            XS_CHECK(xs_attn_kv_check(s->seq, H, causal, grid, off, tk, ns));
             memset(split, 0, (size_t)tiles);
             for (int i = 0; i < nt; i++)
-                split[tk[i].x] |= tk[i].w >= 0;
-            TCU(cudaMemcpy(d_off, off, (size_t)(grid + 1) * sizeof(int), cudaMemcpyHostToDevice));
-            TCU(cudaMemcpy(d_tk, tk, (size_t)nt * sizeof(int4), cudaMemcpyHostToDevice));
+                split[tk[i].tile] |= tk[i].part >= 0;
+            XS_CHECK_CU(cudaMemcpy(d_off, off, (size_t)(grid + 1) * sizeof(int), cudaMemcpyHostToDevice));
+            XS_CHECK_CU(cudaMemcpy(d_tk, tk, (size_t)nt * sizeof(int4), cudaMemcpyHostToDevice));
             xs_attn_args a = base_args(s, causal);
             if (!local_out) {
                 a.out = XS_ATTN_OUT_WINDOWS;
@@ -561,22 +544,22 @@ static void test_kv(const shape *s, int P, int sm_count, int tiny)
             a.signal = ++epoch;
             a.tile_ns = d_tile;
             a.status = d_st;
-            TCU(cudaMemset(d_tile, 0, (size_t)tiles * sizeof(uint64_t)));
+            XS_CHECK_CU(cudaMemset(d_tile, 0, (size_t)tiles * sizeof(uint64_t)));
             if (local_out)
-                TXS(xs_attn_fill_word(s->o, s->nel * 2, 0xffffffffu, 0));
+                XS_CHECK(xs_attn_fill_word(s->o, s->nel * 2, 0xffffffffu, 0));
             else
                 for (int r = 0; r < P; r++)
-                    TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
-            TXS(xs_attn_fwd(&a, local_out ? NULL : tab, grid, 0));
-            TCU(cudaDeviceSynchronize());
+                    XS_CHECK(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
+            XS_CHECK(xs_attn_fwd(&a, local_out ? NULL : tab, grid, 0));
+            XS_CHECK_CU(cudaDeviceSynchronize());
             xs_devstatus hs;
-            TCU(cudaMemcpy(&hs, d_st, sizeof hs, cudaMemcpyDeviceToHost));
+            XS_CHECK_CU(cudaMemcpy(&hs, d_st, sizeof hs, cudaMemcpyDeviceToHost));
             /* the output, gathered into [seq, heads, 128] */
             if (local_out)
-                TCU(cudaMemcpy(got, s->o, s->nel * 2, cudaMemcpyDeviceToHost));
+                XS_CHECK_CU(cudaMemcpy(got, s->o, s->nel * 2, cudaMemcpyDeviceToHost));
             else
                 for (int r = 0; r < P; r++)
-                    TCU(cudaMemcpy(got + (size_t)r * nsh, tab->data[r], shard, cudaMemcpyDefault));
+                    XS_CHECK_CU(cudaMemcpy(got + (size_t)r * nsh, tab->data[r], shard, cudaMemcpyDefault));
             size_t bad_whole = 0, bad_parts = 0, nparts = 0;
             double worst = 0;
             for (size_t i = 0; i < s->nel; i++) {
@@ -596,7 +579,7 @@ static void test_kv(const shape *s, int P, int sm_count, int tiny)
             }
             const unsigned long long bad_flags =
                 local_out ? 0 : missing_signals(tab, grid, a.signal, d_bad);
-            TCU(cudaMemcpy(tl, d_tile, (size_t)tiles * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+            XS_CHECK_CU(cudaMemcpy(tl, d_tile, (size_t)tiles * sizeof(uint64_t), cudaMemcpyDeviceToHost));
             int bad_stamps = 0;
             for (int t = 0; t < tiles; t++)
                 bad_stamps += tl[t] == 0;
@@ -612,7 +595,7 @@ static void test_kv(const shape *s, int P, int sm_count, int tiny)
                      "%llu signals missing, %d tiles unstamped", s->seq, P, kb, grid, bad_flags,
                      bad_stamps);
             if (hs.code) {
-                TCU(cudaMemset(d_st, 0, sizeof *d_st));
+                XS_CHECK_CU(cudaMemset(d_st, 0, sizeof *d_st));
                 break;
             }
         }
@@ -637,33 +620,33 @@ static void test_kv_timeout(void)
     float *d_part;
     uint64_t *d_flag;
     xs_devstatus *d_st;
-    TCU(cudaMalloc(&q, nel * 2));
-    TCU(cudaMalloc(&k, nel * 2));
-    TCU(cudaMalloc(&v, nel * 2));
-    TCU(cudaMalloc(&o, nel * 2));
-    TCU(cudaMalloc((void **)&d_off, 3 * sizeof(int)));
-    TCU(cudaMalloc((void **)&d_tk, 4 * sizeof(int4)));
-    TCU(cudaMalloc((void **)&d_part, 2 * XS_ATTN_KV_SLOT_BYTES));
-    TCU(cudaMalloc((void **)&d_flag, 2 * XS_ATTN_WARPS * sizeof(uint64_t)));
-    TCU(cudaMemset(d_flag, 0, 2 * XS_ATTN_WARPS * sizeof(uint64_t)));
-    TCU(cudaMalloc((void **)&d_st, sizeof *d_st));
-    TCU(cudaMemset(d_st, 0, sizeof *d_st));
-    TXS(xs_attn_fill_random(q, nel, 21, -2.f, 2.f, 0));
-    TXS(xs_attn_fill_random(k, nel, 22, -2.f, 2.f, 0));
-    TXS(xs_attn_fill_random(v, nel, 23, -1.f, 1.f, 0));
+    XS_CHECK_CU(cudaMalloc(&q, nel * 2));
+    XS_CHECK_CU(cudaMalloc(&k, nel * 2));
+    XS_CHECK_CU(cudaMalloc(&v, nel * 2));
+    XS_CHECK_CU(cudaMalloc(&o, nel * 2));
+    XS_CHECK_CU(cudaMalloc((void **)&d_off, 3 * sizeof(int)));
+    XS_CHECK_CU(cudaMalloc((void **)&d_tk, 4 * sizeof(int4)));
+    XS_CHECK_CU(cudaMalloc((void **)&d_part, 2 * XS_ATTN_KV_SLOT_BYTES));
+    XS_CHECK_CU(cudaMalloc((void **)&d_flag, 2 * XS_ATTN_WARPS * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMemset(d_flag, 0, 2 * XS_ATTN_WARPS * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc((void **)&d_st, sizeof *d_st));
+    XS_CHECK_CU(cudaMemset(d_st, 0, sizeof *d_st));
+    XS_CHECK(xs_attn_fill_random(q, nel, 21, -2.f, 2.f, 0));
+    XS_CHECK(xs_attn_fill_random(k, nel, 22, -2.f, 2.f, 0));
+    XS_CHECK(xs_attn_fill_random(v, nel, 23, -1.f, 1.f, 0));
     /* 2 tiles of 4 key blocks, each in 2 parts; deadlocked: each CTA starts with a last part
      * whose other part is queued behind the other CTA's last part */
     const int off[3] = {0, 2, 4};
-    const int4 p00 = make_int4(0, 0, 2, XS_ATTN_KV_PART(0, 0, 2));
-    const int4 p01 = make_int4(0, 2, 4, XS_ATTN_KV_PART(0, 1, 2));
-    const int4 p10 = make_int4(1, 0, 2, XS_ATTN_KV_PART(1, 0, 2));
-    const int4 p11 = make_int4(1, 2, 4, XS_ATTN_KV_PART(1, 1, 2));
-    const int4 dead[4] = {p01, p10, p11, p00}, good[4] = {p00, p10, p01, p11};
+    const xs_attn_kvtask p00 = xs_attn_kvtask_of(0, 0, 2, XS_ATTN_KV_PART(0, 0, 2));
+    const xs_attn_kvtask p01 = xs_attn_kvtask_of(0, 2, 4, XS_ATTN_KV_PART(0, 1, 2));
+    const xs_attn_kvtask p10 = xs_attn_kvtask_of(1, 0, 2, XS_ATTN_KV_PART(1, 0, 2));
+    const xs_attn_kvtask p11 = xs_attn_kvtask_of(1, 2, 4, XS_ATTN_KV_PART(1, 1, 2));
+    const xs_attn_kvtask dead[4] = {p01, p10, p11, p00}, good[4] = {p00, p10, p01, p11};
     XT_CHECK(xs_attn_kv_check(seq, H, 0, grid, off, dead, 2) == XS_EINVAL,
              "the deadlocked lists pass the host check");
     XT_CHECK(xs_attn_kv_check(seq, H, 0, grid, off, good, 2) == XS_OK, "good lists refused: %s",
              xs_errmsg());
-    TCU(cudaMemcpy(d_off, off, sizeof off, cudaMemcpyHostToDevice));
+    XS_CHECK_CU(cudaMemcpy(d_off, off, sizeof off, cudaMemcpyHostToDevice));
     xs_attn_args a;
     memset(&a, 0, sizeof a);
     a.q = q, a.k = k, a.v = v, a.o = o;
@@ -672,20 +655,20 @@ static void test_kv_timeout(void)
     a.tasks = d_tk, a.task_off = d_off, a.part = d_part, a.part_flag = d_flag;
     a.status = d_st;
     for (int pass = 0; pass < 2; pass++) {
-        TCU(cudaMemcpy(d_tk, pass == 0 ? dead : good, 4 * sizeof(int4), cudaMemcpyHostToDevice));
+        XS_CHECK_CU(cudaMemcpy(d_tk, pass == 0 ? dead : good, 4 * sizeof(int4), cudaMemcpyHostToDevice));
         a.signal = 0x9000 + pass;
         a.timeout_ns = pass == 0 ? 1000000 : 0; /* 1 ms, then the default */
-        TXS(xs_attn_fwd(&a, NULL, grid, 0));
-        TCU(cudaDeviceSynchronize()); /* returns: no CTA is left waiting */
+        XS_CHECK(xs_attn_fwd(&a, NULL, grid, 0));
+        XS_CHECK_CU(cudaDeviceSynchronize()); /* returns: no CTA is left waiting */
         xs_devstatus hs;
-        TCU(cudaMemcpy(&hs, d_st, sizeof hs, cudaMemcpyDeviceToHost));
+        XS_CHECK_CU(cudaMemcpy(&hs, d_st, sizeof hs, cudaMemcpyDeviceToHost));
         if (pass == 0) {
             XT_CHECK(hs.code == XS_DEVERR_TIMEOUT && (hs.detail >> 32) == 2 &&
                          (hs.detail & 0xffffffffu) < 2 * XS_ATTN_WARPS,
                      "KV split deadlock: status %u in CTA %u (detail %llx), expected a timeout "
                      "(%u) naming a slot's flag", hs.code, hs.block, hs.detail,
                      XS_DEVERR_TIMEOUT);
-            TCU(cudaMemset(d_st, 0, sizeof *d_st));
+            XS_CHECK_CU(cudaMemset(d_st, 0, sizeof *d_st));
         } else {
             XT_CHECK(hs.code == 0, "after a KV split timeout, a clean run: status %u", hs.code);
         }
@@ -712,13 +695,13 @@ static void test_fused_offset(const shape *s, int P)
     a.dst_head0 = H;
     a.split = 5;
     for (int r = 0; r < P; r++)
-        TXS(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
-    TXS(xs_attn_fwd(&a, tab, tiles < 2 ? 1 : 2, 0));
-    TCU(cudaDeviceSynchronize());
+        XS_CHECK(xs_attn_fill_word(tab->data[r], shard, 0xffffffffu, 0));
+    XS_CHECK(xs_attn_fwd(&a, tab, tiles < 2 ? 1 : 2, 0));
+    XS_CHECK_CU(cudaDeviceSynchronize());
     unsigned char *got = (unsigned char *)malloc(shard);
     size_t ours_bad = 0, other_bad = 0, half = (size_t)H * XS_ATTN_ROW_BYTES;
     for (int p = 0; p < P; p++) {
-        TCU(cudaMemcpy(got, tab->data[p], shard, cudaMemcpyDefault));
+        XS_CHECK_CU(cudaMemcpy(got, tab->data[p], shard, cudaMemcpyDefault));
         for (int i = 0; i < rpr; i++) {
             const unsigned char *want = (const unsigned char *)local + (size_t)(p * rpr + i) * half;
             ours_bad += memcmp(got + i * row + half, want, half) != 0;
@@ -841,15 +824,15 @@ static void test_ref_rows(const shape *s)
                        1, s->heads / 2, s->seq - 2 > 0 ? s->seq - 2 : 0, 0, 3 % s->seq, 0};
     int *d_rows;
     float *d_ref, *d_got;
-    TCU(cudaMalloc((void **)&d_rows, sizeof rows));
-    TCU(cudaMalloc((void **)&d_ref, n * XS_ATTN_D * sizeof(float)));
-    TCU(cudaMalloc((void **)&d_got, n * XS_ATTN_D * sizeof(float)));
-    TCU(cudaMemcpy(d_rows, rows, sizeof rows, cudaMemcpyHostToDevice));
+    XS_CHECK_CU(cudaMalloc((void **)&d_rows, sizeof rows));
+    XS_CHECK_CU(cudaMalloc((void **)&d_ref, n * XS_ATTN_D * sizeof(float)));
+    XS_CHECK_CU(cudaMalloc((void **)&d_got, n * XS_ATTN_D * sizeof(float)));
+    XS_CHECK_CU(cudaMemcpy(d_rows, rows, sizeof rows, cudaMemcpyHostToDevice));
     for (int causal = 0; causal <= 1; causal++) {
         float ref[n * XS_ATTN_D];
-        TXS(xs_attn_ref_rows(s->q, s->k, s->v, s->o, s->seq, s->heads, causal, 0.f, d_rows, n,
+        XS_CHECK(xs_attn_ref_rows(s->q, s->k, s->v, s->o, s->seq, s->heads, causal, 0.f, d_rows, n,
                              d_ref, d_got, 0));
-        TCU(cudaMemcpy(ref, d_ref, sizeof ref, cudaMemcpyDeviceToHost));
+        XS_CHECK_CU(cudaMemcpy(ref, d_ref, sizeof ref, cudaMemcpyDeviceToHost));
         double worst = 0;
         for (int i = 0; i < n; i++)
             for (int x = 0; x < XS_ATTN_D; x++) {
@@ -871,9 +854,9 @@ static void test_helpers(void)
 {
     const size_t n = 4096;
     __nv_bfloat16 *d, h[n];
-    TCU(cudaMalloc((void **)&d, n * 2));
-    TXS(xs_attn_fill_random(d, n, 7, -2.f, 2.f, 0));
-    TCU(cudaMemcpy(h, d, n * 2, cudaMemcpyDeviceToHost));
+    XS_CHECK_CU(cudaMalloc((void **)&d, n * 2));
+    XS_CHECK(xs_attn_fill_random(d, n, 7, -2.f, 2.f, 0));
+    XS_CHECK_CU(cudaMemcpy(h, d, n * 2, cudaMemcpyDeviceToHost));
     int out = 0, zeros = 0;
     for (size_t i = 0; i < n; i++) {
         float f = __bfloat162float(h[i]);
@@ -884,24 +867,24 @@ static void test_helpers(void)
              zeros);
     unsigned long long *bad, hb = 0;
     void *d2;
-    TCU(cudaMalloc((void **)&bad, sizeof *bad));
-    TCU(cudaMalloc(&d2, n * 2));
-    TCU(cudaMemcpy(d2, d, n * 2, cudaMemcpyDeviceToDevice));
-    TCU(cudaMemset((char *)d2 + 160, 0x5a, 1));       /* unit 10 */
-    TCU(cudaMemset((char *)d2 + 16 * 300 + 15, 1, 1)); /* unit 300 */
-    TCU(cudaMemset(bad, 0, sizeof *bad));
-    TXS(xs_attn_compare(d, d2, n * 2, bad, 0));
-    TCU(cudaMemcpy(&hb, bad, sizeof hb, cudaMemcpyDeviceToHost));
+    XS_CHECK_CU(cudaMalloc((void **)&bad, sizeof *bad));
+    XS_CHECK_CU(cudaMalloc(&d2, n * 2));
+    XS_CHECK_CU(cudaMemcpy(d2, d, n * 2, cudaMemcpyDeviceToDevice));
+    XS_CHECK_CU(cudaMemset((char *)d2 + 160, 0x5a, 1));       /* unit 10 */
+    XS_CHECK_CU(cudaMemset((char *)d2 + 16 * 300 + 15, 1, 1)); /* unit 300 */
+    XS_CHECK_CU(cudaMemset(bad, 0, sizeof *bad));
+    XS_CHECK(xs_attn_compare(d, d2, n * 2, bad, 0));
+    XS_CHECK_CU(cudaMemcpy(&hb, bad, sizeof hb, cudaMemcpyDeviceToHost));
     XT_CHECK(hb == 2, "compare counted %llu differing units, expected 2", hb);
     XT_CHECK(xs_attn_compare(d, d2, 24, bad, 0) == XS_EINVAL, "compare of 24 bytes accepted");
     /* non-finite count: the random buffer has none; three NaN/Inf planted */
     const unsigned short planted[3] = {0x7fc0, 0xff80, 0xffff}; /* NaN, -Inf, NaN */
     for (int i = 0; i < 3; i++)
-        TCU(cudaMemcpy((unsigned short *)d + 100 * i + 5, &planted[i], 2,
+        XS_CHECK_CU(cudaMemcpy((unsigned short *)d + 100 * i + 5, &planted[i], 2,
                        cudaMemcpyHostToDevice));
-    TCU(cudaMemset(bad, 0, sizeof *bad));
-    TXS(xs_attn_count_nonfinite(d, n, bad, 0));
-    TCU(cudaMemcpy(&hb, bad, sizeof hb, cudaMemcpyDeviceToHost));
+    XS_CHECK_CU(cudaMemset(bad, 0, sizeof *bad));
+    XS_CHECK(xs_attn_count_nonfinite(d, n, bad, 0));
+    XS_CHECK_CU(cudaMemcpy(&hb, bad, sizeof hb, cudaMemcpyDeviceToHost));
     XT_CHECK(hb == 3, "non-finite count %llu, expected 3", hb);
     XT_CHECK(xs_attn_fill_word(d, 8, 0, 0) == XS_EINVAL, "fill of 8 bytes accepted");
     cudaFree(d);
@@ -955,7 +938,7 @@ static void test_bad_input(const shape *s)
     XT_CHECK(xs_attn_fwd(&a, &tab, 1, 0) == XS_EINVAL, "signal without flags accepted");
     /* couriers: windows, split 0, a signal, a sync buffer, compute CTAs left, a sane pace */
     uint64_t *d_sync;
-    TCU(cudaMalloc((void **)&d_sync, (size_t)(2 * tiles + 8) * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc((void **)&d_sync, (size_t)(2 * tiles + 8) * sizeof(uint64_t)));
     uint64_t flags[2][8];
     tab.nflags = 8, tab.flags[0] = flags[0], tab.flags[1] = flags[1]; /* validated, not used */
     a.signal = 1, a.couriers = 2, a.sync = d_sync;

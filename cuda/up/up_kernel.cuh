@@ -1,8 +1,8 @@
 /*
- * attn.cuh - FlashAttention-2-style forward tile engine (bf16 in/out, head dim 128, fp32 online
- * softmax) whose output tiles either land in a local buffer or are stored straight into the
- * Ulysses all-to-all destinations through the window table, and the C-callable launchers that
- * cuda/attn.cu implements.
+ * up_kernel.cuh - FlashAttention-2-style forward tile engine (bf16 in/out, head dim 128, fp32
+ * online softmax) whose output tiles either land in a local buffer or are stored straight into
+ * the Ulysses all-to-all destinations through the window table, and its __global__ kernels;
+ * cuda/up/up_runtime.cu launches them (xs_attn_fwd, cuda/up/up.h).
  *
  * Layout: Q, K, V and O are [seq, heads, 128] bf16, row-major (batch 1; fold a batch into heads
  * or run one launch per batch element). That is the [batch, seq, heads, dim] layout of
@@ -68,8 +68,8 @@
  * publish; every CTA is resident (one per SM, checked at launch); every wait is bounded by
  * timeout_ns and a failure stops the other couriers' waits (xs_devstatus).
  */
-#ifndef XSTAGE_ATTN_CUH
-#define XSTAGE_ATTN_CUH
+#ifndef XSTAGE_UP_KERNEL_CUH
+#define XSTAGE_UP_KERNEL_CUH
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -77,265 +77,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "xstage.h"
-#include "xstage_device.cuh"
-#include "xstage_win.h"
-
-#define XS_ATTN_D 128                                 /* head dim (fixed) */
-#define XS_ATTN_BM 128                                /* query rows per tile */
-#define XS_ATTN_BN 64                                 /* keys per iteration */
-#define XS_ATTN_WARPS 8
-#define XS_ATTN_THREADS (32 * XS_ATTN_WARPS)
-#define XS_ATTN_ROW_BYTES (XS_ATTN_D * 2)             /* one row of one head: 256 B */
-#define XS_ATTN_Q_BYTES (XS_ATTN_BM * XS_ATTN_ROW_BYTES) /* 32 KB */
-#define XS_ATTN_KV_BYTES (XS_ATTN_BN * XS_ATTN_ROW_BYTES) /* 16 KB per K or V stage */
-#define XS_ATTN_WARP_OUT_BYTES (16 * XS_ATTN_ROW_BYTES)   /* 4 KB: one warp's output rows */
-#define XS_ATTN_UNITS_PER_WARP (XS_ATTN_WARP_OUT_BYTES / 16) /* 256 16-byte stores */
-/* Q | K stage 0,1 | V stage 0,1 | output staging (8 warps x 4 KB) = 128 KB: one CTA per SM */
-#define XS_ATTN_SMEM_BYTES (2 * XS_ATTN_Q_BYTES + 4 * XS_ATTN_KV_BYTES)
-#define XS_ATTN_MAX_SPLIT XS_ATTN_UNITS_PER_WARP
-#define XS_ATTN_MAX_SEQ (1 << 24)
-#define XS_ATTN_MAX_HEADS 4096
-#define XS_ATTN_MAX_COURIERS 64
-#define XS_ATTN_CHUNK_ROWS 32                         /* a courier's paced chunk: 32 rows, 8 KB */
-#define XS_ATTN_TIMEOUT_NS 2000000000ull              /* couriers' waits when timeout_ns = 0 */
-#define XS_ATTN_MIN_PACE 0.01                         /* bytes/ns per courier: a chunk every <= 0.82 ms */
-#define XS_ATTN_KV_MAX_PARTS 8                        /* KV split: parts per tile */
-#define XS_ATTN_KV_FLOATS 68                          /* a thread's partial: 64 O, 2 max, 2 sum */
-#define XS_ATTN_KV_SLOT_BYTES (XS_ATTN_WARPS * XS_ATTN_KV_FLOATS * 32 * 4) /* 68 KB */
-/* a KV part's code (xs_attn_args.tasks[].w): slot < 2^23, p < n, 2 <= n <= 15 */
-#define XS_ATTN_KV_PART(slot, p, n) (((slot) << 8) | ((p) << 4) | (n))
-/* A task's code read back (host side: lists, checks, predictions; -1 = a whole tile): its parts,
- * its part, its slot base, and whether it stores its tile (a whole tile or the last part). */
-XS_HD int xs_attn_kv_nparts(int w) { return w < 0 ? 1 : w & 15; }
-XS_HD int xs_attn_kv_partno(int w) { return w < 0 ? 0 : (w >> 4) & 15; }
-XS_HD int xs_attn_kv_slot(int w) { return w < 0 ? 0 : w >> 8; }
-XS_HD int xs_attn_kv_stores(int w) { return xs_attn_kv_partno(w) == xs_attn_kv_nparts(w) - 1; }
-
-typedef enum { XS_ATTN_OUT_LOCAL = 0, XS_ATTN_OUT_WINDOWS = 1 } xs_attn_out;
-/* The order in which a CTA walks its tiles (see the top of the file). */
-typedef enum { XS_ATTN_ORDER_SNAKE = 0, XS_ATTN_ORDER_EARLY = 1 } xs_attn_order;
-
-/* Everything a launch needs, by value. Pointers are device-usable. */
-typedef struct {
-    const void *q, *k, *v;  /* bf16 [seq, heads, 128] */
-    void *o;                /* bf16 [seq, heads, 128]; the destination when out = LOCAL; with
-                               couriers the staging of the remote tiles' rows (only those
-                               rows are written) */
-    int seq;                /* sequence length (any >= 1; tails are masked) */
-    int heads;              /* heads held by this rank */
-    int causal;             /* 1: key j visible to query i only when j <= i */
-    float scale;            /* softmax scale; 0 = 1/sqrt(128) */
-    int out;                /* xs_attn_out */
-    int rows_per_rank;      /* WINDOWS: rank p receives sequence rows [p*rpr, (p+1)*rpr) */
-    int dst_heads;          /* WINDOWS: heads per row at the destination, [rpr, dst_heads, 128]
-                               from offset 0 of each window; 0 = heads (one source, as with
-                               virtual peers); P*heads when P ranks each send their heads */
-    int dst_head0;          /* WINDOWS: where this rank's heads start in a destination row
-                               (rank * heads for real peers) */
-    int split;              /* 0: store a tile right after its final rescale; n in 1..256:
-                               n slices spread evenly over the key-block iterations of the
-                               CTA's next tile */
-    int order;              /* xs_attn_order; EARLY applies to WINDOWS output (LOCAL walks the
-                               snake): the tiles with rows outside rank 0's shard first, their
-                               waves in reverse */
-    uint64_t signal;        /* WINDOWS, nonzero: after its last store CTA b stores this value
-                               (release, system scope) to flags[r][b] of every rank r, so the
-                               table needs nflags >= grid. Plain stores, no atomics: host
-                               memory behind PCIe need not support them. Use a new value per
-                               run and stale flags never match. */
-    uint64_t *cta_ns;       /* [grid * 3] or NULL: per CTA, %globaltimer at start, when its
-                               last store was issued (the sender-visible end, before any fence),
-                               and ns warp 0 spent issuing output stores */
-    uint64_t *tile_ns;      /* [tiles] or NULL: %globaltimer when warp 0 finished the tile's
-                               epilogue (stores issued, or staged when split > 0) */
-    xs_devstatus *status;   /* or NULL: first device-side failure (a row with no rank, a
-                               courier's wait that timed out) */
-    /* couriers (docs/UP.md "Couriers"); all zero = the kernel above, unchanged */
-    int couriers;           /* WINDOWS, split 0, signal != 0: the last `couriers` CTAs of the
-                               grid copy the remote tiles from O to their windows; 0: none */
-    float pace_bytes_per_ns; /* couriers: their total store rate, bytes/ns (each pace/C);
-                               0 = unpaced */
-    uint64_t *sync;         /* couriers: device memory [tiles + grid] u64: per-tile ready flags,
-                               then per-CTA done flags. Any contents except this run's signal
-                               (zeros after allocation); never reset: the signal is new per run */
-    uint64_t timeout_ns;    /* couriers and KV split: bound on each wait, ns; 0 =
-                               XS_ATTN_TIMEOUT_NS */
-    /* KV split (docs/UP.md "KV split"); tasks = NULL: the assignment above, unchanged */
-    const int4 *tasks;      /* CTA b's work, in order: tasks[task_off[b] .. task_off[b + 1]),
-                               each {tile, first key block, end key block, part}: part -1 a
-                               whole tile; else XS_ATTN_KV_PART(slot, p, n), part p of n of the
-                               tile's key blocks: p < n - 1 leaves its partial (unnormalised O,
-                               row max and sum) in slot + p, p = n - 1 waits for slots slot ..
-                               slot + n - 2, merges them and stores the tile (built by
-                               xs_attn_kv_build, checked by xs_attn_kv_check) */
-    const int *task_off;    /* [grid + 1] */
-    float *part;            /* [slots x 8 warps x XS_ATTN_KV_FLOATS x 32 lanes] fp32 partials */
-    uint64_t *part_flag;    /* [slots x 8]: per slot and warp, the run's signal once its partial
-                               is in (any other contents before the run; never reset) */
-    uint64_t *task_ns;      /* KV split, or NULL: [tasks x 4] %globaltimer of thread 0 at each
-                               task's start, the end of its key blocks, the end of its merge or
-                               partial, and its end (list order: tasks[] indices) */
-} xs_attn_args;
-
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-/* Query blocks x heads. */
-int xs_attn_tiles(int seq, int heads);
-/* Tiles with a row outside rank 0's shard [0, rows_per_rank): a prefix [0, n) of the tile order
- * (0 when rank 0 keeps every row). */
-int xs_attn_remote_tiles(int seq, int heads, int rows_per_rank);
-/* Tiles CTA `cta` of a grid of `grid` computes (the snake assignment), and the k-th of them in
- * the order `order` (0 <= k < count); `remote` from xs_attn_remote_tiles (used by EARLY). */
-int xs_attn_cta_count(int tiles, int grid, int cta);
-int xs_attn_cta_tile(int order, int tiles, int remote, int grid, int cta, int k);
-/* Key-block iterations of tile t (0 <= t < tiles), in the kernel's tile order. */
-int xs_attn_tile_iters(int seq, int heads, int causal, int t);
-/* First query row of tile t. */
-int xs_attn_tile_row0(int seq, int heads, int t);
-/* The remote tiles (tiles [0, remote)) in the couriers' order for `ncompute` compute CTAs
- * walking `order` (xs_attn_rwalk, the kernel's): list[j] for j < remote; courier c of C takes
- * list[c], list[c + C], ... Returns the count (= remote), or -1 for bad arguments. */
-int xs_attn_courier_tiles(int order, int tiles, int remote, int ncompute, int *list);
-
-/* The courier kernel's predicted timing (docs/UP.md "Couriers", the prediction): the compute
- * CTAs replayed with measured per-tile times, and the couriers as C servers fed in the walk's
- * order, each at rate/C. Times in ns from the kernel's start. */
-typedef struct {
-    double compute_end_ns; /* last compute CTA's end: max over CTAs of its tiles' dur_ns sum */
-    double link_end_ns;    /* last courier's last byte issued (0 when nothing is remote) */
-    double span_ns;        /* max of the two: the predicted sender-visible span */
-} xs_attn_courier_pred;
-/* ncompute CTAs (1 <= ncompute <= tiles) walk their tiles in `order` (the kernel's assignment:
- * xs_attn_cta_tile), tile t taking dur_ns[t]; remote tile t is ready when its CTA finishes it.
- * couriers = 0: the compute replay alone (link_end 0). couriers = C > 0: courier c serves the
- * walk's elements c, c + C, ... in that order, each from max(its previous end, the tile's ready
- * time) for overhead_ns + copy_bytes[t] / (rate / C) ns. rate_bytes_per_ns > 0 (the paced rate,
- * already capped by the caller at the link's drain and the couriers' issue rate). XS_EINVAL /
- * XS_ENOMEM with one line. */
-xs_status xs_attn_courier_predict(int order, int tiles, int remote, int ncompute, int couriers,
-                                  const double *dur_ns, const double *copy_bytes,
-                                  double rate_bytes_per_ns, double overhead_ns,
-                                  xs_attn_courier_pred *out);
-/* KV split (docs/UP.md "KV split"): task lists for `grid` CTAs. A remote tile (tiles [0,
- * remote)) of more than part_kb key blocks is cut into n = min(ceil(iters / part_kb),
- * XS_ATTN_KV_MAX_PARTS) parts of near-equal length, a local tile likewise at min(part_kb, a
- * CTA's share of the local key blocks) (part_kb 0: nothing is cut). The remote tiles come
- * first, so that they leave early, then the local ones that fill the CTAs up; each class
- * longest parts first, then head by head (tiles of one head share their keys and values in
- * L2). They are handed out in batches of at most grid / n tiles with n parts (which run side by
- * side), tile by tile, a tile's last part after its others, each task to the CTA free first
- * counted in key blocks, one more for a task that stores its tile (so the stores rotate over
- * the CTAs). A last part therefore only waits for tasks handed out before it. Slots are
- * numbered in that order. task_off holds grid + 1 entries, tasks up to cap
- * (xs_attn_kv_max_tasks is always enough). XS_EINVAL / XS_ENOMEM, one line. */
-int xs_attn_kv_max_tasks(int seq, int heads);
-xs_status xs_attn_kv_build(int seq, int heads, int causal, int remote, int grid, int part_kb,
-                           int *task_off, int4 *tasks, int cap, int *ntasks, int *nslots);
-/* Check task lists as the kernel will read them: every task's tile and key blocks in range,
- * every tile's key blocks covered exactly once (a whole tile, or parts 0..n-1 in order, all
- * with one slot base), slots below nslots and never shared, and no wait cycle (the CTAs
- * replayed with each last part blocked until its parts are done: all tasks must finish).
- * XS_EINVAL naming the first problem. */
-xs_status xs_attn_kv_check(int seq, int heads, int causal, int grid, const int *task_off,
-                           const int4 *tasks, int nslots);
-/* The KV-split kernel's predicted timing: each CTA runs its tasks back to back, part p of tile
- * t taking dur_ns[t] x its share of the tile's key blocks, a last part ending no earlier than
- * its other parts; a tile's remote_bytes[t] enter the link when it is stored and drain in
- * order at drain_bytes_per_ns. The sender sees the end of its stores: span = max(compute end,
- * link end - headroom_bytes / drain). XS_EINVAL (bad lists or arguments) / XS_ENOMEM. */
-xs_status xs_attn_kv_predict(int seq, int heads, int causal, int grid, const int *task_off,
-                             const int4 *tasks, const double *dur_ns, const double *remote_bytes,
-                             double drain_bytes_per_ns, double headroom_bytes,
-                             xs_attn_courier_pred *out);
-/* The fused kernel as one program per CTA (docs/UP.md "Per-CTA programs"), for the event model
- * (xs_simulate_programs): a CTA's steps (its tiles, or its KV tasks) in the order it runs them,
- * each taking its measured time, and after each step the step's remote bytes: split 0 in one
- * burst, then the next step's work; split n in the kernel's n slices over the next step's
- * iterations (xs_attn_slices_due, the step's time spread evenly over them), the last step's
- * bytes in one burst at the end. The first row is the first step's work (no bytes). Row i of
- * CTA b is bytes[i * grid + b], gap_ns[i * grid + b]; programs shorter than nrows end in (0, 0)
- * rows. Free with xs_attn_progs_free. */
-typedef struct {
-    int grid, nrows;
-    int64_t *bytes;
-    double *gap_ns;
-} xs_attn_progs;
-void xs_attn_progs_free(xs_attn_progs *p);
-/* The plain kernel in `order` (xs_attn_cta_tile), tile t taking dur_ns[t] (finite; below 0
- * counts as 0) with remote_bytes[t] >= 0 to store; split 0..256. XS_EINVAL / XS_ENOMEM with
- * one line. */
-xs_status xs_attn_progs_plain(int seq, int heads, int causal, int order, int remote, int grid,
-                              int split, const double *dur_ns, const double *remote_bytes,
-                              xs_attn_progs *out);
-/* The KV-split kernel's lists (checked as xs_attn_kv_check does): each task's time from the
- * replay of xs_attn_kv_predict (its share of dur_ns[t]; a last part's wait for its other parts
- * counted in its time); a task that stores its tile (whole, or the last part) stores its
- * remote_bytes. */
-xs_status xs_attn_progs_kv(int seq, int heads, int causal, int grid, const int *task_off,
-                           const int4 *tasks, int split, const double *dur_ns,
-                           const double *remote_bytes, xs_attn_progs *out);
-/* The programs on profile p and on an unlimited stage (the same issue rate and overhead; no
- * drain or capacity limit), with no schedule set-up (start_ns and row_start_ns belong to the
- * replay kernel, not to this one) and without the producers' own store queues and buffers (the
- * kernel's work waits for its held-back stores; docs/UP.md "Per-CTA programs"): the two
- * makespans, and the most any CTA's issue of one step's bytes was held back by the stage (its
- * window minus the unlimited one). */
-typedef struct {
-    double span_ns;      /* makespan on the profile */
-    double free_ns;      /* makespan on the unlimited stage */
-    double held_ns;      /* largest window stretch over every row and CTA */
-    double peak_bytes;   /* peak backlog of the shared stage */
-} xs_attn_progsim;
-xs_status xs_attn_progs_simulate(const xs_profile *p, const xs_attn_progs *pg,
-                                 xs_attn_progsim *out);
-/* Check sizes, pointers, split and (for WINDOWS) that every row has a rank and fits its
- * window; with couriers, their settings. XS_EINVAL with one line naming the problem. */
-xs_status xs_attn_validate(const xs_attn_args *a, const xs_wintab *tab, int grid);
-/* Launch the forward kernel on `grid` CTAs (1 <= grid <= tiles; grid = SM count is the
- * persistent kernel, grid = tiles the one-tile-per-CTA kernel). tab may be NULL for LOCAL.
- * With couriers = C: grid - C compute CTAs (1 <= grid - C <= tiles) and C couriers, all of them
- * resident at once (XS_EINVAL when the device cannot hold grid CTAs). Asynchronous; returns
- * launch errors only (a courier's timeout lands in a->status). */
-xs_status xs_attn_fwd(const xs_attn_args *a, const xs_wintab *tab, int grid, cudaStream_t s);
-
-/* fp32 reference for n sampled (row, head) pairs: rows[2i] = sequence row, rows[2i+1] = head
- * (device array). ref[i*128 + d] = softmax(q k^T * scale) v in fp32, got[i*128 + d] = the bf16
- * output o at that row and head, widened. A plain two-pass kernel, one CTA per sample. */
-xs_status xs_attn_ref_rows(const void *q, const void *k, const void *v, const void *o, int seq,
-                           int heads, int causal, float scale, const int *rows, int n, float *ref,
-                           float *got, cudaStream_t s);
-/* n bf16 values, uniform in [lo, hi), from (seed, index): fresh inputs without a host copy. */
-xs_status xs_attn_fill_random(void *p, size_t n, uint32_t seed, float lo, float hi,
-                              cudaStream_t s);
-/* Fill bytes (a multiple of 16) at a device-usable pointer (device or mapped host) with a
- * repeated 32-bit word; used to poison destinations before a run. */
-xs_status xs_attn_fill_word(void *p, size_t bytes, uint32_t word, cudaStream_t s);
-/* Add to *bad (device counter) the number of 16-byte units of [a, a+bytes) that differ from
- * [b, b+bytes); either may be mapped host memory. bytes a multiple of 16. */
-xs_status xs_attn_compare(const void *a, const void *b, size_t bytes, unsigned long long *bad,
-                          cudaStream_t s);
-/* KV split's check: window rows [0, rows) of a rank whose first sequence row is row0, [rows,
- * heads, 128] bf16, against the same rows of a reference: bitwise where the row's tile (query
- * block, head) ran whole (split[tile] = 0), within atol + rtol |ref| where it ran in parts.
- * Adds the bf16 values that fail (NaN always fails) to *bad. */
-xs_status xs_attn_compare_parts(const void *win, const void *ref, int row0, int rows, int seq,
-                                int heads, const unsigned char *split, float atol, float rtol,
-                                unsigned long long *bad, cudaStream_t s);
-/* Add to *count (device counter) the number of bf16 values among n that are NaN or infinite:
- * after poisoning an output with NaN, 0 proves every element was written, and written finite. */
-xs_status xs_attn_count_nonfinite(const void *p, size_t n, unsigned long long *count,
-                                  cudaStream_t s);
-/* Add to *bad (device counter) the number of flags[r][i], r < nranks, i < n, that differ from
- * value: 0 after a run with signal = value and grid n means every CTA signalled every rank. */
-xs_status xs_attn_flags_check(const xs_wintab *tab, int n, uint64_t value,
-                              unsigned long long *bad, cudaStream_t s);
-
-#ifdef __cplusplus
-}
-#endif
+#include "up/up.h"
 
 /* ---- device tile engine ------------------------------------------------------------------ */
 #ifdef __CUDACC__
@@ -447,25 +189,11 @@ XS_DEV void xs_attn_store_units(const xs_attn_args &a, const xs_wintab &tab,
     }
 }
 
-/* Slice placement for split = n over a tile of nkb iterations: slice s rides on iteration
- * floor(s*nkb/n); by iteration j, ceil((j+1)*n/nkb) slices (at most n) are due. The definition:
- * the host mirrors (bench_up.cu's schedule) use it, test_attn checks the kernel's walk below
- * against it. */
-XS_HD int xs_attn_slice_iter(int n, int nkb, int s)
-{
-    return (int)((long long)s * nkb / n);
-}
-XS_HD int xs_attn_slices_due(int n, int nkb, int j)
-{
-    const long long d = ((long long)(j + 1) * n + nkb - 1) / nkb;
-    return d < n ? (int)d : n;
-}
-
 /* The kernel's walk of the same placement, without a division per slice: the next slice s, its
  * iteration it = floor(s*nkb/n) = s*qs + floor(s*rs/n) (nkb = qs*n + rs) and rem = s*rs mod n.
- * One division per tile (init); advancing by one slice is two adds and a compare. Run 5's kernel
- * called xs_attn_slices_due and xs_attn_slice_iter (a 64-bit division each, a few hundred
- * cycles of dependent latency, in all 8 warps at once) for every slice. */
+ * One division per tile (init); advancing by one slice is two adds and a compare, where
+ * xs_attn_slices_due and xs_attn_slice_iter (include/xstage_up.h) cost a 64-bit division each,
+ * a few hundred cycles of dependent latency, in all 8 warps at once, for every slice. */
 typedef struct {
     int n, s, it, rem, qs, rs;
 } xs_attn_slicewalk;
@@ -495,61 +223,6 @@ XS_HD int xs_attn_slicewalk_next(const xs_attn_slicewalk *w)
     return w->s < w->n ? w->it : INT_MAX;
 }
 
-/* Tile of CTA b in wave w: the snake assignment described at the top of the file. */
-XS_HD int xs_attn_snake(int grid, int w, int b) { return w * grid + ((w & 1) ? grid - 1 - b : b); }
-
-/* Tiles of CTA b below n (n <= tiles): the snake is increasing in w; the waves before n/grid lie
- * below n, wave n/grid straddles it. */
-XS_HD int xs_attn_count_below(int n, int grid, int b)
-{
-    const int w = n / grid;
-    return w + (xs_attn_snake(grid, w, b) < n);
-}
-
-/* Tiles with a row at or past rows_per_rank: the query blocks above the last block that lies
- * entirely in rank 0's shard; with the heaviest-first numbering they are tiles [0, n). */
-XS_HD int xs_attn_remote_count(int seq, int heads, int rows_per_rank)
-{
-    if (rows_per_rank >= seq)
-        return 0;
-    const int nqb = (seq + XS_ATTN_BM - 1) / XS_ATTN_BM;
-    return (nqb - rows_per_rank / XS_ATTN_BM) * heads;
-}
-
-/* The k-th tile CTA b computes: its waves in order, except that the waves of its tiles below
- * `rev` come first, in reverse. rev = 0 is the snake order; rev = the remote tiles is EARLY. */
-XS_HD int xs_attn_cta_kth(int rev, int grid, int b, int k)
-{
-    const int nr = xs_attn_count_below(rev, grid, b);
-    return xs_attn_snake(grid, k < nr ? nr - 1 - k : k, b);
-}
-
-/* The couriers' walk of the remote tiles: position k of every compute CTA b = 0..ncta-1 (its
- * k-th tile in its order, xs_attn_cta_kth), then position k + 1, keeping the tiles below
- * `remote`: the order in which the compute CTAs finish them when their tiles take alike. Every
- * remote tile comes once: in both orders a CTA's first count_below(remote) positions are its
- * remote tiles and the later ones are not, so positions below ceil(remote / ncta) hold them all.
- * Used by the couriers (each thread walks it alike) and by the host's prediction. */
-typedef struct {
-    int rev, ncta, remote, k, b, kmax;
-} xs_attn_rwalk;
-XS_HD void xs_attn_rwalk_init(xs_attn_rwalk *w, int rev, int ncta, int remote)
-{
-    w->rev = rev, w->ncta = ncta, w->remote = remote, w->k = 0, w->b = 0;
-    w->kmax = remote > 0 ? (remote + ncta - 1) / ncta : 0;
-}
-/* The next remote tile of the walk; -1 after the last. */
-XS_HD int xs_attn_rwalk_next(xs_attn_rwalk *w)
-{
-    while (w->k < w->kmax) {
-        const int t = xs_attn_cta_kth(w->rev, w->ncta, w->b, w->k);
-        if (++w->b == w->ncta)
-            w->b = 0, w->k++;
-        if (t < w->remote)
-            return t;
-    }
-    return -1;
-}
 
 /* ---- couriers' memory operations (docs/UP.md "Couriers": who waits on whom) ------------- */
 
@@ -702,9 +375,9 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
     int pend_u = XS_ATTN_UNITS_PER_WARP; /* units of the staged tile already stored */
     int pend_row0 = 0, pend_h = 0, pend_p = 0;
     /* The iteration at which the staged tile's next slice is due (INT_MAX: none left) and the
-     * walk that places them. The main loop only compares j with due_j (run 4's kernel divided
-     * on every iteration and ran ~5 % slower than split = 0); the walk advances without a
-     * division (run 5's divided twice per slice: ~0.5 us per slice, 0.5-1 % of fa). */
+     * walk that places them. The main loop only compares j with due_j: a division on every
+     * iteration costs ~5 % against split = 0, and two per slice ~0.5 us per slice (0.5-1 % of
+     * fa); the walk advances without one (docs/UP.md). */
     int due_j = INT_MAX;
     xs_attn_slicewalk sw;
     xs_attn_slicewalk_init(&sw, 1, 1);
@@ -1047,10 +720,10 @@ XS_DEV void xs_attn_courier(const xs_attn_args &a, const xs_wintab &tab, unsigne
     const uint64_t tmo = a.timeout_ns ? a.timeout_ns : XS_ATTN_TIMEOUT_NS;
     /* pacing (thread 0): chunk i leaves at due_i = max(due_{i-1} + its bytes / rate, now -
      * credit) - a token bucket. The credit is what a courier may bank while it waits for tiles:
-     * run 8 (call 5) gave it one chunk (8 KB), and 8 couriers at 0.9 R moved 6.3 MB at ~28 B/ns:
-     * the remote tiles become ready in waves, a courier idles between them and cannot make the
-     * time up. Now two tiles (64 KB), at most 512 KB over all couriers (under the stage's ~0.9
-     * MB, so a burst after an idle wave does not backlog it) */
+     * the remote tiles become ready in waves and a courier idles between them, so with a credit
+     * of one chunk (8 KB) 8 couriers at 0.9 R move only ~28 B/ns and cannot make the time up
+     * (docs/UP.md "Couriers"). Two tiles (64 KB), at most 512 KB over all couriers (under the
+     * stage's ~0.9 MB, so a burst after an idle wave does not backlog it) */
     const double rate = a.pace_bytes_per_ns > 0.f ? (double)a.pace_bytes_per_ns / C : 0.0;
     const double credit_bytes = fmin(2.0 * XS_ATTN_BM * XS_ATTN_ROW_BYTES, 524288.0 / C);
     const double credit_ns = rate > 0 ? credit_bytes / rate : 0.0;
@@ -1173,5 +846,39 @@ XS_DEV void xs_attn_courier(const xs_attn_args &a, const xs_wintab &tab, unsigne
         xs_st_relaxed_sys(tab.flags[i / gridDim.x] + i % gridDim.x, a.signal);
 }
 
+
+
+/* ---- the forward kernel ------------------------------------------------------------------ */
+
+template <bool CAUSAL>
+__global__ void __launch_bounds__(XS_ATTN_THREADS, 1)
+    xs_attn_kernel(const __grid_constant__ xs_attn_args a, const __grid_constant__ xs_wintab tab)
+{
+    extern __shared__ __align__(1024) unsigned char xs_attn_smem[];
+    xs_attn_cta<CAUSAL>(a, tab, xs_attn_smem);
+}
+
+/* couriers > 0: its own kernel, so that the kernel above (couriers = 0) stays as it was. */
+template <bool CAUSAL>
+__global__ void __launch_bounds__(XS_ATTN_THREADS, 1)
+    xs_attn_courier_kernel(const __grid_constant__ xs_attn_args a,
+                           const __grid_constant__ xs_wintab tab)
+{
+    extern __shared__ __align__(1024) unsigned char xs_attn_smem[];
+    if ((int)blockIdx.x >= (int)gridDim.x - a.couriers)
+        xs_attn_courier(a, tab, xs_attn_smem);
+    else
+        xs_attn_cta<CAUSAL, true>(a, tab, xs_attn_smem);
+}
+
+/* tasks != NULL: the KV-split kernel, its own instantiation (the kernels above unchanged). */
+template <bool CAUSAL>
+__global__ void __launch_bounds__(XS_ATTN_THREADS, 1)
+    xs_attn_kv_kernel(const __grid_constant__ xs_attn_args a, const __grid_constant__ xs_wintab tab)
+{
+    extern __shared__ __align__(1024) unsigned char xs_attn_smem[];
+    xs_attn_cta<CAUSAL, false, true>(a, tab, xs_attn_smem);
+}
+
 #endif /* __CUDACC__ */
-#endif /* XSTAGE_ATTN_CUH */
+#endif /* XSTAGE_UP_KERNEL_CUH */

@@ -1,6 +1,6 @@
 /*
- * test_up_kv.cu - the host side of the attention kernel's KV split (cuda/attn.cuh, docs/UP.md
- * "KV split"), CPU only: no CUDA call (built with nvcc because attn.cuh is a CUDA header).
+ * test_up_kv.c - the host side of the attention kernel's KV split (include/xstage_up.h,
+ * src/up_kv.c, src/up_progs.c; docs/UP.md "KV split"), plain C against the core.
  *
  *   1. the task lists (xs_attn_kv_build) on many shapes: they pass the kernel's check
  *      (xs_attn_kv_check), every tile is cut into the stated number of parts and every part
@@ -39,12 +39,12 @@
 #include "xt.h"
 #include "xt_rand.h"
 #include "xstage.h"
-#include "../cuda/attn.cuh"
+#include "xstage_up.h"
 
 typedef struct {
     int seq, heads, causal, remote, grid, part_kb, tiles;
     int *off, ntasks, nslots;
-    int4 *tasks;
+    xs_attn_kvtask *tasks;
 } kv_case;
 
 static int kv_make(kv_case *c, int seq, int heads, int causal, int peers, int grid, int part_kb)
@@ -55,7 +55,7 @@ static int kv_make(kv_case *c, int seq, int heads, int causal, int peers, int gr
     c->grid = grid < c->tiles ? grid : c->tiles;
     const int cap = xs_attn_kv_max_tasks(seq, heads);
     c->off = (int *)malloc((size_t)(c->grid + 1) * sizeof(int));
-    c->tasks = (int4 *)malloc((size_t)cap * sizeof(int4));
+    c->tasks = (xs_attn_kvtask *)malloc((size_t)cap * sizeof(xs_attn_kvtask));
     return xs_attn_kv_build(seq, heads, causal, c->remote, c->grid, part_kb, c->off, c->tasks,
                             cap, &c->ntasks, &c->nslots) == XS_OK;
 }
@@ -108,11 +108,11 @@ static void check_build(void)
                             int want_tasks = 0, want_slots = 0, too_long = 0;
                             for (int t = 0; t < c.tiles && !e; t++) {
                                 const int it = xs_attn_tile_iters(c.seq, c.heads, c.causal, t);
-                                const int kb = t < c.remote ? c.part_kb : lpart;
-                                const int np = parts_of(it, kb);
+                                const int pkb = t < c.remote ? c.part_kb : lpart;
+                                const int np = parts_of(it, pkb);
                                 want_tasks += np, want_slots += np - 1;
-                                too_long |= np < XS_ATTN_KV_MAX_PARTS && kb > 0 &&
-                                            (it + np - 1) / np > kb;
+                                too_long |= np < XS_ATTN_KV_MAX_PARTS && pkb > 0 &&
+                                            (it + np - 1) / np > pkb;
                             }
                             e |= too_long;
                             e |= c.ntasks != want_tasks || c.nslots != want_slots ||
@@ -122,15 +122,15 @@ static void check_build(void)
                                 long long load = 0;
                                 int seen_local = 0;
                                 for (int i = c.off[b]; i < c.off[b + 1]; i++) {
-                                    const int4 tk = c.tasks[i];
+                                    const xs_attn_kvtask tk = c.tasks[i];
                                     /* the builder's cost: key blocks, one more for a task
                                      * that stores its tile (whole, or its last part) */
-                                    const int st = tk.w < 0 ||
-                                                   ((tk.w >> 4) & 15) == (tk.w & 15) - 1;
-                                    const int cost = tk.z - tk.y + st;
+                                    const int st = tk.part < 0 ||
+                                                   ((tk.part >> 4) & 15) == (tk.part & 15) - 1;
+                                    const int cost = tk.kb1 - tk.kb0 + st;
                                     load += cost;
                                     maxpart = cost > maxpart ? cost : maxpart;
-                                    if (tk.x >= c.remote)
+                                    if (tk.tile >= c.remote)
                                         seen_local = 1;
                                     else if (seen_local)
                                         e = 1; /* a remote tile after a local one */
@@ -157,16 +157,16 @@ static void check_build(void)
 /* 2. Hand-broken lists. The base: seq 256, 1 head, non-causal: 2 tiles of 4 key blocks, each
  * in 2 parts ({0,2} and {2,4}), tile 0 slot 0, tile 1 slot 1, on 2 CTAs:
  *   CTA 0: t0 p0, t1 p0      CTA 1: t0 p1 (last), t1 p1 (last) */
-static void base_lists(int *off, int4 *tk)
+static void base_lists(int *off, xs_attn_kvtask *tk)
 {
     off[0] = 0, off[1] = 2, off[2] = 4;
-    tk[0] = make_int4(0, 0, 2, XS_ATTN_KV_PART(0, 0, 2));
-    tk[1] = make_int4(1, 0, 2, XS_ATTN_KV_PART(1, 0, 2));
-    tk[2] = make_int4(0, 2, 4, XS_ATTN_KV_PART(0, 1, 2));
-    tk[3] = make_int4(1, 2, 4, XS_ATTN_KV_PART(1, 1, 2));
+    tk[0] = xs_attn_kvtask_of(0, 0, 2, XS_ATTN_KV_PART(0, 0, 2));
+    tk[1] = xs_attn_kvtask_of(1, 0, 2, XS_ATTN_KV_PART(1, 0, 2));
+    tk[2] = xs_attn_kvtask_of(0, 2, 4, XS_ATTN_KV_PART(0, 1, 2));
+    tk[3] = xs_attn_kvtask_of(1, 2, 4, XS_ATTN_KV_PART(1, 1, 2));
 }
 
-static void expect_refused(const char *what, const int *off, const int4 *tk, int nslots,
+static void expect_refused(const char *what, const int *off, const xs_attn_kvtask *tk, int nslots,
                            const char *needle)
 {
     xs_status st = xs_attn_kv_check(256, 1, 0, 2, off, tk, nslots);
@@ -177,50 +177,50 @@ static void expect_refused(const char *what, const int *off, const int4 *tk, int
 static void check_refusals(void)
 {
     int off[3];
-    int4 tk[4];
+    xs_attn_kvtask tk[4];
     base_lists(off, tk);
     XT_CHECK(xs_attn_kv_check(256, 1, 0, 2, off, tk, 2) == XS_OK, "the base lists: %s",
              xs_errmsg());
     /* the same in the causal shape: tile 0 (rows 128..255) has 4 key blocks, tile 1 has 2 */
     {
         int o2[3] = {0, 2, 3};
-        int4 t2[3] = {make_int4(0, 0, 2, XS_ATTN_KV_PART(0, 0, 2)), make_int4(1, 0, 2, -1),
-                      make_int4(0, 2, 4, XS_ATTN_KV_PART(0, 1, 2))};
+        xs_attn_kvtask t2[3] = {xs_attn_kvtask_of(0, 0, 2, XS_ATTN_KV_PART(0, 0, 2)), xs_attn_kvtask_of(1, 0, 2, -1),
+                      xs_attn_kvtask_of(0, 2, 4, XS_ATTN_KV_PART(0, 1, 2))};
         XT_CHECK(xs_attn_kv_check(256, 1, 1, 2, o2, t2, 1) == XS_OK, "causal lists: %s",
                  xs_errmsg());
-        t2[1].z = 3;
+        t2[1].kb1 = 3;
         XT_CHECK(xs_attn_kv_check(256, 1, 1, 2, o2, t2, 1) == XS_EINVAL &&
                      strstr(xs_errmsg(), "key blocks [0, 3) of 2"),
                  "causal key blocks past the tile: %s", xs_errmsg());
     }
-    base_lists(off, tk), tk[2] = make_int4(1, 2, 4, XS_ATTN_KV_PART(1, 1, 2));
+    base_lists(off, tk), tk[2] = xs_attn_kvtask_of(1, 2, 4, XS_ATTN_KV_PART(1, 1, 2));
     expect_refused("a part twice", off, tk, 2, "part 1 comes twice");
     base_lists(off, tk), off[2] = 3;
     expect_refused("a part missing", off, tk, 2, "part 1 of 2 is in no list");
-    base_lists(off, tk), tk[2].y = 3;
+    base_lists(off, tk), tk[2].kb0 = 3;
     expect_refused("a gap", off, tk, 2, "starts at key block 3, not 2");
-    base_lists(off, tk), tk[2].z = 5;
+    base_lists(off, tk), tk[2].kb1 = 5;
     expect_refused("past the tile", off, tk, 2, "key blocks [2, 5) of 4");
-    base_lists(off, tk), tk[1].w = XS_ATTN_KV_PART(0, 0, 2), tk[3].w = XS_ATTN_KV_PART(0, 1, 2);
+    base_lists(off, tk), tk[1].part = XS_ATTN_KV_PART(0, 0, 2), tk[3].part = XS_ATTN_KV_PART(0, 1, 2);
     expect_refused("a shared slot", off, tk, 2, "slot 0 is used by two tiles");
     base_lists(off, tk);
     expect_refused("a slot past the count", off, tk, 1, "1 slots");
-    base_lists(off, tk), tk[2].w = XS_ATTN_KV_PART(1, 1, 2);
+    base_lists(off, tk), tk[2].part = XS_ATTN_KV_PART(1, 1, 2);
     expect_refused("parts disagree", off, tk, 3, "disagree");
-    base_lists(off, tk), tk[0].w = XS_ATTN_KV_PART(0, 0, 1);
+    base_lists(off, tk), tk[0].part = XS_ATTN_KV_PART(0, 0, 1);
     expect_refused("a bad code", off, tk, 2, "part code");
-    base_lists(off, tk), tk[1] = make_int4(0, 0, 2, XS_ATTN_KV_PART(0, 0, 2));
+    base_lists(off, tk), tk[1] = xs_attn_kvtask_of(0, 0, 2, XS_ATTN_KV_PART(0, 0, 2));
     expect_refused("tile 1 twice over", off, tk, 2, "comes twice");
     {
         int o2[3] = {0, 1, 1};
-        int4 t2[1] = {make_int4(0, 0, 4, -1)};
+        xs_attn_kvtask t2[1] = {xs_attn_kvtask_of(0, 0, 4, -1)};
         expect_refused("a tile in no list", o2, t2, 0, "tile 1 is in no list");
     }
     /* deadlock: CTA 0 starts with tile 0's last part, CTA 1 with tile 1's; each waits for the
      * other's first part, queued behind it */
     base_lists(off, tk);
     {
-        int4 d[4] = {tk[2], tk[1], tk[3], tk[0]};
+        xs_attn_kvtask d[4] = {tk[2], tk[1], tk[3], tk[0]};
         expect_refused("a wait cycle", off, d, 2, "deadlock");
     }
 }
@@ -233,7 +233,7 @@ static void check_refusals(void)
 static void check_predict(void)
 {
     int off[3];
-    int4 tk[4];
+    xs_attn_kvtask tk[4];
     base_lists(off, tk);
     double dur[2] = {100, 100}, rb[2] = {1000, 500};
     xs_attn_courier_pred p;
@@ -251,8 +251,8 @@ static void check_predict(void)
     /* a last part waits for a slower other part: tile 0's part 0 behind 300 ns of tile 1 */
     {
         int o2[3] = {0, 2, 3};
-        int4 t2[3] = {make_int4(1, 0, 4, -1), make_int4(0, 0, 2, XS_ATTN_KV_PART(0, 0, 2)),
-                      make_int4(0, 2, 4, XS_ATTN_KV_PART(0, 1, 2))};
+        xs_attn_kvtask t2[3] = {xs_attn_kvtask_of(1, 0, 4, -1), xs_attn_kvtask_of(0, 0, 2, XS_ATTN_KV_PART(0, 0, 2)),
+                      xs_attn_kvtask_of(0, 2, 4, XS_ATTN_KV_PART(0, 1, 2))};
         double d2[2] = {100, 300};
         XT_CHECK(xs_attn_kv_predict(256, 1, 0, 2, o2, t2, d2, rb, 10.0, 0.0, &p) == XS_OK, "%s",
                  xs_errmsg());
@@ -265,7 +265,7 @@ static void check_predict(void)
     XT_CHECK(xs_attn_kv_predict(256, 1, 0, 2, off, tk, NULL, rb, 10.0, 0.0, &p) == XS_EINVAL,
              "no durations refused");
     {
-        int4 d[4] = {tk[2], tk[1], tk[3], tk[0]};
+        xs_attn_kvtask d[4] = {tk[2], tk[1], tk[3], tk[0]};
         XT_CHECK(xs_attn_kv_predict(256, 1, 0, 2, off, d, dur, rb, 10.0, 0.0, &p) == XS_EINVAL,
                  "deadlocked lists refused");
     }
@@ -302,8 +302,8 @@ static void check_predict(void)
         for (int b = 0; b < c.grid; b++) {
             double s = 0;
             for (int i = c.off[b]; i < c.off[b + 1]; i++) {
-                const int t = c.tasks[i].x;
-                s += d[t] * (c.tasks[i].z - c.tasks[i].y) /
+                const int t = c.tasks[i].tile;
+                s += d[t] * (c.tasks[i].kb1 - c.tasks[i].kb0) /
                      xs_attn_tile_iters(seq, heads, causal, t);
             }
             lb = s > lb ? s : lb;
@@ -335,8 +335,8 @@ static void check_predict(void)
 
 /* 4. Per-CTA programs (xs_attn_progs_plain / _kv / _simulate, docs/UP.md "Per-CTA programs"). */
 
-/* Bytes tile t stores on other ranks: its rows at or past rows_per_rank, 256 B each (bench_up.cu's
- * tile_remote_bytes): multiples of 256, so their rounding to 16 is exact. */
+/* Bytes tile t stores on other ranks: its rows at or past rows_per_rank, 256 B each (as
+ * xs_up_tile_remote_bytes, written out here as the oracle): multiples of 256, so their rounding to 16 is exact. */
 static double tile_rbytes(int seq, int heads, int rows_per_rank, int t)
 {
     const int q0 = xs_attn_tile_row0(seq, heads, t);
@@ -517,17 +517,17 @@ static int test_kv_replay(const kv_case *c, const double *dur, double *task_end)
         for (int b = 0; b < c->grid; b++)
             while (c->off[b] + pos[b] < c->off[b + 1]) {
                 const int i = c->off[b] + pos[b];
-                const int4 tk = c->tasks[i];
-                const int np = tk.w < 0 ? 1 : ((tk.w) & 15);
-                const int p = tk.w < 0 ? 0 : (((tk.w) >> 4) & 15);
-                if (np > 1 && p == np - 1 && done[tk.x] < np - 1)
+                const xs_attn_kvtask tk = c->tasks[i];
+                const int np = tk.part < 0 ? 1 : ((tk.part) & 15);
+                const int p = tk.part < 0 ? 0 : (((tk.part) >> 4) & 15);
+                if (np > 1 && p == np - 1 && done[tk.tile] < np - 1)
                     break;
-                const int it = xs_attn_tile_iters(c->seq, c->heads, c->causal, tk.x);
-                double end = clk[b] + dur[tk.x] * (tk.z - tk.y) / it;
+                const int it = xs_attn_tile_iters(c->seq, c->heads, c->causal, tk.tile);
+                double end = clk[b] + dur[tk.tile] * (tk.kb1 - tk.kb0) / it;
                 if (np > 1 && p == np - 1)
-                    end = fmax(end, pend[tk.x]);
+                    end = fmax(end, pend[tk.tile]);
                 else if (np > 1)
-                    done[tk.x]++, pend[tk.x] = fmax(pend[tk.x], end);
+                    done[tk.tile]++, pend[tk.tile] = fmax(pend[tk.tile], end);
                 clk[b] = task_end[i] = end;
                 pos[b]++, ran++, progress = 1;
             }
@@ -648,13 +648,13 @@ static void check_progs_kv(void)
                     const int m = c.off[b + 1] - c.off[b];
                     for (int k = 0; k < m; k++) {
                         const int i = c.off[b] + k;
-                        const int4 tk = c.tasks[i];
-                        const int stores = tk.w < 0 || (((tk.w) >> 4) & 15) ==
-                                                            ((tk.w) & 15) - 1;
+                        const xs_attn_kvtask tk = c.tasks[i];
+                        const int stores = tk.part < 0 || (((tk.part) >> 4) & 15) ==
+                                                            ((tk.part) & 15) - 1;
                         st[k].ns = tend[i] - (k > 0 ? tend[i - 1] : 0.0);
-                        st[k].iters = tk.z - tk.y;
-                        st[k].bytes = stores ? rb[tk.x] : 0.0;
-                        parted += tk.w >= 0;
+                        st[k].iters = tk.kb1 - tk.kb0;
+                        st[k].bytes = stores ? rb[tk.tile] : 0.0;
+                        parted += tk.part >= 0;
                     }
                     double g;
                     e = check_cta(&pg, b, st, m, split, &maxrows, &all, &g, why, sizeof why);
@@ -844,7 +844,7 @@ static void check_progs_refusals(void)
 #undef PLAIN_REFUSED
     /* KV: the base lists of section 2 (seq 256, 1 head, 2 tiles on 2 CTAs) */
     int off[3];
-    int4 tk[4];
+    xs_attn_kvtask tk[4];
     base_lists(off, tk);
     XT_CHECK(xs_attn_progs_kv(256, 1, 0, 2, off, tk, 2, dur, rb, &pg) == XS_OK,
              "the base KV lists: %s", xs_errmsg());
@@ -862,10 +862,10 @@ static void check_progs_refusals(void)
         KV_REFUSED("task_off[0] = 1", 2, o2, tk, 2, &pg, "per-CTA programs");
     }
     {
-        int4 d[4] = {tk[2], tk[1], tk[3], tk[0]};
+        xs_attn_kvtask d[4] = {tk[2], tk[1], tk[3], tk[0]};
         KV_REFUSED("a wait cycle", 2, off, d, 2, &pg, "deadlock");
     }
-    base_lists(off, tk), tk[2].z = 5;
+    base_lists(off, tk), tk[2].kb1 = 5;
     KV_REFUSED("key blocks past the tile", 2, off, tk, 2, &pg, "key blocks [2, 5) of 4");
 #undef KV_REFUSED
     xs_attn_progs_free(NULL); /* no-op */

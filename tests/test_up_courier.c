@@ -1,7 +1,6 @@
 /*
- * test_up_courier.cu - the host side of the attention kernel's couriers (cuda/attn.cuh,
- * docs/UP.md "Couriers"), CPU only: no CUDA call (built with nvcc because attn.cuh is a CUDA
- * header and the functions live in libxstage_cuda.a).
+ * test_up_courier.c - the host side of the attention kernel's couriers (include/xstage_up.h,
+ * src/up_tiles.c; docs/UP.md "Couriers"), plain C against the core.
  *
  *   1. the couriers' walk (xs_attn_rwalk through xs_attn_courier_tiles, the kernel's own code):
  *      for both tile orders, many tile counts, compute grids and remote prefixes, it lists every
@@ -27,7 +26,7 @@
 #include "xt.h"
 #include "xt_rand.h"
 #include "xstage.h"
-#include "../cuda/attn.cuh"
+#include "xstage_up.h"
 
 /* 1. The walk: a permutation of [0, remote), in position order. */
 static void check_walk(void)

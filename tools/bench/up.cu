@@ -1,10 +1,10 @@
 /*
- * bench_up.cu - `xstage bench up`: FlashAttention forward with a piggybacked Ulysses all-to-all.
+ * up.cu - `xstage bench up`: FlashAttention forward with a piggybacked Ulysses all-to-all.
  *
  * One rank of a Ulysses group of P ranks (virtual peers on one GPU: rank 0 is a window in HBM,
  * ranks 1..P-1 are windows in pinned host memory reached over PCIe) holds H heads for the whole
  * sequence; after attention, sequence shard p of its output goes to rank p. Three ways, same
- * inputs, same kernel code (cuda/attn.cuh), run side by side:
+ * inputs, same kernel code (cuda/up/up_kernel.cuh), run side by side:
  *   fa      attention alone, output to a local buffer;
  *   serial  the same, then the all-to-all with cudaMemcpyAsync of each shard into its window;
  *   fused   attention whose output warps store each tile straight into its destination window,
@@ -42,7 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "attn.cuh"
+#include "up/up.h"
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
@@ -62,7 +62,6 @@
 #define UP_PILOT_REPS 3        /* verified runs per pilot; the median decides */
 #define UP_PILOT_TIE 0.01      /* pilots this close to the fastest (relative) are tied: the
                                 * model's ranking decides (run_pilots) */
-#define UP_KV_MAX_BYTES (4ull << 30) /* KV split: partials of one member at most (else no member) */
 #define UP_KV_ATOL 1e-3f       /* KV split, tiles in parts: |win - fa| <= ATOL + RTOL |fa| (P */
 #define UP_KV_RTOL (1.f / 64)  /* rounds to bf16 against another row max: a few bf16 ulps) */
 
@@ -104,16 +103,11 @@ typedef struct {
     /* KV split: the lists of one member (kv_kb key blocks per part; 0: none loaded), grown on
      * demand; the partials' flags are never reset (the signal is new per run) */
     int kv_kb;
-    int *kv_off;                   /* [sm_count + 1] */
-    int4 *kv_tasks;
-    float *kv_part;
-    uint64_t *kv_flag;
-    unsigned char *kv_split;       /* [tiles]: 1 where the tile runs in parts */
+    xs_attn_kvbuf kv;              /* the lists, partials and flags (cuda/up/up.h) */
     uint64_t *kv_tns;              /* --kv-trace: [tasks x 4] stamps (NULL: none), and whether
                                       the next KV-split run records them */
     size_t kv_tns_cap;
     int kv_tns_on;
-    size_t kv_tasks_cap, kv_slots_cap, kv_split_cap;
     xs_devstatus *status;
     unsigned long long *bad;
     int *rows;                     /* [2 * samples] */
@@ -136,7 +130,7 @@ typedef struct {
     double hidden_pct, speedup, max_err;
     double crit_peak_mb, crit_sync_mb;      /* criterion_measured: peak backlog, sync. form */
     int crit_keff;                          /* most CTAs issuing at once (measured arrivals) */
-    int crit_fluid_ok;                      /* the fluid criterion of runs 5-10 (comparison) */
+    int crit_fluid_ok;                      /* the fluid criterion (docs/UP.md; comparison) */
     double crit_held_us;                    /* per-CTA piggyback: most a CTA's stores were held */
     /* fused - fa taken apart, medians of per-repetition differences (us): slice_us = the
      * planned split with LOCAL output (no link) - fa, the kernel's own cost of the split;
@@ -378,37 +372,6 @@ static int parse_opts(int argc, char **argv, up_opts *o)
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* min CTA start to max CTA end-of-issue, from the kernel's stamps. */
-static double span_us(const uint64_t *cta, int grid)
-{
-    uint64_t t0 = UINT64_MAX, t1 = 0;
-    for (int b = 0; b < grid; b++) {
-        if (cta[3 * b] < t0) t0 = cta[3 * b];
-        if (cta[3 * b + 1] > t1) t1 = cta[3 * b + 1];
-    }
-    return t1 > t0 ? (double)(t1 - t0) / 1e3 : NAN;
-}
-
-static double median_store_us(const uint64_t *cta, int grid)
-{
-    double *x = (double *)malloc((size_t)grid * sizeof *x);
-    if (!x)
-        return NAN;
-    for (int b = 0; b < grid; b++)
-        x[b] = (double)cta[3 * b + 2] / 1e3;
-    double m = xs_median(x, (size_t)grid);
-    free(x);
-    return m;
-}
-
 static void check_devstatus(up_bufs *B, const char *what)
 {
     xs_devstatus st;
@@ -429,11 +392,7 @@ static void flush_l2(up_bufs *B, int rep)
 /* ---- one configuration --------------------------------------------------------------------- */
 
 /* -g N, N > 1: this rank's window and the two tables that map the one-GPU problem onto real
- * ranks (docs/MULTIGPU.md, "bench up -g N"). Problem rank r - sequence rows [r*rpr, (r+1)*rpr),
- * r = 0 the shard this rank keeps - goes to GPU (me + r) % N, as in bench ep, so the kernel, its
- * early order and the planner keep "rank 0 is local" unchanged. Every window holds N payload
- * regions and N flag slots of `slot` flags (slot = SM count >= grid), region and slot s for
- * source s: the kernel's per-CTA signals flags[r][b] then have one slot per source. */
+ * ranks (xs_up_peer_tables; slot = SM count >= grid flags per source). */
 typedef struct {
     xs_winset *ws;
     xs_coll *coll;  /* serial's all-to-all and the agreements between ranks */
@@ -442,22 +401,6 @@ typedef struct {
     xs_wintab own;  /* this window: problem rank r's rows, i.e. region and slot of the source
                        (me - r) mod N that sends them */
 } up_peer;
-
-static void up_peer_tables(up_peer *pp, const xs_wintab *tab, size_t region, int slot)
-{
-    const int n = tab->nranks, me = tab->rank;
-    pp->me = me, pp->n = n;
-    memset(&pp->send, 0, sizeof pp->send); /* host_mem 0: every window is device memory */
-    pp->send.nranks = n, pp->send.rank = me, pp->send.bytes = region, pp->send.nflags = slot;
-    pp->own = pp->send;
-    for (int r = 0; r < n; r++) {
-        const int d = (me + r) % n, s = (me - r + n) % n; /* r's destination; r's source here */
-        pp->send.data[r] = tab->data[d] + (size_t)me * region;
-        pp->send.flags[r] = tab->flags[d] + (size_t)me * slot;
-        pp->own.data[r] = tab->data[me] + (size_t)s * region;
-        pp->own.flags[r] = tab->flags[me] + (size_t)s * slot;
-    }
-}
 
 typedef struct {
     int seq, heads, causal, peers, grid, tiles, rpr;
@@ -472,463 +415,70 @@ typedef struct {
     uint64_t timeout_ns;    /* bound on each courier wait: 20x the plan's fa span, >= 2 s */
 } up_cfg;
 
-/* Grid of a run with C couriers: as many compute CTAs as the plain kernel would have, up to the
- * SMs the couriers leave, plus the couriers (C = 0: c->grid). */
-static int courier_grid(const up_cfg *c, int C)
+/* The model's view of this configuration (include/xstage_up.h). */
+static xs_up_cfg model_cfg(const up_cfg *c)
 {
-    if (C <= 0)
-        return c->grid;
-    return (c->tiles < c->sms - C ? c->tiles : c->sms - C) + C;
+    xs_up_cfg m;
+    memset(&m, 0, sizeof m);
+    m.seq = c->seq, m.heads = c->heads, m.causal = c->causal, m.peers = c->peers;
+    m.tiles = c->tiles, m.grid = c->grid, m.rows_per_rank = c->rpr, m.remote = c->remote;
+    m.sms = c->sms, m.pace_bytes_per_ns = c->pace;
+    return m;
 }
 
-/* Bytes of tile t that go to a rank other than rank 0 (i.e. cross the link). */
-static double tile_remote_bytes(const up_cfg *c, int t)
-{
-    int q0 = xs_attn_tile_row0(c->seq, c->heads, t);
-    int q1 = q0 + XS_ATTN_BM < c->seq ? q0 + XS_ATTN_BM : c->seq;
-    int lo = q0 > c->rpr ? q0 : c->rpr; /* rows >= rpr belong to ranks 1.. */
-    return q1 > lo ? (double)(q1 - lo) * XS_ATTN_ROW_BYTES : 0.0;
-}
-
-/* Bytes a courier copies for tile t: all its rows inside the sequence (rank 0's rows of a tile
- * that straddles its shard included: the courier moves the whole tile). */
-static double tile_copy_bytes(const up_cfg *c, int t)
-{
-    int q0 = xs_attn_tile_row0(c->seq, c->heads, t);
-    int q1 = q0 + XS_ATTN_BM < c->seq ? q0 + XS_ATTN_BM : c->seq;
-    return (double)(q1 - q0) * XS_ATTN_ROW_BYTES;
-}
-
-/* The per-CTA programs simulated (xs_attn_progs_simulate: the profile without the CTAs' own
- * store queues and buffers, docs/UP.md "Per-CTA programs"); frees pg. XS_OK or the error. */
-static xs_status progs_sim(const xs_profile *p, xs_attn_progs *pg, xs_attn_progsim *out)
-{
-    const xs_status st = xs_attn_progs_simulate(p, pg, out);
-    xs_attn_progs_free(pg);
-    return st;
-}
-
-/* Remote bytes of every tile ([tiles], free it), or NULL (message printed). */
-static double *remote_bytes(const up_cfg *c)
-{
-    double *rb = (double *)malloc((size_t)c->tiles * sizeof(double));
-    if (!rb) {
-        fprintf(stderr, "xstage: warning: model: out of memory for %d tiles\n", c->tiles);
-        return NULL;
-    }
-    for (int t = 0; t < c->tiles; t++)
-        rb[t] = tile_remote_bytes(c, t);
-    return rb;
-}
-
-/* The model's backpressure cost (ns) of the fused kernel in this order with this split: its
- * per-CTA programs (xs_attn_progs_plain: each CTA's tiles in `order`, with the fa run's
- * measured tile times, and each tile's remote bytes in one burst or in the kernel's slices)
- * simulated on the profile, minus the same programs on an unlimited stage. The compute itself is
- * measured (the fa runs), so the predicted sender-visible time is fa + this. *sim (optional)
- * gets the simulation's numbers (the most any CTA's stores of one step were held back, the
- * stage's peak). NAN (message printed) when the model fails. */
-static double predict_delta_ns(const xs_profile *p, const up_cfg *c, const double *dur_ns,
-                               int order, int split, xs_attn_progsim *sim)
-{
-    double *rb = remote_bytes(c);
-    if (!rb)
-        return NAN;
-    xs_attn_progs pg;
-    xs_attn_progsim r;
-    xs_status st = xs_attn_progs_plain(c->seq, c->heads, c->causal, order, c->remote, c->grid,
-                                       split, dur_ns, rb, &pg);
-    free(rb);
-    if (st == XS_OK)
-        st = progs_sim(p, &pg, &r);
-    if (st != XS_OK) {
-        fprintf(stderr, "xstage: warning: model: %s\n", xs_errmsg());
-        return NAN;
-    }
-    if (sim)
-        *sim = r;
-    return r.span_ns - r.free_ns;
-}
-
-/* The couriers' rate in the prediction: the paced total, capped by the link (the profile's R)
- * and by C CTAs' issue rate (the profile's r each); unpaced, the two caps. */
-static double courier_rate(const xs_profile *p, const up_cfg *c, int C)
-{
-    double rate = c->pace > 0 ? c->pace : INFINITY;
-    if (p->drain_bytes_per_ns > 0 && p->drain_bytes_per_ns < rate)
-        rate = p->drain_bytes_per_ns;
-    if (p->issue_bytes_per_ns > 0 && C * p->issue_bytes_per_ns < rate)
-        rate = C * p->issue_bytes_per_ns;
-    return rate;
-}
-
-/* The predicted cost (ns) of the courier member (order, C) over fa (docs/UP.md "Couriers"): the
- * fa run's per-tile times replayed on the min(tiles, SMs - C) compute CTAs in `order` (a tile is
- * ready at its end), the couriers as C servers of the remote tiles in the kernel's walk, each
- * at courier_rate / C plus the profile's overhead o per tile; predicted span = max(compute end,
- * last courier's end). Minus the same replay of fa itself (c->grid CTAs, snake: the fa run's
- * own CTA spans), so that it adds to the measured fa like the model's Δ of the other members.
- * NAN (message printed) on failure. */
-static double predict_courier_ns(const xs_profile *p, const up_cfg *c, const double *dur,
-                                 int order, int C)
-{
-    double *cb = (double *)malloc((size_t)c->tiles * sizeof(double));
-    if (!cb) {
-        fprintf(stderr, "xstage: warning: courier prediction: out of memory\n");
-        return NAN;
-    }
-    for (int t = 0; t < c->tiles; t++)
-        cb[t] = t < c->remote ? tile_copy_bytes(c, t) : 0.0;
-    const double rate = courier_rate(p, c, C);
-    const double o = p->issue_overhead_ns > 0 ? p->issue_overhead_ns : 0.0;
-    xs_attn_courier_pred fa, cu;
-    xs_status st = xs_attn_courier_predict(XS_ATTN_ORDER_SNAKE, c->tiles, c->remote, c->grid, 0,
-                                           dur, cb, rate, o, &fa);
-    if (st == XS_OK)
-        st = xs_attn_courier_predict(order, c->tiles, c->remote, courier_grid(c, C) - C, C, dur,
-                                     cb, rate, o, &cu);
-    free(cb);
-    if (st != XS_OK) {
-        fprintf(stderr, "xstage: warning: %s\n", xs_errmsg());
-        return NAN;
-    }
-    return cu.span_ns - fa.compute_end_ns;
-}
-
-/* The KV-split member's task lists (kb key blocks per part) on the host, checked as the kernel
- * will read them: *off [grid + 1] and *tasks (free both). XS_OK, or the error (message set). */
-static xs_status kv_lists(const up_cfg *c, int kb, int **off, int4 **tasks, int *ntasks,
-                          int *nslots)
-{
-    const int cap = xs_attn_kv_max_tasks(c->seq, c->heads);
-    *off = (int *)malloc((size_t)(c->grid + 1) * sizeof(int));
-    *tasks = (int4 *)malloc((size_t)cap * sizeof(int4));
-    xs_status st = !*off || !*tasks ? xs_seterr(XS_ENOMEM, "KV split: out of host memory for "
-                                                "%d tasks", cap)
-                                    : xs_attn_kv_build(c->seq, c->heads, c->causal, c->remote,
-                                                       c->grid, kb, *off, *tasks, cap, ntasks,
-                                                       nslots);
-    if (st == XS_OK)
-        st = xs_attn_kv_check(c->seq, c->heads, c->causal, c->grid, *off, *tasks, *nslots);
-    if (st == XS_OK && (unsigned long long)*nslots * XS_ATTN_KV_SLOT_BYTES > UP_KV_MAX_BYTES)
-        st = xs_seterr(XS_EINVAL, "KV split %d: %d partials need %.2f GB, over %.2f", kb,
-                       *nslots, (double)*nslots * XS_ATTN_KV_SLOT_BYTES / 1e9,
-                       (double)UP_KV_MAX_BYTES / 1e9);
-    if (st != XS_OK) {
-        free(*off), free(*tasks);
-        *off = NULL, *tasks = NULL;
-    }
-    return st;
-}
-
-/* The predicted cost (ns) of the KV-split member (kb key blocks per part) over fa (docs/UP.md
- * "KV split"): its per-CTA programs (xs_attn_progs_kv: the fa run's tile times replayed on the
- * member's lists, a part taking its share of its tile's time and a last part waiting for the
- * others; a stored tile's remote bytes in the member's slices over the CTA's next task)
- * simulated on the profile, minus the replay of fa (snake), as for the couriers. The partials'
- * and merges' own cost is not in it. *slices gets the busiest CTA's output slices (its tasks
- * that store their tile x split). NAN (a note printed) where the member cannot run. */
-static double predict_kv_ns(const xs_profile *p, const up_cfg *c, const double *dur, int kb,
-                            int split, int *slices)
-{
-    int *off = NULL, nt = 0, ns = 0;
-    int4 *tk = NULL;
-    if (kv_lists(c, kb, &off, &tk, &nt, &ns) != XS_OK) {
-        printf("# note: %s: not in the family\n", xs_errmsg());
-        return NAN;
-    }
-    double *rb = remote_bytes(c);
-    double d = NAN;
-    if (rb) {
-        xs_attn_courier_pred fa;
-        xs_attn_progs pg;
-        xs_attn_progsim kv;
-        if (xs_attn_courier_predict(XS_ATTN_ORDER_SNAKE, c->tiles, c->remote, c->grid, 0, dur,
-                                    rb, 1.0, 0.0, &fa) == XS_OK &&
-            xs_attn_progs_kv(c->seq, c->heads, c->causal, c->grid, off, tk, split, dur, rb, &pg) ==
-                XS_OK &&
-            progs_sim(p, &pg, &kv) == XS_OK) {
-            int most = 0; /* slices of the busiest CTA: split per task that stores its tile */
-            for (int b = 0; b < c->grid; b++) {
-                int n = 0;
-                for (int i = off[b]; i < off[b + 1]; i++)
-                    n += xs_attn_kv_stores(tk[i].w);
-                most = n > most ? n : most;
-            }
-            d = kv.span_ns - fa.compute_end_ns;
-            *slices = most * split;
-        }
-        else
-            fprintf(stderr, "xstage: warning: KV split prediction: %s\n", xs_errmsg());
-    }
-    free(rb), free(off), free(tk);
-    return d;
-}
-
-/* The fluid criterion of runs 5-10 (docs/UP.md, "Criterion"), kept for comparison: the bench's
- * criterion is now the per-CTA programs' (plan: no CTA's piggyback stores held back). The closed
- * forms of
- * xs_bg_eval assume either synchronised producers (K*B - R*T_iss0 <= Q(K): 132 CTAs x 32 KB
- * fails it wherever the link is idle most of the time) or, in EP's staggered form, producers
- * spread evenly over the period (about K*T_iss0/(T_iss0+G) in their epilogue at once). Which
- * one this kernel is depends on the shape: non-causal waves end together, causal blocks of one
- * wave end apart. So the test is evaluated on the arrivals the piggyback kernel would make,
- * taken from the fa run (same order, snake): tile t's remote bytes B_t enter the stage from
- * its measured end stamp on, after the profile's overhead o, at the producer's issue rate r
- * (T_iss0 = o + B_t/r); the stage drains at R. The criterion holds when this fluid backlog
- * never exceeds Q(grid), the profile's headroom for the grid's CTAs (the capacity part; a rate
- * above R for long enough shows up as a growing backlog, so it covers the rate part). Evenly
- * staggered ends give EP's form, synchronised ends the synchronised one. Fills *peak_bytes,
- * *k_eff (most CTAs issuing at once) and *sync_bytes (the largest position's K*B - R*T_iss0,
- * the synchronised form, for comparison). Returns 1 (holds), 0 (fails) or -1 (no stamps).
- * What it missed: a grid's Q(grid) counts every CTA's own queue and buffer, while the CTAs that
- * store at one moment have only theirs, and this kernel's work waits for its held-back stores
- * (xs_attn_progs_simulate); the bench's pb column stalls in rows where this test holds. */
-typedef struct {
-    double t;   /* ns */
-    int d;      /* +1 an issuer starts, -1 one ends */
-} up_ev;
-
-static int up_ev_cmp(const void *a, const void *b)
-{
-    const up_ev *x = (const up_ev *)a, *y = (const up_ev *)b;
-    if (x->t != y->t)
-        return x->t < y->t ? -1 : 1;
-    return x->d - y->d; /* ends before starts at one instant */
-}
-
-static int criterion_measured(const xs_profile *p, const up_cfg *c, const uint64_t *tns,
-                              double *peak_bytes, int *k_eff, double *sync_bytes)
-{
-    const double r = p->issue_bytes_per_ns, R = p->drain_bytes_per_ns;
-    const double o = p->issue_overhead_ns;
-    *peak_bytes = 0, *k_eff = 0, *sync_bytes = 0;
-    if (!(r > 0) || !(R > 0))
-        return -1;
-    up_ev *ev = (up_ev *)malloc((size_t)2 * c->tiles * sizeof *ev);
-    if (!ev)
-        return -1;
-    int n = 0;
-    /* the synchronised form per position k of the snake: K_k CTAs x mean B_k */
-    const int W = (c->tiles + c->grid - 1) / c->grid;
-    for (int k = 0; k < W; k++) {
-        double kk = 0, bb = 0;
-        for (int b = 0; b < c->grid; b++) {
-            if (k >= xs_attn_cta_count(c->tiles, c->grid, b))
-                continue;
-            const double rb = tile_remote_bytes(
-                c, xs_attn_cta_tile(XS_ATTN_ORDER_SNAKE, c->tiles, 0, c->grid, b, k));
-            kk += rb > 0, bb += rb;
-        }
-        if (kk > 0) {
-            const double v = bb - R * (o + bb / kk / r);
-            if (v > *sync_bytes)
-                *sync_bytes = v;
-        }
-    }
-    for (int t = 0; t < c->tiles; t++) {
-        const double rb = tile_remote_bytes(c, t);
-        if (rb <= 0)
-            continue;
-        if (tns[t] == 0) {
-            free(ev);
-            return -1;
-        }
-        ev[n].t = (double)tns[t] + o, ev[n++].d = 1;
-        ev[n].t = (double)tns[t] + o + rb / r, ev[n++].d = -1;
-    }
-    qsort(ev, (size_t)n, sizeof *ev, up_ev_cmp);
-    /* fluid queue: inflow r per active issuer, outflow R while anything is held */
-    double q = 0, peak = 0;
-    int act = 0, kmax = 0;
-    for (int i = 0; i < n; i++) {
-        if (i > 0) {
-            const double dt = ev[i].t - ev[i - 1].t;
-            q += (act * r - R) * dt;
-            if (q < 0)
-                q = 0;
-            if (q > peak)
-                peak = q;
-        }
-        act += ev[i].d;
-        if (act > kmax)
-            kmax = act;
-    }
-    free(ev);
-    *peak_bytes = peak, *k_eff = kmax;
-    return peak <= xs_capacity(p, c->grid) * (1 + 1e-9);
-}
-
-/* The kernel's reshape family in the planner's order of preference among predictions that tie
- * (within UP_TIE of the best): 8 slices first (two 256-byte rows per warp per slice), then the
- * most spread split (16: one row per warp; the lowest injection rate), then fewer slices; the
- * snake before early (the order fa runs in); the KV splits (docs/UP.md "KV split": parts of at
- * most 32, 16 or 64 key blocks, each tile's stores in 8 slices over the next task; only where
- * pilots run, since the model has no term for their partials and merges) after the slices;
- * couriers after them (they give up C SMs of compute, so they are taken only where predicted
- * better), 4 before 8; piggyback last. 8 before
- * 16: the model has no term for the kernel's own cost of a slice, and 16 slices cost about
- * twice 8 (run 7, x2 call 4, bench/results/h200-2026-11-29-r7/: slice_us 20.3 vs 9.1 us at seq
- * 16384 x 8 heads, 45.4 vs 18.3 at 32768 x 8 causal; about 190 ns per extra slice) while the
- * link hides the same: forced 8 slices met hidden >= 90 % in 49 of 60 rows, the planner's 16 in
- * 37, 4 slices in 27. */
-static const struct {
-    int order, split, couriers, kv;
-} up_cands[] = {{XS_ATTN_ORDER_SNAKE, 8, 0, 0},  {XS_ATTN_ORDER_SNAKE, 16, 0, 0},
-                {XS_ATTN_ORDER_SNAKE, 4, 0, 0},  {XS_ATTN_ORDER_SNAKE, 2, 0, 0},
-                {XS_ATTN_ORDER_EARLY, 8, 0, 0},  {XS_ATTN_ORDER_EARLY, 16, 0, 0},
-                {XS_ATTN_ORDER_EARLY, 4, 0, 0},  {XS_ATTN_ORDER_EARLY, 2, 0, 0},
-                {XS_ATTN_ORDER_SNAKE, 8, 0, 32}, {XS_ATTN_ORDER_SNAKE, 8, 0, 16},
-                {XS_ATTN_ORDER_SNAKE, 8, 0, 64}, {XS_ATTN_ORDER_SNAKE, 0, 4, 0},
-                {XS_ATTN_ORDER_SNAKE, 0, 8, 0},  {XS_ATTN_ORDER_EARLY, 0, 4, 0},
-                {XS_ATTN_ORDER_EARLY, 0, 8, 0},  {XS_ATTN_ORDER_EARLY, 0, 0, 0},
-                {XS_ATTN_ORDER_SNAKE, 0, 0, 0}};
-enum { UP_NCANDS = sizeof up_cands / sizeof up_cands[0] };
-#define UP_TIE 1e-3 /* relative: predictions this close to the best count as equal */
-
-/* A plan's short name, as in the table's plan column: s|e (snake | early order) and the split
- * ("s8", "e16"; "s0" is piggyback), c and the couriers ("c4"; "ec8" with the early order), or
- * k and the KV split's key blocks per part, with its slices ("k16s8"; "k16": stored whole). */
-static const char *plan_name(int order, int split, int couriers, int kv, char *buf, size_t n)
-{
-    if (kv > 0 && split > 0)
-        snprintf(buf, n, "k%ds%d", kv, split);
-    else if (kv > 0)
-        snprintf(buf, n, "k%d", kv);
-    else if (couriers > 0)
-        snprintf(buf, n, "%sc%d", order == XS_ATTN_ORDER_EARLY ? "e" : "", couriers);
-    else
-        snprintf(buf, n, "%c%d", order == XS_ATTN_ORDER_EARLY ? 'e' : 's', split);
-    return buf;
-}
-
-/* The planner in the loop: the criterion on the piggyback kernel's measured arrivals
- * (criterion_measured, fa's stamps `tns`), and the member of the kernel's family (order x split,
- * piggyback included, and couriers) with the smallest predicted time, ties resolved by
- * up_cands' order, in every row: where the criterion holds the spread splits cost no more than
- * piggyback and, unlike it, do not depend on the calibrated headroom (docs/UP.md, "Criterion").
- * A split member's cost is the model's backpressure Δ (predict_delta_ns); a courier member's
- * the couriers' prediction over fa (predict_courier_ns). --split / --order / --couriers
- * restrict the family (--split given: no couriers; --couriers 0: none; --couriers C: only C).
- * Fills row->criterion_ok and the criterion's numbers, split, order, couriers; *d_pb and *d_fu
- * get the predicted cost (ns) over fa of piggyback and of the choice. */
-/* The planner's family with its predictions (plan fills it; pilots reads it). */
-typedef struct {
-    int n, ord[2 * UP_NCANDS], spl[2 * UP_NCANDS], cou[2 * UP_NCANDS], kv[2 * UP_NCANDS];
-    double d[2 * UP_NCANDS];  /* the model's cost over fa, ns, by which members rank (NAN: the
-                               * model failed) */
-    double dp[2 * UP_NCANDS]; /* the predicted cost over fa: d + the slices' own cost */
-} up_family;
-
+/* The planner in the loop (xs_up_plan_run, docs/UP.md "Criterion"; --split / --order /
+ * --couriers / --kv-split restrict the family). Prints the decision and the model's warnings;
+ * fills row's criterion and plan columns; *d_pb and *d_fu get the predicted cost (ns) over fa
+ * of piggyback and of the choice; *fam the family with its predictions (the pilots read it). */
 static void plan(const up_opts *o, const xs_profile *prof0, const up_cfg *c, const double *dur,
                  const uint64_t *tns, int kv_ok, up_row *row, double *d_pb, double *d_fu,
-                 up_family *fam)
+                 xs_up_family *fam)
 {
-    /* the model's profile: the calibrated one, draining at --load-drain where given, else at
-     * the profile's drain under load where it has one (the couriers' pace stays a fraction of
-     * the calibrated R: c->pace) */
-    xs_profile pm = *prof0;
-    if (o->load_drain > 0)
-        pm.drain_bytes_per_ns = o->load_drain;
-    else if (prof0->drain_under_load_bytes_per_ns > 0)
-        pm.drain_bytes_per_ns = prof0->drain_under_load_bytes_per_ns;
+    const xs_up_cfg m = model_cfg(c);
+    const xs_up_plan_opts po = {o->split, o->order, o->couriers, o->kv, kv_ok, o->load_drain,
+                                o->slice_ns};
+    xs_up_plan pl;
+    xs_up_plan_run(&po, prof0, &m, dur, tns, &pl);
+    xs_profile pm;
+    xs_up_model_profile(prof0, o->load_drain, &pm);
     const xs_profile *prof = &pm;
-    /* the criterion: piggyback's per-CTA programs (fa's measured tile times, snake) with no
-     * CTA's stores held back by the stage beyond one chunk at the drain rate */
-    xs_attn_progsim pbs;
-    memset(&pbs, 0, sizeof pbs);
-    *d_pb = predict_delta_ns(prof, c, dur, XS_ATTN_ORDER_SNAKE, 0, &pbs);
-    const double held_tol = prof->chunk_bytes / prof->drain_bytes_per_ns;
+    if (pl.pb_why[0])
+        fprintf(stderr, "xstage: warning: %s\n", pl.pb_why);
+    for (int i = 0; i < pl.fam.n; i++) {
+        if (pl.fam.failed[i] == 2)
+            printf("# note: %s: not in the family\n", pl.fam.why[i]);
+        else if (pl.fam.failed[i])
+            fprintf(stderr, "xstage: warning: %s\n", pl.fam.why[i]);
+    }
+    row->crit_fluid_ok = pl.fluid_ok, row->criterion_ok = pl.criterion_ok;
+    row->crit_held_us = pl.pb.held_ns / 1e3;
+    row->crit_peak_mb = pl.fluid_peak_bytes / 1e6, row->crit_sync_mb = pl.sync_bytes / 1e6;
+    row->crit_keff = pl.k_eff;
+    row->order = pl.order, row->split = pl.split, row->couriers = pl.couriers, row->kv = pl.kv;
+    row->courier_pace = pl.courier_pace;
+    *d_pb = pl.d_pb_ns, *d_fu = pl.d_fu_ns, *fam = pl.fam;
     char how[400] = "model failed";
-    double peak = 0, sync = 0;
-    int keff = 0;
-    row->crit_fluid_ok = criterion_measured(prof, c, tns, &peak, &keff, &sync);
-    row->criterion_ok = row->crit_fluid_ok < 0 || isnan(*d_pb) ? -1 : pbs.held_ns <= held_tol;
-    row->crit_held_us = pbs.held_ns / 1e3;
-    row->crit_peak_mb = peak / 1e6, row->crit_sync_mb = sync / 1e6, row->crit_keff = keff;
-    if (row->criterion_ok >= 0)
+    if (c->remote == 0)
+        snprintf(how, sizeof how, "nothing crosses the link");
+    else if (pl.criterion_ok >= 0)
         snprintf(how, sizeof how, "per-CTA piggyback: stores held back up to %.2f us (%.3f us "
                  "allowed), stage peak %.2f MB of Q %.2f MB; fluid test of runs 5-10 %s: peak "
                  "backlog %.2f MB, %d CTAs issuing at once, Q(%d) %.2f MB; synchronised form "
-                 "K*B-R*T_iss0 %.2f MB", pbs.held_ns / 1e3, held_tol / 1e3,
-                 pbs.peak_bytes / 1e6, prof->capacity_bytes / 1e6,
-                 row->crit_fluid_ok ? "holds" : "fails", peak / 1e6, keff, c->grid,
-                 xs_capacity(prof, c->grid) / 1e6, sync / 1e6);
-    if (c->remote == 0)
-        row->criterion_ok = 1, snprintf(how, sizeof how, "nothing crosses the link");
-    row->order = XS_ATTN_ORDER_SNAKE, row->split = 0, row->couriers = 0, row->kv = 0;
-    *d_fu = *d_pb;
-    /* the family, restricted by --split / --order / --couriers / --kv-split; couriers need one
-     * SM to compute; KV splits only on one GPU, and only unforced where nothing else is forced */
-    int ord[2 * UP_NCANDS], spl[2 * UP_NCANDS], cou[2 * UP_NCANDS], kvs[2 * UP_NCANDS], n = 0;
-    for (int i = 0; i < UP_NCANDS && o->kv <= 0; i++) {
-        const int cc = up_cands[i].couriers, kk = up_cands[i].kv;
-        const int keep_c = o->couriers < 0 ? (cc == 0 || o->split < 0) : cc == o->couriers;
-        const int keep_k = kk == 0 || (kv_ok && o->kv < 0 && o->split < 0 && o->couriers <= 0);
-        if ((o->order < 0 || up_cands[i].order == o->order) &&
-            (o->split < 0 || up_cands[i].split == o->split) && keep_c && keep_k && cc < c->sms)
-            ord[n] = up_cands[i].order, spl[n] = up_cands[i].split, cou[n] = cc, kvs[n++] = kk;
-    }
-    if (o->kv > 0) /* forced: that member alone (8 slices unless --split says otherwise) */
-        ord[n] = XS_ATTN_ORDER_SNAKE, spl[n] = o->split >= 0 ? o->split : 8, cou[n] = 0,
-        kvs[n++] = o->kv;
-    if (o->split >= 0 || o->couriers > 0)
-        for (int z = XS_ATTN_ORDER_SNAKE; z <= XS_ATTN_ORDER_EARLY; z++) {
-            const int want_s = o->split >= 0 ? o->split : 0;
-            const int want_c = o->couriers > 0 ? o->couriers : 0;
-            int have = 0;
-            for (int i = 0; i < n; i++)
-                have |= ord[i] == z && spl[i] == want_s && cou[i] == want_c;
-            if (!have && (o->order < 0 || o->order == z) && o->kv <= 0)
-                ord[n] = z, spl[n] = want_s, cou[n] = want_c, kvs[n++] = 0;
-        }
-    /* d: the link's cost, by which the members rank; dp: the prediction, d plus the slices' own
-     * cost on the busiest CTA (--slice-ns). Not in the ranking: with it the model prefers 4
-     * and 2 slices (fewer of them), whose link cost it underestimates (run 7: forced 4 slices
-     * hid >= 90 % in 27 of 60 rows, 8 slices in 49) */
-    double d[2 * UP_NCANDS], dp[2 * UP_NCANDS], best = INFINITY;
-    for (int i = 0; i < n; i++) {
-        int slices = 0;
-        if (kvs[i] > 0)
-            d[i] = predict_kv_ns(prof, c, dur, kvs[i], spl[i], &slices);
-        else if (cou[i] > 0)
-            d[i] = predict_courier_ns(prof, c, dur, ord[i], cou[i]);
-        else if (spl[i] == 0 && ord[i] == XS_ATTN_ORDER_SNAKE)
-            d[i] = *d_pb;
-        else /* slices on the CTA with the most tiles (CTA 0) */
-            d[i] = predict_delta_ns(prof, c, dur, ord[i], spl[i], NULL),
-            slices = xs_attn_cta_count(c->tiles, c->grid, 0) * spl[i];
-        dp[i] = d[i] + slices * o->slice_ns;
-        if (d[i] < best)
-            best = d[i];
-    }
-    /* ties relative to the whole predicted time: the compute is the position sums */
-    double work = 0;
-    for (int t = 0; t < c->tiles; t++)
-        work += dur[t];
-    const double tol = UP_TIE * (work / c->grid + best);
-    int pick = -1;
-    for (int i = 0; i < n && pick < 0; i++)
-        if (d[i] <= best + tol)
-            pick = i;
-    if (pick < 0) /* every prediction failed: keep what the kernel does unplanned */
-        pick = n - 1;
-    row->order = ord[pick], row->split = spl[pick], row->couriers = cou[pick];
-    row->kv = kvs[pick], *d_fu = dp[pick];
-    fam->n = n;
-    memcpy(fam->ord, ord, sizeof ord), memcpy(fam->spl, spl, sizeof spl);
-    memcpy(fam->cou, cou, sizeof cou), memcpy(fam->kv, kvs, sizeof kvs);
-    memcpy(fam->d, d, sizeof d), memcpy(fam->dp, dp, sizeof dp);
-    row->courier_pace = row->couriers > 0 ? c->pace : 0.0;
+                 "K*B-R*T_iss0 %.2f MB", pl.pb.held_ns / 1e3, pl.held_tol_ns / 1e3,
+                 pl.pb.peak_bytes / 1e6, prof->capacity_bytes / 1e6,
+                 pl.fluid_ok ? "holds" : "fails", pl.fluid_peak_bytes / 1e6, pl.k_eff, c->grid,
+                 xs_capacity(prof, c->grid) / 1e6, pl.sync_bytes / 1e6);
     /* the courier and KV-split members' predictions, next to the choice */
     char cl[256] = "", kl[256] = "", nm[32];
-    for (int i = 0; i < n; i++) {
-        if (cou[i] > 0)
+    for (int i = 0; i < fam->n; i++) {
+        if (fam->cou[i] > 0)
             snprintf(cl + strlen(cl), sizeof cl - strlen(cl), "%s %s %+.1f us", *cl ? "," : "",
-                     plan_name(ord[i], 0, cou[i], 0, nm, sizeof nm), d[i] / 1e3);
-        if (kvs[i] > 0)
+                     xs_up_plan_name(fam->ord[i], 0, fam->cou[i], 0, nm, sizeof nm),
+                     fam->d[i] / 1e3);
+        if (fam->kv[i] > 0)
             snprintf(kl + strlen(kl), sizeof kl - strlen(kl), "%s %s %+.1f us", *kl ? "," : "",
-                     plan_name(ord[i], 0, 0, kvs[i], nm, sizeof nm), dp[i] / 1e3);
+                     xs_up_plan_name(fam->ord[i], 0, 0, fam->kv[i], nm, sizeof nm),
+                     fam->dp[i] / 1e3);
     }
     char pn[32];
     printf("# plan seq %d heads %d causal %d peers %d: criterion %s (%s); chosen %s "
@@ -936,8 +486,8 @@ static void plan(const up_opts *o, const xs_profile *prof0, const up_cfg *c, con
            c->heads, c->causal, c->peers,
            row->criterion_ok == 1 ? "holds" : row->criterion_ok == 0 ? "fails" : "?", how,
            row->order == XS_ATTN_ORDER_EARLY ? "early" : "snake", row->split, row->couriers,
-           plan_name(row->order, row->split, row->couriers, row->kv, pn, sizeof pn), *d_fu / 1e3,
-           *d_pb / 1e3);
+           xs_up_plan_name(row->order, row->split, row->couriers, row->kv, pn, sizeof pn),
+           *d_fu / 1e3, *d_pb / 1e3);
     if (*cl)
         printf("; couriers paced at %.1f B/ns (R %.1f):%s", c->pace, prof->drain_bytes_per_ns,
                cl);
@@ -956,23 +506,13 @@ static void poison_windows(up_bufs *B, const up_cfg *c)
 
 /* The windows against the fa output, every byte of every rank: the 16-byte units that differ;
  * after a KV-split run (kv) tile by tile instead - bitwise where a tile ran whole, within
- * UP_KV_ATOL + UP_KV_RTOL |fa| where it ran in parts (B->kv_split) - counting bf16 values. */
+ * UP_KV_ATOL + UP_KV_RTOL |fa| where it ran in parts (B->kv.split) - counting bf16 values. */
 static unsigned long long verify_windows(up_bufs *B, const up_cfg *c, int kv)
 {
-    size_t bytes = (size_t)c->rpr * c->heads * XS_ATTN_ROW_BYTES;
-    XS_CHECK_CU(cudaMemsetAsync(B->bad, 0, sizeof *B->bad, B->stream));
-    for (int r = 0; r < c->peers; r++) {
-        const char *ref = (const char *)B->o + (size_t)r * bytes;
-        if (kv)
-            XS_CHECK(xs_attn_compare_parts(c->own->data[r], ref, r * c->rpr, c->rpr, c->seq,
-                                           c->heads, B->kv_split, UP_KV_ATOL, UP_KV_RTOL,
-                                           B->bad, B->stream));
-        else
-            XS_CHECK(xs_attn_compare(c->own->data[r], ref, bytes, B->bad, B->stream));
-    }
     unsigned long long bad = 0;
-    XS_CHECK_CU(cudaMemcpyAsync(&bad, B->bad, sizeof bad, cudaMemcpyDeviceToHost, B->stream));
-    XS_CHECK_CU(cudaStreamSynchronize(B->stream));
+    XS_CHECK(xs_attn_verify_windows(c->own, c->peers, B->o, c->seq, c->heads, c->rpr,
+                                    kv ? B->kv.split : NULL, UP_KV_ATOL, UP_KV_RTOL, B->bad,
+                                    B->stream, &bad));
     return bad;
 }
 
@@ -984,52 +524,11 @@ static void kv_load(up_bufs *B, const up_cfg *c, int kb)
     if (B->kv_kb == kb)
         return;
     int *off = NULL, nt = 0, ns = 0;
-    int4 *tk = NULL;
-    if (kv_lists(c, kb, &off, &tk, &nt, &ns) != XS_OK) {
-        fprintf(stderr, "xstage: error: %s\n", xs_errmsg());
-        exit(1);
-    }
-    unsigned char *split = (unsigned char *)calloc((size_t)c->tiles, 1);
-    if (!split) {
-        fprintf(stderr, "xstage: error: out of host memory for %d tiles\n", c->tiles);
-        exit(1);
-    }
-    for (int i = 0; i < nt; i++)
-        split[tk[i].x] |= tk[i].w >= 0;
-    if ((size_t)nt > B->kv_tasks_cap) {
-        cudaFree(B->kv_tasks);
-        XS_CHECK_CU(cudaMalloc((void **)&B->kv_tasks, (size_t)nt * sizeof(int4)));
-        B->kv_tasks_cap = (size_t)nt;
-    }
-    if ((size_t)ns > B->kv_slots_cap) {
-        cudaFree(B->kv_part), cudaFree(B->kv_flag);
-        B->kv_part = NULL, B->kv_flag = NULL, B->kv_slots_cap = 0;
-        XS_CHECK_CU(cudaMalloc((void **)&B->kv_part, (size_t)ns * XS_ATTN_KV_SLOT_BYTES));
-        XS_CHECK_CU(cudaMalloc((void **)&B->kv_flag,
-                               (size_t)ns * XS_ATTN_WARPS * sizeof(uint64_t)));
-        XS_CHECK_CU(cudaMemsetAsync(B->kv_flag, 0, (size_t)ns * XS_ATTN_WARPS * sizeof(uint64_t),
-                                    B->stream));
-        B->kv_slots_cap = (size_t)ns;
-    }
-    if (!B->kv_part) { /* no partial at all: the kernel still wants valid pointers */
-        XS_CHECK_CU(cudaMalloc((void **)&B->kv_part, XS_ATTN_KV_SLOT_BYTES));
-        XS_CHECK_CU(cudaMalloc((void **)&B->kv_flag, XS_ATTN_WARPS * sizeof(uint64_t)));
-        XS_CHECK_CU(cudaMemsetAsync(B->kv_flag, 0, XS_ATTN_WARPS * sizeof(uint64_t), B->stream));
-        B->kv_slots_cap = 1;
-    }
-    if ((size_t)c->tiles > B->kv_split_cap) {
-        cudaFree(B->kv_split);
-        XS_CHECK_CU(cudaMalloc((void **)&B->kv_split, (size_t)c->tiles));
-        B->kv_split_cap = (size_t)c->tiles;
-    }
-    XS_CHECK_CU(cudaMemcpyAsync(B->kv_off, off, (size_t)(c->grid + 1) * sizeof(int),
-                                cudaMemcpyHostToDevice, B->stream));
-    XS_CHECK_CU(cudaMemcpyAsync(B->kv_tasks, tk, (size_t)nt * sizeof(int4),
-                                cudaMemcpyHostToDevice, B->stream));
-    XS_CHECK_CU(cudaMemcpyAsync(B->kv_split, split, (size_t)c->tiles, cudaMemcpyHostToDevice,
-                                B->stream));
-    XS_CHECK_CU(cudaStreamSynchronize(B->stream));
-    free(off), free(tk), free(split);
+    xs_attn_kvtask *tk = NULL;
+    const xs_up_cfg m = model_cfg(c);
+    XS_CHECK(xs_up_kv_lists(&m, kb, &off, &tk, &nt, &ns));
+    XS_CHECK(xs_attn_kvbuf_load(&B->kv, c->grid, c->tiles, off, tk, nt, ns, B->stream));
+    free(off), free(tk);
     B->kv_kb = kb;
 }
 
@@ -1038,8 +537,8 @@ static void kv_load(up_bufs *B, const up_cfg *c, int kb)
 static void kv_args(up_bufs *B, const up_cfg *c, int kb, xs_attn_args *a)
 {
     kv_load(B, c, kb);
-    a->tasks = B->kv_tasks, a->task_off = B->kv_off;
-    a->part = B->kv_part, a->part_flag = B->kv_flag;
+    a->tasks = B->kv.tasks, a->task_off = B->kv.off;
+    a->part = B->kv.part, a->part_flag = B->kv.flag;
     a->timeout_ns = c->timeout_ns;
 }
 
@@ -1061,67 +560,7 @@ static double timed_launch(up_bufs *B, const up_cfg *c, const xs_attn_args *a, i
     *evt_us = ms * 1e3;
     XS_CHECK_CU(cudaMemcpy(cta_host, B->cta_ns, (size_t)c->grid * 3 * sizeof(uint64_t),
                            cudaMemcpyDeviceToHost));
-    return span_us(cta_host, c->grid);
-}
-
-/* fa output against the fp32 reference on sampled rows: edges, shard and block boundaries and
- * random rows. Returns the worst |out - ref| / (ATOL + RTOL |ref|) (<= 1 passes); *max_abs
- * gets the worst absolute error. */
-static double check_reference(up_bufs *B, const up_cfg *c, int nsamples, uint64_t rng,
-                              double *max_abs)
-{
-    int n = nsamples;
-    int *rows = (int *)malloc((size_t)2 * n * sizeof(int));
-    float *ref = (float *)malloc((size_t)n * XS_ATTN_D * sizeof(float));
-    float *got = (float *)malloc((size_t)n * XS_ATTN_D * sizeof(float));
-    if (!rows || !ref || !got) {
-        fprintf(stderr, "xstage: error: out of host memory for %d reference rows\n", n);
-        exit(1);
-    }
-    const int fixed[] = {0, c->seq - 1, XS_ATTN_BM - 1, XS_ATTN_BM, XS_ATTN_BN - 1,
-                         c->rpr - 1, c->rpr, c->seq / 2, c->seq - XS_ATTN_BM};
-    const int nfixed = (int)(sizeof fixed / sizeof fixed[0]);
-    for (int i = 0; i < n; i++) {
-        int s = i < nfixed ? fixed[i] : (int)(splitmix64(&rng) % (uint64_t)c->seq);
-        if (s < 0) s = 0;
-        if (s >= c->seq) s = c->seq - 1;
-        rows[2 * i] = s;
-        rows[2 * i + 1] = i < nfixed ? (i * 7) % c->heads
-                                     : (int)(splitmix64(&rng) % (uint64_t)c->heads);
-    }
-    XS_CHECK_CU(cudaMemcpyAsync(B->rows, rows, (size_t)2 * n * sizeof(int),
-                                cudaMemcpyHostToDevice, B->stream));
-    XS_CHECK(xs_attn_ref_rows(B->q, B->k, B->v, B->o, c->seq, c->heads, c->causal, 0.f, B->rows,
-                              n, B->ref, B->got, B->stream));
-    XS_CHECK_CU(cudaMemcpyAsync(ref, B->ref, (size_t)n * XS_ATTN_D * sizeof(float),
-                                cudaMemcpyDeviceToHost, B->stream));
-    XS_CHECK_CU(cudaMemcpyAsync(got, B->got, (size_t)n * XS_ATTN_D * sizeof(float),
-                                cudaMemcpyDeviceToHost, B->stream));
-    XS_CHECK_CU(cudaStreamSynchronize(B->stream));
-    double worst = 0;
-    *max_abs = 0;
-    for (int i = 0; i < n * XS_ATTN_D; i++) {
-        double e = fabs((double)got[i] - (double)ref[i]);
-        double r = e / (UP_ATOL + UP_RTOL * fabs((double)ref[i]));
-        if (!(r <= worst)) /* NaN propagates as a failure */
-            worst = isnan(r) ? INFINITY : r;
-        if (e > *max_abs || isnan(e))
-            *max_abs = isnan(e) ? INFINITY : e;
-    }
-    free(rows);
-    free(ref);
-    free(got);
-    return worst;
-}
-
-typedef struct {
-    double med, min, max;
-} up_stat;
-
-static up_stat stat_of(const double *x, int n)
-{
-    up_stat s = {xs_median(x, (size_t)n), xs_min(x, (size_t)n), xs_max(x, (size_t)n)};
-    return s;
+    return xs_attn_span_us(cta_host, c->grid);
 }
 
 /* One fa run: O poisoned with NaN first, so that afterwards no element may be NaN/Inf (every
@@ -1158,54 +597,24 @@ static void up_barrier(const up_cfg *c)
         XS_CHECK(xs_win_barrier(c->pp->ws, UP_BARRIER_MS));
 }
 
-/* -g: serial's all-to-all as one NCCL group of send/recv (how ncclAlltoAll is built): problem
- * rank r's shard of O to GPU (me + r) % N, and each source's shard for this GPU into its region
- * (pp->own), the fused kernel's mapping, so verify_windows checks both alike. A plain
- * ncclAlltoAll would need O rotated by `me` shards, i.e. a copy. */
-static xs_status up_alltoall(const up_peer *pp, const char *o, size_t shard, cudaStream_t s)
-{
-    const void *snd[XS_MAX_RANKS];
-    void *rcv[XS_MAX_RANKS];
-    size_t sz[XS_MAX_RANKS];
-    int to[XS_MAX_RANKS], from[XS_MAX_RANKS];
-    for (int r = 0; r < pp->n; r++)
-        snd[r] = o + (size_t)r * shard, rcv[r] = pp->own.data[r], sz[r] = shard,
-        to[r] = (pp->me + r) % pp->n, from[r] = (pp->me - r + pp->n) % pp->n;
-    return xs_coll_sendrecv(pp->coll, snd, sz, to, pp->n, rcv, sz, from, pp->n, (void *)s);
-}
-
 /* -g: wait (bounded, acquire loads) until all N x grid signals of this run are in this rank's
  * window: slot s holds source s's CTAs. A source that never signals ends the run with one line
  * naming it (the launcher then stops the other ranks). */
 static void up_wait_signals(up_bufs *B, const up_cfg *c, uint64_t value, const char *what)
 {
-    const double t_end = 1e3 * xs_now_s() + UP_FLAG_WAIT_MS;
     unsigned long long missing = 0;
-    for (;;) {
-        XS_CHECK_CU(cudaMemsetAsync(B->bad, 0, sizeof *B->bad, B->stream));
-        XS_CHECK(xs_attn_flags_check(c->own, c->grid, value, B->bad, B->stream));
-        XS_CHECK_CU(cudaMemcpyAsync(&missing, B->bad, sizeof missing, cudaMemcpyDeviceToHost,
-                                    B->stream));
-        XS_CHECK_CU(cudaStreamSynchronize(B->stream));
-        if (!missing)
-            return;
-        if (1e3 * xs_now_s() > t_end)
-            break;
-        usleep(50);
-    }
+    uint64_t late = 0;
+    const xs_status st = xs_attn_flags_wait(c->own, c->peers, c->grid, value, UP_FLAG_WAIT_MS,
+                                            B->bad, B->stream, &missing, &late);
+    if (st == XS_OK)
+        return;
+    if (st != XS_ETIMEOUT)
+        XS_CHECK(st);
     char who[XS_MAX_RANKS * 4] = "";
-    for (int r = 0; r < c->peers; r++) { /* which sources: one slot at a time */
-        xs_wintab one = *c->own;
-        unsigned long long m = 0;
-        one.nranks = 1, one.flags[0] = c->own->flags[r];
-        XS_CHECK_CU(cudaMemsetAsync(B->bad, 0, sizeof *B->bad, B->stream));
-        XS_CHECK(xs_attn_flags_check(&one, c->grid, value, B->bad, B->stream));
-        XS_CHECK_CU(cudaMemcpyAsync(&m, B->bad, sizeof m, cudaMemcpyDeviceToHost, B->stream));
-        XS_CHECK_CU(cudaStreamSynchronize(B->stream));
-        if (m)
+    for (int r = 0; r < c->peers; r++)
+        if (late >> r & 1)
             snprintf(who + strlen(who), sizeof who - strlen(who), "%s%d", *who ? "," : "",
                      (c->pp->me - r + c->pp->n) % c->pp->n);
-    }
     fprintf(stderr, "xstage: error: bench up rank %d: %s (seq %d heads %d causal %d): the "
             "signals of source(s) %s did not arrive within %d ms (%llu of %d x %d missing)\n",
             c->pp->me, what, c->seq, c->heads, c->causal, who, UP_FLAG_WAIT_MS, missing,
@@ -1214,7 +623,7 @@ static void up_wait_signals(up_bufs *B, const up_cfg *c, uint64_t value, const c
 }
 
 /* One serial run: the attention kernel, then one cudaMemcpyAsync per rank of its shard of O
- * into its window (-g: one NCCL group of send/recv, up_alltoall), windows poisoned first,
+ * into its window (-g: one NCCL group of send/recv, xs_up_alltoall), windows poisoned first,
  * every byte checked after at its destination. Returns kernel span + copy time (us); *copy_us
  * the copies alone (events). */
 static double serial_once(up_bufs *B, const up_cfg *c, int rep, double *copy_us, uint64_t *cta,
@@ -1229,7 +638,7 @@ static double serial_once(up_bufs *B, const up_cfg *c, int rep, double *copy_us,
     XS_CHECK(xs_attn_fwd(&c->base, NULL, c->grid, B->stream));
     XS_CHECK_CU(cudaEventRecord(B->ev[1], B->stream));
     if (c->pp)
-        XS_CHECK(up_alltoall(c->pp, (const char *)B->o, shard, B->stream));
+        XS_CHECK(xs_up_alltoall(c->pp->coll, &c->pp->own, (const char *)B->o, shard, B->stream));
     else
         for (int r = 0; r < c->peers; r++)
             XS_CHECK_CU(cudaMemcpyAsync(c->tab->data[r], (const char *)B->o + r * shard, shard,
@@ -1241,7 +650,7 @@ static double serial_once(up_bufs *B, const up_cfg *c, int rep, double *copy_us,
     XS_CHECK_CU(cudaEventElapsedTime(&ms, B->ev[1], B->ev[2]));
     XS_CHECK_CU(cudaMemcpy(cta, B->cta_ns, (size_t)c->grid * 3 * sizeof(uint64_t),
                            cudaMemcpyDeviceToHost));
-    double sp = span_us(cta, c->grid);
+    double sp = xs_attn_span_us(cta, c->grid);
     unsigned long long bad = verify_windows(B, c, 0);
     if (bad) {
         fprintf(stderr, "xstage: error: serial all-to-all: %llu 16-byte units differ at their "
@@ -1272,7 +681,8 @@ static double fused_once(up_bufs *B, const up_cfg *c0, int order, int split, int
     a.order = order;
     a.signal = ++up_epoch;
     if (couriers > 0) {
-        rc.grid = courier_grid(c0, couriers);
+        const xs_up_cfg m = model_cfg(c0);
+        rc.grid = xs_up_courier_grid(&m, couriers);
         a.couriers = couriers;
         a.pace_bytes_per_ns = (float)c->pace;
         a.o = B->stage;
@@ -1314,14 +724,8 @@ static double fused_once(up_bufs *B, const up_cfg *c0, int order, int split, int
     }
     if (couriers > 0 || kv > 0) /* a courier's or a last part's timeout: name it now */
         check_devstatus(B, couriers > 0 ? "attention with couriers" : "attention, KV split");
-    *store_us = median_store_us(cta, c->grid);
+    *store_us = xs_attn_store_us(cta, c->grid);
     return sp;
-}
-
-/* Member i of the family is piggyback: snake order, split 0, no courier, no KV split. */
-static int up_is_pb(const up_family *f, int i)
-{
-    return f->ord[i] == XS_ATTN_ORDER_SNAKE && f->spl[i] == 0 && f->cou[i] == 0 && f->kv[i] == 0;
 }
 
 /* Pilots (--pilots, one GPU; docs/UP.md "Pilots"): the family's o->pilots best members by
@@ -1329,41 +733,13 @@ static int up_is_pb(const up_family *f, int i)
  * fused runs (every run verified: *ok); the fastest becomes the plan, and its prediction the
  * reported one (*d_fu). The same choice rule as bench tp's planner: the model proposes, short
  * verified runs decide among its best. Prints one line. */
-static void run_pilots(up_bufs *B, const up_opts *o, const up_cfg *c, const up_family *f,
+static void run_pilots(up_bufs *B, const up_opts *o, const up_cfg *c, const xs_up_family *f,
                        up_row *row, double *d_fu, uint64_t *cta, int *ok)
 {
-    int idx[2 * UP_NCANDS], m = 0, cur = -1;
-    for (int i = 0; i < f->n; i++) {
-        if (f->ord[i] == row->order && f->spl[i] == row->split && f->cou[i] == row->couriers &&
-            f->kv[i] == row->kv)
-            cur = i;
-        /* insertion by prediction, failed predictions last */
-        const double di = isnan(f->d[i]) ? INFINITY : f->d[i];
-        int q = m++;
-        for (; q > 0 && (isnan(f->d[idx[q - 1]]) ? INFINITY : f->d[idx[q - 1]]) > di; q--)
-            idx[q] = idx[q - 1];
-        idx[q] = i;
-    }
-    const int np = o->pilots < m ? o->pilots : m;
-    int have = 0;
-    for (int k = 0; k < np; k++)
-        have |= idx[k] == cur;
-    if (!have && cur >= 0 && np > 0)
-        idx[np - 1] = cur;
-    /* and every KV split and piggyback not among them: the model has no term for what stores
-     * from every SM cost the compute next to them (which piggyback concentrates), nor for a KV
-     * split's partials and merges, so it cannot rank these (run 10: piggyback fastest of the
-     * family at 4096 x 8 heads x causal x 2 peers, where every split member tied +0.0; KV
-     * splits of 32 key blocks faster than those of 16 that the model put first) */
-    int np2 = np;
-    for (int k = np; k < m && np > 0; k++)
-        if ((f->kv[idx[k]] > 0 || up_is_pb(f, idx[k])) && !isnan(f->d[idx[k]])) {
-            const int t = idx[np2];
-            idx[np2] = idx[k], idx[k] = t;
-            np2++;
-        }
-    double best = INFINITY, med[2 * UP_NCANDS];
-    int bi = -1;
+    int idx[XS_UP_MAX_MEMBERS];
+    const int np2 = xs_up_pilot_members(f, row->order, row->split, row->couriers, row->kv,
+                                        o->pilots, idx);
+    double med[XS_UP_MAX_MEMBERS];
     char line[1024], nm[32];
     int l = snprintf(line, sizeof line, "# pilots seq %d heads %d causal %d peers %d (median of "
                      "%d verified runs, us):", c->seq, c->heads, c->causal, c->peers,
@@ -1377,23 +753,12 @@ static void run_pilots(up_bufs *B, const up_opts *o, const up_cfg *c, const up_f
                               ok);
         }
         med[k] = xs_median(t, UP_PILOT_REPS);
-        best = fmin(best, med[k]);
         if (l > 0 && (size_t)l < sizeof line)
             l += snprintf(line + l, sizeof line - (size_t)l, " %s %.1f (pred %+.1f)",
-                          plan_name(f->ord[i], f->spl[i], f->cou[i], f->kv[i], nm, sizeof nm),
+                          xs_up_plan_name(f->ord[i], f->spl[i], f->cou[i], f->kv[i], nm, sizeof nm),
                           med[k], f->dp[i] / 1e3);
     }
-    /* the fastest, where the pilots can tell; pilots within UP_PILOT_TIE of the fastest are
-     * tied and the model's ranking decides among them (run 11 calls 3 and 7: s8 beat k32s8 by
-     * 0.4 and 0.2 % in its pilots at 4096 x 8 x non-causal x 4, then ran 1-3 % slower than its
-     * pilots in the timed runs, where k32s8, the model's choice, ran 1.42-1.44x in five sweeps) */
-    for (int k = 0; k < np2; k++) {
-        const int i = idx[k];
-        const double di = isnan(f->d[i]) ? INFINITY : f->d[i];
-        if (med[k] <= best * (1 + UP_PILOT_TIE) &&
-            (bi < 0 || di < (isnan(f->d[bi]) ? INFINITY : f->d[bi])))
-            bi = i;
-    }
+    const int bi = xs_up_pilot_pick(f, idx, med, np2, UP_PILOT_TIE);
     if (bi >= 0) {
         row->order = f->ord[bi], row->split = f->spl[bi], row->couriers = f->cou[bi];
         row->kv = f->kv[bi];
@@ -1401,7 +766,7 @@ static void run_pilots(up_bufs *B, const up_opts *o, const up_cfg *c, const up_f
         *d_fu = f->dp[bi];
     }
     printf("%s; chosen %s\n", line,
-           plan_name(row->order, row->split, row->couriers, row->kv, nm, sizeof nm));
+           xs_up_plan_name(row->order, row->split, row->couriers, row->kv, nm, sizeof nm));
 }
 
 /* --kv-trace: one fused KV-split run and one with local output (after it: it overwrites O, the
@@ -1410,11 +775,9 @@ static void run_pilots(up_bufs *B, const up_opts *o, const up_cfg *c, const up_f
 static void kv_trace(up_bufs *B, const up_opts *o, const up_cfg *c, const up_row *row)
 {
     int *off = NULL, nt = 0, ns = 0;
-    int4 *tk = NULL;
-    if (kv_lists(c, row->kv, &off, &tk, &nt, &ns) != XS_OK) {
-        fprintf(stderr, "xstage: error: %s\n", xs_errmsg());
-        exit(1);
-    }
+    xs_attn_kvtask *tk = NULL;
+    const xs_up_cfg m = model_cfg(c);
+    XS_CHECK(xs_up_kv_lists(&m, row->kv, &off, &tk, &nt, &ns));
     if ((size_t)nt * 4 > B->kv_tns_cap) {
         cudaFree(B->kv_tns);
         XS_CHECK_CU(cudaMalloc((void **)&B->kv_tns, (size_t)nt * 4 * sizeof(uint64_t)));
@@ -1456,11 +819,11 @@ static void kv_trace(up_bufs *B, const up_opts *o, const up_cfg *c, const up_row
             t0 = h[4 * i] && h[4 * i] < t0 ? h[4 * i] : t0;
         for (int b = 0; b < c->grid; b++)
             for (int i = off[b]; i < off[b + 1]; i++) {
-                const int4 q = tk[i];
+                const xs_attn_kvtask q = tk[i];
                 fprintf(f, "%d,%d,%d,%d,%d,%d,%s,%d,%d,%d,%d,%d,%d,%d,%.0f", c->seq, c->heads,
                         c->causal, c->peers, row->kv, row->split, out ? "windows" : "local", b,
-                        i - off[b], q.x, q.y, q.z, xs_attn_kv_partno(q.w),
-                        xs_attn_kv_nparts(q.w), tile_remote_bytes(c, q.x));
+                        i - off[b], q.tile, q.kb0, q.kb1, xs_attn_kv_partno(q.part),
+                        xs_attn_kv_nparts(q.part), xs_up_tile_remote_bytes(&m, q.tile));
                 for (int k = 0; k < 4; k++)
                     fprintf(f, ",%lld", h[4 * i + k] ? (long long)(h[4 * i + k] - t0) : -1LL);
                 fputc('\n', f);
@@ -1528,17 +891,13 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
     c->timeout_ns = (uint64_t)fmax(2e9, isfinite(fa_plan_us) ? 20e3 * fa_plan_us : 2e9);
     XS_CHECK_CU(cudaMemcpy(tns, B->tile_ns, (size_t)c->tiles * sizeof(uint64_t),
                            cudaMemcpyDeviceToHost));
-    for (int b = 0; b < c->grid; b++) {
-        /* fa walks the snake: a tile's time runs from the CTA's previous stamp (or start) */
-        uint64_t prev = cta[3 * b];
-        const int m = xs_attn_cta_count(c->tiles, c->grid, b);
-        for (int k = 0; k < m; k++) {
-            int t = xs_attn_cta_tile(XS_ATTN_ORDER_SNAKE, c->tiles, 0, c->grid, b, k);
-            dur[t] = tns[t] > prev ? (double)(tns[t] - prev) : 0.0;
-            prev = tns[t];
-        }
-    }
-    double ref_ratio = check_reference(B, c, o->samples, (uint64_t)seed * 7919u, &row->max_err);
+    const xs_up_cfg mc = model_cfg(c); /* fa walks the snake: tile times from its stamps */
+    xs_up_tile_durations(&mc, cta, 3, tns, dur);
+    /* fa against the fp32 reference on sampled rows: <= 1 passes */
+    double ref_ratio = 0;
+    XS_CHECK(xs_attn_check_rows(B->q, B->k, B->v, B->o, c->seq, c->heads, c->causal, c->rpr,
+                                o->samples, (uint64_t)seed * 7919u, UP_ATOL, UP_RTOL, B->rows,
+                                B->ref, B->got, B->stream, &ref_ratio, &row->max_err));
     if (!(ref_ratio <= 1.0)) {
         ok = 0;
         fprintf(stderr, "xstage: error: seq %d heads %d causal %d: output differs from the fp32 "
@@ -1546,7 +905,7 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
                 c->causal, row->max_err, ref_ratio, UP_ATOL, UP_RTOL);
     }
     double d_pb, d_fu;
-    up_family fam;
+    xs_up_family fam;
     /* KV splits only where pilots measure them (one GPU, rows they run in) */
     const int piloted = !c->pp && o->pilots > 0 && fa_plan_us <= o->pilot_max_us;
     plan(o, prof, c, dur, tns, piloted, row, &d_pb, &d_fu, &fam);
@@ -1611,18 +970,19 @@ static void run_config(up_bufs *B, const up_opts *o, const xs_profile *prof,
         row->store_us = store_pb;
     }
 
-    up_stat s_fa = stat_of(fa, n), s_se = stat_of(se, n), s_pb = stat_of(pb, n),
-            s_fu = stat_of(fu, n);
-    row->fa_us = s_fa.med, row->fa_min = s_fa.min, row->fa_max = s_fa.max;
+    const size_t nn = (size_t)n;
+    row->fa_us = xs_median(fa, nn), row->fa_min = xs_min(fa, nn), row->fa_max = xs_max(fa, nn);
     row->fa_evt_us = xs_median(fa_evt, (size_t)n);
     double flops = 4.0 * c->seq * (double)c->seq * XS_ATTN_D * c->heads * (c->causal ? 0.5 : 1);
     row->fa_tflops = flops / (row->fa_us * 1e-6) / 1e12;
-    row->serial_us = s_se.med, row->serial_min = s_se.min, row->serial_max = s_se.max;
+    row->serial_us = xs_median(se, nn), row->serial_min = xs_min(se, nn);
+    row->serial_max = xs_max(se, nn);
     row->copy_us = xs_median(cp, (size_t)n);
     row->comm_ratio = row->copy_us / row->fa_us;
-    row->pb_us = s_pb.med, row->pb_min = s_pb.min, row->pb_max = s_pb.max;
+    row->pb_us = xs_median(pb, nn), row->pb_min = xs_min(pb, nn), row->pb_max = xs_max(pb, nn);
     row->pb_vis_us = xs_median(pb_evt, (size_t)n);
-    row->fused_us = s_fu.med, row->fused_min = s_fu.min, row->fused_max = s_fu.max;
+    row->fused_us = xs_median(fu, nn), row->fused_min = xs_min(fu, nn);
+    row->fused_max = xs_max(fu, nn);
     row->fused_vis_us = xs_median(fu_evt, (size_t)n);
     row->pb_pred_us = row->fa_us + d_pb / 1e3;
     row->pred_us = row->fa_us + d_fu / 1e3;
@@ -1712,7 +1072,7 @@ static void table_row(const up_row *r)
     /* plan: s|e (snake | early order) and the split, e.g. "e16"; "s0" is piggyback; "c4" /
      * "ec4": four couriers, snake / early */
     char plan_s[32];
-    plan_name(r->order, r->split, r->couriers, r->kv, plan_s, sizeof plan_s);
+    xs_up_plan_name(r->order, r->split, r->couriers, r->kv, plan_s, sizeof plan_s);
     printf("%6d %5d %2d %2d %8.2f %10.1f %6.1f %7.1f %10.1f %6.1f %10.1f %5s %10.1f %6.1f "
            "%10.1f %+6.1f %7.1f %7.3f %3s\n",
            r->seq, r->heads, r->causal, r->peers, r->comm_mb, r->fa_us,
@@ -1723,10 +1083,10 @@ static void table_row(const up_row *r)
     fflush(stdout);
 }
 
-/* "Communication and compute of the same size" (issue 7): the serial all-to-all takes between
+/* "Communication and compute of the same size" (docs/UP.md): the serial all-to-all takes between
  * half and twice the attention, comm_ratio = copy_us / fa_us in [UP_SAME_LO, UP_SAME_HI], both
  * measured in the row. The acceptance row of a (heads, causal, peers) group is its shortest
- * swept sequence in that band (4096 included when swept; fixed before run 4); the speedup
+ * swept sequence in that band (4096 included when swept); the speedup
  * target applies there. Next to it the summary prints the bound serial/fused can reach with
  * every byte hidden, 1 + min(r, 1/r) (r = comm_ratio: 1.5x at r = 0.5, 2x at r = 1), and, as a
  * second reading, the same rule over the issue's own sequences (>= UP_ISSUE_SEQ0) only. */
@@ -1772,7 +1132,7 @@ static int same_size_rows(const up_row *rows, int nrows, int seq0, const char *t
                    1.0 + fmin(r->comm_ratio, 1.0 / r->comm_ratio), r->speedup,
                    r->speedup >= UP_SPEEDUP_TARGET ? "met" : "below 1.4x", r->hidden_pct,
                    r->hidden_lo, r->hidden_hi,
-                   plan_name(r->order, r->split, r->couriers, r->kv, pn, sizeof pn));
+                   xs_up_plan_name(r->order, r->split, r->couriers, r->kv, pn, sizeof pn));
     }
     return n;
 }
@@ -1832,14 +1192,14 @@ static int summary(const up_row *rows, int nrows)
                    "causal %d peers %d (plan %s, comm/compute %.2f; fused - fa: slices "
                    "%.1f us + link %.1f us; piggyback %.1f us over fa)\n", r->hidden_pct,
                    r->hidden_lo, r->hidden_hi, r->seq, r->heads, r->causal, r->peers,
-                   plan_name(r->order, r->split, r->couriers, r->kv, pn, sizeof pn), r->comm_ratio,
-                   r->slice_us, r->link_us, r->pb_us - r->fa_us);
+                   xs_up_plan_name(r->order, r->split, r->couriers, r->kv, pn, sizeof pn),
+                   r->comm_ratio, r->slice_us, r->link_us, r->pb_us - r->fa_us);
     }
     printf("# summary: criterion fails: hidden >= 90%% in %d of %d rows (min %.1f%%)\n",
            nresh90, nresh, nresh ? min_hid_resh : NAN);
     /* the criterion against the piggyback kernel it speaks of: how much of the all-to-all the
      * measured pb run hides where the criterion holds and where it fails (and the same for the
-     * fluid test of runs 5-10) */
+     * fluid test) */
     for (int which = 0; which < 2; which++) {
         double *h[2] = {(double *)malloc((size_t)nrows * sizeof(double)),
                         (double *)malloc((size_t)nrows * sizeof(double))};
@@ -1869,7 +1229,7 @@ static int summary(const up_row *rows, int nrows)
         if (isfinite(r->pred_err_pct) && fabs(r->pred_err_pct) > UP_PRED_TOL_PCT)
             printf("# summary:   off by %+.1f%%: seq %d heads %d causal %d peers %d (plan %s, "
                    "comm/compute %.2f)\n", r->pred_err_pct, r->seq, r->heads, r->causal,
-                   r->peers, plan_name(r->order, r->split, r->couriers, r->kv, pn, sizeof pn),
+                   r->peers, xs_up_plan_name(r->order, r->split, r->couriers, r->kv, pn, sizeof pn),
                    r->comm_ratio);
     }
     for (int kind = 0; kind < 2; kind++) { /* couriers, then KV splits */
@@ -1888,7 +1248,7 @@ static int summary(const up_row *rows, int nrows)
             printf("# summary:   %s%s: seq %d heads %d causal %d peers %d: fused %.1f us (pred "
                    "%.1f), fa %.1f, piggyback %.1f, serial %.1f: hidden %.1f%% (%.1f..%.1f), "
                    "serial/fused %.3fx, comm/compute %.2f\n",
-                   plan_name(r->order, r->split, r->couriers, r->kv, pn, sizeof pn), pace,
+                   xs_up_plan_name(r->order, r->split, r->couriers, r->kv, pn, sizeof pn), pace,
                    r->seq, r->heads, r->causal, r->peers, r->fused_us, r->pred_us, r->fa_us,
                    r->pb_us, r->serial_us, r->hidden_pct, r->hidden_lo, r->hidden_hi,
                    r->speedup, r->comm_ratio);
@@ -1916,6 +1276,55 @@ static int up_stop(up_peer *pp)
     if (pp)
         XS_CHECK(xs_coll_max(pp->coll, &v, 1));
     return up_stopped = v != 0;
+}
+
+/* Device buffers sized for the largest configuration (max_seq x max_heads). */
+static void bufs_open(up_bufs *B, const up_opts *o, const xs_gpu_info *gi, int max_seq,
+                      int max_heads)
+{
+    memset(B, 0, sizeof *B);
+    size_t nbytes = (size_t)max_seq * max_heads * XS_ATTN_ROW_BYTES;
+    int max_tiles = xs_attn_tiles(max_seq, max_heads);
+    XS_CHECK_CU(cudaStreamCreateWithFlags(&B->stream, cudaStreamNonBlocking));
+    for (int i = 0; i < 3; i++)
+        XS_CHECK_CU(cudaEventCreate(&B->ev[i]));
+    XS_CHECK_CU(cudaMalloc(&B->q, nbytes));
+    XS_CHECK_CU(cudaMalloc(&B->k, nbytes));
+    XS_CHECK_CU(cudaMalloc(&B->v, nbytes));
+    XS_CHECK_CU(cudaMalloc(&B->o, nbytes));
+    B->flush_bytes = 2 * gi->l2_bytes > ((size_t)64 << 20) ? 2 * gi->l2_bytes
+                                                             : (size_t)64 << 20;
+    XS_CHECK_CU(cudaMalloc(&B->flush, B->flush_bytes));
+    XS_CHECK_CU(cudaMalloc((void **)&B->cta_ns, (size_t)gi->sm_count * 3 * sizeof(uint64_t)));
+    XS_CHECK_CU(cudaMalloc((void **)&B->tile_ns, (size_t)max_tiles * sizeof(uint64_t)));
+    if (o->couriers != 0) {
+        /* couriers: a staging buffer the size of O, and their flags (zeros: never a signal) */
+        XS_CHECK_CU(cudaMalloc(&B->stage, nbytes));
+        XS_CHECK_CU(cudaMemsetAsync(B->stage, 0, nbytes, B->stream));
+        const size_t nsync = ((size_t)max_tiles + gi->sm_count) * sizeof(uint64_t);
+        XS_CHECK_CU(cudaMalloc((void **)&B->sync, nsync));
+        XS_CHECK_CU(cudaMemsetAsync(B->sync, 0, nsync, B->stream));
+    }
+    XS_CHECK_CU(cudaMalloc((void **)&B->status, sizeof(xs_devstatus)));
+    XS_CHECK_CU(cudaMalloc((void **)&B->bad, sizeof(unsigned long long)));
+    XS_CHECK_CU(cudaMalloc((void **)&B->rows, (size_t)2 * o->samples * sizeof(int)));
+    XS_CHECK_CU(cudaMalloc((void **)&B->ref, (size_t)o->samples * XS_ATTN_D * sizeof(float)));
+    XS_CHECK_CU(cudaMalloc((void **)&B->got, (size_t)o->samples * XS_ATTN_D * sizeof(float)));
+    /* the output buffer is compared against windows: never leave it uninitialised */
+    XS_CHECK_CU(cudaMemsetAsync(B->o, 0, nbytes, B->stream));
+}
+
+static void bufs_close(up_bufs *B)
+{
+    cudaFree(B->q); cudaFree(B->k); cudaFree(B->v); cudaFree(B->o); cudaFree(B->flush);
+    cudaFree(B->cta_ns); cudaFree(B->tile_ns); cudaFree(B->status); cudaFree(B->bad);
+    cudaFree(B->stage); cudaFree(B->sync);
+    xs_attn_kvbuf_free(&B->kv);
+    cudaFree(B->kv_tns);
+    cudaFree(B->rows); cudaFree(B->ref); cudaFree(B->got);
+    for (int i = 0; i < 3; i++)
+        cudaEventDestroy(B->ev[i]);
+    cudaStreamDestroy(B->stream);
 }
 
 extern "C" int xs_bench_up(int argc, char **argv)
@@ -2011,36 +1420,7 @@ extern "C" int xs_bench_up(int argc, char **argv)
     for (int i = 0; i < o.nheads; i++) max_heads = o.heads[i] > max_heads ? o.heads[i] : max_heads;
 
     up_bufs B;
-    memset(&B, 0, sizeof B);
-    size_t nbytes = (size_t)max_seq * max_heads * XS_ATTN_ROW_BYTES;
-    int max_tiles = xs_attn_tiles(max_seq, max_heads);
-    XS_CHECK_CU(cudaStreamCreateWithFlags(&B.stream, cudaStreamNonBlocking));
-    for (int i = 0; i < 3; i++)
-        XS_CHECK_CU(cudaEventCreate(&B.ev[i]));
-    XS_CHECK_CU(cudaMalloc(&B.q, nbytes));
-    XS_CHECK_CU(cudaMalloc(&B.k, nbytes));
-    XS_CHECK_CU(cudaMalloc(&B.v, nbytes));
-    XS_CHECK_CU(cudaMalloc(&B.o, nbytes));
-    B.flush_bytes = 2 * gi.l2_bytes > ((size_t)64 << 20) ? 2 * gi.l2_bytes : (size_t)64 << 20;
-    XS_CHECK_CU(cudaMalloc(&B.flush, B.flush_bytes));
-    XS_CHECK_CU(cudaMalloc((void **)&B.cta_ns, (size_t)gi.sm_count * 3 * sizeof(uint64_t)));
-    XS_CHECK_CU(cudaMalloc((void **)&B.tile_ns, (size_t)max_tiles * sizeof(uint64_t)));
-    XS_CHECK_CU(cudaMalloc((void **)&B.kv_off, (size_t)(gi.sm_count + 1) * sizeof(int)));
-    if (o.couriers != 0) {
-        /* couriers: a staging buffer the size of O, and their flags (zeros: never a signal) */
-        XS_CHECK_CU(cudaMalloc(&B.stage, nbytes));
-        XS_CHECK_CU(cudaMemsetAsync(B.stage, 0, nbytes, B.stream));
-        const size_t nsync = ((size_t)max_tiles + gi.sm_count) * sizeof(uint64_t);
-        XS_CHECK_CU(cudaMalloc((void **)&B.sync, nsync));
-        XS_CHECK_CU(cudaMemsetAsync(B.sync, 0, nsync, B.stream));
-    }
-    XS_CHECK_CU(cudaMalloc((void **)&B.status, sizeof(xs_devstatus)));
-    XS_CHECK_CU(cudaMalloc((void **)&B.bad, sizeof(unsigned long long)));
-    XS_CHECK_CU(cudaMalloc((void **)&B.rows, (size_t)2 * o.samples * sizeof(int)));
-    XS_CHECK_CU(cudaMalloc((void **)&B.ref, (size_t)o.samples * XS_ATTN_D * sizeof(float)));
-    XS_CHECK_CU(cudaMalloc((void **)&B.got, (size_t)o.samples * XS_ATTN_D * sizeof(float)));
-    /* the output buffer is compared against windows: never leave it uninitialised */
-    XS_CHECK_CU(cudaMemsetAsync(B.o, 0, nbytes, B.stream));
+    bufs_open(&B, &o, &gi, max_seq, max_heads);
 
     int nrows_max = o.nseq * o.nheads * o.npeers * (o.causal_hi - o.causal_lo + 1);
     up_row *rows = (up_row *)calloc((size_t)nrows_max, sizeof(up_row));
@@ -2071,7 +1451,8 @@ extern "C" int xs_bench_up(int argc, char **argv)
         if (real) {
             memset(&peer, 0, sizeof peer);
             pp = &peer, pp->ws = ws, pp->coll = coll;
-            up_peer_tables(pp, tab, region, gi.sm_count);
+            pp->me = tab->rank, pp->n = tab->nranks;
+            xs_up_peer_tables(tab, region, gi.sm_count, &pp->send, &pp->own);
         }
         for (int hi = 0; hi < o.nheads; hi++)
             for (int si = 0; si < o.nseq; si++)
@@ -2106,15 +1487,7 @@ extern "C" int xs_bench_up(int argc, char **argv)
         fclose(csv);
     }
     free(rows);
-    cudaFree(B.q); cudaFree(B.k); cudaFree(B.v); cudaFree(B.o); cudaFree(B.flush);
-    cudaFree(B.cta_ns); cudaFree(B.tile_ns); cudaFree(B.status); cudaFree(B.bad);
-    cudaFree(B.stage); cudaFree(B.sync);
-    cudaFree(B.kv_off); cudaFree(B.kv_tasks); cudaFree(B.kv_part); cudaFree(B.kv_flag);
-    cudaFree(B.kv_split); cudaFree(B.kv_tns);
-    cudaFree(B.rows); cudaFree(B.ref); cudaFree(B.got);
-    for (int i = 0; i < 3; i++)
-        cudaEventDestroy(B.ev[i]);
-    cudaStreamDestroy(B.stream);
+    bufs_close(&B);
     xs_coll_close(coll, intr);
     if (intr)
         return xs_cli_failf("interrupted by %s after %d of %d configurations%s",
