@@ -1,5 +1,5 @@
 /*
- * test_gemm.cu - the tensor-core tile engine (cuda/gemm.cuh): correctness against a CPU fp64
+ * test_gemm.cu - the tensor-core tile engine (cuda/common/gemm.cuh): correctness against a CPU fp64
  * reference on small odd shapes (boundaries, row gather, row scale, SwiGLU, untouched guards),
  * against cuBLAS on large shapes, and throughput next to cuBLAS on MoE-like shapes.
  *
@@ -13,7 +13,7 @@
  * --tiny (for compute-sanitizer, tests/gpu/sanitize.sh): the bad-input checks and four small
  * shapes that still cover partial tiles, gather, scale and SwiGLU on both engines; no cuBLAS
  * (its own kernels are not ours to check), no throughput.
- * --sm90: also the Hopper engine (cuda/gemm_sm90.cuh, wgmma + TMA) on every small and large
+ * --sm90: also the Hopper engine (cuda/common/gemm_sm90.cuh, wgmma + TMA) on every small and large
  * shape, and as extra columns of the throughput table (contiguous A through TMA, and the same
  * A through an identity row map, which takes the cp.async gather path).
  * --host: only the CPU checks of gemm_sm90.cuh's layout functions (swizzle, wgmma descriptors,
@@ -30,8 +30,8 @@
 #include "../xt.h"
 #include "xstage.h"
 #include "xstage_cuda.h"
-#include "../../cuda/gemm.cuh"
-#include "../../cuda/gemm_sm90.cuh"
+#include "gemm.cuh"
+#include "gemm_sm90.cuh"
 
 /* ---- inputs ------------------------------------------------------------------------------- */
 

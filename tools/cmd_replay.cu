@@ -166,9 +166,9 @@ static void defaults(run_args *a)
     a->ro.target = XS_TARGET_HOST;
     a->ro.timeout_s = 30;
     a->ro.max_skew_ns = XS_REPLAY_MAX_SKEW_NS;
-    /* even: at the knee consecutive runs alternate between two totals (run 8, replay
-     * --placement: 24 x 69440 B, 8.2-10.3 us and 10.3-14.1 us, every other run), and the median
-     * of an even count is the middle of the two, where an odd count picks one mode */
+    /* even: at the knee consecutive runs alternate between two totals (replay
+     * --placement on an H200: 24 x 69440 B, 8.2-10.3 us and 10.3-14.1 us, every other run), and
+     * the median of an even count is the middle of the two, where an odd count picks one mode */
     a->reps = 4;
     a->gpus = 1;
 }
@@ -674,14 +674,14 @@ int xs_cmd_validate(int argc, char **argv)
     }
     if (optind < argc)
         return xs_cli_failf("validate: unexpected argument '%s'", argv[optind]);
-    /* 16: at the knee single runs stall or not at random (run 15: 96 producers at 0.9·Q(K) in
-     * some of 4 runs and not in others), and the median of 4 then fell on either side from one
-     * validate to the next; the median of 16 settles on the common mode (docs/MODEL.md "Run 16") */
+    /* 16: at the knee single runs stall or not at random (96 producers at 0.9·Q(K) in some of
+     * 4 runs and not in others), and the median of 4 then fell on either side from one validate
+     * to the next; the median of 16 settles on the common mode (docs/MODEL.md) */
     if (!a.reps_set)
         a.reps = XS_VALIDATE_REPS;
     /* and up to 64 where the 16 leave the median loose: a burst just above the knee spreads by
      * 30-60 % over its runs (straggling producers), and its median of 16 moved 10-20 % from one
-     * validate to the next (run 16 calls 9-10) */
+     * validate to the next (docs/MODEL.md) */
     if (!a.reps_max)
         a.reps_max = XS_VALIDATE_REPS_MAX;
     if (a.reps_max < a.reps || a.gpus > 1)

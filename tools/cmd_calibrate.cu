@@ -393,7 +393,7 @@ int xs_cmd_calibrate(int argc, char **argv)
         xs_replayer_close(rp);
         return 1;
     }
-    /* N > 1: NCCL's own all-to-all in the same run, R's comparison (issue 8) */
+    /* N > 1: NCCL's own all-to-all in the same run, R's comparison (docs/TRANSPORT.md) */
     double nccl_gbps = NAN;
     if (nranks > 1) {
         xs_coll *coll = NULL;
