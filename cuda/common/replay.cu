@@ -6,7 +6,8 @@
  * window table, slot p / N of the row's region there, so the same kernel runs against one host
  * window, local HBM, N virtual peers or NCCL peers. Timing: each SM reads clock64 around its
  * issue; a tick-edge anchor at start and end places those cycles on the %globaltimer time base,
- * so windows of different SMs are comparable to within one timer read.
+ * so windows of different SMs are comparable to within one timer read. The probes (store rate,
+ * drain under load, work under stores, visibility, SM groups) are in replay_probe.cu.
  */
 #include "replay_impl.h"
 
