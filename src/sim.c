@@ -209,9 +209,8 @@ static double room_time(double Q, double loss, double loss_ns, double t_fill, do
  *   release_barrier  sync: every producer reached the barrier; release them together
  *   accept_next      the stage accepts the next chunk (or holds it at the producer's cap)
  *   engine_finish    the result; engine_free releases everything else
- * The program side (program_start, settle) reads rows from the schedule or from per-producer
- * programs through row_bytes / row_gap; the offer and stage side never reads either directly
- * except through them. */
+ * Rows (the schedule's, or per-producer programs) are read only through row_bytes, row_gap and
+ * row_active; the stage side (accept_next, admit) sees producers and chunks, never rows. */
 
 typedef struct {
     /* inputs */
