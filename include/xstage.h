@@ -162,7 +162,7 @@ int xs_schedule_max_producers(const xs_schedule *s);
 double xs_schedule_bytes(const xs_schedule *s); /* sum over rows of producers*bytes */
 double xs_schedule_gap_ns(const xs_schedule *s); /* sum of gaps */
 
-/* ---- Burst-Gap closed forms (DESIGN.md section 1) ------------------------------------------ */
+/* ---- Burst-Gap closed forms (docs/MODEL.md) -------------------------------------------------- */
 
 typedef struct {
     int producers;               /* K */

@@ -80,6 +80,27 @@ xs_status xs_event_wait(cudaEvent_t ev, double timeout_s, const char *what);
     } while (0)
 /* After a launch: launch errors and (with sync) execution errors. */
 #define XS_CU_LAUNCH() XS_CU(cudaGetLastError())
+/* Library code with cleanup: on a CUDA error set st (an xs_status) to XS_ECUDA with the failing
+ * call's text and jump to label, where the function releases what it holds. */
+#define XS_CU_GOTO(st, label, call)                                                           \
+    do {                                                                                      \
+        cudaError_t xs_cu_e_ = (call);                                                        \
+        if (xs_cu_e_ != cudaSuccess) {                                                        \
+            xs_errwhere_set(__FILE__, __LINE__);                                              \
+            (st) = xs_seterr(XS_ECUDA, "%s: %s", #call, cudaGetErrorString(xs_cu_e_));        \
+            goto label;                                                                       \
+        }                                                                                     \
+    } while (0)
+/* Library steps that run to the end whatever fails (set-up and tear-down in one sequence): keep
+ * the first error in st (an xs_status) and carry on; the caller skips work once st != XS_OK. */
+#define XS_CU_FIRST(st, call)                                                                 \
+    do {                                                                                      \
+        cudaError_t xs_cu_e_ = (call);                                                        \
+        if (xs_cu_e_ != cudaSuccess && (st) == XS_OK) {                                       \
+            xs_errwhere_set(__FILE__, __LINE__);                                              \
+            (st) = xs_seterr(XS_ECUDA, "%s: %s", #call, cudaGetErrorString(xs_cu_e_));        \
+        }                                                                                     \
+    } while (0)
 #endif
 
 /* Tools and benchmarks: print the failing call, file and line, and exit non-zero. Works on both

@@ -1,7 +1,7 @@
 /*
  * xstage_exchange.h - the N-rank transport path over windows: all-pairs exchange with per-source
  * slots, flag signals and a flag-built barrier; plus the transport internals shared by
- * cuda/win.cu, cuda/nccl.cu and cuda/exchange.cu (not needed by kernels or subcommands).
+ * cuda/common/win.cu, nccl.cu and exchange.cu (not needed by kernels or subcommands).
  *
  * Window layout (every target): `bytes` of payload, then at a 128-byte aligned offset the
  * `nflags` user flags (table->flags[r]), then XS_MAX_RANKS barrier flags (XS_WIN_BARRIER(tab,r)):
@@ -83,7 +83,7 @@ void xs_win_mark_failed(xs_winset *w);
 /* Number of SMs of the winset's device. */
 int xs_win_sm_count(const xs_winset *w);
 
-/* NCCL (cuda/nccl.cu). Loading is lazy; a failed load is not cached, so a corrected
+/* NCCL (cuda/common/nccl.cu). Loading is lazy; a failed load is not cached, so a corrected
  * XS_NCCL_LIB can be tried again. */
 int xs_nccl_loaded_version(void); /* 0 when NCCL is not loaded */
 const char *xs_nccl_lib_path(void); /* "" when not loaded */
@@ -97,7 +97,7 @@ xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[128], size_t
                        xs_nccl_comm **out, void **local, void **peers);
 /* abort = 1: ncclCommAbort only (no collective step), for teardown after an error. */
 void xs_nccl_close(xs_nccl_comm *c, int abort);
-/* GPU count for the launcher (cuda/gpu.cu). */
+/* GPU count for the launcher (cuda/common/gpu.cu). */
 xs_status xs_gpu_count(int *n);
 
 #ifdef __cplusplus

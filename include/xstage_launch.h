@@ -11,8 +11,8 @@
  * xs_gpu_open and xs_win_open take the child's GPU from XS_DEVICE.
  *
  * src/launch.c is CPU-only C11 (testable without a GPU). xs_launch_or_run, the one call a GPU
- * subcommand makes, lives in the CUDA library (cuda/nccl.cu) because it needs the GPU count and
- * the NCCL id; it is xs_launch_or_run_with plus those two hooks.
+ * subcommand makes, lives in the CUDA library (cuda/common/nccl.cu) because it needs the GPU count
+ * and the NCCL id; it is xs_launch_or_run_with plus those two hooks.
  */
 #ifndef XSTAGE_LAUNCH_H
 #define XSTAGE_LAUNCH_H
@@ -82,8 +82,8 @@ typedef struct {
 int xs_launch_or_run_with(int ngpus, int argc, char **argv, const xs_launch_hooks *h,
                           const xs_launch_opts *o, int *exit_code);
 
-/* In the CUDA library (cuda/nccl.cu): xs_launch_or_run_with with the CUDA GPU count and an NCCL
- * unique id made here (NCCL loaded and version-checked first). Typical use in a subcommand:
+/* In the CUDA library (cuda/common/nccl.cu): xs_launch_or_run_with with the CUDA GPU count and an
+ * NCCL unique id made here (NCCL loaded and version-checked first). Typical use in a subcommand:
  *     int ec, l = xs_launch_or_run(o.gpus, 0, NULL, &ec);
  *     if (l < 0) return xs_cli_fail();
  *     if (l > 0) return ec ? xs_cli_fail() : 0;
@@ -115,13 +115,13 @@ typedef struct {
 xs_status xs_gpus_check(const char *cmd, int gpus_given, int gpus, const xs_gpus_conflict *c,
                         int n);
 
-/* In the CUDA library (cuda/coll.cu, shared by bench ep|tp|up): xs_launch_or_run with the
+/* In the CUDA library (cuda/common/coll.cu, shared by bench ep|tp|up): xs_launch_or_run with the
  * benches' settings: ranks > 0 write stdout to /dev/null (rank 0 prints the report and writes
  * the files; stderr of every rank passes), and the parent also makes the collective id
  * (XS_NCCL_COLL_ID_VAR). Same return values as xs_launch_or_run. */
 int xs_bench_launch(int ngpus, int *exit_code);
 
-/* The NCCL communicator of the baselines' collectives (cuda/coll.cu). Collective over the
+/* The NCCL communicator of the baselines' collectives (cuda/common/coll.cu). Collective over the
  * ranks of a launched run (rank and size from xs_rank_env, id from XS_NCCL_COLL_ID_VAR); with no
  * launcher a one-rank communicator. Host functions come from the NCCL library the windows loaded
  * (dlsym). Streams are cudaStream_t passed as void *. Every call returns XS_ENCCL with one line

@@ -1,6 +1,6 @@
 /*
  * xstage_peermap.h - where a replay producer's bytes land, and where a destination finds them
- * (cuda/replay.cu; docs/MULTIGPU.md "calibrate, replay and validate -g N").
+ * (cuda/common/replay.cu; docs/MULTIGPU.md "calibrate, replay and validate -g N").
  *
  * One process (host, local, virtual, peer -g 1): producer p stores to window p % N, slot p / N.
  * N > 1 peer ranks: producer p of rank `me` stores to rank (me + 1 + p % D) % N, slot p / D, in
@@ -8,7 +8,8 @@
  * (one destination, the next rank). The destination side inverts it: the producers of source
  * `src` that land in window `d` are p = j, j + D, j + 2D, ... (slots 0, 1, 2, ...). Plain C, used
  * by the replay's host side (window sizes, destination-side verification) and
- * tests/test_peermap.c; the replay kernel writes xs_pm_dest / xs_pm_slot out (cuda/replay.cu).
+ * tests/test_peermap.c; the replay kernel writes xs_pm_dest / xs_pm_slot out
+ * (cuda/common/replay.cu).
  */
 #ifndef XSTAGE_PEERMAP_H
 #define XSTAGE_PEERMAP_H
@@ -61,7 +62,7 @@ XS_PM_FN int xs_pm_slots(const xs_peermap *m, int k, int j)
     return j < 0 || j >= k ? 0 : (k - j + m->ndest - 1) / m->ndest;
 }
 
-/* Rotating destination offsets (DESIGN.md section 5): where a run whose footprint is need16
+/* Rotating destination offsets (docs/MODEL.md): where a run whose footprint is need16
  * 16-byte units starts in a region of cap16 units, given where the previous run started (prev16)
  * and its footprint (prev_need16; 0 before the first run). A run starts where the previous one's
  * footprint ended, rounded up to 4 KiB, so that consecutive runs store to disjoint lines and go

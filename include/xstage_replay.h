@@ -1,5 +1,5 @@
 /*
- * xstage_replay.h - run a burst-gap schedule on the GPU with the producers of DESIGN.md section 4
+ * xstage_replay.h - run a burst-gap schedule on the GPU with the producers of docs/MODEL.md
  * and measure the same columns the model predicts.
  *
  * Producer p is one CTA of 128 threads, one per SM (forced by a large dynamic shared-memory
@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 /* Producers leave the common start on a %globaltimer edge; on the H200 some runs have one
- * producer leave one 256 ns step late, which is a harness artifact, not the X-Stage (run 6: a
+ * producer leave one 256 ns step late, which is a harness artifact, not the X-Stage (on the H200 a
  * sub-us burst took ~900 ns in exactly those runs, ~670 ns in the others). replay, validate and
  * calibrate rerun such runs by default (--max-skew). */
 #define XS_REPLAY_MAX_SKEW_NS 128.0
@@ -42,13 +42,13 @@ typedef struct {
                                (one destination) instead of the other ranks in turn (all-to-all) */
     int fixed_offsets;      /* 1: every run stores at the start of the window; 0 (default):
                                each run starts where the previous run's footprint ended (4 KiB
-                               aligned), wrapping at the window's end (DESIGN.md section 5:
+                               aligned), wrapping at the window's end (docs/MODEL.md:
                                rotate destination offsets), when the window holds two
                                footprints (xs_pm_rotate, xstage_peermap.h) */
     int cold_window;        /* 1: the first runs find pinned host windows as allocated; 0
                                (default): xs_replayer_open first runs the replay kernel once
                                over the whole of each (verified, not recorded), as later runs
-                               find them once rotating offsets have wrapped (run 16) */
+                               find them once rotating offsets have wrapped */
 } xs_replay_opts;
 
 typedef struct {
@@ -85,7 +85,7 @@ xs_status xs_replay_sms_check(const char *s);
 /* xs_replayer_set_sms from an --sms argument. "spread": every SM once, the even SMs ascending,
  * then the odd ones. On Hopper TPC t holds SMs 2t and 2t + 1, and consecutive TPCs sit in
  * different GPCs, so the first K producers take one SM each of K TPCs, round-robin over the GPCs
- * and both halves of the chip (run 14, docs/MODEL.md). */
+ * and both halves of the chip (docs/MODEL.md). */
 xs_status xs_replayer_use_sms(xs_replayer *rp, const char *spec);
 /* The GPC of every SM as far as thread-block clusters show it (SMs that ran CTAs of one cluster
  * share a GPC): group[sm] in 0..*ngroups-1, numbered by their lowest SM; n >= the SM count. */

@@ -514,8 +514,9 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
      * arbitration skew, the chunk size (no larger than the producer queue, which holds whole
      * chunks), Q again. The producer queue and the issue line stay as the issue step fitted;
      * the score includes the unconstrained 'issue' runs, so that a chunk that holds the queue
-     * in fewer bytes than b (the model's queue is floor(b/c) chunks) pays for it there: run 5's
-     * stage samples alone picked c = 4 KiB with b = 6 KiB, a 2 KiB shorter queue, and the model
+     * in fewer bytes than b (the model's queue is floor(b/c) chunks) pays for it there: one
+     * calibration's stage samples alone picked c = 4 KiB with b = 6 KiB, a 2 KiB shorter queue,
+     * and the model
      * then issued every unconstrained 16 KiB burst ~40 ns (12 % of it) later than with the
      * queue the issue step found. */
     xs_profile q = *p, bestp = *p;
@@ -541,18 +542,17 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
      * (tandem queues, buffer_bytes_per_producer = beta; beta = 0 is the plain stage), beta on
      * the grid below. The model also has a per-producer reserve with four release rules
      * (reserve_bytes_per_producer, reserve_release, reserve_shared_fraction), which earlier fits
-     * searched as well. They no longer are: over 17 calibrations of runs 8, 14 and 15 a reserve
-     * rule won on its samples only by margins that the same samples refitted off the device
-     * could reverse (run 15 call 5: reserve f = 1 on the GPU, tandem offline), and wherever one
-     * won, it predicted validate's rows worse (per-row median 16-19 % against 11-12 % for the
-     * tandem fit of the same samples; docs/MODEL.md "Run 15"). Profiles that set a reserve are
-     * still simulated as written.
-     * beta stops at 16 KiB. Refitting 22 calibrations of runs 15 and 16 with beta held at 16 and
-     * at 24 KiB (dev/cal_offline/beta_run16.txt): 24 KiB never predicted validate's suite
-     * maximum better by more than 0.8 points, and in the four calibrations where it won the
-     * score (by 0.5-3.4 %) it predicted 91-94 % against 43-87 % for 16 KiB: its larger Q(K) at
-     * 96 producers sizes validate's 0.9·Q(K) burst past the knee (docs/MODEL.md "Run 16"; the
-     * choice was made on those validate rows, which are in-sample for it). */
+     * searched as well. They no longer are: over 17 recorded H200 calibrations a reserve rule won
+     * on its samples only by margins that the same samples refitted off the device could
+     * reverse (reserve f = 1 on the GPU, tandem offline), and wherever one won, it predicted
+     * validate's rows worse (per-row median 16-19 % against 11-12 % for the tandem fit of the
+     * same samples; docs/MODEL.md). Profiles that set a reserve are still simulated as written.
+     * beta stops at 16 KiB. Refitting 22 recorded calibrations with beta held at 16 and at 24 KiB:
+     * 24 KiB never predicted validate's suite maximum better by more than 0.8 points, and in the
+     * four calibrations where it won the score (by 0.5-3.4 %) it predicted 91-94 % against
+     * 43-87 % for 16 KiB: its larger Q(K) at 96 producers sizes validate's 0.9·Q(K) burst past
+     * the knee (docs/MODEL.md; the choice was made on those validate rows, which are in-sample
+     * for it). */
     static const double buffers[] = {0, 4096, 8192, 12288, 16384};
     const int nbuf = sizeof buffers / sizeof buffers[0];
     q.reserve_bytes_per_producer = 0;
@@ -608,8 +608,8 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
     /* The overflow loss (overflow_capacity_loss, overflow_loss_ns), on the best structure: a
      * share of Q on a grid, lost at once or over 20 us, each with Q and the skew polished (Q
      * trades against it: without a loss, the fit shrinks Q to slow the stalled bursts). Scored
-     * and reported, not adopted: run 18 validated the grid's entries side by side on three
-     * H200s (docs/MODEL.md "Run 18"), and where the samples preferred a loss its larger Q put
+     * and reported, not adopted: the grid's entries, validated side by side on three H200s
+     * (docs/MODEL.md), show that where the samples preferred a loss its larger Q put
      * validate's 0.9·Q(K) burst of 96 producers past the knee (suite maxima within 15 %: 5 of
      * 9 for 0.2 over 20 us, 0 and 1 of 6 for 0.4 over 20 us and at once, 8 of 9 without). */
     if (!published && isfinite(best)) {
@@ -717,7 +717,7 @@ void xs_fit_report_loss_print(const xs_fit_report *rep, FILE *f)
         return;
     fprintf(f, "\n## overflow loss (share of Q lost from the stage's first refusal until it runs "
                "empty) on the fitted structure, each with Q and skew polished: scored, not "
-               "adopted (docs/MODEL.md \"Run 18\")\n");
+               "adopted (docs/MODEL.md)\n");
     fprintf(f, "%10s %10s %14s %8s %10s\n", "loss", "loss_ns", "capacity_bytes", "skew",
             "score");
     for (int i = 0; i < rep->n_loss; i++)

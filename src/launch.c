@@ -2,7 +2,7 @@
  * launch.c - the fork/exec launcher: one process per GPU, bounded, no rank left behind.
  *
  * CPU-only (no CUDA, no NCCL): the GPU count and the NCCL unique id come in through hooks
- * (cuda/nccl.cu supplies them in xs_launch_or_run). Children are started with execve and an
+ * (cuda/common/nccl.cu supplies them in xs_launch_or_run). Children are started with execve and an
  * environment built before fork, because the parent may already run NCCL's bootstrap thread and
  * only async-signal-safe calls are allowed between fork and exec in a threaded process.
  */

@@ -1,5 +1,5 @@
 /*
- * model.c - the Burst-Gap closed forms (DESIGN.md section 1; docs/MODEL.md).
+ * model.c - the Burst-Gap closed forms (docs/MODEL.md).
  *
  * A burst of K producers x B bytes. Each producer issues at r bytes/ns after a fixed overhead o;
  * the stage holds at most Q(K) bytes and drains at R. The published forms assume the stage never

@@ -13,7 +13,7 @@
 
 #include "xstage.h"
 
-/* Embedded default: the calibrated H200 host profile of bench/results/h200-2026-11-29-r4/ (published form:
+/* Embedded default: the calibrated H200 host profile of bench/results/calibrate/ (published form:
  * no producer queue, no reserve; the command and the versions are in it). Regenerate with
  * scripts/embed_profile.py. */
 static const char default_profile_json[] =

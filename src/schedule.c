@@ -1,5 +1,5 @@
 /*
- * schedule.c - burst-gap schedules: CSV parse and write (DESIGN.md section 4).
+ * schedule.c - burst-gap schedules: CSV parse and write (docs/MODEL.md).
  *
  *     # comment lines and blank lines anywhere
  *     producers,bytes_per_producer,gap_ns

@@ -9,7 +9,8 @@
  * leave room). The program's issue of a burst ends when its last chunk has entered the queue;
  * with no queue, when the last chunk is accepted. Offers are served first-come-first-served in
  * time order, so a producer that fell behind in one backpressured burst stays behind: this is the
- * drift of DESIGN.md section 2, which a fluid model of synchronised producers cannot represent.
+ * drift of docs/MODEL.md ("Event model"), which a fluid model of synchronised producers cannot
+ * represent.
  *
  * Optionally (tandem queues, buffer_bytes_per_producer) each producer streams its chunks at r into
  * a buffer of its own, from which arbitration moves them into the stage; the store queue then
@@ -22,18 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evheap.h"
 #include "xstage.h"
-
-typedef struct {
-    double t;  /* primary key: ready time (future heap) or start tag (eligible heap) */
-    double t2; /* secondary key: ready time in the eligible heap, 0 in the future heap */
-    int p;
-} ev;
-
-typedef struct {
-    ev *a;
-    int n;
-} heap;
 
 /* Whether time t has come by time now. Times within a relative 1e-12 of each other are one
  * instant: the answer must not depend on how the two were rounded (shifting every time by
@@ -42,43 +33,6 @@ typedef struct {
 static int by_then(double t, double now)
 {
     return t <= now || fabs(t - now) <= 1e-12 * fmax(fabs(t), fabs(now));
-}
-
-static int ev_less(ev x, ev y)
-{
-    return x.t < y.t || (x.t == y.t && (x.t2 < y.t2 || (x.t2 == y.t2 && x.p < y.p)));
-}
-
-static void heap_push(heap *h, ev e)
-{
-    int i = h->n++;
-    while (i > 0) {
-        int up = (i - 1) / 2;
-        if (!ev_less(e, h->a[up]))
-            break;
-        h->a[i] = h->a[up];
-        i = up;
-    }
-    h->a[i] = e;
-}
-
-static ev heap_pop(heap *h)
-{
-    ev top = h->a[0], last = h->a[--h->n];
-    int i = 0;
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, m = i;
-        ev best = last;
-        if (l < h->n && ev_less(h->a[l], best)) { m = l; best = h->a[l]; }
-        if (r < h->n && ev_less(h->a[r], best)) { m = r; }
-        if (m == i)
-            break;
-        h->a[i] = h->a[m];
-        i = m;
-    }
-    if (h->n > 0)
-        h->a[i] = last;
-    return top;
 }
 
 typedef struct {
@@ -243,6 +197,660 @@ static double room_time(double Q, double loss, double loss_ns, double t_fill, do
     return d_last - lo / R;
 }
 
+/* ---- the engine ------------------------------------------------------------------------------
+ *
+ * One simulation is an xs_engine: the inputs, the profile's numbers in the units the engine uses,
+ * the producers and the stage. Its steps are plain functions of it:
+ *   engine_init      size and allocate (every limit is checked before anything is allocated)
+ *   program_start    a producer's program starts a row, skips idle rows or reaches a barrier
+ *   stream_buffer    tandem queues: chunks stream from the store queue into the producer's buffer
+ *   offer_next       the producer offers the head of its queue (or buffer) to the stage
+ *   settle           a burst's issue ends once its last chunk is in the queue; the program goes on
+ *   release_barrier  sync: every producer reached the barrier; release them together
+ *   accept_next      the stage accepts the next chunk (or holds it at the producer's cap)
+ *   engine_finish    the result; engine_free releases everything else
+ * Rows (the schedule's, or per-producer programs) are read only through row_bytes, row_gap and
+ * row_active; the stage side (accept_next, admit) sees producers and chunks, never rows. */
+
+typedef struct {
+    /* inputs */
+    const xs_profile *pf;
+    const xs_schedule *s;
+    const xs_programs *pg; /* NULL: every producer of a row runs the row's burst and gap */
+    const xs_sim_opts *o;
+    /* the profile, in the engine's terms */
+    double r, R;           /* issue rate of one producer, drain rate of the stage (bytes/ns) */
+    double oh;             /* issue overhead of one burst (ns) */
+    double Q;              /* shared capacity (bytes) */
+    double reserve;        /* capacity each producer with bytes in the stage adds (bytes) */
+    int release_at_issue;  /* the reserve leaves when the producer has nothing left to offer */
+    int track_drain;       /* the reserve leaves when its bytes are within hold_ns of drained */
+    double hold_ns;        /* f*Q/R: how long before its last byte drains the reserve leaves */
+    double loss, loss_ns;  /* overflow loss: share of Q lost and over how long (ns) */
+    double row_start;      /* set-up before each later row (ns) */
+    int64_t chunk;         /* acceptance granularity (bytes, >= 1) */
+    int np;                /* producers: the schedule's widest row */
+    int ring_m, nring;     /* per-producer cap: chunks outstanding, producers that need a ring */
+    int q, qr;             /* store queue (chunks); size of each producer's acc ring (q + 2) */
+    int nbuf, tandem;      /* tandem queues: each producer's own buffer (chunks); nbuf > 0 */
+    int held_cap;          /* capacity of held, stale entries included */
+    /* producers and their storage */
+    producer *pr;          /* [np] */
+    double *rings, *accs, *bufs; /* backing arrays of pr[].ring, .acc, .qa/.rdy/.inq */
+    double *arrive;        /* [np] sync: when each producer reached the barrier (ns) */
+    double *win0, *win1;   /* the result's windows: start and end of (row, producer) (ns) */
+    /* the stage */
+    xs_evheap future;      /* chunks not yet ready, by ready time (t) */
+    xs_evheap eligible;    /* ready chunks contending, by start tag (t) then ready time (t2) */
+    xs_evheap held;        /* reserve releases: when each holder's reserve leaves (t) */
+    int n_out;             /* producers holding a reserve */
+    double d_last;         /* departure time of the last accepted byte (ns) */
+    double t_now;          /* the last acceptance (ns) */
+    double vtime;          /* fair queueing: the start tag of the last accepted chunk */
+    int overflowed;        /* the stage has refused a ready chunk and not yet run empty */
+    double t_fill;         /* the first refusal of the current overflow (ns) */
+    double peak;           /* largest backlog (bytes) */
+    double makespan;       /* the latest end of a producer's work (ns) */
+    sampler smp;           /* backlog record */
+    int arrived;           /* sync: producers at the barrier */
+    int barrier_row;       /* sync: the row the last barrier released */
+} xs_engine;
+
+/* A producer's bytes and work in a row: its program's, or the row's (every producer of the row
+ * alike). A producer takes part in a row when the row names it and, with programs, when its
+ * program stores something there. */
+static int64_t row_bytes(const xs_engine *e, int row, int p)
+{
+    return e->pg ? e->pg->bytes[(size_t)row * (size_t)e->pg->producers + (size_t)p]
+                 : e->s->rows[row].bytes_per_producer;
+}
+
+static double row_gap(const xs_engine *e, int row, int p)
+{
+    return e->pg ? e->pg->gap_ns[(size_t)row * (size_t)e->pg->producers + (size_t)p]
+                 : e->s->rows[row].gap_ns;
+}
+
+static int row_active(const xs_engine *e, int row, int p)
+{
+    return p < e->s->rows[row].producers && (!e->pg || row_bytes(e, row, p) > 0);
+}
+
+static int64_t row_chunks(const xs_engine *e, int row, int p)
+{
+    return (row_bytes(e, row, p) + e->chunk - 1) / e->chunk;
+}
+
+static size_t win_at(const xs_engine *e, int row, int p) /* index into win0 / win1 */
+{
+    return (size_t)row * e->np + p;
+}
+
+static xs_status check_programs(const xs_schedule *s, const xs_programs *pg)
+{
+    const int w = xs_schedule_max_producers(s);
+    if (pg->producers < w || !pg->bytes || !pg->gap_ns)
+        return xs_seterr(XS_EINVAL, "programs: %d producers given for a schedule of %d, or "
+                         "no arrays", pg->producers, w);
+    for (int i = 0; i < s->nrows; i++)
+        for (int p = 0; p < pg->producers; p++) {
+            const size_t at = (size_t)i * (size_t)pg->producers + (size_t)p;
+            const int64_t b = pg->bytes[at];
+            const double g = pg->gap_ns[at];
+            if (b < 0 || b > XS_MAX_BYTES_PER_PRODUCER || !(g >= 0) || g > XS_MAX_GAP_NS)
+                return xs_seterr(XS_EINVAL, "programs: row %d, producer %d: %lld bytes, gap "
+                                 "%g ns out of range", i, p, (long long)b, g);
+        }
+    return XS_OK;
+}
+
+/* The per-producer cap: a producer with m chunks outstanding waits for the oldest of them to
+ * drain, which takes a ring of its last m departure times. Rows take producers 0..K-1, so the
+ * chunks a producer offers over the schedule fall with its index, and one that offers at most m
+ * is never held and needs no ring: only producers 0..nring-1 get one (a cap of 1e15 bytes, or
+ * 65536 producers of which a few store much, must not allocate m rings each). With programs the
+ * chunks need not fall with the index: every producer up to the last one that offers more than m
+ * gets a ring. Sets e->ring_m and e->nring. */
+static xs_status size_rings(xs_engine *e)
+{
+    const xs_profile *pf = e->pf;
+    e->ring_m = e->nring = 0;
+    if (!(pf->capacity_bytes_per_producer > 0))
+        return XS_OK;
+    /* the cap limits a producer's share of Q; its reserve comes on top of it */
+    double m = floor((pf->capacity_bytes_per_producer + pf->reserve_bytes_per_producer) /
+                     (double)e->chunk);
+    if (m < 1)
+        m = 1;
+    double *offered = calloc((size_t)e->np, sizeof *offered); /* by producer p */
+    if (!offered)
+        return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", e->np);
+    for (int i = 0; i < e->s->nrows; i++)
+        for (int p = 0; p < e->s->rows[i].producers; p++)
+            offered[p] += ceil((double)row_bytes(e, i, p) / (double)e->chunk);
+    int nring = 0;
+    for (int p = e->np - 1; p >= 0 && !nring; p--)
+        if (offered[p] > m)
+            nring = p + 1;
+    free(offered);
+    if (nring && m * nring > (double)(1 << 28))
+        return xs_seterr(XS_ERANGE, "%d producers x a per-producer cap of %.0f chunks: too "
+                         "many outstanding chunks to track (at most 2^28; raise chunk_bytes "
+                         "with --set)", nring, m);
+    e->nring = nring;
+    if (nring)
+        e->ring_m = (int)m; /* < total <= 2^31 */
+    return XS_OK;
+}
+
+/* The engine's numbers and sizes from the profile and the rows; no allocation but the cap's
+ * count. Fails with XS_ERANGE when the work or the state would be too large. */
+static xs_status engine_size(xs_engine *e)
+{
+    const xs_profile *pf = e->pf;
+    const xs_schedule *s = e->s;
+    e->r = pf->issue_bytes_per_ns;
+    e->R = pf->drain_bytes_per_ns;
+    e->oh = pf->issue_overhead_ns;
+    e->Q = pf->capacity_bytes;
+    e->reserve = pf->reserve_bytes_per_producer;
+    /* When a producer's reserve leaves the stage (docs/MODEL.md, event model step 4):
+     * reserve_release = 1: when it has nothing left to offer (its bytes stay in the backlog);
+     * otherwise when its last accepted byte is within f*Q of the drain head, f =
+     * reserve_shared_fraction (0: when drained; 1: when its bytes have left a buffer of its own
+     * for a shared one of size Q) */
+    e->release_at_issue = pf->reserve_release == 1;
+    e->hold_ns = pf->reserve_shared_fraction * e->Q / e->R;
+    e->loss = pf->overflow_capacity_loss;
+    e->loss_ns = pf->overflow_loss_ns;
+    e->row_start = pf->row_start_ns;
+    e->chunk = (int64_t)pf->chunk_bytes > 0 ? (int64_t)pf->chunk_bytes : 1;
+    e->np = xs_schedule_max_producers(s);
+
+    /* how much work: chunks offered in total */
+    double nchunks = 0;
+    for (int i = 0; i < s->nrows; i++)
+        if (!e->pg)
+            nchunks += (double)s->rows[i].producers *
+                       ceil((double)s->rows[i].bytes_per_producer / (double)e->chunk);
+        else
+            for (int p = 0; p < s->rows[i].producers; p++)
+                nchunks += ceil((double)row_bytes(e, i, p) / (double)e->chunk);
+    if (nchunks > 2147483647.0)
+        return xs_seterr(XS_ERANGE, "schedule offers %.3g chunks of %lld bytes; the simulation "
+                         "handles at most 2^31 (raise chunk_bytes with --set)", nchunks,
+                         (long long)e->chunk);
+    XS_TRY(size_rings(e));
+
+    /* the producer's queue, in whole chunks */
+    e->q = (int)floor(pf->queue_bytes_per_producer / (double)e->chunk);
+    e->qr = e->q + 2; /* acc ring: the last q+1 chunks and the one before them (settle) */
+    if ((double)e->np * e->qr > (double)(1 << 28))
+        return xs_seterr(XS_ERANGE, "%d producers x a queue of %d chunks: too much state (raise "
+                         "chunk_bytes with --set)", e->np, e->q);
+
+    /* tandem queues: the producer's own buffer, in whole chunks (0: none, the earlier model) */
+    e->nbuf = (int)fmin(floor(pf->buffer_bytes_per_producer / (double)e->chunk), 1 << 28);
+    e->tandem = e->nbuf > 0;
+    if (e->tandem && (double)e->np * 3 * e->nbuf > (double)(1 << 28))
+        return xs_seterr(XS_ERANGE, "%d producers x a buffer of %d chunks: too much state (raise "
+                         "chunk_bytes with --set)", e->np, e->nbuf);
+    e->track_drain = e->reserve > 0 && !e->release_at_issue;
+    e->held_cap = 4 * e->np + 16; /* producers' drain times (reserve), with stale entries */
+    return XS_OK;
+}
+
+static void engine_free(xs_engine *e)
+{
+    free(e->pr);
+    xs_evheap_free(&e->future);
+    xs_evheap_free(&e->eligible);
+    xs_evheap_free(&e->held);
+    free(e->rings);
+    free(e->accs);
+    free(e->bufs);
+    free(e->arrive);
+    free(e->smp.a);
+    e->pr = NULL;
+    e->rings = e->accs = e->bufs = e->arrive = NULL;
+    e->smp.a = NULL;
+}
+
+/* Allocate the producers and the stage for a sized engine and the result's windows in *out.
+ * On failure everything is released, *out included. */
+static xs_status engine_init(xs_engine *e, xs_result *out)
+{
+    const int np = e->np;
+    XS_TRY(xs_result_alloc(out, e->s->nrows, np, 1));
+    e->win0 = out->win_start;
+    e->win1 = out->win_end;
+    e->pr = calloc((size_t)np, sizeof *e->pr);
+    /* each producer has at most one chunk in future or eligible, and held is compacted when it
+     * fills: the heaps never grow, so their pushes cannot fail */
+    int heaps_ok = xs_evheap_init(&e->future, np) == 0 && xs_evheap_init(&e->eligible, np) == 0;
+    if (e->track_drain)
+        heaps_ok = heaps_ok && xs_evheap_init(&e->held, e->held_cap) == 0;
+    if (e->nring)
+        e->rings = malloc((size_t)e->nring * (size_t)e->ring_m * sizeof(double));
+    e->accs = malloc((size_t)np * (size_t)e->qr * sizeof(double));
+    if (e->tandem)
+        e->bufs = malloc((size_t)np * 3 * (size_t)e->nbuf * sizeof(double));
+    if (e->o->sync)
+        e->arrive = malloc((size_t)np * sizeof(double));
+    if (e->o->record_backlog) {
+        e->smp.cap = e->o->max_samples ? e->o->max_samples : 100000;
+        if (e->smp.cap < 2)
+            e->smp.cap = 2;
+        e->smp.a = malloc(e->smp.cap * sizeof *e->smp.a);
+        e->smp.stride = 1;
+    }
+    if (!e->pr || !heaps_ok || (e->nring && !e->rings) || !e->accs || (e->tandem && !e->bufs) ||
+        (e->o->sync && !e->arrive) || (e->o->record_backlog && !e->smp.a)) {
+        engine_free(e);
+        xs_result_free(out);
+        return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", np);
+    }
+    for (int p = 0; p < np; p++) {
+        producer *z = &e->pr[p];
+        z->ring = p < e->nring ? e->rings + (size_t)p * e->ring_m : NULL;
+        z->acc = e->accs + (size_t)p * e->qr;
+        z->orow = -1;
+        z->owait = 1;
+        z->a_prev = -INFINITY;
+        z->weight = xs_arbitration_weight(e->pf, p);
+        z->srow = -1;
+        z->s_prev = -INFINITY;
+        if (e->tandem) {
+            z->qa = e->bufs + (size_t)p * 3 * e->nbuf;
+            z->rdy = z->qa + e->nbuf;
+            z->inq = z->rdy + e->nbuf;
+        }
+    }
+    e->d_last = e->peak = e->makespan = e->vtime = 0;
+    e->t_now = -INFINITY;
+    return XS_OK;
+}
+
+/* The first row after `after` in which producer p takes part and whose burst its program has
+ * started; -1 when there is none (yet). */
+static int next_started_row(const xs_engine *e, int p, int after)
+{
+    int row = after + 1;
+    while (row < e->s->nrows && !row_active(e, row, p))
+        row++;
+    if (row >= e->s->nrows || isnan(e->win0[win_at(e, row, p)]))
+        return -1; /* no more chunks, or the program has not started that row */
+    return row;
+}
+
+/* Offer the next chunk of producer p (the head of its queue) to the stage, if its row has
+ * started: it joins the future heap at its ready time. Sets owait when there is none. */
+static void offer_next(xs_engine *e, int p)
+{
+    producer *z = &e->pr[p];
+    if (e->tandem && z->accepted >= z->known) {
+        z->owait = 1; /* tandem: the next chunk is not in the buffer yet */
+        return;
+    }
+    if (z->orem == 0) {
+        const int row = next_started_row(e, p, z->orow);
+        if (row < 0) {
+            z->owait = 1;
+            return;
+        }
+        z->orow = row;
+        z->orem = row_bytes(e, row, p);
+    }
+    z->owait = 0;
+    z->pending = z->orem < e->chunk ? z->orem : e->chunk;
+    z->orem -= z->pending;
+    z->oidx = z->accepted;
+    double ready;
+    if (e->tandem) {
+        /* the head of its own buffer: there since the stream put it there */
+        z->in_t = z->inq[z->oidx % e->nbuf];
+        ready = z->rdy[z->oidx % e->nbuf];
+    } else {
+        /* in the queue once the program has started and there is room; streamed at r after
+         * the previous chunk left */
+        double in = e->win0[win_at(e, z->orow, p)] + e->oh;
+        if (e->q > 0 && z->oidx - e->q >= 0 && z->acc[(z->oidx - e->q) % e->qr] > in)
+            in = z->acc[(z->oidx - e->q) % e->qr];
+        z->in_t = in;
+        ready = (in > z->a_prev ? in : z->a_prev) + (double)z->pending / e->r;
+    }
+    z->ready = ready;
+    xs_evheap_push(&e->future, (xs_ev){ready, 0, p});
+}
+
+/* Tandem queues: stream producer p's next chunks at r into its own buffer while the buffer has
+ * room (the chunk nbuf places earlier has entered the stage), their row has started and they are
+ * in the store queue (the chunk q places earlier has left it for the buffer). */
+static void stream_buffer(xs_engine *e, int p)
+{
+    producer *w = &e->pr[p];
+    const int q = e->q, qr = e->qr, nbuf = e->nbuf;
+    for (;;) {
+        const int64_t n = w->known;
+        if (n - nbuf >= w->accepted)
+            return; /* buffer full */
+        if (w->srem == 0) {
+            const int row = next_started_row(e, p, w->srow);
+            if (row < 0)
+                return;
+            w->srow = row;
+            w->srem = row_bytes(e, row, p);
+        }
+        const int64_t size = w->srem < e->chunk ? w->srem : e->chunk;
+        w->srem -= size;
+        double in = e->win0[win_at(e, w->srow, p)] + e->oh;
+        if (q > 0 && n - q >= 0 && w->acc[(n - q) % qr] > in)
+            in = w->acc[(n - q) % qr];
+        double ready = (in > w->s_prev ? in : w->s_prev) + (double)size / e->r;
+        /* its bytes stream in while the buffer's oldest chunk waits; it is complete once that
+         * one has gone on into the stage (the producer holds q + nbuf chunks then) */
+        if (n - nbuf >= 0 && w->qa[(n - nbuf) % nbuf] > ready)
+            ready = w->qa[(n - nbuf) % nbuf];
+        w->acc[n % qr] = ready; /* it has left the store queue */
+        w->rdy[n % nbuf] = ready;
+        w->inq[n % nbuf] = in;
+        w->s_prev = ready;
+        w->known = n + 1;
+    }
+}
+
+/* Producer p reached the end of a row's work at time t (ns): with sync it waits at the barrier
+ * (1), otherwise its program goes on to the next row (0). */
+static int row_done(xs_engine *e, int p, double t)
+{
+    if (t > e->makespan)
+        e->makespan = t;
+    if (!e->o->sync)
+        return 0;
+    e->arrive[p] = t;
+    e->arrived++;
+    return 1;
+}
+
+/* Start producer p's program at time t (ns) at its row prow: skip the rows it takes no part in
+ * (their work only), stop at a sync barrier, or start an active row and hand its chunks to the
+ * queue. */
+static void program_start(xs_engine *e, int p, double t)
+{
+    producer *y = &e->pr[p];
+    for (;;) {
+        if (y->prow >= e->s->nrows) {
+            y->pwait = 0;
+            return;
+        }
+        if (y->prow > 0)
+            t += e->row_start; /* every later row: its descriptor, the barriers */
+        if (row_active(e, y->prow, p)) {
+            e->win0[win_at(e, y->prow, p)] = t;
+            y->assigned += row_chunks(e, y->prow, p);
+            y->plast = y->assigned - 1;
+            y->pwait = 1;
+            if (e->tandem)
+                stream_buffer(e, p);
+            if (y->owait)
+                offer_next(e, p);
+            return;
+        }
+        t += row_gap(e, y->prow, p);
+        if (row_done(e, p, t)) {
+            y->pwait = 0;
+            return;
+        }
+        y->prow++;
+    }
+}
+
+/* The program's issue of its row ends when the row's last chunk is in the queue, i.e. when the
+ * chunk q places before it has left the queue: been accepted, or with tandem queues entered the
+ * producer's own buffer (with no queue: the last chunk itself); then its work, then the next row
+ * (or the barrier). Repeats while ends are known. */
+static void settle(xs_engine *e, int p)
+{
+    producer *x = &e->pr[p];
+    const int q = e->q, qr = e->qr;
+    while (x->pwait && x->plast - q < (e->tandem ? x->known : x->accepted)) {
+        const int64_t need = x->plast - q;
+        double end = e->win0[win_at(e, x->prow, p)] + e->oh;
+        double end_prev = end; /* the same with the row's last chunk left out */
+        if (need >= 0 && x->acc[need % qr] > end)
+            end = x->acc[need % qr];
+        if (need >= 1 && x->acc[(need - 1) % qr] > end_prev)
+            end_prev = x->acc[(need - 1) % qr];
+        /* with a queue, a last chunk of s < c bytes enters it once s/c of the chunk q places
+         * before it has left: that share of the step between the two (continuous in B; whole
+         * chunks alone put a burst's stall on a grid of c bytes per producer) */
+        const int64_t tail = row_bytes(e, x->prow, p) % e->chunk;
+        if (q > 0 && tail > 0 && end > end_prev)
+            end = end_prev + (end - end_prev) * (double)tail / (double)e->chunk;
+        e->win1[win_at(e, x->prow, p)] = end;
+        x->pwait = 0;
+        const double t = end + row_gap(e, x->prow, p);
+        if (row_done(e, p, t))
+            return;
+        x->prow++;
+        program_start(e, p, t);
+    }
+}
+
+/* Sync: every producer reached the barrier after barrier_row; release them together. 1 when
+ * the simulation ends here. */
+static int release_barrier(xs_engine *e)
+{
+    double t = -INFINITY;
+    for (int p = 0; p < e->np; p++)
+        if (e->arrive[p] > t)
+            t = e->arrive[p];
+    t += e->pf->barrier_ns;
+    e->arrived = 0;
+    e->barrier_row++;
+    if (e->barrier_row >= e->s->nrows) {
+        /* every window has closed. Chunks may still sit in queues or buffers: with tandem
+         * buffers or a trace they are accepted to the end (the backlog record and the trace
+         * then hold every byte); otherwise stop here, as the earlier model did (no window
+         * changes either way) */
+        return !e->tandem && !e->o->trace;
+    }
+    for (int p = 0; p < e->np; p++) {
+        e->pr[p].prow = e->barrier_row;
+        program_start(e, p, t);
+    }
+    /* a burst entirely within the queue ends at once */
+    for (int p = 0; p < e->np; p++)
+        settle(e, p);
+    return 0;
+}
+
+/* Reserves whose holders' bytes have drained (to within f*Q) by t_now leave the stage. Entries
+ * of producers that accepted a chunk since are stale and dropped. */
+static void release_drained(xs_engine *e)
+{
+    while (e->track_drain && e->held.n && by_then(e->held.a[0].t, e->t_now)) {
+        xs_ev d = xs_evheap_pop(&e->held);
+        if (d.t == e->pr[d.p].d_own - e->hold_ns) {
+            e->pr[d.p].outstanding = 0;
+            e->n_out--;
+        }
+    }
+}
+
+/* When the stage has room for a chunk, no earlier than t_next (ns); records the first refusal
+ * of an overflow (overflow loss: the stage holds Q (1 - loss) from its first refusal until it
+ * next runs empty, and the earliest offer finds it empty again). */
+static double stage_room(xs_engine *e, double t_next)
+{
+    const double R = e->R, Q = e->Q, c = (double)e->chunk;
+    if (e->overflowed && by_then(e->d_last, t_next))
+        e->overflowed = 0;
+    /* Q shared, plus a reserve for each producer with stores in it (at least one: the producer
+     * about to offer brings its own into an empty stage) */
+    const double rsv = e->reserve * (double)(e->n_out > 0 ? e->n_out : 1);
+    double t_space = e->overflowed
+                         ? room_time(Q, e->loss, e->loss_ns, e->t_fill, rsv, c, R, e->d_last)
+                         : e->d_last - (Q + rsv - c) / R;
+    if (!by_then(t_space, t_next) && e->loss > 0 && !e->overflowed) {
+        e->overflowed = 1; /* a ready chunk finds no room: the first refusal */
+        e->t_fill = t_next;
+        t_space = room_time(Q, e->loss, e->loss_ns, e->t_fill, rsv, c, R, e->d_last);
+    }
+    return t_space > t_next ? t_space : t_next;
+}
+
+/* Producer e.p's pending chunk enters the stage no earlier than t_next (ns): the stage's
+ * backlog, the producer's reserve and cap ring, the trace and the backlog record follow; then
+ * the producer's queue moves on. */
+static void admit(xs_engine *e, xs_ev ev, double t_next)
+{
+    producer *z = &e->pr[ev.p];
+    const double c = (double)z->pending, R = e->R;
+    double t_acc = t_next > z->ready ? t_next : z->ready;
+    if (t_acc < e->t_now)
+        t_acc = e->t_now;
+    e->t_now = t_acc;
+    e->vtime = ev.t;
+    z->ftag = ev.t + c / z->weight;
+    const double t_arr = t_acc - c / e->r;
+    e->d_last = (e->d_last > t_arr ? e->d_last : t_arr) + c / R;
+    if (e->reserve > 0 && !z->outstanding) {
+        z->outstanding = 1;
+        e->n_out++;
+    }
+    if (e->track_drain) {
+        /* this producer holds its reserve until its last accepted byte has drained (or is
+         * within f*Q of the drain head) */
+        z->d_own = e->d_last;
+        if (e->held.n == e->held_cap) {
+            /* stale entries only: compact by re-pushing the live ones */
+            e->held.n = 0;
+            for (int p = 0; p < e->np; p++)
+                if (e->pr[p].outstanding)
+                    xs_evheap_push(&e->held, (xs_ev){e->pr[p].d_own - e->hold_ns, 0, p});
+        }
+        xs_evheap_push(&e->held, (xs_ev){e->d_last - e->hold_ns, 0, ev.p});
+    }
+    if (e->o->trace) {
+        xs_chunk_trace ct = {ev.p, z->orow, z->pending, z->in_t, z->ready, t_acc, e->d_last};
+        e->o->trace(e->o->trace_ctx, &ct);
+    }
+    const double backlog = R * (e->d_last - t_acc);
+    if (backlog > e->peak)
+        e->peak = backlog;
+    sample_add(&e->smp, t_acc, backlog);
+    if (z->ring) {
+        if (z->ring_n < e->ring_m) {
+            z->ring[(z->ring_head + z->ring_n) % e->ring_m] = e->d_last;
+            z->ring_n++;
+        } else {
+            z->ring[z->ring_head] = e->d_last;
+            z->ring_head = (z->ring_head + 1) % e->ring_m;
+        }
+    }
+    z->a_prev = t_acc;
+    z->accepted = z->oidx + 1;
+    if (e->tandem) {
+        /* room in its buffer: stream on; the head of the buffer is offered next */
+        z->qa[z->oidx % e->nbuf] = t_acc;
+        z->owait = 1;
+        stream_buffer(e, ev.p);
+        settle(e, ev.p);
+        if (z->owait)
+            offer_next(e, ev.p);
+    } else {
+        z->acc[z->oidx % e->qr] = t_acc;
+        settle(e, ev.p);
+        offer_next(e, ev.p);
+    }
+    if (e->release_at_issue && z->outstanding && z->owait) {
+        /* nothing left to offer: its reserve leaves now; its bytes stay in the backlog */
+        z->outstanding = 0;
+        e->n_out--;
+    }
+}
+
+/* The next acceptance: when the stage has room for a chunk, or the earliest chunk is ready,
+ * whichever is later. Every chunk ready by then contends; the stage serves them in start-tag
+ * order (start-time fair queueing, weighted by each producer's share), so with equal shares
+ * contending producers take turns, and with skewed shares some are starved: the unfairness
+ * measured on the H200. A chunk whose producer is at its own cap goes back to wait for its
+ * oldest outstanding chunk to drain. Needs a chunk in future or eligible. */
+static void accept_next(xs_engine *e)
+{
+    release_drained(e);
+    const double t_next = stage_room(e, e->eligible.n ? e->t_now : e->future.a[0].t);
+    while (e->future.n && by_then(e->future.a[0].t, t_next)) {
+        xs_ev f = xs_evheap_pop(&e->future);
+        const producer *y = &e->pr[f.p];
+        double tag = y->ftag > e->vtime ? y->ftag : e->vtime;
+        xs_evheap_push(&e->eligible, (xs_ev){tag, f.t, f.p});
+    }
+    xs_ev ev = xs_evheap_pop(&e->eligible);
+    const producer *z = &e->pr[ev.p];
+    /* the producer's own cap: its m-th most recent chunk must have drained */
+    if (z->ring && z->ring_n == e->ring_m) {
+        double tc = z->ring[z->ring_head];
+        if (!by_then(tc, t_next)) {
+            xs_evheap_push(&e->future, (xs_ev){tc, 0, ev.p});
+            return;
+        }
+    }
+    admit(e, ev, t_next);
+}
+
+/* Run the programs to the end: every producer's program begins start_ns after the schedule's
+ * start instant; chunks are accepted until none is left (or, with sync, the last barrier). */
+static void engine_run(xs_engine *e)
+{
+    for (int p = 0; p < e->np; p++) {
+        program_start(e, p, e->pf->start_ns);
+        settle(e, p);
+    }
+    for (;;) {
+        if (e->o->sync && e->arrived == e->np) {
+            if (release_barrier(e))
+                break;
+            continue;
+        }
+        if (e->future.n == 0 && e->eligible.n == 0)
+            break;
+        accept_next(e);
+    }
+}
+
+/* Move the results into *out (which engine_init allocated) and release the engine. Fails, with
+ * *out released, when a window stayed open: a defect of the engine. */
+static xs_status engine_finish(xs_engine *e, xs_result *out)
+{
+    /* every active window must have closed */
+    for (int row = 0; row < e->s->nrows; row++)
+        for (int p = 0; p < e->s->rows[row].producers; p++)
+            if (row_active(e, row, p) && isnan(e->win1[win_at(e, row, p)])) {
+                engine_free(e);
+                xs_result_free(out);
+                return xs_seterr(XS_ERANGE, "simulation did not complete (row %d, producer %d)",
+                                 row, p);
+            }
+    /* rows where a producer was inactive keep NaN windows */
+    xs_result_rows_from_windows(out, e->s);
+    out->peak_backlog_bytes = e->peak;
+    out->makespan_ns = e->makespan;
+    if (e->o->record_backlog) {
+        out->backlog = e->smp.a;
+        out->nbacklog = e->smp.n;
+        e->smp.a = NULL;
+    }
+    if (!e->o->record_windows) {
+        free(out->win_start);
+        free(out->win_end);
+        out->win_start = out->win_end = NULL;
+    }
+    engine_free(e);
+    return XS_OK;
+}
+
 xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_opts *opts,
                       xs_result *out)
 {
@@ -252,500 +860,18 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
 xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const xs_programs *pg,
                                const xs_sim_opts *opts, xs_result *out)
 {
-    xs_sim_opts defaults = {0};
-    const xs_sim_opts *o = opts ? opts : &defaults;
+    static const xs_sim_opts defaults = {0};
     memset(out, 0, sizeof *out);
     XS_TRY(xs_profile_check(pf, "profile"));
     if (!s || s->nrows < 1)
         return xs_seterr(XS_EINVAL, "schedule has no rows");
-    /* A producer's bytes and work in a row: its program's, or the row's (every producer of the
-     * row alike). A producer takes part in a row when the row names it and, with programs, when
-     * its program stores something there. */
-#define BYTES(row, p)                                                                         \
-    (pg ? pg->bytes[(size_t)(row) * (size_t)pg->producers + (size_t)(p)]                     \
-        : s->rows[row].bytes_per_producer)
-#define GAP(row, p)                                                                           \
-    (pg ? pg->gap_ns[(size_t)(row) * (size_t)pg->producers + (size_t)(p)] : s->rows[row].gap_ns)
-#define ACTIVE(row, p) ((p) < s->rows[row].producers && (!pg || BYTES(row, p) > 0))
-    if (pg) {
-        const int w = xs_schedule_max_producers(s);
-        if (pg->producers < w || !pg->bytes || !pg->gap_ns)
-            return xs_seterr(XS_EINVAL, "programs: %d producers given for a schedule of %d, or "
-                             "no arrays", pg->producers, w);
-        for (int i = 0; i < s->nrows; i++)
-            for (int p = 0; p < pg->producers; p++) {
-                const int64_t b = BYTES(i, p);
-                const double g = GAP(i, p);
-                if (b < 0 || b > XS_MAX_BYTES_PER_PRODUCER || !(g >= 0) || g > XS_MAX_GAP_NS)
-                    return xs_seterr(XS_EINVAL, "programs: row %d, producer %d: %lld bytes, gap "
-                                     "%g ns out of range", i, p, (long long)b, g);
-            }
-    }
-
-    const double r = pf->issue_bytes_per_ns, R = pf->drain_bytes_per_ns;
-    const double oh = pf->issue_overhead_ns, Q = pf->capacity_bytes;
-    const double reserve = pf->reserve_bytes_per_producer;
-    /* When a producer's reserve leaves the stage (docs/MODEL.md, event model step 4):
-     * reserve_release = 1: when it has nothing left to offer (its bytes stay in the backlog);
-     * otherwise when its last accepted byte is within f*Q of the drain head, f =
-     * reserve_shared_fraction (0: when drained; 1: when its bytes have left a buffer of its own
-     * for a shared one of size Q) */
-    const int release_at_issue = pf->reserve_release == 1;
-    const double hold_ns = pf->reserve_shared_fraction * Q / R;
-    const double loss = pf->overflow_capacity_loss, loss_ns = pf->overflow_loss_ns;
-    int overflowed = 0;
-    double t_fill = 0; /* the first refusal of the current overflow */
-    const double row_start = pf->row_start_ns;
-    const int64_t chunk = (int64_t)pf->chunk_bytes > 0 ? (int64_t)pf->chunk_bytes : 1;
-    const int np = xs_schedule_max_producers(s);
-
-    /* how much work: chunks offered in total */
-    double nchunks = 0;
-    for (int i = 0; i < s->nrows; i++)
-        if (!pg)
-            nchunks += (double)s->rows[i].producers *
-                       ceil((double)s->rows[i].bytes_per_producer / (double)chunk);
-        else
-            for (int p = 0; p < s->rows[i].producers; p++)
-                nchunks += ceil((double)BYTES(i, p) / (double)chunk);
-    if (nchunks > 2147483647.0)
-        return xs_seterr(XS_ERANGE, "schedule offers %.3g chunks of %lld bytes; the simulation "
-                         "handles at most 2^31 (raise chunk_bytes with --set)", nchunks,
-                         (long long)chunk);
-
-    /* The per-producer cap: a producer with m chunks outstanding waits for the oldest of them
-     * to drain, which takes a ring of its last m departure times. Rows take producers 0..K-1, so
-     * the chunks a producer offers over the schedule fall with its index, and one that offers at
-     * most m is never held and needs no ring: only producers 0..nring-1 get one (a cap of 1e15
-     * bytes, or 65536 producers of which a few store much, must not allocate m rings each). With
-     * programs the chunks need not fall with the index: every producer up to the last one that
-     * offers more than m gets a ring. */
-    int ring_m = 0, nring = 0;
-    if (pf->capacity_bytes_per_producer > 0) {
-        /* the cap limits a producer's share of Q; its reserve comes on top of it */
-        double m = floor((pf->capacity_bytes_per_producer + pf->reserve_bytes_per_producer) /
-                         (double)chunk);
-        if (m < 1)
-            m = 1;
-        double *offered = calloc((size_t)np, sizeof *offered); /* by producer p */
-        if (!offered)
-            return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", np);
-        for (int i = 0; i < s->nrows; i++)
-            for (int p = 0; p < s->rows[i].producers; p++)
-                offered[p] += ceil((double)BYTES(i, p) / (double)chunk);
-        for (int p = np - 1; p >= 0 && !nring; p--)
-            if (offered[p] > m)
-                nring = p + 1;
-        free(offered);
-        if (nring && m * nring > (double)(1 << 28))
-            return xs_seterr(XS_ERANGE, "%d producers x a per-producer cap of %.0f chunks: too "
-                             "many outstanding chunks to track (at most 2^28; raise chunk_bytes "
-                             "with --set)", nring, m);
-        if (nring)
-            ring_m = (int)m; /* < total <= 2^31 */
-    }
-
-    /* the producer's queue, in whole chunks */
-    const int q = (int)floor(pf->queue_bytes_per_producer / (double)chunk);
-    const int qr = q + 2; /* acc ring: the last q+1 chunks and the one before them (SETTLE) */
-    if ((double)np * qr > (double)(1 << 28))
-        return xs_seterr(XS_ERANGE, "%d producers x a queue of %d chunks: too much state (raise "
-                         "chunk_bytes with --set)", np, q);
-
-    /* tandem queues: the producer's own buffer, in whole chunks (0: none, the earlier model) */
-    const int nbuf = (int)fmin(floor(pf->buffer_bytes_per_producer / (double)chunk), 1 << 28);
-    const int tandem = nbuf > 0;
-    if (tandem && (double)np * 3 * nbuf > (double)(1 << 28))
-        return xs_seterr(XS_ERANGE, "%d producers x a buffer of %d chunks: too much state (raise "
-                         "chunk_bytes with --set)", np, nbuf);
-
-    XS_TRY(xs_result_alloc(out, s->nrows, np, 1));
-    producer *pr = calloc((size_t)np, sizeof *pr);
-    heap h = {malloc((size_t)np * sizeof(ev)), 0};  /* chunks not yet ready, by ready time */
-    heap el = {malloc((size_t)np * sizeof(ev)), 0}; /* ready chunks contending, by start tag */
-    const int held_cap = 4 * np + 16; /* producers' drain times (reserve), with stale entries */
-    const int track_drain = reserve > 0 && !release_at_issue;
-    heap held = {track_drain ? malloc((size_t)held_cap * sizeof(ev)) : NULL, 0};
-    int n_out = 0;
-    double *rings = nring ? malloc((size_t)nring * (size_t)ring_m * sizeof(double)) : NULL;
-    double *accs = malloc((size_t)np * (size_t)qr * sizeof(double));
-    double *bufs = tandem ? malloc((size_t)np * 3 * (size_t)nbuf * sizeof(double)) : NULL;
-    double *arrive = o->sync ? malloc((size_t)np * sizeof(double)) : NULL;
-    sampler smp = {0};
-    if (o->record_backlog) {
-        smp.cap = o->max_samples ? o->max_samples : 100000;
-        if (smp.cap < 2)
-            smp.cap = 2;
-        smp.a = malloc(smp.cap * sizeof *smp.a);
-        smp.stride = 1;
-    }
-    if (!pr || !h.a || !el.a || (track_drain && !held.a) || (nring && !rings) || !accs ||
-        (tandem && !bufs) || (o->sync && !arrive) || (o->record_backlog && !smp.a)) {
-        free(pr); free(h.a); free(el.a); free(held.a); free(rings); free(accs); free(bufs);
-        free(arrive); free(smp.a);
-        xs_result_free(out);
-        return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", np);
-    }
-    for (int p = 0; p < np; p++) {
-        pr[p].ring = p < nring ? rings + (size_t)p * ring_m : NULL;
-        pr[p].acc = accs + (size_t)p * qr;
-        pr[p].orow = -1;
-        pr[p].owait = 1;
-        pr[p].a_prev = -INFINITY;
-        pr[p].weight = xs_arbitration_weight(pf, p);
-        pr[p].srow = -1;
-        pr[p].s_prev = -INFINITY;
-        if (tandem) {
-            pr[p].qa = bufs + (size_t)p * 3 * nbuf;
-            pr[p].rdy = pr[p].qa + nbuf;
-            pr[p].inq = pr[p].rdy + nbuf;
-        }
-    }
-
-    double d_last = 0, peak = 0, makespan = 0, t_now = -INFINITY, vtime = 0;
-    int arrived = 0, barrier_row = 0;
-    double *win0 = out->win_start, *win1 = out->win_end;
-#define W(row, p) ((size_t)(row) * np + (p))
-#define NCHUNKS(row, p) ((BYTES(row, p) + chunk - 1) / chunk)
-
-    /* Offer the next chunk of producer p (the head of its queue), if its row has started. */
-#define OFFER_NEXT(p_)                                                                        \
-    do {                                                                                      \
-        producer *z_ = &pr[p_];                                                               \
-        if (tandem && z_->accepted >= z_->known) {                                            \
-            z_->owait = 1; /* tandem: the next chunk is not in the buffer yet */              \
-            break;                                                                            \
-        }                                                                                     \
-        if (z_->orem == 0) {                                                                  \
-            int nr_ = z_->orow + 1;                                                           \
-            while (nr_ < s->nrows && !ACTIVE(nr_, p_))                                        \
-                nr_++;                                                                        \
-            if (nr_ >= s->nrows || isnan(win0[W(nr_, p_)])) {                                 \
-                z_->owait = 1; /* no more chunks, or the program has not started that row */  \
-                break;                                                                        \
-            }                                                                                 \
-            z_->orow = nr_;                                                                   \
-            z_->orem = BYTES(nr_, p_);                                                        \
-        }                                                                                     \
-        z_->owait = 0;                                                                        \
-        z_->pending = z_->orem < chunk ? z_->orem : chunk;                                    \
-        z_->orem -= z_->pending;                                                              \
-        z_->oidx = z_->accepted;                                                              \
-        double rd_;                                                                           \
-        if (tandem) {                                                                         \
-            /* the head of its own buffer: there since the stream put it there */             \
-            z_->in_t = z_->inq[z_->oidx % nbuf];                                              \
-            rd_ = z_->rdy[z_->oidx % nbuf];                                                   \
-        } else {                                                                              \
-            /* in the queue once the program has started and there is room; streamed at r     \
-             * after the previous chunk left */                                               \
-            double in_ = win0[W(z_->orow, p_)] + oh;                                          \
-            if (q > 0 && z_->oidx - q >= 0 && z_->acc[(z_->oidx - q) % qr] > in_)             \
-                in_ = z_->acc[(z_->oidx - q) % qr];                                           \
-            z_->in_t = in_;                                                                   \
-            rd_ = (in_ > z_->a_prev ? in_ : z_->a_prev) + (double)z_->pending / r;            \
-        }                                                                                     \
-        z_->ready = rd_;                                                                      \
-        heap_push(&h, (ev){rd_, 0, (p_)});                                                    \
-    } while (0)
-
-    /* Tandem queues: stream producer p's next chunks at r into its own buffer while the buffer
-     * has room (the chunk nbuf places earlier has entered the stage), their row has started and
-     * they are in the store queue (the chunk q places earlier has left it for the buffer). */
-#define ADVANCE(p_)                                                                           \
-    do {                                                                                      \
-        producer *w_ = &pr[p_];                                                               \
-        for (;;) {                                                                            \
-            int64_t n_ = w_->known;                                                           \
-            if (n_ - nbuf >= w_->accepted)                                                    \
-                break; /* buffer full */                                                      \
-            if (w_->srem == 0) {                                                              \
-                int nr_ = w_->srow + 1;                                                       \
-                while (nr_ < s->nrows && !ACTIVE(nr_, p_))                                    \
-                    nr_++;                                                                    \
-                if (nr_ >= s->nrows || isnan(win0[W(nr_, p_)]))                               \
-                    break; /* no more chunks, or the program has not started that row */      \
-                w_->srow = nr_;                                                               \
-                w_->srem = BYTES(nr_, p_);                                                    \
-            }                                                                                 \
-            int64_t sz_ = w_->srem < chunk ? w_->srem : chunk;                                \
-            w_->srem -= sz_;                                                                  \
-            double in_ = win0[W(w_->srow, p_)] + oh;                                          \
-            if (q > 0 && n_ - q >= 0 && w_->acc[(n_ - q) % qr] > in_)                         \
-                in_ = w_->acc[(n_ - q) % qr];                                                 \
-            double rd_ = (in_ > w_->s_prev ? in_ : w_->s_prev) + (double)sz_ / r;             \
-            /* its bytes stream in while the buffer's oldest chunk waits; it is complete once    \
-             * that one has gone on into the stage (the producer holds q + nbuf chunks then) */ \
-            if (n_ - nbuf >= 0 && w_->qa[(n_ - nbuf) % nbuf] > rd_)                           \
-                rd_ = w_->qa[(n_ - nbuf) % nbuf];                                             \
-            w_->acc[n_ % qr] = rd_; /* it has left the store queue */                         \
-            w_->rdy[n_ % nbuf] = rd_;                                                         \
-            w_->inq[n_ % nbuf] = in_;                                                         \
-            w_->s_prev = rd_;                                                                 \
-            w_->known = n_ + 1;                                                               \
-        }                                                                                     \
-    } while (0)
-
-    /* Start producer p's program at time t: skip the rows it takes no part in (their work
-     * only), stop at a sync barrier, or start an active row and hand its chunks to the queue. */
-#define PROGRAM_START(p_, t_)                                                                 \
-    do {                                                                                      \
-        producer *y_ = &pr[p_];                                                               \
-        double tt_ = (t_);                                                                    \
-        for (;;) {                                                                            \
-            if (y_->prow >= s->nrows) {                                                       \
-                y_->pwait = 0;                                                                \
-                break;                                                                        \
-            }                                                                                 \
-            if (y_->prow > 0)                                                                 \
-                tt_ += row_start; /* every later row: its descriptor, the barriers */         \
-            if (ACTIVE(y_->prow, p_)) {                                                       \
-                win0[W(y_->prow, p_)] = tt_;                                                  \
-                y_->assigned += NCHUNKS(y_->prow, p_);                                        \
-                y_->plast = y_->assigned - 1;                                                 \
-                y_->pwait = 1;                                                                \
-                if (tandem)                                                                   \
-                    ADVANCE(p_);                                                              \
-                if (y_->owait)                                                                \
-                    OFFER_NEXT(p_);                                                           \
-                break;                                                                        \
-            }                                                                                 \
-            tt_ += GAP(y_->prow, p_);                                                         \
-            if (tt_ > makespan)                                                               \
-                makespan = tt_;                                                               \
-            if (o->sync) {                                                                    \
-                arrive[p_] = tt_;                                                             \
-                arrived++;                                                                    \
-                y_->pwait = 0;                                                                \
-                break;                                                                        \
-            }                                                                                 \
-            y_->prow++;                                                                       \
-        }                                                                                     \
-    } while (0)
-
-    /* The program's issue of its row ends when the row's last chunk is in the queue, i.e. when
-     * the chunk q places before it has left the queue: been accepted, or with tandem queues
-     * entered the producer's own buffer (with no queue: the last chunk itself); then its work,
-     * then the next row (or the barrier). Repeats while ends are known. */
-#define SETTLE(p_)                                                                            \
-    do {                                                                                      \
-        producer *x_ = &pr[p_];                                                               \
-        while (x_->pwait && x_->plast - q < (tandem ? x_->known : x_->accepted)) {            \
-            int64_t need_ = x_->plast - q;                                                    \
-            double en_ = win0[W(x_->prow, p_)] + oh;                                          \
-            double ep_ = en_; /* the same with the row's last chunk left out */               \
-            if (need_ >= 0 && x_->acc[need_ % qr] > en_)                                      \
-                en_ = x_->acc[need_ % qr];                                                    \
-            if (need_ >= 1 && x_->acc[(need_ - 1) % qr] > ep_)                                \
-                ep_ = x_->acc[(need_ - 1) % qr];                                              \
-            /* with a queue, a last chunk of s < c bytes enters it once s/c of the chunk q     \
-             * places before it has left: that share of the step between the two (continuous  \
-             * in B; whole chunks alone put a burst's stall on a grid of c bytes per producer) */ \
-            int64_t tail_ = BYTES(x_->prow, p_) % chunk;                                      \
-            if (q > 0 && tail_ > 0 && en_ > ep_)                                              \
-                en_ = ep_ + (en_ - ep_) * (double)tail_ / (double)chunk;                      \
-            win1[W(x_->prow, p_)] = en_;                                                      \
-            x_->pwait = 0;                                                                    \
-            double tn_ = en_ + GAP(x_->prow, p_);                                             \
-            if (tn_ > makespan)                                                               \
-                makespan = tn_;                                                               \
-            if (o->sync) {                                                                    \
-                arrive[p_] = tn_;                                                             \
-                arrived++;                                                                    \
-                break;                                                                        \
-            }                                                                                 \
-            x_->prow++;                                                                       \
-            PROGRAM_START(p_, tn_);                                                           \
-        }                                                                                     \
-    } while (0)
-
-    /* every producer's program begins start_ns after the schedule's start instant */
-    for (int p = 0; p < np; p++) {
-        PROGRAM_START(p, pf->start_ns);
-        SETTLE(p);
-    }
-
-    for (;;) {
-        if (o->sync && arrived == np) {
-            /* every producer reached the barrier after barrier_row: release them together */
-            double t = -INFINITY;
-            for (int p = 0; p < np; p++)
-                if (arrive[p] > t)
-                    t = arrive[p];
-            t += pf->barrier_ns;
-            arrived = 0;
-            barrier_row++;
-            if (barrier_row >= s->nrows) {
-                /* every window has closed. Chunks may still sit in queues or buffers: with
-                 * tandem buffers or a trace they are accepted to the end (the backlog record and
-                 * the trace then hold every byte); otherwise stop here, as the earlier model
-                 * did (no window changes either way) */
-                if (!tandem && !o->trace)
-                    break;
-                continue;
-            }
-            for (int p = 0; p < np; p++) {
-                pr[p].prow = barrier_row;
-                PROGRAM_START(p, t);
-            }
-            /* a burst entirely within the queue ends at once */
-            for (int p = 0; p < np; p++)
-                SETTLE(p);
-            continue;
-        }
-        if (h.n == 0 && el.n == 0)
-            break;
-        /* The next acceptance: when the stage has room for a chunk, or the earliest chunk is
-         * ready, whichever is later. Every chunk ready by then contends; the stage serves them in
-         * start-tag order (start-time fair queueing, weighted by each producer's share), so with
-         * equal shares contending producers take turns, and with skewed shares some are starved:
-         * the unfairness measured on the H200. */
-        /* the stage's room: Q shared, plus a reserve for each producer with stores in it (at
-         * least one: the producer about to offer brings its own into an empty stage) */
-        while (track_drain && held.n && by_then(held.a[0].t, t_now)) {
-            ev d = heap_pop(&held);
-            if (d.t == pr[d.p].d_own - hold_ns) {
-                pr[d.p].outstanding = 0;
-                n_out--;
-            }
-        }
-        double t_next = el.n ? t_now : h.a[0].t;
-        /* overflow loss: the stage holds Q (1 - loss) from its first refusal until it next
-         * runs empty (the earliest offer finds it empty again) */
-        if (overflowed && by_then(d_last, t_next))
-            overflowed = 0;
-        const double rsv = reserve * (double)(n_out > 0 ? n_out : 1);
-        double t_space = overflowed ? room_time(Q, loss, loss_ns, t_fill, rsv, chunk, R, d_last)
-                                    : d_last - (Q + rsv - (double)chunk) / R;
-        if (!by_then(t_space, t_next) && loss > 0 && !overflowed) {
-            overflowed = 1; /* a ready chunk finds no room: the first refusal */
-            t_fill = t_next;
-            t_space = room_time(Q, loss, loss_ns, t_fill, rsv, chunk, R, d_last);
-        }
-        if (t_space > t_next)
-            t_next = t_space;
-        while (h.n && by_then(h.a[0].t, t_next)) {
-            ev f = heap_pop(&h);
-            producer *y = &pr[f.p];
-            double tag = y->ftag > vtime ? y->ftag : vtime;
-            heap_push(&el, (ev){tag, f.t, f.p});
-        }
-        ev e = heap_pop(&el);
-        producer *z = &pr[e.p];
-        /* the producer's own cap: its m-th most recent chunk must have drained */
-        if (z->ring && z->ring_n == ring_m) {
-            double tc = z->ring[z->ring_head];
-            if (!by_then(tc, t_next)) {
-                heap_push(&h, (ev){tc, 0, e.p});
-                continue;
-            }
-        }
-        double c = (double)z->pending;
-        double t_acc = t_next > z->ready ? t_next : z->ready;
-        if (t_acc < t_now)
-            t_acc = t_now;
-        t_now = t_acc;
-        vtime = e.t;
-        z->ftag = e.t + c / z->weight;
-        double t_arr = t_acc - c / r;
-        d_last = (d_last > t_arr ? d_last : t_arr) + c / R;
-        if (reserve > 0 && !z->outstanding) {
-            z->outstanding = 1;
-            n_out++;
-        }
-        if (track_drain) {
-            /* this producer holds its reserve until its last accepted byte has drained (or is
-             * within f*Q of the drain head) */
-            z->d_own = d_last;
-            if (held.n == held_cap) {
-                /* stale entries only: compact by re-pushing the live ones */
-                held.n = 0;
-                for (int p = 0; p < np; p++)
-                    if (pr[p].outstanding)
-                        heap_push(&held, (ev){pr[p].d_own - hold_ns, 0, p});
-            }
-            heap_push(&held, (ev){d_last - hold_ns, 0, e.p});
-        }
-        if (o->trace) {
-            xs_chunk_trace ct = {e.p, z->orow, z->pending, z->in_t, z->ready, t_acc, d_last};
-            o->trace(o->trace_ctx, &ct);
-        }
-        double backlog = R * (d_last - t_acc);
-        if (backlog > peak)
-            peak = backlog;
-        sample_add(&smp, t_acc, backlog);
-        if (z->ring) {
-            if (z->ring_n < ring_m) {
-                z->ring[(z->ring_head + z->ring_n) % ring_m] = d_last;
-                z->ring_n++;
-            } else {
-                z->ring[z->ring_head] = d_last;
-                z->ring_head = (z->ring_head + 1) % ring_m;
-            }
-        }
-        z->a_prev = t_acc;
-        z->accepted = z->oidx + 1;
-        if (tandem) {
-            /* room in its buffer: stream on; the head of the buffer is offered next */
-            z->qa[z->oidx % nbuf] = t_acc;
-            z->owait = 1;
-            ADVANCE(e.p);
-            SETTLE(e.p);
-            if (z->owait)
-                OFFER_NEXT(e.p);
-        } else {
-            z->acc[z->oidx % qr] = t_acc;
-            SETTLE(e.p);
-            OFFER_NEXT(e.p);
-        }
-        if (release_at_issue && z->outstanding && z->owait) {
-            /* nothing left to offer: its reserve leaves now; its bytes stay in the backlog */
-            z->outstanding = 0;
-            n_out--;
-        }
-    }
-    /* every active window must have closed; anything else is a defect of this function */
-    for (int row = 0; row < s->nrows; row++)
-        for (int p = 0; p < s->rows[row].producers; p++)
-            if (ACTIVE(row, p) && isnan(win1[W(row, p)])) {
-                free(pr); free(h.a); free(el.a); free(held.a); free(rings); free(accs);
-                free(bufs); free(arrive); free(smp.a);
-                xs_result_free(out);
-                return xs_seterr(XS_ERANGE, "simulation did not complete (row %d, producer %d)",
-                                 row, p);
-            }
-#undef OFFER_NEXT
-#undef ADVANCE
-#undef PROGRAM_START
-#undef SETTLE
-#undef W
-#undef NCHUNKS
-#undef ACTIVE
-#undef GAP
-#undef BYTES
-
-    /* rows where a producer was inactive keep NaN windows */
-    xs_result_rows_from_windows(out, s);
-    out->peak_backlog_bytes = peak;
-    out->makespan_ns = makespan;
-    if (o->record_backlog) {
-        out->backlog = smp.a;
-        out->nbacklog = smp.n;
-    }
-    if (!o->record_windows) {
-        free(out->win_start);
-        free(out->win_end);
-        out->win_start = out->win_end = NULL;
-    }
-    free(pr);
-    free(h.a);
-    free(el.a);
-    free(held.a);
-    free(rings);
-    free(accs);
-    free(bufs);
-    free(arrive);
-    return XS_OK;
+    if (pg)
+        XS_TRY(check_programs(s, pg));
+    xs_engine e = {.pf = pf, .s = s, .pg = pg, .o = opts ? opts : &defaults};
+    XS_TRY(engine_size(&e));
+    XS_TRY(engine_init(&e, out));
+    engine_run(&e);
+    return engine_finish(&e, out);
 }
 
 void xs_result_print(const xs_result *r, const xs_schedule *s, int csv, FILE *f)

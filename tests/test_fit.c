@@ -96,7 +96,7 @@ static void test_recover(const xs_profile *truth, int published)
              "chunk %g vs %g", p.chunk_bytes, truth->chunk_bytes);
     XT_CHECK(rep.issue_resid_max < 0.01, "issue residual %g", rep.issue_resid_max);
     /* the structure: tandem buffers only where the truth has them, and no reserve (the fit
-     * searches none since run 15) */
+     * searches none: src/fit.c) */
     XT_CHECK(p.buffer_bytes_per_producer == (published ? 0 : truth->buffer_bytes_per_producer),
              "buffer %g vs %g", p.buffer_bytes_per_producer, truth->buffer_bytes_per_producer);
     if (truth->buffer_bytes_per_producer > 0)
@@ -168,9 +168,9 @@ static void test_h200(const char *samples, const char *profile, double start_lo,
     /* row_start_ns and the structure (added after that run): a later row starts 110-190 ns
      * after the previous row's end plus its gap (the plateau runs); of the reserve's release
      * rules the samples pick "when the producer's last byte is within Q of the drain head"
-     * (run 4: 20.7 % against 22.6 % for "when drained", 30 % for "when it stops offering"), and
+     * (20.7 % against 22.6 % for "when drained", 30 % for "when it stops offering"), and
      * tandem queues (a 16 KiB buffer per producer, no reserve) beat all of them (isolated
-     * bursts and drift trains, run 4: 19.6 %, run 5: 18.1 % against 18.8 %): the file carries
+     * bursts and drift trains: 19.6 % and 18.1 % against 18.8 %): the file carries
      * the fit */
     XT_CHECK(fabs(p.row_start_ns - want.row_start_ns) < 1 && p.row_start_ns > 100 &&
                  p.row_start_ns < 200, "row start %g vs %g", p.row_start_ns, want.row_start_ns);
@@ -224,8 +224,8 @@ int main(void)
     test_recover(&truth, 0);
     test_recover(&truth, 1); /* the published form recovers a profile of that form */
     test_bad_samples();
-    /* run 4 (the replay kernel read its first row after the start instant: ~550 ns) and run 5
-     * (row descriptors loaded ahead: ~270 ns); both fits pick tandem queues */
+    /* two H200 calibrations: the replay kernel reading its first row after the start instant
+     * (~550 ns), and with row descriptors loaded ahead (~270 ns); both fits pick tandem queues */
     test_h200("tests/data/h200_host_samples.csv", "tests/data/h200_host_profile.json", 300, 800);
     test_h200("tests/data/h200_host_samples_r5.csv", "tests/data/h200_host_profile_r5.json", 150,
               400);

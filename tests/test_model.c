@@ -24,8 +24,8 @@ static double urand(void)
 static double uniform(double a, double b) { return a + (b - a) * urand(); }
 static double loguniform(double a, double b) { return exp(uniform(log(a), log(b))); }
 
-/* A fixed PCIe-like profile (the provisional DESIGN.md numbers), so that these tests do not move
- * when the embedded default is recalibrated. */
+/* A fixed PCIe-like profile (the provisional numbers of docs/MODEL.md), so that these tests do
+ * not move when the embedded default is recalibrated. */
 static xs_profile fixed(void) { return xt_provisional_profile(); }
 
 static xs_profile b200(void)
@@ -313,8 +313,9 @@ static void test_periodic_property(int trials)
     XT_CHECK(fails == 0, "%d of %d periodic trains off by more than 1 %%", fails, trials);
 }
 
-/* DESIGN.md section 2: free-running producers drift after one backpressured burst, and later
- * equal bursts are then accepted without stall; synchronised producers stall every time. */
+/* docs/MODEL.md ("Event model"): free-running producers drift after one backpressured burst,
+ * and later equal bursts are then accepted without stall; synchronised producers stall every time.
+ * */
 static void test_drift(void)
 {
     xs_profile p = fixed();

@@ -1,6 +1,6 @@
 /*
- * xt_profile.h - the provisional PCIe profile of DESIGN.md (the embedded default before the H200
- * calibration), for tests whose expectations must not move when the embedded default is
+ * xt_profile.h - the provisional PCIe profile of docs/MODEL.md (the embedded default before the
+ * H200 calibration), for tests whose expectations must not move when the embedded default is
  * recalibrated.
  */
 #ifndef XT_PROFILE_H

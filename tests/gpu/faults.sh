@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# faults.sh - the faults of issue 9 (item 3) that need a GPU, each checked for its one-line error,
+# faults.sh - the faults that need a GPU (docs/ROBUSTNESS.md), each checked for its one-line error,
 # from an already built tree (make -j all) on one GPU:
 #   oom_device     replay --target local --window 1000G    one line "out of device memory"
 #   oom_pinned     replay --target host --window 1000G     one line "out of pinned host memory"
@@ -14,8 +14,8 @@
 #                  before its median), bench ep --quick -n 20,
 #                  bench tp --quick -n 10, bench up (3 lengths x 3 peer counts, -n 20), each
 #                  SIGINTed mid-run: after its first progress line (a bench's first table row,
-#                  with more to come), never at a fixed delay (run 4's probes at 2-3 s came after
-#                  calibrate, bench ep and bench up had finished). Checked: it still ran when
+#                  with more to come), never at a fixed delay (probes at 2-3 s came after calibrate,
+#                  bench ep and bench up had finished). Checked: it still ran when
 #                  the signal came, it stops within SIGINT_BOUND s (default 60) with an exit
 #                  status in 1..127, exactly one "xstage: error:" line, which says "interrupted
 #                  by SIGINT after ...", no OK verdict on stdout, no process of its group left,
@@ -226,7 +226,7 @@ else
             fail "chosen_sms ($runs runs, SMs '$placed', GPC line for $ngrp SMs of $((sms + 1)))"
         fi
         # the same runs: each started where the last one's 4 MiB ended (4 KiB aligned), in the
-        # 64 MiB default window (DESIGN.md section 5, rotate destination offsets)
+        # 64 MiB default window (docs/MODEL.md, rotate destination offsets)
         offs=$(grep '^[0-9]' "$T/p.csv" | cut -d, -f6)
         nd=$(printf '%s\n' $offs | sort -u | wc -l)
         misaligned=$(printf '%s\n' $offs | awk '$1 % 4096 != 0 || $1 + 4194304 > 67108864' | wc -l)
@@ -245,7 +245,7 @@ else
     fi
     # progress lines: calibrate and validate "# target ...", the benches their first table row
     # (several more to come); replay prints nothing before its median: 3 s in, of about 7 s
-    # (run 4: 412 of 1000 repetitions done at 3 s)
+    # (on an H200: 412 of 1000 repetitions done at 3 s)
     sigint sigint_calibrate '^# target ' 1 "$T/c.json $T/c.csv $T/cp.json" \
         "$X" calibrate --out "$T/c.json" --samples "$T/c.csv" --out-published "$T/cp.json"
     sigint sigint_validate '^# target ' 2 "$T/v.csv" "$X" validate -n 100 --csv "$T/v.csv"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # sanitize.sh - every GPU test binary and a small case of every GPU subcommand under
-# compute-sanitizer memcheck, synccheck and racecheck (issue 9, item 2), on one GPU, from an
+# compute-sanitizer memcheck, synccheck and racecheck, on one GPU, from an
 # already built tree (make -j all). docs/ROBUSTNESS.md has the table of cases. In short:
 #   test_attn 12345 (racecheck: --tiny), test_gemm --quick -n 1 (synccheck, racecheck: --tiny,
 #   no cuBLAS, no throughput), test_tp --quick, test_moe --quick (both: --tiny under racecheck), test_signal,
@@ -12,7 +12,7 @@
 #   engine (our own TMA / mbarrier / wgmma code, unlike cuBLAS's): test_gemm --tiny --sm90,
 #   test_tp --quick --sm90 (racecheck: --tiny --sm90), bench tp --engine sm90 on the smallest
 #   shape; calibrate --quick --load-probe --window 128M (the drain-under-load kernel; at 64M the
-#   quick schedule, 69.21 MB per destination window, did not fit: run of 2026-11-29, x2 call 1).
+#   quick schedule, 69.21 MB per destination window, did not fit on two H200s).
 # API errors: reported (--report-api-errors explicit) except in the two steps that load NCCL,
 #   test_signal and test_win (its one-rank peer windows): NCCL probes the device on purpose
 #   (cudaFuncGetAttributes on kernels it has no sm_90a image for, error 209, and cuMemCreate
@@ -21,17 +21,18 @@
 #   999 on purpose. --report-api-errors no leaves memory, race and barrier errors reported.
 #   Every other step prints "NCCL not loaded" in its header.
 # racecheck runs every step with XS_CUBLAS_SIMT=1: the tests' references and the benches'
-#   unfused baselines then use a plain SIMT GEMM kernel (cuda/gpu.cu) instead of cuBLAS, whose
-#   Hopper kernels (nvjet_sm90_*: TMA and mbarrier pipelines) racecheck cannot handle: run 4,
-#   instrumented, thousands of hazard reports in test_gemm; run 5, excluded by name
+#   unfused baselines then use a plain SIMT GEMM kernel (cuda/common/gpu.cu) instead of cuBLAS,
+#   whose Hopper kernels (nvjet_sm90_*: TMA and mbarrier pipelines) racecheck cannot handle:
+#   instrumented, thousands of hazard reports in test_gemm; excluded by name
 #   (--kernel-name-exclude kns=nvjet), "Internal Sanitizer Error: failed to handle a hardware
 #   exception" and an illegal address in every step that calls cuBLAS. Not our code either way;
 #   memcheck and synccheck still run the real cuBLAS.
-# Order: cheapest step first over all tools (an estimate per tool and case from run 4), so a
-# slow racecheck step can only push out other slow steps. Every step is bounded by `timeout`
-# and by what is left of SAN_BUDGET (default 420 s; run 5 took about 330 s): a step that no longer fits is SKIPPED,
+# Order: cheapest step first over all tools (an estimate per tool and case from a recorded run),
+# so a slow racecheck step can only push out other slow steps. Every step is bounded by `timeout`
+# and by what is left of SAN_BUDGET (default 420 s; the full set takes about 330 s on an
+# H200): a step that no longer fits is SKIPPED,
 # never started. A failing step does not stop the others. Device-side waits of the
-# subcommands get a 120 s bound (sanitized kernels run 10-100x slower).
+# subcommands get a 120 s bound (sanitized kernels are 10-100x slower).
 # Writes $OUT/sanitize.log (every step's full output) and $OUT/sanitize.csv
 # (tool,case,findings,status,seconds after '#' lines: device, date, driver, CUDA, sanitizer
 # and the exact command of every step). status: CLEAN (sanitizer summary with 0 findings, exit
@@ -69,7 +70,7 @@ X="$BUILD/xstage"
 G="$BUILD/tests/gpu"
 
 # setup CASE TOOL: the case's command (CMD), environment (ENVV), API error reports (API),
-# bound in seconds (LIMIT) and expected seconds (EST: run 4 for memcheck and synccheck, a guess
+# bound in seconds (LIMIT) and expected seconds (EST: measured for memcheck and synccheck, a guess
 # for racecheck, which is slow on shared memory); racecheck gets 1.5x the bound
 setup() {
     local c=$1 tool=$2
@@ -108,7 +109,7 @@ setup() {
     bench_ep)
         CMD=("$X" bench ep --config olmoe-1b-7b --tokens 32 --peers 2 --routing balanced -n 1
             -w 0 --timeout-ms 120000) LIMIT=60 EST=1
-        # racecheck: 4 tokens (a few dozen row blocks; T = 32 ran past 90 s in run 5), wave only
+        # racecheck: 4 tokens (a few dozen row blocks; T = 32 ran past 90 s), wave only
         [ "$tool" = racecheck ] && CMD=("$X" bench ep --config olmoe-1b-7b --tokens 4 --peers 2
             --routing balanced -n 1 -w 0 --timeout-ms 120000 --schedule wave) LIMIT=100 EST=60 ;;
     bench_ep_bulk) # the TMA bulk copies of the combine (--bulk) and the deferring kernel
@@ -133,7 +134,7 @@ setup() {
     *) return 1 ;;
     esac
     case $tool in
-    synccheck) [ "$EST" -gt 6 ] && EST=$((EST / 2)) ;;  # run 4: about half of memcheck's
+    synccheck) [ "$EST" -gt 6 ] && EST=$((EST / 2)) ;;  # measured: about half of memcheck's
     racecheck)
         LIMIT=$((LIMIT * 3 / 2))
         [ "$EST" -lt 10 ] && EST=$((EST * 5)) ;;

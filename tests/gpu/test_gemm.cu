@@ -1,5 +1,5 @@
 /*
- * test_gemm.cu - the tensor-core tile engine (cuda/gemm.cuh): correctness against a CPU fp64
+ * test_gemm.cu - the tensor-core tile engine (cuda/common/gemm.cuh): correctness against a CPU fp64
  * reference on small odd shapes (boundaries, row gather, row scale, SwiGLU, untouched guards),
  * against cuBLAS on large shapes, and throughput next to cuBLAS on MoE-like shapes.
  *
@@ -13,7 +13,7 @@
  * --tiny (for compute-sanitizer, tests/gpu/sanitize.sh): the bad-input checks and four small
  * shapes that still cover partial tiles, gather, scale and SwiGLU on both engines; no cuBLAS
  * (its own kernels are not ours to check), no throughput.
- * --sm90: also the Hopper engine (cuda/gemm_sm90.cuh, wgmma + TMA) on every small and large
+ * --sm90: also the Hopper engine (cuda/common/gemm_sm90.cuh, wgmma + TMA) on every small and large
  * shape, and as extra columns of the throughput table (contiguous A through TMA, and the same
  * A through an identity row map, which takes the cp.async gather path).
  * --host: only the CPU checks of gemm_sm90.cuh's layout functions (swizzle, wgmma descriptors,
@@ -30,8 +30,8 @@
 #include "../xt.h"
 #include "xstage.h"
 #include "xstage_cuda.h"
-#include "../../cuda/gemm.cuh"
-#include "../../cuda/gemm_sm90.cuh"
+#include "gemm.cuh"
+#include "gemm_sm90.cuh"
 
 /* ---- inputs ------------------------------------------------------------------------------- */
 
@@ -673,12 +673,6 @@ static const pshape perf_shapes[] = {
     {"mixtral-l1", 2048, 28672, 4096}, {"mixtral-l2", 2048, 4096, 14336},
 };
 
-static int cmp_f(const void *x, const void *y)
-{
-    float a = *(const float *)x, b = *(const float *)y;
-    return a < b ? -1 : a > b;
-}
-
 typedef struct {
     double med, p10, p90; /* TFLOP/s */
 } perf;
@@ -720,12 +714,19 @@ static perf time_variant(int variant, xs_cublas *cb, xs_bf16 **as, xs_bf16 **bs,
             XS_CHECK_CU(cudaEventElapsedTime(&ms[it - warm], e0, e1));
         *last_copy = cp;
     }
-    qsort(ms, (size_t)reps, sizeof(float), cmp_f);
+    double *msd = (double *)malloc((size_t)reps * sizeof *msd);
+    if (!msd) {
+        fprintf(stderr, "test_gemm: out of host memory\n");
+        exit(1);
+    }
+    for (int i = 0; i < reps; i++)
+        msd[i] = ms[i];
     double flop = 2.0 * s->m * (double)s->n * s->k;
     perf r;
-    r.med = flop / (ms[reps / 2] * 1e-3) / 1e12;
-    r.p10 = flop / (ms[(int)(0.9 * (reps - 1))] * 1e-3) / 1e12; /* slow end of the times */
-    r.p90 = flop / (ms[(int)(0.1 * (reps - 1))] * 1e-3) / 1e12;
+    r.med = flop / (xs_median(msd, (size_t)reps) * 1e-3) / 1e12;
+    r.p10 = flop / (xs_quantile(msd, (size_t)reps, 0.9) * 1e-3) / 1e12; /* slow end of times */
+    r.p90 = flop / (xs_quantile(msd, (size_t)reps, 0.1) * 1e-3) / 1e12;
+    free(msd);
     free(ms);
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);

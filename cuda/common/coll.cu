@@ -1,7 +1,7 @@
 /*
  * coll.cu - benches over ranks (bench ep|tp|up -g N, docs/MULTIGPU.md): the launcher that starts
  * one rank per GPU, and the NCCL communicator of the unfused baselines' collectives (declared in
- * xstage_launch.h). The windows' communicator stays the transport's (cuda/nccl.cu): the
+ * xstage_launch.h). The windows' communicator stays the transport's (cuda/common/nccl.cu): the
  * collectives get a second one, from a second unique id that the launcher's parent exports.
  */
 #include <dlfcn.h>
@@ -109,7 +109,7 @@ extern "C" xs_status xs_coll_open(xs_coll **out)
 {
     *out = NULL;
     int v = 0;
-    XS_TRY(xs_nccl_version(&v)); /* loads and version-checks NCCL (cuda/nccl.cu) */
+    XS_TRY(xs_nccl_version(&v)); /* loads and version-checks NCCL (cuda/common/nccl.cu) */
     int rank, n, have;
     XS_TRY(xs_rank_env(&rank, &n, NULL, &have));
     unsigned char id[XS_NCCL_ID_BYTES];
@@ -271,8 +271,8 @@ extern "C" xs_status xs_coll_barrier(xs_coll *c)
 }
 
 /* NCCL's own all-to-all bandwidth on this machine, for comparison with the calibrated R of the
- * peer path (issue 8): ncclAlltoAll of `bytes` per rank pair, median of 10 after 2 warm-up,
- * events around each call. Collective: every rank calls it; rank 0 prints. */
+ * peer path (docs/TRANSPORT.md): ncclAlltoAll of `bytes` per rank pair, median of 10 after 2
+ * warm-up, events around each call. Collective: every rank calls it; rank 0 prints. */
 extern "C" xs_status xs_coll_alltoall_bw(xs_coll *c, size_t bytes, double *peer_gbps)
 {
     const int n = xs_coll_nranks(c);
@@ -280,26 +280,20 @@ extern "C" xs_status xs_coll_alltoall_bw(xs_coll *c, size_t bytes, double *peer_
     cudaEvent_t e0 = NULL, e1 = NULL;
     double t[10];
     xs_status st = XS_OK;
-#define BW_CU(call)                                                                            \
-    do {                                                                                       \
-        cudaError_t e_ = (call);                                                               \
-        if (e_ != cudaSuccess && st == XS_OK)                                                  \
-            st = xs_seterr(XS_ECUDA, "%s: %s", #call, cudaGetErrorString(e_));                 \
-    } while (0)
-    BW_CU(cudaMalloc((void **)&a, (size_t)n * bytes));
-    BW_CU(cudaMalloc((void **)&b, (size_t)n * bytes));
-    BW_CU(cudaEventCreate(&e0));
-    BW_CU(cudaEventCreate(&e1));
+    XS_CU_FIRST(st, cudaMalloc((void **)&a, (size_t)n * bytes));
+    XS_CU_FIRST(st, cudaMalloc((void **)&b, (size_t)n * bytes));
+    XS_CU_FIRST(st, cudaEventCreate(&e0));
+    XS_CU_FIRST(st, cudaEventCreate(&e1));
     if (st == XS_OK)
-        BW_CU(cudaMemset(a, 0x3c, (size_t)n * bytes));
+        XS_CU_FIRST(st, cudaMemset(a, 0x3c, (size_t)n * bytes));
     for (int it = 0; it < 12 && st == XS_OK; it++) {
-        BW_CU(cudaEventRecord(e0, 0));
+        XS_CU_FIRST(st, cudaEventRecord(e0, 0));
         if (st == XS_OK)
             st = xs_coll_alltoall(c, a, b, bytes, 0);
-        BW_CU(cudaEventRecord(e1, 0));
-        BW_CU(cudaEventSynchronize(e1));
+        XS_CU_FIRST(st, cudaEventRecord(e1, 0));
+        XS_CU_FIRST(st, cudaEventSynchronize(e1));
         float ms = 0;
-        BW_CU(cudaEventElapsedTime(&ms, e0, e1));
+        XS_CU_FIRST(st, cudaEventElapsedTime(&ms, e0, e1));
         if (it >= 2)
             t[it - 2] = ms * 1e3;
     }
@@ -313,7 +307,6 @@ extern "C" xs_status xs_coll_alltoall_bw(xs_coll *c, size_t bytes, double *peer_
                "GB/s (N x bytes / time)\n", bytes / 1048576.0, n, us, lo, hi, to_peers,
                (double)n * bytes / (us * 1e3));
     }
-#undef BW_CU
     if (a)
         cudaFree(a);
     if (b)

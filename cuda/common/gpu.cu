@@ -262,7 +262,7 @@ struct xs_cublas {
 /* XS_CUBLAS_SIMT=1 replaces cuBLAS by a plain SIMT kernel (one thread per output, fp32
  * accumulation in k order). It exists for compute-sanitizer racecheck: cuBLAS's Hopper kernels
  * (nvjet_sm90_*: TMA and mbarrier pipelines) either draw thousands of hazard reports that are not
- * ours or, excluded by name, end in "failed to handle a hardware exception" (run 5), so under
+ * ours or, excluded by name, end in "failed to handle a hardware exception", so under
  * racecheck the tests and benches compute their references and baselines with this kernel. Its
  * results agree with cuBLAS within the bf16 tolerances every caller uses; its speed means
  * nothing. */

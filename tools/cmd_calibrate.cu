@@ -149,7 +149,16 @@ static void usage(void)
            "                        rank (one destination); with N = 2 both are the one peer\n");
 }
 
-int xs_cmd_calibrate(int argc, char **argv)
+/* The command line of calibrate. */
+typedef struct {
+    xs_replay_opts ro;
+    const char *out, *samples_out, *out_pub, *sms_spec; /* files to write; --sms */
+    int quick, gpus, load_probe, device_set;
+    int vols[24], nvols; /* the capacity sweep's volumes, bytes; 0: the default */
+} calib_args;
+
+/* Parse calibrate's options into *a: -1 to go on, otherwise the exit status (--help: 0). */
+static int calib_parse(int argc, char **argv, calib_args *a)
 {
     static const struct option lo[] = {
         {"target", required_argument, 0, 't'}, {"out", required_argument, 0, 'o'},
@@ -163,46 +172,44 @@ int xs_cmd_calibrate(int argc, char **argv)
         {"sms", required_argument, 0, 'M'}, {"volumes", required_argument, 0, 'U'},
         {"fixed-offsets", no_argument, 0, 'F'},
         {0, 0, 0, 0}};
-    xs_replay_opts ro;
-    memset(&ro, 0, sizeof ro);
-    ro.target = XS_TARGET_HOST;
-    ro.window_bytes = 256u << 20;
-    ro.timeout_s = 30;
-    ro.max_skew_ns = XS_REPLAY_MAX_SKEW_NS;
-    const char *out = NULL, *samples_out = NULL, *out_pub = NULL, *sms_spec = NULL;
-    int quick = 0, c, gpus = 1, load_probe = 0, device_set = 0;
-    int vols[24], nvols = 0; /* the capacity sweep's volumes, bytes; 0: the default */
+    memset(a, 0, sizeof *a);
+    a->ro.target = XS_TARGET_HOST;
+    a->ro.window_bytes = 256u << 20;
+    a->ro.timeout_s = 30;
+    a->ro.max_skew_ns = XS_REPLAY_MAX_SKEW_NS;
+    a->gpus = 1;
+    int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:o:d:g:h", lo, NULL)) != -1) {
         switch (c) {
         case 't':
-            if (xs_target_parse(optarg, &ro.target) != XS_OK)
+            if (xs_target_parse(optarg, &a->ro.target) != XS_OK)
                 return xs_cli_fail();
             break;
         case 'g': {
             long v;
             if (xs_parse_int("--gpus", optarg, 1, XS_MAX_RANKS, &v) != XS_OK)
                 return xs_cli_fail();
-            gpus = (int)v;
+            a->gpus = (int)v;
             break;
         }
         case 'V': {
             long v;
             if (xs_parse_int("--virtual-peers", optarg, 1, XS_MAX_RANKS, &v) != XS_OK)
                 return xs_cli_fail();
-            ro.virtual_peers = (int)v;
+            a->ro.virtual_peers = (int)v;
             break;
         }
-        case 'o': out = optarg; break;
-        case 's': samples_out = optarg; break;
-        case 'P': out_pub = optarg; break;
-        case 'q': quick = 1; break;
+        case 'o': a->out = optarg; break;
+        case 's': a->samples_out = optarg; break;
+        case 'P': a->out_pub = optarg; break;
+        case 'q': a->quick = 1; break;
         case 'd': {
             long v;
             if (xs_parse_int("--device", optarg, 0, 63, &v) != XS_OK)
                 return xs_cli_fail();
-            ro.device = (int)v;
-            device_set = 1;
+            a->ro.device = (int)v;
+            a->device_set = 1;
             break;
         }
         case 'W': {
@@ -211,39 +218,39 @@ int xs_cmd_calibrate(int argc, char **argv)
                 return xs_cli_fail();
             if (v < (64 << 20))
                 return xs_cli_failf("--window %s: at least 64M", optarg);
-            ro.window_bytes = (size_t)v;
+            a->ro.window_bytes = (size_t)v;
             break;
         }
         case 'T':
-            if (xs_parse_double("--timeout", optarg, 1, 3600, &ro.timeout_s) != XS_OK)
+            if (xs_parse_double("--timeout", optarg, 1, 3600, &a->ro.timeout_s) != XS_OK)
                 return xs_cli_fail();
             break;
-        case 'L': load_probe = 1; break;
+        case 'L': a->load_probe = 1; break;
         case 'E':
             if (!strcmp(optarg, "one"))
-                ro.one_dest = 1;
+                a->ro.one_dest = 1;
             else if (!strcmp(optarg, "all"))
-                ro.one_dest = 0;
+                a->ro.one_dest = 0;
             else
                 return xs_cli_failf("--peer-dests '%s': expected all or one", optarg);
             break;
         case 'S':
-            if (xs_parse_double("--max-skew", optarg, 0, 1e6, &ro.max_skew_ns) != XS_OK)
+            if (xs_parse_double("--max-skew", optarg, 0, 1e6, &a->ro.max_skew_ns) != XS_OK)
                 return xs_cli_fail();
             break;
         case 'D':
-            if (xs_dest_state_parse(optarg, &ro.dest) != XS_OK)
+            if (xs_dest_state_parse(optarg, &a->ro.dest) != XS_OK)
                 return xs_cli_failf("--dest: %s", xs_errmsg());
             break;
         case 'M':
             if (xs_replay_sms_check(optarg) != XS_OK)
                 return xs_cli_fail();
-            sms_spec = optarg;
+            a->sms_spec = optarg;
             break;
-        case 'F': ro.fixed_offsets = 1; break;
+        case 'F': a->ro.fixed_offsets = 1; break;
         case 'U':
-            if (xs_parse_list("--volumes", optarg, 1, 65536, 64L << 20, vols,
-                              (int)(sizeof vols / sizeof vols[0]), &nvols) != XS_OK)
+            if (xs_parse_list("--volumes", optarg, 1, 65536, 64L << 20, a->vols,
+                              (int)(sizeof a->vols / sizeof a->vols[0]), &a->nvols) != XS_OK)
                 return xs_cli_fail();
             break;
         case 'h': usage(); return 0;
@@ -252,15 +259,230 @@ int xs_cmd_calibrate(int argc, char **argv)
     }
     if (optind < argc)
         return xs_cli_failf("calibrate: unexpected argument '%s'", argv[optind]);
-    if (ro.target == XS_TARGET_VIRTUAL && ro.virtual_peers < 1)
+    if (a->ro.target == XS_TARGET_VIRTUAL && a->ro.virtual_peers < 1)
         return xs_cli_failf("calibrate: --target virtual needs --virtual-peers N");
-    if (gpus > 1 && ro.target != XS_TARGET_PEER)
-        return xs_cli_failf("calibrate: --gpus %d needs --target peer", gpus);
-    if (gpus > 1 && device_set)
+    if (a->gpus > 1 && a->ro.target != XS_TARGET_PEER)
+        return xs_cli_failf("calibrate: --gpus %d needs --target peer", a->gpus);
+    if (a->gpus > 1 && a->device_set)
         return xs_cli_failf("calibrate: --gpus %d cannot be combined with --device (rank r runs on "
-                            "GPU r)", gpus);
-    if (sms_spec && gpus > 1)
-        return xs_cli_failf("calibrate: --sms with --gpus %d: one rank only", gpus);
+                            "GPU r)", a->gpus);
+    if (a->sms_spec && a->gpus > 1)
+        return xs_cli_failf("calibrate: --sms with --gpus %d: one rank only", a->gpus);
+    return -1;
+}
+
+/* The unconstrained issue sizes of (b), shared by the runs and the report. */
+static const int64_t issue_b[] = {256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
+
+/* Bytes of one row of the drain experiment (a): every SM's 32 KiB. */
+static int64_t drain_row_bytes(int sms) { return (int64_t)sms * 32768; }
+
+/* The training runs (b), (a), (c) and drift into cx->samples, with a preliminary fit into *p
+ * after (a) (r, o and R size the later steps). */
+static xs_status calib_train_all(calib_ctx *cx, calib_args *a, int sms, xs_profile *p,
+                                 xs_fit_report *fr)
+{
+    xs_status st = XS_OK;
+    const int reps = a->quick ? 2 : 4;
+    /* (b) issue: unconstrained bursts (one and four producers, every size), and the large-gap
+     * plateau of all SMs (each burst well under the headroom, gap long enough to drain) */
+    for (int i = 0; i < 9 && st == XS_OK; i++)
+        st = train(cx, "issue", 1, issue_b[i], 0, 1, reps, 0);
+    for (int i = 0; i < 6 && st == XS_OK; i++)
+        st = train(cx, "issue", 4, issue_b[i], 0, 1, reps, 0);
+    /* long single-producer bursts: one producer issues below R, so these are unconstrained too
+     * and pin the steady issue rate */
+    st = st == XS_OK ? train(cx, "issue", 1, 262144, 0, 1, reps, 0) : st;
+    st = st == XS_OK ? train(cx, "issue", 1, 1048576, 0, 1, reps, 0) : st;
+    for (int i = 3; i < 6 && st == XS_OK; i++) {
+        double v = (double)sms * issue_b[i];
+        st = train(cx, "issue", sms, issue_b[i], 3 * v / p->drain_bytes_per_ns + 5000, 4,
+                   a->quick ? 1 : 2, 0);
+    }
+    /* (a) drain: one volume per row, several K/B splits side by side; synchronised rows, so
+     * that each row's end is the whole grid's and the period of the second half is V/R */
+    const int64_t vrow = drain_row_bytes(sms);
+    static const int split_div[] = {1, 2, 4, 8};
+    for (int i = 0; i < 4 && st == XS_OK; i++) {
+        int k = sms / split_div[i];
+        int64_t b = (vrow / k) / 16 * 16;
+        st = train(cx, "drain", k, b, 0, 16, a->quick ? 1 : 2, 1);
+    }
+    /* preliminary r, o and R for the steps below: the fit sets them in order and stops at the
+     * stage step, whose samples do not exist yet (so its error is expected and ignored) */
+    if (st == XS_OK)
+        (void)xs_fit_profile(cx->samples, p, fr);
+    /* (c) capacity: isolated bursts, volume sweeps per K. The default is dense where the
+     * bursts of every K start to stall (1-4 MiB on the H200 host path): there the time of a
+     * burst turns on Q(K) (a burst at 1.3 Q stalls for 0.3 Q / R, so 5 % of Q is 17 % of its
+     * time), and the fit sees the knee of each K at 9 volumes instead of 3 */
+    static const double dense[] = {0.5, 1, 1.1892, 1.4142, 1.6818, 2, 2.3784, 2.8284, 3.3636,
+                                   4, 5.6569, 8, 16};
+    static const double brief[] = {1, 4, 16};
+    if (a->nvols == 0) {
+        const double *d = a->quick ? brief : dense;
+        a->nvols = a->quick ? (int)(sizeof brief / sizeof brief[0])
+                      : (int)(sizeof dense / sizeof dense[0]);
+        for (int j = 0; j < a->nvols; j++)
+            a->vols[j] = (int)(d[j] * 1048576);
+    }
+    static const int ks[] = {1, 2, 4, 8, 16, 32, 64, 0};
+    for (int i = 0; i < 8 && st == XS_OK; i++) {
+        int k = ks[i] ? ks[i] : sms;
+        for (int j = 0; j < a->nvols && st == XS_OK; j++) {
+            int64_t b = ((int64_t)a->vols[j] / k) / 16 * 16;
+            if (b < 16)
+                continue;
+            st = train(cx, "capacity", k, b, 0, 1, reps, 0);
+        }
+    }
+    /* drift: trains far above the headroom with enough work between bursts to average under
+     * R (1.25 V/R), so that free-running producers desynchronise */
+    if (st == XS_OK) {
+        double rr = p->drain_bytes_per_ns > 0 ? p->drain_bytes_per_ns : 50;
+        int64_t b1 = 65536, b2 = 131072;
+        st = train(cx, "drift", sms, b1, 1.25 * sms * b1 / rr, 6, a->quick ? 1 : 2, 0);
+        if (st == XS_OK)
+            st = train(cx, "drift", sms / 2, b2, 1.25 * (sms / 2) * b2 / rr, 6, a->quick ? 1 : 2,
+                       0);
+    }
+    return st;
+}
+
+/* What calibrate measures beside the training runs: reported, and R's comparisons. */
+typedef struct {
+    double bw_med, bw_min, bw_max; /* plain store kernel (GB/s) */
+    double nccl_gbps;              /* N > 1: NCCL's all-to-all per GPU (GB/s) */
+    double ld_med[3], ld_min[3], ld_max[3]; /* (f) drain under load none/hbm/l2 (GB/s) */
+    double vis_med[4], vis_p90[4]; /* (e) visibility round trip per vis_b size (ns) */
+} calib_extra;
+
+/* The sizes of the visibility round trip (e). */
+static const size_t vis_b[] = {16, 4096, 65536, 1048576};
+
+/* The plain store kernel, NCCL's all-to-all (N > 1), the drain under load (--load-probe) and the
+ * visibility round trip (host target), in that order; stops at the first failure. */
+static xs_status calib_extras(xs_replayer *rp, const calib_args *a, int nranks, calib_extra *x)
+{
+    const int quick = a->quick;
+    for (int i = 0; i < 3; i++)
+        x->ld_med[i] = x->ld_min[i] = x->ld_max[i] = NAN;
+    for (int i = 0; i < 4; i++)
+        x->vis_med[i] = x->vis_p90[i] = NAN;
+    x->bw_med = x->bw_min = x->bw_max = x->nccl_gbps = NAN;
+    /* plain store kernel, same window, same run */
+    XS_TRY(xs_replay_store_bw(rp, a->ro.window_bytes, quick ? 3 : 5, &x->bw_med, &x->bw_min,
+                              &x->bw_max));
+    /* N > 1: NCCL's own all-to-all in the same run, R's comparison (docs/TRANSPORT.md) */
+    if (nranks > 1) {
+        xs_coll *coll = NULL;
+        xs_status cs = xs_coll_open(&coll);
+        if (cs == XS_OK)
+            cs = xs_coll_alltoall_bw(coll, 1u << 20, NULL);
+        if (cs == XS_OK)
+            cs = xs_coll_alltoall_bw(coll, 32u << 20, &x->nccl_gbps);
+        if (coll)
+            xs_coll_close(coll, cs != XS_OK);
+        XS_TRY(cs);
+    }
+    /* (f) drain under load (--load-probe): reported next to R, not fitted */
+    for (int l = 0; a->load_probe && l < 3; l++)
+        XS_TRY(xs_replay_store_bw_load(rp, a->ro.window_bytes, l, quick ? 3 : 5, &x->ld_med[l],
+                                       &x->ld_min[l], &x->ld_max[l]));
+    /* (e) visibility round trip (host) */
+    if (a->ro.target == XS_TARGET_HOST)
+        for (int i = 0; i < 4; i++)
+            XS_TRY(xs_replay_visibility(rp, vis_b[i], quick ? 50 : 200, &x->vis_med[i],
+                                        &x->vis_p90[i]));
+    return XS_OK;
+}
+
+/* The report: each experiment's table next to the fitted model, then the fit's notes. */
+static void calib_report(const calib_args *a, const xs_samples *smp, const xs_profile *p,
+                         const xs_fit_report *fr, int sms, int nranks, const calib_extra *x)
+{
+    const int64_t vrow = drain_row_bytes(sms);
+    printf("\n## (b) issue: T = o + [B - b]+/r on unconstrained bursts (%d samples)\n",
+           fr->n_issue);
+    printf("%10s %10s %14s %14s %10s\n", "producers", "bytes", "issue_med_ns", "model_ns", "resid");
+    for (int i = 0; i < 9; i++) {
+        double m = med_of(smp, "issue", 1, issue_b[i], 0, 0, NULL);
+        double pr = p->issue_overhead_ns +
+                    fmax(0, issue_b[i] - p->queue_bytes_per_producer) / p->issue_bytes_per_ns;
+        printf("%10d %10lld %14.1f %14.1f %9.1f%%\n", 1, (long long)issue_b[i], m, pr,
+               100 * (m - pr) / m);
+    }
+    for (int i = 3; i < 6; i++) {
+        double m = med_of(smp, "issue", sms, issue_b[i], 3, 0, NULL);
+        double pr = p->issue_overhead_ns +
+                    fmax(0, issue_b[i] - p->queue_bytes_per_producer) / p->issue_bytes_per_ns;
+        printf("%10d %10lld %14.1f %14.1f %9.1f%%   (plateau, row 3 of 4)\n", sms,
+               (long long)issue_b[i], m, pr, 100 * (m - pr) / m);
+    }
+    printf("r = %.2f bytes/ns per producer, o = %.1f ns, queue b = %.0f bytes; |residual| median "
+           "%.1f%%, max %.1f%%\n", p->issue_bytes_per_ns, p->issue_overhead_ns,
+           p->queue_bytes_per_producer, 100 * fr->issue_resid_med, 100 * fr->issue_resid_max);
+    printf("\n## (a) drain: synchronised periodic zero-gap bursts of %.2f MB per row, K/B "
+           "splits\n", vrow / 1e6);
+    printf("%10s %12s %14s\n", "producers", "bytes", "R_bytes_per_ns");
+    for (int i = 0; i < fr->n_splits; i++)
+        printf("%10d %12lld %14.2f\n", fr->drain_split_k[i],
+               (long long)((vrow / fr->drain_split_k[i]) / 16 * 16), fr->drain_by_split[i]);
+    printf("R = %.2f bytes/ns (median of splits; spread %.1f%%)\n", p->drain_bytes_per_ns,
+           100 * fr->drain_spread);
+    printf("plain zero-copy store kernel (%d CTAs x 256 threads, %.0f MiB): %.2f GB/s median "
+           "[%.2f, %.2f]; R / store bw = %.3f\n", 4 * sms, a->ro.window_bytes / 1048576.0,
+           x->bw_med, x->bw_min, x->bw_max, p->drain_bytes_per_ns / x->bw_med);
+    if (nranks > 1)
+        printf("NCCL ncclAlltoAll, 32 MiB per rank pair, same run: %.2f GB/s to the peers per GPU; "
+               "R / NCCL = %.3f (R: this rank's stores to %s)\n", x->nccl_gbps,
+               p->drain_bytes_per_ns / x->nccl_gbps,
+               a->ro.one_dest || nranks == 2 ? "one peer" : "all peers");
+    if (a->load_probe) {
+        static const char *const ln[3] = {"none", "hbm", "l2"};
+        printf("\n## (f) drain under load: one CTA per SM, 128 threads store their share of %.0f "
+               "MiB, 128 threads run read-modify-write passes (hbm: 1 GiB buffer, l2: 24 MiB) "
+               "until the stores end; not fitted\n", a->ro.window_bytes / 1048576.0);
+        printf("%6s %12s %12s %12s %10s\n", "load", "GB/s", "min", "max", "/ R");
+        for (int l = 0; l < 3; l++)
+            printf("%6s %12.2f %12.2f %12.2f %10.3f\n", ln[l], x->ld_med[l], x->ld_min[l],
+                   x->ld_max[l], x->ld_med[l] / p->drain_bytes_per_ns);
+    }
+    printf("\n## (c) capacity: isolated bursts; apparent Q(K) = V - R (T_max - o), smallest over "
+           "stalled bursts\n");
+    printf("%10s %14s %14s %10s\n", "producers", "apparent_bytes", "model_Q(K)", "resid");
+    for (int i = 0; i < fr->n_k; i++) {
+        double m = xs_capacity(p, fr->capacity_k[i]);
+        printf("%10d %14.0f %14.0f %9.1f%%\n", fr->capacity_k[i], fr->capacity_by_k[i], m,
+               100 * (fr->capacity_by_k[i] - m) / fr->capacity_by_k[i]);
+    }
+    printf("Q = %.0f bytes shared; per producer: queue %.0f bytes, reserve %.0f bytes, tandem "
+           "buffer %.0f bytes; arbitration skew %.2f; chunk_bytes = %.0f\n", p->capacity_bytes,
+           p->queue_bytes_per_producer, p->reserve_bytes_per_producer,
+           p->buffer_bytes_per_producer, p->arbitration_skew, p->chunk_bytes);
+    printf("\n## the event model on the isolated bursts and drift trains it was fitted to: mean "
+           "|error| %.1f%%\n", 100 * fr->chunk_err);
+    xs_fit_report_loss_print(fr, stdout);
+    if (a->ro.target == XS_TARGET_HOST) {
+        printf("\n## (e) visibility: payload, flag (release.sys) -> host acquires, answers -> "
+               "GPU sees the answer\n");
+        printf("%12s %14s %14s\n", "bytes", "rtt_med_ns", "rtt_p90_ns");
+        for (int i = 0; i < 4; i++)
+            printf("%12zu %14.0f %14.0f\n", vis_b[i], x->vis_med[i], x->vis_p90[i]);
+    }
+    if (fr->notes[0])
+        printf("# notes: %s\n", fr->notes);
+}
+
+int xs_cmd_calibrate(int argc, char **argv)
+{
+    calib_args a;
+    const int parsed = calib_parse(argc, argv, &a);
+    if (parsed >= 0)
+        return parsed;
+    xs_replay_opts ro = a.ro;
+    const int quick = a.quick, gpus = a.gpus;
+    const char *out = a.out, *samples_out = a.samples_out, *out_pub = a.out_pub;
     if (gpus > 1)
         setenv("XS_LAUNCH_TIMEOUT", "900", 0); /* calibrate's bound, as before; the user's wins */
     {
@@ -283,7 +505,7 @@ int xs_cmd_calibrate(int argc, char **argv)
     xs_replayer *rp;
     if (xs_replayer_open(&ro, &rp) != XS_OK)
         return xs_cli_fail();
-    if (sms_spec && xs_replayer_use_sms(rp, sms_spec) != XS_OK) {
+    if (a.sms_spec && xs_replayer_use_sms(rp, a.sms_spec) != XS_OK) {
         xs_replayer_close(rp);
         return xs_cli_fail();
     }
@@ -304,213 +526,28 @@ int xs_cmd_calibrate(int argc, char **argv)
     xs_samples smp = {0};
     calib_ctx cx = {rp, &smp, 0x5eed1u + (uint32_t)t_start, 0, 0};
     xs_status st = XS_OK;
-    const int reps = quick ? 2 : 4;
     xs_profile p;
     xs_profile_default(&p); /* metadata and starting values; every number is refitted */
     xs_fit_report fr;
 
-    /* (b) issue: unconstrained bursts (one and four producers, every size), and the large-gap
-     * plateau of all SMs (each burst well under the headroom, gap long enough to drain) */
-    static const int64_t issue_b[] = {256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
-    for (int i = 0; i < 9 && st == XS_OK; i++)
-        st = train(&cx, "issue", 1, issue_b[i], 0, 1, reps, 0);
-    for (int i = 0; i < 6 && st == XS_OK; i++)
-        st = train(&cx, "issue", 4, issue_b[i], 0, 1, reps, 0);
-    /* long single-producer bursts: one producer issues below R, so these are unconstrained too
-     * and pin the steady issue rate */
-    st = st == XS_OK ? train(&cx, "issue", 1, 262144, 0, 1, reps, 0) : st;
-    st = st == XS_OK ? train(&cx, "issue", 1, 1048576, 0, 1, reps, 0) : st;
-    for (int i = 3; i < 6 && st == XS_OK; i++) {
-        double v = (double)sms * issue_b[i];
-        st = train(&cx, "issue", sms, issue_b[i], 3 * v / p.drain_bytes_per_ns + 5000, 4,
-                   quick ? 1 : 2, 0);
-    }
-    /* (a) drain: one volume per row, several K/B splits side by side; synchronised rows, so
-     * that each row's end is the whole grid's and the period of the second half is V/R */
-    const int64_t vrow = (int64_t)sms * 32768;
-    static const int split_div[] = {1, 2, 4, 8};
-    for (int i = 0; i < 4 && st == XS_OK; i++) {
-        int k = sms / split_div[i];
-        int64_t b = (vrow / k) / 16 * 16;
-        st = train(&cx, "drain", k, b, 0, 16, quick ? 1 : 2, 1);
-    }
-    /* preliminary r, o and R for the steps below: the fit sets them in order and stops at the
-     * stage step, whose samples do not exist yet (so its error is expected and ignored) */
+    st = calib_train_all(&cx, &a, sms, &p, &fr);
     if (st == XS_OK)
-        (void)xs_fit_profile(&smp, &p, &fr);
-    /* (c) capacity: isolated bursts, volume sweeps per K. The default is dense where the
-     * bursts of every K start to stall (1-4 MiB on the H200 host path): there the time of a
-     * burst turns on Q(K) (a burst at 1.3 Q stalls for 0.3 Q / R, so 5 % of Q is 17 % of its
-     * time), and the fit sees the knee of each K at 9 volumes instead of 3 */
-    static const double dense[] = {0.5, 1, 1.1892, 1.4142, 1.6818, 2, 2.3784, 2.8284, 3.3636,
-                                   4, 5.6569, 8, 16};
-    static const double brief[] = {1, 4, 16};
-    if (nvols == 0) {
-        const double *d = quick ? brief : dense;
-        nvols = quick ? (int)(sizeof brief / sizeof brief[0])
-                      : (int)(sizeof dense / sizeof dense[0]);
-        for (int j = 0; j < nvols; j++)
-            vols[j] = (int)(d[j] * 1048576);
-    }
-    static const int ks[] = {1, 2, 4, 8, 16, 32, 64, 0};
-    for (int i = 0; i < 8 && st == XS_OK; i++) {
-        int k = ks[i] ? ks[i] : sms;
-        for (int j = 0; j < nvols && st == XS_OK; j++) {
-            int64_t b = ((int64_t)vols[j] / k) / 16 * 16;
-            if (b < 16)
-                continue;
-            st = train(&cx, "capacity", k, b, 0, 1, reps, 0);
-        }
-    }
-    /* drift: trains far above the headroom with enough work between bursts to average under
-     * R (1.25 V/R), so that free-running producers desynchronise */
-    if (st == XS_OK) {
-        double rr = p.drain_bytes_per_ns > 0 ? p.drain_bytes_per_ns : 50;
-        int64_t b1 = 65536, b2 = 131072;
-        st = train(&cx, "drift", sms, b1, 1.25 * sms * b1 / rr, 6, quick ? 1 : 2, 0);
-        if (st == XS_OK)
-            st = train(&cx, "drift", sms / 2, b2, 1.25 * (sms / 2) * b2 / rr, 6, quick ? 1 : 2,
-                       0);
-    }
+        st = xs_fit_profile(&smp, &p, &fr);
+    calib_extra x;
+    if (st == XS_OK)
+        st = calib_extras(rp, &a, nranks, &x);
     if (st != XS_OK) {
         xs_cli_fail();
         xs_samples_free(&smp);
         xs_replayer_close(rp);
         return 1;
     }
-    if (xs_fit_profile(&smp, &p, &fr) != XS_OK) {
-        xs_cli_fail();
-        xs_samples_free(&smp);
-        xs_replayer_close(rp);
-        return 1;
-    }
-    /* plain store kernel, same window, same run */
-    double bw_med = NAN, bw_min = NAN, bw_max = NAN;
-    if (xs_replay_store_bw(rp, ro.window_bytes, quick ? 3 : 5, &bw_med, &bw_min, &bw_max) !=
-        XS_OK) {
-        xs_cli_fail();
-        xs_samples_free(&smp);
-        xs_replayer_close(rp);
-        return 1;
-    }
-    /* N > 1: NCCL's own all-to-all in the same run, R's comparison (issue 8) */
-    double nccl_gbps = NAN;
-    if (nranks > 1) {
-        xs_coll *coll = NULL;
-        xs_status cs = xs_coll_open(&coll);
-        if (cs == XS_OK)
-            cs = xs_coll_alltoall_bw(coll, 1u << 20, NULL);
-        if (cs == XS_OK)
-            cs = xs_coll_alltoall_bw(coll, 32u << 20, &nccl_gbps);
-        if (coll)
-            xs_coll_close(coll, cs != XS_OK);
-        if (cs != XS_OK) {
-            xs_cli_fail();
-            xs_samples_free(&smp);
-            xs_replayer_close(rp);
-            return 1;
-        }
-    }
-    /* (f) drain under load (--load-probe): reported next to R, not fitted */
-    double ld_med[3] = {NAN, NAN, NAN}, ld_min[3] = {NAN, NAN, NAN}, ld_max[3] = {NAN, NAN, NAN};
-    for (int l = 0; load_probe && l < 3; l++)
-        if (xs_replay_store_bw_load(rp, ro.window_bytes, l, quick ? 3 : 5, &ld_med[l], &ld_min[l],
-                                    &ld_max[l]) != XS_OK) {
-            xs_cli_fail();
-            xs_samples_free(&smp);
-            xs_replayer_close(rp);
-            return 1;
-        }
-    /* (e) visibility round trip (host) */
-    static const size_t vis_b[] = {16, 4096, 65536, 1048576};
-    double vis_med[4] = {NAN, NAN, NAN, NAN}, vis_p90[4] = {NAN, NAN, NAN, NAN};
-    if (ro.target == XS_TARGET_HOST) {
-        for (int i = 0; i < 4; i++)
-            if (xs_replay_visibility(rp, vis_b[i], quick ? 50 : 200, &vis_med[i], &vis_p90[i]) !=
-                XS_OK) {
-                xs_cli_fail();
-                xs_samples_free(&smp);
-                xs_replayer_close(rp);
-                return 1;
-            }
-    }
 
     /* a signal during the fits, the store kernel or the round trips (seconds of CPU and GPU
      * work that train() does not check): no report, no files (xstage_sigint.h) */
     if (xs_interrupted())
         return interrupted_exit(cx.runs, &smp, rp);
-
-    /* ---- report ---- */
-    printf("\n## (b) issue: T = o + [B - b]+/r on unconstrained bursts (%d samples)\n",
-           fr.n_issue);
-    printf("%10s %10s %14s %14s %10s\n", "producers", "bytes", "issue_med_ns", "model_ns", "resid");
-    for (int i = 0; i < 9; i++) {
-        double m = med_of(&smp, "issue", 1, issue_b[i], 0, 0, NULL);
-        double pr = p.issue_overhead_ns +
-                    fmax(0, issue_b[i] - p.queue_bytes_per_producer) / p.issue_bytes_per_ns;
-        printf("%10d %10lld %14.1f %14.1f %9.1f%%\n", 1, (long long)issue_b[i], m, pr,
-               100 * (m - pr) / m);
-    }
-    for (int i = 3; i < 6; i++) {
-        double m = med_of(&smp, "issue", sms, issue_b[i], 3, 0, NULL);
-        double pr = p.issue_overhead_ns +
-                    fmax(0, issue_b[i] - p.queue_bytes_per_producer) / p.issue_bytes_per_ns;
-        printf("%10d %10lld %14.1f %14.1f %9.1f%%   (plateau, row 3 of 4)\n", sms,
-               (long long)issue_b[i], m, pr, 100 * (m - pr) / m);
-    }
-    printf("r = %.2f bytes/ns per producer, o = %.1f ns, queue b = %.0f bytes; |residual| median "
-           "%.1f%%, max %.1f%%\n", p.issue_bytes_per_ns, p.issue_overhead_ns,
-           p.queue_bytes_per_producer, 100 * fr.issue_resid_med, 100 * fr.issue_resid_max);
-    printf("\n## (a) drain: synchronised periodic zero-gap bursts of %.2f MB per row, K/B "
-           "splits\n", vrow / 1e6);
-    printf("%10s %12s %14s\n", "producers", "bytes", "R_bytes_per_ns");
-    for (int i = 0; i < fr.n_splits; i++)
-        printf("%10d %12lld %14.2f\n", fr.drain_split_k[i],
-               (long long)((vrow / fr.drain_split_k[i]) / 16 * 16), fr.drain_by_split[i]);
-    printf("R = %.2f bytes/ns (median of splits; spread %.1f%%)\n", p.drain_bytes_per_ns,
-           100 * fr.drain_spread);
-    printf("plain zero-copy store kernel (%d CTAs x 256 threads, %.0f MiB): %.2f GB/s median "
-           "[%.2f, %.2f]; R / store bw = %.3f\n", 4 * sms, ro.window_bytes / 1048576.0, bw_med,
-           bw_min, bw_max, p.drain_bytes_per_ns / bw_med);
-    if (nranks > 1)
-        printf("NCCL ncclAlltoAll, 32 MiB per rank pair, same run: %.2f GB/s to the peers per GPU; "
-               "R / NCCL = %.3f (R: this rank's stores to %s)\n", nccl_gbps,
-               p.drain_bytes_per_ns / nccl_gbps,
-               ro.one_dest || nranks == 2 ? "one peer" : "all peers");
-    if (load_probe) {
-        static const char *const ln[3] = {"none", "hbm", "l2"};
-        printf("\n## (f) drain under load: one CTA per SM, 128 threads store their share of %.0f "
-               "MiB, 128 threads run read-modify-write passes (hbm: 1 GiB buffer, l2: 24 MiB) "
-               "until the stores end; not fitted\n", ro.window_bytes / 1048576.0);
-        printf("%6s %12s %12s %12s %10s\n", "load", "GB/s", "min", "max", "/ R");
-        for (int l = 0; l < 3; l++)
-            printf("%6s %12.2f %12.2f %12.2f %10.3f\n", ln[l], ld_med[l], ld_min[l], ld_max[l],
-                   ld_med[l] / p.drain_bytes_per_ns);
-    }
-    printf("\n## (c) capacity: isolated bursts; apparent Q(K) = V - R (T_max - o), smallest over "
-           "stalled bursts\n");
-    printf("%10s %14s %14s %10s\n", "producers", "apparent_bytes", "model_Q(K)", "resid");
-    for (int i = 0; i < fr.n_k; i++) {
-        double m = xs_capacity(&p, fr.capacity_k[i]);
-        printf("%10d %14.0f %14.0f %9.1f%%\n", fr.capacity_k[i], fr.capacity_by_k[i], m,
-               100 * (fr.capacity_by_k[i] - m) / fr.capacity_by_k[i]);
-    }
-    printf("Q = %.0f bytes shared; per producer: queue %.0f bytes, reserve %.0f bytes, tandem "
-           "buffer %.0f bytes; arbitration skew %.2f; chunk_bytes = %.0f\n", p.capacity_bytes,
-           p.queue_bytes_per_producer, p.reserve_bytes_per_producer,
-           p.buffer_bytes_per_producer, p.arbitration_skew, p.chunk_bytes);
-    printf("\n## the event model on the isolated bursts and drift trains it was fitted to: mean "
-           "|error| %.1f%%\n", 100 * fr.chunk_err);
-    xs_fit_report_loss_print(&fr, stdout);
-    if (ro.target == XS_TARGET_HOST) {
-        printf("\n## (e) visibility: payload, flag (release.sys) -> host acquires, answers -> "
-               "GPU sees the answer\n");
-        printf("%12s %14s %14s\n", "bytes", "rtt_med_ns", "rtt_p90_ns");
-        for (int i = 0; i < 4; i++)
-            printf("%12zu %14.0f %14.0f\n", vis_b[i], vis_med[i], vis_p90[i]);
-    }
-    if (fr.notes[0])
-        printf("# notes: %s\n", fr.notes);
+    calib_report(&a, &smp, &p, &fr, sms, nranks, &x);
 
     /* the profile */
     snprintf(p.device, sizeof p.device, "%.127s", gpu->name);
@@ -525,7 +562,7 @@ int xs_cmd_calibrate(int argc, char **argv)
     snprintf(p.notes, sizeof p.notes,
              "driver %d, CUDA runtime %d, %d SMs; R/store-bw %.3f; residuals: issue %.1f%% med, "
              "drain split spread %.1f%%, event model on fitting data %.1f%%",
-             gpu->driver_version, gpu->runtime_version, sms, p.drain_bytes_per_ns / bw_med,
+             gpu->driver_version, gpu->runtime_version, sms, p.drain_bytes_per_ns / x.bw_med,
              100 * fr.issue_resid_med, 100 * fr.drain_spread, 100 * fr.chunk_err);
     printf("\n");
     xs_profile_print(&p, stdout);
@@ -554,8 +591,8 @@ int xs_cmd_calibrate(int argc, char **argv)
     if (xs_interrupted())
         return interrupted_exit(cx.runs, &smp, rp);
     /* the drain under L2 load, for the models of fused kernels (bench up): measured, not fitted */
-    if (load_probe && ld_med[2] > 0)
-        p.drain_under_load_bytes_per_ns = ld_med[2];
+    if (a.load_probe && x.ld_med[2] > 0)
+        p.drain_under_load_bytes_per_ns = x.ld_med[2];
     if (out && xs_profile_save(&p, out) != XS_OK)
         rc = xs_cli_fail();
     if (samples_out) {

@@ -5,8 +5,9 @@
  * The model (docs/MODEL.md) assumes that useful work does not slow down while stores are
  * outstanding, and calibrates R with contiguous bursts. The fused kernels say otherwise in two
  * places: their main loops lose time next to remote stores even when the pacer keeps the stage
- * under R (EP run 5: 16-36 us per CTA), and their row-shaped stores see less headroom and a lower
- * rate than the calibration's (UP runs 5-7, TP run 6: 0.74-0.84 R). Each case below is one
+ * under R (EP: 16-36 us per CTA, bench/results/ep/), and their row-shaped stores see less
+ * headroom and a lower rate than the calibration's (UP and TP: 0.74-0.84 R, bench/results/up/,
+ * bench/results/tp/). Each case below is one
  * xs_replay_work_probe configuration (include/xstage_replay.h), repeated; every stored byte is
  * verified at the destination.
  */
@@ -36,7 +37,7 @@ typedef struct {
 
 /* The reference (all SMs, contiguous, nothing else running) comes first: its rate sets the pace
  * of the paced cases and its span the load side's duration (0.6 of it) in every case. It runs
- * twice: the first pass of a fresh window ran at 0.93 of the later ones (probe run 2: 49.2 GB/s,
+ * twice: the first pass of a fresh window ran at 0.93 of the later ones (on an H200: 49.2 GB/s,
  * then 53.1-53.5 for the same stores in the rows cases), so the first is reported as `warm`
  * and not used. */
 static const probe_case cases[] = {

@@ -1,7 +1,7 @@
 /*
  * win.cu - destination windows for all four targets behind one pointer table (xstage_win.h):
  * local HBM, pinned host memory, virtual peers (1 local + N-1 host windows) and real peers
- * (NCCL symmetric windows through cuda/nccl.cu). Also destination-side verification: host
+ * (NCCL symmetric windows through cuda/common/nccl.cu). Also destination-side verification: host
  * windows are read by the CPU (threads for large ones), device windows by a GPU kernel on their
  * own GPU.
  *

@@ -166,9 +166,9 @@ static void defaults(run_args *a)
     a->ro.target = XS_TARGET_HOST;
     a->ro.timeout_s = 30;
     a->ro.max_skew_ns = XS_REPLAY_MAX_SKEW_NS;
-    /* even: at the knee consecutive runs alternate between two totals (run 8, replay
-     * --placement: 24 x 69440 B, 8.2-10.3 us and 10.3-14.1 us, every other run), and the median
-     * of an even count is the middle of the two, where an odd count picks one mode */
+    /* even: at the knee consecutive runs alternate between two totals (replay
+     * --placement on an H200: 24 x 69440 B, 8.2-10.3 us and 10.3-14.1 us, every other run), and
+     * the median of an even count is the middle of the two, where an odd count picks one mode */
     a->reps = 4;
     a->gpus = 1;
 }
@@ -630,6 +630,43 @@ static int quick_suite(vcase *v, int n)
     return m;
 }
 
+static void validate_usage(void)
+{
+    printf("usage: xstage validate [--profile FILE] [--target host|local] [--csv FILE]\n"
+           "Predict (without refitting) and replay a built-in suite of schedules that the\n"
+           "calibration never ran: gap sweeps across G*, capacity sweeps across Q(K),\n"
+           "mixed producer counts, random trains, drift trains, expert-wave schedules.\n"
+           "Prints per schedule the error of the total and of each row's issue_max_ns,\n"
+           "then the median and maximum over the suite.\n\n"
+           "  --csv FILE            also write the table as CSV\n"
+           "  --rows FILE           every row of every schedule, measured next to predicted\n"
+           "  --quick               five schedules, one of each kind (a smoke test)\n"
+           "  --max-iters M         while a schedule's median total is uncertain by more\n"
+           "                        than +-5 %% (its 95 %% interval), N more runs, up to M\n"
+           "                        in all (default 64; exactly N when M <= N or -g > 1)\n"
+           COMMON_HELP);
+}
+
+/* The suite's summary lines and the verdict: 1 when every accuracy target is met. */
+static int validate_summary(const double *etot, int nv, const double *allrow, int nall,
+                            double iso_err, double iso_fluid_err)
+{
+    double ae[40];
+    for (int i = 0; i < nv; i++)
+        ae[i] = fabs(etot[i]);
+    double med = xs_median(ae, (size_t)nv), mx = xs_max(ae, (size_t)nv);
+    double rmed = xs_median(allrow, (size_t)nall);
+    printf("# totals: median |error| %.1f%% (target <= 5%%), max %.1f%% (target <= 15%%)\n", med,
+           mx);
+    printf("# per-row issue_max_ns: median |error| %.1f%% (target <= 15%%) over %d rows\n",
+           rmed, nall);
+    printf("# isolated burst above the knee, --sync: measured issue_max vs the isolated-burst "
+           "form of the last producer (T_iss_last) %+.1f%% (target within 10%%); vs the fluid "
+           "form T_iss_iso %+.1f%% (the two agree for a profile without a reserve)\n", iso_err,
+           iso_fluid_err);
+    return med <= 5 && mx <= 15 && rmed <= 15 && fabs(iso_err) <= 10;
+}
+
 int xs_cmd_validate(int argc, char **argv)
 {
     static const struct option lo[] = {{"csv", required_argument, 0, OPT_CSVFILE},
@@ -643,19 +680,7 @@ int xs_cmd_validate(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:d:n:g:h", lo, NULL)) != -1) {
         if (c == 'h') {
-            printf("usage: xstage validate [--profile FILE] [--target host|local] [--csv FILE]\n"
-                   "Predict (without refitting) and replay a built-in suite of schedules that the\n"
-                   "calibration never ran: gap sweeps across G*, capacity sweeps across Q(K),\n"
-                   "mixed producer counts, random trains, drift trains, expert-wave schedules.\n"
-                   "Prints per schedule the error of the total and of each row's issue_max_ns,\n"
-                   "then the median and maximum over the suite.\n\n"
-                   "  --csv FILE            also write the table as CSV\n"
-                   "  --rows FILE           every row of every schedule, measured next to predicted\n"
-                   "  --quick               five schedules, one of each kind (a smoke test)\n"
-                   "  --max-iters M         while a schedule's median total is uncertain by more\n"
-                   "                        than +-5 %% (its 95 %% interval), N more runs, up to M\n"
-                   "                        in all (default 64; exactly N when M <= N or -g > 1)\n"
-                   COMMON_HELP);
+            validate_usage();
             return 0;
         }
         if (c == XS_OPT_QUICK) {
@@ -674,14 +699,14 @@ int xs_cmd_validate(int argc, char **argv)
     }
     if (optind < argc)
         return xs_cli_failf("validate: unexpected argument '%s'", argv[optind]);
-    /* 16: at the knee single runs stall or not at random (run 15: 96 producers at 0.9·Q(K) in
-     * some of 4 runs and not in others), and the median of 4 then fell on either side from one
-     * validate to the next; the median of 16 settles on the common mode (docs/MODEL.md "Run 16") */
+    /* 16: at the knee single runs stall or not at random (96 producers at 0.9·Q(K) in some of
+     * 4 runs and not in others), and the median of 4 then fell on either side from one validate
+     * to the next; the median of 16 settles on the common mode (docs/MODEL.md) */
     if (!a.reps_set)
         a.reps = XS_VALIDATE_REPS;
     /* and up to 64 where the 16 leave the median loose: a burst just above the knee spreads by
      * 30-60 % over its runs (straggling producers), and its median of 16 moved 10-20 % from one
-     * validate to the next (run 16 calls 9-10) */
+     * validate to the next (docs/MODEL.md) */
     if (!a.reps_max)
         a.reps_max = XS_VALIDATE_REPS_MAX;
     if (a.reps_max < a.reps || a.gpus > 1)
@@ -825,20 +850,7 @@ int xs_cmd_validate(int argc, char **argv)
         xs_result_free(&m);
     }
     if (!rc) {
-        double ae[40];
-        for (int i = 0; i < nv; i++)
-            ae[i] = fabs(etot[i]);
-        double med = xs_median(ae, (size_t)nv), mx = xs_max(ae, (size_t)nv);
-        double rmed = xs_median(allrow, (size_t)nall);
-        printf("# totals: median |error| %.1f%% (target <= 5%%), max %.1f%% (target <= 15%%)\n", med,
-               mx);
-        printf("# per-row issue_max_ns: median |error| %.1f%% (target <= 15%%) over %d rows\n",
-               rmed, nall);
-        printf("# isolated burst above the knee, --sync: measured issue_max vs the isolated-burst "
-               "form of the last producer (T_iss_last) %+.1f%% (target within 10%%); vs the fluid "
-               "form T_iss_iso %+.1f%% (the two agree for a profile without a reserve)\n", iso_err,
-               iso_fluid_err);
-        ok = med <= 5 && mx <= 15 && rmed <= 15 && fabs(iso_err) <= 10;
+        ok = validate_summary(etot, nv, allrow, nall, iso_err, iso_fluid_err);
         printf("# validate %s\n", ok ? "OK: all targets met" : "done: targets NOT all met");
     }
     if (intr) { /* what finished is kept, marked so that nobody takes it as complete */

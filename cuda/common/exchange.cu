@@ -301,35 +301,27 @@ extern "C" xs_status xs_exchange(xs_winset *w, const xs_exchange_opts *o, xs_exc
     unsigned int *dcnt = NULL;
     cudaEvent_t e0 = NULL, e1 = NULL;
     xs_status s = XS_OK;
-#define EX_CU(call)                                                                           \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess) {                                                              \
-            s = xs_seterr(XS_ECUDA, "%s: %s", #call, cudaGetErrorString(e_));                 \
-            goto done;                                                                        \
-        }                                                                                     \
-    } while (0)
     s = alloc_rec(w, &drec);
     if (s != XS_OK)
         goto done;
-    EX_CU(cudaMalloc((void **)&dcnt, (size_t)pairs * sizeof(unsigned int)));
-    EX_CU(cudaMemsetAsync(dcnt, 0, (size_t)pairs * sizeof(unsigned int), st));
-    EX_CU(cudaEventCreate(&e0));
-    EX_CU(cudaEventCreate(&e1));
-    EX_CU(cudaEventRecord(e0, st));
+    XS_CU_GOTO(s, done, cudaMalloc((void **)&dcnt, (size_t)pairs * sizeof(unsigned int)));
+    XS_CU_GOTO(s, done, cudaMemsetAsync(dcnt, 0, (size_t)pairs * sizeof(unsigned int), st));
+    XS_CU_GOTO(s, done, cudaEventCreate(&e0));
+    XS_CU_GOTO(s, done, cudaEventCreate(&e1));
+    XS_CU_GOTO(s, done, cudaEventRecord(e0, st));
     if (!o->skip_send) {
         xs_exchange_send_kernel<<<grid, XS_PRODUCER_THREADS, 0, st>>>(*t, lo, nown, n16, bpp,
                                                                       o->seed, o->epoch, pieces,
                                                                       dcnt);
-        EX_CU(cudaGetLastError());
+        XS_CU_GOTO(s, done, cudaGetLastError());
     }
     xs_exchange_wait_kernel<<<1, 256, 0, st>>>(*t, lo, nown, o->epoch, bepoch, tns, drec);
-    EX_CU(cudaGetLastError());
-    EX_CU(cudaEventRecord(e1, st));
-    EX_CU(cudaStreamSynchronize(st));
+    XS_CU_GOTO(s, done, cudaGetLastError());
+    XS_CU_GOTO(s, done, cudaEventRecord(e1, st));
+    XS_CU_GOTO(s, done, cudaStreamSynchronize(st));
     {
         float ms = 0;
-        EX_CU(cudaEventElapsedTime(&ms, e0, e1));
+        XS_CU_GOTO(s, done, cudaEventElapsedTime(&ms, e0, e1));
         r->ms = ms;
         char what[64];
         snprintf(what, sizeof what, "exchange epoch %llu", (unsigned long long)o->epoch);
@@ -358,6 +350,5 @@ done:
     if (e1) cudaEventDestroy(e1);
     if (dcnt) cudaFree(dcnt);
     if (drec) cudaFree(drec);
-#undef EX_CU
     return s;
 }

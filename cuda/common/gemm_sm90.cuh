@@ -1,6 +1,6 @@
 /*
  * gemm_sm90.cuh - the Hopper tile engine: C = A * B^T in bf16 with fp32 accumulation, for H100 /
- * H200 (sm_90a only). Opt-in next to cuda/gemm.cuh (the mma.sync engine, which stays the one the
+ * H200 (sm_90a only). Opt-in next to gemm.cuh (the mma.sync engine, which stays the one the
  * fused workloads use); same problem struct, same conventions, same epilogue contract.
  *
  * Layouts (row-major, element strides), exactly those of gemm.cuh:
@@ -614,7 +614,7 @@ XS_DEV void xs_gemm90_epilogue(char *smem, int wg, const float (&acc)[C::ACC],
     char *epi = smem + C::EPI_OFF + wg * C::EPI_BYTES;
     constexpr int PASSES = (SWIGLU ? C::BN / 2 : C::BN) / C::EPI_COLS;
     /* publish dst_rows and row_scale: the first pass's staging reads scales that other warps of
-     * the warpgroup wrote (H200 run 6: without this barrier rows 32-63 took stale scales) */
+     * the warpgroup wrote (on the H200, without this barrier rows 32-63 took stale scales) */
     xs_wg_bar(wg);
 #pragma unroll
     for (int pass = 0; pass < PASSES; pass++) {

@@ -5,8 +5,7 @@
  * C++ only here (nccl_device.h is C++), behind extern "C". The host API is reached through
  * dlsym, so the tool starts without NCCL; the device side is header-only (ncclGetLsaPointer in a
  * setup kernel). The pointer table that kernels use is filled from that kernel's output; after
- * setup no kernel needs NCCL types. DESIGN.md section 3 and docs/TRANSPORT.md give the recipe and
- * its pitfalls.
+ * setup no kernel needs NCCL types. docs/TRANSPORT.md gives the recipe and its pitfalls.
  */
 #include <dlfcn.h>
 #include <glob.h>
@@ -352,14 +351,6 @@ extern "C" xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[1
             goto fail;                                                                        \
         }                                                                                     \
     } while (0)
-#define CU_STEP(call)                                                                         \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess) {                                                              \
-            st = xs_seterr(XS_ECUDA, "%s: %s", #call, cudaGetErrorString(e_));                \
-            goto fail;                                                                        \
-        }                                                                                     \
-    } while (0)
 
     /* blocking init: a missing peer is bounded by the launcher's timeout, which kills all */
     if (nranks == 1) {
@@ -402,8 +393,8 @@ extern "C" xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[1
             c->bytes / 1048576.0);
     /* zero before registering: no peer holds a pointer to it until registration returns, so a
      * fast peer's first flag store cannot be wiped by this rank's initialisation */
-    CU_STEP(cudaMemset(c->base, 0, c->bytes));
-    CU_STEP(cudaDeviceSynchronize());
+    XS_CU_GOTO(st, fail, cudaMemset(c->base, 0, c->bytes));
+    XS_CU_GOTO(st, fail, cudaDeviceSynchronize());
     NC_STEP(nc.window_register(c->comm, c->base, c->bytes, &c->win, NCCL_WIN_COLL_SYMMETRIC),
             "ncclCommWindowRegister(%.1f MiB, symmetric)", c->bytes / 1048576.0);
     {
@@ -430,10 +421,11 @@ extern "C" xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[1
             goto fail;
         }
     }
-    CU_STEP(cudaMalloc((void **)&dptrs, (size_t)nranks * sizeof(void *)));
+    XS_CU_GOTO(st, fail, cudaMalloc((void **)&dptrs, (size_t)nranks * sizeof(void *)));
     xs_lsa_ptrs_kernel<<<1, 64>>>(c->win, nranks, dptrs);
-    CU_STEP(cudaGetLastError());
-    CU_STEP(cudaMemcpy(peers, dptrs, (size_t)nranks * sizeof(void *), cudaMemcpyDeviceToHost));
+    XS_CU_GOTO(st, fail, cudaGetLastError());
+    XS_CU_GOTO(st, fail, cudaMemcpy(peers, dptrs, (size_t)nranks * sizeof(void *),
+                                    cudaMemcpyDeviceToHost));
     cudaFree(dptrs);
     dptrs = NULL;
     for (int p = 0; p < nranks; p++)
@@ -452,7 +444,6 @@ fail:
     xs_nccl_close(c, 1);
     return st;
 #undef NC_STEP
-#undef CU_STEP
 }
 
 /* ---- launcher hooks ------------------------------------------------------------------------ */
