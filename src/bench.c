@@ -1,0 +1,600 @@
+/*
+ * bench.c - the CPU half of the bench harness (include/xstage_bench.h): common options merged
+ * with a workload's, interleaved rounds, statistics, and one column description written as the
+ * human table, CSV and JSON.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xstage_bench.h"
+#include "xstage_launch.h"
+
+/* ---- options ---------------------------------------------------------------------------------- */
+
+static const struct option common_long[] = {
+    {"iters", required_argument, 0, 'n'},
+    {"warmup", required_argument, 0, 'w'},
+    {"device", required_argument, 0, 'd'},
+    {"gpus", required_argument, 0, 'g'},
+    {"seed", required_argument, 0, XS_OPT_SEED},
+    {"profile", required_argument, 0, XS_OPT_PROFILE},
+    {"set", required_argument, 0, XS_OPT_SET},
+    {"csv", required_argument, 0, XS_OPT_CSV},
+    {"json", required_argument, 0, XS_OPT_JSON},
+    {"quick", no_argument, 0, XS_OPT_QUICK},
+    {"timeout", required_argument, 0, XS_BENCH_OPT_TIMEOUT},
+    {"max-time", required_argument, 0, XS_BENCH_OPT_MAX_TIME},
+    {"help", no_argument, 0, 'h'},
+};
+enum { NCOMMON = sizeof common_long / sizeof common_long[0], MAX_LONG = 128 };
+static const char common_short[] = "n:w:d:g:h";
+
+void xs_bench_usage(FILE *f, const xs_bench_spec *s)
+{
+    fprintf(f, "usage: xstage %s [options]\n%s", s->cmd, s->about ? s->about : "");
+    if (s->help && *s->help)
+        fprintf(f, "%s options:\n%s", s->cmd, s->help);
+    fprintf(f,
+            "common options:\n"
+            "  -n, --iters N         timed rounds per point; every variant runs once a round "
+            "[%d]\n"
+            "  -w, --warmup N        untimed rounds first [%d]\n"
+            "  -d, --device N        CUDA device [0]\n"
+            "  -g, --gpus N          N ranks, one process per GPU (rank r on GPU r; "
+            "docs/MULTIGPU.md)\n"
+            "      --seed N          input seed [%u]\n"
+            "      --profile FILE    calibrated profile (JSON) [embedded]\n"
+            "      --set NAME=VALUE  override one profile field (repeatable)\n"
+            "      --csv FILE        the table as CSV ('#' header lines, a units line)\n"
+            "      --json FILE       the table as JSON (the same columns)\n"
+            "      --quick           a smaller sweep%s\n"
+            "      --timeout S       bound of every device-side wait, s [%g]\n"
+            "      --max-time S      skip the points left after S s (0: no bound) [%g]\n"
+            "  -h, --help\n",
+            s->iters, s->warmup, (unsigned)s->seed,
+            s->quick_iters > 0 ? ", -n 3 unless -n is given" : "", s->timeout_s, s->max_time_s);
+}
+
+/* The merged option tables: common first, then the workload's; a reused name, id or letter is
+ * an error of the workload's table (XS_EINVAL, one line). */
+static xs_status merge_opts(const xs_bench_spec *s, struct option *lo, char *so, size_t so_n)
+{
+    int n = 0;
+    for (int i = 0; i < NCOMMON; i++)
+        lo[n++] = common_long[i];
+    for (const struct option *o = s->longopts; o && o->name; o++) {
+        if (n >= MAX_LONG - 1)
+            return xs_seterr(XS_EINVAL, "%s: more than %d options", s->cmd, MAX_LONG - 1);
+        for (int i = 0; i < n; i++)
+            if (!strcmp(lo[i].name, o->name) || (i < NCOMMON && lo[i].val == o->val))
+                return xs_seterr(XS_EINVAL, "%s: option --%s clashes with --%s", s->cmd,
+                                 o->name, lo[i].name);
+        lo[n++] = *o;
+    }
+    memset(&lo[n], 0, sizeof lo[n]);
+    const char *ws = s->shortopts ? s->shortopts : "";
+    for (const char *p = ws; *p; p++)
+        if (*p != ':' && strchr(common_short, *p))
+            return xs_seterr(XS_EINVAL, "%s: short option -%c is a common one", s->cmd, *p);
+    if (strlen(common_short) + strlen(ws) + 1 > so_n)
+        return xs_seterr(XS_EINVAL, "%s: short options too long", s->cmd);
+    snprintf(so, so_n, "%s%s", common_short, ws);
+    return XS_OK;
+}
+
+static xs_status common_opt(xs_bench_common *c, const xs_bench_spec *s, int ch, const char *arg)
+{
+    switch (ch) {
+    case XS_OPT_CSV: c->csv = arg; return XS_OK;
+    case XS_OPT_JSON: c->json = arg; return XS_OK;
+    case XS_OPT_QUICK: c->quick = 1; return XS_OK;
+    case XS_BENCH_OPT_TIMEOUT:
+        return xs_parse_double("--timeout", arg, 1e-4, 3600, &c->timeout_s);
+    case XS_BENCH_OPT_MAX_TIME:
+        return xs_parse_double("--max-time", arg, 0, 1e7, &c->max_time_s);
+    }
+    /* -n -w -d -g --seed --profile --set: xstage_cli.h's parser (it sets the message) */
+    return xs_parse_bench_opt(ch, arg, s->max_iters, &c->b) < 0 ? XS_EINVAL : XS_OK;
+}
+
+static int is_common(int ch)
+{
+    for (int i = 0; i < NCOMMON; i++)
+        if (common_long[i].val == ch)
+            return 1;
+    return 0;
+}
+
+int xs_bench_parse(const xs_bench_spec *s, int argc, char **argv, xs_bench_common *c)
+{
+    memset(c, 0, sizeof *c);
+    c->b.iters = s->iters;
+    c->b.warmup = s->warmup;
+    c->b.seed = s->seed;
+    c->timeout_s = s->timeout_s;
+    c->max_time_s = s->max_time_s;
+    struct option lo[MAX_LONG];
+    char so[128];
+    if (merge_opts(s, lo, so, sizeof so) != XS_OK)
+        return xs_cli_fail();
+    int ch;
+    optind = 0; /* glibc: 0 resets getopt's state fully (a previous parse may have stopped
+                 * inside an argument) */
+    opterr = 0; /* one line of our own instead of getopt's */
+    while ((ch = getopt_long(argc, argv, so, lo, NULL)) != -1) {
+        if (ch == 'h') {
+            xs_bench_usage(stdout, s);
+            return -1;
+        }
+        if (ch == '?' || ch == ':') {
+            const char *bad = argv[optind - 1 < argc ? optind - 1 : argc - 1];
+            if (optopt && optopt < 256)
+                return xs_cli_failf("%s: option -%c %s (--help lists the options)", s->cmd,
+                                    optopt, ch == ':' || strchr(so, optopt) ? "needs a value"
+                                                                            : "is unknown");
+            return xs_cli_failf("%s: option '%s' is unknown or needs a value (--help lists "
+                                "the options)", s->cmd, bad);
+        }
+        xs_status st = is_common(ch) ? common_opt(c, s, ch, optarg)
+                       : s->opt      ? s->opt(s->ctx, ch, optarg)
+                                     : xs_seterr(XS_EINVAL, "%s: unhandled option", s->cmd);
+        if (st != XS_OK)
+            return xs_cli_fail();
+    }
+    if (optind < argc)
+        return xs_cli_failf("%s: unexpected argument '%s'", s->cmd, argv[optind]);
+    if (c->quick && s->quick_iters > 0 && !c->b.iters_set)
+        c->b.iters = s->quick_iters;
+    return 0;
+}
+
+/* ---- statistics ------------------------------------------------------------------------------- */
+
+xs_bench_stat xs_bench_stat_of(const double *x, int n)
+{
+    xs_bench_stat s = {NAN, NAN, NAN, NAN, NAN, 0};
+    double *f = n > 0 ? malloc(sizeof *f * (size_t)n) : NULL;
+    if (!f)
+        return s;
+    for (int i = 0; i < n; i++)
+        if (isfinite(x[i]))
+            f[s.n++] = x[i];
+    if (s.n) {
+        const size_t k = (size_t)s.n;
+        s.med = xs_median(f, k);
+        s.min = xs_min(f, k);
+        s.max = xs_max(f, k);
+        s.p10 = xs_quantile(f, k, 0.1);
+        s.p90 = xs_quantile(f, k, 0.9);
+    }
+    free(f);
+    return s;
+}
+
+double xs_bench_spread_pct(const xs_bench_stat *s)
+{
+    return s->med > 0 ? 100.0 * (s->max - s->min) / s->med : NAN;
+}
+
+/* ---- interleaved rounds ----------------------------------------------------------------------- */
+
+xs_status xs_bench_rounds_run(const xs_bench_rounds *r, const xs_bench_variant *v, int nv,
+                              double *samples, int *ok)
+{
+    int on[64], non = 0;
+    if (nv > 64)
+        return xs_seterr(XS_EINVAL, "bench: %d variants (at most 64)", nv);
+    for (int i = 0; i < nv; i++) {
+        if (v[i].on)
+            on[non++] = i;
+        if (ok)
+            ok[i] = 1;
+    }
+    for (size_t i = 0; i < (size_t)nv * (size_t)r->iters; i++)
+        samples[i] = NAN;
+    const int rounds = r->warmup + r->iters;
+    for (int round = 0; round < rounds; round++) {
+        const int j = round - r->warmup; /* >= 0: a timed round */
+        for (int k = 0; k < non; k++) {
+            const int var = on[r->rotate ? (k + round) % non : k];
+            if (r->before)
+                XS_TRY(r->before(r->before_ctx, var, round));
+            double us = NAN;
+            XS_TRY(r->run(r->ctx, var, round, &us));
+            if (j >= 0)
+                samples[(size_t)var * (size_t)r->iters + (size_t)j] = us;
+            if (r->verify && (r->verify_when == XS_BENCH_VERIFY_EVERY || round == rounds - 1)) {
+                int good = 1;
+                XS_TRY(r->verify(r->ctx, var, round, &good));
+                if (!good && ok)
+                    ok[var] = 0;
+            }
+        }
+    }
+    return XS_OK;
+}
+
+/* ---- columns ---------------------------------------------------------------------------------- */
+
+static const char *const stat_suffix[4] = {"", "_spread", "_min", "_max"};
+
+xs_status xs_bench_table_init(xs_bench_table *t, const xs_bench_col *cols, int n)
+{
+    t->n = 0;
+    for (int i = 0; i < n; i++) {
+        const xs_bench_col *c = &cols[i];
+        if (!c->name || !*c->name || strlen(c->name) > 50)
+            return xs_seterr(XS_EINVAL, "bench: column %d: name missing or over 50 characters",
+                             i);
+        for (const char *p = c->name; *p; p++)
+            if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '_'))
+                return xs_seterr(XS_EINVAL, "bench: column '%s': names are [a-z0-9_]", c->name);
+        if (!c->fmt && c->kind != XS_COL_STAT && c->kind != XS_COL_BOOL)
+            return xs_seterr(XS_EINVAL, "bench: column '%s': no format", c->name);
+        const int parts = c->kind == XS_COL_STAT ? 4 : 1;
+        for (int p = 0; p < parts; p++) {
+            if (t->n >= XS_BENCH_MAX_COLS)
+                return xs_seterr(XS_EINVAL, "bench: more than %d columns", XS_BENCH_MAX_COLS);
+            struct xs_bench_leaf *l = &t->leaf[t->n];
+            snprintf(l->name, sizeof l->name, "%s%s", c->name, parts > 1 ? stat_suffix[p] : "");
+            for (int k = 0; k < t->n; k++)
+                if (!strcmp(t->leaf[k].name, l->name))
+                    return xs_seterr(XS_EINVAL, "bench: column '%s' twice", l->name);
+            l->col = c;
+            l->part = p;
+            const char *unit = p == 1 ? "%" : c->unit ? c->unit : "";
+            int w = c->width > 0 ? c->width : c->kind == XS_COL_STR || c->kind == XS_COL_CHARS
+                                                 ? 4 : 6;
+            if (p == 1)
+                w = 6;
+            if ((int)strlen(l->name) > w)
+                w = (int)strlen(l->name);
+            if ((int)strlen(unit) > w)
+                w = (int)strlen(unit);
+            l->width = w;
+            t->n++;
+        }
+    }
+    return XS_OK;
+}
+
+/* A leaf's value: a number (*d, *is_int) or a string (returned, or NULL for a number). */
+static const char *leaf_value(const struct xs_bench_leaf *l, const void *row, double *d,
+                              int *is_int)
+{
+    const xs_bench_col *c = l->col;
+    const char *base = (const char *)row;
+    *d = NAN;
+    *is_int = 0;
+    switch (c->kind) {
+    case XS_COL_STR:
+        if (c->gets)
+            return c->gets(row, c->arg);
+        return *(const char *const *)(const void *)(base + c->off);
+    case XS_COL_CHARS:
+        return base + c->off;
+    case XS_COL_INT:
+    case XS_COL_BOOL:
+        *is_int = 1;
+        *d = c->get ? c->get(row, c->arg) : (double)*(const int *)(const void *)(base + c->off);
+        return NULL;
+    case XS_COL_STAT: {
+        xs_bench_stat s;
+        memcpy(&s, base + c->off, sizeof s);
+        *d = l->part == 0 ? s.med : l->part == 1 ? xs_bench_spread_pct(&s)
+             : l->part == 2 ? s.min : s.max;
+        return NULL;
+    }
+    default:
+        *d = c->get ? c->get(row, c->arg) : *(const double *)(const void *)(base + c->off);
+        return NULL;
+    }
+}
+
+/* A leaf formatted into buf: mode 0 table, 1 CSV, 2 JSON. */
+static void leaf_format(const struct xs_bench_leaf *l, const void *row, int mode, char *buf,
+                        size_t n)
+{
+    double d;
+    int is_int;
+    const char *s = leaf_value(l, row, &d, &is_int);
+    const xs_bench_col *c = l->col;
+    if (s || c->kind == XS_COL_STR || c->kind == XS_COL_CHARS) {
+        snprintf(buf, n, c->fmt && strstr(c->fmt, "%s") ? c->fmt : "%s", s ? s : "-");
+        return;
+    }
+    if (c->kind == XS_COL_BOOL) {
+        snprintf(buf, n, "%s", d != 0 ? (mode ? "true" : "yes") : (mode ? "false" : "NO"));
+        return;
+    }
+    if (isnan(d) || isinf(d)) {
+        snprintf(buf, n, "%s", mode == 2 ? "null" : isnan(d) ? "nan" : d > 0 ? "inf" : "-inf");
+        return;
+    }
+    if (is_int)
+        snprintf(buf, n, c->fmt, (int)d);
+    else
+        snprintf(buf, n, c->kind == XS_COL_STAT && (l->part == 1 || !c->fmt) ? "%.1f" : c->fmt, d);
+}
+
+static int leaf_shown(const struct xs_bench_leaf *l, int all)
+{
+    return all || (!(l->col->flags & XS_COL_FILE) && l->part < 2);
+}
+
+static int leaf_left(const struct xs_bench_leaf *l)
+{
+    return l->col->kind == XS_COL_STR || l->col->kind == XS_COL_CHARS;
+}
+
+void xs_bench_table_head(FILE *f, const xs_bench_table *t, int all)
+{
+    for (int line = 0; line < 2; line++) {
+        int first = 1;
+        for (int i = 0; i < t->n; i++) {
+            const struct xs_bench_leaf *l = &t->leaf[i];
+            if (!leaf_shown(l, all))
+                continue;
+            const char *unit = l->part == 1 ? "%" : l->col->unit ? l->col->unit : "";
+            const char *txt = line ? unit : l->name;
+            fprintf(f, "%s%*s", first ? "" : " ", leaf_left(l) ? -l->width : l->width, txt);
+            first = 0;
+        }
+        fputc('\n', f);
+    }
+}
+
+void xs_bench_table_row(FILE *f, const xs_bench_table *t, const void *row, int all)
+{
+    char buf[256];
+    int first = 1;
+    for (int i = 0; i < t->n; i++) {
+        const struct xs_bench_leaf *l = &t->leaf[i];
+        if (!leaf_shown(l, all))
+            continue;
+        leaf_format(l, row, 0, buf, sizeof buf);
+        fprintf(f, "%s%*s", first ? "" : " ", leaf_left(l) ? -l->width : l->width, buf);
+        first = 0;
+    }
+    fputc('\n', f);
+}
+
+void xs_bench_csv_head(FILE *f, const xs_bench_table *t)
+{
+    fputs("# units: ", f);
+    for (int i = 0; i < t->n; i++) {
+        const struct xs_bench_leaf *l = &t->leaf[i];
+        fprintf(f, "%s%s", i ? "," : "", l->part == 1 ? "%" : l->col->unit ? l->col->unit : "");
+    }
+    fputc('\n', f);
+    for (int i = 0; i < t->n; i++)
+        fprintf(f, "%s%s", i ? "," : "", t->leaf[i].name);
+    fputc('\n', f);
+}
+
+/* s as a JSON string (quotes, backslashes and control characters escaped). */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        const unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+/* s as a CSV field: quoted when it holds a comma, a quote or a line break. */
+static void csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+void xs_bench_csv_row(FILE *f, const xs_bench_table *t, const void *row)
+{
+    char buf[256];
+    for (int i = 0; i < t->n; i++) {
+        leaf_format(&t->leaf[i], row, 1, buf, sizeof buf);
+        if (i)
+            fputc(',', f);
+        csv_field(f, buf);
+    }
+    fputc('\n', f);
+}
+
+void xs_bench_json_row(FILE *f, const xs_bench_table *t, const void *row)
+{
+    char buf[256];
+    fputc('{', f);
+    for (int i = 0; i < t->n; i++) {
+        const struct xs_bench_leaf *l = &t->leaf[i];
+        leaf_format(l, row, 2, buf, sizeof buf);
+        fprintf(f, "%s\"%s\": ", i ? ", " : "", l->name);
+        if (leaf_left(l))
+            json_str(f, buf);
+        else
+            fputs(buf, f);
+    }
+    fputc('}', f);
+}
+
+/* ---- the report ------------------------------------------------------------------------------- */
+
+xs_status xs_bench_report_open(xs_bench_report *r, const char *cmd, const xs_bench_table *t,
+                               FILE *out, const char *csv, const char *json)
+{
+    memset(r, 0, sizeof *r);
+    r->t = t;
+    r->out = out;
+    r->cmd = cmd;
+    if (!xs_rank_primary())
+        return XS_OK; /* rank 0 writes the files */
+    if (csv && !(r->csv = fopen(csv, "w")))
+        return xs_seterr(XS_EIO, "%s: --csv %s: cannot write", cmd, csv);
+    if (json && !(r->json = fopen(json, "w"))) {
+        fclose(r->csv);
+        r->csv = NULL;
+        return xs_seterr(XS_EIO, "%s: --json %s: cannot write", cmd, json);
+    }
+    if (r->json)
+        fprintf(r->json, "{\"command\": \"%s\"", cmd);
+    r->json_items = 1;
+    return XS_OK;
+}
+
+/* Move the JSON document to phase p (0 keys, 1 notes, 2 rows, 3 summary), closing the array of
+ * the phase it leaves and opening the next one's. */
+static void json_phase(xs_bench_report *r, int p)
+{
+    static const char *const key[4] = {"", "notes", "rows", "summary"};
+    if (!r->json || r->json_phase == p)
+        return;
+    if (r->json_phase > 0)
+        fputs("\n]", r->json);
+    fprintf(r->json, ",\n\"%s\": [", key[p]);
+    r->json_phase = p;
+    r->json_items = 0;
+}
+
+void xs_bench_report_json_object(xs_bench_report *r, const char *key, const char *fragment)
+{
+    if (!r->json || r->json_phase > 0)
+        return;
+    fprintf(r->json, ",\n\"%s\": {%s}", key, fragment);
+}
+
+static void note_line(xs_bench_report *r, const char *line, size_t n)
+{
+    fprintf(r->out, "%.*s\n", (int)n, line);
+    if (r->csv)
+        fprintf(r->csv, "%.*s\n", (int)n, line);
+    if (r->json && r->json_phase != 2) {
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1), line);
+        fputs(r->json_items++ ? ",\n" : "\n", r->json);
+        json_str(r->json, buf);
+    }
+}
+
+void xs_bench_report_text(xs_bench_report *r, const char *text)
+{
+    json_phase(r, r->json_phase == 0 ? 1 : r->json_phase);
+    while (*text) {
+        const char *nl = strchr(text, '\n');
+        const size_t n = nl ? (size_t)(nl - text) : strlen(text);
+        note_line(r, text, n);
+        text += n + (nl != NULL);
+    }
+}
+
+void xs_bench_report_note(xs_bench_report *r, const char *fmt, ...)
+{
+    char buf[1024] = "# ";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + 2, sizeof buf - 2, fmt, ap);
+    va_end(ap);
+    json_phase(r, r->json_phase == 0 ? 1 : r->json_phase);
+    note_line(r, buf, strlen(buf));
+}
+
+void xs_bench_report_begin(xs_bench_report *r)
+{
+    if (r->json) {
+        json_phase(r, 1); /* the notes array exists even when empty */
+        fputs("\n],\n\"columns\": [", r->json);
+        for (int i = 0; i < r->t->n; i++) {
+            const struct xs_bench_leaf *l = &r->t->leaf[i];
+            fprintf(r->json, "%s\n{\"name\": \"%s\", \"unit\": ", i ? "," : "", l->name);
+            json_str(r->json, l->part == 1 ? "%" : l->col->unit ? l->col->unit : "");
+            fputc('}', r->json);
+        }
+        fputs("\n],\n\"rows\": [", r->json);
+        r->json_phase = 2;
+        r->json_items = 0;
+    }
+    xs_bench_table_head(r->out, r->t, 0);
+    if (r->csv)
+        xs_bench_csv_head(r->csv, r->t);
+}
+
+void xs_bench_report_row(xs_bench_report *r, const void *row)
+{
+    xs_bench_table_row(r->out, r->t, row, 0);
+    fflush(r->out);
+    if (r->csv) {
+        xs_bench_csv_row(r->csv, r->t, row);
+        fflush(r->csv);
+    }
+    if (r->json) {
+        fputs(r->json_items++ ? ",\n" : "\n", r->json);
+        xs_bench_json_row(r->json, r->t, row);
+    }
+    r->rows++;
+}
+
+void xs_bench_report_end(xs_bench_report *r)
+{
+    json_phase(r, 3);
+}
+
+int xs_bench_report_close(xs_bench_report *r, int points, int failures, int interrupted)
+{
+    char line[256];
+    if (interrupted)
+        snprintf(line, sizeof line, "# INTERRUPTED: partial results (%d points)", points);
+    else if (failures)
+        snprintf(line, sizeof line, "# %s FAILED: %d point(s) failed or did not verify", r->cmd,
+                 failures);
+    else
+        snprintf(line, sizeof line, "# %s OK: %d points, every run verified", r->cmd, points);
+    json_phase(r, 3);
+    note_line(r, line, strlen(line));
+    fflush(r->out);
+    if (r->csv)
+        fclose(r->csv);
+    if (r->json) {
+        fprintf(r->json, "\n],\n\"ok\": %s, \"failures\": %d, \"interrupted\": %s}\n",
+                failures || interrupted ? "false" : "true", failures,
+                interrupted ? "true" : "false");
+        fclose(r->json);
+    }
+    r->csv = r->json = NULL;
+    return failures || interrupted ? 1 : 0;
+}
+
+/* ---- ranks ------------------------------------------------------------------------------------ */
+
+void xs_bench_verdict_pack(int ok, double max_err, const double *med, int n, double *g)
+{
+    g[0] = ok ? 0.0 : 1.0;
+    g[1] = isnan(max_err) ? INFINITY : max_err;
+    for (int i = 0; i < n; i++)
+        g[2 + i] = isnan(med[i]) ? -1.0 : med[i];
+}
+
+void xs_bench_verdict_unpack(const double *g, int n, int *ok, double *max_err, double *rank_max)
+{
+    *ok = g[0] == 0.0;
+    *max_err = isinf(g[1]) ? NAN : g[1];
+    for (int i = 0; i < n; i++)
+        rank_max[i] = g[2 + i] < 0 ? NAN : g[2 + i];
+}
