@@ -249,10 +249,12 @@ xs_status xs_bench_table_init(xs_bench_table *t, const xs_bench_col *cols, int n
             const char *unit = p == 1 ? "%" : c->unit ? c->unit : "";
             int w = c->width > 0 ? c->width : c->kind == XS_COL_STR || c->kind == XS_COL_CHARS
                                                  ? 4 : 6;
+            /* the spread's heading in the table is "sprd", right after its timing */
+            const int head = p == 1 ? 4 : (int)strlen(l->name);
             if (p == 1)
-                w = 6;
-            if ((int)strlen(l->name) > w)
-                w = (int)strlen(l->name);
+                w = 5;
+            if (head > w)
+                w = head;
             if ((int)strlen(unit) > w)
                 w = (int)strlen(unit);
             l->width = w;
@@ -340,7 +342,7 @@ void xs_bench_table_head(FILE *f, const xs_bench_table *t, int all)
             if (!leaf_shown(l, all))
                 continue;
             const char *unit = l->part == 1 ? "%" : l->col->unit ? l->col->unit : "";
-            const char *txt = line ? unit : l->name;
+            const char *txt = line ? unit : l->part == 1 ? "sprd" : l->name;
             fprintf(f, "%s%*s", first ? "" : " ", leaf_left(l) ? -l->width : l->width, txt);
             first = 0;
         }

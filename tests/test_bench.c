@@ -367,7 +367,7 @@ static void test_table(void)
     }
     fclose(out);
     XT_CHECK(nl == 4, "table lines %d", nl);
-    XT_CHECK(strstr(head, "wave_us_spread") && !strstr(head, "wave_us_min") &&
+    XT_CHECK(strstr(head, "wave_us  sprd") && !strstr(head, "wave_us_min") &&
              !strstr(head, "bound_us"), "table head: %s", head);
     XT_CHECK(strstr(units, "us") && strstr(units, "%"), "units row: %s", units);
     XT_CHECK(strstr(row1, "olmoe") && strstr(row1, "100.0") && strstr(row1, "20.0") &&
