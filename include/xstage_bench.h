@@ -188,7 +188,7 @@ typedef struct {
     FILE *out;         /* the human report (stdout; a test passes a temporary file) */
     FILE *csv, *json;  /* NULL: not asked for (or not the primary rank) */
     const char *cmd;   /* "bench ep" */
-    int json_phase;    /* 0 keys, 1 notes, 2 rows, 3 summary */
+    int phase;         /* 0 keys, 1 notes, 2 rows, 3 summary (the JSON's parts) */
     int json_items;    /* items in the current JSON array/object */
     int rows;          /* rows written */
 } xs_bench_report;
@@ -202,8 +202,9 @@ void xs_bench_report_text(xs_bench_report *r, const char *text);
 /* JSON only: "key": {fragment} (fragment: "a": 1, "b": "x"; e.g. xs_gpu_json_fields'), before
  * the notes. */
 void xs_bench_report_json_object(xs_bench_report *r, const char *key, const char *fragment);
-/* One '#' line ("# " + the text): the report and the CSV; JSON "notes" before the table,
- * "summary" after xs_bench_report_end, left out between (rows only there). */
+/* One '#' line ("# " + the text): the report, the CSV and the JSON ("notes" before the table,
+ * "summary" after xs_bench_report_end). Between xs_bench_report_begin and _end (a detail line
+ * under a row) the report only: the CSV's and JSON's rows stay contiguous. */
 void xs_bench_report_note(xs_bench_report *r, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -467,18 +467,20 @@ xs_status xs_bench_report_open(xs_bench_report *r, const char *cmd, const xs_ben
 static void json_phase(xs_bench_report *r, int p)
 {
     static const char *const key[4] = {"", "notes", "rows", "summary"};
-    if (!r->json || r->json_phase == p)
+    if (r->phase == p)
         return;
-    if (r->json_phase > 0)
-        fputs("\n]", r->json);
-    fprintf(r->json, ",\n\"%s\": [", key[p]);
-    r->json_phase = p;
+    if (r->json) {
+        if (r->phase > 0)
+            fputs("\n]", r->json);
+        fprintf(r->json, ",\n\"%s\": [", key[p]);
+    }
+    r->phase = p;
     r->json_items = 0;
 }
 
 void xs_bench_report_json_object(xs_bench_report *r, const char *key, const char *fragment)
 {
-    if (!r->json || r->json_phase > 0)
+    if (!r->json || r->phase > 0)
         return;
     fprintf(r->json, ",\n\"%s\": {%s}", key, fragment);
 }
@@ -486,9 +488,9 @@ void xs_bench_report_json_object(xs_bench_report *r, const char *key, const char
 static void note_line(xs_bench_report *r, const char *line, size_t n)
 {
     fprintf(r->out, "%.*s\n", (int)n, line);
-    if (r->csv)
+    if (r->csv && r->phase != 2) /* the CSV's rows stay contiguous */
         fprintf(r->csv, "%.*s\n", (int)n, line);
-    if (r->json && r->json_phase != 2) {
+    if (r->json && r->phase != 2) {
         char buf[1024];
         snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1), line);
         fputs(r->json_items++ ? ",\n" : "\n", r->json);
@@ -498,7 +500,7 @@ static void note_line(xs_bench_report *r, const char *line, size_t n)
 
 void xs_bench_report_text(xs_bench_report *r, const char *text)
 {
-    json_phase(r, r->json_phase == 0 ? 1 : r->json_phase);
+    json_phase(r, r->phase == 0 ? 1 : r->phase);
     while (*text) {
         const char *nl = strchr(text, '\n');
         const size_t n = nl ? (size_t)(nl - text) : strlen(text);
@@ -514,7 +516,7 @@ void xs_bench_report_note(xs_bench_report *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf + 2, sizeof buf - 2, fmt, ap);
     va_end(ap);
-    json_phase(r, r->json_phase == 0 ? 1 : r->json_phase);
+    json_phase(r, r->phase == 0 ? 1 : r->phase);
     note_line(r, buf, strlen(buf));
 }
 
@@ -530,9 +532,9 @@ void xs_bench_report_begin(xs_bench_report *r)
             fputc('}', r->json);
         }
         fputs("\n],\n\"rows\": [", r->json);
-        r->json_phase = 2;
-        r->json_items = 0;
     }
+    r->phase = 2;
+    r->json_items = 0;
     xs_bench_table_head(r->out, r->t, 0);
     if (r->csv)
         xs_bench_csv_head(r->csv, r->t);

@@ -345,7 +345,7 @@ static void test_table(void)
     xs_bench_report_note(&r, "times: median of %d", 3);
     xs_bench_report_begin(&r);
     xs_bench_report_row(&r, &rows[0]);
-    xs_bench_report_note(&r, "between rows: not in JSON");
+    xs_bench_report_note(&r, "between rows: the report only");
     xs_bench_report_row(&r, &rows[1]);
     xs_bench_report_end(&r);
     xs_bench_report_note(&r, "summary %d", 1);
@@ -389,7 +389,7 @@ static void test_table(void)
     XT_CHECK(csv && strstr(csv, "\"mix,tral \"\"q\"\"\",1024,") && strstr(csv, ",nan,") &&
              strstr(csv, ",false\n"), "csv quoting, nan, false");
     XT_CHECK(csv && strstr(csv, "# device: fake\n") && strstr(csv, "# summary 1\n") &&
-             strstr(csv, "# bench wl FAILED"), "csv notes");
+             strstr(csv, "# bench wl FAILED") && !strstr(csv, "between rows"), "csv notes");
 
     /* JSON: valid; columns = the CSV header; each row has those keys with the same numbers */
     json_error_t je;
@@ -440,8 +440,15 @@ static void test_table(void)
              last);
     fclose(out);
     out = tmpfile();
-    XT_CHECK(xs_bench_report_open(&r, "bench wl", &t, out, NULL, NULL) == XS_OK, "open");
+    XT_CHECK(xs_bench_report_open(&r, "bench wl", &t, out, path_csv, NULL) == XS_OK, "open");
+    xs_bench_report_begin(&r);
+    xs_bench_report_row(&r, &rows[0]);
+    xs_bench_report_note(&r, "detail under a row");
+    xs_bench_report_end(&r);
     XT_CHECK(xs_bench_report_close(&r, 0, 0, 1) == 1, "interrupted: exit 1");
+    csv = slurp(path_csv);
+    XT_CHECK(csv && !strstr(csv, "detail under a row") &&
+             strstr(csv, "# INTERRUPTED: partial results"), "CSV alone: rows contiguous");
     fclose(out);
     XT_CHECK(xs_bench_report_open(&r, "bench wl", &t, stdout, "/nonexistent/x.csv", NULL) ==
                  XS_EIO && strstr(xs_errmsg(), "--csv /nonexistent/x.csv"),

@@ -20,8 +20,8 @@ static xs_status env_open(xs_bench_env *e)
     XS_CU(cudaEventCreate(&e->ev[0]));
     XS_CU(cudaEventCreate(&e->ev[1]));
     size_t bytes = 2 * e->gi.l2_bytes;
-    if (bytes < ((size_t)8 << 20))
-        bytes = (size_t)8 << 20;
+    if (bytes < ((size_t)64 << 20))
+        bytes = (size_t)64 << 20;
     XS_CU(cudaMalloc(&e->l2.buf, bytes));
     e->l2.bytes = bytes;
     if (e->real)
@@ -74,6 +74,8 @@ void xs_bench_stop(xs_bench_env *e, int abort)
 xs_status xs_bench_flush_l2(xs_bench_env *e, int round)
 {
     XS_CU(cudaMemsetAsync(e->l2.buf, round & 0xff, e->l2.bytes, e->stream));
+    /* done before the caller's operation starts, whatever stream that runs on */
+    XS_CU(cudaStreamSynchronize(e->stream));
     return XS_OK;
 }
 
@@ -90,12 +92,8 @@ xs_status xs_bench_barrier(const xs_bench_env *e)
 xs_status xs_bench_time_op(xs_bench_env *e, xs_bench_op op, void *ctx, int v, int round,
                            const char *what, double *us)
 {
-    XS_TRY(xs_bench_flush_l2(e, round));
-    if (e->ws) {
-        /* the flush and whatever the caller enqueued before it are done before the ranks meet */
-        XS_CU(cudaStreamSynchronize(e->stream));
-        XS_TRY(xs_bench_barrier(e));
-    }
+    XS_TRY(xs_bench_flush_l2(e, round)); /* also waits for what the caller enqueued before */
+    XS_TRY(xs_bench_barrier(e));
     XS_CU(cudaEventRecord(e->ev[0], e->stream));
     XS_TRY(op(ctx, v, e->stream));
     XS_CU(cudaEventRecord(e->ev[1], e->stream));

@@ -91,7 +91,7 @@ extern "C" {
 /* One scratch buffer larger than L2; overwriting it evicts whatever a previous run left. */
 typedef struct {
     void *buf;
-    size_t bytes; /* 2 x L2 (at least 8 MiB) */
+    size_t bytes; /* 2 x L2, at least 64 MiB */
 } xs_bench_l2;
 
 /* Everything a point needs from the harness. Filled by xs_bench_start. */
@@ -132,14 +132,20 @@ typedef xs_status (*xs_bench_op)(void *ctx, int v, cudaStream_t s);
 xs_status xs_bench_time_op(xs_bench_env *e, xs_bench_op op, void *ctx, int v, int round,
                            const char *what, double *us);
 /* For operations that time themselves (a library call returning its own event time): the same
- * rule around them without the events: flush, barrier, run, barrier. */
+ * rule around them without the events: flush, barrier, run, barrier. The flush overwrites the
+ * scratch buffer with round & 0xff on the bench stream and returns once it is done (after
+ * whatever the caller enqueued on that stream before), so an operation on any stream starts
+ * with a cold L2. */
 xs_status xs_bench_flush_l2(xs_bench_env *e, int round);
 xs_status xs_bench_barrier(const xs_bench_env *e); /* -g: all ranks meet (no-op otherwise) */
-/* xs_bench_rounds.before: the L2 flush before every run (before_ctx = the xs_bench_env). */
+/* xs_bench_rounds.before: the L2 flush before every run (before_ctx = the xs_bench_env), for a
+ * run callback that neither poisons nor calls xs_bench_time_op (which flushes itself). A run
+ * that poisons its windows flushes after the poison: poison, then xs_bench_time_op. */
 xs_status xs_bench_l2_before(void *env, int v, int round);
 
-/* Rounds filled from the options: -w warm-up, -n timed, rotated, every run verified; the caller
- * changes rotate / verify_when / before where its variants need it. */
+/* Rounds filled from the options: -w warm-up, -n timed, rotated, every run verified, no before
+ * hook (xs_bench_time_op flushes); the caller changes rotate / verify_when / before where its
+ * variants need it. */
 xs_bench_rounds xs_bench_rounds_default(const xs_bench_env *e,
                                         xs_status (*run)(void *, int, int, double *),
                                         xs_status (*verify)(void *, int, int, int *), void *ctx);
