@@ -204,7 +204,7 @@ static xs_status fake_run(void *ctx, int v, int round, double *us)
 {
     fake *f = (fake *)ctx;
     if (f->runs++ == f->fail_at)
-        return xs_seterr(XS_ECUDA, "fake run %d failed", f->runs - 1);
+        return xs_seterr(XS_ECUDA, "fake failure at index %d", f->runs - 1);
     const size_t n = strlen(f->log);
     snprintf(f->log + n, sizeof f->log - n, "%d", v);
     *us = 100.0 * v + round;
@@ -253,7 +253,7 @@ static void test_rounds(void)
     memset(&f, 0, sizeof f);
     f.bad_var = -1;
     f.fail_at = 4;
-    XT_CHECK(xs_bench_rounds_run(&r, v, 4, s, ok) == XS_ECUDA && strstr(xs_errmsg(), "run 4"),
+    XT_CHECK(xs_bench_rounds_run(&r, v, 4, s, ok) == XS_ECUDA && strstr(xs_errmsg(), "index 4"),
              "the first error ends the rounds: %s", xs_errmsg());
     XT_CHECK(f.runs == 5, "no run after the error: %d", f.runs);
 }
