@@ -218,6 +218,49 @@ void xs_bench_report_end(xs_bench_report *r);             /* after the last row 
  * "# INTERRUPTED: partial results" instead and returns 1. Closes the files. */
 int xs_bench_report_close(xs_bench_report *r, int points, int failures, int interrupted);
 
+/* ---- the sweep -------------------------------------------------------------------------------- */
+
+/* The points of a sweep, run in order, one row each (the workload's row struct). */
+typedef struct {
+    int npoints;
+    void *rows;       /* npoints rows of row_bytes bytes, owned by the workload */
+    size_t row_bytes;
+    /* Point i into row: XS_OK with *verified (0: some run's data were wrong; its line printed),
+     * or an error, which the sweep prints as "xstage: error: [rank R: ]LABEL: message". */
+    xs_status (*point)(void *ctx, int i, void *row, int *verified);
+    /* Point i's name for error lines, e.g. "olmoe-1b-7b balanced T=512 N=4" (NULL: none). */
+    void (*label)(void *ctx, int i, char *buf, size_t n);
+    void *ctx;
+    /* From the harness (xs_bench_sweep_hooks of tools/bench/harness.h); zero: one process */
+    int lockstep;     /* -g: a failed point ends the sweep (the other ranks would wait for it);
+                       * error lines name the rank */
+    int rank;         /* -g: this rank */
+    xs_status (*late)(void *hctx, int *late); /* --max-time spent (on any rank); NULL: never */
+    int (*sticky)(void); /* after XS_ECUDA: 1 when no later point can run; NULL: never */
+    void *hctx;
+} xs_bench_sweep;
+
+/* What a sweep did, in points. */
+typedef struct {
+    int run;         /* started */
+    int ok;          /* rows written, every run verified */
+    int wrong;       /* rows written with wrong data */
+    int failed;      /* a call failed: no row */
+    int skipped;     /* not started: --max-time spent */
+    int interrupted; /* SIGINT/SIGTERM arrived: the sweep stopped between points */
+    int stopped;     /* a failure ended the sweep (lockstep ranks, or a sticky CUDA error) */
+} xs_bench_tally;
+
+/* Run the points in order: stop between points on an interrupt (xstage_sigint.h), skip the
+ * rest once late, write each completed point's row to r (NULL: none), print each failure's one
+ * line. */
+void xs_bench_sweep_run(const xs_bench_sweep *s, xs_bench_report *r, xs_bench_tally *t);
+/* End the table (if the workload has not), note skipped points, write the verdict and close
+ * the report (xs_bench_report_close: OK when no point failed or had wrong data). Returns the
+ * exit status; an interrupt also prints "xstage: error: <cmd>: interrupted by SIGINT after N of
+ * M points; partial results marked". */
+int xs_bench_sweep_close(xs_bench_report *r, const xs_bench_tally *t, int npoints);
+
 /* ---- ranks (-g) ------------------------------------------------------------------------------- */
 
 /* A point's verdict and medians as one vector for an element-wise maximum over the ranks

@@ -1,11 +1,14 @@
 /*
  * test_bench.c - the CPU half of the bench harness (include/xstage_bench.h): the common options
  * merged with a workload's (defaults, values, --quick, errors: one line and a non-zero result),
- * statistics, the interleaved rounds (order, rotation, verification, samples), and one table
- * written as the human table, CSV and JSON with the same columns and values.
+ * statistics, the interleaved rounds (order, rotation, verification, samples), one table
+ * written as the human table, CSV and JSON with the same columns and values, the sweep over
+ * points (failures, wrong data, lockstep, sticky errors, --max-time, an interrupt), and the -g
+ * verdict vector.
  */
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 #include <unistd.h>
 
 #include "xstage_bench.h"
+#include "xstage_sigint.h"
 #include "xt.h"
 
 /* ---- a workload's options ------------------------------------------------------------------- */
@@ -457,6 +461,115 @@ static void test_table(void)
     unlink(path_json);
 }
 
+/* ---- the sweep -------------------------------------------------------------------------------- */
+
+typedef struct {
+    int id, verified;
+} pt_row;
+
+typedef struct {
+    int fail_at, fail_code, wrong_at, late_from, interrupt_at, sticky_calls, calls;
+} pt_ctx;
+
+static xs_status pt_point(void *ctx, int i, void *row, int *verified)
+{
+    pt_ctx *c = (pt_ctx *)ctx;
+    c->calls++;
+    if (i == c->interrupt_at)
+        raise(SIGINT);
+    if (i == c->fail_at)
+        return xs_seterr((xs_status)c->fail_code, "point %d broke", i);
+    pt_row *r = (pt_row *)row;
+    r->id = i;
+    r->verified = *verified = i != c->wrong_at;
+    return XS_OK;
+}
+
+static void pt_label(void *ctx, int i, char *buf, size_t n) { snprintf(buf, n, "P%d", i); }
+
+static xs_status pt_late(void *hctx, int *late)
+{
+    pt_ctx *c = (pt_ctx *)hctx;
+    *late = c->late_from >= 0 && c->calls >= c->late_from;
+    return XS_OK;
+}
+
+static int pt_sticky_yes(void) { return 1; }
+
+static const xs_bench_col pt_cols[] = {
+    {"id", "", "%d", XS_COL_INT, offsetof(pt_row, id), 0, 0, 0, 0, 0},
+    {"verified", "", NULL, XS_COL_BOOL, offsetof(pt_row, verified), 0, 0, 0, 0, 0}};
+
+/* Sweep 6 points with ctx c and hooks; the report on a temporary file, its last line in last. */
+static int sweep6(pt_ctx *c, int lockstep, int sticky, xs_bench_tally *t, char *last, size_t n)
+{
+    pt_row rows[6];
+    memset(rows, 0, sizeof rows);
+    xs_bench_table tab;
+    xs_bench_table_init(&tab, pt_cols, 2);
+    xs_bench_sweep s = {6, rows, sizeof rows[0], pt_point, pt_label, c, lockstep, 1, pt_late,
+                        sticky ? pt_sticky_yes : NULL, c};
+    FILE *out = tmpfile();
+    xs_bench_report r;
+    xs_bench_report_open(&r, "bench pt", &tab, out, NULL, NULL);
+    xs_bench_report_begin(&r);
+    fflush(stderr);
+    const int se = dup(2);
+    FILE *e = tmpfile();
+    dup2(fileno(e), 2);
+    xs_bench_sweep_run(&s, &r, t);
+    const int rc = xs_bench_sweep_close(&r, t, 6);
+    fflush(stderr);
+    dup2(se, 2);
+    close(se);
+    fclose(e);
+    rewind(out);
+    char line[256];
+    last[0] = 0;
+    while (fgets(line, sizeof line, out))
+        snprintf(last, n, "%s", line);
+    fclose(out);
+    return rc;
+}
+
+static void test_sweep(void)
+{
+    xs_bench_tally t;
+    char last[256];
+    pt_ctx c = {-1, XS_EINVAL, -1, -1, -1, 0, 0};
+    XT_CHECK(sweep6(&c, 0, 0, &t, last, sizeof last) == 0 && t.ok == 6 && t.run == 6,
+             "all points: ok %d", t.ok);
+    XT_CHECK(!strcmp(last, "# bench pt OK: 6 points, every run verified\n"), "%s", last);
+
+    pt_ctx c2 = {2, XS_EINVAL, 4, -1, -1, 0, 0};
+    XT_CHECK(sweep6(&c2, 0, 0, &t, last, sizeof last) == 1, "failures: exit 1");
+    XT_CHECK(t.failed == 1 && t.wrong == 1 && t.ok == 4 && t.run == 6 && !t.stopped,
+             "a failed call and wrong data go on: failed %d wrong %d ok %d", t.failed, t.wrong,
+             t.ok);
+    XT_CHECK(strstr(last, "FAILED: 2 point(s)"), "%s", last);
+
+    pt_ctx c3 = {1, XS_EINVAL, -1, -1, -1, 0, 0};
+    XT_CHECK(sweep6(&c3, 1, 0, &t, last, sizeof last) == 1 && t.stopped && t.run == 2,
+             "lockstep: the first failure ends the sweep (run %d)", t.run);
+    pt_ctx c4 = {1, XS_ECUDA, -1, -1, -1, 0, 0};
+    XT_CHECK(sweep6(&c4, 0, 1, &t, last, sizeof last) == 1 && t.stopped && t.run == 2,
+             "sticky CUDA error ends the sweep");
+    pt_ctx c5 = {1, XS_EINVAL, -1, -1, -1, 0, 0};
+    XT_CHECK(sweep6(&c5, 0, 1, &t, last, sizeof last) == 1 && !t.stopped && t.run == 6,
+             "a non-CUDA failure does not ask the device");
+
+    pt_ctx c6 = {-1, XS_EINVAL, -1, 3, -1, 0, 0};
+    XT_CHECK(sweep6(&c6, 0, 0, &t, last, sizeof last) == 0 && t.skipped == 3 && t.ok == 3,
+             "--max-time: skipped %d", t.skipped);
+
+    xs_sigint_install();
+    pt_ctx c7 = {-1, XS_EINVAL, -1, -1, 2, 0, 0};
+    XT_CHECK(sweep6(&c7, 0, 0, &t, last, sizeof last) == 1 && t.interrupted && t.run == 3 &&
+             t.ok == 3, "interrupt: stops after the point in flight (run %d)", t.run);
+    XT_CHECK(strstr(last, "# INTERRUPTED: partial results"), "%s", last);
+    xs_sigint_clear();
+}
+
 static void test_verdict(void)
 {
     const double med[3] = {10, NAN, 30};
@@ -477,6 +590,7 @@ int main(void)
     test_stats();
     test_rounds();
     test_table();
+    test_sweep();
     test_verdict();
     return xt_done();
 }

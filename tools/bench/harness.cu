@@ -196,6 +196,20 @@ xs_status xs_bench_late(const xs_bench_env *e, int *late)
     return XS_OK;
 }
 
+static xs_status sweep_late(void *env, int *late)
+{
+    return xs_bench_late((const xs_bench_env *)env, late);
+}
+
+void xs_bench_sweep_hooks(xs_bench_sweep *s, xs_bench_env *e)
+{
+    s->rank = e->me;
+    s->lockstep = e->real;
+    s->late = sweep_late;
+    s->sticky = xs_bench_cuda_sticky;
+    s->hctx = e;
+}
+
 int xs_bench_cuda_sticky(void)
 {
     return cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess;

@@ -19,56 +19,67 @@
  *   - Every call returns an xs_status with a one-line message; the bench's entry turns a failure
  *     into "xstage: error: ..." and a non-zero exit (xs_cli_fail).
  *
- * How a workload plugs in (tools/bench/<w>.cu; the names below are the workload's own):
+ * How a workload plugs in (tools/bench/<w>.cu; every w_* name is the workload's own):
  *
- *     enum { V_UNFUSED, V_FUSED, NV };
+ *     enum { V_UNFUSED, V_FUSED, NV };                          // the variant table
  *     typedef struct { int tokens, verified; xs_bench_stat t[NV]; double bound_us; } w_row;
- *     static const xs_bench_col w_cols[] = {
+ *     static const xs_bench_col w_cols[] = {                    // the column table
  *         {"tokens", "", "%d", XS_COL_INT, offsetof(w_row, tokens)},
  *         {"unfused_us", "us", "%.1f", XS_COL_STAT, offsetof(w_row, t[V_UNFUSED])},
  *         {"fused_us", "us", "%.1f", XS_COL_STAT, offsetof(w_row, t[V_FUSED])},
  *         {"bound_us", "us", "%.1f", XS_COL_DOUBLE, offsetof(w_row, bound_us), 0, 0, 0, 0,
- *          XS_COL_FILE},
+ *          XS_COL_FILE},                                        // CSV/JSON only
  *         {"verified", "", NULL, XS_COL_BOOL, offsetof(w_row, verified)}};
  *
  *     typedef struct { xs_bench_env *e; w_problem *p; } w_ctx;
- *     static xs_status w_op(void *ctx, int v, cudaStream_t s)  // enqueue one run of variant v
- *     { ... v == V_FUSED ? w_fused(p, s) : w_unfused(p, s) ... }
- *     static xs_status w_run(void *ctx, int v, int round, double *us)
- *     { w_ctx *x = (w_ctx *)ctx; w_poison(x->p);            // workload: before the flush
- *       return xs_bench_time_op(x->e, w_op, x, v, round, "fused", us); }
- *     static xs_status w_verify(void *ctx, int v, int round, int *ok) { ... w_check(...) ... }
+ *     static xs_status w_op(void *x, int v, cudaStream_t s)   // enqueue one run of v
+ *     { w_ctx *c = (w_ctx *)x; return v == V_FUSED ? w_fused(c->p, s) : w_unfused(c->p, s); }
+ *     static xs_status w_run(void *x, int v, int round, double *us)
+ *     { w_ctx *c = (w_ctx *)x;
+ *       XS_TRY(w_poison(c->p, c->e->stream));                 // before the flush
+ *       return xs_bench_time_op(c->e, w_op, x, v, round, "w fused", us); }
+ *     static xs_status w_verify(void *x, int v, int round, int *ok) { ... w_check(...) ... }
  *
- *     static xs_status w_point(xs_bench_env *e, int tokens, w_row *row)
+ *     static xs_status w_point(void *ctx, int i, void *rowp, int *verified)   // one point
  *     {
+ *         w_row *row = (w_row *)rowp; w_ctx c = {...};         // problem of point i
  *         xs_bench_variant var[NV] = {{"unfused", 1}, {"fused", 1}};
- *         w_ctx x = {e, ...};
- *         xs_bench_rounds r = xs_bench_rounds_default(e, w_run, w_verify, &x);
- *         double s[NV * XS_BENCH_MAX_ITERS]; int ok[NV];
+ *         xs_bench_rounds r = xs_bench_rounds_default(c.e, w_run, w_verify, &c);
+ *         double s[NV * XS_BENCH_MAX_ITERS], med[NV]; int ok[NV];
  *         XS_TRY(xs_bench_rounds_run(&r, var, NV, s, ok));
  *         for (int v = 0; v < NV; v++)
- *             row->t[v] = xs_bench_stat_of(s + v * r.iters, r.iters);
- *         row->verified = ok[0] && ok[1];
- *         return xs_bench_agree_verdict(e, &row->verified, NULL, ...);   // -g only
+ *             row->t[v] = xs_bench_stat_of(s + v * r.iters, r.iters), med[v] = row->t[v].med;
+ *         *verified = ok[V_UNFUSED] && ok[V_FUSED];
+ *         XS_TRY(xs_bench_agree_verdict(c.e, verified, NULL, med, NULL, NV)); // -g: all ranks
+ *         row->verified = *verified;
+ *         return XS_OK;
  *     }
  *
  *     extern "C" int xs_bench_w(int argc, char **argv)
  *     {
- *         w_opts o; xs_bench_spec spec = {"bench w", "...", "t:", w_long, w_help, w_opt, &o,
- *                                         5, 1, 3, XS_BENCH_MAX_ITERS, 1, 2.0, 0};
+ *         w_opts o = {...};                                     // the workload's defaults
+ *         const xs_bench_spec spec = {"bench w", "  what it measures\n", "t:", w_long, w_help,
+ *                                     w_opt, &o, 5, 1, 3, XS_BENCH_MAX_ITERS, 1, 2.0, 0};
  *         xs_bench_common c; xs_bench_env e; xs_bench_table t; xs_bench_report rep;
  *         int rc = xs_bench_parse(&spec, argc, argv, &c);
- *         if (rc) return rc < 0 ? 0 : rc;
+ *         if (rc) return rc < 0 ? 0 : rc;                      // --help: 0; error: 1
+ *         ... workload checks after parsing (xs_gpus_check with its conflicts) ...
  *         if ((rc = xs_bench_start(&e, &c, c.b.gpus_set && c.b.gpus > 1)) >= 0) return rc;
  *         XS_CHECK(xs_bench_table_init(&t, w_cols, 5));
- *         if (xs_bench_report_open(&rep, "bench w", &t, stdout, c.csv, c.json) != XS_OK) ...
+ *         if (xs_bench_report_open(&rep, "bench w", &t, stdout, c.csv, c.json) != XS_OK)
+ *             { xs_bench_stop(&e, 1); return xs_cli_fail(); }
  *         xs_bench_report_header(&rep, &e, argc, argv);
- *         xs_bench_report_note(&rep, "times: median of %d runs after %d warm-up ...", ...);
+ *         xs_bench_report_note(&rep, "times: median of %d runs after %d warm-up, ...", ...);
  *         xs_bench_report_begin(&rep);
- *         for each point: w_point(&e, T, &row); xs_bench_report_row(&rep, &row); failures += ...
- *         xs_bench_report_end(&rep);  ... summary notes ...
- *         rc = xs_bench_report_close(&rep, points, failures, interrupted);
- *         xs_bench_stop(&e, failures != 0);
+ *         w_row rows[W_MAX]; w_sweep_ctx sc = {...};
+ *         xs_bench_sweep sw = {npoints, rows, sizeof rows[0], w_point, w_label, &sc};
+ *         xs_bench_sweep_hooks(&sw, &e);
+ *         xs_bench_tally tally;
+ *         xs_bench_sweep_run(&sw, &rep, &tally);
+ *         xs_bench_report_end(&rep);
+ *         ... summary: xs_bench_report_note(&rep, "geomean ...") ...
+ *         rc = xs_bench_sweep_close(&rep, &tally, npoints);   // "# bench w OK" or FAILED
+ *         xs_bench_stop(&e, tally.stopped || tally.interrupted);
  *         return rc;
  *     }
  */
@@ -166,6 +177,9 @@ xs_status xs_bench_agree_rank0(const xs_bench_env *e, double *v, int n);
  * rank_max[i] (may be NULL) the slowest rank's med[i] (NaN without -g). n <= 62. */
 xs_status xs_bench_agree_verdict(const xs_bench_env *e, int *ok, double *max_err,
                                  const double *med, double *rank_max, int n);
+/* The sweep's hooks from the environment: the rank in error lines and lockstep with -g, the
+ * --max-time budget (xs_bench_late), the sticky-error check (xs_bench_cuda_sticky). */
+void xs_bench_sweep_hooks(xs_bench_sweep *s, xs_bench_env *e);
 /* --max-time: *late = 1 once the sweep ran longer than max_time_s on any rank (0: no bound). */
 xs_status xs_bench_late(const xs_bench_env *e, int *late);
 /* After an XS_ECUDA failure: 1 when the device is in a sticky error state (every later point
