@@ -235,7 +235,10 @@ typedef struct {
     int lockstep;     /* -g: a failed point ends the sweep (the other ranks would wait for it);
                        * error lines name the rank */
     int rank;         /* -g: this rank */
-    xs_status (*late)(void *hctx, int *late); /* --max-time spent (on any rank); NULL: never */
+    /* Before each point: *interrupted comes in as this process's xs_interrupted(); the hook
+     * sets *late (--max-time spent) and agrees both over the ranks, so that lockstep ranks stop
+     * or skip at the same point. NULL: never late. */
+    xs_status (*between)(void *hctx, int *interrupted, int *late);
     int (*sticky)(void); /* after XS_ECUDA: 1 when no later point can run; NULL: never */
     void *hctx;
 } xs_bench_sweep;
@@ -253,7 +256,7 @@ typedef struct {
 
 /* Run the points in order: stop between points on an interrupt (xstage_sigint.h), skip the
  * rest once late, write each completed point's row to r (NULL: none), print each failure's one
- * line. */
+ * line (a failed `between` hook counts as the point's failure). */
 void xs_bench_sweep_run(const xs_bench_sweep *s, xs_bench_report *r, xs_bench_tally *t);
 /* End the table (if the workload has not), note skipped points, write the verdict and close
  * the report (xs_bench_report_close: OK when no point failed or had wrong data). Returns the

@@ -224,15 +224,15 @@ void xs_bench_sweep_run(const xs_bench_sweep *s, xs_bench_report *r, xs_bench_ta
 {
     memset(t, 0, sizeof *t);
     for (int i = 0; i < s->npoints; i++) {
-        if (xs_interrupted()) { /* between points (xstage_sigint.h) */
+        int intr = xs_interrupted() != 0, late = 0; /* between points (xstage_sigint.h) */
+        xs_status st = s->between ? s->between(s->hctx, &intr, &late) : XS_OK;
+        if (st == XS_OK && intr) {
             t->interrupted = 1;
             return;
         }
         char label[256] = "";
         if (s->label)
             s->label(s->ctx, i, label, sizeof label);
-        int late = 0;
-        xs_status st = s->late ? s->late(s->hctx, &late) : XS_OK;
         if (st == XS_OK && late) {
             t->skipped++;
             continue;

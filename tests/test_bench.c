@@ -487,7 +487,7 @@ static xs_status pt_point(void *ctx, int i, void *row, int *verified)
 
 static void pt_label(void *ctx, int i, char *buf, size_t n) { snprintf(buf, n, "P%d", i); }
 
-static xs_status pt_late(void *hctx, int *late)
+static xs_status pt_between(void *hctx, int *interrupted, int *late)
 {
     pt_ctx *c = (pt_ctx *)hctx;
     *late = c->late_from >= 0 && c->calls >= c->late_from;
@@ -507,7 +507,7 @@ static int sweep6(pt_ctx *c, int lockstep, int sticky, xs_bench_tally *t, char *
     memset(rows, 0, sizeof rows);
     xs_bench_table tab;
     xs_bench_table_init(&tab, pt_cols, 2);
-    xs_bench_sweep s = {6, rows, sizeof rows[0], pt_point, pt_label, c, lockstep, 1, pt_late,
+    xs_bench_sweep s = {6, rows, sizeof rows[0], pt_point, pt_label, c, lockstep, 1, pt_between,
                         sticky ? pt_sticky_yes : NULL, c};
     FILE *out = tmpfile();
     xs_bench_report r;

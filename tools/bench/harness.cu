@@ -196,16 +196,23 @@ xs_status xs_bench_late(const xs_bench_env *e, int *late)
     return XS_OK;
 }
 
-static xs_status sweep_late(void *env, int *late)
+/* Interrupt and budget, agreed over the ranks in one maximum. */
+static xs_status sweep_between(void *env, int *interrupted, int *late)
 {
-    return xs_bench_late((const xs_bench_env *)env, late);
+    const xs_bench_env *e = (const xs_bench_env *)env;
+    const double max_s = e->c->max_time_s;
+    double v[2] = {*interrupted ? 1.0 : 0.0, max_s > 0 && xs_now_s() - e->t0 > max_s ? 1.0 : 0.0};
+    XS_TRY(xs_bench_agree_max(e, v, 2));
+    *interrupted = v[0] != 0;
+    *late = v[1] != 0;
+    return XS_OK;
 }
 
 void xs_bench_sweep_hooks(xs_bench_sweep *s, xs_bench_env *e)
 {
     s->rank = e->me;
     s->lockstep = e->real;
-    s->late = sweep_late;
+    s->between = sweep_between;
     s->sticky = xs_bench_cuda_sticky;
     s->hctx = e;
 }

@@ -178,7 +178,8 @@ xs_status xs_bench_agree_rank0(const xs_bench_env *e, double *v, int n);
 xs_status xs_bench_agree_verdict(const xs_bench_env *e, int *ok, double *max_err,
                                  const double *med, double *rank_max, int n);
 /* The sweep's hooks from the environment: the rank in error lines and lockstep with -g, the
- * --max-time budget (xs_bench_late), the sticky-error check (xs_bench_cuda_sticky). */
+ * interrupt and the --max-time budget agreed over the ranks, the sticky-error check
+ * (xs_bench_cuda_sticky). */
 void xs_bench_sweep_hooks(xs_bench_sweep *s, xs_bench_env *e);
 /* --max-time: *late = 1 once the sweep ran longer than max_time_s on any rank (0: no bound). */
 xs_status xs_bench_late(const xs_bench_env *e, int *late);
