@@ -151,6 +151,10 @@ typedef struct {
     int flags;        /* XS_COL_FILE */
 } xs_bench_col;
 
+/* A getter for XS_COL_DOUBLE: the double at byte offset `off` of the row, ns, as us (/ 1e3);
+ * arg = (int)offsetof(row, field). */
+double xs_bench_ns_as_us(const void *row, int off);
+
 #define XS_BENCH_MAX_COLS 256 /* after XS_COL_STAT expansion */
 
 /* The expanded description: every writer walks the same leaves in the same order. */
@@ -230,6 +234,9 @@ typedef struct {
     xs_status (*point)(void *ctx, int i, void *row, int *verified);
     /* Point i's name for error lines, e.g. "olmoe-1b-7b balanced T=512 N=4" (NULL: none). */
     void (*label)(void *ctx, int i, char *buf, size_t n);
+    /* After point i's row: detail lines under it (xs_bench_report_note: the report only), e.g.
+     * pilot runs or the slowest rank's medians (NULL: none). */
+    void (*detail)(void *ctx, int i, const void *row, xs_bench_report *r);
     void *ctx;
     /* From the harness (xs_bench_sweep_hooks of tools/bench/harness.h); zero: one process */
     int lockstep;     /* -g: a failed point ends the sweep (the other ranks would wait for it);

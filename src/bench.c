@@ -263,6 +263,8 @@ void xs_bench_sweep_run(const xs_bench_sweep *s, xs_bench_report *r, xs_bench_ta
         t->ok += verified;
         if (r)
             xs_bench_report_row(r, row);
+        if (r && s->detail)
+            s->detail(s->ctx, i, row, r);
     }
 }
 

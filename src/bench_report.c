@@ -59,6 +59,13 @@ xs_status xs_bench_table_init(xs_bench_table *t, const xs_bench_col *cols, int n
     return XS_OK;
 }
 
+double xs_bench_ns_as_us(const void *row, int off)
+{
+    double v;
+    memcpy(&v, (const char *)row + off, sizeof v);
+    return v / 1e3;
+}
+
 /* A leaf's value: a number (*d, *is_int) or a string (returned, or NULL for a number). */
 static const char *leaf_value(const struct xs_bench_leaf *l, const void *row, double *d,
                               int *is_int)

@@ -487,6 +487,11 @@ static xs_status pt_point(void *ctx, int i, void *row, int *verified)
 
 static void pt_label(void *ctx, int i, char *buf, size_t n) { snprintf(buf, n, "P%d", i); }
 
+static void pt_detail(void *ctx, int i, const void *row, xs_bench_report *r)
+{
+    xs_bench_report_note(r, "detail of %d", ((const pt_row *)row)->id);
+}
+
 static xs_status pt_between(void *hctx, int *interrupted, int *late)
 {
     pt_ctx *c = (pt_ctx *)hctx;
@@ -500,6 +505,8 @@ static const xs_bench_col pt_cols[] = {
     {"id", "", "%d", XS_COL_INT, offsetof(pt_row, id), 0, 0, 0, 0, 0},
     {"verified", "", NULL, XS_COL_BOOL, offsetof(pt_row, verified), 0, 0, 0, 0, 0}};
 
+static int sweep_details; /* "# detail of" lines of the last sweep6 */
+
 /* Sweep 6 points with ctx c and hooks; the report on a temporary file, its last line in last. */
 static int sweep6(pt_ctx *c, int lockstep, int sticky, xs_bench_tally *t, char *last, size_t n)
 {
@@ -507,8 +514,8 @@ static int sweep6(pt_ctx *c, int lockstep, int sticky, xs_bench_tally *t, char *
     memset(rows, 0, sizeof rows);
     xs_bench_table tab;
     xs_bench_table_init(&tab, pt_cols, 2);
-    xs_bench_sweep s = {6, rows, sizeof rows[0], pt_point, pt_label, c, lockstep, 1, pt_between,
-                        sticky ? pt_sticky_yes : NULL, c};
+    xs_bench_sweep s = {6, rows, sizeof rows[0], pt_point, pt_label, pt_detail, c, lockstep, 1,
+                        pt_between, sticky ? pt_sticky_yes : NULL, c};
     FILE *out = tmpfile();
     xs_bench_report r;
     xs_bench_report_open(&r, "bench pt", &tab, out, NULL, NULL);
@@ -526,8 +533,11 @@ static int sweep6(pt_ctx *c, int lockstep, int sticky, xs_bench_tally *t, char *
     rewind(out);
     char line[256];
     last[0] = 0;
-    while (fgets(line, sizeof line, out))
+    sweep_details = 0;
+    while (fgets(line, sizeof line, out)) {
         snprintf(last, n, "%s", line);
+        sweep_details += !strncmp(line, "# detail of ", 12);
+    }
     fclose(out);
     return rc;
 }
@@ -540,6 +550,7 @@ static void test_sweep(void)
     XT_CHECK(sweep6(&c, 0, 0, &t, last, sizeof last) == 0 && t.ok == 6 && t.run == 6,
              "all points: ok %d", t.ok);
     XT_CHECK(!strcmp(last, "# bench pt OK: 6 points, every run verified\n"), "%s", last);
+    XT_CHECK(sweep_details == 6, "a detail line under each row: %d", sweep_details);
 
     pt_ctx c2 = {2, XS_EINVAL, 4, -1, -1, 0, 0};
     XT_CHECK(sweep6(&c2, 0, 0, &t, last, sizeof last) == 1, "failures: exit 1");
@@ -570,6 +581,12 @@ static void test_sweep(void)
     xs_sigint_clear();
 }
 
+static void test_ns_as_us(void)
+{
+    struct { int a; double ns; } r = {1, 2500};
+    XT_NEAR(xs_bench_ns_as_us(&r, (int)offsetof(__typeof__(r), ns)), 2.5, 1e-15);
+}
+
 static void test_verdict(void)
 {
     const double med[3] = {10, NAN, 30};
@@ -591,6 +608,7 @@ int main(void)
     test_rounds();
     test_table();
     test_sweep();
+    test_ns_as_us();
     test_verdict();
     return xt_done();
 }
