@@ -72,7 +72,7 @@
  *         xs_bench_report_note(&rep, "times: median of %d runs after %d warm-up, ...", ...);
  *         xs_bench_report_begin(&rep);
  *         w_row rows[W_MAX]; w_sweep_ctx sc = {...};
- *         xs_bench_sweep sw = {npoints, rows, sizeof rows[0], w_point, w_label, &sc};
+ *         xs_bench_sweep sw = {npoints, rows, sizeof rows[0], w_point, w_label, NULL, &sc};
  *         xs_bench_sweep_hooks(&sw, &e);
  *         xs_bench_tally tally;
  *         xs_bench_sweep_run(&sw, &rep, &tally);
