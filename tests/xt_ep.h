@@ -2,7 +2,7 @@
  * xt_ep.h - synthetic local-control costs for the CPU checks of the EP model (tests/test_ep_*.c):
  * 1.6 us per 64-wide k-step, about an H200 main loop of the mma.sync engine, plus a fixed
  * epilogue; Linear-2 tiles store at 52 B/ns into HBM. And the host-only problems those checks
- * build. Include after xt.h and xstage_ep.h.
+ * build. Include after xt.h and xstage_ep.h (C, or C++ in tests/gpu/test_moe.cu).
  */
 #ifndef XT_EP_H
 #define XT_EP_H
@@ -59,7 +59,7 @@ static inline int xt_moe_fixture_open(xt_moe_fixture *f, const char *name, int t
     xt_moe_synth_costs(xs_moe_config_find(name), &f->c);
     xs_moe_problem_info(f->m, &f->info);
     f->n = f->info.l1_tiles + f->info.l2_tiles;
-    f->t = calloc((size_t)f->n + 1, sizeof *f->t);
+    f->t = (xs_moe_tile *)calloc((size_t)f->n + 1, sizeof *f->t);
     XT_CHECK(f->t != NULL, "memory");
     if (!f->t) {
         xs_moe_problem_destroy(f->m);
@@ -83,7 +83,7 @@ static inline void xt_moe_trace_order(const xs_moe_tile *t, int n, const xs_moe_
                                int *dep)
 {
     *bad = *dep = 0;
-    double *end1 = calloc((size_t)info->row_blocks + 1, sizeof(double));
+    double *end1 = (double *)calloc((size_t)info->row_blocks + 1, sizeof(double));
     XT_CHECK(end1 != NULL, "memory");
     for (int i = 0; i < n; i++) {
         *bad += !(t[i].cta >= 0 && t[i].cta < info->grid && t[i].mma0_ns >= t[i].fetch_ns &&

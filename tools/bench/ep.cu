@@ -1,5 +1,5 @@
 /*
- * bench_ep.cu - `xstage bench ep`: the fused MoE (expert parallelism) sweep on one GPU with
+ * ep.cu - `xstage bench ep`: the fused MoE (expert parallelism) sweep on one GPU with
  * virtual peers: rank 0's window in HBM, ranks 1..N-1 in pinned host memory over PCIe.
  *
  * For every configuration x routing x token count x peer count, with the same inputs:
@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "moe.h"
+#include "ep/ep.h"
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
@@ -45,7 +45,7 @@
 /* --long: each configuration at these multiples of its largest default token count, where the
  * combine (T x top-k rows of H bf16 values, all ranks' windows together) stays within
  * EP_LONG_MAX_BYTES; one such point takes up to a minute, most of it poisoning and verifying the
- * windows on the CPU (docs/EP.md, "Run 20") */
+ * windows on the CPU (docs/EP.md, "The long-token limit") */
 static const int ep_long_mult[] = {8, 16, 32};
 static_assert(sizeof ep_long_mult / sizeof ep_long_mult[0] == 3, "--long's help names three");
 #define EP_LONG_MAX_GIB 4
@@ -190,7 +190,7 @@ static void ep_usage(FILE *f)
             "                               default 0.9)\n"
             "      --auto-couriers          auto may choose couriers (default: predicted and\n"
             "                               reported, never chosen: the forced courier column\n"
-            "                               stayed slower than auto, run 9)\n"
+            "                               is slower than auto on the sweep)\n"
             "      --courier-copy-rate B    model: bytes/ns one courier copies at most (9.2,\n"
             "                               measured; 0: no limit)\n"
             "      --auto-adaptive          auto may choose the adaptive plan (default: predicted\n"
@@ -210,7 +210,7 @@ static void ep_usage(FILE *f)
             "                               >= 1 %% faster; --defer=none runs the same plans on\n"
             "                               the plain kernel in the auto_defer column)\n"
             "      --no-lead-search         auto paces at the unpaced order's best lead, no\n"
-            "                               taper (the rule up to run 20; default: it also\n"
+            "                               taper (default: it also\n"
             "                               predicts leads D/2..2D and tapers, docs/EP.md)\n"
             "      --auto-lead D[:E]        where auto paces: at lead D (tapering to E where\n"
             "                               Linear-1 ends, 1 <= E < D), not searched\n"
@@ -231,7 +231,7 @@ static void ep_usage(FILE *f)
             "      --long                   the long-token points instead of the defaults: %d, %d\n"
             "                               and %d x each configuration's largest default token\n"
             "                               count; a point whose combine exceeds %d GiB is\n"
-            "                               skipped (docs/EP.md, \"Run 20\")\n"
+            "                               skipped (docs/EP.md, \"The long-token limit\")\n"
             "      --quick                  2 configurations, 3 token counts, 3 iterations\n",
             ep_long_mult[0], ep_long_mult[1], ep_long_mult[2], EP_LONG_MAX_GIB);
 }
@@ -771,7 +771,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     {
         /* plans: slot 0 wave, slot 1 interleaved, slot 2 auto */
         xs_moe_plan wp = {XS_MOE_WAVE, 0, o->wave_experts, 0, 0};
-        r->lead = o->lead >= 0 ? o->lead : xs_moe_default_lead(m);
+        r->lead = o->lead >= 0 ? o->lead : xs_moe_default_lead(xs_moe_host(m));
         xs_moe_plan ip = {XS_MOE_INTERLEAVED, r->lead, 0, 0, 0};
         EP_TRY(xs_moe_set_plan(m, 0, &wp));
         EP_TRY(xs_moe_set_plan(m, 1, &ip));
@@ -816,7 +816,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         xs_moe_auto_result ar;
         double t_model = xs_now_s();
         const xs_moe_local_traces lt = {ltr[0], nltr[0], ltr[1], nltr[1]};
-        EP_TRY(xs_moe_auto(m, prof, &o->mm, &cost[0], &cost[1], &lt, &ar));
+        EP_TRY(xs_moe_auto(xs_moe_host(m), prof, &o->mm, &cost[0], &cost[1], &lt, &ar));
         r->model_s += xs_now_s() - t_model;
         EP_TRY(xs_moe_set_plan(m, 2, &ar.plan));
         /* slot 3: the best courier candidate, forced (the courier column) */
@@ -840,7 +840,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
             mf.lead_search = 0;
             xs_moe_auto_result af;
             t_model = xs_now_s();
-            EP_TRY(xs_moe_auto(m, prof, &mf, &cost[0], &cost[1], &lt, &af));
+            EP_TRY(xs_moe_auto(xs_moe_host(m), prof, &mf, &cost[0], &cost[1], &lt, &af));
             r->model_s += xs_now_s() - t_model;
             if (!xs_moe_plan_equal(&af.plan, &ar.plan)) {
                 r->fixed_lead = af.plan.kind == XS_MOE_INTERLEAVED ? af.plan.lead : 0;
