@@ -477,6 +477,109 @@ static xs_status xs_moe_courier_rows(xs_moe *m, const xs_wintab *tab, cudaStream
     return XS_OK;
 }
 
+/* The fused kernel's arguments for task list tl (only: a subset; defer: the kernel; spill_depth:
+ * the spilling kernel's queue). */
+static void xs_moe_kargs_fill(const xs_moe *m, const xs_moe_tasklist *tl, const xs_moe_run_opts *o,
+                              int only, int defer, int spill_depth, xs_moe_kargs *a)
+{
+    const int couriers = tl->plan.couriers;
+    memset(a, 0, sizeof *a);
+    a->x = m->x;
+    a->w1 = m->w->w1;
+    a->w2 = m->w->w2;
+    a->h = m->h;
+    a->row_token = m->d_row_token;
+    a->row_weight = m->d_row_weight;
+    a->row_rank = m->d_row_rank;
+    a->row_off = m->d_row_off;
+    a->rbs = m->d_rb;
+    a->tasks = tl->dev;
+    a->ntasks = tl->n;
+    a->queue = m->d_queue;
+    a->seq = (unsigned long long *)m->d_queue + 1; /* bytes 8..15, zeroed with the counter */
+    a->done1 = m->d_done1;
+    a->hidden = m->pb->H;
+    a->inter = m->pb->I;
+    a->l1_per_rb = m->pb->l1_per_rb;
+    a->timeout_ns = o && o->timeout_ns ? o->timeout_ns : 2000000000ull;
+    a->fault_skip_l1 = o ? o->fault_skip_l1 : 0;
+    a->status = m->d_status;
+    a->pace = m->d_pace;
+    if (tl->plan.pace_bytes > 0 && tl->plan.pace_bytes_per_ns > 0) {
+        a->pace_ns_per_byte = 1.0 / tl->plan.pace_bytes_per_ns;
+        a->pace_slack_ns = (unsigned long long)(tl->plan.pace_bytes / tl->plan.pace_bytes_per_ns);
+    }
+    a->rank_base = m->d_rank_base;
+    a->rank_host = m->d_rank_host;
+    a->trace = m->d_trace;
+    a->anchors = m->d_anchors;
+    a->l2_per_rb = m->pb->l2_per_rb;
+    a->bulk_combine = o ? o->bulk_combine : 0;
+    if (tl->plan.kind == XS_MOE_ADAPTIVE && !only) { /* a subset runs in its list's order */
+        a->adaptive = 1;
+        a->n1 = m->pb->nrb * m->pb->l1_per_rb;
+        a->queue2 = m->d_queue + 4;   /* bytes 16..19, zeroed with the counter */
+        a->admit = m->d_pace + 1;     /* zeroed with the pacer */
+        a->admit_ns_per_byte = 1.0 / tl->plan.pace_bytes_per_ns;
+        a->admit_ahead_ns = (unsigned long long)tl->plan.admit_ahead_ns;
+        xs_moe_info info;
+        xs_moe_get_info(m, &info);
+        a->admit_tile_bytes = info.l2_tiles ? info.remote_bytes / info.l2_tiles : 0.0;
+    }
+    if (couriers > 0) {
+        a->couriers = couriers;
+        a->cstage = m->d_cstage;
+        a->ready = m->d_ready;
+        a->clist = m->d_clist;
+        a->nclist = m->ncopies;
+        a->crow = m->d_crow;
+        a->cdst = m->d_cdst;
+        a->ccnt = m->d_ccnt;
+        a->courier_ns_per_byte = couriers / tl->plan.courier_bytes_per_ns;
+        a->ctrace = m->d_ctrace;
+    }
+    if (defer == XS_MOE_DEFER_SPILL) {
+        a->cstage = m->d_cstage;
+        a->spill_depth = spill_depth;
+    }
+}
+
+/* The device status of a run as one line: a dependency, pacer or courier wait that expired
+ * (XS_ETIMEOUT), another device failure (XS_ECUDA); XS_OK when none. */
+static xs_status xs_moe_run_status(const xs_moe *m, const xs_moe_tasklist *tl,
+                                   const xs_devstatus *st, unsigned long long timeout_ns)
+{
+    const int couriers = tl->plan.couriers;
+    const unsigned int low = (unsigned int)(st->detail & 0xffffffffu);
+    if (st->code == XS_DEVERR_TIMEOUT && low == XS_MOE_CPACE_DETAIL)
+        return xs_seterr(XS_ETIMEOUT, "fused MoE: courier CTA %u waited more than %.0f ms for its "
+                         "pacer (%d couriers at %.1f bytes/ns in all)",
+                         (unsigned)(st->detail >> 32), (double)timeout_ns / 1e6, couriers,
+                         tl->plan.courier_bytes_per_ns);
+    if (st->code == XS_DEVERR_TIMEOUT && low != XS_MOE_PACE_DETAIL && (low & XS_MOE_CWAIT_DETAIL)) {
+        const int j = (int)(low & ~XS_MOE_CWAIT_DETAIL);
+        return xs_seterr(XS_ETIMEOUT, "fused MoE: courier CTA %u waited more than %.0f ms for "
+                         "Linear-2 tile %d of row block %d (its rows were never staged)",
+                         (unsigned)(st->detail >> 32), (double)timeout_ns / 1e6,
+                         j < m->ncopies ? m->h_clist[j].y : -1,
+                         j < m->ncopies ? m->h_clist[j].x : -1);
+    }
+    if (st->code == XS_DEVERR_TIMEOUT && low == XS_MOE_PACE_DETAIL)
+        return xs_seterr(XS_ETIMEOUT, "fused MoE: CTA %u waited more than %.0f ms for the combine "
+                         "pacer (pace %.0f bytes at %.1f bytes/ns)", (unsigned)(st->detail >> 32),
+                         (double)timeout_ns / 1e6, tl->plan.pace_bytes,
+                         tl->plan.pace_bytes_per_ns);
+    if (st->code == XS_DEVERR_TIMEOUT)
+        return xs_seterr(XS_ETIMEOUT, "fused MoE: CTA %u waited more than %.0f ms for the "
+                         "Linear-1 tiles of row block %u (dependency never signalled)",
+                         (unsigned)(st->detail >> 32), (double)timeout_ns / 1e6,
+                         (unsigned)(st->detail & 0xffffffffu));
+    if (st->code)
+        return xs_seterr(XS_ECUDA, "fused MoE: device failure code %u in CTA %u", st->code,
+                         st->block);
+    return XS_OK;
+}
+
 xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_moe_run_opts *o,
                            cudaStream_t s, float *ms)
 {
@@ -574,65 +677,7 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
         XS_TRY(xs_moe_cstage_alloc(m, s));
 
     xs_moe_kargs a;
-    memset(&a, 0, sizeof a);
-    a.x = m->x;
-    a.w1 = m->w->w1;
-    a.w2 = m->w->w2;
-    a.h = m->h;
-    a.row_token = m->d_row_token;
-    a.row_weight = m->d_row_weight;
-    a.row_rank = m->d_row_rank;
-    a.row_off = m->d_row_off;
-    a.rbs = m->d_rb;
-    a.tasks = tl->dev;
-    a.ntasks = tl->n;
-    a.queue = m->d_queue;
-    a.seq = (unsigned long long *)m->d_queue + 1; /* bytes 8..15, zeroed with the counter */
-    a.done1 = m->d_done1;
-    a.hidden = m->pb->H;
-    a.inter = m->pb->I;
-    a.l1_per_rb = m->pb->l1_per_rb;
-    a.timeout_ns = o && o->timeout_ns ? o->timeout_ns : 2000000000ull;
-    a.fault_skip_l1 = o ? o->fault_skip_l1 : 0;
-    a.status = m->d_status;
-    a.pace = m->d_pace;
-    if (tl->plan.pace_bytes > 0 && tl->plan.pace_bytes_per_ns > 0) {
-        a.pace_ns_per_byte = 1.0 / tl->plan.pace_bytes_per_ns;
-        a.pace_slack_ns = (unsigned long long)(tl->plan.pace_bytes / tl->plan.pace_bytes_per_ns);
-    }
-    a.rank_base = m->d_rank_base;
-    a.rank_host = m->d_rank_host;
-    a.trace = m->d_trace;
-    a.anchors = m->d_anchors;
-    a.l2_per_rb = m->pb->l2_per_rb;
-    a.bulk_combine = o ? o->bulk_combine : 0;
-    if (tl->plan.kind == XS_MOE_ADAPTIVE && !only) { /* a subset runs in its list's order */
-        a.adaptive = 1;
-        a.n1 = m->pb->nrb * m->pb->l1_per_rb;
-        a.queue2 = m->d_queue + 4;   /* bytes 16..19, zeroed with the counter */
-        a.admit = m->d_pace + 1;     /* zeroed with the pacer */
-        a.admit_ns_per_byte = 1.0 / tl->plan.pace_bytes_per_ns;
-        a.admit_ahead_ns = (unsigned long long)tl->plan.admit_ahead_ns;
-        xs_moe_info info;
-        xs_moe_get_info(m, &info);
-        a.admit_tile_bytes = info.l2_tiles ? info.remote_bytes / info.l2_tiles : 0.0;
-    }
-    if (couriers > 0) {
-        a.couriers = couriers;
-        a.cstage = m->d_cstage;
-        a.ready = m->d_ready;
-        a.clist = m->d_clist;
-        a.nclist = m->ncopies;
-        a.crow = m->d_crow;
-        a.cdst = m->d_cdst;
-        a.ccnt = m->d_ccnt;
-        a.courier_ns_per_byte = couriers / tl->plan.courier_bytes_per_ns;
-        a.ctrace = m->d_ctrace;
-    }
-    if (defer == XS_MOE_DEFER_SPILL) {
-        a.cstage = m->d_cstage;
-        a.spill_depth = spill_depth;
-    }
+    xs_moe_kargs_fill(m, tl, o, only, defer, spill_depth, &a);
     /* pageable source: staged before the call returns, ordered before the launch on s */
     XS_CU(cudaMemcpyAsync(m->d_kargs, &a, sizeof a, cudaMemcpyHostToDevice, s));
 
@@ -662,33 +707,7 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
     if (m->ncopies)
         XS_CU(cudaMemcpy(m->h_ctrace, m->d_ctrace, 8 * XS_MOE_COPY_WORDS * (size_t)m->ncopies,
                          cudaMemcpyDeviceToHost));
-    const unsigned int low = (unsigned int)(st.detail & 0xffffffffu);
-    if (st.code == XS_DEVERR_TIMEOUT && low == XS_MOE_CPACE_DETAIL)
-        return xs_seterr(XS_ETIMEOUT, "fused MoE: courier CTA %u waited more than %.0f ms for its "
-                         "pacer (%d couriers at %.1f bytes/ns in all)",
-                         (unsigned)(st.detail >> 32), (double)a.timeout_ns / 1e6, couriers,
-                         tl->plan.courier_bytes_per_ns);
-    if (st.code == XS_DEVERR_TIMEOUT && low != XS_MOE_PACE_DETAIL && (low & XS_MOE_CWAIT_DETAIL)) {
-        const int j = (int)(low & ~XS_MOE_CWAIT_DETAIL);
-        return xs_seterr(XS_ETIMEOUT, "fused MoE: courier CTA %u waited more than %.0f ms for "
-                         "Linear-2 tile %d of row block %d (its rows were never staged)",
-                         (unsigned)(st.detail >> 32), (double)a.timeout_ns / 1e6,
-                         j < m->ncopies ? m->h_clist[j].y : -1,
-                         j < m->ncopies ? m->h_clist[j].x : -1);
-    }
-    if (st.code == XS_DEVERR_TIMEOUT && low == XS_MOE_PACE_DETAIL)
-        return xs_seterr(XS_ETIMEOUT, "fused MoE: CTA %u waited more than %.0f ms for the combine "
-                         "pacer (pace %.0f bytes at %.1f bytes/ns)", (unsigned)(st.detail >> 32),
-                         (double)a.timeout_ns / 1e6, tl->plan.pace_bytes,
-                         tl->plan.pace_bytes_per_ns);
-    if (st.code == XS_DEVERR_TIMEOUT)
-        return xs_seterr(XS_ETIMEOUT, "fused MoE: CTA %u waited more than %.0f ms for the "
-                         "Linear-1 tiles of row block %u (dependency never signalled)",
-                         (unsigned)(st.detail >> 32), (double)a.timeout_ns / 1e6,
-                         (unsigned)(st.detail & 0xffffffffu));
-    if (st.code)
-        return xs_seterr(XS_ECUDA, "fused MoE: device failure code %u in CTA %u", st.code,
-                         st.block);
+    XS_TRY(xs_moe_run_status(m, tl, &st, a.timeout_ns));
     /* every task ran exactly once (the trace was poisoned with 0xff before the launch) */
     for (int i = 0; i < tl->n; i++)
         if (m->h_trace[(size_t)i * XS_MOE_TRACE_WORDS + 5] == ~0ull)
