@@ -85,12 +85,13 @@ typedef struct {
     int nb;   /* n-block (Linear-1) or column block (Linear-2) */
 } xs_moe_task;
 
+/* The bits of kind << 30 | rb, shifted unsigned (kind 2 sets the sign bit of code). */
 static inline xs_moe_task xs_moe_task_make(int kind, int rb, int nb)
 {
-    xs_moe_task t = {(kind << 30) | rb, nb};
+    xs_moe_task t = {(int)(((unsigned)kind << 30) | (unsigned)rb), nb};
     return t;
 }
-static inline int xs_moe_task_kind(xs_moe_task t) { return (t.code >> 30) & 3; }
+static inline int xs_moe_task_kind(xs_moe_task t) { return (int)(((unsigned)t.code >> 30) & 3u); }
 static inline int xs_moe_task_rb(xs_moe_task t) { return t.code & 0x3fffffff; }
 
 typedef struct {
@@ -198,7 +199,7 @@ int xs_moe_default_wave(const xs_moe_problem *pb); /* experts in the first wave 
 /* Remote and total combine bytes of Linear-2 tile (rb, nb) for the virtual-peer layout. */
 void xs_moe_tile_bytes(const xs_moe_problem *pb, int rb, int nb, double *remote, double *total);
 
-/* ---- traces ----------------------------------------------------------------------------------- */
+/* ---- traces ---------------------------------------------------------------------------------- */
 
 typedef struct {
     double fetch_ns, mma0_ns, mma1_ns, st0_ns, st1_ns; /* from the kernel's first fetch */
@@ -217,7 +218,7 @@ typedef struct {
                                 * tickets in a correct run, independent of clocks (-1: none) */
 } xs_moe_tile;
 
-/* ---- the X-Stage model of the combine ------------------------------------------------------------ */
+/* ---- the X-Stage model of the combine -------------------------------------------------------- */
 
 typedef struct {
     double c1_ns;        /* Linear-1 tile: main loop + SwiGLU + local h stores (median) */

@@ -12,7 +12,7 @@
 #include "ep_sim.h"
 #include "xstage_ep.h"
 
-/* ---- costs from traces ---------------------------------------------------------------------------- */
+/* ---- costs from traces ----------------------------------------------------------------------- */
 
 void xs_moe_costs_from_trace(const xs_moe_tile *t, int n, xs_moe_costs *c)
 {
@@ -66,10 +66,12 @@ void xs_moe_costs_from_trace(const xs_moe_tile *t, int n, xs_moe_costs *c)
             b[nb++] = (double)t[i].total_bytes / (t[i].st1_ns - t[i].st0_ns);
     c->local_issue_bytes_per_ns = xs_median(b, (size_t)nb);
     c->kernel_ns = t1 > t0 ? t1 - t0 : 0;
-    free(a); free(b); free(d);
+    free(a);
+    free(b);
+    free(d);
 }
 
-/* ---- the X-Stage model ---------------------------------------------------------------------------- */
+/* ---- the X-Stage model ----------------------------------------------------------------------- */
 
 void xs_moe_model_default(xs_moe_model *mm)
 {

@@ -61,7 +61,10 @@ static uint64_t xs_sm64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static double xs_u01(uint64_t *s) { return (double)(xs_sm64(s) >> 11) * (1.0 / 9007199254740992.0); }
+static double xs_u01(uint64_t *s)
+{
+    return (double)(xs_sm64(s) >> 11) * (1.0 / 9007199254740992.0);
+}
 
 xs_status xs_moe_config_check(const xs_moe_config *c)
 {

@@ -56,7 +56,8 @@ static void one_case(FILE *f, const xs_moe_config *cfg, int tokens, int peers, i
     xt_moe_synth_costs(cfg, &c);
     const xs_moe_plan wp = {.kind = XS_MOE_WAVE};
     double kern = NAN;
-    if (xs_moe_problem_set_plan(m, 0, &wp) != XS_OK || xs_moe_predict(m, 0, pf, NULL, &c, 0, &kern) != XS_OK)
+    if (xs_moe_problem_set_plan(m, 0, &wp) != XS_OK ||
+        xs_moe_predict(m, 0, pf, NULL, &c, 0, &kern) != XS_OK)
         fprintf(f, "  wave local: %s\n", xs_errmsg());
     c.kernel_ns = kern;
     fprintf(f, "  wave_local=%.17g\n", kern);
@@ -154,7 +155,8 @@ static int dump_all(FILE *f, const char *profile_path)
     const double ready[6] = {0, 100, 150, 900, 1000, 5000};
     const double bytes[6] = {65536, 0, 32768, 65536, 1000, 65536};
     for (int C = 0; C <= 4; C++)
-        fprintf(f, "courier_drain C=%d %.17g %.17g\n", C, xs_moe_courier_drain(ready, bytes, 6, C, 50.0),
+        fprintf(f, "courier_drain C=%d %.17g %.17g\n", C,
+                xs_moe_courier_drain(ready, bytes, 6, C, 50.0),
                 xs_moe_courier_drain(ready, bytes, 6, C, 0));
     fprintf(f, "cases %d\n", cases);
     return cases;

@@ -25,7 +25,8 @@ static inline void xt_moe_synth_costs(const xs_moe_config *c, xs_moe_costs *k)
 
 /* A host-only problem (a 132-CTA grid, seed 5) of a public configuration; NULL (a failed check)
  * if it cannot be built. */
-static inline xs_moe_problem *xt_moe_problem(const char *name, int tokens, int peers, xs_moe_routing rt)
+static inline xs_moe_problem *xt_moe_problem(const char *name, int tokens, int peers,
+                                             xs_moe_routing rt)
 {
     const xs_moe_config *cfg = xs_moe_config_find(name);
     XT_CHECK(cfg != NULL, "configuration %s", name);
@@ -79,8 +80,8 @@ static inline void xt_moe_fixture_close(xt_moe_fixture *f)
 /* A trace's order (predicted or measured; list order, n tasks): *bad = tasks that did not run
  * once in order (producer outside the grid, main loop before the fetch or of no length); *dep =
  * Linear-2 tiles whose main loop began before their row block's last Linear-1 tile ended. */
-static inline void xt_moe_trace_order(const xs_moe_tile *t, int n, const xs_moe_info *info, int *bad,
-                               int *dep)
+static inline void xt_moe_trace_order(const xs_moe_tile *t, int n, const xs_moe_info *info,
+                                      int *bad, int *dep)
 {
     *bad = *dep = 0;
     double *end1 = (double *)calloc((size_t)info->row_blocks + 1, sizeof(double));

@@ -62,7 +62,7 @@ xs_status xs_moe_poison(xs_moe *m, const xs_wintab *tab, cudaStream_t s);
 /* Overwrite a scratch buffer larger than L2 so that no run starts with a warm cache. */
 xs_status xs_moe_flush_l2(xs_moe *m, cudaStream_t s);
 
-/* ---- runs ------------------------------------------------------------------------------------- */
+/* ---- runs ------------------------------------------------------------------------------------ */
 
 typedef struct {
     unsigned long long timeout_ns; /* bound of every dependency wait; 0 = 2 s */
@@ -160,7 +160,7 @@ xs_status xs_moe_verify_h(xs_moe *m, int expert, xs_moe_check *out);
  * and the combine alone. */
 xs_status xs_moe_load_reference_h(xs_moe *m);
 
-/* ---- traces ----------------------------------------------------------------------------------- */
+/* ---- traces ---------------------------------------------------------------------------------- */
 
 
 /* The trace of the last run (ns on the global time base, from clock64 anchored to

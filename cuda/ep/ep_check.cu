@@ -50,7 +50,8 @@ xs_status xs_moe_reference_gpu(xs_moe *m, xs_cublas *cb)
     XS_TRY(xs_moe_ensure_unfused(m, 1));
     const int blocks = 4 * m->pb->grid;
     cudaStream_t s = 0;
-    xs_moe_gather_kernel<<<blocks, 256, 0, s>>>(m->x, m->d_row_token, m->xs_sorted, m->pb->rows, m->pb->H);
+    xs_moe_gather_kernel<<<blocks, 256, 0, s>>>(m->x, m->d_row_token, m->xs_sorted, m->pb->rows,
+                                                m->pb->H);
     XS_CU_LAUNCH();
     XS_TRY(xs_moe_gemms(m, cb, s, 1, 1));
     xs_moe_swiglu_kernel<float><<<blocks, 256, 0, s>>>(m->y1f, m->h, m->pb->rows, m->pb->I);
@@ -80,7 +81,8 @@ xs_status xs_moe_reference_cpu(xs_moe *m)
     if ((double)m->pb->rows * H * 3.0 * I > 8589934592.0)
         return xs_seterr(XS_EINVAL, "moe: %d rows x H=%d x I=%d is too large for the CPU "
                          "reference; use the GPU reference", m->pb->rows, H, I);
-    size_t nx = (size_t)m->pb->T * H, n1 = (size_t)m->pb->E * 2 * I * H, n2 = (size_t)m->pb->E * H * I;
+    size_t nx = (size_t)m->pb->T * H, n1 = (size_t)m->pb->E * 2 * I * H,
+           n2 = (size_t)m->pb->E * H * I;
     uint16_t *xb = (uint16_t *)malloc(nx * 2), *w1 = (uint16_t *)malloc(n1 * 2),
              *w2 = (uint16_t *)malloc(n2 * 2);
     double *y1 = (double *)malloc(sizeof(double) * 2 * (size_t)I);
@@ -135,7 +137,7 @@ xs_status xs_moe_reference_cpu(xs_moe *m)
     return XS_OK;
 }
 
-/* ---- verification ------------------------------------------------------------------------------ */
+/* ---- verification ---------------------------------------------------------------------------- */
 
 typedef struct {
     const xs_moe *m;
@@ -204,7 +206,8 @@ xs_status xs_moe_verify(xs_moe *m, const xs_wintab *tab, xs_moe_check *out)
             break;
         }
         if (m->pb->rank_used[r]) {
-            cudaError_t e = cudaMemcpy(win[r], tab->data[r], m->pb->rank_used[r], cudaMemcpyDefault);
+            cudaError_t e =
+                cudaMemcpy(win[r], tab->data[r], m->pb->rank_used[r], cudaMemcpyDefault);
             if (e != cudaSuccess)
                 st = xs_seterr(XS_ECUDA, "moe: reading window %d: %s", r, cudaGetErrorString(e));
         }

@@ -32,12 +32,12 @@ typedef xs_gemm_cfg<128, 256, 2, 4, 3> xs_moe_cfg3;
 #define XS_MOE_DEFER_DST (XS_MOE_DEFER_STG + xs_moe_cfg3::OUT_BYTES)      /* its rows' pointers */
 #define XS_MOE_DEFER_SMEM (XS_MOE_DEFER_DST + xs_moe_cfg3::BM * 8)
 static_assert(XS_MOE_DEFER_SMEM <= 227 * 1024, "deferring kernel: shared memory per block");
-/* The spilling kernel (xs_moe_run_opts.defer = XS_MOE_DEFER_SPILL, docs/EP.md "The spilling kernel"): the
- * plain 4-stage kernel, where a Linear-2 tile the pacer would hold back writes its remote rows to
- * the staging buffer in device memory (a.cstage: one slot per row and column block) and the CTA
- * computes on; they leave from there at one of its later task boundaries, once the pacer admits
- * them. Its queue of such tiles keeps, per entry, the remote rows' destinations and global row
- * indices after the plain kernel's shared memory. */
+/* The spilling kernel (xs_moe_run_opts.defer = XS_MOE_DEFER_SPILL, docs/EP.md "The spilling
+ * kernel"): the plain 4-stage kernel, where a Linear-2 tile the pacer would hold back writes its
+ * remote rows to the staging buffer in device memory (a.cstage: one slot per row and column
+ * block) and the CTA computes on; they leave from there at one of its later task boundaries, once
+ * the pacer admits them. Its queue of such tiles keeps, per entry, the remote rows' destinations
+ * and global row indices after the plain kernel's shared memory. */
 #define XS_MOE_SPILL_DST (xs_moe_cfg::SMEM_BYTES)
 #define XS_MOE_SPILL_ROW (XS_MOE_SPILL_DST + XS_MOE_SPILL_MAX * xs_moe_cfg::BM * 8)
 #define XS_MOE_SPILL_SMEM (XS_MOE_SPILL_ROW + XS_MOE_SPILL_MAX * xs_moe_cfg::BM * 4)

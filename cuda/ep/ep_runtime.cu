@@ -277,7 +277,7 @@ static xs_status xs_moe_upload_table(xs_moe *m, const xs_wintab *tab, cudaStream
     return XS_OK;
 }
 
-/* ---- running the fused kernel ----------------------------------------------------------------- */
+/* ---- running the fused kernel ---------------------------------------------------------------- */
 
 static void xs_moe_decode_trace(xs_moe *m, const xs_moe_tasklist *tl)
 {
@@ -394,13 +394,15 @@ static xs_status xs_moe_cstage_alloc(xs_moe *m, cudaStream_t s)
 {
     if (m->d_cstage)
         return XS_OK;
-    XS_TRY(xs_moe_dalloc((void **)&m->d_cstage, (size_t)m->pb->rows * m->pb->H * 2, "combine staging buffer"));
+    XS_TRY(xs_moe_dalloc((void **)&m->d_cstage, (size_t)m->pb->rows * m->pb->H * 2,
+                         "combine staging buffer"));
     XS_CU(cudaMemsetAsync(m->d_cstage, 0xff, (size_t)m->pb->rows * m->pb->H * 2, s)); /* bf16 NaN */
     return XS_OK;
 }
 
 /* A courier run's buffers (allocated once per problem) and its copy list: the Linear-2 tiles of
- * task list tl in position order, uploaded on stream s; ready flags cleared, copy trace poisoned. */
+ * task list tl in position order, uploaded on stream s; ready flags cleared, copy trace
+ * poisoned. */
 static xs_status xs_moe_courier_setup(xs_moe *m, const xs_moe_tasklist *tl, cudaStream_t s)
 {
     const size_t n2 = (size_t)m->pb->nrb * m->pb->l2_per_rb;
@@ -743,7 +745,8 @@ xs_status xs_moe_ensure_unfused(xs_moe *m, int reference)
         XS_TRY(xs_moe_dalloc((void **)&m->xs_sorted, rows * m->pb->H * 2, "dispatched tokens"));
     if (reference) {
         if (!m->y1f)
-            XS_TRY(xs_moe_dalloc((void **)&m->y1f, rows * 2 * m->pb->I * 4, "fp32 Linear-1 output"));
+            XS_TRY(xs_moe_dalloc((void **)&m->y1f, rows * 2 * m->pb->I * 4,
+                                 "fp32 Linear-1 output"));
         if (!m->y2f)
             XS_TRY(xs_moe_dalloc((void **)&m->y2f, rows * m->pb->H * 4, "fp32 Linear-2 output"));
         if (!m->reff)
@@ -769,7 +772,8 @@ xs_status xs_moe_gemms(xs_moe *m, xs_cublas *cb, cudaStream_t s, int layer, int 
         if (!n)
             continue;
         if (layer == 1) {
-            void *c = f32 ? (void *)(m->y1f + (size_t)off * 2 * I) : (void *)(m->y1 + (size_t)off * 2 * I);
+            void *c = f32 ? (void *)(m->y1f + (size_t)off * 2 * I)
+                          : (void *)(m->y1 + (size_t)off * 2 * I);
             XS_TRY(xs_cublas_gemm_bf16(cb, s, n, 2 * I, H, m->xs_sorted + (size_t)off * H,
                                        m->w->w1 + (size_t)e * 2 * I * H, 1, c, f32));
         } else {
@@ -795,7 +799,8 @@ xs_status xs_moe_run_unfused_with(xs_moe *m, xs_cublas *cb, const xs_wintab *tab
     XS_TRY(xs_moe_ensure_unfused(m, 0));
     const int blocks = 4 * m->pb->grid;
     XS_CU(cudaEventRecord(m->ev[0], s));
-    xs_moe_gather_kernel<<<blocks, 256, 0, s>>>(m->x, m->d_row_token, m->xs_sorted, m->pb->rows, m->pb->H);
+    xs_moe_gather_kernel<<<blocks, 256, 0, s>>>(m->x, m->d_row_token, m->xs_sorted, m->pb->rows,
+                                                m->pb->H);
     XS_CU_LAUNCH();
     XS_CU(cudaEventRecord(m->ev[2], s));
     XS_TRY(xs_moe_gemms(m, cb, s, 1, 0));
@@ -807,15 +812,17 @@ xs_status xs_moe_run_unfused_with(xs_moe *m, xs_cublas *cb, const xs_wintab *tab
     XS_CU(cudaEventRecord(m->ev[5], s));
     xs_moe_scatter_kernel<xs_bf16><<<blocks, 256, 0, s>>>(m->y2, m->d_row_weight, m->d_row_rank,
                                                           m->d_row_off, (char *)m->stage,
-                                                          m->pb->window_bytes, (float *)NULL, m->pb->rows,
-                                                          m->pb->H);
+                                                          m->pb->window_bytes, (float *)NULL,
+                                                          m->pb->rows, m->pb->H);
     XS_CU_LAUNCH();
     if (combine) {
-        XS_TRY(combine(ctx, (const char *)m->stage, m->pb->window_bytes, m->pb->rank_used, m->pb->N, s));
+        XS_TRY(combine(ctx, (const char *)m->stage, m->pb->window_bytes, m->pb->rank_used,
+                       m->pb->N, s));
     } else {
         for (int r = 0; r < m->pb->N; r++)
             if (m->pb->rank_used[r])
-                XS_CU(cudaMemcpyAsync(tab->data[r], (char *)m->stage + (size_t)r * m->pb->window_bytes,
+                XS_CU(cudaMemcpyAsync(tab->data[r],
+                                      (char *)m->stage + (size_t)r * m->pb->window_bytes,
                                       m->pb->rank_used[r], cudaMemcpyDefault, s));
     }
     XS_CU(cudaEventRecord(m->ev[1], s));
