@@ -360,6 +360,9 @@ double xs_median(const double *x, size_t n);           /* does not modify x; NaN
  * n < 2, a median <= 0 or no memory. x is not modified. */
 double xs_median_ci_rel(const double *x, size_t n);
 double xs_quantile(const double *x, size_t n, double q);
+/* The order statistic x_(floor(q (n - 1))) of the sorted sample (0-based), no interpolation;
+ * NaN if n == 0. x is not modified. */
+double xs_quantile_lower(const double *x, size_t n, double q);
 double xs_geomean(const double *x, size_t n);
 double xs_min(const double *x, size_t n);
 double xs_max(const double *x, size_t n);

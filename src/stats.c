@@ -48,6 +48,18 @@ double xs_quantile(const double *x, size_t n, double q)
 
 double xs_median(const double *x, size_t n) { return xs_quantile(x, n, 0.5); }
 
+double xs_quantile_lower(const double *x, size_t n, double q)
+{
+    double *c = n ? sorted_copy(x, n) : NULL;
+    if (!c)
+        return NAN;
+    if (q <= 0) q = 0;
+    if (q >= 1) q = 1;
+    double v = c[(size_t)(q * (double)(n - 1))];
+    free(c);
+    return v;
+}
+
 double xs_median_ci_rel(const double *x, size_t n)
 {
     double *c = n >= 2 ? sorted_copy(x, n) : NULL;

@@ -1,5 +1,5 @@
 /*
- * test_moe.cu - the fused MoE kernel (cuda/moe.cu): every schedule against an fp64 CPU reference
+ * test_moe.cu - the fused MoE kernel (cuda/ep/): every schedule against an fp64 CPU reference
  * on small odd shapes (partial tiles, empty experts, 1..4 destinations, local and virtual-peer
  * windows), against the unfused cuBLAS path on a real configuration, the dependency order seen
  * in the trace, a missed dependency timing out with one line, bad input, the combine pacer
@@ -28,16 +28,16 @@
 #include "xstage.h"
 #include "xstage_cuda.h"
 #include "xstage_win.h"
-#include "../../cuda/moe.h"
-#include "../xt_moe.h"
+#include "ep/ep.h"
+#include "../xt_ep.h"
 
 
 /* Linear-2 tiles start only after every Linear-1 tile of their row block stored its h rows. The
  * order comes from the device: one counter hands a ticket to every Linear-1 tile just before its
  * release and to every Linear-2 tile just after its acquire, so a Linear-2 ticket must exceed its
  * row block's Linear-1 tickets. (Comparing clocks of different CTAs failed under
- * compute-sanitizer, whose slow timing stretches the per-CTA clock->ns conversion: run 4's
- * sanitize.log; the clocks are still compared, 2 us apart, and reported, not judged.) */
+ * compute-sanitizer, whose slow timing stretches the per-CTA clock->ns conversion; the clocks
+ * are still compared, 2 us apart, and reported, not judged.) */
 static void check_trace(xs_moe *m, const char *what)
 {
     const xs_moe_tile *t;
@@ -255,7 +255,7 @@ static void courier_checks(xs_moe *m, const xs_wintab *tab, int remote, const ch
     unsigned char *want = reference_windows(m, tab, name, "courier");
     const xs_moe_plan plans[3] = {
         {XS_MOE_WAVE, 0, 0, 0, 0, 2, rate},
-        {XS_MOE_INTERLEAVED, xs_moe_default_lead_ctas(m, info.grid - 4), 0, 0, 0, 4, rate},
+        {XS_MOE_INTERLEAVED, xs_moe_default_lead_ctas(xs_moe_host(m), info.grid - 4), 0, 0, 0, 4, rate},
         {XS_MOE_INTERLEAVED, 1, 0, 0, 0, 2, 0.5}, /* slow: couriers far behind the compute */
     };
     for (int i = 0; i < 3 && want; i++) {
@@ -340,7 +340,7 @@ static void store_variant_checks(xs_moe *m, const xs_wintab *tab, const char *na
     unsigned char *want = reference_windows(m, tab, name, label);
     const xs_moe_plan plans[4] = {
         {XS_MOE_WAVE, 0, 0, 0, 0},
-        {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0, 0, 0},
+        {XS_MOE_INTERLEAVED, xs_moe_default_lead(xs_moe_host(m)), 0, 0, 0},
         /* a pacer slow enough to hold nearly every tile back even under the sanitizers (at 1
          * B/ns racecheck's slowed kernel outran it, and no tile was deferred) */
         {XS_MOE_INTERLEAVED, 1, 0, 4096, 0.01},
@@ -552,7 +552,7 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
     snprintf(what, sizeof what, "%s/%s", c->cfg.name, xs_moe_routing_name(c->routing));
     stage_checks(m, &local, ws ? &virt : NULL, what);
 
-    const int d0 = xs_moe_default_lead(m);
+    const int d0 = xs_moe_default_lead(xs_moe_host(m));
     /* the last two pace the combine: a slow pacer (1 byte/ns) with a small slack holds
      * nearly every Linear-2 tile with remote rows */
     const xs_moe_plan plans[] = {
@@ -565,7 +565,7 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
          * to run dry) with the slow pacer */
         {XS_MOE_ADAPTIVE, 0, 0, 0, 50.0, 0, 0, 20000.0},
         {XS_MOE_ADAPTIVE, 0, 0, 4096, 1.0, 0, 0, 0.0},
-        /* tapered leads (xs_moe_plan.lead_end, run 21): unpaced, from far beyond the row
+        /* tapered leads (xs_moe_plan.lead_end): unpaced, from far beyond the row
          * blocks, and with the slow pacer */
         {XS_MOE_INTERLEAVED, d0, 0, 0, 0, 0, 0, 0, 0, d0 > 1 ? d0 / 2 : 0},
         {XS_MOE_INTERLEAVED, 1000, 0, 0, 0, 0, 0, 0, 0, 1},
@@ -618,7 +618,7 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
     xs_moe_costs_from_trace(tr, ntr, &ic);
     XT_CHECK(wc.c1_ns > 0 && wc.c2_ns > 0, "costs from trace: c1=%g c2=%g", wc.c1_ns, wc.c2_ns);
     xs_moe_auto_result ar;
-    st = xs_moe_auto(m, prof, NULL, &wc, &ic, &lt, &ar);
+    st = xs_moe_auto(xs_moe_host(m), prof, NULL, &wc, &ic, &lt, &ar);
     free(wtr);
     XT_CHECK(st == XS_OK, "auto: %s", xs_errmsg());
     if (st == XS_OK && ws) {
@@ -718,8 +718,8 @@ static void large_case(const char *name, int tokens, int peers, xs_moe_routing r
         xs_profile dp;
         xs_profile_default(&dp);
         xs_moe_plan plans[3] = {{XS_MOE_WAVE, 0, 0, 0, 0},
-                                {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0, 0, 0},
-                                {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0,
+                                {XS_MOE_INTERLEAVED, xs_moe_default_lead(xs_moe_host(m)), 0, 0, 0},
+                                {XS_MOE_INTERLEAVED, xs_moe_default_lead(xs_moe_host(m)), 0,
                                  XS_MOE_PACE_BYTES,
                                  XS_MOE_PACE_DRAIN_FRAC * dp.drain_bytes_per_ns}};
         for (int i = 0; i < 3; i++) {
@@ -972,7 +972,7 @@ static void model_case(const xs_profile *prof)
     xs_moe_model mm;
     xs_moe_model_default(&mm);
     mm.couriers = 0; /* the rules for the other candidates (couriers: tests/test_moe_courier) */
-    XT_CHECK(xs_moe_auto(m, prof, &mm, &c, NULL, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
+    XT_CHECK(xs_moe_auto(xs_moe_host(m), prof, &mm, &c, NULL, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
     /* sender-visible: the last store is accepted up to Q/R before the stage drains */
     double drain_ns = (info.remote_bytes - prof->capacity_bytes) / prof->drain_bytes_per_ns;
     printf("ok   model bursty: wave %.0f us, interleaved %.0f us, drain %.0f us: %s\n",
@@ -989,7 +989,7 @@ static void model_case(const xs_profile *prof)
     fast.drain_bytes_per_ns = 1e6;
     fast.capacity_bytes = 1e12;
     fast.capacity_bytes_per_producer = 0;
-    XT_CHECK(xs_moe_auto(m, &fast, &mm, &c, NULL, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
+    XT_CHECK(xs_moe_auto(xs_moe_host(m), &fast, &mm, &c, NULL, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
     /* the order may change for balance alone, never for a gain below 2 %, and no pacing */
     XT_CHECK(ar.criterion_ok && ar.plan.pace_bytes == 0 &&
              (ar.plan.kind == XS_MOE_WAVE || ar.auto_ns <= 0.98 * ar.wave_ns),
@@ -1000,7 +1000,7 @@ static void model_case(const xs_profile *prof)
     /* a GPU-wide stall above a small backlog: pacing keeps the backlog under it, so auto paces */
     xs_moe_model tight = mm;
     tight.block_bytes = 4.0 * 65536;
-    XT_CHECK(xs_moe_auto(m, prof, &tight, &c, NULL, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
+    XT_CHECK(xs_moe_auto(xs_moe_host(m), prof, &tight, &c, NULL, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
     XT_CHECK(ar.plan.kind == XS_MOE_INTERLEAVED && ar.paced_ns < ar.inter_ns,
              "stalls above 256 KB: paced %.0f ns, unpaced %.0f ns, chose %s", ar.paced_ns,
              ar.inter_ns, xs_moe_sched_name(ar.plan.kind));
@@ -1122,8 +1122,8 @@ static void model_checks(void)
              XS_OK && st.blocked_ns == 0 && pm[NB] == 0, "no blocking: blocked %.0f ns",
              st.blocked_ns);
     /* blocked time within a main loop is additive: [a, c] = [a, b] + [b, c] for any b, whatever
-     * intervals it spans (60 bursts of 1.3 MB every 40 us: one blocked interval each); run 4's
-     * version looped forever on a loop spanning > 9 intervals that ended inside one */
+     * intervals it spans (60 bursts of 1.3 MB every 40 us: one blocked interval each), also for
+     * a loop spanning > 9 intervals that ends inside one */
     {
         enum { NR = 60, NK = 20, NQ = 200 };
         xs_moe_tile *u = (xs_moe_tile *)calloc(NR * NK + 3 * NQ + 1, sizeof *u);
@@ -1185,8 +1185,9 @@ static void model_checks(void)
 
 /* ---- the host side of `bench ep` without a GPU ----------------------------------------------- */
 
-/* Synthetic local-control costs of a configuration: a constant time per 64-wide k-step (run 3's
- * local wave times give 1.5-1.8 us) plus a fixed epilogue; Linear-2's store span at 52 B/ns. */
+/* Synthetic local-control costs of a configuration (tests/xt_ep.h): a constant time per 64-wide
+ * k-step (measured local wave times give 1.5-1.8 us) plus a fixed epilogue; Linear-2's store
+ * span at 52 B/ns. */
 
 typedef struct {
     double create_s, auto_s, trace_s, stall_s;
@@ -1207,12 +1208,12 @@ static int sweep_point_run(const xs_moe_config *cfg, int tokens, int peers, xs_m
 {
     memset(sp, 0, sizeof *sp);
     double t0 = xs_now_s();
-    xs_moe *m = NULL;
+    xs_moe_problem *m = NULL;
     xs_moe_opts o = {tokens, peers, rt, 0, 1u};
-    if (xs_moe_create_host(cfg, &o, 132, &m) != XS_OK)
+    if (xs_moe_problem_create(cfg, &o, 132, &m) != XS_OK)
         return 0;
     xs_moe_info info;
-    xs_moe_get_info(m, &info);
+    xs_moe_problem_info(m, &info);
     const int ntot = info.l1_tiles + info.l2_tiles;
     xs_moe_tile *tr = (xs_moe_tile *)calloc((size_t)ntot + 1, sizeof *tr);
     double *ref[2] = {(double *)malloc(sizeof(double) * (size_t)(ntot + 1)),
@@ -1225,7 +1226,7 @@ static int sweep_point_run(const xs_moe_config *cfg, int tokens, int peers, xs_m
     xt_moe_synth_costs(cfg, &base);
     const xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};
     const xs_moe_plan ip = {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0, 0, 0};
-    ok = ok && xs_moe_set_plan(m, 0, &wp) == XS_OK && xs_moe_set_plan(m, 1, &ip) == XS_OK;
+    ok = ok && xs_moe_problem_set_plan(m, 0, &wp) == XS_OK && xs_moe_problem_set_plan(m, 1, &ip) == XS_OK;
     sp->create_s = xs_now_s() - t0;
     const double drain_ns = info.remote_bytes / prof->drain_bytes_per_ns;
     for (int slot = 0; slot < 2 && ok; slot++) {
@@ -1283,7 +1284,7 @@ static int sweep_point_run(const xs_moe_config *cfg, int tokens, int peers, xs_m
         XT_CHECK(ar.drain_bound == (drain_ns >= 0.9 * kern), "%s T=%d N=%d: drain_bound %d "
                  "with drain %.1f us, kernel %.1f us", cfg->name, tokens, peers, ar.drain_bound,
                  drain_ns / 1e3, kern / 1e3);
-        ok = xs_moe_set_plan(m, 2, &ar.plan) == XS_OK;
+        ok = xs_moe_problem_set_plan(m, 2, &ar.plan) == XS_OK;
     }
     for (int slot = 0; slot < 3 && ok; slot++) {
         double t = 0;
@@ -1308,7 +1309,7 @@ static int sweep_point_run(const xs_moe_config *cfg, int tokens, int peers, xs_m
     free(ref[1]);
     free(ltr[0]);
     free(ltr[1]);
-    xs_moe_destroy(m);
+    xs_moe_problem_destroy(m);
     return ok;
 }
 
@@ -1376,9 +1377,9 @@ int main(int argc, char **argv)
 {
     /* --tiny: the sanitizer's racecheck case (tests/gpu/sanitize.sh): bad input and the two
      * small shapes of --quick; no large shape (racecheck tracks every shared-memory access of
-     * every tile: test_moe --quick ran past 90 s in run 5) and no timeout cases (their 5 and
+     * every tile: test_moe --quick runs past 90 s under it) and no timeout cases (their 5 and
      * 20 ms bounds measure timing, which racecheck slows 10-100x: the runs that must succeed
-     * after a timeout timed out themselves in run 5) */
+     * after a timeout time out themselves) */
     int tiny = argc > 1 && !strcmp(argv[1], "--tiny");
     int quick = tiny || (argc > 1 && !strcmp(argv[1], "--quick"));
     int model_only = argc > 1 && !strcmp(argv[1], "--model");

@@ -1,5 +1,5 @@
 /*
- * bench_ep.cu - `xstage bench ep`: the fused MoE (expert parallelism) sweep on one GPU with
+ * ep.cu - `xstage bench ep`: the fused MoE (expert parallelism) sweep on one GPU with
  * virtual peers: rank 0's window in HBM, ranks 1..N-1 in pinned host memory over PCIe.
  *
  * For every configuration x routing x token count x peer count, with the same inputs:
@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "moe.h"
+#include "ep_bench.h"
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
@@ -42,24 +42,20 @@
 
 #define EP_MAX_LIST 16
 #define EP_MAX_ROWS 1024
+#define EP_REF_RUNS 8 /* local-control runs whose main loops give each tile's reference */
 /* --long: each configuration at these multiples of its largest default token count, where the
  * combine (T x top-k rows of H bf16 values, all ranks' windows together) stays within
  * EP_LONG_MAX_BYTES; one such point takes up to a minute, most of it poisoning and verifying the
- * windows on the CPU (docs/EP.md, "Run 20") */
+ * windows on the CPU (docs/EP.md, "The long-token limit") */
 static const int ep_long_mult[] = {8, 16, 32};
 static_assert(sizeof ep_long_mult / sizeof ep_long_mult[0] == 3, "--long's help names three");
 #define EP_LONG_MAX_GIB 4
 #define EP_LONG_MAX_BYTES (EP_LONG_MAX_GIB * 1024.0 * 1024 * 1024)
 
-/* the *_BULK variants (--bulk): the same plans as wave, interleaved and auto, with the Linear-2
- * epilogues handing their rows to the TMA (xs_moe_run_opts.bulk_combine) */
-enum { EP_UNFUSED, EP_WAVE, EP_INTER, EP_AUTO, EP_COURIER, EP_ADAPT, EP_WAVE_BULK,
-       EP_INTER_BULK, EP_AUTO_BULK, EP_AUTO_DEFER, EP_AUTO_FIXED, EP_NVAR };
 static const char *const ep_var_name[EP_NVAR] = {"unfused", "wave", "interleaved", "auto",
                                                  "courier", "adaptive", "wave_bulk",
                                                  "interleaved_bulk", "auto_bulk", "auto_defer",
                                                  "auto_fixed"};
-#define EP_IS_BULK(v) ((v) >= EP_WAVE_BULK && (v) <= EP_AUTO_BULK)
 
 typedef struct {
     const xs_moe_config *configs[EP_MAX_LIST];
@@ -87,52 +83,6 @@ typedef struct {
     const char *csv, *tiles;
 } ep_opts;
 
-typedef struct {
-    double med, p10, p90; /* us */
-} ep_time;
-
-typedef struct {
-    const char *config;
-    const char *routing;
-    int tokens, peers, rows, lead, auto_lead, criterion_ok, reshape_ok, auto_paced, verified;
-    const char *auto_choice;
-    ep_time t[EP_NVAR];
-    ep_time local, local_inter;
-    double bound_us, compute_us, drain_us, cublas_gemm_us, gemm_eff;
-    double pred_wave_us, pred_inter_us, pred_paced_us, pred_auto_us, remote_mb, max_rel_err;
-    double auto_gate_us; /* auto run: median pacer wait of its Linear-2 tiles with remote rows */
-    double defer_gate_us; /* auto_defer run: the same (the wait at the deferred tile's flush) */
-    double block_bytes, block_speed, pace_bytes; /* the model's numbers (xs_moe_model) */
-    xs_moe_stall stall_wave, stall_inter, stall_auto;
-    xs_moe_stall stall_bulk[3]; /* the *_BULK runs: measured MMA side only */
-    double local_span_us; /* local control: Linear-2 store span, median */
-    double local_issue;   /* local control: Linear-2 store bytes per ns of span, median */
-    double point_s, model_s; /* wall time of the point; of it, the host-side model (auto, stalls) */
-    double fill_us;          /* auto: earliest first combine store of any order (c1 + c2, local) */
-    int drain_bound;         /* auto: remote bytes / R >= 0.9 x the local control's kernel */
-    int couriers;            /* C of the courier variant (auto's best courier candidate; 0: none) */
-    double courier_pace;     /* its pace, fraction of R */
-    const char *courier_sched; /* its order */
-    double pred_courier_us;  /* its predicted time (xs_moe_auto_result.courier_ns) */
-    int auto_couriers;       /* C of auto's decision (0: no couriers) */
-    int adaptive;            /* auto proposed an adaptive candidate (the adaptive column) */
-    double pred_adaptive_us, adaptive_ahead_us;
-    double pred_spill_us;    /* auto's paced candidate on the spilling kernel (NaN: none) */
-    int auto_spill;          /* auto's plan runs on the spilling kernel */
-    int auto_lead_end;       /* auto's taper (xs_moe_plan.lead_end; 0: none) */
-    double pred_paced_plain_us; /* auto's paced order at its unpaced best lead, no taper (NaN:
-                                 * the lead search did not run) */
-    int fixed_lead, fixed_lead_end; /* the auto_fixed column's plan (-1: the column did not
-                                     * run) */
-    double pred_fixed_us;    /* its predicted time */
-    xs_moe_stall stall_adapt; /* the adaptive run: measured MMA side */
-    xs_moe_stall stall_defer; /* the auto_defer run */
-    xs_moe_stall stall_fixed; /* the auto_fixed run */
-    char defer_kernel[16];    /* which: none, ring, spill:<depth> */
-    double defer_frac;        /* auto_defer run: deferred / Linear-2 tiles with remote rows */
-    char how[800];
-    double rank_max_us[EP_NVAR]; /* -g: the slowest rank's median per variant (NaN otherwise) */
-} ep_row;
 
 /* -g/--gpus: this rank's windows and the tables that map the one-rank problem onto real ranks.
  * Every rank runs the same problem (same seed); its problem rank r (token t has problem rank
@@ -190,7 +140,7 @@ static void ep_usage(FILE *f)
             "                               default 0.9)\n"
             "      --auto-couriers          auto may choose couriers (default: predicted and\n"
             "                               reported, never chosen: the forced courier column\n"
-            "                               stayed slower than auto, run 9)\n"
+            "                               is slower than auto on the sweep)\n"
             "      --courier-copy-rate B    model: bytes/ns one courier copies at most (9.2,\n"
             "                               measured; 0: no limit)\n"
             "      --auto-adaptive          auto may choose the adaptive plan (default: predicted\n"
@@ -210,7 +160,7 @@ static void ep_usage(FILE *f)
             "                               >= 1 %% faster; --defer=none runs the same plans on\n"
             "                               the plain kernel in the auto_defer column)\n"
             "      --no-lead-search         auto paces at the unpaced order's best lead, no\n"
-            "                               taper (the rule up to run 20; default: it also\n"
+            "                               taper (default: it also\n"
             "                               predicts leads D/2..2D and tapers, docs/EP.md)\n"
             "      --auto-lead D[:E]        where auto paces: at lead D (tapering to E where\n"
             "                               Linear-1 ends, 1 <= E < D), not searched\n"
@@ -231,7 +181,7 @@ static void ep_usage(FILE *f)
             "      --long                   the long-token points instead of the defaults: %d, %d\n"
             "                               and %d x each configuration's largest default token\n"
             "                               count; a point whose combine exceeds %d GiB is\n"
-            "                               skipped (docs/EP.md, \"Run 20\")\n"
+            "                               skipped (docs/EP.md, \"The long-token limit\")\n"
             "      --quick                  2 configurations, 3 token counts, 3 iterations\n",
             ep_long_mult[0], ep_long_mult[1], ep_long_mult[2], EP_LONG_MAX_GIB);
 }
@@ -512,24 +462,16 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
 
 /* ---- one point ------------------------------------------------------------------------------ */
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
+/* The median and the 10 % and 90 % quantiles (src/stats.c) of the first 1024 samples (us). */
 static ep_time ep_stats(const double *v, int n)
 {
     ep_time t = {NAN, NAN, NAN};
     if (n <= 0)
         return t;
-    double s[1024];
-    int k = n < 1024 ? n : 1024;
-    memcpy(s, v, sizeof(double) * (size_t)k);
-    qsort(s, (size_t)k, sizeof(double), cmp_d);
-    t.med = k % 2 ? s[k / 2] : 0.5 * (s[k / 2 - 1] + s[k / 2]);
-    t.p10 = s[(int)floor(0.1 * (k - 1))];
-    t.p90 = s[(int)ceil(0.9 * (k - 1))];
+    const size_t k = n < 1024 ? (size_t)n : 1024;
+    t.med = xs_median(v, k);
+    t.p10 = xs_quantile(v, k, 0.1);
+    t.p90 = xs_quantile(v, k, 0.9);
     return t;
 }
 
@@ -681,12 +623,11 @@ static xs_status ep_check(xs_moe *m, const xs_wintab *tab, const char *what, ep_
     return XS_OK;
 }
 
-static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_moe_config *cfg,
-                          int tokens, int peers, xs_moe_routing routing, const xs_profile *prof,
-                          xs_cublas *cb, xs_coll *coll, FILE *tiles, ep_row *r)
+/* A row's fields before its point runs: names, NaN where nothing is measured or predicted. */
+static void ep_row_init(const ep_opts *o, const xs_moe_config *cfg, int tokens, int peers,
+                        xs_moe_routing routing, ep_row *r)
 {
     memset(r, 0, sizeof *r);
-    const double t_point = xs_now_s();
     r->config = cfg->name;
     r->routing = xs_moe_routing_name(routing);
     r->tokens = tokens;
@@ -726,6 +667,140 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     r->block_speed = o->mm.block_speed;
     r->pace_bytes = o->mm.pace_bytes;
 
+}
+
+/* The local control of both orders (slot 0 wave, slot 1 interleaved, windows `local`): the
+ * compute costs without the link, each tile's median main loop (ref[slot], from ref_acc), and
+ * each order's last trace (ltr, nltr) for the courier prediction. */
+static xs_status ep_local_control(const ep_opts *o, xs_moe *m, xs_cublas *cb,
+                                  const xs_wintab *local, const xs_moe_run_opts *ro,
+                                  const xs_profile *prof, FILE *tiles, int ntot, double *ref_acc,
+                                  double *ref[2], xs_moe_tile *ltr[2], int nltr[2],
+                                  xs_moe_costs cost[2], ep_row *r)
+{
+    const xs_moe_tile *tr;
+    int ntr;
+    for (int slot = 0; slot < 2; slot++) {
+        double v[64];
+        const int n = o->common.iters;
+        int nv = 0, nref = 0, runs = o->common.warmup + (n < 3 ? n : 3);
+        for (int it = 0; it < runs; it++) {
+            double us;
+            XS_TRY(ep_run(m, cb, EP_WAVE, slot, local, NULL, ro, &us, NULL));
+            if (it >= o->common.warmup && nv < 64)
+                v[nv++] = us;
+            if (it >= o->common.warmup)
+                ep_ref_add(ref_acc, EP_REF_RUNS, &nref, m, ntot);
+        }
+        ep_ref_median(ref_acc, EP_REF_RUNS, nref, ntot, ref[slot]);
+        XS_TRY(ep_check(m, local, slot ? "local interleaved" : "local wave", r));
+        xs_moe_trace(m, &tr, &ntr);
+        xs_moe_costs_from_trace(tr, ntr, &cost[slot]);
+        nltr[slot] = ntr < ntot ? ntr : ntot;
+        memcpy(ltr[slot], tr, sizeof(xs_moe_tile) * (size_t)nltr[slot]);
+        if (slot == 0) {
+            r->local = ep_stats(v, nv);
+            r->local_span_us = cost[0].span2_ns / 1e3;
+        } else {
+            r->local_inter = ep_stats(v, nv);
+        }
+        if (tiles)
+            ep_tiles_out(tiles, r, slot ? "local-interleaved" : "local-wave", m, prof,
+                         &o->mm, cost[0].local_issue_bytes_per_ns, ref[slot], ntot, 0);
+    }
+    return XS_OK;
+}
+
+/* auto's decision and predictions into the row. */
+static void ep_row_auto(const xs_moe_auto_result *ar, ep_row *r)
+{
+    r->auto_choice = xs_moe_sched_name(ar->plan.kind);
+    r->auto_lead = ar->plan.kind == XS_MOE_INTERLEAVED ? ar->plan.lead : 0;
+    r->auto_paced = ar->plan.pace_bytes > 0;
+    r->criterion_ok = ar->criterion_ok;
+    r->reshape_ok = ar->reshape_ok;
+    r->pred_wave_us = ar->wave_ns / 1e3;
+    r->pred_inter_us = ar->inter_ns / 1e3;
+    r->pred_paced_us = ar->paced_ns / 1e3;
+    r->pred_auto_us = ar->auto_ns / 1e3;
+    r->fill_us = ar->fill_ns / 1e3;
+    r->drain_bound = ar->drain_bound;
+    snprintf(r->how, sizeof r->how, "%s", ar->how);
+}
+
+/* The last round's checks of variant var after its run: its rows verified at the destination,
+ * then (fused runs) the per-tile stall prediction of its trace against the local-control
+ * reference ref_of[var], its pacer waits and, with --tiles, its tiles. */
+static xs_status ep_last_round(const ep_opts *o, xs_moe *m, int var, const xs_wintab *tab,
+                               const xs_profile *prof, double r_local,
+                               const double *const *ref_of, int ntot, FILE *tiles, ep_row *r)
+{
+    const xs_moe_tile *tr;
+    int ntr;
+    double t_model;
+    XS_TRY(ep_check(m, tab, ep_var_name[var], r));
+    if (var == EP_UNFUSED)
+        return XS_OK;
+    const int cour = var == EP_COURIER || (var == EP_AUTO && r->auto_couriers > 0);
+    if (cour) {
+        /* no per-tile stall prediction: the link is the couriers' */
+        if (tiles)
+            ep_tiles_out(tiles, r, ep_var_name[var], m, prof, &o->mm, r_local,
+                         NULL, 0, 1);
+        return XS_OK;
+    }
+    xs_moe_trace(m, &tr, &ntr);
+    if (EP_IS_BULK(var)) {
+        /* measured MMA side only: the model has no bulk-copy issue line, so its
+         * predictions (the 16-byte stores') are not reported for these runs */
+        const double *rb = ref_of[var - EP_WAVE_BULK + EP_WAVE];
+        XS_TRY(xs_moe_stall_predict(tr, ntr, prof, &o->mm, r_local, rb, ntot,
+                                    &r->stall_bulk[var - EP_WAVE_BULK], NULL, NULL));
+        if (tiles)
+            ep_tiles_out(tiles, r, ep_var_name[var], m, prof, &o->mm, r_local, rb,
+                         ntot, 1);
+        return XS_OK;
+    }
+    xs_moe_stall *sp = var == EP_WAVE         ? &r->stall_wave
+                       : var == EP_INTER      ? &r->stall_inter
+                       : var == EP_ADAPT      ? &r->stall_adapt
+                       : var == EP_AUTO_DEFER ? &r->stall_defer
+                       : var == EP_AUTO_FIXED ? &r->stall_fixed
+                                              : &r->stall_auto;
+    t_model = xs_now_s();
+    XS_TRY(xs_moe_stall_predict(tr, ntr, prof, &o->mm, r_local, ref_of[var], ntot,
+                                sp, NULL, NULL));
+    r->model_s += xs_now_s() - t_model;
+    if ((var == EP_AUTO || var == EP_AUTO_DEFER) && r->auto_paced) {
+        double g[4096];
+        int ng = 0;
+        for (int i = 0; i < ntr && ng < 4096; i++)
+            if (tr[i].kind == 2 && tr[i].remote_bytes > 0)
+                g[ng++] = tr[i].gate_ns / 1e3;
+        *(var == EP_AUTO ? &r->auto_gate_us : &r->defer_gate_us) =
+            ng ? xs_median(g, (size_t)ng) : NAN;
+        if (var == EP_AUTO_DEFER) {
+            int nd = 0, nr = 0;
+            for (int i = 0; i < ntr; i++) {
+                nd += tr[i].deferred;
+                nr += tr[i].kind == 2 && tr[i].remote_bytes > 0;
+            }
+            r->defer_frac = nr ? (double)nd / nr : NAN;
+        }
+    }
+    if (tiles)
+        ep_tiles_out(tiles, r, ep_var_name[var], m, prof, &o->mm, r_local,
+                     ref_of[var], ntot, 0);
+    return XS_OK;
+}
+
+static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_moe_config *cfg,
+                          int tokens, int peers, xs_moe_routing routing, const xs_profile *prof,
+                          xs_cublas *cb, xs_coll *coll, FILE *tiles, ep_row *r)
+{
+    const double t_point = xs_now_s();
+    ep_row_init(o, cfg, tokens, peers, routing, r);
+
     xs_moe *m = NULL;
     xs_moe_opts mo = {tokens, peers, routing, 0, o->common.seed};
     XS_TRY(xs_moe_create(w, &mo, &m));
@@ -742,9 +817,8 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     int ns[EP_NVAR] = {0};
     int nsv = o->common.iters;
     /* per tile (by id): its main loop in each local-control run, and the median, per order */
-    enum { REF_RUNS = 8 };
     const int ntot = info.l1_tiles + info.l2_tiles;
-    double *ref_acc = (double *)malloc(sizeof(double) * (size_t)(ntot + 1) * REF_RUNS);
+    double *ref_acc = (double *)malloc(sizeof(double) * (size_t)(ntot + 1) * EP_REF_RUNS);
     double *ref[2] = {(double *)malloc(sizeof(double) * (size_t)(ntot + 1)),
                       (double *)malloc(sizeof(double) * (size_t)(ntot + 1))};
     /* each order's last local-control trace: the courier prediction's ready times */
@@ -771,7 +845,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
     {
         /* plans: slot 0 wave, slot 1 interleaved, slot 2 auto */
         xs_moe_plan wp = {XS_MOE_WAVE, 0, o->wave_experts, 0, 0};
-        r->lead = o->lead >= 0 ? o->lead : xs_moe_default_lead(m);
+        r->lead = o->lead >= 0 ? o->lead : xs_moe_default_lead(xs_moe_host(m));
         xs_moe_plan ip = {XS_MOE_INTERLEAVED, r->lead, 0, 0, 0};
         EP_TRY(xs_moe_set_plan(m, 0, &wp));
         EP_TRY(xs_moe_set_plan(m, 1, &ip));
@@ -782,41 +856,15 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         xs_moe_costs cost[2];
         const xs_moe_tile *tr;
         int ntr;
-        for (int slot = 0; slot < 2; slot++) {
-            double v[64];
-            const int n = o->common.iters;
-            int nv = 0, nref = 0, runs = o->common.warmup + (n < 3 ? n : 3);
-            for (int it = 0; it < runs; it++) {
-                double us;
-                EP_TRY(ep_run(m, cb, EP_WAVE, slot, &local, NULL, &ro, &us, NULL));
-                if (it >= o->common.warmup && nv < 64)
-                    v[nv++] = us;
-                if (it >= o->common.warmup)
-                    ep_ref_add(ref_acc, REF_RUNS, &nref, m, ntot);
-            }
-            ep_ref_median(ref_acc, REF_RUNS, nref, ntot, ref[slot]);
-            EP_TRY(ep_check(m, &local, slot ? "local interleaved" : "local wave", r));
-            xs_moe_trace(m, &tr, &ntr);
-            xs_moe_costs_from_trace(tr, ntr, &cost[slot]);
-            nltr[slot] = ntr < ntot ? ntr : ntot;
-            memcpy(ltr[slot], tr, sizeof(xs_moe_tile) * (size_t)nltr[slot]);
-            if (slot == 0) {
-                r->local = ep_stats(v, nv);
-                r->local_span_us = cost[0].span2_ns / 1e3;
-            } else {
-                r->local_inter = ep_stats(v, nv);
-            }
-            if (tiles)
-                ep_tiles_out(tiles, r, slot ? "local-interleaved" : "local-wave", m, prof,
-                             &o->mm, cost[0].local_issue_bytes_per_ns, ref[slot], ntot, 0);
-        }
+        EP_TRY(ep_local_control(o, m, cb, &local, &ro, prof, tiles, ntot, ref_acc, ref, ltr,
+                                nltr, cost, r));
         const double r_local = cost[0].local_issue_bytes_per_ns;
         r->local_issue = r_local;
         /* auto: the model decides from the profile and the measured costs of both orders */
         xs_moe_auto_result ar;
         double t_model = xs_now_s();
         const xs_moe_local_traces lt = {ltr[0], nltr[0], ltr[1], nltr[1]};
-        EP_TRY(xs_moe_auto(m, prof, &o->mm, &cost[0], &cost[1], &lt, &ar));
+        EP_TRY(xs_moe_auto(xs_moe_host(m), prof, &o->mm, &cost[0], &cost[1], &lt, &ar));
         r->model_s += xs_now_s() - t_model;
         EP_TRY(xs_moe_set_plan(m, 2, &ar.plan));
         /* slot 3: the best courier candidate, forced (the courier column) */
@@ -840,7 +888,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
             mf.lead_search = 0;
             xs_moe_auto_result af;
             t_model = xs_now_s();
-            EP_TRY(xs_moe_auto(m, prof, &mf, &cost[0], &cost[1], &lt, &af));
+            EP_TRY(xs_moe_auto(xs_moe_host(m), prof, &mf, &cost[0], &cost[1], &lt, &af));
             r->model_s += xs_now_s() - t_model;
             if (!xs_moe_plan_equal(&af.plan, &ar.plan)) {
                 r->fixed_lead = af.plan.kind == XS_MOE_INTERLEAVED ? af.plan.lead : 0;
@@ -852,18 +900,7 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
         r->adaptive_ahead_us = r->adaptive ? ar.adaptive.admit_ahead_ns / 1e3 : NAN;
         if (r->adaptive)
             EP_TRY(xs_moe_set_plan(m, 4, &ar.adaptive));
-        r->auto_choice = xs_moe_sched_name(ar.plan.kind);
-        r->auto_lead = ar.plan.kind == XS_MOE_INTERLEAVED ? ar.plan.lead : 0;
-        r->auto_paced = ar.plan.pace_bytes > 0;
-        r->criterion_ok = ar.criterion_ok;
-        r->reshape_ok = ar.reshape_ok;
-        r->pred_wave_us = ar.wave_ns / 1e3;
-        r->pred_inter_us = ar.inter_ns / 1e3;
-        r->pred_paced_us = ar.paced_ns / 1e3;
-        r->pred_auto_us = ar.auto_ns / 1e3;
-        r->fill_us = ar.fill_ns / 1e3;
-        r->drain_bound = ar.drain_bound;
-        snprintf(r->how, sizeof r->how, "%s", ar.how);
+        ep_row_auto(&ar, r);
         /* the local-control reference of each variant's order (auto: its own order) */
         const double *ref_auto = ar.plan.kind == XS_MOE_WAVE ? ref[0] : ref[1];
         const double *ref_fixed = r->fixed_lead == 0 ? ref[0] : ref[1];
@@ -929,61 +966,8 @@ static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_mo
                     if (var == EP_UNFUSED)
                         gemm_samples[ns[var] - 1] = gus;
                 }
-                if (!last)
-                    continue;
-                EP_TRY(ep_check(m, tab, ep_var_name[var], r));
-                if (var == EP_UNFUSED)
-                    continue;
-                const int cour = var == EP_COURIER || (var == EP_AUTO && r->auto_couriers > 0);
-                if (cour) {
-                    /* no per-tile stall prediction: the link is the couriers' */
-                    if (tiles)
-                        ep_tiles_out(tiles, r, ep_var_name[var], m, prof, &o->mm, r_local,
-                                     NULL, 0, 1);
-                    continue;
-                }
-                xs_moe_trace(m, &tr, &ntr);
-                if (EP_IS_BULK(var)) {
-                    /* measured MMA side only: the model has no bulk-copy issue line, so its
-                     * predictions (the 16-byte stores') are not reported for these runs */
-                    const double *rb = ref_of[var - EP_WAVE_BULK + EP_WAVE];
-                    EP_TRY(xs_moe_stall_predict(tr, ntr, prof, &o->mm, r_local, rb, ntot,
-                                                &r->stall_bulk[var - EP_WAVE_BULK], NULL, NULL));
-                    if (tiles)
-                        ep_tiles_out(tiles, r, ep_var_name[var], m, prof, &o->mm, r_local, rb,
-                                     ntot, 1);
-                    continue;
-                }
-                xs_moe_stall *sp = var == EP_WAVE         ? &r->stall_wave
-                                   : var == EP_INTER      ? &r->stall_inter
-                                   : var == EP_ADAPT      ? &r->stall_adapt
-                                   : var == EP_AUTO_DEFER ? &r->stall_defer
-                                   : var == EP_AUTO_FIXED ? &r->stall_fixed
-                                                          : &r->stall_auto;
-                t_model = xs_now_s();
-                EP_TRY(xs_moe_stall_predict(tr, ntr, prof, &o->mm, r_local, ref_of[var], ntot,
-                                            sp, NULL, NULL));
-                r->model_s += xs_now_s() - t_model;
-                if ((var == EP_AUTO || var == EP_AUTO_DEFER) && r->auto_paced) {
-                    double g[4096];
-                    int ng = 0;
-                    for (int i = 0; i < ntr && ng < 4096; i++)
-                        if (tr[i].kind == 2 && tr[i].remote_bytes > 0)
-                            g[ng++] = tr[i].gate_ns / 1e3;
-                    *(var == EP_AUTO ? &r->auto_gate_us : &r->defer_gate_us) =
-                        ng ? xs_median(g, (size_t)ng) : NAN;
-                    if (var == EP_AUTO_DEFER) {
-                        int nd = 0, nr = 0;
-                        for (int i = 0; i < ntr; i++) {
-                            nd += tr[i].deferred;
-                            nr += tr[i].kind == 2 && tr[i].remote_bytes > 0;
-                        }
-                        r->defer_frac = nr ? (double)nd / nr : NAN;
-                    }
-                }
-                if (tiles)
-                    ep_tiles_out(tiles, r, ep_var_name[var], m, prof, &o->mm, r_local,
-                                 ref_of[var], ntot, 0);
+                if (last)
+                    EP_TRY(ep_last_round(o, m, var, tab, prof, r_local, ref_of, ntot, tiles, r));
             }
         }
         for (int v = 0; v < EP_NVAR; v++)
@@ -1028,322 +1012,6 @@ done:
     if (st != XS_OK)
         r->verified = 0;
     return st;
-}
-
-/* ---- output -------------------------------------------------------------------------------- */
-
-static const char *ep_csv_header =
-    "config,routing,tokens,peers,unfused_us,wave_us,interleaved_us,auto_us,bound_us,verified,"
-    "local_us,local_interleaved_us,compute_us,drain_us,cublas_gemm_us,gemm_eff,criterion_met,"
-    "auto_schedule,auto_lead,lead,pred_wave_us,pred_interleaved_us,wave_over_interleaved,"
-    "wave_over_auto,unfused_p10,unfused_p90,wave_p10,wave_p90,interleaved_p10,interleaved_p90,"
-    "auto_p10,auto_p90,stall_tiles,stall_meas_med_us,stall_pred_med_us,stall_abs_err_med_us,"
-    "stall_abs_err_p90_us,stall_abs_err_interleaved_us,stall_abs_err_auto_us,local_span_us,"
-    "local_issue_bytes_per_ns,rows,remote_mb,max_row_rel_err,criterion_reshaped,auto_paced,"
-    "pred_paced_us,pred_auto_us,auto_gate_med_us,stall_meas_med_interleaved_us,"
-    "stall_pred_med_interleaved_us,mma_stall_tiles,mma_stall_meas_med_us,"
-    "mma_stall_pred_med_us,mma_stall_abs_err_med_us,mma_stall_abs_err_p90_us,"
-    "mma_stall_abs_err_interleaved_us,mma_stall_abs_err_auto_us,mma_stall_meas_med_interleaved_us,"
-    "mma_stall_pred_med_interleaved_us,blocked_pred_wave_us,blocked_pred_interleaved_us,"
-    "block_bytes,block_speed,pace_bytes,point_s,model_s,fill_us,drain_bound,couriers,"
-    "courier_pace,courier_schedule,courier_us,courier_p10,courier_p90,pred_courier_us,"
-    "auto_couriers,wave_over_courier,wave_bulk_us,wave_bulk_p10,wave_bulk_p90,interleaved_bulk_us,"
-    "interleaved_bulk_p10,interleaved_bulk_p90,auto_bulk_us,auto_bulk_p10,auto_bulk_p90,"
-    "wave_bulk_over_interleaved_bulk,wave_over_auto_bulk,auto_over_auto_bulk,"
-    "mma_stall_meas_med_auto_us,mma_stall_meas_med_wave_bulk_us,"
-    "mma_stall_meas_med_interleaved_bulk_us,mma_stall_meas_med_auto_bulk_us,adaptive_us,"
-    "adaptive_p10,adaptive_p90,pred_adaptive_us,adaptive_ahead_us,wave_over_adaptive,"
-    "auto_over_adaptive,mma_stall_meas_med_adaptive_us,auto_defer_us,auto_defer_p10,"
-    "auto_defer_p90,wave_over_auto_defer,auto_over_auto_defer,mma_stall_meas_med_auto_defer_us,"
-    "auto_defer_gate_med_us,defer_kernel,auto_defer_deferred_frac,pred_spill_us,auto_spill,"
-    "auto_lead_end,pred_paced_plain_us,auto_fixed_us,auto_fixed_p10,auto_fixed_p90,"
-    "auto_over_auto_fixed,auto_fixed_lead,auto_fixed_lead_end,pred_auto_fixed_us\n";
-
-static void ep_csv_row(FILE *f, const ep_row *r)
-{
-    const ep_time *t = r->t;
-    fprintf(f, "%s,%s,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%d,%s,%d,"
-               "%d,%.1f,%.1f,%.4f,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d,%.3f,%.3f,%.3f,"
-               "%.3f,%.3f,%.3f,%.3f,%.1f,%d,%.2f,%.3g,%d,%d,%.1f,%.1f,%.3f,%.3f,%.3f,%d,%.3f,%.3f,"
-               "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f,%.3f,%.3f,%.1f,%d,%d,%.3f,"
-               "%s,%.1f,%.1f,%.1f,%.1f,%d,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,"
-               "%.4f,%.4f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%.3f,%.1f,%.1f,"
-               "%.1f,%.4f,%.4f,%.3f,%.3f,%s,%.3f,%.1f,%d,%d,%.1f,%.1f,%.1f,%.1f,%.4f,%d,%d,%.1f\n",
-            r->config, r->routing, r->tokens, r->peers, t[EP_UNFUSED].med, t[EP_WAVE].med,
-            t[EP_INTER].med, t[EP_AUTO].med, r->bound_us, r->verified ? "true" : "false",
-            r->local.med, r->local_inter.med, r->compute_us, r->drain_us, r->cublas_gemm_us,
-            r->gemm_eff, r->criterion_ok, r->auto_choice, r->auto_lead, r->lead, r->pred_wave_us,
-            r->pred_inter_us, t[EP_WAVE].med / t[EP_INTER].med, t[EP_WAVE].med / t[EP_AUTO].med,
-            t[EP_UNFUSED].p10, t[EP_UNFUSED].p90, t[EP_WAVE].p10, t[EP_WAVE].p90,
-            t[EP_INTER].p10, t[EP_INTER].p90, t[EP_AUTO].p10, t[EP_AUTO].p90,
-            r->stall_wave.tiles, r->stall_wave.meas_stall_med_ns / 1e3,
-            r->stall_wave.pred_stall_med_ns / 1e3, r->stall_wave.abs_err_med_ns / 1e3,
-            r->stall_wave.abs_err_p90_ns / 1e3, r->stall_inter.abs_err_med_ns / 1e3,
-            r->stall_auto.abs_err_med_ns / 1e3, r->local_span_us, r->local_issue, r->rows,
-            r->remote_mb, r->max_rel_err, r->reshape_ok, r->auto_paced, r->pred_paced_us,
-            r->pred_auto_us, r->auto_gate_us, r->stall_inter.meas_stall_med_ns / 1e3,
-            r->stall_inter.pred_stall_med_ns / 1e3, r->stall_wave.mma_tiles,
-            r->stall_wave.mma_meas_med_ns / 1e3, r->stall_wave.mma_pred_med_ns / 1e3,
-            r->stall_wave.mma_abs_err_med_ns / 1e3, r->stall_wave.mma_abs_err_p90_ns / 1e3,
-            r->stall_inter.mma_abs_err_med_ns / 1e3, r->stall_auto.mma_abs_err_med_ns / 1e3,
-            r->stall_inter.mma_meas_med_ns / 1e3, r->stall_inter.mma_pred_med_ns / 1e3,
-            r->stall_wave.blocked_ns / 1e3, r->stall_inter.blocked_ns / 1e3, r->block_bytes,
-            r->block_speed, r->pace_bytes, r->point_s, r->model_s, r->fill_us, r->drain_bound,
-            r->couriers, r->courier_pace, r->courier_sched, t[EP_COURIER].med,
-            t[EP_COURIER].p10, t[EP_COURIER].p90, r->pred_courier_us, r->auto_couriers,
-            t[EP_WAVE].med / t[EP_COURIER].med, t[EP_WAVE_BULK].med, t[EP_WAVE_BULK].p10,
-            t[EP_WAVE_BULK].p90, t[EP_INTER_BULK].med, t[EP_INTER_BULK].p10, t[EP_INTER_BULK].p90,
-            t[EP_AUTO_BULK].med, t[EP_AUTO_BULK].p10, t[EP_AUTO_BULK].p90,
-            t[EP_WAVE_BULK].med / t[EP_INTER_BULK].med, t[EP_WAVE].med / t[EP_AUTO_BULK].med,
-            t[EP_AUTO].med / t[EP_AUTO_BULK].med, r->stall_auto.mma_meas_med_ns / 1e3,
-            r->stall_bulk[0].mma_meas_med_ns / 1e3, r->stall_bulk[1].mma_meas_med_ns / 1e3,
-            r->stall_bulk[2].mma_meas_med_ns / 1e3, t[EP_ADAPT].med, t[EP_ADAPT].p10,
-            t[EP_ADAPT].p90, r->pred_adaptive_us, r->adaptive_ahead_us,
-            t[EP_WAVE].med / t[EP_ADAPT].med, t[EP_AUTO].med / t[EP_ADAPT].med,
-            r->stall_adapt.mma_meas_med_ns / 1e3, t[EP_AUTO_DEFER].med, t[EP_AUTO_DEFER].p10,
-            t[EP_AUTO_DEFER].p90, t[EP_WAVE].med / t[EP_AUTO_DEFER].med,
-            t[EP_AUTO].med / t[EP_AUTO_DEFER].med, r->stall_defer.mma_meas_med_ns / 1e3,
-            r->defer_gate_us, r->defer_kernel, r->defer_frac, r->pred_spill_us, r->auto_spill,
-            r->auto_lead_end, r->pred_paced_plain_us, t[EP_AUTO_FIXED].med, t[EP_AUTO_FIXED].p10,
-            t[EP_AUTO_FIXED].p90, t[EP_AUTO].med / t[EP_AUTO_FIXED].med, r->fixed_lead,
-            r->fixed_lead_end, r->pred_fixed_us);
-    fflush(f);
-}
-
-static void ep_table_header(void)
-{
-    printf("%-18s %-8s %5s %2s %9s %9s %11s %9s %9s %9s %8s %6s %6s %-17s %4s %7s %7s %6s "
-           "%3s\n", "config", "routing", "T", "N", "unfused", "wave", "interleaved", "auto",
-           "courier", "bound", "local", "w/int", "w/auto", "auto", "crit", "stallE", "mmaE",
-           "gemm", "ok");
-    printf("%-18s %-8s %5s %2s %9s %9s %11s %9s %9s %9s %8s %6s %6s %-17s %4s %7s %7s %6s "
-           "%3s\n", "", "", "", "", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(x)",
-           "(x)", "(choice)", "", "(us)", "(us)", "(eff)", "");
-}
-
-static void ep_table_row(const ep_row *r)
-{
-    char choice[40];
-    if (!strcmp(r->auto_choice, "interleaved"))
-        snprintf(choice, sizeof choice, "inter D=%d%s", r->auto_lead, r->auto_paced ? " p" : "");
-    else
-        snprintf(choice, sizeof choice, "%s", r->auto_choice);
-    if (r->auto_couriers > 0) {
-        const size_t k = strlen(choice);
-        snprintf(choice + k, sizeof choice - k, " c%d", r->auto_couriers);
-    }
-    printf("%-18s %-8s %5d %2d %9.1f %9.1f %11.1f %9.1f %9.1f %9.1f %8.1f %6.3f %6.3f %-17s %4s "
-           "%7.2f %7.2f %6.2f %3s\n",
-           r->config, r->routing, r->tokens, r->peers, r->t[EP_UNFUSED].med, r->t[EP_WAVE].med,
-           r->t[EP_INTER].med, r->t[EP_AUTO].med, r->t[EP_COURIER].med, r->bound_us, r->local.med,
-           r->t[EP_WAVE].med / r->t[EP_INTER].med, r->t[EP_WAVE].med / r->t[EP_AUTO].med, choice,
-           r->criterion_ok ? "met" : r->reshape_ok ? "resh" : "no",
-           r->stall_wave.abs_err_med_ns / 1e3, r->stall_wave.mma_abs_err_med_ns / 1e3,
-           r->gemm_eff, r->verified ? "yes" : "NO");
-    fflush(stdout);
-}
-
-static void ep_summary_ratio(const char *name, const double *x, int n)
-{
-    if (n <= 0) {
-        printf("# %-22s no rows\n", name);
-        return;
-    }
-    printf("# %-22s geomean %.3f  median %.3f  max %.3f  min %.3f  (%d rows)\n", name,
-           xs_geomean(x, (size_t)n), xs_median(x, (size_t)n), xs_max(x, (size_t)n),
-           xs_min(x, (size_t)n), n);
-}
-
-/* Column v over bound_us on the rows where the criterion holds as is or reshaped, into q (n of
- * them), and how many are within 10 %, in all and on the rows where only reshaping meets it */
-typedef struct {
-    int n, near, n_resh, near_resh;
-} ep_near;
-
-static ep_near ep_near_bound(const ep_row *rows, int n, int v, double *q)
-{
-    ep_near nb = {0, 0, 0, 0};
-    for (int i = 0; i < n; i++) {
-        const ep_row *r = &rows[i];
-        const double x = r->t[v].med / r->bound_us;
-        if (!(r->criterion_ok || r->reshape_ok) || !isfinite(x))
-            continue;
-        q[nb.n++] = x;
-        nb.near += x <= 1.10;
-        if (!r->criterion_ok) {
-            nb.n_resh++;
-            nb.near_resh += x <= 1.10;
-        }
-    }
-    return nb;
-}
-
-static void ep_near_print(const char *label, const double *q, ep_near nb)
-{
-    char name[48];
-    snprintf(name, sizeof name, "%s/bound (met)", label);
-    ep_summary_ratio(name, q, nb.n);
-    snprintf(name, sizeof name, "%s near bound", label);
-    printf("# %-22s %d of %d rows where the criterion holds as is or reshaped within 10%% of "
-           "bound_us; %d of %d where only reshaping meets it\n", name, nb.near, nb.n,
-           nb.near_resh, nb.n_resh);
-}
-
-/* A column next to wave and auto (courier, adaptive, auto_bulk): wave/label and auto/label over
- * the rows where it ran, where it beat auto, and label/bound. q: scratch of n + 1. Returns the
- * rows where it ran. */
-static int ep_summary_column(const ep_row *rows, int n, int v, const char *label, double *q)
-{
-    char name[48];
-    int k = 0, faster = 0;
-    for (int i = 0; i < n; i++)
-        if (isfinite(rows[i].t[v].med) && isfinite(rows[i].t[EP_WAVE].med))
-            q[k++] = rows[i].t[EP_WAVE].med / rows[i].t[v].med;
-    if (!k)
-        return 0;
-    snprintf(name, sizeof name, "wave/%s", label);
-    ep_summary_ratio(name, q, k);
-    k = 0;
-    for (int i = 0; i < n; i++)
-        if (isfinite(rows[i].t[v].med) && isfinite(rows[i].t[EP_AUTO].med)) {
-            q[k++] = rows[i].t[EP_AUTO].med / rows[i].t[v].med;
-            faster += rows[i].t[v].med < rows[i].t[EP_AUTO].med;
-        }
-    snprintf(name, sizeof name, "auto/%s", label);
-    ep_summary_ratio(name, q, k);
-    snprintf(name, sizeof name, "%s < auto", label);
-    printf("# %-22s the %s run faster than auto on %d of %d rows\n", name, label, faster, k);
-    ep_near_print(label, q, ep_near_bound(rows, n, v, q));
-    return k;
-}
-
-/* the adaptive column, and its prediction */
-static void ep_summary_adaptive(const ep_row *rows, int n, double *q)
-{
-    if (!ep_summary_column(rows, n, EP_ADAPT, "adaptive", q))
-        return;
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        const double ta = rows[i].t[EP_ADAPT].med;
-        if (isfinite(ta) && ta > 0 && isfinite(rows[i].pred_adaptive_us))
-            q[k++] = fabs(rows[i].pred_adaptive_us - ta) / ta;
-    }
-    if (k)
-        printf("# %-22s |pred - meas| / meas median %.1f %%, max %.1f %% (%d rows)\n",
-               "adaptive prediction", 100 * xs_median(q, (size_t)k), 100 * xs_max(q, (size_t)k),
-               k);
-}
-
-/* --bulk: the bulk-copy variants against their 16-byte-store twins of the same rounds */
-static void ep_summary_bulk(const ep_row *rows, int n, double *q)
-{
-    int k = 0, ran = 0;
-    for (int i = 0; i < n; i++) {
-        const double wb = rows[i].t[EP_WAVE_BULK].med, ib = rows[i].t[EP_INTER_BULK].med;
-        if (isfinite(wb) && isfinite(ib) && ib > 0)
-            q[k++] = wb / ib;
-        ran += isfinite(wb) || isfinite(ib) || isfinite(rows[i].t[EP_AUTO_BULK].med);
-    }
-    if (!ran)
-        return;
-    printf("# %-22s the combine rows by TMA bulk copies, the same plans, the same rounds\n",
-           "bulk");
-    ep_summary_ratio("wave_b/interleaved_b", q, k);
-    ep_summary_column(rows, n, EP_AUTO_BULK, "auto_bulk", q);
-}
-
-static void ep_summary(const ep_row *rows, int n)
-{
-    double *a = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *b = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *c = (double *)malloc(sizeof(double) * (size_t)(n + 1));
-    double *d = (double *)malloc(sizeof(double) * (size_t)(3 * n + 1));
-    double *dm = (double *)malloc(sizeof(double) * (size_t)(3 * n + 1));
-    double *e = (double *)malloc(sizeof(double) * (size_t)(n + 1)); /* scratch of the columns */
-    if (!a || !b || !c || !d || !dm || !e) {
-        free(a); free(b); free(c); free(d); free(dm); free(e);
-        return;
-    }
-    int na = 0, nb = 0, nc = 0, nd = 0, ndm = 0, below = 0;
-    int met = 0, resh = 0, notmet = 0, inter = 0, paced = 0, chose_c = 0, ncour = 0;
-    for (int i = 0; i < n; i++) {
-        const ep_row *r = &rows[i];
-        double wi = r->t[EP_WAVE].med / r->t[EP_INTER].med;
-        double wa = r->t[EP_WAVE].med / r->t[EP_AUTO].med;
-        if (isfinite(wi) && wi > 0)
-            a[na++] = wi;
-        if (isfinite(wa) && wa > 0) {
-            b[nb++] = wa;
-            below += wa < 0.99;
-        }
-        if (isfinite(r->gemm_eff) && r->gemm_eff > 0)
-            c[nc++] = r->gemm_eff;
-        const xs_moe_stall *sv[3] = {&r->stall_wave, &r->stall_inter, &r->stall_auto};
-        for (int k = 0; k < 3; k++) {
-            if (isfinite(sv[k]->abs_err_med_ns))
-                d[nd++] = sv[k]->abs_err_med_ns / 1e3;
-            if (isfinite(sv[k]->mma_abs_err_med_ns))
-                dm[ndm++] = sv[k]->mma_abs_err_med_ns / 1e3;
-        }
-        inter += !strcmp(r->auto_choice, "interleaved");
-        paced += r->auto_paced;
-        met += r->criterion_ok;
-        resh += !r->criterion_ok && r->reshape_ok;
-        notmet += !r->criterion_ok && !r->reshape_ok;
-        chose_c += r->auto_couriers > 0;
-        ncour += isfinite(r->t[EP_COURIER].med);
-    }
-    printf("#\n# summary over %d points (criterion met: %d; not met, met reshaped: %d; not met "
-           "even reshaped: %d); auto chose interleaved on %d (paced %d)\n", n, met, resh, notmet,
-           inter, paced);
-    ep_summary_ratio("wave/interleaved", a, na);
-    ep_summary_ratio("wave/auto", b, nb);
-    printf("# %-22s %d of %d rows below 0.99\n", "wave/auto < 0.99", below, nb);
-    ep_near_print("auto", e, ep_near_bound(rows, n, EP_AUTO, e));
-    printf("# %-22s auto chose couriers on %d of %d points; the courier column ran on %d\n",
-           "couriers", chose_c, n, ncour);
-    ep_summary_column(rows, n, EP_COURIER, "courier", e);
-    ep_summary_adaptive(rows, n, e);
-    {
-        int spilled = 0, paced = 0;
-        for (int i = 0; i < n; i++) {
-            spilled += rows[i].auto_spill;
-            paced += rows[i].auto_paced;
-        }
-        printf("# %-22s auto ran its plan on the spilling kernel on %d of the %d paced rows\n",
-               "spilling", spilled, paced);
-        int tapered = 0, moved = 0;
-        for (int i = 0; i < n; i++) {
-            tapered += rows[i].auto_paced && rows[i].auto_lead_end > 0;
-            moved += rows[i].auto_paced && isfinite(rows[i].pred_paced_plain_us) &&
-                     rows[i].pred_paced_plain_us > rows[i].pred_paced_us;
-        }
-        printf("# %-22s the paced plan's lead or taper moved on %d of the %d paced rows "
-               "(tapered: %d)\n", "lead search", moved, paced, tapered);
-        ep_summary_column(rows, n, EP_AUTO_FIXED, "auto_fixed", e);
-        if (n && ep_summary_column(rows, n, EP_AUTO_DEFER, "auto_defer", e))
-            printf("# %-22s the auto_defer column ran auto's plans on: %s\n", "auto_defer",
-                   rows[0].defer_kernel);
-    }
-    ep_summary_bulk(rows, n, e);
-    ep_summary_ratio("cuBLAS GEMMs / local", c, nc);
-    double pt = 0, mt = 0, pmax = 0;
-    for (int i = 0; i < n; i++) {
-        pt += rows[i].point_s;
-        mt += rows[i].model_s;
-        pmax = rows[i].point_s > pmax ? rows[i].point_s : pmax;
-    }
-    printf("# %-22s %.1f s over %d points (worst point %.2f s), of it the host-side model %.2f s\n",
-           "wall time", pt, n, pmax, mt);
-    if (nd)
-        printf("# %-22s issue side: median over runs of the per-tile median |pred - meas| = "
-               "%.3f us (max %.3f, %d runs)\n", "stall prediction", xs_median(d, (size_t)nd),
-               xs_max(d, (size_t)nd), nd);
-    if (ndm)
-        printf("# %-22s MMA side: median over runs of the per-tile median |pred - meas| = %.3f "
-               "us (max %.3f, %d runs)\n", "stall prediction", xs_median(dm, (size_t)ndm),
-               xs_max(dm, (size_t)ndm), ndm);
-    free(a); free(b); free(c); free(d); free(dm); free(e);
 }
 
 /* A configuration's token counts: --tokens, --long (ep_long_mult x its largest default, a point

@@ -1,7 +1,7 @@
 /*
- * test_moe_spill.cu - the host side of the spilling kernel (cuda/moe.h: xs_moe_plan.spill_depth,
- * xs_moe_run_opts.defer = XS_MOE_DEFER_SPILL; docs/EP.md "Run 13"), CPU only: host-only
- * problems (xs_moe_create_host), no device.
+ * test_ep_spill.c - the host side of the spilling kernel (xstage_ep.h: xs_moe_plan.spill_depth;
+ * cuda/ep/ep.h: xs_moe_run_opts.defer = XS_MOE_DEFER_SPILL; docs/EP.md "The spilling kernel"),
+ * CPU only: host-only problems (xs_moe_problem_create), no device.
  *
  *   1. Plans the kernel cannot run are refused with one line: a negative or too deep queue,
  *      spilling without the pacer, spilling in an adaptive plan.
@@ -15,21 +15,24 @@
  *      line; where it does not pace, not. It is chosen only with auto_spill (the default) and a
  *      1 % gain.
  *
- * usage: test_moe_spill   last line: "N passed, N failed"
+ * usage: test_ep_spill   last line: "N passed, N failed"
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* plans are written positionally: the fields after the last one given are 0 */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 #include "xt.h"
 #include "xstage.h"
-#include "../cuda/moe.h"
-#include "xt_moe.h"
+#include "xstage_ep.h"
+#include "xt_ep.h"
 
 static void refusals(void)
 {
-    xs_moe *m = xt_moe_problem("olmoe-1b-7b", 1024, 4, XS_ROUTE_BALANCED);
+    xs_moe_problem *m = xt_moe_problem("olmoe-1b-7b", 1024, 4, XS_ROUTE_BALANCED);
     if (!m)
         return;
     xs_moe_plan bad[4];
@@ -46,7 +49,7 @@ static void refusals(void)
     bad[2].pace_bytes = 0; /* nothing is held back without the pacer */
     bad[3].kind = XS_MOE_ADAPTIVE;
     for (int i = 0; i < 4; i++) {
-        const xs_status st = xs_moe_set_plan(m, 0, &bad[i]);
+        const xs_status st = xs_moe_problem_set_plan(m, 0, &bad[i]);
         XT_CHECK(st == XS_EINVAL && strstr(xs_errmsg(), "spill_depth") &&
                      !strchr(xs_errmsg(), '\n'),
                  "bad spilling plan %d: want a one-line XS_EINVAL naming spill_depth, got %d: %s",
@@ -54,10 +57,10 @@ static void refusals(void)
     }
     xs_moe_plan good = bad[0];
     good.spill_depth = XS_MOE_SPILL_MAX;
-    XT_CHECK(xs_moe_set_plan(m, 0, &good) == XS_OK, "spilling at the full depth: %s",
+    XT_CHECK(xs_moe_problem_set_plan(m, 0, &good) == XS_OK, "spilling at the full depth: %s",
              xs_errmsg());
     printf("ok   refusals: depth -1 and %d, no pacer, adaptive\n", XS_MOE_SPILL_MAX + 1);
-    xs_moe_destroy(m);
+    xs_moe_problem_destroy(m);
 }
 
 /* the most deferred tiles one producer holds at once: a tile is held from its main loop's end
@@ -84,7 +87,7 @@ static void model_checks(const xs_profile *p)
     xt_moe_fixture f;
     if (!xt_moe_fixture_open(&f, "olmoe-1b-7b", 2048, 4, XS_ROUTE_ZIPF))
         return;
-    xs_moe *m = f.m;
+    xs_moe_problem *m = f.m;
     const xs_moe_costs c = f.c;
     const xs_moe_info info = f.info;
     const int n = f.n;
@@ -97,7 +100,7 @@ static void model_checks(const xs_profile *p)
                                 0, 0, 0, depths[d]};
         double total = NAN;
         memset(t, 0, sizeof *t * (size_t)n);
-        const int ok = xs_moe_set_plan(m, 0, &pl) == XS_OK &&
+        const int ok = xs_moe_problem_set_plan(m, 0, &pl) == XS_OK &&
                        xs_moe_predict_trace(m, 0, p, NULL, &c, 1, t, &total) == XS_OK;
         XT_CHECK(ok, "depth %d: %s", depths[d], xs_errmsg());
         if (!ok)
@@ -136,7 +139,7 @@ static void auto_checks(const xs_profile *p)
 {
     const char *names[2] = {"olmoe-1b-7b", "mixtral-8x7b"};
     for (int k = 0; k < 2; k++) {
-        xs_moe *m = xt_moe_problem(names[k], k ? 512 : 2048, k ? 8 : 4, XS_ROUTE_BALANCED);
+        xs_moe_problem *m = xt_moe_problem(names[k], k ? 512 : 2048, k ? 8 : 4, XS_ROUTE_BALANCED);
         if (!m)
             continue;
         xs_moe_costs c;
@@ -166,7 +169,7 @@ static void auto_checks(const xs_profile *p)
         printf("ok   %s: %s; spilling %.1f us vs paced %.1f us: %s\n", names[k],
                paced ? "paced" : "not paced", ar.spill_ns / 1e3, paced_ns / 1e3,
                gain ? "chosen with auto_spill" : "not chosen");
-        xs_moe_destroy(m);
+        xs_moe_problem_destroy(m);
     }
 }
 

@@ -1,7 +1,6 @@
 /*
- * test_moe_courier.cu - the host side of the fused MoE kernel's couriers (cuda/moe.h, docs/EP.md
- * "Couriers"), CPU only: no CUDA call that needs a device (host-only problems, xs_moe_create_host;
- * built with nvcc because moe.h is a CUDA header and the model lives in libxstage_cuda.a).
+ * test_ep_courier.c - the host side of the fused MoE kernel's couriers (xstage_ep.h, docs/EP.md
+ * "Couriers"), CPU only: host-only problems (xs_moe_problem_create), no device.
  *
  *   1. xs_moe_courier_drain, the couriers' link as auto predicts it: hand cases (one FIFO server at
  *      the pace; C servers at pace / C fed round-robin in position order; a tile without bytes is
@@ -25,7 +24,7 @@
  *      compute-bound point (a fast link), never with --couriers 0 or without remote bytes, and
  *      only the forced count with mm.couriers = C.
  *
- * usage: test_moe_courier   last line: "N passed, N failed"
+ * usage: test_ep_courier   last line: "N passed, N failed"
  */
 #include <math.h>
 #include <stdint.h>
@@ -34,11 +33,14 @@
 #include <string.h>
 #include <time.h>
 
+/* plans are written positionally: the fields after the last one given are 0 */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 #include "xt.h"
 #include "xt_rand.h"
 #include "xstage.h"
-#include "../cuda/moe.h"
-#include "xt_moe.h"
+#include "xstage_ep.h"
+#include "xt_ep.h"
 
 static int rnd(int n) { return (int)(xt_rng() % (uint64_t)n); }
 
@@ -142,7 +144,7 @@ static void drain_checks(void)
 /* ---- 2.-4. plans and the model -------------------------------------------------------------------- */
 
 /* (kind, rb, nb) of every list position of slot's plan, from the model's link-less trace */
-static int list_of(xs_moe *m, int slot, const xs_profile *p, const xs_moe_costs *c,
+static int list_of(xs_moe_problem *m, int slot, const xs_profile *p, const xs_moe_costs *c,
                    xs_moe_tile *t, double *total)
 {
     return xs_moe_predict_trace(m, slot, p, NULL, c, 0, t, total) == XS_OK;
@@ -157,9 +159,9 @@ static int same_list(const xs_moe_tile *a, const xs_moe_tile *b, int n)
 }
 
 /* m's task count (its Linear-1 and Linear-2 tiles), *info filled */
-static int task_count(xs_moe *m, xs_moe_info *info)
+static int task_count(xs_moe_problem *m, xs_moe_info *info)
 {
-    xs_moe_get_info(m, info);
+    xs_moe_problem_info(m, info);
     return info->l1_tiles + info->l2_tiles;
 }
 
@@ -178,12 +180,12 @@ static void plan_checks(const xs_profile *prof)
         return;
     const int G = 132, C = 8;
     xs_moe_opts o = {1024, 2, XS_ROUTE_ZIPF, 0, 7u};
-    xs_moe *m = NULL, *m2 = NULL;
-    XT_CHECK(xs_moe_create_host(cfg, &o, G, &m) == XS_OK, "create: %s", xs_errmsg());
-    XT_CHECK(xs_moe_create_host(cfg, &o, G - C, &m2) == XS_OK, "create: %s", xs_errmsg());
+    xs_moe_problem *m = NULL, *m2 = NULL;
+    XT_CHECK(xs_moe_problem_create(cfg, &o, G, &m) == XS_OK, "create: %s", xs_errmsg());
+    XT_CHECK(xs_moe_problem_create(cfg, &o, G - C, &m2) == XS_OK, "create: %s", xs_errmsg());
     if (!m || !m2) {
-        xs_moe_destroy(m);
-        xs_moe_destroy(m2);
+        xs_moe_problem_destroy(m);
+        xs_moe_problem_destroy(m2);
         return;
     }
     xs_moe_info info;
@@ -204,8 +206,8 @@ static void plan_checks(const xs_profile *prof)
     const xs_moe_plan *pc[2] = {&cw, &ci}, *pn[2] = {&w, &in};
     for (int i = 0; i < 2 && a && b; i++) {
         double ta = NAN, tb = NAN;
-        const int ok = xs_moe_set_plan(m, 0, pc[i]) == XS_OK &&
-                       xs_moe_set_plan(m2, 0, pn[i]) == XS_OK && list_of(m, 0, prof, &c, a, &ta) &&
+        const int ok = xs_moe_problem_set_plan(m, 0, pc[i]) == XS_OK &&
+                       xs_moe_problem_set_plan(m2, 0, pn[i]) == XS_OK && list_of(m, 0, prof, &c, a, &ta) &&
                        list_of(m2, 0, prof, &c, b, &tb);
         XT_CHECK(ok, "%s: %s", xs_moe_sched_name(pn[i]->kind), xs_errmsg());
         XT_CHECK(ok && same_list(a, b, n), "%s with %d couriers on %d CTAs: not the list of %d "
@@ -221,7 +223,7 @@ static void plan_checks(const xs_profile *prof)
      * above can fail */
     {
         double ta, tb;
-        const int ok = xs_moe_set_plan(m, 0, &w) == XS_OK && list_of(m, 0, prof, &c, a, &ta) &&
+        const int ok = xs_moe_problem_set_plan(m, 0, &w) == XS_OK && list_of(m, 0, prof, &c, a, &ta) &&
                        list_of(m2, 0, prof, &c, b, &tb);
         XT_CHECK(ok && !same_list(a, b, n), "wave on %d and on %d CTAs give the same list: the "
                  "list check proves nothing", G, G - C);
@@ -232,7 +234,7 @@ static void plan_checks(const xs_profile *prof)
     /* 3. the model of a courier plan */
     {
         double t0 = NAN, tl = NAN, tfast = NAN, tslow = NAN;
-        XT_CHECK(xs_moe_set_plan(m, 0, &cw) == XS_OK, "plan: %s", xs_errmsg());
+        XT_CHECK(xs_moe_problem_set_plan(m, 0, &cw) == XS_OK, "plan: %s", xs_errmsg());
         XT_CHECK(xs_moe_predict(m, 0, prof, NULL, &c, 0, &t0) == XS_OK, "%s", xs_errmsg());
         XT_CHECK(xs_moe_predict(m, 0, prof, NULL, &c, 1, &tl) == XS_OK, "%s", xs_errmsg());
         XT_CHECK(tl >= t0 && tl >= info.remote_bytes / rate * (1 - 1e-12),
@@ -241,17 +243,17 @@ static void plan_checks(const xs_profile *prof)
         xs_moe_plan fast = cw, slow = cw;
         fast.courier_bytes_per_ns = 1e8;
         slow.courier_bytes_per_ns = 1.0;
-        XT_CHECK(xs_moe_set_plan(m, 0, &fast) == XS_OK &&
+        XT_CHECK(xs_moe_problem_set_plan(m, 0, &fast) == XS_OK &&
                  xs_moe_predict(m, 0, prof, NULL, &c, 1, &tfast) == XS_OK, "%s", xs_errmsg());
         XT_NEAR(tfast, t0, 1e-6);
-        XT_CHECK(xs_moe_set_plan(m, 0, &slow) == XS_OK &&
+        XT_CHECK(xs_moe_problem_set_plan(m, 0, &slow) == XS_OK &&
                  xs_moe_predict(m, 0, prof, NULL, &c, 1, &tslow) == XS_OK, "%s", xs_errmsg());
         XT_CHECK(tslow >= info.remote_bytes / 1.0 && tslow <= info.remote_bytes / 1.0 + t0,
                  "1 B/ns couriers: %.1f us, remote bytes %.0f, compute %.1f us", tslow / 1e3,
                  info.remote_bytes, t0 / 1e3);
         /* the predicted trace hands every Linear-2 tile's remote bytes to the couriers */
         double tt, sum = 0;
-        XT_CHECK(xs_moe_set_plan(m, 0, &cw) == XS_OK &&
+        XT_CHECK(xs_moe_problem_set_plan(m, 0, &cw) == XS_OK &&
                  xs_moe_predict_trace(m, 0, prof, NULL, &c, 1, a, &tt) == XS_OK, "%s",
                  xs_errmsg());
         for (int k = 0; k < n; k++)
@@ -269,19 +271,19 @@ static void plan_checks(const xs_profile *prof)
         {XS_MOE_INTERLEAVED, 3, 0, 262144, 40.0, 4, rate},
     };
     for (int i = 0; i < 5; i++) {
-        XT_CHECK(xs_moe_set_plan(m, 0, &bad[i]) == XS_EINVAL, "bad courier plan %d accepted", i);
+        XT_CHECK(xs_moe_problem_set_plan(m, 0, &bad[i]) == XS_EINVAL, "bad courier plan %d accepted", i);
         XT_CHECK(strchr(xs_errmsg(), '\n') == NULL && strlen(xs_errmsg()) > 10,
                  "one-line message: %s", xs_errmsg());
     }
     const xs_moe_plan most = {XS_MOE_WAVE, 0, 0, 0, 0, G - 1, rate}; /* one CTA computes */
-    XT_CHECK(xs_moe_set_plan(m, 0, &most) == XS_OK, "%d couriers of %d: %s", G - 1, G,
+    XT_CHECK(xs_moe_problem_set_plan(m, 0, &most) == XS_OK, "%d couriers of %d: %s", G - 1, G,
              xs_errmsg());
     printf("ok   bad courier plans refused: %s\n", xs_errmsg());
 
     free(a);
     free(b);
-    xs_moe_destroy(m);
-    xs_moe_destroy(m2);
+    xs_moe_problem_destroy(m);
+    xs_moe_problem_destroy(m2);
 }
 
 /* ---- 5. the auto rule ------------------------------------------------------------------------------ */
@@ -291,8 +293,8 @@ static void auto_checks(const xs_profile *prof)
     xs_moe_config cfg = {"model", 2048, 1024, 64, 8, {0, 0, 0}, 4, 0};
     const int G = 132;
     xs_moe_opts o = {1024, 4, XS_ROUTE_BALANCED, 0, 2u};
-    xs_moe *m = NULL;
-    XT_CHECK(xs_moe_create_host(&cfg, &o, G, &m) == XS_OK, "create: %s", xs_errmsg());
+    xs_moe_problem *m = NULL;
+    XT_CHECK(xs_moe_problem_create(&cfg, &o, G, &m) == XS_OK, "create: %s", xs_errmsg());
     if (!m)
         return;
     xs_moe_info info;
@@ -301,7 +303,7 @@ static void auto_checks(const xs_profile *prof)
     if (!tw || !ti || !tb) {
         XT_CHECK(0, "out of memory");
         free(tw); free(ti); free(tb);
-        xs_moe_destroy(m);
+        xs_moe_problem_destroy(m);
         return;
     }
     xs_moe_costs c;
@@ -311,7 +313,7 @@ static void auto_checks(const xs_profile *prof)
     const xs_moe_plan wp = {XS_MOE_WAVE, 0, 0, 0, 0};
     const xs_moe_plan ip = {XS_MOE_INTERLEAVED, xs_moe_default_lead(m), 0, 0, 0};
     double kw = NAN, ki = NAN;
-    XT_CHECK(xs_moe_set_plan(m, 0, &wp) == XS_OK && xs_moe_set_plan(m, 1, &ip) == XS_OK &&
+    XT_CHECK(xs_moe_problem_set_plan(m, 0, &wp) == XS_OK && xs_moe_problem_set_plan(m, 1, &ip) == XS_OK &&
              xs_moe_predict_trace(m, 0, prof, NULL, &c, 0, tw, &kw) == XS_OK &&
              xs_moe_predict_trace(m, 1, prof, NULL, &c, 0, ti, &ki) == XS_OK, "%s", xs_errmsg());
     const double stretch[2] = {1.10, 1.05};
@@ -378,7 +380,7 @@ static void auto_checks(const xs_profile *prof)
         /* the Linear-2 tiles' remote bytes: a courier plan's predicted trace hands them over */
         const xs_moe_plan cp = {XS_MOE_WAVE, 0, 0, 0, 0, 4, rate};
         double tt;
-        XT_CHECK(xs_moe_set_plan(m, 2, &cp) == XS_OK &&
+        XT_CHECK(xs_moe_problem_set_plan(m, 2, &cp) == XS_OK &&
                  xs_moe_predict_trace(m, 2, prof, NULL, &c, 0, tb, &tt) == XS_OK, "%s",
                  xs_errmsg());
         double *rem_of = (double *)calloc((size_t)n + 1, sizeof(double));
@@ -443,7 +445,8 @@ static void auto_checks(const xs_profile *prof)
 
     /* every main loop stalls above 64 KB of backlog: every epilogue burst (and a pacer that lets
      * 256 KB in) blocks the GPU, the couriers at 0.9 R do not: couriers chosen. (With the default
-     * 128 KB pacer, the lead search finds a paced order within 2 % of them: run 21.) */
+     * 128 KB pacer, the lead search finds a paced order within 2 % of them; docs/EP.md, "The
+     * paced order's lead".) */
     xs_moe_model tight = mm;
     tight.block_bytes = 65536;
     tight.pace_bytes = 262144;
@@ -475,16 +478,16 @@ static void auto_checks(const xs_profile *prof)
     /* the model's own local traces (no measured stamps): a prediction all the same */
     XT_CHECK(xs_moe_auto(m, prof, &mm, &wc, &ic, NULL, &ar) == XS_OK && ar.courier.couriers > 0 &&
              ar.courier_ns > 0, "auto without traces: %s", xs_errmsg());
-    xs_moe_destroy(m);
+    xs_moe_problem_destroy(m);
 
     /* N = 1: no remote byte, no courier */
     o.peers = 1;
-    XT_CHECK(xs_moe_create_host(&cfg, &o, G, &m) == XS_OK, "create: %s", xs_errmsg());
+    XT_CHECK(xs_moe_problem_create(&cfg, &o, G, &m) == XS_OK, "create: %s", xs_errmsg());
     if (m) {
         XT_CHECK(xs_moe_auto(m, prof, &mm, &c, NULL, NULL, &ar) == XS_OK, "auto: %s", xs_errmsg());
         XT_CHECK(ar.courier.couriers == 0 && ar.plan.couriers == 0,
                  "N=1: courier candidate %d", ar.courier.couriers);
-        xs_moe_destroy(m);
+        xs_moe_problem_destroy(m);
     }
     free(tw);
     free(ti);

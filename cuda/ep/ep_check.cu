@@ -1,0 +1,328 @@
+/*
+ * ep_check.cu - references and destination-side verification of the fused MoE workload
+ * (cuda/ep/ep.h, docs/EP.md "Correctness in every run"): the fp32 GPU reference (the unfused
+ * path with fp32 GEMM outputs), the fp64 CPU reference for small shapes, and the checks of the
+ * combined rows at their destinations and of the intermediate h, row by row.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ep_kernel.cuh"
+
+static float xs_bf16_to_f(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint16_t xs_f_to_bf16(float f) /* round to nearest even; NaN stays NaN */
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return 0x7fc0;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* The reference's h into m->ref_h: from host bf16 bits (hb) or, hb = NULL, from the device h
+ * that the reference path just wrote (stream 0). */
+static xs_status xs_moe_keep_ref_h(xs_moe *m, const uint16_t *hb)
+{
+    const size_t bytes = (size_t)m->pb->rows * m->pb->I * 2;
+    if (!m->ref_h)
+        XS_TRY(xs_moe_dalloc((void **)&m->ref_h, bytes, "reference h"));
+    if (hb)
+        XS_CU(cudaMemcpy(m->ref_h, hb, bytes, cudaMemcpyHostToDevice));
+    else
+        XS_CU(cudaMemcpyAsync(m->ref_h, m->h, bytes, cudaMemcpyDeviceToDevice, 0));
+    m->have_ref_h = 1;
+    return XS_OK;
+}
+
+xs_status xs_moe_reference_gpu(xs_moe *m, xs_cublas *cb)
+{
+    XS_TRY(xs_moe_ensure_unfused(m, 1));
+    const int blocks = 4 * m->pb->grid;
+    cudaStream_t s = 0;
+    xs_moe_gather_kernel<<<blocks, 256, 0, s>>>(m->x, m->d_row_token, m->xs_sorted, m->pb->rows,
+                                                m->pb->H);
+    XS_CU_LAUNCH();
+    XS_TRY(xs_moe_gemms(m, cb, s, 1, 1));
+    xs_moe_swiglu_kernel<float><<<blocks, 256, 0, s>>>(m->y1f, m->h, m->pb->rows, m->pb->I);
+    XS_CU_LAUNCH();
+    XS_TRY(xs_moe_keep_ref_h(m, NULL));
+    XS_TRY(xs_moe_gemms(m, cb, s, 2, 1));
+    xs_moe_scatter_kernel<float><<<blocks, 256, 0, s>>>(m->y2f, m->d_row_weight, m->d_row_rank,
+                                                        m->d_row_off, (char *)NULL, 0, m->reff,
+                                                        m->pb->rows, m->pb->H);
+    XS_CU_LAUNCH();
+    XS_CU(cudaDeviceSynchronize());
+    if (!m->ref && !(m->ref = (float *)malloc(sizeof(float) * (size_t)m->pb->rows * m->pb->H)))
+        return xs_seterr(XS_ENOMEM, "moe: out of host memory for %d reference rows", m->pb->rows);
+    XS_CU(cudaMemcpy(m->ref, m->reff, (size_t)m->pb->rows * m->pb->H * 4, cudaMemcpyDeviceToHost));
+    /* the fp32 temporaries are large; give them back */
+    cudaFree(m->y1f);
+    cudaFree(m->y2f);
+    cudaFree(m->reff);
+    m->y1f = m->y2f = m->reff = NULL;
+    m->have_ref = 1;
+    return XS_OK;
+}
+
+xs_status xs_moe_reference_cpu(xs_moe *m)
+{
+    const int H = m->pb->H, I = m->pb->I;
+    if ((double)m->pb->rows * H * 3.0 * I > 8589934592.0)
+        return xs_seterr(XS_EINVAL, "moe: %d rows x H=%d x I=%d is too large for the CPU "
+                         "reference; use the GPU reference", m->pb->rows, H, I);
+    size_t nx = (size_t)m->pb->T * H, n1 = (size_t)m->pb->E * 2 * I * H,
+           n2 = (size_t)m->pb->E * H * I;
+    uint16_t *xb = (uint16_t *)malloc(nx * 2), *w1 = (uint16_t *)malloc(n1 * 2),
+             *w2 = (uint16_t *)malloc(n2 * 2);
+    double *y1 = (double *)malloc(sizeof(double) * 2 * (size_t)I);
+    float *hr = (float *)malloc(sizeof(float) * (size_t)I);
+    uint16_t *hb = (uint16_t *)malloc(2 * (size_t)m->pb->rows * I + 2); /* h of every row, bf16 */
+    if (!m->ref)
+        m->ref = (float *)malloc(sizeof(float) * (size_t)m->pb->rows * H);
+    if (!xb || !w1 || !w2 || !y1 || !hr || !hb || !m->ref) {
+        free(xb); free(w1); free(w2); free(y1); free(hr); free(hb);
+        return xs_seterr(XS_ENOMEM, "moe: out of host memory for the CPU reference");
+    }
+    cudaError_t e = cudaMemcpy(xb, m->x, nx * 2, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(w1, m->w->w1, n1 * 2, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(w2, m->w->w2, n2 * 2, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        free(xb); free(w1); free(w2); free(y1); free(hr); free(hb);
+        return xs_seterr(XS_ECUDA, "moe: copying inputs for the CPU reference: %s",
+                         cudaGetErrorString(e));
+    }
+    for (int gr = 0; gr < m->pb->rows; gr++) {
+        const int ex = m->pb->row_expert[gr];
+        const uint16_t *xr = xb + (size_t)m->pb->row_token[gr] * H;
+        for (int p = 0; p < 2 * I; p++) {
+            const uint16_t *wr = w1 + ((size_t)ex * 2 * I + p) * H;
+            double s = 0;
+            for (int c = 0; c < H; c++)
+                s += (double)xs_bf16_to_f(xr[c]) * (double)xs_bf16_to_f(wr[c]);
+            y1[p] = s;
+        }
+        for (int j = 0; j < I; j++) {
+            int pg = 32 * (j / 16) + (j % 16);
+            double g = y1[pg], u = y1[pg + 16];
+            /* h is bf16 in every path: round it the same way */
+            hb[(size_t)gr * I + j] = xs_f_to_bf16((float)(g / (1.0 + exp(-g)) * u));
+            hr[j] = xs_bf16_to_f(hb[(size_t)gr * I + j]);
+        }
+        for (int o = 0; o < H; o++) {
+            const uint16_t *wr = w2 + ((size_t)ex * H + o) * I;
+            double s = 0;
+            for (int j = 0; j < I; j++)
+                s += (double)hr[j] * (double)xs_bf16_to_f(wr[j]);
+            m->ref[(size_t)gr * H + o] = (float)(s * m->pb->row_weight[gr]);
+        }
+    }
+    free(xb); free(w1); free(w2); free(y1); free(hr);
+    xs_status st = xs_moe_keep_ref_h(m, hb);
+    free(hb);
+    XS_TRY(st);
+    m->have_ref = 1;
+    return XS_OK;
+}
+
+/* ---- verification ---------------------------------------------------------------------------- */
+
+typedef struct {
+    const xs_moe *m;
+    unsigned char *const *win;
+    int r0, r1;
+    double se, sr, maxrel;
+    long bad, nonfinite;
+    long worst;        /* row with the highest score (non-finite values first, then rel) */
+    double worst_score;
+} xs_vjob;
+
+static void *xs_moe_verify_worker(void *arg)
+{
+    xs_vjob *j = (xs_vjob *)arg;
+    const xs_moe *m = j->m;
+    const int H = m->pb->H;
+    for (int gr = j->r0; gr < j->r1; gr++) {
+        const uint16_t *got = (const uint16_t *)(j->win[m->pb->row_rank[gr]] + m->pb->row_off[gr]);
+        const float *ref = m->ref + (size_t)gr * H;
+        double se = 0, sr = 0;
+        long nf = 0;
+        for (int c = 0; c < H; c++) {
+            float g = xs_bf16_to_f(got[c]);
+            if (!isfinite(g)) {
+                nf++;
+                continue;
+            }
+            double d = (double)g - (double)ref[c];
+            se += d * d;
+            sr += (double)ref[c] * ref[c];
+        }
+        double rel = sqrt(se / (sr > 1e-30 ? sr : 1e-30));
+        if (nf || rel > XS_MOE_TOL_ROW)
+            j->bad++;
+        if (rel > j->maxrel)
+            j->maxrel = rel;
+        const double score = nf ? INFINITY : rel;
+        if (j->worst < 0 || score > j->worst_score) {
+            j->worst = gr;
+            j->worst_score = score;
+        }
+        j->nonfinite += nf;
+        j->se += se;
+        j->sr += sr;
+    }
+    return NULL;
+}
+
+xs_status xs_moe_verify(xs_moe *m, const xs_wintab *tab, xs_moe_check *out)
+{
+    memset(out, 0, sizeof *out);
+    out->worst_row = -1;
+    out->worst_expert = -1;
+    if (!m->have_ref)
+        return xs_seterr(XS_EINVAL, "moe: verify needs a reference (xs_moe_reference_*)");
+    XS_TRY(xs_moe_check_table(m, tab));
+    unsigned char *win[XS_MAX_RANKS];
+    memset(win, 0, sizeof win);
+    xs_status st = XS_OK;
+    /* destination side: each rank's window as its owner sees it (host memory read by the CPU
+     * through the runtime's copy; device memory copied back) */
+    for (int r = 0; r < m->pb->N && st == XS_OK; r++) {
+        win[r] = (unsigned char *)malloc(m->pb->rank_used[r] ? m->pb->rank_used[r] : 16);
+        if (!win[r]) {
+            st = xs_seterr(XS_ENOMEM, "moe: out of host memory for window %d", r);
+            break;
+        }
+        if (m->pb->rank_used[r]) {
+            cudaError_t e =
+                cudaMemcpy(win[r], tab->data[r], m->pb->rank_used[r], cudaMemcpyDefault);
+            if (e != cudaSuccess)
+                st = xs_seterr(XS_ECUDA, "moe: reading window %d: %s", r, cudaGetErrorString(e));
+        }
+    }
+    if (st == XS_OK) {
+        enum { NJ = 8 };
+        xs_vjob jobs[NJ];
+        pthread_t th[NJ];
+        int started[NJ] = {0};
+        for (int i = 0; i < NJ; i++) {
+            memset(&jobs[i], 0, sizeof jobs[i]);
+            jobs[i].m = m;
+            jobs[i].win = win;
+            jobs[i].worst = -1;
+            jobs[i].r0 = (int)((long long)m->pb->rows * i / NJ);
+            jobs[i].r1 = (int)((long long)m->pb->rows * (i + 1) / NJ);
+            started[i] = pthread_create(&th[i], NULL, xs_moe_verify_worker, &jobs[i]) == 0;
+            if (!started[i])
+                xs_moe_verify_worker(&jobs[i]);
+        }
+        double se = 0, sr = 0, worst_score = 0;
+        out->worst_row = -1;
+        for (int i = 0; i < NJ; i++) {
+            if (started[i])
+                pthread_join(th[i], NULL);
+            se += jobs[i].se;
+            sr += jobs[i].sr;
+            out->bad_rows += jobs[i].bad;
+            out->nonfinite += jobs[i].nonfinite;
+            if (jobs[i].maxrel > out->max_row_rel)
+                out->max_row_rel = jobs[i].maxrel;
+            if (jobs[i].worst >= 0 && (out->worst_row < 0 || jobs[i].worst_score > worst_score)) {
+                out->worst_row = jobs[i].worst;
+                worst_score = jobs[i].worst_score;
+            }
+        }
+        out->worst_expert = out->worst_row >= 0 ? m->pb->row_expert[out->worst_row] : -1;
+        out->rows = m->pb->rows;
+        out->rel_frob = sqrt(se / (sr > 1e-30 ? sr : 1e-30));
+        out->ok = out->bad_rows == 0 && out->nonfinite == 0 && out->rel_frob <= XS_MOE_TOL_FROB;
+    }
+    for (int r = 0; r < m->pb->N; r++)
+        free(win[r]);
+    return st;
+}
+
+xs_status xs_moe_verify_h(xs_moe *m, int expert, xs_moe_check *out)
+{
+    memset(out, 0, sizeof *out);
+    out->worst_row = -1;
+    out->worst_expert = -1;
+    if (!m->have_ref_h)
+        return xs_seterr(XS_EINVAL, "moe: verify_h needs a reference (xs_moe_reference_*)");
+    if (expert >= m->pb->E)
+        return xs_seterr(XS_EINVAL, "moe: verify_h: expert %d of %d", expert, m->pb->E);
+    const int I = m->pb->I;
+    const int r0 = expert < 0 ? 0 : m->pb->expert_off[expert];
+    const int r1 = expert < 0 ? m->pb->rows : r0 + m->pb->expert_rows[expert];
+    const size_t n = (size_t)(r1 - r0) * I;
+    uint16_t *got = (uint16_t *)malloc(2 * n + 2), *want = (uint16_t *)malloc(2 * n + 2);
+    if (!got || !want) {
+        free(got);
+        free(want);
+        return xs_seterr(XS_ENOMEM, "moe: out of host memory for %d rows of h", r1 - r0);
+    }
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e == cudaSuccess && n)
+        e = cudaMemcpy(got, m->h + (size_t)r0 * I, 2 * n, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess && n)
+        e = cudaMemcpy(want, m->ref_h + (size_t)r0 * I, 2 * n, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        free(got);
+        free(want);
+        return xs_seterr(XS_ECUDA, "moe: reading h: %s", cudaGetErrorString(e));
+    }
+    double se_all = 0, sr_all = 0, worst_score = 0;
+    for (int gr = r0; gr < r1; gr++) {
+        const uint16_t *g = got + (size_t)(gr - r0) * I, *w = want + (size_t)(gr - r0) * I;
+        double se = 0, sr = 0;
+        long nf = 0;
+        for (int j = 0; j < I; j++) {
+            const float a = xs_bf16_to_f(g[j]), b = xs_bf16_to_f(w[j]);
+            if (!isfinite(a)) {
+                nf++;
+                continue;
+            }
+            se += ((double)a - b) * ((double)a - b);
+            sr += (double)b * b;
+        }
+        const double rel = sqrt(se / (sr > 1e-30 ? sr : 1e-30));
+        out->bad_rows += nf || rel > XS_MOE_TOL_ROW;
+        if (rel > out->max_row_rel)
+            out->max_row_rel = rel;
+        const double score = nf ? INFINITY : rel;
+        if (out->worst_row < 0 || score > worst_score) {
+            out->worst_row = gr;
+            worst_score = score;
+        }
+        out->nonfinite += nf;
+        se_all += se;
+        sr_all += sr;
+    }
+    free(got);
+    free(want);
+    out->rows = r1 - r0;
+    out->worst_expert = out->worst_row >= 0 ? m->pb->row_expert[out->worst_row] : -1;
+    out->rel_frob = sqrt(se_all / (sr_all > 1e-30 ? sr_all : 1e-30));
+    out->ok = out->bad_rows == 0 && out->nonfinite == 0 && out->rel_frob <= XS_MOE_TOL_FROB;
+    return XS_OK;
+}
+
+xs_status xs_moe_load_reference_h(xs_moe *m)
+{
+    if (!m->have_ref_h)
+        return xs_seterr(XS_EINVAL, "moe: no reference h (xs_moe_reference_*)");
+    XS_CU(cudaMemcpy(m->h, m->ref_h, (size_t)m->pb->rows * m->pb->I * 2, cudaMemcpyDeviceToDevice));
+    return XS_OK;
+}

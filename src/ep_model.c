@@ -1,0 +1,609 @@
+/*
+ * ep_model.c - the X-Stage model of the fused MoE kernel's combine (include/xstage_ep.h,
+ * docs/EP.md "The model"): a whole run as an event simulation on src/ep_sim.c in which every CTA
+ * is a producer that takes its next task when free (the wave, interleaved, adaptive and spilling
+ * kernels' rules at the model's time), the couriers' link, the default model terms, and the tile
+ * costs of a trace.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ep_sim.h"
+#include "xstage_ep.h"
+
+/* ---- costs from traces ----------------------------------------------------------------------- */
+
+void xs_moe_costs_from_trace(const xs_moe_tile *t, int n, xs_moe_costs *c)
+{
+    memset(c, 0, sizeof *c);
+    double *a = calloc((size_t)n + 1, sizeof(double));
+    double *b = calloc((size_t)n + 1, sizeof(double));
+    double *d = calloc((size_t)n + 1, sizeof(double));
+    if (!a || !b || !d) {
+        free(a);
+        free(b);
+        free(d);
+        return;
+    }
+    int na = 0, nb = 0;
+    double t0 = INFINITY, t1 = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (t[i].cta < 0)
+            continue;
+        if (t[i].kind == 1) {
+            a[na] = t[i].st1_ns - t[i].mma0_ns;
+            d[na++] = t[i].mma1_ns - t[i].mma0_ns;
+        }
+        c->wait_ns += t[i].mma0_ns - t[i].fetch_ns;
+        if (t[i].fetch_ns < t0)
+            t0 = t[i].fetch_ns;
+        if (t[i].st1_ns > t1)
+            t1 = t[i].st1_ns;
+    }
+    c->c1_ns = xs_median(a, (size_t)na);
+    c->mma1_ns = xs_median(d, (size_t)na);
+    for (int i = 0; i < n; i++)
+        if (t[i].cta >= 0 && t[i].kind == 2) {
+            a[nb] = t[i].st0_ns - t[i].mma0_ns;
+            b[nb] = t[i].st1_ns - t[i].st0_ns;
+            d[nb++] = t[i].mma1_ns - t[i].mma0_ns;
+        }
+    c->c2_ns = xs_median(a, (size_t)nb);
+    c->span2_ns = xs_median(b, (size_t)nb);
+    c->mma2_ns = xs_median(d, (size_t)nb);
+    /* the streaming rate of the stores: full-size tiles only (a span has a fixed part that a
+     * small tile's bytes / span would fold into its rate: zipf points, with many small row
+     * blocks, measure 17-35 B/ns that way against 52 for full tiles) */
+    int full = 0;
+    for (int i = 0; i < n; i++)
+        if (t[i].cta >= 0 && t[i].kind == 2 && t[i].total_bytes > full)
+            full = t[i].total_bytes;
+    nb = 0;
+    for (int i = 0; i < n; i++)
+        if (t[i].cta >= 0 && t[i].kind == 2 && t[i].st1_ns > t[i].st0_ns &&
+            t[i].total_bytes >= 0.75 * full)
+            b[nb++] = (double)t[i].total_bytes / (t[i].st1_ns - t[i].st0_ns);
+    c->local_issue_bytes_per_ns = xs_median(b, (size_t)nb);
+    c->kernel_ns = t1 > t0 ? t1 - t0 : 0;
+    free(a);
+    free(b);
+    free(d);
+}
+
+/* ---- the X-Stage model ----------------------------------------------------------------------- */
+
+void xs_moe_model_default(xs_moe_model *mm)
+{
+    mm->block_bytes = XS_MOE_BLOCK_BYTES;
+    mm->block_speed = XS_MOE_BLOCK_SPEED;
+    mm->pace_bytes = XS_MOE_PACE_BYTES;
+    mm->pace_drain_frac = XS_MOE_PACE_DRAIN_FRAC;
+    mm->couriers = XS_MOE_COURIERS_AUTO;
+    mm->courier_pace_frac = XS_MOE_COURIER_PACE_FRAC;
+    mm->courier_copy_bytes_per_ns = XS_MOE_COURIER_COPY_BYTES_PER_NS;
+    mm->auto_couriers = 0;
+    mm->auto_adaptive = 0;
+    mm->auto_spill = 1;
+    mm->lead_search = 1;
+    mm->paced_lead = mm->paced_lead_end = 0;
+}
+
+/* ---- the whole run (xs_moe_predict) ---- */
+
+typedef struct {
+    xs_msim *g;
+    const xs_moe_problem *pb;
+    const xs_moe_task *tasks;
+    int ntasks;
+    const xs_moe_costs *c;
+    int link;
+    double pace_ns_per_byte, pace_slack_ns, pace_until;
+    int q;              /* next task */
+    /* adaptive plans (xs_mrun_next_adaptive): the two queues' heads, the admission clock */
+    int adaptive, n1, q1, q2;
+    int *pending;       /* per producer: a claimed Linear-2 tile not run yet (-1: none) */
+    double adm_until, adm_ns_per_byte, adm_ahead_ns, adm_tile_bytes;
+    int *dep_cnt, *wait_head;
+    double end;
+    xs_moe_tile *trace; /* optional [ntasks]: the predicted trace */
+    /* the spilling kernel (plan.spill_depth > 0, paced): per producer its held-back tiles (a ring
+     * of XS_MOE_SPILL_MAX task indices and remote bytes) and the one being flushed (-1: none) */
+    int spill_depth;
+    int *sq_head, *sq_n, *sq_task, *flushing;
+    double *sq_rem, *fwait0; /* fwait0: when the producer began to wait for a flush */
+} xs_mrun;
+
+static void xs_mrun_take(xs_mrun *u, int p);
+
+static void xs_mrun_compute(xs_mrun *u, int p, double cost)
+{
+    xs_msim *g = u->g;
+    g->pr[p].state = XS_P_COMP;
+    if (u->trace)
+        u->trace[g->pr[p].cur].mma0_ns = g->t_now;
+    if (xs_evheap_push(&g->vev, (xs_ev){g->V + cost, 0, p}))
+        g->oom = 1;
+}
+
+/* The kernel's choice (xs_moe_take_adaptive) for producer p at the model's time: a Linear-1 tile
+ * is done at the end of its main loop here (the kernel counts it after its h stores) */
+static int xs_mrun_next_adaptive(xs_mrun *u, int p)
+{
+    const int n2 = u->ntasks - u->n1, l1 = u->pb->l1_per_rb, l2 = u->pb->l2_per_rb;
+    int *pend = &u->pending[p];
+    if (*pend >= 0) {
+        if (u->q1 >= u->n1 || u->dep_cnt[(*pend - u->n1) / l2] >= l1) {
+            const int t = *pend;
+            *pend = -1;
+            return t;
+        }
+    } else if (u->q1 < u->n1) {
+        const double now = u->g->t_now;
+        if (u->adm_until <= now + u->adm_ahead_ns && u->q2 < n2) {
+            const int j = u->q2++;
+            u->adm_until = (u->adm_until > now ? u->adm_until : now) +
+                           u->adm_tile_bytes * u->adm_ns_per_byte;
+            if (u->dep_cnt[j / l2] >= l1)
+                return u->n1 + j;
+            *pend = u->n1 + j;
+        }
+    }
+    if (u->q1 < u->n1)
+        return u->q1++;
+    if (*pend >= 0) {
+        const int t = *pend;
+        *pend = -1;
+        return t;
+    }
+    return u->q2 < n2 ? u->n1 + u->q2++ : u->ntasks;
+}
+
+/* The spilling kernel's flush of producer p's oldest held-back tile (xs_moe_spill_drain): its
+ * remote bytes leave as a burst once the pacer's backlog allows; with `wait` (the CTA's end) the
+ * producer waits for that, else nothing happens while it is closed. 1 = started or waiting. */
+static int xs_mrun_flush(xs_mrun *u, int p, int wait)
+{
+    xs_msim *g = u->g;
+    xs_mprod *z = &g->pr[p];
+    const int e = p * XS_MOE_SPILL_MAX + u->sq_head[p];
+    const double open = u->pace_until - u->pace_slack_ns;
+    if (open > g->t_now) {
+        if (!wait)
+            return 0;
+        if (u->flushing[p] < 0)
+            u->fwait0[p] = g->t_now;
+        u->flushing[p] = u->sq_task[e];
+        z->state = XS_P_GATE;
+        if (xs_evheap_push(&g->pev, (xs_ev){open, 0, p}))
+            g->oom = 1;
+        return 1;
+    }
+    const double rem = u->sq_rem[e];
+    u->pace_until = (u->pace_until > g->t_now ? u->pace_until : g->t_now) +
+                    rem * u->pace_ns_per_byte;
+    if (u->trace) {
+        xs_moe_tile *r = &u->trace[u->sq_task[e]];
+        r->gate_ns = u->flushing[p] >= 0 ? g->t_now - u->fwait0[p] : 0;
+        r->st0_ns = g->t_now;
+    }
+    u->flushing[p] = u->sq_task[e];
+    const int bi = xs_msim_burst(g, p, rem, rem, 1.0 / g->r, -1);
+    if (bi < 0)
+        return 1;
+    z->state = XS_P_BURST;
+    xs_msim_start(g, p, bi, g->t_now);
+    return 1;
+}
+
+static void xs_mrun_take(xs_mrun *u, int p)
+{
+    xs_msim *g = u->g;
+    xs_mprod *z = &g->pr[p];
+    /* the spilling kernel: held-back tiles the pacer admits leave before the next task */
+    if (u->spill_depth && u->sq_n[p] > 0 && xs_mrun_flush(u, p, 0))
+        return;
+    const int idx = u->adaptive            ? xs_mrun_next_adaptive(u, p)
+                    : u->q < u->ntasks ? u->q++
+                                       : u->ntasks;
+    if (idx >= u->ntasks) {
+        if (u->spill_depth && u->sq_n[p] > 0) { /* the CTA's end: all of them, waiting */
+            xs_mrun_flush(u, p, 1);
+            return;
+        }
+        z->state = XS_P_DONE;
+        if (g->t_now > u->end)
+            u->end = g->t_now;
+        return;
+    }
+    z->cur = idx;
+    const xs_moe_task tk = u->tasks[idx];
+    z->kind = xs_moe_task_kind(tk);
+    z->rb = xs_moe_task_rb(tk);
+    z->nb = tk.nb;
+    if (u->trace) {
+        xs_moe_tile *r = &u->trace[z->cur];
+        memset(r, 0, sizeof *r);
+        r->seq = -1;
+        r->fetch_ns = g->t_now;
+        r->kind = z->kind;
+        r->rb = z->rb;
+        r->nb = z->nb;
+        r->cta = r->smid = p;
+        r->id = z->kind == 1 ? z->rb * u->pb->l1_per_rb + z->nb
+                             : u->pb->nrb * u->pb->l1_per_rb + z->rb * u->pb->l2_per_rb + z->nb;
+    }
+    if (z->kind == 2 && u->dep_cnt[z->rb] < u->pb->l1_per_rb) {
+        z->state = XS_P_DEP;
+        z->next_wait = u->wait_head[z->rb];
+        u->wait_head[z->rb] = p;
+        return;
+    }
+    xs_mrun_compute(u, p, z->kind == 1 ? u->c->c1_ns : u->c->c2_ns);
+}
+
+/* a Linear-2 tile's stores: through the pacer and the stage, or local only */
+static void xs_mrun_burst(xs_mrun *u, int p)
+{
+    xs_msim *g = u->g;
+    xs_mprod *z = &g->pr[p];
+    if (u->trace) {
+        xs_moe_tile *r = &u->trace[z->cur];
+        r->st0_ns = g->t_now;
+        r->gate_ns = g->t_now - r->mma1_ns;
+        r->remote_bytes = (int)z->rem;
+        r->total_bytes = (int)z->tot;
+    }
+    if (!(z->rem > 0)) {
+        z->state = XS_P_LOCAL;
+        if (xs_evheap_push(&g->pev, (xs_ev){g->t_now + z->tot / g->r_local, 0, p}))
+            g->oom = 1;
+        return;
+    }
+    if (u->pace_ns_per_byte > 0) {
+        const double open = u->pace_until - u->pace_slack_ns;
+        if (open > g->t_now && u->spill_depth && u->sq_n[p] < u->spill_depth) {
+            /* the spilling kernel: the tile's rows go to device memory, the CTA goes on */
+            const int e = p * XS_MOE_SPILL_MAX + (u->sq_head[p] + u->sq_n[p]) % XS_MOE_SPILL_MAX;
+            u->sq_task[e] = z->cur;
+            u->sq_rem[e] = z->rem;
+            u->sq_n[p]++;
+            if (u->trace) {
+                u->trace[z->cur].deferred = 1;
+                u->trace[z->cur].gate_ns = 0;
+            }
+            z->state = XS_P_LOCAL;
+            if (xs_evheap_push(&g->pev, (xs_ev){g->t_now + z->tot / g->r_local, 0, p}))
+                g->oom = 1;
+            return;
+        }
+        if (open > g->t_now) {
+            z->state = XS_P_GATE;
+            if (xs_evheap_push(&g->pev, (xs_ev){open, 0, p}))
+                g->oom = 1;
+            return;
+        }
+        u->pace_until = (u->pace_until > g->t_now ? u->pace_until : g->t_now) +
+                        z->rem * u->pace_ns_per_byte;
+    }
+    const double ns_per_byte = (z->rem / g->r + (z->tot - z->rem) / g->r_local) / z->tot;
+    const int bi = xs_msim_burst(g, p, z->tot, z->rem, ns_per_byte, -1);
+    if (bi < 0)
+        return;
+    z->state = XS_P_BURST;
+    xs_msim_start(g, p, bi, g->t_now);
+}
+
+static void xs_mrun_free(xs_mrun *u)
+{
+    free(u->dep_cnt);
+    free(u->wait_head);
+    free(u->pending);
+    free(u->sq_head);
+    free(u->sq_n);
+    free(u->flushing);
+    free(u->sq_task);
+    free(u->sq_rem);
+    free(u->fwait0);
+}
+
+/* The run's per-producer state and its limits: 0, or -1 when out of memory. */
+static int xs_mrun_alloc(xs_mrun *u, int nrb, int np)
+{
+    u->dep_cnt = calloc((size_t)nrb + 1, sizeof(int));
+    u->wait_head = malloc(sizeof(int) * ((size_t)nrb + 1));
+    u->pending = malloc(sizeof(int) * ((size_t)np + 1));
+    u->sq_head = calloc((size_t)np + 1, sizeof(int));
+    u->sq_n = calloc((size_t)np + 1, sizeof(int));
+    u->flushing = malloc(sizeof(int) * ((size_t)np + 1));
+    u->sq_task = malloc(sizeof(int) * XS_MOE_SPILL_MAX * ((size_t)np + 1));
+    u->sq_rem = malloc(sizeof(double) * XS_MOE_SPILL_MAX * ((size_t)np + 1));
+    u->fwait0 = calloc((size_t)np + 1, sizeof(double));
+    if (!u->dep_cnt || !u->wait_head || !u->pending || !u->sq_head || !u->sq_n || !u->flushing ||
+        !u->sq_task || !u->sq_rem || !u->fwait0)
+        return -1;
+    for (int b = 0; b <= nrb; b++)
+        u->wait_head[b] = -1;
+    for (int p = 0; p <= np; p++)
+        u->pending[p] = u->flushing[p] = -1;
+    return 0;
+}
+
+/* The plan's pacing, adaptive admission and spilling into the run. */
+static void xs_mrun_plan(xs_mrun *u, const xs_moe_plan *plan, int link)
+{
+    const xs_moe_problem *pb = u->pb;
+    if (link && plan && plan->pace_bytes > 0 && plan->pace_bytes_per_ns > 0) {
+        u->pace_ns_per_byte = 1.0 / plan->pace_bytes_per_ns;
+        u->pace_slack_ns = plan->pace_bytes / plan->pace_bytes_per_ns;
+    }
+    if (plan && plan->kind == XS_MOE_ADAPTIVE) {
+        /* the choice is the kernel's with or without the link: the same clock, the same
+         * problem's remote bytes (the local control admits as the real run does) */
+        u->adaptive = 1;
+        u->n1 = pb->nrb * pb->l1_per_rb;
+        u->adm_ns_per_byte = 1.0 / plan->pace_bytes_per_ns;
+        u->adm_ahead_ns = plan->admit_ahead_ns;
+        xs_moe_info info;
+        xs_moe_problem_info(pb, &info);
+        u->adm_tile_bytes = info.l2_tiles ? info.remote_bytes / info.l2_tiles : 0.0;
+    }
+    if (u->pace_ns_per_byte > 0 && plan && plan->spill_depth > 0)
+        u->spill_depth = plan->spill_depth < XS_MOE_SPILL_MAX ? plan->spill_depth
+                                                              : XS_MOE_SPILL_MAX;
+}
+
+/* The end of producer e.p's main loop: a Linear-1 tile counts for its row block (and releases
+ * the Linear-2 tiles that wait for it), a Linear-2 tile issues its stores. */
+static void xs_mrun_mma_end(xs_mrun *u, xs_ev e)
+{
+    xs_msim *g = u->g;
+    const xs_moe_problem *pb = u->pb;
+    if (g->V < e.t)
+        g->V = e.t; /* rounding */
+    xs_mprod *z = &g->pr[e.p];
+    if (u->trace) {
+        xs_moe_tile *r = &u->trace[z->cur];
+        r->mma1_ns = g->t_now;
+        if (z->kind == 1)
+            r->st0_ns = r->st1_ns = g->t_now;
+    }
+    if (z->kind == 1) {
+        if (++u->dep_cnt[z->rb] == pb->l1_per_rb) {
+            for (int w = u->wait_head[z->rb]; w >= 0;) {
+                const int nw = g->pr[w].next_wait;
+                xs_mrun_compute(u, w, u->c->c2_ns);
+                w = nw;
+            }
+            u->wait_head[z->rb] = -1;
+        }
+        xs_mrun_take(u, e.p);
+    } else {
+        double rem, tot;
+        xs_moe_tile_bytes(pb, z->rb, z->nb, &rem, &tot);
+        z->rem = u->link ? rem : 0;
+        z->tot = tot;
+        xs_mrun_burst(u, e.p);
+    }
+}
+
+/* A producer's timed step: a pacer gate opened, a flush or a tile's stores ended. */
+static void xs_mrun_step(xs_mrun *u, xs_ev e)
+{
+    xs_msim *g = u->g;
+    xs_mprod *z = &g->pr[e.p];
+    if (z->state == XS_P_GATE && u->spill_depth && u->flushing[e.p] >= 0) {
+        xs_mrun_flush(u, e.p, 1);
+    } else if (z->state == XS_P_GATE) {
+        xs_mrun_burst(u, e.p);
+    } else if (u->spill_depth && u->flushing[e.p] >= 0) {
+        /* a held-back tile's flush ended: its entry is free */
+        if (u->trace)
+            u->trace[u->flushing[e.p]].st1_ns = g->t_now;
+        u->flushing[e.p] = -1;
+        u->sq_head[e.p] = (u->sq_head[e.p] + 1) % XS_MOE_SPILL_MAX;
+        u->sq_n[e.p]--;
+        xs_mrun_take(u, e.p);
+    } else {
+        if (u->trace && !u->trace[z->cur].deferred)
+            u->trace[z->cur].st1_ns = g->t_now;
+        xs_mrun_take(u, e.p);
+    }
+}
+
+/* Run the events until none is left; 1 if the bound on their number was hit (a model bug). */
+static int xs_mrun_events(xs_mrun *u, double max_events)
+{
+    xs_msim *g = u->g;
+    double events = 0;
+    while (!g->oom) {
+        if (++events > max_events)
+            return 1;
+        const double ts = xs_msim_stage_next(g);
+        const double tp = g->pev.n ? g->pev.a[0].t : INFINITY;
+        const double tv = g->vev.n ? xs_msim_t_of_v(g, g->vev.a[0].t) : INFINITY;
+        if (ts == INFINITY && tp == INFINITY && tv == INFINITY)
+            break;
+        if (tv <= tp && tv <= ts) {
+            xs_msim_advance(g, tv);
+            xs_mrun_mma_end(u, xs_evheap_pop(&g->vev));
+        } else if (tp <= ts) {
+            xs_msim_advance(g, tp);
+            xs_mrun_step(u, xs_evheap_pop(&g->pev));
+        } else {
+            xs_msim_advance(g, ts);
+            xs_msim_stage_accept(g, ts);
+        }
+    }
+    return 0;
+}
+
+/* A courier plan's link: a Linear-2 tile's rows are ready for the couriers when its staging
+ * stores end; in the trace it hands them its remote bytes, as the kernel's trace says. *end
+ * becomes the couriers' drain where that is later (with the link). */
+static xs_status xs_mrun_couriers(const xs_moe_problem *pb, xs_moe_tile *trace, int ntasks,
+                                  const xs_moe_plan *plan, int courier_link, double *end)
+{
+    double *ready = calloc((size_t)ntasks + 1, sizeof(double));
+    double *rb = calloc((size_t)ntasks + 1, sizeof(double));
+    int n2 = 0;
+    for (int i = 0; ready && rb && i < ntasks; i++) {
+        if (trace[i].kind != 2)
+            continue;
+        double rem, tot;
+        xs_moe_tile_bytes(pb, trace[i].rb, trace[i].nb, &rem, &tot);
+        trace[i].remote_bytes = (int)rem;
+        ready[n2] = trace[i].st1_ns;
+        rb[n2++] = rem;
+    }
+    if (courier_link && ready && rb) {
+        const double drained = xs_moe_courier_drain(ready, rb, n2, plan->couriers,
+                                                    plan->courier_bytes_per_ns);
+        if (drained > *end)
+            *end = drained;
+    }
+    const int lost = !ready || !rb;
+    free(ready);
+    free(rb);
+    return lost ? xs_seterr(XS_ENOMEM, "moe model: out of host memory") : XS_OK;
+}
+
+/* The whole run on an initialised engine g with np producers; *end: when the last CTA finished
+ * and the stage drained. */
+static xs_status xs_mrun_run(xs_mrun *u, int np, double *end)
+{
+    xs_msim *g = u->g;
+    const xs_moe_problem *pb = u->pb;
+    if (xs_mrun_alloc(u, pb->nrb, np))
+        return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    g->user = u;
+    for (int p = 0; p < np; p++)
+        xs_mrun_take(u, p);
+    /* every event is a chunk accepted (or retried under a cap), a task's step or a pacer gate:
+     * a bound far above that count turns a model bug into an error instead of a hang */
+    const double max_events =
+        16.0 * ((double)pb->rows * pb->H * 2.0 / g->c + 8.0 * u->ntasks) + 1e6;
+    const int stalled = xs_mrun_events(u, max_events);
+    int stuck = 0;
+    for (int p = 0; p < np; p++)
+        stuck += g->pr[p].state != XS_P_DONE;
+    *end = u->end > g->d_last ? u->end : g->d_last;
+    if (g->oom)
+        return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    if (stalled)
+        return xs_seterr(XS_ERANGE, "moe model: no end after %.0f events (%d tasks): a bug in "
+                         "the event model", max_events, u->ntasks);
+    if (stuck)
+        return xs_seterr(XS_ERANGE, "moe model: %d CTAs did not finish (a Linear-2 tile before "
+                         "its row block's Linear-1 tiles?)", stuck);
+    return XS_OK;
+}
+
+xs_status xs_moe_predict_tasks(const xs_moe_problem *pb, const xs_moe_task *tasks, int ntasks,
+                               const xs_moe_plan *plan, const xs_profile *pf,
+                               const xs_moe_model *mm, const xs_moe_costs *c, int link,
+                               xs_moe_tile *trace, double *total_ns)
+{
+    *total_ns = NAN;
+    if (!(c->c1_ns > 0) || !(c->c2_ns > 0))
+        return xs_seterr(XS_EINVAL, "moe model: tile costs c1=%g c2=%g ns must be positive",
+                         c->c1_ns, c->c2_ns);
+    if (plan && plan->kind == XS_MOE_ADAPTIVE &&
+        ntasks != pb->nrb * (pb->l1_per_rb + pb->l2_per_rb))
+        return xs_seterr(XS_EINVAL, "moe model: an adaptive plan runs the whole list (%d of %d "
+                         "tasks)", ntasks, pb->nrb * (pb->l1_per_rb + pb->l2_per_rb));
+    const xs_moe_model none = {.block_bytes = 0, .block_speed = 1};
+    /* a courier plan: grid - C CTAs compute and stage every row locally; the couriers' link
+     * follows from their ends (xs_moe_courier_drain) */
+    const int couriers = plan ? plan->couriers : 0;
+    const int np = pb->grid - couriers;
+    const int courier_link = link && couriers > 0;
+    if (courier_link && !(plan->courier_bytes_per_ns > 0))
+        return xs_seterr(XS_EINVAL, "moe model: %d couriers without an issue rate", couriers);
+    xs_moe_tile *own_trace = NULL; /* the tiles' ends, when the caller wants no trace */
+    if (couriers > 0) {
+        link = 0;
+        if (!trace && !(trace = own_trace = calloc((size_t)ntasks + 1, sizeof *trace)))
+            return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
+    }
+    xs_msim g;
+    xs_status st = xs_msim_init(&g, pf, link ? mm : &none, np, pb->nrb * pb->l2_per_rb + 1,
+                                c->local_issue_bytes_per_ns);
+    if (st != XS_OK) {
+        free(own_trace);
+        return st;
+    }
+    xs_mrun u;
+    memset(&u, 0, sizeof u);
+    u.g = &g;
+    u.pb = pb;
+    u.tasks = tasks;
+    u.ntasks = ntasks;
+    u.c = c;
+    u.link = link;
+    u.trace = trace;
+    xs_mrun_plan(&u, plan, link);
+    double end = NAN;
+    st = xs_mrun_run(&u, np, &end);
+    xs_mrun_free(&u);
+    xs_msim_free(&g);
+    if (st == XS_OK && couriers > 0)
+        st = xs_mrun_couriers(pb, trace, ntasks, plan, courier_link, &end);
+    free(own_trace);
+    XS_TRY(st);
+    *total_ns = end;
+    return XS_OK;
+}
+
+xs_status xs_moe_predict(const xs_moe_problem *pb, int slot, const xs_profile *pf,
+                         const xs_moe_model *mm, const xs_moe_costs *c, int link,
+                         double *total_ns)
+{
+    return xs_moe_predict_trace(pb, slot, pf, mm, c, link, NULL, total_ns);
+}
+
+xs_status xs_moe_predict_trace(const xs_moe_problem *pb, int slot, const xs_profile *pf,
+                               const xs_moe_model *mm, const xs_moe_costs *c, int link,
+                               xs_moe_tile *tiles, double *total_ns)
+{
+    *total_ns = NAN;
+    if (slot < 0 || slot >= XS_MOE_SLOTS || !pb->slots[slot].tasks)
+        return xs_seterr(XS_EINVAL, "moe: plan slot %d has no task list", slot);
+    const xs_moe_tasks *tl = &pb->slots[slot];
+    return xs_moe_predict_tasks(pb, tl->tasks, tl->n, &tl->plan, pf, mm, c, link, tiles,
+                                total_ns);
+}
+
+double xs_moe_tile_t0(const xs_profile *p, double remote_bytes, double total_bytes,
+                      double local_bytes_per_ns)
+{
+    const double rl = local_bytes_per_ns > 0 ? local_bytes_per_ns : p->issue_bytes_per_ns;
+    if (!(remote_bytes > 0))
+        return total_bytes / rl;
+    const double b = p->queue_bytes_per_producer > 0 ? p->queue_bytes_per_producer : 0;
+    const double stream = remote_bytes / p->issue_bytes_per_ns + (total_bytes - remote_bytes) / rl;
+    return p->issue_overhead_ns + (total_bytes > b ? (total_bytes - b) / total_bytes : 0) * stream;
+}
+
+double xs_moe_courier_drain(const double *ready_ns, const double *bytes, int n, int couriers,
+                            double bytes_per_ns)
+{
+    if (couriers < 1 || !(bytes_per_ns > 0))
+        return NAN;
+    double *busy = calloc((size_t)couriers, sizeof(double)); /* each one's FIFO end */
+    if (!busy)
+        return NAN;
+    const double ns_per_byte = couriers / bytes_per_ns; /* one courier's share */
+    double end = 0;
+    for (int j = 0; j < n; j++) {
+        if (!(bytes[j] > 0))
+            continue; /* no remote row: the courier skips it without waiting */
+        double *b = &busy[j % couriers];
+        const double start = *b > ready_ns[j] ? *b : ready_ns[j];
+        *b = start + bytes[j] * ns_per_byte;
+        if (*b > end)
+            end = *b;
+    }
+    free(busy);
+    return end;
+}

@@ -1,0 +1,73 @@
+/*
+ * ep_bench.h - what the two files of `xstage bench ep` share (tools/bench/ep.cu: options, the
+ * points, the runs; tools/bench/ep_report.cu: the CSV, the table and the summary): the variants
+ * and one row of results. docs/EP.md defines every column.
+ */
+#ifndef XSTAGE_EP_BENCH_H
+#define XSTAGE_EP_BENCH_H
+
+#include <stdio.h>
+
+#include "ep/ep.h"
+
+/* the *_BULK variants (--bulk): the same plans as wave, interleaved and auto, with the Linear-2
+ * epilogues handing their rows to the TMA (xs_moe_run_opts.bulk_combine) */
+enum { EP_UNFUSED, EP_WAVE, EP_INTER, EP_AUTO, EP_COURIER, EP_ADAPT, EP_WAVE_BULK,
+       EP_INTER_BULK, EP_AUTO_BULK, EP_AUTO_DEFER, EP_AUTO_FIXED, EP_NVAR };
+#define EP_IS_BULK(v) ((v) >= EP_WAVE_BULK && (v) <= EP_AUTO_BULK)
+
+typedef struct {
+    double med, p10, p90; /* us */
+} ep_time;
+
+typedef struct {
+    const char *config;
+    const char *routing;
+    int tokens, peers, rows, lead, auto_lead, criterion_ok, reshape_ok, auto_paced, verified;
+    const char *auto_choice;
+    ep_time t[EP_NVAR];
+    ep_time local, local_inter;
+    double bound_us, compute_us, drain_us, cublas_gemm_us, gemm_eff;
+    double pred_wave_us, pred_inter_us, pred_paced_us, pred_auto_us, remote_mb, max_rel_err;
+    double auto_gate_us; /* auto run: median pacer wait of its Linear-2 tiles with remote rows */
+    double defer_gate_us; /* auto_defer run: the same (the wait at the deferred tile's flush) */
+    double block_bytes, block_speed, pace_bytes; /* the model's numbers (xs_moe_model) */
+    xs_moe_stall stall_wave, stall_inter, stall_auto;
+    xs_moe_stall stall_bulk[3]; /* the *_BULK runs: measured MMA side only */
+    double local_span_us; /* local control: Linear-2 store span, median */
+    double local_issue;   /* local control: Linear-2 store bytes per ns of span, median */
+    double point_s, model_s; /* wall time of the point; of it, the host-side model (auto, stalls) */
+    double fill_us;          /* auto: earliest first combine store of any order (c1 + c2, local) */
+    int drain_bound;         /* auto: remote bytes / R >= 0.9 x the local control's kernel */
+    int couriers;            /* C of the courier variant (auto's best courier candidate; 0: none) */
+    double courier_pace;     /* its pace, fraction of R */
+    const char *courier_sched; /* its order */
+    double pred_courier_us;  /* its predicted time (xs_moe_auto_result.courier_ns) */
+    int auto_couriers;       /* C of auto's decision (0: no couriers) */
+    int adaptive;            /* auto proposed an adaptive candidate (the adaptive column) */
+    double pred_adaptive_us, adaptive_ahead_us;
+    double pred_spill_us;    /* auto's paced candidate on the spilling kernel (NaN: none) */
+    int auto_spill;          /* auto's plan runs on the spilling kernel */
+    int auto_lead_end;       /* auto's taper (xs_moe_plan.lead_end; 0: none) */
+    double pred_paced_plain_us; /* auto's paced order at its unpaced best lead, no taper (NaN:
+                                 * the lead search did not run) */
+    int fixed_lead, fixed_lead_end; /* the auto_fixed column's plan (-1: the column did not
+                                     * run) */
+    double pred_fixed_us;    /* its predicted time */
+    xs_moe_stall stall_adapt; /* the adaptive run: measured MMA side */
+    xs_moe_stall stall_defer; /* the auto_defer run */
+    xs_moe_stall stall_fixed; /* the auto_fixed run */
+    char defer_kernel[16];    /* which: none, ring, spill:<depth> */
+    double defer_frac;        /* auto_defer run: deferred / Linear-2 tiles with remote rows */
+    char how[800];
+    double rank_max_us[EP_NVAR]; /* -g: the slowest rank's median per variant (NaN otherwise) */
+} ep_row;
+
+extern const char *const ep_csv_header; /* the CSV's header line */
+void ep_csv_row(FILE *f, const ep_row *r);
+void ep_table_header(void);
+void ep_table_row(const ep_row *r);
+/* The closing summary over the n rows of a sweep (stdout, # lines). */
+void ep_summary(const ep_row *rows, int n);
+
+#endif /* XSTAGE_EP_BENCH_H */
