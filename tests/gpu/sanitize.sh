@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sanitize.sh - every GPU test binary and a small case of every GPU subcommand under
 # compute-sanitizer memcheck, synccheck and racecheck, on one GPU, from an
-# already built tree (make -j all). docs/ROBUSTNESS.md has the table of cases. In short:
+# already built tree (make -j all); README.md "Robustness" says what it covers. In short:
 #   test_attn 12345 (racecheck: --tiny), test_gemm --quick -n 1 (synccheck, racecheck: --tiny,
 #   no cuBLAS, no throughput), test_tp --quick, test_moe --quick (both: --tiny under racecheck), test_signal,
 #   test_win --quick
