@@ -380,6 +380,48 @@ typedef struct {
 xs_status xs_tp_predict(const xs_tp_plan *pl, int slot, const xs_profile *p, const xs_tp_costs *c,
                         int with_plan, xs_tp_pred *out);
 
+/* ---- choosing an order and a configuration (src/tp_plan.c) ------------------------------------ */
+
+/* Widths of public models (config.json of each; docs/TP.md) and their default token counts
+ * (M * H <= 64M: windows of 256 MB at most). */
+typedef struct {
+    const char *name;
+    int hidden, inter;  /* H, I */
+    int tokens[2];      /* default token counts */
+} xs_tp_model;
+#define XS_TP_NMODELS 3  /* llama3-8b, llama3-70b, llama3-405b */
+const xs_tp_model *xs_tp_model_at(int i);  /* 0..XS_TP_NMODELS-1, else NULL */
+/* The op's full n and k on a model: gemm_rs and mlp (H, I), ag_gemm (2 I, H). */
+void xs_tp_model_nk(xs_tp_op op, const xs_tp_model *md, int *n, int *k);
+/* Compute time over link time of one shape, estimated: the GEMM FLOPs at `tflops` against the
+ * bytes this rank sends at drain_bytes_per_ns. Independent of m; -1 for a bad shape or no
+ * remote bytes. */
+double xs_tp_balance(const xs_tp_shape *s, double drain_bytes_per_ns, double tflops);
+/* The default peer counts of an op on a model at m tokens: the `want` counts of 2, 4, 8, 16
+ * whose compute / link balance is nearest 1 (the regime where fusing can pay: far from it one
+ * side hides the other anyway), in increasing order, into out; returns their count. */
+int xs_tp_default_peers(xs_tp_op op, const xs_tp_model *md, int m, double drain, double tflops,
+                        int want, int *out);
+
+/* The candidates of an engine (xs_tp_candidates' cand[0..nc)): one that does not stream
+ * (sm90, streams 0) takes the stored candidates and the ring orders with their remote tiles
+ * stored (spread cleared); the other streamed ones are not usable (usable[i] = 0). */
+void xs_tp_engine_candidates(int streams, xs_tp_pace *cand, int nc, int *usable);
+/* The candidates of a courier order (sm90): xs_tp_candidates(cap_q) stored as above, then the
+ * front-loaded order (*front), then that order with its head split in splits[0..nsplit) parts
+ * (nsplit <= 3; fsplit[v] their indices, -1 where none). cand and usable hold XS_TP_NCAND + 4;
+ * returns the count. */
+int xs_tp_courier_candidates(double cap_q, const int *splits, int nsplit, xs_tp_pace *cand,
+                             int *usable, int *front, int *fsplit);
+/* The model's ranking: each usable candidate built into slot, checked and predicted;
+ * pred[i] = its model_ns (INFINITY where not usable), *best the lowest (-1: none usable). The
+ * slot holds the last candidate built. The first failure is returned. */
+xs_status xs_tp_predict_candidates(xs_tp_plan *pl, int slot, const xs_tp_pace *cand,
+                                   const int *usable, int nc, const xs_tp_costs *c,
+                                   const xs_profile *prof, double *pred, int *best);
+/* A pace's short name: f<finish>/b<burst>/<ring|stream4|stream|capQ|nocap>[/split<S>]. */
+void xs_tp_pace_label(const xs_tp_pace *p, char *buf, size_t n);
+
 #ifdef __cplusplus
 }
 #endif
