@@ -95,7 +95,7 @@ static xs_status tp_predict_couriers(const xs_tp_plan *pl, int slot, const xs_pr
 }
 
 xs_status xs_tp_predict(const xs_tp_plan *pl, int slot, const xs_profile *p, const xs_tp_costs *c,
-                                   int with_plan, xs_tp_pred *out)
+                        int with_plan, xs_tp_pred *out)
 {
     memset(out, 0, sizeof *out);
     if (slot < 0 || slot >= XS_TP_SLOTS || !pl->ntasks[slot])

@@ -158,8 +158,9 @@ typedef struct {
                                       part of the first split tile never raises its flag) */
     int eager_flags;               /* diagnostics: raise every queued signal after the CTA's next
                                       main loop (the eager rule, docs/TP.md "The kernel")
-                                      instead of only the all-gather ones (reduce-scatter tile signals then wait for
-                                      the CTA's next wait, first reduction, full list or end) */
+                                      instead of only the all-gather ones (reduce-scatter tile
+                                      signals then wait for the CTA's next wait, first
+                                      reduction, full list or end) */
 } xs_tp_run_opts;
 
 /* Poison every destination the launch writes, upload the order in `slot` if it changed (on s,

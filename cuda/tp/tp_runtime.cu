@@ -584,6 +584,74 @@ static const char *wait_kind(unsigned long long detail)
     }
 }
 
+/* The kernel's arguments for a launch of slot's order through tab (xs_tp_run): the task list,
+ * both GEMMs (checked), the window layout, this launch's epoch and hooks. */
+static xs_status tp_args_of(const xs_tp *t, int slot, const xs_wintab *tab,
+                            const xs_tp_run_opts *o, unsigned long long epoch, int sym,
+                            uint64_t *skip_flag, tp_args *a)
+{
+    const xs_tp_info *in = &t->pl.in;
+    memset(a, 0, sizeof *a);
+    a->tasks = t->d_tasks[slot];
+    a->ntasks = t->pl.ntasks[slot];
+    a->me = t->pl.me;
+    a->P = t->pl.P;
+    const xs_gemm_problem none = {NULL, NULL, 8, NULL, 8, 0, 0, 8};
+    a->g[0] = a->g[1] = none;
+    {
+        xs_gemm_problem *g0 = &a->g[0];
+        g0->a = t->pl.s.op == XS_TP_GEMM_RS ? t->a_rs : (const xs_bf16 *)tab->data[t->pl.me];
+        g0->a_rows = NULL;
+        g0->lda = in->gk[0];
+        g0->b = t->w[0];
+        g0->ldb = in->gk[0];
+        g0->m = in->gm[0], g0->n = in->gn[0], g0->k = in->gk[0];
+        XS_TRY(xs_gemm_check(g0, -1, NULL));
+        if (in->ngemm > 1) {
+            xs_gemm_problem *g1 = &a->g[1];
+            g1->a = t->out0; /* h */
+            g1->a_rows = NULL;
+            g1->lda = in->out_n[0];
+            g1->b = t->w[1];
+            g1->ldb = in->gk[1];
+            g1->m = in->gm[1], g1->n = in->gn[1], g1->k = in->gk[1];
+            XS_TRY(xs_gemm_check(g1, -1, NULL));
+        }
+    }
+    a->out0 = t->out0;
+    a->ldo0 = in->out_n[0];
+    a->swiglu0 = in->swiglu0;
+    a->rs_gemm = in->rs_gemm;
+    a->rs_rows = in->rs_rows;
+    a->rs_n = in->rs_n;
+    a->rs_tiles_n = in->rs_gemm >= 0 ? in->tiles_n[in->rs_gemm] : 1;
+    a->t_own = in->t_own;
+    a->rs_flag0 = in->rs_flag0;
+    a->rs_off = in->rs_off;
+    a->slots = (int)t->pl.layout;
+    a->y = t->y;
+    a->ag = in->ag;
+    a->shard_rows = in->rs_rows;
+    a->ag_k = in->ag_k;
+    a->ag_chunks = in->ag_chunks;
+    a->shard_bytes = in->shard_bytes;
+    a->rb_count = in->ngemm > 1 ? t->rb_count : NULL;
+    a->n0_per_rb = in->tiles_n[0];
+    a->epoch = epoch;
+    a->timeout_ns = o->timeout_ns ? o->timeout_ns : 2000000000ull;
+    a->task_ns = t->task_ns;
+    a->cta_ns = t->cta_ns;
+    a->status = t->status;
+    a->fault = o->fault;
+    a->eager_flags = o->eager_flags != 0;
+    a->scratch = t->scratch;
+    a->list_sum = t->d_list_sum;
+    a->ag_sym = sym;
+    a->skip_flag = skip_flag;
+    a->ag_shadow = t->ag_shadow;
+    return XS_OK;
+}
+
 extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cudaStream_t s,
                                float *ms)
 {
@@ -648,64 +716,7 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
         XS_TRY(tp_flush(t, s, (int)epoch));
 
     tp_args a;
-    memset(&a, 0, sizeof a);
-    a.tasks = t->d_tasks[slot];
-    a.ntasks = t->pl.ntasks[slot];
-    a.me = t->pl.me;
-    a.P = t->pl.P;
-    const xs_gemm_problem none = {NULL, NULL, 8, NULL, 8, 0, 0, 8};
-    a.g[0] = a.g[1] = none;
-    {
-        xs_gemm_problem *g0 = &a.g[0];
-        g0->a = t->pl.s.op == XS_TP_GEMM_RS ? t->a_rs : (const xs_bf16 *)tab->data[t->pl.me];
-        g0->a_rows = NULL;
-        g0->lda = in->gk[0];
-        g0->b = t->w[0];
-        g0->ldb = in->gk[0];
-        g0->m = in->gm[0], g0->n = in->gn[0], g0->k = in->gk[0];
-        XS_TRY(xs_gemm_check(g0, -1, NULL));
-        if (in->ngemm > 1) {
-            xs_gemm_problem *g1 = &a.g[1];
-            g1->a = t->out0; /* h */
-            g1->a_rows = NULL;
-            g1->lda = in->out_n[0];
-            g1->b = t->w[1];
-            g1->ldb = in->gk[1];
-            g1->m = in->gm[1], g1->n = in->gn[1], g1->k = in->gk[1];
-            XS_TRY(xs_gemm_check(g1, -1, NULL));
-        }
-    }
-    a.out0 = t->out0;
-    a.ldo0 = in->out_n[0];
-    a.swiglu0 = in->swiglu0;
-    a.rs_gemm = in->rs_gemm;
-    a.rs_rows = in->rs_rows;
-    a.rs_n = in->rs_n;
-    a.rs_tiles_n = in->rs_gemm >= 0 ? in->tiles_n[in->rs_gemm] : 1;
-    a.t_own = in->t_own;
-    a.rs_flag0 = in->rs_flag0;
-    a.rs_off = in->rs_off;
-    a.slots = (int)t->pl.layout;
-    a.y = t->y;
-    a.ag = in->ag;
-    a.shard_rows = in->rs_rows;
-    a.ag_k = in->ag_k;
-    a.ag_chunks = in->ag_chunks;
-    a.shard_bytes = in->shard_bytes;
-    a.rb_count = in->ngemm > 1 ? t->rb_count : NULL;
-    a.n0_per_rb = in->tiles_n[0];
-    a.epoch = epoch;
-    a.timeout_ns = o->timeout_ns ? o->timeout_ns : 2000000000ull;
-    a.task_ns = t->task_ns;
-    a.cta_ns = t->cta_ns;
-    a.status = t->status;
-    a.fault = o->fault;
-    a.eager_flags = o->eager_flags != 0;
-    a.scratch = t->scratch;
-    a.list_sum = t->d_list_sum;
-    a.ag_sym = sym;
-    a.skip_flag = skip_flag;
-    a.ag_shadow = t->ag_shadow;
+    XS_TRY(tp_args_of(t, slot, tab, o, epoch, sym, skip_flag, &a));
 
     if (t->engine == XS_TP_ENGINE_SM90) {
         /* tensor maps of this run's operands (GEMM 0's A is the gathered buffer of the table

@@ -147,8 +147,8 @@ typedef struct {
 /* The queues' shared words are accessed only through atomics: acquire reads and release writes
  * of head, tail and done, relaxed exchanges of the entries (ordered by head's release and
  * acquire). Plain ld.acquire / st.release would order the same, but compute-sanitizer racecheck
- * does not count them as synchronisation and reported every hand-over as a hazard on the H200 (bench/results/tp/); it leaves atomics
- * out. */
+ * does not count them as synchronisation and reported every hand-over as a hazard on the
+ * H200 (bench/results/tp/); it leaves atomics out. */
 XS_DEV unsigned int tp90_ld_acquire_cta(const unsigned int *p)
 {
     unsigned int v;
@@ -594,8 +594,8 @@ XS_DEV tp90_ctile tp90_ctile_of(const tp_args &a, const xs_wintab &tab, const tp
  * stores of round r. On an SM whose remote stores are in flight its own loads wait behind them
  * (3-100x slower, the store probe of docs/TP.md "Couriers (sm90)"), so with loads then stores
  * per round each round's loads sat behind the previous round's stores and a courier moved one
- * round per load latency (4 couriers stayed at 1.18-1.28x bound where 8 reached 1.04-1.14x). Now a round's loads are in
- * flight while the round before is stored, and its stores find their data there. The pace is
+ * round per load latency (4 couriers stayed at 1.18-1.28x bound where 8 reached 1.04-1.14x).
+ * Now a round's loads are in flight while the round before is stored, and its stores find their data there. The pace is
  * unchanged: round r's stores leave no earlier than 16 x (its first unit) / pace after t0 (the
  * loads are not paced). The next tile's first loads do not overlap this tile's last stores:
  * they need that tile's ready flag, which thread 0 acquires between tiles (tp90_courier). */

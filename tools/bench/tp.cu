@@ -784,11 +784,198 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
     return xs_tp_set_couriers(t, 0);
 }
 
+/* A row before its runs: ran, its engine, nothing chosen, every courier column nan. */
+static void tpb_row_init(const tpb_opts *o, tpb_row *row)
+{
+    for (int v = 0; v < TPB_MAX_COUR; v++) {
+        tpb_cour *rc = &row->cour[v];
+        rc->n = v < o->ncour ? o->cour[v] : 0;
+        rc->nai = rc->nai_min = rc->nai_max = rc->shp = rc->shp_min = rc->shp_max = NAN;
+        rc->shp_pred = rc->pick_ms = NAN;
+        snprintf(rc->cand, sizeof rc->cand, "-");
+        rc->pilot[0] = 0;
+    }
+    row->ran = 1;
+    row->engine = o->engine;
+    row->max_err = 0;
+    snprintf(row->cand, sizeof row->cand, "-");
+    snprintf(row->cand0, sizeof row->cand0, "-");
+    row->pilot[0] = 0;
+    row->shp_cour = 0;
+    row->shp0 = row->shp0_min = row->shp0_max = row->shp0_pred = row->pick_ms = NAN;
+}
+
+/* The default kernel's planner (slot 1): the candidate shaped orders ranked by the model,
+ * the naive order (slot 0, predicted as *pn) and the pilot set run and verified (or with --pick
+ * model, the model's best), the chosen one built into slot 1; row->cand, pilot, pick_ms and
+ * model_rank. Verification failures clear *ok. */
+static xs_status tpb_plan_default(const tpb_ctx *cx, xs_tp *t, tpb_row *row, xs_tp_run_opts *ro,
+                                  const xs_tp_costs *cost, const xs_tp_pred *pn, int *ok)
+{
+    const tpb_opts *o = cx->o;
+    const int streams = xs_tp_engine_streams(o->engine); /* the engine runs streamed orders */
+    const double Qh = 0.9 * xs_capacity(cx->prof, cx->grid);
+    xs_tp_pace cand[XS_TP_NCAND];
+    double pred[XS_TP_NCAND];
+    /* 0..11: stores after each tile (finish x burst x cap); 12..17: streamed through the
+     * main loops (finish x burst; no cap: nothing is stored as a burst); 18..23: streamed,
+     * riders always carrying several chunks; 24..26: streamed in ring order */
+    const int nc = xs_tp_candidates(Qh, cand, XS_TP_NCAND);
+    /* an engine that does not stream (sm90) takes the stored candidates and the ring
+     * orders with their remote tiles stored; the other streamed ones are left out (never
+     * piloted, never ranked) */
+    int usable[XS_TP_NCAND], mbest;
+    xs_tp_engine_candidates(streams, cand, nc, usable);
+    XS_TRY(xs_tp_predict_candidates(xs_tp_plan_of(t), 2, cand, usable, nc, cost, cx->prof,
+                                     pred, &mbest));
+    /* the pilot set: the model's best, the front-loaded, the spread and the capped
+     * candidates, the model's best streamed one, the streamed front-loaded and spread ones,
+     * and the three ring-order ones (the mean-field model cannot see producer drift or the
+     * L2 locality of an order; the pilot can) */
+    int order[XS_TP_NCAND];
+    for (int i = 0; i < nc; i++)
+        order[i] = i;
+    for (int i = 1; i < nc; i++)
+        for (int j = i; j > 0 && pred[order[j]] < pred[order[j - 1]]; j--) {
+            int tmp = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = tmp;
+        }
+    int best_stream = -1;
+    for (int i = 0; i < nc && best_stream < 0; i++)
+        if (cand[order[i]].spread && usable[order[i]])
+            best_stream = order[i];
+    enum { TPB_NFIXED = 10 };
+    static_assert(TPB_NFIXED <= TPB_MAX_PILOT, "tpb_agree_pilot_set, tpb_pilot_runs");
+    const int fixed[TPB_NFIXED] = {order[0], 0 * 4 + 0 * 2 + 0, 2 * 4 + 1 * 2 + 0,
+                                   2 * 4 + 1 * 2 + 1, best_stream, 12 + 0 * 2 + 0,
+                                   12 + 2 * 2 + 0, 24, 25, 26};
+    int pilot[TPB_NFIXED], must_run[TPB_NFIXED];
+    int np = tpb_pilot_set(fixed, TPB_NFIXED, nc, usable, pilot, must_run);
+    int best = -1; /* -1: the naive order */
+    /* real peers: rank 0's model decides the pilot set (each rank's order is its own
+     * rotation of the same plan, and all ranks must run the same number of launches) */
+    if (cx->coll) {
+        int choice = pred[order[0]] < pn->model_ns ? order[0] : -1;
+        XS_TRY(tpb_agree_pilot_set(cx, t, 0, cand, cost, TPB_NFIXED, pilot, &np, &choice,
+                                    must_run));
+        if (o->model_pick)
+            best = choice;
+    }
+    row->pick_ms = NAN;
+    if (o->model_pick && !cx->coll) {
+        best = pred[order[0]] < pn->model_ns ? order[0] : -1;
+    } else if (!o->model_pick) {
+        ro->local = 0;
+        /* naive first (its run also warms the virtual windows up), then the candidates */
+        XS_TRY(tpb_pilot_runs(cx, t, row, 0, ro, cand, cost, pilot, np, must_run, "",
+                               " (chosen by the slowest rank's time)", row->pilot,
+                               sizeof row->pilot, ok, &best, &row->pick_ms));
+    }
+    /* rank of the chosen order in the model's ranking of naive and the candidates */
+    const double chosen = best < 0 ? pn->model_ns : pred[best];
+    row->model_rank = 1 + (pn->model_ns < chosen);
+    for (int i = 0; i < nc; i++)
+        row->model_rank += usable[i] && pred[i] < chosen;
+    if (best < 0) {
+        XS_TRY(xs_tp_order_copy(xs_tp_plan_of(t), 1, 0));
+        snprintf(row->cand, sizeof row->cand, "naive");
+    } else {
+        XS_TRY(xs_tp_order_shaped(xs_tp_plan_of(t), 1, &cand[best], cost, cx->prof));
+        XS_TRY(xs_tp_order_check(xs_tp_plan_of(t), 1));
+        xs_tp_pace_label(&cand[best], row->cand, sizeof row->cand);
+    }
+    return XS_OK;
+}
+
+/* The row's medians and spreads from the timed iterations x[v][0..n) (naive, shaped, unfused,
+ * tile naive, tile shaped - tiles: measured -, then naive and shaped of each of the cour_run
+ * courier counts), and the planner's choice `pick` (-1: the default kernel) as `shaped`. */
+static void tpb_row_stats(tpb_row *row, double *const *x, int n, int tiles, int cour_run,
+                          int pick)
+{
+    tpb_stat a = stat_of(x[0], n), b = stat_of(x[1], n), c = stat_of(x[2], n);
+    row->nai = a.med, row->nai_min = a.min, row->nai_max = a.max;
+    row->shp = b.med, row->shp_min = b.min, row->shp_max = b.max;
+    row->unf = c.med, row->unf_min = c.min, row->unf_max = c.max;
+    if (tiles) {
+        tpb_stat d = stat_of(x[3], n), e = stat_of(x[4], n);
+        row->nai_t = d.med, row->nai_t_min = d.min, row->nai_t_max = d.max;
+        row->shp_t = e.med, row->shp_t_min = e.min, row->shp_t_max = e.max;
+    } else {
+        /* not measured (no --slots both, or no reduce-scatter to lay out: ag_gemm) */
+        row->nai_t = row->nai_t_min = row->nai_t_max = NAN;
+        row->shp_t = row->shp_t_min = row->shp_t_max = NAN;
+    }
+    for (int v = 0; v < cour_run; v++) {
+        tpb_cour *rc = &row->cour[v];
+        tpb_stat d = stat_of(x[5 + 2 * v], n), e = stat_of(x[6 + 2 * v], n);
+        rc->nai = d.med, rc->nai_min = d.min, rc->nai_max = d.max;
+        rc->shp = e.med, rc->shp_min = e.min, rc->shp_max = e.max;
+    }
+    /* shaped: the planner's choice (the same timed runs as its own column) */
+    row->shp0 = row->shp, row->shp0_min = row->shp_min, row->shp0_max = row->shp_max;
+    row->shp0_pred = row->shp_pred;
+    snprintf(row->cand0, sizeof row->cand0, "%s", row->cand);
+    row->shp_cour = 0;
+    if (pick >= 0) {
+        const tpb_cour *rc = &row->cour[pick];
+        row->shp = rc->shp, row->shp_min = rc->shp_min, row->shp_max = rc->shp_max;
+        row->shp_pred = rc->shp_pred;
+        row->shp_cour = rc->n;
+        snprintf(row->cand, sizeof row->cand, "c%d %.26s", rc->n, rc->cand);
+    }
+}
+
+/* The local control in natural order (slot 0): the GEMM-alone time (row->local_us), the task
+ * costs (*cost) and the expectation; real peers first exchange the sources' verified partials,
+ * then take the slowest rank's costs and go on only when every rank's control is right.
+ * Verification failures clear *ok. */
+static xs_status tpb_local_naive(const tpb_ctx *cx, xs_tp *t, tpb_row *row, xs_tp_run_opts *ro,
+                                 xs_tp_costs *cost, int *ok, int *pr_l)
+{
+    const int n = cx->o->common.iters, W = cx->o->common.warmup;
+    XS_TRY(xs_tp_order_naive(xs_tp_plan_of(t), 0));
+    XS_TRY(xs_tp_order_check(xs_tp_plan_of(t), 0));
+    if (xs_tp_real_peers(t)) {
+        /* the sources' verified partials of this rank's rows replace the placed ones: the
+         * reference and the local control then hold what the fused runs must receive */
+        float ms = 0;
+        ro->local = 1;
+        XS_TRY(xs_tp_run(t, 0, ro, cx->s, &ms));
+        *ok &= verified(t, row, "local (before the exchange)", pr_l, &row->max_err);
+        XS_TRY(xs_tp_exchange_expectation(t));
+    }
+    {
+        double loc_n[TPB_MAX_ITERS];
+        ro->local = 1;
+        for (int i = 0; i < W + n; i++) {
+            float ms = 0;
+            XS_TRY(xs_tp_run(t, 0, ro, cx->s, &ms));
+            *ok &= verified(t, row, "local", pr_l, &row->max_err);
+            if (i >= W)
+                loc_n[i - W] = ms * 1e3;
+        }
+        XS_TRY(xs_tp_costs_of_last(t, cost));
+        row->local_us = xs_median(loc_n, (size_t)n);
+    }
+    if (cx->coll) {
+        /* one plan for all ranks: the slowest rank's task costs, and go on only when every
+         * rank's local control is right */
+        double v[5] = {cost->tile_ns[0], cost->tile_ns[1], cost->push_ns, cost->reduce_ns,
+                       *ok ? 0.0 : 1.0};
+        XS_TRY(tpb_agree_max(cx, v, 5));
+        cost->tile_ns[0] = v[0], cost->tile_ns[1] = v[1], cost->push_ns = v[2];
+        cost->reduce_ns = v[3];
+        *ok = v[4] == 0.0;
+    }
+    return XS_OK;
+}
+
 static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, uint32_t seed)
 {
     const tpb_opts *o = cx->o;
     const int n = o->common.iters, W = o->common.warmup;
-    const int streams = xs_tp_engine_streams(o->engine); /* the engine runs streamed orders */
     xs_tp *t = NULL;
     int ok = 1, pr_l = 0, pr_n = 0, pr_s = 0, pr_u = 0, pr_nt = 0, pr_st = 0;
     int pr_c[2 * TPB_MAX_COUR];
@@ -806,14 +993,6 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
                          count v (slot 4 + 2v) */
     for (int v = 0; v < 2 * TPB_MAX_COUR; v++)
         pr_c[v] = 0;
-    for (int v = 0; v < TPB_MAX_COUR; v++) {
-        tpb_cour *rc = &row->cour[v];
-        rc->n = v < o->ncour ? o->cour[v] : 0;
-        rc->nai = rc->nai_min = rc->nai_max = rc->shp = rc->shp_min = rc->shp_max = NAN;
-        rc->shp_pred = rc->pick_ms = NAN;
-        snprintf(rc->cand, sizeof rc->cand, "-");
-        rc->pilot[0] = 0;
-    }
     xs_tp_run_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.timeout_ns = (unsigned long long)(o->timeout_s * 1e9);
@@ -823,14 +1002,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     xs_tp_pred pn, ps;
     memset(&pn, 0, sizeof pn);
     memset(&ps, 0, sizeof ps);
-    row->ran = 1;
-    row->engine = o->engine;
-    row->max_err = 0;
-    snprintf(row->cand, sizeof row->cand, "-");
-    snprintf(row->cand0, sizeof row->cand0, "-");
-    row->pilot[0] = 0;
-    row->shp_cour = 0;
-    row->shp0 = row->shp0_min = row->shp0_max = row->shp0_pred = row->pick_ms = NAN;
+    tpb_row_init(o, row);
     if (xfail) {
         fprintf(stderr, "xstage: error: out of host memory\n");
         ok = 0;
@@ -855,40 +1027,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     ROW_TRY(xs_tp_reference(t, cx->cb));
 
     /* ---- local control, natural order: the GEMM-alone time, task costs, the expectation ---- */
-    ROW_TRY(xs_tp_order_naive(xs_tp_plan_of(t), 0));
-    ROW_TRY(xs_tp_order_check(xs_tp_plan_of(t), 0));
-    if (xs_tp_real_peers(t)) {
-        /* the sources' verified partials of this rank's rows replace the placed ones: the
-         * reference and the local control then hold what the fused runs must receive */
-        float ms = 0;
-        ro.local = 1;
-        ROW_TRY(xs_tp_run(t, 0, &ro, cx->s, &ms));
-        ok &= verified(t, row, "local (before the exchange)", &pr_l, &row->max_err);
-        ROW_TRY(xs_tp_exchange_expectation(t));
-    }
-    {
-        double loc_n[TPB_MAX_ITERS];
-        ro.local = 1;
-        for (int i = 0; i < W + n; i++) {
-            float ms = 0;
-            ROW_TRY(xs_tp_run(t, 0, &ro, cx->s, &ms));
-            ok &= verified(t, row, "local", &pr_l, &row->max_err);
-            if (i >= W)
-                loc_n[i - W] = ms * 1e3;
-        }
-        ROW_TRY(xs_tp_costs_of_last(t, &cost));
-        row->local_us = xs_median(loc_n, (size_t)n);
-    }
-    if (cx->coll) {
-        /* one plan for all ranks: the slowest rank's task costs, and go on only when every
-         * rank's local control is right */
-        double v[5] = {cost.tile_ns[0], cost.tile_ns[1], cost.push_ns, cost.reduce_ns,
-                       ok ? 0.0 : 1.0};
-        ROW_TRY(tpb_agree_max(cx, v, 5));
-        cost.tile_ns[0] = v[0], cost.tile_ns[1] = v[1], cost.push_ns = v[2];
-        cost.reduce_ns = v[3];
-        ok = v[4] == 0.0;
-    }
+    ROW_TRY(tpb_local_naive(cx, t, row, &ro, &cost, &ok, &pr_l));
     if (!ok) {
         fprintf(stderr, "xstage: error: %s %s m=%d P=%d: the local control run is wrong; the "
                 "fused variants are not timed\n", xs_tp_op_name(row->op), row->model, row->s.m,
@@ -900,79 +1039,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     ROW_TRY(xs_tp_predict(xs_tp_plan_of(t), 0, cx->prof, &cost, 1, &pn));
     row->crit_ok = pn.criterion_ok;
     snprintf(row->how, sizeof row->how, "%s", pn.how);
-    {
-        const double Qh = 0.9 * xs_capacity(cx->prof, cx->grid);
-        xs_tp_pace cand[XS_TP_NCAND];
-        double pred[XS_TP_NCAND];
-        /* 0..11: stores after each tile (finish x burst x cap); 12..17: streamed through the
-         * main loops (finish x burst; no cap: nothing is stored as a burst); 18..23: streamed,
-         * riders always carrying several chunks; 24..26: streamed in ring order */
-        const int nc = xs_tp_candidates(Qh, cand, XS_TP_NCAND);
-        /* an engine that does not stream (sm90) takes the stored candidates and the ring
-         * orders with their remote tiles stored; the other streamed ones are left out (never
-         * piloted, never ranked) */
-        int usable[XS_TP_NCAND], mbest;
-        xs_tp_engine_candidates(streams, cand, nc, usable);
-        ROW_TRY(xs_tp_predict_candidates(xs_tp_plan_of(t), 2, cand, usable, nc, &cost, cx->prof,
-                                         pred, &mbest));
-        /* the pilot set: the model's best, the front-loaded, the spread and the capped
-         * candidates, the model's best streamed one, the streamed front-loaded and spread ones,
-         * and the three ring-order ones (the mean-field model cannot see producer drift or the
-         * L2 locality of an order; the pilot can) */
-        int order[XS_TP_NCAND];
-        for (int i = 0; i < nc; i++)
-            order[i] = i;
-        for (int i = 1; i < nc; i++)
-            for (int j = i; j > 0 && pred[order[j]] < pred[order[j - 1]]; j--) {
-                int tmp = order[j];
-                order[j] = order[j - 1];
-                order[j - 1] = tmp;
-            }
-        int best_stream = -1;
-        for (int i = 0; i < nc && best_stream < 0; i++)
-            if (cand[order[i]].spread && usable[order[i]])
-                best_stream = order[i];
-        enum { TPB_NFIXED = 10 };
-        static_assert(TPB_NFIXED <= TPB_MAX_PILOT, "tpb_agree_pilot_set, tpb_pilot_runs");
-        const int fixed[TPB_NFIXED] = {order[0], 0 * 4 + 0 * 2 + 0, 2 * 4 + 1 * 2 + 0,
-                                       2 * 4 + 1 * 2 + 1, best_stream, 12 + 0 * 2 + 0,
-                                       12 + 2 * 2 + 0, 24, 25, 26};
-        int pilot[TPB_NFIXED], must_run[TPB_NFIXED];
-        int np = tpb_pilot_set(fixed, TPB_NFIXED, nc, usable, pilot, must_run);
-        int best = -1; /* -1: the naive order */
-        /* real peers: rank 0's model decides the pilot set (each rank's order is its own
-         * rotation of the same plan, and all ranks must run the same number of launches) */
-        if (cx->coll) {
-            int choice = pred[order[0]] < pn.model_ns ? order[0] : -1;
-            ROW_TRY(tpb_agree_pilot_set(cx, t, 0, cand, &cost, TPB_NFIXED, pilot, &np, &choice,
-                                        must_run));
-            if (o->model_pick)
-                best = choice;
-        }
-        row->pick_ms = NAN;
-        if (o->model_pick && !cx->coll) {
-            best = pred[order[0]] < pn.model_ns ? order[0] : -1;
-        } else if (!o->model_pick) {
-            ro.local = 0;
-            /* naive first (its run also warms the virtual windows up), then the candidates */
-            ROW_TRY(tpb_pilot_runs(cx, t, row, 0, &ro, cand, &cost, pilot, np, must_run, "",
-                                   " (chosen by the slowest rank's time)", row->pilot,
-                                   sizeof row->pilot, &ok, &best, &row->pick_ms));
-        }
-        /* rank of the chosen order in the model's ranking of naive and the candidates */
-        const double chosen = best < 0 ? pn.model_ns : pred[best];
-        row->model_rank = 1 + (pn.model_ns < chosen);
-        for (int i = 0; i < nc; i++)
-            row->model_rank += usable[i] && pred[i] < chosen;
-        if (best < 0) {
-            ROW_TRY(xs_tp_order_copy(xs_tp_plan_of(t), 1, 0));
-            snprintf(row->cand, sizeof row->cand, "naive");
-        } else {
-            ROW_TRY(xs_tp_order_shaped(xs_tp_plan_of(t), 1, &cand[best], &cost, cx->prof));
-            ROW_TRY(xs_tp_order_check(xs_tp_plan_of(t), 1));
-            xs_tp_pace_label(&cand[best], row->cand, sizeof row->cand);
-        }
-    }
+    ROW_TRY(tpb_plan_default(cx, t, row, &ro, &cost, &pn, &ok));
 
     /* ---- local control, shaped order: the bound takes the faster of the two ---- */
     {
@@ -1083,39 +1150,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             for (int v = 0; v < 3; v++)
                 x[v][i - W] = ms[v] * 1e3;
     }
-    {
-        tpb_stat a = stat_of(x[0], n), b = stat_of(x[1], n), c = stat_of(x[2], n);
-        row->nai = a.med, row->nai_min = a.min, row->nai_max = a.max;
-        row->shp = b.med, row->shp_min = b.min, row->shp_max = b.max;
-        row->unf = c.med, row->unf_min = c.min, row->unf_max = c.max;
-        if (both && in.rs_gemm >= 0) {
-            tpb_stat d = stat_of(x[3], n), e = stat_of(x[4], n);
-            row->nai_t = d.med, row->nai_t_min = d.min, row->nai_t_max = d.max;
-            row->shp_t = e.med, row->shp_t_min = e.min, row->shp_t_max = e.max;
-        } else {
-            /* not measured (no --slots both, or no reduce-scatter to lay out: ag_gemm) */
-            row->nai_t = row->nai_t_min = row->nai_t_max = NAN;
-            row->shp_t = row->shp_t_min = row->shp_t_max = NAN;
-        }
-        for (int v = 0; v < cour_run; v++) {
-            tpb_cour *rc = &row->cour[v];
-            tpb_stat d = stat_of(x[5 + 2 * v], n), e = stat_of(x[6 + 2 * v], n);
-            rc->nai = d.med, rc->nai_min = d.min, rc->nai_max = d.max;
-            rc->shp = e.med, rc->shp_min = e.min, rc->shp_max = e.max;
-        }
-        /* shaped: the planner's choice (the same timed runs as its own column) */
-        row->shp0 = row->shp, row->shp0_min = row->shp_min, row->shp0_max = row->shp_max;
-        row->shp0_pred = row->shp_pred;
-        snprintf(row->cand0, sizeof row->cand0, "%s", row->cand);
-        row->shp_cour = 0;
-        if (pick >= 0) {
-            const tpb_cour *rc = &row->cour[pick];
-            row->shp = rc->shp, row->shp_min = rc->shp_min, row->shp_max = rc->shp_max;
-            row->shp_pred = rc->shp_pred;
-            row->shp_cour = rc->n;
-            snprintf(row->cand, sizeof row->cand, "c%d %.26s", rc->n, rc->cand);
-        }
-    }
+    tpb_row_stats(row, x, n, both && in.rs_gemm >= 0, cour_run, pick);
     if (cx->coll) {
         /* verified only when every rank verified; the slowest rank's medians */
         double v[5] = {ok ? 0.0 : 1.0, row->max_err, row->nai, row->shp, row->unf};
@@ -1198,63 +1233,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
         xs_coll_close(coll, 1);
         return xs_cli_failf("--csv %s: cannot open for writing", o.csv);
     }
-    xs_gpu_report_header(stdout, &gi, argc, argv);
-    if (real)
-        printf("# ranks: %d processes, rank r on GPU r, P = %d real peers: pushes and partials "
-               "into the peers' NCCL symmetric windows (LSA pointers); unfused: ncclAllGather / "
-               "ncclReduceScatter; every rank verifies every byte and signal its window received; "
-               "times are rank 0's (the slowest rank's medians under each row)\n", nranks, nranks);
-    printf("# profile: %s R %.4g B/ns, Q %.6g B, Q/producer %.6g B, r %.4g B/ns%s\n",
-           o.common.pa.file ? o.common.pa.file : "embedded", prof.drain_bytes_per_ns, prof.capacity_bytes,
-           prof.capacity_bytes_per_producer, prof.issue_bytes_per_ns,
-           prof.provisional ? " (provisional)" : "");
-    const char *engine_line =
-        o.engine == XS_TP_ENGINE_SM90
-            ? "sm90: cuda/gemm_sm90.cuh, bf16 wgmma m64n256k16 + TMA, producer warpgroup + 2 "
-              "consumer warpgroups, fp32 accumulate; stored orders only (no streamed stores), "
-              "signals raised right after their payload"
-            : "mma: cuda/gemm.cuh, bf16 mma.sync, fp32 accumulate; stored and streamed orders, "
-              "lazy signals";
-    printf("# engine: %s\n", engine_line);
-    const char *slots_line =
-        o.slots == TPB_SLOTS_BOTH
-            ? "both: row-major slots in the naive_us/shaped_us columns, tile-major slots "
-              "(xs_tp_set_slot_layout; one contiguous run per tile) in naive_tile_us/"
-              "shaped_tile_us, the same orders and inputs in the same iterations"
-        : o.slots == TPB_SLOTS_TILE
-            ? "tile: tile-major reduce-scatter slots (one contiguous run per tile) in every "
-              "fused column; the unfused baseline copies row-major"
-            : "row: row-major reduce-scatter slots (a tile lands as 128 runs of 512 B)";
-    printf("# slots: %s\n", slots_line);
-    char cour_line[384] = "none: every fused column runs the default kernel (no couriers)";
-    if (o.ncour) {
-        size_t cl = 0;
-        for (int v = 0; v < o.ncour; v++)
-            cl += (size_t)snprintf(cour_line + cl, sizeof cour_line - cl, "%s%d", v ? " and " : "",
-                                   o.cour[v]);
-        cl += (size_t)snprintf(cour_line + cl, sizeof cour_line - cl, " courier CTAs next to the "
-                 "default kernel (0), same iterations (columns *_c<N>_*); local_us and bound_us "
-                 "without couriers; they push the all-gather chunks (ag_gemm, mlp), then carry "
-                 "the remote reduce-scatter tiles (gemm_rs, mlp); ");
-        if (o.cour_pace > 0)
-            snprintf(cour_line + cl, sizeof cour_line - cl, "paced at %.2f x R = %.1f B/ns",
-                     o.cour_pace, o.cour_pace * prof.drain_bytes_per_ns);
-        else
-            snprintf(cour_line + cl, sizeof cour_line - cl, "unpaced");
-    }
-    printf("# couriers: %s\n", cour_line);
-    printf("# tiles %dx%d (engine %s), persistent grid = %d "
-           "SMs; push chunks %d KB; tolerance: relative Frobenius <= %.0e, rows <= %.0e vs fp32; "
-           "times: CUDA events (completion incl. drain), median of %d after %d warm-up, L2 "
-           "flushed\n", XS_TP_BM, XS_TP_BN, xs_tp_engine_name(o.engine), gi.sm_count,
-           XS_TP_CHUNK / 1024, XS_TP_TOL_FROB, XS_TP_TOL_ROW, o.common.iters, o.common.warmup);
-    if (csv) {
-        xs_gpu_report_header(csv, &gi, argc, argv);
-        fprintf(csv, "# engine: %s\n", engine_line);
-        fprintf(csv, "# slots: %s\n", slots_line);
-        fprintf(csv, "# couriers: %s\n", cour_line);
-        tpb_csv_header(csv, &o);
-    }
+    tpb_report_header(csv, &gi, &o, &prof, real ? nranks : 0, argc, argv);
     cudaStream_t stream;
     XS_CHECK_CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     tpb_ctx cx = {stream, cb, &prof, &o, gi.sm_count, coll, NULL};

@@ -11,6 +11,7 @@
 #include "tp/tp.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
+#include "xstage_cuda.h"
 
 #define TPB_MAX_LIST 16
 #define TPB_MAX_ITERS 1000
@@ -19,8 +20,8 @@
  * pick default peer counts where compute and PCIe traffic are of comparable size. */
 #define TPB_ENGINE_TFLOPS 355.0
 /* The same for --engine sm90: the plain gemm_sm90 kernel runs at 700-800 TFLOP/s on the H200
- * (bench/results/tp/); the fused kernel's own rate is not measured yet. About twice the rate halves compute / traffic, so the defaults move to fewer
- * peers. */
+ * (bench/results/tp/); the fused kernel's own rate is not measured yet. About twice the rate
+ * halves compute / traffic, so the defaults move to fewer peers. */
 #define TPB_SM90_TFLOPS 700.0
 
 typedef struct {
@@ -100,6 +101,9 @@ typedef struct {
 /* ---- the report (tp_report.cu) ----------------------------------------------------------------- */
 
 void tpb_csv_header(FILE *f, const tpb_opts *o); /* the column line, after the # lines */
+/* The # lines on stdout (and csv with its column line, when not NULL); nranks > 0: real peers. */
+void tpb_report_header(FILE *csv, const xs_gpu_info *gi, const tpb_opts *o,
+                       const xs_profile *prof, int nranks, int argc, char **argv);
 void tpb_csv_row(FILE *f, const tpb_row *r, int both, int ncour);
 void tpb_table_header(void);
 void tpb_table_row(const tpb_row *r);

@@ -316,3 +316,68 @@ void tpb_csv_header(FILE *f, const tpb_opts *o)
     fputs(csv_header_pick, f);
     fputc('\n', f);
 }
+
+/* The # lines of the report on stdout (and csv, with the column line, when not NULL): the
+ * device, the ranks (nranks > 0: real peers), the profile, engine, slots, couriers, tiles,
+ * tolerance and timing. */
+void tpb_report_header(FILE *csv, const xs_gpu_info *gi, const tpb_opts *o,
+                       const xs_profile *prof, int nranks, int argc, char **argv)
+{
+    xs_gpu_report_header(stdout, gi, argc, argv);
+    if (nranks)
+        printf("# ranks: %d processes, rank r on GPU r, P = %d real peers: pushes and partials "
+               "into the peers' NCCL symmetric windows (LSA pointers); unfused: ncclAllGather / "
+               "ncclReduceScatter; every rank verifies every byte and signal its window received; "
+               "times are rank 0's (the slowest rank's medians under each row)\n", nranks, nranks);
+    printf("# profile: %s R %.4g B/ns, Q %.6g B, Q/producer %.6g B, r %.4g B/ns%s\n",
+           o->common.pa.file ? o->common.pa.file : "embedded", prof->drain_bytes_per_ns, prof->capacity_bytes,
+           prof->capacity_bytes_per_producer, prof->issue_bytes_per_ns,
+           prof->provisional ? " (provisional)" : "");
+    const char *engine_line =
+        o->engine == XS_TP_ENGINE_SM90
+            ? "sm90: cuda/gemm_sm90.cuh, bf16 wgmma m64n256k16 + TMA, producer warpgroup + 2 "
+              "consumer warpgroups, fp32 accumulate; stored orders only (no streamed stores), "
+              "signals raised right after their payload"
+            : "mma: cuda/gemm.cuh, bf16 mma.sync, fp32 accumulate; stored and streamed orders, "
+              "lazy signals";
+    printf("# engine: %s\n", engine_line);
+    const char *slots_line =
+        o->slots == TPB_SLOTS_BOTH
+            ? "both: row-major slots in the naive_us/shaped_us columns, tile-major slots "
+              "(xs_tp_set_slot_layout; one contiguous run per tile) in naive_tile_us/"
+              "shaped_tile_us, the same orders and inputs in the same iterations"
+        : o->slots == TPB_SLOTS_TILE
+            ? "tile: tile-major reduce-scatter slots (one contiguous run per tile) in every "
+              "fused column; the unfused baseline copies row-major"
+            : "row: row-major reduce-scatter slots (a tile lands as 128 runs of 512 B)";
+    printf("# slots: %s\n", slots_line);
+    char cour_line[384] = "none: every fused column runs the default kernel (no couriers)";
+    if (o->ncour) {
+        size_t cl = 0;
+        for (int v = 0; v < o->ncour; v++)
+            cl += (size_t)snprintf(cour_line + cl, sizeof cour_line - cl, "%s%d", v ? " and " : "",
+                                   o->cour[v]);
+        cl += (size_t)snprintf(cour_line + cl, sizeof cour_line - cl, " courier CTAs next to the "
+                 "default kernel (0), same iterations (columns *_c<N>_*); local_us and bound_us "
+                 "without couriers; they push the all-gather chunks (ag_gemm, mlp), then carry "
+                 "the remote reduce-scatter tiles (gemm_rs, mlp); ");
+        if (o->cour_pace > 0)
+            snprintf(cour_line + cl, sizeof cour_line - cl, "paced at %.2f x R = %.1f B/ns",
+                     o->cour_pace, o->cour_pace * prof->drain_bytes_per_ns);
+        else
+            snprintf(cour_line + cl, sizeof cour_line - cl, "unpaced");
+    }
+    printf("# couriers: %s\n", cour_line);
+    printf("# tiles %dx%d (engine %s), persistent grid = %d "
+           "SMs; push chunks %d KB; tolerance: relative Frobenius <= %.0e, rows <= %.0e vs fp32; "
+           "times: CUDA events (completion incl. drain), median of %d after %d warm-up, L2 "
+           "flushed\n", XS_TP_BM, XS_TP_BN, xs_tp_engine_name(o->engine), gi->sm_count,
+           XS_TP_CHUNK / 1024, XS_TP_TOL_FROB, XS_TP_TOL_ROW, o->common.iters, o->common.warmup);
+    if (csv) {
+        xs_gpu_report_header(csv, gi, argc, argv);
+        fprintf(csv, "# engine: %s\n", engine_line);
+        fprintf(csv, "# slots: %s\n", slots_line);
+        fprintf(csv, "# couriers: %s\n", cour_line);
+        tpb_csv_header(csv, o);
+    }
+}
