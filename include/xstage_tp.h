@@ -48,9 +48,8 @@ xs_status xs_tp_op_parse(const char *s, xs_tp_op *op);
 #define XS_TP_BN 256             /* tile columns */
 #define XS_TP_CHUNK 65536        /* bytes of one all-gather chunk (one flag, one destination) */
 #define XS_TP_PUSH_MAX 4         /* chunks one push task may carry (streamed riders) */
-#define XS_TP_ARRIVED (1ull << 62) /* flag value of data placed before the launch */
 #define XS_TP_SLOTS 10           /* task lists held per plan */
-#define XS_TP_COURIERS_MAX 16    /* courier CTAs of one launch (xs_tp_set_couriers) */
+#define XS_TP_COURIERS_MAX 16    /* courier CTAs of one launch (xs_tp_plan_set_couriers) */
 
 typedef struct {
     xs_tp_op op;

@@ -41,7 +41,7 @@ static xs_status sim_total(const xs_profile *p, const xs_schedule *sc, double le
  * tasks, each step lasting its mean task cost per CTA (the measured costs; no link); the
  * couriers' pushes are ready at the start and go first; a remote tile's bytes are ready at the
  * end of its task's step and follow in list order; the link carries them at min(R, the pace,
- * C x the per-courier rate of xs_tp_set_courier_rate) from the first ready byte on. model =
+ * C x the per-courier rate of xs_tp_plan_set_courier_rate) from the first ready byte on. model =
  * max(compute end, last byte over the link); ideal = the compute end. No capacity, no issue
  * cost, no copy latency beyond that rate: a simple bound-like model, stated as such. */
 static xs_status tp_predict_couriers(const xs_tp_plan *pl, int slot, const xs_profile *p,
