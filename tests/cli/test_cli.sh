@@ -60,9 +60,13 @@ expect_ok "planned schedule is valid" "$X" predict --schedule "$T/plan.csv"
 expect_ok "profile show" "$X" profile show
 expect_ok "profile show set" "$X" profile show --set chunk_bytes=4096
 grep -q 'chunk_bytes *4096' "$T/out" && ok || bad "--set shows in profile show"
-for f in bench/results/*profile*.json; do
-    [ -e "$f" ] && expect_ok "profile check $f" "$X" profile check "$f"
+nprof=0
+for f in bench/results/*/*profile*.json tests/data/*profile*.json; do
+    [ -e "$f" ] || continue
+    expect_ok "profile check $f" "$X" profile check "$f"
+    nprof=$((nprof + 1))
 done
+[ "$nprof" -ge 3 ] && ok || bad "recorded profiles: $nprof found under bench/results/*/ and tests/data/"
 
 # --- acceptance: the published B200 numbers, one row of 148 producers x B ---------------------
 for B in 8192 16384 32768 65536 131072 262144; do
