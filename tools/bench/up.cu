@@ -1,8 +1,9 @@
 /*
  * up.cu - `xstage bench up`: FlashAttention forward with a piggybacked Ulysses all-to-all, on the
- * shared bench harness (tools/bench/harness.h): the workload's options, variant table, column
- * table and point function; the harness owns the common options, the launch over ranks, the
- * timing rule, the L2 flush, the rounds, the statistics, the report and the verdict.
+ * shared bench harness (tools/bench/harness.h): the workload's options, variant table and point
+ * function (the column table, header notes and summary are up_report.cu); the harness owns the
+ * common options, the launch over ranks, the timing rule, the L2 flush, the rounds, the
+ * statistics, the report and the verdict.
  *
  * One rank of a Ulysses group of P ranks (virtual peers on one GPU: rank 0 is a window in HBM,
  * ranks 1..P-1 are windows in pinned host memory reached over PCIe) holds H heads for the whole

@@ -147,8 +147,8 @@ static int same_size_rows(xs_bench_report *rep, const up_row *rows, int nrows, i
  * how much of the all-to-all the measured pb run hides where it holds and where it fails. */
 static void summary_criterion(xs_bench_report *rep, const up_row *rows, int nrows, int which)
 {
-    double *h[2] = {(double *)malloc((size_t)nrows * sizeof(double)),
-                    (double *)malloc((size_t)nrows * sizeof(double))};
+    const size_t cap = (size_t)(nrows > 0 ? nrows : 1);
+    double *h[2] = {(double *)malloc(cap * sizeof(double)), (double *)malloc(cap * sizeof(double))};
     int nh[2] = {0, 0};
     if (!h[0] || !h[1]) {
         free(h[0]), free(h[1]);
