@@ -425,9 +425,10 @@ static xs_status check_devstatus(up_bufs *B, const char *what)
 {
     xs_devstatus st;
     XS_CU(cudaMemcpy(&st, B->status, sizeof st, cudaMemcpyDeviceToHost));
-    if (st.code)
-        return xs_seterr(XS_ECUDA, "%s: device failure code %u in CTA %u (detail %llu)", what,
-                         st.code, st.block, st.detail);
+    if (st.code) /* the kernel ended: later points can still run */
+        return xs_seterr(st.code == XS_DEVERR_TIMEOUT ? XS_ETIMEOUT : XS_EVERIFY,
+                         "%s: device failure code %u in CTA %u (detail %llu)", what, st.code,
+                         st.block, st.detail);
     return XS_OK;
 }
 
