@@ -207,8 +207,6 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench tp -g 2 m not a multiple" "a multiple of 128" "$X" bench tp -g 2 --op gemm_rs --m 128 --n 256 --k 512
     expect_err "bench up --pilots 9" "--pilots 9: outside 0..8" "$X" bench up --pilots 9
     expect_err "bench up --pilot-max-us -1" "--pilot-max-us" "$X" bench up --pilot-max-us -1
-    expect_err "bench up --load-drain -1" "--load-drain -1: outside 0..1e+06" "$X" bench up --load-drain -1
-    expect_err "bench up --load-drain word" "--load-drain 'abc': not a number" "$X" bench up --load-drain abc
     expect_err "bench up --slice-ns -5" "--slice-ns -5: outside 0..1e+06" "$X" bench up --slice-ns -5
     if "$X" bench up --help 2>&1 | grep -q -- '--pilots N'; then ok; else bad "bench up --help lacks --pilots"; fi
     expect_err "bench up --kv-split -2" "--kv-split -2: outside -1..1048576" "$X" bench up --kv-split -2
