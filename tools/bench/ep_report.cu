@@ -39,7 +39,8 @@ static double ep_ratio(const void *row, int arg)
 
 /* The CSV's columns in its order (docs/EP.md); the table shows those without EP_F. */
 const xs_bench_col ep_cols[] = {
-    EP_S("config", config, 0), EP_S("routing", routing, 0), EP_I("tokens", tokens, 0),
+    {"config", "", "%s", XS_COL_STR, EP_R(config), 0, 0, 0, 18, 0},
+    {"routing", "", "%s", XS_COL_STR, EP_R(routing), 0, 0, 0, 8, 0}, EP_I("tokens", tokens, 0),
     EP_I("peers", peers, 0), EP_T("unfused", EP_UNFUSED, 0), EP_T("wave", EP_WAVE, 0),
     EP_T("interleaved", EP_INTER, 0), EP_T("auto", EP_AUTO, 0),
     EP_D("bound_us", "us", "%.1f", bound_us, 0),
@@ -51,7 +52,7 @@ const xs_bench_col ep_cols[] = {
     EP_D("cublas_gemm_us", "us", "%.1f", cublas_gemm_us, EP_F),
     EP_D("gemm_eff", "x", "%.3f", gemm_eff, 0), EP_I("criterion_met", criterion_ok, 0),
     EP_S("auto_schedule", auto_choice, EP_F),
-    {"auto_plan", "", "%s", XS_COL_CHARS, EP_R(auto_plan), 0, 0, 0, 0, 0},
+    {"auto_plan", "", "%s", XS_COL_CHARS, EP_R(auto_plan), 0, 0, 0, 17, 0},
     EP_I("auto_lead", auto_lead, EP_F), EP_I("lead", lead, EP_F),
     EP_D("pred_wave_us", "us", "%.1f", pred_wave_us, EP_F),
     EP_D("pred_interleaved_us", "us", "%.1f", pred_inter_us, EP_F),
@@ -304,7 +305,6 @@ void ep_summary(xs_bench_report *rep, const ep_row *rows, int n)
         chose_c += r->auto_couriers > 0;
         ncour += isfinite(r->t[EP_COURIER].med);
     }
-    xs_bench_report_note(rep, "%s", "");
     xs_bench_report_note(rep,
                          "summary over %d points (criterion met: %d; not met, met "
                          "reshaped: %d; not met even reshaped: %d); auto chose interleaved on %d "
