@@ -19,8 +19,7 @@
  *   local        the fused kernel with every window in HBM, wave and interleaved order (the
  *                control; its traces give the compute costs the auto rule and bound_us use, and
  *                each tile's unstalled main loop for the per-tile MMA-side stall).
- * Runs are interleaved round-robin over the iterations in a fixed order (auto's plan depends on
- * nothing measured in the rounds, but the order keeps the reference runs comparable) so that
+ * Runs are interleaved round-robin over the iterations, in the variant table's order, so that
  * drift hits every variant alike; before each run the windows are poisoned (bf16 NaN) and L2 is
  * overwritten. Every variant's last run is verified row by row at the destination against an
  * fp32 reference (the unfused path with fp32 GEMM outputs). docs/EP.md defines every column.
