@@ -187,12 +187,6 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench ep --spill-depth 9" "--spill-depth 9: outside 1..8" "$X" bench ep --defer=spill --spill-depth 9
     expect_err "bench ep --long with --tokens" "bench ep: --long chooses the token counts: not with --tokens" "$X" bench ep --long --tokens 1024
     expect_err "bench ep --long with --quick" "bench ep: --long chooses the token counts: not with --quick" "$X" bench ep --quick --long
-    expect_err "bench ep --auto-lead taper at the lead" "bench ep: --auto-lead 5:5: the taper end E of D:E must be below D" "$X" bench ep --auto-lead 5:5
-    expect_err "bench ep --auto-lead zero" "--auto-lead 0: outside 1..100000" "$X" bench ep --auto-lead 0
-    expect_err "bench ep --auto-lead bad taper" "--auto-lead 'x': not an integer" "$X" bench ep --auto-lead 4:x
-    expect_err "bench ep --auto-lead too long" "bench ep: --auto-lead: '11111111111111111111...' is not D or D:E" "$X" bench ep --auto-lead 1111111111111111111111111111111111111111111111111111111111111111:1
-    expect_err "bench ep --auto-fixed without the search" "bench ep: --auto-fixed compares auto with and without its lead search: not with --no-lead-search" "$X" bench ep --auto-fixed --no-lead-search
-    expect_err "bench ep --auto-fixed with a forced lead" "bench ep: --auto-fixed compares auto with and without its lead search: not with --auto-lead" "$X" bench ep --auto-fixed --auto-lead 6
     # bench ep couriers (docs/EP.md, "Couriers")
     expect_err "bench ep --couriers 65" "--couriers 65: outside 0..64" "$X" bench ep --couriers 65
     expect_err "bench ep --couriers -1" "--couriers -1: outside 0..64" "$X" bench ep --couriers -1
