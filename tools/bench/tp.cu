@@ -48,20 +48,14 @@
 
 /* ---- options --------------------------------------------------------------------------------- */
 
-enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_ENGINE, OPT_SLOTS,
-       OPT_COURIERS, OPT_COURIER_PACE, OPT_COURIER_RATE, OPT_SPLIT, OPT_PILOT_REPS };
+enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_ENGINE, OPT_COURIERS };
 
 static const struct option tp_long[] = {
     {"op", required_argument, 0, 'o'},        {"model", required_argument, 0, OPT_MODEL},
     {"m", required_argument, 0, 'm'},         {"n", required_argument, 0, OPT_N},
     {"k", required_argument, 0, OPT_K},       {"peers", required_argument, 0, 'p'},
-    {"pick", required_argument, 0, OPT_PICK}, {"engine", required_argument, 0, OPT_ENGINE},
-    {"slots", required_argument, 0, OPT_SLOTS},
+    {"engine", required_argument, 0, OPT_ENGINE},
     {"couriers", required_argument, 0, OPT_COURIERS},
-    {"courier-pace", required_argument, 0, OPT_COURIER_PACE},
-    {"courier-rate", required_argument, 0, OPT_COURIER_RATE},
-    {"split", required_argument, 0, OPT_SPLIT},
-    {"pilot-reps", required_argument, 0, OPT_PILOT_REPS},
     {0, 0, 0, 0}};
 
 static const char tp_about[] =
@@ -89,10 +83,6 @@ static const char *tp_help(void)
              "      --engine mma|sm90 the fused kernel's tile engine: mma.sync (cuda/gemm.cuh) or\n"
              "                        wgmma/TMA (cuda/gemm_sm90.cuh, H100/H200; stored orders\n"
              "                        only, no streamed stores) [mma]\n"
-             "      --slots row|tile|both  layout of the reduce-scatter slots: row-major (a tile\n"
-             "                        lands as 128 runs of 512 B) or tile-major (one contiguous\n"
-             "                        run per tile); both: naive and shaped also run tile-major\n"
-             "                        in the same rounds (columns *_tile_us) [row]\n"
              "      --couriers LIST   sm90 only: courier counts (1..16, at most %d) the planner\n"
              "                        weighs against the default kernel (shaped = the fastest\n"
              "                        pilot of the family), all timed in the same rounds; 0\n"
@@ -101,32 +91,12 @@ static const char *tp_help(void)
              "                        remote tiles that the other CTAs stage in HBM (docs/TP.md\n"
              "                        \"Couriers (sm90)\"); columns\n"
              "                        naive_cN_us, shaped_cN_us, ... [4,6,8 with sm90, else none]\n"
-             "      --courier-pace F  the couriers together issue at most F x the profile's R\n"
-             "                        (0: unpaced); a few SMs paced at 0.74-1.0 of the link\n"
-             "                        slow no SM, unpaced above R they slow all; 0.98 beat\n"
-             "                        0.95 and 1.0 on gemm_rs (docs/TP.md) [0.98]\n"
-             "      --courier-rate B  one courier's copy rate (B/ns) in the courier prediction\n"
-             "                        (0: no limit); fitted on one H200 run, not calibrated [%.1f]\n"
-             "      --split LIST      gemm_rs, couriers, virtual peers: the planner also pilots\n"
-             "                        the front order with its first remote tiles split along\n"
-             "                        k in these part counts (2..8; 1: none), so the link\n"
-             "                        starts after part of a tile (docs/TP.md, \"Split first\n"
-             "                        steps\") [2,4,8]\n"
-             "      --pick model|measure  shaped order: the model's best candidate, or the fastest\n"
-             "                        of a verified pilot run of the model's candidates [measure]\n"
-             "      --pilot-reps N    runs per pilot (1..%d, every one verified); the median\n"
-             "                        decides [3]\n",
-             TPB_MAX_COUR, XS_TP_COURIER_RATE, TPB_MAX_PILOT_REPS);
+             "                        The couriers together issue at most %.2f x the profile's\n"
+             "                        R; the pilot takes the front order with its first remote\n"
+             "                        tiles split along k in 2, 4 and 8 parts (gemm_rs, virtual\n"
+             "                        peers); every pilot is the median of %d verified runs\n",
+             TPB_MAX_COUR, TPB_COURIER_PACE, TPB_PILOT_REPS);
     return buf;
-}
-
-static void tp_opts_default(tpb_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    o->cour_pace = 0.98;
-    o->cour_rate = XS_TP_COURIER_RATE;
-    o->split[0] = 2, o->split[1] = 4, o->split[2] = 8, o->nsplit = 3;
-    o->pilot_reps = 3;
 }
 
 /* --op LIST: names or all. */
@@ -182,13 +152,16 @@ static xs_status tp_opt_models(tpb_opts *o, const char *arg)
     return XS_OK;
 }
 
-/* A list of distinct counts in lo..hi, `none` (the default, always run) left out, at most
- * `most` others: --couriers (none 0) and --split (none 1). */
-static xs_status tp_opt_counts(const char *opt, const char *arg, long lo, long hi, int none,
-                               int most, const char *what, int *out, int *nout)
+/* --couriers LIST: distinct counts in 0..XS_TP_COURIERS_MAX, 0 (the default kernel, always
+ * run) left out, at most TPB_MAX_COUR others. */
+static xs_status tp_opt_couriers(tpb_opts *o, const char *arg)
 {
+    const char *opt = "--couriers";
+    int *out = o->cour, *nout = &o->ncour;
+    const int none = 0, most = TPB_MAX_COUR;
     int v[TPB_MAX_LIST], nv = 0;
-    XS_TRY(xs_parse_list(opt, arg, 0, lo, hi, v, TPB_MAX_LIST, &nv));
+    o->cour_set = 1;
+    XS_TRY(xs_parse_list(opt, arg, 0, 0, XS_TP_COURIERS_MAX, v, TPB_MAX_LIST, &nv));
     *nout = 0;
     for (int i = 0; i < nv; i++) {
         if (v[i] == none)
@@ -197,7 +170,8 @@ static xs_status tp_opt_counts(const char *opt, const char *arg, long lo, long h
             if (out[j] == v[i])
                 return xs_seterr(XS_EINVAL, "%s: %d given twice", opt, v[i]);
         if (*nout == most)
-            return xs_seterr(XS_EINVAL, "%s: at most %d %s besides %d", opt, most, what, none);
+            return xs_seterr(XS_EINVAL, "%s: at most %d courier counts besides %d", opt, most,
+                             none);
         out[(*nout)++] = v[i];
     }
     return XS_OK;
@@ -216,46 +190,11 @@ static xs_status tp_opt(void *ctx, int ch, const char *arg)
     case 'p':
         return xs_parse_list("--peers", arg, 1, 1, XS_MAX_RANKS, o->peers, TPB_MAX_LIST,
                              &o->npeers);
-    case OPT_PICK:
-        if (strcmp(arg, "model") && strcmp(arg, "measure"))
-            return xs_seterr(XS_EINVAL, "--pick '%s': expected model or measure", arg);
-        o->model_pick = !strcmp(arg, "model");
-        return XS_OK;
     case OPT_ENGINE:
         if (xs_tp_engine_parse(arg, &o->engine) != XS_OK)
             return xs_seterr(XS_EINVAL, "--engine '%s': expected mma or sm90", arg);
         return XS_OK;
-    case OPT_SLOTS:
-        if (!strcmp(arg, "row"))
-            o->slots = TPB_SLOTS_ROW;
-        else if (!strcmp(arg, "tile"))
-            o->slots = TPB_SLOTS_TILE;
-        else if (!strcmp(arg, "both"))
-            o->slots = TPB_SLOTS_BOTH;
-        else
-            return xs_seterr(XS_EINVAL, "--slots '%s': expected row, tile or both", arg);
-        return XS_OK;
-    case OPT_COURIERS:
-        o->cour_set = 1;
-        return tp_opt_counts("--couriers", arg, 0, XS_TP_COURIERS_MAX, 0, TPB_MAX_COUR,
-                             "courier counts", o->cour, &o->ncour);
-    case OPT_COURIER_PACE:
-        return xs_parse_double("--courier-pace", arg, 0, 2, &o->cour_pace);
-    case OPT_COURIER_RATE:
-        XS_TRY(xs_parse_double("--courier-rate", arg, 0, 1000, &o->cour_rate));
-        if (o->cour_rate > 0 && o->cour_rate < 0.1)
-            return xs_seterr(XS_EINVAL, "--courier-rate %g: 0 (no limit) or 0.1..1000 B/ns",
-                             o->cour_rate);
-        return XS_OK;
-    case OPT_PILOT_REPS: {
-        long v = 0;
-        XS_TRY(xs_parse_int("--pilot-reps", arg, 1, TPB_MAX_PILOT_REPS, &v));
-        o->pilot_reps = (int)v;
-        return XS_OK;
-    }
-    case OPT_SPLIT:
-        return tp_opt_counts("--split", arg, 1, XS_TP_SPLIT_MAX, 1, 3, "part counts", o->split,
-                             &o->nsplit);
+    case OPT_COURIERS: return tp_opt_couriers(o, arg);
     }
     return xs_seterr(XS_EINVAL, "bench tp: unhandled option");
 }
@@ -490,24 +429,22 @@ static int tpb_pilot_set(const int *fixed, int nfix, int nc, const int *usable, 
 }
 
 /* Real peers (a no-op otherwise): every rank takes rank 0's pilot set pilot[0..*np) (nfix <=
- * TPB_MAX_PILOT slots) and model choice *choice, and must_run[i] becomes whether pilot i's list
- * is new on any rank (naive's list, in slot sn, counts as seen; slot 2 is overwritten). */
+ * TPB_MAX_PILOT slots), and must_run[i] becomes whether pilot i's list is new on any rank
+ * (naive's list, in slot sn, counts as seen; slot 2 is overwritten). */
 static xs_status tpb_agree_pilot_set(const tpb_ctx *cx, xs_tp *t, int sn, const xs_tp_pace *cand,
                                      const xs_tp_costs *cost, int nfix, int *pilot, int *np,
-                                     int *choice, int *must_run)
+                                     int *must_run)
 {
     if (!cx->e->coll)
         return XS_OK;
-    double v[2 + TPB_MAX_PILOT];
+    double v[1 + TPB_MAX_PILOT];
     v[0] = *np;
-    v[1] = *choice;
     for (int i = 0; i < nfix; i++)
-        v[2 + i] = i < *np ? pilot[i] : -1;
-    XS_TRY(xs_bench_agree_rank0(cx->e, v, 2 + nfix));
+        v[1 + i] = i < *np ? pilot[i] : -1;
+    XS_TRY(xs_bench_agree_rank0(cx->e, v, 1 + nfix));
     *np = (int)v[0];
-    *choice = (int)v[1];
     for (int i = 0; i < *np; i++)
-        pilot[i] = (int)v[2 + i];
+        pilot[i] = (int)v[1 + i];
     /* a list is run when it is new on any rank */
     double nd[TPB_MAX_PILOT];
     unsigned long long seen[TPB_MAX_PILOT + 1];
@@ -530,9 +467,9 @@ static xs_status tpb_pilot_time(const tpb_ctx *cx, xs_tp *t, const tpb_row *row,
                                 const xs_tp_run_opts *ro, const char *what, int *ok, int *pr,
                                 float *ms)
 {
-    double v[TPB_MAX_PILOT_REPS];
+    double v[TPB_PILOT_REPS];
     double dummy = 0;
-    const int n = cx->o->pilot_reps;
+    const int n = TPB_PILOT_REPS;
     for (int j = 0; j < n; j++) {
         float one = 0;
         XS_TRY(tpb_run(cx, t, slot, ro, 0, &one));
@@ -609,12 +546,11 @@ static xs_status tpb_pilot_runs(const tpb_ctx *cx, xs_tp *t, const tpb_row *row,
 }
 
 /* --couriers: plan courier count N (rc->n) of a configuration: its naive order into slot sn and
- * the fastest of a verified pilot run of its candidates (or the model's best, --pick model) into
- * slot ss, both built for grid - N compute CTAs (xs_tp_set_couriers; the context's own count is
+ * the fastest of a verified pilot run of its candidates into slot ss, both built for grid - N compute CTAs (xs_tp_set_couriers; the context's own count is
  * 0 again afterwards). Candidates: the stored shaped ones and the ring ones stored (the sm90
  * engine's set) and the front-loaded order (xs_tp_pace_front: remote tiles as early as they are
  * ready, this rank's own tiles last), and for gemm_rs with virtual peers the front one with its
- * head split along k (--split); the pilot takes the front ones, the model's best, the three
+ * head split along k in 2, 4 and 8 parts; the pilot takes the front ones, the model's best, the three
  * ring ones and two stored ones. The prediction: local_us * grid / (grid - N) + (model - ideal) of
  * xs_tp_predict's fluid model for courier orders. Real peers: the same lockstep rules as the
  * default planner (rank 0's model decides the pilot set, a list runs when it is new on any rank,
@@ -622,7 +558,6 @@ static xs_status tpb_pilot_runs(const tpb_ctx *cx, xs_tp *t, const tpb_row *row,
 static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, tpb_cour *rc,
                                int sn, int ss, const xs_tp_costs *cost, int *ok)
 {
-    const tpb_opts *o = cx->o;
     const int N = rc->n, Gc = cx->grid - N;
     xs_tp_run_opts ro;
     memset(&ro, 0, sizeof ro);
@@ -637,13 +572,13 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
     double pred[XS_TP_NCAND + 4];
     int usable[XS_TP_NCAND + 4];
     /* the stored candidates, the front-loaded order, and for gemm_rs with virtual peers the
-     * front one with its first remote tiles split along k (--split), so that the link starts
-     * after part of a tile (docs/TP.md "Split first steps"); the kernel verifies split tiles
+     * front one with its first remote tiles split along k, so that the link starts after
+     * part of a tile; the kernel verifies split tiles
      * against the reference only with virtual peers */
     int front, fsplit[3];
-    const int nc = xs_tp_courier_candidates(0.9 * xs_capacity(cx->prof, Gc), o->split,
-                                            row->op == XS_TP_GEMM_RS && !cx->e->coll ? o->nsplit
-                                                                                      : 0,
+    static const int split[3] = {2, 4, 8};
+    const int nc = xs_tp_courier_candidates(0.9 * xs_capacity(cx->prof, Gc), split,
+                                            row->op == XS_TP_GEMM_RS && !cx->e->coll ? 3 : 0,
                                             cand, usable, &front, fsplit);
     int mbest = -1;
     XS_TRY(xs_tp_predict_candidates(xs_tp_plan_of(t), 2, cand, usable, nc, cost, cx->prof, pred,
@@ -655,19 +590,12 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
     int pilot[NFIX], must_run[NFIX];
     int np = tpb_pilot_set(fixed, NFIX, nc, usable, pilot, must_run);
     int best = -1; /* -1: the naive order */
-    int model_choice = mbest >= 0 && pred[mbest] < pn.model_ns ? mbest : -1;
-    XS_TRY(tpb_agree_pilot_set(cx, t, sn, cand, cost, NFIX, pilot, &np, &model_choice,
-                               must_run));
+    XS_TRY(tpb_agree_pilot_set(cx, t, sn, cand, cost, NFIX, pilot, &np, must_run));
     rc->pilot[0] = 0;
-    rc->pick_ms = NAN;
-    if (o->model_pick) {
-        best = model_choice;
-    } else {
-        char tag[32];
-        snprintf(tag, sizeof tag, ", %d couriers", N);
-        XS_TRY(tpb_pilot_runs(cx, t, row, sn, &ro, cand, cost, pilot, np, must_run, tag, NULL,
-                              rc->pilot, sizeof rc->pilot, ok, &best, &rc->pick_ms));
-    }
+    char tag[32];
+    snprintf(tag, sizeof tag, ", %d couriers", N);
+    XS_TRY(tpb_pilot_runs(cx, t, row, sn, &ro, cand, cost, pilot, np, must_run, tag, NULL,
+                          rc->pilot, sizeof rc->pilot, ok, &best, &rc->pick_ms));
     xs_tp_pred ps;
     if (best < 0) {
         XS_TRY(xs_tp_order_copy(xs_tp_plan_of(t), ss, sn));
@@ -683,8 +611,8 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
 }
 
 /* The default kernel's planner (slot 1): the candidate shaped orders ranked by the model,
- * the naive order (slot 0, predicted as *pn) and the pilot set run and verified (or with --pick
- * model, the model's best), the chosen one built into slot 1; row->cand, pilot, pick_ms and
+ * the naive order (slot 0, predicted as *pn) and the pilot set run and verified, the fastest
+ * built into slot 1; row->cand, pilot, pick_ms and
  * model_rank. Verification failures clear *ok. */
 static xs_status tpb_plan_default(const tpb_ctx *cx, xs_tp *t, tpb_row *row, xs_tp_run_opts *ro,
                                   const xs_tp_costs *cost, const xs_tp_pred *pn, int *ok)
@@ -732,23 +660,12 @@ static xs_status tpb_plan_default(const tpb_ctx *cx, xs_tp *t, tpb_row *row, xs_
     int best = -1; /* -1: the naive order */
     /* real peers: rank 0's model decides the pilot set (each rank's order is its own
      * rotation of the same plan, and all ranks must run the same number of launches) */
-    if (cx->e->coll) {
-        int choice = pred[order[0]] < pn->model_ns ? order[0] : -1;
-        XS_TRY(tpb_agree_pilot_set(cx, t, 0, cand, cost, TPB_NFIXED, pilot, &np, &choice,
-                                    must_run));
-        if (o->model_pick)
-            best = choice;
-    }
-    row->pick_ms = NAN;
-    if (o->model_pick && !cx->e->coll) {
-        best = pred[order[0]] < pn->model_ns ? order[0] : -1;
-    } else if (!o->model_pick) {
-        ro->local = 0;
-        /* naive first (its run also warms the virtual windows up), then the candidates */
-        XS_TRY(tpb_pilot_runs(cx, t, row, 0, ro, cand, cost, pilot, np, must_run, "",
-                               " (chosen by the slowest rank's time)", row->pilot,
-                               sizeof row->pilot, ok, &best, &row->pick_ms));
-    }
+    XS_TRY(tpb_agree_pilot_set(cx, t, 0, cand, cost, TPB_NFIXED, pilot, &np, must_run));
+    ro->local = 0;
+    /* naive first (its run also warms the virtual windows up), then the candidates */
+    XS_TRY(tpb_pilot_runs(cx, t, row, 0, ro, cand, cost, pilot, np, must_run, "",
+                          " (chosen by the slowest rank's time)", row->pilot, sizeof row->pilot,
+                          ok, &best, &row->pick_ms));
     /* rank of the chosen order in the model's ranking of naive and the candidates */
     const double chosen = best < 0 ? pn->model_ns : pred[best];
     row->model_rank = 1 + (pn->model_ns < chosen);
@@ -823,7 +740,7 @@ static void tpb_row_init(const tpb_opts *o, tpb_row *row)
         rc->pilot[0] = 0;
     }
     row->ok = row->verified = 0;
-    row->unf = row->nai = row->shp = row->nai_t = row->shp_t = row->shp0 = none;
+    row->unf = row->nai = row->shp = row->shp0 = none;
     row->engine = o->engine;
     row->max_err = 0;
     snprintf(row->cand, sizeof row->cand, "-");
@@ -834,15 +751,13 @@ static void tpb_row_init(const tpb_opts *o, tpb_row *row)
 }
 
 /* The row's statistics from the timed rounds x[v * n + j] (nan where variant v did not run:
- * the tile variants without --slots both or a reduce-scatter, courier counts not planned),
+ * courier counts not planned),
  * and the planner's choice `pick` (-1: the default kernel) as `shaped`. */
 static void tpb_row_stats(tpb_row *row, const double *x, int n, int pick)
 {
     row->nai = xs_bench_stat_of(x + TPB_V_NAIVE * n, n);
     row->shp = xs_bench_stat_of(x + TPB_V_SHAPED * n, n);
     row->unf = xs_bench_stat_of(x + TPB_V_UNFUSED * n, n);
-    row->nai_t = xs_bench_stat_of(x + TPB_V_NAIVE_TILE * n, n);
-    row->shp_t = xs_bench_stat_of(x + TPB_V_SHAPED_TILE * n, n);
     for (int v = 0; v < TPB_MAX_COUR; v++) {
         row->cour[v].nai = xs_bench_stat_of(x + (TPB_V_COUR + 2 * v) * n, n);
         row->cour[v].shp = xs_bench_stat_of(x + (TPB_V_COUR + 2 * v + 1) * n, n);
@@ -907,9 +822,8 @@ static xs_status tpb_local_shaped(const tpb_ctx *cx, xs_tp *t, tpb_row *row, xs_
 
 /* --couriers: each courier count's orders (slots 3 + 2v and 4 + 2v, *cour_run of them), then
  * the planner's choice over the family (*pick: -1 the default kernel's shaped order, else
- * courier count v): by the pilot runs (the fastest) or with --pick model by the predictions
- * (the default kernel's burst-gap model against the couriers' fluid one, both on this row's
- * local_us). Real peers: rank 0's choice, so that every rank runs the same slots. */
+ * courier count v): the fastest by the pilot runs. Real peers: rank 0's choice, so that every
+ * rank runs the same slots. */
 static xs_status tpb_plan_family(const tpb_ctx *cx, xs_tp *t, tpb_row *row, const xs_tp_info *in,
                                  const xs_tp_costs *cost, int *ok, int *cour_run, int *pick)
 {
@@ -921,9 +835,9 @@ static xs_status tpb_plan_family(const tpb_ctx *cx, xs_tp *t, tpb_row *row, cons
             XS_TRY(plan_couriers(cx, t, row, &row->cour[v], 3 + 2 * v, 4 + 2 * v, cost, ok));
             *cour_run = v + 1;
         }
-    double best = o->model_pick ? row->shp_pred : row->pick_ms;
+    double best = row->pick_ms;
     for (int v = 0; v < *cour_run; v++) {
-        const double c = o->model_pick ? row->cour[v].shp_pred : row->cour[v].pick_ms;
+        const double c = row->cour[v].pick_ms;
         if (isfinite(c) && (!isfinite(best) || c < best))
             best = c, *pick = v;
     }
@@ -950,21 +864,15 @@ static int tpb_slot(int v)
 {
     if (v >= TPB_V_COUR)
         return v - TPB_V_COUR + 3;
-    return v == TPB_V_SHAPED || v == TPB_V_SHAPED_TILE ? 1 : 0;
+    return v == TPB_V_SHAPED ? 1 : 0;
 }
 
-static int tpb_is_tile(int v) { return v == TPB_V_NAIVE_TILE || v == TPB_V_SHAPED_TILE; }
-
-/* xs_bench_rounds.run: one run of variant v. The tile variants run with tile-major slots (the
- * placed partials are rewritten in that layout, values unchanged: same inputs, same
- * expectations); their verification sets the row layout back. */
+/* xs_bench_rounds.run: one run of variant v. */
 static xs_status tpb_round_run(void *x, int v, int round, double *us)
 {
     tpb_point *p = (tpb_point *)x;
     float ms = 0;
     (void)round;
-    if (tpb_is_tile(v))
-        XS_TRY(xs_tp_set_slot_layout(p->t, XS_TP_LAYOUT_TILE));
     XS_TRY(tpb_run(p->cx, p->t, tpb_slot(v), &p->ro, v == TPB_V_UNFUSED, &ms));
     *us = ms * 1e3;
     return XS_OK;
@@ -973,8 +881,7 @@ static xs_status tpb_round_run(void *x, int v, int round, double *us)
 /* xs_bench_rounds.verify: every byte of the run just made (verified()). */
 static xs_status tpb_round_verify(void *x, int v, int round, int *ok)
 {
-    static const char *const what[TPB_V_COUR] = {"naive", "shaped", "unfused",
-                                                 "naive, tile slots", "shaped, tile slots"};
+    static const char *const what[TPB_V_COUR] = {"naive", "shaped", "unfused"};
     tpb_point *p = (tpb_point *)x;
     char buf[48];
     (void)round;
@@ -983,29 +890,24 @@ static xs_status tpb_round_verify(void *x, int v, int round, int *ok)
                  p->row->cour[(v - TPB_V_COUR) / 2].n);
     *ok = verified(p->t, p->row, v >= TPB_V_COUR ? buf : what[v], &p->printed[v],
                    &p->row->max_err);
-    if (tpb_is_tile(v))
-        XS_TRY(xs_tp_set_slot_layout(p->t, XS_TP_LAYOUT_ROW));
     return XS_OK;
 }
 
-/* The timed rounds of the variants that are on (tile ones with --slots both and a
- * reduce-scatter, courier ones for the cour_run planned counts), every run verified; the
+/* The timed rounds of the variants that are on (the courier ones for the cour_run planned
+ * counts), every run verified; the
  * row's statistics, and over the ranks the verdict and the slowest rank's medians. */
 static xs_status tpb_rounds(tpb_point *p, const xs_tp_info *in, int cour_run, int pick, int *ok)
 {
     const tpb_ctx *cx = p->cx;
     const int n = cx->e->c->b.iters;
-    const int tiles = cx->o->slots == TPB_SLOTS_BOTH && in->rs_gemm >= 0;
-    static const char *const name[TPB_NV] = {"naive",      "shaped",     "unfused",
-                                              "naive_tile", "shaped_tile", "naive_c1",
-                                              "shaped_c1",  "naive_c2",   "shaped_c2",
-                                              "naive_c3",   "shaped_c3"};
-    static_assert(TPB_NV == 11, "one name per variant");
+    static const char *const name[TPB_NV] = {"naive",     "shaped",    "unfused",
+                                              "naive_c1",  "shaped_c1", "naive_c2",
+                                              "shaped_c2", "naive_c3",  "shaped_c3"};
+    static_assert(TPB_NV == 9, "one name per variant");
     xs_bench_variant var[TPB_NV];
     for (int v = 0; v < TPB_NV; v++) {
         var[v].name = name[v]; /* courier variants by their place in --couriers */
-        var[v].on = v < TPB_V_NAIVE_TILE || (tpb_is_tile(v) ? tiles : (v - TPB_V_COUR) / 2 <
-                                                                          cour_run);
+        var[v].on = v < TPB_V_COUR || (v - TPB_V_COUR) / 2 < cour_run;
     }
     xs_bench_rounds r = xs_bench_rounds_default(cx->e, tpb_round_run, tpb_round_verify, p);
     double *x = (double *)malloc(sizeof(double) * TPB_NV * (size_t)n);
@@ -1035,11 +937,10 @@ static xs_status tpb_setup(tpb_point *p, const xs_wintab *tab, uint32_t seed, xs
     tpb_row *row = p->row;
     XS_TRY(xs_tp_create(&row->s, tab, cx->grid, seed, &p->t));
     XS_TRY(xs_tp_set_engine(p->t, o->engine));
-    XS_TRY(xs_tp_set_courier_pace(p->t, o->cour_pace * cx->prof->drain_bytes_per_ns));
-    XS_TRY(xs_tp_set_courier_rate(p->t, o->cour_rate));
-    /* both: everything up to the timed rounds in row layout; the tile variants switch */
-    XS_TRY(xs_tp_set_slot_layout(p->t, o->slots == TPB_SLOTS_TILE ? XS_TP_LAYOUT_TILE
-                                                                   : XS_TP_LAYOUT_ROW));
+    XS_TRY(xs_tp_set_courier_pace(p->t, TPB_COURIER_PACE * cx->prof->drain_bytes_per_ns));
+    XS_TRY(xs_tp_set_courier_rate(p->t, XS_TP_COURIER_RATE));
+    /* row-major reduce-scatter slots: a tile lands as 128 runs of 512 B */
+    XS_TRY(xs_tp_set_slot_layout(p->t, XS_TP_LAYOUT_ROW));
     if (cx->e->coll) {
         const xs_tp_coll tc = {cx->e->coll, tpb_all_gather, tpb_reduce_scatter, tpb_alltoall};
         xs_tp_set_coll(p->t, &tc);
@@ -1250,7 +1151,7 @@ static xs_status tpb_device_check(const xs_bench_env *e, const tpb_opts *o)
 extern "C" int xs_bench_tp(int argc, char **argv)
 {
     tpb_opts o;
-    tp_opts_default(&o);
+    memset(&o, 0, sizeof o);
     xs_bench_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.cmd = "bench tp";

@@ -35,30 +35,25 @@ typedef struct {
     int n[TPB_MAX_LIST], nn;
     int k[TPB_MAX_LIST], nk;
     int peers[TPB_MAX_LIST], npeers;
-    int model_pick;      /* --pick model */
     xs_tp_engine engine; /* --engine: the fused kernel's tile engine */
-    int slots;           /* --slots: TPB_SLOTS_ROW, _TILE or _BOTH */
     int cour[TPB_MAX_COUR], ncour; /* --couriers: courier counts run next to the default (0);
                                       default 4,6,8 on sm90, none on mma */
     int cour_set;                  /* --couriers given */
-    double cour_rate;    /* --courier-rate: one courier's copy rate in the prediction, B/ns */
-    double cour_pace;    /* --courier-pace: the couriers' pace, a fraction of the profile's R
-                            (0 = unpaced) */
-    int split[3], nsplit; /* --split: part counts of the split front candidates (gemm_rs with
-                             couriers, virtual peers); default 2,4,8; 1 alone: none */
-    int pilot_reps;       /* --pilot-reps: runs per pilot, the median decides [3] */
 } tpb_opts;
-#define TPB_MAX_PILOT_REPS 9
 
-/* --slots: the reduce-scatter slot layout(s) of the fused runs (xs_tp_set_slot_layout) */
-enum { TPB_SLOTS_ROW = 0, TPB_SLOTS_TILE = 1, TPB_SLOTS_BOTH = 2 };
+/* The couriers together issue at most this fraction of the profile's R: a few SMs paced at
+ * 0.74-1.0 of the link slow no SM, unpaced above R they slow all; 0.98 beat 0.95 and 1.0 on
+ * gemm_rs on the H200. */
+#define TPB_COURIER_PACE 0.98
+/* Runs per pilot, every one verified; the median decides (one run lets noise pick the slower
+ * of two orders a few percent apart). */
+#define TPB_PILOT_REPS 3
 
 /* The variants of a configuration, run in the same rounds: the default kernel's naive and
- * shaped orders, the unfused sequence, the same two orders with tile-major slots (--slots both,
- * ops with a reduce-scatter), then naive and shaped per courier count v (TPB_V_COUR + 2v,
- * + 2v + 1). */
-enum { TPB_V_NAIVE, TPB_V_SHAPED, TPB_V_UNFUSED, TPB_V_NAIVE_TILE, TPB_V_SHAPED_TILE,
-       TPB_V_COUR, TPB_NV = TPB_V_COUR + 2 * TPB_MAX_COUR };
+ * shaped orders, the unfused sequence, then naive and shaped per courier count v
+ * (TPB_V_COUR + 2v, + 2v + 1). */
+enum { TPB_V_NAIVE, TPB_V_SHAPED, TPB_V_UNFUSED, TPB_V_COUR,
+       TPB_NV = TPB_V_COUR + 2 * TPB_MAX_COUR };
 
 /* One courier count of a configuration (--couriers): its naive and chosen shaped orders, built
  * for grid - n compute CTAs, timed in the same rounds as the rows' default runs. */
@@ -83,7 +78,6 @@ typedef struct {
     int grid, tiles, ok, ran, verified;
     double remote_mb, local_tflops;
     xs_bench_stat unf, nai, shp;     /* us */
-    xs_bench_stat nai_t, shp_t;      /* --slots both: the same orders with tile-major slots, us */
     double local_us, bound_us, comm_us, nai_pred, shp_pred;                    /* us */
     double shp_local; /* the chosen shaped order against HBM windows (no link): what the order
                          and its streaming cost the GEMM itself, us */
@@ -109,15 +103,15 @@ typedef struct {
 /* ---- the report (tp_report.cu) --------------------------------------------------------------- */
 
 enum { TPB_MAX_COLS = 96 };
-/* The columns of this run into cols (TPB_MAX_COLS): the base set, the tile columns with --slots
- * both, one set per courier count; returns their count. Names of the per-count columns live in
+/* The columns of this run into cols (TPB_MAX_COLS): the base set, one set per courier count;
+ * returns their count. Names of the per-count columns live in
  * a static buffer (one table per process). */
 int tpb_cols(const tpb_opts *o, xs_bench_col *cols);
 /* The '#' notes after the device header: real peers, profile, engine, slots, couriers, tiles,
  * tolerance and timing. */
 void tpb_report_notes(xs_bench_report *r, const xs_bench_env *e, const tpb_opts *o,
                       const xs_profile *prof);
-/* The sweep's detail hook: pilot runs, tile slots, the planner's choice, couriers, and the
+/* The sweep's detail hook: pilot runs, the planner's choice, couriers, and the
  * slowest rank's medians under a row. */
 void tpb_detail(void *ctx, int i, const void *row, xs_bench_report *r);
 /* The summary notes over the rows (after xs_bench_report_end); the verdict is the harness's. */

@@ -139,16 +139,9 @@ static int cols_base(xs_bench_col *c)
 
 int tpb_cols(const tpb_opts *o, xs_bench_col *c)
 {
-    static const char *const tile[2][4] = {
-        {"naive_tile_us", NULL, "naive_tile_min_us", "naive_tile_max_us"},
-        {"shaped_tile_us", NULL, "shaped_tile_min_us", "shaped_tile_max_us"}};
     static char names[TPB_MAX_COUR][10][48]; /* the per-count names: one table per process */
     const int F = XS_COL_FILE;
     int n = cols_base(c);
-    if (o->slots == TPB_SLOTS_BOTH) { /* nan where the op has no reduce-scatter: ag_gemm */
-        col_time(c, &n, tile[0], OFF(nai_t), F);
-        col_time(c, &n, tile[1], OFF(shp_t), F);
-    }
     for (int v = 0; v < o->ncour; v++) {
         char(*nm)[48] = names[v];
         const int N = o->cour[v];
@@ -202,15 +195,8 @@ void tpb_report_notes(xs_bench_report *r, const xs_bench_env *e, const tpb_opts 
               "signals raised right after their payload"
             : "mma: cuda/gemm.cuh, bf16 mma.sync, fp32 accumulate; stored and streamed orders, "
               "lazy signals");
-    xs_bench_report_note(r, "slots: %s",
-        o->slots == TPB_SLOTS_BOTH
-            ? "both: row-major slots in the naive_us/shaped_us columns, tile-major slots "
-              "(xs_tp_set_slot_layout; one contiguous run per tile) in naive_tile_us/"
-              "shaped_tile_us, the same orders and inputs in the same rounds"
-        : o->slots == TPB_SLOTS_TILE
-            ? "tile: tile-major reduce-scatter slots (one contiguous run per tile) in every "
-              "fused column; the unfused baseline copies row-major"
-            : "row: row-major reduce-scatter slots (a tile lands as 128 runs of 512 B)");
+    xs_bench_report_note(r, "slots: row-major reduce-scatter slots (a tile lands as 128 runs of "
+                         "512 B)");
     char cour_line[384] = "none: every fused column runs the default kernel (no couriers)";
     if (o->ncour) {
         size_t cl = 0;
@@ -221,11 +207,8 @@ void tpb_report_notes(xs_bench_report *r, const xs_bench_env *e, const tpb_opts 
                  "default kernel (0), same rounds (columns *_c<N>_*); local_us and bound_us "
                  "without couriers; they push the all-gather chunks (ag_gemm, mlp), then carry "
                  "the remote reduce-scatter tiles (gemm_rs, mlp); ");
-        if (o->cour_pace > 0)
-            snprintf(cour_line + cl, sizeof cour_line - cl, "paced at %.2f x R = %.1f B/ns",
-                     o->cour_pace, o->cour_pace * prof->drain_bytes_per_ns);
-        else
-            snprintf(cour_line + cl, sizeof cour_line - cl, "unpaced");
+        snprintf(cour_line + cl, sizeof cour_line - cl, "paced at %.2f x R = %.1f B/ns",
+                 TPB_COURIER_PACE, TPB_COURIER_PACE * prof->drain_bytes_per_ns);
     }
     xs_bench_report_note(r, "couriers: %s", cour_line);
     xs_bench_report_note(r, "tiles %dx%d (engine %s), persistent grid = %d SMs; push chunks %d KB; "
@@ -246,12 +229,6 @@ void tpb_detail(void *ctx, int i, const void *rowp, xs_bench_report *rep)
         return;
     if (r->pilot[0])
         xs_bench_report_note(rep, "  pilot runs, us: %s", r->pilot);
-    if (isfinite(r->shp_t.med))
-        xs_bench_report_note(rep, "  tile slots, us: naive %.1f (%.1f%%), shaped %.1f (%.1f%%); "
-                             "row/tile naive %.3f, shaped %.3f; shaped/bound %.3f", r->nai_t.med,
-                             xs_bench_spread_pct(&r->nai_t), r->shp_t.med,
-                             xs_bench_spread_pct(&r->shp_t), r->nai.med / r->nai_t.med,
-                             r->shp.med / r->shp_t.med, r->shp_t.med / r->bound_us);
     if (r->shp_cour > 0 || isfinite(r->cour[0].shp.med))
         xs_bench_report_note(rep, "  planner's choice: %d couriers; default kernel shaped %.1f us "
                              "(%.1f%%) %s, pred %.1f", r->shp_cour, r->shp0.med,
@@ -302,25 +279,6 @@ static void ratio_line(xs_bench_report *rep, const char *what, const tpb_row *ro
     if (n)
         xs_bench_report_note(rep, "summary: %-7s %s/shaped: %s", what, num ? "naive" : "unfused",
                              gmm(v, n, buf, sizeof buf));
-}
-
-/* --slots both: row/tile of the naive or shaped medians over the rows of op (> 1: tile-major
- * slots faster). */
-static void tile_ratio_line(xs_bench_report *rep, const tpb_row *rows, int nrows, int op,
-                            int shaped)
-{
-    double v[TPB_MAX_SUM];
-    char buf[128];
-    int n = 0;
-    for (int i = 0; i < nrows && n < TPB_MAX_SUM; i++) {
-        const tpb_row *r = &rows[i];
-        if (!r->ok || (int)r->op != op || !isfinite(r->shp_t.med))
-            continue;
-        v[n++] = shaped ? r->shp.med / r->shp_t.med : r->nai.med / r->nai_t.med;
-    }
-    if (n)
-        xs_bench_report_note(rep, "summary: %-7s %s row/tile: %s", xs_tp_op_name((xs_tp_op)op),
-                             shaped ? "shaped" : "naive", gmm(v, n, buf, sizeof buf));
 }
 
 /* --couriers: shaped_c0/shaped_cN (the default kernel's shaped order over N couriers' shaped
@@ -408,8 +366,8 @@ static void mlp_line(xs_bench_report *rep, const tpb_row *rows, int nrows)
 void tpb_summary(xs_bench_report *rep, const tpb_row *rows, int nrows)
 {
     int nok = 0, nran = 0, ntimed = 0, nge = 0, nrs = 0, nrs10 = 0, nrsf10 = 0, nagree = 0;
-    int nstream = 0, nrs_t = 0, nrs10_t = 0, ntile = 0;
-    double worst_rs = 0, worst_rsf = 0, worst_ge = INFINITY, worst_rs_t = 0;
+    int nstream = 0;
+    double worst_rs = 0, worst_rsf = 0, worst_ge = INFINITY;
     double perr[TPB_MAX_SUM];
     int npe = 0;
     for (int i = 0; i < nrows; i++) {
@@ -421,7 +379,6 @@ void tpb_summary(xs_bench_report *rep, const tpb_row *rows, int nrows)
         if (!r->ok)
             continue;
         ntimed++;
-        ntile += isfinite(r->shp_t.med) != 0;
         /* within noise: the shaped median no slower than the naive one by more than the larger
          * of the two spreads */
         const double noise = fmax(r->nai.max - r->nai.min, r->shp.max - r->shp.min);
@@ -433,11 +390,6 @@ void tpb_summary(xs_bench_report *rep, const tpb_row *rows, int nrows)
             nrsf10 += r->shp.med <= 1.10 * r->floor_us;
             worst_rs = fmax(worst_rs, r->shp.med / r->bound_us);
             worst_rsf = fmax(worst_rsf, r->shp.med / r->floor_us);
-            if (isfinite(r->shp_t.med)) {
-                nrs_t++;
-                nrs10_t += r->shp_t.med <= 1.10 * r->bound_us;
-                worst_rs_t = fmax(worst_rs_t, r->shp_t.med / r->bound_us);
-            }
         }
         /* ring orders stream on the mma engine; sm90 runs them stored */
         nstream += strstr(r->cand, "stream") != NULL ||
@@ -463,14 +415,6 @@ void tpb_summary(xs_bench_report *rep, const tpb_row *rows, int nrows)
         xs_bench_report_note(rep, "summary: gemm_rs shaped within 10%% of floor_us in %d of %d "
                              "rows (worst %.3f x floor)", nrsf10, nrs, worst_rsf);
     }
-    if (ntile) /* --slots both: the rows above are row-major slots */
-        for (int sh = 0; sh < 2; sh++) {
-            tile_ratio_line(rep, rows, nrows, XS_TP_GEMM_RS, sh);
-            tile_ratio_line(rep, rows, nrows, XS_TP_MLP, sh);
-        }
-    if (nrs_t)
-        xs_bench_report_note(rep, "summary: gemm_rs shaped, tile slots, within 10%% of bound_us in "
-                             "%d of %d rows (worst %.3f x bound)", nrs10_t, nrs_t, worst_rs_t);
     for (int v = 0; v < TPB_MAX_COUR; v++)
         cour_lines(rep, rows, nrows, v);
     choice_line(rep, rows, nrows, ntimed);
