@@ -152,7 +152,6 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "calibrate bad --dest" "destination state 'warm'" "$X" calibrate --dest warm
     expect_err "replay negative --max-skew" "--max-skew -5: outside" "$X" replay --schedule examples/ep_wave.csv --max-skew -5
     expect_err "calibrate bad --max-skew" "--max-skew 'soon': not a number" "$X" calibrate --max-skew soon
-    expect_err "bench tp bad --slots" "expected row, tile or both" "$X" bench tp --slots diagonal
     expect_err "bench tp bad --engine" "expected mma or sm90" "$X" bench tp --engine tpu
     # --couriers (docs/TP.md "Couriers (sm90)"): sm90 only, 0..16, at most three besides 0;
     # default 4,8 on sm90 and none on mma (an explicit list on mma is refused)
@@ -164,17 +163,7 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench tp --couriers four" "--couriers: at most 3 courier counts besides 0" "$X" bench tp --engine sm90 --couriers 2,4,8,16
     expect_err "bench tp --couriers 0 on mma (accepted: the next check speaks)" "--n and --k go together" "$X" bench tp --couriers 0 --n 4096
     if "$X" bench tp --help 2>&1 | grep -q -- '4,6,8 with sm90'; then ok; else bad "bench tp --help lacks the sm90 courier default"; fi
-    # --split (docs/TP.md "Split first steps") and --pilot-reps
-    expect_err "bench tp --split 9" "--split 9: outside 1..8" "$X" bench tp --engine sm90 --split 9
-    expect_err "bench tp --split twice" "--split: 2 given twice" "$X" bench tp --engine sm90 --split 2,2
-    expect_err "bench tp --split four" "--split: at most 3 part counts besides 1" "$X" bench tp --engine sm90 --split 2,3,4,8
-    expect_err "bench tp --pilot-reps 0" "--pilot-reps 0: outside 1..9" "$X" bench tp --pilot-reps 0
-    if "$X" bench tp --help 2>&1 | grep -q -- '--split LIST'; then ok; else bad "bench tp --help lacks --split"; fi
     if "$X" bench tp --help 2>&1 | grep -q -- '--couriers LIST'; then ok; else bad "bench tp --help lacks --couriers"; fi
-    expect_err "bench tp --courier-pace 3" "--courier-pace 3: outside 0..2" "$X" bench tp --engine sm90 --couriers 4 --courier-pace 3
-    expect_err "bench tp --courier-rate 0.05" "--courier-rate 0.05: 0 (no limit) or 0.1..1000" "$X" bench tp --engine sm90 --courier-rate 0.05
-    expect_err "bench tp --courier-rate word" "--courier-rate 'fast': not a number" "$X" bench tp --engine sm90 --courier-rate fast
-    expect_err "bench tp --courier-pace word" "--courier-pace 'fast': not a number" "$X" bench tp --engine sm90 --courier-pace fast
     # bench -g/--gpus: one-line errors before any GPU is touched (docs/MULTIGPU.md)
     expect_err "bench ep -g 0" "--gpus 0: outside 1..64" "$X" bench ep -g 0
     expect_err "bench ep -g 65" "--gpus 65: outside 1..64" "$X" bench ep --gpus 65

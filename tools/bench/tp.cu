@@ -1,7 +1,9 @@
 /*
- * tools/bench/tp.cu - `xstage bench tp`: fused GEMM + reduce-scatter, fused all-gather + GEMM and the
- * fused TP MLP block, against the unfused sequence, on one GPU with virtual peers, or (-g N)
- * on N GPUs, one rank per GPU, with real peers (docs/MULTIGPU.md).
+ * tools/bench/tp.cu - `xstage bench tp`: fused GEMM + reduce-scatter, fused all-gather + GEMM
+ * and the fused TP MLP block, against the unfused sequence, on one GPU with virtual peers, or
+ * (-g N) on N GPUs, one rank per GPU, with real peers (docs/MULTIGPU.md). A variant table and a
+ * point function over the shared bench harness (tools/bench/harness.h): the harness owns the
+ * common options, the launch, the rounds, the statistics, the report and the verdict.
  *
  * This rank (0) of P: its window in HBM, ranks 1..P-1 windows in pinned host memory reached
  * over PCIe (the X-Stage under test). Per configuration, same inputs, run side by side:
@@ -18,19 +20,19 @@
  * four most promising candidates (and the naive order) get one verified pilot run each and the
  * fastest becomes `shaped` (the model's own choice is reported next to it).
  * Times are CUDA events around each launch or sequence (completion: includes the drain of the
- * remote stores), medians of -n iterations after -w warm-up, L2 flushed before each, the three
- * variants interleaved iteration by iteration. Every run is verified: the first local run
- * against an fp32 cuBLAS reference (relative Frobenius <= 1e-2, every row <= 2e-2), every later
- * run bitwise against it, every byte that crossed PCIe read back by the CPU at its destination
- * together with its signal. docs/TP.md defines the columns.
+ * remote stores), medians of -n rounds after -w warm-up, L2 flushed before each, the variants
+ * interleaved round by round (xs_bench_rounds_run, rotated). Every run is verified: the first
+ * local run against an fp32 cuBLAS reference (relative Frobenius <= 1e-2, every row <= 2e-2),
+ * every later run bitwise against it, every byte that crossed PCIe read back by the CPU at its
+ * destination together with its signal. docs/TP.md defines the columns.
  */
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tp/tp.h"
 #include "xstage.h"
@@ -38,293 +40,168 @@
 #include "xstage_cmd.h"
 #include "xstage_cuda.h"
 #include "xstage_launch.h"
-#include "xstage_sigint.h"
 #include "xstage_pattern.h"
 #include "xstage_win.h"
 
+#include "harness.h"
 #include "tp_bench.h"
 
-/* ---- options -------------------------------------------------------------------------------- */
+/* ---- options --------------------------------------------------------------------------------- */
 
-static int parse_list(const char *opt, const char *s, long lo, long hi, int *out, int *n)
+enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_ENGINE, OPT_COURIERS };
+
+static const struct option tp_long[] = {
+    {"op", required_argument, 0, 'o'},        {"model", required_argument, 0, OPT_MODEL},
+    {"m", required_argument, 0, 'm'},         {"n", required_argument, 0, OPT_N},
+    {"k", required_argument, 0, OPT_K},       {"peers", required_argument, 0, 'p'},
+    {"engine", required_argument, 0, OPT_ENGINE},
+    {"couriers", required_argument, 0, OPT_COURIERS},
+    {0, 0, 0, 0}};
+
+static const char tp_about[] =
+    "Tensor parallelism on one GPU with virtual peers (rank 0 in HBM, ranks 1..P-1 in\n"
+    "pinned host memory over PCIe): fused GEMM + reduce-scatter (gemm_rs), all-gather +\n"
+    "GEMM (ag_gemm) and the TP MLP block (mlp), naive and shaped, against cuBLAS + the\n"
+    "collective; every byte that crosses the link is verified at its destination.\n"
+    "With -g N (N > 1) the peers are the ranks (P = N, real windows; docs/MULTIGPU.md);\n"
+    "-g 1 is the one-GPU bench (virtual peers). --quick: one token count, fewer peers.\n";
+
+/* The workload's usage lines (their defaults are compile-time constants). */
+static const char *tp_help(void)
 {
-    return xs_parse_list(opt, s, 1, lo, hi, out, TPB_MAX_LIST, n) != XS_OK ? xs_cli_fail() : 0;
+    static char buf[4096];
+    snprintf(buf, sizeof buf,
+             "  -o, --op LIST         gemm_rs,ag_gemm,mlp or all [all]\n"
+             "      --model LIST      llama3-8b,llama3-70b,llama3-405b or all [all]; gemm_rs is the\n"
+             "                        down projection (n=H, k=I), ag_gemm the gate+up projection\n"
+             "                        (n=2I, k=H), mlp the block (n=H, k=I)\n"
+             "  -m, --m LIST          tokens (K suffix ok) [per model: 8b 8K,16K; 70b 4K,8K;\n"
+             "                        405b 2K,4K]\n"
+             "      --n LIST, --k LIST  explicit full layer widths instead of --model (all pairs)\n"
+             "  -p, --peers LIST      ranks, this one included [per operation and model: the\n"
+             "                        two of 2,4,8,16 whose compute / PCIe time is nearest 1]\n"
+             "      --engine mma|sm90 the fused kernel's tile engine: mma.sync (cuda/gemm.cuh) or\n"
+             "                        wgmma/TMA (cuda/gemm_sm90.cuh, H100/H200; stored orders\n"
+             "                        only, no streamed stores) [mma]\n"
+             "      --couriers LIST   sm90 only: courier counts (1..16, at most %d) the planner\n"
+             "                        weighs against the default kernel (shaped = the fastest\n"
+             "                        pilot of the family), all timed in the same rounds; 0\n"
+             "                        alone: the default kernel only. The last N CTAs\n"
+             "                        of the grid push the all-gather chunks, then copy the\n"
+             "                        remote tiles that the other CTAs stage in HBM (docs/TP.md\n"
+             "                        \"Couriers (sm90)\"); columns\n"
+             "                        naive_cN_us, shaped_cN_us, ... [4,6,8 with sm90, else none]\n"
+             "                        The couriers together issue at most %.2f x the profile's\n"
+             "                        R; the pilot takes the front order with its first remote\n"
+             "                        tiles split along k in 2, 4 and 8 parts (gemm_rs, virtual\n"
+             "                        peers); every pilot is the median of %d verified runs\n",
+             TPB_MAX_COUR, TPB_COURIER_PACE, TPB_PILOT_REPS);
+    return buf;
 }
 
-static void usage(FILE *f)
+/* --op LIST: names or all. */
+static xs_status tp_opt_ops(tpb_opts *o, const char *arg)
 {
-    fprintf(f,
-            "usage: xstage bench tp [options]\n"
-            "Tensor parallelism on one GPU with virtual peers (rank 0 in HBM, ranks 1..P-1 in\n"
-            "pinned host memory over PCIe): fused GEMM + reduce-scatter (gemm_rs), all-gather +\n"
-            "GEMM (ag_gemm) and the TP MLP block (mlp), naive and shaped, against cuBLAS + the\n"
-            "collective; every byte that crosses the link is verified at its destination.\n"
-            "  -o, --op LIST         gemm_rs,ag_gemm,mlp or all [all]\n"
-            "      --model LIST      llama3-8b,llama3-70b,llama3-405b or all [all]; gemm_rs is the\n"
-            "                        down projection (n=H, k=I), ag_gemm the gate+up projection\n"
-            "                        (n=2I, k=H), mlp the block (n=H, k=I)\n"
-            "  -m, --m LIST          tokens (K suffix ok) [per model: 8b 8K,16K; 70b 4K,8K;\n"
-            "                        405b 2K,4K]\n"
-            "      --n LIST, --k LIST  explicit full layer widths instead of --model (all pairs)\n"
-            "  -p, --peers LIST      ranks, this one included [per operation and model: the\n"
-            "                        two of 2,4,8,16 whose compute / PCIe time is nearest 1]\n"
-            "  -n, --iters N         timed iterations of each variant [5]\n"
-            "  -w, --warmup N        warm-up iterations [1]\n"
-            "      --engine mma|sm90 the fused kernel's tile engine: mma.sync (cuda/gemm.cuh) or\n"
-            "                        wgmma/TMA (cuda/gemm_sm90.cuh, H100/H200; stored orders\n"
-            "                        only, no streamed stores) [mma]\n"
-            "      --slots row|tile|both  layout of the reduce-scatter slots: row-major (a tile\n"
-            "                        lands as 128 runs of 512 B) or tile-major (one contiguous\n"
-            "                        run per tile); both: naive and shaped also run tile-major\n"
-            "                        in the same iterations (columns *_tile_us) [row]\n"
-            "      --couriers LIST   sm90 only: courier counts (1..16, at most %d) the planner\n"
-            "                        weighs against the default kernel (shaped = the fastest\n"
-            "                        pilot of the family), all timed in the same iterations; 0\n"
-            "                        alone: the default kernel only. The last N CTAs\n"
-            "                        of the grid push the all-gather chunks, then copy the\n"
-            "                        remote tiles that the other CTAs stage in HBM (docs/TP.md\n"
-            "                        \"Couriers (sm90)\"); columns\n"
-            "                        naive_cN_us, shaped_cN_us, ... [4,6,8 with sm90, else none]\n"
-            "      --courier-pace F  the couriers together issue at most F x the profile's R\n"
-            "                        (0: unpaced); a few SMs paced at 0.74-1.0 of the link\n"
-            "                        slow no SM, unpaced above R they slow all; 0.98 beat\n"
-            "                        0.95 and 1.0 on gemm_rs (docs/TP.md) [0.98]\n"
-            "      --courier-rate B  one courier's copy rate (B/ns) in the courier prediction\n"
-            "                        (0: no limit); fitted on one H200 run, not calibrated [%.1f]\n"
-            "      --split LIST      gemm_rs, couriers, virtual peers: the planner also pilots\n"
-            "                        the front order with its first remote tiles split along\n"
-            "                        k in these part counts (2..8; 1: none), so the link\n"
-            "                        starts after part of a tile (docs/TP.md, \"Split first\n"
-            "                        steps\") [2,4,8]\n"
-            "      --pick model|measure  shaped order: the model's best candidate, or the fastest\n"
-            "                        of a verified pilot run of the model's candidates [measure]\n"
-            "      --pilot-reps N    runs per pilot (1..%d, every one verified); the median\n"
-            "                        decides [3]\n"
-            "      --timeout S       bound of every device-side wait, seconds [2]\n"
-            "      --max-time S      skip the remaining configurations after S seconds [200]\n"
-            "      --seed N          input seed [12345]\n"
-            "  -d, --device N        CUDA device [0]\n"
-            "  -g, --gpus N          N ranks, one process per GPU (rank r on GPU r), the peers\n"
-            "                        are the ranks (P = N, real windows; docs/MULTIGPU.md);\n"
-            "                        -g 1 is the one-GPU bench (virtual peers)\n"
-            "      --csv FILE        write the rows as CSV (with '#' header lines)\n"
-            "      --quick           fewer shapes (one token count, fewer peers), -n 3\n"
-            "      --profile FILE    calibrated profile (JSON); default: embedded H200 PCIe\n"
-            "      --set NAME=VALUE  override a numeric profile field (repeatable)\n"
-            "  -h, --help\n", TPB_MAX_COUR, XS_TP_COURIER_RATE, TPB_MAX_PILOT_REPS);
-}
-
-static int parse_opts(int argc, char **argv, tpb_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    o->common.iters = 5, o->common.warmup = 1;
-    o->common.seed = 12345, o->timeout_s = 2, o->max_time_s = 200;
-    o->cour_pace = 0.98;
-    o->cour_rate = XS_TP_COURIER_RATE;
-    o->split[0] = 2, o->split[1] = 4, o->split[2] = 8, o->nsplit = 3;
-    o->pilot_reps = 3;
-    int ops_set = 0, models_set = 0;
-    enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_PICK, OPT_TIMEOUT, OPT_MAXTIME,
-           OPT_ENGINE, OPT_SLOTS, OPT_COURIERS, OPT_COURIER_PACE, OPT_COURIER_RATE, OPT_SPLIT,
-           OPT_PILOT_REPS };
-    static const struct option lo[] = {
-        {"op", required_argument, 0, 'o'},        {"model", required_argument, 0, OPT_MODEL},
-        {"m", required_argument, 0, 'm'},         {"n", required_argument, 0, OPT_N},
-        {"k", required_argument, 0, OPT_K},       {"peers", required_argument, 0, 'p'},
-        {"iters", required_argument, 0, 'n'},     {"warmup", required_argument, 0, 'w'},
-        {"pick", required_argument, 0, OPT_PICK}, {"timeout", required_argument, 0, OPT_TIMEOUT},
-        {"max-time", required_argument, 0, OPT_MAXTIME},
-        {"engine", required_argument, 0, OPT_ENGINE},
-        {"slots", required_argument, 0, OPT_SLOTS},
-        {"couriers", required_argument, 0, OPT_COURIERS},
-        {"courier-pace", required_argument, 0, OPT_COURIER_PACE},
-        {"courier-rate", required_argument, 0, OPT_COURIER_RATE},
-        {"split", required_argument, 0, OPT_SPLIT},
-        {"pilot-reps", required_argument, 0, OPT_PILOT_REPS},
-        {"seed", required_argument, 0, XS_OPT_SEED}, {"device", required_argument, 0, 'd'},
-        {"csv", required_argument, 0, XS_OPT_CSV}, {"quick", no_argument, 0, XS_OPT_QUICK},
-        {"profile", required_argument, 0, XS_OPT_PROFILE},
-        {"gpus", required_argument, 0, 'g'},
-        {"set", required_argument, 0, XS_OPT_SET}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    int c;
-    long v;
-    double d;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:m:p:n:w:d:g:h", lo, NULL)) != -1) {
-        switch (c) {
-        case 'o': {
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", optarg);
-            o->nops = 0;
-            for (char *sv = NULL, *tok = strtok_r(buf, ",", &sv); tok;
-                 tok = strtok_r(NULL, ",", &sv)) {
-                if (!strcmp(tok, "all")) {
-                    for (int i = 0; i < XS_TP_NOPS; i++)
-                        o->ops[i] = i;
-                    o->nops = XS_TP_NOPS;
-                    continue;
-                }
-                xs_tp_op op;
-                if (xs_tp_op_parse(tok, &op) != XS_OK)
-                    return xs_cli_fail();
-                if (o->nops >= XS_TP_NOPS)
-                    return xs_cli_failf("--op: at most %d operations", XS_TP_NOPS);
-                o->ops[o->nops++] = (int)op;
-            }
-            if (!o->nops)
-                return xs_cli_failf("--op: empty list");
-            ops_set = 1;
-            break;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    o->nops = 0;
+    for (char *sv = NULL, *tok = strtok_r(buf, ",", &sv); tok; tok = strtok_r(NULL, ",", &sv)) {
+        if (!strcmp(tok, "all")) {
+            for (int i = 0; i < XS_TP_NOPS; i++)
+                o->ops[i] = i;
+            o->nops = XS_TP_NOPS;
+            continue;
         }
-        case OPT_MODEL: {
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", optarg);
-            o->nmodels = 0;
-            for (char *sv = NULL, *tok = strtok_r(buf, ",", &sv); tok;
-                 tok = strtok_r(NULL, ",", &sv)) {
-                int found = -1;
-                for (int i = 0; i < XS_TP_NMODELS; i++)
-                    if (!strcmp(tok, xs_tp_model_at(i)->name) || !strcmp(tok, xs_tp_model_at(i)->name + 7))
-                        found = i;
-                if (!strcmp(tok, "all")) {
-                    for (int i = 0; i < XS_TP_NMODELS; i++)
-                        o->models[i] = i;
-                    o->nmodels = XS_TP_NMODELS;
-                    continue;
-                }
-                if (found < 0)
-                    return xs_cli_failf("--model '%s': unknown (llama3-8b, llama3-70b, "
-                                        "llama3-405b or all)", tok);
-                if (o->nmodels >= XS_TP_NMODELS)
-                    return xs_cli_failf("--model: at most %d models", XS_TP_NMODELS);
-                o->models[o->nmodels++] = found;
-            }
-            models_set = 1;
-            break;
-        }
-        case 'm':
-            if (parse_list("--m", optarg, 1, 1 << 24, o->m, &o->nm))
-                return 1;
-            break;
-        case OPT_N:
-            if (parse_list("--n", optarg, 1, 1 << 24, o->n, &o->nn))
-                return 1;
-            break;
-        case OPT_K:
-            if (parse_list("--k", optarg, 1, 1 << 24, o->k, &o->nk))
-                return 1;
-            break;
-        case 'p':
-            if (parse_list("--peers", optarg, 1, XS_MAX_RANKS, o->peers, &o->npeers))
-                return 1;
-            break;
-        case 'n':
-        case 'w':
-        case 'd':
-        case 'g':
-        case XS_OPT_SEED:
-        case XS_OPT_PROFILE:
-        case XS_OPT_SET:
-            if (xs_parse_bench_opt(c, optarg, TPB_MAX_ITERS, &o->common) < 0)
-                return xs_cli_fail();
-            break;
-        case OPT_PICK:
-            if (!strcmp(optarg, "model"))
-                o->model_pick = 1;
-            else if (!strcmp(optarg, "measure"))
-                o->model_pick = 0;
-            else
-                return xs_cli_failf("--pick '%s': expected model or measure", optarg);
-            break;
-        case OPT_TIMEOUT:
-            if (xs_parse_double("--timeout", optarg, 1e-4, 600, &d) != XS_OK)
-                return xs_cli_fail();
-            o->timeout_s = d;
-            break;
-        case OPT_MAXTIME:
-            if (xs_parse_double("--max-time", optarg, 1, 1e6, &d) != XS_OK)
-                return xs_cli_fail();
-            o->max_time_s = d;
-            break;
-        case OPT_ENGINE:
-            if (xs_tp_engine_parse(optarg, &o->engine) != XS_OK)
-                return xs_cli_failf("--engine '%s': expected mma or sm90", optarg);
-            break;
-        case OPT_SLOTS:
-            if (!strcmp(optarg, "row"))
-                o->slots = TPB_SLOTS_ROW;
-            else if (!strcmp(optarg, "tile"))
-                o->slots = TPB_SLOTS_TILE;
-            else if (!strcmp(optarg, "both"))
-                o->slots = TPB_SLOTS_BOTH;
-            else
-                return xs_cli_failf("--slots '%s': expected row, tile or both", optarg);
-            break;
-        case OPT_COURIERS: {
-            int v[TPB_MAX_LIST], nv = 0;
-            o->cour_set = 1;
-            if (xs_parse_list("--couriers", optarg, 0, 0, XS_TP_COURIERS_MAX, v, TPB_MAX_LIST,
-                              &nv) != XS_OK)
-                return xs_cli_fail();
-            o->ncour = 0;
-            for (int i = 0; i < nv; i++) {
-                if (v[i] == 0) /* the default kernel: always run */
-                    continue;
-                for (int j = 0; j < o->ncour; j++)
-                    if (o->cour[j] == v[i])
-                        return xs_cli_failf("--couriers: %d given twice", v[i]);
-                if (o->ncour == TPB_MAX_COUR)
-                    return xs_cli_failf("--couriers: at most %d courier counts besides 0",
-                                        TPB_MAX_COUR);
-                o->cour[o->ncour++] = v[i];
-            }
-            break;
-        }
-        case OPT_COURIER_PACE:
-            if (xs_parse_double("--courier-pace", optarg, 0, 2, &o->cour_pace) != XS_OK)
-                return xs_cli_fail();
-            break;
-        case OPT_COURIER_RATE:
-            if (xs_parse_double("--courier-rate", optarg, 0, 1000, &o->cour_rate) != XS_OK)
-                return xs_cli_fail();
-            if (o->cour_rate > 0 && o->cour_rate < 0.1)
-                return xs_cli_failf("--courier-rate %g: 0 (no limit) or 0.1..1000 B/ns",
-                                    o->cour_rate);
-            break;
-        case OPT_PILOT_REPS: {
-            long v = 0;
-            if (xs_parse_int("--pilot-reps", optarg, 1, TPB_MAX_PILOT_REPS, &v) != XS_OK)
-                return xs_cli_fail();
-            o->pilot_reps = (int)v;
-            break;
-        }
-        case OPT_SPLIT: {
-            int v[TPB_MAX_LIST], nv = 0;
-            if (xs_parse_list("--split", optarg, 0, 1, XS_TP_SPLIT_MAX, v, TPB_MAX_LIST, &nv) !=
-                XS_OK)
-                return xs_cli_fail();
-            o->nsplit = 0;
-            for (int i = 0; i < nv; i++) {
-                if (v[i] == 1) /* whole tiles: the plain front order, always piloted */
-                    continue;
-                for (int j = 0; j < o->nsplit; j++)
-                    if (o->split[j] == v[i])
-                        return xs_cli_failf("--split: %d given twice", v[i]);
-                if (o->nsplit == 3)
-                    return xs_cli_failf("--split: at most 3 part counts besides 1");
-                o->split[o->nsplit++] = v[i];
-            }
-            break;
-        }
-        case XS_OPT_CSV: o->csv = optarg; break;
-        case XS_OPT_QUICK: o->quick = 1; break;
-        case 'h': usage(stdout); return -1;
-        default: usage(stderr); return 1;
-        }
+        xs_tp_op op;
+        XS_TRY(xs_tp_op_parse(tok, &op));
+        if (o->nops >= XS_TP_NOPS)
+            return xs_seterr(XS_EINVAL, "--op: at most %d operations", XS_TP_NOPS);
+        o->ops[o->nops++] = (int)op;
     }
-    if (optind < argc)
-        return xs_cli_failf("bench tp: unexpected argument '%s'", argv[optind]);
+    if (!o->nops)
+        return xs_seterr(XS_EINVAL, "--op: empty list");
+    o->ops_set = 1;
+    return XS_OK;
+}
+
+/* --model LIST: llama3-8b (or 8b), ... or all. */
+static xs_status tp_opt_models(tpb_opts *o, const char *arg)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    o->nmodels = 0;
+    for (char *sv = NULL, *tok = strtok_r(buf, ",", &sv); tok; tok = strtok_r(NULL, ",", &sv)) {
+        int found = -1;
+        for (int i = 0; i < XS_TP_NMODELS; i++)
+            if (!strcmp(tok, xs_tp_model_at(i)->name) || !strcmp(tok, xs_tp_model_at(i)->name + 7))
+                found = i;
+        if (!strcmp(tok, "all")) {
+            for (int i = 0; i < XS_TP_NMODELS; i++)
+                o->models[i] = i;
+            o->nmodels = XS_TP_NMODELS;
+            continue;
+        }
+        if (found < 0)
+            return xs_seterr(XS_EINVAL, "--model '%s': unknown (llama3-8b, llama3-70b, "
+                             "llama3-405b or all)", tok);
+        if (o->nmodels >= XS_TP_NMODELS)
+            return xs_seterr(XS_EINVAL, "--model: at most %d models", XS_TP_NMODELS);
+        o->models[o->nmodels++] = found;
+    }
+    o->models_set = 1;
+    return XS_OK;
+}
+
+/* --couriers LIST: distinct counts in 0..XS_TP_COURIERS_MAX, 0 (the default kernel, always
+ * run) left out, at most TPB_MAX_COUR others. */
+static xs_status tp_opt_couriers(tpb_opts *o, const char *arg)
+{
+    const char *opt = "--couriers";
+    int *out = o->cour, *nout = &o->ncour;
+    const int none = 0, most = TPB_MAX_COUR;
+    int v[TPB_MAX_LIST], nv = 0;
+    o->cour_set = 1;
+    XS_TRY(xs_parse_list(opt, arg, 0, 0, XS_TP_COURIERS_MAX, v, TPB_MAX_LIST, &nv));
+    *nout = 0;
+    for (int i = 0; i < nv; i++) {
+        if (v[i] == none)
+            continue;
+        for (int j = 0; j < *nout; j++)
+            if (out[j] == v[i])
+                return xs_seterr(XS_EINVAL, "%s: %d given twice", opt, v[i]);
+        if (*nout == most)
+            return xs_seterr(XS_EINVAL, "%s: at most %d courier counts besides %d", opt, most,
+                             none);
+        out[(*nout)++] = v[i];
+    }
+    return XS_OK;
+}
+
+/* One workload option (xs_bench_spec.opt). */
+static xs_status tp_opt(void *ctx, int ch, const char *arg)
+{
+    tpb_opts *o = (tpb_opts *)ctx;
+    switch (ch) {
+    case 'o': return tp_opt_ops(o, arg);
+    case OPT_MODEL: return tp_opt_models(o, arg);
+    case 'm': return xs_parse_list("--m", arg, 1, 1, 1 << 24, o->m, TPB_MAX_LIST, &o->nm);
+    case OPT_N: return xs_parse_list("--n", arg, 1, 1, 1 << 24, o->n, TPB_MAX_LIST, &o->nn);
+    case OPT_K: return xs_parse_list("--k", arg, 1, 1, 1 << 24, o->k, TPB_MAX_LIST, &o->nk);
+    case 'p':
+        return xs_parse_list("--peers", arg, 1, 1, XS_MAX_RANKS, o->peers, TPB_MAX_LIST,
+                             &o->npeers);
+    case OPT_ENGINE:
+        if (xs_tp_engine_parse(arg, &o->engine) != XS_OK)
+            return xs_seterr(XS_EINVAL, "--engine '%s': expected mma or sm90", arg);
+        return XS_OK;
+    case OPT_COURIERS: return tp_opt_couriers(o, arg);
+    }
+    return xs_seterr(XS_EINVAL, "bench tp: unhandled option");
+}
+
+/* The checks and defaults after parsing (XS_EINVAL with its one line). */
+static xs_status tp_check(tpb_opts *o, const xs_bench_common *c)
+{
     if (!o->cour_set && o->engine == XS_TP_ENGINE_SM90) {
         /* the planner's family on sm90: the default kernel and 4, 6 and 8 couriers (on the
          * H200, 6 couriers won 9 of 36 rows, mostly compute-bound ones, where 8 cost the compute
@@ -333,81 +210,80 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
         o->ncour = 3;
     }
     if (o->ncour > 0 && o->engine != XS_TP_ENGINE_SM90)
-        return xs_cli_failf("--couriers: needs --engine sm90 (the mma engine streams its remote "
-                            "stores through the next main loop instead)");
-    {
-        /* -g 1 is the one-GPU bench (its --peers are virtual); with N > 1 the ranks are the
-         * peers */
-        const xs_gpus_conflict cf[] = {
-            {"--device", o->common.device_set, "rank r runs on GPU r"},
-            {"--peers", o->common.gpus > 1 && o->npeers > 0,
-             "with -g the ranks are the peers: P = the number of GPUs"}};
-        if (xs_gpus_check("bench tp", o->common.gpus_set, o->common.gpus, cf, 2) != XS_OK)
-            return xs_cli_fail();
-        if (o->common.gpus > 1) {
-            o->peers[0] = o->common.gpus;
-            o->npeers = 1;
-        }
+        return xs_seterr(XS_EINVAL, "--couriers: needs --engine sm90 (the mma engine streams its "
+                         "remote stores through the next main loop instead)");
+    /* -g 1 is the one-GPU bench (its --peers are virtual); with N > 1 the ranks are the peers */
+    const xs_gpus_conflict cf[] = {
+        {"--device", c->b.device_set, "rank r runs on GPU r"},
+        {"--peers", c->b.gpus > 1 && o->npeers > 0,
+         "with -g the ranks are the peers: P = the number of GPUs"}};
+    XS_TRY(xs_gpus_check("bench tp", c->b.gpus_set, c->b.gpus, cf, 2));
+    if (c->b.gpus > 1) {
+        o->peers[0] = c->b.gpus;
+        o->npeers = 1;
     }
     if ((o->nn > 0) != (o->nk > 0))
-        return xs_cli_failf("bench tp: --n and --k go together (explicit layer widths)");
-    if (o->nn && models_set)
-        return xs_cli_failf("bench tp: --model and --n/--k are alternatives");
+        return xs_seterr(XS_EINVAL, "bench tp: --n and --k go together (explicit layer widths)");
+    if (o->nn && o->models_set)
+        return xs_seterr(XS_EINVAL, "bench tp: --model and --n/--k are alternatives");
     if (o->nn && !o->nm)
-        return xs_cli_failf("bench tp: --n/--k need --m (tokens)");
+        return xs_seterr(XS_EINVAL, "bench tp: --n/--k need --m (tokens)");
     if (o->nn && !o->npeers)
-        return xs_cli_failf("bench tp: --n/--k need --peers");
-    if (!ops_set) {
+        return xs_seterr(XS_EINVAL, "bench tp: --n/--k need --peers");
+    if (!o->ops_set) {
         for (int i = 0; i < XS_TP_NOPS; i++)
             o->ops[i] = i;
         o->nops = XS_TP_NOPS;
     }
-    if (!models_set && !o->nn) {
+    if (!o->models_set && !o->nn) {
         for (int i = 0; i < XS_TP_NMODELS; i++)
             o->models[i] = i;
         o->nmodels = XS_TP_NMODELS;
     }
-    if (o->quick && !o->common.iters_set)
-        o->common.iters = 3;
-    return 0;
+    return XS_OK;
 }
 
 /* ---- configurations -------------------------------------------------------------------------- */
 
-/* The full layer widths of an op on a model: gemm_rs the down projection, ag_gemm gate+up. */
-static int build_rows(const tpb_opts *o, double drain, tpb_row **out, int *nout)
+enum { TPB_MAX_ROWS = 256 };
+
+/* One more configuration (its shape checked: xs_tp_info_of's one line on a bad one). */
+static xs_status tp_add_row(tpb_row *rows, int *n, xs_tp_op op, const char *model, int m, int nn,
+                            int k, int p)
 {
-    int cap = 256, n = 0;
-    tpb_row *rows = (tpb_row *)calloc((size_t)cap, sizeof *rows);
-    if (!rows)
-        return xs_cli_failf("out of host memory");
-#define ADD_ROW(op_, model_, m_, n_, k_, p_)                                                  \
-    do {                                                                                      \
-        if (n == cap) {                                                                       \
-            free(rows);                                                                       \
-            return xs_cli_failf("bench tp: more than %d configurations", cap);                \
-        }                                                                                     \
-        tpb_row *r_ = &rows[n++];                                                             \
-        r_->op = (xs_tp_op)(op_), r_->model = (model_);                                       \
-        r_->s.op = (xs_tp_op)(op_), r_->s.m = (m_), r_->s.n = (n_), r_->s.k = (k_);           \
-        r_->s.peers = (p_);                                                                   \
-        xs_tp_info in_;                                                                       \
-        if (xs_tp_info_of(&r_->s, &in_) != XS_OK) {                                           \
-            free(rows);                                                                       \
-            return xs_cli_fail();                                                             \
-        }                                                                                     \
-    } while (0)
-    for (int oi = 0; oi < o->nops; oi++) {
+    if (*n == TPB_MAX_ROWS)
+        return xs_seterr(XS_EINVAL, "bench tp: more than %d configurations", TPB_MAX_ROWS);
+    tpb_row *r = &rows[*n];
+    r->index = (*n)++;
+    r->op = op, r->model = model;
+    r->s.op = op, r->s.m = m, r->s.n = nn, r->s.k = k, r->s.peers = p;
+    xs_tp_info in;
+    return xs_tp_info_of(&r->s, &in);
+}
+
+/* The configurations in the order they are built: per op, explicit widths (--n/--k) or per
+ * model its token counts and peer counts (default: xs_tp_default_peers on the profile's drain
+ * rate). Then grouped by peer count, in first-appearance order (one window set per group);
+ * each row keeps its built index, which seeds its inputs. rows: TPB_MAX_ROWS. */
+static xs_status build_rows(const tpb_opts *o, int quick, double drain, tpb_row *rows, int *nout)
+{
+    tpb_row *built = (tpb_row *)calloc(TPB_MAX_ROWS, sizeof *built);
+    if (!built)
+        return xs_seterr(XS_ENOMEM, "out of host memory");
+    int n = 0;
+    xs_status st = XS_OK;
+    for (int oi = 0; oi < o->nops && st == XS_OK; oi++) {
         const xs_tp_op op = (xs_tp_op)o->ops[oi];
         if (o->nn) {
             for (int a = 0; a < o->nm; a++)
                 for (int b = 0; b < o->nn; b++)
                     for (int c = 0; c < o->nk; c++)
-                        for (int p = 0; p < o->npeers; p++)
-                            ADD_ROW(op, "custom", o->m[a], o->n[b], o->k[c], o->peers[p]);
+                        for (int p = 0; p < o->npeers && st == XS_OK; p++)
+                            st = tp_add_row(built, &n, op, "custom", o->m[a], o->n[b], o->k[c],
+                                            o->peers[p]);
             continue;
         }
-        for (int mi = 0; mi < o->nmodels; mi++) {
+        for (int mi = 0; mi < o->nmodels && st == XS_OK; mi++) {
             const xs_tp_model *md = xs_tp_model_at(o->models[mi]);
             int nn = 0, kk = 0;
             xs_tp_model_nk(op, md, &nn, &kk);
@@ -417,10 +293,10 @@ static int build_rows(const tpb_opts *o, double drain, tpb_row **out, int *nout)
                 nms = o->nm;
             } else {
                 ms[nms++] = md->tokens[0];
-                if (!o->quick)
+                if (!quick)
                     ms[nms++] = md->tokens[1];
             }
-            for (int a = 0; a < nms; a++) {
+            for (int a = 0; a < nms && st == XS_OK; a++) {
                 if (o->npeers) {
                     memcpy(ps, o->peers, sizeof(int) * o->npeers);
                     nps = o->npeers;
@@ -428,64 +304,43 @@ static int build_rows(const tpb_opts *o, double drain, tpb_row **out, int *nout)
                     nps = xs_tp_default_peers(op, md, ms[a], drain,
                                               o->engine == XS_TP_ENGINE_SM90 ? TPB_SM90_TFLOPS
                                                                              : TPB_ENGINE_TFLOPS,
-                                              o->quick ? 1 : 2, ps);
+                                              quick ? 1 : 2, ps);
                 }
-                for (int p = 0; p < nps; p++)
-                    ADD_ROW(op, md->name, ms[a], nn, kk, ps[p]);
+                for (int p = 0; p < nps && st == XS_OK; p++)
+                    st = tp_add_row(built, &n, op, md->name, ms[a], nn, kk, ps[p]);
             }
         }
     }
-#undef ADD_ROW
-    *out = rows;
-    *nout = n;
-    return 0;
+    /* grouped by peer count, first appearance first */
+    int m = 0;
+    for (int i = 0; i < n && st == XS_OK; i++) {
+        int first = 1;
+        for (int j = 0; j < i; j++)
+            first &= built[j].s.peers != built[i].s.peers;
+        for (int j = i; first && j < n; j++)
+            if (built[j].s.peers == built[i].s.peers)
+                rows[m++] = built[j];
+    }
+    free(built);
+    *nout = m;
+    return st;
 }
-
-/* ---- statistics ------------------------------------------------------------------------------- */
-
-typedef struct {
-    double med, min, max;
-} tpb_stat;
-
-static tpb_stat stat_of(const double *x, int n)
-{
-    tpb_stat s = {xs_median(x, (size_t)n), xs_min(x, (size_t)n), xs_max(x, (size_t)n)};
-    return s;
-}
-
 
 /* ---- one configuration ----------------------------------------------------------------------- */
 
+/* What every configuration shares. With -g N, N > 1 (e->coll), the ranks walk every
+ * configuration in lockstep: every decision that could differ between ranks (costs, pilot set
+ * and choice, skips) is agreed through the collectives, every fused or unfused run sits between
+ * two barriers (e->ws). */
 typedef struct {
-    cudaStream_t s;
+    xs_bench_env *e;
     xs_cublas *cb;
     const xs_profile *prof;
     const tpb_opts *o;
     int grid;
-    /* -g N, N > 1: real peers (NULL otherwise). The ranks walk every configuration in lockstep:
-     * every decision that could differ between ranks (costs, pilot set and choice, skips) is
-     * agreed through the collectives, every fused or unfused run sits between two barriers. */
-    xs_coll *coll;
-    xs_winset *ws;
 } tpb_ctx;
 
-enum { TPB_BARRIER_MS = 120000 }; /* ranks drift by a configuration's host-side work, not more */
-
-/* A failed library call inside a configuration: print it, mark the row, leave the row. With
- * real peers the rank then stops the run (the others would wait for it in the next barrier). */
-#define ROW_TRY(call)                                                                          \
-    do {                                                                                       \
-        if ((call) != XS_OK) {                                                                 \
-            fprintf(stderr, "xstage: error: %s %s m=%d n=%d k=%d P=%d: %s\n",                  \
-                    xs_tp_op_name(row->op), row->model, row->s.m, row->s.n, row->s.k,          \
-                    row->s.peers, xs_errmsg());                                                \
-            ok = 0;                                                                            \
-            row->failed = 1;                                                                   \
-            goto out;                                                                          \
-        }                                                                                      \
-    } while (0)
-
-/* ---- real peers (-g N): the collectives behind xs_tp_coll, runs between barriers ---------- */
+/* ---- real peers (-g N): the collectives behind xs_tp_coll, runs between barriers ------------- */
 
 static xs_status tpb_all_gather(void *c, const void *send, void *recv, size_t bytes,
                                 cudaStream_t s)
@@ -505,21 +360,20 @@ static xs_status tpb_alltoall(void *c, const void *send, void *recv, size_t byte
 
 /* A fused run (or, unfused = 1, the unfused sequence). Real peers, not local: all ranks meet
  * before (no one stores into a window its owner is still verifying) and after (every source's
- * stores are in place before the owner verifies). */
+ * stores are in place before the owner verifies); xs_bench_barrier is a no-op without them. */
 static xs_status tpb_run(const tpb_ctx *cx, xs_tp *t, int slot, const xs_tp_run_opts *ro,
                          int unfused, float *ms)
 {
-    const int sync = cx->ws && (unfused || !ro->local);
+    const int sync = unfused || !ro->local;
     if (sync)
-        XS_TRY(xs_win_barrier(cx->ws, TPB_BARRIER_MS));
-    XS_TRY(unfused ? xs_tp_run_unfused(t, cx->cb, cx->s, ms) : xs_tp_run(t, slot, ro, cx->s, ms));
+        XS_TRY(xs_bench_barrier(cx->e));
+    XS_TRY(unfused ? xs_tp_run_unfused(t, cx->cb, cx->e->stream, ms)
+                   : xs_tp_run(t, slot, ro, cx->e->stream, ms));
     if (sync)
-        XS_TRY(xs_win_barrier(cx->ws, TPB_BARRIER_MS));
+        XS_TRY(xs_bench_barrier(cx->e));
     return XS_OK;
 }
 
-/* 1 when the list hash h is among seen[0..n): a list already measured (small problems: most
- * candidates coincide). */
 /* Whether the task list in slot 2 is one not yet in seen[0..*n) (naive's is the first); a new
  * one is added. Small problems: most candidates coincide, and a list is measured once. */
 static int tpb_new_list(const xs_tp *t, unsigned long long *seen, int *n)
@@ -530,24 +384,6 @@ static int tpb_new_list(const xs_tp *t, unsigned long long *seen, int *n)
             return 0;
     seen[(*n)++] = h;
     return 1;
-}
-
-/* Real peers: v[0..n) becomes the maximum over the ranks (no-op otherwise). */
-static xs_status tpb_agree_max(const tpb_ctx *cx, double *v, int n)
-{
-    return cx->coll ? xs_coll_max(cx->coll, v, n) : XS_OK;
-}
-
-/* Real peers: every rank takes rank 0's v[0..n) (values >= -1; a max in which the others send
- * -2). */
-static xs_status tpb_agree_rank0(const tpb_ctx *cx, double *v, int n)
-{
-    if (!cx->coll)
-        return XS_OK;
-    if (xs_coll_rank(cx->coll) != 0)
-        for (int i = 0; i < n; i++)
-            v[i] = -2;
-    return xs_coll_max(cx->coll, v, n);
 }
 
 /* Verify the last run; print the first problem once per variant. */
@@ -593,24 +429,22 @@ static int tpb_pilot_set(const int *fixed, int nfix, int nc, const int *usable, 
 }
 
 /* Real peers (a no-op otherwise): every rank takes rank 0's pilot set pilot[0..*np) (nfix <=
- * TPB_MAX_PILOT slots) and model choice *choice, and must_run[i] becomes whether pilot i's list
- * is new on any rank (naive's list, in slot sn, counts as seen; slot 2 is overwritten). */
+ * TPB_MAX_PILOT slots), and must_run[i] becomes whether pilot i's list is new on any rank
+ * (naive's list, in slot sn, counts as seen; slot 2 is overwritten). */
 static xs_status tpb_agree_pilot_set(const tpb_ctx *cx, xs_tp *t, int sn, const xs_tp_pace *cand,
                                      const xs_tp_costs *cost, int nfix, int *pilot, int *np,
-                                     int *choice, int *must_run)
+                                     int *must_run)
 {
-    if (!cx->coll)
+    if (!cx->e->coll)
         return XS_OK;
-    double v[2 + TPB_MAX_PILOT];
+    double v[1 + TPB_MAX_PILOT];
     v[0] = *np;
-    v[1] = *choice;
     for (int i = 0; i < nfix; i++)
-        v[2 + i] = i < *np ? pilot[i] : -1;
-    XS_TRY(tpb_agree_rank0(cx, v, 2 + nfix));
+        v[1 + i] = i < *np ? pilot[i] : -1;
+    XS_TRY(xs_bench_agree_rank0(cx->e, v, 1 + nfix));
     *np = (int)v[0];
-    *choice = (int)v[1];
     for (int i = 0; i < *np; i++)
-        pilot[i] = (int)v[2 + i];
+        pilot[i] = (int)v[1 + i];
     /* a list is run when it is new on any rank */
     double nd[TPB_MAX_PILOT];
     unsigned long long seen[TPB_MAX_PILOT + 1];
@@ -620,7 +454,7 @@ static xs_status tpb_agree_pilot_set(const tpb_ctx *cx, xs_tp *t, int sn, const 
         XS_TRY(xs_tp_order_shaped(xs_tp_plan_of(t), 2, &cand[pilot[i]], cost, cx->prof));
         nd[i] = tpb_new_list(t, seen, &nseen);
     }
-    XS_TRY(tpb_agree_max(cx, nd, *np > 0 ? *np : 1));
+    XS_TRY(xs_bench_agree_max(cx->e, nd, *np > 0 ? *np : 1));
     for (int i = 0; i < *np; i++)
         must_run[i] = nd[i] != 0.0;
     return XS_OK;
@@ -633,9 +467,9 @@ static xs_status tpb_pilot_time(const tpb_ctx *cx, xs_tp *t, const tpb_row *row,
                                 const xs_tp_run_opts *ro, const char *what, int *ok, int *pr,
                                 float *ms)
 {
-    double v[TPB_MAX_PILOT_REPS];
+    double v[TPB_PILOT_REPS];
     double dummy = 0;
-    const int n = cx->o->pilot_reps;
+    const int n = TPB_PILOT_REPS;
     for (int j = 0; j < n; j++) {
         float one = 0;
         XS_TRY(tpb_run(cx, t, slot, ro, 0, &one));
@@ -693,12 +527,12 @@ static xs_status tpb_pilot_runs(const tpb_ctx *cx, xs_tp *t, const tpb_row *row,
             best_ms = ms, *best = pilot[i];
     }
     *pick_ms = best_ms;
-    if (cx->coll) {
+    if (cx->e->coll) {
         /* the fastest by the slowest rank's time: the same choice on every rank */
         double v[TPB_MAX_PILOT + 1];
         for (int i = 0; i < npr; i++)
             v[i] = pilot_ms[i];
-        XS_TRY(tpb_agree_max(cx, v, npr));
+        XS_TRY(xs_bench_agree_max(cx->e, v, npr));
         *best = -1;
         int b = 0;
         for (int i = 1; i < npr; i++)
@@ -712,12 +546,11 @@ static xs_status tpb_pilot_runs(const tpb_ctx *cx, xs_tp *t, const tpb_row *row,
 }
 
 /* --couriers: plan courier count N (rc->n) of a configuration: its naive order into slot sn and
- * the fastest of a verified pilot run of its candidates (or the model's best, --pick model) into
- * slot ss, both built for grid - N compute CTAs (xs_tp_set_couriers; the context's own count is
+ * the fastest of a verified pilot run of its candidates into slot ss, both built for grid - N compute CTAs (xs_tp_set_couriers; the context's own count is
  * 0 again afterwards). Candidates: the stored shaped ones and the ring ones stored (the sm90
  * engine's set) and the front-loaded order (xs_tp_pace_front: remote tiles as early as they are
  * ready, this rank's own tiles last), and for gemm_rs with virtual peers the front one with its
- * head split along k (--split); the pilot takes the front ones, the model's best, the three
+ * head split along k in 2, 4 and 8 parts; the pilot takes the front ones, the model's best, the three
  * ring ones and two stored ones. The prediction: local_us * grid / (grid - N) + (model - ideal) of
  * xs_tp_predict's fluid model for courier orders. Real peers: the same lockstep rules as the
  * default planner (rank 0's model decides the pilot set, a list runs when it is new on any rank,
@@ -725,11 +558,10 @@ static xs_status tpb_pilot_runs(const tpb_ctx *cx, xs_tp *t, const tpb_row *row,
 static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, tpb_cour *rc,
                                int sn, int ss, const xs_tp_costs *cost, int *ok)
 {
-    const tpb_opts *o = cx->o;
     const int N = rc->n, Gc = cx->grid - N;
     xs_tp_run_opts ro;
     memset(&ro, 0, sizeof ro);
-    ro.timeout_ns = (unsigned long long)(o->timeout_s * 1e9);
+    ro.timeout_ns = (unsigned long long)(cx->e->c->timeout_s * 1e9);
     ro.flush_l2 = 1;
     XS_TRY(xs_tp_set_couriers(t, N));
     XS_TRY(xs_tp_order_naive(xs_tp_plan_of(t), sn));
@@ -740,12 +572,13 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
     double pred[XS_TP_NCAND + 4];
     int usable[XS_TP_NCAND + 4];
     /* the stored candidates, the front-loaded order, and for gemm_rs with virtual peers the
-     * front one with its first remote tiles split along k (--split), so that the link starts
-     * after part of a tile (docs/TP.md "Split first steps"); the kernel verifies split tiles
+     * front one with its first remote tiles split along k, so that the link starts after
+     * part of a tile; the kernel verifies split tiles
      * against the reference only with virtual peers */
     int front, fsplit[3];
-    const int nc = xs_tp_courier_candidates(0.9 * xs_capacity(cx->prof, Gc), o->split,
-                                            row->op == XS_TP_GEMM_RS && !cx->coll ? o->nsplit : 0,
+    static const int split[3] = {2, 4, 8};
+    const int nc = xs_tp_courier_candidates(0.9 * xs_capacity(cx->prof, Gc), split,
+                                            row->op == XS_TP_GEMM_RS && !cx->e->coll ? 3 : 0,
                                             cand, usable, &front, fsplit);
     int mbest = -1;
     XS_TRY(xs_tp_predict_candidates(xs_tp_plan_of(t), 2, cand, usable, nc, cost, cx->prof, pred,
@@ -757,19 +590,12 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
     int pilot[NFIX], must_run[NFIX];
     int np = tpb_pilot_set(fixed, NFIX, nc, usable, pilot, must_run);
     int best = -1; /* -1: the naive order */
-    int model_choice = mbest >= 0 && pred[mbest] < pn.model_ns ? mbest : -1;
-    XS_TRY(tpb_agree_pilot_set(cx, t, sn, cand, cost, NFIX, pilot, &np, &model_choice,
-                               must_run));
+    XS_TRY(tpb_agree_pilot_set(cx, t, sn, cand, cost, NFIX, pilot, &np, must_run));
     rc->pilot[0] = 0;
-    rc->pick_ms = NAN;
-    if (o->model_pick) {
-        best = model_choice;
-    } else {
-        char tag[32];
-        snprintf(tag, sizeof tag, ", %d couriers", N);
-        XS_TRY(tpb_pilot_runs(cx, t, row, sn, &ro, cand, cost, pilot, np, must_run, tag, NULL,
-                              rc->pilot, sizeof rc->pilot, ok, &best, &rc->pick_ms));
-    }
+    char tag[32];
+    snprintf(tag, sizeof tag, ", %d couriers", N);
+    XS_TRY(tpb_pilot_runs(cx, t, row, sn, &ro, cand, cost, pilot, np, must_run, tag, NULL,
+                          rc->pilot, sizeof rc->pilot, ok, &best, &rc->pick_ms));
     xs_tp_pred ps;
     if (best < 0) {
         XS_TRY(xs_tp_order_copy(xs_tp_plan_of(t), ss, sn));
@@ -784,30 +610,9 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
     return xs_tp_set_couriers(t, 0);
 }
 
-/* A row before its runs: ran, its engine, nothing chosen, every courier column nan. */
-static void tpb_row_init(const tpb_opts *o, tpb_row *row)
-{
-    for (int v = 0; v < TPB_MAX_COUR; v++) {
-        tpb_cour *rc = &row->cour[v];
-        rc->n = v < o->ncour ? o->cour[v] : 0;
-        rc->nai = rc->nai_min = rc->nai_max = rc->shp = rc->shp_min = rc->shp_max = NAN;
-        rc->shp_pred = rc->pick_ms = NAN;
-        snprintf(rc->cand, sizeof rc->cand, "-");
-        rc->pilot[0] = 0;
-    }
-    row->ran = 1;
-    row->engine = o->engine;
-    row->max_err = 0;
-    snprintf(row->cand, sizeof row->cand, "-");
-    snprintf(row->cand0, sizeof row->cand0, "-");
-    row->pilot[0] = 0;
-    row->shp_cour = 0;
-    row->shp0 = row->shp0_min = row->shp0_max = row->shp0_pred = row->pick_ms = NAN;
-}
-
 /* The default kernel's planner (slot 1): the candidate shaped orders ranked by the model,
- * the naive order (slot 0, predicted as *pn) and the pilot set run and verified (or with --pick
- * model, the model's best), the chosen one built into slot 1; row->cand, pilot, pick_ms and
+ * the naive order (slot 0, predicted as *pn) and the pilot set run and verified, the fastest
+ * built into slot 1; row->cand, pilot, pick_ms and
  * model_rank. Verification failures clear *ok. */
 static xs_status tpb_plan_default(const tpb_ctx *cx, xs_tp *t, tpb_row *row, xs_tp_run_opts *ro,
                                   const xs_tp_costs *cost, const xs_tp_pred *pn, int *ok)
@@ -855,23 +660,12 @@ static xs_status tpb_plan_default(const tpb_ctx *cx, xs_tp *t, tpb_row *row, xs_
     int best = -1; /* -1: the naive order */
     /* real peers: rank 0's model decides the pilot set (each rank's order is its own
      * rotation of the same plan, and all ranks must run the same number of launches) */
-    if (cx->coll) {
-        int choice = pred[order[0]] < pn->model_ns ? order[0] : -1;
-        XS_TRY(tpb_agree_pilot_set(cx, t, 0, cand, cost, TPB_NFIXED, pilot, &np, &choice,
-                                    must_run));
-        if (o->model_pick)
-            best = choice;
-    }
-    row->pick_ms = NAN;
-    if (o->model_pick && !cx->coll) {
-        best = pred[order[0]] < pn->model_ns ? order[0] : -1;
-    } else if (!o->model_pick) {
-        ro->local = 0;
-        /* naive first (its run also warms the virtual windows up), then the candidates */
-        XS_TRY(tpb_pilot_runs(cx, t, row, 0, ro, cand, cost, pilot, np, must_run, "",
-                               " (chosen by the slowest rank's time)", row->pilot,
-                               sizeof row->pilot, ok, &best, &row->pick_ms));
-    }
+    XS_TRY(tpb_agree_pilot_set(cx, t, 0, cand, cost, TPB_NFIXED, pilot, &np, must_run));
+    ro->local = 0;
+    /* naive first (its run also warms the virtual windows up), then the candidates */
+    XS_TRY(tpb_pilot_runs(cx, t, row, 0, ro, cand, cost, pilot, np, must_run, "",
+                          " (chosen by the slowest rank's time)", row->pilot, sizeof row->pilot,
+                          ok, &best, &row->pick_ms));
     /* rank of the chosen order in the model's ranking of naive and the candidates */
     const double chosen = best < 0 ? pn->model_ns : pred[best];
     row->model_rank = 1 + (pn->model_ns < chosen);
@@ -888,45 +682,6 @@ static xs_status tpb_plan_default(const tpb_ctx *cx, xs_tp *t, tpb_row *row, xs_
     return XS_OK;
 }
 
-/* The row's medians and spreads from the timed iterations x[v][0..n) (naive, shaped, unfused,
- * tile naive, tile shaped - tiles: measured -, then naive and shaped of each of the cour_run
- * courier counts), and the planner's choice `pick` (-1: the default kernel) as `shaped`. */
-static void tpb_row_stats(tpb_row *row, double *const *x, int n, int tiles, int cour_run,
-                          int pick)
-{
-    tpb_stat a = stat_of(x[0], n), b = stat_of(x[1], n), c = stat_of(x[2], n);
-    row->nai = a.med, row->nai_min = a.min, row->nai_max = a.max;
-    row->shp = b.med, row->shp_min = b.min, row->shp_max = b.max;
-    row->unf = c.med, row->unf_min = c.min, row->unf_max = c.max;
-    if (tiles) {
-        tpb_stat d = stat_of(x[3], n), e = stat_of(x[4], n);
-        row->nai_t = d.med, row->nai_t_min = d.min, row->nai_t_max = d.max;
-        row->shp_t = e.med, row->shp_t_min = e.min, row->shp_t_max = e.max;
-    } else {
-        /* not measured (no --slots both, or no reduce-scatter to lay out: ag_gemm) */
-        row->nai_t = row->nai_t_min = row->nai_t_max = NAN;
-        row->shp_t = row->shp_t_min = row->shp_t_max = NAN;
-    }
-    for (int v = 0; v < cour_run; v++) {
-        tpb_cour *rc = &row->cour[v];
-        tpb_stat d = stat_of(x[5 + 2 * v], n), e = stat_of(x[6 + 2 * v], n);
-        rc->nai = d.med, rc->nai_min = d.min, rc->nai_max = d.max;
-        rc->shp = e.med, rc->shp_min = e.min, rc->shp_max = e.max;
-    }
-    /* shaped: the planner's choice (the same timed runs as its own column) */
-    row->shp0 = row->shp, row->shp0_min = row->shp_min, row->shp0_max = row->shp_max;
-    row->shp0_pred = row->shp_pred;
-    snprintf(row->cand0, sizeof row->cand0, "%s", row->cand);
-    row->shp_cour = 0;
-    if (pick >= 0) {
-        const tpb_cour *rc = &row->cour[pick];
-        row->shp = rc->shp, row->shp_min = rc->shp_min, row->shp_max = rc->shp_max;
-        row->shp_pred = rc->shp_pred;
-        row->shp_cour = rc->n;
-        snprintf(row->cand, sizeof row->cand, "c%d %.26s", rc->n, rc->cand);
-    }
-}
-
 /* The local control in natural order (slot 0): the GEMM-alone time (row->local_us), the task
  * costs (*cost) and the expectation; real peers first exchange the sources' verified partials,
  * then take the slowest rank's costs and go on only when every rank's control is right.
@@ -934,7 +689,7 @@ static void tpb_row_stats(tpb_row *row, double *const *x, int n, int tiles, int 
 static xs_status tpb_local_naive(const tpb_ctx *cx, xs_tp *t, tpb_row *row, xs_tp_run_opts *ro,
                                  xs_tp_costs *cost, int *ok, int *pr_l)
 {
-    const int n = cx->o->common.iters, W = cx->o->common.warmup;
+    const int n = cx->e->c->b.iters, W = cx->e->c->b.warmup;
     XS_TRY(xs_tp_order_naive(xs_tp_plan_of(t), 0));
     XS_TRY(xs_tp_order_check(xs_tp_plan_of(t), 0));
     if (xs_tp_real_peers(t)) {
@@ -942,16 +697,16 @@ static xs_status tpb_local_naive(const tpb_ctx *cx, xs_tp *t, tpb_row *row, xs_t
          * reference and the local control then hold what the fused runs must receive */
         float ms = 0;
         ro->local = 1;
-        XS_TRY(xs_tp_run(t, 0, ro, cx->s, &ms));
+        XS_TRY(xs_tp_run(t, 0, ro, cx->e->stream, &ms));
         *ok &= verified(t, row, "local (before the exchange)", pr_l, &row->max_err);
         XS_TRY(xs_tp_exchange_expectation(t));
     }
     {
-        double loc_n[TPB_MAX_ITERS];
+        double loc_n[XS_BENCH_MAX_ITERS];
         ro->local = 1;
         for (int i = 0; i < W + n; i++) {
             float ms = 0;
-            XS_TRY(xs_tp_run(t, 0, ro, cx->s, &ms));
+            XS_TRY(xs_tp_run(t, 0, ro, cx->e->stream, &ms));
             *ok &= verified(t, row, "local", pr_l, &row->max_err);
             if (i >= W)
                 loc_n[i - W] = ms * 1e3;
@@ -959,12 +714,12 @@ static xs_status tpb_local_naive(const tpb_ctx *cx, xs_tp *t, tpb_row *row, xs_t
         XS_TRY(xs_tp_costs_of_last(t, cost));
         row->local_us = xs_median(loc_n, (size_t)n);
     }
-    if (cx->coll) {
+    if (cx->e->coll) {
         /* one plan for all ranks: the slowest rank's task costs, and go on only when every
          * rank's local control is right */
         double v[5] = {cost->tile_ns[0], cost->tile_ns[1], cost->push_ns, cost->reduce_ns,
                        *ok ? 0.0 : 1.0};
-        XS_TRY(tpb_agree_max(cx, v, 5));
+        XS_TRY(xs_bench_agree_max(cx->e, v, 5));
         cost->tile_ns[0] = v[0], cost->tile_ns[1] = v[1], cost->push_ns = v[2];
         cost->reduce_ns = v[3];
         *ok = v[4] == 0.0;
@@ -972,110 +727,265 @@ static xs_status tpb_local_naive(const tpb_ctx *cx, xs_tp *t, tpb_row *row, xs_t
     return XS_OK;
 }
 
-static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, uint32_t seed)
+/* A row before its runs: its engine, nothing chosen, every timing nan. */
+static void tpb_row_init(const tpb_opts *o, tpb_row *row)
+{
+    static const xs_bench_stat none = {NAN, NAN, NAN, NAN, NAN, 0};
+    for (int v = 0; v < TPB_MAX_COUR; v++) {
+        tpb_cour *rc = &row->cour[v];
+        rc->n = v < o->ncour ? o->cour[v] : 0;
+        rc->nai = rc->shp = none;
+        rc->shp_pred = rc->pick_ms = NAN;
+        snprintf(rc->cand, sizeof rc->cand, "-");
+        rc->pilot[0] = 0;
+    }
+    row->ok = row->verified = 0;
+    row->unf = row->nai = row->shp = row->shp0 = none;
+    row->engine = o->engine;
+    row->max_err = 0;
+    snprintf(row->cand, sizeof row->cand, "-");
+    snprintf(row->cand0, sizeof row->cand0, "-");
+    row->pilot[0] = 0;
+    row->shp_cour = 0;
+    row->shp0_pred = row->pick_ms = NAN;
+}
+
+/* The row's statistics from the timed rounds x[v * n + j] (nan where variant v did not run:
+ * courier counts not planned),
+ * and the planner's choice `pick` (-1: the default kernel) as `shaped`. */
+static void tpb_row_stats(tpb_row *row, const double *x, int n, int pick)
+{
+    row->nai = xs_bench_stat_of(x + TPB_V_NAIVE * n, n);
+    row->shp = xs_bench_stat_of(x + TPB_V_SHAPED * n, n);
+    row->unf = xs_bench_stat_of(x + TPB_V_UNFUSED * n, n);
+    for (int v = 0; v < TPB_MAX_COUR; v++) {
+        row->cour[v].nai = xs_bench_stat_of(x + (TPB_V_COUR + 2 * v) * n, n);
+        row->cour[v].shp = xs_bench_stat_of(x + (TPB_V_COUR + 2 * v + 1) * n, n);
+    }
+    /* shaped: the planner's choice (the same timed runs as its own column) */
+    row->shp0 = row->shp;
+    row->shp0_pred = row->shp_pred;
+    snprintf(row->cand0, sizeof row->cand0, "%s", row->cand);
+    row->shp_cour = 0;
+    if (pick >= 0) {
+        const tpb_cour *rc = &row->cour[pick];
+        row->shp = rc->shp;
+        row->shp_pred = rc->shp_pred;
+        row->shp_cour = rc->n;
+        snprintf(row->cand, sizeof row->cand, "c%d %.26s", rc->n, rc->cand);
+    }
+}
+
+/* The local control in the chosen shaped order (slot 1): its time (shp_local), the
+ * predictions of naive and shaped, the eager-signal diagnostic run after a pilot, and the
+ * bound's GEMM-alone time (the faster of the two local orders). Failures clear *ok. */
+static xs_status tpb_local_shaped(const tpb_ctx *cx, xs_tp *t, tpb_row *row, xs_tp_run_opts *ro,
+                                  const xs_tp_costs *cost, const xs_tp_pred *pn,
+                                  const xs_tp_info *in, int *ok, int *pr_l)
+{
+    const int n = cx->e->c->b.iters, W = cx->e->c->b.warmup;
+    double loc_s[XS_BENCH_MAX_ITERS];
+    ro->local = 1;
+    for (int i = 0; i < W + n; i++) {
+        float ms = 0;
+        XS_TRY(xs_tp_run(t, 1, ro, cx->e->stream, &ms));
+        *ok &= verified(t, row, "local shaped", pr_l, &row->max_err);
+        if (i >= W)
+            loc_s[i - W] = ms * 1e3;
+    }
+    const double ls = xs_median(loc_s, (size_t)n);
+    xs_tp_pred ps;
+    XS_TRY(xs_tp_predict(xs_tp_plan_of(t), 1, cx->prof, cost, 0, &ps));
+    row->nai_pred = (row->local_us * 1e3 + (pn->model_ns - pn->ideal_ns)) / 1e3;
+    row->shp_pred = (ls * 1e3 + (ps.model_ns - ps.ideal_ns)) / 1e3;
+    row->shp_local = ls;
+    if (row->pilot[0] && in->rs_gemm >= 0) {
+        /* diagnostics: the chosen order once more, every signal raised right after the
+         * CTA's next main loop (the eager rule), against the link */
+        float ms = 0;
+        int pr = 0;
+        double dummy = 0;
+        ro->local = 0;
+        ro->eager_flags = 1;
+        XS_TRY(tpb_run(cx, t, 1, ro, 0, &ms));
+        *ok &= verified(t, row, "shaped, eager signals", &pr, &dummy);
+        ro->eager_flags = 0;
+        ro->local = 1;
+        const size_t pl = strlen(row->pilot);
+        snprintf(row->pilot + pl, sizeof row->pilot - pl, "; chosen with eager signals %.1f",
+                 ms * 1e3);
+    }
+    if (ls < row->local_us)
+        row->local_us = ls;
+    return XS_OK;
+}
+
+/* --couriers: each courier count's orders (slots 3 + 2v and 4 + 2v, *cour_run of them), then
+ * the planner's choice over the family (*pick: -1 the default kernel's shaped order, else
+ * courier count v): the fastest by the pilot runs. Real peers: rank 0's choice, so that every
+ * rank runs the same slots. */
+static xs_status tpb_plan_family(const tpb_ctx *cx, xs_tp *t, tpb_row *row, const xs_tp_info *in,
+                                 const xs_tp_costs *cost, int *ok, int *cour_run, int *pick)
 {
     const tpb_opts *o = cx->o;
-    const int n = o->common.iters, W = o->common.warmup;
-    xs_tp *t = NULL;
-    int ok = 1, pr_l = 0, pr_n = 0, pr_s = 0, pr_u = 0, pr_nt = 0, pr_st = 0;
-    int pr_c[2 * TPB_MAX_COUR];
-    const int both = o->slots == TPB_SLOTS_BOTH;
-    /* naive, shaped, unfused, tile naive, tile shaped, then naive and shaped per courier count */
-    enum { NX = 5 + 2 * TPB_MAX_COUR };
-    double *x[NX];
-    int xfail = 0;
-    for (int i = 0; i < NX; i++) {
-        x[i] = (double *)calloc((size_t)n, sizeof(double));
-        xfail |= !x[i];
+    /* every op has something for the couriers: pushes in ag_gemm and mlp, remote tiles in
+     * gemm_rs and mlp */
+    if (in->rs_gemm >= 0 || (in->ag && row->s.peers > 1))
+        for (int v = 0; v < o->ncour; v++) {
+            XS_TRY(plan_couriers(cx, t, row, &row->cour[v], 3 + 2 * v, 4 + 2 * v, cost, ok));
+            *cour_run = v + 1;
+        }
+    double best = row->pick_ms;
+    for (int v = 0; v < *cour_run; v++) {
+        const double c = row->cour[v].pick_ms;
+        if (isfinite(c) && (!isfinite(best) || c < best))
+            best = c, *pick = v;
     }
-    int cour_run = 0; /* courier counts planned */
-    int pick = -1;    /* the planner's choice: -1 the default kernel (slot 1), else courier
-                         count v (slot 4 + 2v) */
-    for (int v = 0; v < 2 * TPB_MAX_COUR; v++)
-        pr_c[v] = 0;
+    double pv = *pick;
+    XS_TRY(xs_bench_agree_rank0(cx->e, &pv, 1));
+    *pick = (int)pv;
+    return XS_OK;
+}
+
+/* ---- the rounds: the variants of one configuration ------------------------------------------- */
+
+/* The configuration under way, for the rounds' callbacks. */
+typedef struct {
+    const tpb_ctx *cx;
+    xs_tp *t;
+    tpb_row *row;
     xs_tp_run_opts ro;
-    memset(&ro, 0, sizeof ro);
-    ro.timeout_ns = (unsigned long long)(o->timeout_s * 1e9);
-    ro.flush_l2 = 1;
+    int printed[TPB_NV]; /* a variant's first wrong run printed */
+} tpb_point;
+
+/* The plan slot of variant v: naive 0, shaped 1 (unfused: none), courier count v' naive
+ * 3 + 2v', shaped 4 + 2v'. */
+static int tpb_slot(int v)
+{
+    if (v >= TPB_V_COUR)
+        return v - TPB_V_COUR + 3;
+    return v == TPB_V_SHAPED ? 1 : 0;
+}
+
+/* xs_bench_rounds.run: one run of variant v. */
+static xs_status tpb_round_run(void *x, int v, int round, double *us)
+{
+    tpb_point *p = (tpb_point *)x;
+    float ms = 0;
+    (void)round;
+    XS_TRY(tpb_run(p->cx, p->t, tpb_slot(v), &p->ro, v == TPB_V_UNFUSED, &ms));
+    *us = ms * 1e3;
+    return XS_OK;
+}
+
+/* xs_bench_rounds.verify: every byte of the run just made (verified()). */
+static xs_status tpb_round_verify(void *x, int v, int round, int *ok)
+{
+    static const char *const what[TPB_V_COUR] = {"naive", "shaped", "unfused"};
+    tpb_point *p = (tpb_point *)x;
+    char buf[48];
+    (void)round;
+    if (v >= TPB_V_COUR)
+        snprintf(buf, sizeof buf, "%s, %d couriers", (v - TPB_V_COUR) % 2 ? "shaped" : "naive",
+                 p->row->cour[(v - TPB_V_COUR) / 2].n);
+    *ok = verified(p->t, p->row, v >= TPB_V_COUR ? buf : what[v], &p->printed[v],
+                   &p->row->max_err);
+    return XS_OK;
+}
+
+/* The timed rounds of the variants that are on (the courier ones for the cour_run planned
+ * counts), every run verified; the
+ * row's statistics, and over the ranks the verdict and the slowest rank's medians. */
+static xs_status tpb_rounds(tpb_point *p, const xs_tp_info *in, int cour_run, int pick, int *ok)
+{
+    const tpb_ctx *cx = p->cx;
+    const int n = cx->e->c->b.iters;
+    static const char *const name[TPB_NV] = {"naive",     "shaped",    "unfused",
+                                              "naive_c1",  "shaped_c1", "naive_c2",
+                                              "shaped_c2", "naive_c3",  "shaped_c3"};
+    static_assert(TPB_NV == 9, "one name per variant");
+    xs_bench_variant var[TPB_NV];
+    for (int v = 0; v < TPB_NV; v++) {
+        var[v].name = name[v]; /* courier variants by their place in --couriers */
+        var[v].on = v < TPB_V_COUR || (v - TPB_V_COUR) / 2 < cour_run;
+    }
+    xs_bench_rounds r = xs_bench_rounds_default(cx->e, tpb_round_run, tpb_round_verify, p);
+    double *x = (double *)malloc(sizeof(double) * TPB_NV * (size_t)n);
+    if (!x)
+        return xs_seterr(XS_ENOMEM, "out of host memory");
+    int okv[TPB_NV];
+    p->ro.local = 0;
+    const xs_status st = xs_bench_rounds_run(&r, var, TPB_NV, x, okv);
+    if (st == XS_OK) {
+        for (int v = 0; v < TPB_NV; v++)
+            *ok &= okv[v];
+        tpb_row_stats(p->row, x, n, pick);
+    }
+    free(x);
+    XS_TRY(st);
+    /* verified only when every rank verified; the slowest rank's medians */
+    const double med[3] = {p->row->nai.med, p->row->shp.med, p->row->unf.med};
+    return xs_bench_agree_verdict(cx->e, ok, &p->row->max_err, med, p->row->rank_max, 3);
+}
+
+/* The problem of a configuration: the context (engine, courier pace and rate, slot layout,
+ * the collectives with real peers), its size columns and the fp32 reference. */
+static xs_status tpb_setup(tpb_point *p, const xs_wintab *tab, uint32_t seed, xs_tp_info *in)
+{
+    const tpb_ctx *cx = p->cx;
+    const tpb_opts *o = cx->o;
+    tpb_row *row = p->row;
+    XS_TRY(xs_tp_create(&row->s, tab, cx->grid, seed, &p->t));
+    XS_TRY(xs_tp_set_engine(p->t, o->engine));
+    XS_TRY(xs_tp_set_courier_pace(p->t, TPB_COURIER_PACE * cx->prof->drain_bytes_per_ns));
+    XS_TRY(xs_tp_set_courier_rate(p->t, XS_TP_COURIER_RATE));
+    /* row-major reduce-scatter slots: a tile lands as 128 runs of 512 B */
+    XS_TRY(xs_tp_set_slot_layout(p->t, XS_TP_LAYOUT_ROW));
+    if (cx->e->coll) {
+        const xs_tp_coll tc = {cx->e->coll, tpb_all_gather, tpb_reduce_scatter, tpb_alltoall};
+        xs_tp_set_coll(p->t, &tc);
+    }
+    xs_tp_get_info(p->t, in);
+    row->grid = cx->grid;
+    row->tiles = in->tiles[0] + (in->ngemm > 1 ? in->tiles[1] : 0);
+    row->remote_mb = (in->ag_remote_bytes + in->rs_remote_bytes) / 1e6;
+    row->comm_us = (in->ag_remote_bytes + in->rs_remote_bytes) / cx->prof->drain_bytes_per_ns /
+                   1e3;
+    return xs_tp_reference(p->t, cx->cb);
+}
+
+/* One configuration into p->row: the local control, the planner (pilots), the local shaped
+ * control, the courier family, then the timed rounds. *verified = every run of it verified
+ * (on every rank). A failed call returns its status (the sweep prints it under the label). */
+static xs_status tpb_config(tpb_point *p, const xs_wintab *tab, uint32_t seed, int *verified)
+{
+    const tpb_ctx *cx = p->cx;
+    tpb_row *row = p->row;
+    int ok = 1, pr_l = 0, cour_run = 0, pick = -1;
     xs_tp_info in;
     xs_tp_costs cost;
-    xs_tp_pred pn, ps;
+    xs_tp_pred pn;
     memset(&pn, 0, sizeof pn);
-    memset(&ps, 0, sizeof ps);
-    tpb_row_init(o, row);
-    if (xfail) {
-        fprintf(stderr, "xstage: error: out of host memory\n");
-        ok = 0;
-        goto out;
-    }
-    ROW_TRY(xs_tp_create(&row->s, tab, cx->grid, seed, &t));
-    ROW_TRY(xs_tp_set_engine(t, o->engine));
-    ROW_TRY(xs_tp_set_courier_pace(t, o->cour_pace * cx->prof->drain_bytes_per_ns));
-    ROW_TRY(xs_tp_set_courier_rate(t, o->cour_rate));
-    /* both: everything up to the timed loop in row layout; the loop switches per iteration */
-    ROW_TRY(xs_tp_set_slot_layout(t, o->slots == TPB_SLOTS_TILE ? XS_TP_LAYOUT_TILE
-                                                                : XS_TP_LAYOUT_ROW));
-    if (cx->coll) {
-        const xs_tp_coll tc = {cx->coll, tpb_all_gather, tpb_reduce_scatter, tpb_alltoall};
-        xs_tp_set_coll(t, &tc);
-    }
-    xs_tp_get_info(t, &in);
-    row->grid = cx->grid;
-    row->tiles = in.tiles[0] + (in.ngemm > 1 ? in.tiles[1] : 0);
-    row->remote_mb = (in.ag_remote_bytes + in.rs_remote_bytes) / 1e6;
-    row->comm_us = (in.ag_remote_bytes + in.rs_remote_bytes) / cx->prof->drain_bytes_per_ns / 1e3;
-    ROW_TRY(xs_tp_reference(t, cx->cb));
+    *verified = 0;
+    XS_TRY(tpb_setup(p, tab, seed, &in));
 
     /* ---- local control, natural order: the GEMM-alone time, task costs, the expectation ---- */
-    ROW_TRY(tpb_local_naive(cx, t, row, &ro, &cost, &ok, &pr_l));
+    XS_TRY(tpb_local_naive(cx, p->t, row, &p->ro, &cost, &ok, &pr_l));
     if (!ok) {
         fprintf(stderr, "xstage: error: %s %s m=%d P=%d: the local control run is wrong; the "
                 "fused variants are not timed\n", xs_tp_op_name(row->op), row->model, row->s.m,
                 row->s.peers);
-        goto out;
+        return XS_OK; /* a row with wrong data (agreed over the ranks: all go on) */
     }
 
     /* ---- planner: naive and candidate shaped orders, each predicted by the model ---- */
-    ROW_TRY(xs_tp_predict(xs_tp_plan_of(t), 0, cx->prof, &cost, 1, &pn));
+    XS_TRY(xs_tp_predict(xs_tp_plan_of(p->t), 0, cx->prof, &cost, 1, &pn));
     row->crit_ok = pn.criterion_ok;
     snprintf(row->how, sizeof row->how, "%s", pn.how);
-    ROW_TRY(tpb_plan_default(cx, t, row, &ro, &cost, &pn, &ok));
+    XS_TRY(tpb_plan_default(cx, p->t, row, &p->ro, &cost, &pn, &ok));
 
     /* ---- local control, shaped order: the bound takes the faster of the two ---- */
-    {
-        double loc_s[TPB_MAX_ITERS];
-        ro.local = 1;
-        for (int i = 0; i < W + n; i++) {
-            float ms = 0;
-            ROW_TRY(xs_tp_run(t, 1, &ro, cx->s, &ms));
-            ok &= verified(t, row, "local shaped", &pr_l, &row->max_err);
-            if (i >= W)
-                loc_s[i - W] = ms * 1e3;
-        }
-        const double ls = xs_median(loc_s, (size_t)n);
-        ROW_TRY(xs_tp_predict(xs_tp_plan_of(t), 1, cx->prof, &cost, 0, &ps));
-        row->nai_pred = (row->local_us * 1e3 + (pn.model_ns - pn.ideal_ns)) / 1e3;
-        row->shp_pred = (ls * 1e3 + (ps.model_ns - ps.ideal_ns)) / 1e3;
-        row->shp_local = ls;
-        if (row->pilot[0] && in.rs_gemm >= 0) {
-            /* diagnostics: the chosen order once more, every signal raised right after the
-             * CTA's next main loop (the eager rule), against the link */
-            float ms = 0;
-            int pr = 0;
-            double dummy = 0;
-            ro.local = 0;
-            ro.eager_flags = 1;
-            ROW_TRY(tpb_run(cx, t, 1, &ro, 0, &ms));
-            ok &= verified(t, row, "shaped, eager signals", &pr, &dummy);
-            ro.eager_flags = 0;
-            ro.local = 1;
-            const size_t pl = strlen(row->pilot);
-            snprintf(row->pilot + pl, sizeof row->pilot - pl, "; chosen with eager signals %.1f",
-                     ms * 1e3);
-        }
-        if (ls < row->local_us)
-            row->local_us = ls;
-    }
+    XS_TRY(tpb_local_shaped(cx, p->t, row, &p->ro, &cost, &pn, &in, &ok, &pr_l));
     row->local_tflops = in.flops / (row->local_us * 1e-6) / 1e12;
     row->bound_us = row->local_us > row->comm_us ? row->local_us : row->comm_us;
     {
@@ -1084,262 +994,204 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
         const double fill = in.ag ? 0.0 : cost.tile_ns[in.rs_gemm >= 0 ? in.rs_gemm : 0] / 1e3;
         row->floor_us = row->local_us > fill + row->comm_us ? row->local_us : fill + row->comm_us;
     }
-    /* ---- couriers (--couriers): orders for grid - N compute CTAs, slots 3 + 2v and 4 + 2v ---- */
-    /* (every op has something for them: pushes in ag_gemm and mlp, remote tiles in gemm_rs
-     * and mlp) */
-    if (in.rs_gemm >= 0 || (in.ag && row->s.peers > 1))
-        for (int v = 0; v < o->ncour; v++) {
-            ROW_TRY(plan_couriers(cx, t, row, &row->cour[v], 3 + 2 * v, 4 + 2 * v, &cost, &ok));
-            cour_run = v + 1;
-        }
-    /* the planner's choice over the family: the default kernel's shaped order or a courier
-     * count's, by the pilot runs (each candidate once, verified; the fastest) or with --pick
-     * model by the predictions (the default kernel's burst-gap model against the couriers'
-     * fluid one, both on this row's local_us) */
-    {
-        double best = o->model_pick ? row->shp_pred : row->pick_ms;
-        for (int v = 0; v < cour_run; v++) {
-            const double c = o->model_pick ? row->cour[v].shp_pred : row->cour[v].pick_ms;
-            if (isfinite(c) && (!isfinite(best) || c < best))
-                best = c, pick = v;
-        }
-        if (cx->coll) { /* rank 0's choice: every rank runs the same slots */
-            double pv = pick;
-            ROW_TRY(tpb_agree_rank0(cx, &pv, 1));
-            pick = (int)pv;
-        }
-    }
+    /* ---- couriers (--couriers): orders for grid - N compute CTAs, and the family's pick ---- */
+    XS_TRY(tpb_plan_family(cx, p->t, row, &in, &cost, &ok, &cour_run, &pick));
 
-    /* ---- the three variants, interleaved iteration by iteration ---- */
-    ro.local = 0;
-    for (int i = 0; i < W + n; i++) {
-        float ms[3] = {0, 0, 0};
-        ROW_TRY(tpb_run(cx, t, 0, &ro, 0, &ms[0]));
-        ok &= verified(t, row, "naive", &pr_n, &row->max_err);
-        ROW_TRY(tpb_run(cx, t, 1, &ro, 0, &ms[1]));
-        ok &= verified(t, row, "shaped", &pr_s, &row->max_err);
-        ROW_TRY(tpb_run(cx, t, 0, &ro, 1, &ms[2]));
-        ok &= verified(t, row, "unfused", &pr_u, &row->max_err);
-        if (both && in.rs_gemm >= 0) {
-            /* the same two orders with tile-major slots (the placed partials are rewritten in
-             * that layout, values unchanged: same inputs, same expectations), then back */
-            float mt[2] = {0, 0};
-            ROW_TRY(xs_tp_set_slot_layout(t, XS_TP_LAYOUT_TILE));
-            ROW_TRY(tpb_run(cx, t, 0, &ro, 0, &mt[0]));
-            ok &= verified(t, row, "naive, tile slots", &pr_nt, &row->max_err);
-            ROW_TRY(tpb_run(cx, t, 1, &ro, 0, &mt[1]));
-            ok &= verified(t, row, "shaped, tile slots", &pr_st, &row->max_err);
-            ROW_TRY(xs_tp_set_slot_layout(t, XS_TP_LAYOUT_ROW));
-            if (i >= W)
-                x[3][i - W] = mt[0] * 1e3, x[4][i - W] = mt[1] * 1e3;
-        }
-        for (int v = 0; v < cour_run; v++) {
-            /* the same configuration with courier CTAs (same inputs, same expectations) */
-            float mc[2] = {0, 0};
-            char what[48];
-            snprintf(what, sizeof what, "naive, %d couriers", row->cour[v].n);
-            ROW_TRY(tpb_run(cx, t, 3 + 2 * v, &ro, 0, &mc[0]));
-            ok &= verified(t, row, what, &pr_c[2 * v], &row->max_err);
-            snprintf(what, sizeof what, "shaped, %d couriers", row->cour[v].n);
-            ROW_TRY(tpb_run(cx, t, 4 + 2 * v, &ro, 0, &mc[1]));
-            ok &= verified(t, row, what, &pr_c[2 * v + 1], &row->max_err);
-            if (i >= W)
-                x[5 + 2 * v][i - W] = mc[0] * 1e3, x[6 + 2 * v][i - W] = mc[1] * 1e3;
-        }
-        if (i >= W)
-            for (int v = 0; v < 3; v++)
-                x[v][i - W] = ms[v] * 1e3;
-    }
-    tpb_row_stats(row, x, n, both && in.rs_gemm >= 0, cour_run, pick);
-    if (cx->coll) {
-        /* verified only when every rank verified; the slowest rank's medians */
-        double v[5] = {ok ? 0.0 : 1.0, row->max_err, row->nai, row->shp, row->unf};
-        ROW_TRY(tpb_agree_max(cx, v, 5));
-        ok = v[0] == 0.0;
-        row->max_err = v[1];
-        row->rank_max[0] = v[2], row->rank_max[1] = v[3], row->rank_max[2] = v[4];
-    }
+    /* ---- the variants, interleaved round by round ---- */
+    XS_TRY(tpb_rounds(p, &in, cour_run, pick, &ok));
     row->ok = 1;
-out:
-    row->verified = ok && row->ok;
-    for (int i = 0; i < NX; i++)
-        free(x[i]);
-    xs_tp_destroy(t);
+    row->verified = *verified = ok;
+    return XS_OK;
 }
-#undef ROW_TRY
 
-/* ---- entry -------------------------------------------------------------------------------------- */
+/* ---- the sweep ------------------------------------------------------------------------------- */
+
+/* The sweep's state: the rows grouped by peer count, one window set per group. */
+typedef struct {
+    tpb_ctx cx;
+    const tpb_row *rows;
+    int nrows;
+    int P;                 /* peer count of the open window set (0: none) */
+    xs_winset *ws;
+    const xs_wintab *tab;
+    int bad_P;             /* virtual peers whose windows could not be opened (0: none) */
+    xs_status bad_st;
+    char bad[320];         /* that failure's line, repeated for the group's other rows */
+} tpb_sweep;
+
+/* The window set of row i's peer count, sized for the group's largest configuration: opened
+ * when the peer count changes (the previous group's closed). */
+static xs_status tpb_windows(tpb_sweep *sw, int i)
+{
+    const int P = sw->rows[i].s.peers;
+    xs_bench_env *e = sw->cx.e;
+    if (P == sw->P)
+        return XS_OK;
+    if (P == sw->bad_P)
+        return xs_seterr(sw->bad_st, "%s", sw->bad);
+    if (sw->ws)
+        xs_win_close(sw->ws);
+    sw->ws = NULL, sw->tab = NULL, sw->P = 0, e->ws = NULL;
+    size_t bytes = 0;
+    int nflags = 1;
+    for (int j = i; j < sw->nrows; j++) {
+        if (sw->rows[j].s.peers != P)
+            continue;
+        xs_tp_info in;
+        xs_tp_info_of(&sw->rows[j].s, &in);
+        bytes = in.window_bytes > bytes ? in.window_bytes : bytes;
+        nflags = in.nflags > nflags ? in.nflags : nflags;
+    }
+    xs_win_opts wo;
+    memset(&wo, 0, sizeof wo);
+    wo.target = e->real ? XS_TARGET_PEER : XS_TARGET_VIRTUAL;
+    wo.virtual_peers = P;
+    wo.bytes = bytes;
+    wo.nflags = nflags;
+    wo.device = e->c->b.device;
+    const xs_status st = xs_win_open(&wo, &sw->ws);
+    if (st != XS_OK) {
+        snprintf(sw->bad, sizeof sw->bad, "%d %s peers with %.1f MB windows: %s", P,
+                 e->real ? "real" : "virtual", bytes / 1e6, xs_errmsg());
+        sw->ws = NULL, sw->bad_P = P, sw->bad_st = st;
+        return xs_seterr(st, "%s", sw->bad);
+    }
+    sw->tab = xs_win_table(sw->ws);
+    sw->P = P;
+    e->ws = e->real ? sw->ws : NULL; /* real peers: the barriers around every run */
+    if (e->real && (sw->tab->nranks != P || sw->tab->rank != e->me))
+        return xs_seterr(XS_EINVAL, "bench tp: peer windows of %d ranks (rank %d) for %d ranks "
+                         "(rank %d)", sw->tab->nranks, sw->tab->rank, P, e->me);
+    return XS_OK;
+}
+
+/* xs_bench_sweep.point: configuration i. */
+static xs_status tpb_point_run(void *ctx, int i, void *rowp, int *verified)
+{
+    tpb_sweep *sw = (tpb_sweep *)ctx;
+    tpb_row *row = (tpb_row *)rowp;
+    tpb_row_init(sw->cx.o, row);
+    row->ran = 1;
+    XS_TRY(tpb_windows(sw, i));
+    const uint32_t seed = sw->cx.e->c->b.seed ^
+                          xs_mix32((uint32_t)row->index * 2654435761u + 17u);
+    tpb_point p;
+    memset(&p, 0, sizeof p);
+    p.cx = &sw->cx;
+    p.row = row;
+    p.ro.timeout_ns = (unsigned long long)(sw->cx.e->c->timeout_s * 1e9);
+    p.ro.flush_l2 = 1; /* the flush sits between xs_tp_run's own poison and its events */
+    const xs_status st = tpb_config(&p, sw->tab, seed, verified);
+    xs_tp_destroy(p.t);
+    return st;
+}
+
+static void tpb_label(void *ctx, int i, char *buf, size_t n)
+{
+    const tpb_row *r = &((const tpb_sweep *)ctx)->rows[i];
+    snprintf(buf, n, "%s %s m=%d n=%d k=%d P=%d", xs_tp_op_name(r->op), r->model, r->s.m,
+             r->s.n, r->s.k, r->s.peers);
+}
+
+/* The report and the sweep over rows[0..nrows); returns the exit status, *abort = 1 when the
+ * collectives must be aborted (a failure ended the sweep, or an interrupt). */
+static int tpb_sweep_all(xs_bench_env *e, const tpb_opts *o, const xs_profile *prof,
+                         xs_cublas *cb, tpb_row *rows, int nrows, int argc, char **argv,
+                         int *abort)
+{
+    static xs_bench_col cols[TPB_MAX_COLS];
+    static xs_bench_table t;
+    xs_bench_report rep;
+    *abort = 1;
+    if (xs_bench_table_init(&t, cols, tpb_cols(o, cols)) != XS_OK ||
+        xs_bench_report_open(&rep, "bench tp", &t, stdout, e->c->csv, e->c->json) != XS_OK)
+        return xs_cli_fail();
+    xs_bench_report_header(&rep, e, argc, argv);
+    tpb_report_notes(&rep, e, o, prof);
+    xs_bench_report_begin(&rep);
+    tpb_sweep sw;
+    memset(&sw, 0, sizeof sw);
+    sw.cx.e = e, sw.cx.cb = cb, sw.cx.prof = prof, sw.cx.o = o, sw.cx.grid = e->gi.sm_count;
+    sw.rows = rows, sw.nrows = nrows;
+    xs_bench_sweep s;
+    memset(&s, 0, sizeof s);
+    s.npoints = nrows, s.rows = rows, s.row_bytes = sizeof *rows;
+    s.point = tpb_point_run, s.label = tpb_label, s.detail = tpb_detail, s.ctx = &sw;
+    xs_bench_sweep_hooks(&s, e);
+    xs_bench_tally tally;
+    xs_bench_sweep_run(&s, &rep, &tally);
+    /* after a failure that ended a -g run the teardown is not collective: the rank exits */
+    if (sw.ws && !(tally.stopped && e->real))
+        xs_win_close(sw.ws);
+    e->ws = NULL;
+    xs_bench_report_end(&rep);
+    if (!tally.interrupted)
+        tpb_summary(&rep, rows, nrows);
+    xs_bench_report_note(&rep, "wall time %.1f s", xs_now_s() - e->t0);
+    *abort = tally.stopped || tally.interrupted;
+    return xs_bench_sweep_close(&rep, &tally, nrows);
+}
+
+/* ---- entry ----------------------------------------------------------------------------------- */
+
+/* --engine sm90 needs compute capability 9.0. */
+static xs_status tpb_device_check(const xs_bench_env *e, const tpb_opts *o)
+{
+    if (o->engine != XS_TP_ENGINE_SM90)
+        return XS_OK;
+    int major = 0, minor = 0;
+    XS_CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, e->gi.device));
+    XS_CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, e->gi.device));
+    if (major != 9 || minor != 0)
+        return xs_seterr(XS_EINVAL, "--engine sm90: device %d has compute capability %d.%d, "
+                         "not 9.0", e->gi.device, major, minor);
+    return XS_OK;
+}
 
 extern "C" int xs_bench_tp(int argc, char **argv)
 {
     tpb_opts o;
-    int rc = parse_opts(argc, argv, &o);
+    memset(&o, 0, sizeof o);
+    xs_bench_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.cmd = "bench tp";
+    spec.about = tp_about;
+    spec.shortopts = "o:m:p:";
+    spec.longopts = tp_long;
+    spec.help = tp_help();
+    spec.opt = tp_opt;
+    spec.ctx = &o;
+    spec.iters = 5, spec.warmup = 1, spec.quick_iters = 3, spec.max_iters = XS_BENCH_MAX_ITERS;
+    spec.seed = 12345, spec.timeout_s = 2, spec.max_time_s = 200;
+    xs_bench_common c;
+    int rc = xs_bench_parse(&spec, argc, argv, &c);
     if (rc)
         return rc < 0 ? 0 : rc;
     xs_profile prof;
-    if (xs_profile_args_resolve(&o.common.pa, &prof) != XS_OK)
+    if (tp_check(&o, &c) != XS_OK || xs_profile_args_resolve(&c.b.pa, &prof) != XS_OK)
         return xs_cli_fail();
-    tpb_row *rows = NULL;
+    tpb_row *rows = (tpb_row *)calloc(TPB_MAX_ROWS, sizeof *rows);
     int nrows = 0;
-    if (build_rows(&o, prof.drain_bytes_per_ns, &rows, &nrows))
-        return 1;
-    /* -g N, N > 1: one rank per GPU (xs_bench_launch, shared with bench ep); this process either
-     * launched them and reports their status, or is one of them */
-    const int real = o.common.gpus_set && o.common.gpus > 1;
-    int me = 0, nranks = 1;
-    if (real) {
-        int ec = 0, l = xs_bench_launch(o.common.gpus, &ec);
-        if ((l = xs_launch_exit(l, ec)) >= 0) {
-            free(rows);
-            return l;
-        }
-        int have = 0;
-        if (xs_rank_env(&me, &nranks, NULL, &have) != XS_OK) {
-            free(rows);
-            return xs_cli_fail();
-        }
-    }
-    xs_gpu_info gi;
-    if (xs_gpu_open(o.common.device, &gi) != XS_OK) { /* a launched rank: XS_DEVICE */
+    if (!rows)
+        return xs_cli_failf("out of host memory");
+    /* the shapes are checked before any GPU is touched (one line for a bad one) */
+    if (build_rows(&o, c.quick, prof.drain_bytes_per_ns, rows, &nrows) != XS_OK) {
         free(rows);
         return xs_cli_fail();
     }
-    if (o.engine == XS_TP_ENGINE_SM90) {
-        int major = 0, minor = 0;
-        XS_CHECK_CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, gi.device));
-        XS_CHECK_CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, gi.device));
-        if (major != 9 || minor != 0) {
-            free(rows);
-            return xs_cli_failf("--engine sm90: device %d has compute capability %d.%d, not 9.0",
-                                gi.device, major, minor);
-        }
-    }
-    xs_coll *coll = NULL;
-    if (real && xs_coll_open(&coll) != XS_OK) {
-        free(rows);
-        return xs_cli_fail();
+    xs_bench_env e;
+    if ((rc = xs_bench_start(&e, &c, c.b.gpus_set && c.b.gpus > 1)) >= 0) {
+        free(rows); /* the launching parent (the ranks' status), or a failure */
+        return rc;
     }
     xs_cublas *cb = NULL;
-    if (xs_cublas_open(&cb) != XS_OK) {
-        free(rows);
-        xs_coll_close(coll, 1);
-        return xs_cli_fail();
-    }
-    FILE *csv = NULL;
-    /* files: rank 0 only (the others' results reach it through the collectives) */
-    if (me == 0 && o.csv && !(csv = fopen(o.csv, "w"))) {
-        free(rows);
-        xs_cublas_close(cb);
-        xs_coll_close(coll, 1);
-        return xs_cli_failf("--csv %s: cannot open for writing", o.csv);
-    }
-    tpb_report_header(csv, &gi, &o, &prof, real ? nranks : 0, argc, argv);
-    cudaStream_t stream;
-    XS_CHECK_CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    tpb_ctx cx = {stream, cb, &prof, &o, gi.sm_count, coll, NULL};
-    int fatal = 0; /* real peers: a failed call on this rank ends the run */
-    const double t0 = xs_now_s();
-    int skipped = 0;
-    tpb_table_header();
-    /* one window set per peer count, sized for its largest configuration */
-    for (int i = 0; i < nrows && !fatal; i++) {
-        if (rows[i].ran || rows[i].s.peers == 0 || xs_interrupted())
-            continue;
-        const int P = rows[i].s.peers;
-        size_t bytes = 0;
-        int nflags = 1;
-        for (int j = i; j < nrows; j++) {
-            if (rows[j].s.peers != P)
-                continue;
-            xs_tp_info in;
-            xs_tp_info_of(&rows[j].s, &in);
-            bytes = in.window_bytes > bytes ? in.window_bytes : bytes;
-            nflags = in.nflags > nflags ? in.nflags : nflags;
-        }
-        xs_win_opts wo;
-        memset(&wo, 0, sizeof wo);
-        wo.target = real ? XS_TARGET_PEER : XS_TARGET_VIRTUAL;
-        wo.virtual_peers = P;
-        wo.bytes = bytes;
-        wo.nflags = nflags;
-        wo.device = o.common.device;
-        xs_winset *ws = NULL;
-        if (xs_win_open(&wo, &ws) != XS_OK) {
-            fprintf(stderr, "xstage: error: %d %s peers with %.1f MB windows: %s\n", P,
-                    real ? "real" : "virtual", bytes / 1e6, xs_errmsg());
-            if (real) {
-                fatal = 1;
-                break;
-            }
-            for (int j = i; j < nrows; j++)
-                if (rows[j].s.peers == P)
-                    rows[j].ran = 1; /* counted as run and failed */
-            continue;
-        }
-        const xs_wintab *tab = xs_win_table(ws);
-        cx.ws = real ? ws : NULL;
-        if (real && (tab->nranks != P || tab->rank != me)) {
-            fprintf(stderr, "xstage: error: bench tp: peer windows of %d ranks (rank %d) for "
-                    "%d ranks (rank %d)\n", tab->nranks, tab->rank, P, me);
-            fatal = 1;
-            xs_win_close(ws);
-            break;
-        }
-        for (int j = i; j < nrows; j++) {
-            if (rows[j].s.peers != P)
-                continue;
-            if (xs_interrupted()) /* stop between configurations (xstage_sigint.h) */
-                break;
-            /* real peers: skipped on every rank when the budget is out on any */
-            double late = xs_now_s() - t0 > o.max_time_s;
-            if (real && xs_coll_max(coll, &late, 1) != XS_OK) {
-                fprintf(stderr, "xstage: error: bench tp: %s\n", xs_errmsg());
-                fatal = 1;
-                break;
-            }
-            if (late) {
-                skipped++;
-                rows[j].s.peers = 0; /* not run */
-                continue;
-            }
-            const uint32_t seed = o.common.seed ^ xs_mix32((uint32_t)j * 2654435761u + 17u);
-            run_config(&cx, tab, &rows[j], seed);
-            if (real && rows[j].failed) {
-                fatal = 1; /* the others wait in a barrier or collective: end the run */
-                break;
-            }
-            if (rows[j].ok)
-                tpb_table_row(&rows[j]);
-            if (real && rows[j].ok)
-                printf("#   ranks: slowest rank's medians, us: naive %.1f, shaped %.1f, unfused "
-                       "%.1f\n", rows[j].rank_max[0], rows[j].rank_max[1], rows[j].rank_max[2]);
-            if (csv && rows[j].ok) {
-                tpb_csv_row(csv, &rows[j], o.slots == TPB_SLOTS_BOTH, o.ncour);
-                fflush(csv);
-            }
-        }
-        if (!fatal) /* a failed rank exits; the teardown is collective */
-            xs_win_close(ws);
-    }
-    int nran = 0;
-    for (int j = 0; j < nrows; j++)
-        nran += rows[j].ran;
-    const int intr = xs_interrupted() && nran + skipped < nrows; /* stopped early: no verdict */
-    rc = intr ? 1 : tpb_summary(rows, nrows, skipped);
-    printf("# wall time %.1f s\n", xs_now_s() - t0);
-    if (csv) {
-        fprintf(csv, "# %s\n", intr ? "INTERRUPTED: partial results"
-                               : rc ? "bench tp FAILED" : "bench tp OK");
-        fclose(csv);
-    }
-    cudaStreamDestroy(stream);
+    int abort = 1;
+    if (tpb_device_check(&e, &o) != XS_OK || xs_cublas_open(&cb) != XS_OK)
+        rc = xs_cli_fail();
+    else
+        rc = tpb_sweep_all(&e, &o, &prof, cb, rows, nrows, argc, argv, &abort);
     xs_cublas_close(cb);
-    xs_coll_close(coll, fatal || intr);
+    xs_bench_stop(&e, abort);
     free(rows);
-    if (fatal)
-        return xs_cli_failf("bench tp: rank %d stopped the run after a failed call (above)", me);
-    if (intr)
-        return xs_cli_failf("interrupted by %s after %d of %d configurations%s",
-                            xs_interrupt_name(), nran, nrows, o.csv ? "; partial CSV marked" : "");
     return rc;
 }
