@@ -41,9 +41,10 @@ typedef struct {
      * (xs_engine_advance, from 0): reserves leave once drained by that clock and the next
      * acceptance is no earlier than it; the profile's buffer_bytes_per_producer counts as
      * reserve (no tandem queues), which leaves when its holder's bytes have drained (reserve_release
-     * and reserve_shared_fraction ignored); no overflow loss; a burst's window ends when the chunk
-     * q places before its last one left the queue (no share for a short last chunk); the cap is
-     * at most 1e6 chunks. */
+     * and reserve_shared_fraction ignored) and leaves once per holder; no overflow loss; a
+     * burst's window ends when the chunk q places before its last one left the queue (no share
+     * for a short last chunk); the cap is at most 1e6 chunks. Bursts carry their own issue rate
+     * and stage share (xs_engine_burst) under either rules. */
     int ep_stage;
 } xs_engine_opts;
 

@@ -56,7 +56,8 @@ typedef struct {
 typedef struct {
     /* started bursts by sequence number: bq[seq & (bcap - 1)] for the live ones */
     qburst *bq;
-    int64_t bcap;       /* a power of two (0: none yet) */
+    int64_t bcap;       /* a power of two */
+    int bq_own;         /* 1 once bq is its own allocation (else in the engine's qblock) */
     int64_t nstart;     /* bursts started */
     int64_t bst;        /* the oldest whose window is open (nstart: none) */
     int64_t assigned;   /* chunks handed to the queue so far (indices 0..assigned-1) */
@@ -231,6 +232,8 @@ static double room_time(double Q, double loss, double loss_ns, double t_fill, do
  * The stage side (accept, admit) sees producers and chunks; programs are seen only through
  * take and closed. */
 
+enum { QB_FIRST = 4 }; /* bursts a producer's queue holds before it grows (a power of two) */
+
 struct xs_engine {
     const xs_profile *pf;
     xs_engine_program prog;
@@ -255,6 +258,7 @@ struct xs_engine {
     /* producers and their storage */
     producer *pr;          /* [np] */
     double *rings, *accs, *bufs; /* backing arrays of pr[].ring, .acc, .qa/.rdy/.inq */
+    qburst *qblock;        /* [np * QB_FIRST] each producer's first burst queue */
     /* the stage */
     xs_evheap future;      /* chunks not yet ready, by ready time (t) */
     xs_evheap eligible;    /* ready chunks contending, by start tag (t) then ready time (t2) */
@@ -299,7 +303,7 @@ static int burst_push(xs_engine *e, int p, const xs_engine_burst *b)
     if (e->tandem && y->sb < lo)
         lo = y->sb < 0 ? 0 : y->sb;
     if (y->nstart - lo >= y->bcap) {
-        const int64_t nc = y->bcap ? 2 * y->bcap : 4;
+        const int64_t nc = 2 * y->bcap;
         qburst *nq = malloc((size_t)nc * sizeof *nq);
         if (!nq) {
             e->oom = 1;
@@ -307,8 +311,10 @@ static int burst_push(xs_engine *e, int p, const xs_engine_burst *b)
         }
         for (int64_t s = lo; s < y->nstart; s++)
             nq[s & (nc - 1)] = *qb(y, s);
-        free(y->bq);
+        if (y->bq_own)
+            free(y->bq);
         y->bq = nq;
+        y->bq_own = 1;
         y->bcap = nc;
     }
     const int64_t nch = (int64_t)ceil(b->bytes / e->c);
@@ -333,8 +339,10 @@ void xs_engine_close(xs_engine *e, xs_result *out)
         }
     }
     for (int p = 0; e->pr && p < e->np; p++)
-        free(e->pr[p].bq);
+        if (e->pr[p].bq_own)
+            free(e->pr[p].bq);
     free(e->pr);
+    free(e->qblock);
     xs_evheap_free(&e->future);
     xs_evheap_free(&e->eligible);
     xs_evheap_free(&e->held);
@@ -430,6 +438,7 @@ xs_status xs_engine_open(const xs_profile *pf, int np, const xs_engine_program *
     if (e->nring)
         e->rings = malloc((size_t)e->nring * (size_t)e->ring_m * sizeof(double));
     e->accs = malloc((size_t)np * (size_t)e->qr * sizeof(double));
+    e->qblock = malloc((size_t)np * QB_FIRST * sizeof *e->qblock);
     if (e->tandem)
         e->bufs = malloc((size_t)np * 3 * (size_t)e->nbuf * sizeof(double));
     if (e->so->record_backlog) {
@@ -439,7 +448,8 @@ xs_status xs_engine_open(const xs_profile *pf, int np, const xs_engine_program *
         e->smp.a = malloc(e->smp.cap * sizeof *e->smp.a);
         e->smp.stride = 1;
     }
-    if (!e->pr || !heaps_ok || (e->nring && !e->rings) || !e->accs || (e->tandem && !e->bufs) ||
+    if (!e->pr || !heaps_ok || (e->nring && !e->rings) || !e->accs || !e->qblock ||
+        (e->tandem && !e->bufs) ||
         (e->so->record_backlog && !e->smp.a)) {
         xs_engine_close(e, NULL);
         return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", np);
@@ -448,6 +458,8 @@ xs_status xs_engine_open(const xs_profile *pf, int np, const xs_engine_program *
         producer *z = &e->pr[p];
         z->ring = p < e->nring ? e->rings + (size_t)p * e->ring_m : NULL;
         z->acc = e->accs + (size_t)p * e->qr;
+        z->bq = e->qblock + (size_t)p * QB_FIRST;
+        z->bcap = QB_FIRST;
         z->ob = z->sb = -1;
         z->owait = 1;
         z->a_prev = -INFINITY;
