@@ -264,7 +264,7 @@ typedef struct {
                              * lead; 0: that lead, no taper */
     int paced_lead, paced_lead_end; /* paced_lead > 0: the paced candidate's lead is this, tapering
                                      * to paced_lead_end (0: no taper; else 1..paced_lead-1), not
-                                     * searched (bench ep --auto-lead D[:E]); 0, 0: the rule */
+                                     * searched; 0, 0: the rule */
 } xs_moe_model;
 
 /* X and s are fitted on the first full H200 sweep (the model with these numbers reproduces all

@@ -9,7 +9,7 @@
 #   6. compute-sanitizer memcheck on calibrate --quick and on replay (when installed)
 # Writes to $OUT the files bench/results/calibrate/ keeps, and calib.log (everything). Each step
 # is bounded by `timeout`; one failure does not stop the others; the PASS/FAIL table comes last.
-# Usage: OUT=dir [BUILD=build] scripts/gpu_calib.sh
+# Usage: OUT=dir [BUILD=build] [SANITIZE=0: skip step 6] scripts/gpu_calib.sh
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-./out-calib}
@@ -34,7 +34,7 @@ for f in examples/ep_wave.csv examples/drift.csv; do
     step "replay --sync $(basename "$f")" 60 "$X" replay --schedule "$f" --sync ${P:+--profile "$P"}
 done
 step "replay local" 60 "$X" replay --schedule examples/ep_wave.csv --target local
-if command -v compute-sanitizer >/dev/null 2>&1; then
+if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
     step "memcheck calibrate --quick" 240 compute-sanitizer --tool memcheck --error-exitcode 3 \
         "$X" calibrate --target host --quick
     step "memcheck replay" 120 compute-sanitizer --tool memcheck --error-exitcode 3 \

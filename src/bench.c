@@ -132,7 +132,8 @@ int xs_bench_parse(const xs_bench_spec *s, int argc, char **argv, xs_bench_commo
         }
         if (ch == '?' || ch == ':') {
             const char *bad = argv[optind - 1 < argc ? optind - 1 : argc - 1];
-            if (optopt && optopt < 256)
+            /* a long option (--seq) is named as typed, not by its short letter */
+            if (optopt && optopt < 256 && strncmp(bad, "--", 2))
                 return xs_cli_failf("%s: option -%c %s (--help lists the options)", s->cmd,
                                     optopt, ch == ':' || strchr(so, optopt) ? "needs a value"
                                                                             : "is unknown");

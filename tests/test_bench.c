@@ -134,6 +134,8 @@ static void test_options(void)
     parse_line(&s, "--lead 200", &c, &lines, err, sizeof err);
     XT_CHECK(strstr(err, "--lead") && strstr(err, "200"), "the line names option and value: %s",
              err);
+    parse_line(&s, "--iters", &c, &lines, err, sizeof err);
+    XT_CHECK(strstr(err, "'--iters'") != NULL, "a long option is named as typed: %s", err);
 
     /* a workload table that reuses a common name, id or letter */
     static const struct option clash_long[] = {{"iters", required_argument, 0, O_LEAD},

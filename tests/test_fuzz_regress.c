@@ -2,7 +2,7 @@
  * test_fuzz_regress.c - what the fuzz targets (tests/fuzz/) found, each input fed to the library
  * with the check that failed on it. The inputs are the files under tests/fuzz/regress/ (the fuzz
  * script replays them through the targets as well); run from the repository root, as
- * tests/run.sh does. docs/ROBUSTNESS.md lists the findings.
+ * tests/run.sh does. Each input's comment below says what the target found.
  */
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
  * gemm.cuh - the tensor-core tile engine: C = A * B^T in bf16 with fp32 accumulation, one
- * BM x BN output tile at a time, for persistent fused kernels (EP: cuda/moe.cu, TP: cuda/tp.cu).
+ * BM x BN output tile at a time, for persistent fused kernels (EP: cuda/ep/, TP: cuda/tp/).
  *
  * Layouts (row-major, element strides):
  *   A [m, k]  activations, k contiguous; rows may be gathered through a row map (fused dispatch)

@@ -10,7 +10,7 @@
  * Requirements: those of xs_gemm_check (k, lda, ldb, ldc multiples of 8, A, B, C 16-byte
  * aligned; m, n arbitrary) and a device of compute capability 9.0.
  *
- * Machinery (docs/GEMM_SM90.md has the pictures):
+ * Machinery (docs/TP.md, "Engines", says where the engine is used):
  *   - CTA tile 128 x 256 x 64, 384 threads = 3 warpgroups: warpgroups 0 and 1 are consumers
  *     (64 rows each, wgmma.mma_async m64n256k16, 128 fp32 accumulators per thread), warpgroup 2
  *     is the producer (setmaxnreg: producer 40 registers, consumers 232).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sanitize.sh - every GPU test binary and a small case of every GPU subcommand under
 # compute-sanitizer memcheck, synccheck and racecheck, on one GPU, from an
-# already built tree (make -j all). docs/ROBUSTNESS.md has the table of cases. In short:
+# already built tree (make -j all); README.md "Robustness" says what it covers. In short:
 #   test_attn 12345 (racecheck: --tiny), test_gemm --quick -n 1 (synccheck, racecheck: --tiny,
 #   no cuBLAS, no throughput), test_tp --quick, test_moe --quick (both: --tiny under racecheck), test_signal,
 #   test_win --quick
@@ -108,16 +108,16 @@ setup() {
         LIMIT=60 EST=1 ;;
     bench_ep)
         CMD=("$X" bench ep --config olmoe-1b-7b --tokens 32 --peers 2 --routing balanced -n 1
-            -w 0 --timeout-ms 120000) LIMIT=60 EST=1
+            -w 0 --timeout 120) LIMIT=60 EST=1
         # racecheck: 4 tokens (a few dozen row blocks; T = 32 ran past 90 s), wave only
         [ "$tool" = racecheck ] && CMD=("$X" bench ep --config olmoe-1b-7b --tokens 4 --peers 2
-            --routing balanced -n 1 -w 0 --timeout-ms 120000 --schedule wave) LIMIT=100 EST=60 ;;
+            --routing balanced -n 1 -w 0 --timeout 120 --schedule wave) LIMIT=100 EST=60 ;;
     bench_ep_bulk) # the TMA bulk copies of the combine (--bulk) and the deferring kernel
         # (--defer); racecheck: the adaptive plan and --bulk
         CMD=("$X" bench ep --config olmoe-1b-7b --tokens 32 --peers 2 --routing balanced -n 1
-            -w 0 --timeout-ms 120000 --bulk --defer) LIMIT=60 EST=1
+            -w 0 --timeout 120 --bulk --defer) LIMIT=60 EST=1
         [ "$tool" = racecheck ] && CMD=("$X" bench ep --config olmoe-1b-7b --tokens 4 --peers 2
-            --routing balanced -n 1 -w 0 --timeout-ms 120000 --schedule adaptive --bulk)
+            --routing balanced -n 1 -w 0 --timeout 120 --schedule adaptive --bulk)
         [ "$tool" = racecheck ] && LIMIT=100 EST=60 ;;
     probe_bulk) # the probe's bulk-copy and paced row cases (cp.async.bulk from shared memory)
         CMD=("$X" probe --target host -n 1 --window 4M --only bulk,bulkpace,bulkrows,rowpace

@@ -1,5 +1,5 @@
 /*
- * test_tp.cu - tensor parallelism (cuda/tp.h) on small odd shapes against a CPU fp64 reference:
+ * test_tp.cu - tensor parallelism (cuda/tp/tp.h) on small odd shapes against a CPU fp64 reference:
  * fused GEMM + reduce-scatter, all-gather + GEMM and the MLP block, naive and shaped orders,
  * local control and virtual peers (rank 0 in HBM, ranks 1..P-1 in pinned host memory), few
  * CTAs (many steps, cross-CTA waits) and a full grid. Every byte sent to a host window is read
@@ -43,7 +43,7 @@
  * sm90 cases run in the full run only, not with --quick / --tiny (the sanitizer's cases)
  * --tiny: the sanitizer's racecheck case (tests/gpu/sanitize.sh): one small shape per operation,
  * 120 s bounds, no fault injection and no upload stress (their 50 ms and 2 s bounds measure
- * timing, which racecheck slows 10-100x: run 5 timed out there)
+ * timing, which racecheck slows 10-100x, past the bound of a wait)
  */
 #include <getopt.h>
 #include <math.h>
@@ -57,7 +57,7 @@
 #include "xstage.h"
 #include "xstage_cuda.h"
 #include "xstage_win.h"
-#include "../../cuda/tp.h"
+#include "tp/tp.h"
 
 #include <cuda_bf16.h>
 
@@ -404,13 +404,13 @@ static void run_split(xs_tp *t, const cref *r, const xs_tp_costs *cost, xs_tp_ru
         xs_tp_pace pace;
         xs_tp_pace_front(&pace);
         pace.split = sp;
-        if (xs_tp_order_shaped(t, slot, &pace, cost, prof) != XS_OK ||
-            xs_tp_order_check(t, slot) != XS_OK) {
+        if (xs_tp_order_shaped(xs_tp_plan_of(t), slot, &pace, cost, prof) != XS_OK ||
+            xs_tp_order_check(xs_tp_plan_of(t), slot) != XS_OK) {
             XT_CHECK(0, "%s %s: order: %s", name, v, xs_errmsg());
             continue;
         }
         const xs_tp_task *x;
-        const int n = xs_tp_order_get(t, slot, &x);
+        const int n = xs_tp_order_get(xs_tp_plan_of(t), slot, &x);
         int parts = 0, tiles = 0;
         for (int i = 0; i < n; i++)
             if (x[i].kind & XS_TP_K_SPLIT) {
@@ -485,14 +485,14 @@ static void run_couriers(xs_tp *t, const cref *r, const xs_tp_costs *cost, xs_tp
         XT_CHECK(xs_tp_set_couriers(t, C) == XS_OK, "%s: %d couriers: %s", name, C, xs_errmsg());
         xs_tp_pace front;
         xs_tp_pace_front(&front);
-        XT_CHECK(xs_tp_order_naive(t, 3) == XS_OK && xs_tp_order_check(t, 3) == XS_OK &&
-                     xs_tp_order_shaped(t, 4, &front, cost, &prof) == XS_OK &&
-                     xs_tp_order_check(t, 4) == XS_OK,
+        XT_CHECK(xs_tp_order_naive(xs_tp_plan_of(t), 3) == XS_OK && xs_tp_order_check(xs_tp_plan_of(t), 3) == XS_OK &&
+                     xs_tp_order_shaped(xs_tp_plan_of(t), 4, &front, cost, &prof) == XS_OK &&
+                     xs_tp_order_check(xs_tp_plan_of(t), 4) == XS_OK,
                  "%s: %d couriers: orders: %s", name, C, xs_errmsg());
         for (int slot = 3; slot < 5; slot++) {
             const int *w = NULL;
-            const int nw = xs_tp_order_walk(t, slot, &w), np = xs_tp_order_walk_pushes(t, slot);
-            XT_CHECK(xs_tp_order_couriers(t, slot) == C &&
+            const int nw = xs_tp_order_walk(xs_tp_plan_of(t), slot, &w), np = xs_tp_order_walk_pushes(xs_tp_plan_of(t), slot);
+            XT_CHECK(xs_tp_order_couriers(xs_tp_plan_of(t), slot) == C &&
                          np == (in->ag && P > 1 ? (P - 1) * in->ag_chunks : 0) && nw >= np,
                      "%s: %d couriers slot %d: walk %d entries, %d pushes", name, C, slot, nw, np);
             snprintf(v, sizeof v, "%s, %d couriers", slot == 3 ? "naive" : "shaped front", C);
@@ -594,7 +594,7 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
     float ms = 0;
 
     XT_CHECK(xs_tp_reference(t, cb) == XS_OK, "%s: reference: %s", name, xs_errmsg());
-    XT_CHECK(xs_tp_order_naive(t, 0) == XS_OK, "%s: naive: %s", name, xs_errmsg());
+    XT_CHECK(xs_tp_order_naive(xs_tp_plan_of(t), 0) == XS_OK, "%s: naive: %s", name, xs_errmsg());
     /* local control: outputs against fp64, then the library's expectation */
     ro.local = 1;
     XT_CHECK(xs_tp_run(t, 0, &ro, st, &ms) == XS_OK, "%s: local run: %s", name, xs_errmsg());
@@ -626,23 +626,23 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
         xs_tp_pace pace = {0.8, 1.5, 0, 2, sp, 0};
         if (sm90 && sp)
             pace = front;
-        XT_CHECK(xs_tp_order_shaped(t, 1 + sp, &pace, &cost, &prof) == XS_OK, "%s: %s: %s",
+        XT_CHECK(xs_tp_order_shaped(xs_tp_plan_of(t), 1 + sp, &pace, &cost, &prof) == XS_OK, "%s: %s: %s",
                  name, vname[1 + sp], xs_errmsg());
-        XT_CHECK(xs_tp_order_check(t, 1 + sp) == XS_OK, "%s: %s order: %s", name, vname[1 + sp],
+        XT_CHECK(xs_tp_order_check(xs_tp_plan_of(t), 1 + sp) == XS_OK, "%s: %s order: %s", name, vname[1 + sp],
                  xs_errmsg());
-        XT_CHECK(xs_tp_predict(t, 1 + sp, &prof, &cost, 1, &pred) == XS_OK &&
+        XT_CHECK(xs_tp_predict(xs_tp_plan_of(t), 1 + sp, &prof, &cost, 1, &pred) == XS_OK &&
                      pred.model_ns >= pred.ideal_ns && pred.ideal_ns > 0,
                  "%s: predict %s: %s (%g, %g)", name, vname[1 + sp], xs_errmsg(), pred.model_ns,
                  pred.ideal_ns);
     }
-    XT_CHECK(xs_tp_order_check(t, 0) == XS_OK, "%s: naive order: %s", name, xs_errmsg());
+    XT_CHECK(xs_tp_order_check(xs_tp_plan_of(t), 0) == XS_OK, "%s: naive order: %s", name, xs_errmsg());
     if (sm90) {
         /* a streamed order is refused with one line, before anything is launched */
         const xs_tp_pace streamed = {0.8, 1.5, 0, 2, 1, 0};
-        XT_CHECK(xs_tp_order_shaped(t, 3, &streamed, &cost, &prof) == XS_OK, "%s: streamed: %s",
+        XT_CHECK(xs_tp_order_shaped(xs_tp_plan_of(t), 3, &streamed, &cost, &prof) == XS_OK, "%s: streamed: %s",
                  name, xs_errmsg());
         xs_tp_order_info oi;
-        XT_CHECK(xs_tp_order_stats(t, 3, &oi) == XS_OK, "%s: stats: %s", name, xs_errmsg());
+        XT_CHECK(xs_tp_order_stats(xs_tp_plan_of(t), 3, &oi) == XS_OK, "%s: stats: %s", name, xs_errmsg());
         if (oi.deferred + oi.spread > 0) {
             xs_status e = xs_tp_run(t, 3, &ro, st, &ms);
             XT_CHECK(e == XS_EINVAL && !strchr(xs_errmsg(), '\n'),
@@ -653,7 +653,7 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
     } else {
         /* the streamed order streams something wherever there is something to stream */
         xs_tp_order_info oi;
-        XT_CHECK(xs_tp_order_stats(t, 2, &oi) == XS_OK, "%s: stats: %s", name, xs_errmsg());
+        XT_CHECK(xs_tp_order_stats(xs_tp_plan_of(t), 2, &oi) == XS_OK, "%s: stats: %s", name, xs_errmsg());
         XT_CHECK(oi.pushes == 0 || oi.spread > 0, "%s: streamed order: %d pushes, none streamed",
                  name, oi.pushes);
         printf("ok %s: streamed order: %d of %d remote tiles staged, %d of %d pushes streamed\n",
@@ -678,8 +678,8 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
         /* the ring order (remote owners one after the other, streamed), fused and local, in
          * slot 1; then slot 1 gets its shaped order back for the fault runs */
         const xs_tp_pace ring = {0.3, 0, 0, 2, sm90 ? 0 : 1, 1}, back = {0.8, 1.5, 0, 2, 0, 0};
-        XT_CHECK(xs_tp_order_shaped(t, 1, &ring, &cost, &prof) == XS_OK &&
-                     xs_tp_order_check(t, 1) == XS_OK,
+        XT_CHECK(xs_tp_order_shaped(xs_tp_plan_of(t), 1, &ring, &cost, &prof) == XS_OK &&
+                     xs_tp_order_check(xs_tp_plan_of(t), 1) == XS_OK,
                  "%s: ring order: %s", name, xs_errmsg());
         /* 0: fused, 1: local, 2: fused with every signal raised eagerly (eager_flags) */
         static const char *const rname[3] = {"ring", "local ring", "ring, eager signals"};
@@ -694,7 +694,7 @@ static void run_case(const tcase *tc, const xs_gpu_info *gi, xs_cublas *cb, int 
         }
         ro.local = 0;
         ro.eager_flags = 0;
-        XT_CHECK(xs_tp_order_shaped(t, 1, &back, &cost, &prof) == XS_OK, "%s: shaped: %s", name,
+        XT_CHECK(xs_tp_order_shaped(xs_tp_plan_of(t), 1, &back, &cost, &prof) == XS_OK, "%s: shaped: %s", name,
                  xs_errmsg());
     }
 
@@ -832,24 +832,24 @@ static void check_orders(const xs_tp_shape *s, int grid)
     char name[128];
     snprintf(name, sizeof name, "%s m=%d n=%d k=%d P=%d grid=%d", xs_tp_op_name(s->op), s->m,
              s->n, s->k, s->peers, grid);
-    xs_tp *t = NULL;
-    if (xs_tp_plan_create(s, 0, grid, &t) != XS_OK) {
+    xs_tp_plan *pl = NULL;
+    if (xs_tp_plan_create(s, 0, grid, &pl) != XS_OK) {
         XT_CHECK(0, "%s: plan context: %s", name, xs_errmsg());
         return;
     }
     xs_tp_info in;
-    xs_tp_get_info(t, &in);
+    in = pl->in;
     const xs_tp_costs c = synth_costs(&in);
     xs_profile prof;
     xs_profile_default(&prof);
-    XT_CHECK(xs_tp_order_naive(t, 0) == XS_OK && xs_tp_order_check(t, 0) == XS_OK,
+    XT_CHECK(xs_tp_order_naive(pl, 0) == XS_OK && xs_tp_order_check(pl, 0) == XS_OK,
              "%s naive: %s", name, xs_errmsg());
     xs_tp_pace cand[XS_TP_NCAND];
     const int n = xs_tp_candidates(0.9 * xs_capacity(&prof, grid), cand, XS_TP_NCAND);
     int bad = 0;
     for (int i = 0; i < n; i++) {
         const xs_tp_pace *p = &cand[i];
-        if (xs_tp_order_shaped(t, 1, p, &c, &prof) != XS_OK || xs_tp_order_check(t, 1) != XS_OK) {
+        if (xs_tp_order_shaped(pl, 1, p, &c, &prof) != XS_OK || xs_tp_order_check(pl, 1) != XS_OK) {
             bad++;
             XT_CHECK(0, "%s f%.2f b%.1f cap %.0f spread %d ring %d: %s", name, p->finish,
                      p->burst, p->cap_bytes, p->spread, p->ring, xs_errmsg());
@@ -857,33 +857,33 @@ static void check_orders(const xs_tp_shape *s, int grid)
     }
     XT_CHECK(bad == 0, "%s: %d of %d shaped orders broken", name, bad, n);
     printf("ok %s: naive and %d shaped orders hold the invariants (%d tasks naive)\n", name, n,
-           xs_tp_order_tasks(t, 0));
-    xs_tp_destroy(t);
+           xs_tp_order_tasks(pl, 0));
+    xs_tp_plan_destroy(pl);
 }
 
 /* The checker itself: each kind of broken list is refused with one line. */
 static void check_checker(void)
 {
     const xs_tp_shape s = {XS_TP_MLP, 1024, 264, 512, 4};
-    xs_tp *t = NULL;
-    if (xs_tp_plan_create(&s, 0, 7, &t) != XS_OK) {
+    xs_tp_plan *pl = NULL;
+    if (xs_tp_plan_create(&s, 0, 7, &pl) != XS_OK) {
         XT_CHECK(0, "plan context: %s", xs_errmsg());
         return;
     }
     xs_tp_info in;
-    xs_tp_get_info(t, &in);
+    in = pl->in;
     const xs_tp_costs c = synth_costs(&in);
     xs_profile prof;
     xs_profile_default(&prof);
     const xs_tp_pace pace = {0.8, 1.5, 0, 2, 1};
-    XT_CHECK(xs_tp_order_shaped(t, 0, &pace, &c, &prof) == XS_OK, "shaped: %s", xs_errmsg());
+    XT_CHECK(xs_tp_order_shaped(pl, 0, &pace, &c, &prof) == XS_OK, "shaped: %s", xs_errmsg());
     const xs_tp_task *v0;
-    const int n = xs_tp_order_get(t, 0, &v0);
+    const int n = xs_tp_order_get(pl, 0, &v0);
     xs_tp_task *v = (xs_tp_task *)malloc((size_t)n * sizeof *v);
     if (!v || n < 1) {
         XT_CHECK(0, "no order to break");
         free(v);
-        xs_tp_destroy(t);
+        xs_tp_plan_destroy(pl);
         return;
     }
     int first1 = -1, last0 = -1, own = -1, red = -1, defer = -1, spread = -1, remote0 = -1;
@@ -955,19 +955,19 @@ static void check_checker(void)
             break;
         }
         }
-        XT_CHECK(xs_tp_order_set(t, 1, v, n) == XS_OK, "set: %s", xs_errmsg());
-        const xs_status e = xs_tp_order_check(t, 1);
+        XT_CHECK(xs_tp_order_set(pl, 1, v, n) == XS_OK, "set: %s", xs_errmsg());
+        const xs_status e = xs_tp_order_check(pl, 1);
         const char *msg = xs_errmsg();
         XT_CHECK(e == XS_EINVAL && strstr(msg, cases[k].expect) && !strchr(msg, '\n'),
                  "broken order (%s) not refused as expected: %s (%s)", cases[k].what,
                  xs_status_name(e), msg);
     }
     memcpy(v, v0, (size_t)n * sizeof *v);
-    XT_CHECK(xs_tp_order_set(t, 1, v, n) == XS_OK && xs_tp_order_check(t, 1) == XS_OK,
+    XT_CHECK(xs_tp_order_set(pl, 1, v, n) == XS_OK && xs_tp_order_check(pl, 1) == XS_OK,
              "the unbroken copy: %s", xs_errmsg());
     printf("ok order checker refuses 9 kinds of broken lists, accepts the unbroken one\n");
     free(v);
-    xs_tp_destroy(t);
+    xs_tp_plan_destroy(pl);
 }
 
 /* ---- upload stress: a launch right after each upload of a multi-page list ------------------ */
@@ -1008,7 +1008,7 @@ static void run_upload_stress(const xs_gpu_info *gi, xs_cublas *cb, int reps)
     float ms = 0;
     const double bytes = in.ag_remote_bytes + in.rs_remote_bytes;
     XT_CHECK(xs_tp_reference(t, cb) == XS_OK, "stress reference: %s", xs_errmsg());
-    XT_CHECK(xs_tp_order_naive(t, 0) == XS_OK, "stress naive: %s", xs_errmsg());
+    XT_CHECK(xs_tp_order_naive(xs_tp_plan_of(t), 0) == XS_OK, "stress naive: %s", xs_errmsg());
     XT_CHECK(xs_tp_run(t, 0, &ro, st, &ms) == XS_OK, "stress local: %s", xs_errmsg());
     lib_verify(t, "stress", "local", 0, 0);
     xs_tp_costs cost;
@@ -1019,9 +1019,9 @@ static void run_upload_stress(const xs_gpu_info *gi, xs_cublas *cb, int reps)
     for (int i = 0; i < reps; i++) {
         /* a new list in slot 1 every time: naive, shaped, streamed (spread 1 and 2), ... */
         const xs_tp_pace pace = {i % 2 ? 0.6 : 0.95, 1.5, 0, 2, (i / 2) % 3};
-        const xs_status e = i % 3 == 0 ? xs_tp_order_naive(t, 1)
-                                       : xs_tp_order_shaped(t, 1, &pace, &cost, &prof);
-        XT_CHECK(e == XS_OK && xs_tp_order_check(t, 1) == XS_OK, "stress order %d: %s", i,
+        const xs_status e = i % 3 == 0 ? xs_tp_order_naive(xs_tp_plan_of(t), 1)
+                                       : xs_tp_order_shaped(xs_tp_plan_of(t), 1, &pace, &cost, &prof);
+        XT_CHECK(e == XS_OK && xs_tp_order_check(xs_tp_plan_of(t), 1) == XS_OK, "stress order %d: %s", i,
                  xs_errmsg());
         ro.local = i % 2;
         const xs_status r = xs_tp_run(t, 1, &ro, st, &ms);
@@ -1035,7 +1035,7 @@ static void run_upload_stress(const xs_gpu_info *gi, xs_cublas *cb, int reps)
         fails += r != XS_OK || !c.ok;
     }
     printf("ok upload stress: %d launches right after a new %d-task list, %d failed\n", reps,
-           xs_tp_order_tasks(t, 1), fails);
+           xs_tp_order_tasks(xs_tp_plan_of(t), 1), fails);
     xs_tp_destroy(t);
     cudaStreamDestroy(st);
     xs_win_close(ws);

@@ -1,6 +1,9 @@
 /*
  * ep.cu - `xstage bench ep`: the fused MoE (expert parallelism) sweep on one GPU with
- * virtual peers: rank 0's window in HBM, ranks 1..N-1 in pinned host memory over PCIe.
+ * virtual peers: rank 0's window in HBM, ranks 1..N-1 in pinned host memory over PCIe; with -g,
+ * real peers, one rank per GPU (docs/MULTIGPU.md). The shared harness (tools/bench/harness.h)
+ * owns the options it has in common with bench tp/up, the launch, the L2 flush, the rounds, the
+ * statistics and the report; this file brings the variants and one point.
  *
  * For every configuration x routing x token count x peer count, with the same inputs:
  *   unfused      gather, cuBLAS GEMM per expert, SwiGLU, cuBLAS GEMM per expert, scale, one
@@ -16,29 +19,26 @@
  *   local        the fused kernel with every window in HBM, wave and interleaved order (the
  *                control; its traces give the compute costs the auto rule and bound_us use, and
  *                each tile's unstalled main loop for the per-tile MMA-side stall).
- * Runs are interleaved round-robin over the iterations so that drift hits every variant alike;
- * before each run the windows are poisoned (bf16 NaN) and L2 is overwritten. Every variant's
- * last run is verified row by row at the destination against an fp32 reference (the unfused
- * path with fp32 GEMM outputs). docs/EP.md defines every column.
+ * Runs are interleaved round-robin over the iterations, in the variant table's order, so that
+ * drift hits every variant alike; before each run the windows are poisoned (bf16 NaN) and L2 is
+ * overwritten. Every variant's last run is verified row by row at the destination against an
+ * fp32 reference (the unfused path with fp32 GEMM outputs). docs/EP.md defines every column.
  */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ep_bench.h"
+#include "harness.h"
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_cuda.h"
 #include "xstage_exchange.h"
 #include "xstage_launch.h"
-#include "xstage_sigint.h"
 #include "xstage_win.h"
-
-/* ---- bench ep -------------------------------------------------------------------------------- */
 
 #define EP_MAX_LIST 16
 #define EP_MAX_ROWS 1024
@@ -57,7 +57,9 @@ static const char *const ep_var_name[EP_NVAR] = {"unfused", "wave", "interleaved
                                                  "interleaved_bulk", "auto_bulk", "auto_defer",
                                                  "auto_fixed"};
 
+/* The options of bench ep beyond the harness's common block (xs_bench_common). */
 typedef struct {
+    const char *cfg_arg; /* --config: NAME[,NAME] or all */
     const xs_moe_config *configs[EP_MAX_LIST];
     int nconfigs;
     int tokens[EP_MAX_LIST];
@@ -69,7 +71,6 @@ typedef struct {
     int nroutings;
     int run[EP_NVAR];
     int peers_set; /* --peers given: else each configuration's own peer count */
-    xs_bench_opts common; /* -n, -w, -d, -g N (N ranks, one per GPU, real peers) */
     int quick, lead, wave_experts;
     int bulk;  /* --bulk: also the *_BULK variants */
     int defer; /* --defer[=ring|spill]: also auto's plan on a deferring kernel (EP_AUTO_DEFER):
@@ -79,10 +80,8 @@ typedef struct {
                       * where it differs from auto's */
     xs_moe_model mm; /* the kernel-level model (--block-bytes, --block-speed, --pace-bytes,
                       * --couriers, --courier-pace) */
-    double timeout_ms;
-    const char *csv, *tiles;
+    const char *tiles;
 } ep_opts;
-
 
 /* -g/--gpus: this rank's windows and the tables that map the one-rank problem onto real ranks.
  * Every rank runs the same problem (same seed); its problem rank r (token t has problem rank
@@ -90,7 +89,6 @@ typedef struct {
  * one region of each destination's window, so destination d's region s holds the rows that
  * source s's problem sends to its problem rank (d - s) mod N (docs/MULTIGPU.md). */
 typedef struct {
-    xs_winset *ws;
     xs_coll *coll;   /* the unfused baseline's ncclSend/ncclRecv */
     xs_wintab send;  /* stores: problem rank r -> GPU (me + r) % N, region me */
     xs_wintab own;   /* receives: problem rank r -> this window, region (me - r) mod N */
@@ -98,343 +96,225 @@ typedef struct {
     size_t region;   /* bytes per source region (the one-rank problem's window) */
 } ep_peer;
 
-enum { EP_BARRIER_MS = 120000 }; /* ranks drift by a point's host-side work, not more */
+/* ---- options -------------------------------------------------------------------------------- */
 
-static void ep_usage(FILE *f)
+/* The usage lines of the EP options (the configurations are listed from the table). */
+static const char *ep_help(void)
 {
-    fprintf(f,
-            "usage: xstage bench ep [options]\n"
-            "  fused MoE: dispatch -> Linear-1 -> SwiGLU -> Linear-2 -> combine to virtual peers\n"
-            "  -c, --config NAME[,NAME]|all  configurations (default all):");
-    for (int i = 0; i < xs_moe_nconfigs; i++)
-        fprintf(f, "%s%s%s", i % 4 ? " " : "\n                                  ",
-                xs_moe_configs[i].name, xs_moe_configs[i].sweep ? "" : "(*)");
-    fprintf(f,
-            "\n"
-            "                               (*: not in the default sweep)\n"
-            "  -t, --tokens LIST            token counts (default: 3 per configuration)\n"
-            "  -p, --peers LIST             destinations incl. the local rank (default: each\n"
-            "                               configuration's own, docs/EP.md)\n"
-            "  -r, --routing balanced|zipf|all   (default all)\n"
-            "      --schedule wave|interleaved|auto|courier|adaptive|all  fused schedules\n"
-            "                               (default all)\n"
-            "  -n, --iters N                timed runs per variant (default 5)\n"
-            "  -w, --warmup N               warm-up runs per variant (default 1)\n"
-            "      --lead D                 interleaved row-block lead (default: model rule)\n"
-            "      --wave-experts W         experts per wave (default: waves of >= 1 round)\n"
-            "      --csv FILE               one row per point (docs/EP.md columns)\n"
-            "      --tiles FILE             one row per tile of every verified run\n"
-            "      --profile FILE, --set NAME=VALUE   X-Stage profile (default: embedded)\n"
-            "      --block-bytes B          model: backlog above which main loops stall\n"
-            "                               (550000)\n"
-            "      --block-speed S          model: main-loop speed while stalled (0.05)\n"
-            "      --pace-frac F            the pacer drains at F x R of the profile (0.1..1.2;\n"
-            "                               default 0.95)\n"
-            "      --pace-bytes B           auto may pace the combine at this backlog (128K;\n"
-            "                               0: auto never paces)\n"
-            "      --couriers N             C CTAs copy the combine from an HBM staging buffer,\n"
-            "                               paced: auto weighs only C = N, and the courier\n"
-            "                               column runs it (0: no couriers; default: auto\n"
-            "                               weighs 4 and 8, the column runs the better)\n"
-            "      --courier-pace F         the couriers issue at F x R in all (0.01..2;\n"
-            "                               default 0.9)\n"
-            "      --auto-couriers          auto may choose couriers (default: predicted and\n"
-            "                               reported, never chosen: the forced courier column\n"
-            "                               is slower than auto on the sweep)\n"
-            "      --courier-copy-rate B    model: bytes/ns one courier copies at most (9.2,\n"
-            "                               measured; 0: no limit)\n"
-            "      --auto-adaptive          auto may choose the adaptive plan (default: predicted\n"
-            "                               and reported; the adaptive column runs it)\n"
-            "      --defer[=ring|spill|none] also auto's plan on another kernel, measured in the\n"
-            "                               same rounds (the auto_defer column; not where auto\n"
-            "                               chose couriers). ring (default) and spill: a\n"
-            "                               Linear-2 tile the pacer holds back does not hold its\n"
-            "                               CTA - ring: a 3-stage ring with a staging tile of\n"
-            "                               its own; spill: the 4-stage kernel, the tile's\n"
-            "                               remote rows wait in device memory and leave at a\n"
-            "                               later task boundary. none: the plain kernel (where\n"
-            "                               auto chose spilling)\n"
-            "      --spill-depth N          spill: held-back tiles per CTA, 1-8 (default 2)\n"
-            "      --no-auto-spill          auto never runs its paced plan on the spilling\n"
-            "                               kernel (default: it does where that is predicted\n"
-            "                               >= 1 %% faster; --defer=none runs the same plans on\n"
-            "                               the plain kernel in the auto_defer column)\n"
-            "      --no-lead-search         auto paces at the unpaced order's best lead, no\n"
-            "                               taper (default: it also\n"
-            "                               predicts leads D/2..2D and tapers, docs/EP.md)\n"
-            "      --auto-lead D[:E]        where auto paces: at lead D (tapering to E where\n"
-            "                               Linear-1 ends, 1 <= E < D), not searched\n"
-            "      --auto-fixed             also auto's decision without the lead search,\n"
-            "                               measured in the same rounds where it differs (the\n"
-            "                               auto_fixed column)\n"
-            "      --bulk                   also wave, interleaved and auto with the combine rows\n"
-            "                               handed to the TMA (cp.async.bulk from the staging\n"
-            "                               tile), measured in the same rounds (auto: not where\n"
-            "                               it chose couriers)\n"
-            "      --seed S                 inputs and routing (default 1)\n"
-            "      --timeout-ms MS          bound of every in-kernel wait (default 2000)\n"
-            "  -d, --device N               CUDA device (default 0)\n"
-            "  -g, --gpus N                 N ranks, one process per GPU (rank r on GPU r), the\n"
-            "                               combine into real peers' NCCL windows (N = the peers;\n"
-            "                               not with --peers or --device); unfused baseline:\n"
-            "                               grouped ncclSend/ncclRecv (docs/MULTIGPU.md)\n"
-            "      --long                   the long-token points instead of the defaults: %d, %d\n"
-            "                               and %d x each configuration's largest default token\n"
-            "                               count; a point whose combine exceeds %d GiB is\n"
-            "                               skipped (docs/EP.md, \"The long-token limit\")\n"
-            "      --quick                  2 configurations, 3 token counts, 3 iterations\n",
-            ep_long_mult[0], ep_long_mult[1], ep_long_mult[2], EP_LONG_MAX_GIB);
+    static char h[6144];
+    size_t k = (size_t)snprintf(h, sizeof h,
+                                "  -c, --config NAME[,NAME]|all  configurations (default all):");
+    for (int i = 0; i < xs_moe_nconfigs && k < sizeof h; i++)
+        k += (size_t)snprintf(h + k, sizeof h - k, "%s%s%s",
+                              i % 4 ? " " : "\n                                  ",
+                              xs_moe_configs[i].name, xs_moe_configs[i].sweep ? "" : "(*)");
+    if (k >= sizeof h)
+        return h;
+    snprintf(h + k, sizeof h - k,
+         "\n"
+         "                               (*: not in the default sweep)\n"
+         "  -t, --tokens LIST            token counts (default: 3 per configuration)\n"
+         "  -p, --peers LIST             destinations incl. the local rank (default: each\n"
+         "                               configuration's own, docs/EP.md); -g N: the N ranks\n"
+         "                               are the peers (the combine into real peers' NCCL\n"
+         "                               windows; unfused baseline: grouped ncclSend/\n"
+         "                               ncclRecv, docs/MULTIGPU.md)\n"
+         "  -r, --routing balanced|zipf|all   (default all)\n"
+         "      --schedule wave|interleaved|auto|courier|adaptive|all  fused schedules\n"
+         "                               (default all)\n"
+         "      --lead D                 interleaved row-block lead (default: model rule)\n"
+         "      --wave-experts W         experts per wave (default: waves of >= 1 round)\n"
+         "      --tiles FILE             one row per tile of every verified run\n"
+         "      --block-bytes B          model: backlog above which main loops stall\n"
+         "                               (550000)\n"
+         "      --block-speed S          model: main-loop speed while stalled (0.05)\n"
+         "      --pace-frac F            the pacer drains at F x R of the profile (0.1..1.2;\n"
+         "                               default 0.95)\n"
+         "      --pace-bytes B           auto may pace the combine at this backlog (128K;\n"
+         "                               0: auto never paces)\n"
+         "      --couriers N             C CTAs copy the combine from an HBM staging buffer,\n"
+         "                               paced: auto weighs only C = N, and the courier\n"
+         "                               column runs it (0: no couriers; default: auto\n"
+         "                               weighs 4 and 8, the column runs the better)\n"
+         "      --courier-pace F         the couriers issue at F x R in all (0.01..2;\n"
+         "                               default 0.9)\n"
+         "      --auto-couriers          auto may choose couriers (default: predicted and\n"
+         "                               reported, never chosen: the forced courier column\n"
+         "                               is slower than auto on the sweep)\n"
+         "      --courier-copy-rate B    model: bytes/ns one courier copies at most (9.2,\n"
+         "                               measured; 0: no limit)\n"
+         "      --auto-adaptive          auto may choose the adaptive plan (default: predicted\n"
+         "                               and reported; the adaptive column runs it)\n"
+         "      --defer[=ring|spill|none] also auto's plan on another kernel, measured in the\n"
+         "                               same rounds (the auto_defer column; not where auto\n"
+         "                               chose couriers). ring (default) and spill: a\n"
+         "                               Linear-2 tile the pacer holds back does not hold its\n"
+         "                               CTA - ring: a 3-stage ring with a staging tile of\n"
+         "                               its own; spill: the 4-stage kernel, the tile's\n"
+         "                               remote rows wait in device memory and leave at a\n"
+         "                               later task boundary. none: the plain kernel (where\n"
+         "                               auto chose spilling)\n"
+         "      --spill-depth N          spill: held-back tiles per CTA, 1-8 (default 2)\n"
+         "      --no-auto-spill          auto never runs its paced plan on the spilling\n"
+         "                               kernel (default: it does where that is predicted\n"
+         "                               >= 1 %% faster; --defer=none runs the same plans on\n"
+         "                               the plain kernel in the auto_defer column)\n"
+         "      --auto-fixed             also auto's decision without the lead search,\n"
+         "                               measured in the same rounds where it differs (the\n"
+         "                               auto_fixed column)\n"
+         "      --bulk                   also wave, interleaved and auto with the combine rows\n"
+         "                               handed to the TMA (cp.async.bulk from the staging\n"
+         "                               tile), measured in the same rounds (auto: not where\n"
+         "                               it chose couriers)\n"
+         "      --long                   the long-token points instead of the defaults: %d, %d\n"
+         "                               and %d x each configuration's largest default token\n"
+         "                               count; a point whose combine exceeds %d GiB is\n"
+         "                               skipped (docs/EP.md, \"The long-token limit\")\n",
+             ep_long_mult[0], ep_long_mult[1], ep_long_mult[2], EP_LONG_MAX_GIB);
+    return h;
 }
 
-/* comma list of positive integers */
-static int ep_parse_list(const char *opt, const char *s, long lo, long hi, int *out, int *n)
+enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_BLOCK, O_BSPEED, O_PACE, O_COURIERS,
+       O_CPACE, O_AUTOCOUR, O_CCOPY, O_BULK, O_AUTOADAPT, O_PACEFRAC, O_DEFER, O_SPILLDEPTH,
+       O_AUTOSPILL, O_LONG, O_AUTOFIXED };
+static const struct option ep_long[] = {
+    {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
+    {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
+    {"schedule", required_argument, 0, XS_OPT_SCHEDULE},
+    {"tiles", required_argument, 0, O_TILES},
+    {"lead", required_argument, 0, O_LEAD},
+    {"wave-experts", required_argument, 0, O_WAVE},
+    {"block-bytes", required_argument, 0, O_BLOCK},
+    {"block-speed", required_argument, 0, O_BSPEED},
+    {"pace-bytes", required_argument, 0, O_PACE},
+    {"pace-frac", required_argument, 0, O_PACEFRAC},
+    {"couriers", required_argument, 0, O_COURIERS},
+    {"courier-pace", required_argument, 0, O_CPACE},
+    {"auto-couriers", no_argument, 0, O_AUTOCOUR},
+    {"courier-copy-rate", required_argument, 0, O_CCOPY},
+    {"bulk", no_argument, 0, O_BULK},
+    {"defer", optional_argument, 0, O_DEFER},
+    {"spill-depth", required_argument, 0, O_SPILLDEPTH},
+    {"no-auto-spill", no_argument, 0, O_AUTOSPILL},
+    {"auto-adaptive", no_argument, 0, O_AUTOADAPT},
+    {"long", no_argument, 0, O_LONG},
+    {"auto-fixed", no_argument, 0, O_AUTOFIXED},
+    {0, 0, 0, 0}};
+
+/* --schedule NAME: the fused variants it keeps (wave always: the baseline every ratio divides) */
+static xs_status ep_schedule(ep_opts *o, const char *arg)
 {
-    return xs_parse_list(opt, s, 0, lo, hi, out, EP_MAX_LIST, n) != XS_OK ? xs_cli_fail() : 0;
+    if (!strcmp(arg, "all"))
+        return XS_OK;
+    o->run[EP_WAVE] = !strcmp(arg, "wave");
+    o->run[EP_INTER] = !strcmp(arg, "interleaved");
+    o->run[EP_AUTO] = !strcmp(arg, "auto");
+    o->run[EP_COURIER] = !strcmp(arg, "courier");
+    o->run[EP_ADAPT] = !strcmp(arg, "adaptive");
+    if (!o->run[EP_WAVE] && !o->run[EP_INTER] && !o->run[EP_AUTO] && !o->run[EP_COURIER] &&
+        !o->run[EP_ADAPT])
+        return xs_seterr(XS_EINVAL, "--schedule '%s': wave, interleaved, auto, courier, adaptive "
+                         "or all", arg);
+    o->run[EP_WAVE] = 1;
+    return XS_OK;
 }
 
-static int ep_parse(int argc, char **argv, ep_opts *o)
+/* One EP option (xs_bench_spec.opt). */
+static xs_status ep_opt(void *ctx, int ch, const char *arg)
 {
-    enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_TIMEOUT, O_BLOCK, O_BSPEED, O_PACE,
-           O_COURIERS, O_CPACE, O_AUTOCOUR, O_CCOPY, O_BULK, O_AUTOADAPT, O_PACEFRAC,
-           O_DEFER, O_SPILLDEPTH, O_AUTOSPILL, O_LONG, O_AUTOLEAD, O_NOSEARCH, O_AUTOFIXED };
-    static const struct option lo[] = {
-        {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
-        {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
-        {"schedule", required_argument, 0, XS_OPT_SCHEDULE},
-        {"iters", required_argument, 0, 'n'},    {"warmup", required_argument, 0, 'w'},
-        {"csv", required_argument, 0, XS_OPT_CSV},
-        {"tiles", required_argument, 0, O_TILES},
-        {"profile", required_argument, 0, XS_OPT_PROFILE},
-        {"set", required_argument, 0, XS_OPT_SET},
-        {"seed", required_argument, 0, XS_OPT_SEED},
-        {"lead", required_argument, 0, O_LEAD},
-        {"wave-experts", required_argument, 0, O_WAVE},
-        {"timeout-ms", required_argument, 0, O_TIMEOUT},
-        {"block-bytes", required_argument, 0, O_BLOCK},
-        {"block-speed", required_argument, 0, O_BSPEED},
-        {"pace-bytes", required_argument, 0, O_PACE},
-        {"pace-frac", required_argument, 0, O_PACEFRAC},
-        {"couriers", required_argument, 0, O_COURIERS},
-        {"courier-pace", required_argument, 0, O_CPACE},
-        {"auto-couriers", no_argument, 0, O_AUTOCOUR},
-        {"courier-copy-rate", required_argument, 0, O_CCOPY},
-        {"bulk", no_argument, 0, O_BULK},
-        {"defer", optional_argument, 0, O_DEFER},
-        {"spill-depth", required_argument, 0, O_SPILLDEPTH},
-        {"no-auto-spill", no_argument, 0, O_AUTOSPILL},
-        {"auto-adaptive", no_argument, 0, O_AUTOADAPT},
-        {"long", no_argument, 0, O_LONG},
-        {"auto-lead", required_argument, 0, O_AUTOLEAD},
-        {"no-lead-search", no_argument, 0, O_NOSEARCH},
-        {"auto-fixed", no_argument, 0, O_AUTOFIXED},
-        {"device", required_argument, 0, 'd'},   {"quick", no_argument, 0, XS_OPT_QUICK},
-        {"gpus", required_argument, 0, 'g'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
-    memset(o, 0, sizeof *o);
-    o->common.iters = 5;
-    o->common.warmup = 1;
-    o->common.seed = 1;
-    o->lead = -1;
-    o->timeout_ms = 2000;
-    xs_moe_model_default(&o->mm);
-    o->peers[0] = 4;
-    o->npeers = 1;
-    o->routings[0] = XS_ROUTE_BALANCED;
-    o->routings[1] = XS_ROUTE_ZIPF;
-    o->nroutings = 2;
-    for (int v = 0; v < EP_NVAR; v++)
-        o->run[v] = 1;
-    const char *cfg_arg = "all";
-    int c;
+    ep_opts *o = (ep_opts *)ctx;
     long v;
     int64_t sz;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "c:t:p:r:n:w:d:g:h", lo, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            cfg_arg = optarg;
-            break;
-        case 't':
-            if (ep_parse_list("--tokens", optarg, 1, 1 << 20, o->tokens, &o->ntokens))
-                return 1;
-            break;
-        case 'p':
-            if (ep_parse_list("--peers", optarg, 1, XS_MAX_RANKS, o->peers, &o->npeers))
-                return 1;
-            o->peers_set = 1;
-            break;
-        case 'r':
-            if (!strcmp(optarg, "balanced")) {
-                o->routings[0] = XS_ROUTE_BALANCED;
-                o->nroutings = 1;
-            } else if (!strcmp(optarg, "zipf")) {
-                o->routings[0] = XS_ROUTE_ZIPF;
-                o->nroutings = 1;
-            } else if (strcmp(optarg, "all")) {
-                return xs_cli_failf("--routing '%s': balanced, zipf or all", optarg);
-            }
-            break;
-        case XS_OPT_SCHEDULE:
-            if (!strcmp(optarg, "all"))
-                break;
-            o->run[EP_WAVE] = !strcmp(optarg, "wave");
-            o->run[EP_INTER] = !strcmp(optarg, "interleaved");
-            o->run[EP_AUTO] = !strcmp(optarg, "auto");
-            o->run[EP_COURIER] = !strcmp(optarg, "courier");
-            o->run[EP_ADAPT] = !strcmp(optarg, "adaptive");
-            if (!o->run[EP_WAVE] && !o->run[EP_INTER] && !o->run[EP_AUTO] &&
-                !o->run[EP_COURIER] && !o->run[EP_ADAPT])
-                return xs_cli_failf("--schedule '%s': wave, interleaved, auto, courier, adaptive "
-                                    "or all", optarg);
-            o->run[EP_WAVE] = 1; /* wave is the baseline every ratio divides */
-            break;
-        case 'n':
-        case 'w':
-        case 'd':
-        case 'g':
-        case XS_OPT_SEED:
-        case XS_OPT_PROFILE:
-        case XS_OPT_SET:
-            if (xs_parse_bench_opt(c, optarg, 1000, &o->common) < 0)
-                return xs_cli_fail();
-            break;
-        case XS_OPT_CSV:
-            o->csv = optarg;
-            break;
-        case O_TILES:
-            o->tiles = optarg;
-            break;
-        case O_LEAD:
-            if (xs_parse_int("--lead", optarg, 0, 1 << 20, &v) != XS_OK)
-                return xs_cli_fail();
-            o->lead = (int)v;
-            break;
-        case O_WAVE:
-            if (xs_parse_int("--wave-experts", optarg, 1, 4096, &v) != XS_OK)
-                return xs_cli_fail();
-            o->wave_experts = (int)v;
-            break;
-        case O_TIMEOUT:
-            if (xs_parse_double("--timeout-ms", optarg, 1, 600000, &o->timeout_ms) != XS_OK)
-                return xs_cli_fail();
-            break;
-        case O_BLOCK:
-            if (xs_parse_size("--block-bytes", optarg, &sz) != XS_OK)
-                return xs_cli_fail();
-            o->mm.block_bytes = (double)sz;
-            break;
-        case O_BSPEED:
-            if (xs_parse_double("--block-speed", optarg, 0, 1, &o->mm.block_speed) != XS_OK)
-                return xs_cli_fail();
-            break;
-        case O_PACE:
-            if (xs_parse_size("--pace-bytes", optarg, &sz) != XS_OK)
-                return xs_cli_fail();
-            o->mm.pace_bytes = (double)sz;
-            break;
-        case O_PACEFRAC:
-            if (xs_parse_double("--pace-frac", optarg, 0.1, 1.2, &o->mm.pace_drain_frac) != XS_OK)
-                return xs_cli_fail();
-            break;
-        case O_COURIERS:
-            if (xs_parse_int("--couriers", optarg, 0, 64, &v) != XS_OK)
-                return xs_cli_fail();
-            o->mm.couriers = (int)v;
-            break;
-        case O_AUTOCOUR: o->mm.auto_couriers = 1; break;
-        case O_BULK: o->bulk = 1; break;
-        case O_DEFER:
-            if (!optarg || !strcmp(optarg, "ring"))
-                o->defer = XS_MOE_DEFER_RING;
-            else if (!strcmp(optarg, "spill"))
-                o->defer = XS_MOE_DEFER_SPILL;
-            else if (!strcmp(optarg, "none"))
-                o->defer = XS_MOE_DEFER_NONE;
-            else
-                return xs_cli_failf("bench ep: --defer=%s: ring, spill or none", optarg);
-            break;
-        case O_SPILLDEPTH:
-            if (xs_parse_int("--spill-depth", optarg, 1, XS_MOE_SPILL_MAX, &v) != XS_OK)
-                return xs_cli_fail();
-            o->spill_depth = (int)v;
-            break;
-        case O_AUTOADAPT: o->mm.auto_adaptive = 1; break;
-        case O_AUTOSPILL: o->mm.auto_spill = 0; break;
-        case O_NOSEARCH: o->mm.lead_search = 0; break;
-        case O_AUTOFIXED: o->auto_fixed = 1; break;
-        case O_AUTOLEAD: {
-            /* D or D:E, 1 <= E < D */
-            char buf[64];
-            if (strlen(optarg) >= sizeof buf)
-                return xs_cli_failf("bench ep: --auto-lead: '%.20s...' is not D or D:E", optarg);
-            snprintf(buf, sizeof buf, "%s", optarg);
-            char *colon = strchr(buf, ':');
-            if (colon)
-                *colon = 0;
-            if (xs_parse_int("--auto-lead", buf, 1, 100000, &v) != XS_OK)
-                return xs_cli_fail();
-            o->mm.paced_lead = (int)v;
-            o->mm.paced_lead_end = 0;
-            if (colon) {
-                if (xs_parse_int("--auto-lead", colon + 1, 1, 100000, &v) != XS_OK)
-                    return xs_cli_fail();
-                if (v >= o->mm.paced_lead)
-                    return xs_cli_failf("bench ep: --auto-lead %s: the taper end E of D:E must "
-                                        "be below D", optarg);
-                o->mm.paced_lead_end = (int)v;
-            }
-            break;
+    switch (ch) {
+    case 'c': o->cfg_arg = arg; return XS_OK;
+    case 't': return xs_parse_list("--tokens", arg, 0, 1, 1 << 20, o->tokens, EP_MAX_LIST,
+                                   &o->ntokens);
+    case 'p':
+        o->peers_set = 1;
+        return xs_parse_list("--peers", arg, 0, 1, XS_MAX_RANKS, o->peers, EP_MAX_LIST,
+                             &o->npeers);
+    case 'r':
+        if (!strcmp(arg, "balanced") || !strcmp(arg, "zipf")) {
+            o->routings[0] = !strcmp(arg, "zipf") ? XS_ROUTE_ZIPF : XS_ROUTE_BALANCED;
+            o->nroutings = 1;
+        } else if (strcmp(arg, "all")) {
+            return xs_seterr(XS_EINVAL, "--routing '%s': balanced, zipf or all", arg);
         }
-        case O_CCOPY:
-            if (xs_parse_double("--courier-copy-rate", optarg, 0, 1e6,
-                                &o->mm.courier_copy_bytes_per_ns) != XS_OK)
-                return xs_cli_fail();
-            break;
-        case O_CPACE:
-            if (xs_parse_double("--courier-pace", optarg, 0.01, 2, &o->mm.courier_pace_frac) !=
-                XS_OK)
-                return xs_cli_fail();
-            break;
-        case XS_OPT_QUICK:
-            o->quick = 1;
-            break;
-        case O_LONG:
-            o->long_tokens = 1;
-            break;
-        case 'h':
-            ep_usage(stdout);
-            return -1;
-        default:
-            ep_usage(stderr);
-            return 1;
-        }
+        return XS_OK;
+    case XS_OPT_SCHEDULE: return ep_schedule(o, arg);
+    case O_TILES: o->tiles = arg; return XS_OK;
+    case O_LEAD:
+        XS_TRY(xs_parse_int("--lead", arg, 0, 1 << 20, &v));
+        o->lead = (int)v;
+        return XS_OK;
+    case O_WAVE:
+        XS_TRY(xs_parse_int("--wave-experts", arg, 1, 4096, &v));
+        o->wave_experts = (int)v;
+        return XS_OK;
+    case O_BLOCK:
+        XS_TRY(xs_parse_size("--block-bytes", arg, &sz));
+        o->mm.block_bytes = (double)sz;
+        return XS_OK;
+    case O_BSPEED: return xs_parse_double("--block-speed", arg, 0, 1, &o->mm.block_speed);
+    case O_PACE:
+        XS_TRY(xs_parse_size("--pace-bytes", arg, &sz));
+        o->mm.pace_bytes = (double)sz;
+        return XS_OK;
+    case O_PACEFRAC:
+        return xs_parse_double("--pace-frac", arg, 0.1, 1.2, &o->mm.pace_drain_frac);
+    case O_COURIERS:
+        XS_TRY(xs_parse_int("--couriers", arg, 0, 64, &v));
+        o->mm.couriers = (int)v;
+        return XS_OK;
+    case O_AUTOCOUR: o->mm.auto_couriers = 1; return XS_OK;
+    case O_BULK: o->bulk = 1; return XS_OK;
+    case O_DEFER:
+        if (!arg || !strcmp(arg, "ring"))
+            o->defer = XS_MOE_DEFER_RING;
+        else if (!strcmp(arg, "spill"))
+            o->defer = XS_MOE_DEFER_SPILL;
+        else if (!strcmp(arg, "none"))
+            o->defer = XS_MOE_DEFER_NONE;
+        else
+            return xs_seterr(XS_EINVAL, "bench ep: --defer=%s: ring, spill or none", arg);
+        return XS_OK;
+    case O_SPILLDEPTH:
+        XS_TRY(xs_parse_int("--spill-depth", arg, 1, XS_MOE_SPILL_MAX, &v));
+        o->spill_depth = (int)v;
+        return XS_OK;
+    case O_AUTOADAPT: o->mm.auto_adaptive = 1; return XS_OK;
+    case O_AUTOSPILL: o->mm.auto_spill = 0; return XS_OK;
+    case O_AUTOFIXED: o->auto_fixed = 1; return XS_OK;
+    case O_CCOPY:
+        return xs_parse_double("--courier-copy-rate", arg, 0, 1e6,
+                               &o->mm.courier_copy_bytes_per_ns);
+    case O_CPACE:
+        return xs_parse_double("--courier-pace", arg, 0.01, 2, &o->mm.courier_pace_frac);
+    case O_LONG: o->long_tokens = 1; return XS_OK;
+    default: return xs_seterr(XS_EINVAL, "bench ep: unknown option %d", ch);
     }
-    if (optind < argc)
-        return xs_cli_failf("bench ep: unexpected argument '%s'", argv[optind]);
-    {
-        const xs_gpus_conflict cf[] = {
-            {"--peers", o->peers_set, "with -g the ranks are the peers: N = the number of GPUs"},
-            {"--device", o->common.device_set, "rank r runs on GPU r"}};
-        if (xs_gpus_check("bench ep", o->common.gpus_set, o->common.gpus, cf, 2) != XS_OK)
-            return xs_cli_fail();
-    }
+}
+
+/* The checks after parsing, the variants that follow from the options, and the configurations
+ * (--config, or the default sweep; --quick: two). */
+static xs_status ep_opts_finish(ep_opts *o, const xs_bench_common *c)
+{
+    const xs_gpus_conflict cf[] = {
+        {"--peers", o->peers_set, "with -g the ranks are the peers: N = the number of GPUs"},
+        {"--device", c->b.device_set, "rank r runs on GPU r"}};
+    XS_TRY(xs_gpus_check("bench ep", c->b.gpus_set, c->b.gpus, cf, 2));
+    o->quick = c->quick;
     if (o->long_tokens && (o->ntokens || o->quick))
-        return xs_cli_failf("bench ep: --long chooses the token counts: not with %s",
-                            o->ntokens ? "--tokens" : "--quick");
-    if (o->quick && !o->common.iters_set)
-        o->common.iters = 3;
+        return xs_seterr(XS_EINVAL, "bench ep: --long chooses the token counts: not with %s",
+                         o->ntokens ? "--tokens" : "--quick");
     o->run[EP_WAVE_BULK] = o->bulk && o->run[EP_WAVE];
     o->run[EP_INTER_BULK] = o->bulk && o->run[EP_INTER];
     o->run[EP_AUTO_BULK] = o->bulk && o->run[EP_AUTO];
     o->run[EP_AUTO_DEFER] = o->defer && o->run[EP_AUTO];
     o->run[EP_AUTO_FIXED] = o->auto_fixed && o->run[EP_AUTO];
-    if (o->auto_fixed && (!o->mm.lead_search || o->mm.paced_lead > 0))
-        return xs_cli_failf("bench ep: --auto-fixed compares auto with and without its lead "
-                            "search: not with %s", o->mm.paced_lead > 0 ? "--auto-lead"
-                                                                        : "--no-lead-search");
     if (o->spill_depth && o->defer != XS_MOE_DEFER_SPILL)
-        return xs_cli_failf("bench ep: --spill-depth needs --defer=spill");
-    if (!strcmp(cfg_arg, "all")) {
+        return xs_seterr(XS_EINVAL, "bench ep: --spill-depth needs --defer=spill");
+    if (!strcmp(o->cfg_arg, "all")) {
         if (o->quick) {
             o->configs[o->nconfigs++] = xs_moe_config_find("olmoe-1b-7b");
             o->configs[o->nconfigs++] = xs_moe_config_find("mixtral-8x7b");
@@ -443,37 +323,24 @@ static int ep_parse(int argc, char **argv, ep_opts *o)
                 if (xs_moe_configs[i].sweep)
                     o->configs[o->nconfigs++] = &xs_moe_configs[i];
         }
-    } else {
-        char buf[512];
-        snprintf(buf, sizeof buf, "%s", cfg_arg);
-        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-             tok = strtok_r(NULL, ",", &save)) {
-            const xs_moe_config *cf = xs_moe_config_find(tok);
-            if (!cf)
-                return xs_cli_failf("--config '%s': unknown (xstage bench ep --help lists them)",
-                                    tok);
-            if (o->nconfigs >= EP_MAX_LIST)
-                return xs_cli_failf("--config: at most %d configurations", EP_MAX_LIST);
-            o->configs[o->nconfigs++] = cf;
-        }
+        return XS_OK;
     }
-    return 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", o->cfg_arg);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        const xs_moe_config *cf = xs_moe_config_find(tok);
+        if (!cf)
+            return xs_seterr(XS_EINVAL, "--config '%s': unknown (xstage bench ep --help lists "
+                             "them)", tok);
+        if (o->nconfigs >= EP_MAX_LIST)
+            return xs_seterr(XS_EINVAL, "--config: at most %d configurations", EP_MAX_LIST);
+        o->configs[o->nconfigs++] = cf;
+    }
+    return XS_OK;
 }
 
 /* ---- one point ------------------------------------------------------------------------------ */
-
-/* The median and the 10 % and 90 % quantiles (src/stats.c) of the first 1024 samples (us). */
-static ep_time ep_stats(const double *v, int n)
-{
-    ep_time t = {NAN, NAN, NAN};
-    if (n <= 0)
-        return t;
-    const size_t k = n < 1024 ? (size_t)n : 1024;
-    t.med = xs_median(v, k);
-    t.p10 = xs_quantile(v, k, 0.1);
-    t.p90 = xs_quantile(v, k, 0.9);
-    return t;
-}
 
 /* Every tile of the last run. A courier run (couriers > 0) has no stall prediction (its
  * Linear-2 tiles store into HBM; the link is the couriers'); its copies follow as rows of kind 3:
@@ -580,38 +447,62 @@ static xs_status ep_nccl_combine(void *ctx, const char *stage, size_t stride, co
     return xs_coll_sendrecv(pp->coll, snd, sb, sp, n, rcv, rb, rp, n, (void *)s);
 }
 
-/* One verified run of a variant; returns XS_OK and sets *us (and *gemm_us for unfused). With
- * real peers (pp): this rank poisons its own window (every source's region), all ranks meet,
- * run, and meet again, so that every source's stores are in place before anyone verifies and no
- * one poisons a window that is still being verified. */
-static xs_status ep_run(xs_moe *m, xs_cublas *cb, int var, int slot, const xs_wintab *tab,
-                        ep_peer *pp, const xs_moe_run_opts *ro, double *us, double *gemm_us)
+/* One point's state, shared by its run and verify callbacks. */
+typedef struct {
+    const ep_opts *o;
+    xs_bench_env *e;
+    const xs_profile *prof;
+    xs_cublas *cb;
+    FILE *tiles;            /* --tiles (rank 0), or NULL */
+    xs_moe *m;
+    ep_peer *pp;            /* -g: the real peers; NULL: virtual peers */
+    const xs_wintab *tab;   /* the rounds' stores: pp->send, or the virtual peers' windows */
+    const xs_wintab *chk;   /* what the checks read: pp->own, or tab */
+    xs_moe_run_opts ro[3];  /* plain, bulk combine (EP_IS_BULK), deferring (EP_AUTO_DEFER) */
+    const double *ref_of[EP_NVAR]; /* each variant's local-control reference, per tile id */
+    double r_local;         /* the local control's issue rate, bytes/ns */
+    int ntot;               /* Linear-1 + Linear-2 tiles */
+    double *ref_acc, *ref[2]; /* per tile: main loops of the local-control runs; medians */
+    xs_moe_tile *ltr[2];    /* each order's last local-control trace */
+    int nltr[2];
+    double gemm[XS_BENCH_MAX_ITERS]; /* unfused runs' cuBLAS GEMM time per timed round, us */
+    ep_row *r;
+} ep_pctx;
+
+/* One run of variant var in plan slot `slot` into windows tab: the windows poisoned (with -g:
+ * this rank's own window, every source's region), L2 flushed, the ranks met (-g), the run (it
+ * times itself), the ranks met again, so that every source's stores are in place before anyone
+ * verifies and no one poisons a window that is still being verified. *us its time; *gemm_us
+ * the unfused run's GEMM time. */
+static xs_status ep_run(ep_pctx *x, int var, int slot, const xs_wintab *tab,
+                        const xs_moe_run_opts *ro, int round, double *us, double *gemm_us)
 {
-    XS_TRY(xs_moe_poison(m, pp ? &pp->own : tab, 0));
-    XS_TRY(xs_moe_flush_l2(m, 0));
-    if (pp)
-        XS_TRY(xs_win_barrier(pp->ws, EP_BARRIER_MS));
+    /* on the bench stream: the flush then waits for the poison as well */
+    XS_TRY(xs_moe_poison(x->m, x->pp ? &x->pp->own : tab, x->e->stream));
+    XS_TRY(xs_bench_flush_l2(x->e, round));
+    XS_TRY(xs_bench_barrier(x->e));
     float ms = 0, gms = 0;
-    if (var == EP_UNFUSED && pp)
-        XS_TRY(xs_moe_run_unfused_with(m, cb, tab, ep_nccl_combine, pp, 0, &ms, &gms));
+    if (var == EP_UNFUSED && x->pp)
+        XS_TRY(xs_moe_run_unfused_with(x->m, x->cb, tab, ep_nccl_combine, x->pp, 0, &ms, &gms));
     else if (var == EP_UNFUSED)
-        XS_TRY(xs_moe_run_unfused(m, cb, tab, 0, &ms, &gms));
+        XS_TRY(xs_moe_run_unfused(x->m, x->cb, tab, 0, &ms, &gms));
     else
-        XS_TRY(xs_moe_run_fused(m, slot, tab, ro, 0, &ms));
-    if (pp)
-        XS_TRY(xs_win_barrier(pp->ws, EP_BARRIER_MS));
+        XS_TRY(xs_moe_run_fused(x->m, slot, tab, ro, 0, &ms));
+    XS_TRY(xs_bench_barrier(x->e));
     *us = ms * 1e3;
-    if (gemm_us)
-        *gemm_us = gms * 1e3;
+    *gemm_us = gms * 1e3;
     return XS_OK;
 }
 
-static xs_status ep_check(xs_moe *m, const xs_wintab *tab, const char *what, ep_row *r)
+/* The rows at the destination against the fp32 reference: *ok = 0 (and r->verified = 0, the
+ * first problem printed) when any is wrong. */
+static xs_status ep_check(xs_moe *m, const xs_wintab *tab, const char *what, ep_row *r, int *ok)
 {
     xs_moe_check c;
     XS_TRY(xs_moe_verify(m, tab, &c));
     if (c.max_row_rel > r->max_rel_err || isnan(c.max_row_rel))
         r->max_rel_err = c.max_row_rel;
+    *ok = c.ok;
     if (!c.ok) {
         r->verified = 0;
         fprintf(stderr, "xstage: error: %s %s T=%d N=%d %s: %ld of %ld rows wrong (%ld NaN/Inf), "
@@ -635,7 +526,8 @@ static void ep_row_init(const ep_opts *o, const xs_moe_config *cfg, int tokens, 
     r->verified = 1;
     r->auto_choice = "-";
     for (int v = 0; v < EP_NVAR; v++)
-        r->t[v].med = r->t[v].p10 = r->t[v].p90 = NAN;
+        r->t[v] = xs_bench_stat_of(NULL, 0);
+    r->local = r->local_inter = xs_bench_stat_of(NULL, 0);
     r->stall_wave.abs_err_med_ns = r->stall_inter.abs_err_med_ns = NAN;
     r->stall_auto.abs_err_med_ns = NAN;
     r->stall_wave.mma_abs_err_med_ns = r->stall_inter.mma_abs_err_med_ns = NAN;
@@ -666,47 +558,45 @@ static void ep_row_init(const ep_opts *o, const xs_moe_config *cfg, int tokens, 
     r->block_bytes = o->mm.block_bytes;
     r->block_speed = o->mm.block_speed;
     r->pace_bytes = o->mm.pace_bytes;
-
 }
 
 /* The local control of both orders (slot 0 wave, slot 1 interleaved, windows `local`): the
- * compute costs without the link, each tile's median main loop (ref[slot], from ref_acc), and
- * each order's last trace (ltr, nltr) for the courier prediction. */
-static xs_status ep_local_control(const ep_opts *o, xs_moe *m, xs_cublas *cb,
-                                  const xs_wintab *local, const xs_moe_run_opts *ro,
-                                  const xs_profile *prof, FILE *tiles, int ntot, double *ref_acc,
-                                  double *ref[2], xs_moe_tile *ltr[2], int nltr[2],
-                                  xs_moe_costs cost[2], ep_row *r)
+ * compute costs without the link (cost[slot]), each tile's median main loop (x->ref[slot]), and
+ * each order's last trace (x->ltr, x->nltr) for the courier prediction. Up to 3 timed runs
+ * after the warm-up, outside the rounds. */
+static xs_status ep_local_control(ep_pctx *x, const xs_wintab *local, xs_moe_costs cost[2])
 {
+    const xs_bench_common *c = x->e->c;
+    ep_row *r = x->r;
     const xs_moe_tile *tr;
-    int ntr;
+    int ntr, ok;
     for (int slot = 0; slot < 2; slot++) {
         double v[64];
-        const int n = o->common.iters;
-        int nv = 0, nref = 0, runs = o->common.warmup + (n < 3 ? n : 3);
+        const int n = c->b.iters;
+        int nv = 0, nref = 0, runs = c->b.warmup + (n < 3 ? n : 3);
         for (int it = 0; it < runs; it++) {
-            double us;
-            XS_TRY(ep_run(m, cb, EP_WAVE, slot, local, NULL, ro, &us, NULL));
-            if (it >= o->common.warmup && nv < 64)
+            double us, gus;
+            XS_TRY(ep_run(x, EP_WAVE, slot, local, &x->ro[0], it, &us, &gus));
+            if (it >= c->b.warmup && nv < 64)
                 v[nv++] = us;
-            if (it >= o->common.warmup)
-                ep_ref_add(ref_acc, EP_REF_RUNS, &nref, m, ntot);
+            if (it >= c->b.warmup)
+                ep_ref_add(x->ref_acc, EP_REF_RUNS, &nref, x->m, x->ntot);
         }
-        ep_ref_median(ref_acc, EP_REF_RUNS, nref, ntot, ref[slot]);
-        XS_TRY(ep_check(m, local, slot ? "local interleaved" : "local wave", r));
-        xs_moe_trace(m, &tr, &ntr);
+        ep_ref_median(x->ref_acc, EP_REF_RUNS, nref, x->ntot, x->ref[slot]);
+        XS_TRY(ep_check(x->m, local, slot ? "local interleaved" : "local wave", r, &ok));
+        xs_moe_trace(x->m, &tr, &ntr);
         xs_moe_costs_from_trace(tr, ntr, &cost[slot]);
-        nltr[slot] = ntr < ntot ? ntr : ntot;
-        memcpy(ltr[slot], tr, sizeof(xs_moe_tile) * (size_t)nltr[slot]);
+        x->nltr[slot] = ntr < x->ntot ? ntr : x->ntot;
+        memcpy(x->ltr[slot], tr, sizeof(xs_moe_tile) * (size_t)x->nltr[slot]);
         if (slot == 0) {
-            r->local = ep_stats(v, nv);
+            r->local = xs_bench_stat_of(v, nv);
             r->local_span_us = cost[0].span2_ns / 1e3;
         } else {
-            r->local_inter = ep_stats(v, nv);
+            r->local_inter = xs_bench_stat_of(v, nv);
         }
-        if (tiles)
-            ep_tiles_out(tiles, r, slot ? "local-interleaved" : "local-wave", m, prof,
-                         &o->mm, cost[0].local_issue_bytes_per_ns, ref[slot], ntot, 0);
+        if (x->tiles)
+            ep_tiles_out(x->tiles, r, slot ? "local-interleaved" : "local-wave", x->m, x->prof,
+                         &x->o->mm, cost[0].local_issue_bytes_per_ns, x->ref[slot], x->ntot, 0);
     }
     return XS_OK;
 }
@@ -728,296 +618,338 @@ static void ep_row_auto(const xs_moe_auto_result *ar, ep_row *r)
     snprintf(r->how, sizeof r->how, "%s", ar->how);
 }
 
-/* The last round's checks of variant var after its run: its rows verified at the destination,
- * then (fused runs) the per-tile stall prediction of its trace against the local-control
- * reference ref_of[var], its pacer waits and, with --tiles, its tiles. */
-static xs_status ep_last_round(const ep_opts *o, xs_moe *m, int var, const xs_wintab *tab,
-                               const xs_profile *prof, double r_local,
-                               const double *const *ref_of, int ntot, FILE *tiles, ep_row *r)
+/* auto's decision without the lead search (--auto-fixed), into slot 5 where it differs from
+ * auto's. */
+static xs_status ep_auto_fixed(ep_pctx *x, const xs_moe_costs cost[2],
+                               const xs_moe_local_traces *lt, const xs_moe_auto_result *ar)
 {
-    const xs_moe_tile *tr;
-    int ntr;
-    double t_model;
-    XS_TRY(ep_check(m, tab, ep_var_name[var], r));
-    if (var == EP_UNFUSED)
-        return XS_OK;
-    const int cour = var == EP_COURIER || (var == EP_AUTO && r->auto_couriers > 0);
-    if (cour) {
-        /* no per-tile stall prediction: the link is the couriers' */
-        if (tiles)
-            ep_tiles_out(tiles, r, ep_var_name[var], m, prof, &o->mm, r_local,
-                         NULL, 0, 1);
-        return XS_OK;
-    }
-    xs_moe_trace(m, &tr, &ntr);
-    if (EP_IS_BULK(var)) {
-        /* measured MMA side only: the model has no bulk-copy issue line, so its
-         * predictions (the 16-byte stores') are not reported for these runs */
-        const double *rb = ref_of[var - EP_WAVE_BULK + EP_WAVE];
-        XS_TRY(xs_moe_stall_predict(tr, ntr, prof, &o->mm, r_local, rb, ntot,
-                                    &r->stall_bulk[var - EP_WAVE_BULK], NULL, NULL));
-        if (tiles)
-            ep_tiles_out(tiles, r, ep_var_name[var], m, prof, &o->mm, r_local, rb,
-                         ntot, 1);
-        return XS_OK;
-    }
-    xs_moe_stall *sp = var == EP_WAVE         ? &r->stall_wave
-                       : var == EP_INTER      ? &r->stall_inter
-                       : var == EP_ADAPT      ? &r->stall_adapt
-                       : var == EP_AUTO_DEFER ? &r->stall_defer
-                       : var == EP_AUTO_FIXED ? &r->stall_fixed
-                                              : &r->stall_auto;
-    t_model = xs_now_s();
-    XS_TRY(xs_moe_stall_predict(tr, ntr, prof, &o->mm, r_local, ref_of[var], ntot,
-                                sp, NULL, NULL));
+    ep_row *r = x->r;
+    xs_moe_model mf = x->o->mm;
+    mf.lead_search = 0;
+    xs_moe_auto_result af;
+    const double t_model = xs_now_s();
+    XS_TRY(xs_moe_auto(xs_moe_host(x->m), x->prof, &mf, &cost[0], &cost[1], lt, &af));
     r->model_s += xs_now_s() - t_model;
-    if ((var == EP_AUTO || var == EP_AUTO_DEFER) && r->auto_paced) {
-        double g[4096];
-        int ng = 0;
-        for (int i = 0; i < ntr && ng < 4096; i++)
-            if (tr[i].kind == 2 && tr[i].remote_bytes > 0)
-                g[ng++] = tr[i].gate_ns / 1e3;
-        *(var == EP_AUTO ? &r->auto_gate_us : &r->defer_gate_us) =
-            ng ? xs_median(g, (size_t)ng) : NAN;
-        if (var == EP_AUTO_DEFER) {
-            int nd = 0, nr = 0;
-            for (int i = 0; i < ntr; i++) {
-                nd += tr[i].deferred;
-                nr += tr[i].kind == 2 && tr[i].remote_bytes > 0;
-            }
-            r->defer_frac = nr ? (double)nd / nr : NAN;
-        }
+    if (xs_moe_plan_equal(&af.plan, &ar->plan))
+        return XS_OK;
+    r->fixed_lead = af.plan.kind == XS_MOE_INTERLEAVED ? af.plan.lead : 0;
+    r->fixed_lead_end = af.plan.lead_end;
+    r->pred_fixed_us = af.auto_ns / 1e3;
+    return xs_moe_set_plan(x->m, 5, &af.plan);
+}
+
+/* auto: the model decides from the profile and the measured costs of both orders (slot 2); the
+ * best courier candidate (slot 3, the courier column) and the adaptive candidate (slot 4); each
+ * variant's local-control reference (auto: its own order). */
+static xs_status ep_auto(ep_pctx *x, const xs_moe_costs cost[2])
+{
+    ep_row *r = x->r;
+    x->r_local = r->local_issue = cost[0].local_issue_bytes_per_ns;
+    xs_moe_auto_result ar;
+    const double t_model = xs_now_s();
+    const xs_moe_local_traces lt = {x->ltr[0], x->nltr[0], x->ltr[1], x->nltr[1]};
+    XS_TRY(xs_moe_auto(xs_moe_host(x->m), x->prof, &x->o->mm, &cost[0], &cost[1], &lt, &ar));
+    r->model_s += xs_now_s() - t_model;
+    XS_TRY(xs_moe_set_plan(x->m, 2, &ar.plan));
+    r->couriers = ar.courier.couriers;
+    r->auto_couriers = ar.plan.couriers;
+    r->pred_courier_us = ar.courier_ns / 1e3;
+    if (r->couriers > 0) {
+        r->courier_sched = xs_moe_sched_name(ar.courier.kind);
+        XS_TRY(xs_moe_set_plan(x->m, 3, &ar.courier));
     }
-    if (tiles)
-        ep_tiles_out(tiles, r, ep_var_name[var], m, prof, &o->mm, r_local,
-                     ref_of[var], ntot, 0);
+    r->adaptive = ar.adaptive.kind == XS_MOE_ADAPTIVE;
+    r->pred_adaptive_us = ar.adaptive_ns / 1e3;
+    r->pred_spill_us = ar.spill_ns / 1e3;
+    r->auto_spill = ar.plan.spill_depth > 0;
+    r->auto_lead_end = ar.plan.lead_end;
+    r->pred_paced_plain_us = ar.paced_plain_ns / 1e3;
+    if (x->o->auto_fixed)
+        XS_TRY(ep_auto_fixed(x, cost, &lt, &ar));
+    r->adaptive_ahead_us = r->adaptive ? ar.adaptive.admit_ahead_ns / 1e3 : NAN;
+    if (r->adaptive)
+        XS_TRY(xs_moe_set_plan(x->m, 4, &ar.adaptive));
+    ep_row_auto(&ar, r);
+    const double *ref_auto = ar.plan.kind == XS_MOE_WAVE ? x->ref[0] : x->ref[1];
+    const double *ref_fixed = r->fixed_lead == 0 ? x->ref[0] : x->ref[1];
+    const double *ref_of[EP_NVAR] = {NULL, x->ref[0], x->ref[1], ref_auto, NULL, x->ref[1],
+                                     NULL, NULL, NULL, ref_auto, ref_fixed};
+    memcpy(x->ref_of, ref_of, sizeof ref_of);
     return XS_OK;
 }
 
-static xs_status ep_point(const ep_opts *o, const xs_moe_weights *w, const xs_moe_config *cfg,
-                          int tokens, int peers, xs_moe_routing routing, const xs_profile *prof,
-                          xs_cublas *cb, xs_coll *coll, FILE *tiles, ep_row *r)
+/* The virtual-peer windows, or (-g) one region per source in every real peer's window: x->tab
+ * (the stores), x->chk (what the checks read), x->pp and e->ws (the ranks' barrier). */
+static xs_status ep_windows(ep_pctx *x, const xs_moe_info *info, xs_winset **ws)
+{
+    xs_bench_env *e = x->e;
+    const int peers = x->r->peers;
+    xs_win_opts wo;
+    memset(&wo, 0, sizeof wo);
+    wo.target = e->coll ? XS_TARGET_PEER : XS_TARGET_VIRTUAL;
+    wo.virtual_peers = peers;
+    wo.bytes = e->coll ? (size_t)peers * info->window_bytes : info->window_bytes;
+    wo.nflags = 1;
+    wo.device = e->c->b.device;
+    XS_TRY(xs_win_open(&wo, ws));
+    const xs_wintab *tab = xs_win_table(*ws);
+    x->tab = x->chk = tab;
+    if (!e->coll)
+        return XS_OK;
+    ep_peer *pp = (ep_peer *)calloc(1, sizeof *pp);
+    if (!(x->pp = pp))
+        return xs_seterr(XS_ENOMEM, "bench ep: out of host memory");
+    const int n = tab->nranks, me = tab->rank;
+    if (n != peers)
+        return xs_seterr(XS_EINVAL, "bench ep: %d peer windows for %d ranks", n, peers);
+    pp->coll = e->coll;
+    pp->me = me;
+    pp->n = n;
+    pp->region = info->window_bytes;
+    pp->send.nranks = pp->own.nranks = n;
+    pp->send.rank = pp->own.rank = 0;
+    pp->send.bytes = pp->own.bytes = info->window_bytes;
+    for (int q = 0; q < n; q++) {
+        pp->send.data[q] = tab->data[(me + q) % n] + (size_t)me * info->window_bytes;
+        /* the kernel's "remote" (pacer, trace, model): every row not for this GPU */
+        pp->send.host_mem[q] = q != 0;
+        pp->own.data[q] = tab->data[me] + (size_t)((me - q + n) % n) * info->window_bytes;
+    }
+    x->tab = &pp->send;
+    x->chk = &pp->own; /* this rank's window, every source's region */
+    e->ws = *ws;
+    return XS_OK;
+}
+
+/* xs_bench_rounds.run: one run of variant v in its plan slot. */
+static xs_status ep_run_cb(void *ctx, int v, int round, double *us)
+{
+    static const int slot_of[EP_NVAR] = {0, 0, 1, 2, 3, 4, 0, 1, 2, 2, 5};
+    ep_pctx *x = (ep_pctx *)ctx;
+    const xs_moe_run_opts *ro = EP_IS_BULK(v)        ? &x->ro[1]
+                                : v == EP_AUTO_DEFER ? &x->ro[2]
+                                                     : &x->ro[0];
+    double gus = 0;
+    XS_TRY(ep_run(x, v, slot_of[v], x->tab, ro, round, us, &gus));
+    const int j = round - x->e->c->b.warmup;
+    if (v == EP_UNFUSED && j >= 0)
+        x->gemm[j] = gus;
+    return XS_OK;
+}
+
+/* xs_bench_rounds.verify (the last round): variant v's rows verified at the destination, then
+ * (fused runs) the per-tile stall prediction of its trace against the local-control reference,
+ * its pacer waits and, with --tiles, its tiles. */
+static xs_status ep_verify_cb(void *ctx, int v, int round, int *ok)
+{
+    ep_pctx *x = (ep_pctx *)ctx;
+    const xs_moe_model *mm = &x->o->mm;
+    ep_row *r = x->r;
+    const xs_moe_tile *tr;
+    int ntr;
+    (void)round;
+    XS_TRY(ep_check(x->m, x->chk, ep_var_name[v], r, ok));
+    if (v == EP_UNFUSED)
+        return XS_OK;
+    if (v == EP_COURIER || (v == EP_AUTO && r->auto_couriers > 0)) {
+        /* no per-tile stall prediction: the link is the couriers' */
+        if (x->tiles)
+            ep_tiles_out(x->tiles, r, ep_var_name[v], x->m, x->prof, mm, x->r_local, NULL, 0, 1);
+        return XS_OK;
+    }
+    xs_moe_trace(x->m, &tr, &ntr);
+    if (EP_IS_BULK(v)) {
+        /* measured MMA side only: the model has no bulk-copy issue line, so its predictions
+         * (the 16-byte stores') are not reported for these runs */
+        const double *rb = x->ref_of[v - EP_WAVE_BULK + EP_WAVE];
+        XS_TRY(xs_moe_stall_predict(tr, ntr, x->prof, mm, x->r_local, rb, x->ntot,
+                                    &r->stall_bulk[v - EP_WAVE_BULK], NULL, NULL));
+        if (x->tiles)
+            ep_tiles_out(x->tiles, r, ep_var_name[v], x->m, x->prof, mm, x->r_local, rb,
+                         x->ntot, 1);
+        return XS_OK;
+    }
+    xs_moe_stall *sp = v == EP_WAVE         ? &r->stall_wave
+                       : v == EP_INTER      ? &r->stall_inter
+                       : v == EP_ADAPT      ? &r->stall_adapt
+                       : v == EP_AUTO_DEFER ? &r->stall_defer
+                       : v == EP_AUTO_FIXED ? &r->stall_fixed
+                                            : &r->stall_auto;
+    const double t_model = xs_now_s();
+    XS_TRY(xs_moe_stall_predict(tr, ntr, x->prof, mm, x->r_local, x->ref_of[v], x->ntot, sp,
+                                NULL, NULL));
+    r->model_s += xs_now_s() - t_model;
+    if ((v == EP_AUTO || v == EP_AUTO_DEFER) && r->auto_paced) {
+        double g[4096];
+        int ng = 0, nd = 0, nr = 0;
+        for (int i = 0; i < ntr && ng < 4096; i++)
+            if (tr[i].kind == 2 && tr[i].remote_bytes > 0)
+                g[ng++] = tr[i].gate_ns / 1e3;
+        *(v == EP_AUTO ? &r->auto_gate_us : &r->defer_gate_us) =
+            ng ? xs_median(g, (size_t)ng) : NAN;
+        for (int i = 0; v == EP_AUTO_DEFER && i < ntr; i++) {
+            nd += tr[i].deferred;
+            nr += tr[i].kind == 2 && tr[i].remote_bytes > 0;
+        }
+        if (v == EP_AUTO_DEFER)
+            r->defer_frac = nr ? (double)nd / nr : NAN;
+    }
+    if (x->tiles)
+        ep_tiles_out(x->tiles, r, ep_var_name[v], x->m, x->prof, mm, x->r_local, x->ref_of[v],
+                     x->ntot, 0);
+    return XS_OK;
+}
+
+/* The rounds over the variants that run at this point (fixed order, the last round verified),
+ * then the statistics, the bound and (-g) the verdict over the ranks. */
+static xs_status ep_rounds(ep_pctx *x, const xs_moe_info *info)
+{
+    const ep_opts *o = x->o;
+    ep_row *r = x->r;
+    xs_bench_variant var[EP_NVAR];
+    for (int v = 0; v < EP_NVAR; v++) {
+        var[v].name = ep_var_name[v];
+        var[v].on = o->run[v] && !(v == EP_COURIER && r->couriers <= 0) &&
+                    !(v == EP_ADAPT && !r->adaptive) &&
+                    !(v == EP_AUTO_FIXED && r->fixed_lead < 0) &&
+                    !((v == EP_AUTO_BULK || v == EP_AUTO_DEFER) && r->auto_couriers > 0);
+    }
+    xs_bench_rounds rr = xs_bench_rounds_default(x->e, ep_run_cb, ep_verify_cb, x);
+    rr.rotate = 0;
+    rr.verify_when = XS_BENCH_VERIFY_LAST;
+    const int n = rr.iters;
+    double *s = (double *)malloc(sizeof(double) * (size_t)EP_NVAR * (size_t)n);
+    if (!s)
+        return xs_seterr(XS_ENOMEM, "bench ep: out of host memory");
+    const xs_status st = xs_bench_rounds_run(&rr, var, EP_NVAR, s, NULL);
+    double med[EP_NVAR];
+    for (int v = 0; v < EP_NVAR; v++) {
+        r->t[v] = xs_bench_stat_of(s + (size_t)v * (size_t)n, n);
+        med[v] = r->t[v].med;
+    }
+    free(s);
+    XS_TRY(st);
+    r->cublas_gemm_us = xs_bench_stat_of(x->gemm, n).med;
+    r->compute_us = r->local.med < r->local_inter.med ? r->local.med : r->local_inter.med;
+    r->drain_us = info->remote_bytes / x->prof->drain_bytes_per_ns / 1e3;
+    r->bound_us = r->compute_us > r->drain_us ? r->compute_us : r->drain_us;
+    r->gemm_eff = r->cublas_gemm_us / r->local.med;
+    /* every rank verified its own window: the point is verified when all are; the slowest
+     * rank's medians go next to rank 0's */
+    return xs_bench_agree_verdict(x->e, &r->verified, &r->max_rel_err, med, r->rank_max_us,
+                                  EP_NVAR);
+}
+
+/* The body of one point on problem x->m (x->pp and *ws: what the caller frees). */
+static xs_status ep_point_run(ep_pctx *x, xs_winset **ws)
+{
+    const ep_opts *o = x->o;
+    ep_row *r = x->r;
+    xs_moe_info info;
+    xs_moe_get_info(x->m, &info);
+    r->rows = info.rows;
+    r->remote_mb = info.remote_bytes / 1e6;
+    memset(x->ro, 0, sizeof x->ro);
+    x->ro[0].timeout_ns = (unsigned long long)(x->e->c->timeout_s * 1e9);
+    x->ro[1] = x->ro[2] = x->ro[0];
+    x->ro[1].bulk_combine = 1;
+    x->ro[2].defer = o->defer;
+    x->ro[2].spill_depth = o->spill_depth;
+    for (int j = 0; j < XS_BENCH_MAX_ITERS; j++)
+        x->gemm[j] = NAN;
+    /* per tile (by id): its main loop in each local-control run, and the median, per order;
+     * each order's last local-control trace: the courier prediction's ready times */
+    x->ntot = info.l1_tiles + info.l2_tiles;
+    const size_t nt = (size_t)x->ntot + 1;
+    x->ref_acc = (double *)malloc(sizeof(double) * nt * EP_REF_RUNS);
+    for (int k = 0; k < 2; k++) {
+        x->ref[k] = (double *)malloc(sizeof(double) * nt);
+        x->ltr[k] = (xs_moe_tile *)calloc(nt, sizeof(xs_moe_tile));
+    }
+    if (!x->ref_acc || !x->ref[0] || !x->ref[1] || !x->ltr[0] || !x->ltr[1])
+        return xs_seterr(XS_ENOMEM, "bench ep: out of host memory");
+    XS_TRY(xs_moe_reference_gpu(x->m, x->cb));
+    /* plans: slot 0 wave, slot 1 interleaved (then auto's in ep_auto) */
+    xs_moe_plan wp = {XS_MOE_WAVE, 0, o->wave_experts, 0, 0};
+    r->lead = o->lead >= 0 ? o->lead : xs_moe_default_lead(xs_moe_host(x->m));
+    xs_moe_plan ip = {XS_MOE_INTERLEAVED, r->lead, 0, 0, 0};
+    XS_TRY(xs_moe_set_plan(x->m, 0, &wp));
+    XS_TRY(xs_moe_set_plan(x->m, 1, &ip));
+    xs_wintab local;
+    xs_moe_costs cost[2];
+    XS_TRY(xs_moe_local_table(x->m, &local));
+    XS_TRY(ep_local_control(x, &local, cost));
+    XS_TRY(ep_auto(x, cost));
+    XS_TRY(ep_windows(x, &info, ws));
+    return ep_rounds(x, &info);
+}
+
+/* One point into r: configuration cfg (weights w), tokens, peers, routing. */
+static xs_status ep_point(const ep_opts *o, xs_bench_env *e, const xs_profile *prof,
+                          xs_cublas *cb, FILE *tiles, const xs_moe_weights *w,
+                          const xs_moe_config *cfg, int tokens, int peers,
+                          xs_moe_routing routing, ep_row *r)
 {
     const double t_point = xs_now_s();
     ep_row_init(o, cfg, tokens, peers, routing, r);
-
-    xs_moe *m = NULL;
-    xs_moe_opts mo = {tokens, peers, routing, 0, o->common.seed};
-    XS_TRY(xs_moe_create(w, &mo, &m));
-    xs_status st = XS_OK;
+    ep_pctx *x = (ep_pctx *)calloc(1, sizeof *x);
+    if (!x)
+        return xs_seterr(XS_ENOMEM, "bench ep: out of host memory");
+    x->o = o;
+    x->e = e;
+    x->prof = prof;
+    x->cb = cb;
+    x->tiles = tiles;
+    x->r = r;
+    xs_moe_opts mo = {tokens, peers, routing, 0, e->c->b.seed};
     xs_winset *ws = NULL;
-    ep_peer *pp = NULL;
-    xs_moe_info info;
-    xs_moe_get_info(m, &info);
-    r->rows = info.rows;
-    r->remote_mb = info.remote_bytes / 1e6;
-    xs_moe_run_opts ro = {(unsigned long long)(o->timeout_ms * 1e6), 0};
-    double *samples[EP_NVAR] = {0};
-    double *gemm_samples = NULL;
-    int ns[EP_NVAR] = {0};
-    int nsv = o->common.iters;
-    /* per tile (by id): its main loop in each local-control run, and the median, per order */
-    const int ntot = info.l1_tiles + info.l2_tiles;
-    double *ref_acc = (double *)malloc(sizeof(double) * (size_t)(ntot + 1) * EP_REF_RUNS);
-    double *ref[2] = {(double *)malloc(sizeof(double) * (size_t)(ntot + 1)),
-                      (double *)malloc(sizeof(double) * (size_t)(ntot + 1))};
-    /* each order's last local-control trace: the courier prediction's ready times */
-    xs_moe_tile *ltr[2] = {(xs_moe_tile *)calloc((size_t)ntot + 1, sizeof(xs_moe_tile)),
-                           (xs_moe_tile *)calloc((size_t)ntot + 1, sizeof(xs_moe_tile))};
-    int nltr[2] = {0, 0};
-#define EP_TRY(call)                                                                           \
-    do {                                                                                       \
-        st = (call);                                                                           \
-        if (st != XS_OK)                                                                       \
-            goto done;                                                                         \
-    } while (0)
-
-    for (int v = 0; v < EP_NVAR; v++)
-        samples[v] = (double *)calloc((size_t)nsv + 1, sizeof(double));
-    gemm_samples = (double *)calloc((size_t)nsv + 1, sizeof(double));
-    for (int v = 0; v < EP_NVAR; v++)
-        if (!samples[v])
-            EP_TRY(xs_seterr(XS_ENOMEM, "bench ep: out of host memory"));
-    if (!gemm_samples || !ref_acc || !ref[0] || !ref[1] || !ltr[0] || !ltr[1])
-        EP_TRY(xs_seterr(XS_ENOMEM, "bench ep: out of host memory"));
-
-    EP_TRY(xs_moe_reference_gpu(m, cb));
-    {
-        /* plans: slot 0 wave, slot 1 interleaved, slot 2 auto */
-        xs_moe_plan wp = {XS_MOE_WAVE, 0, o->wave_experts, 0, 0};
-        r->lead = o->lead >= 0 ? o->lead : xs_moe_default_lead(xs_moe_host(m));
-        xs_moe_plan ip = {XS_MOE_INTERLEAVED, r->lead, 0, 0, 0};
-        EP_TRY(xs_moe_set_plan(m, 0, &wp));
-        EP_TRY(xs_moe_set_plan(m, 1, &ip));
-
-        /* the local control, both orders: compute costs without the link */
-        xs_wintab local;
-        EP_TRY(xs_moe_local_table(m, &local));
-        xs_moe_costs cost[2];
-        const xs_moe_tile *tr;
-        int ntr;
-        EP_TRY(ep_local_control(o, m, cb, &local, &ro, prof, tiles, ntot, ref_acc, ref, ltr,
-                                nltr, cost, r));
-        const double r_local = cost[0].local_issue_bytes_per_ns;
-        r->local_issue = r_local;
-        /* auto: the model decides from the profile and the measured costs of both orders */
-        xs_moe_auto_result ar;
-        double t_model = xs_now_s();
-        const xs_moe_local_traces lt = {ltr[0], nltr[0], ltr[1], nltr[1]};
-        EP_TRY(xs_moe_auto(xs_moe_host(m), prof, &o->mm, &cost[0], &cost[1], &lt, &ar));
-        r->model_s += xs_now_s() - t_model;
-        EP_TRY(xs_moe_set_plan(m, 2, &ar.plan));
-        /* slot 3: the best courier candidate, forced (the courier column) */
-        r->couriers = ar.courier.couriers;
-        r->auto_couriers = ar.plan.couriers;
-        r->pred_courier_us = ar.courier_ns / 1e3;
-        if (r->couriers > 0) {
-            r->courier_sched = xs_moe_sched_name(ar.courier.kind);
-            EP_TRY(xs_moe_set_plan(m, 3, &ar.courier));
-        }
-        /* slot 4: the adaptive candidate (the adaptive column) */
-        r->adaptive = ar.adaptive.kind == XS_MOE_ADAPTIVE;
-        r->pred_adaptive_us = ar.adaptive_ns / 1e3;
-        r->pred_spill_us = ar.spill_ns / 1e3;
-        r->auto_spill = ar.plan.spill_depth > 0;
-        r->auto_lead_end = ar.plan.lead_end;
-        r->pred_paced_plain_us = ar.paced_plain_ns / 1e3;
-        /* slot 5: auto's decision without the lead search, where it differs (--auto-fixed) */
-        if (o->auto_fixed) {
-            xs_moe_model mf = o->mm;
-            mf.lead_search = 0;
-            xs_moe_auto_result af;
-            t_model = xs_now_s();
-            EP_TRY(xs_moe_auto(xs_moe_host(m), prof, &mf, &cost[0], &cost[1], &lt, &af));
-            r->model_s += xs_now_s() - t_model;
-            if (!xs_moe_plan_equal(&af.plan, &ar.plan)) {
-                r->fixed_lead = af.plan.kind == XS_MOE_INTERLEAVED ? af.plan.lead : 0;
-                r->fixed_lead_end = af.plan.lead_end;
-                r->pred_fixed_us = af.auto_ns / 1e3;
-                EP_TRY(xs_moe_set_plan(m, 5, &af.plan));
-            }
-        }
-        r->adaptive_ahead_us = r->adaptive ? ar.adaptive.admit_ahead_ns / 1e3 : NAN;
-        if (r->adaptive)
-            EP_TRY(xs_moe_set_plan(m, 4, &ar.adaptive));
-        ep_row_auto(&ar, r);
-        /* the local-control reference of each variant's order (auto: its own order) */
-        const double *ref_auto = ar.plan.kind == XS_MOE_WAVE ? ref[0] : ref[1];
-        const double *ref_fixed = r->fixed_lead == 0 ? ref[0] : ref[1];
-        const double *ref_of[EP_NVAR] = {NULL, ref[0], ref[1], ref_auto, NULL,
-                                         ref[1], NULL, NULL, NULL, ref_auto, ref_fixed};
-
-        /* the virtual-peer windows, or (-g) one region per source in every real peer's window */
-        xs_win_opts wo;
-        memset(&wo, 0, sizeof wo);
-        wo.target = coll ? XS_TARGET_PEER : XS_TARGET_VIRTUAL;
-        wo.virtual_peers = peers;
-        wo.bytes = coll ? (size_t)peers * info.window_bytes : info.window_bytes;
-        wo.nflags = 1;
-        wo.device = o->common.device;
-        EP_TRY(xs_win_open(&wo, &ws));
-        const xs_wintab *tab = xs_win_table(ws);
-        if (coll) {
-            if (!(pp = (ep_peer *)calloc(1, sizeof *pp)))
-                EP_TRY(xs_seterr(XS_ENOMEM, "bench ep: out of host memory"));
-            const int n = tab->nranks, me = tab->rank;
-            if (n != peers)
-                EP_TRY(xs_seterr(XS_EINVAL, "bench ep: %d peer windows for %d ranks", n, peers));
-            pp->ws = ws;
-            pp->coll = coll;
-            pp->me = me;
-            pp->n = n;
-            pp->region = info.window_bytes;
-            pp->send.nranks = pp->own.nranks = n;
-            pp->send.rank = pp->own.rank = 0;
-            pp->send.bytes = pp->own.bytes = info.window_bytes;
-            for (int q = 0; q < n; q++) {
-                pp->send.data[q] = tab->data[(me + q) % n] + (size_t)me * info.window_bytes;
-                /* the kernel's "remote" (pacer, trace, model): every row not for this GPU */
-                pp->send.host_mem[q] = q != 0;
-                pp->own.data[q] = tab->data[me] + (size_t)((me - q + n) % n) * info.window_bytes;
-            }
-            tab = &pp->own; /* what ep_check reads: this rank's window, every source's region */
-        }
-        const xs_wintab *run_tab = pp ? &pp->send : tab;
-
-        /* round-robin over the variants, the last round verified */
-        const int slot_of[EP_NVAR] = {0, 0, 1, 2, 3, 4, 0, 1, 2, 2, 5};
-        xs_moe_run_opts ro_bulk = ro, ro_defer = ro;
-        ro_bulk.bulk_combine = 1;
-        ro_defer.defer = o->defer;
-        ro_defer.spill_depth = o->spill_depth;
-        for (int it = 0; it < o->common.warmup + o->common.iters; it++) {
-            const int last = it == o->common.warmup + o->common.iters - 1;
-            for (int var = 0; var < EP_NVAR; var++) {
-                if (!o->run[var] || (var == EP_COURIER && r->couriers <= 0) ||
-                    (var == EP_ADAPT && !r->adaptive) ||
-                    (var == EP_AUTO_FIXED && r->fixed_lead < 0) ||
-                    ((var == EP_AUTO_BULK || var == EP_AUTO_DEFER) && r->auto_couriers > 0))
-                    continue;
-                double us = 0, gus = 0;
-                EP_TRY(ep_run(m, cb, var, slot_of[var], run_tab, pp,
-                              EP_IS_BULK(var)            ? &ro_bulk
-                              : var == EP_AUTO_DEFER     ? &ro_defer
-                                                         : &ro,
-                              &us, &gus));
-                if (it >= o->common.warmup) {
-                    samples[var][ns[var]++] = us;
-                    if (var == EP_UNFUSED)
-                        gemm_samples[ns[var] - 1] = gus;
-                }
-                if (last)
-                    EP_TRY(ep_last_round(o, m, var, tab, prof, r_local, ref_of, ntot, tiles, r));
-            }
-        }
-        for (int v = 0; v < EP_NVAR; v++)
-            r->t[v] = ep_stats(samples[v], ns[v]);
-        ep_time g = ep_stats(gemm_samples, ns[EP_UNFUSED]);
-        r->cublas_gemm_us = g.med;
-        double local_best = r->local.med < r->local_inter.med ? r->local.med : r->local_inter.med;
-        r->compute_us = local_best;
-        r->drain_us = info.remote_bytes / prof->drain_bytes_per_ns / 1e3;
-        r->bound_us = r->compute_us > r->drain_us ? r->compute_us : r->drain_us;
-        r->gemm_eff = r->cublas_gemm_us / r->local.med;
-        if (coll) {
-            /* every rank verified its own window: the point is verified when all are; the
-             * slowest rank's medians go next to rank 0's */
-            double g[2 + EP_NVAR];
-            g[0] = r->verified ? 0.0 : 1.0;
-            g[1] = isnan(r->max_rel_err) ? INFINITY : r->max_rel_err;
-            for (int v = 0; v < EP_NVAR; v++)
-                g[2 + v] = isnan(r->t[v].med) ? -1.0 : r->t[v].med;
-            EP_TRY(xs_coll_max(coll, g, 2 + EP_NVAR));
-            r->verified = g[0] == 0.0;
-            r->max_rel_err = isinf(g[1]) ? NAN : g[1];
-            for (int v = 0; v < EP_NVAR; v++)
-                r->rank_max_us[v] = g[2 + v] < 0 ? NAN : g[2 + v];
-        }
-    }
-done:
-#undef EP_TRY
+    xs_status st = xs_moe_create(w, &mo, &x->m);
+    if (st == XS_OK)
+        st = ep_point_run(x, &ws);
     r->point_s = xs_now_s() - t_point;
-    free(pp);
+    e->ws = NULL;
+    free(x->pp);
     if (ws)
         xs_win_close(ws);
-    for (int v = 0; v < EP_NVAR; v++)
-        free(samples[v]);
-    free(gemm_samples);
-    free(ref_acc);
-    free(ref[0]);
-    free(ref[1]);
-    free(ltr[0]);
-    free(ltr[1]);
-    xs_moe_destroy(m);
+    free(x->ref_acc);
+    for (int k = 0; k < 2; k++) {
+        free(x->ref[k]);
+        free(x->ltr[k]);
+    }
+    if (x->m)
+        xs_moe_destroy(x->m);
+    free(x);
     if (st != XS_OK)
         r->verified = 0;
     return st;
 }
 
+/* ---- the sweep ------------------------------------------------------------------------------ */
+
+typedef struct {
+    int cfg; /* index into ep_opts.configs */
+    xs_moe_routing routing;
+    int tokens, peers;
+} ep_pt;
+
+typedef struct {
+    const ep_opts *o;
+    xs_bench_env *e;
+    const xs_profile *prof;
+    xs_cublas *cb;
+    FILE *tiles;
+    ep_pt pts[EP_MAX_ROWS];
+    int npts;
+    xs_moe_weights *w; /* the weights of configuration wcfg (-1: none) */
+    int wcfg;
+    int done[EP_MAX_ROWS]; /* the points whose rows were written, in order */
+    int ndone;
+} ep_sweep;
+
 /* A configuration's token counts: --tokens, --long (ep_long_mult x its largest default, a point
- * whose combine exceeds EP_LONG_MAX_BYTES skipped, with a note where note is set) or its
- * defaults (--quick: smaller ones). Returns how many. */
-static int ep_tokens(const ep_opts *o, const xs_moe_config *cfg, int *toks, int note)
+ * whose combine exceeds EP_LONG_MAX_BYTES skipped with a note) or its defaults (--quick:
+ * smaller ones). Returns how many. */
+static int ep_tokens(const ep_opts *o, const xs_moe_config *cfg, int *toks, xs_bench_report *rep)
 {
     int nt = 0;
     if (o->ntokens) {
@@ -1030,9 +962,10 @@ static int ep_tokens(const ep_opts *o, const xs_moe_config *cfg, int *toks, int 
             const double bytes = (double)t * cfg->topk * cfg->hidden * 2;
             if (bytes <= EP_LONG_MAX_BYTES)
                 toks[nt++] = t;
-            else if (note)
-                printf("# --long: %s T=%d skipped: its combine is %.1f GiB (at most %d)\n",
-                       cfg->name, t, bytes / (1024.0 * 1024 * 1024), EP_LONG_MAX_GIB);
+            else
+                xs_bench_report_note(rep, "--long: %s T=%d skipped: its combine is %.1f GiB (at "
+                                     "most %d)", cfg->name, t, bytes / (1024.0 * 1024 * 1024),
+                                     EP_LONG_MAX_GIB);
         }
         return nt;
     }
@@ -1041,218 +974,245 @@ static int ep_tokens(const ep_opts *o, const xs_moe_config *cfg, int *toks, int 
     return nt;
 }
 
-/* ---- entry ---------------------------------------------------------------------------------- */
-
-int xs_bench_ep(int argc, char **argv)
+/* The points in sweep order: configuration, routing, token count, peer count (peers: --peers,
+ * or the configuration's own, docs/EP.md, "Choosing the sweep"). */
+static void ep_points(ep_sweep *s, xs_bench_report *rep)
 {
-    ep_opts o;
-    int rc = ep_parse(argc, argv, &o);
-    if (rc)
-        return rc < 0 ? 0 : rc;
-    xs_profile prof;
-    if (xs_profile_args_resolve(&o.common.pa, &prof) != XS_OK)
-        return xs_cli_fail();
-    int me = 0, nranks = 1;
-    if (o.common.gpus_set) {
-        /* as calibrate -g: the parent starts one rank per GPU and waits; a rank goes on */
-        int ec = 0, l = xs_bench_launch(o.common.gpus, &ec);
-        if ((l = xs_launch_exit(l, ec)) >= 0)
-            return l;
-        int have = 0;
-        if (xs_rank_env(&me, &nranks, NULL, &have) != XS_OK)
-            return xs_cli_fail();
-        o.peers[0] = nranks; /* the ranks are the peers */
-        o.npeers = 1;
-        o.peers_set = 1;
-    }
-    xs_gpu_info gi;
-    if (xs_gpu_open(o.common.device, &gi) != XS_OK) /* a launched rank: XS_DEVICE */
-        return xs_cli_fail();
-    xs_coll *coll = NULL;
-    if (o.common.gpus_set && xs_coll_open(&coll) != XS_OK)
-        return xs_cli_fail();
-    xs_cublas *cb = NULL;
-    if (xs_cublas_open(&cb) != XS_OK) {
-        xs_coll_close(coll, 1);
-        return xs_cli_fail(); /* the baseline and the reference need it */
-    }
-    FILE *csv = NULL, *tiles = NULL;
-    /* files: rank 0 only (the others' results reach it through the collectives) */
-    if (me == 0 && o.csv && !(csv = fopen(o.csv, "w"))) {
-        xs_cublas_close(cb);
-        xs_coll_close(coll, 1);
-        return xs_cli_failf("--csv %s: cannot write", o.csv);
-    }
-    if (me == 0 && o.tiles && !(tiles = fopen(o.tiles, "w"))) {
-        if (csv)
-            fclose(csv);
-        xs_cublas_close(cb);
-        xs_coll_close(coll, 1);
-        return xs_cli_failf("--tiles %s: cannot write", o.tiles);
-    }
-    xs_gpu_report_header(stdout, &gi, argc, argv);
-    if (coll)
-        printf("# ranks: %d processes, rank r on GPU r; combine into the peers' NCCL symmetric "
-               "windows (LSA pointers), one region per source; unfused combine: grouped "
-               "ncclSend/ncclRecv; every rank verifies every region of its own window; times are "
-               "rank 0's (the slowest rank's medians at the end)\n", nranks);
-    if (coll && (xs_coll_alltoall_bw(coll, 1u << 20, NULL) != XS_OK ||
-                 xs_coll_alltoall_bw(coll, 32u << 20, NULL) != XS_OK)) {
-        if (csv)
-            fclose(csv);
-        if (tiles)
-            fclose(tiles);
-        xs_cublas_close(cb);
-        xs_coll_close(coll, 1);
-        return xs_cli_fail();
-    }
-    printf("# profile: %s path, R %.1f B/ns, Q %.0f B (per producer %.0f), r %.1f B/ns, o %.0f "
-           "ns, chunk %.0f B%s\n", prof.path, prof.drain_bytes_per_ns, prof.capacity_bytes,
-           prof.capacity_bytes_per_producer, prof.issue_bytes_per_ns, prof.issue_overhead_ns,
-           prof.chunk_bytes, prof.provisional ? " (provisional)" : "");
-    printf("# profile: queue %.0f B, reserve %.0f B (+ tandem buffer %.0f B, modelled as "
-           "reserve) per producer, arbitration skew %.2f; kernel model: main loops stall above "
-           "%.0f B of backlog (speed %.2f); auto may pace at %.0f B (%.2f R)\n",
-           prof.queue_bytes_per_producer, prof.reserve_bytes_per_producer,
-           prof.buffer_bytes_per_producer, prof.arbitration_skew, o.mm.block_bytes,
-           o.mm.block_speed, o.mm.pace_bytes, o.mm.pace_drain_frac);
-    char cline[200];
-    if (o.mm.couriers == 0)
-        snprintf(cline, sizeof cline, "# couriers: off (--couriers 0)\n");
-    else if (o.mm.couriers < 0)
-        snprintf(cline, sizeof cline, "# couriers: auto weighs C = 4 and 8 at %.2f R (%.1f B/ns "
-                 "in all); the courier column runs the better one, forced\n",
-                 o.mm.courier_pace_frac, o.mm.courier_pace_frac * prof.drain_bytes_per_ns);
-    else
-        snprintf(cline, sizeof cline, "# couriers: auto weighs C = %d at %.2f R (%.1f B/ns in "
-                 "all); the courier column runs it, forced\n", o.mm.couriers,
-                 o.mm.courier_pace_frac, o.mm.courier_pace_frac * prof.drain_bytes_per_ns);
-    fputs(cline, stdout);
-    printf("# times: median of %d runs after %d warm-up, variants interleaved round-robin; "
-           "windows poisoned and L2 overwritten before every run; every variant's last run "
-           "verified at the destination (row tolerance %.0e, overall %.0e)\n", o.common.iters,
-           o.common.warmup, XS_MOE_TOL_ROW, XS_MOE_TOL_FROB);
-    if (csv) {
-        xs_gpu_report_header(csv, &gi, argc, argv);
-        fprintf(csv, "# profile: %s path, %s, R %.3f B/ns, Q %.0f B, r %.3f B/ns, o %.1f ns, "
-                "chunk %.0f B, queue %.0f B, reserve %.0f B, skew %.3f%s; kernel model: block "
-                "%.0f B at speed %.3f, pace %.0f B at %.3f R\n", prof.path,
-                prof.date[0] ? prof.date : "undated", prof.drain_bytes_per_ns, prof.capacity_bytes,
-                prof.issue_bytes_per_ns, prof.issue_overhead_ns, prof.chunk_bytes,
-                prof.queue_bytes_per_producer, prof.reserve_bytes_per_producer,
-                prof.arbitration_skew, prof.provisional ? " (provisional)" : "",
-                o.mm.block_bytes, o.mm.block_speed, o.mm.pace_bytes, o.mm.pace_drain_frac);
-        fputs(cline, csv);
-        fputs(ep_csv_header, csv);
-    }
-    if (tiles)
-        fputs("config,routing,tokens,peers,schedule,task,kind,rb,nb,cta,smid,remote_bytes,"
-              "total_bytes,fetch_ns,mma0_ns,mma1_ns,st0_ns,st1_ns,span_ns,pred_span_ns,"
-              "t_iss0_ns,stall_meas_ns,stall_pred_ns,gate_ns,ref_mainloop_ns,mma_stall_meas_ns,"
-              "mma_stall_pred_ns\n", tiles);
-
-    static ep_row rows[EP_MAX_ROWS];
-    int nrows = 0, failures = 0, tried = 0, intr = 0, coll_failed = 0;
-    int total = 0;
-    for (int ci = 0; ci < o.nconfigs; ci++) {
-        int toks[EP_MAX_LIST];
-        total += o.nroutings * ep_tokens(&o, o.configs[ci], toks, 0) *
-                 (o.peers_set ? o.npeers : 1);
-    }
-    ep_table_header();
-    for (int ci = 0; ci < o.nconfigs; ci++) {
-        const xs_moe_config *cfg = o.configs[ci];
-        xs_moe_weights *w = NULL;
-        if (xs_moe_weights_create(cfg, o.common.seed, &w) != XS_OK) {
-            fprintf(stderr, "xstage: error: %s: %s\n", cfg->name, xs_errmsg());
-            failures++;
-            if (coll) {
-                coll_failed = 1;
-                goto finish;
-            }
-            continue;
-        }
-        int toks[EP_MAX_LIST];
-        const int nt = ep_tokens(&o, cfg, toks, 1);
-        /* peers: --peers, or the configuration's own (docs/EP.md, "Choosing the sweep") */
-        int peers[EP_MAX_LIST], npeers = o.npeers;
-        memcpy(peers, o.peers, sizeof peers);
-        if (!o.peers_set) {
+    const ep_opts *o = s->o;
+    s->npts = 0;
+    for (int ci = 0; ci < o->nconfigs; ci++) {
+        const xs_moe_config *cfg = o->configs[ci];
+        int toks[EP_MAX_LIST], peers[EP_MAX_LIST], npeers = o->npeers;
+        const int nt = ep_tokens(o, cfg, toks, rep);
+        memcpy(peers, o->peers, sizeof peers);
+        if (!o->peers_set) {
             peers[0] = cfg->peers > 0 ? cfg->peers : 4;
             npeers = 1;
         }
-        for (int ri = 0; ri < o.nroutings; ri++)
+        for (int ri = 0; ri < o->nroutings; ri++)
             for (int ti = 0; ti < nt; ti++)
-                for (int pi = 0; pi < npeers && nrows < EP_MAX_ROWS; pi++) {
-                    if (xs_interrupted()) { /* stop between points (xstage_sigint.h) */
-                        intr = 1;
-                        xs_moe_weights_destroy(w);
-                        goto finish;
-                    }
-                    tried++;
-                    ep_row *r = &rows[nrows];
-                    xs_status st = ep_point(&o, w, cfg, toks[ti], peers[pi], o.routings[ri],
-                                            &prof, cb, coll, tiles, r);
-                    if (st != XS_OK) {
-                        fprintf(stderr, "xstage: error: %s%s %s T=%d N=%d: %s\n",
-                                coll ? "rank " : "", cfg->name,
-                                xs_moe_routing_name(o.routings[ri]), toks[ti], peers[pi],
-                                xs_errmsg());
-                        failures++;
-                        if (coll) {
-                            /* the ranks walk the points in lockstep: one rank's error ends the
-                             * run (its exit stops the others through the launcher) */
-                            coll_failed = 1;
-                            xs_moe_weights_destroy(w);
-                            goto finish;
-                        }
-                        if (st == XS_ECUDA) {
-                            /* a sticky CUDA error poisons every later point: stop here */
-                            cudaError_t e = cudaGetLastError();
-                            if (e != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
-                                xs_moe_weights_destroy(w);
-                                goto finish;
-                            }
-                        }
-                        continue;
-                    }
-                    failures += !r->verified;
-                    ep_table_row(r);
-                    if (csv)
-                        ep_csv_row(csv, r);
-                    nrows++;
+                for (int pi = 0; pi < npeers && s->npts < EP_MAX_ROWS; pi++) {
+                    const ep_pt p = {ci, o->routings[ri], toks[ti], peers[pi]};
+                    s->pts[s->npts++] = p;
                 }
-        xs_moe_weights_destroy(w);
     }
-finish:
-    ep_summary(rows, nrows);
-    for (int i = 0; i < nrows; i++)
+}
+
+static void ep_label(void *ctx, int i, char *buf, size_t n)
+{
+    const ep_sweep *s = (const ep_sweep *)ctx;
+    const ep_pt *p = &s->pts[i];
+    snprintf(buf, n, "%s %s T=%d N=%d", s->o->configs[p->cfg]->name,
+             xs_moe_routing_name(p->routing), p->tokens, p->peers);
+}
+
+/* xs_bench_sweep.point: the configuration's weights (made when it changes), then the point. */
+static xs_status ep_sweep_point(void *ctx, int i, void *row, int *verified)
+{
+    ep_sweep *s = (ep_sweep *)ctx;
+    const ep_pt *p = &s->pts[i];
+    const xs_moe_config *cfg = s->o->configs[p->cfg];
+    ep_row *r = (ep_row *)row;
+    if (s->wcfg != p->cfg) {
+        if (s->w)
+            xs_moe_weights_destroy(s->w);
+        s->w = NULL;
+        s->wcfg = -1;
+        XS_TRY(xs_moe_weights_create(cfg, s->e->c->b.seed, &s->w));
+        s->wcfg = p->cfg;
+    }
+    XS_TRY(ep_point(s->o, s->e, s->prof, s->cb, s->tiles, s->w, cfg, p->tokens, p->peers,
+                    p->routing, r));
+    ep_row_plan_text(r);
+    *verified = r->verified;
+    return XS_OK;
+}
+
+/* xs_bench_sweep.detail: remember the written rows for the summary. */
+static void ep_detail(void *ctx, int i, const void *row, xs_bench_report *rep)
+{
+    ep_sweep *s = (ep_sweep *)ctx;
+    (void)row;
+    (void)rep;
+    s->done[s->ndone++] = i;
+}
+
+/* ---- entry ---------------------------------------------------------------------------------- */
+
+/* The '#' lines after the device header: the ranks, the profile and the kernel model, the
+ * couriers, the timing rule. */
+static void ep_notes(xs_bench_report *rep, const xs_bench_env *e, const ep_opts *o,
+                     const xs_profile *prof)
+{
+    const xs_moe_model *mm = &o->mm;
+    if (e->real)
+        xs_bench_report_note(rep, "ranks: combine into the peers' NCCL symmetric windows (LSA "
+                             "pointers), one region per source; unfused combine: grouped "
+                             "ncclSend/ncclRecv; every rank verifies every region of its own "
+                             "window");
+    xs_bench_report_note(rep, "profile: %s path, R %.1f B/ns, Q %.0f B (per producer %.0f), r "
+                         "%.1f B/ns, o %.0f ns, chunk %.0f B%s", prof->path,
+                         prof->drain_bytes_per_ns, prof->capacity_bytes,
+                         prof->capacity_bytes_per_producer, prof->issue_bytes_per_ns,
+                         prof->issue_overhead_ns, prof->chunk_bytes,
+                         prof->provisional ? " (provisional)" : "");
+    xs_bench_report_note(rep, "profile: queue %.0f B, reserve %.0f B (+ tandem buffer %.0f B, "
+                         "modelled as reserve) per producer, arbitration skew %.2f; kernel "
+                         "model: main loops stall above %.0f B of backlog (speed %.2f); auto "
+                         "may pace at %.0f B (%.2f R)", prof->queue_bytes_per_producer,
+                         prof->reserve_bytes_per_producer, prof->buffer_bytes_per_producer,
+                         prof->arbitration_skew, mm->block_bytes, mm->block_speed,
+                         mm->pace_bytes, mm->pace_drain_frac);
+    xs_bench_report_note(rep, "profile: %s, R %.3f B/ns, Q %.0f B, r %.3f B/ns, o %.1f ns, chunk "
+                         "%.0f B, queue %.0f B, reserve %.0f B, skew %.3f; kernel model: block "
+                         "%.0f B at speed %.3f, pace %.0f B at %.3f R",
+                         prof->date[0] ? prof->date : "undated", prof->drain_bytes_per_ns,
+                         prof->capacity_bytes, prof->issue_bytes_per_ns, prof->issue_overhead_ns,
+                         prof->chunk_bytes, prof->queue_bytes_per_producer,
+                         prof->reserve_bytes_per_producer, prof->arbitration_skew,
+                         mm->block_bytes, mm->block_speed, mm->pace_bytes, mm->pace_drain_frac);
+    const double cr = mm->courier_pace_frac * prof->drain_bytes_per_ns;
+    if (mm->couriers == 0)
+        xs_bench_report_note(rep, "couriers: off (--couriers 0)");
+    else if (mm->couriers < 0)
+        xs_bench_report_note(rep, "couriers: auto weighs C = 4 and 8 at %.2f R (%.1f B/ns in "
+                             "all); the courier column runs the better one, forced",
+                             mm->courier_pace_frac, cr);
+    else
+        xs_bench_report_note(rep, "couriers: auto weighs C = %d at %.2f R (%.1f B/ns in all); "
+                             "the courier column runs it, forced", mm->couriers,
+                             mm->courier_pace_frac, cr);
+    xs_bench_report_note(rep, "times: median of %d runs after %d warm-up, variants interleaved "
+                         "round-robin; windows poisoned and L2 overwritten before every run; "
+                         "every variant's last run verified at the destination (row tolerance "
+                         "%.0e, overall %.0e)", e->c->b.iters, e->c->b.warmup, XS_MOE_TOL_ROW,
+                         XS_MOE_TOL_FROB);
+}
+
+/* After the table: the summary over the written rows (compacted to the front of rows), auto's
+ * reasoning per row and (-g) the slowest rank's medians. */
+static void ep_closing(xs_bench_report *rep, const ep_sweep *s, ep_row *rows)
+{
+    const int n = s->ndone;
+    for (int k = 0; k < n; k++)
+        if (s->done[k] != k)
+            memcpy(&rows[k], &rows[s->done[k]], sizeof rows[0]);
+    ep_summary(rep, rows, n);
+    for (int i = 0; i < n; i++)
         if (rows[i].how[0])
-            printf("# auto %s %s T=%d N=%d: %s\n", rows[i].config, rows[i].routing,
-                   rows[i].tokens, rows[i].peers, rows[i].how);
-    for (int i = 0; coll && i < nrows; i++)
-        printf("# ranks %s %s T=%d N=%d: slowest rank's medians (us) unfused %.1f wave %.1f "
-               "interleaved %.1f auto %.1f courier %.1f\n", rows[i].config, rows[i].routing,
-               rows[i].tokens, rows[i].peers, rows[i].rank_max_us[EP_UNFUSED],
-               rows[i].rank_max_us[EP_WAVE], rows[i].rank_max_us[EP_INTER],
-               rows[i].rank_max_us[EP_AUTO], rows[i].rank_max_us[EP_COURIER]);
-    if (intr && csv)
-        fputs("# INTERRUPTED: partial results\n", csv);
-    if (intr && tiles)
-        fputs("# INTERRUPTED: partial results\n", tiles);
-    if (csv)
-        fclose(csv);
-    if (tiles)
-        fclose(tiles);
-    xs_cublas_close(cb);
-    xs_coll_close(coll, coll_failed || intr);
-    if (intr)
-        return xs_cli_failf("interrupted by %s after %d of %d points%s", xs_interrupt_name(),
-                            tried, total, o.csv || o.tiles ? "; partial CSV marked" : "");
-    if (failures) {
-        printf("# bench ep FAILED: %d point(s) failed or did not verify\n", failures);
-        return 1;
+            xs_bench_report_note(rep, "auto %s %s T=%d N=%d: %s", rows[i].config,
+                                 rows[i].routing, rows[i].tokens, rows[i].peers, rows[i].how);
+    for (int i = 0; s->e->real && i < n; i++)
+        xs_bench_report_note(rep, "ranks %s %s T=%d N=%d: slowest rank's medians (us) unfused "
+                             "%.1f wave %.1f interleaved %.1f auto %.1f courier %.1f",
+                             rows[i].config, rows[i].routing, rows[i].tokens, rows[i].peers,
+                             rows[i].rank_max_us[EP_UNFUSED], rows[i].rank_max_us[EP_WAVE],
+                             rows[i].rank_max_us[EP_INTER], rows[i].rank_max_us[EP_AUTO],
+                             rows[i].rank_max_us[EP_COURIER]);
+}
+
+static const char ep_tiles_head[] =
+    "config,routing,tokens,peers,schedule,task,kind,rb,nb,cta,smid,remote_bytes,total_bytes,"
+    "fetch_ns,mma0_ns,mma1_ns,st0_ns,st1_ns,span_ns,pred_span_ns,t_iss0_ns,stall_meas_ns,"
+    "stall_pred_ns,gate_ns,ref_mainloop_ns,mma_stall_meas_ns,mma_stall_pred_ns\n";
+
+/* The sweep on a started environment: the report, the points, the closing lines. *abort = 1
+ * unless the sweep ended in order (the collectives are then closed, not aborted). */
+static int ep_run_sweep(ep_sweep *s, int argc, char **argv, int *abort)
+{
+    static ep_row rows[EP_MAX_ROWS];
+    xs_bench_env *e = s->e;
+    const xs_bench_common *c = e->c;
+    xs_bench_table t;
+    xs_bench_report rep;
+    *abort = 1;
+    XS_CHECK(xs_bench_table_init(&t, ep_cols, ep_ncols));
+    if (s->o->tiles && e->me == 0 && !(s->tiles = fopen(s->o->tiles, "w")))
+        return xs_cli_failf("--tiles %s: cannot write", s->o->tiles);
+    if (e->coll && (xs_coll_alltoall_bw(e->coll, 1u << 20, NULL) != XS_OK ||
+                    xs_coll_alltoall_bw(e->coll, 32u << 20, NULL) != XS_OK))
+        return xs_cli_fail();
+    if (xs_bench_report_open(&rep, "bench ep", &t, stdout, c->csv, c->json) != XS_OK)
+        return xs_cli_fail();
+    xs_bench_report_header(&rep, e, argc, argv);
+    ep_notes(&rep, e, s->o, s->prof);
+    ep_points(s, &rep);
+    if (s->tiles)
+        fputs(ep_tiles_head, s->tiles);
+    xs_bench_report_begin(&rep);
+    xs_bench_sweep sw;
+    memset(&sw, 0, sizeof sw);
+    sw.npoints = s->npts;
+    sw.rows = rows;
+    sw.row_bytes = sizeof rows[0];
+    sw.point = ep_sweep_point;
+    sw.label = ep_label;
+    sw.detail = ep_detail;
+    sw.ctx = s;
+    xs_bench_sweep_hooks(&sw, e);
+    xs_bench_tally tally;
+    xs_bench_sweep_run(&sw, &rep, &tally);
+    xs_bench_report_end(&rep);
+    ep_closing(&rep, s, rows);
+    if (tally.interrupted && s->tiles)
+        fputs("# INTERRUPTED: partial results\n", s->tiles);
+    *abort = tally.stopped || tally.interrupted;
+    return xs_bench_sweep_close(&rep, &tally, s->npts);
+}
+
+int xs_bench_ep(int argc, char **argv)
+{
+    static ep_opts o;
+    memset(&o, 0, sizeof o);
+    o.cfg_arg = "all";
+    o.lead = -1;
+    xs_moe_model_default(&o.mm);
+    o.peers[0] = 4;
+    o.npeers = 1;
+    o.routings[0] = XS_ROUTE_BALANCED;
+    o.routings[1] = XS_ROUTE_ZIPF;
+    o.nroutings = 2;
+    for (int v = 0; v < EP_NVAR; v++)
+        o.run[v] = 1;
+    const xs_bench_spec spec = {
+        "bench ep",
+        "  fused MoE: dispatch -> Linear-1 -> SwiGLU -> Linear-2 -> combine to virtual peers\n"
+        "  (--quick: 2 configurations, 3 smaller token counts)\n",
+        "c:t:p:r:", ep_long, ep_help(), ep_opt, &o, 5, 1, 3, XS_BENCH_MAX_ITERS, 1, 2.0, 0};
+    xs_bench_common c;
+    int rc = xs_bench_parse(&spec, argc, argv, &c);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (ep_opts_finish(&o, &c) != XS_OK)
+        return xs_cli_fail();
+    xs_profile prof;
+    if (xs_profile_args_resolve(&c.b.pa, &prof) != XS_OK)
+        return xs_cli_fail();
+    static ep_sweep s;
+    xs_bench_env e;
+    if ((rc = xs_bench_start(&e, &c, c.b.gpus_set)) >= 0) /* -g 1 too: real peers */
+        return rc;
+    if (e.real) {
+        o.peers[0] = e.nranks; /* the ranks are the peers */
+        o.npeers = 1;
+        o.peers_set = 1;
     }
-    printf("# bench ep OK: %d points, every run verified\n", nrows);
-    return 0;
+    memset(&s, 0, sizeof s);
+    s.o = &o;
+    s.e = &e;
+    s.prof = &prof;
+    s.wcfg = -1;
+    if (xs_cublas_open(&s.cb) != XS_OK) { /* the baseline and the reference need it */
+        xs_bench_stop(&e, 1);
+        return xs_cli_fail();
+    }
+    int abort = 1;
+    rc = ep_run_sweep(&s, argc, argv, &abort);
+    if (s.w)
+        xs_moe_weights_destroy(s.w);
+    if (s.tiles)
+        fclose(s.tiles);
+    xs_cublas_close(s.cb);
+    xs_bench_stop(&e, abort);
+    return rc;
 }

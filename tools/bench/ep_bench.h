@@ -1,7 +1,8 @@
 /*
  * ep_bench.h - what the two files of `xstage bench ep` share (tools/bench/ep.cu: options, the
- * points, the runs; tools/bench/ep_report.cu: the CSV, the table and the summary): the variants
- * and one row of results. docs/EP.md defines every column.
+ * points, the runs; tools/bench/ep_report.cu: the column table and the summary): the variants
+ * and one row of results. docs/EP.md defines every column; the harness (tools/bench/harness.h)
+ * writes the rows as the table, CSV and JSON.
  */
 #ifndef XSTAGE_EP_BENCH_H
 #define XSTAGE_EP_BENCH_H
@@ -9,6 +10,7 @@
 #include <stdio.h>
 
 #include "ep/ep.h"
+#include "xstage_bench.h"
 
 /* the *_BULK variants (--bulk): the same plans as wave, interleaved and auto, with the Linear-2
  * epilogues handing their rows to the TMA (xs_moe_run_opts.bulk_combine) */
@@ -17,16 +19,13 @@ enum { EP_UNFUSED, EP_WAVE, EP_INTER, EP_AUTO, EP_COURIER, EP_ADAPT, EP_WAVE_BUL
 #define EP_IS_BULK(v) ((v) >= EP_WAVE_BULK && (v) <= EP_AUTO_BULK)
 
 typedef struct {
-    double med, p10, p90; /* us */
-} ep_time;
-
-typedef struct {
     const char *config;
     const char *routing;
     int tokens, peers, rows, lead, auto_lead, criterion_ok, reshape_ok, auto_paced, verified;
     const char *auto_choice;
-    ep_time t[EP_NVAR];
-    ep_time local, local_inter;
+    char auto_plan[40];     /* the table's short form of auto's decision, e.g. "inter D=3 p c4" */
+    xs_bench_stat t[EP_NVAR]; /* per variant, us */
+    xs_bench_stat local, local_inter; /* the local control, wave and interleaved order, us */
     double bound_us, compute_us, drain_us, cublas_gemm_us, gemm_eff;
     double pred_wave_us, pred_inter_us, pred_paced_us, pred_auto_us, remote_mb, max_rel_err;
     double auto_gate_us; /* auto run: median pacer wait of its Linear-2 tiles with remote rows */
@@ -63,11 +62,12 @@ typedef struct {
     double rank_max_us[EP_NVAR]; /* -g: the slowest rank's median per variant (NaN otherwise) */
 } ep_row;
 
-extern const char *const ep_csv_header; /* the CSV's header line */
-void ep_csv_row(FILE *f, const ep_row *r);
-void ep_table_header(void);
-void ep_table_row(const ep_row *r);
-/* The closing summary over the n rows of a sweep (stdout, # lines). */
-void ep_summary(const ep_row *rows, int n);
+/* The columns of one row (table, CSV, JSON): ep_cols[0..ep_ncols). */
+extern const xs_bench_col ep_cols[];
+extern const int ep_ncols;
+/* Fill r->auto_plan from auto's decision in the row. */
+void ep_row_plan_text(ep_row *r);
+/* The closing summary over the n rows of a sweep ('#' notes after the table). */
+void ep_summary(xs_bench_report *rep, const ep_row *rows, int n);
 
 #endif /* XSTAGE_EP_BENCH_H */

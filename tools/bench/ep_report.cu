@@ -1,10 +1,13 @@
 /*
- * ep_report.cu - the output of `xstage bench ep` (tools/bench/ep.cu): one CSV row and one table
- * row per point, and the closing summary of a sweep (ratios, how close auto came to the bound,
- * the candidates' counts). docs/EP.md defines every column.
+ * ep_report.cu - the output of `xstage bench ep` (tools/bench/ep.cu): the column table the
+ * harness writes as the table, CSV and JSON (one row per point), and the closing summary of a
+ * sweep (ratios, how close auto came to the bound, the candidates' counts). docs/EP.md defines
+ * every column.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ep_bench.h"
@@ -12,126 +15,146 @@
 
 /* ---- rows -------------------------------------------------------------------------------- */
 
-const char *const ep_csv_header =
-    "config,routing,tokens,peers,unfused_us,wave_us,interleaved_us,auto_us,bound_us,verified,"
-    "local_us,local_interleaved_us,compute_us,drain_us,cublas_gemm_us,gemm_eff,criterion_met,"
-    "auto_schedule,auto_lead,lead,pred_wave_us,pred_interleaved_us,wave_over_interleaved,"
-    "wave_over_auto,unfused_p10,unfused_p90,wave_p10,wave_p90,interleaved_p10,interleaved_p90,"
-    "auto_p10,auto_p90,stall_tiles,stall_meas_med_us,stall_pred_med_us,stall_abs_err_med_us,"
-    "stall_abs_err_p90_us,stall_abs_err_interleaved_us,stall_abs_err_auto_us,local_span_us,"
-    "local_issue_bytes_per_ns,rows,remote_mb,max_row_rel_err,criterion_reshaped,auto_paced,"
-    "pred_paced_us,pred_auto_us,auto_gate_med_us,stall_meas_med_interleaved_us,"
-    "stall_pred_med_interleaved_us,mma_stall_tiles,mma_stall_meas_med_us,"
-    "mma_stall_pred_med_us,mma_stall_abs_err_med_us,mma_stall_abs_err_p90_us,"
-    "mma_stall_abs_err_interleaved_us,mma_stall_abs_err_auto_us,mma_stall_meas_med_interleaved_us,"
-    "mma_stall_pred_med_interleaved_us,blocked_pred_wave_us,blocked_pred_interleaved_us,"
-    "block_bytes,block_speed,pace_bytes,point_s,model_s,fill_us,drain_bound,couriers,"
-    "courier_pace,courier_schedule,courier_us,courier_p10,courier_p90,pred_courier_us,"
-    "auto_couriers,wave_over_courier,wave_bulk_us,wave_bulk_p10,wave_bulk_p90,interleaved_bulk_us,"
-    "interleaved_bulk_p10,interleaved_bulk_p90,auto_bulk_us,auto_bulk_p10,auto_bulk_p90,"
-    "wave_bulk_over_interleaved_bulk,wave_over_auto_bulk,auto_over_auto_bulk,"
-    "mma_stall_meas_med_auto_us,mma_stall_meas_med_wave_bulk_us,"
-    "mma_stall_meas_med_interleaved_bulk_us,mma_stall_meas_med_auto_bulk_us,adaptive_us,"
-    "adaptive_p10,adaptive_p90,pred_adaptive_us,adaptive_ahead_us,wave_over_adaptive,"
-    "auto_over_adaptive,mma_stall_meas_med_adaptive_us,auto_defer_us,auto_defer_p10,"
-    "auto_defer_p90,wave_over_auto_defer,auto_over_auto_defer,mma_stall_meas_med_auto_defer_us,"
-    "auto_defer_gate_med_us,defer_kernel,auto_defer_deferred_frac,pred_spill_us,auto_spill,"
-    "auto_lead_end,pred_paced_plain_us,auto_fixed_us,auto_fixed_p10,auto_fixed_p90,"
-    "auto_over_auto_fixed,auto_fixed_lead,auto_fixed_lead_end,pred_auto_fixed_us\n";
-
-void ep_csv_row(FILE *f, const ep_row *r)
+/* XS_COL_DOUBLE getter: t[num].med / t[den].med, arg = num * 16 + den */
+static double ep_ratio(const void *row, int arg)
 {
-    const ep_time *t = r->t;
-    fprintf(f, "%s,%s,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%d,%s,%d,"
-               "%d,%.1f,%.1f,%.4f,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d,%.3f,%.3f,%.3f,"
-               "%.3f,%.3f,%.3f,%.3f,%.1f,%d,%.2f,%.3g,%d,%d,%.1f,%.1f,%.3f,%.3f,%.3f,%d,%.3f,%.3f,"
-               "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.0f,%.3f,%.0f,%.3f,%.3f,%.1f,%d,%d,%.3f,"
-               "%s,%.1f,%.1f,%.1f,%.1f,%d,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,"
-               "%.4f,%.4f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%.3f,%.1f,%.1f,"
-               "%.1f,%.4f,%.4f,%.3f,%.3f,%s,%.3f,%.1f,%d,%d,%.1f,%.1f,%.1f,%.1f,%.4f,%d,%d,%.1f\n",
-            r->config, r->routing, r->tokens, r->peers, t[EP_UNFUSED].med, t[EP_WAVE].med,
-            t[EP_INTER].med, t[EP_AUTO].med, r->bound_us, r->verified ? "true" : "false",
-            r->local.med, r->local_inter.med, r->compute_us, r->drain_us, r->cublas_gemm_us,
-            r->gemm_eff, r->criterion_ok, r->auto_choice, r->auto_lead, r->lead, r->pred_wave_us,
-            r->pred_inter_us, t[EP_WAVE].med / t[EP_INTER].med, t[EP_WAVE].med / t[EP_AUTO].med,
-            t[EP_UNFUSED].p10, t[EP_UNFUSED].p90, t[EP_WAVE].p10, t[EP_WAVE].p90,
-            t[EP_INTER].p10, t[EP_INTER].p90, t[EP_AUTO].p10, t[EP_AUTO].p90,
-            r->stall_wave.tiles, r->stall_wave.meas_stall_med_ns / 1e3,
-            r->stall_wave.pred_stall_med_ns / 1e3, r->stall_wave.abs_err_med_ns / 1e3,
-            r->stall_wave.abs_err_p90_ns / 1e3, r->stall_inter.abs_err_med_ns / 1e3,
-            r->stall_auto.abs_err_med_ns / 1e3, r->local_span_us, r->local_issue, r->rows,
-            r->remote_mb, r->max_rel_err, r->reshape_ok, r->auto_paced, r->pred_paced_us,
-            r->pred_auto_us, r->auto_gate_us, r->stall_inter.meas_stall_med_ns / 1e3,
-            r->stall_inter.pred_stall_med_ns / 1e3, r->stall_wave.mma_tiles,
-            r->stall_wave.mma_meas_med_ns / 1e3, r->stall_wave.mma_pred_med_ns / 1e3,
-            r->stall_wave.mma_abs_err_med_ns / 1e3, r->stall_wave.mma_abs_err_p90_ns / 1e3,
-            r->stall_inter.mma_abs_err_med_ns / 1e3, r->stall_auto.mma_abs_err_med_ns / 1e3,
-            r->stall_inter.mma_meas_med_ns / 1e3, r->stall_inter.mma_pred_med_ns / 1e3,
-            r->stall_wave.blocked_ns / 1e3, r->stall_inter.blocked_ns / 1e3, r->block_bytes,
-            r->block_speed, r->pace_bytes, r->point_s, r->model_s, r->fill_us, r->drain_bound,
-            r->couriers, r->courier_pace, r->courier_sched, t[EP_COURIER].med,
-            t[EP_COURIER].p10, t[EP_COURIER].p90, r->pred_courier_us, r->auto_couriers,
-            t[EP_WAVE].med / t[EP_COURIER].med, t[EP_WAVE_BULK].med, t[EP_WAVE_BULK].p10,
-            t[EP_WAVE_BULK].p90, t[EP_INTER_BULK].med, t[EP_INTER_BULK].p10, t[EP_INTER_BULK].p90,
-            t[EP_AUTO_BULK].med, t[EP_AUTO_BULK].p10, t[EP_AUTO_BULK].p90,
-            t[EP_WAVE_BULK].med / t[EP_INTER_BULK].med, t[EP_WAVE].med / t[EP_AUTO_BULK].med,
-            t[EP_AUTO].med / t[EP_AUTO_BULK].med, r->stall_auto.mma_meas_med_ns / 1e3,
-            r->stall_bulk[0].mma_meas_med_ns / 1e3, r->stall_bulk[1].mma_meas_med_ns / 1e3,
-            r->stall_bulk[2].mma_meas_med_ns / 1e3, t[EP_ADAPT].med, t[EP_ADAPT].p10,
-            t[EP_ADAPT].p90, r->pred_adaptive_us, r->adaptive_ahead_us,
-            t[EP_WAVE].med / t[EP_ADAPT].med, t[EP_AUTO].med / t[EP_ADAPT].med,
-            r->stall_adapt.mma_meas_med_ns / 1e3, t[EP_AUTO_DEFER].med, t[EP_AUTO_DEFER].p10,
-            t[EP_AUTO_DEFER].p90, t[EP_WAVE].med / t[EP_AUTO_DEFER].med,
-            t[EP_AUTO].med / t[EP_AUTO_DEFER].med, r->stall_defer.mma_meas_med_ns / 1e3,
-            r->defer_gate_us, r->defer_kernel, r->defer_frac, r->pred_spill_us, r->auto_spill,
-            r->auto_lead_end, r->pred_paced_plain_us, t[EP_AUTO_FIXED].med, t[EP_AUTO_FIXED].p10,
-            t[EP_AUTO_FIXED].p90, t[EP_AUTO].med / t[EP_AUTO_FIXED].med, r->fixed_lead,
-            r->fixed_lead_end, r->pred_fixed_us);
-    fflush(f);
+    const ep_row *r = (const ep_row *)row;
+    return r->t[arg >> 4].med / r->t[arg & 15].med;
 }
 
-void ep_table_header(void)
-{
-    printf("%-18s %-8s %5s %2s %9s %9s %11s %9s %9s %9s %8s %6s %6s %-17s %4s %7s %7s %6s "
-           "%3s\n", "config", "routing", "T", "N", "unfused", "wave", "interleaved", "auto",
-           "courier", "bound", "local", "w/int", "w/auto", "auto", "crit", "stallE", "mmaE",
-           "gemm", "ok");
-    printf("%-18s %-8s %5s %2s %9s %9s %11s %9s %9s %9s %8s %6s %6s %-17s %4s %7s %7s %6s "
-           "%3s\n", "", "", "", "", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(x)",
-           "(x)", "(choice)", "", "(us)", "(us)", "(eff)", "");
-}
+#define EP_F XS_COL_FILE
+#define EP_R(f) offsetof(ep_row, f)
+#define EP_D(name, unit, fmt, f, fl) {name, unit, fmt, XS_COL_DOUBLE, EP_R(f), 0, 0, 0, 0, fl}
+#define EP_I(name, f, fl) {name, "", "%d", XS_COL_INT, EP_R(f), 0, 0, 0, 0, fl}
+#define EP_S(name, f, fl) {name, "", "%s", XS_COL_STR, EP_R(f), 0, 0, 0, 0, fl}
+/* a variant's timing (median, spread, min, max) and its 10 % / 90 % quantiles */
+#define EP_T(name, v, fl) {name "_us", "us", "%.1f", XS_COL_STAT, EP_R(t[v]), 0, 0, 0, 0, fl}
+#define EP_Q(name, v) EP_D(name "_p10", "us", "%.1f", t[v].p10, EP_F), \
+                      EP_D(name "_p90", "us", "%.1f", t[v].p90, EP_F)
+#define EP_X(name, a, b, fl) \
+    {name, "x", "%.4f", XS_COL_DOUBLE, 0, ep_ratio, 0, (a) * 16 + (b), 0, fl}
+/* a field in ns, printed in us */
+#define EP_NS(name, fmt, f) \
+    {name, "us", fmt, XS_COL_DOUBLE, 0, xs_bench_ns_as_us, 0, (int)EP_R(f), 0, EP_F}
 
-void ep_table_row(const ep_row *r)
+/* The CSV's columns in its order (docs/EP.md); the table shows those without EP_F. */
+const xs_bench_col ep_cols[] = {
+    {"config", "", "%s", XS_COL_STR, EP_R(config), 0, 0, 0, 18, 0},
+    {"routing", "", "%s", XS_COL_STR, EP_R(routing), 0, 0, 0, 8, 0}, EP_I("tokens", tokens, 0),
+    EP_I("peers", peers, 0), EP_T("unfused", EP_UNFUSED, 0), EP_T("wave", EP_WAVE, 0),
+    EP_T("interleaved", EP_INTER, 0), EP_T("auto", EP_AUTO, 0),
+    EP_D("bound_us", "us", "%.1f", bound_us, 0),
+    {"verified", "", NULL, XS_COL_BOOL, EP_R(verified), 0, 0, 0, 0, 0},
+    {"local_us", "us", "%.1f", XS_COL_STAT, EP_R(local), 0, 0, 0, 0, 0},
+    {"local_interleaved_us", "us", "%.1f", XS_COL_STAT, EP_R(local_inter), 0, 0, 0, 0, EP_F},
+    EP_D("compute_us", "us", "%.1f", compute_us, EP_F),
+    EP_D("drain_us", "us", "%.1f", drain_us, EP_F),
+    EP_D("cublas_gemm_us", "us", "%.1f", cublas_gemm_us, EP_F),
+    EP_D("gemm_eff", "x", "%.3f", gemm_eff, 0), EP_I("criterion_met", criterion_ok, 0),
+    EP_S("auto_schedule", auto_choice, EP_F),
+    {"auto_plan", "", "%s", XS_COL_CHARS, EP_R(auto_plan), 0, 0, 0, 17, 0},
+    EP_I("auto_lead", auto_lead, EP_F), EP_I("lead", lead, EP_F),
+    EP_D("pred_wave_us", "us", "%.1f", pred_wave_us, EP_F),
+    EP_D("pred_interleaved_us", "us", "%.1f", pred_inter_us, EP_F),
+    EP_X("wave_over_interleaved", EP_WAVE, EP_INTER, 0),
+    EP_X("wave_over_auto", EP_WAVE, EP_AUTO, 0),
+    EP_Q("unfused", EP_UNFUSED), EP_Q("wave", EP_WAVE), EP_Q("interleaved", EP_INTER),
+    EP_Q("auto", EP_AUTO),
+    EP_I("stall_tiles", stall_wave.tiles, EP_F),
+    EP_NS("stall_meas_med_us", "%.3f", stall_wave.meas_stall_med_ns),
+    EP_NS("stall_pred_med_us", "%.3f", stall_wave.pred_stall_med_ns),
+    {"stall_abs_err_med_us", "us", "%.3f", XS_COL_DOUBLE, 0, xs_bench_ns_as_us, 0,
+     (int)EP_R(stall_wave.abs_err_med_ns), 0, 0},
+    EP_NS("stall_abs_err_p90_us", "%.3f", stall_wave.abs_err_p90_ns),
+    EP_NS("stall_abs_err_interleaved_us", "%.3f", stall_inter.abs_err_med_ns),
+    EP_NS("stall_abs_err_auto_us", "%.3f", stall_auto.abs_err_med_ns),
+    EP_D("local_span_us", "us", "%.3f", local_span_us, EP_F),
+    EP_D("local_issue_bytes_per_ns", "B/ns", "%.1f", local_issue, EP_F),
+    EP_I("rows", rows, EP_F), EP_D("remote_mb", "MB", "%.2f", remote_mb, EP_F),
+    EP_D("max_row_rel_err", "", "%.3g", max_rel_err, EP_F),
+    EP_I("criterion_reshaped", reshape_ok, EP_F), EP_I("auto_paced", auto_paced, EP_F),
+    EP_D("pred_paced_us", "us", "%.1f", pred_paced_us, EP_F),
+    EP_D("pred_auto_us", "us", "%.1f", pred_auto_us, EP_F),
+    EP_D("auto_gate_med_us", "us", "%.3f", auto_gate_us, EP_F),
+    EP_NS("stall_meas_med_interleaved_us", "%.3f", stall_inter.meas_stall_med_ns),
+    EP_NS("stall_pred_med_interleaved_us", "%.3f", stall_inter.pred_stall_med_ns),
+    EP_I("mma_stall_tiles", stall_wave.mma_tiles, EP_F),
+    EP_NS("mma_stall_meas_med_us", "%.3f", stall_wave.mma_meas_med_ns),
+    EP_NS("mma_stall_pred_med_us", "%.3f", stall_wave.mma_pred_med_ns),
+    {"mma_stall_abs_err_med_us", "us", "%.3f", XS_COL_DOUBLE, 0, xs_bench_ns_as_us, 0,
+     (int)EP_R(stall_wave.mma_abs_err_med_ns), 0, 0},
+    EP_NS("mma_stall_abs_err_p90_us", "%.3f", stall_wave.mma_abs_err_p90_ns),
+    EP_NS("mma_stall_abs_err_interleaved_us", "%.3f", stall_inter.mma_abs_err_med_ns),
+    EP_NS("mma_stall_abs_err_auto_us", "%.3f", stall_auto.mma_abs_err_med_ns),
+    EP_NS("mma_stall_meas_med_interleaved_us", "%.3f", stall_inter.mma_meas_med_ns),
+    EP_NS("mma_stall_pred_med_interleaved_us", "%.3f", stall_inter.mma_pred_med_ns),
+    EP_NS("blocked_pred_wave_us", "%.1f", stall_wave.blocked_ns),
+    EP_NS("blocked_pred_interleaved_us", "%.1f", stall_inter.blocked_ns),
+    EP_D("block_bytes", "B", "%.0f", block_bytes, EP_F),
+    EP_D("block_speed", "", "%.3f", block_speed, EP_F),
+    EP_D("pace_bytes", "B", "%.0f", pace_bytes, EP_F),
+    EP_D("point_s", "s", "%.3f", point_s, EP_F), EP_D("model_s", "s", "%.3f", model_s, EP_F),
+    EP_D("fill_us", "us", "%.1f", fill_us, EP_F), EP_I("drain_bound", drain_bound, EP_F),
+    EP_I("couriers", couriers, EP_F), EP_D("courier_pace", "R", "%.3f", courier_pace, EP_F),
+    EP_S("courier_schedule", courier_sched, EP_F), EP_T("courier", EP_COURIER, 0),
+    EP_Q("courier", EP_COURIER), EP_D("pred_courier_us", "us", "%.1f", pred_courier_us, EP_F),
+    EP_I("auto_couriers", auto_couriers, EP_F),
+    EP_X("wave_over_courier", EP_WAVE, EP_COURIER, EP_F),
+    EP_T("wave_bulk", EP_WAVE_BULK, EP_F), EP_Q("wave_bulk", EP_WAVE_BULK),
+    EP_T("interleaved_bulk", EP_INTER_BULK, EP_F), EP_Q("interleaved_bulk", EP_INTER_BULK),
+    EP_T("auto_bulk", EP_AUTO_BULK, EP_F), EP_Q("auto_bulk", EP_AUTO_BULK),
+    EP_X("wave_bulk_over_interleaved_bulk", EP_WAVE_BULK, EP_INTER_BULK, EP_F),
+    EP_X("wave_over_auto_bulk", EP_WAVE, EP_AUTO_BULK, EP_F),
+    EP_X("auto_over_auto_bulk", EP_AUTO, EP_AUTO_BULK, EP_F),
+    EP_NS("mma_stall_meas_med_auto_us", "%.3f", stall_auto.mma_meas_med_ns),
+    EP_NS("mma_stall_meas_med_wave_bulk_us", "%.3f", stall_bulk[0].mma_meas_med_ns),
+    EP_NS("mma_stall_meas_med_interleaved_bulk_us", "%.3f", stall_bulk[1].mma_meas_med_ns),
+    EP_NS("mma_stall_meas_med_auto_bulk_us", "%.3f", stall_bulk[2].mma_meas_med_ns),
+    EP_T("adaptive", EP_ADAPT, EP_F), EP_Q("adaptive", EP_ADAPT),
+    EP_D("pred_adaptive_us", "us", "%.1f", pred_adaptive_us, EP_F),
+    EP_D("adaptive_ahead_us", "us", "%.1f", adaptive_ahead_us, EP_F),
+    EP_X("wave_over_adaptive", EP_WAVE, EP_ADAPT, EP_F),
+    EP_X("auto_over_adaptive", EP_AUTO, EP_ADAPT, EP_F),
+    EP_NS("mma_stall_meas_med_adaptive_us", "%.3f", stall_adapt.mma_meas_med_ns),
+    EP_T("auto_defer", EP_AUTO_DEFER, EP_F), EP_Q("auto_defer", EP_AUTO_DEFER),
+    EP_X("wave_over_auto_defer", EP_WAVE, EP_AUTO_DEFER, EP_F),
+    EP_X("auto_over_auto_defer", EP_AUTO, EP_AUTO_DEFER, EP_F),
+    EP_NS("mma_stall_meas_med_auto_defer_us", "%.3f", stall_defer.mma_meas_med_ns),
+    EP_D("auto_defer_gate_med_us", "us", "%.3f", defer_gate_us, EP_F),
+    {"defer_kernel", "", "%s", XS_COL_CHARS, EP_R(defer_kernel), 0, 0, 0, 0, EP_F},
+    EP_D("auto_defer_deferred_frac", "", "%.3f", defer_frac, EP_F),
+    EP_D("pred_spill_us", "us", "%.1f", pred_spill_us, EP_F),
+    EP_I("auto_spill", auto_spill, EP_F), EP_I("auto_lead_end", auto_lead_end, EP_F),
+    EP_D("pred_paced_plain_us", "us", "%.1f", pred_paced_plain_us, EP_F),
+    EP_T("auto_fixed", EP_AUTO_FIXED, EP_F), EP_Q("auto_fixed", EP_AUTO_FIXED),
+    EP_X("auto_over_auto_fixed", EP_AUTO, EP_AUTO_FIXED, EP_F),
+    EP_I("auto_fixed_lead", fixed_lead, EP_F), EP_I("auto_fixed_lead_end", fixed_lead_end, EP_F),
+    EP_D("pred_auto_fixed_us", "us", "%.1f", pred_fixed_us, EP_F)};
+const int ep_ncols = (int)(sizeof ep_cols / sizeof ep_cols[0]);
+
+void ep_row_plan_text(ep_row *r)
 {
-    char choice[40];
+    char *choice = r->auto_plan;
+    const size_t n = sizeof r->auto_plan;
     if (!strcmp(r->auto_choice, "interleaved"))
-        snprintf(choice, sizeof choice, "inter D=%d%s", r->auto_lead, r->auto_paced ? " p" : "");
+        snprintf(choice, n, "inter D=%d%s", r->auto_lead, r->auto_paced ? " p" : "");
     else
-        snprintf(choice, sizeof choice, "%s", r->auto_choice);
+        snprintf(choice, n, "%s", r->auto_choice);
     if (r->auto_couriers > 0) {
         const size_t k = strlen(choice);
-        snprintf(choice + k, sizeof choice - k, " c%d", r->auto_couriers);
+        snprintf(choice + k, n - k, " c%d", r->auto_couriers);
     }
-    printf("%-18s %-8s %5d %2d %9.1f %9.1f %11.1f %9.1f %9.1f %9.1f %8.1f %6.3f %6.3f %-17s %4s "
-           "%7.2f %7.2f %6.2f %3s\n",
-           r->config, r->routing, r->tokens, r->peers, r->t[EP_UNFUSED].med, r->t[EP_WAVE].med,
-           r->t[EP_INTER].med, r->t[EP_AUTO].med, r->t[EP_COURIER].med, r->bound_us, r->local.med,
-           r->t[EP_WAVE].med / r->t[EP_INTER].med, r->t[EP_WAVE].med / r->t[EP_AUTO].med, choice,
-           r->criterion_ok ? "met" : r->reshape_ok ? "resh" : "no",
-           r->stall_wave.abs_err_med_ns / 1e3, r->stall_wave.mma_abs_err_med_ns / 1e3,
-           r->gemm_eff, r->verified ? "yes" : "NO");
-    fflush(stdout);
 }
 
-static void ep_summary_ratio(const char *name, const double *x, int n)
+static void ep_summary_ratio(xs_bench_report *rep, const char *name, const double *x, int n)
 {
     if (n <= 0) {
-        printf("# %-22s no rows\n", name);
+        xs_bench_report_note(rep, "%-22s no rows", name);
         return;
     }
-    printf("# %-22s geomean %.3f  median %.3f  max %.3f  min %.3f  (%d rows)\n", name,
-           xs_geomean(x, (size_t)n), xs_median(x, (size_t)n), xs_max(x, (size_t)n),
-           xs_min(x, (size_t)n), n);
+    xs_bench_report_note(rep, "%-22s geomean %.3f  median %.3f  max %.3f  min %.3f  (%d rows)",
+                         name, xs_geomean(x, (size_t)n), xs_median(x, (size_t)n),
+                         xs_max(x, (size_t)n), xs_min(x, (size_t)n), n);
 }
 
 /* Column v over bound_us on the rows where the criterion holds as is or reshaped, into q (n of
@@ -158,21 +181,24 @@ static ep_near ep_near_bound(const ep_row *rows, int n, int v, double *q)
     return nb;
 }
 
-static void ep_near_print(const char *label, const double *q, ep_near nb)
+static void ep_near_print(xs_bench_report *rep, const char *label, const double *q, ep_near nb)
 {
     char name[48];
     snprintf(name, sizeof name, "%s/bound (met)", label);
-    ep_summary_ratio(name, q, nb.n);
+    ep_summary_ratio(rep, name, q, nb.n);
     snprintf(name, sizeof name, "%s near bound", label);
-    printf("# %-22s %d of %d rows where the criterion holds as is or reshaped within 10%% of "
-           "bound_us; %d of %d where only reshaping meets it\n", name, nb.near, nb.n,
-           nb.near_resh, nb.n_resh);
+    xs_bench_report_note(
+        rep,
+        "%-22s %d of %d rows where the criterion holds as is or reshaped within 10%% of "
+        "bound_us; %d of %d where only reshaping meets it",
+        name, nb.near, nb.n, nb.near_resh, nb.n_resh);
 }
 
 /* A column next to wave and auto (courier, adaptive, auto_bulk): wave/label and auto/label over
  * the rows where it ran, where it beat auto, and label/bound. q: scratch of n + 1. Returns the
  * rows where it ran. */
-static int ep_summary_column(const ep_row *rows, int n, int v, const char *label, double *q)
+static int ep_summary_column(xs_bench_report *rep, const ep_row *rows, int n, int v,
+                             const char *label, double *q)
 {
     char name[48];
     int k = 0, faster = 0;
@@ -182,7 +208,7 @@ static int ep_summary_column(const ep_row *rows, int n, int v, const char *label
     if (!k)
         return 0;
     snprintf(name, sizeof name, "wave/%s", label);
-    ep_summary_ratio(name, q, k);
+    ep_summary_ratio(rep, name, q, k);
     k = 0;
     for (int i = 0; i < n; i++)
         if (isfinite(rows[i].t[v].med) && isfinite(rows[i].t[EP_AUTO].med)) {
@@ -190,17 +216,18 @@ static int ep_summary_column(const ep_row *rows, int n, int v, const char *label
             faster += rows[i].t[v].med < rows[i].t[EP_AUTO].med;
         }
     snprintf(name, sizeof name, "auto/%s", label);
-    ep_summary_ratio(name, q, k);
+    ep_summary_ratio(rep, name, q, k);
     snprintf(name, sizeof name, "%s < auto", label);
-    printf("# %-22s the %s run faster than auto on %d of %d rows\n", name, label, faster, k);
-    ep_near_print(label, q, ep_near_bound(rows, n, v, q));
+    xs_bench_report_note(rep, "%-22s the %s run faster than auto on %d of %d rows", name, label,
+                         faster, k);
+    ep_near_print(rep, label, q, ep_near_bound(rows, n, v, q));
     return k;
 }
 
 /* the adaptive column, and its prediction */
-static void ep_summary_adaptive(const ep_row *rows, int n, double *q)
+static void ep_summary_adaptive(xs_bench_report *rep, const ep_row *rows, int n, double *q)
 {
-    if (!ep_summary_column(rows, n, EP_ADAPT, "adaptive", q))
+    if (!ep_summary_column(rep, rows, n, EP_ADAPT, "adaptive", q))
         return;
     int k = 0;
     for (int i = 0; i < n; i++) {
@@ -209,13 +236,13 @@ static void ep_summary_adaptive(const ep_row *rows, int n, double *q)
             q[k++] = fabs(rows[i].pred_adaptive_us - ta) / ta;
     }
     if (k)
-        printf("# %-22s |pred - meas| / meas median %.1f %%, max %.1f %% (%d rows)\n",
-               "adaptive prediction", 100 * xs_median(q, (size_t)k), 100 * xs_max(q, (size_t)k),
-               k);
+        xs_bench_report_note(
+            rep, "%-22s |pred - meas| / meas median %.1f %%, max %.1f %% (%d rows)",
+            "adaptive prediction", 100 * xs_median(q, (size_t)k), 100 * xs_max(q, (size_t)k), k);
 }
 
 /* --bulk: the bulk-copy variants against their 16-byte-store twins of the same rounds */
-static void ep_summary_bulk(const ep_row *rows, int n, double *q)
+static void ep_summary_bulk(xs_bench_report *rep, const ep_row *rows, int n, double *q)
 {
     int k = 0, ran = 0;
     for (int i = 0; i < n; i++) {
@@ -226,13 +253,13 @@ static void ep_summary_bulk(const ep_row *rows, int n, double *q)
     }
     if (!ran)
         return;
-    printf("# %-22s the combine rows by TMA bulk copies, the same plans, the same rounds\n",
-           "bulk");
-    ep_summary_ratio("wave_b/interleaved_b", q, k);
-    ep_summary_column(rows, n, EP_AUTO_BULK, "auto_bulk", q);
+    xs_bench_report_note(
+        rep, "%-22s the combine rows by TMA bulk copies, the same plans, the same rounds", "bulk");
+    ep_summary_ratio(rep, "wave_b/interleaved_b", q, k);
+    ep_summary_column(rep, rows, n, EP_AUTO_BULK, "auto_bulk", q);
 }
 
-void ep_summary(const ep_row *rows, int n)
+void ep_summary(xs_bench_report *rep, const ep_row *rows, int n)
 {
     double *a = (double *)malloc(sizeof(double) * (size_t)(n + 1));
     double *b = (double *)malloc(sizeof(double) * (size_t)(n + 1));
@@ -241,7 +268,12 @@ void ep_summary(const ep_row *rows, int n)
     double *dm = (double *)malloc(sizeof(double) * (size_t)(3 * n + 1));
     double *e = (double *)malloc(sizeof(double) * (size_t)(n + 1)); /* scratch of the columns */
     if (!a || !b || !c || !d || !dm || !e) {
-        free(a); free(b); free(c); free(d); free(dm); free(e);
+        free(a);
+        free(b);
+        free(c);
+        free(d);
+        free(dm);
+        free(e);
         return;
     }
     int na = 0, nb = 0, nc = 0, nd = 0, ndm = 0, below = 0;
@@ -273,56 +305,72 @@ void ep_summary(const ep_row *rows, int n)
         chose_c += r->auto_couriers > 0;
         ncour += isfinite(r->t[EP_COURIER].med);
     }
-    printf("#\n# summary over %d points (criterion met: %d; not met, met reshaped: %d; not met "
-           "even reshaped: %d); auto chose interleaved on %d (paced %d)\n", n, met, resh, notmet,
-           inter, paced);
-    ep_summary_ratio("wave/interleaved", a, na);
-    ep_summary_ratio("wave/auto", b, nb);
-    printf("# %-22s %d of %d rows below 0.99\n", "wave/auto < 0.99", below, nb);
-    ep_near_print("auto", e, ep_near_bound(rows, n, EP_AUTO, e));
-    printf("# %-22s auto chose couriers on %d of %d points; the courier column ran on %d\n",
-           "couriers", chose_c, n, ncour);
-    ep_summary_column(rows, n, EP_COURIER, "courier", e);
-    ep_summary_adaptive(rows, n, e);
+    xs_bench_report_note(rep,
+                         "summary over %d points (criterion met: %d; not met, met "
+                         "reshaped: %d; not met even reshaped: %d); auto chose interleaved on %d "
+                         "(paced %d)",
+                         n, met, resh, notmet, inter, paced);
+    ep_summary_ratio(rep, "wave/interleaved", a, na);
+    ep_summary_ratio(rep, "wave/auto", b, nb);
+    xs_bench_report_note(rep, "%-22s %d of %d rows below 0.99", "wave/auto < 0.99", below, nb);
+    ep_near_print(rep, "auto", e, ep_near_bound(rows, n, EP_AUTO, e));
+    xs_bench_report_note(
+        rep, "%-22s auto chose couriers on %d of %d points; the courier column ran on %d",
+        "couriers", chose_c, n, ncour);
+    ep_summary_column(rep, rows, n, EP_COURIER, "courier", e);
+    ep_summary_adaptive(rep, rows, n, e);
     {
         int spilled = 0, paced = 0;
         for (int i = 0; i < n; i++) {
             spilled += rows[i].auto_spill;
             paced += rows[i].auto_paced;
         }
-        printf("# %-22s auto ran its plan on the spilling kernel on %d of the %d paced rows\n",
-               "spilling", spilled, paced);
+        xs_bench_report_note(
+            rep, "%-22s auto ran its plan on the spilling kernel on %d of the %d paced rows",
+            "spilling", spilled, paced);
         int tapered = 0, moved = 0;
         for (int i = 0; i < n; i++) {
             tapered += rows[i].auto_paced && rows[i].auto_lead_end > 0;
             moved += rows[i].auto_paced && isfinite(rows[i].pred_paced_plain_us) &&
                      rows[i].pred_paced_plain_us > rows[i].pred_paced_us;
         }
-        printf("# %-22s the paced plan's lead or taper moved on %d of the %d paced rows "
-               "(tapered: %d)\n", "lead search", moved, paced, tapered);
-        ep_summary_column(rows, n, EP_AUTO_FIXED, "auto_fixed", e);
-        if (n && ep_summary_column(rows, n, EP_AUTO_DEFER, "auto_defer", e))
-            printf("# %-22s the auto_defer column ran auto's plans on: %s\n", "auto_defer",
-                   rows[0].defer_kernel);
+        xs_bench_report_note(
+            rep,
+            "%-22s the paced plan's lead or taper moved on %d of the %d paced rows "
+            "(tapered: %d)",
+            "lead search", moved, paced, tapered);
+        ep_summary_column(rep, rows, n, EP_AUTO_FIXED, "auto_fixed", e);
+        if (n && ep_summary_column(rep, rows, n, EP_AUTO_DEFER, "auto_defer", e))
+            xs_bench_report_note(rep, "%-22s the auto_defer column ran auto's plans on: %s",
+                                 "auto_defer", rows[0].defer_kernel);
     }
-    ep_summary_bulk(rows, n, e);
-    ep_summary_ratio("cuBLAS GEMMs / local", c, nc);
+    ep_summary_bulk(rep, rows, n, e);
+    ep_summary_ratio(rep, "cuBLAS GEMMs / local", c, nc);
     double pt = 0, mt = 0, pmax = 0;
     for (int i = 0; i < n; i++) {
         pt += rows[i].point_s;
         mt += rows[i].model_s;
         pmax = rows[i].point_s > pmax ? rows[i].point_s : pmax;
     }
-    printf("# %-22s %.1f s over %d points (worst point %.2f s), of it the host-side model %.2f s\n",
-           "wall time", pt, n, pmax, mt);
+    xs_bench_report_note(
+        rep, "%-22s %.1f s over %d points (worst point %.2f s), of it the host-side model %.2f s",
+        "wall time", pt, n, pmax, mt);
     if (nd)
-        printf("# %-22s issue side: median over runs of the per-tile median |pred - meas| = "
-               "%.3f us (max %.3f, %d runs)\n", "stall prediction", xs_median(d, (size_t)nd),
-               xs_max(d, (size_t)nd), nd);
+        xs_bench_report_note(
+            rep,
+            "%-22s issue side: median over runs of the per-tile median |pred - meas| = "
+            "%.3f us (max %.3f, %d runs)",
+            "stall prediction", xs_median(d, (size_t)nd), xs_max(d, (size_t)nd), nd);
     if (ndm)
-        printf("# %-22s MMA side: median over runs of the per-tile median |pred - meas| = %.3f "
-               "us (max %.3f, %d runs)\n", "stall prediction", xs_median(dm, (size_t)ndm),
-               xs_max(dm, (size_t)ndm), ndm);
-    free(a); free(b); free(c); free(d); free(dm); free(e);
+        xs_bench_report_note(
+            rep,
+            "%-22s MMA side: median over runs of the per-tile median |pred - meas| = %.3f "
+            "us (max %.3f, %d runs)",
+            "stall prediction", xs_median(dm, (size_t)ndm), xs_max(dm, (size_t)ndm), ndm);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+    free(dm);
+    free(e);
 }
-

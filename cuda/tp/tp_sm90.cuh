@@ -1,7 +1,7 @@
 /*
  * tp_sm90.cuh - the TP task kernel on the Hopper tile engine (cuda/gemm_sm90.cuh): the same task
- * lists, windows, flags, waits and failure reporting as tp_kernel in tp.cu (included from there,
- * after the mma.sync kernel, whose device helpers it shares), with the GEMM tiles on wgmma + TMA.
+ * lists, windows, flags, waits and failure reporting as tp_kernel in tp_kernel.cuh (included
+ * from there, after the mma.sync kernel, whose device helpers it shares), with the GEMM tiles on wgmma + TMA.
  * docs/TP.md "Engines" explains what differs; xs_tp_set_engine chooses it.
  *
  * Roles (384 threads, one CTA per SM, 213 KB of shared memory):
@@ -23,16 +23,16 @@
  * the signal warp, which raises it at once (xs_tp_run_opts.eager_flags: thread 0 raises it
  * itself). Unlike the mma kernel's lazy queue (raised at the CTA's next release point), nothing
  * here holds a flag back: the signal warp waits for nothing but its fences, so the deadlock
- * argument of tp.cu holds as if every flag were raised right after its payload. The stream bits
+ * argument of tp_kernel.cuh holds as if every flag were raised right after its payload. The stream bits
  * of an order (DEFER, SPREAD) are not executed: xs_tp_run refuses such orders for this engine.
  *
  * Deadlock freedom: the producer waits only for tasks earlier in the list than the tile it is
  * about to load; the consumers of the same CTA never need the producer for tasks before that
  * tile (every earlier tile's k-tiles are already issued), so they finish them, and the argument
- * of tp.cu (the earliest unfinished task waits only on finished ones) carries over.
+ * of tp_kernel.cuh (the earliest unfinished task waits only on finished ones) carries over.
  *
- * Couriers (tp90k_cfg, a second instantiation; the default tp90_cfg kernel compiles to the code
- * it had before they existed): the last k.ncour CTAs branch off before the engine's init and
+ * Couriers (tp90k_cfg, a second instantiation, so that the default tp90_cfg kernel carries no
+ * courier code): the last k.ncour CTAs branch off before the engine's init and
  * run tp90_courier; the first k.ncomp CTAs run the list (built for k.ncomp CTAs) as above, but
  * a remote owner's tile goes to the HBM outbox and raises a gpu-scope ready flag instead of the
  * owner's signal. docs/TP.md "Couriers (sm90)".
@@ -66,7 +66,8 @@ struct tp90k_cfg : tp90_cfg {
     static constexpr bool COURIERS = true;
 };
 typedef tp90k_cfg TP90K;
-static_assert(TP90C::BM == XS_TP_BM && TP90C::BN == XS_TP_BN, "tp.h tile sizes");
+static_assert(TP90C::BM == XS_TP_BM && TP90C::BN == XS_TP_BN, "xstage_tp.h tile sizes");
+static_assert(TP90C::BK == XS_TP_SPLIT_BK, "xstage_tp.h split depth");
 static_assert(TP90C::PRODUCER_REGS * 128 + TP90C::CONSUMER_REGS * 256 <= 168 * 384,
               "setmaxnreg pool of a 384-thread CTA at 168 registers");
 
@@ -95,9 +96,10 @@ typedef struct {
                                   (one array per window table, so a stale value is always
                                   smaller) */
     float pace_bytes_per_ns;   /* each courier's share of the pace (xs_tp_set_courier_pace);
-                                  0 = unpaced. Run 8's probe: stores from a few SMs above R
-                                  backlog the stage and slow every SM's loads to 0.07-0.63;
-                                  paced at 0.74-1.0 of the link they cost no SM anything */
+                                  0 = unpaced. Stores from a few SMs above R backlog the
+                                  stage and slow every SM's loads to 0.07-0.63; paced at
+                                  0.74-1.0 of the link they cost no SM anything (the store
+                                  probe of docs/TP.md "Couriers (sm90)") */
     float *split;              /* [TP_SPLIT_SLOTS][TP_SPLIT_BYTES / 4] split parts' fp32
                                   accumulators (TP_T_SPLIT; docs/TP.md "Split first steps") */
     uint64_t *split_ready;     /* [TP_SPLIT_SLOTS] a part is in its slot: the launch's epoch */
@@ -145,8 +147,8 @@ typedef struct {
 /* The queues' shared words are accessed only through atomics: acquire reads and release writes
  * of head, tail and done, relaxed exchanges of the entries (ordered by head's release and
  * acquire). Plain ld.acquire / st.release would order the same, but compute-sanitizer racecheck
- * does not count them as synchronisation and reported every hand-over as a hazard (H200 run 6,
- * bench/results/h200-2026-11-29-r6/sanitize_sm90_call4.log); it leaves atomics out. */
+ * does not count them as synchronisation and reported every hand-over as a hazard on the
+ * H200 (bench/results/tp/); it leaves atomics out. */
 XS_DEV unsigned int tp90_ld_acquire_cta(const unsigned int *p)
 {
     unsigned int v;
@@ -589,11 +591,11 @@ XS_DEV tp90_ctile tp90_ctile_of(const tp_args &a, const xs_wintab &tab, const tp
 /* The copy threads (tid 0 .. TP90_CW - 1): the tile from the outbox (L2: __ldcg, never a stale
  * L1 line of an earlier launch) to the owner's slot, or a pushed chunk, in rounds of TP90_CU units per thread,
  * software-pipelined over two register sets: the loads of round r + 1 are issued before the
- * stores of round r. Run 8's probe: on an SM whose remote stores are in flight its own loads
- * wait behind them (3-100x slower), so with loads then stores per round each round's loads sat
- * behind the previous round's stores and a courier moved one round per load latency (4 couriers
- * stayed at 1.18-1.28x bound where 8 reached 1.04-1.14x, call 4). Now a round's loads are in
- * flight while the round before is stored, and its stores find their data there. The pace is
+ * stores of round r. On an SM whose remote stores are in flight its own loads wait behind them
+ * (3-100x slower, the store probe of docs/TP.md "Couriers (sm90)"), so with loads then stores
+ * per round each round's loads sat behind the previous round's stores and a courier moved one
+ * round per load latency (4 couriers stayed at 1.18-1.28x bound where 8 reached 1.04-1.14x).
+ * Now a round's loads are in flight while the round before is stored, and its stores find their data there. The pace is
  * unchanged: round r's stores leave no earlier than 16 x (its first unit) / pace after t0 (the
  * loads are not paced). The next tile's first loads do not overlap this tile's last stores:
  * they need that tile's ready flag, which thread 0 acquires between tiles (tp90_courier). */

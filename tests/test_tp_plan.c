@@ -1,7 +1,6 @@
 /*
- * test_tp_plan.cu - cross-rank deadlock freedom of the TP task lists (cuda/tp.h), CPU only: no
- * CUDA call that needs a device (xs_tp_plan_create contexts; built with nvcc because tp.h is a
- * CUDA header and the planner lives in libxstage_cuda.a). `bench tp -g N` runs one list per
+ * test_tp_plan.c - cross-rank deadlock freedom of the TP task lists (include/xstage_tp.h), on the
+ * CPU against the plain-C planner (xs_tp_plan_create plans). `bench tp -g N` runs one list per
  * rank; each list holds the per-rank invariants (xs_tp_order_check), but whether the P lists
  * together can deadlock depends on how the ranks' lists line up. This test builds every rank's
  * list for every order the planner makes (naive, the XS_TP_NCAND shaped candidates, and the
@@ -40,7 +39,7 @@
  *      rank's push of that chunk to the mirror rank (what ag_sym emulates on one GPU). The
  *      first part alone rules a deadlock out: the earliest unfinished task of all ranks waits
  *      only for earlier positions, and its CTA's previous task is earlier too. (GEMMs are
- *      numbered from 0 here, as in tp.h: GEMM 0 is docs/TP.md's GEMM 1.)
+ *      numbered from 0 here, as in xstage_tp.h: GEMM 0 is docs/TP.md's GEMM 1.)
  *
  * The checks can fail: hand-broken lists must be reported - a push swapped behind the tile
  * that needs the peer's push (P = 2, every rank: a cross-rank cycle); per-rank-valid lists
@@ -61,7 +60,7 @@
 
 #include "xt.h"
 #include "xstage.h"
-#include "../cuda/tp.h"
+#include "xstage_tp.h"
 
 /* ---- the P lists of one configuration ------------------------------------------------------- */
 
@@ -97,7 +96,7 @@ static void set_init(plan_set *S, const xs_tp_shape *s, const xs_tp_info *in)
     S->n_rd = in->rs_gemm >= 0 ? S->P * S->P * in->t_own : 0;
 }
 
-/* Room for split scratch flags: slots per rank (tp.cu gives a context 3 x grid). */
+/* Room for split scratch flags: slots per rank (XS_TP_SPLIT_SLOTS: 3 x grid). */
 static void set_split_slots(plan_set *S, int slots)
 {
     S->sp_slots = slots;
@@ -716,13 +715,13 @@ static void check_config_c(const xs_tp_shape *s, int G, int C)
     if (C > 0 && (G - C < 1 || (in.rs_gemm < 0 && !(in.ag && s->peers > 1))))
         return; /* no compute CTA left, or nothing for couriers to carry */
     const int P = s->peers, Gc = G - C;
-    xs_tp *t[XS_MAX_RANKS];
+    xs_tp_plan *t[XS_MAX_RANKS];
     memset(t, 0, sizeof t);
     for (int r = 0; r < P; r++)
-        if (xs_tp_plan_create(s, r, G, &t[r]) != XS_OK || xs_tp_set_couriers(t[r], C) != XS_OK) {
+        if (xs_tp_plan_create(s, r, G, &t[r]) != XS_OK || xs_tp_plan_set_couriers(t[r], C) != XS_OK) {
             XT_CHECK(0, "%s rank %d: plan context: %s", name, r, xs_errmsg());
             for (int q = 0; q <= r; q++)
-                xs_tp_destroy(t[q]);
+                xs_tp_plan_destroy(t[q]);
             return;
         }
     xs_profile prof;
@@ -834,7 +833,7 @@ static void check_config_c(const xs_tp_shape *s, int G, int C)
            "rotations, positions, %sno deadlock (real and virtual peers)\n", name, orders,
            distinct, P, orders ? tasks0 / orders : 0, C ? "courier walks, " : "");
     for (int r = 0; r < P; r++)
-        xs_tp_destroy(t[r]);
+        xs_tp_plan_destroy(t[r]);
 }
 
 /* Every order of one (shape, grid), without couriers and with 1 and 4 per rank. */
@@ -850,10 +849,10 @@ static void check_config(const xs_tp_shape *s, int G)
 /* Build rank r's naive list of shape s into a fresh copy (caller frees). */
 static xs_tp_task *naive_copy(const xs_tp_shape *s, int r, int *n)
 {
-    xs_tp *t = NULL;
+    xs_tp_plan *t = NULL;
     *n = 0;
     if (xs_tp_plan_create(s, r, 1, &t) != XS_OK || xs_tp_order_naive(t, 0) != XS_OK) {
-        xs_tp_destroy(t);
+        xs_tp_plan_destroy(t);
         return NULL;
     }
     const xs_tp_task *v;
@@ -861,17 +860,17 @@ static xs_tp_task *naive_copy(const xs_tp_shape *s, int r, int *n)
     xs_tp_task *c = (xs_tp_task *)malloc((size_t)*n * sizeof *c);
     if (c)
         memcpy(c, v, (size_t)*n * sizeof *c);
-    xs_tp_destroy(t);
+    xs_tp_plan_destroy(t);
     return c;
 }
 
 /* Whether rank r's list passes xs_tp_order_check. */
 static int order_ok(const xs_tp_shape *s, int r, const xs_tp_task *v, int n)
 {
-    xs_tp *t = NULL;
+    xs_tp_plan *t = NULL;
     int ok = xs_tp_plan_create(s, r, 1, &t) == XS_OK && xs_tp_order_set(t, 0, v, n) == XS_OK &&
              xs_tp_order_check(t, 0) == XS_OK;
-    xs_tp_destroy(t);
+    xs_tp_plan_destroy(t);
     return ok;
 }
 
@@ -1201,11 +1200,11 @@ static void check_broken_courier_pushes(void)
     xs_tp_info_of(&s, &in);
     plan_set S;
     set_init(&S, &s, &in);
-    xs_tp *t[2] = {NULL, NULL};
+    xs_tp_plan *t[2] = {NULL, NULL};
     int *bw[2] = {NULL, NULL};
     int ok = 1;
     for (int r = 0; r < 2; r++) {
-        ok &= xs_tp_plan_create(&s, r, 2, &t[r]) == XS_OK && xs_tp_set_couriers(t[r], 1) == XS_OK &&
+        ok &= xs_tp_plan_create(&s, r, 2, &t[r]) == XS_OK && xs_tp_plan_set_couriers(t[r], 1) == XS_OK &&
               xs_tp_order_naive(t[r], 0) == XS_OK && xs_tp_order_check(t[r], 0) == XS_OK;
         if (!ok)
             break;
@@ -1255,8 +1254,8 @@ static void check_broken_courier_pushes(void)
     }
     free(bw[0]);
     free(bw[1]);
-    xs_tp_destroy(t[0]);
-    xs_tp_destroy(t[1]);
+    xs_tp_plan_destroy(t[0]);
+    xs_tp_plan_destroy(t[1]);
 }
 
 /* The event-driven simulation against the sweeps on lists with random swaps (same swaps on
@@ -1367,11 +1366,11 @@ static void check_split(void)
     const xs_tp_shape s = {XS_TP_GEMM_RS, 8192, 4096, 14336, 4};
     const int grid = 132, C = 8, Gc = grid - C;
     xs_tp_info in;
-    xs_tp *t = NULL;
+    xs_tp_plan *t = NULL;
     if (xs_tp_info_of(&s, &in) != XS_OK || xs_tp_plan_create(&s, 0, grid, &t) != XS_OK ||
-        xs_tp_set_couriers(t, C) != XS_OK) {
+        xs_tp_plan_set_couriers(t, C) != XS_OK) {
         XT_CHECK(0, "split: plan context: %s", xs_errmsg());
-        xs_tp_destroy(t);
+        xs_tp_plan_destroy(t);
         return;
     }
     xs_profile prof;
@@ -1386,7 +1385,7 @@ static void check_split(void)
         if (xs_tp_order_shaped(t, v, &pace, &c, &prof) != XS_OK ||
             xs_tp_order_check(t, v) != XS_OK || xs_tp_predict(t, v, &prof, &c, 0, &pr) != XS_OK) {
             XT_CHECK(0, "split %d: %s", pace.split, xs_errmsg());
-            xs_tp_destroy(t);
+            xs_tp_plan_destroy(t);
             return;
         }
         model[v] = pr.model_ns;
@@ -1468,7 +1467,7 @@ static void check_split(void)
     xs_tp_task *b = (xs_tp_task *)malloc((size_t)n * sizeof *b);
     if (!b) {
         XT_CHECK(0, "split: out of host memory");
-        xs_tp_destroy(t);
+        xs_tp_plan_destroy(t);
         return;
     }
     const int last0 = 3 * (Gc / 4); /* tile 0's last part (its parts 0..2 at 0, 31, 62) */
@@ -1532,15 +1531,15 @@ static void check_split(void)
     xs_tp_pace pace;
     xs_tp_pace_front(&pace);
     pace.split = 2;
-    XT_CHECK(xs_tp_set_couriers(t, 0) == XS_OK &&
+    XT_CHECK(xs_tp_plan_set_couriers(t, 0) == XS_OK &&
                  xs_tp_order_shaped(t, 4, &pace, &c, &prof) == XS_EINVAL,
              "split: a split pace without couriers is not refused");
-    xs_tp_destroy(t);
+    xs_tp_plan_destroy(t);
     const xs_tp_shape sa = {XS_TP_AG_GEMM, 8192, 2 * 14336, 4096, 4};
     xs_tp_info ina;
-    xs_tp *ta = NULL;
+    xs_tp_plan *ta = NULL;
     if (xs_tp_info_of(&sa, &ina) == XS_OK && xs_tp_plan_create(&sa, 0, grid, &ta) == XS_OK &&
-        xs_tp_set_couriers(ta, C) == XS_OK) {
+        xs_tp_plan_set_couriers(ta, C) == XS_OK) {
         const xs_tp_costs ca = make_costs(&ina, 0);
         XT_CHECK(xs_tp_order_shaped(ta, 0, &pace, &ca, &prof) == XS_EINVAL,
                  "split: a split pace for ag_gemm is not refused");
@@ -1548,7 +1547,7 @@ static void check_split(void)
     } else {
         XT_CHECK(0, "split: ag_gemm plan context: %s", xs_errmsg());
     }
-    xs_tp_destroy(ta);
+    xs_tp_plan_destroy(ta);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /*
- * bench_tp.cu - `xstage bench tp`: fused GEMM + reduce-scatter, fused all-gather + GEMM and the
+ * tools/bench/tp.cu - `xstage bench tp`: fused GEMM + reduce-scatter, fused all-gather + GEMM and the
  * fused TP MLP block, against the unfused sequence, on one GPU with virtual peers, or (-g N)
  * on N GPUs, one rank per GPU, with real peers (docs/MULTIGPU.md).
  *
@@ -32,7 +32,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tp.h"
+#include "tp/tp.h"
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
@@ -42,122 +42,7 @@
 #include "xstage_pattern.h"
 #include "xstage_win.h"
 
-#define TPB_MAX_LIST 16
-#define TPB_MAX_ITERS 1000
-#define TPB_MAX_COUR 3 /* --couriers: courier counts besides 0 in one run (slots 3..8) */
-/* The tile engine's rate on an H200 (first run: local_tflops 337-375 over 34 rows), used only to
- * pick default peer counts where compute and PCIe traffic are of comparable size. */
-#define TPB_ENGINE_TFLOPS 355.0
-/* The same for --engine sm90: the plain gemm_sm90 kernel ran at 700-800 TFLOP/s in run 6
- * (bench/results/h200-2026-11-29-r6/gemm90_call1.log); the fused kernel's own rate is not
- * measured yet. About twice the rate halves compute / traffic, so the defaults move to fewer
- * peers. */
-#define TPB_SM90_TFLOPS 700.0
-
-/* ---- shapes of public models (config.json of each; docs/TP.md) -------------------------------- */
-
-typedef struct {
-    const char *name;
-    int hidden, inter;  /* H, I */
-    int tokens[2];      /* default token counts (M * H <= 64M: windows of 256 MB at most) */
-} tpb_model;
-
-static const tpb_model tpb_models[] = {
-    {"llama3-8b", 4096, 14336, {8192, 16384}},
-    {"llama3-70b", 8192, 28672, {4096, 8192}},
-    {"llama3-405b", 16384, 53248, {2048, 4096}},
-};
-#define TPB_NMODELS ((int)(sizeof tpb_models / sizeof tpb_models[0]))
-/* default peer counts are chosen among these, per operation and model (default_peers) */
-static const int tpb_peer_choices[] = {2, 4, 8, 16};
-#define TPB_NPEER_CHOICES ((int)(sizeof tpb_peer_choices / sizeof tpb_peer_choices[0]))
-
-typedef struct {
-    int ops[XS_TP_NOPS], nops;
-    int models[TPB_NMODELS], nmodels;
-    int m[TPB_MAX_LIST], nm;
-    int n[TPB_MAX_LIST], nn;
-    int k[TPB_MAX_LIST], nk;
-    int peers[TPB_MAX_LIST], npeers;
-    xs_bench_opts common; /* -n, -w, -d, -g N (N > 1 ranks are the peers: real windows) */
-    int quick, model_pick;
-    double timeout_s, max_time_s;
-    const char *csv;
-    xs_tp_engine engine; /* --engine: the fused kernel's tile engine */
-    int slots;           /* --slots: TPB_SLOTS_ROW, _TILE or _BOTH */
-    int cour[TPB_MAX_COUR], ncour; /* --couriers: courier counts run next to the default (0);
-                                      default 4,8 on sm90, none on mma */
-    int cour_set;                  /* --couriers given */
-    double cour_rate;    /* --courier-rate: one courier's copy rate in the prediction, B/ns */
-    double cour_pace;    /* --courier-pace: the couriers' pace, a fraction of the profile's R
-                            (0 = unpaced) */
-    int split[3], nsplit; /* --split: part counts of the split front candidates (gemm_rs with
-                             couriers, virtual peers); default 2,4,8; 1 alone: none */
-    int pilot_reps;       /* --pilot-reps: runs per pilot, the median decides [3] */
-} tpb_opts;
-#define TPB_MAX_PILOT_REPS 9
-
-/* --slots: the reduce-scatter slot layout(s) of the fused runs (xs_tp_set_slot_layout) */
-enum { TPB_SLOTS_ROW = 0, TPB_SLOTS_TILE = 1, TPB_SLOTS_BOTH = 2 };
-
-/* One courier count of a configuration (--couriers): its naive and chosen shaped orders, built
- * for grid - n compute CTAs, timed in the same iterations as the rows' default runs. */
-typedef struct {
-    int n;                                       /* courier CTAs */
-    double nai, nai_min, nai_max, shp, shp_min, shp_max; /* us; nan: not run */
-    double shp_pred;   /* us: local_us * grid / (grid - n) + (model - ideal), the fluid model of
-                          xs_tp_predict for courier orders */
-    char cand[32];     /* the chosen order: naive or a pace label (f0.05/b0.0/ring: the front one) */
-    char pilot[512];   /* "naive <us>, <label> <us>, ...": its pilot runs */
-    double pick_ms;    /* the chosen order's pilot time (real peers: the slowest rank's), ms;
-                          nan with --pick model */
-} tpb_cour;
-
-/* One configuration and its results. */
-typedef struct {
-    xs_tp_op op;
-    const char *model;
-    xs_tp_shape s;
-    int grid, tiles, ok, ran, verified;
-    double remote_mb, local_tflops;
-    double unf, unf_min, unf_max, nai, nai_min, nai_max, shp, shp_min, shp_max; /* us */
-    double nai_t, nai_t_min, nai_t_max, shp_t, shp_t_min, shp_t_max; /* --slots both: the same
-                                        orders with tile-major slots, us */
-    double local_us, bound_us, comm_us, nai_pred, shp_pred;                    /* us */
-    double shp_local; /* the chosen shaped order against HBM windows (no link): what the order
-                         and its streaming cost the GEMM itself, us */
-    double floor_us; /* max(local, fill + comm): nothing to send before the first partial tile
-                        when the op has no all-gather (docs/TP.md, columns) */
-    int crit_ok, model_rank;
-    char cand[32];
-    char pilot[512]; /* "naive <us>, <label> <us>, ...": the pilot runs, one each */
-    double max_err;
-    char how[256];
-    int failed;                      /* a library call failed (not a wrong result) */
-    double rank_max[3];              /* -g N: the slowest rank's medians naive, shaped, unfused */
-    xs_tp_engine engine;             /* the fused kernel's tile engine (--engine) */
-    tpb_cour cour[TPB_MAX_COUR];     /* --couriers: the same iterations with courier CTAs */
-    /* the planner's choice over the family (docs/TP.md "Couriers (sm90)"): shp, shp_pred and
-     * cand are the chosen order's; the default kernel's shaped order is kept here */
-    int shp_cour;                    /* courier count of the chosen order (0: default kernel) */
-    double shp0, shp0_min, shp0_max; /* the default kernel's shaped order, us */
-    double shp0_pred;                /* its prediction, us */
-    char cand0[32];                  /* its pace label */
-    double pick_ms;                  /* its pilot time (real peers: the slowest rank's), ms */
-} tpb_row;
-
-/* The pace's short name: f<finish>/b<burst>/<ring|stream4|stream|capQ|nocap>. */
-static void pace_label(const xs_tp_pace *p, char *buf, size_t n)
-{
-    const int l = snprintf(buf, n, "f%.2f/b%.1f/%s", p->finish, p->burst,
-                           p->ring             ? "ring"
-                           : p->spread == 2    ? "stream4"
-                           : p->spread         ? "stream"
-                           : p->cap_bytes > 0  ? "capQ"
-                                               : "nocap");
-    if (p->split > 1 && l > 0 && (size_t)l < n)
-        snprintf(buf + l, n - (size_t)l, "/split%d", p->split);
-}
+#include "tp_bench.h"
 
 /* ---- options -------------------------------------------------------------------------------- */
 
@@ -201,11 +86,11 @@ static void usage(FILE *f)
             "                        \"Couriers (sm90)\"); columns\n"
             "                        naive_cN_us, shaped_cN_us, ... [4,6,8 with sm90, else none]\n"
             "      --courier-pace F  the couriers together issue at most F x the profile's R\n"
-            "                        (0: unpaced); run 8's probe: a few SMs paced at 0.74-1.0\n"
-            "                        of the link slow no SM, unpaced above R they slow all;\n"
-            "                        run 9: 0.98 beat 0.95 and 1.0 on gemm_rs [0.98]\n"
+            "                        (0: unpaced); a few SMs paced at 0.74-1.0 of the link\n"
+            "                        slow no SM, unpaced above R they slow all; 0.98 beat\n"
+            "                        0.95 and 1.0 on gemm_rs (docs/TP.md) [0.98]\n"
             "      --courier-rate B  one courier's copy rate (B/ns) in the courier prediction\n"
-            "                        (0: no limit); fitted on run 8 call 4, not calibrated [%.1f]\n"
+            "                        (0: no limit); fitted on one H200 run, not calibrated [%.1f]\n"
             "      --split LIST      gemm_rs, couriers, virtual peers: the planner also pilots\n"
             "                        the front order with its first remote tiles split along\n"
             "                        k in these part counts (2..8; 1: none), so the link\n"
@@ -299,20 +184,20 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
             for (char *sv = NULL, *tok = strtok_r(buf, ",", &sv); tok;
                  tok = strtok_r(NULL, ",", &sv)) {
                 int found = -1;
-                for (int i = 0; i < TPB_NMODELS; i++)
-                    if (!strcmp(tok, tpb_models[i].name) || !strcmp(tok, tpb_models[i].name + 7))
+                for (int i = 0; i < XS_TP_NMODELS; i++)
+                    if (!strcmp(tok, xs_tp_model_at(i)->name) || !strcmp(tok, xs_tp_model_at(i)->name + 7))
                         found = i;
                 if (!strcmp(tok, "all")) {
-                    for (int i = 0; i < TPB_NMODELS; i++)
+                    for (int i = 0; i < XS_TP_NMODELS; i++)
                         o->models[i] = i;
-                    o->nmodels = TPB_NMODELS;
+                    o->nmodels = XS_TP_NMODELS;
                     continue;
                 }
                 if (found < 0)
                     return xs_cli_failf("--model '%s': unknown (llama3-8b, llama3-70b, "
                                         "llama3-405b or all)", tok);
-                if (o->nmodels >= TPB_NMODELS)
-                    return xs_cli_failf("--model: at most %d models", TPB_NMODELS);
+                if (o->nmodels >= XS_TP_NMODELS)
+                    return xs_cli_failf("--model: at most %d models", XS_TP_NMODELS);
                 o->models[o->nmodels++] = found;
             }
             models_set = 1;
@@ -441,9 +326,9 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
     if (optind < argc)
         return xs_cli_failf("bench tp: unexpected argument '%s'", argv[optind]);
     if (!o->cour_set && o->engine == XS_TP_ENGINE_SM90) {
-        /* the planner's family on sm90: the default kernel and 4, 6 and 8 couriers (run 9 call
-         * 3: 6 couriers won 9 of 36 rows, mostly compute-bound ones, where 8 cost the compute
-         * 8 SMs and 4 copied too slowly) */
+        /* the planner's family on sm90: the default kernel and 4, 6 and 8 couriers (on the
+         * H200, 6 couriers won 9 of 36 rows, mostly compute-bound ones, where 8 cost the compute
+         * 8 SMs and 4 copied too slowly; bench/results/tp/) */
         o->cour[0] = 4, o->cour[1] = 6, o->cour[2] = 8;
         o->ncour = 3;
     }
@@ -478,9 +363,9 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
         o->nops = XS_TP_NOPS;
     }
     if (!models_set && !o->nn) {
-        for (int i = 0; i < TPB_NMODELS; i++)
+        for (int i = 0; i < XS_TP_NMODELS; i++)
             o->models[i] = i;
-        o->nmodels = TPB_NMODELS;
+        o->nmodels = XS_TP_NMODELS;
     }
     if (o->quick && !o->common.iters_set)
         o->common.iters = 3;
@@ -490,63 +375,6 @@ static int parse_opts(int argc, char **argv, tpb_opts *o)
 /* ---- configurations -------------------------------------------------------------------------- */
 
 /* The full layer widths of an op on a model: gemm_rs the down projection, ag_gemm gate+up. */
-static void model_nk(xs_tp_op op, const tpb_model *md, int *n, int *k)
-{
-    switch (op) {
-    case XS_TP_GEMM_RS: *n = md->hidden, *k = md->inter; break;
-    case XS_TP_AG_GEMM: *n = 2 * md->inter, *k = md->hidden; break;
-    case XS_TP_MLP: *n = md->hidden, *k = md->inter; break;
-    }
-}
-
-/* Compute time over PCIe time of one configuration, estimated: the GEMM FLOPs at the engine's
- * rate against the bytes this rank sends at the drain rate. Independent of m. */
-static double balance_of(const xs_tp_shape *s, double drain_bytes_per_ns, double tflops)
-{
-    xs_tp_info in;
-    if (xs_tp_info_of(s, &in) != XS_OK)
-        return -1;
-    const double bytes = in.ag_remote_bytes + in.rs_remote_bytes;
-    if (!(bytes > 0))
-        return -1;
-    return (in.flops / (tflops * 1e3)) / (bytes / drain_bytes_per_ns);
-}
-
-/* The default peer counts of an operation on a model: the `want` counts of tpb_peer_choices
- * whose compute / PCIe balance is nearest 1 (the regime where fusing can pay: far from it one
- * side hides the other anyway), in increasing order. The fused kernel can at best reach
- * max(compute, traffic); the unfused sequence costs cuBLAS + traffic. */
-static int default_peers(xs_tp_op op, const tpb_model *md, int m, double drain, int want,
-                         xs_tp_engine engine, int *out)
-{
-    const double tflops = engine == XS_TP_ENGINE_SM90 ? TPB_SM90_TFLOPS : TPB_ENGINE_TFLOPS;
-    int nn = 0, kk = 0, n = 0;
-    double dist[TPB_NPEER_CHOICES];
-    model_nk(op, md, &nn, &kk);
-    for (int i = 0; i < TPB_NPEER_CHOICES; i++) {
-        xs_tp_shape s = {op, m, nn, kk, tpb_peer_choices[i]};
-        const double b = balance_of(&s, drain, tflops);
-        dist[i] = b > 0 ? fabs(log(b)) : INFINITY;
-    }
-    for (int k = 0; k < want; k++) {
-        int best = -1;
-        for (int i = 0; i < TPB_NPEER_CHOICES; i++)
-            if (isfinite(dist[i]) && (best < 0 || dist[i] < dist[best]))
-                best = i;
-        if (best < 0)
-            break;
-        out[n++] = tpb_peer_choices[best];
-        dist[best] = INFINITY;
-    }
-    for (int i = 1; i < n; i++) /* increasing */
-        for (int j = i; j > 0 && out[j] < out[j - 1]; j--) {
-            const int x = out[j];
-            out[j] = out[j - 1];
-            out[j - 1] = x;
-        }
-    return n;
-}
-
 static int build_rows(const tpb_opts *o, double drain, tpb_row **out, int *nout)
 {
     int cap = 256, n = 0;
@@ -580,9 +408,9 @@ static int build_rows(const tpb_opts *o, double drain, tpb_row **out, int *nout)
             continue;
         }
         for (int mi = 0; mi < o->nmodels; mi++) {
-            const tpb_model *md = &tpb_models[o->models[mi]];
+            const xs_tp_model *md = xs_tp_model_at(o->models[mi]);
             int nn = 0, kk = 0;
-            model_nk(op, md, &nn, &kk);
+            xs_tp_model_nk(op, md, &nn, &kk);
             int ms[TPB_MAX_LIST], nms = 0, ps[TPB_MAX_LIST], nps = 0;
             if (o->nm) {
                 memcpy(ms, o->m, sizeof(int) * o->nm);
@@ -597,7 +425,10 @@ static int build_rows(const tpb_opts *o, double drain, tpb_row **out, int *nout)
                     memcpy(ps, o->peers, sizeof(int) * o->npeers);
                     nps = o->npeers;
                 } else {
-                    nps = default_peers(op, md, ms[a], drain, o->quick ? 1 : 2, o->engine, ps);
+                    nps = xs_tp_default_peers(op, md, ms[a], drain,
+                                              o->engine == XS_TP_ENGINE_SM90 ? TPB_SM90_TFLOPS
+                                                                             : TPB_ENGINE_TFLOPS,
+                                              o->quick ? 1 : 2, ps);
                 }
                 for (int p = 0; p < nps; p++)
                     ADD_ROW(op, md->name, ms[a], nn, kk, ps[p]);
@@ -693,7 +524,7 @@ static xs_status tpb_run(const tpb_ctx *cx, xs_tp *t, int slot, const xs_tp_run_
  * one is added. Small problems: most candidates coincide, and a list is measured once. */
 static int tpb_new_list(const xs_tp *t, unsigned long long *seen, int *n)
 {
-    const unsigned long long h = xs_tp_order_hash(t, 2);
+    const unsigned long long h = xs_tp_order_hash(xs_tp_plan_of(t), 2);
     for (int j = 0; j < *n; j++)
         if (seen[j] == h)
             return 0;
@@ -784,9 +615,9 @@ static xs_status tpb_agree_pilot_set(const tpb_ctx *cx, xs_tp *t, int sn, const 
     double nd[TPB_MAX_PILOT];
     unsigned long long seen[TPB_MAX_PILOT + 1];
     int nseen = 0;
-    seen[nseen++] = xs_tp_order_hash(t, sn);
+    seen[nseen++] = xs_tp_order_hash(xs_tp_plan_of(t), sn);
     for (int i = 0; i < *np; i++) {
-        XS_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], cost, cx->prof));
+        XS_TRY(xs_tp_order_shaped(xs_tp_plan_of(t), 2, &cand[pilot[i]], cost, cx->prof));
         nd[i] = tpb_new_list(t, seen, &nseen);
     }
     XS_TRY(tpb_agree_max(cx, nd, *np > 0 ? *np : 1));
@@ -795,9 +626,9 @@ static xs_status tpb_agree_pilot_set(const tpb_ctx *cx, xs_tp *t, int sn, const 
     return XS_OK;
 }
 
-/* One pilot's time: the median of --pilot-reps verified runs of slot (ms). Run 9: a single run
- * let noise pick the slower of two orders a few percent apart (8b m=8192 P=2: 8 couriers piloted
- * ahead of 6, then timed 774 against 731 us). */
+/* One pilot's time: the median of --pilot-reps verified runs of slot (ms). A single run lets
+ * noise pick the slower of two orders a few percent apart (on the H200, 8b m=8192 P=2: 8
+ * couriers piloted ahead of 6, then timed 774 against 731 us). */
 static xs_status tpb_pilot_time(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, int slot,
                                 const xs_tp_run_opts *ro, const char *what, int *ok, int *pr,
                                 float *ms)
@@ -843,10 +674,10 @@ static xs_status tpb_pilot_runs(const tpb_ctx *cx, xs_tp *t, const tpb_row *row,
     size_t pl = (size_t)snprintf(buf, size, "naive %.1f", best_ms * 1e3);
     unsigned long long seen[TPB_MAX_PILOT + 1];
     int nseen = 0;
-    seen[nseen++] = xs_tp_order_hash(t, sn);
+    seen[nseen++] = xs_tp_order_hash(xs_tp_plan_of(t), sn);
     snprintf(what, sizeof what, "pilot shaped%s", tag);
     for (int i = 0; i < np; i++) {
-        XS_TRY(xs_tp_order_shaped(t, 2, &cand[pilot[i]], cost, cx->prof));
+        XS_TRY(xs_tp_order_shaped(xs_tp_plan_of(t), 2, &cand[pilot[i]], cost, cx->prof));
         int fresh = tpb_new_list(t, seen, &nseen);
         if (must_run[i] >= 0) /* real peers: new on any rank */
             fresh = must_run[i];
@@ -855,7 +686,7 @@ static xs_status tpb_pilot_runs(const tpb_ctx *cx, xs_tp *t, const tpb_row *row,
         XS_TRY(tpb_pilot_time(cx, t, row, 2, ro, what, ok, &pr, &ms));
         pilot_ms[npr] = ms, pilot_of[npr++] = pilot[i];
         char lab[32];
-        pace_label(&cand[pilot[i]], lab, sizeof lab);
+        xs_tp_pace_label(&cand[pilot[i]], lab, sizeof lab);
         if (pl < size)
             pl += (size_t)snprintf(buf + pl, size - pl, ", %s %.1f", lab, ms * 1e3);
         if (ms < best_ms)
@@ -901,44 +732,24 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
     ro.timeout_ns = (unsigned long long)(o->timeout_s * 1e9);
     ro.flush_l2 = 1;
     XS_TRY(xs_tp_set_couriers(t, N));
-    XS_TRY(xs_tp_order_naive(t, sn));
-    XS_TRY(xs_tp_order_check(t, sn));
+    XS_TRY(xs_tp_order_naive(xs_tp_plan_of(t), sn));
+    XS_TRY(xs_tp_order_check(xs_tp_plan_of(t), sn));
     xs_tp_pred pn;
-    XS_TRY(xs_tp_predict(t, sn, cx->prof, cost, 0, &pn));
+    XS_TRY(xs_tp_predict(xs_tp_plan_of(t), sn, cx->prof, cost, 0, &pn));
     xs_tp_pace cand[XS_TP_NCAND + 4];
     double pred[XS_TP_NCAND + 4];
     int usable[XS_TP_NCAND + 4];
-    int nc = xs_tp_candidates(0.9 * xs_capacity(cx->prof, Gc), cand, XS_TP_NCAND);
-    for (int i = 0; i < nc; i++) { /* the sm90 engine stores every tile */
-        usable[i] = !cand[i].spread || cand[i].ring;
-        cand[i].spread = 0;
-    }
-    xs_tp_pace_front(&cand[nc]);
-    usable[nc++] = 1;
-    const int front = nc - 1;
-    /* gemm_rs with virtual peers: the front order with its first remote tiles split along k
-     * (--split), so that the link starts after part of a tile (docs/TP.md "Split first
-     * steps"); the kernel verifies split tiles against the reference only with virtual peers */
-    int fsplit[3] = {-1, -1, -1};
-    for (int v = 0; v < o->nsplit && row->op == XS_TP_GEMM_RS && !cx->coll; v++) {
-        cand[nc] = cand[front];
-        cand[nc].split = o->split[v];
-        usable[nc] = 1;
-        fsplit[v] = nc++;
-    }
+    /* the stored candidates, the front-loaded order, and for gemm_rs with virtual peers the
+     * front one with its first remote tiles split along k (--split), so that the link starts
+     * after part of a tile (docs/TP.md "Split first steps"); the kernel verifies split tiles
+     * against the reference only with virtual peers */
+    int front, fsplit[3];
+    const int nc = xs_tp_courier_candidates(0.9 * xs_capacity(cx->prof, Gc), o->split,
+                                            row->op == XS_TP_GEMM_RS && !cx->coll ? o->nsplit : 0,
+                                            cand, usable, &front, fsplit);
     int mbest = -1;
-    for (int i = 0; i < nc; i++) {
-        pred[i] = INFINITY;
-        if (!usable[i])
-            continue;
-        XS_TRY(xs_tp_order_shaped(t, 2, &cand[i], cost, cx->prof));
-        XS_TRY(xs_tp_order_check(t, 2));
-        xs_tp_pred pp;
-        XS_TRY(xs_tp_predict(t, 2, cx->prof, cost, 0, &pp));
-        pred[i] = pp.model_ns;
-        if (mbest < 0 || pred[i] < pred[mbest])
-            mbest = i;
-    }
+    XS_TRY(xs_tp_predict_candidates(xs_tp_plan_of(t), 2, cand, usable, nc, cost, cx->prof, pred,
+                                    &mbest));
     enum { NFIX = 10 };
     static_assert(NFIX <= TPB_MAX_PILOT, "tpb_agree_pilot_set, tpb_pilot_runs: pilot arrays");
     const int fixed[NFIX] = {front, fsplit[0], fsplit[1], fsplit[2], mbest, 24, 25, 26, 0,
@@ -961,23 +772,210 @@ static xs_status plan_couriers(const tpb_ctx *cx, xs_tp *t, const tpb_row *row, 
     }
     xs_tp_pred ps;
     if (best < 0) {
-        XS_TRY(xs_tp_order_copy(t, ss, sn));
+        XS_TRY(xs_tp_order_copy(xs_tp_plan_of(t), ss, sn));
         snprintf(rc->cand, sizeof rc->cand, "naive");
     } else {
-        XS_TRY(xs_tp_order_shaped(t, ss, &cand[best], cost, cx->prof));
-        XS_TRY(xs_tp_order_check(t, ss));
-        pace_label(&cand[best], rc->cand, sizeof rc->cand);
+        XS_TRY(xs_tp_order_shaped(xs_tp_plan_of(t), ss, &cand[best], cost, cx->prof));
+        XS_TRY(xs_tp_order_check(xs_tp_plan_of(t), ss));
+        xs_tp_pace_label(&cand[best], rc->cand, sizeof rc->cand);
     }
-    XS_TRY(xs_tp_predict(t, ss, cx->prof, cost, 0, &ps));
+    XS_TRY(xs_tp_predict(xs_tp_plan_of(t), ss, cx->prof, cost, 0, &ps));
     rc->shp_pred = row->local_us * cx->grid / Gc + (ps.model_ns - ps.ideal_ns) / 1e3;
     return xs_tp_set_couriers(t, 0);
+}
+
+/* A row before its runs: ran, its engine, nothing chosen, every courier column nan. */
+static void tpb_row_init(const tpb_opts *o, tpb_row *row)
+{
+    for (int v = 0; v < TPB_MAX_COUR; v++) {
+        tpb_cour *rc = &row->cour[v];
+        rc->n = v < o->ncour ? o->cour[v] : 0;
+        rc->nai = rc->nai_min = rc->nai_max = rc->shp = rc->shp_min = rc->shp_max = NAN;
+        rc->shp_pred = rc->pick_ms = NAN;
+        snprintf(rc->cand, sizeof rc->cand, "-");
+        rc->pilot[0] = 0;
+    }
+    row->ran = 1;
+    row->engine = o->engine;
+    row->max_err = 0;
+    snprintf(row->cand, sizeof row->cand, "-");
+    snprintf(row->cand0, sizeof row->cand0, "-");
+    row->pilot[0] = 0;
+    row->shp_cour = 0;
+    row->shp0 = row->shp0_min = row->shp0_max = row->shp0_pred = row->pick_ms = NAN;
+}
+
+/* The default kernel's planner (slot 1): the candidate shaped orders ranked by the model,
+ * the naive order (slot 0, predicted as *pn) and the pilot set run and verified (or with --pick
+ * model, the model's best), the chosen one built into slot 1; row->cand, pilot, pick_ms and
+ * model_rank. Verification failures clear *ok. */
+static xs_status tpb_plan_default(const tpb_ctx *cx, xs_tp *t, tpb_row *row, xs_tp_run_opts *ro,
+                                  const xs_tp_costs *cost, const xs_tp_pred *pn, int *ok)
+{
+    const tpb_opts *o = cx->o;
+    const int streams = xs_tp_engine_streams(o->engine); /* the engine runs streamed orders */
+    const double Qh = 0.9 * xs_capacity(cx->prof, cx->grid);
+    xs_tp_pace cand[XS_TP_NCAND];
+    double pred[XS_TP_NCAND];
+    /* 0..11: stores after each tile (finish x burst x cap); 12..17: streamed through the
+     * main loops (finish x burst; no cap: nothing is stored as a burst); 18..23: streamed,
+     * riders always carrying several chunks; 24..26: streamed in ring order */
+    const int nc = xs_tp_candidates(Qh, cand, XS_TP_NCAND);
+    /* an engine that does not stream (sm90) takes the stored candidates and the ring
+     * orders with their remote tiles stored; the other streamed ones are left out (never
+     * piloted, never ranked) */
+    int usable[XS_TP_NCAND], mbest;
+    xs_tp_engine_candidates(streams, cand, nc, usable);
+    XS_TRY(xs_tp_predict_candidates(xs_tp_plan_of(t), 2, cand, usable, nc, cost, cx->prof,
+                                     pred, &mbest));
+    /* the pilot set: the model's best, the front-loaded, the spread and the capped
+     * candidates, the model's best streamed one, the streamed front-loaded and spread ones,
+     * and the three ring-order ones (the mean-field model cannot see producer drift or the
+     * L2 locality of an order; the pilot can) */
+    int order[XS_TP_NCAND];
+    for (int i = 0; i < nc; i++)
+        order[i] = i;
+    for (int i = 1; i < nc; i++)
+        for (int j = i; j > 0 && pred[order[j]] < pred[order[j - 1]]; j--) {
+            int tmp = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = tmp;
+        }
+    int best_stream = -1;
+    for (int i = 0; i < nc && best_stream < 0; i++)
+        if (cand[order[i]].spread && usable[order[i]])
+            best_stream = order[i];
+    enum { TPB_NFIXED = 10 };
+    static_assert(TPB_NFIXED <= TPB_MAX_PILOT, "tpb_agree_pilot_set, tpb_pilot_runs");
+    const int fixed[TPB_NFIXED] = {order[0], 0 * 4 + 0 * 2 + 0, 2 * 4 + 1 * 2 + 0,
+                                   2 * 4 + 1 * 2 + 1, best_stream, 12 + 0 * 2 + 0,
+                                   12 + 2 * 2 + 0, 24, 25, 26};
+    int pilot[TPB_NFIXED], must_run[TPB_NFIXED];
+    int np = tpb_pilot_set(fixed, TPB_NFIXED, nc, usable, pilot, must_run);
+    int best = -1; /* -1: the naive order */
+    /* real peers: rank 0's model decides the pilot set (each rank's order is its own
+     * rotation of the same plan, and all ranks must run the same number of launches) */
+    if (cx->coll) {
+        int choice = pred[order[0]] < pn->model_ns ? order[0] : -1;
+        XS_TRY(tpb_agree_pilot_set(cx, t, 0, cand, cost, TPB_NFIXED, pilot, &np, &choice,
+                                    must_run));
+        if (o->model_pick)
+            best = choice;
+    }
+    row->pick_ms = NAN;
+    if (o->model_pick && !cx->coll) {
+        best = pred[order[0]] < pn->model_ns ? order[0] : -1;
+    } else if (!o->model_pick) {
+        ro->local = 0;
+        /* naive first (its run also warms the virtual windows up), then the candidates */
+        XS_TRY(tpb_pilot_runs(cx, t, row, 0, ro, cand, cost, pilot, np, must_run, "",
+                               " (chosen by the slowest rank's time)", row->pilot,
+                               sizeof row->pilot, ok, &best, &row->pick_ms));
+    }
+    /* rank of the chosen order in the model's ranking of naive and the candidates */
+    const double chosen = best < 0 ? pn->model_ns : pred[best];
+    row->model_rank = 1 + (pn->model_ns < chosen);
+    for (int i = 0; i < nc; i++)
+        row->model_rank += usable[i] && pred[i] < chosen;
+    if (best < 0) {
+        XS_TRY(xs_tp_order_copy(xs_tp_plan_of(t), 1, 0));
+        snprintf(row->cand, sizeof row->cand, "naive");
+    } else {
+        XS_TRY(xs_tp_order_shaped(xs_tp_plan_of(t), 1, &cand[best], cost, cx->prof));
+        XS_TRY(xs_tp_order_check(xs_tp_plan_of(t), 1));
+        xs_tp_pace_label(&cand[best], row->cand, sizeof row->cand);
+    }
+    return XS_OK;
+}
+
+/* The row's medians and spreads from the timed iterations x[v][0..n) (naive, shaped, unfused,
+ * tile naive, tile shaped - tiles: measured -, then naive and shaped of each of the cour_run
+ * courier counts), and the planner's choice `pick` (-1: the default kernel) as `shaped`. */
+static void tpb_row_stats(tpb_row *row, double *const *x, int n, int tiles, int cour_run,
+                          int pick)
+{
+    tpb_stat a = stat_of(x[0], n), b = stat_of(x[1], n), c = stat_of(x[2], n);
+    row->nai = a.med, row->nai_min = a.min, row->nai_max = a.max;
+    row->shp = b.med, row->shp_min = b.min, row->shp_max = b.max;
+    row->unf = c.med, row->unf_min = c.min, row->unf_max = c.max;
+    if (tiles) {
+        tpb_stat d = stat_of(x[3], n), e = stat_of(x[4], n);
+        row->nai_t = d.med, row->nai_t_min = d.min, row->nai_t_max = d.max;
+        row->shp_t = e.med, row->shp_t_min = e.min, row->shp_t_max = e.max;
+    } else {
+        /* not measured (no --slots both, or no reduce-scatter to lay out: ag_gemm) */
+        row->nai_t = row->nai_t_min = row->nai_t_max = NAN;
+        row->shp_t = row->shp_t_min = row->shp_t_max = NAN;
+    }
+    for (int v = 0; v < cour_run; v++) {
+        tpb_cour *rc = &row->cour[v];
+        tpb_stat d = stat_of(x[5 + 2 * v], n), e = stat_of(x[6 + 2 * v], n);
+        rc->nai = d.med, rc->nai_min = d.min, rc->nai_max = d.max;
+        rc->shp = e.med, rc->shp_min = e.min, rc->shp_max = e.max;
+    }
+    /* shaped: the planner's choice (the same timed runs as its own column) */
+    row->shp0 = row->shp, row->shp0_min = row->shp_min, row->shp0_max = row->shp_max;
+    row->shp0_pred = row->shp_pred;
+    snprintf(row->cand0, sizeof row->cand0, "%s", row->cand);
+    row->shp_cour = 0;
+    if (pick >= 0) {
+        const tpb_cour *rc = &row->cour[pick];
+        row->shp = rc->shp, row->shp_min = rc->shp_min, row->shp_max = rc->shp_max;
+        row->shp_pred = rc->shp_pred;
+        row->shp_cour = rc->n;
+        snprintf(row->cand, sizeof row->cand, "c%d %.26s", rc->n, rc->cand);
+    }
+}
+
+/* The local control in natural order (slot 0): the GEMM-alone time (row->local_us), the task
+ * costs (*cost) and the expectation; real peers first exchange the sources' verified partials,
+ * then take the slowest rank's costs and go on only when every rank's control is right.
+ * Verification failures clear *ok. */
+static xs_status tpb_local_naive(const tpb_ctx *cx, xs_tp *t, tpb_row *row, xs_tp_run_opts *ro,
+                                 xs_tp_costs *cost, int *ok, int *pr_l)
+{
+    const int n = cx->o->common.iters, W = cx->o->common.warmup;
+    XS_TRY(xs_tp_order_naive(xs_tp_plan_of(t), 0));
+    XS_TRY(xs_tp_order_check(xs_tp_plan_of(t), 0));
+    if (xs_tp_real_peers(t)) {
+        /* the sources' verified partials of this rank's rows replace the placed ones: the
+         * reference and the local control then hold what the fused runs must receive */
+        float ms = 0;
+        ro->local = 1;
+        XS_TRY(xs_tp_run(t, 0, ro, cx->s, &ms));
+        *ok &= verified(t, row, "local (before the exchange)", pr_l, &row->max_err);
+        XS_TRY(xs_tp_exchange_expectation(t));
+    }
+    {
+        double loc_n[TPB_MAX_ITERS];
+        ro->local = 1;
+        for (int i = 0; i < W + n; i++) {
+            float ms = 0;
+            XS_TRY(xs_tp_run(t, 0, ro, cx->s, &ms));
+            *ok &= verified(t, row, "local", pr_l, &row->max_err);
+            if (i >= W)
+                loc_n[i - W] = ms * 1e3;
+        }
+        XS_TRY(xs_tp_costs_of_last(t, cost));
+        row->local_us = xs_median(loc_n, (size_t)n);
+    }
+    if (cx->coll) {
+        /* one plan for all ranks: the slowest rank's task costs, and go on only when every
+         * rank's local control is right */
+        double v[5] = {cost->tile_ns[0], cost->tile_ns[1], cost->push_ns, cost->reduce_ns,
+                       *ok ? 0.0 : 1.0};
+        XS_TRY(tpb_agree_max(cx, v, 5));
+        cost->tile_ns[0] = v[0], cost->tile_ns[1] = v[1], cost->push_ns = v[2];
+        cost->reduce_ns = v[3];
+        *ok = v[4] == 0.0;
+    }
+    return XS_OK;
 }
 
 static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, uint32_t seed)
 {
     const tpb_opts *o = cx->o;
     const int n = o->common.iters, W = o->common.warmup;
-    const int streams = xs_tp_engine_streams(o->engine); /* the engine runs streamed orders */
     xs_tp *t = NULL;
     int ok = 1, pr_l = 0, pr_n = 0, pr_s = 0, pr_u = 0, pr_nt = 0, pr_st = 0;
     int pr_c[2 * TPB_MAX_COUR];
@@ -995,14 +993,6 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
                          count v (slot 4 + 2v) */
     for (int v = 0; v < 2 * TPB_MAX_COUR; v++)
         pr_c[v] = 0;
-    for (int v = 0; v < TPB_MAX_COUR; v++) {
-        tpb_cour *rc = &row->cour[v];
-        rc->n = v < o->ncour ? o->cour[v] : 0;
-        rc->nai = rc->nai_min = rc->nai_max = rc->shp = rc->shp_min = rc->shp_max = NAN;
-        rc->shp_pred = rc->pick_ms = NAN;
-        snprintf(rc->cand, sizeof rc->cand, "-");
-        rc->pilot[0] = 0;
-    }
     xs_tp_run_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.timeout_ns = (unsigned long long)(o->timeout_s * 1e9);
@@ -1012,14 +1002,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     xs_tp_pred pn, ps;
     memset(&pn, 0, sizeof pn);
     memset(&ps, 0, sizeof ps);
-    row->ran = 1;
-    row->engine = o->engine;
-    row->max_err = 0;
-    snprintf(row->cand, sizeof row->cand, "-");
-    snprintf(row->cand0, sizeof row->cand0, "-");
-    row->pilot[0] = 0;
-    row->shp_cour = 0;
-    row->shp0 = row->shp0_min = row->shp0_max = row->shp0_pred = row->pick_ms = NAN;
+    tpb_row_init(o, row);
     if (xfail) {
         fprintf(stderr, "xstage: error: out of host memory\n");
         ok = 0;
@@ -1044,40 +1027,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     ROW_TRY(xs_tp_reference(t, cx->cb));
 
     /* ---- local control, natural order: the GEMM-alone time, task costs, the expectation ---- */
-    ROW_TRY(xs_tp_order_naive(t, 0));
-    ROW_TRY(xs_tp_order_check(t, 0));
-    if (xs_tp_real_peers(t)) {
-        /* the sources' verified partials of this rank's rows replace the placed ones: the
-         * reference and the local control then hold what the fused runs must receive */
-        float ms = 0;
-        ro.local = 1;
-        ROW_TRY(xs_tp_run(t, 0, &ro, cx->s, &ms));
-        ok &= verified(t, row, "local (before the exchange)", &pr_l, &row->max_err);
-        ROW_TRY(xs_tp_exchange_expectation(t));
-    }
-    {
-        double loc_n[TPB_MAX_ITERS];
-        ro.local = 1;
-        for (int i = 0; i < W + n; i++) {
-            float ms = 0;
-            ROW_TRY(xs_tp_run(t, 0, &ro, cx->s, &ms));
-            ok &= verified(t, row, "local", &pr_l, &row->max_err);
-            if (i >= W)
-                loc_n[i - W] = ms * 1e3;
-        }
-        ROW_TRY(xs_tp_costs_of_last(t, &cost));
-        row->local_us = xs_median(loc_n, (size_t)n);
-    }
-    if (cx->coll) {
-        /* one plan for all ranks: the slowest rank's task costs, and go on only when every
-         * rank's local control is right */
-        double v[5] = {cost.tile_ns[0], cost.tile_ns[1], cost.push_ns, cost.reduce_ns,
-                       ok ? 0.0 : 1.0};
-        ROW_TRY(tpb_agree_max(cx, v, 5));
-        cost.tile_ns[0] = v[0], cost.tile_ns[1] = v[1], cost.push_ns = v[2];
-        cost.reduce_ns = v[3];
-        ok = v[4] == 0.0;
-    }
+    ROW_TRY(tpb_local_naive(cx, t, row, &ro, &cost, &ok, &pr_l));
     if (!ok) {
         fprintf(stderr, "xstage: error: %s %s m=%d P=%d: the local control run is wrong; the "
                 "fused variants are not timed\n", xs_tp_op_name(row->op), row->model, row->s.m,
@@ -1086,95 +1036,10 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
     }
 
     /* ---- planner: naive and candidate shaped orders, each predicted by the model ---- */
-    ROW_TRY(xs_tp_predict(t, 0, cx->prof, &cost, 1, &pn));
+    ROW_TRY(xs_tp_predict(xs_tp_plan_of(t), 0, cx->prof, &cost, 1, &pn));
     row->crit_ok = pn.criterion_ok;
     snprintf(row->how, sizeof row->how, "%s", pn.how);
-    {
-        const double Qh = 0.9 * xs_capacity(cx->prof, cx->grid);
-        xs_tp_pace cand[XS_TP_NCAND];
-        double pred[XS_TP_NCAND];
-        /* 0..11: stores after each tile (finish x burst x cap); 12..17: streamed through the
-         * main loops (finish x burst; no cap: nothing is stored as a burst); 18..23: streamed,
-         * riders always carrying several chunks; 24..26: streamed in ring order */
-        const int nc = xs_tp_candidates(Qh, cand, XS_TP_NCAND);
-        /* an engine that does not stream (sm90) takes the stored candidates and the ring
-         * orders with their remote tiles stored; the other streamed ones are left out (never
-         * piloted, never ranked) */
-        int usable[XS_TP_NCAND];
-        for (int i = 0; i < nc; i++) {
-            usable[i] = streams || !cand[i].spread || cand[i].ring;
-            if (!streams)
-                cand[i].spread = 0;
-        }
-        for (int i = 0; i < nc; i++) {
-            if (!usable[i]) {
-                pred[i] = INFINITY;
-                continue;
-            }
-            ROW_TRY(xs_tp_order_shaped(t, 2, &cand[i], &cost, cx->prof));
-            ROW_TRY(xs_tp_order_check(t, 2));
-            xs_tp_pred pp;
-            ROW_TRY(xs_tp_predict(t, 2, cx->prof, &cost, 0, &pp));
-            pred[i] = pp.model_ns;
-        }
-        /* the pilot set: the model's best, the front-loaded, the spread and the capped
-         * candidates, the model's best streamed one, the streamed front-loaded and spread ones,
-         * and the three ring-order ones (the mean-field model cannot see producer drift or the
-         * L2 locality of an order; the pilot can) */
-        int order[XS_TP_NCAND];
-        for (int i = 0; i < nc; i++)
-            order[i] = i;
-        for (int i = 1; i < nc; i++)
-            for (int j = i; j > 0 && pred[order[j]] < pred[order[j - 1]]; j--) {
-                int tmp = order[j];
-                order[j] = order[j - 1];
-                order[j - 1] = tmp;
-            }
-        int best_stream = -1;
-        for (int i = 0; i < nc && best_stream < 0; i++)
-            if (cand[order[i]].spread && usable[order[i]])
-                best_stream = order[i];
-        enum { TPB_NFIXED = 10 };
-        static_assert(TPB_NFIXED <= TPB_MAX_PILOT, "tpb_agree_pilot_set, tpb_pilot_runs");
-        const int fixed[TPB_NFIXED] = {order[0], 0 * 4 + 0 * 2 + 0, 2 * 4 + 1 * 2 + 0,
-                                       2 * 4 + 1 * 2 + 1, best_stream, 12 + 0 * 2 + 0,
-                                       12 + 2 * 2 + 0, 24, 25, 26};
-        int pilot[TPB_NFIXED], must_run[TPB_NFIXED];
-        int np = tpb_pilot_set(fixed, TPB_NFIXED, nc, usable, pilot, must_run);
-        int best = -1; /* -1: the naive order */
-        /* real peers: rank 0's model decides the pilot set (each rank's order is its own
-         * rotation of the same plan, and all ranks must run the same number of launches) */
-        if (cx->coll) {
-            int choice = pred[order[0]] < pn.model_ns ? order[0] : -1;
-            ROW_TRY(tpb_agree_pilot_set(cx, t, 0, cand, &cost, TPB_NFIXED, pilot, &np, &choice,
-                                        must_run));
-            if (o->model_pick)
-                best = choice;
-        }
-        row->pick_ms = NAN;
-        if (o->model_pick && !cx->coll) {
-            best = pred[order[0]] < pn.model_ns ? order[0] : -1;
-        } else if (!o->model_pick) {
-            ro.local = 0;
-            /* naive first (its run also warms the virtual windows up), then the candidates */
-            ROW_TRY(tpb_pilot_runs(cx, t, row, 0, &ro, cand, &cost, pilot, np, must_run, "",
-                                   " (chosen by the slowest rank's time)", row->pilot,
-                                   sizeof row->pilot, &ok, &best, &row->pick_ms));
-        }
-        /* rank of the chosen order in the model's ranking of naive and the candidates */
-        const double chosen = best < 0 ? pn.model_ns : pred[best];
-        row->model_rank = 1 + (pn.model_ns < chosen);
-        for (int i = 0; i < nc; i++)
-            row->model_rank += usable[i] && pred[i] < chosen;
-        if (best < 0) {
-            ROW_TRY(xs_tp_order_copy(t, 1, 0));
-            snprintf(row->cand, sizeof row->cand, "naive");
-        } else {
-            ROW_TRY(xs_tp_order_shaped(t, 1, &cand[best], &cost, cx->prof));
-            ROW_TRY(xs_tp_order_check(t, 1));
-            pace_label(&cand[best], row->cand, sizeof row->cand);
-        }
-    }
+    ROW_TRY(tpb_plan_default(cx, t, row, &ro, &cost, &pn, &ok));
 
     /* ---- local control, shaped order: the bound takes the faster of the two ---- */
     {
@@ -1188,13 +1053,13 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
                 loc_s[i - W] = ms * 1e3;
         }
         const double ls = xs_median(loc_s, (size_t)n);
-        ROW_TRY(xs_tp_predict(t, 1, cx->prof, &cost, 0, &ps));
+        ROW_TRY(xs_tp_predict(xs_tp_plan_of(t), 1, cx->prof, &cost, 0, &ps));
         row->nai_pred = (row->local_us * 1e3 + (pn.model_ns - pn.ideal_ns)) / 1e3;
         row->shp_pred = (ls * 1e3 + (ps.model_ns - ps.ideal_ns)) / 1e3;
         row->shp_local = ls;
         if (row->pilot[0] && in.rs_gemm >= 0) {
             /* diagnostics: the chosen order once more, every signal raised right after the
-             * CTA's next main loop (the rule of runs 1-4), against the link */
+             * CTA's next main loop (the eager rule), against the link */
             float ms = 0;
             int pr = 0;
             double dummy = 0;
@@ -1285,39 +1150,7 @@ static void run_config(const tpb_ctx *cx, const xs_wintab *tab, tpb_row *row, ui
             for (int v = 0; v < 3; v++)
                 x[v][i - W] = ms[v] * 1e3;
     }
-    {
-        tpb_stat a = stat_of(x[0], n), b = stat_of(x[1], n), c = stat_of(x[2], n);
-        row->nai = a.med, row->nai_min = a.min, row->nai_max = a.max;
-        row->shp = b.med, row->shp_min = b.min, row->shp_max = b.max;
-        row->unf = c.med, row->unf_min = c.min, row->unf_max = c.max;
-        if (both && in.rs_gemm >= 0) {
-            tpb_stat d = stat_of(x[3], n), e = stat_of(x[4], n);
-            row->nai_t = d.med, row->nai_t_min = d.min, row->nai_t_max = d.max;
-            row->shp_t = e.med, row->shp_t_min = e.min, row->shp_t_max = e.max;
-        } else {
-            /* not measured (no --slots both, or no reduce-scatter to lay out: ag_gemm) */
-            row->nai_t = row->nai_t_min = row->nai_t_max = NAN;
-            row->shp_t = row->shp_t_min = row->shp_t_max = NAN;
-        }
-        for (int v = 0; v < cour_run; v++) {
-            tpb_cour *rc = &row->cour[v];
-            tpb_stat d = stat_of(x[5 + 2 * v], n), e = stat_of(x[6 + 2 * v], n);
-            rc->nai = d.med, rc->nai_min = d.min, rc->nai_max = d.max;
-            rc->shp = e.med, rc->shp_min = e.min, rc->shp_max = e.max;
-        }
-        /* shaped: the planner's choice (the same timed runs as its own column) */
-        row->shp0 = row->shp, row->shp0_min = row->shp_min, row->shp0_max = row->shp_max;
-        row->shp0_pred = row->shp_pred;
-        snprintf(row->cand0, sizeof row->cand0, "%s", row->cand);
-        row->shp_cour = 0;
-        if (pick >= 0) {
-            const tpb_cour *rc = &row->cour[pick];
-            row->shp = rc->shp, row->shp_min = rc->shp_min, row->shp_max = rc->shp_max;
-            row->shp_pred = rc->shp_pred;
-            row->shp_cour = rc->n;
-            snprintf(row->cand, sizeof row->cand, "c%d %.26s", rc->n, rc->cand);
-        }
-    }
+    tpb_row_stats(row, x, n, both && in.rs_gemm >= 0, cour_run, pick);
     if (cx->coll) {
         /* verified only when every rank verified; the slowest rank's medians */
         double v[5] = {ok ? 0.0 : 1.0, row->max_err, row->nai, row->shp, row->unf};
@@ -1334,307 +1167,6 @@ out:
     xs_tp_destroy(t);
 }
 #undef ROW_TRY
-
-/* ---- report ------------------------------------------------------------------------------------ */
-
-static const char csv_header[] =
-    "op,model,m,n,k,peers,grid,tiles,remote_mb,local_tflops,unfused_us,unfused_min_us,"
-    "unfused_max_us,naive_us,naive_min_us,naive_max_us,shaped_us,shaped_min_us,shaped_max_us,"
-    "local_us,shaped_local_us,comm_us,bound_us,floor_us,naive_pred_us,shaped_pred_us,shaped_order,model_rank,"
-    "criterion_ok,unfused_over_shaped,naive_over_shaped,shaped_over_bound,shaped_over_floor,"
-    "max_err,verified,engine";
-/* appended with --slots both (nan where the op has no reduce-scatter: ag_gemm) */
-static const char csv_header_tile[] =
-    ",naive_tile_us,naive_tile_min_us,naive_tile_max_us,shaped_tile_us,shaped_tile_min_us,"
-    "shaped_tile_max_us";
-
-/* appended with --couriers, per courier count N */
-static void csv_header_cour(FILE *f, int nc)
-{
-    fprintf(f, ",naive_c%d_us,naive_c%d_min_us,naive_c%d_max_us,shaped_c%d_us,shaped_c%d_min_us,"
-            "shaped_c%d_max_us,shaped_c%d_pred_us,shaped_c%d_order,shaped_c%d_over_bound,"
-            "shaped_c0_over_shaped_c%d", nc, nc, nc, nc, nc, nc, nc, nc, nc, nc);
-}
-/* appended always: the planner's choice (shaped_us is its time) and the default kernel's
- * shaped order (the whole family's column without couriers) */
-static const char csv_header_pick[] =
-    ",shaped_couriers,shaped_c0_us,shaped_c0_min_us,shaped_c0_max_us,shaped_c0_pred_us,"
-    "shaped_c0_order";
-
-static void csv_row(FILE *f, const tpb_row *r, int both, int ncour)
-{
-    fprintf(f,
-            "%s,%s,%d,%d,%d,%d,%d,%d,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,"
-            "%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.3g,%d,%s",
-            xs_tp_op_name(r->op), r->model, r->s.m, r->s.n, r->s.k, r->s.peers, r->grid, r->tiles,
-            r->remote_mb, r->local_tflops, r->unf, r->unf_min, r->unf_max, r->nai, r->nai_min,
-            r->nai_max, r->shp, r->shp_min, r->shp_max, r->local_us, r->shp_local, r->comm_us,
-            r->bound_us,
-            r->floor_us, r->nai_pred, r->shp_pred, r->cand, r->model_rank, r->crit_ok,
-            r->unf / r->shp, r->nai / r->shp, r->shp / r->bound_us, r->shp / r->floor_us,
-            r->max_err, r->verified, xs_tp_engine_name(r->engine));
-    if (both)
-        fprintf(f, ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f", r->nai_t, r->nai_t_min, r->nai_t_max,
-                r->shp_t, r->shp_t_min, r->shp_t_max);
-    for (int v = 0; v < ncour; v++) {
-        const tpb_cour *c = &r->cour[v];
-        fprintf(f, ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%.4f,%.4f", c->nai, c->nai_min,
-                c->nai_max, c->shp, c->shp_min, c->shp_max, c->shp_pred, c->cand,
-                c->shp / r->bound_us, r->shp0 / c->shp);
-    }
-    fprintf(f, ",%d,%.1f,%.1f,%.1f,%.1f,%s", r->shp_cour, r->shp0, r->shp0_min, r->shp0_max,
-            r->shp0_pred, r->cand0);
-    fputc('\n', f);
-}
-
-static double spread_pct(double med, double lo, double hi) { return 100.0 * (hi - lo) / med; }
-
-static void table_header(void)
-{
-    printf("%-7s %-11s %6s %6s %6s %2s %7s %9s %5s %9s %5s %9s %5s %9s %9s %9s %9s %9s %9s "
-           "%-17s %6s %6s %6s %6s %3s\n",
-           "op", "model", "m", "n", "k", "P", "remote", "unfused", "sprd", "naive", "sprd",
-           "shaped", "sprd", "local", "loc_shp", "bound", "floor", "pred_nai", "pred_shp", "shaped order",
-           "unf/", "nai/", "shp/", "shp/", "ok");
-    printf("%-7s %-11s %6s %6s %6s %2s %7s %9s %5s %9s %5s %9s %5s %9s %9s %9s %9s %9s %9s "
-           "%-17s %6s %6s %6s %6s %3s\n",
-           "", "", "", "", "", "", "MB", "us", "%", "us", "%", "us", "%", "us", "us", "us", "us",
-           "us", "us", "", "shp", "shp", "bound", "floor", "");
-}
-
-static void table_row(const tpb_row *r)
-{
-    printf("%-7s %-11s %6d %6d %6d %2d %7.1f %9.1f %5.1f %9.1f %5.1f %9.1f %5.1f %9.1f %9.1f %9.1f "
-           "%9.1f %9.1f %9.1f %-17s %6.3f %6.3f %6.3f %6.3f %3s\n",
-           xs_tp_op_name(r->op), r->model, r->s.m, r->s.n, r->s.k, r->s.peers, r->remote_mb, r->unf,
-           spread_pct(r->unf, r->unf_min, r->unf_max), r->nai,
-           spread_pct(r->nai, r->nai_min, r->nai_max), r->shp,
-           spread_pct(r->shp, r->shp_min, r->shp_max), r->local_us, r->shp_local, r->bound_us,
-           r->floor_us,
-           r->nai_pred, r->shp_pred, r->cand, r->unf / r->shp, r->nai / r->shp,
-           r->shp / r->bound_us, r->shp / r->floor_us, r->verified ? "yes" : "NO");
-    if (r->pilot[0])
-        printf("#   pilot runs, us: %s\n", r->pilot);
-    if (isfinite(r->shp_t))
-        printf("#   tile slots, us: naive %.1f (%.1f%%), shaped %.1f (%.1f%%); row/tile naive "
-               "%.3f, shaped %.3f; shaped/bound %.3f\n", r->nai_t,
-               spread_pct(r->nai_t, r->nai_t_min, r->nai_t_max), r->shp_t,
-               spread_pct(r->shp_t, r->shp_t_min, r->shp_t_max), r->nai / r->nai_t,
-               r->shp / r->shp_t, r->shp_t / r->bound_us);
-    if (r->shp_cour > 0 || isfinite(r->cour[0].shp))
-        printf("#   planner's choice: %d couriers; default kernel shaped %.1f us (%.1f%%) %s, pred "
-               "%.1f\n", r->shp_cour, r->shp0, spread_pct(r->shp0, r->shp0_min, r->shp0_max),
-               r->cand0, r->shp0_pred);
-    for (int v = 0; v < TPB_MAX_COUR; v++) {
-        const tpb_cour *c = &r->cour[v];
-        if (!isfinite(c->shp))
-            continue;
-        printf("#   %d couriers, us: naive %.1f (%.1f%%), shaped %.1f (%.1f%%) %s, pred %.1f; "
-               "naive/naive_c %.3f, shaped_c0/shaped_c %.3f; shaped_c/bound %.3f\n", c->n, c->nai,
-               spread_pct(c->nai, c->nai_min, c->nai_max), c->shp,
-               spread_pct(c->shp, c->shp_min, c->shp_max), c->cand, c->shp_pred, r->nai / c->nai,
-               r->shp0 / c->shp, c->shp / r->bound_us);
-        if (c->pilot[0])
-            printf("#   %d couriers, pilot runs, us: %s\n", c->n, c->pilot);
-    }
-    fflush(stdout);
-}
-
-static void ratio_line(const char *what, const tpb_row *rows, int nrows, int op, int num)
-{
-    double v[512];
-    int n = 0;
-    for (int i = 0; i < nrows && n < 512; i++) {
-        const tpb_row *r = &rows[i];
-        if (!r->ok || (op >= 0 && (int)r->op != op))
-            continue;
-        v[n++] = (num ? r->nai : r->unf) / r->shp;
-    }
-    if (!n)
-        return;
-    printf("# summary: %-7s %s/shaped: geomean %.3f, min %.3f, max %.3f over %d rows\n", what,
-           num ? "naive" : "unfused", xs_geomean(v, (size_t)n), xs_min(v, (size_t)n),
-           xs_max(v, (size_t)n), n);
-}
-
-/* --slots both: row/tile of the naive or shaped medians over the rows of op (> 1: tile-major
- * slots faster). */
-static void tile_ratio_line(const tpb_row *rows, int nrows, int op, int shaped)
-{
-    double v[512];
-    int n = 0;
-    for (int i = 0; i < nrows && n < 512; i++) {
-        const tpb_row *r = &rows[i];
-        if (!r->ok || (int)r->op != op || !isfinite(r->shp_t))
-            continue;
-        v[n++] = shaped ? r->shp / r->shp_t : r->nai / r->nai_t;
-    }
-    if (!n)
-        return;
-    printf("# summary: %-7s %s row/tile: geomean %.3f, min %.3f, max %.3f over %d rows\n",
-           xs_tp_op_name((xs_tp_op)op), shaped ? "shaped" : "naive", xs_geomean(v, (size_t)n),
-           xs_min(v, (size_t)n), xs_max(v, (size_t)n), n);
-}
-
-/* --couriers: shaped_c0/shaped_cN (the default kernel's shaped order over N couriers' shaped
- * order; > 1: couriers faster) over the rows of op, the gemm_rs rows within 10 % of bound_us
- * with couriers, and the courier prediction's error. */
-static void cour_lines(const tpb_row *rows, int nrows, int v)
-{
-    int nc = 0;
-    for (int op = 0; op < XS_TP_NOPS; op++) {
-        double x[512];
-        int n = 0;
-        for (int i = 0; i < nrows && n < 512; i++) {
-            const tpb_row *r = &rows[i];
-            if (!r->ok || (int)r->op != op || !isfinite(r->cour[v].shp))
-                continue;
-            nc = r->cour[v].n;
-            x[n++] = r->shp0 / r->cour[v].shp;
-        }
-        if (n)
-            printf("# summary: %-7s shaped_c0/shaped_c%d (%d couriers): geomean %.3f, min %.3f, max "
-                   "%.3f over %d rows\n", xs_tp_op_name((xs_tp_op)op), nc, nc,
-                   xs_geomean(x, (size_t)n), xs_min(x, (size_t)n), xs_max(x, (size_t)n), n);
-    }
-    int nrs = 0, nrs10 = 0, npe = 0;
-    double worst = 0, pe[512];
-    for (int i = 0; i < nrows; i++) {
-        const tpb_row *r = &rows[i];
-        if (!r->ok || !isfinite(r->cour[v].shp))
-            continue;
-        if (npe < 512 && isfinite(r->cour[v].shp_pred))
-            pe[npe++] = fabs(r->cour[v].shp_pred - r->cour[v].shp) / r->cour[v].shp * 100;
-        if (r->op != XS_TP_GEMM_RS)
-            continue;
-        nrs++;
-        nrs10 += r->cour[v].shp <= 1.10 * r->bound_us;
-        worst = fmax(worst, r->cour[v].shp / r->bound_us);
-    }
-    if (nrs)
-        printf("# summary: gemm_rs shaped, %d couriers, within 10%% of bound_us in %d of %d rows "
-               "(worst %.3f x bound)\n", nc, nrs10, nrs, worst);
-    if (npe)
-        printf("# summary: %d couriers: shaped prediction error median %.1f%%, max %.1f%%\n", nc,
-               xs_median(pe, (size_t)npe), xs_max(pe, (size_t)npe));
-}
-
-static int summary(const tpb_row *rows, int nrows, int skipped)
-{
-    int nok = 0, nran = 0, ntimed = 0, nge = 0, nrs = 0, nrs10 = 0, nrsf10 = 0, nagree = 0;
-    int nstream = 0, nrs_t = 0, nrs10_t = 0, ntile = 0;
-    double worst_rs = 0, worst_rsf = 0, worst_ge = INFINITY, worst_rs_t = 0;
-    double perr[512];
-    int npe = 0;
-    for (int i = 0; i < nrows; i++) {
-        const tpb_row *r = &rows[i];
-        if (!r->ran)
-            continue;
-        nran++;
-        nok += r->verified;
-        if (!r->ok)
-            continue;
-        ntimed++;
-        ntile += isfinite(r->shp_t) != 0;
-        /* within noise: the shaped median no slower than the naive one by more than the larger
-         * of the two spreads */
-        const double noise = fmax(r->nai_max - r->nai_min, r->shp_max - r->shp_min);
-        nge += r->shp <= r->nai + noise;
-        worst_ge = fmin(worst_ge, r->nai / r->shp);
-        if (r->op == XS_TP_GEMM_RS) {
-            nrs++;
-            nrs10 += r->shp <= 1.10 * r->bound_us;
-            nrsf10 += r->shp <= 1.10 * r->floor_us;
-            worst_rs = fmax(worst_rs, r->shp / r->bound_us);
-            worst_rsf = fmax(worst_rsf, r->shp / r->floor_us);
-            if (isfinite(r->shp_t)) {
-                nrs_t++;
-                nrs10_t += r->shp_t <= 1.10 * r->bound_us;
-                worst_rs_t = fmax(worst_rs_t, r->shp_t / r->bound_us);
-            }
-        }
-        /* ring orders stream on the mma engine; sm90 runs them stored */
-        nstream += strstr(r->cand, "stream") != NULL ||
-                   (strstr(r->cand, "ring") != NULL && xs_tp_engine_streams(r->engine));
-        nagree += r->model_rank == 1;
-        if (npe < 512 && r->shp > 0)
-            perr[npe++] = fabs(r->shp_pred - r->shp) / r->shp * 100;
-    }
-    printf("# summary: %d configurations run, %d verified, %d timed\n", nran, nok, ntimed);
-    if (skipped)
-        printf("# summary: %d configurations skipped (--max-time)\n", skipped);
-    ratio_line("all", rows, nrows, -1, 0);
-    ratio_line("all", rows, nrows, -1, 1);
-    for (int op = 0; op < XS_TP_NOPS; op++) {
-        ratio_line(xs_tp_op_name((xs_tp_op)op), rows, nrows, op, 0);
-        ratio_line(xs_tp_op_name((xs_tp_op)op), rows, nrows, op, 1);
-    }
-    if (ntimed)
-        printf("# summary: shaped >= naive within noise in %d of %d rows (worst naive/shaped "
-               "%.3f)\n", nge, ntimed, worst_ge);
-    if (nrs) {
-        printf("# summary: gemm_rs shaped within 10%% of bound_us in %d of %d rows (worst %.3f x "
-               "bound)\n", nrs10, nrs, worst_rs);
-        printf("# summary: gemm_rs shaped within 10%% of floor_us in %d of %d rows (worst %.3f x "
-               "floor)\n", nrsf10, nrs, worst_rsf);
-    }
-    if (ntile) /* --slots both: the rows above are row-major slots */
-        for (int sh = 0; sh < 2; sh++) {
-            tile_ratio_line(rows, nrows, XS_TP_GEMM_RS, sh);
-            tile_ratio_line(rows, nrows, XS_TP_MLP, sh);
-        }
-    if (nrs_t) {
-        printf("# summary: gemm_rs shaped, tile slots, within 10%% of bound_us in %d of %d rows "
-               "(worst %.3f x bound)\n", nrs10_t, nrs_t, worst_rs_t);
-    }
-    for (int v = 0; v < TPB_MAX_COUR; v++)
-        cour_lines(rows, nrows, v);
-    {
-        /* the planner's choice per row: how often each courier count won */
-        int cnt[XS_TP_COURIERS_MAX + 1], any = 0;
-        memset(cnt, 0, sizeof cnt);
-        for (int i = 0; i < nrows; i++)
-            if (rows[i].ok && rows[i].shp_cour >= 0 && rows[i].shp_cour <= XS_TP_COURIERS_MAX) {
-                cnt[rows[i].shp_cour]++;
-                any |= rows[i].shp_cour > 0 || isfinite(rows[i].cour[0].shp);
-            }
-        if (any) {
-            char line[256];
-            size_t l = 0;
-            for (int c = 0; c <= XS_TP_COURIERS_MAX; c++)
-                if (cnt[c] && l < sizeof line)
-                    l += (size_t)snprintf(line + l, sizeof line - l, "%s%d couriers in %d",
-                                          l ? ", " : "", c, cnt[c]);
-            printf("# summary: planner's choice (shaped): %s of %d rows\n", line, ntimed);
-        }
-    }
-    if (ntimed)
-        printf("# summary: shaped order streams its stores in %d of %d rows\n", nstream, ntimed);
-    {
-        double v[512];
-        int n = 0;
-        for (int i = 0; i < nrows && n < 512; i++)
-            if (rows[i].ok && rows[i].op == XS_TP_MLP)
-                v[n++] = rows[i].unf / rows[i].shp;
-        if (n) {
-            const double g = xs_geomean(v, (size_t)n), mx = xs_max(v, (size_t)n);
-            printf("# summary: mlp unfused/shaped geomean %.3f (target 1.5: %s), max %.3f (target "
-                   "1.75: %s)\n", g, g >= 1.5 ? "MET" : "NOT MET", mx,
-                   mx >= 1.75 ? "MET" : "NOT MET");
-        }
-    }
-    if (npe)
-        printf("# summary: model picked the measured best order in %d of %d rows; shaped "
-               "prediction error median %.1f%%, max %.1f%%\n", nagree, ntimed,
-               xs_median(perr, (size_t)npe), xs_max(perr, (size_t)npe));
-    if (nok != nran || ntimed != nran) {
-        printf("# bench tp FAILED: %d of %d configurations not verified or not run\n",
-               nran - nok, nran);
-        return 1;
-    }
-    printf("# bench tp OK\n");
-    return 0;
-}
 
 /* ---- entry -------------------------------------------------------------------------------------- */
 
@@ -1701,74 +1233,14 @@ extern "C" int xs_bench_tp(int argc, char **argv)
         xs_coll_close(coll, 1);
         return xs_cli_failf("--csv %s: cannot open for writing", o.csv);
     }
-    xs_gpu_report_header(stdout, &gi, argc, argv);
-    if (real)
-        printf("# ranks: %d processes, rank r on GPU r, P = %d real peers: pushes and partials "
-               "into the peers' NCCL symmetric windows (LSA pointers); unfused: ncclAllGather / "
-               "ncclReduceScatter; every rank verifies every byte and signal its window received; "
-               "times are rank 0's (the slowest rank's medians under each row)\n", nranks, nranks);
-    printf("# profile: %s R %.4g B/ns, Q %.6g B, Q/producer %.6g B, r %.4g B/ns%s\n",
-           o.common.pa.file ? o.common.pa.file : "embedded", prof.drain_bytes_per_ns, prof.capacity_bytes,
-           prof.capacity_bytes_per_producer, prof.issue_bytes_per_ns,
-           prof.provisional ? " (provisional)" : "");
-    const char *engine_line =
-        o.engine == XS_TP_ENGINE_SM90
-            ? "sm90: cuda/gemm_sm90.cuh, bf16 wgmma m64n256k16 + TMA, producer warpgroup + 2 "
-              "consumer warpgroups, fp32 accumulate; stored orders only (no streamed stores), "
-              "signals raised right after their payload"
-            : "mma: cuda/gemm.cuh, bf16 mma.sync, fp32 accumulate; stored and streamed orders, "
-              "lazy signals";
-    printf("# engine: %s\n", engine_line);
-    const char *slots_line =
-        o.slots == TPB_SLOTS_BOTH
-            ? "both: row-major slots in the naive_us/shaped_us columns, tile-major slots "
-              "(xs_tp_set_slot_layout; one contiguous run per tile) in naive_tile_us/"
-              "shaped_tile_us, the same orders and inputs in the same iterations"
-        : o.slots == TPB_SLOTS_TILE
-            ? "tile: tile-major reduce-scatter slots (one contiguous run per tile) in every "
-              "fused column; the unfused baseline copies row-major"
-            : "row: row-major reduce-scatter slots (a tile lands as 128 runs of 512 B)";
-    printf("# slots: %s\n", slots_line);
-    char cour_line[384] = "none: every fused column runs the default kernel (no couriers)";
-    if (o.ncour) {
-        size_t cl = 0;
-        for (int v = 0; v < o.ncour; v++)
-            cl += (size_t)snprintf(cour_line + cl, sizeof cour_line - cl, "%s%d", v ? " and " : "",
-                                   o.cour[v]);
-        cl += (size_t)snprintf(cour_line + cl, sizeof cour_line - cl, " courier CTAs next to the "
-                 "default kernel (0), same iterations (columns *_c<N>_*); local_us and bound_us "
-                 "without couriers; they push the all-gather chunks (ag_gemm, mlp), then carry "
-                 "the remote reduce-scatter tiles (gemm_rs, mlp); ");
-        if (o.cour_pace > 0)
-            snprintf(cour_line + cl, sizeof cour_line - cl, "paced at %.2f x R = %.1f B/ns",
-                     o.cour_pace, o.cour_pace * prof.drain_bytes_per_ns);
-        else
-            snprintf(cour_line + cl, sizeof cour_line - cl, "unpaced");
-    }
-    printf("# couriers: %s\n", cour_line);
-    printf("# tiles %dx%d (engine %s), persistent grid = %d "
-           "SMs; push chunks %d KB; tolerance: relative Frobenius <= %.0e, rows <= %.0e vs fp32; "
-           "times: CUDA events (completion incl. drain), median of %d after %d warm-up, L2 "
-           "flushed\n", XS_TP_BM, XS_TP_BN, xs_tp_engine_name(o.engine), gi.sm_count,
-           XS_TP_CHUNK / 1024, XS_TP_TOL_FROB, XS_TP_TOL_ROW, o.common.iters, o.common.warmup);
-    if (csv) {
-        xs_gpu_report_header(csv, &gi, argc, argv);
-        fprintf(csv, "# engine: %s\n", engine_line);
-        fprintf(csv, "# slots: %s\n", slots_line);
-        fprintf(csv, "# couriers: %s\n", cour_line);
-        fprintf(csv, "%s%s", csv_header, o.slots == TPB_SLOTS_BOTH ? csv_header_tile : "");
-        for (int v = 0; v < o.ncour; v++)
-            csv_header_cour(csv, o.cour[v]);
-        fputs(csv_header_pick, csv);
-        fputc('\n', csv);
-    }
+    tpb_report_header(csv, &gi, &o, &prof, real ? nranks : 0, argc, argv);
     cudaStream_t stream;
     XS_CHECK_CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     tpb_ctx cx = {stream, cb, &prof, &o, gi.sm_count, coll, NULL};
     int fatal = 0; /* real peers: a failed call on this rank ends the run */
     const double t0 = xs_now_s();
     int skipped = 0;
-    table_header();
+    tpb_table_header();
     /* one window set per peer count, sized for its largest configuration */
     for (int i = 0; i < nrows && !fatal; i++) {
         if (rows[i].ran || rows[i].s.peers == 0 || xs_interrupted())
@@ -1837,12 +1309,12 @@ extern "C" int xs_bench_tp(int argc, char **argv)
                 break;
             }
             if (rows[j].ok)
-                table_row(&rows[j]);
+                tpb_table_row(&rows[j]);
             if (real && rows[j].ok)
                 printf("#   ranks: slowest rank's medians, us: naive %.1f, shaped %.1f, unfused "
                        "%.1f\n", rows[j].rank_max[0], rows[j].rank_max[1], rows[j].rank_max[2]);
             if (csv && rows[j].ok) {
-                csv_row(csv, &rows[j], o.slots == TPB_SLOTS_BOTH, o.ncour);
+                tpb_csv_row(csv, &rows[j], o.slots == TPB_SLOTS_BOTH, o.ncour);
                 fflush(csv);
             }
         }
@@ -1853,7 +1325,7 @@ extern "C" int xs_bench_tp(int argc, char **argv)
     for (int j = 0; j < nrows; j++)
         nran += rows[j].ran;
     const int intr = xs_interrupted() && nran + skipped < nrows; /* stopped early: no verdict */
-    rc = intr ? 1 : summary(rows, nrows, skipped);
+    rc = intr ? 1 : tpb_summary(rows, nrows, skipped);
     printf("# wall time %.1f s\n", xs_now_s() - t0);
     if (csv) {
         fprintf(csv, "# %s\n", intr ? "INTERRUPTED: partial results"

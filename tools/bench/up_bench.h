@@ -1,0 +1,81 @@
+/*
+ * up_bench.h - what the two files of `xstage bench up` share: the workload's options and one row
+ * of its report. up.cu holds the options, the runs and the point function; up_report.cu the
+ * column table, the header notes and the summary (docs/UP.md, docs/METRICS.md).
+ */
+#ifndef XSTAGE_BENCH_UP_H
+#define XSTAGE_BENCH_UP_H
+
+#include "harness.h"
+#include "xstage.h"
+
+#define UP_ATOL 2e-3           /* |out - ref| <= ATOL + RTOL*|ref|: bf16 P and bf16 output */
+#define UP_RTOL 2e-2
+#define UP_MAX_LIST 32         /* values of --seq, --heads, --peers */
+
+/* The workload's options (the common ones are the harness's xs_bench_common). */
+typedef struct {
+    int seq[UP_MAX_LIST], nseq;
+    int heads[UP_MAX_LIST], nheads;
+    int peers[UP_MAX_LIST], npeers; /* -g N > 1: {N} */
+    int seq_set, heads_set, peers_set;
+    int causal_lo, causal_hi;
+    int split;           /* -1: planner chooses; else forced */
+    int order;           /* -1: planner chooses; else xs_attn_order, forced */
+    int couriers;        /* -1: planner chooses (UP_COURIERS in the family); 0: none; C: forced */
+    double courier_pace; /* couriers' total rate as a fraction of the profile's drain rate R;
+                            0 = unpaced */
+    int kv;              /* KV split: -1 planner chooses (UP_KV in the family); 0: none; N:
+                            forced, N key blocks per part */
+    int samples;         /* reference rows per configuration */
+    int pilots;          /* --pilots: the planner runs its best `pilots` members by prediction
+                            and keeps the fastest (0: the model's choice alone) */
+    double pilot_max_us; /* --pilot-max-us: only in rows whose fa takes at most this long */
+    double slice_ns;     /* --slice-ns: the kernel's own cost of one output slice, ns */
+} up_opts;
+
+/* One row of the report (docs/METRICS.md). Times in us; the stats' medians are the headline
+ * columns (in-kernel spans), their min and max the spread. */
+typedef struct {
+    int seq, heads, head_dim, causal, peers, grid, tiles, split, order, criterion_ok, verified;
+    int couriers;                           /* the plan's couriers (0: none) */
+    int kv;                                 /* the plan's KV split: key blocks per part (0) */
+    char plan[32];                          /* the plan's name (xs_up_plan_name): "s0", "e16",
+                                               "c4", "k32s8" */
+    double courier_pace;                    /* their total rate, bytes/ns (0: none/unpaced) */
+    double comm_mb;                         /* bytes that cross the link, MB */
+    xs_bench_stat fa, serial, pb, fused;    /* the spans (serial: span + copies), us */
+    double fa_evt_us, fa_tflops;            /* fa's event time; its throughput, TFLOP/s */
+    double copy_us, comm_ratio;             /* serial's copies (events); copy_us / fa_us */
+    double pb_pred_us, pb_vis_us;           /* piggyback predicted; its event time */
+    double fused_vis_us, pred_us, pred_err_pct, store_us;
+    double hidden_pct, speedup, max_err;
+    double crit_peak_mb, crit_sync_mb;      /* criterion_measured: peak backlog, sync. form */
+    int crit_keff;                          /* most CTAs issuing at once (measured arrivals) */
+    int crit_fluid_ok;                      /* the fluid criterion (docs/UP.md; comparison) */
+    double crit_held_us;                    /* per-CTA piggyback: most a CTA's stores were held */
+    /* fused - fa taken apart, medians of per-repetition differences (us): slice_us = the
+     * planned split with LOCAL output (no link) - fa, the kernel's own cost of the split;
+     * link_us = fused - that run, what the link adds. NAN when the plan has no split. */
+    double slice_us, link_us;
+    double hidden_lo, hidden_hi;            /* min / max over repetitions of the per-repetition
+                                               hidden, 100*(1 - (fused_i-fa_i)/(serial_i-fa_i)) */
+    double rank_max_us[4];                  /* -g: the slowest rank's medians of fa, serial, pb
+                                               and fused (detail lines, not columns) */
+    int done;                               /* the row was measured (its point did not fail) */
+} up_row;
+
+/* The column table (up_report.cu): the CSV keeps the names and formats of the bench's earlier
+ * writer; the table shows the columns without XS_COL_FILE. */
+extern const xs_bench_col up_cols[];
+extern const int up_ncols;
+
+/* The bench's own '#' lines under the harness's header: the real peers, the profile and the
+ * model's terms, the kernel's layout, the couriers, the timing. profile_file NULL: embedded. */
+void up_header_notes(xs_bench_report *rep, const xs_bench_env *e, const up_opts *o,
+                     const xs_profile *prof, const char *profile_file);
+/* The sweep's figures (docs/UP.md "Current figures") over the measured rows rows[0..nrows), as
+ * notes after the table; the verdict line is the harness's. */
+void up_summary(xs_bench_report *rep, const up_row *rows, int nrows);
+
+#endif /* XSTAGE_BENCH_UP_H */

@@ -1,0 +1,323 @@
+/*
+ * up_report.cu - the report of `xstage bench up` (up.cu runs it): the column table that the
+ * harness writes as the human table, CSV and JSON, the bench's header notes, and the summary of
+ * the sweep (docs/UP.md "Current figures"; docs/METRICS.md defines the columns).
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "up/up.h"
+#include "up_bench.h"
+
+/* ---- columns -------------------------------------------------------------------------------- */
+
+/* A stat's spread, % of its median (arg = offsetof the stat in the row). */
+static double up_spread(const void *row, int off)
+{
+    xs_bench_stat s;
+    memcpy(&s, (const char *)row + off, sizeof s);
+    return xs_bench_spread_pct(&s);
+}
+
+#define UP_COL(name, unit, fmt, kind, field, flags)                                          \
+    {name, unit, fmt, kind, offsetof(up_row, field), NULL, NULL, 0, 0, flags}
+#define UP_SPREAD(name, stat)                                                                 \
+    {name, "%", "%.1f", XS_COL_DOUBLE, 0, up_spread, NULL, (int)offsetof(up_row, stat), 0, 0}
+#define F XS_COL_FILE
+
+/* The CSV keeps the names and formats of the bench's earlier writer; the table shows the
+ * columns without F (the headline times with their spread, the plan and the verdict). */
+const xs_bench_col up_cols[] = {
+    UP_COL("seq", "", "%d", XS_COL_INT, seq, 0),
+    UP_COL("heads", "", "%d", XS_COL_INT, heads, 0),
+    UP_COL("head_dim", "", "%d", XS_COL_INT, head_dim, F),
+    UP_COL("causal", "", "%d", XS_COL_INT, causal, 0),
+    UP_COL("peers", "", "%d", XS_COL_INT, peers, 0),
+    UP_COL("grid", "", "%d", XS_COL_INT, grid, F),
+    UP_COL("tiles", "", "%d", XS_COL_INT, tiles, F),
+    UP_COL("comm_mb", "MB", "%.4f", XS_COL_DOUBLE, comm_mb, 0),
+    UP_COL("fa_us", "us", "%.2f", XS_COL_DOUBLE, fa.med, 0),
+    UP_SPREAD("fa_us_spread", fa),
+    UP_COL("fa_min_us", "us", "%.2f", XS_COL_DOUBLE, fa.min, F),
+    UP_COL("fa_max_us", "us", "%.2f", XS_COL_DOUBLE, fa.max, F),
+    UP_COL("fa_evt_us", "us", "%.2f", XS_COL_DOUBLE, fa_evt_us, F),
+    UP_COL("fa_tflops", "TFLOP/s", "%.2f", XS_COL_DOUBLE, fa_tflops, 0),
+    UP_COL("copy_us", "us", "%.2f", XS_COL_DOUBLE, copy_us, F),
+    UP_COL("serial_us", "us", "%.2f", XS_COL_DOUBLE, serial.med, 0),
+    UP_SPREAD("serial_us_spread", serial),
+    UP_COL("serial_min_us", "us", "%.2f", XS_COL_DOUBLE, serial.min, F),
+    UP_COL("serial_max_us", "us", "%.2f", XS_COL_DOUBLE, serial.max, F),
+    UP_COL("pb_us", "us", "%.2f", XS_COL_DOUBLE, pb.med, 0),
+    UP_COL("pb_min_us", "us", "%.2f", XS_COL_DOUBLE, pb.min, F),
+    UP_COL("pb_max_us", "us", "%.2f", XS_COL_DOUBLE, pb.max, F),
+    UP_COL("pb_pred_us", "us", "%.2f", XS_COL_DOUBLE, pb_pred_us, F),
+    UP_COL("pb_vis_us", "us", "%.2f", XS_COL_DOUBLE, pb_vis_us, F),
+    UP_COL("criterion_ok", "", "%d", XS_COL_INT, criterion_ok, F),
+    UP_COL("split", "", "%d", XS_COL_INT, split, F),
+    {"plan", "", "%s", XS_COL_CHARS, offsetof(up_row, plan), NULL, NULL, 0, 6, 0},
+    UP_COL("fused_us", "us", "%.2f", XS_COL_DOUBLE, fused.med, 0),
+    UP_SPREAD("fused_us_spread", fused),
+    UP_COL("fused_min_us", "us", "%.2f", XS_COL_DOUBLE, fused.min, F),
+    UP_COL("fused_max_us", "us", "%.2f", XS_COL_DOUBLE, fused.max, F),
+    UP_COL("fused_vis_us", "us", "%.2f", XS_COL_DOUBLE, fused_vis_us, F),
+    UP_COL("pred_us", "us", "%.2f", XS_COL_DOUBLE, pred_us, 0),
+    UP_COL("pred_err_pct", "%", "%.2f", XS_COL_DOUBLE, pred_err_pct, 0),
+    UP_COL("store_us", "us", "%.3f", XS_COL_DOUBLE, store_us, F),
+    UP_COL("hidden_pct", "%", "%.2f", XS_COL_DOUBLE, hidden_pct, 0),
+    UP_COL("speedup", "x", "%.4f", XS_COL_DOUBLE, speedup, 0),
+    UP_COL("max_err", "", "%.3g", XS_COL_DOUBLE, max_err, F),
+    UP_COL("verified", "", NULL, XS_COL_BOOL, verified, 0),
+    UP_COL("order", "", "%d", XS_COL_INT, order, F),
+    UP_COL("comm_ratio", "x", "%.4f", XS_COL_DOUBLE, comm_ratio, F),
+    UP_COL("crit_peak_mb", "MB", "%.4f", XS_COL_DOUBLE, crit_peak_mb, F),
+    UP_COL("crit_sync_mb", "MB", "%.4f", XS_COL_DOUBLE, crit_sync_mb, F),
+    UP_COL("crit_keff", "", "%d", XS_COL_INT, crit_keff, F),
+    UP_COL("slice_us", "us", "%.2f", XS_COL_DOUBLE, slice_us, F),
+    UP_COL("link_us", "us", "%.2f", XS_COL_DOUBLE, link_us, F),
+    UP_COL("hidden_lo_pct", "%", "%.2f", XS_COL_DOUBLE, hidden_lo, F),
+    UP_COL("hidden_hi_pct", "%", "%.2f", XS_COL_DOUBLE, hidden_hi, F),
+    UP_COL("couriers", "", "%d", XS_COL_INT, couriers, F),
+    UP_COL("courier_pace", "B/ns", "%.3f", XS_COL_DOUBLE, courier_pace, F),
+    UP_COL("kv_split", "", "%d", XS_COL_INT, kv, F),
+    UP_COL("crit_held_us", "us", "%.3f", XS_COL_DOUBLE, crit_held_us, F),
+    UP_COL("crit_fluid_ok", "", "%d", XS_COL_INT, crit_fluid_ok, F)};
+#undef F
+const int up_ncols = (int)(sizeof up_cols / sizeof up_cols[0]);
+
+/* ---- summary -------------------------------------------------------------------------------- */
+
+/* "Communication and compute of the same size" (docs/UP.md): the serial all-to-all takes between
+ * half and twice the attention, comm_ratio = copy_us / fa_us in [UP_SAME_LO, UP_SAME_HI], both
+ * measured in the row. The acceptance row of a (heads, causal, peers) group is its shortest
+ * swept sequence in that band (4096 included when swept); the speedup target applies there.
+ * Next to it the summary prints the bound serial/fused can reach with every byte hidden,
+ * 1 + min(r, 1/r) (r = comm_ratio: 1.5x at r = 0.5, 2x at r = 1), and, as a second reading, the
+ * same rule over the issue's own sequences (>= UP_ISSUE_SEQ0) only. */
+#define UP_ISSUE_SEQ0 8192
+#define UP_SAME_LO 0.5
+#define UP_SAME_HI 2.0
+#define UP_SPEEDUP_TARGET 1.4
+#define UP_HIDDEN_TARGET 90.0
+#define UP_PRED_TOL_PCT 10.0
+
+static int in_band(const up_row *r)
+{
+    return r->comm_ratio >= UP_SAME_LO && r->comm_ratio <= UP_SAME_HI;
+}
+
+/* The speedup target's rows among sequences >= seq0: per (heads, causal, peers) group the
+ * shortest in the band. Notes one line per row when tag is non-NULL; returns the count and
+ * *met those at or above the target. */
+static int same_size_rows(xs_bench_report *rep, const up_row *rows, int nrows, int seq0,
+                          const char *tag, int *met)
+{
+    int n = 0;
+    *met = 0;
+    for (int i = 0; i < nrows; i++) {
+        const up_row *r = &rows[i];
+        if (r->seq < seq0 || !in_band(r))
+            continue;
+        int shortest = 1;
+        for (int j = 0; j < nrows; j++) {
+            const up_row *q = &rows[j];
+            if (q->heads == r->heads && q->causal == r->causal && q->peers == r->peers &&
+                q->seq >= seq0 && q->seq < r->seq && in_band(q))
+                shortest = 0;
+        }
+        if (!shortest)
+            continue;
+        n++;
+        *met += r->speedup >= UP_SPEEDUP_TARGET;
+        if (tag)
+            xs_bench_report_note(rep, "summary: %s: seq %d heads %d causal %d peers %d: "
+                                 "comm/compute %.2f (bound %.2fx), serial/fused %.3fx (%s), "
+                                 "hidden %.1f%% (%.1f..%.1f), plan %s", tag, r->seq, r->heads,
+                                 r->causal, r->peers, r->comm_ratio,
+                                 1.0 + fmin(r->comm_ratio, 1.0 / r->comm_ratio), r->speedup,
+                                 r->speedup >= UP_SPEEDUP_TARGET ? "met" : "below 1.4x",
+                                 r->hidden_pct, r->hidden_lo, r->hidden_hi, r->plan);
+    }
+    return n;
+}
+
+/* The criterion (which = 0) or the fluid test (1) against the piggyback kernel they speak of:
+ * how much of the all-to-all the measured pb run hides where it holds and where it fails. */
+static void summary_criterion(xs_bench_report *rep, const up_row *rows, int nrows, int which)
+{
+    const size_t cap = (size_t)(nrows > 0 ? nrows : 1);
+    double *h[2] = {(double *)malloc(cap * sizeof(double)), (double *)malloc(cap * sizeof(double))};
+    int nh[2] = {0, 0};
+    if (!h[0] || !h[1]) {
+        free(h[0]), free(h[1]);
+        return;
+    }
+    for (int i = 0; i < nrows; i++) {
+        const up_row *r = &rows[i];
+        const int ok = which ? r->crit_fluid_ok : r->criterion_ok;
+        const double d = r->serial.med - r->fa.med;
+        if (ok >= 0 && d > 0 && isfinite(r->pb.med))
+            h[ok][nh[ok]++] = 100.0 * (r->serial.med - r->pb.med) / d;
+    }
+    xs_bench_report_note(rep, "summary: %s: piggyback (pb) hides median %.1f%% of the all-to-all "
+                         "in the %d rows where it holds, %.1f%% in the %d where it fails",
+                         which ? "fluid criterion of runs 5-10" : "criterion",
+                         nh[1] ? xs_median(h[1], (size_t)nh[1]) : NAN, nh[1],
+                         nh[0] ? xs_median(h[0], (size_t)nh[0]) : NAN, nh[0]);
+    free(h[0]), free(h[1]);
+}
+
+/* The plans with couriers (kind 0) or a KV split (1): how many, and each one's figures. */
+static void summary_plans(xs_bench_report *rep, const up_row *rows, int nrows, int kind)
+{
+    int cnt = 0;
+    for (int i = 0; i < nrows; i++)
+        cnt += kind ? rows[i].kv > 0 : rows[i].couriers > 0;
+    xs_bench_report_note(rep, "summary: %s in %d of %d rows' plans", kind ? "KV split"
+                         : "couriers", cnt, nrows);
+    for (int i = 0; i < nrows; i++) {
+        const up_row *r = &rows[i];
+        if (kind ? r->kv <= 0 : r->couriers <= 0)
+            continue;
+        char pace[32] = "";
+        if (!kind)
+            snprintf(pace, sizeof pace, " at %.1f B/ns", r->courier_pace);
+        xs_bench_report_note(rep, "summary:   %s%s: seq %d heads %d causal %d peers %d: fused "
+                             "%.1f us (pred %.1f), fa %.1f, piggyback %.1f, serial %.1f: hidden "
+                             "%.1f%% (%.1f..%.1f), serial/fused %.3fx, comm/compute %.2f",
+                             r->plan, pace, r->seq, r->heads, r->causal, r->peers,
+                             r->fused.med, r->pred_us, r->fa.med, r->pb.med, r->serial.med,
+                             r->hidden_pct, r->hidden_lo, r->hidden_hi, r->speedup,
+                             r->comm_ratio);
+    }
+}
+
+void up_summary(xs_bench_report *rep, const up_row *rows, int nrows)
+{
+    double *sp = (double *)calloc((size_t)(nrows > 0 ? nrows : 1), sizeof(double));
+    int nok = 0, ncrit = 0, ncrit90 = 0, nresh = 0, nresh90 = 0, npb = 0, nerr = 0, npred = 0;
+    int nacc = 0, nacc_met = 0;
+    double worst_err = 0, min_hid_crit = INFINITY, min_hid_resh = INFINITY;
+    double min_tf = INFINITY, max_tf = 0;
+    if (!sp)
+        return;
+    for (int i = 0; i < nrows; i++) {
+        const up_row *r = &rows[i];
+        sp[i] = r->speedup;
+        nok += r->verified;
+        const int reshaped = r->split > 0 || r->order == XS_ATTN_ORDER_EARLY || r->couriers > 0;
+        if (r->criterion_ok == 1) { /* the plan's hiding, whichever member it chose */
+            ncrit++;
+            ncrit90 += r->hidden_pct >= UP_HIDDEN_TARGET;
+            min_hid_crit = fmin(min_hid_crit, r->hidden_pct);
+            npb += !reshaped;
+        } else {
+            nresh++;
+            nresh90 += r->hidden_pct >= UP_HIDDEN_TARGET;
+            min_hid_resh = fmin(min_hid_resh, r->hidden_pct);
+        }
+        if (isfinite(r->pred_err_pct)) {
+            npred++;
+            nerr += fabs(r->pred_err_pct) <= UP_PRED_TOL_PCT;
+            worst_err = fmax(worst_err, fabs(r->pred_err_pct));
+        }
+        min_tf = fmin(min_tf, r->fa_tflops);
+        max_tf = fmax(max_tf, r->fa_tflops);
+    }
+    xs_bench_report_note(rep, "summary: %d rows, %d verified; serial/fused geomean %.3fx", nrows,
+                         nok, xs_geomean(sp, (size_t)nrows));
+    free(sp);
+    /* the speedup target: per group, the shortest swept sequence in the band */
+    nacc = same_size_rows(rep, rows, nrows, 0, "same size", &nacc_met);
+    xs_bench_report_note(rep, "summary: serial/fused >= %.1fx at the shortest sequence where "
+                         "comm/compute is in [%.1f, %.1f]: %d of %d rows", UP_SPEEDUP_TARGET,
+                         UP_SAME_LO, UP_SAME_HI, nacc_met, nacc);
+    int met2 = 0, n2 = same_size_rows(rep, rows, nrows, UP_ISSUE_SEQ0, NULL, &met2);
+    xs_bench_report_note(rep, "summary: the same rule over the issue's sequences only (>= %d): "
+                         "%d of %d rows (groups with no row in the band there have no target)",
+                         UP_ISSUE_SEQ0, met2, n2);
+    xs_bench_report_note(rep, "summary: criterion holds (per-CTA piggyback, fa's tile times): "
+                         "hidden >= 90%% in %d of %d rows (min %.1f%%; plan piggyback in %d of "
+                         "them)%s", ncrit90, ncrit, ncrit ? min_hid_crit : NAN, npb,
+                         ncrit ? "" : ": the criterion holds in no row");
+    for (int i = 0; i < nrows; i++) {
+        const up_row *r = &rows[i];
+        if (r->criterion_ok == 1 && !(r->hidden_pct >= UP_HIDDEN_TARGET))
+            xs_bench_report_note(rep, "summary:   hidden %.1f%% (%.1f..%.1f over repetitions): "
+                                 "seq %d heads %d causal %d peers %d (plan %s, comm/compute "
+                                 "%.2f; fused - fa: slices %.1f us + link %.1f us; piggyback "
+                                 "%.1f us over fa)", r->hidden_pct, r->hidden_lo, r->hidden_hi,
+                                 r->seq, r->heads, r->causal, r->peers, r->plan,
+                                 r->comm_ratio, r->slice_us, r->link_us, r->pb.med - r->fa.med);
+    }
+    xs_bench_report_note(rep, "summary: criterion fails: hidden >= 90%% in %d of %d rows (min "
+                         "%.1f%%)", nresh90, nresh, nresh ? min_hid_resh : NAN);
+    summary_criterion(rep, rows, nrows, 0);
+    summary_criterion(rep, rows, nrows, 1);
+    xs_bench_report_note(rep, "summary: planner's predicted fused time within %.0f%% in %d of %d "
+                         "rows (worst %.1f%%)", UP_PRED_TOL_PCT, nerr, npred, worst_err);
+    for (int i = 0; i < nrows; i++) {
+        const up_row *r = &rows[i];
+        if (isfinite(r->pred_err_pct) && fabs(r->pred_err_pct) > UP_PRED_TOL_PCT)
+            xs_bench_report_note(rep, "summary:   off by %+.1f%%: seq %d heads %d causal %d "
+                                 "peers %d (plan %s, comm/compute %.2f)", r->pred_err_pct,
+                                 r->seq, r->heads, r->causal, r->peers, r->plan,
+                                 r->comm_ratio);
+    }
+    summary_plans(rep, rows, nrows, 0);
+    summary_plans(rep, rows, nrows, 1);
+    xs_bench_report_note(rep, "summary: attention %.1f..%.1f TFLOP/s (scripts/sdpa_ref.py: the "
+                         "reference)", min_tf, max_tf);
+}
+
+void up_header_notes(xs_bench_report *rep, const xs_bench_env *e, const up_opts *o,
+                     const xs_profile *prof, const char *profile_file)
+{
+    if (e->real)
+        xs_bench_report_note(rep, "ulysses group: P = %d real peers: every rank runs the same "
+                             "problem, shard r of its output to GPU (me + r) %% P, into the "
+                             "source's region and flag slot of that GPU's NCCL symmetric window "
+                             "(LSA pointers); serial: attention, then one NCCL group of "
+                             "send/recv; every rank verifies every byte and signal its window "
+                             "received", e->nranks);
+    xs_bench_report_note(rep, "profile: %s R %.4g B/ns, Q %.6g B, Q/producer %.6g B, queue %.6g "
+                         "B, reserve %.6g B, skew %.3g, chunk %.6g B, r %.4g B/ns, o %.4g ns%s; "
+                         "Q(%d) = %.6g B", profile_file ? profile_file : "embedded",
+                         prof->drain_bytes_per_ns, prof->capacity_bytes,
+                         prof->capacity_bytes_per_producer, prof->queue_bytes_per_producer,
+                         prof->reserve_bytes_per_producer, prof->arbitration_skew,
+                         prof->chunk_bytes, prof->issue_bytes_per_ns, prof->issue_overhead_ns,
+                         prof->provisional ? " (provisional)" : "", e->gi.sm_count,
+                         xs_capacity(prof, e->gi.sm_count));
+    if (o->slice_ns > 0)
+        xs_bench_report_note(rep, "model: %.4g ns per output slice of the busiest CTA "
+                             "(--slice-ns: the kernel's own cost of a split)", o->slice_ns);
+    const double ld = prof->drain_under_load_bytes_per_ns;
+    if (ld > 0)
+        xs_bench_report_note(rep, "model: the fused kernel's stores drain at %.4g B/ns (the "
+                             "profile's drain_under_load_bytes_per_ns: stores under L2 load), "
+                             "%.3f x R", ld, ld / prof->drain_bytes_per_ns);
+    xs_bench_report_note(rep, "layout [seq, heads, 128] bf16; BLOCK_M %d, BLOCK_N %d, %d warps, "
+                         "persistent grid = min(tiles, %d SMs); tolerance %.0e + %.0e|ref|",
+                         XS_ATTN_BM, XS_ATTN_BN, XS_ATTN_WARPS, e->gi.sm_count, UP_ATOL,
+                         UP_RTOL);
+    if (o->couriers != 0) {
+        char who[64];
+        if (o->couriers < 0)
+            snprintf(who, sizeof who, "C = 4 and 8 in the planner's family");
+        else
+            snprintf(who, sizeof who, "C = %d forced", o->couriers);
+        xs_bench_report_note(rep, "couriers: %s, paced at %.2f x R = %.1f B/ns in all (0: "
+                             "unpaced); staged in a buffer apart from O (docs/UP.md "
+                             "\"Couriers\")", who, o->courier_pace,
+                             o->courier_pace * prof->drain_bytes_per_ns);
+    }
+    xs_bench_report_note(rep, "times: median of %d repetitions after %d warm-up, one of each "
+                         "variant per repetition (ls, fa, serial, pb, fused); fa/serial/pb/"
+                         "fused_us: in-kernel spans (%%globaltimer, serial plus its copies' "
+                         "event time); fa_evt_us, pb_vis_us, fused_vis_us: events; spread = "
+                         "(max - min) / median", e->c->b.iters, e->c->b.warmup);
+}
+
