@@ -188,11 +188,8 @@ static int xs_mrun_flush(xs_mrun *u, int p, int wait)
         r->st0_ns = g->t_now;
     }
     u->flushing[p] = u->sq_task[e];
-    const int bi = xs_msim_burst(g, p, rem, rem, 1.0 / g->r, -1);
-    if (bi < 0)
-        return 1;
     z->state = XS_P_BURST;
-    xs_msim_start(g, p, bi, g->t_now);
+    xs_msim_start(g, p, rem, rem, 1.0 / g->r, -1, g->t_now);
     return 1;
 }
 
@@ -287,11 +284,8 @@ static void xs_mrun_burst(xs_mrun *u, int p)
                         z->rem * u->pace_ns_per_byte;
     }
     const double ns_per_byte = (z->rem / g->r + (z->tot - z->rem) / g->r_local) / z->tot;
-    const int bi = xs_msim_burst(g, p, z->tot, z->rem, ns_per_byte, -1);
-    if (bi < 0)
-        return;
     z->state = XS_P_BURST;
-    xs_msim_start(g, p, bi, g->t_now);
+    xs_msim_start(g, p, z->tot, z->rem, ns_per_byte, -1, g->t_now);
 }
 
 static void xs_mrun_free(xs_mrun *u)
@@ -487,7 +481,8 @@ static xs_status xs_mrun_run(xs_mrun *u, int np, double *end)
     int stuck = 0;
     for (int p = 0; p < np; p++)
         stuck += g->pr[p].state != XS_P_DONE;
-    *end = u->end > g->d_last ? u->end : g->d_last;
+    const double d_last = xs_msim_d_last(g);
+    *end = u->end > d_last ? u->end : d_last;
     if (g->oom)
         return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
     if (stalled)
@@ -527,8 +522,7 @@ xs_status xs_moe_predict_tasks(const xs_moe_problem *pb, const xs_moe_task *task
             return xs_seterr(XS_ENOMEM, "moe model: out of host memory");
     }
     xs_msim g;
-    xs_status st = xs_msim_init(&g, pf, link ? mm : &none, np, pb->nrb * pb->l2_per_rb + 1,
-                                c->local_issue_bytes_per_ns);
+    xs_status st = xs_msim_init(&g, pf, link ? mm : &none, np, 0, c->local_issue_bytes_per_ns);
     if (st != XS_OK) {
         free(own_trace);
         return st;

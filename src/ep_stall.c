@@ -89,22 +89,28 @@ static int xs_stall_order(const xs_moe_tile *t, int n, int *order)
     return nb;
 }
 
-/* Replay the bursts order[0..nb) (each starts at its measured first store) on g; bof[j]: the
- * engine's burst of order[j]. */
-static xs_status xs_stall_replay(xs_msim *g, const xs_moe_tile *t, const int *order, int nb,
-                                 int *bof)
+/* The stream of task u's burst: *tot bytes, *rem of them remote, *npb ns per byte to issue. */
+static void xs_stall_stream(const xs_msim *g, const xs_moe_tile *u, double *tot, double *rem,
+                            double *npb)
 {
+    *rem = u->remote_bytes;
+    *tot = u->total_bytes > *rem ? u->total_bytes : *rem;
+    *npb = (*rem / g->r + (*tot - *rem) / g->r_local) / *tot;
+}
+
+/* Replay the bursts order[0..nb) (each starts at its measured first store) on g; the window of
+ * order[j] is g->w0[j], g->w1[j]. */
+static xs_status xs_stall_replay(xs_msim *g, const xs_moe_tile *t, const int *order, int nb)
+{
+    double chunks = 0;
     for (int j = 0; j < nb; j++) {
         const xs_moe_tile *u = &t[order[j]];
-        const double rem = u->remote_bytes, tot = u->total_bytes > rem ? u->total_bytes : rem;
-        const double npb = (rem / g->r + (tot - rem) / g->r_local) / tot;
-        bof[j] = xs_msim_burst(g, u->cta, tot, rem, npb, order[j]);
+        double tot, rem, npb;
+        xs_stall_stream(g, u, &tot, &rem, &npb);
+        chunks += (double)(int64_t)ceil(tot / g->c);
         if (xs_evheap_push(&g->pev, (xs_ev){u->st0_ns, 0, j}))
             g->oom = 1;
     }
-    double chunks = 0;
-    for (int j = 0; j < g->nb; j++)
-        chunks += (double)g->b[j].nch;
     const double max_events = 16.0 * (chunks + nb) + 1e6; /* as in xs_moe_predict_tasks */
     double events = 0;
     int stalled = 0;
@@ -120,7 +126,9 @@ static xs_status xs_stall_replay(xs_msim *g, const xs_moe_tile *t, const int *or
         if (tp <= ts) {
             xs_msim_advance(g, tp);
             xs_ev e = xs_evheap_pop(&g->pev);
-            xs_msim_start(g, t[order[e.p]].cta, bof[e.p], e.t);
+            double tot, rem, npb;
+            xs_stall_stream(g, &t[order[e.p]], &tot, &rem, &npb);
+            xs_msim_start(g, t[order[e.p]].cta, tot, rem, npb, e.p, e.t);
         } else {
             xs_msim_advance(g, ts);
             xs_msim_stage_accept(g, ts);
@@ -136,19 +144,18 @@ static xs_status xs_stall_replay(xs_msim *g, const xs_moe_tile *t, const int *or
 
 /* The issue side: predicted window vs measured span, both minus T_iss0. e1..e3: [nb] scratch. */
 static xs_status xs_stall_issue(const xs_msim *g, const xs_moe_tile *t, const int *order,
-                                const int *bof, int nb, const xs_profile *pf,
+                                int nb, const xs_profile *pf,
                                 double local_bytes_per_ns, double *e1, double *e2, double *e3,
                                 xs_moe_stall *out, double *pred_span)
 {
     int ne = 0;
     for (int j = 0; j < nb; j++) {
-        const xs_burst *b = &g->b[bof[j]];
         const xs_moe_tile *u = &t[order[j]];
-        if (isnan(b->end))
+        if (isnan(g->w1[j]))
             return xs_seterr(XS_ERANGE, "moe model: the burst of task %d never completed",
                              order[j]);
         const double t0 = xs_moe_tile_t0(pf, u->remote_bytes, u->total_bytes, local_bytes_per_ns);
-        const double pred = b->end - b->t0, meas = u->st1_ns - u->st0_ns;
+        const double pred = g->w1[j] - g->w0[j], meas = u->st1_ns - u->st0_ns;
         if (pred_span)
             pred_span[order[j]] = pred;
         e1[ne] = meas - t0;
@@ -229,25 +236,22 @@ xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *pf
         nb += t[i].cta >= 0 && t[i].kind == 2 && t[i].remote_bytes > 0;
     }
     xs_msim g;
-    XS_TRY(xs_msim_init(&g, pf, mm, np, nb + 1, local_bytes_per_ns));
+    XS_TRY(xs_msim_init(&g, pf, mm, np, nb, local_bytes_per_ns));
     g.record_blocked = 1;
     int *order = malloc(sizeof(int) * (size_t)(nb + 1));
-    int *bof = malloc(sizeof(int) * (size_t)(nb + 1)); /* burst -> task */
     double *e1 = malloc(sizeof(double) * (size_t)(n + 1));
     double *e2 = malloc(sizeof(double) * (size_t)(n + 1));
     double *e3 = malloc(sizeof(double) * (size_t)(n + 1));
     xs_status st = XS_OK;
-    if (!order || !bof || !e1 || !e2 || !e3 || xs_stall_order(t, n, order) < 0)
+    if (!order || !e1 || !e2 || !e3 || xs_stall_order(t, n, order) < 0)
         st = xs_seterr(XS_ENOMEM, "moe model: out of host memory");
     if (st == XS_OK)
-        st = xs_stall_replay(&g, t, order, nb, bof);
+        st = xs_stall_replay(&g, t, order, nb);
     if (st == XS_OK)
-        st = xs_stall_issue(&g, t, order, bof, nb, pf, local_bytes_per_ns, e1, e2, e3, out,
-                            pred_span);
+        st = xs_stall_issue(&g, t, order, nb, pf, local_bytes_per_ns, e1, e2, e3, out, pred_span);
     if (st == XS_OK)
         st = xs_stall_mma(&g, t, n, ref, nref, e1, e2, e3, out, pred_mma);
     free(order);
-    free(bof);
     free(e1);
     free(e2);
     free(e3);

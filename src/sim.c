@@ -18,11 +18,16 @@
  *
  * State of the FIFO server: the departure time of the last accepted byte (d_last). The backlog at
  * time t is R * max(0, d_last - t), so admission and drain need no per-chunk queue.
+ *
+ * The engine is incremental (src/engine.h): programs hand it bursts through a take callback, and
+ * a driver steps it. xs_simulate_programs is one driver (its program walks the schedule's rows,
+ * with sync barriers); the EP model (src/ep_sim.c) is the other.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "evheap.h"
 #include "xstage.h"
 
@@ -35,23 +40,39 @@ static int by_then(double t, double now)
     return t <= now || fabs(t - now) <= 1e-12 * fmax(fabs(t), fabs(now));
 }
 
+
+/* A burst a producer's program started, queued until its window has closed and its chunks have
+ * been offered. */
 typedef struct {
-    /* program side: the row whose issue end is awaited, or the barrier */
-    int prow;           /* program row (nrows: finished) */
-    int64_t plast;      /* index of prow's last chunk (prow active and issuing) */
-    int pwait;          /* 1 while prow's issue end is not yet known */
+    double t0;          /* start, before the issue overhead (ns) */
+    double tot;         /* bytes of its stream */
+    double stage;       /* of them through the stage (< 0: all) */
+    double npb;         /* issue ns per byte of the stream (< 0: 1 / r) */
+    double gap;         /* the program's work after its issue ends (ns) */
+    int64_t last;       /* index of its last chunk */
+    int task;           /* the program's index */
+} qburst;
+
+typedef struct {
+    /* started bursts by sequence number: bq[seq & (bcap - 1)] for the live ones */
+    qburst *bq;
+    int64_t bcap;       /* a power of two */
+    int bq_own;         /* 1 once bq is its own allocation (else in the engine's qblock) */
+    int64_t nstart;     /* bursts started */
+    int64_t bst;        /* the oldest whose window is open (nstart: none) */
     int64_t assigned;   /* chunks handed to the queue so far (indices 0..assigned-1) */
     /* offer side: the chunk at the head of the queue */
-    int orow;           /* row of the chunk being offered (-1 before the first) */
-    int64_t orem;       /* bytes of orow not yet offered */
+    int64_t ob;         /* burst of the chunk being offered (-1 before the first) */
+    double orem;        /* stream bytes of ob not yet offered */
     int64_t oidx;       /* index of the chunk being offered */
-    int64_t pending;    /* its size */
-    int owait;          /* 1 when the next chunk's row has not been started by the program */
+    double pending;     /* its stream bytes */
+    double pstage;      /* of them through the stage */
+    int owait;          /* 1 when no chunk is offered (none started, or tandem: none buffered) */
     int64_t accepted;   /* chunks accepted so far */
     double in_t;        /* when the pending chunk entered the store queue (traces) */
     /* tandem queues only: the stream into the producer's own buffer, ahead of the offer side */
-    int srow;           /* row of the last chunk streamed into the buffer (-1 before) */
-    int64_t srem;       /* bytes of srow not yet streamed */
+    int64_t sb;         /* burst of the last chunk streamed into the buffer (-1 before) */
+    double srem;        /* bytes of sb not yet streamed */
     int64_t known;      /* chunks entirely in the buffer (or beyond) so far */
     double s_prev;      /* when the last of them was entirely in the buffer */
     double *qa;         /* stage acceptance times of its last nbuf chunks: qa[idx % nbuf] */
@@ -199,25 +220,25 @@ static double room_time(double Q, double loss, double loss_ns, double t_fill, do
 
 /* ---- the engine ------------------------------------------------------------------------------
  *
- * One simulation is an xs_engine: the inputs, the profile's numbers in the units the engine uses,
- * the producers and the stage. Its steps are plain functions of it:
- *   engine_init      size and allocate (every limit is checked before anything is allocated)
- *   program_start    a producer's program starts a row, skips idle rows or reaches a barrier
+ * One simulation is an xs_engine: the profile's numbers in the units the engine uses, the
+ * producers and the stage. Its steps are plain functions of it:
+ *   xs_engine_open   size and allocate
+ *   program_start    a producer's program hands over its next burst (take), or waits
  *   stream_buffer    tandem queues: chunks stream from the store queue into the producer's buffer
  *   offer_next       the producer offers the head of its queue (or buffer) to the stage
  *   settle           a burst's issue ends once its last chunk is in the queue; the program goes on
- *   release_barrier  sync: every producer reached the barrier; release them together
- *   accept_next      the stage accepts the next chunk (or holds it at the producer's cap)
- *   engine_finish    the result; engine_free releases everything else
- * Rows (the schedule's, or per-producer programs) are read only through row_bytes, row_gap and
- * row_active; the stage side (accept_next, admit) sees producers and chunks, never rows. */
+ *   xs_engine_next_ns / xs_engine_step   the stage accepts the next chunk (or holds it at the
+ *                    producer's cap)
+ * The stage side (accept, admit) sees producers and chunks; programs are seen only through
+ * take and closed. */
 
-typedef struct {
-    /* inputs */
+enum { QB_FIRST = 4 }; /* bursts a producer's queue holds before it grows (a power of two) */
+
+struct xs_engine {
     const xs_profile *pf;
-    const xs_schedule *s;
-    const xs_programs *pg; /* NULL: every producer of a row runs the row's burst and gap */
-    const xs_sim_opts *o;
+    xs_engine_program prog;
+    const xs_sim_opts *so; /* trace and backlog record (never NULL) */
+    int ep;                /* the EP kernel's stage rules (xs_engine_opts.ep_stage) */
     /* the profile, in the engine's terms */
     double r, R;           /* issue rate of one producer, drain rate of the stage (bytes/ns) */
     double oh;             /* issue overhead of one burst (ns) */
@@ -227,203 +248,187 @@ typedef struct {
     int track_drain;       /* the reserve leaves when its bytes are within hold_ns of drained */
     double hold_ns;        /* f*Q/R: how long before its last byte drains the reserve leaves */
     double loss, loss_ns;  /* overflow loss: share of Q lost and over how long (ns) */
-    double row_start;      /* set-up before each later row (ns) */
-    int64_t chunk;         /* acceptance granularity (bytes, >= 1) */
-    int np;                /* producers: the schedule's widest row */
-    int ring_m, nring;     /* per-producer cap: chunks outstanding, producers that need a ring */
+    double c;              /* acceptance granularity (bytes, a whole number >= 1) */
+    int tail_share;        /* a short last chunk ends its window at its share of the step */
+    int np;                /* producers */
+    int ring_m, nring;     /* per-producer cap: chunks outstanding, producers that have a ring */
     int q, qr;             /* store queue (chunks); size of each producer's acc ring (q + 2) */
     int nbuf, tandem;      /* tandem queues: each producer's own buffer (chunks); nbuf > 0 */
     int held_cap;          /* capacity of held, stale entries included */
     /* producers and their storage */
     producer *pr;          /* [np] */
     double *rings, *accs, *bufs; /* backing arrays of pr[].ring, .acc, .qa/.rdy/.inq */
-    double *arrive;        /* [np] sync: when each producer reached the barrier (ns) */
-    double *win0, *win1;   /* the result's windows: start and end of (row, producer) (ns) */
+    qburst *qblock;        /* [np * QB_FIRST] each producer's first burst queue */
     /* the stage */
     xs_evheap future;      /* chunks not yet ready, by ready time (t) */
     xs_evheap eligible;    /* ready chunks contending, by start tag (t) then ready time (t2) */
     xs_evheap held;        /* reserve releases: when each holder's reserve leaves (t) */
     int n_out;             /* producers holding a reserve */
     double d_last;         /* departure time of the last accepted byte (ns) */
-    double t_now;          /* the last acceptance (ns) */
+    double t_now;          /* the last acceptance, or with ep the driver's clock (ns) */
+    double t_next;         /* the acceptance xs_engine_next_ns found (ns) */
     double vtime;          /* fair queueing: the start tag of the last accepted chunk */
     int overflowed;        /* the stage has refused a ready chunk and not yet run empty */
     double t_fill;         /* the first refusal of the current overflow (ns) */
     double peak;           /* largest backlog (bytes) */
-    double makespan;       /* the latest end of a producer's work (ns) */
     sampler smp;           /* backlog record */
-    int arrived;           /* sync: producers at the barrier */
-    int barrier_row;       /* sync: the row the last barrier released */
-} xs_engine;
+    int oom;               /* a burst queue could not grow */
+};
 
-/* A producer's bytes and work in a row: its program's, or the row's (every producer of the row
- * alike). A producer takes part in a row when the row names it and, with programs, when its
- * program stores something there. */
-static int64_t row_bytes(const xs_engine *e, int row, int p)
+/* Whether time t has come by time now: exactly, or within one instant (by_then). */
+static int reached(const xs_engine *e, double t, double now)
 {
-    return e->pg ? e->pg->bytes[(size_t)row * (size_t)e->pg->producers + (size_t)p]
-                 : e->s->rows[row].bytes_per_producer;
+    return e->ep ? t <= now : by_then(t, now);
 }
 
-static double row_gap(const xs_engine *e, int row, int p)
+static qburst *qb(const producer *y, int64_t seq)
 {
-    return e->pg ? e->pg->gap_ns[(size_t)row * (size_t)e->pg->producers + (size_t)p]
-                 : e->s->rows[row].gap_ns;
+    return &y->bq[seq & (y->bcap - 1)];
 }
 
-static int row_active(const xs_engine *e, int row, int p)
+/* The issue time of `bytes` of burst u's stream (ns). */
+static double issue_ns(const xs_engine *e, const qburst *u, double bytes)
 {
-    return p < e->s->rows[row].producers && (!e->pg || row_bytes(e, row, p) > 0);
+    return u->npb < 0 ? bytes / e->r : bytes * u->npb;
 }
 
-static int64_t row_chunks(const xs_engine *e, int row, int p)
+/* Append a started burst to producer p's queue; 0, or -1 when out of memory. Bursts before the
+ * oldest one still offered, streamed or open are dropped. */
+static int burst_push(xs_engine *e, int p, const xs_engine_burst *b)
 {
-    return (row_bytes(e, row, p) + e->chunk - 1) / e->chunk;
-}
-
-static size_t win_at(const xs_engine *e, int row, int p) /* index into win0 / win1 */
-{
-    return (size_t)row * e->np + p;
-}
-
-static xs_status check_programs(const xs_schedule *s, const xs_programs *pg)
-{
-    const int w = xs_schedule_max_producers(s);
-    if (pg->producers < w || !pg->bytes || !pg->gap_ns)
-        return xs_seterr(XS_EINVAL, "programs: %d producers given for a schedule of %d, or "
-                         "no arrays", pg->producers, w);
-    for (int i = 0; i < s->nrows; i++)
-        for (int p = 0; p < pg->producers; p++) {
-            const size_t at = (size_t)i * (size_t)pg->producers + (size_t)p;
-            const int64_t b = pg->bytes[at];
-            const double g = pg->gap_ns[at];
-            if (b < 0 || b > XS_MAX_BYTES_PER_PRODUCER || !(g >= 0) || g > XS_MAX_GAP_NS)
-                return xs_seterr(XS_EINVAL, "programs: row %d, producer %d: %lld bytes, gap "
-                                 "%g ns out of range", i, p, (long long)b, g);
+    producer *y = &e->pr[p];
+    int64_t lo = y->bst;
+    if (y->ob < lo)
+        lo = y->ob < 0 ? 0 : y->ob;
+    if (e->tandem && y->sb < lo)
+        lo = y->sb < 0 ? 0 : y->sb;
+    if (y->nstart - lo >= y->bcap) {
+        const int64_t nc = 2 * y->bcap;
+        qburst *nq = malloc((size_t)nc * sizeof *nq);
+        if (!nq) {
+            e->oom = 1;
+            return -1;
         }
-    return XS_OK;
+        for (int64_t s = lo; s < y->nstart; s++)
+            nq[s & (nc - 1)] = *qb(y, s);
+        if (y->bq_own)
+            free(y->bq);
+        y->bq = nq;
+        y->bq_own = 1;
+        y->bcap = nc;
+    }
+    const int64_t nch = (int64_t)ceil(b->bytes / e->c);
+    qburst *u = qb(y, y->nstart);
+    *u = (qburst){b->start_ns, b->bytes, b->stage_bytes, b->ns_per_byte, b->gap_ns,
+                  y->assigned + nch - 1, b->task};
+    y->assigned += nch;
+    y->nstart++;
+    return 0;
 }
 
-/* The per-producer cap: a producer with m chunks outstanding waits for the oldest of them to
- * drain, which takes a ring of its last m departure times. Rows take producers 0..K-1, so the
- * chunks a producer offers over the schedule fall with its index, and one that offers at most m
- * is never held and needs no ring: only producers 0..nring-1 get one (a cap of 1e15 bytes, or
- * 65536 producers of which a few store much, must not allocate m rings each). With programs the
- * chunks need not fall with the index: every producer up to the last one that offers more than m
- * gets a ring. Sets e->ring_m and e->nring. */
-static xs_status size_rings(xs_engine *e)
+void xs_engine_close(xs_engine *e, xs_result *out)
 {
-    const xs_profile *pf = e->pf;
-    e->ring_m = e->nring = 0;
-    if (!(pf->capacity_bytes_per_producer > 0))
-        return XS_OK;
-    /* the cap limits a producer's share of Q; its reserve comes on top of it */
-    double m = floor((pf->capacity_bytes_per_producer + pf->reserve_bytes_per_producer) /
-                     (double)e->chunk);
-    if (m < 1)
-        m = 1;
-    double *offered = calloc((size_t)e->np, sizeof *offered); /* by producer p */
-    if (!offered)
-        return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", e->np);
-    for (int i = 0; i < e->s->nrows; i++)
-        for (int p = 0; p < e->s->rows[i].producers; p++)
-            offered[p] += ceil((double)row_bytes(e, i, p) / (double)e->chunk);
-    int nring = 0;
-    for (int p = e->np - 1; p >= 0 && !nring; p--)
-        if (offered[p] > m)
-            nring = p + 1;
-    free(offered);
-    if (nring && m * nring > (double)(1 << 28))
-        return xs_seterr(XS_ERANGE, "%d producers x a per-producer cap of %.0f chunks: too "
-                         "many outstanding chunks to track (at most 2^28; raise chunk_bytes "
-                         "with --set)", nring, m);
-    e->nring = nring;
-    if (nring)
-        e->ring_m = (int)m; /* < total <= 2^31 */
-    return XS_OK;
-}
-
-/* The engine's numbers and sizes from the profile and the rows; no allocation but the cap's
- * count. Fails with XS_ERANGE when the work or the state would be too large. */
-static xs_status engine_size(xs_engine *e)
-{
-    const xs_profile *pf = e->pf;
-    const xs_schedule *s = e->s;
-    e->r = pf->issue_bytes_per_ns;
-    e->R = pf->drain_bytes_per_ns;
-    e->oh = pf->issue_overhead_ns;
-    e->Q = pf->capacity_bytes;
-    e->reserve = pf->reserve_bytes_per_producer;
-    /* When a producer's reserve leaves the stage (docs/MODEL.md, event model step 4):
-     * reserve_release = 1: when it has nothing left to offer (its bytes stay in the backlog);
-     * otherwise when its last accepted byte is within f*Q of the drain head, f =
-     * reserve_shared_fraction (0: when drained; 1: when its bytes have left a buffer of its own
-     * for a shared one of size Q) */
-    e->release_at_issue = pf->reserve_release == 1;
-    e->hold_ns = pf->reserve_shared_fraction * e->Q / e->R;
-    e->loss = pf->overflow_capacity_loss;
-    e->loss_ns = pf->overflow_loss_ns;
-    e->row_start = pf->row_start_ns;
-    e->chunk = (int64_t)pf->chunk_bytes > 0 ? (int64_t)pf->chunk_bytes : 1;
-    e->np = xs_schedule_max_producers(s);
-
-    /* how much work: chunks offered in total */
-    double nchunks = 0;
-    for (int i = 0; i < s->nrows; i++)
-        if (!e->pg)
-            nchunks += (double)s->rows[i].producers *
-                       ceil((double)s->rows[i].bytes_per_producer / (double)e->chunk);
-        else
-            for (int p = 0; p < s->rows[i].producers; p++)
-                nchunks += ceil((double)row_bytes(e, i, p) / (double)e->chunk);
-    if (nchunks > 2147483647.0)
-        return xs_seterr(XS_ERANGE, "schedule offers %.3g chunks of %lld bytes; the simulation "
-                         "handles at most 2^31 (raise chunk_bytes with --set)", nchunks,
-                         (long long)e->chunk);
-    XS_TRY(size_rings(e));
-
-    /* the producer's queue, in whole chunks */
-    e->q = (int)floor(pf->queue_bytes_per_producer / (double)e->chunk);
-    e->qr = e->q + 2; /* acc ring: the last q+1 chunks and the one before them (settle) */
-    if ((double)e->np * e->qr > (double)(1 << 28))
-        return xs_seterr(XS_ERANGE, "%d producers x a queue of %d chunks: too much state (raise "
-                         "chunk_bytes with --set)", e->np, e->q);
-
-    /* tandem queues: the producer's own buffer, in whole chunks (0: none, the earlier model) */
-    e->nbuf = (int)fmin(floor(pf->buffer_bytes_per_producer / (double)e->chunk), 1 << 28);
-    e->tandem = e->nbuf > 0;
-    if (e->tandem && (double)e->np * 3 * e->nbuf > (double)(1 << 28))
-        return xs_seterr(XS_ERANGE, "%d producers x a buffer of %d chunks: too much state (raise "
-                         "chunk_bytes with --set)", e->np, e->nbuf);
-    e->track_drain = e->reserve > 0 && !e->release_at_issue;
-    e->held_cap = 4 * e->np + 16; /* producers' drain times (reserve), with stale entries */
-    return XS_OK;
-}
-
-static void engine_free(xs_engine *e)
-{
+    if (!e)
+        return;
+    if (out) {
+        out->peak_backlog_bytes = e->peak;
+        if (e->so->record_backlog) {
+            out->backlog = e->smp.a;
+            out->nbacklog = e->smp.n;
+            e->smp.a = NULL;
+        }
+    }
+    for (int p = 0; e->pr && p < e->np; p++)
+        if (e->pr[p].bq_own)
+            free(e->pr[p].bq);
     free(e->pr);
+    free(e->qblock);
     xs_evheap_free(&e->future);
     xs_evheap_free(&e->eligible);
     xs_evheap_free(&e->held);
     free(e->rings);
     free(e->accs);
     free(e->bufs);
-    free(e->arrive);
     free(e->smp.a);
-    e->pr = NULL;
-    e->rings = e->accs = e->bufs = e->arrive = NULL;
-    e->smp.a = NULL;
+    free(e);
 }
 
-/* Allocate the producers and the stage for a sized engine and the result's windows in *out.
- * On failure everything is released, *out included. */
-static xs_status engine_init(xs_engine *e, xs_result *out)
+/* The engine's numbers from the profile (see xs_engine_opts for the EP kernel's rules). Fails
+ * with XS_ERANGE when the state would be too large. */
+static xs_status engine_size(xs_engine *e, const xs_engine_opts *o)
 {
-    const int np = e->np;
-    XS_TRY(xs_result_alloc(out, e->s->nrows, np, 1));
-    e->win0 = out->win_start;
-    e->win1 = out->win_end;
+    const xs_profile *pf = e->pf;
+    e->r = pf->issue_bytes_per_ns;
+    e->R = pf->drain_bytes_per_ns;
+    e->oh = pf->issue_overhead_ns;
+    e->Q = pf->capacity_bytes;
+    e->c = pf->chunk_bytes >= 1 ? floor(pf->chunk_bytes) : 1;
+    e->q = (int)floor((pf->queue_bytes_per_producer > 0 ? pf->queue_bytes_per_producer : 0) /
+                      e->c);
+    e->qr = e->q + 2; /* acc ring: the last q+1 chunks and the one before them (settle) */
+    if ((double)e->np * e->qr > (double)(1 << 28))
+        return xs_seterr(XS_ERANGE, "%d producers x a queue of %d chunks: too much state (raise "
+                         "chunk_bytes with --set)", e->np, e->q);
+    if (e->ep) {
+        /* the tandem buffer counts as reserve: it keeps the capacity a producer's bursts see
+         * (Q plus its own bytes) where the fit put it */
+        e->reserve = (pf->reserve_bytes_per_producer > 0 ? pf->reserve_bytes_per_producer : 0) +
+                     (pf->buffer_bytes_per_producer > 0 ? pf->buffer_bytes_per_producer : 0);
+        e->track_drain = e->reserve > 0;
+        e->t_now = 0;
+    } else {
+        e->reserve = pf->reserve_bytes_per_producer;
+        /* When a producer's reserve leaves the stage (docs/MODEL.md, event model step 4):
+         * reserve_release = 1: when it has nothing left to offer (its bytes stay in the
+         * backlog); otherwise when its last accepted byte is within f*Q of the drain head, f =
+         * reserve_shared_fraction (0: when drained; 1: when its bytes have left a buffer of its
+         * own for a shared one of size Q) */
+        e->release_at_issue = pf->reserve_release == 1;
+        e->hold_ns = pf->reserve_shared_fraction * e->Q / e->R;
+        e->loss = pf->overflow_capacity_loss;
+        e->loss_ns = pf->overflow_loss_ns;
+        e->tail_share = 1;
+        /* tandem queues: the producer's own buffer, in whole chunks (0: none) */
+        e->nbuf = (int)fmin(floor(pf->buffer_bytes_per_producer / e->c), 1 << 28);
+        e->tandem = e->nbuf > 0;
+        if (e->tandem && (double)e->np * 3 * e->nbuf > (double)(1 << 28))
+            return xs_seterr(XS_ERANGE, "%d producers x a buffer of %d chunks: too much state "
+                             "(raise chunk_bytes with --set)", e->np, e->nbuf);
+        e->track_drain = e->reserve > 0 && !e->release_at_issue;
+        e->t_now = -INFINITY;
+    }
+    e->nring = o->nring < 0 ? e->np : o->nring;
+    if (pf->capacity_bytes_per_producer > 0 && e->nring > 0) {
+        /* the cap limits a producer's share of Q; its reserve comes on top of it */
+        double m = floor((pf->capacity_bytes_per_producer + e->reserve) / e->c);
+        m = m < 1 ? 1 : e->ep && m > 1e6 ? 1e6 : m;
+        e->ring_m = (int)m;
+    } else {
+        e->nring = 0;
+    }
+    e->held_cap = 4 * e->np + 16; /* producers' drain times (reserve), with stale entries */
+    return XS_OK;
+}
+
+xs_status xs_engine_open(const xs_profile *pf, int np, const xs_engine_program *prog,
+                         const xs_engine_opts *opts, xs_engine **out)
+{
+    static const xs_sim_opts no_sim = {0};
+    *out = NULL;
+    XS_TRY(xs_profile_check(pf, "profile"));
+    xs_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", np);
+    e->pf = pf;
+    e->prog = *prog;
+    e->so = opts->sim ? opts->sim : &no_sim;
+    e->ep = opts->ep_stage;
+    e->np = np;
+    xs_status st = engine_size(e, opts);
+    if (st != XS_OK) {
+        free(e);
+        return st;
+    }
     e->pr = calloc((size_t)np, sizeof *e->pr);
     /* each producer has at most one chunk in future or eligible, and held is compacted when it
      * fills: the heaps never grow, so their pushes cannot fail */
@@ -433,32 +438,32 @@ static xs_status engine_init(xs_engine *e, xs_result *out)
     if (e->nring)
         e->rings = malloc((size_t)e->nring * (size_t)e->ring_m * sizeof(double));
     e->accs = malloc((size_t)np * (size_t)e->qr * sizeof(double));
+    e->qblock = malloc((size_t)np * QB_FIRST * sizeof *e->qblock);
     if (e->tandem)
         e->bufs = malloc((size_t)np * 3 * (size_t)e->nbuf * sizeof(double));
-    if (e->o->sync)
-        e->arrive = malloc((size_t)np * sizeof(double));
-    if (e->o->record_backlog) {
-        e->smp.cap = e->o->max_samples ? e->o->max_samples : 100000;
+    if (e->so->record_backlog) {
+        e->smp.cap = e->so->max_samples ? e->so->max_samples : 100000;
         if (e->smp.cap < 2)
             e->smp.cap = 2;
         e->smp.a = malloc(e->smp.cap * sizeof *e->smp.a);
         e->smp.stride = 1;
     }
-    if (!e->pr || !heaps_ok || (e->nring && !e->rings) || !e->accs || (e->tandem && !e->bufs) ||
-        (e->o->sync && !e->arrive) || (e->o->record_backlog && !e->smp.a)) {
-        engine_free(e);
-        xs_result_free(out);
+    if (!e->pr || !heaps_ok || (e->nring && !e->rings) || !e->accs || !e->qblock ||
+        (e->tandem && !e->bufs) ||
+        (e->so->record_backlog && !e->smp.a)) {
+        xs_engine_close(e, NULL);
         return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", np);
     }
     for (int p = 0; p < np; p++) {
         producer *z = &e->pr[p];
         z->ring = p < e->nring ? e->rings + (size_t)p * e->ring_m : NULL;
         z->acc = e->accs + (size_t)p * e->qr;
-        z->orow = -1;
+        z->bq = e->qblock + (size_t)p * QB_FIRST;
+        z->bcap = QB_FIRST;
+        z->ob = z->sb = -1;
         z->owait = 1;
         z->a_prev = -INFINITY;
-        z->weight = xs_arbitration_weight(e->pf, p);
-        z->srow = -1;
+        z->weight = xs_arbitration_weight(pf, p);
         z->s_prev = -INFINITY;
         if (e->tandem) {
             z->qa = e->bufs + (size_t)p * 3 * e->nbuf;
@@ -466,24 +471,11 @@ static xs_status engine_init(xs_engine *e, xs_result *out)
             z->inq = z->rdy + e->nbuf;
         }
     }
-    e->d_last = e->peak = e->makespan = e->vtime = 0;
-    e->t_now = -INFINITY;
+    *out = e;
     return XS_OK;
 }
 
-/* The first row after `after` in which producer p takes part and whose burst its program has
- * started; -1 when there is none (yet). */
-static int next_started_row(const xs_engine *e, int p, int after)
-{
-    int row = after + 1;
-    while (row < e->s->nrows && !row_active(e, row, p))
-        row++;
-    if (row >= e->s->nrows || isnan(e->win0[win_at(e, row, p)]))
-        return -1; /* no more chunks, or the program has not started that row */
-    return row;
-}
-
-/* Offer the next chunk of producer p (the head of its queue) to the stage, if its row has
+/* Offer the next chunk of producer p (the head of its queue) to the stage, if its burst has
  * started: it joins the future heap at its ready time. Sets owait when there is none. */
 static void offer_next(xs_engine *e, int p)
 {
@@ -492,18 +484,22 @@ static void offer_next(xs_engine *e, int p)
         z->owait = 1; /* tandem: the next chunk is not in the buffer yet */
         return;
     }
-    if (z->orem == 0) {
-        const int row = next_started_row(e, p, z->orow);
-        if (row < 0) {
-            z->owait = 1;
+    if (!(z->orem > 0)) {
+        if (z->ob + 1 >= z->nstart) {
+            z->owait = 1; /* no more chunks, or the program has not started that burst */
             return;
         }
-        z->orow = row;
-        z->orem = row_bytes(e, row, p);
+        z->ob++;
+        z->orem = qb(z, z->ob)->tot;
     }
+    const qburst *u = qb(z, z->ob);
     z->owait = 0;
-    z->pending = z->orem < e->chunk ? z->orem : e->chunk;
+    z->pending = z->orem < e->c ? z->orem : e->c;
+    /* a stream that carries local bytes too brings its share of each chunk into the stage */
+    z->pstage = u->stage < 0 ? z->pending : u->tot > 0 ? z->pending * u->stage / u->tot : 0;
     z->orem -= z->pending;
+    if (z->orem < 0.5)
+        z->orem = 0;
     z->oidx = z->accepted;
     double ready;
     if (e->tandem) {
@@ -513,19 +509,19 @@ static void offer_next(xs_engine *e, int p)
     } else {
         /* in the queue once the program has started and there is room; streamed at r after
          * the previous chunk left */
-        double in = e->win0[win_at(e, z->orow, p)] + e->oh;
+        double in = u->t0 + e->oh;
         if (e->q > 0 && z->oidx - e->q >= 0 && z->acc[(z->oidx - e->q) % e->qr] > in)
             in = z->acc[(z->oidx - e->q) % e->qr];
         z->in_t = in;
-        ready = (in > z->a_prev ? in : z->a_prev) + (double)z->pending / e->r;
+        ready = (in > z->a_prev ? in : z->a_prev) + issue_ns(e, u, z->pending);
     }
     z->ready = ready;
     xs_evheap_push(&e->future, (xs_ev){ready, 0, p});
 }
 
 /* Tandem queues: stream producer p's next chunks at r into its own buffer while the buffer has
- * room (the chunk nbuf places earlier has entered the stage), their row has started and they are
- * in the store queue (the chunk q places earlier has left it for the buffer). */
+ * room (the chunk nbuf places earlier has entered the stage), their burst has started and they
+ * are in the store queue (the chunk q places earlier has left it for the buffer). */
 static void stream_buffer(xs_engine *e, int p)
 {
     producer *w = &e->pr[p];
@@ -534,19 +530,19 @@ static void stream_buffer(xs_engine *e, int p)
         const int64_t n = w->known;
         if (n - nbuf >= w->accepted)
             return; /* buffer full */
-        if (w->srem == 0) {
-            const int row = next_started_row(e, p, w->srow);
-            if (row < 0)
+        if (!(w->srem > 0)) {
+            if (w->sb + 1 >= w->nstart)
                 return;
-            w->srow = row;
-            w->srem = row_bytes(e, row, p);
+            w->sb++;
+            w->srem = qb(w, w->sb)->tot;
         }
-        const int64_t size = w->srem < e->chunk ? w->srem : e->chunk;
+        const qburst *u = qb(w, w->sb);
+        const double size = w->srem < e->c ? w->srem : e->c;
         w->srem -= size;
-        double in = e->win0[win_at(e, w->srow, p)] + e->oh;
+        double in = u->t0 + e->oh;
         if (q > 0 && n - q >= 0 && w->acc[(n - q) % qr] > in)
             in = w->acc[(n - q) % qr];
-        double ready = (in > w->s_prev ? in : w->s_prev) + (double)size / e->r;
+        double ready = (in > w->s_prev ? in : w->s_prev) + issue_ns(e, u, size);
         /* its bytes stream in while the buffer's oldest chunk waits; it is complete once that
          * one has gone on into the stage (the producer holds q + nbuf chunks then) */
         if (n - nbuf >= 0 && w->qa[(n - nbuf) % nbuf] > ready)
@@ -559,119 +555,82 @@ static void stream_buffer(xs_engine *e, int p)
     }
 }
 
-/* Producer p reached the end of a row's work at time t (ns): with sync it waits at the barrier
- * (1), otherwise its program goes on to the next row (0). */
-static int row_done(xs_engine *e, int p, double t)
-{
-    if (t > e->makespan)
-        e->makespan = t;
-    if (!e->o->sync)
-        return 0;
-    e->arrive[p] = t;
-    e->arrived++;
-    return 1;
-}
-
-/* Start producer p's program at time t (ns) at its row prow: skip the rows it takes no part in
- * (their work only), stop at a sync barrier, or start an active row and hand its chunks to the
- * queue. */
+/* Producer p's program at time t (ns): it hands over its next burst, whose chunks go to the
+ * queue, or waits. */
 static void program_start(xs_engine *e, int p, double t)
 {
     producer *y = &e->pr[p];
-    for (;;) {
-        if (y->prow >= e->s->nrows) {
-            y->pwait = 0;
-            return;
-        }
-        if (y->prow > 0)
-            t += e->row_start; /* every later row: its descriptor, the barriers */
-        if (row_active(e, y->prow, p)) {
-            e->win0[win_at(e, y->prow, p)] = t;
-            y->assigned += row_chunks(e, y->prow, p);
-            y->plast = y->assigned - 1;
-            y->pwait = 1;
-            if (e->tandem)
-                stream_buffer(e, p);
-            if (y->owait)
-                offer_next(e, p);
-            return;
-        }
-        t += row_gap(e, y->prow, p);
-        if (row_done(e, p, t)) {
-            y->pwait = 0;
-            return;
-        }
-        y->prow++;
-    }
+    xs_engine_burst b = {.start_ns = t, .stage_bytes = -1, .ns_per_byte = -1};
+    if (e->prog.take(e->prog.ctx, p, t, &b) <= 0 || burst_push(e, p, &b))
+        return;
+    if (e->tandem)
+        stream_buffer(e, p);
+    if (y->owait)
+        offer_next(e, p);
 }
 
-/* The program's issue of its row ends when the row's last chunk is in the queue, i.e. when the
- * chunk q places before it has left the queue: been accepted, or with tandem queues entered the
- * producer's own buffer (with no queue: the last chunk itself); then its work, then the next row
- * (or the barrier). Repeats while ends are known. */
+/* A burst's issue ends when its last chunk is in the queue, i.e. when the chunk q places before
+ * it has left the queue: been accepted, or with tandem queues entered the producer's own buffer
+ * (with no queue: the last chunk itself). Its window closes; after the newest burst's window its
+ * gap, then the program goes on. Repeats while ends are known. */
 static void settle(xs_engine *e, int p)
 {
     producer *x = &e->pr[p];
     const int q = e->q, qr = e->qr;
-    while (x->pwait && x->plast - q < (e->tandem ? x->known : x->accepted)) {
-        const int64_t need = x->plast - q;
-        double end = e->win0[win_at(e, x->prow, p)] + e->oh;
-        double end_prev = end; /* the same with the row's last chunk left out */
+    while (x->bst < x->nstart) {
+        const qburst *u = qb(x, x->bst);
+        const int64_t need = u->last - q;
+        if (!(need < (e->tandem ? x->known : x->accepted)))
+            return;
+        double end = u->t0 + e->oh;
+        double end_prev = end; /* the same with the burst's last chunk left out */
         if (need >= 0 && x->acc[need % qr] > end)
             end = x->acc[need % qr];
-        if (need >= 1 && x->acc[(need - 1) % qr] > end_prev)
-            end_prev = x->acc[(need - 1) % qr];
-        /* with a queue, a last chunk of s < c bytes enters it once s/c of the chunk q places
-         * before it has left: that share of the step between the two (continuous in B; whole
-         * chunks alone put a burst's stall on a grid of c bytes per producer) */
-        const int64_t tail = row_bytes(e, x->prow, p) % e->chunk;
-        if (q > 0 && tail > 0 && end > end_prev)
-            end = end_prev + (end - end_prev) * (double)tail / (double)e->chunk;
-        e->win1[win_at(e, x->prow, p)] = end;
-        x->pwait = 0;
-        const double t = end + row_gap(e, x->prow, p);
-        if (row_done(e, p, t))
-            return;
-        x->prow++;
-        program_start(e, p, t);
+        if (e->tail_share) {
+            if (need >= 1 && x->acc[(need - 1) % qr] > end_prev)
+                end_prev = x->acc[(need - 1) % qr];
+            /* with a queue, a last chunk of s < c bytes enters it once s/c of the chunk q places
+             * before it has left: that share of the step between the two (continuous in B;
+             * whole chunks alone put a burst's stall on a grid of c bytes per producer) */
+            const double tail = fmod(u->tot, e->c);
+            if (q > 0 && tail > 0 && end > end_prev)
+                end = end_prev + (end - end_prev) * tail / e->c;
+        }
+        const double t0 = u->t0, t = end + u->gap;
+        const int task = u->task;
+        x->bst++;
+        if (e->prog.closed)
+            e->prog.closed(e->prog.ctx, p, task, t0, end);
+        if (x->bst == x->nstart)
+            program_start(e, p, t);
     }
 }
 
-/* Sync: every producer reached the barrier after barrier_row; release them together. 1 when
- * the simulation ends here. */
-static int release_barrier(xs_engine *e)
+void xs_engine_wake(xs_engine *e, int p, double t_ns)
 {
-    double t = -INFINITY;
-    for (int p = 0; p < e->np; p++)
-        if (e->arrive[p] > t)
-            t = e->arrive[p];
-    t += e->pf->barrier_ns;
-    e->arrived = 0;
-    e->barrier_row++;
-    if (e->barrier_row >= e->s->nrows) {
-        /* every window has closed. Chunks may still sit in queues or buffers: with tandem
-         * buffers or a trace they are accepted to the end (the backlog record and the trace
-         * then hold every byte); otherwise stop here, as the earlier model did (no window
-         * changes either way) */
-        return !e->tandem && !e->o->trace;
-    }
-    for (int p = 0; p < e->np; p++) {
-        e->pr[p].prow = e->barrier_row;
-        program_start(e, p, t);
-    }
-    /* a burst entirely within the queue ends at once */
-    for (int p = 0; p < e->np; p++)
-        settle(e, p);
-    return 0;
+    program_start(e, p, t_ns);
+    settle(e, p);
 }
+
+void xs_engine_advance(xs_engine *e, double t_ns)
+{
+    if (t_ns > e->t_now)
+        e->t_now = t_ns;
+}
+
+double xs_engine_d_last(const xs_engine *e) { return e->d_last; }
+
+int xs_engine_oom(const xs_engine *e) { return e->oom; }
 
 /* Reserves whose holders' bytes have drained (to within f*Q) by t_now leave the stage. Entries
  * of producers that accepted a chunk since are stale and dropped. */
 static void release_drained(xs_engine *e)
 {
-    while (e->track_drain && e->held.n && by_then(e->held.a[0].t, e->t_now)) {
+    while (e->track_drain && e->held.n && reached(e, e->held.a[0].t, e->t_now)) {
         xs_ev d = xs_evheap_pop(&e->held);
-        if (d.t == e->pr[d.p].d_own - e->hold_ns) {
+        /* the schedule's stage releases on every entry that matches its holder's drain time
+         * (a second acceptance with the same drain time releases twice); EP's once */
+        if (d.t == e->pr[d.p].d_own - e->hold_ns && (e->pr[d.p].outstanding || !e->ep)) {
             e->pr[d.p].outstanding = 0;
             e->n_out--;
         }
@@ -683,7 +642,7 @@ static void release_drained(xs_engine *e)
  * next runs empty, and the earliest offer finds it empty again). */
 static double stage_room(xs_engine *e, double t_next)
 {
-    const double R = e->R, Q = e->Q, c = (double)e->chunk;
+    const double R = e->R, Q = e->Q, c = e->c;
     if (e->overflowed && by_then(e->d_last, t_next))
         e->overflowed = 0;
     /* Q shared, plus a reserve for each producer with stores in it (at least one: the producer
@@ -700,17 +659,18 @@ static double stage_room(xs_engine *e, double t_next)
     return t_space > t_next ? t_space : t_next;
 }
 
-/* Producer e.p's pending chunk enters the stage no earlier than t_next (ns): the stage's
+/* Producer ev.p's pending chunk enters the stage no earlier than t_next (ns): the stage's
  * backlog, the producer's reserve and cap ring, the trace and the backlog record follow; then
- * the producer's queue moves on. */
-static void admit(xs_engine *e, xs_ev ev, double t_next)
+ * the producer's queue moves on. Returns the acceptance time. */
+static double admit(xs_engine *e, xs_ev ev, double t_next)
 {
     producer *z = &e->pr[ev.p];
-    const double c = (double)z->pending, R = e->R;
+    const double c = z->pstage, R = e->R;
     double t_acc = t_next > z->ready ? t_next : z->ready;
     if (t_acc < e->t_now)
         t_acc = e->t_now;
-    e->t_now = t_acc;
+    if (!e->ep)
+        e->t_now = t_acc; /* with ep the driver moves the clock */
     e->vtime = ev.t;
     z->ftag = ev.t + c / z->weight;
     const double t_arr = t_acc - c / e->r;
@@ -732,9 +692,10 @@ static void admit(xs_engine *e, xs_ev ev, double t_next)
         }
         xs_evheap_push(&e->held, (xs_ev){e->d_last - e->hold_ns, 0, ev.p});
     }
-    if (e->o->trace) {
-        xs_chunk_trace ct = {ev.p, z->orow, z->pending, z->in_t, z->ready, t_acc, e->d_last};
-        e->o->trace(e->o->trace_ctx, &ct);
+    if (e->so->trace) {
+        xs_chunk_trace ct = {ev.p, qb(z, z->ob)->task, (int64_t)z->pending, z->in_t, z->ready,
+                             t_acc, e->d_last};
+        e->so->trace(e->so->trace_ctx, &ct);
     }
     const double backlog = R * (e->d_last - t_acc);
     if (backlog > e->peak)
@@ -769,85 +730,298 @@ static void admit(xs_engine *e, xs_ev ev, double t_next)
         z->outstanding = 0;
         e->n_out--;
     }
+    return t_acc;
 }
 
 /* The next acceptance: when the stage has room for a chunk, or the earliest chunk is ready,
- * whichever is later. Every chunk ready by then contends; the stage serves them in start-tag
- * order (start-time fair queueing, weighted by each producer's share), so with equal shares
- * contending producers take turns, and with skewed shares some are starved: the unfairness
- * measured on the H200. A chunk whose producer is at its own cap goes back to wait for its
- * oldest outstanding chunk to drain. Needs a chunk in future or eligible. */
-static void accept_next(xs_engine *e)
+ * whichever is later (with ep, no earlier than the driver's clock). */
+double xs_engine_next_ns(xs_engine *e)
 {
+    if (!e->eligible.n && !e->future.n)
+        return INFINITY;
     release_drained(e);
-    const double t_next = stage_room(e, e->eligible.n ? e->t_now : e->future.a[0].t);
-    while (e->future.n && by_then(e->future.a[0].t, t_next)) {
+    double t = e->eligible.n ? e->t_now : e->future.a[0].t;
+    if (e->ep && t < e->t_now)
+        t = e->t_now;
+    e->t_next = stage_room(e, t);
+    return e->t_next;
+}
+
+/* Every chunk ready by the acceptance contends; the stage serves them in start-tag order
+ * (start-time fair queueing, weighted by each producer's share), so with equal shares contending
+ * producers take turns, and with skewed shares some are starved: the unfairness measured on the
+ * H200. A chunk whose producer is at its own cap goes back to wait for its oldest outstanding
+ * chunk to drain. */
+double xs_engine_step(xs_engine *e)
+{
+    const double t_next = e->t_next;
+    while (e->future.n && reached(e, e->future.a[0].t, t_next)) {
         xs_ev f = xs_evheap_pop(&e->future);
         const producer *y = &e->pr[f.p];
         double tag = y->ftag > e->vtime ? y->ftag : e->vtime;
         xs_evheap_push(&e->eligible, (xs_ev){tag, f.t, f.p});
     }
+    if (!e->eligible.n)
+        return NAN;
     xs_ev ev = xs_evheap_pop(&e->eligible);
     const producer *z = &e->pr[ev.p];
     /* the producer's own cap: its m-th most recent chunk must have drained */
     if (z->ring && z->ring_n == e->ring_m) {
         double tc = z->ring[z->ring_head];
-        if (!by_then(tc, t_next)) {
+        if (!reached(e, tc, t_next)) {
             xs_evheap_push(&e->future, (xs_ev){tc, 0, ev.p});
-            return;
+            return NAN;
         }
     }
-    admit(e, ev, t_next);
+    return admit(e, ev, t_next);
+}
+
+/* ---- the schedule's programs (xs_simulate_programs) -------------------------------------------
+ *
+ * The built-in program: every producer walks the schedule's rows, starting the burst of each row
+ * it takes part in (its program's bytes, or the row's); with sync it waits at a grid barrier
+ * after each row. The windows of the result are the bursts' windows, by (row, producer). */
+
+typedef struct {
+    const xs_profile *pf;
+    const xs_schedule *s;
+    const xs_programs *pg; /* NULL: every producer of a row runs the row's burst and gap */
+    const xs_sim_opts *o;
+    int np;                /* producers: the schedule's widest row */
+    double chunk;          /* the engine's chunk (bytes) */
+    double *win0, *win1;   /* the result's windows: start and end of (row, producer) (ns) */
+    int *cur;              /* [np] the row each producer's program is at */
+    char *started;         /* [np] 1 while the burst of cur runs (its end comes next) */
+    double *arrive;        /* [np] sync: when each producer reached the barrier (ns) */
+    int arrived;           /* sync: producers at the barrier */
+    int barrier_row;       /* sync: the row the last barrier released */
+    double makespan;       /* the latest end of a producer's work (ns) */
+} rows_run;
+
+/* A producer's bytes and work in a row: its program's, or the row's (every producer of the row
+ * alike). A producer takes part in a row when the row names it and, with programs, when its
+ * program stores something there. */
+static int64_t row_bytes(const rows_run *d, int row, int p)
+{
+    return d->pg ? d->pg->bytes[(size_t)row * (size_t)d->pg->producers + (size_t)p]
+                 : d->s->rows[row].bytes_per_producer;
+}
+
+static double row_gap(const rows_run *d, int row, int p)
+{
+    return d->pg ? d->pg->gap_ns[(size_t)row * (size_t)d->pg->producers + (size_t)p]
+                 : d->s->rows[row].gap_ns;
+}
+
+static int row_active(const rows_run *d, int row, int p)
+{
+    return p < d->s->rows[row].producers && (!d->pg || row_bytes(d, row, p) > 0);
+}
+
+static size_t win_at(const rows_run *d, int row, int p) /* index into win0 / win1 */
+{
+    return (size_t)row * d->np + p;
+}
+
+static xs_status check_programs(const xs_schedule *s, const xs_programs *pg)
+{
+    const int w = xs_schedule_max_producers(s);
+    if (pg->producers < w || !pg->bytes || !pg->gap_ns)
+        return xs_seterr(XS_EINVAL, "programs: %d producers given for a schedule of %d, or "
+                         "no arrays", pg->producers, w);
+    for (int i = 0; i < s->nrows; i++)
+        for (int p = 0; p < pg->producers; p++) {
+            const size_t at = (size_t)i * (size_t)pg->producers + (size_t)p;
+            const int64_t b = pg->bytes[at];
+            const double g = pg->gap_ns[at];
+            if (b < 0 || b > XS_MAX_BYTES_PER_PRODUCER || !(g >= 0) || g > XS_MAX_GAP_NS)
+                return xs_seterr(XS_EINVAL, "programs: row %d, producer %d: %lld bytes, gap "
+                                 "%g ns out of range", i, p, (long long)b, g);
+        }
+    return XS_OK;
+}
+
+/* The per-producer cap: a producer with m chunks outstanding waits for the oldest of them to
+ * drain, which takes a ring of its last m departure times. Rows take producers 0..K-1, so the
+ * chunks a producer offers over the schedule fall with its index, and one that offers at most m
+ * is never held and needs no ring: only producers 0..nring-1 get one (a cap of 1e15 bytes, or
+ * 65536 producers of which a few store much, must not allocate m rings each). With programs the
+ * chunks need not fall with the index: every producer up to the last one that offers more than m
+ * gets a ring. Sets *nring. */
+static xs_status size_rings(const rows_run *d, int *nring_out)
+{
+    const xs_profile *pf = d->pf;
+    *nring_out = 0;
+    if (!(pf->capacity_bytes_per_producer > 0))
+        return XS_OK;
+    /* the cap limits a producer's share of Q; its reserve comes on top of it */
+    double m = floor((pf->capacity_bytes_per_producer + pf->reserve_bytes_per_producer) /
+                     d->chunk);
+    if (m < 1)
+        m = 1;
+    double *offered = calloc((size_t)d->np, sizeof *offered); /* by producer p */
+    if (!offered)
+        return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", d->np);
+    for (int i = 0; i < d->s->nrows; i++)
+        for (int p = 0; p < d->s->rows[i].producers; p++)
+            offered[p] += ceil((double)row_bytes(d, i, p) / d->chunk);
+    int nring = 0;
+    for (int p = d->np - 1; p >= 0 && !nring; p--)
+        if (offered[p] > m)
+            nring = p + 1;
+    free(offered);
+    if (nring && m * nring > (double)(1 << 28))
+        return xs_seterr(XS_ERANGE, "%d producers x a per-producer cap of %.0f chunks: too "
+                         "many outstanding chunks to track (at most 2^28; raise chunk_bytes "
+                         "with --set)", nring, m);
+    *nring_out = nring;
+    return XS_OK;
+}
+
+/* How much work: chunks offered in total (at most 2^31), and the cap's rings. */
+static xs_status rows_size(const rows_run *d, int *nring)
+{
+    const xs_schedule *s = d->s;
+    double nchunks = 0;
+    for (int i = 0; i < s->nrows; i++)
+        if (!d->pg)
+            nchunks += (double)s->rows[i].producers *
+                       ceil((double)s->rows[i].bytes_per_producer / d->chunk);
+        else
+            for (int p = 0; p < s->rows[i].producers; p++)
+                nchunks += ceil((double)row_bytes(d, i, p) / d->chunk);
+    if (nchunks > 2147483647.0)
+        return xs_seterr(XS_ERANGE, "schedule offers %.3g chunks of %lld bytes; the simulation "
+                         "handles at most 2^31 (raise chunk_bytes with --set)", nchunks,
+                         (long long)d->chunk);
+    return size_rings(d, nring);
+}
+
+/* Producer p reached the end of a row's work at time t (ns): with sync it waits at the barrier
+ * (1), otherwise its program goes on to the next row (0). */
+static int row_done(rows_run *d, int p, double t)
+{
+    if (t > d->makespan)
+        d->makespan = t;
+    if (!d->o->sync)
+        return 0;
+    d->arrive[p] = t;
+    d->arrived++;
+    return 1;
+}
+
+/* The program's take (xs_engine_program): after a row's burst its work (the gap, already in t)
+ * and the barrier; then the rows it takes no part in (their work only) up to the next active row,
+ * whose burst it hands over, or a barrier (0), or the end (-1). */
+static int rows_take(void *ctx, int p, double t, xs_engine_burst *b)
+{
+    rows_run *d = ctx;
+    if (d->started[p]) {
+        d->started[p] = 0;
+        if (row_done(d, p, t))
+            return 0;
+        d->cur[p]++;
+    }
+    for (;;) {
+        const int row = d->cur[p];
+        if (row >= d->s->nrows)
+            return -1;
+        if (row > 0)
+            t += d->pf->row_start_ns; /* every later row: its descriptor, the barriers */
+        if (row_active(d, row, p)) {
+            d->win0[win_at(d, row, p)] = t;
+            d->started[p] = 1;
+            b->start_ns = t;
+            b->bytes = (double)row_bytes(d, row, p);
+            b->gap_ns = row_gap(d, row, p);
+            b->task = row;
+            return 1;
+        }
+        t += row_gap(d, row, p);
+        if (row_done(d, p, t))
+            return 0;
+        d->cur[p]++;
+    }
+}
+
+static void rows_closed(void *ctx, int p, int task, double t_start_ns, double t_end_ns)
+{
+    rows_run *d = ctx;
+    (void)t_start_ns;
+    d->win1[win_at(d, task, p)] = t_end_ns;
+}
+
+/* Sync: every producer reached the barrier after barrier_row; release them together. 1 when
+ * the simulation ends here. */
+static int release_barrier(rows_run *d, xs_engine *e)
+{
+    double t = -INFINITY;
+    for (int p = 0; p < d->np; p++)
+        if (d->arrive[p] > t)
+            t = d->arrive[p];
+    t += d->pf->barrier_ns;
+    d->arrived = 0;
+    d->barrier_row++;
+    if (d->barrier_row >= d->s->nrows) {
+        /* every window has closed. Chunks may still sit in queues or buffers: with tandem
+         * buffers or a trace they are accepted to the end (the backlog record and the trace
+         * then hold every byte); otherwise stop here, as the earlier model did (no window
+         * changes either way) */
+        const int tandem = fmin(floor(d->pf->buffer_bytes_per_producer / d->chunk), 1 << 28) > 0;
+        return !tandem && !d->o->trace;
+    }
+    /* a burst entirely within the queue ends at once */
+    for (int p = 0; p < d->np; p++) {
+        d->cur[p] = d->barrier_row;
+        xs_engine_wake(e, p, t);
+    }
+    return 0;
 }
 
 /* Run the programs to the end: every producer's program begins start_ns after the schedule's
  * start instant; chunks are accepted until none is left (or, with sync, the last barrier). */
-static void engine_run(xs_engine *e)
+static void rows_run_all(rows_run *d, xs_engine *e)
 {
-    for (int p = 0; p < e->np; p++) {
-        program_start(e, p, e->pf->start_ns);
-        settle(e, p);
-    }
+    for (int p = 0; p < d->np; p++)
+        xs_engine_wake(e, p, d->pf->start_ns);
     for (;;) {
-        if (e->o->sync && e->arrived == e->np) {
-            if (release_barrier(e))
+        if (d->o->sync && d->arrived == d->np) {
+            if (release_barrier(d, e))
                 break;
             continue;
         }
-        if (e->future.n == 0 && e->eligible.n == 0)
+        if (xs_engine_next_ns(e) == INFINITY)
             break;
-        accept_next(e);
+        xs_engine_step(e);
     }
 }
 
-/* Move the results into *out (which engine_init allocated) and release the engine. Fails, with
- * *out released, when a window stayed open: a defect of the engine. */
-static xs_status engine_finish(xs_engine *e, xs_result *out)
+/* The result from a finished run: fails, with *out released, when a window stayed open (a defect
+ * of the engine) or memory ran out. */
+static xs_status rows_finish(rows_run *d, xs_engine *e, xs_result *out)
 {
+    const int oom = xs_engine_oom(e);
+    xs_engine_close(e, out);
+    if (oom) {
+        xs_result_free(out);
+        return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", d->np);
+    }
     /* every active window must have closed */
-    for (int row = 0; row < e->s->nrows; row++)
-        for (int p = 0; p < e->s->rows[row].producers; p++)
-            if (row_active(e, row, p) && isnan(e->win1[win_at(e, row, p)])) {
-                engine_free(e);
+    for (int row = 0; row < d->s->nrows; row++)
+        for (int p = 0; p < d->s->rows[row].producers; p++)
+            if (row_active(d, row, p) && isnan(d->win1[win_at(d, row, p)])) {
                 xs_result_free(out);
                 return xs_seterr(XS_ERANGE, "simulation did not complete (row %d, producer %d)",
                                  row, p);
             }
     /* rows where a producer was inactive keep NaN windows */
-    xs_result_rows_from_windows(out, e->s);
-    out->peak_backlog_bytes = e->peak;
-    out->makespan_ns = e->makespan;
-    if (e->o->record_backlog) {
-        out->backlog = e->smp.a;
-        out->nbacklog = e->smp.n;
-        e->smp.a = NULL;
-    }
-    if (!e->o->record_windows) {
+    xs_result_rows_from_windows(out, d->s);
+    out->makespan_ns = d->makespan;
+    if (!d->o->record_windows) {
         free(out->win_start);
         free(out->win_end);
         out->win_start = out->win_end = NULL;
     }
-    engine_free(e);
     return XS_OK;
 }
 
@@ -867,11 +1041,36 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
         return xs_seterr(XS_EINVAL, "schedule has no rows");
     if (pg)
         XS_TRY(check_programs(s, pg));
-    xs_engine e = {.pf = pf, .s = s, .pg = pg, .o = opts ? opts : &defaults};
-    XS_TRY(engine_size(&e));
-    XS_TRY(engine_init(&e, out));
-    engine_run(&e);
-    return engine_finish(&e, out);
+    rows_run d = {.pf = pf, .s = s, .pg = pg, .o = opts ? opts : &defaults};
+    d.np = xs_schedule_max_producers(s);
+    d.chunk = (int64_t)pf->chunk_bytes > 0 ? (double)(int64_t)pf->chunk_bytes : 1;
+    int nring = 0;
+    XS_TRY(rows_size(&d, &nring));
+    const xs_engine_program prog = {rows_take, rows_closed, &d};
+    const xs_engine_opts eo = {.sim = d.o, .nring = nring, .ep_stage = 0};
+    xs_engine *e = NULL;
+    XS_TRY(xs_engine_open(pf, d.np, &prog, &eo, &e));
+    xs_status st = xs_result_alloc(out, s->nrows, d.np, 1);
+    d.cur = calloc((size_t)d.np, sizeof *d.cur);
+    d.started = calloc((size_t)d.np, sizeof *d.started);
+    if (d.o->sync)
+        d.arrive = malloc((size_t)d.np * sizeof *d.arrive);
+    if (st == XS_OK && (!d.cur || !d.started || (d.o->sync && !d.arrive))) {
+        xs_result_free(out);
+        st = xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", d.np);
+    }
+    if (st == XS_OK) {
+        d.win0 = out->win_start;
+        d.win1 = out->win_end;
+        rows_run_all(&d, e);
+        st = rows_finish(&d, e, out);
+    } else {
+        xs_engine_close(e, NULL);
+    }
+    free(d.cur);
+    free(d.started);
+    free(d.arrive);
+    return st;
 }
 
 void xs_result_print(const xs_result *r, const xs_schedule *s, int csv, FILE *f)
