@@ -79,6 +79,12 @@ xs_status xs_bench_flush_l2(xs_bench_env *e, int round)
     return XS_OK;
 }
 
+xs_status xs_bench_flush_l2_async(xs_bench_env *e, int round, cudaStream_t s)
+{
+    XS_CU(cudaMemsetAsync(e->l2.buf, round & 0xff, e->l2.bytes, s));
+    return XS_OK;
+}
+
 xs_status xs_bench_l2_before(void *env, int v, int round)
 {
     return xs_bench_flush_l2((xs_bench_env *)env, round);

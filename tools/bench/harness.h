@@ -148,6 +148,11 @@ xs_status xs_bench_time_op(xs_bench_env *e, xs_bench_op op, void *ctx, int v, in
  * whatever the caller enqueued on that stream before), so an operation on any stream starts
  * with a cold L2. */
 xs_status xs_bench_flush_l2(xs_bench_env *e, int round);
+/* The same overwrite enqueued on stream s without waiting for it: for an operation that runs on
+ * s after it and is launched from the host in many pieces (a cuBLAS call per expert), so that its
+ * launches queue up while the flush runs, as they would behind earlier work in a pipeline;
+ * waiting for the flush instead would add the host's launch latency to the measured time. */
+xs_status xs_bench_flush_l2_async(xs_bench_env *e, int round, cudaStream_t s);
 xs_status xs_bench_barrier(const xs_bench_env *e); /* -g: all ranks meet (no-op otherwise) */
 /* xs_bench_rounds.before: the L2 flush before every run (before_ctx = the xs_bench_env), for a
  * run callback that neither poisons nor calls xs_bench_time_op (which flushes itself). A run
