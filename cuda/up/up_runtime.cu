@@ -191,21 +191,15 @@ extern "C" xs_status xs_attn_kvbuf_load(xs_attn_kvbuf *b, int grid, int tiles, c
     for (int i = 0; i < nt; i++)
         split[tk[i].tile] |= tk[i].part >= 0;
     xs_status st = XS_OK;
-#define KVB_CU(call)                                                                          \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess && st == XS_OK)                                                 \
-            st = xs_seterr(XS_ECUDA, "%s: %s", #call, cudaGetErrorString(e_));                \
-    } while (0)
     if ((size_t)grid + 1 > b->off_cap) {
         cudaFree(b->off), b->off = NULL, b->off_cap = 0;
-        KVB_CU(cudaMalloc((void **)&b->off, (size_t)(grid + 1) * sizeof(int)));
+        XS_CU_FIRST(st, cudaMalloc((void **)&b->off, (size_t)(grid + 1) * sizeof(int)));
         if (st == XS_OK)
             b->off_cap = (size_t)grid + 1;
     }
     if (st == XS_OK && (size_t)nt > b->tasks_cap) {
         cudaFree(b->tasks), b->tasks = NULL, b->tasks_cap = 0;
-        KVB_CU(cudaMalloc((void **)&b->tasks, (size_t)nt * sizeof(int4)));
+        XS_CU_FIRST(st, cudaMalloc((void **)&b->tasks, (size_t)nt * sizeof(int4)));
         if (st == XS_OK)
             b->tasks_cap = (size_t)nt;
     }
@@ -214,27 +208,26 @@ extern "C" xs_status xs_attn_kvbuf_load(xs_attn_kvbuf *b, int grid, int tiles, c
     if (st == XS_OK && slots > b->slots_cap) {
         cudaFree(b->part), cudaFree(b->flag);
         b->part = NULL, b->flag = NULL, b->slots_cap = 0;
-        KVB_CU(cudaMalloc((void **)&b->part, slots * XS_ATTN_KV_SLOT_BYTES));
-        KVB_CU(cudaMalloc((void **)&b->flag, slots * XS_ATTN_WARPS * sizeof(uint64_t)));
-        KVB_CU(cudaMemsetAsync(b->flag, 0, slots * XS_ATTN_WARPS * sizeof(uint64_t), s));
+        XS_CU_FIRST(st, cudaMalloc((void **)&b->part, slots * XS_ATTN_KV_SLOT_BYTES));
+        XS_CU_FIRST(st, cudaMalloc((void **)&b->flag, slots * XS_ATTN_WARPS * sizeof(uint64_t)));
+        XS_CU_FIRST(st, cudaMemsetAsync(b->flag, 0, slots * XS_ATTN_WARPS * sizeof(uint64_t), s));
         if (st == XS_OK)
             b->slots_cap = slots;
     }
     if (st == XS_OK && (size_t)tiles > b->split_cap) {
         cudaFree(b->split), b->split = NULL, b->split_cap = 0;
-        KVB_CU(cudaMalloc((void **)&b->split, (size_t)tiles));
+        XS_CU_FIRST(st, cudaMalloc((void **)&b->split, (size_t)tiles));
         if (st == XS_OK)
             b->split_cap = (size_t)tiles;
     }
     if (st == XS_OK) {
-        KVB_CU(cudaMemcpyAsync(b->off, off, (size_t)(grid + 1) * sizeof(int),
-                               cudaMemcpyHostToDevice, s));
-        KVB_CU(cudaMemcpyAsync(b->tasks, tk, (size_t)nt * sizeof(int4), cudaMemcpyHostToDevice,
-                               s));
-        KVB_CU(cudaMemcpyAsync(b->split, split, (size_t)tiles, cudaMemcpyHostToDevice, s));
-        KVB_CU(cudaStreamSynchronize(s));
+        XS_CU_FIRST(st, cudaMemcpyAsync(b->off, off, (size_t)(grid + 1) * sizeof(int),
+                                        cudaMemcpyHostToDevice, s));
+        XS_CU_FIRST(st, cudaMemcpyAsync(b->tasks, tk, (size_t)nt * sizeof(int4),
+                                        cudaMemcpyHostToDevice, s));
+        XS_CU_FIRST(st, cudaMemcpyAsync(b->split, split, (size_t)tiles, cudaMemcpyHostToDevice, s));
+        XS_CU_FIRST(st, cudaStreamSynchronize(s));
     }
-#undef KVB_CU
     free(split);
     return st;
 }
