@@ -11,7 +11,8 @@
 #   tests      every build/tests/gpu/test_* binary, last line of each
 # Files above 1 MB are gzipped; everything is also packed into $OUT/results.tar.gz (a device
 # call returns few files) after each area, so a call cut short returns what finished.
-# Usage: OUT=dir [AREAS="calibrate ep tp up"] [BUILD=build] [EP_LONG=1] scripts/gpu_all.sh
+# Usage: OUT=dir [AREAS="calibrate ep tp up"] [BUILD=build] [EP_LONG=1] [XS_COMMIT=id]
+#        scripts/gpu_all.sh
 set -u
 OUT=${OUT:-./out}
 AREAS=${AREAS:-calibrate ep tp up}
@@ -23,7 +24,9 @@ export NCCL_NVLS_ENABLE=0
 # the facts every README's header block states, one "key: value" line each
 env_facts() {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git status --porcelain 2>/dev/null | grep -q . && echo ' (dirty)')"
+    # XS_COMMIT: the commit the carried binaries were built from (a device copy's git state can
+    # be older than its working tree)
+    echo "commit: ${XS_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git status --porcelain 2>/dev/null | grep -q . && echo ' (dirty)')}"
     echo "device: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | sed 's/^ *//; s/ / x /')"
     echo "gpu_uuid: $(nvidia-smi --query-gpu=uuid --format=csv,noheader 2>/dev/null | tr '\n' ' ')"
     echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
