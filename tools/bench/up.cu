@@ -384,7 +384,7 @@ static void plan(FILE *out, const up_opts *o, const xs_profile *prof0, const up_
         snprintf(how, sizeof how, "nothing crosses the link");
     else if (pl.criterion_ok >= 0)
         snprintf(how, sizeof how, "per-CTA piggyback: stores held back up to %.2f us (%.3f us "
-                 "allowed), stage peak %.2f MB of Q %.2f MB; fluid test of runs 5-10 %s: peak "
+                 "allowed), stage peak %.2f MB of Q %.2f MB; fluid test %s: peak "
                  "backlog %.2f MB, %d CTAs issuing at once, Q(%d) %.2f MB; synchronised form "
                  "K*B-R*T_iss0 %.2f MB", pl.pb.held_ns / 1e3, pl.held_tol_ns / 1e3,
                  pl.pb.peak_bytes / 1e6, prof->capacity_bytes / 1e6,
