@@ -31,8 +31,8 @@ env_facts() {
     echo "gpu_uuid: $(nvidia-smi --query-gpu=uuid --format=csv,noheader 2>/dev/null | tr '\n' ' ')"
     echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
     echo "cuda: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | cut -d' ' -f2)"
-    echo "nccl: $(ls /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so* 2>/dev/null |
-        head -n 1 | xargs -r readlink -f | sed 's/.*libnccl.so.//')"
+    # the NCCL a -g run loads (the PyTorch environment's pip package); one-GPU areas load none
+    echo "nccl: $(/opt/torch/.venv/bin/python3 -c 'import importlib.metadata as m; print(m.version("nvidia-nccl-cu13"))' 2>/dev/null || echo unknown) (pip nvidia-nccl-cu13; loaded only by -g runs)"
     echo "topology: $(nvidia-smi topo -m 2>/dev/null | sed -n 2p | tr -s ' \t' ' ')"
 }
 
