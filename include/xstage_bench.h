@@ -179,6 +179,8 @@ void xs_bench_table_row(FILE *f, const xs_bench_table *t, const void *row, int a
 void xs_bench_csv_head(FILE *f, const xs_bench_table *t);   /* "# units: ..." and the names */
 void xs_bench_csv_row(FILE *f, const xs_bench_table *t, const void *row);
 void xs_bench_json_row(FILE *f, const xs_bench_table *t, const void *row); /* {"name": v, ...} */
+/* s as a JSON string: quoted, with quotes, backslashes and control characters escaped. */
+void xs_json_string(FILE *f, const char *s);
 /* all = 0: the table leaves out XS_COL_FILE columns and the min/max parts of XS_COL_STAT. The
  * table heads a spread column "sprd" (right after its timing; CSV and JSON: NAME_spread). NaN
  * prints as "nan" (table, CSV) and null (JSON). */

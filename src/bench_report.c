@@ -180,8 +180,7 @@ void xs_bench_csv_head(FILE *f, const xs_bench_table *t)
     fputc('\n', f);
 }
 
-/* s as a JSON string (quotes, backslashes and control characters escaped). */
-static void json_str(FILE *f, const char *s)
+void xs_json_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
@@ -233,7 +232,7 @@ void xs_bench_json_row(FILE *f, const xs_bench_table *t, const void *row)
         leaf_format(l, row, 2, buf, sizeof buf);
         fprintf(f, "%s\"%s\": ", i ? ", " : "", l->name);
         if (leaf_left(l))
-            json_str(f, buf);
+            xs_json_string(f, buf);
         else
             fputs(buf, f);
     }
@@ -296,7 +295,7 @@ static void note_line(xs_bench_report *r, const char *line, size_t n)
         char buf[1024];
         snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1), line);
         fputs(r->json_items++ ? ",\n" : "\n", r->json);
-        json_str(r->json, buf);
+        xs_json_string(r->json, buf);
     }
 }
 
@@ -330,7 +329,7 @@ void xs_bench_report_begin(xs_bench_report *r)
         for (int i = 0; i < r->t->n; i++) {
             const struct xs_bench_leaf *l = &r->t->leaf[i];
             fprintf(r->json, "%s\n{\"name\": \"%s\", \"unit\": ", i ? "," : "", l->name);
-            json_str(r->json, l->part == 1 ? "%" : l->col->unit ? l->col->unit : "");
+            xs_json_string(r->json, l->part == 1 ? "%" : l->col->unit ? l->col->unit : "");
             fputc('}', r->json);
         }
         fputs("\n],\n\"rows\": [", r->json);

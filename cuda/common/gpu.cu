@@ -18,6 +18,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "xstage_bench.h" /* xs_json_string */
 #include "xstage_cli.h"
 #include "xstage_cuda.h"
 #include "xstage_exchange.h"
@@ -178,21 +179,6 @@ extern "C" void xs_gpu_report_header(FILE *f, const xs_gpu_info *info, int argc,
     fputc('\n', f);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 extern "C" void xs_gpu_json_fields(FILE *f, const xs_gpu_info *info, int argc, char **argv)
 {
     char drv[64], date[40], host[128] = "?";
@@ -200,20 +186,20 @@ extern "C" void xs_gpu_json_fields(FILE *f, const xs_gpu_info *info, int argc, c
     iso_date(date, sizeof date);
     gethostname(host, sizeof host - 1);
     fputs("\"device\": ", f);
-    json_str(f, info->name);
+    xs_json_string(f, info->name);
     fprintf(f, ", \"device_ordinal\": %d, \"pci_bus\": ", info->device);
-    json_str(f, info->pci_bus);
+    xs_json_string(f, info->pci_bus);
     fprintf(f, ", \"sm_count\": %d, \"sm_clock_mhz\": %d, \"mem_clock_mhz\": %d, "
             "\"l2_bytes\": %zu, \"mem_bytes\": %zu, \"smem_per_sm\": %zu, \"smem_optin\": %zu, "
             "\"driver_version\": %d, \"driver_release\": ", info->sm_count,
             info->sm_clock_khz / 1000, info->mem_clock_khz / 1000, info->l2_bytes,
             info->mem_bytes, info->smem_per_sm, info->smem_optin, info->driver_version);
-    json_str(f, drv);
+    xs_json_string(f, drv);
     fprintf(f, ", \"runtime_version\": %d, \"nccl_version\": %d, \"host\": ",
             info->runtime_version, nccl_version_now(info));
-    json_str(f, host);
+    xs_json_string(f, host);
     fputs(", \"date\": ", f);
-    json_str(f, date);
+    xs_json_string(f, date);
     /* the command as one string, quoted the way the text header prints it */
     char *buf = NULL;
     size_t len = 0;
@@ -223,7 +209,7 @@ extern "C" void xs_gpu_json_fields(FILE *f, const xs_gpu_info *info, int argc, c
         fclose(m);
     }
     fputs(", \"command\": ", f);
-    json_str(f, buf ? buf : "");
+    xs_json_string(f, buf ? buf : "");
     free(buf);
 }
 
