@@ -19,6 +19,16 @@
 extern "C" {
 #endif
 
+/* ---- version (semantic versioning; CHANGELOG.md) ------------------------------------------ */
+
+#define XSTAGE_VERSION_MAJOR 0
+#define XSTAGE_VERSION_MINOR 1
+#define XSTAGE_VERSION_PATCH 0
+#define XSTAGE_VERSION_STRING "0.1.0"
+/* One number for compile-time comparisons: 10000 * major + 100 * minor + patch. */
+#define XSTAGE_VERSION                                                                        \
+    (XSTAGE_VERSION_MAJOR * 10000 + XSTAGE_VERSION_MINOR * 100 + XSTAGE_VERSION_PATCH)
+
 /* ---- status and errors ------------------------------------------------------------------ */
 
 typedef enum {

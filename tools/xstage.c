@@ -82,7 +82,8 @@ static int cmd_bench(int argc, char **argv)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: xstage <command> [options]   (xstage <command> --help for its options)\n\n");
+    fprintf(f, "usage: xstage <command> [options]   (xstage <command> --help for its options)\n"
+               "       xstage --version\n\n");
     for (size_t i = 0; i < sizeof subcmds / sizeof subcmds[0]; i++)
         fprintf(f, "  %-10s %s\n", subcmds[i].name, subcmds[i].help);
     fprintf(f, "\nProfiles: --profile FILE and --set NAME=VALUE on every command that reads one;\n"
@@ -98,6 +99,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+        printf("xstage %s\n", XSTAGE_VERSION_STRING);
         return 0;
     }
     for (size_t i = 0; i < sizeof subcmds / sizeof subcmds[0]; i++) {
