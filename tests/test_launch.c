@@ -13,7 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+#include <sys/wait.h>
+
 #include "../tests/xt.h"
+#include "libpath.h"
 #include "xstage_launch.h"
 
 static double now_s(void)
@@ -405,6 +409,94 @@ static void test_rank_primary(void)
     unsetenv("XS_RANK");
 }
 
+/* ---- run-time library search (src/libpath.h) ------------------------------------------------ */
+
+static void touch_path(const char *root, const char *rel)
+{
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s", root, rel);
+    for (char *c = p + strlen(root) + 1; *c; c++)
+        if (*c == '/') {
+            *c = 0;
+            mkdir(p, 0755);
+            *c = '/';
+        }
+    FILE *f = fopen(p, "w");
+    if (f)
+        fclose(f);
+}
+
+static void test_libpath(void)
+{
+    char root[] = "/tmp/xs-libpath-XXXXXX";
+    XT_CHECK(mkdtemp(root) != NULL, "mkdtemp");
+    touch_path(root, "venv/lib/python3.99/site-packages/nvidia/nccl/lib/libnccl.so.2");
+    touch_path(root, "conda/lib/python3.98/site-packages/nvidia/cu13/lib/libnccl.so.2");
+    touch_path(root, "sp/nvidia/nccl/lib/libnccl.so.2");
+    char venv[256], conda[256], a[1024], b[1024], c[1024];
+    snprintf(venv, sizeof venv, "%s/venv", root);
+    snprintf(conda, sizeof conda, "%s/conda", root);
+    snprintf(a, sizeof a, "%s/lib/python3.99/site-packages/nvidia/nccl/lib/libnccl.so.2", venv);
+    snprintf(b, sizeof b, "%s/lib/python3.98/site-packages/nvidia/cu13/lib/libnccl.so.2", conda);
+    snprintf(c, sizeof c, "%s/sp/nvidia/nccl/lib/libnccl.so.2", root);
+    static const char *const tails[] = {"nvidia/nccl/lib/libnccl.so.2",
+                                        "nvidia/cu13/lib/libnccl.so.2",
+                                        "nvidia/*/lib/libnccl.so.2"};
+    static const char *const names[] = {"libnccl.so.2"};
+    static char out[16][XS_LIBPATH_MAX];
+
+    /* a fake interpreter whose sys.path is one directory: run in a child, since the answer is
+     * asked once per process */
+    char py[1024];
+    snprintf(py, sizeof py, "%s/py", root);
+    FILE *f = fopen(py, "w");
+    if (f) {
+        fprintf(f, "#!/bin/sh\necho %s/sp\necho relative/ignored\n", root);
+        fclose(f);
+        chmod(py, 0755);
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        unsetenv("VIRTUAL_ENV");
+        unsetenv("CONDA_PREFIX");
+        setenv("XS_PYTHON", py, 1);
+        setenv("CUDA_HOME", "/cuda-x", 1);
+        int n = xs_lib_candidates(tails, 3, names, 1, out, 16);
+        _exit(n == 3 && !strcmp(out[0], c) && !strcmp(out[1], "libnccl.so.2") &&
+                      !strcmp(out[2], "/cuda-x/lib64/libnccl.so.2") ? 0 : 1);
+    }
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    XT_CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "python3 sys.path is searched (status %d)",
+             ws);
+
+    /* venv first, then conda, then the loader, then the toolkit; no interpreter asked */
+    setenv("VIRTUAL_ENV", venv, 1);
+    setenv("CONDA_PREFIX", conda, 1);
+    setenv("XS_PYTHON", "0", 1);
+    setenv("CUDA_HOME", "/cuda-x", 1);
+    int n = xs_lib_candidates(tails, 3, names, 1, out, 16);
+    XT_CHECK(n == 4, "%d candidates", n);
+    XT_CHECK(n >= 1 && !strcmp(out[0], a), "venv first: %s", out[0]);
+    XT_CHECK(n >= 2 && !strcmp(out[1], b), "conda second: %s", out[1]);
+    XT_CHECK(n >= 3 && !strcmp(out[2], "libnccl.so.2"), "the loader third: %s", out[2]);
+    XT_CHECK(n >= 4 && !strcmp(out[3], "/cuda-x/lib64/libnccl.so.2"), "toolkit: %s", out[3]);
+    for (int i = 0; i < n; i++)
+        XT_CHECK(strstr(out[i], "/opt/") == NULL, "site-specific path %s", out[i]);
+    /* nothing active: the loader and the toolkit only */
+    unsetenv("VIRTUAL_ENV");
+    unsetenv("CONDA_PREFIX");
+    unsetenv("CUDA_HOME");
+    n = xs_lib_candidates(tails, 3, names, 1, out, 16);
+    XT_CHECK(n == 2 && !strcmp(out[0], "libnccl.so.2") &&
+                 !strcmp(out[1], "/usr/local/cuda/lib64/libnccl.so.2"),
+             "%d candidates, first %s", n, n ? out[0] : "");
+    unsetenv("XS_PYTHON");
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    XT_CHECK(system(cmd) == 0, "cleanup");
+}
+
 int main(int argc, char **argv)
 {
     fill_fake_id();
@@ -418,5 +510,6 @@ int main(int argc, char **argv)
     test_gpus_check();
     test_coll_id(argv[0]);
     test_rank_primary();
+    test_libpath();
     return xt_done();
 }

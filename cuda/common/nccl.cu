@@ -8,7 +8,6 @@
  * setup no kernel needs NCCL types. docs/TRANSPORT.md gives the recipe and its pitfalls.
  */
 #include <dlfcn.h>
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include <nccl.h>
 #include <nccl_device.h>
 
+#include "libpath.h"
 #include "xstage_cuda.h"
 #include "xstage_exchange.h"
 #include "xstage_launch.h"
@@ -81,59 +81,16 @@ static void *open_candidate(const char *path, int *version, char *real, size_t r
     return h;
 }
 
-/* Candidates in order; *n set. The pip wheel nvidia-nccl-cu13 installs nvidia/nccl/lib/
- * libnccl.so.2 (the cu13 umbrella layout nvidia/cu13/lib is searched as well). */
-static int candidates(char paths[][1024], int cap)
+/* Candidates in order (src/libpath.h): the active Python environment's pip wheels
+ * (nvidia-nccl-cu13 installs nvidia/nccl/lib/libnccl.so.2; the cu13 umbrella layout is
+ * nvidia/cu13/lib), then the system loader's libnccl.so.2, then the CUDA toolkit's lib64. */
+static int candidates(char paths[][XS_LIBPATH_MAX], int cap)
 {
-    int n = 0;
-    const char *home = getenv("HOME"), *venv = getenv("VIRTUAL_ENV"),
-               *conda = getenv("CONDA_PREFIX");
-    char pat[64][1024];
-    int np = 0;
-    const char *tails[] = {"nvidia/nccl/lib/libnccl.so.2", "nvidia/cu13/lib/libnccl.so.2",
-                           "nvidia/*/lib/libnccl.so.2"};
-    const char *roots[] = {"/opt/torch/.venv/lib/python3*/site-packages", NULL, NULL, NULL,
-                           "/opt/*/.venv/lib/python3*/site-packages",
-                           "/opt/*/lib/python3*/site-packages",
-                           "/usr/local/lib/python3*/dist-packages",
-                           "/usr/local/lib/python3*/site-packages",
-                           "/usr/lib/python3*/dist-packages", "/usr/lib/python3/dist-packages"};
-    char r1[512] = "", r2[512] = "", r3[512] = "";
-    if (venv)
-        snprintf(r1, sizeof r1, "%s/lib/python3*/site-packages", venv), roots[1] = r1;
-    if (conda)
-        snprintf(r2, sizeof r2, "%s/lib/python3*/site-packages", conda), roots[2] = r2;
-    if (home)
-        snprintf(r3, sizeof r3, "%s/.local/lib/python3*/site-packages", home), roots[3] = r3;
-    for (size_t r = 0; r < sizeof roots / sizeof roots[0]; r++)
-        for (size_t t = 0; roots[r] && t < sizeof tails / sizeof tails[0] && np < 64; t++)
-            snprintf(pat[np++], sizeof pat[0], "%s/%s", roots[r], tails[t]);
-    /* PYTHONPATH entries are site-packages-like too */
-    const char *pp = getenv("PYTHONPATH");
-    while (pp && *pp && np < 64) {
-        const char *e = strchr(pp, ':');
-        size_t len = e ? (size_t)(e - pp) : strlen(pp);
-        if (len && len < 900)
-            snprintf(pat[np++], sizeof pat[0], "%.*s/nvidia/*/lib/libnccl.so.2", (int)len, pp);
-        pp = e ? e + 1 : NULL;
-    }
-    for (int i = 0; i < np && n < cap; i++) {
-        glob_t g;
-        if (glob(pat[i], 0, NULL, &g) == 0)
-            for (size_t j = 0; j < g.gl_pathc && n < cap; j++) {
-                int dup = 0;
-                for (int k = 0; k < n; k++)
-                    dup |= !strcmp(paths[k], g.gl_pathv[j]);
-                if (!dup)
-                    snprintf(paths[n++], 1024, "%s", g.gl_pathv[j]);
-            }
-        globfree(&g);
-    }
-    if (n < cap)
-        snprintf(paths[n++], 1024, "/usr/local/cuda/lib64/libnccl.so.2");
-    if (n < cap)
-        snprintf(paths[n++], 1024, "libnccl.so.2");
-    return n;
+    static const char *const tails[] = {"nvidia/nccl/lib/libnccl.so.2",
+                                        "nvidia/cu13/lib/libnccl.so.2",
+                                        "nvidia/*/lib/libnccl.so.2"};
+    static const char *const names[] = {"libnccl.so.2"};
+    return xs_lib_candidates(tails, 3, names, 1, paths, cap);
 }
 
 #define NC_SYM(field, name)                                                                   \
@@ -156,7 +113,7 @@ static xs_status nccl_load(void)
         if (!h)
             return xs_seterr(XS_ENCCL, "NCCL cannot be loaded from XS_NCCL_LIB=%s: %s", env, err);
     } else {
-        static char paths[32][1024];
+        static char paths[32][XS_LIBPATH_MAX];
         int n = candidates(paths, 32);
         int old_v = 0;
         char old_path[1024] = "";
@@ -183,9 +140,10 @@ static xs_status nccl_load(void)
                              "XS_NCCL_LIB", vs, old_path);
         }
         if (!h)
-            return xs_seterr(XS_ENCCL, "NCCL not found (tried pip wheels nvidia/nccl and "
-                             "nvidia/cu13 under /opt/torch/.venv and other site-packages, "
-                             "/usr/local/cuda/lib64, libnccl.so.2; set XS_NCCL_LIB): %s", err);
+            return xs_seterr(XS_ENCCL, "NCCL not found (tried %d places: the active Python "
+                             "environment's nvidia-nccl wheel, the system's libnccl.so.2, the "
+                             "CUDA toolkit's lib64; set XS_NCCL_LIB or activate the venv that "
+                             "has nvidia-nccl-cu13, docs/INSTALL.md): %s", n, err);
     }
     if (v < XS_NCCL_MIN_VERSION) {
         char vs[32];

@@ -93,6 +93,13 @@ then ok "shared example needs libxstage.so.$major"; else bad "shared example doe
 if [ -x "$T/predict_a" ] && ! objdump -p "$T/predict_a" | grep -q 'NEEDED.*libxstage'
 then ok "static example needs no libxstage.so"; else bad "static example is not static in xstage"; fi
 
+# the README's copy of the example builds the same way
+awk '/^```c$/ {f = 1; next} /^```$/ {f = 0} f' README.md >"$T/readme.c"
+# shellcheck disable=SC2046
+if [ -s "$T/readme.c" ] && cc "$T/readme.c" $(pkg-config --cflags --libs xstage) -o "$T/predict_readme" 2>"$T/cc.err"
+then ok "README's C example builds with pkg-config alone"
+else bad "README's C example: $(head -n 5 "$T/cc.err")"; fi
+
 # predict's CSV: `--csv` is a flag today; when it takes FILE, `-` is stdout
 if "$P/bin/xstage" predict --help 2>&1 | grep -q -- '--csv FILE'; then csv="--csv -"; else csv="--csv"; fi
 n=0
@@ -110,6 +117,9 @@ for s in examples/*.csv; do
     if [ -x "$T/predict_a" ] && "$T/predict_a" "$s" >"$T/got" 2>"$T/err" && cmp -s "$T/want" "$T/got"
     then ok "static example = xstage predict $csv on $s"
     else bad "static example differs on $s: $(diff "$T/want" "$T/got" 2>&1 | head -n 4)"; fi
+    if [ -x "$T/predict_readme" ] && LD_LIBRARY_PATH="$P/lib" "$T/predict_readme" "$s" >"$T/got" 2>"$T/err" &&
+        cmp -s "$T/want" "$T/got"; then ok "README example = xstage predict $csv on $s"
+    else bad "README example differs on $s: $(diff "$T/want" "$T/got" 2>&1 | head -n 4)"; fi
 done
 [ "$n" -gt 0 ] || bad "no examples/*.csv schedule"
 
