@@ -412,6 +412,15 @@ int xs_launch_or_run_with(int ngpus, int argc, char **argv, const xs_launch_hook
         }
         return 0;
     }
+    xs_launcher_env le;
+    if (xs_launcher_detect(&le) != XS_OK)
+        return -1;
+    if (le.name && le.nranks > 1) {
+        /* torchrun, mpirun or srun started the ranks: this process is one of them */
+        if (xs_launcher_join(&le, ngpus, h, o ? o->quiet_stdout : 1) != XS_OK)
+            return -1;
+        return 0;
+    }
     if (ngpus == 1)
         return 0;
     if (h && h->count_gpus) {
