@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -32,7 +33,8 @@ static struct {
     char path[1024];
     decltype(&ncclGetVersion) get_version;
     decltype(&ncclGetUniqueId) get_unique_id;
-    decltype(&ncclCommInitRank) comm_init_rank;
+    decltype(&ncclCommInitRankConfig) comm_init_rank_config;
+    decltype(&ncclCommGetAsyncError) comm_get_async_error;
     decltype(&ncclCommSplit) comm_split;
     decltype(&ncclMemAlloc) mem_alloc;
     decltype(&ncclMemFree) mem_free;
@@ -156,7 +158,8 @@ static xs_status nccl_load(void)
     const char *missing = NULL;
     NC_SYM(get_version, "ncclGetVersion");
     NC_SYM(get_unique_id, "ncclGetUniqueId");
-    NC_SYM(comm_init_rank, "ncclCommInitRank");
+    NC_SYM(comm_init_rank_config, "ncclCommInitRankConfig");
+    NC_SYM(comm_get_async_error, "ncclCommGetAsyncError");
     NC_SYM(comm_split, "ncclCommSplit");
     NC_SYM(mem_alloc, "ncclMemAlloc");
     NC_SYM(mem_free, "ncclMemFree");
@@ -255,18 +258,61 @@ extern "C" void xs_nccl_close(xs_nccl_comm *c, int abort)
     free(c);
 }
 
-/* ncclCommInitRank, one line on failure (a communicator that failed to initialise is NCCL's to
- * clean up, not ours). */
+/* Wait for a non-blocking communicator's pending operation (r = ncclInProgress) until the
+ * deadline (xs_now_s() seconds). Returns its final result, or ncclInProgress when the deadline
+ * passed first. */
+static ncclResult_t settle(ncclComm_t comm, ncclResult_t r, double deadline)
+{
+    while (r == ncclInProgress) {
+        if (nc.comm_get_async_error(comm, &r) != ncclSuccess)
+            return ncclInternalError;
+        if (r != ncclInProgress || xs_now_s() > deadline)
+            break;
+        struct timespec t = {0, 200000}; /* 0.2 ms: set-up takes milliseconds to seconds */
+        nanosleep(&t, NULL);
+    }
+    return r;
+}
+
+/* A communicator's set-up (ncclCommInitRankConfig, ncclCommSplit), bounded by XS_RANK_TIMEOUT:
+ * r is the call's result, *comm its communicator. On failure or at the deadline the
+ * communicator is aborted, *comm is NULL and one line names the call; a rank that never joins
+ * makes every other rank's set-up fail this way (XS_ETIMEOUT). */
+static xs_status setup_done(ncclComm_t *comm, ncclResult_t r, double timeout_s,
+                            const char *what)
+{
+    if (r == ncclInProgress && *comm)
+        r = settle(*comm, r, xs_now_s() + timeout_s);
+    if (r == ncclSuccess)
+        return XS_OK;
+    xs_status st;
+    if (r == ncclInProgress)
+        st = xs_seterr(XS_ETIMEOUT, "%s: not complete within %g s (XS_RANK_TIMEOUT): a rank did "
+                       "not join or cannot be reached", what, timeout_s);
+    else
+        st = nccl_fail(*comm, what, r);
+    if (*comm)
+        nc.comm_abort(*comm);
+    *comm = NULL;
+    return st;
+}
+
+/* ncclCommInitRank; with more than one rank as a non-blocking communicator polled against
+ * XS_RANK_TIMEOUT, so that a missing rank fails this one within the bound instead of blocking
+ * in NCCL's bootstrap (only the root of nranks > 1 is non-blocking: the window sets' are split
+ * from it as blocking ones). One line on failure. */
 static xs_status init_rank(ncclComm_t *out, int nranks, ncclUniqueId u, int rank)
 {
     *out = NULL;
-    ncclResult_t r = nc.comm_init_rank(out, nranks, u, rank);
-    if (r == ncclSuccess)
-        return XS_OK;
-    *out = NULL;
+    double timeout_s;
+    XS_TRY(xs_rank_timeout(&timeout_s));
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    /* one rank waits for nobody, and its communicator carries the window itself: blocking */
+    cfg.blocking = nranks == 1;
+    ncclResult_t r = nc.comm_init_rank_config(out, nranks, u, rank, &cfg);
     char what[64];
     snprintf(what, sizeof what, "ncclCommInitRank(rank %d of %d)", rank, nranks);
-    return nccl_fail(NULL, what, r);
+    return setup_done(out, r, timeout_s, what);
 }
 
 extern "C" xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[128],
@@ -310,7 +356,8 @@ extern "C" xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[1
         }                                                                                     \
     } while (0)
 
-    /* blocking init: a missing peer is bounded by the launcher's timeout, which kills all */
+    /* init bounded by XS_RANK_TIMEOUT (init_rank); the window sets' communicators are blocking
+     * (the calls on them need no polling), split from a root that every rank has joined */
     if (nranks == 1) {
         if ((st = init_rank(&c->comm, nranks, u, rank)) != XS_OK)
             goto fail;
@@ -337,11 +384,18 @@ extern "C" xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[1
             root.rank = rank;
         }
         ncclComm_t comm = NULL;
-        ncclResult_t r = nc.comm_split(root.comm, 0, rank, &comm, NULL);
-        if (r != ncclSuccess || !comm) {
-            snprintf(what, sizeof what, "ncclCommSplit(rank %d of %d) for a window set", rank,
-                     nranks);
-            st = nccl_fail(root.comm, what, r != ncclSuccess ? r : ncclInternalError);
+        ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+        cfg.blocking = 1;
+        double timeout_s;
+        if ((st = xs_rank_timeout(&timeout_s)) != XS_OK)
+            goto fail;
+        ncclResult_t r = nc.comm_split(root.comm, 0, rank, &comm, &cfg);
+        snprintf(what, sizeof what, "ncclCommSplit(rank %d of %d) for a window set", rank,
+                 nranks);
+        if ((st = setup_done(&comm, r, timeout_s, what)) != XS_OK)
+            goto fail;
+        if (!comm) {
+            st = nccl_fail(root.comm, what, ncclInternalError);
             goto fail;
         }
         c->comm = comm;
