@@ -34,7 +34,8 @@ typedef struct {
     int quiet_stdout; /* 1: ranks > 0 write stdout to /dev/null (stderr always passes) */
 } xs_launch_opts;
 
-/* True in a process that should start the ranks: ngpus > 1 and XS_RANK is not set. */
+/* True in a process that should start the ranks: ngpus > 1, XS_RANK is not set and no other
+ * launcher (torchrun, mpirun, srun) started several ranks. */
 int xs_launch_needed(int ngpus);
 
 /* Start nranks copies of o->exe with argument vector argv (argv[0] included, NULL-terminated),

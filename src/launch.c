@@ -30,7 +30,13 @@ static void sleep_ms(int ms)
     }
 }
 
-int xs_launch_needed(int ngpus) { return ngpus > 1 && getenv("XS_RANK") == NULL; }
+int xs_launch_needed(int ngpus)
+{
+    if (ngpus <= 1 || getenv("XS_RANK"))
+        return 0;
+    xs_launcher_env e; /* torchrun, mpirun or srun started the ranks already */
+    return !(xs_launcher_detect(&e) == XS_OK && e.name && e.nranks > 1);
+}
 
 /* ---- hex -------------------------------------------------------------------------------- */
 

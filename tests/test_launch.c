@@ -737,6 +737,12 @@ static void test_torchrun_join(const char *file)
         int cs = child_status(kids[r]);
         XT_CHECK(cs == 0, "torchrun join (%s) rank %d: status %d", file ? "file" : "tcp", r, cs);
     }
+    /* under a launcher of two ranks, nothing is forked */
+    setenv("RANK", "1", 1);
+    setenv("WORLD_SIZE", "2", 1);
+    XT_CHECK(!xs_launch_needed(2), "xs_launch_needed under torchrun");
+    setenv("WORLD_SIZE", "1", 1);
+    XT_CHECK(xs_launch_needed(2), "xs_launch_needed with a world of one");
     /* -g must say the launcher's size */
     setenv("RANK", "0", 1);
     setenv("WORLD_SIZE", "2", 1);
