@@ -266,8 +266,12 @@ int xs_cli_badopt(const char *cmd, const char *optstring, int argc, char **argv)
     if (optopt > 0 && optopt < 256 && strncmp(bad, "--", 2))
         return xs_cli_failf("%s: option -%c %s (--help lists the options)", cmd, optopt,
                             strchr(optstring, optopt) ? "needs a value" : "is unknown");
-    return xs_cli_failf("%s: option '%s' %s (--help lists the options)", cmd, bad,
-                        optopt ? "needs a value, or takes none" : "is unknown");
+    /* getopt_long sets optopt to the option's value when it exists: "--csv=1" gave a value to
+     * an option that takes none, "--schedule" at the end lacks its value */
+    const char *why = !optopt            ? "is unknown or ambiguous"
+                      : strchr(bad, '=') ? "takes no value"
+                                         : "needs a value";
+    return xs_cli_failf("%s: option '%s' %s (--help lists the options)", cmd, bad, why);
 }
 
 int xs_launch_exit(int l, int ec)
