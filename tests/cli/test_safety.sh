@@ -73,6 +73,11 @@ same p.json "$T/p.orig" "predict --plot = --profile"
 expect_ok "plan --out a new file" "$X" plan -s v.csv --out planned.csv
 expect_ok "the plan loads" "$X" predict -s planned.csv
 no_temp . "plan --out"
+# a symbolic link as the output: its target gets the plan, the link stays a link
+echo "# old target" >target.csv
+ln -s target.csv outlink.csv
+expect_ok "plan --out a symbolic link" "$X" plan -s v.csv --out outlink.csv
+[ -L outlink.csv ] && cmp -s target.csv planned.csv && ok || bad "plan --out a symbolic link: link replaced or target not written"
 # a plan much larger than the file size limit: the write fails, the old file stays whole
 {
     echo producers,bytes_per_producer,gap_ns
