@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "xstage.h"
+#include "xstage_outfile.h"
 
 static const char sample_header[] =
     "experiment,producers,bytes_per_producer,gap_ns,rows,rep,row,issue_med_ns,issue_max_ns,end_ns";
@@ -50,9 +51,9 @@ void xs_samples_free(xs_samples *s)
 
 xs_status xs_samples_save(const xs_samples *s, const char *path, const char *comment)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return xs_seterr(XS_EIO, "%s: cannot write samples: %s", path, strerror(errno));
+    xs_outfile o; /* atomic: a failed write leaves the old file (xstage_outfile.h) */
+    XS_TRY(xs_outfile_open(&o, path));
+    FILE *f = o.f;
     xs_write_comment(f, comment);
     fprintf(f, "%s\n", sample_header);
     for (size_t i = 0; i < s->n; i++) {
@@ -61,9 +62,7 @@ xs_status xs_samples_save(const xs_samples *s, const char *path, const char *com
                 (long long)r->bytes_per_producer, r->gap_ns, r->rows, r->rep, r->row,
                 r->issue_med_ns, r->issue_max_ns, r->end_ns);
     }
-    if (fclose(f) != 0)
-        return xs_seterr(XS_EIO, "%s: write error", path);
-    return XS_OK;
+    return xs_outfile_commit(&o);
 }
 
 xs_status xs_samples_load(const char *path, xs_samples *s)

@@ -20,6 +20,7 @@
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
+#include "xstage_outfile.h"
 #include "xstage_cuda.h"
 #include "xstage_launch.h"
 #include "xstage_replay.h"
@@ -254,7 +255,7 @@ static int calib_parse(int argc, char **argv, calib_args *a)
                 return xs_cli_fail();
             break;
         case 'h': usage(); return 0;
-        default: return 1;
+        default: return xs_cli_badopt("calibrate", "t:o:d:g:h", argc, argv);
         }
     }
     if (optind < argc)
@@ -483,6 +484,12 @@ int xs_cmd_calibrate(int argc, char **argv)
     xs_replay_opts ro = a.ro;
     const int quick = a.quick, gpus = a.gpus;
     const char *out = a.out, *samples_out = a.samples_out, *out_pub = a.out_pub;
+    {
+        const xs_file_arg outs[] = {{"--out", out}, {"--out-published", out_pub},
+                                    {"--samples", samples_out}};
+        if (xs_files_distinct(outs, 3, NULL, 0) != XS_OK)
+            return xs_cli_fail();
+    }
     if (gpus > 1)
         setenv("XS_LAUNCH_TIMEOUT", "900", 0); /* calibrate's bound, as before; the user's wins */
     {

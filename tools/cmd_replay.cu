@@ -13,6 +13,7 @@
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
+#include "xstage_outfile.h"
 #include "xstage_cuda.h"
 #include "xstage_launch.h"
 #include "xstage_replay.h"
@@ -342,6 +343,8 @@ int xs_cmd_replay(int argc, char **argv)
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "s:t:d:n:g:h", lo, NULL)) != -1) {
+        if (c == '?')
+            return xs_cli_badopt("replay", "s:t:d:n:g:h", argc, argv);
         if (c == 'h') {
             printf("usage: xstage replay --schedule FILE [--target T] [--sync] [--csv]\n"
                    "Run the schedule on this GPU with one producer (CTA of 128 threads) per SM,\n"
@@ -367,6 +370,12 @@ int xs_cmd_replay(int argc, char **argv)
     }
     if (optind < argc)
         return xs_cli_failf("replay: unexpected argument '%s'", argv[optind]);
+    {
+        const xs_file_arg outs[] = {{"--windows", a.windows_out}, {"--placement", a.placement_out}};
+        const xs_file_arg ins[] = {{"--schedule", a.schedule}, {"--profile", a.pa.file}};
+        if (xs_files_distinct(outs, 2, ins, 2) != XS_OK)
+            return xs_cli_fail();
+    }
     if (!a.schedule)
         return xs_cli_failf("replay: --schedule FILE is required");
     if (a.ro.target == XS_TARGET_VIRTUAL && a.ro.virtual_peers < 1)
@@ -383,23 +392,23 @@ int xs_cmd_replay(int argc, char **argv)
     if (xs_schedule_load(a.schedule, &s) != XS_OK)
         return xs_cli_fail();
     FILE *place = NULL; /* opened first: a bad path is an error before the GPU is touched */
+    xs_outfile placeo = {0}; /* atomic (xstage_outfile.h) */
     if (a.placement_out && xs_rank_primary()) {
-        if (!(place = fopen(a.placement_out, "w"))) {
+        if (xs_outfile_open(&placeo, a.placement_out) != XS_OK) {
             xs_schedule_free(&s);
-            return xs_cli_failf("replay: cannot write %s", a.placement_out);
+            return xs_cli_fail();
         }
+        place = placeo.f;
     }
     a.ro.window_bytes = window_for(&s, &a);
     xs_replayer *rp;
     if (xs_replayer_open(&a.ro, &rp) != XS_OK) {
-        if (place)
-            fclose(place);
+        xs_outfile_discard(&placeo);
         xs_schedule_free(&s);
         return xs_cli_fail();
     }
     if (apply_sms(rp, &a) != XS_OK || xs_replay_check(rp, &s) != XS_OK) {
-        if (place)
-            fclose(place);
+        xs_outfile_discard(&placeo);
         xs_replayer_close(rp);
         xs_schedule_free(&s);
         return xs_cli_fail();
@@ -422,8 +431,8 @@ int xs_cmd_replay(int argc, char **argv)
         st = replay_median(rp, &s, a.sync, a.reps, a.reps, 0, &seed, &m, &spread, &used, &rs,
                            totals, skews, place);
     }
-    if (place && fclose(place) != 0 && st == XS_OK)
-        st = xs_seterr(XS_EIO, "replay: writing %s failed", a.placement_out);
+    if (xs_outfile_commit(&placeo) != XS_OK && st == XS_OK)
+        st = XS_EIO;
     if (st != XS_OK) {
         xs_cli_fail();
         free(totals);
@@ -467,16 +476,17 @@ int xs_cmd_replay(int argc, char **argv)
     }
     int rc = 0;
     if (a.windows_out) {
-        FILE *wf = fopen(a.windows_out, "w");
+        xs_outfile wfo; /* atomic (xstage_outfile.h) */
+        FILE *wf = xs_outfile_open(&wfo, a.windows_out) == XS_OK ? wfo.f : NULL;
         xs_sim_opts wo;
         memset(&wo, 0, sizeof wo);
         wo.sync = a.sync;
         wo.record_windows = 1;
         xs_result pw;
         if (!wf) {
-            rc = xs_cli_failf("replay: cannot write %s", a.windows_out);
+            rc = xs_cli_fail();
         } else if (xs_simulate(&p, &s, &wo, &pw) != XS_OK) {
-            fclose(wf);
+            xs_outfile_discard(&wfo);
             rc = xs_cli_fail();
         } else {
             xs_gpu_report_header(wf, xs_replayer_gpu(rp), argc + 1, argv - 1);
@@ -488,8 +498,8 @@ int xs_cmd_replay(int argc, char **argv)
                             m.win_end[i], pw.win_start[j], pw.win_end[j]);
                 }
             xs_result_free(&pw);
-            if (fclose(wf) != 0)
-                rc = xs_cli_failf("replay: write error on %s", a.windows_out);
+            if (xs_outfile_commit(&wfo) != XS_OK)
+                rc = xs_cli_fail();
         }
     }
     xs_result_free(&m);
@@ -679,6 +689,8 @@ int xs_cmd_validate(int argc, char **argv)
     int c, quick = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:d:n:g:h", lo, NULL)) != -1) {
+        if (c == '?')
+            return xs_cli_badopt("validate", "t:d:n:g:h", argc, argv);
         if (c == 'h') {
             validate_usage();
             return 0;
@@ -699,6 +711,12 @@ int xs_cmd_validate(int argc, char **argv)
     }
     if (optind < argc)
         return xs_cli_failf("validate: unexpected argument '%s'", argv[optind]);
+    {
+        const xs_file_arg outs[] = {{"--csv", a.csv_out}, {"--rows", a.rows_out}};
+        const xs_file_arg ins[] = {{"--profile", a.pa.file}};
+        if (xs_files_distinct(outs, 2, ins, 1) != XS_OK)
+            return xs_cli_fail();
+    }
     /* 16: at the knee single runs stall or not at random (96 producers at 0.9·Q(K) in some of
      * 4 runs and not in others), and the median of 4 then fell on either side from one validate
      * to the next; the median of 16 settles on the common mode (docs/MODEL.md) */
@@ -738,17 +756,17 @@ int xs_cmd_validate(int argc, char **argv)
     int nv = build_suite(&p, gpu->sm_count, v, seed);
     if (quick)
         nv = quick_suite(v, nv);
-    FILE *cf = NULL, *rf = NULL;
-    if (a.csv_out && !(cf = fopen(a.csv_out, "w"))) {
+    xs_outfile cfo = {0}, rfo = {0}; /* atomic (xstage_outfile.h) */
+    if (a.csv_out && xs_outfile_open(&cfo, a.csv_out) != XS_OK) {
         xs_replayer_close(rp);
-        return xs_cli_failf("validate: cannot write %s", a.csv_out);
+        return xs_cli_fail();
     }
-    if (a.rows_out && !(rf = fopen(a.rows_out, "w"))) {
-        if (cf)
-            fclose(cf);
+    if (a.rows_out && xs_outfile_open(&rfo, a.rows_out) != XS_OK) {
+        xs_outfile_discard(&cfo);
         xs_replayer_close(rp);
-        return xs_cli_failf("validate: cannot write %s", a.rows_out);
+        return xs_cli_fail();
     }
+    FILE *cf = cfo.f, *rf = rfo.f;
     if (rf) {
         xs_gpu_report_header(rf, gpu, argc + 1, argv - 1);
         fprintf(rf, "schedule,sync,row,producers,bytes_per_producer,gap_ns,meas_issue_med_ns,"
@@ -859,10 +877,10 @@ int xs_cmd_validate(int argc, char **argv)
         if (rf)
             fputs("# INTERRUPTED: partial results\n", rf);
     }
-    if (cf)
-        fclose(cf);
-    if (rf)
-        fclose(rf);
+    if (xs_outfile_commit(&cfo) != XS_OK && !rc)
+        rc = xs_cli_fail();
+    if (xs_outfile_commit(&rfo) != XS_OK && !rc)
+        rc = xs_cli_fail();
     for (int i = 0; i < nv; i++)
         xs_schedule_free(&v[i].s);
     xs_replayer_close(rp);

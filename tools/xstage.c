@@ -53,9 +53,7 @@ static int (*gpu_fn(const char *name))(int, char **)
 
 static int not_built(const char *name)
 {
-    fprintf(stderr, "xstage: error: '%s' needs the CUDA side, and this xstage was built without "
-                    "nvcc\n", name);
-    return 1;
+    return xs_cli_failf("'%s' needs the CUDA side, and this xstage was built without nvcc", name);
 }
 
 static int cmd_bench(int argc, char **argv)
@@ -71,8 +69,7 @@ static int cmd_bench(int argc, char **argv)
     if (!strcmp(argv[1], "ep") || !strcmp(argv[1], "tp") || !strcmp(argv[1], "up"))
         fn = gpu_fn(argv[1]);
     else {
-        fprintf(stderr, "xstage: error: unknown benchmark '%s' (ep, tp or up)\n", argv[1]);
-        return 1;
+        return xs_cli_failf("unknown benchmark '%s' (ep, tp or up)", argv[1]);
     }
     if (!fn)
         return not_built(argv[1]);
@@ -115,6 +112,5 @@ int main(int argc, char **argv)
             xs_sigint_install(); /* GPU commands stop cleanly between runs (xstage_sigint.h) */
         return fn(argc - 1, argv + 1);
     }
-    fprintf(stderr, "xstage: error: unknown command '%s' (xstage --help lists them)\n", argv[1]);
-    return 1;
+    return xs_cli_failf("unknown command '%s' (xstage --help lists them)", argv[1]);
 }
