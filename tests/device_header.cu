@@ -2,8 +2,13 @@
  * device_header.cu - include/xstage_device.cuh compiles alone (only include/ on the path) and
  * instantiates every primitive a user kernel may call; the Makefile builds it for sm_80 and
  * sm_90a (`make all`). The bulk (TMA) stores only where __CUDA_ARCH__ >= 900. Nothing runs.
+ * Where the core's trace header is present, it is included after the device header: both define
+ * xs_trace_record under one guard, and a user's .cu includes both.
  */
 #include "xstage_device.cuh"
+#if __has_include("xstage_trace.h")
+#include "xstage_trace.h"
+#endif
 
 static_assert(sizeof(xs_trace_record) == 56, "xs_trace_record: 56 bytes");
 static_assert(offsetof(xs_trace_record, bytes) == 16, "xs_trace_record: bytes at 16");
