@@ -348,7 +348,7 @@ XS_DEV void xs_spin_until(unsigned long long t_ns)
 XS_DEV unsigned long long xs_bucket_start(unsigned long long due)
 {
     const unsigned long long now = xs_globaltimer();
-    return due > now ? due : now;
+    return max(due, now);
 }
 
 XS_DEV unsigned long long xs_bucket_take(unsigned long long *due, double bytes,
