@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # gpu_byo.sh - the bring-your-own-kernel loop on a GPU machine, from already built binaries
-# (build/xstage, examples/byo/byo, build/tests/gpu/test_trace; nothing is built here): the
-# trace stamps' GPU test, then examples/byo on three shapes x two seeds, each trace compared
-# with what the model predicts on the given profile (a host-path calibrate profile of this GPU).
+# (build/xstage, build/examples/byo or examples/byo/byo, build/tests/gpu/test_trace; nothing is
+# built here): the trace stamps' GPU test, then examples/byo on three shapes x two seeds, each
+# trace compared with what the model predicts on the given profile (a host-path calibrate
+# profile of this GPU).
 # Writes under $OUT: byo_<shape>_s<seed>.{csv,log} (the trace, the run's output),
 # compare_<shape>_s<seed>.{csv,json,log} (per-tile comparison, Chrome timeline, summary),
 # test_trace.log, summary.log. The example takes no part in calibration or fitting.
-# Usage: OUT=dir [BUILD=build] [BYO=examples/byo/byo] [SHAPES="lognormal staggered bimodal"]
+# Usage: OUT=dir [BUILD=build] [BYO=build/examples/byo] [SHAPES="lognormal staggered bimodal"]
 #        [SEEDS="1 2"] scripts/gpu_byo.sh PROFILE.json
 # Exit status: non-zero when any step failed (each step is still attempted). About 1 minute.
 set -u
 OUT=${OUT:-./out}
 BUILD=${BUILD:-build}
-BYO=${BYO:-examples/byo/byo}
+BYO=${BYO:-$BUILD/examples/byo}
+[ -x "$BYO" ] || [ ! -x examples/byo/byo ] || BYO=examples/byo/byo
 SHAPES=${SHAPES:-lognormal staggered bimodal}
 SEEDS=${SEEDS:-1 2}
 PROFILE=${1:-}
