@@ -64,8 +64,11 @@ CTEST_BIN := $(CTEST_SRC:%.cu=$(BUILD)/%)
 HEADERS   := $(wildcard include/*.h include/*.cuh src/*.h tools/*.h tools/bench/*.h cuda/*.h \
                         cuda/*.cuh cuda/*/*.h cuda/*/*.cuh tests/*.h)
 
+# the public device header alone (include/ only on the path), for the oldest and the newest target
+HDRCHECK  := $(BUILD)/tests/device_header_sm80.o $(BUILD)/tests/device_header_sm90a.o
+
 ifneq ($(NVCC),)
-ALL_GPU  := $(BUILD)/libxstage_cuda.a $(GTEST_BIN) $(CTEST_BIN)
+ALL_GPU  := $(BUILD)/libxstage_cuda.a $(GTEST_BIN) $(CTEST_BIN) $(HDRCHECK) $(BUILD)/examples/byo
 TOOL_GPU := $(CU_OBJ)   # objects, not the archive: weak references do not pull archive members
 LINK     := $(NVCC) $(NVARCH) -Xlinker --no-as-needed
 else
@@ -125,6 +128,19 @@ $(CTEST_BIN): $(BUILD)/tests/%: tests/%.cu $(BUILD)/libxstage_cuda.a $(BUILD)/li
 $(BUILD)/tests/gpu/test_%: tests/gpu/test_%.cu $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) $< -o $@ $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(LDLIBS)
+
+# examples/byo as a user builds it (public headers and libxstage.a only; its own Makefile does
+# the same outside the tree), so that it stays in step
+$(BUILD)/examples/byo: examples/byo/byo.cu $(wildcard examples/byo/*.h) $(BUILD)/libxstage.a \
+                       $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -lineinfo -std=c++17 $(NVARCH) -Xcompiler -Wall -Iinclude $< -o $@ \
+	    $(BUILD)/libxstage.a $(LDLIBS)
+
+$(BUILD)/tests/device_header_sm%.o: tests/device_header.cu include/xstage_device.cuh \
+                                    include/xstage_pattern.h
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++17 -Iinclude -arch=sm_$* -Xcompiler -Wall -c $< -o $@
 
 # CPU tests (unit, property, command line). The last line is "N passed, N failed".
 test: all

@@ -9,6 +9,7 @@
  * so windows of different SMs are comparable to within one timer read. The probes (store rate,
  * drain under load, work under stores, visibility, SM groups) are in replay_probe.cu.
  */
+#include "nvtx_launch.h"
 #include "replay_impl.h"
 
 
@@ -212,7 +213,7 @@ static xs_status open_device(xs_replayer *rp)
     /* SM clock, for converting gaps to cycles */
     unsigned long long *dprobe, hprobe[2];
     XS_CU(cudaMalloc((void **)&dprobe, sizeof hprobe));
-    clock_probe_kernel<<<1, 1, 0, rp->stream>>>(dprobe);
+    XS_NVTX_LAUNCH("clock_probe_kernel", clock_probe_kernel<<<1, 1, 0, rp->stream>>>(dprobe));
     XS_CU(cudaGetLastError());
     XS_CU(cudaMemcpyAsync(hprobe, dprobe, sizeof hprobe, cudaMemcpyDeviceToHost, rp->stream));
     XS_CU(cudaStreamSynchronize(rp->stream));
@@ -503,12 +504,14 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
     XS_CU_GOTO(st, out,
                cudaMemsetAsync(rp->danchors, 0, (size_t)grid * sizeof(xs_anchor), rp->stream));
     XS_CU_GOTO(st, out, cudaEventRecord(rp->ev0, rp->stream));
-    replay_kernel<<<rp->nsms ? rp->gpu.sm_count : grid, XS_PRODUCER_THREADS, rp->smem,
-                    rp->stream>>>(
-        rp->tab, rp->drows, s->nrows, rp->dstamps, rp->danchors, sync, rp->dscratch,
-        10000ull /* common start 10 us after the first producer arrives */,
-        (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat, rp->pm.dbase, rp->pm.ndest,
-        xs_replay_src_salt(rp, rp->me), xepoch, rp->nsms ? rp->dsm_map : NULL, grid);
+    XS_NVTX_LAUNCH("replay_kernel",
+                   replay_kernel<<<rp->nsms ? rp->gpu.sm_count : grid, XS_PRODUCER_THREADS,
+                                   rp->smem, rp->stream>>>(
+                       rp->tab, rp->drows, s->nrows, rp->dstamps, rp->danchors, sync, rp->dscratch,
+                       10000ull /* common start 10 us after the first producer arrives */,
+                       (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat, rp->pm.dbase,
+                       rp->pm.ndest, xs_replay_src_salt(rp, rp->me), xepoch,
+                       rp->nsms ? rp->dsm_map : NULL, grid));
     XS_CU_GOTO(st, out, cudaGetLastError());
     XS_CU_GOTO(st, out, cudaEventRecord(rp->ev1, rp->stream));
     st = xs_event_wait(rp->ev1, rp->o.timeout_s + 5, "replay kernel");
@@ -623,7 +626,7 @@ static xs_status agree_max(xs_replayer *rp, double *v)
     if (!rp->multi)
         return XS_OK;
     const unsigned long long mine = (unsigned long long)ceil(*v > 0 ? *v : 0);
-    agree_put_kernel<<<1, 64, 0, rp->stream>>>(rp->own, mine);
+    XS_NVTX_LAUNCH("agree_put_kernel", agree_put_kernel<<<1, 64, 0, rp->stream>>>(rp->own, mine));
     XS_CU_LAUNCH();
     XS_CU(cudaStreamSynchronize(rp->stream));
     XS_TRY(xs_win_barrier(rp->win, (int)(rp->o.timeout_s * 1000) + 5000));
