@@ -396,7 +396,18 @@ typedef struct {
     double mma_abs_err_med_ns;
     double mma_abs_err_p90_ns;
     double blocked_ns;         /* predicted time with the backlog above block_bytes */
+    /* where it matters: the tiles whose measured stall exceeds XS_MOE_STALLED_NS, the model's
+     * median |pred - meas| beside the zero predictor's (stall 0: the measured stall itself) */
+    int stalled_tiles;               /* issue side */
+    double stalled_err_med_ns;
+    double stalled_zero_err_med_ns;
+    int mma_stalled_tiles;           /* MMA side */
+    double mma_stalled_err_med_ns;
+    double mma_stalled_zero_err_med_ns;
 } xs_moe_stall;
+
+/* A tile counts as stalled above this measured stall (ns), issue side or MMA side. */
+#define XS_MOE_STALLED_NS 500.0
 
 /* Per-tile stalls of a run, predicted given when the combine bursts started: every Linear-2
  * tile's burst (producer = its CTA, start = its measured first store) goes through the same
