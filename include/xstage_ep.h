@@ -272,7 +272,9 @@ typedef struct {
  * The pacer: P = 128 KB at 0.95 R. 128 KB beat 256 KB (below X) on a whole sweep: every
  * reshapable row faster (median 2.7 %), 29 of 30 within 10 % of bound_us, no other row slower
  * than 0.2 %; with fewer tiles' stores in flight at once the loads of the other SMs slow less
- * (docs/EP.md, "The pacer"; bench/results/ep/). */
+ * (docs/EP.md, "The pacer"; bench/results/ep/). X and s were fitted on every configuration that
+ * bench ep's sweep judges them on; the split to refit them on is bench/results/ep/split.csv
+ * (docs/METRICS.md, "Fitted constants"). */
 #define XS_MOE_BLOCK_BYTES 550000.0
 #define XS_MOE_BLOCK_SPEED 0.05
 #define XS_MOE_PACE_BYTES 131072.0
