@@ -285,6 +285,48 @@ void xs_result_free(xs_result *r);
 /* One line per row: row,producers,bytes_per_producer,gap_ns,issue_med_ns,issue_max_ns,end_ns */
 void xs_result_print(const xs_result *r, const xs_schedule *s, int csv, FILE *f);
 
+/* ---- randomized schedules and reference predictors (src/randsched.c) ----------------------- */
+
+/* validate --random draws schedules the calibration never ran (docs/MODEL.md, "Randomized
+ * validation"): irregular producer counts, per-producer bytes and gaps, staggered starts. */
+typedef struct {
+    int max_producers;    /* K <= this (the SM count: one producer per SM) */
+    double max_bytes;     /* the schedule's bytes, all rows, at most this (the window's room) */
+} xs_rand_opts;
+
+/* One drawn schedule in the per-producer program form. Row 0 may store nothing (stagger = 1):
+ * its gaps are the producers' start offsets. rows[i].bytes_per_producer is the row's largest
+ * producer (16 in a stagger row) and rows[i].gap_ns its mean gap, for printing. */
+typedef struct {
+    xs_schedule s;        /* rows[i].producers: producers 0..K_i-1 take part in row i */
+    int producers;        /* columns of bytes / gap_ns: the widest row */
+    int64_t *bytes;       /* [nrows * producers] 0 (no store) or a multiple of 16 */
+    double *gap_ns;       /* [nrows * producers] work after the row's store */
+    int stagger;          /* 1: row 0 is the staggered start */
+} xs_randsched;
+
+/* Draw one schedule from *state (advanced; splitmix64). The same state gives the same schedule
+ * on every machine for the same profile and options. Free with xs_randsched_free. */
+xs_status xs_randsched_draw(const xs_profile *p, const xs_rand_opts *o, uint64_t *state,
+                            xs_randsched *out);
+/* The drawn programs as xs_simulate_programs and the replay take them (views into r). */
+xs_programs xs_randsched_programs(const xs_randsched *r);
+void xs_randsched_free(xs_randsched *r);
+
+/* Zero-stall predictor: every producer issues each burst in T_iss0 = o + [B - b]+/r, its clock
+ * chained through its gaps (start_ns, row_start_ns as the event model), nothing ever pushes
+ * back. pg may be NULL (the schedule's rows). Fills out's rows and windows like xs_simulate. */
+xs_status xs_predict_zero(const xs_profile *p, const xs_schedule *s, const xs_programs *pg,
+                          xs_result *out);
+/* The published fluid model, row by row (docs/MODEL.md): synchronised equal producers; a row
+ * of K storing producers, V bytes in all and the largest burst B issues in
+ * T_iss = max(T_iss0, V/R - G) where G is the work since the previous storing row (mean over
+ * producers), and in T_iss_iso = max(T_iss0, (V - Q(K))/R) when no row stored before it;
+ * T_iss0 = o + [B - b]+/r. Every producer of a row gets the row's window (issue_med = issue_max);
+ * rows follow each other without overlap. Fills out's rows (no windows). */
+xs_status xs_predict_fluid(const xs_profile *p, const xs_schedule *s, const xs_programs *pg,
+                           xs_result *out);
+
 /* ---- planner ---------------------------------------------------------------------------------- */
 
 typedef struct {

@@ -272,7 +272,9 @@ typedef struct {
  * The pacer: P = 128 KB at 0.95 R. 128 KB beat 256 KB (below X) on a whole sweep: every
  * reshapable row faster (median 2.7 %), 29 of 30 within 10 % of bound_us, no other row slower
  * than 0.2 %; with fewer tiles' stores in flight at once the loads of the other SMs slow less
- * (docs/EP.md, "The pacer"; bench/results/ep/). */
+ * (docs/EP.md, "The pacer"; bench/results/ep/). X and s were fitted on every configuration that
+ * bench ep's sweep judges them on; the split to refit them on is bench/results/ep/split.csv
+ * (docs/METRICS.md, "Fitted constants"). */
 #define XS_MOE_BLOCK_BYTES 550000.0
 #define XS_MOE_BLOCK_SPEED 0.05
 #define XS_MOE_PACE_BYTES 131072.0
@@ -396,7 +398,18 @@ typedef struct {
     double mma_abs_err_med_ns;
     double mma_abs_err_p90_ns;
     double blocked_ns;         /* predicted time with the backlog above block_bytes */
+    /* where it matters: the tiles whose measured stall exceeds XS_MOE_STALLED_NS, the model's
+     * median |pred - meas| beside the zero predictor's (stall 0: the measured stall itself) */
+    int stalled_tiles;               /* issue side */
+    double stalled_err_med_ns;
+    double stalled_zero_err_med_ns;
+    int mma_stalled_tiles;           /* MMA side */
+    double mma_stalled_err_med_ns;
+    double mma_stalled_zero_err_med_ns;
 } xs_moe_stall;
+
+/* A tile counts as stalled above this measured stall (ns), issue side or MMA side. */
+#define XS_MOE_STALLED_NS 500.0
 
 /* Per-tile stalls of a run, predicted given when the combine bursts started: every Linear-2
  * tile's burst (producer = its CTA, start = its measured first store) goes through the same
