@@ -112,6 +112,11 @@ typedef struct {
     int spill_depth;
     int *sq_head, *sq_n, *sq_task, *flushing;
     double *sq_rem, *fwait0; /* fwait0: when the producer began to wait for a flush */
+    /* The pacer's wait list: the producers held at the gate (XS_P_GATE), keyed by producer
+     * index alone ({0, 0, p}). Only its first one is due, at the gate's opening (xs_mrun_gate):
+     * every waiter would wake there, in producer order, and all but the first would find the
+     * gate moved on by the first one's bytes, so they wait on without events of their own. */
+    xs_evheap gate;
 } xs_mrun;
 
 static void xs_mrun_take(xs_mrun *u, int p);
@@ -175,7 +180,7 @@ static int xs_mrun_flush(xs_mrun *u, int p, int wait)
             u->fwait0[p] = g->t_now;
         u->flushing[p] = u->sq_task[e];
         z->state = XS_P_GATE;
-        if (xs_evheap_push(&g->pev, (xs_ev){open, 0, p}))
+        if (xs_evheap_push(&u->gate, (xs_ev){0, 0, p}))
             g->oom = 1;
         return 1;
     }
@@ -276,7 +281,7 @@ static void xs_mrun_burst(xs_mrun *u, int p)
         }
         if (open > g->t_now) {
             z->state = XS_P_GATE;
-            if (xs_evheap_push(&g->pev, (xs_ev){open, 0, p}))
+            if (xs_evheap_push(&u->gate, (xs_ev){0, 0, p}))
                 g->oom = 1;
             return;
         }
@@ -290,6 +295,7 @@ static void xs_mrun_burst(xs_mrun *u, int p)
 
 static void xs_mrun_free(xs_mrun *u)
 {
+    xs_evheap_free(&u->gate);
     free(u->dep_cnt);
     free(u->wait_head);
     free(u->pending);
@@ -414,8 +420,20 @@ static int xs_mrun_events(xs_mrun *u, double max_events)
         if (++events > max_events)
             return 1;
         const double ts = xs_msim_stage_next(g);
-        const double tp = g->pev.n ? g->pev.a[0].t : INFINITY;
+        double tp = g->pev.n ? g->pev.a[0].t : INFINITY;
         const double tv = g->vev.n ? xs_msim_t_of_v(g, g->vev.a[0].t) : INFINITY;
+        /* the wait list's first producer is due when the gate opens (or now, where rounding
+         * left it open): among the timed steps in (time, producer) order, as a timed step of
+         * its own would be */
+        int gate_due = 0;
+        if (u->gate.n) {
+            const double open = u->pace_until - u->pace_slack_ns;
+            const double tg = open > g->t_now ? open : g->t_now;
+            if (!g->pev.n || tg < tp || (tg == tp && u->gate.a[0].p < g->pev.a[0].p)) {
+                tp = tg;
+                gate_due = 1;
+            }
+        }
         if (ts == INFINITY && tp == INFINITY && tv == INFINITY)
             break;
         if (tv <= tp && tv <= ts) {
@@ -423,7 +441,7 @@ static int xs_mrun_events(xs_mrun *u, double max_events)
             xs_mrun_mma_end(u, xs_evheap_pop(&g->vev));
         } else if (tp <= ts) {
             xs_msim_advance(g, tp);
-            xs_mrun_step(u, xs_evheap_pop(&g->pev));
+            xs_mrun_step(u, gate_due ? xs_evheap_pop(&u->gate) : xs_evheap_pop(&g->pev));
         } else {
             xs_msim_advance(g, ts);
             xs_msim_stage_accept(g, ts);
