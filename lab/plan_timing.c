@@ -123,6 +123,56 @@ static void time_ep(int reps)
     free(ms);
 }
 
+/* The decision cache: a miss (xs_moe_auto and the store) and the mean of 1000 hits per case,
+ * exact and bucketed keys. */
+static void time_cache(void)
+{
+    xs_profile pf;
+    xs_profile_default(&pf);
+    for (int kind = 0; kind < 2; kind++) {
+        const xs_moe_cache_opts co = {(xs_moe_cache_key)kind, 0, 0, 0, 0};
+        xs_moe_cache *mc = NULL;
+        if (xs_moe_cache_create(&co, &mc) != XS_OK)
+            return;
+        double hit_us[64 * 6];
+        int n = 0;
+        for (int ci = 0; ci < xs_moe_nconfigs; ci++)
+            for (int ti = 0; ti < 3; ti++)
+                for (int rt = 0; rt < 2; rt++) {
+                    const xs_moe_config *cfg = &xs_moe_configs[ci];
+                    xs_moe_costs c;
+                    xs_moe_problem *m = ep_case(cfg, cfg->tokens[ti], rt, &pf, &c);
+                    if (!m)
+                        continue;
+                    xs_moe_auto_result r;
+                    int hit = 0;
+                    xs_moe_auto_cached(mc, m, &pf, NULL, &c, NULL, NULL, &r, &hit);
+                    const double t0 = now_ns();
+                    for (int k = 0; k < 1000; k++)
+                        xs_moe_auto_cached(mc, m, &pf, NULL, &c, NULL, NULL, &r, &hit);
+                    hit_us[n] = (now_ns() - t0) / 1000 / 1e3;
+                    if (verbose)
+                        printf("cache %-8s %-18s T=%5d %-8s hit %7.3f us\n",
+                               kind ? "bucketed" : "exact", cfg->name, cfg->tokens[ti],
+                               rt ? "zipf" : "balanced", hit_us[n]);
+                    n++;
+                    xs_moe_problem_destroy(m);
+                }
+        xs_moe_cache_stats st;
+        xs_moe_cache_stats_get(mc, &st);
+        double lo = INFINITY, hi = 0;
+        for (int i = 0; i < n; i++) {
+            lo = hit_us[i] < lo ? hit_us[i] : lo;
+            hi = hit_us[i] > hi ? hit_us[i] : hi;
+        }
+        printf("cache %-8s %3d cases: hit median %7.3f us  min %7.3f  max %7.3f  (lookups %lld, "
+               "hits %lld, misses %lld, hit rate %.4f)\n", kind ? "bucketed" : "exact", n,
+               median_of(hit_us, n), lo, hi, st.lookups, st.hits, st.misses,
+               st.lookups ? (double)st.hits / st.lookups : 0.0);
+        xs_moe_cache_destroy(mc);
+    }
+}
+
 static void tp_costs(const xs_tp_info *in, xs_tp_costs *c)
 {
     memset(c, 0, sizeof *c);
@@ -272,5 +322,7 @@ int main(int argc, char **argv)
         time_tp(reps);
     if (want[2] || !any)
         time_up(reps);
+    if (want[3] || !any)
+        time_cache();
     return 0;
 }
