@@ -6,7 +6,7 @@
  * shapes (bench tp: models x token counts x default peers, 132 CTAs, the mma engine's usable
  * candidates, tests/test_tp_orders.c's synthetic costs); the UP planner (xs_up_plan_run) on bench
  * up's default grid (seq 8K..64K, heads 8 and 16, causal or not, peers 2, 4, 8, 132 SMs); and
- * the EP decision cache (xs_moe_auto_cached): a miss, and a hit. Prints per decision lines with
+ * the EP decision cache (xs_moe_auto_cached): the median hit per case. Prints per decision lines with
  * -v, and the median, min and max per workload. No assertion: a measurement.
  *
  * usage: build/lab/plan_timing [-v] [-r REPS] [ep|tp|up|cache ...]   (default: all, 3 reps)
@@ -123,8 +123,8 @@ static void time_ep(int reps)
     free(ms);
 }
 
-/* The decision cache: a miss (xs_moe_auto and the store) and the mean of 1000 hits per case,
- * exact and bucketed keys. */
+/* The decision cache: a miss (xs_moe_auto and the store), then the median of 201 hits timed one
+ * by one, per case, exact and bucketed keys. */
 static void time_cache(void)
 {
     xs_profile pf;
@@ -147,10 +147,13 @@ static void time_cache(void)
                     xs_moe_auto_result r;
                     int hit = 0;
                     xs_moe_auto_cached(mc, m, &pf, NULL, &c, NULL, NULL, &r, &hit);
-                    const double t0 = now_ns();
-                    for (int k = 0; k < 1000; k++)
+                    double one[201];
+                    for (int k = 0; k < 201; k++) {
+                        const double t0 = now_ns();
                         xs_moe_auto_cached(mc, m, &pf, NULL, &c, NULL, NULL, &r, &hit);
-                    hit_us[n] = (now_ns() - t0) / 1000 / 1e3;
+                        one[k] = (now_ns() - t0) / 1e3;
+                    }
+                    hit_us[n] = median_of(one, 201);
                     if (verbose)
                         printf("cache %-8s %-18s T=%5d %-8s hit %7.3f us\n",
                                kind ? "bucketed" : "exact", cfg->name, cfg->tokens[ti],

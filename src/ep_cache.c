@@ -208,21 +208,28 @@ static void key_bucketed(xs_moe_cache *c, const xs_moe_problem *pb)
     key_bytes(c, s, sizeof s);
 }
 
-/* 64-bit hash of the key (8 bytes at a time, a multiply-xorshift mix). */
+/* 64-bit hash of the key: four independent lanes of 8 bytes (multiply-xorshift), folded. */
 static uint64_t key_hash(const unsigned char *k, size_t n)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+    uint64_t h[4] = {0x9e3779b97f4a7c15ull ^ n, 0xbf58476d1ce4e5b9ull, 0x94d049bb133111ebull,
+                     0x2545f4914f6cdd1dull};
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, k + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
+    for (; i + 32 <= n; i += 32)
+        for (int l = 0; l < 4; l++) {
+            uint64_t w;
+            memcpy(&w, k + i + 8 * l, 8);
+            h[l] = (h[l] ^ w) * 0xff51afd7ed558ccdull;
+            h[l] ^= h[l] >> 32;
+        }
+    uint64_t r = h[0] ^ (h[1] * 0xc4ceb9fe1a85ec53ull) ^ (h[2] >> 7) ^ (h[3] << 11);
+    for (; i < n; i += 8) {
+        uint64_t w = 0;
+        memcpy(&w, k + i, n - i < 8 ? n - i : 8);
+        r = (r ^ w) * 0xff51afd7ed558ccdull;
+        r ^= r >> 32;
     }
-    uint64_t w = 0;
-    memcpy(&w, k + i, n - i);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-    return h ^ (h >> 29);
+    r *= 0xc4ceb9fe1a85ec53ull;
+    return r ^ (r >> 29);
 }
 
 /* ---- lookups --------------------------------------------------------------------------------- */
