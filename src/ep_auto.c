@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ep_sim.h"
 #include "xstage_ep.h"
 
 /* What every candidate's prediction shares: the problem, the profile and model, a task list
@@ -31,6 +32,17 @@ static void xs_auto_sim(xs_auto_ctx *x, const xs_moe_plan *plan, const xs_moe_co
         return;
     const int n = xs_moe_tasks_build(x->pb, plan, x->tasks);
     x->st = xs_moe_predict_tasks(x->pb, x->tasks, n, plan, x->p, x->mm, c, link, NULL, out_ns);
+}
+
+/* The same for a candidate that only counts if t x fi < best (the screen, xs_moe_predict_cut):
+ * *out_ns is INFINITY where a lower bound proved it cannot be. */
+static void xs_auto_sim_cut(xs_auto_ctx *x, const xs_moe_plan *plan, const xs_moe_costs *c,
+                            double fi, double best, double *out_ns)
+{
+    if (x->st != XS_OK)
+        return;
+    const int n = xs_moe_tasks_build(x->pb, plan, x->tasks);
+    x->st = xs_moe_predict_cut(x->pb, x->tasks, n, plan, x->p, x->mm, c, fi, best, out_ns);
 }
 
 /* The criterion's inputs and the decision's terms, between the steps of xs_moe_auto. */
@@ -127,7 +139,7 @@ static void xs_auto_orders(xs_auto_ctx *x, const xs_moe_costs *wc, const xs_moe_
             continue;
         const xs_moe_plan ip = {.kind = XS_MOE_INTERLEAVED, .lead = leads[i]};
         double t = NAN;
-        xs_auto_sim(x, &ip, inter, 1, &t);
+        xs_auto_sim_cut(x, &ip, inter, a->fi, best, &t);
         if (t * a->fi < best) {
             best = t * a->fi;
             a->best_lead = leads[i];
@@ -161,7 +173,7 @@ static void xs_auto_lead_search(xs_auto_ctx *x, const xs_moe_costs *inter,
             q.lead = L;
             q.lead_end = ends[j];
             double tq = NAN;
-            xs_auto_sim(x, &q, inter, 1, &tq);
+            xs_auto_sim_cut(x, &q, inter, a->fi, best_t, &tq);
             if (tq * a->fi < best_t) {
                 best_t = tq * a->fi;
                 best_pp = q;
