@@ -162,6 +162,7 @@ static void xs_auto_lead_search(xs_auto_ctx *x, const xs_moe_costs *inter,
     xs_moe_plan best_pp = *pp;
     double best_t = out->paced_ns;
     const int cand[6] = {3 * d0 / 4, d0, 5 * d0 / 4, d0 / 2, 3 * d0 / 2, 2 * d0};
+    int seen[24][2], nseen = 0; /* (lead, taper end) predicted: a repeat cannot win (strict <) */
     for (int i = 0; i < 6; i++) {
         const int L = cand[i] > 1 ? cand[i] : 1;
         const int ends[4] = {0, L / 2, 2 * L / 3, 3 * L / 4};
@@ -169,6 +170,13 @@ static void xs_auto_lead_search(xs_auto_ctx *x, const xs_moe_costs *inter,
             if ((j && (ends[j] < 1 || ends[j] >= L || ends[j] == ends[j - 1])) ||
                 (!j && L == pp->lead))
                 continue;
+            int repeat = 0;
+            for (int k = 0; k < nseen && !repeat; k++)
+                repeat = seen[k][0] == L && seen[k][1] == ends[j];
+            if (repeat)
+                continue;
+            seen[nseen][0] = L;
+            seen[nseen++][1] = ends[j];
             xs_moe_plan q = *pp;
             q.lead = L;
             q.lead_end = ends[j];
