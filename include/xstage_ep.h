@@ -390,8 +390,8 @@ xs_status xs_moe_auto(const xs_moe_problem *pb, const xs_profile *p, const xs_mo
  * XS_MOE_CACHE_EXACT (the default): every input the auto rule reads - the shape (H, the tiles
  * per row block, E, topk, N, T, grid), the routing as the model sees it (rows per expert; each
  * row block's expert, rows and remote rows), the profile's numbers, the model terms and both
- * cost sets. A hit returns the very result xs_moe_auto computed for equal inputs (byte for
- * byte): the cache never changes a decision. Two seeds that route to the same row blocks share
+ * cost sets. A hit returns the very result xs_moe_auto computed for equal inputs (every field
+ * equal): the cache never changes a decision. Two seeds that route to the same row blocks share
  * an entry.
  *
  * XS_MOE_CACHE_BUCKETED (opt-in, for serving): the configuration (H, I, E, topk, N, grid), the

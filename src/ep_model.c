@@ -113,7 +113,7 @@ typedef struct {
     int *sq_head, *sq_n, *sq_task, *flushing;
     double *sq_rem, *fwait0; /* fwait0: when the producer began to wait for a flush */
     /* The pacer's wait list: the producers held at the gate (XS_P_GATE), keyed by producer
-     * index alone ({0, 0, p}). Only its first one is due, at the gate's opening (xs_mrun_gate):
+     * index alone ({0, 0, p}). Only its first one is due, at the gate's opening (xs_mrun_events):
      * every waiter would wake there, in producer order, and all but the first would find the
      * gate moved on by the first one's bytes, so they wait on without events of their own. */
     xs_evheap gate;
