@@ -428,8 +428,9 @@ typedef struct {
 
 typedef struct xs_moe_cache xs_moe_cache;
 
-/* A cache with options o (NULL: exact, 256 entries). *out is the caller's (xs_moe_cache_destroy).
- * XS_EINVAL (one line) on a negative capacity or step, XS_ENOMEM. */
+/* A cache with options o (NULL: exact, 256 entries). *out is the caller's (xs_moe_cache_destroy;
+ * NULL on failure). XS_EINVAL (one line) on an unknown key, a negative count or step or more than
+ * 2^20 entries; XS_ENOMEM. */
 xs_status xs_moe_cache_create(const xs_moe_cache_opts *o, xs_moe_cache **out);
 void xs_moe_cache_destroy(xs_moe_cache *c);
 /* xs_moe_auto through cache c (its arguments and result as there): a hit copies the stored
