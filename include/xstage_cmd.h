@@ -14,6 +14,8 @@ int xs_cmd_predict(int argc, char **argv);
 int xs_cmd_criterion(int argc, char **argv);
 int xs_cmd_plan(int argc, char **argv);
 int xs_cmd_profile(int argc, char **argv);
+int xs_cmd_compare(int argc, char **argv);       /* tools/cmd_trace.c */
+int xs_cmd_predict_trace(int argc, char **argv); /* predict --trace FILE */
 
 /* GPU subcommands */
 int xs_cmd_calibrate(int argc, char **argv);
