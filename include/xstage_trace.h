@@ -20,8 +20,8 @@
 extern "C" {
 #endif
 
-/* One tile of one CTA, 48 bytes; the device header defines the same layout under the same
- * guard, so that a .cu file may include both. */
+/* One tile of one CTA, 56 bytes without padding; the device header defines the same layout
+ * under the same guard, so that a .cu file may include both. */
 #ifndef XS_TRACE_RECORD_DEFINED
 #define XS_TRACE_RECORD_DEFINED
 typedef struct xs_trace_record {
@@ -33,6 +33,9 @@ typedef struct xs_trace_record {
 } xs_trace_record;
 #endif
 #define XS_TRACE_WORK 1
+#if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(xs_trace_record) == 56, "xs_trace_record: 56 bytes, no padding");
+#endif
 
 #define XS_TRACE_VERSION 1
 #define XS_TRACE_MAX_CTAS XS_MAX_PRODUCERS   /* cta < this */

@@ -98,9 +98,28 @@ static int run_gnuplot(const char *dir)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* Whether PATH names an executable `name`: asked before anything is written or started. */
+static int on_path(const char *name)
+{
+    const char *c = getenv("PATH");
+    char buf[4096];
+    while (c && *c) {
+        const char *e = strchr(c, ':');
+        const size_t n = e ? (size_t)(e - c) : strlen(c);
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)n, c, name);
+        if (n && access(buf, X_OK) == 0)
+            return 1;
+        c += n + (e ? 1 : 0);
+    }
+    return 0;
+}
+
 /* The timeline as a PNG: measured windows above, predicted below, one line per CTA. */
 static int plot(const char *png, const xs_trace *t, const xs_trace_prediction *pr)
 {
+    if (!on_path("gnuplot"))
+        return xs_cli_failf("--plot needs gnuplot, which is not on PATH (Debian: apt-get install "
+                            "gnuplot-nox)");
     const char *tmp = getenv("TMPDIR");
     char dir[512];
     snprintf(dir, sizeof dir, "%s/xstage-plot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
