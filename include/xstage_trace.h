@@ -84,6 +84,13 @@ xs_status xs_trace_build(const xs_trace_record *r, size_t n, const char *name, x
 void xs_trace_free(xs_trace *t);
 int64_t xs_trace_bytes(const xs_trace *t); /* sum over records */
 
+/* Records from a result's per-(row, producer) windows (a simulation's record_windows, or
+ * replay's measurement): producer p's rows, in order, are its tiles (seq counts the rows it
+ * takes part in), each storing the row's bytes_per_producer, times rounded to ns; its SM is
+ * sm[p] for p < nsm, else p. Rows whose window is NaN are left out. *out is malloc'd. */
+xs_status xs_trace_from_windows(const xs_schedule *s, const xs_result *r, const int *sm, int nsm,
+                                xs_trace_record **out, size_t *n);
+
 /* ---- per-producer programs ----------------------------------------------------------------- */
 
 /* The programs a trace implies (docs/TRACE.md, "Conversion"): producer c is CTA c; row 0 stores

@@ -81,7 +81,7 @@ xs_status xs_trace_write(const char *path, const xs_trace_record *r, size_t n, u
     return st;
 }
 
-/* ---- validate and rebase (file and memory alike) ---------------------------------------------- */
+/* ---- validate and rebase (file and memory alike) --------------------------------------------- */
 
 typedef struct {
     xs_trace_record r;

@@ -27,6 +27,36 @@ static double gap_after(const xs_trace *t, int c, size_t i)
     return g;
 }
 
+xs_status xs_trace_from_windows(const xs_schedule *s, const xs_result *r, const int *sm, int nsm,
+                                xs_trace_record **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!r->win_start || !r->win_end || r->nrows != s->nrows)
+        return xs_seterr(XS_EINVAL, "trace: a result without windows, or of another schedule");
+    const size_t np = (size_t)r->nproducers;
+    xs_trace_record *v = malloc((s->nrows ? (size_t)s->nrows : 1) * (np ? np : 1) * sizeof *v);
+    if (!v)
+        return xs_seterr(XS_ENOMEM, "trace: out of memory for %d x %zu windows", s->nrows, np);
+    size_t k = 0;
+    for (size_t p = 0; p < np; p++) {
+        int seq = 0;
+        for (int row = 0; row < s->nrows; row++) {
+            const size_t at = (size_t)row * np + p;
+            const double a = r->win_start[at], e = r->win_end[at];
+            if ((int)p >= s->rows[row].producers || isnan(a) || isnan(e))
+                continue;
+            v[k++] = (xs_trace_record){.cta = (int32_t)p, .sm = (int)p < nsm ? sm[p] : (int32_t)p,
+                                       .seq = seq++, .bytes = s->rows[row].bytes_per_producer,
+                                       .issue_start_ns = llround(a), .issue_end_ns = llround(e),
+                                       .work_start_ns = -1, .work_end_ns = -1};
+        }
+    }
+    *out = v;
+    *n = k;
+    return XS_OK;
+}
+
 void xs_trace_programs_free(xs_trace_progs *pr)
 {
     xs_schedule_free(&pr->sched);

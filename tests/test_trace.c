@@ -238,7 +238,8 @@ static void test_bad(void)
     /* good: comments, blank lines, CRLF, unknown keys, records in any order */
     xs_trace t;
     xs_status st = parse_text(V1 "# dropped=0\r\n# a comment\n\n# zz_new=1\n" HDR
-                              "1,4,0,10,100,110,-1,-1\r\n0,2,1,5,50,60,45,49\n0,2,0,5,20,40,-1,-1\n",
+                              "1,4,0,10,100,110,-1,-1\r\n0,2,1,5,50,60,45,49\n"
+                              "0,2,0,5,20,40,-1,-1\n",
                               &t);
     XT_CHECK(st == XS_OK, "good trace refused: %s", xs_errmsg());
     if (st == XS_OK) {
@@ -405,7 +406,8 @@ static void test_fidelity(void)
             /* the trace's ns rounding moves some contended acceptances past each other (gaps
              * moved by +-0.5 ns alone move the median tile by up to ~100 ns on some kernels):
              * the stall errors are bounded against the zero predictor's, not absolutely */
-            XT_CHECK(s.issue_err_med_pct < 0.5 && s.stall_err_med_ns < 0.02 * s.zero_stall_err_med_ns,
+            XT_CHECK(s.issue_err_med_pct < 0.5 &&
+                         s.stall_err_med_ns < 0.02 * s.zero_stall_err_med_ns,
                      "K %d T %d: issue error median %.3f %%, stall error median %.1f ns (zero "
                      "predictor %.1f ns)", K, T, s.issue_err_med_pct, s.stall_err_med_ns,
                      s.zero_stall_err_med_ns);
@@ -471,6 +473,54 @@ static void test_causal(void)
     xs_trace_free(&a);
     xs_trace_free(&b);
     free(r);
+}
+
+/* A schedule's windows as a trace (replay --windows): every producer's rows become its tiles,
+ * and the trace's programs predict the schedule's own windows back. */
+static void test_from_windows(void)
+{
+    xs_profile p;
+    xs_profile_default(&p);
+    xs_schedule s = {0};
+    xs_schedule_append(&s, 8, 65536, 3000);
+    xs_schedule_append(&s, 5, 16384, 0);    /* producers 5..7 take no part */
+    xs_schedule_append(&s, 8, 200000, 500);
+    xs_sim_opts so = {.record_windows = 1};
+    xs_result r;
+    XT_CHECK(xs_simulate(&p, &s, &so, &r) == XS_OK, "simulate: %s", xs_errmsg());
+    const int sm[3] = {40, 41, 42};
+    xs_trace_record *rec;
+    size_t n;
+    XT_CHECK(xs_trace_from_windows(&s, &r, sm, 3, &rec, &n) == XS_OK, "from windows: %s",
+             xs_errmsg());
+    XT_CHECK(n == 8 + 5 + 8, "%zu records", n);
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const xs_trace_record *x = &rec[i];
+        const int row = x->cta < 5 ? x->seq : (x->seq == 0 ? 0 : 2);
+        if (x->sm != (x->cta < 3 ? 40 + x->cta : x->cta) ||
+            x->bytes != s.rows[row].bytes_per_producer ||
+            x->issue_start_ns != llround(r.win_start[(size_t)row * 8 + (size_t)x->cta]))
+            bad++;
+    }
+    XT_CHECK(bad == 0, "%d records differ from the windows", bad);
+    xs_trace t;
+    XT_CHECK(xs_trace_build(rec, n, "windows", &t) == XS_OK, "build: %s", xs_errmsg());
+    xs_trace_prediction pr;
+    XT_CHECK(xs_trace_predict(&p, &t, &pr) == XS_OK, "predict: %s", xs_errmsg());
+    double worst = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const double a = pr.tiles[i].end_ns - pr.tiles[i].start_ns;
+        const double b = (double)(t.recs[i].issue_end_ns - t.recs[i].issue_start_ns);
+        if (fabs(a - b) > worst)
+            worst = fabs(a - b);
+    }
+    XT_CHECK(worst < 5, "a window predicted back %.1f ns off", worst);
+    xs_trace_prediction_free(&pr);
+    xs_trace_free(&t);
+    free(rec);
+    xs_result_free(&r);
+    xs_schedule_free(&s);
 }
 
 /* The comparison's figures on a hand-made prediction. */
@@ -562,7 +612,8 @@ static void test_timeline(void)
         json_t *args = json_object_get(e, "args");
         const char *cat = json_string_value(json_object_get(e, "cat"));
         if (strcmp(ph, "X") || !json_is_string(json_object_get(e, "name")) || !cat ||
-            !json_is_number(json_object_get(e, "ts")) || !json_is_number(json_object_get(e, "dur")) ||
+            !json_is_number(json_object_get(e, "ts")) ||
+            !json_is_number(json_object_get(e, "dur")) ||
             !json_is_integer(json_object_get(e, "tid")) ||
             !json_is_integer(json_object_get(args, "bytes")) ||
             !json_is_integer(json_object_get(args, "seq"))) {
@@ -603,9 +654,11 @@ static void test_timeline(void)
     XT_CHECK(title && !strcmp(title, "a \"quoted\" title"), "title '%s'", title ? title : "");
     json_decref(root);
     /* measured only: one track */
-    XT_CHECK(xs_timeline_write(tmp("tl1.json"), &t, NULL, NULL, NULL, NULL) == XS_OK, "measured only");
+    XT_CHECK(xs_timeline_write(tmp("tl1.json"), &t, NULL, NULL, NULL, NULL) == XS_OK,
+             "measured only");
     root = json_load_file(tmp("tl1.json"), 0, &je);
-    XT_CHECK(root && json_array_size(json_object_get(root, "traceEvents")) > t.n, "measured only parses");
+    XT_CHECK(root && json_array_size(json_object_get(root, "traceEvents")) > t.n,
+             "measured only parses");
     json_decref(root);
     XT_CHECK(xs_timeline_write("/nonexistent/dir/tl.json", &t, ps, ps + t.n, &p, NULL) == XS_EIO,
              "bad timeline path");
@@ -627,6 +680,7 @@ int main(int argc, char **argv)
     test_programs();
     test_fidelity();
     test_causal();
+    test_from_windows();
     test_compare();
     test_timeline();
     const char *names[] = {"rt.csv", "w.csv", "tl.json", "tl1.json"};

@@ -187,7 +187,7 @@ out:
     return rc;
 }
 
-/* ---- shared ------------------------------------------------------------------------------------ */
+/* ---- shared ---------------------------------------------------------------------------------- */
 
 static void print_trace_line(FILE *f, const char *file, const xs_trace *t)
 {
@@ -213,9 +213,9 @@ static void usage(int compare)
         printf("usage: xstage compare --trace FILE [--profile P] [--csv FILE] [--timeline "
                "FILE.json] [--plot FILE.png]\n"
                "Predict the per-CTA programs a recorded trace implies (docs/TRACE.md) and compare\n"
-               "them with the measurement tile by tile: issue-time and stall errors (median, p90),\n"
-               "the total error, the worst tiles, and the same for a zero-stall predictor (every\n"
-               "tile in T_iss0 = o + [B - b]+/r) beside them (docs/METRICS.md).\n\n"
+               "them with the measurement tile by tile: issue-time and stall errors (median,\n"
+               "p90), the total error, the worst tiles, and the same for a zero-stall predictor\n"
+               "(every tile in T_iss0 = o + [B - b]+/r) beside them (docs/TRACE.md).\n\n"
                "  -t, --trace FILE      the trace (xstage-trace v1 CSV)\n"
                "  --csv FILE            every tile's measured, predicted and zero-stall row\n"
                "  --worst N             tiles listed by issue-time error (default 10)\n");
@@ -231,7 +231,8 @@ static void usage(int compare)
     printf("  --timeline FILE.json  measured and predicted issue windows as Chrome trace-event\n"
            "                        JSON (open in ui.perfetto.dev)\n"
            "  --plot FILE.png       the same picture as a PNG (gnuplot)\n"
-           "  --profile FILE        calibrated profile (JSON); default: the embedded H200 PCIe one\n"
+           "  --profile FILE        calibrated profile (JSON); default: the embedded H200 PCIe\n"
+           "                        one\n"
            "  --set NAME=VALUE      override a numeric profile field (repeatable)\n");
 }
 
@@ -240,7 +241,8 @@ static int parse(int argc, char **argv, int compare, trace_args *a)
     static const struct option lo[] = {
         {"trace", required_argument, 0, 't'}, {"timeline", required_argument, 0, OPT_TIMELINE},
         {"plot", required_argument, 0, XS_OPT_PLOT}, {"csv", optional_argument, 0, XS_OPT_CSV},
-        {"worst", required_argument, 0, OPT_WORST}, {"profile", required_argument, 0, XS_OPT_PROFILE},
+        {"worst", required_argument, 0, OPT_WORST},
+        {"profile", required_argument, 0, XS_OPT_PROFILE},
         {"set", required_argument, 0, XS_OPT_SET}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *cmd = compare ? "compare" : "predict";
     memset(a, 0, sizeof *a);
@@ -439,7 +441,8 @@ static int write_csv(const char *path, const xs_profile *p, const xs_trace *t,
         const xs_trace_record *r = &t->recs[i];
         const xs_trace_pred *o = &pr->tiles[i];
         const double t0 = xs_trace_unstalled_ns(p, r->bytes);
-        const double mi = (double)(r->issue_end_ns - r->issue_start_ns), pi = o->end_ns - o->start_ns;
+        const double mi = (double)(r->issue_end_ns - r->issue_start_ns);
+        const double pi = o->end_ns - o->start_ns;
         const int cmp = r->bytes > 0 && mi > 0;
         fprintf(f, "%d,%d,%d,%lld,%lld,%lld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,",
                 (int)r->cta, (int)r->sm, (int)r->seq, (long long)r->bytes,
@@ -536,6 +539,58 @@ int xs_cmd_compare(int argc, char **argv)
     if (!rc)
         rc = pictures(&a, &p, &t, &pr, 0);
     xs_trace_prediction_free(&pr);
+    xs_trace_free(&t);
+    return rc;
+}
+
+/* ---- replay --windows and --timeline --------------------------------------------------------- */
+
+int xs_replay_trace_files(const char *windows, const char *timeline, const xs_schedule *s,
+                          const xs_result *m, const xs_result *pw, const int *sm, int nsm,
+                          const xs_profile *p, const char *const *meta)
+{
+    xs_trace_record *rm = NULL, *rp = NULL;
+    size_t nm = 0, np = 0;
+    xs_trace t;
+    memset(&t, 0, sizeof t);
+    double *ps = NULL;
+    int rc = 0;
+    if (xs_trace_from_windows(s, m, sm, nsm, &rm, &nm) != XS_OK) {
+        rc = xs_cli_fail();
+        goto out;
+    }
+    if (windows && xs_trace_write(windows, rm, nm, 0, meta) != XS_OK) {
+        rc = xs_cli_fail();
+        goto out;
+    }
+    if (!timeline)
+        goto out;
+    /* the measured run and, per record in the same (producer, row) order, the schedule's
+     * prediction, both on the trace's clock */
+    if (xs_trace_build(rm, nm, "replay", &t) != XS_OK ||
+        xs_trace_from_windows(s, pw, sm, nsm, &rp, &np) != XS_OK) {
+        rc = xs_cli_fail();
+        goto out;
+    }
+    if (np != t.n) {
+        rc = xs_cli_failf("replay --timeline: %zu predicted windows for %zu measured", np, t.n);
+        goto out;
+    }
+    if (!(ps = malloc(2 * t.n * sizeof *ps))) {
+        rc = xs_cli_failf("replay --timeline: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < t.n; i++) {
+        ps[i] = (double)(rp[i].issue_start_ns - t.origin_ns);
+        ps[t.n + i] = (double)(rp[i].issue_end_ns - t.origin_ns);
+    }
+    if (xs_timeline_write(timeline, &t, ps, ps + t.n, p, "xstage replay: measured and predicted")
+        != XS_OK)
+        rc = xs_cli_fail();
+out:
+    free(ps);
+    free(rm);
+    free(rp);
     xs_trace_free(&t);
     return rc;
 }
