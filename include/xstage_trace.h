@@ -130,7 +130,7 @@ typedef struct {
 xs_status xs_trace_predict(const xs_profile *p, const xs_trace *t, xs_trace_prediction *out);
 void xs_trace_prediction_free(xs_trace_prediction *pr);
 
-/* ---- measured against predicted (docs/METRICS.md, "Trace comparison") ------------------------ */
+/* ---- measured against predicted (docs/TRACE.md, "Comparison") ------------------------------- */
 
 #define XS_TRACE_STALLED_NS 500.0 /* a tile "stalls" when its measured stall exceeds this */
 

@@ -1,7 +1,6 @@
 /*
  * trace_model.c - a loaded trace as per-producer programs of the event model, its prediction,
- * and measured against predicted (docs/TRACE.md, "Conversion"; docs/METRICS.md, "Trace
- * comparison").
+ * and measured against predicted (docs/TRACE.md, "Conversion to programs" and "Comparison").
  *
  * The conversion is causal: a tile's predicted ready time is the predicted end of its CTA's
  * previous issue plus the CTA's own measured time in between (its compute, barriers, stamps),

@@ -2,8 +2,8 @@
  * cmd_trace.c - the trace subcommands: `xstage predict --trace FILE` (the per-CTA programs a
  * trace implies, predicted on a profile) and `xstage compare --trace FILE` (measured against
  * predicted, tile by tile, beside a zero-stall predictor); both draw a timeline (--timeline,
- * Chrome trace-event JSON; --plot, PNG through gnuplot). docs/TRACE.md describes the format and
- * the conversion, docs/METRICS.md ("Trace comparison") every figure.
+ * Chrome trace-event JSON; --plot, PNG through gnuplot). docs/TRACE.md describes the format, the
+ * conversion and every figure.
  */
 #include <errno.h>
 #include <fcntl.h>
