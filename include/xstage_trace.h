@@ -113,7 +113,8 @@ double xs_trace_unstalled_ns(const xs_profile *p, int64_t bytes);
 
 /* Per record of the trace (same order as t->recs), ns on the trace's clock. */
 typedef struct {
-    double start_ns, end_ns;           /* the model's issue window */
+    double start_ns, end_ns;           /* the model's issue window (a tile of 0 bytes: its
+                                        * measured length, the CTA's own time) */
     double zero_start_ns, zero_end_ns; /* the zero-stall predictor's (every tile in T_iss0) */
 } xs_trace_pred;
 

@@ -158,13 +158,21 @@ xs_status xs_trace_predict(const xs_profile *p, const xs_trace *t, xs_trace_pred
                 o->zero_start_ns = zready;
                 o->zero_end_ns = zready + xs_trace_unstalled_ns(p, x->bytes);
             } else {
-                /* nothing to store: the window is the CTA's own time, counted in its gap */
-                o->start_ns = o->end_ns = ready;
-                o->zero_start_ns = o->zero_end_ns = zready;
+                /* nothing to store: the window is the CTA's own time, as long as measured (its
+                 * gap holds it too) */
+                const double own = (double)(x->issue_end_ns - x->issue_start_ns);
+                o->start_ns = ready;
+                o->end_ns = ready + own;
+                o->zero_start_ns = zready;
+                o->zero_end_ns = zready + own;
             }
             const double g = pg.gap_ns[at];
-            ready = o->end_ns + g;
-            zready = o->zero_end_ns + g;
+            ready = o->start_ns + g;
+            zready = o->zero_start_ns + g;
+            if (x->bytes > 0) {
+                ready += o->end_ns - o->start_ns;
+                zready += o->zero_end_ns - o->zero_start_ns;
+            }
             if (o->end_ns > end)
                 end = o->end_ns;
             if (o->zero_end_ns > zend)
