@@ -146,6 +146,10 @@ typedef struct {
     size_t nstalled;             /* tiles with a measured stall > XS_TRACE_STALLED_NS */
     double stalled_err_med_ns, zero_stalled_err_med_ns; /* the same two on those tiles */
     double stalled_ratio;        /* stalled_err_med_ns / zero_stalled_err_med_ns (NaN: none) */
+    size_t nctas;                /* CTAs with records */
+    double cta_err_med_pct, cta_err_p90_pct; /* over CTAs, |pred - meas| / meas of the CTA's
+                                              * last issue end */
+    double zero_cta_err_med_pct, zero_cta_err_p90_pct;
 } xs_trace_summary;
 
 xs_status xs_trace_compare(const xs_profile *p, const xs_trace *t, const xs_trace_prediction *pr,

@@ -235,6 +235,24 @@ xs_status xs_trace_compare(const xs_profile *p, const xs_trace *t, const xs_trac
     out->stalled_ratio = ns && out->zero_stalled_err_med_ns > 0
                              ? out->stalled_err_med_ns / out->zero_stalled_err_med_ns
                              : NAN;
+    /* per CTA: the end of its last issue */
+    size_t nc = 0;
+    for (int c = 0; c < t->ncta; c++) {
+        if (t->first[c] == t->first[c + 1])
+            continue;
+        const size_t last = t->first[c + 1] - 1;
+        const double meas = (double)t->recs[last].issue_end_ns;
+        if (!(meas > 0))
+            continue;
+        ie[nc] = 100 * fabs(pr->tiles[last].end_ns - meas) / meas;
+        zie[nc] = 100 * fabs(pr->tiles[last].zero_end_ns - meas) / meas;
+        nc++;
+    }
+    out->nctas = nc;
+    out->cta_err_med_pct = xs_median(ie, nc);
+    out->cta_err_p90_pct = xs_quantile(ie, nc, 0.9);
+    out->zero_cta_err_med_pct = xs_median(zie, nc);
+    out->zero_cta_err_p90_pct = xs_quantile(zie, nc, 0.9);
     free(v);
     return XS_OK;
 }

@@ -564,6 +564,10 @@ static void test_compare(void)
     XT_NEAR(s.stalled_err_med_ns, 300, 1e-12);
     XT_NEAR(s.zero_stalled_err_med_ns, 1500, 1e-12);
     XT_NEAR(s.stalled_ratio, 0.2, 1e-12);
+    /* one CTA: its last issue ends at 4300 measured, 2100 + 2600 predicted, 0 by the zero one */
+    XT_CHECK(s.nctas == 1, "%zu CTAs", s.nctas);
+    XT_NEAR(s.cta_err_med_pct, 100 * 400 / 4300.0, 1e-9);
+    XT_NEAR(s.zero_cta_err_med_pct, 100, 1e-9);
     xs_trace_free(&tr);
 }
 

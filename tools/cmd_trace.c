@@ -486,6 +486,10 @@ int xs_cmd_compare(int argc, char **argv)
     printf("%-34s %12.3f %12.3f  us (measured %.3f)\n", "total (latest issue end)",
            pr.end_ns / 1e3, pr.zero_end_ns / 1e3, s.total_ns / 1e3);
     printf("%-34s %+12.2f %+12.2f  %%\n", "total error", s.total_err_pct, s.zero_total_err_pct);
+    printf("%-34s %12.2f %12.2f  %%\n", "CTA end error, median", s.cta_err_med_pct,
+           s.zero_cta_err_med_pct);
+    printf("%-34s %12.2f %12.2f  %%\n", "CTA end error, p90", s.cta_err_p90_pct,
+           s.zero_cta_err_p90_pct);
     printf("%-34s %12.2f %12.2f  %%\n", "issue-time error, median", s.issue_err_med_pct,
            s.zero_issue_err_med_pct);
     printf("%-34s %12.2f %12.2f  %%\n", "issue-time error, p90", s.issue_err_p90_pct,
