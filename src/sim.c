@@ -737,10 +737,10 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
  * whichever is later (with ep, no earlier than the driver's clock). */
 double xs_engine_next_ns(xs_engine *e)
 {
-    if (!e->eligible.n && !e->future.n)
+    if (!e->eligible.n && !xs_evheap_size(&e->future))
         return INFINITY;
     release_drained(e);
-    double t = e->eligible.n ? e->t_now : e->future.a[0].t;
+    double t = e->eligible.n ? e->t_now : xs_evheap_peek(&e->future).t;
     if (e->ep && t < e->t_now)
         t = e->t_now;
     e->t_next = stage_room(e, t);
@@ -755,8 +755,10 @@ double xs_engine_next_ns(xs_engine *e)
 double xs_engine_step(xs_engine *e)
 {
     const double t_next = e->t_next;
-    while (e->future.n && reached(e, e->future.a[0].t, t_next)) {
-        xs_ev f = xs_evheap_pop(&e->future);
+    /* a take leaves a hole that the admitted producer's next chunk fills (offer_next): one
+     * heap move per chunk where a producer's chunks follow each other */
+    while (xs_evheap_size(&e->future) && reached(e, xs_evheap_peek(&e->future).t, t_next)) {
+        xs_ev f = xs_evheap_take(&e->future);
         const producer *y = &e->pr[f.p];
         double tag = y->ftag > e->vtime ? y->ftag : e->vtime;
         xs_evheap_push(&e->eligible, (xs_ev){tag, f.t, f.p});
@@ -782,6 +784,17 @@ double xs_engine_step(xs_engine *e)
  * it takes part in (its program's bytes, or the row's); with sync it waits at a grid barrier
  * after each row. The windows of the result are the bursts' windows, by (row, producer). */
 
+/* A row's issue windows as they close: the row's statistics (median and maximum of the windows'
+ * lengths, the latest end) are taken once its last window has closed, and its lengths freed, so
+ * that memory follows the rows in flight, not rows x producers. */
+typedef struct {
+    double *len;           /* [active] lengths of the closed windows (ns); NULL until the first */
+    int active;            /* windows the row opens: its producers taking part */
+    int closed;            /* windows closed so far */
+    double max;            /* longest window so far (ns) */
+    double end;            /* latest end so far (ns) */
+} rowacc;
+
 typedef struct {
     const xs_profile *pf;
     const xs_schedule *s;
@@ -789,7 +802,11 @@ typedef struct {
     const xs_sim_opts *o;
     int np;                /* producers: the schedule's widest row */
     double chunk;          /* the engine's chunk (bytes) */
-    double *win0, *win1;   /* the result's windows: start and end of (row, producer) (ns) */
+    double *win0, *win1;   /* the result's windows: start and end of (row, producer) (ns);
+                            * NULL unless the caller records them */
+    rowacc *acc;           /* [nrows] each row's closed windows, until the row is complete */
+    xs_rowres *res;        /* [nrows] the result's rows */
+    int oom;               /* a row's accumulator could not be allocated */
     int *cur;              /* [np] the row each producer's program is at */
     char *started;         /* [np] 1 while the burst of cur runs (its end comes next) */
     double *arrive;        /* [np] sync: when each producer reached the barrier (ns) */
@@ -929,7 +946,8 @@ static int rows_take(void *ctx, int p, double t, xs_engine_burst *b)
         if (row > 0)
             t += d->pf->row_start_ns; /* every later row: its descriptor, the barriers */
         if (row_active(d, row, p)) {
-            d->win0[win_at(d, row, p)] = t;
+            if (d->win0)
+                d->win0[win_at(d, row, p)] = t;
             d->started[p] = 1;
             b->start_ns = t;
             b->bytes = (double)row_bytes(d, row, p);
@@ -947,8 +965,31 @@ static int rows_take(void *ctx, int p, double t, xs_engine_burst *b)
 static void rows_closed(void *ctx, int p, int task, double t_start_ns, double t_end_ns)
 {
     rows_run *d = ctx;
-    (void)t_start_ns;
-    d->win1[win_at(d, task, p)] = t_end_ns;
+    if (d->win1)
+        d->win1[win_at(d, task, p)] = t_end_ns;
+    rowacc *a = &d->acc[task];
+    const double len = t_end_ns - t_start_ns;
+    /* the same statistics as xs_result_rows_from_windows: order-free, so the order in which
+     * the windows close does not matter */
+    if (!d->o->skip_row_medians) {
+        if (!a->len && !(a->len = malloc((size_t)a->active * sizeof *a->len))) {
+            d->oom = 1;
+            return;
+        }
+        a->len[a->closed] = len;
+    }
+    if (!a->closed || len > a->max)
+        a->max = len;
+    if (!a->closed || t_end_ns > a->end)
+        a->end = t_end_ns;
+    if (++a->closed == a->active) {
+        d->res[task].issue_med_ns =
+            a->len ? xs_median(a->len, (size_t)a->active) : NAN;
+        d->res[task].issue_max_ns = a->max;
+        d->res[task].end_ns = a->end;
+        free(a->len);
+        a->len = NULL;
+    }
 }
 
 /* Sync: every producer reached the barrier after barrier_row; release them together. 1 when
@@ -1000,28 +1041,25 @@ static void rows_run_all(rows_run *d, xs_engine *e)
  * of the engine) or memory ran out. */
 static xs_status rows_finish(rows_run *d, xs_engine *e, xs_result *out)
 {
-    const int oom = xs_engine_oom(e);
+    const int oom = xs_engine_oom(e) || d->oom;
     xs_engine_close(e, out);
     if (oom) {
         xs_result_free(out);
         return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", d->np);
     }
-    /* every active window must have closed */
-    for (int row = 0; row < d->s->nrows; row++)
-        for (int p = 0; p < d->s->rows[row].producers; p++)
-            if (row_active(d, row, p) && isnan(d->win1[win_at(d, row, p)])) {
-                xs_result_free(out);
-                return xs_seterr(XS_ERANGE, "simulation did not complete (row %d, producer %d)",
-                                 row, p);
-            }
-    /* rows where a producer was inactive keep NaN windows */
-    xs_result_rows_from_windows(out, d->s);
-    out->makespan_ns = d->makespan;
-    if (!d->o->record_windows) {
-        free(out->win_start);
-        free(out->win_end);
-        out->win_start = out->win_end = NULL;
+    /* every active window must have closed; rows nobody took part in have NaN statistics */
+    for (int row = 0; row < d->s->nrows; row++) {
+        const rowacc *a = &d->acc[row];
+        if (a->closed < a->active) {
+            xs_result_free(out);
+            return xs_seterr(XS_ERANGE, "simulation did not complete (row %d: %d of %d windows "
+                             "closed)", row, a->closed, a->active);
+        }
+        if (!a->active)
+            out->rows[row].issue_med_ns = out->rows[row].issue_max_ns = out->rows[row].end_ns =
+                NAN;
     }
+    out->makespan_ns = d->makespan;
     return XS_OK;
 }
 
@@ -1050,23 +1088,38 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
     const xs_engine_opts eo = {.sim = d.o, .nring = nring, .ep_stage = 0};
     xs_engine *e = NULL;
     XS_TRY(xs_engine_open(pf, d.np, &prog, &eo, &e));
-    xs_status st = xs_result_alloc(out, s->nrows, d.np, 1);
+    /* issue windows only where they are recorded: without them the memory is linear in the
+     * producers (and the rows), not in rows x producers */
+    xs_status st = xs_result_alloc(out, s->nrows, d.np, d.o->record_windows);
     d.cur = calloc((size_t)d.np, sizeof *d.cur);
     d.started = calloc((size_t)d.np, sizeof *d.started);
+    d.acc = calloc((size_t)s->nrows, sizeof *d.acc);
     if (d.o->sync)
         d.arrive = malloc((size_t)d.np * sizeof *d.arrive);
-    if (st == XS_OK && (!d.cur || !d.started || (d.o->sync && !d.arrive))) {
+    if (st == XS_OK && (!d.cur || !d.started || !d.acc || (d.o->sync && !d.arrive))) {
         xs_result_free(out);
         st = xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", d.np);
     }
     if (st == XS_OK) {
+        for (int row = 0; row < s->nrows; row++) {
+            if (!pg) {
+                d.acc[row].active = s->rows[row].producers;
+                continue;
+            }
+            for (int p = 0; p < s->rows[row].producers; p++)
+                d.acc[row].active += row_active(&d, row, p);
+        }
         d.win0 = out->win_start;
         d.win1 = out->win_end;
+        d.res = out->rows;
         rows_run_all(&d, e);
         st = rows_finish(&d, e, out);
     } else {
         xs_engine_close(e, NULL);
     }
+    for (int row = 0; d.acc && row < s->nrows; row++)
+        free(d.acc[row].len);
+    free(d.acc);
     free(d.cur);
     free(d.started);
     free(d.arrive);
