@@ -234,6 +234,20 @@ static double room_time(double Q, double loss, double loss_ns, double t_fill, do
 
 enum { QB_FIRST = 4 }; /* bursts a producer's queue holds before it grows (a power of two) */
 
+/* x / d for the last x asked for (d fixed per engine). */
+typedef struct {
+    double x, q;
+} quot;
+
+static inline double quot_of(quot *m, double x, double d)
+{
+    if (x != m->x || x == 0) { /* 0: the cache starts empty (and -0.0 == 0.0) */
+        m->x = x;
+        m->q = x / d;
+    }
+    return m->q;
+}
+
 struct xs_engine {
     const xs_profile *pf;
     xs_engine_program prog;
@@ -273,6 +287,9 @@ struct xs_engine {
     double peak;           /* largest backlog (bytes) */
     sampler smp;           /* backlog record */
     int oom;               /* a burst queue could not grow */
+    /* quotients on the per-chunk path, kept for the last numerator (chunks are mostly equal, and
+     * a division is slow): the same bits as dividing again */
+    quot q_r, q_R, q_room; /* bytes / r, bytes / R, room bytes / R */
 };
 
 /* Whether time t has come by time now: exactly, or within one instant (by_then). */
@@ -287,9 +304,9 @@ static qburst *qb(const producer *y, int64_t seq)
 }
 
 /* The issue time of `bytes` of burst u's stream (ns). */
-static double issue_ns(const xs_engine *e, const qburst *u, double bytes)
+static double issue_ns(xs_engine *e, const qburst *u, double bytes)
 {
-    return u->npb < 0 ? bytes / e->r : bytes * u->npb;
+    return u->npb < 0 ? quot_of(&e->q_r, bytes, e->r) : bytes * u->npb;
 }
 
 /* Append a started burst to producer p's queue; 0, or -1 when out of memory. Bursts before the
@@ -650,7 +667,7 @@ static double stage_room(xs_engine *e, double t_next)
     const double rsv = e->reserve * (double)(e->n_out > 0 ? e->n_out : 1);
     double t_space = e->overflowed
                          ? room_time(Q, e->loss, e->loss_ns, e->t_fill, rsv, c, R, e->d_last)
-                         : e->d_last - (Q + rsv - c) / R;
+                         : e->d_last - quot_of(&e->q_room, Q + rsv - c, R);
     if (!by_then(t_space, t_next) && e->loss > 0 && !e->overflowed) {
         e->overflowed = 1; /* a ready chunk finds no room: the first refusal */
         e->t_fill = t_next;
@@ -672,9 +689,9 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
     if (!e->ep)
         e->t_now = t_acc; /* with ep the driver moves the clock */
     e->vtime = ev.t;
-    z->ftag = ev.t + c / z->weight;
-    const double t_arr = t_acc - c / e->r;
-    e->d_last = (e->d_last > t_arr ? e->d_last : t_arr) + c / R;
+    z->ftag = ev.t + (z->weight == 1 ? c : c / z->weight);
+    const double t_arr = t_acc - quot_of(&e->q_r, c, e->r);
+    e->d_last = (e->d_last > t_arr ? e->d_last : t_arr) + quot_of(&e->q_R, c, R);
     if (e->reserve > 0 && !z->outstanding) {
         z->outstanding = 1;
         e->n_out++;
