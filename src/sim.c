@@ -266,7 +266,8 @@ struct xs_engine {
     int tail_share;        /* a short last chunk ends its window at its share of the step */
     int np;                /* producers */
     int ring_m, nring;     /* per-producer cap: chunks outstanding, producers that have a ring */
-    int q, qr;             /* store queue (chunks); size of each producer's acc ring (q + 2) */
+    int q, qr;             /* store queue (chunks); size of each producer's acc ring: q + 2
+                            * rounded up to a power of two (indexed by a mask, no division) */
     int nbuf, tandem;      /* tandem queues: each producer's own buffer (chunks); nbuf > 0 */
     int held_cap;          /* capacity of held, stale entries included */
     /* producers and their storage */
@@ -386,6 +387,10 @@ static xs_status engine_size(xs_engine *e, const xs_engine_opts *o)
     if ((double)e->np * e->qr > (double)(1 << 28))
         return xs_seterr(XS_ERANGE, "%d producers x a queue of %d chunks: too much state (raise "
                          "chunk_bytes with --set)", e->np, e->q);
+    int pow2 = 2;
+    while (pow2 < e->qr)
+        pow2 *= 2;
+    e->qr = pow2;
     if (e->ep) {
         /* the tandem buffer counts as reserve: it keeps the capacity a producer's bursts see
          * (Q plus its own bytes) where the fit put it */
@@ -527,8 +532,8 @@ static void offer_next(xs_engine *e, int p)
         /* in the queue once the program has started and there is room; streamed at r after
          * the previous chunk left */
         double in = u->t0 + e->oh;
-        if (e->q > 0 && z->oidx - e->q >= 0 && z->acc[(z->oidx - e->q) % e->qr] > in)
-            in = z->acc[(z->oidx - e->q) % e->qr];
+        if (e->q > 0 && z->oidx - e->q >= 0 && z->acc[(z->oidx - e->q) & (e->qr - 1)] > in)
+            in = z->acc[(z->oidx - e->q) & (e->qr - 1)];
         z->in_t = in;
         ready = (in > z->a_prev ? in : z->a_prev) + issue_ns(e, u, z->pending);
     }
@@ -557,14 +562,14 @@ static void stream_buffer(xs_engine *e, int p)
         const double size = w->srem < e->c ? w->srem : e->c;
         w->srem -= size;
         double in = u->t0 + e->oh;
-        if (q > 0 && n - q >= 0 && w->acc[(n - q) % qr] > in)
-            in = w->acc[(n - q) % qr];
+        if (q > 0 && n - q >= 0 && w->acc[(n - q) & (qr - 1)] > in)
+            in = w->acc[(n - q) & (qr - 1)];
         double ready = (in > w->s_prev ? in : w->s_prev) + issue_ns(e, u, size);
         /* its bytes stream in while the buffer's oldest chunk waits; it is complete once that
          * one has gone on into the stage (the producer holds q + nbuf chunks then) */
         if (n - nbuf >= 0 && w->qa[(n - nbuf) % nbuf] > ready)
             ready = w->qa[(n - nbuf) % nbuf];
-        w->acc[n % qr] = ready; /* it has left the store queue */
+        w->acc[n & (qr - 1)] = ready; /* it has left the store queue */
         w->rdy[n % nbuf] = ready;
         w->inq[n % nbuf] = in;
         w->s_prev = ready;
@@ -601,11 +606,11 @@ static void settle(xs_engine *e, int p)
             return;
         double end = u->t0 + e->oh;
         double end_prev = end; /* the same with the burst's last chunk left out */
-        if (need >= 0 && x->acc[need % qr] > end)
-            end = x->acc[need % qr];
+        if (need >= 0 && x->acc[need & (qr - 1)] > end)
+            end = x->acc[need & (qr - 1)];
         if (e->tail_share) {
-            if (need >= 1 && x->acc[(need - 1) % qr] > end_prev)
-                end_prev = x->acc[(need - 1) % qr];
+            if (need >= 1 && x->acc[(need - 1) & (qr - 1)] > end_prev)
+                end_prev = x->acc[(need - 1) & (qr - 1)];
             /* with a queue, a last chunk of s < c bytes enters it once s/c of the chunk q places
              * before it has left: that share of the step between the two (continuous in B;
              * whole chunks alone put a burst's stall on a grid of c bytes per producer) */
@@ -738,7 +743,7 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
         if (z->owait)
             offer_next(e, ev.p);
     } else {
-        z->acc[z->oidx % e->qr] = t_acc;
+        z->acc[z->oidx & (e->qr - 1)] = t_acc;
         settle(e, ev.p);
         offer_next(e, ev.p);
     }
@@ -774,15 +779,26 @@ double xs_engine_step(xs_engine *e)
     const double t_next = e->t_next;
     /* a take leaves a hole that the admitted producer's next chunk fills (offer_next): one
      * heap move per chunk where a producer's chunks follow each other */
+    xs_ev ev;
+    int sole = 0;
     while (xs_evheap_size(&e->future) && reached(e, xs_evheap_peek(&e->future).t, t_next)) {
         xs_ev f = xs_evheap_take(&e->future);
         const producer *y = &e->pr[f.p];
         double tag = y->ftag > e->vtime ? y->ftag : e->vtime;
-        xs_evheap_push(&e->eligible, (xs_ev){tag, f.t, f.p});
+        ev = (xs_ev){tag, f.t, f.p};
+        /* the only contender (none waiting, no other ready): it is the one served */
+        if (!e->eligible.n &&
+            !(xs_evheap_size(&e->future) && reached(e, xs_evheap_peek(&e->future).t, t_next))) {
+            sole = 1;
+            break;
+        }
+        xs_evheap_push(&e->eligible, ev);
     }
-    if (!e->eligible.n)
-        return NAN;
-    xs_ev ev = xs_evheap_pop(&e->eligible);
+    if (!sole) {
+        if (!e->eligible.n)
+            return NAN;
+        ev = xs_evheap_pop(&e->eligible);
+    }
     const producer *z = &e->pr[ev.p];
     /* the producer's own cap: its m-th most recent chunk must have drained */
     if (z->ring && z->ring_n == e->ring_m) {
