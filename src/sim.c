@@ -35,9 +35,12 @@
  * instant: the answer must not depend on how the two were rounded (shifting every time by
  * start_ns would otherwise let a producer's cap release a chunk at one shift and hold it at
  * another, and a producer's window, which reads its last two chunks' times, would move). */
-static int by_then(double t, double now)
+static inline int by_then(double t, double now)
 {
-    return t <= now || fabs(t - now) <= 1e-12 * fmax(fabs(t), fabs(now));
+    /* the larger magnitude without a libm call (fmax is one without -ffast-math); a NaN gives
+     * 0 either way */
+    const double at = fabs(t), an = fabs(now);
+    return t <= now || fabs(t - now) <= 1e-12 * (at > an ? at : an);
 }
 
 
