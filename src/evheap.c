@@ -25,41 +25,51 @@ void xs_evheap_free(xs_evheap *h)
     h->n = h->cap = h->hole = 0;
 }
 
-/* Put e at slot i (a hole, n slots in use) and sift it down to its place. */
-static void sift_down(xs_evheap *h, int i, xs_ev e)
+/* x before the event (t, t2, p) */
+static inline int ev_before(const xs_ev *x, double t, double t2, int p)
+{
+    return x->t < t || (x->t == t && (x->t2 < t2 || (x->t2 == t2 && x->p < p)));
+}
+
+/* Put the event (t, t2, p) at slot i (a hole, n slots in use) and sift it down to its place.
+ * The event travels in registers (an xs_ev by value goes through the stack, and reading back a
+ * struct just stored stalls the load). */
+static void sift_down(xs_evheap *h, int i, double t, double t2, int p)
 {
     const int n = h->n;
     for (;;) {
-        int l = 2 * i + 1, r = l + 1, k = i;
-        xs_ev best = e;
-        if (l < n && xs_ev_less(h->a[l], best)) {
-            k = l;
-            best = h->a[l];
-        }
-        if (r < n && xs_ev_less(h->a[r], best))
-            k = r;
-        if (k == i)
+        int l = 2 * i + 1, r = l + 1, k;
+        if (l >= n)
+            break;
+        k = r < n && xs_ev_less(h->a[r], h->a[l]) ? r : l;
+        if (!ev_before(&h->a[k], t, t2, p))
             break;
         h->a[i] = h->a[k];
         i = k;
     }
-    h->a[i] = e;
+    h->a[i].t = t;
+    h->a[i].t2 = t2;
+    h->a[i].p = p;
 }
 
-/* Close the hole left by a take: the last event moves into it. */
-static void fill_hole(xs_evheap *h)
+void xs_evheap_fill(xs_evheap *h)
 {
     h->hole = 0;
-    xs_ev last = h->a[--h->n];
+    const xs_ev *last = &h->a[--h->n];
     if (h->n > 0)
-        sift_down(h, 0, last);
+        sift_down(h, 0, last->t, last->t2, last->p);
 }
 
 int xs_evheap_push(xs_evheap *h, xs_ev e)
 {
+    return xs_evheap_put(h, e.t, e.t2, e.p);
+}
+
+int xs_evheap_put(xs_evheap *h, double t, double t2, int p)
+{
     if (h->hole) {
         h->hole = 0;
-        sift_down(h, 0, e);
+        sift_down(h, 0, t, t2, p);
         return 0;
     }
     if (h->n == h->cap) {
@@ -73,29 +83,24 @@ int xs_evheap_push(xs_evheap *h, xs_ev e)
     int i = h->n++;
     while (i > 0) {
         int up = (i - 1) / 2;
-        if (!xs_ev_less(e, h->a[up]))
+        const xs_ev *u = &h->a[up];
+        if (!(t < u->t || (t == u->t && (t2 < u->t2 || (t2 == u->t2 && p < u->p)))))
             break;
-        h->a[i] = h->a[up];
+        h->a[i] = *u;
         i = up;
     }
-    h->a[i] = e;
+    h->a[i].t = t;
+    h->a[i].t2 = t2;
+    h->a[i].p = p;
     return 0;
 }
 
 xs_ev xs_evheap_pop(xs_evheap *h)
 {
     if (h->hole)
-        fill_hole(h);
+        xs_evheap_fill(h);
     xs_ev top = h->a[0];
     h->hole = 1;
-    fill_hole(h);
+    xs_evheap_fill(h);
     return top;
-}
-
-xs_ev xs_evheap_take(xs_evheap *h)
-{
-    if (h->hole)
-        fill_hole(h);
-    h->hole = 1;
-    return h->a[0];
 }

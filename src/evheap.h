@@ -36,10 +36,20 @@ static inline int xs_ev_less(xs_ev x, xs_ev y)
 }
 /* Push e, growing the array as needed: 0 on success, -1 when out of memory (h unchanged). */
 int xs_evheap_push(xs_evheap *h, xs_ev e);
+/* The same for the event (t, t2, p), passed in registers. */
+int xs_evheap_put(xs_evheap *h, double t, double t2, int p);
 /* Remove and return the first event; h must hold one. */
 xs_ev xs_evheap_pop(xs_evheap *h);
-/* The same, leaving a hole that the next push or pop fills. */
-xs_ev xs_evheap_take(xs_evheap *h);
+/* Close the hole a take left (the last event moves into it); h must have one. */
+void xs_evheap_fill(xs_evheap *h);
+/* The same as pop, leaving a hole that the next push or pop fills. */
+static inline xs_ev xs_evheap_take(xs_evheap *h)
+{
+    if (h->hole)
+        xs_evheap_fill(h);
+    h->hole = 1;
+    return h->a[0];
+}
 /* Events held. */
 static inline int xs_evheap_size(const xs_evheap *h)
 {

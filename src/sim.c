@@ -85,6 +85,7 @@ typedef struct {
     double ready;       /* when the pending chunk is ready */
     double ftag;        /* finish tag of its last accepted chunk (fair queueing) */
     double weight;      /* its share of the stage when producers contend */
+    double fq_c, fq;    /* the last chunk's bytes and bytes / weight (kept: a division) */
     double d_own;       /* when its last accepted byte will have drained */
     int outstanding;    /* 1 while it has bytes in the stage (holds its reserve) */
     double *acc;        /* when each of the last q+2 chunks left the store queue: acc[idx %
@@ -541,7 +542,7 @@ static void offer_next(xs_engine *e, int p)
         ready = (in > z->a_prev ? in : z->a_prev) + issue_ns(e, u, z->pending);
     }
     z->ready = ready;
-    xs_evheap_push(&e->future, (xs_ev){ready, 0, p});
+    xs_evheap_put(&e->future, ready, 0, p);
 }
 
 /* Tandem queues: stream producer p's next chunks at r into its own buffer while the buffer has
@@ -697,7 +698,11 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
     if (!e->ep)
         e->t_now = t_acc; /* with ep the driver moves the clock */
     e->vtime = ev.t;
-    z->ftag = ev.t + (z->weight == 1 ? c : c / z->weight);
+    if (c != z->fq_c || c == 0) { /* 0: not yet computed (and -0.0 == 0.0) */
+        z->fq_c = c;
+        z->fq = c / z->weight;
+    }
+    z->ftag = ev.t + z->fq;
     const double t_arr = t_acc - quot_of(&e->q_r, c, e->r);
     e->d_last = (e->d_last > t_arr ? e->d_last : t_arr) + quot_of(&e->q_R, c, R);
     if (e->reserve > 0 && !z->outstanding) {
@@ -713,9 +718,9 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
             e->held.n = 0;
             for (int p = 0; p < e->np; p++)
                 if (e->pr[p].outstanding)
-                    xs_evheap_push(&e->held, (xs_ev){e->pr[p].d_own - e->hold_ns, 0, p});
+                    xs_evheap_put(&e->held, e->pr[p].d_own - e->hold_ns, 0, p);
         }
-        xs_evheap_push(&e->held, (xs_ev){e->d_last - e->hold_ns, 0, ev.p});
+        xs_evheap_put(&e->held, e->d_last - e->hold_ns, 0, ev.p);
     }
     if (e->so->trace) {
         xs_chunk_trace ct = {ev.p, qb(z, z->ob)->task, (int64_t)z->pending, z->in_t, z->ready,
@@ -795,7 +800,7 @@ double xs_engine_step(xs_engine *e)
             sole = 1;
             break;
         }
-        xs_evheap_push(&e->eligible, ev);
+        xs_evheap_put(&e->eligible, ev.t, ev.t2, ev.p);
     }
     if (!sole) {
         if (!e->eligible.n)
@@ -807,7 +812,7 @@ double xs_engine_step(xs_engine *e)
     if (z->ring && z->ring_n == e->ring_m) {
         double tc = z->ring[z->ring_head];
         if (!reached(e, tc, t_next)) {
-            xs_evheap_push(&e->future, (xs_ev){tc, 0, ev.p});
+            xs_evheap_put(&e->future, tc, 0, ev.p);
             return NAN;
         }
     }
