@@ -41,7 +41,15 @@ static void sift_down(xs_evheap *h, int i, double t, double t2, int p)
         int l = 2 * i + 1, r = l + 1, k;
         if (l >= n)
             break;
-        k = r < n && xs_ev_less(h->a[r], h->a[l]) ? r : l;
+        k = l;
+        if (r < n) {
+            /* the earlier child without branches (every comparison evaluated, combined
+             * bitwise): which child wins is data, and a mispredicted branch per level costs
+             * more than the comparisons */
+            const xs_ev *x = &h->a[r], *y = &h->a[l];
+            k += (x->t < y->t) | ((x->t == y->t) & ((x->t2 < y->t2) |
+                                                    ((x->t2 == y->t2) & (x->p < y->p))));
+        }
         if (!ev_before(&h->a[k], t, t2, p))
             break;
         h->a[i] = h->a[k];
