@@ -112,3 +112,83 @@ xs_ev xs_evheap_pop(xs_evheap *h)
     xs_evheap_fill(h);
     return top;
 }
+
+/* ---- the time queue ---------------------------------------------------------------------------- */
+
+int xs_tqueue_init(xs_tqueue *h, int cap)
+{
+    h->n = h->hole = 0;
+    h->cap = cap > 0 ? cap : 0;
+    h->a = NULL;
+    if (cap > 0 && !(h->a = malloc((size_t)cap * sizeof *h->a))) {
+        h->cap = 0;
+        return -1;
+    }
+    return 0;
+}
+
+void xs_tqueue_free(xs_tqueue *h)
+{
+    free(h->a);
+    h->a = NULL;
+    h->n = h->cap = h->hole = 0;
+}
+
+/* (t, p) into the hole at slot i, sifted down (as sift_down) */
+static void tq_sift_down(xs_tqueue *h, int i, double t, int p)
+{
+    const int n = h->n;
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, k = l;
+        if (l >= n)
+            break;
+        if (r < n) {
+            const xs_tev *x = &h->a[r], *y = &h->a[l];
+            k += (x->t < y->t) | ((x->t == y->t) & (x->p < y->p));
+        }
+        const xs_tev *c = &h->a[k];
+        if (!(c->t < t || (c->t == t && c->p < p)))
+            break;
+        h->a[i] = *c;
+        i = k;
+    }
+    h->a[i].t = t;
+    h->a[i].p = p;
+}
+
+void xs_tqueue_fill(xs_tqueue *h)
+{
+    h->hole = 0;
+    const xs_tev *last = &h->a[--h->n];
+    if (h->n > 0)
+        tq_sift_down(h, 0, last->t, last->p);
+}
+
+int xs_tqueue_put(xs_tqueue *h, double t, int p)
+{
+    if (h->hole) {
+        h->hole = 0;
+        tq_sift_down(h, 0, t, p);
+        return 0;
+    }
+    if (h->n == h->cap) {
+        int nc = h->cap ? 2 * h->cap : 64;
+        xs_tev *na = realloc(h->a, sizeof *na * (size_t)nc);
+        if (!na)
+            return -1;
+        h->a = na;
+        h->cap = nc;
+    }
+    int i = h->n++;
+    while (i > 0) {
+        int up = (i - 1) / 2;
+        const xs_tev *u = &h->a[up];
+        if (!(t < u->t || (t == u->t && p < u->p)))
+            break;
+        h->a[i] = *u;
+        i = up;
+    }
+    h->a[i].t = t;
+    h->a[i].p = p;
+    return 0;
+}

@@ -279,7 +279,7 @@ struct xs_engine {
     double *rings, *accs, *bufs; /* backing arrays of pr[].ring, .acc, .qa/.rdy/.inq */
     qburst *qblock;        /* [np * QB_FIRST] each producer's first burst queue */
     /* the stage */
-    xs_evheap future;      /* chunks not yet ready, by ready time (t) */
+    xs_tqueue future;      /* chunks not yet ready, by ready time (t) */
     xs_evheap eligible;    /* ready chunks contending, by start tag (t) then ready time (t2) */
     xs_evheap held;        /* reserve releases: when each holder's reserve leaves (t) */
     int n_out;             /* producers holding a reserve */
@@ -365,7 +365,7 @@ void xs_engine_close(xs_engine *e, xs_result *out)
             free(e->pr[p].bq);
     free(e->pr);
     free(e->qblock);
-    xs_evheap_free(&e->future);
+    xs_tqueue_free(&e->future);
     xs_evheap_free(&e->eligible);
     xs_evheap_free(&e->held);
     free(e->rings);
@@ -458,7 +458,7 @@ xs_status xs_engine_open(const xs_profile *pf, int np, const xs_engine_program *
     e->pr = calloc((size_t)np, sizeof *e->pr);
     /* each producer has at most one chunk in future or eligible, and held is compacted when it
      * fills: the heaps never grow, so their pushes cannot fail */
-    int heaps_ok = xs_evheap_init(&e->future, np) == 0 && xs_evheap_init(&e->eligible, np) == 0;
+    int heaps_ok = xs_tqueue_init(&e->future, np) == 0 && xs_evheap_init(&e->eligible, np) == 0;
     if (e->track_drain)
         heaps_ok = heaps_ok && xs_evheap_init(&e->held, e->held_cap) == 0;
     if (e->nring)
@@ -542,7 +542,7 @@ static void offer_next(xs_engine *e, int p)
         ready = (in > z->a_prev ? in : z->a_prev) + issue_ns(e, u, z->pending);
     }
     z->ready = ready;
-    xs_evheap_put(&e->future, ready, 0, p);
+    xs_tqueue_put(&e->future, ready, p);
 }
 
 /* Tandem queues: stream producer p's next chunks at r into its own buffer while the buffer has
@@ -767,10 +767,10 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
  * whichever is later (with ep, no earlier than the driver's clock). */
 double xs_engine_next_ns(xs_engine *e)
 {
-    if (!e->eligible.n && !xs_evheap_size(&e->future))
+    if (!e->eligible.n && !xs_tqueue_size(&e->future))
         return INFINITY;
     release_drained(e);
-    double t = e->eligible.n ? e->t_now : xs_evheap_peek(&e->future).t;
+    double t = e->eligible.n ? e->t_now : xs_tqueue_peek(&e->future).t;
     if (e->ep && t < e->t_now)
         t = e->t_now;
     e->t_next = stage_room(e, t);
@@ -789,14 +789,14 @@ double xs_engine_step(xs_engine *e)
      * heap move per chunk where a producer's chunks follow each other */
     xs_ev ev;
     int sole = 0;
-    while (xs_evheap_size(&e->future) && reached(e, xs_evheap_peek(&e->future).t, t_next)) {
-        xs_ev f = xs_evheap_take(&e->future);
+    while (xs_tqueue_size(&e->future) && reached(e, xs_tqueue_peek(&e->future).t, t_next)) {
+        xs_tev f = xs_tqueue_take(&e->future);
         const producer *y = &e->pr[f.p];
         double tag = y->ftag > e->vtime ? y->ftag : e->vtime;
         ev = (xs_ev){tag, f.t, f.p};
         /* the only contender (none waiting, no other ready): it is the one served */
         if (!e->eligible.n &&
-            !(xs_evheap_size(&e->future) && reached(e, xs_evheap_peek(&e->future).t, t_next))) {
+            !(xs_tqueue_size(&e->future) && reached(e, xs_tqueue_peek(&e->future).t, t_next))) {
             sole = 1;
             break;
         }
@@ -812,7 +812,7 @@ double xs_engine_step(xs_engine *e)
     if (z->ring && z->ring_n == e->ring_m) {
         double tc = z->ring[z->ring_head];
         if (!reached(e, tc, t_next)) {
-            xs_evheap_put(&e->future, tc, 0, ev.p);
+            xs_tqueue_put(&e->future, tc, ev.p);
             return NAN;
         }
     }
