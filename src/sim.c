@@ -1115,6 +1115,7 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
 {
     static const xs_sim_opts defaults = {0};
     memset(out, 0, sizeof *out);
+    /* ---- entry checks: what the simulation accepts (bad input fails here, one message) ---- */
     XS_TRY(xs_profile_check(pf, "profile"));
     if (!s || s->nrows < 1)
         return xs_seterr(XS_EINVAL, "schedule has no rows");
@@ -1125,6 +1126,7 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
     d.chunk = (int64_t)pf->chunk_bytes > 0 ? (double)(int64_t)pf->chunk_bytes : 1;
     int nring = 0;
     XS_TRY(rows_size(&d, &nring));
+    /* ---- end of entry checks -------------------------------------------------------------- */
     const xs_engine_program prog = {rows_take, rows_closed, &d};
     const xs_engine_opts eo = {.sim = d.o, .nring = nring, .ep_stage = 0};
     xs_engine *e = NULL;
