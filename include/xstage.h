@@ -256,10 +256,16 @@ typedef struct {
     /* optional: called once per chunk at its acceptance into the stage, in acceptance order */
     void (*trace)(void *ctx, const xs_chunk_trace *c);
     void *trace_ctx;
+    /* 1: rows[].issue_med_ns is left NaN and the windows' lengths are not kept, so that memory
+     * stays linear in the producers however far they drift apart (issue_max_ns, end_ns and
+     * everything else are filled as usual); 0: every row's median (default) */
+    int skip_row_medians;
 } xs_sim_opts;
 
 /* Simulate a schedule. Fills *out (free with xs_result_free). Fails with XS_ERANGE when the
- * schedule has more chunks than can be simulated in reasonable time (> 2^31). */
+ * schedule has more chunks than can be simulated in reasonable time (> 2^31), or when windows are
+ * recorded for more than 2^26 (row, producer) cells. Without record_windows the memory is linear
+ * in rows plus producers x the rows in flight (skip_row_medians: producers alone). */
 xs_status xs_simulate(const xs_profile *p, const xs_schedule *s, const xs_sim_opts *o,
                       xs_result *out);
 

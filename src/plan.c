@@ -70,7 +70,8 @@ static xs_status emit_split(xs_schedule *out, const xs_row *rw, int n, double ga
 static xs_status predict_makespan(const xs_profile *p, const xs_schedule *s, double *ns)
 {
     xs_result r;
-    XS_TRY(xs_simulate(p, s, NULL, &r));
+    const xs_sim_opts so = {.skip_row_medians = 1}; /* the makespan alone: memory in producers */
+    XS_TRY(xs_simulate(p, s, &so, &r));
     *ns = r.makespan_ns;
     xs_result_free(&r);
     return XS_OK;
