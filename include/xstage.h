@@ -159,8 +159,10 @@ typedef struct {
 #define XS_MAX_ROWS 10000000
 #define XS_MAX_BYTES_PER_PRODUCER (INT64_C(1) << 40)
 #define XS_MAX_GAP_NS 1e12
-/* The simulator records an issue window per row and producer: rows x the widest row's producers
- * is at most XS_MAX_SIM_CELLS (2^26). The one place this limit is set; docs/MODEL.md, "Sizes". */
+/* When asked to record every issue window (record_windows), the simulator keeps one per row and
+ * producer: rows x the widest row's producers is then at most XS_MAX_SIM_CELLS (2^26); without
+ * windows its memory is linear in producers. The one place this limit is set; docs/MODEL.md,
+ * "Sizes". */
 #define XS_MAX_SIM_CELLS (INT64_C(1) << 26)
 
 xs_status xs_schedule_load(const char *path, xs_schedule *s);
@@ -171,8 +173,9 @@ xs_status xs_schedule_write(const xs_schedule *s, FILE *f, const char *comment);
 void xs_write_comment(FILE *f, const char *comment);
 xs_status xs_schedule_save(const xs_schedule *s, const char *path, const char *comment);
 void xs_schedule_free(xs_schedule *s);
-/* XS_ERANGE, naming name and the schedule's own numbers, when s is larger than the simulator
- * takes (rows x widest row's producers > XS_MAX_SIM_CELLS); commands check it before running. */
+/* XS_ERANGE, naming name and the schedule's own numbers, when s is larger than a simulation that
+ * records issue windows takes (rows x widest row's producers > XS_MAX_SIM_CELLS); commands that
+ * record windows (predict --plot) check it before running. */
 xs_status xs_schedule_check_size(const xs_schedule *s, const char *name);
 int xs_schedule_max_producers(const xs_schedule *s);
 double xs_schedule_bytes(const xs_schedule *s); /* sum over rows of producers*bytes */

@@ -303,6 +303,7 @@ int xs_bench_model(int argc, char **argv)
                                        {0, 0, 0, 0}};
     int ch;
     optind = 1;
+    opterr = 0; /* one line of ours (xs_cli_badopt) instead of getopt's */
     while ((ch = getopt_long(argc, argv, "r:n:w:h", lo, NULL)) != -1) {
         char *end = NULL;
         long v = 0;
@@ -312,9 +313,8 @@ int xs_bench_model(int argc, char **argv)
         case 'w':
             v = strtol(optarg, &end, 10);
             if (!end || *end || v < (ch == 'w' ? 0 : 1) || v > 1000000) {
-                fprintf(stderr, "xstage: error: bench model: -%c %s: expected a whole number "
-                                "%s..1000000\n", ch, optarg, ch == 'w' ? "0" : "1");
-                return 1;
+                return xs_cli_failf("bench model: -%c %s: expected a whole number %s..1000000", ch,
+                                    optarg, ch == 'w' ? "0" : "1");
             }
             if (ch == 'r')
                 rows = (int)v;
@@ -332,13 +332,12 @@ int xs_bench_model(int argc, char **argv)
         case 'h':
             usage(stdout);
             return 0;
-        default: /* getopt said which option, in one line */
-            return 1;
+        default:
+            return xs_cli_badopt("bench model", "r:n:w:h", argc, argv);
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "xstage: error: bench model: unexpected argument '%s'\n", argv[optind]);
-        return 1;
+        return xs_cli_failf("bench model: unexpected argument '%s'", argv[optind]);
     }
 
     xs_profile pf;

@@ -40,7 +40,7 @@ expect_err() {
 }
 expect_err "iters 0" "-n 0: expected a whole number" "$X" bench model -n 0
 expect_err "rows word" "-r ten: expected a whole number" "$X" bench model -r ten
-expect_err "unknown option" "unrecognized option" "$X" bench model --bogus
+expect_err "unknown option" "unknown or ambiguous" "$X" bench model --bogus
 expect_err "stray argument" "unexpected argument 'extra'" "$X" bench model extra
 
 echo "$pass passed, $fail failed"
