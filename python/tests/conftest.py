@@ -50,8 +50,8 @@ def tool_csv(tool, *args):
 
 
 def printed_equal(text, value):
-    """Whether value, printed as the tool printed text (its digits after the point, or its
-    significant digits in exponent form), reads exactly as text."""
+    """Whether value, printed as the tool printed text (its digits after the point, its
+    significant digits in exponent form; an integer as %d or %.10g), reads exactly as text."""
     t = text.strip()
     if t.lower() in ("nan", "-nan", "inf", "-inf"):
         return repr(float(value)).lower() == t.lower().lstrip("-") or \
@@ -59,5 +59,6 @@ def printed_equal(text, value):
     if "e" in t.lower():
         mant = t.lower().split("e")[0].lstrip("-").replace(".", "").lstrip("0")
         return float(t) == float("%.*g" % (max(len(mant), 1), value))
-    digits = len(t.split(".")[1]) if "." in t else 0
-    return t == "%.*f" % (digits, value)
+    if "." not in t:  # %d, or %g that printed an integer (the gaps: %.10g)
+        return float(t) == value or t == "%.10g" % value
+    return t == "%.*f" % (len(t.split(".")[1]), value)
