@@ -301,7 +301,7 @@ ffibuilder.set_source(
     SOURCE,
     sources=core_sources(),
     include_dirs=[os.path.join(REPO, "include"), os.path.join(REPO, "src")],
-    libraries=["jansson", "m", "pthread"],
+    libraries=["jansson", "m", "dl", "pthread"],  # the Makefile's LDLIBS
     # the flags of the Makefile that change results or meaning: C11, GNU extensions, no FMA
     # contraction (results identical to the tool's), never -ffast-math
     extra_compile_args=["-std=c11", "-D_GNU_SOURCE", "-ffp-contract=off", "-fno-fast-math",
