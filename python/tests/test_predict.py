@@ -5,6 +5,8 @@ printed the tool's way), free-running and synchronised, on the embedded and a ca
 (extended) profile and with an override; and the same doubles whatever form the schedule
 came in.
 """
+import os
+
 import numpy as np
 import pytest
 
@@ -120,3 +122,26 @@ def test_chunk_traces():
     assert np.all(np.diff(c["t_drained_ns"]) >= 0)         # the drain head only advances
     assert set(zip(c["row"], c["producer"])) == {(0, 0), (0, 1), (0, 2), (1, 0), (1, 1)}
     same_prediction(xstage.predict(s), pred)
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_random_schedules_match_tool(tool, tmp_path, case):
+    seed = int.from_bytes(os.urandom(4), "little")
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    s = xstage.Schedule({"producers": rng.integers(1, 133, n),
+                         "bytes_per_producer": rng.integers(1, 1 << 18, n),
+                         "gap_ns": np.round(rng.uniform(0, 50e3, n), 3)})
+    f = tmp_path / "random.csv"
+    s.save(f)
+    sync = bool(case % 2)
+    prof = xstage.Profile.load(CALIBRATED) if case >= 2 else xstage.Profile()
+    args = ["predict", "--schedule", f] + (["--sync"] if sync else [])
+    if case >= 2:
+        args += ["--profile", CALIBRATED]
+    header, rows = tool_csv(tool, *args)
+    assert xstage.Schedule.load(f) == s, "seed %d" % seed
+    try:
+        compare(header, rows, xstage.predict(s, prof, sync=sync))
+    except AssertionError as e:
+        raise AssertionError("seed %d: %s" % (seed, e)) from None
