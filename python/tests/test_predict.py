@@ -74,7 +74,7 @@ def test_schedule_forms_give_identical_doubles(path):
 
 
 def test_prediction_to_pandas():
-    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pandas")
     pred = xstage.predict(EXAMPLES[0])
     df = pred.to_pandas()
     assert list(df.columns) == list(xstage.PREDICT_COLUMNS)

@@ -71,7 +71,7 @@ def test_schedule_save_load_and_frames(tmp_path):
     assert xstage.Schedule.load(f) == s
     assert len(s) == 2 and s.max_producers == 132
     assert s.total_bytes == 16 * 262144 + 132 * 8192 and s.total_gap_ns == 20000.25
-    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pandas")
     df = s.to_pandas()
     assert list(df.columns) == ["producers", "bytes_per_producer", "gap_ns"]
     assert xstage.Schedule(df) == s
