@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import xstage
-from conftest import REPO, run_tool
+from conftest import REPO, printed_equal, run_tool, tool_csv
 
 EP_WAVE = REPO / "examples" / "ep_wave.csv"
 INTERLEAVED = REPO / "examples" / "ep_interleaved.csv"
@@ -62,6 +62,15 @@ def test_plan_is_the_tools(tool, tmp_path, opts):
                      ("bound", pl.bound_ns)):
         m = re.search(r"^%s\s+([0-9.]+)\s+us" % name, text, re.M)
         assert m and m.group(1) == "%.1f" % (ns / 1e3), (name, text)
+
+
+def test_planned_prediction_is_the_tools(tool):
+    header, rows = tool_csv(tool, "plan", "--schedule", EP_WAVE)
+    pred = xstage.plan(EP_WAVE).predict()
+    assert header == list(xstage.PREDICT_COLUMNS) and len(rows) == len(pred)
+    for i, row in enumerate(rows):
+        for name, text in zip(header, row):
+            assert printed_equal(text, pred[name][i]), (i, name, text, pred[name][i])
 
 
 @pytest.mark.parametrize("opts, msg", [({"headroom": 0}, "headroom"),
