@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include "xstage.h"
 #include "xstage_cli.h"
+#include "xstage_outfile.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -193,6 +194,7 @@ typedef struct {
     const xs_bench_table *t;
     FILE *out;         /* the human report (stdout; a test passes a temporary file) */
     FILE *csv, *json;  /* NULL: not asked for (or not the primary rank) */
+    xs_outfile csv_file, json_file; /* csv and json: renamed into place at close */
     const char *cmd;   /* "bench ep" */
     int phase;         /* 0 keys, 1 notes, 2 rows, 3 summary (the JSON's parts) */
     int json_items;    /* items in the current JSON array/object */

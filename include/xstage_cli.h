@@ -61,7 +61,13 @@ int xs_parse_bench_opt(int ch, const char *arg, long max_iters, xs_bench_opts *b
 void xs_cli_set_command(int argc, char **argv);
 char **xs_cli_command(int *argc);
 
-/* Print "xstage: error: <msg>" (one line) and return 1; for subcommands' error paths. */
+/* Every error line of the tool goes through these two: "xstage: error: <msg>" on one line, with
+ * every control character in msg (newline, ESC: it may quote arguments or files) folded to a
+ * space. xs_cli_set_command also arranges for a failed write to the standard
+ * output to be reported at exit (one line, exit status 1), makes getopt silent (opterr = 0: see
+ * xs_cli_badopt) and ignores SIGXFSZ (a write past `ulimit -f` fails and is reported).
+ *
+ * Print "xstage: error: <xs_errmsg()>" (one line) and return 1; for subcommands' error paths. */
 int xs_cli_fail(void);
 /* A -g run's launch decision (l and ec of xs_launch_or_run or xs_bench_launch) as a
  * subcommand's exit: -1 when this process does the work (l == 0, a rank or a one-GPU run), else
@@ -74,6 +80,10 @@ int xs_cli_failf(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
+
+/* getopt_long returned '?' (opterr is 0): print one line naming the bad option of cmd, as
+ * typed, and return 1. optstring is the short-option string given to getopt_long. */
+int xs_cli_badopt(const char *cmd, const char *optstring, int argc, char **argv);
 
 #ifdef __cplusplus
 }

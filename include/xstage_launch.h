@@ -34,7 +34,8 @@ typedef struct {
     int quiet_stdout; /* 1: ranks > 0 write stdout to /dev/null (stderr always passes) */
 } xs_launch_opts;
 
-/* True in a process that should start the ranks: ngpus > 1 and XS_RANK is not set. */
+/* True in a process that should start the ranks: ngpus > 1, XS_RANK is not set and no other
+ * launcher (torchrun, mpirun, srun) started several ranks. */
 int xs_launch_needed(int ngpus);
 
 /* Start nranks copies of o->exe with argument vector argv (argv[0] included, NULL-terminated),
@@ -68,19 +69,77 @@ xs_status xs_hex_decode(const char *hex, unsigned char *b, size_t n); /* exactly
 /* The whole decision for a subcommand that accepts -g/--gpus N:
  *   returns  1 when this process was the launcher: the ranks ran, *exit_code is the run's status
  *              (on failure xs_errmsg() has the one-line reason);
- *   returns  0 when this process should do the work (ngpus <= 1, or it is a launched rank);
+ *   returns  0 when this process should do the work (ngpus <= 1, or it is a launched rank, or
+ *              torchrun/mpirun/srun started it as one rank of several: xs_launcher_join done);
  *   returns -1 on an error before anything started (bad N, too few GPUs, no NCCL; xs_errmsg()).
  * argv: the full argument vector for the children, argv[0] first; NULL: this process's own
  * command line, read from /proc/self/cmdline (what a subcommand handed argv+1 should pass).
  * Hooks: count_gpus (visible GPUs; NULL skips the check) and make_id (the NCCL unique id; NULL
  * starts the ranks without XS_NCCL_ID). o may be NULL (defaults; timeout XS_LAUNCH_TIMEOUT or
  * 900 s; stdout of ranks > 0 to /dev/null). */
-typedef struct {
+struct xs_launch_hooks {
     xs_status (*count_gpus)(int *n);
     xs_status (*make_id)(unsigned char id[XS_NCCL_ID_BYTES]);
-} xs_launch_hooks;
+};
+typedef struct xs_launch_hooks xs_launch_hooks;
 int xs_launch_or_run_with(int ngpus, int argc, char **argv, const xs_launch_hooks *h,
                           const xs_launch_opts *o, int *exit_code);
+
+/* ---- ranks started by other launchers (src/rendezvous.c, docs/MULTIGPU.md "Launchers") -------
+ *
+ * Under torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), mpirun (Open MPI's
+ * OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK, or PMI_RANK/PMI_SIZE with MPI_LOCALRANKID) or srun
+ * (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, inside a step: SLURM_STEP_ID) with more than one
+ * rank, each process is one rank: xs_launch_or_run_with does not fork; rank 0 makes the NCCL id
+ * and hands it to the others through a TCP store (rank 0 listens on XS_STORE_PORT, else
+ * MASTER_PORT, or MASTER_PORT + 1 under torchrun, whose agent holds MASTER_PORT; the others
+ * connect to MASTER_ADDR) or, when XS_ID_FILE is set, through files next to that path on a file
+ * system every rank sees. Then XS_RANK, XS_NRANKS, XS_DEVICE (the local rank; 0 when one GPU is
+ * visible) and XS_NCCL_ID are set in this process as the fork launcher sets them in its
+ * children. The exchange is a barrier bounded by XS_RANK_TIMEOUT: a rank that never joins fails
+ * every other rank with one line naming it. */
+
+#define XS_RANK_TIMEOUT_DEFAULT_S 120.0
+
+/* XS_RANK_TIMEOUT (seconds, > 0, at most a day; default XS_RANK_TIMEOUT_DEFAULT_S): the bound on
+ * every host-side wait for other ranks (id exchange, NCCL communicator set-up, host
+ * collectives). XS_EINVAL with one line when it is set to something else. */
+xs_status xs_rank_timeout(double *seconds);
+
+typedef struct {
+    const char *name;  /* "torchrun", "mpirun (Open MPI)", "mpirun (PMI)", "srun"; NULL: none */
+    int rank, nranks;  /* 0 of 1 without a launcher */
+    int local_rank;    /* rank on this host; -1 when the launcher gives none */
+    char addr[256];    /* MASTER_ADDR; "" when unset */
+    int port;          /* the TCP store's port; 0 when there is no store address */
+    char id_file[1024]; /* XS_ID_FILE; "" when unset */
+    char run_id[112];  /* one id per run (XS_RUN_ID, TORCHELASTIC_RUN_ID, SLURM_JOB_ID.STEP,
+                        * PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid); "" when none */
+} xs_launcher_env;
+
+/* Read the launcher's variables (first match: torchrun, Open MPI, PMI, srun). No launcher:
+ * XS_OK with name NULL. A launcher with a malformed value: XS_EINVAL, one line naming the
+ * variable. */
+xs_status xs_launcher_detect(xs_launcher_env *e);
+
+/* The id exchange, also a barrier of all ranks. blob: on rank 0 the NUL-terminated text to
+ * share (in), on the others where it arrives (out, cap bytes, NUL-terminated; *len its length).
+ * Waits at most timeout_s for the others (rank 0) or for rank 0 (the others, plus up to 10 s for
+ * rank 0's verdict). XS_ETIMEOUT with one line naming the missing ranks on every rank that took
+ * part; XS_EIO on socket or file errors. run_id keeps two runs on one port or path apart. */
+xs_status xs_store_exchange_tcp(const char *addr, int port, int rank, int nranks,
+                                const char *run_id, char *blob, size_t cap, size_t *len,
+                                double timeout_s);
+xs_status xs_store_exchange_file(const char *path, int rank, int nranks, const char *run_id,
+                                 char *blob, size_t cap, size_t *len, double timeout_s);
+
+/* Make this process rank e->rank of a launched run (e from xs_launcher_detect with nranks > 1):
+ * checks -g/--gpus N = e->nranks, picks the GPU (h->count_gpus), makes the id on rank 0
+ * (h->make_id; also XS_NCCL_COLL_ID_VAR when the hook set it), exchanges, and sets XS_RANK,
+ * XS_NRANKS, XS_DEVICE, XS_NCCL_ID (and the collective id). quiet_stdout: ranks > 0 send
+ * stdout to /dev/null. */
+xs_status xs_launcher_join(const xs_launcher_env *e, int ngpus, const xs_launch_hooks *h,
+                           int quiet_stdout);
 
 /* In the CUDA library (cuda/common/nccl.cu): xs_launch_or_run_with with the CUDA GPU count and an
  * NCCL unique id made here (NCCL loaded and version-checked first). Typical use in a subcommand:

@@ -14,6 +14,13 @@
 # Usage: OUT=dir [AREAS="calibrate ep tp up"] [BUILD=build] [EP_LONG=1] [XS_COMMIT=id]
 #        scripts/gpu_all.sh
 set -u
+# NCCL and cuBLAS are found in the active Python environment's nvidia-* wheels (docs/INSTALL.md):
+# on the GPU machine that is the PyTorch venv (XS_VENV names another; XS_NCCL_LIB and
+# XS_CUBLAS_LIB, when set, win over any search)
+XS_VENV=${XS_VENV:-/opt/torch/.venv}
+if [ -z "${VIRTUAL_ENV:-}" ] && [ -d "$XS_VENV" ]; then
+    export VIRTUAL_ENV="$XS_VENV" PATH="$XS_VENV/bin:$PATH"
+fi
 OUT=${OUT:-./out}
 AREAS=${AREAS:-calibrate ep tp up}
 BUILD=${BUILD:-build}
@@ -32,7 +39,7 @@ env_facts() {
     echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
     echo "cuda: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | cut -d' ' -f2)"
     # the NCCL a -g run loads (the PyTorch environment's pip package); one-GPU areas load none
-    echo "nccl: $(/opt/torch/.venv/bin/python3 -c 'import importlib.metadata as m; print(m.version("nvidia-nccl-cu13"))' 2>/dev/null || echo unknown) (pip nvidia-nccl-cu13; loaded only by -g runs)"
+    echo "nccl: $(python3 -c 'import importlib.metadata as m; print(m.version("nvidia-nccl-cu13"))' 2>/dev/null || echo unknown) (pip nvidia-nccl-cu13; loaded only by -g runs)"
     echo "topology: $(nvidia-smi topo -m 2>/dev/null | sed -n 2p | tr -s ' \t' ' ')"
 }
 

@@ -11,6 +11,13 @@
 # is bounded by `timeout`; one failure does not stop the others; the PASS/FAIL table comes last.
 # Usage: OUT=dir [BUILD=build] [SANITIZE=0: skip step 6] scripts/gpu_calib.sh
 set -u
+# NCCL and cuBLAS are found in the active Python environment's nvidia-* wheels (docs/INSTALL.md):
+# on the GPU machine that is the PyTorch venv (XS_VENV names another; XS_NCCL_LIB and
+# XS_CUBLAS_LIB, when set, win over any search)
+XS_VENV=${XS_VENV:-/opt/torch/.venv}
+if [ -z "${VIRTUAL_ENV:-}" ] && [ -d "$XS_VENV" ]; then
+    export VIRTUAL_ENV="$XS_VENV" PATH="$XS_VENV/bin:$PATH"
+fi
 BUILD=${BUILD:-build}
 OUT=${OUT:-./out-calib}
 X="$BUILD/xstage"

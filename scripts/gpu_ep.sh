@@ -21,6 +21,13 @@
 # usage: OUT=dir [PROFILE=file] scripts/gpu_ep.sh [BUILD_DIR]   (BUILD_DIR defaults to build)
 #        EP_ARGS="--quick" replaces the sweep's arguments (default: the full sweep, -n 5 -w 1)
 set -u
+# NCCL and cuBLAS are found in the active Python environment's nvidia-* wheels (docs/INSTALL.md):
+# on the GPU machine that is the PyTorch venv (XS_VENV names another; XS_NCCL_LIB and
+# XS_CUBLAS_LIB, when set, win over any search)
+XS_VENV=${XS_VENV:-/opt/torch/.venv}
+if [ -z "${VIRTUAL_ENV:-}" ] && [ -d "$XS_VENV" ]; then
+    export VIRTUAL_ENV="$XS_VENV" PATH="$XS_VENV/bin:$PATH"
+fi
 
 B=${1:-${BUILD:-build}}
 OUT=${OUT:-out}

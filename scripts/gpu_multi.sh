@@ -25,6 +25,13 @@
 #          small; 0: full calibrate and validate, bench ep --quick, tp every model (sm90), up
 #          8192..65536 x 16,32 heads
 set -u
+# NCCL and cuBLAS are found in the active Python environment's nvidia-* wheels (docs/INSTALL.md):
+# on the GPU machine that is the PyTorch venv (XS_VENV names another; XS_NCCL_LIB and
+# XS_CUBLAS_LIB, when set, win over any search)
+XS_VENV=${XS_VENV:-/opt/torch/.venv}
+if [ -z "${VIRTUAL_ENV:-}" ] && [ -d "$XS_VENV" ]; then
+    export VIRTUAL_ENV="$XS_VENV" PATH="$XS_VENV/bin:$PATH"
+fi
 BUILD=${BUILD:-build}
 OUT=${OUT:-./out-multi}
 QUICK=${QUICK:-1}
@@ -51,7 +58,7 @@ mstep() {
 {
     echo "# gpu_multi.sh N=$N QUICK=$QUICK $(date -u +%Y-%m-%dT%H:%M:%SZ) host $(hostname)"
     echo "# git $(git rev-parse --short HEAD 2>/dev/null) $(git status --porcelain 2>/dev/null | wc -l) changed files"
-    echo "# NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE XS_NCCL_LIB=${XS_NCCL_LIB:-unset}"
+    echo "# NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE XS_NCCL_LIB=${XS_NCCL_LIB:-unset} VIRTUAL_ENV=${VIRTUAL_ENV:-unset}"
     nvidia-smi -L
     echo "## nvidia-smi topo -m"
     nvidia-smi topo -m

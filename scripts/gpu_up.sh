@@ -23,10 +23,17 @@
 # non-zero when any step failed. Expected wall time on one H200: about 3 minutes (the sweep
 # with -n 11: UP_ITERS), plus about 20 s for step 4 (16 short rows, -n 3).
 set -u
+# NCCL and cuBLAS are found in the active Python environment's nvidia-* wheels (docs/INSTALL.md):
+# on the GPU machine that is the PyTorch venv (XS_VENV names another; XS_NCCL_LIB and
+# XS_CUBLAS_LIB, when set, win over any search)
+XS_VENV=${XS_VENV:-/opt/torch/.venv}
+if [ -z "${VIRTUAL_ENV:-}" ] && [ -d "$XS_VENV" ]; then
+    export VIRTUAL_ENV="$XS_VENV" PATH="$XS_VENV/bin:$PATH"
+fi
 
 BUILD=${BUILD:-build}
 OUT=${OUT:-./out-up}
-PY=${PY:-/opt/torch/.venv/bin/python3}
+PY=${PY:-$XS_VENV/bin/python3}
 [ -x "$PY" ] || PY=python3
 SEQS=${SEQS:-4096,8192,16384,32768,49152,65536}  # 4096: comm ~ compute (see above)
 HEADS=${HEADS:-8,16}

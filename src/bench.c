@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "xstage_bench.h"
+#include "xstage_outfile.h"
 #include "xstage_sigint.h"
 
 /* ---- options ---------------------------------------------------------------------------------- */
@@ -148,6 +149,10 @@ int xs_bench_parse(const xs_bench_spec *s, int argc, char **argv, xs_bench_commo
     }
     if (optind < argc)
         return xs_cli_failf("%s: unexpected argument '%s'", s->cmd, argv[optind]);
+    const xs_file_arg outs[] = {{"--csv", c->csv}, {"--json", c->json}};
+    const xs_file_arg ins[] = {{"--profile", c->b.pa.file}};
+    if (xs_files_distinct(outs, 2, ins, 1) != XS_OK)
+        return xs_cli_fail();
     if (c->quick && s->quick_iters > 0 && !c->b.iters_set)
         c->b.iters = s->quick_iters;
     return 0;

@@ -250,13 +250,20 @@ xs_status xs_bench_report_open(xs_bench_report *r, const char *cmd, const xs_ben
     r->cmd = cmd;
     if (!xs_rank_primary())
         return XS_OK; /* rank 0 writes the files */
-    if (csv && !(r->csv = fopen(csv, "w")))
-        return xs_seterr(XS_EIO, "%s: --csv %s: cannot write", cmd, csv);
-    if (json && !(r->json = fopen(json, "w"))) {
-        fclose(r->csv);
-        r->csv = NULL;
-        return xs_seterr(XS_EIO, "%s: --json %s: cannot write", cmd, json);
+    /* atomic files (xstage_outfile.h): a run that dies leaves the old file, not half a one */
+    char why[600];
+    if (csv && xs_outfile_open(&r->csv_file, csv) != XS_OK) {
+        snprintf(why, sizeof why, "%s", xs_errmsg());
+        return xs_seterr(XS_EIO, "%s: --csv %s", cmd, why);
     }
+    r->csv = r->csv_file.f;
+    if (json && xs_outfile_open(&r->json_file, json) != XS_OK) {
+        snprintf(why, sizeof why, "%s", xs_errmsg());
+        xs_outfile_discard(&r->csv_file);
+        r->csv = NULL;
+        return xs_seterr(XS_EIO, "%s: --json %s", cmd, why);
+    }
+    r->json = r->json_file.f;
     if (r->json)
         fprintf(r->json, "{\"command\": \"%s\"", cmd);
     r->json_items = 1;
@@ -374,14 +381,16 @@ int xs_bench_report_close(xs_bench_report *r, int points, int failures, int inte
     json_phase(r, 3);
     note_line(r, line, strlen(line));
     fflush(r->out);
-    if (r->csv)
-        fclose(r->csv);
-    if (r->json) {
+    if (r->json)
         fprintf(r->json, "\n],\n\"ok\": %s, \"failures\": %d, \"interrupted\": %s}\n",
                 failures || interrupted ? "false" : "true", failures,
                 interrupted ? "true" : "false");
-        fclose(r->json);
-    }
     r->csv = r->json = NULL;
-    return failures || interrupted ? 1 : 0;
+    int bad = 0;
+    if (xs_outfile_commit(&r->csv_file) != XS_OK)
+        bad = xs_cli_fail();
+    if (!bad && xs_outfile_commit(&r->json_file) != XS_OK)
+        bad = xs_cli_fail();
+    xs_outfile_discard(&r->json_file); /* a JSON not committed after a failed CSV */
+    return failures || interrupted || bad ? 1 : 0;
 }

@@ -5,10 +5,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "xstage_cli.h"
 
@@ -192,11 +194,51 @@ xs_status xs_profile_args_resolve(const xs_profile_args *a, xs_profile *p)
 
 static int cmd_argc;
 static char **cmd_argv;
+static int error_printed; /* an error line went out: the exit status already says so */
+
+/* Write prefix msg "\n" as one line: a newline, ESC or any other control byte in msg (it may
+ * quote the user's arguments or a file) becomes a space, as in xs_seterr's messages, so that a
+ * message never spans lines or drives the terminal. */
+static void say_error(const char *prefix, const char *msg)
+{
+    char out[2048];
+    size_t n = 0;
+    for (const unsigned char *c = (const unsigned char *)msg; *c && n + 1 < sizeof out; c++)
+        out[n++] = *c < 0x20 || *c == 0x7f ? ' ' : (char)*c;
+    out[n] = 0;
+    fflush(stdout); /* what the command printed comes first */
+    fprintf(stderr, "%s%s\n", prefix, out);
+    error_printed = 1;
+}
+
+/* At exit: a table that did not reach the standard output (a full disk, /dev/full, a closed
+ * descriptor) is a failure, reported once, unless an error was reported already. */
+static void check_stdout(void)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return;
+    if (error_printed)
+        return;
+    int e = errno;
+    char msg[256];
+    snprintf(msg, sizeof msg, "cannot write the standard output: %s",
+             strerror(e ? e : EIO));
+    say_error("xstage: error: ", msg);
+    _exit(1);
+}
 
 void xs_cli_set_command(int argc, char **argv)
 {
     cmd_argc = argc;
     cmd_argv = argv;
+    /* getopt's own messages are replaced by one line of ours (xs_cli_badopt) */
+    opterr = 0;
+    /* a write past `ulimit -f` fails with EFBIG and is reported, instead of killing the process
+     * half-way through a file */
+    signal(SIGXFSZ, SIG_IGN);
+    static int registered;
+    if (!registered++)
+        atexit(check_stdout);
 }
 
 char **xs_cli_command(int *argc)
@@ -207,10 +249,29 @@ char **xs_cli_command(int *argc)
 
 int xs_cli_fail(void)
 {
-    fprintf(stderr, "xstage: error: %s\n", xs_errmsg());
-    if (getenv("XS_DEBUG") && *xs_errwhere())
-        fprintf(stderr, "xstage: (first seen at %s)\n", xs_errwhere());
+    say_error("xstage: error: ", xs_errmsg());
+    if (getenv("XS_DEBUG") && *xs_errwhere()) {
+        char where[600];
+        snprintf(where, sizeof where, "%s)", xs_errwhere());
+        say_error("xstage: (first seen at ", where);
+    }
     return 1;
+}
+
+int xs_cli_badopt(const char *cmd, const char *optstring, int argc, char **argv)
+{
+    int at = optind - 1 < argc ? optind - 1 : argc - 1;
+    const char *bad = at >= 1 ? argv[at] : "?";
+    /* a short option (-x) is named by its letter; a long one (--seq) as typed */
+    if (optopt > 0 && optopt < 256 && strncmp(bad, "--", 2))
+        return xs_cli_failf("%s: option -%c %s (--help lists the options)", cmd, optopt,
+                            strchr(optstring, optopt) ? "needs a value" : "is unknown");
+    /* getopt_long sets optopt to the option's value when it exists: "--csv=1" gave a value to
+     * an option that takes none, "--schedule" at the end lacks its value */
+    const char *why = !optopt            ? "is unknown or ambiguous"
+                      : strchr(bad, '=') ? "takes no value"
+                                         : "needs a value";
+    return xs_cli_failf("%s: option '%s' %s (--help lists the options)", cmd, bad, why);
 }
 
 int xs_launch_exit(int l, int ec)
@@ -231,6 +292,6 @@ int xs_cli_failf(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "xstage: error: %s\n", msg);
+    say_error("xstage: error: ", msg);
     return 1;
 }

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "xstage.h"
+#include "xstage_outfile.h"
 
 static const char sample_header[] =
     "experiment,producers,bytes_per_producer,gap_ns,rows,rep,row,issue_med_ns,issue_max_ns,end_ns";
@@ -50,9 +51,9 @@ void xs_samples_free(xs_samples *s)
 
 xs_status xs_samples_save(const xs_samples *s, const char *path, const char *comment)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return xs_seterr(XS_EIO, "%s: cannot write samples: %s", path, strerror(errno));
+    xs_outfile o; /* atomic: a failed write leaves the old file (xstage_outfile.h) */
+    XS_TRY(xs_outfile_open(&o, path));
+    FILE *f = o.f;
     xs_write_comment(f, comment);
     fprintf(f, "%s\n", sample_header);
     for (size_t i = 0; i < s->n; i++) {
@@ -61,9 +62,7 @@ xs_status xs_samples_save(const xs_samples *s, const char *path, const char *com
                 (long long)r->bytes_per_producer, r->gap_ns, r->rows, r->rep, r->row,
                 r->issue_med_ns, r->issue_max_ns, r->end_ns);
     }
-    if (fclose(f) != 0)
-        return xs_seterr(XS_EIO, "%s: write error", path);
-    return XS_OK;
+    return xs_outfile_commit(&o);
 }
 
 xs_status xs_samples_load(const char *path, xs_samples *s)
@@ -288,6 +287,9 @@ static xs_status fit_drain(const xs_samples *s, xs_profile *p, xs_fit_report *re
 /* One measured schedule (all rows equal but the last, which has no gap), its repetitions merged:
  * per row, the median over repetitions of each column. */
 #define MAX_REPS 16
+/* Distinct schedules the stage step scores: calibrate's capacity grid (every 8 producers, 13
+ * volumes: 260 on a 132-SM chip), the issue runs and the drift trains */
+#define MAX_RUNS 512
 typedef struct {
     int k, rows, weight, nrep;
     int issue;           /* 1: an unconstrained 'issue' run (scored, not a capacity point) */
@@ -447,9 +449,9 @@ static int fit_threads(void)
  * the last row's end (1), over all rows of all runs (with_issue 0: without the 'issue' runs). */
 static double model_error(const xs_profile *p, const run *runs, int nruns, int with_issue)
 {
-    double err_v[256], w_v[256];
-    if (nruns > 256)
-        nruns = 256; /* fit_stage collects at most 256 */
+    double err_v[MAX_RUNS], w_v[MAX_RUNS];
+    if (nruns > MAX_RUNS)
+        nruns = MAX_RUNS; /* fit_stage collects at most MAX_RUNS */
     err_job j = {p, runs, nruns, with_issue, 0, 0, err_v, w_v};
     int nt = fit_threads();
     if (nt > nruns)
@@ -479,9 +481,9 @@ static double model_error(const xs_profile *p, const run *runs, int nruns, int w
 static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *rep,
                            int published)
 {
-    run runs[256];
+    run runs[MAX_RUNS];
     int nruns = 0;
-    XS_TRY(collect_runs(s, runs, 256, &nruns, rep));
+    XS_TRY(collect_runs(s, runs, MAX_RUNS, &nruns, rep));
     if (rep->n_capacity == 0) {
         runs_free(runs, nruns);
         return xs_seterr(XS_EINVAL, "calibration: no 'capacity' samples");

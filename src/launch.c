@@ -30,7 +30,13 @@ static void sleep_ms(int ms)
     }
 }
 
-int xs_launch_needed(int ngpus) { return ngpus > 1 && getenv("XS_RANK") == NULL; }
+int xs_launch_needed(int ngpus)
+{
+    if (ngpus <= 1 || getenv("XS_RANK"))
+        return 0;
+    xs_launcher_env e; /* torchrun, mpirun or srun started the ranks already */
+    return !(xs_launcher_detect(&e) == XS_OK && e.name && e.nranks > 1);
+}
 
 /* ---- hex -------------------------------------------------------------------------------- */
 
@@ -410,6 +416,15 @@ int xs_launch_or_run_with(int ngpus, int argc, char **argv, const xs_launch_hook
                       ngpus);
             return -1;
         }
+        return 0;
+    }
+    xs_launcher_env le;
+    if (xs_launcher_detect(&le) != XS_OK)
+        return -1;
+    if (le.name && le.nranks > 1) {
+        /* torchrun, mpirun or srun started the ranks: this process is one of them */
+        if (xs_launcher_join(&le, ngpus, h, o ? o->quiet_stdout : 1) != XS_OK)
+            return -1;
         return 0;
     }
     if (ngpus == 1)

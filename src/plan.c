@@ -8,6 +8,7 @@
  * where the stores go. Candidates are scored by the event simulation (makespan), and the plan is
  * kept only when it is predicted faster than the original.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,6 +165,21 @@ xs_status xs_plan_schedule(const xs_profile *p, const xs_schedule *s, const xs_p
     double drain = (bytes - p->capacity_bytes) / p->drain_bytes_per_ns -
                    p->chunk_bytes / p->issue_bytes_per_ns;
     out->bound_ns = work > drain ? work : drain;
+    /* a plan that splits must fit the simulator too: refused now, in the user's numbers, not
+     * after the original's simulation (xs_schedule_check_size is the same limit) */
+    const int64_t np = xs_schedule_max_producers(s);
+    if (!out->criterion_ok && (int64_t)s->nrows * o.max_split * np > XS_MAX_SIM_CELLS) {
+        int64_t rows = 0;
+        for (int r = 0; r < s->nrows; r++)
+            rows += split_needed(p, &s->rows[r], o.headroom, o.max_split);
+        if (rows * np > XS_MAX_SIM_CELLS)
+            return xs_seterr(XS_ERANGE, "splitting the bursts of %d rows x %" PRId64 " producers "
+                             "(--max-split %d, --headroom %g) gives %" PRId64 " rows = %" PRId64
+                             " cells; the simulator takes at most %" PRId64 " rows x producers "
+                             "(docs/MODEL.md, Sizes): lower --max-split", s->nrows, np,
+                             o.max_split, o.headroom, rows, rows * np,
+                             (int64_t)XS_MAX_SIM_CELLS);
+    }
     XS_TRY(predict_makespan(p, s, &out->original_ns));
 
     /* the plan starts as the original */

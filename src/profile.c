@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "xstage.h"
+#include "xstage_outfile.h"
 
 /* Embedded default: the calibrated H200 host profile of bench/results/calibrate/ (published form:
  * no producer queue, no reserve; the command and the versions are in it). Regenerate with
@@ -304,6 +305,11 @@ xs_status xs_profile_load(const char *path, xs_profile *p)
     return st;
 }
 
+/* Bounds of xs_profile_check beyond sign and finiteness (docs/MODEL.md, "Profile bounds"). */
+#define XS_MIN_RATE 1e-3 /* bytes/ns: 1 MB/s */
+#define XS_MAX_RATE 1e9  /* bytes/ns: 1 EB/s (the TP model's ideal stage drains at 1e9) */
+#define XS_MAX_PRODUCER_CHUNKS (1 << 28)
+
 xs_status xs_profile_check(const xs_profile *p, const char *name)
 {
     static const double huge = 1e15;
@@ -319,8 +325,18 @@ xs_status xs_profile_check(const xs_profile *p, const char *name)
     if (p->drain_bytes_per_ns <= 0)
         return xs_seterr(XS_ERANGE, "%s: drain_bytes_per_ns = %g: a drain rate must be > 0",
                          name, p->drain_bytes_per_ns);
-    if (p->issue_overhead_ns < 0)
-        return xs_seterr(XS_ERANGE, "%s: issue_overhead_ns = %g must be >= 0", name,
+    /* physical bounds (docs/MODEL.md, "Profile bounds"): rates from 1 MB/s to 1 EB/s, so that
+     * every time the model derives stays finite; times up to 1 s */
+    if (p->issue_bytes_per_ns < XS_MIN_RATE || p->issue_bytes_per_ns > XS_MAX_RATE ||
+        p->drain_bytes_per_ns < XS_MIN_RATE || p->drain_bytes_per_ns > XS_MAX_RATE)
+        return xs_seterr(XS_ERANGE, "%s: %s = %g bytes/ns is outside %g..%g bytes/ns", name,
+                         p->issue_bytes_per_ns < XS_MIN_RATE || p->issue_bytes_per_ns >
+                         XS_MAX_RATE ? "issue_bytes_per_ns" : "drain_bytes_per_ns",
+                         p->issue_bytes_per_ns < XS_MIN_RATE || p->issue_bytes_per_ns >
+                         XS_MAX_RATE ? p->issue_bytes_per_ns : p->drain_bytes_per_ns,
+                         XS_MIN_RATE, XS_MAX_RATE);
+    if (p->issue_overhead_ns < 0 || p->issue_overhead_ns > 1e9)
+        return xs_seterr(XS_ERANGE, "%s: issue_overhead_ns = %g must be within 0..1e9", name,
                          p->issue_overhead_ns);
     if (p->chunk_bytes < 1)
         return xs_seterr(XS_ERANGE, "%s: chunk_bytes = %g must be >= 1", name, p->chunk_bytes);
@@ -341,8 +357,9 @@ xs_status xs_profile_check(const xs_profile *p, const char *name)
     if (p->queue_bytes_per_producer < 0)
         return xs_seterr(XS_ERANGE, "%s: queue_bytes_per_producer = %g must be >= 0", name,
                          p->queue_bytes_per_producer);
-    if (p->barrier_ns < 0)
-        return xs_seterr(XS_ERANGE, "%s: barrier_ns = %g must be >= 0", name, p->barrier_ns);
+    if (p->barrier_ns < 0 || p->barrier_ns > 1e9)
+        return xs_seterr(XS_ERANGE, "%s: barrier_ns = %g must be within 0..1e9", name,
+                         p->barrier_ns);
     if (p->start_ns < 0 || p->start_ns > 1e9)
         return xs_seterr(XS_ERANGE, "%s: start_ns = %g must be within 0..1e9", name, p->start_ns);
     if (p->reserve_release != 0 && p->reserve_release != 1)
@@ -367,6 +384,16 @@ xs_status xs_profile_check(const xs_profile *p, const char *name)
     if (p->row_start_ns < 0 || p->row_start_ns > 1e9)
         return xs_seterr(XS_ERANGE, "%s: row_start_ns = %g must be within 0..1e9", name,
                          p->row_start_ns);
+    /* the producer queue is counted in chunks (an int) by the simulator: at most
+     * XS_MAX_PRODUCER_CHUNKS of them (the share of Q and the buffer are capped there) */
+    if (p->chunk_bytes > (double)XS_MAX_BYTES_PER_PRODUCER)
+        return xs_seterr(XS_ERANGE, "%s: chunk_bytes = %g is over 2^40 bytes", name,
+                         p->chunk_bytes);
+    if (p->queue_bytes_per_producer / p->chunk_bytes > XS_MAX_PRODUCER_CHUNKS)
+        return xs_seterr(XS_ERANGE, "%s: queue_bytes_per_producer = %g is %.3g chunks of %g "
+                         "bytes; at most %g chunks", name, p->queue_bytes_per_producer,
+                         p->queue_bytes_per_producer / p->chunk_bytes, p->chunk_bytes,
+                         (double)XS_MAX_PRODUCER_CHUNKS);
     return XS_OK;
 }
 
@@ -428,11 +455,13 @@ xs_status xs_profile_save(const xs_profile *p, const char *path)
                 break;
         }
     }
-    int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_REAL_PRECISION(digits));
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(digits));
     json_decref(o);
-    if (rc != 0)
-        return xs_seterr(XS_EIO, "%s: cannot write profile", path);
-    return XS_OK;
+    if (!text)
+        return xs_seterr(XS_ENOMEM, "%s: out of memory for the profile", path);
+    xs_status st = xs_outfile_write(path, text, strlen(text)); /* atomic (xstage_outfile.h) */
+    free(text);
+    return st;
 }
 
 void xs_profile_print(const xs_profile *p, FILE *f)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "xstage.h"
+#include "xstage_outfile.h"
 
 #define MAX_LINE 4096
 static const char header[] = "producers,bytes_per_producer,gap_ns";
@@ -283,15 +284,25 @@ xs_status xs_schedule_write(const xs_schedule *s, FILE *f, const char *comment)
 
 xs_status xs_schedule_save(const xs_schedule *s, const char *path, const char *comment)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return xs_seterr(XS_EIO, "%s: cannot write schedule: %s", path, strerror(errno));
-    xs_status st = xs_schedule_write(s, f, comment);
-    if (fclose(f) != 0 && st == XS_OK)
-        st = xs_seterr(XS_EIO, "%s: write error", path);
-    else if (st != XS_OK)
-        st = xs_seterr(st, "%s: write error", path);
-    return st;
+    xs_outfile o; /* atomic: a failed write leaves the old file (xstage_outfile.h) */
+    XS_TRY(xs_outfile_open(&o, path));
+    xs_status st = xs_schedule_write(s, o.f, comment);
+    if (st != XS_OK) {
+        xs_outfile_discard(&o);
+        return xs_seterr(st, "%s: write error", path);
+    }
+    return xs_outfile_commit(&o);
+}
+
+xs_status xs_schedule_check_size(const xs_schedule *s, const char *name)
+{
+    const int64_t np = xs_schedule_max_producers(s), cells = (int64_t)s->nrows * np;
+    if (cells > XS_MAX_SIM_CELLS)
+        return xs_seterr(XS_ERANGE, "%s: %d rows x %" PRId64 " producers (its widest row) = %"
+                         PRId64 " cells; the simulator takes at most %" PRId64 " rows x "
+                         "producers (docs/MODEL.md, Sizes)", name, s->nrows, np, cells,
+                         (int64_t)XS_MAX_SIM_CELLS);
+    return XS_OK;
 }
 
 int xs_schedule_max_producers(const xs_schedule *s)

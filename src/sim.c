@@ -112,7 +112,7 @@ xs_status xs_result_alloc(xs_result *r, int nrows, int nproducers, int windows)
         return xs_seterr(XS_ENOMEM, "out of memory for %d result rows", nrows);
     if (windows) {
         double cells = (double)nrows * (double)nproducers;
-        if (cells > (double)(1 << 26)) {
+        if (cells > (double)XS_MAX_SIM_CELLS) {
             xs_result_free(r);
             return xs_seterr(XS_ERANGE, "%d rows x %d producers: too many issue windows to "
                              "record (at most 2^26)", nrows, nproducers);

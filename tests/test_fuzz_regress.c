@@ -264,6 +264,46 @@ static void test_ring_per_producer_cap(void)
     xs_schedule_free(&s);
 }
 
+/* --set values the profile's physical bounds refuse (docs/MODEL.md, "Profile bounds"): a producer
+ * queue of 1e15 bytes overflowed the simulator's int count of queue chunks (UBSan; "out of
+ * memory" in the release build), and rates of 3e-308 bytes/ns gave inf/NaN times and exit 0. */
+static void test_profile_bounds(void)
+{
+    static const char *const inputs[] = {"cli/queue_1e15", "cli/drain_rate_tiny",
+                                         "cli/issue_rate_tiny"};
+    static const char *const field[] = {"queue_bytes_per_producer", "drain_bytes_per_ns",
+                                        "issue_bytes_per_ns"};
+    for (int k = 0; k < 3; k++) {
+        char path[128];
+        snprintf(path, sizeof path, REGRESS "%s", inputs[k]);
+        size_t len = 0;
+        char *text = slurp(path, &len);
+        XT_CHECK(text != NULL, "cannot read %s (run from the repository root)", path);
+        if (!text)
+            continue;
+        char *w[32];
+        int n = words(text, w, 32), seen = 0;
+        xs_profile p;
+        xs_profile_default(&p);
+        for (int i = 0; i + 1 < n; i++)
+            if (!strcmp(w[i], "--set")) {
+                XT_CHECK(xs_profile_set(&p, w[i + 1]) == XS_OK, "%s", xs_errmsg());
+                seen++;
+            }
+        free(text);
+        XT_CHECK(seen == 1, "%s: one --set", inputs[k]);
+        XT_CHECK(xs_profile_check(&p, "profile") == XS_ERANGE && strstr(xs_errmsg(), field[k]),
+                 "%s: accepted, or '%s' does not name %s", inputs[k], xs_errmsg(), field[k]);
+        xs_schedule s;
+        static const char one[] = "producers,bytes_per_producer,gap_ns\n4,16384,100\n";
+        XT_CHECK(xs_schedule_parse(one, sizeof one - 1, "one.csv", &s) == XS_OK, "%s",
+                 xs_errmsg());
+        xs_result r;
+        XT_CHECK(xs_simulate(&p, &s, NULL, &r) == XS_ERANGE, "%s: simulated", inputs[k]);
+        xs_schedule_free(&s);
+    }
+}
+
 int main(void)
 {
     test_control_characters();
@@ -273,5 +313,6 @@ int main(void)
     test_size_sign_after_space();
     test_set_blank_value();
     test_ring_per_producer_cap();
+    test_profile_bounds();
     return xt_done();
 }

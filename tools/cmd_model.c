@@ -2,18 +2,26 @@
  * cmd_model.c - the CPU subcommands: predict, criterion, plan, profile. They need no GPU and run
  * on the embedded profile unless --profile FILE is given.
  */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
+#include "xstage_outfile.h"
+#include "xstage_sigint.h"
 
 #define PROFILE_OPTIONS                                                                       \
     {"profile", required_argument, 0, XS_OPT_PROFILE}, {"set", required_argument, 0, XS_OPT_SET}
@@ -73,21 +81,80 @@ static int have_program(const char *name)
     return 0;
 }
 
-/* Backlog over time (top) and each producer's issue windows (bottom), through gnuplot. */
-static int plot(const char *png, const xs_result *r, const xs_schedule *s, const char *title,
-                double drain_bytes_per_ns)
+/* The plot's title: text with every character outside a plain set (letters, digits, space and
+ * ._,:/+=-) replaced by '_'. The title quotes the schedule's name, and nothing the user wrote
+ * may reach gnuplot's command language: no quote, backquote, '@' or backslash survives. */
+static void plain_text(char *out, size_t n, const char *s)
+{
+    size_t i = 0;
+    for (; *s && i + 1 < n; s++)
+        out[i++] = isalnum((unsigned char)*s) || strchr(" ._,:/+=-", *s) ? *s : '_';
+    out[i] = 0;
+}
+
+/* Run gnuplot on the script plot.gp in dir (its working directory), with nothing of it shown.
+ * Returns its exit status (0 ok), 256 + the signal that ended it, -1 when it did not start, or
+ * -2 when this process was interrupted (gnuplot is then stopped). */
+static int run_gnuplot(const char *dir)
+{
+    xs_sigint_install(); /* an interrupt ends the plot through the cleanup below */
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        if (null < 0 || chdir(dir) != 0)
+            _exit(127);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+        execlp("gnuplot", "gnuplot", "plot.gp", (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR)
+            return -1;
+        if (xs_interrupted()) {
+            kill(pid, SIGTERM);
+            waitpid(pid, &status, 0);
+            return -2;
+        }
+        struct timespec nap = {0, 10 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
+    if (WIFSIGNALED(status))
+        return 256 + WTERMSIG(status);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Backlog over time (top) and each producer's issue windows (bottom), through gnuplot. gnuplot
+ * works in a private temporary directory with fixed file names (backlog.dat, windows.dat,
+ * plot.gp, plot.png), so no path reaches its parser; the PNG is checked (size, signature) and
+ * then written to png atomically (xstage_outfile.h). The directory is removed on every path,
+ * an interrupt included. */
+static int plot(const char *png, const xs_result *r, const char *sched, double drain_bytes_per_ns)
 {
     if (!have_program("gnuplot"))
         return xs_cli_failf("--plot needs gnuplot, which is not on PATH (Debian: apt-get install "
                             "gnuplot-nox)");
-    char dir[] = "/tmp/xstage-plot-XXXXXX";
+    const char *tmp = getenv("TMPDIR");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/xstage-plot-XXXXXX",
+             tmp && *tmp && strlen(tmp) < 400 ? tmp : "/tmp");
     if (!mkdtemp(dir))
-        return xs_cli_failf("--plot: cannot create a temporary directory");
-    char fb[512], fw[512], fs[512];
+        return xs_cli_failf("--plot: cannot create a temporary directory in %s: %s",
+                            tmp && *tmp ? tmp : "/tmp", strerror(errno));
+    char fb[600], fw[600], fs[600], fp[600];
     snprintf(fb, sizeof fb, "%s/backlog.dat", dir);
     snprintf(fw, sizeof fw, "%s/windows.dat", dir);
     snprintf(fs, sizeof fs, "%s/plot.gp", dir);
+    snprintf(fp, sizeof fp, "%s/plot.png", dir);
     FILE *b = fopen(fb, "w"), *w = fopen(fw, "w"), *g = fopen(fs, "w");
+    char *data = NULL;
     int rc = 0;
     if (!b || !w || !g) {
         rc = xs_cli_failf("--plot: cannot write temporary files in %s", dir);
@@ -116,51 +183,93 @@ static int plot(const char *png, const xs_result *r, const xs_schedule *s, const
             if (!isnan(a) && !isnan(e))
                 fprintf(w, "%.6g %d %.6g %d\n", a / 1e3, p, (e - a) / 1e3, row % 8);
         }
+    char title[256];
+    plain_text(title, sizeof title, sched);
     fprintf(g,
-            "set terminal pngcairo size 1200,800 font ',10'\n"
-            "set output '%s'\n"
-            "set multiplot layout 2,1 title \"%s\"\n"
+            "set terminal pngcairo size 1200,800 font ',10' noenhanced\n"
+            "set output 'plot.png'\n"
+            "set multiplot layout 2,1 title 'xstage predict %s'\n"
             "set xlabel 'time (us)'\n"
             "set ylabel 'backlog (MiB)'\n"
             "set grid\n"
-            "plot '%s' using 1:2 with lines lw 1.5 title 'stage backlog'\n"
+            "plot 'backlog.dat' using 1:2 with lines lw 1.5 title 'stage backlog'\n"
             "set ylabel 'producer'\n"
             "set yrange [-1:%d]\n"
-            "plot '%s' using 1:2:3:(0):4 with vectors nohead lw 2 lc variable "
+            "plot 'windows.dat' using 1:2:3:(0):4 with vectors nohead lw 2 lc variable "
             "title 'issue windows (colour = row mod 8)'\n"
             "unset multiplot\n",
-            png, title, fb, r->nproducers, fw);
-    fclose(b);
-    fclose(w);
-    fclose(g);
+            title, r->nproducers);
+    int werr = ferror(b) | ferror(w) | ferror(g);
+    werr |= fclose(b) != 0;
+    werr |= fclose(w) != 0;
+    werr |= fclose(g) != 0;
     b = w = g = NULL;
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", fs);
-    FILE *pp = popen(cmd, "r");
-    char line[512];
-    int status = -1;
-    if (pp) {
-        while (fgets(line, sizeof line, pp))
-            fputs(line, stderr);
-        status = pclose(pp);
+    if (werr) {
+        rc = xs_cli_failf("--plot: cannot write temporary files in %s", dir);
+        goto out;
     }
-    if (status != 0)
-        rc = xs_cli_failf("--plot: gnuplot failed writing %s", png);
+    int status = run_gnuplot(dir);
+    if (status == -2) {
+        rc = xs_cli_failf("interrupted by %s while gnuplot drew the plot; %s not written",
+                          xs_interrupt_name(), png);
+        goto out;
+    }
+    if (status != 0) {
+        rc = status < 0    ? xs_cli_failf("--plot: gnuplot could not be started")
+             : status > 256 ? xs_cli_failf("--plot: gnuplot was killed by signal %d; %s not "
+                                           "written", status - 256, png)
+                           : xs_cli_failf("--plot: gnuplot failed (exit %d); %s not written",
+                                          status, png);
+        goto out;
+    }
+    /* the PNG gnuplot left: whole (its signature, more than a header) before it is copied */
+    FILE *in = fopen(fp, "rb");
+    size_t n = 0, cap = 0;
+    if (in) {
+        for (;;) {
+            if (n == cap) {
+                char *nd = cap < (256u << 20) ? realloc(data, cap ? 2 * cap : 1 << 16) : NULL;
+                if (!nd)
+                    break;
+                data = nd;
+                cap = cap ? 2 * cap : 1 << 16;
+            }
+            size_t k = fread(data + n, 1, cap - n, in);
+            n += k;
+            if (k == 0)
+                break;
+        }
+        if (ferror(in) || !feof(in))
+            n = 0;
+        fclose(in);
+    }
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    if (n < 64 || memcmp(data, sig, sizeof sig)) {
+        rc = xs_cli_failf("--plot: gnuplot wrote no usable PNG (%zu bytes; is its pngcairo "
+                          "terminal installed?); %s not written", n, png);
+        goto out;
+    }
+    if (xs_outfile_write(png, data, n) != XS_OK)
+        rc = xs_cli_failf("--plot: %s", xs_errmsg());
 out:
+    free(data);
     if (b) fclose(b);
     if (w) fclose(w);
     if (g) fclose(g);
     unlink(fb);
     unlink(fw);
     unlink(fs);
+    unlink(fp);
     rmdir(dir);
     return rc;
 }
 
-/* After option parsing: the checks predict and plan share, then their two inputs. Returns 0, or
- * the exit status after printing the one-line error. */
+/* After option parsing: the checks predict and plan share, then their two inputs. out/outopt
+ * name the command's output file (NULL: none), refused when it is one of the inputs. Returns 0,
+ * or the exit status after printing the one-line error. */
 static int load_inputs(const char *cmd, int bad, int argc, char **argv, const char *sched,
-                       const xs_profile_args *pa, xs_profile *p, xs_schedule *s)
+                       const xs_profile_args *pa, const char *outopt, const char *out,
+                       xs_profile *p, xs_schedule *s)
 {
     if (bad)
         return xs_cli_fail();
@@ -168,15 +277,28 @@ static int load_inputs(const char *cmd, int bad, int argc, char **argv, const ch
         return xs_cli_failf("%s: unexpected argument '%s'", cmd, argv[optind]);
     if (!sched)
         return xs_cli_failf("%s: --schedule FILE is required", cmd);
+    const xs_file_arg outs[] = {{outopt, out}};
+    const xs_file_arg ins[] = {{"--schedule", sched}, {"--profile", pa->file}};
+    if (xs_files_distinct(outs, 1, ins, 2) != XS_OK)
+        return xs_cli_fail();
     if (xs_profile_args_resolve(pa, p) != XS_OK)
         return xs_cli_fail();
     if (xs_schedule_load(sched, s) != XS_OK)
         return xs_cli_fail();
+    if (xs_schedule_check_size(s, sched) != XS_OK) {
+        xs_schedule_free(s);
+        return xs_cli_fail();
+    }
     return 0;
 }
 
 int xs_cmd_predict(int argc, char **argv)
 {
+    /* predict --trace FILE: a recorded kernel's per-CTA programs (tools/cmd_trace.c) */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--trace") || !strncmp(argv[i], "--trace=", 8) ||
+            !strcmp(argv[i], "-t"))
+            return xs_cmd_predict_trace(argc, argv);
     static const struct option lo[] = {
         {"schedule", required_argument, 0, 's'}, {"csv", no_argument, 0, XS_OPT_CSV},
         {"plot", required_argument, 0, XS_OPT_PLOT}, {"sync", no_argument, 0, XS_OPT_SYNC},
@@ -185,6 +307,7 @@ int xs_cmd_predict(int argc, char **argv)
     int csv = 0, sync = 0, bad = 0, c;
     xs_profile_args pa = {0};
     optind = 1;
+    opterr = 0; /* one line of ours (xs_cli_badopt) instead of getopt's */
     while ((c = getopt_long(argc, argv, "s:h", lo, NULL)) != -1) {
         if (profile_opt(c, &pa, &bad))
             continue;
@@ -201,14 +324,16 @@ int xs_cmd_predict(int argc, char **argv)
                    "  --csv                 CSV instead of the table\n"
                    "  --plot FILE.png       backlog over time and issue windows (gnuplot)\n"
                    "  --sync                a grid barrier between rows (default: free-running)\n"
+                   "  -t, --trace FILE      a kernel's recorded trace instead of a schedule\n"
+                   "                        (xstage predict --trace FILE --help)\n"
                    PROFILE_HELP);
             return 0;
-        default: return 1;
+        default: return xs_cli_badopt("predict", "s:h", argc, argv);
         }
     }
     xs_profile p;
     xs_schedule s;
-    int rc0 = load_inputs("predict", bad, argc, argv, sched, &pa, &p, &s);
+    int rc0 = load_inputs("predict", bad, argc, argv, sched, &pa, "--plot", png, &p, &s);
     if (rc0)
         return rc0;
     xs_sim_opts so = {.sync = sync, .record_windows = png != NULL, .record_backlog = png != NULL};
@@ -230,9 +355,7 @@ int xs_cmd_predict(int argc, char **argv)
                r.peak_backlog_bytes);
     }
     if (png) {
-        char title[256];
-        snprintf(title, sizeof title, "xstage predict %s", sched);
-        rc = plot(png, &r, &s, title, p.drain_bytes_per_ns);
+        rc = plot(png, &r, sched, p.drain_bytes_per_ns);
         if (!rc && !csv)
             printf("# plot written to %s\n", png);
     }
@@ -253,6 +376,7 @@ int xs_cmd_criterion(int argc, char **argv)
     int bad = 0, c;
     xs_profile_args pa = {0};
     optind = 1;
+    opterr = 0; /* one line of ours (xs_cli_badopt) instead of getopt's */
     while ((c = getopt_long(argc, argv, "k:b:g:h", lo, NULL)) != -1) {
         if (profile_opt(c, &pa, &bad))
             continue;
@@ -280,7 +404,7 @@ int xs_cmd_criterion(int argc, char **argv)
                    "  -g, --gap NS          useful work between bursts (ns, or with us/ms)\n"
                    PROFILE_HELP);
             return 0;
-        default: return 1;
+        default: return xs_cli_badopt("criterion", "k:b:g:h", argc, argv);
         }
     }
     if (bad)
@@ -335,6 +459,7 @@ int xs_cmd_plan(int argc, char **argv)
     xs_plan_opts_default(&po);
     xs_profile_args pa = {0};
     optind = 1;
+    opterr = 0; /* one line of ours (xs_cli_badopt) instead of getopt's */
     while ((c = getopt_long(argc, argv, "s:o:h", lo, NULL)) != -1) {
         if (profile_opt(c, &pa, &bad))
             continue;
@@ -373,12 +498,12 @@ int xs_cmd_plan(int argc, char **argv)
                    "  --csv                 print the plan's predicted rows as CSV\n"
                    PROFILE_HELP);
             return 0;
-        default: return 1;
+        default: return xs_cli_badopt("plan", "s:o:h", argc, argv);
         }
     }
     xs_profile p;
     xs_schedule s;
-    int rc0 = load_inputs("plan", bad, argc, argv, sched, &pa, &p, &s);
+    int rc0 = load_inputs("plan", bad, argc, argv, sched, &pa, "--out", outp, &p, &s);
     if (rc0)
         return rc0;
     xs_plan pl;

@@ -21,6 +21,7 @@
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
+#include "xstage_outfile.h"
 #include "xstage_cuda.h"
 #include "xstage_replay.h"
 #include "xstage_sigint.h"
@@ -232,19 +233,19 @@ int xs_cmd_probe(int argc, char **argv)
                 return xs_cli_fail();
             break;
         case 'h': usage(); return 0;
-        default: return 1;
+        default: return xs_cli_badopt("probe", "t:n:d:h", argc, argv);
         }
     }
     if (optind < argc)
         return xs_cli_failf("probe: unexpected argument '%s'", argv[optind]);
-    FILE *cf = NULL;
-    if (csv && !(cf = fopen(csv, "w")))
-        return xs_cli_failf("probe: cannot write %s", csv);
+    xs_outfile cfo = {0}; /* atomic (xstage_outfile.h) */
+    if (csv && xs_outfile_open(&cfo, csv) != XS_OK)
+        return xs_cli_fail();
+    FILE *cf = cfo.f;
     time_t t_start = time(NULL);
     xs_replayer *rp;
     if (xs_replayer_open(&ro, &rp) != XS_OK) {
-        if (cf)
-            fclose(cf);
+        xs_outfile_discard(&cfo);
         return xs_cli_fail();
     }
     const xs_gpu_info *gpu = xs_replayer_gpu(rp);
@@ -318,8 +319,8 @@ int xs_cmd_probe(int argc, char **argv)
                     ratio(m.load_other_sms, a), m.kernel_us, m.bytes, pc->bulk);
         fflush(stdout);
     }
-    if (cf && fclose(cf) != 0 && !rc)
-        rc = xs_cli_failf("probe: writing %s failed", csv);
+    if (xs_outfile_commit(&cfo) != XS_OK && !rc)
+        rc = xs_cli_fail();
     printf("# %ld s; probe %s\n", (long)(time(NULL) - t_start), rc ? "FAILED" : "OK");
     xs_replayer_close(rp);
     return rc;

@@ -1,6 +1,6 @@
 /*
- * xstage - the command-line tool: predict, criterion, plan and profile run anywhere; calibrate,
- * replay, validate and bench need a GPU (and a build with nvcc).
+ * xstage - the command-line tool: predict, criterion, plan, profile and compare run anywhere;
+ * calibrate, replay, validate and bench need a GPU (and a build with nvcc).
  */
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +32,7 @@ static const xs_subcmd subcmds[] = {
     {"criterion", xs_cmd_criterion, "closed forms and the no-backpressure criterion for K, B, G"},
     {"plan", xs_cmd_plan, "piggyback or reshape a schedule; write the planned schedule"},
     {"profile", xs_cmd_profile, "show or check a profile (JSON)"},
+    {"compare", xs_cmd_compare, "a kernel's recorded trace against its prediction, tile by tile"},
     {"calibrate", NULL, "measure R, issue rate, overhead and capacity on the GPU; fit a profile"},
     {"replay", NULL, "run a schedule on the GPU and measure the same columns as predict"},
     {"validate", NULL, "predict and replay a built-in suite of schedules; report the errors"},
@@ -53,9 +54,7 @@ static int (*gpu_fn(const char *name))(int, char **)
 
 static int not_built(const char *name)
 {
-    fprintf(stderr, "xstage: error: '%s' needs the CUDA side, and this xstage was built without "
-                    "nvcc\n", name);
-    return 1;
+    return xs_cli_failf("'%s' needs the CUDA side, and this xstage was built without nvcc", name);
 }
 
 static int cmd_bench(int argc, char **argv)
@@ -71,8 +70,7 @@ static int cmd_bench(int argc, char **argv)
     if (!strcmp(argv[1], "ep") || !strcmp(argv[1], "tp") || !strcmp(argv[1], "up"))
         fn = gpu_fn(argv[1]);
     else {
-        fprintf(stderr, "xstage: error: unknown benchmark '%s' (ep, tp or up)\n", argv[1]);
-        return 1;
+        return xs_cli_failf("unknown benchmark '%s' (ep, tp or up)", argv[1]);
     }
     if (!fn)
         return not_built(argv[1]);
@@ -82,7 +80,8 @@ static int cmd_bench(int argc, char **argv)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: xstage <command> [options]   (xstage <command> --help for its options)\n\n");
+    fprintf(f, "usage: xstage <command> [options]   (xstage <command> --help for its options)\n"
+               "       xstage --version\n\n");
     for (size_t i = 0; i < sizeof subcmds / sizeof subcmds[0]; i++)
         fprintf(f, "  %-10s %s\n", subcmds[i].name, subcmds[i].help);
     fprintf(f, "\nProfiles: --profile FILE and --set NAME=VALUE on every command that reads one;\n"
@@ -100,6 +99,10 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+        printf("xstage %s\n", XSTAGE_VERSION_STRING);
+        return 0;
+    }
     for (size_t i = 0; i < sizeof subcmds / sizeof subcmds[0]; i++) {
         if (strcmp(argv[1], subcmds[i].name))
             continue;
@@ -110,6 +113,5 @@ int main(int argc, char **argv)
             xs_sigint_install(); /* GPU commands stop cleanly between runs (xstage_sigint.h) */
         return fn(argc - 1, argv + 1);
     }
-    fprintf(stderr, "xstage: error: unknown command '%s' (xstage --help lists them)\n", argv[1]);
-    return 1;
+    return xs_cli_failf("unknown command '%s' (xstage --help lists them)", argv[1]);
 }

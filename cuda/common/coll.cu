@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <nccl.h>
 
@@ -51,7 +52,9 @@ struct xs_coll {
     int rank, nranks;
     double *dbuf;        /* [64] device scratch of xs_coll_max */
     cudaStream_t hs;     /* stream of the blocking host helpers */
-    decltype(&ncclCommInitRank) init_rank;
+    double timeout_s;    /* XS_RANK_TIMEOUT: bound on set-up and on every wait for the others */
+    decltype(&ncclCommInitRankConfig) init_rank_config;
+    decltype(&ncclCommGetAsyncError) async_error;
     decltype(&ncclGroupStart) group_start;
     decltype(&ncclGroupEnd) group_end;
     decltype(&ncclSend) send;
@@ -75,11 +78,40 @@ static xs_status coll_fail(const xs_coll *c, const char *what, ncclResult_t r)
                      last && *last ? last : "", last && *last ? ")" : "");
 }
 
+/* The communicator is non-blocking (so that its set-up is bounded): a call may answer
+ * ncclInProgress, and the next call must wait until it is done. Wait at most c->timeout_s;
+ * returns the final result, or ncclInProgress when the bound passed first. */
+static ncclResult_t coll_settle(const xs_coll *c, ncclResult_t r)
+{
+    const double deadline = xs_now_s() + c->timeout_s;
+    while (r == ncclInProgress && c->comm) {
+        if (c->async_error(c->comm, &r) != ncclSuccess)
+            return ncclInternalError;
+        if (r != ncclInProgress || xs_now_s() > deadline)
+            break;
+        struct timespec t = {0, 50000}; /* 50 us */
+        nanosleep(&t, NULL);
+    }
+    return r;
+}
+
+static xs_status coll_result(const xs_coll *c, ncclResult_t r, const char *what)
+{
+    r = coll_settle(c, r);
+    if (r == ncclSuccess)
+        return XS_OK;
+    if (r == ncclInProgress)
+        return xs_seterr(XS_ETIMEOUT, "%s (rank %d of %d): not complete within %g s "
+                         "(XS_RANK_TIMEOUT): a rank stopped taking part", what, c->rank,
+                         c->nranks, c->timeout_s);
+    return coll_fail(c, what, r);
+}
+
 #define COLL_CALL(c, call, what)                                                              \
     do {                                                                                      \
-        ncclResult_t r_ = (call);                                                             \
-        if (r_ != ncclSuccess)                                                                \
-            return coll_fail((c), (what), r_);                                                \
+        xs_status s_ = coll_result((c), (call), (what));                                      \
+        if (s_ != XS_OK)                                                                      \
+            return s_;                                                                        \
     } while (0)
 
 extern "C" int xs_coll_rank(const xs_coll *c) { return c->rank; }
@@ -93,8 +125,12 @@ extern "C" void xs_coll_close(xs_coll *c, int abort)
     if (c->comm && abort) {
         c->abort_(c->comm);
     } else if (c->comm) {
-        c->finalize(c->comm);
-        c->destroy(c->comm);
+        /* non-blocking: finalize answers ncclInProgress until every rank is done; a rank that
+         * never comes leaves only the abort */
+        if (coll_settle(c, c->finalize(c->comm)) == ncclSuccess)
+            c->destroy(c->comm);
+        else
+            c->abort_(c->comm);
     }
     if (c->dbuf)
         cudaFree(c->dbuf);
@@ -124,6 +160,11 @@ extern "C" xs_status xs_coll_open(xs_coll **out)
         return xs_seterr(XS_ENOMEM, "out of host memory");
     c->rank = rank;
     c->nranks = n;
+    xs_status tst = xs_rank_timeout(&c->timeout_s);
+    if (tst != XS_OK) {
+        free(c);
+        return tst;
+    }
     /* the very library the windows loaded: dlopen of a loaded object returns it */
     c->lib = dlopen(xs_nccl_lib_path(), RTLD_NOW | RTLD_LOCAL);
     if (!c->lib) {
@@ -138,7 +179,8 @@ extern "C" xs_status xs_coll_open(xs_coll **out)
         if (!c->field && !missing)                                                            \
             missing = name;                                                                   \
     } while (0)
-    COLL_SYM(init_rank, "ncclCommInitRank");
+    COLL_SYM(init_rank_config, "ncclCommInitRankConfig");
+    COLL_SYM(async_error, "ncclCommGetAsyncError");
     COLL_SYM(group_start, "ncclGroupStart");
     COLL_SYM(group_end, "ncclGroupEnd");
     COLL_SYM(send, "ncclSend");
@@ -168,14 +210,20 @@ extern "C" xs_status xs_coll_open(xs_coll **out)
     setenv("NCCL_NVLS_ENABLE", "0", 0); /* as for the windows: no multicast objects */
     ncclUniqueId u;
     memcpy(&u, id, sizeof u);
+    /* non-blocking, polled against XS_RANK_TIMEOUT: a rank that never joins fails the others
+     * within the bound (the communicator stays non-blocking: COLL_CALL waits on each call) */
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
     ncclComm_t comm = NULL;
-    ncclResult_t r = c->init_rank(&comm, n, u, rank);
-    if (r != ncclSuccess) {
-        xs_status st = coll_fail(c, "ncclCommInitRank (collectives)", r);
-        xs_coll_close(c, 0);
-        return st;
-    }
+    ncclResult_t r = c->init_rank_config(&comm, n, u, rank, &cfg);
     c->comm = comm;
+    xs_status ist = c->comm ? coll_result(c, r, "ncclCommInitRank (collectives)")
+                            : coll_fail(c, "ncclCommInitRank (collectives)",
+                                        r != ncclSuccess ? r : ncclInternalError);
+    if (ist != XS_OK) {
+        xs_coll_close(c, 1);
+        return ist;
+    }
     cudaError_t e = cudaMalloc((void **)&c->dbuf, 64 * sizeof(double));
     if (e == cudaSuccess)
         e = cudaStreamCreateWithFlags(&c->hs, cudaStreamNonBlocking);
@@ -195,16 +243,16 @@ extern "C" xs_status xs_coll_sendrecv(xs_coll *c, const void *const *send,
     COLL_CALL(c, c->group_start(), "ncclGroupStart");
     ncclResult_t r = ncclSuccess;
     const char *what = "";
-    for (int i = 0; i < nsend && r == ncclSuccess; i++)
+    for (int i = 0; i < nsend && (r == ncclSuccess || r == ncclInProgress); i++)
         if (send_bytes[i])
             r = c->send(send[i], send_bytes[i], ncclInt8, send_peer[i], c->comm,
                         (cudaStream_t)s), what = "ncclSend";
-    for (int i = 0; i < nrecv && r == ncclSuccess; i++)
+    for (int i = 0; i < nrecv && (r == ncclSuccess || r == ncclInProgress); i++)
         if (recv_bytes[i])
             r = c->recv(recv[i], recv_bytes[i], ncclInt8, recv_peer[i], c->comm,
                         (cudaStream_t)s), what = "ncclRecv";
     ncclResult_t re = c->group_end();
-    if (r != ncclSuccess)
+    if (r != ncclSuccess && r != ncclInProgress)
         return coll_fail(c, what, r);
     COLL_CALL(c, re, "ncclGroupEnd (grouped send/recv)");
     return XS_OK;
@@ -221,15 +269,15 @@ extern "C" xs_status xs_coll_alltoall(xs_coll *c, const void *send, void *recv, 
     /* older library: the same as grouped send/recv */
     COLL_CALL(c, c->group_start(), "ncclGroupStart");
     ncclResult_t r = ncclSuccess;
-    for (int p = 0; p < c->nranks && r == ncclSuccess; p++) {
+    for (int p = 0; p < c->nranks && (r == ncclSuccess || r == ncclInProgress); p++) {
         r = c->send((const char *)send + (size_t)p * bytes, bytes, ncclInt8, p, c->comm,
                     (cudaStream_t)s);
-        if (r == ncclSuccess)
+        if (r == ncclSuccess || r == ncclInProgress)
             r = c->recv((char *)recv + (size_t)p * bytes, bytes, ncclInt8, p, c->comm,
                         (cudaStream_t)s);
     }
     ncclResult_t re = c->group_end();
-    if (r != ncclSuccess)
+    if (r != ncclSuccess && r != ncclInProgress)
         return coll_fail(c, "ncclSend/ncclRecv (all-to-all)", r);
     COLL_CALL(c, re, "ncclGroupEnd (all-to-all)");
     return XS_OK;
@@ -260,7 +308,26 @@ extern "C" xs_status xs_coll_max(xs_coll *c, double *v, int n)
     COLL_CALL(c, c->all_reduce(c->dbuf, c->dbuf, (size_t)n, ncclFloat64, ncclMax, c->comm, c->hs),
               "ncclAllReduce (max)");
     XS_CU(cudaMemcpyAsync(v, c->dbuf, sizeof(double) * (size_t)n, cudaMemcpyDeviceToHost, c->hs));
-    XS_CU(cudaStreamSynchronize(c->hs));
+    /* a host collective: bounded, so that a rank that stopped fails the others in one line */
+    const double deadline = xs_now_s() + c->timeout_s;
+    for (;;) {
+        cudaError_t e = cudaStreamQuery(c->hs);
+        if (e == cudaSuccess)
+            break;
+        if (e != cudaErrorNotReady)
+            return xs_seterr(XS_ECUDA, "ncclAllReduce (max, rank %d of %d): %s", c->rank,
+                             c->nranks, cudaGetErrorString(e));
+        ncclResult_t ae = ncclSuccess;
+        if (c->async_error(c->comm, &ae) == ncclSuccess && ae != ncclSuccess &&
+            ae != ncclInProgress)
+            return coll_fail(c, "ncclAllReduce (max)", ae);
+        if (xs_now_s() > deadline)
+            return xs_seterr(XS_ETIMEOUT, "ncclAllReduce (max, rank %d of %d): not complete "
+                             "within %g s (XS_RANK_TIMEOUT): a rank stopped taking part",
+                             c->rank, c->nranks, c->timeout_s);
+        struct timespec t = {0, 50000};
+        nanosleep(&t, NULL);
+    }
     return XS_OK;
 }
 

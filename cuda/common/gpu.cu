@@ -6,7 +6,6 @@
  * found with dlopen only when a benchmark asks for it.
  */
 #include <dlfcn.h>
-#include <glob.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "libpath.h"
+#include "nvtx_launch.h"
 #include "xstage_bench.h" /* xs_json_string */
 #include "xstage_cli.h"
 #include "xstage_cuda.h"
@@ -231,7 +232,7 @@ typedef cublasStatus_t (*fn_gemm_sb)(cublasHandle_t, cublasOperation_t, cublasOp
 
 static struct {
     void *lib;
-    char path[512];
+    char path[XS_LIBPATH_MAX];
     fn_create create;
     fn_destroy destroy;
     fn_set_stream set_stream;
@@ -303,8 +304,9 @@ static xs_status simt_gemm(void *stream, int m, int n, int k, const void *a, lon
         return xs_seterr(XS_EINVAL, "XS_CUBLAS_SIMT GEMM m=%d batch=%d: too large for the "
                          "reference kernel's grid", m, batch);
     dim3 blk(16, 16), grd((unsigned)((n + 15) / 16), (unsigned)((m + 15) / 16), (unsigned)batch);
-    simt_gemm_kernel<<<grd, blk, 0, (cudaStream_t)stream>>>(
-        m, n, k, (const __nv_bfloat16 *)a, sa, (const __nv_bfloat16 *)b, sb, b_trans, c, sc, c_f32);
+    XS_NVTX_LAUNCH("simt_gemm_kernel", simt_gemm_kernel<<<grd, blk, 0, (cudaStream_t)stream>>>(
+                                           m, n, k, (const __nv_bfloat16 *)a, sa,
+                                           (const __nv_bfloat16 *)b, sb, b_trans, c, sc, c_f32));
     XS_CU(cudaGetLastError());
     return XS_OK;
 }
@@ -324,7 +326,7 @@ static xs_status cublas_load(void)
 {
     if (cub.lib)
         return XS_OK;
-    char err[512] = "", tried[1024] = "";
+    char err[512] = "";
     void *h = NULL;
     const char *env = getenv("XS_CUBLAS_LIB");
     if (env && *env) {
@@ -334,30 +336,21 @@ static xs_status cublas_load(void)
                              env, err);
         snprintf(cub.path, sizeof cub.path, "%s", env);
     } else {
-        const char *names[] = {"libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.13",
-                               "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so.12"};
-        for (size_t i = 0; !h && i < sizeof names / sizeof names[0]; i++)
-            if ((h = try_open(names[i], err, sizeof err)))
-                snprintf(cub.path, sizeof cub.path, "%s", names[i]);
-        /* the pip wheels next to PyTorch: nvidia-cublas (cu13 layout) and nvidia-cublas-cu12 */
-        const char *globs[] = {
-            "/opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib/libcublas.so.13",
-            "/opt/torch/.venv/lib/python3*/site-packages/nvidia/cublas/lib/libcublas.so.1[23]",
-        };
-        for (size_t i = 0; !h && i < sizeof globs / sizeof globs[0]; i++) {
-            glob_t g;
-            if (glob(globs[i], 0, NULL, &g) == 0) {
-                for (size_t j = 0; !h && j < g.gl_pathc; j++)
-                    if ((h = try_open(g.gl_pathv[j], err, sizeof err)))
-                        snprintf(cub.path, sizeof cub.path, "%s", g.gl_pathv[j]);
-            }
-            globfree(&g);
-        }
-        snprintf(tried, sizeof tried, "libcublas.so.13, libcublas.so.12, /usr/local/cuda/lib64 "
-                 "and the pip wheels under /opt/torch/.venv");
+        /* src/libpath.h: the active Python environment's pip wheels (nvidia-cublas in the cu13
+         * layout, nvidia-cublas-cu12), then the system loader, then the CUDA toolkit */
+        static const char *const tails[] = {"nvidia/cu13/lib/libcublas.so.13",
+                                            "nvidia/cublas/lib/libcublas.so.1[23]"};
+        static const char *const names[] = {"libcublas.so.13", "libcublas.so.12"};
+        static char paths[32][XS_LIBPATH_MAX];
+        int n = xs_lib_candidates(tails, 2, names, 2, paths, 32);
+        for (int i = 0; !h && i < n; i++)
+            if ((h = try_open(paths[i], err, sizeof err)))
+                snprintf(cub.path, sizeof cub.path, "%s", paths[i]);
         if (!h)
-            return xs_seterr(XS_EUNSUPPORTED, "cuBLAS not found (tried %s; set XS_CUBLAS_LIB): "
-                             "%s", tried, err);
+            return xs_seterr(XS_EUNSUPPORTED, "cuBLAS not found (tried %d places: the active "
+                             "Python environment's nvidia-cublas wheel, libcublas.so.13 and .12 "
+                             "through the system loader and the CUDA toolkit's lib64; set "
+                             "XS_CUBLAS_LIB, docs/INSTALL.md): %s", n, err);
     }
     cub.create = (fn_create)dlsym(h, "cublasCreate_v2");
     cub.destroy = (fn_destroy)dlsym(h, "cublasDestroy_v2");
@@ -366,7 +359,7 @@ static xs_status cublas_load(void)
     cub.gemm = (fn_gemm_ex)dlsym(h, "cublasGemmEx");
     cub.gemm_sb = (fn_gemm_sb)dlsym(h, "cublasGemmStridedBatchedEx");
     if (!cub.create || !cub.destroy || !cub.set_stream || !cub.gemm || !cub.gemm_sb) {
-        char path[512];
+        char path[XS_LIBPATH_MAX];
         snprintf(path, sizeof path, "%s", cub.path);
         dlclose(h);
         memset(&cub, 0, sizeof cub);

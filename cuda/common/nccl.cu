@@ -8,15 +8,17 @@
  * setup no kernel needs NCCL types. docs/TRANSPORT.md gives the recipe and its pitfalls.
  */
 #include <dlfcn.h>
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <nccl_device.h>
 
+#include "libpath.h"
+#include "nvtx_launch.h"
 #include "xstage_cuda.h"
 #include "xstage_exchange.h"
 #include "xstage_launch.h"
@@ -32,7 +34,8 @@ static struct {
     char path[1024];
     decltype(&ncclGetVersion) get_version;
     decltype(&ncclGetUniqueId) get_unique_id;
-    decltype(&ncclCommInitRank) comm_init_rank;
+    decltype(&ncclCommInitRankConfig) comm_init_rank_config;
+    decltype(&ncclCommGetAsyncError) comm_get_async_error;
     decltype(&ncclCommSplit) comm_split;
     decltype(&ncclMemAlloc) mem_alloc;
     decltype(&ncclMemFree) mem_free;
@@ -81,59 +84,16 @@ static void *open_candidate(const char *path, int *version, char *real, size_t r
     return h;
 }
 
-/* Candidates in order; *n set. The pip wheel nvidia-nccl-cu13 installs nvidia/nccl/lib/
- * libnccl.so.2 (the cu13 umbrella layout nvidia/cu13/lib is searched as well). */
-static int candidates(char paths[][1024], int cap)
+/* Candidates in order (src/libpath.h): the active Python environment's pip wheels
+ * (nvidia-nccl-cu13 installs nvidia/nccl/lib/libnccl.so.2; the cu13 umbrella layout is
+ * nvidia/cu13/lib), then the system loader's libnccl.so.2, then the CUDA toolkit's lib64. */
+static int candidates(char paths[][XS_LIBPATH_MAX], int cap)
 {
-    int n = 0;
-    const char *home = getenv("HOME"), *venv = getenv("VIRTUAL_ENV"),
-               *conda = getenv("CONDA_PREFIX");
-    char pat[64][1024];
-    int np = 0;
-    const char *tails[] = {"nvidia/nccl/lib/libnccl.so.2", "nvidia/cu13/lib/libnccl.so.2",
-                           "nvidia/*/lib/libnccl.so.2"};
-    const char *roots[] = {"/opt/torch/.venv/lib/python3*/site-packages", NULL, NULL, NULL,
-                           "/opt/*/.venv/lib/python3*/site-packages",
-                           "/opt/*/lib/python3*/site-packages",
-                           "/usr/local/lib/python3*/dist-packages",
-                           "/usr/local/lib/python3*/site-packages",
-                           "/usr/lib/python3*/dist-packages", "/usr/lib/python3/dist-packages"};
-    char r1[512] = "", r2[512] = "", r3[512] = "";
-    if (venv)
-        snprintf(r1, sizeof r1, "%s/lib/python3*/site-packages", venv), roots[1] = r1;
-    if (conda)
-        snprintf(r2, sizeof r2, "%s/lib/python3*/site-packages", conda), roots[2] = r2;
-    if (home)
-        snprintf(r3, sizeof r3, "%s/.local/lib/python3*/site-packages", home), roots[3] = r3;
-    for (size_t r = 0; r < sizeof roots / sizeof roots[0]; r++)
-        for (size_t t = 0; roots[r] && t < sizeof tails / sizeof tails[0] && np < 64; t++)
-            snprintf(pat[np++], sizeof pat[0], "%s/%s", roots[r], tails[t]);
-    /* PYTHONPATH entries are site-packages-like too */
-    const char *pp = getenv("PYTHONPATH");
-    while (pp && *pp && np < 64) {
-        const char *e = strchr(pp, ':');
-        size_t len = e ? (size_t)(e - pp) : strlen(pp);
-        if (len && len < 900)
-            snprintf(pat[np++], sizeof pat[0], "%.*s/nvidia/*/lib/libnccl.so.2", (int)len, pp);
-        pp = e ? e + 1 : NULL;
-    }
-    for (int i = 0; i < np && n < cap; i++) {
-        glob_t g;
-        if (glob(pat[i], 0, NULL, &g) == 0)
-            for (size_t j = 0; j < g.gl_pathc && n < cap; j++) {
-                int dup = 0;
-                for (int k = 0; k < n; k++)
-                    dup |= !strcmp(paths[k], g.gl_pathv[j]);
-                if (!dup)
-                    snprintf(paths[n++], 1024, "%s", g.gl_pathv[j]);
-            }
-        globfree(&g);
-    }
-    if (n < cap)
-        snprintf(paths[n++], 1024, "/usr/local/cuda/lib64/libnccl.so.2");
-    if (n < cap)
-        snprintf(paths[n++], 1024, "libnccl.so.2");
-    return n;
+    static const char *const tails[] = {"nvidia/nccl/lib/libnccl.so.2",
+                                        "nvidia/cu13/lib/libnccl.so.2",
+                                        "nvidia/*/lib/libnccl.so.2"};
+    static const char *const names[] = {"libnccl.so.2"};
+    return xs_lib_candidates(tails, 3, names, 1, paths, cap);
 }
 
 #define NC_SYM(field, name)                                                                   \
@@ -156,7 +116,7 @@ static xs_status nccl_load(void)
         if (!h)
             return xs_seterr(XS_ENCCL, "NCCL cannot be loaded from XS_NCCL_LIB=%s: %s", env, err);
     } else {
-        static char paths[32][1024];
+        static char paths[32][XS_LIBPATH_MAX];
         int n = candidates(paths, 32);
         int old_v = 0;
         char old_path[1024] = "";
@@ -183,9 +143,10 @@ static xs_status nccl_load(void)
                              "XS_NCCL_LIB", vs, old_path);
         }
         if (!h)
-            return xs_seterr(XS_ENCCL, "NCCL not found (tried pip wheels nvidia/nccl and "
-                             "nvidia/cu13 under /opt/torch/.venv and other site-packages, "
-                             "/usr/local/cuda/lib64, libnccl.so.2; set XS_NCCL_LIB): %s", err);
+            return xs_seterr(XS_ENCCL, "NCCL not found (tried %d places: the active Python "
+                             "environment's nvidia-nccl wheel, the system's libnccl.so.2, the "
+                             "CUDA toolkit's lib64; set XS_NCCL_LIB or activate the venv that "
+                             "has nvidia-nccl-cu13, docs/INSTALL.md): %s", n, err);
     }
     if (v < XS_NCCL_MIN_VERSION) {
         char vs[32];
@@ -198,7 +159,8 @@ static xs_status nccl_load(void)
     const char *missing = NULL;
     NC_SYM(get_version, "ncclGetVersion");
     NC_SYM(get_unique_id, "ncclGetUniqueId");
-    NC_SYM(comm_init_rank, "ncclCommInitRank");
+    NC_SYM(comm_init_rank_config, "ncclCommInitRankConfig");
+    NC_SYM(comm_get_async_error, "ncclCommGetAsyncError");
     NC_SYM(comm_split, "ncclCommSplit");
     NC_SYM(mem_alloc, "ncclMemAlloc");
     NC_SYM(mem_free, "ncclMemFree");
@@ -297,18 +259,61 @@ extern "C" void xs_nccl_close(xs_nccl_comm *c, int abort)
     free(c);
 }
 
-/* ncclCommInitRank, one line on failure (a communicator that failed to initialise is NCCL's to
- * clean up, not ours). */
+/* Wait for a non-blocking communicator's pending operation (r = ncclInProgress) until the
+ * deadline (xs_now_s() seconds). Returns its final result, or ncclInProgress when the deadline
+ * passed first. */
+static ncclResult_t settle(ncclComm_t comm, ncclResult_t r, double deadline)
+{
+    while (r == ncclInProgress) {
+        if (nc.comm_get_async_error(comm, &r) != ncclSuccess)
+            return ncclInternalError;
+        if (r != ncclInProgress || xs_now_s() > deadline)
+            break;
+        struct timespec t = {0, 200000}; /* 0.2 ms: set-up takes milliseconds to seconds */
+        nanosleep(&t, NULL);
+    }
+    return r;
+}
+
+/* A communicator's set-up (ncclCommInitRankConfig, ncclCommSplit), bounded by XS_RANK_TIMEOUT:
+ * r is the call's result, *comm its communicator. On failure or at the deadline the
+ * communicator is aborted, *comm is NULL and one line names the call; a rank that never joins
+ * makes every other rank's set-up fail this way (XS_ETIMEOUT). */
+static xs_status setup_done(ncclComm_t *comm, ncclResult_t r, double timeout_s,
+                            const char *what)
+{
+    if (r == ncclInProgress && *comm)
+        r = settle(*comm, r, xs_now_s() + timeout_s);
+    if (r == ncclSuccess)
+        return XS_OK;
+    xs_status st;
+    if (r == ncclInProgress)
+        st = xs_seterr(XS_ETIMEOUT, "%s: not complete within %g s (XS_RANK_TIMEOUT): a rank did "
+                       "not join or cannot be reached", what, timeout_s);
+    else
+        st = nccl_fail(*comm, what, r);
+    if (*comm)
+        nc.comm_abort(*comm);
+    *comm = NULL;
+    return st;
+}
+
+/* ncclCommInitRank; with more than one rank as a non-blocking communicator polled against
+ * XS_RANK_TIMEOUT, so that a missing rank fails this one within the bound instead of blocking
+ * in NCCL's bootstrap (only the root of nranks > 1 is non-blocking: the window sets' are split
+ * from it as blocking ones). One line on failure. */
 static xs_status init_rank(ncclComm_t *out, int nranks, ncclUniqueId u, int rank)
 {
     *out = NULL;
-    ncclResult_t r = nc.comm_init_rank(out, nranks, u, rank);
-    if (r == ncclSuccess)
-        return XS_OK;
-    *out = NULL;
+    double timeout_s;
+    XS_TRY(xs_rank_timeout(&timeout_s));
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    /* one rank waits for nobody, and its communicator carries the window itself: blocking */
+    cfg.blocking = nranks == 1;
+    ncclResult_t r = nc.comm_init_rank_config(out, nranks, u, rank, &cfg);
     char what[64];
     snprintf(what, sizeof what, "ncclCommInitRank(rank %d of %d)", rank, nranks);
-    return nccl_fail(NULL, what, r);
+    return setup_done(out, r, timeout_s, what);
 }
 
 extern "C" xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[128],
@@ -352,7 +357,8 @@ extern "C" xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[1
         }                                                                                     \
     } while (0)
 
-    /* blocking init: a missing peer is bounded by the launcher's timeout, which kills all */
+    /* init bounded by XS_RANK_TIMEOUT (init_rank); the window sets' communicators are blocking
+     * (the calls on them need no polling), split from a root that every rank has joined */
     if (nranks == 1) {
         if ((st = init_rank(&c->comm, nranks, u, rank)) != XS_OK)
             goto fail;
@@ -379,11 +385,18 @@ extern "C" xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[1
             root.rank = rank;
         }
         ncclComm_t comm = NULL;
-        ncclResult_t r = nc.comm_split(root.comm, 0, rank, &comm, NULL);
-        if (r != ncclSuccess || !comm) {
-            snprintf(what, sizeof what, "ncclCommSplit(rank %d of %d) for a window set", rank,
-                     nranks);
-            st = nccl_fail(root.comm, what, r != ncclSuccess ? r : ncclInternalError);
+        ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+        cfg.blocking = 1;
+        double timeout_s;
+        if ((st = xs_rank_timeout(&timeout_s)) != XS_OK)
+            goto fail;
+        ncclResult_t r = nc.comm_split(root.comm, 0, rank, &comm, &cfg);
+        snprintf(what, sizeof what, "ncclCommSplit(rank %d of %d) for a window set", rank,
+                 nranks);
+        if ((st = setup_done(&comm, r, timeout_s, what)) != XS_OK)
+            goto fail;
+        if (!comm) {
+            st = nccl_fail(root.comm, what, ncclInternalError);
             goto fail;
         }
         c->comm = comm;
@@ -422,7 +435,7 @@ extern "C" xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[1
         }
     }
     XS_CU_GOTO(st, fail, cudaMalloc((void **)&dptrs, (size_t)nranks * sizeof(void *)));
-    xs_lsa_ptrs_kernel<<<1, 64>>>(c->win, nranks, dptrs);
+    XS_NVTX_LAUNCH("xs_lsa_ptrs_kernel", xs_lsa_ptrs_kernel<<<1, 64>>>(c->win, nranks, dptrs));
     XS_CU_GOTO(st, fail, cudaGetLastError());
     XS_CU_GOTO(st, fail, cudaMemcpy(peers, dptrs, (size_t)nranks * sizeof(void *),
                                     cudaMemcpyDeviceToHost));

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nvtx_launch.h"
 #include "tp/tp_ctx.h"
 
 static size_t tp_align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
@@ -24,7 +25,8 @@ static xs_status tp_fill(xs_tp *t, xs_bf16 *x, size_t n, uint32_t seed, float sc
 {
     if (!n)
         return XS_OK;
-    tp_fill_kernel<<<tp_blocks(n, 256), 256, 0, t->vstream>>>(x, n, seed, scale);
+    XS_NVTX_LAUNCH("tp_fill_kernel",
+                   tp_fill_kernel<<<tp_blocks(n, 256), 256, 0, t->vstream>>>(x, n, seed, scale));
     XS_CU_LAUNCH();
     return XS_OK;
 }
@@ -36,7 +38,8 @@ static xs_status tp_word(cudaStream_t s, void *p, size_t bytes, uint32_t w)
     if (bytes % 16 || ((uintptr_t)p & 15))
         return xs_seterr(XS_EINVAL, "tp: fill of %zu bytes at %p is not 16-byte aligned", bytes,
                          p);
-    tp_word_kernel<<<tp_blocks(bytes / 16, 256), 256, 0, s>>>((uint4 *)p, bytes / 16, w);
+    XS_NVTX_LAUNCH("tp_word_kernel", tp_word_kernel<<<tp_blocks(bytes / 16, 256), 256, 0, s>>>(
+                                         (uint4 *)p, bytes / 16, w));
     XS_CU_LAUNCH();
     return XS_OK;
 }
@@ -45,7 +48,8 @@ static xs_status tp_setflags(cudaStream_t s, uint64_t *f, int n, unsigned long l
 {
     if (n <= 0)
         return XS_OK;
-    tp_flags_kernel<<<tp_blocks((size_t)n, 256), 256, 0, s>>>(f, n, v);
+    XS_NVTX_LAUNCH("tp_flags_kernel",
+                   tp_flags_kernel<<<tp_blocks((size_t)n, 256), 256, 0, s>>>(f, n, v));
     XS_CU_LAUNCH();
     return XS_OK;
 }
@@ -418,8 +422,10 @@ xs_status tp_slot_copy(xs_tp *t, void *dst, xs_tp_layout dl, const void *src,
     const size_t units = (size_t)in->rs_rows * in->rs_n / 8 * (size_t)nslots;
     if (!units)
         return XS_OK;
-    tp_slot_copy_kernel<<<tp_blocks(units, 256), 256, 0, t->vstream>>>(
-        (xs_bf16 *)dst, (int)dl, (const xs_bf16 *)src, (int)sl, in->rs_rows, in->rs_n, nslots);
+    XS_NVTX_LAUNCH(
+        "tp_slot_copy_kernel",
+        tp_slot_copy_kernel<<<tp_blocks(units, 256), 256, 0, t->vstream>>>(
+            (xs_bf16 *)dst, (int)dl, (const xs_bf16 *)src, (int)sl, in->rs_rows, in->rs_n, nslots));
     XS_CU_LAUNCH();
     return XS_OK;
 }
@@ -754,16 +760,19 @@ extern "C" xs_status xs_tp_run(xs_tp *t, int slot, const xs_tp_run_opts *o, cuda
         }
         XS_CU(cudaEventRecord(t->ev0, s));
         if (ncour > 0)
-            tp90_kernel<TP90K><<<t->pl.grid, TP90K::THREADS, TP90K::SMEM_BYTES, s>>>(a, *tab, maps,
-                                                                                 k);
+            XS_NVTX_LAUNCH(
+                "tp90_kernel", tp90_kernel<TP90K>
+                <<<t->pl.grid, TP90K::THREADS, TP90K::SMEM_BYTES, s>>>(a, *tab, maps, k));
         else
-            tp90_kernel<TP90C><<<t->pl.grid, TP90C::THREADS, TP90C::SMEM_BYTES, s>>>(a, *tab, maps,
-                                                                                 k);
+            XS_NVTX_LAUNCH(
+                "tp90_kernel", tp90_kernel<TP90C>
+                <<<t->pl.grid, TP90C::THREADS, TP90C::SMEM_BYTES, s>>>(a, *tab, maps, k));
     } else {
         XS_CU(cudaFuncSetAttribute(tp_kernel<TPC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    TPC::SMEM_BYTES));
         XS_CU(cudaEventRecord(t->ev0, s));
-        tp_kernel<TPC><<<t->pl.grid, TPC::THREADS, TPC::SMEM_BYTES, s>>>(a, *tab);
+        XS_NVTX_LAUNCH("tp_kernel",
+                       tp_kernel<TPC><<<t->pl.grid, TPC::THREADS, TPC::SMEM_BYTES, s>>>(a, *tab));
     }
     XS_CU_LAUNCH();
     XS_CU(cudaEventRecord(t->ev1, s));
@@ -957,8 +966,9 @@ extern "C" xs_status xs_tp_run_unfused(xs_tp *t, xs_cublas *cb, cudaStream_t s, 
                                    0));
         if (t->pl.s.op == XS_TP_MLP) {
             const size_t nh = m * in->out_n[0];
-            tp_swiglu_kernel<xs_bf16><<<tp_blocks(nh, 256), 256, 0, s>>>(t->u_c0, t->u_h, NULL,
-                                                                         t->pl.s.m, in->gn[0]);
+            XS_NVTX_LAUNCH(
+                "tp_swiglu_kernel", tp_swiglu_kernel<xs_bf16>
+                <<<tp_blocks(nh, 256), 256, 0, s>>>(t->u_c0, t->u_h, NULL, t->pl.s.m, in->gn[0]));
             XS_CU_LAUNCH();
             XS_TRY(xs_cublas_gemm_bf16(cb, s, t->pl.s.m, in->gn[1], in->gk[1], t->u_h, t->w[1], 1,
                                        t->u_c, 0));
@@ -978,10 +988,11 @@ extern "C" xs_status xs_tp_run_unfused(xs_tp *t, xs_cublas *cb, cudaStream_t s, 
             /* this rank's copies are row-major (contiguous); the partials it received are read
              * in the context's slot layout */
             const size_t n8 = (size_t)in->rs_rows * in->rs_n / 8;
-            tp_sum_kernel<<<tp_blocks(n8, 256), 256, 0, s>>>(
-                (const xs_bf16 *)(own + in->rs_off), (int)t->pl.layout,
-                t->u_c + (size_t)me * in->rs_rows * in->rs_n, P, me, in->rs_rows, in->rs_n,
-                t->u_y);
+            XS_NVTX_LAUNCH("tp_sum_kernel",
+                           tp_sum_kernel<<<tp_blocks(n8, 256), 256, 0, s>>>(
+                               (const xs_bf16 *)(own + in->rs_off), (int)t->pl.layout,
+                               t->u_c + (size_t)me * in->rs_rows * in->rs_n, P, me, in->rs_rows,
+                               in->rs_n, t->u_y));
             XS_CU_LAUNCH();
         }
     }

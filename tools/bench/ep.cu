@@ -940,6 +940,7 @@ typedef struct {
     const xs_profile *prof;
     xs_cublas *cb;
     FILE *tiles;
+    xs_outfile tiles_file; /* tiles' file, renamed into place at the end (xstage_outfile.h) */
     ep_pt pts[EP_MAX_ROWS];
     int npts;
     xs_moe_weights *w; /* the weights of configuration wcfg (-1: none) */
@@ -1129,8 +1130,11 @@ static int ep_run_sweep(ep_sweep *s, int argc, char **argv, int *abort)
     xs_bench_report rep;
     *abort = 1;
     XS_CHECK(xs_bench_table_init(&t, ep_cols, ep_ncols));
-    if (s->o->tiles && e->me == 0 && !(s->tiles = fopen(s->o->tiles, "w")))
-        return xs_cli_failf("--tiles %s: cannot write", s->o->tiles);
+    if (s->o->tiles && e->me == 0) {
+        if (xs_outfile_open(&s->tiles_file, s->o->tiles) != XS_OK)
+            return xs_cli_failf("--tiles %s", xs_errmsg());
+        s->tiles = s->tiles_file.f;
+    }
     if (e->coll && (xs_coll_alltoall_bw(e->coll, 1u << 20, NULL) != XS_OK ||
                     xs_coll_alltoall_bw(e->coll, 32u << 20, NULL) != XS_OK))
         return xs_cli_fail();
@@ -1212,8 +1216,8 @@ int xs_bench_ep(int argc, char **argv)
     rc = ep_run_sweep(&s, argc, argv, &abort);
     if (s.w)
         xs_moe_weights_destroy(s.w);
-    if (s.tiles)
-        fclose(s.tiles);
+    if (s.tiles && xs_outfile_commit(&s.tiles_file) != XS_OK && !rc)
+        rc = xs_cli_fail();
     xs_cublas_close(s.cb);
     xs_bench_stop(&e, abort);
     return rc;
