@@ -19,6 +19,7 @@ from .model import (CHUNK_DTYPE, PREDICT_COLUMNS, Criterion, Plan, Prediction, P
 from .plot import plot_timeline
 from .profile import ALIASES, FIELDS, Profile
 from .schedule import SCHEDULE_COLUMNS, Schedule
+from .trace import TRACE_DTYPE, TRACE_WORK, Trace, TracePrediction
 
 try:
     from importlib.metadata import PackageNotFoundError, version as _version
@@ -31,4 +32,5 @@ except ImportError:  # Python < 3.8
 
 __all__ = ["Error", "Profile", "FIELDS", "ALIASES", "Schedule", "SCHEDULE_COLUMNS", "criterion",
            "Criterion", "predict", "Prediction", "PREDICT_COLUMNS", "Programs", "CHUNK_DTYPE",
-           "plan", "Plan", "plot_timeline", "calibrate", "__version__"]
+           "plan", "Plan", "plot_timeline", "calibrate", "Trace", "TracePrediction", "TRACE_DTYPE",
+           "TRACE_WORK", "__version__"]

@@ -197,6 +197,86 @@ xs_status xs_plan_schedule(const xs_profile *p, const xs_schedule *s, const xs_p
                            xs_plan *out);
 void xs_plan_free(xs_plan *pl);
 
+/* ---- traces (include/xstage_trace.h) ---- */
+typedef struct xs_trace_record {
+    int32_t cta, sm, seq;
+    int32_t flags;
+    int64_t bytes;
+    int64_t issue_start_ns, issue_end_ns;
+    int64_t work_start_ns, work_end_ns;
+} xs_trace_record;
+
+typedef struct {
+    xs_trace_record *recs;
+    size_t n;
+    int ncta;
+    size_t *first;
+    int64_t origin_ns;
+    int64_t end_ns;
+    size_t nwork;
+    uint64_t capacity;
+    int producers;
+    char device[128];
+    char target[16];
+    char kernel[128];
+    ...;
+} xs_trace;
+
+xs_status xs_trace_write(const char *path, const xs_trace_record *r, size_t n, uint64_t dropped,
+                         const char *const *meta);
+xs_status xs_trace_load(const char *path, xs_trace *out);
+xs_status xs_trace_parse(const char *text, size_t len, const char *name, xs_trace *out);
+xs_status xs_trace_build(const xs_trace_record *r, size_t n, const char *name, xs_trace *out);
+void xs_trace_free(xs_trace *t);
+int64_t xs_trace_bytes(const xs_trace *t);
+
+typedef struct {
+    xs_schedule sched;
+    int64_t *bytes;
+    double *gap_ns;
+    xs_programs pg;
+    ...;
+} xs_trace_progs;
+
+xs_status xs_trace_programs(const xs_trace *t, xs_trace_progs *out);
+void xs_trace_programs_free(xs_trace_progs *pr);
+double xs_trace_unstalled_ns(const xs_profile *p, int64_t bytes);
+
+typedef struct {
+    double start_ns, end_ns;
+    double zero_start_ns, zero_end_ns;
+} xs_trace_pred;
+
+typedef struct {
+    xs_trace_pred *tiles;
+    double end_ns;
+    double zero_end_ns;
+    double peak_backlog_bytes;
+    ...;
+} xs_trace_prediction;
+
+xs_status xs_trace_predict(const xs_profile *p, const xs_trace *t, xs_trace_prediction *out);
+void xs_trace_prediction_free(xs_trace_prediction *pr);
+
+typedef struct {
+    size_t ntiles;
+    double total_ns;
+    double total_err_pct, zero_total_err_pct;
+    double issue_err_med_pct, issue_err_p90_pct;
+    double zero_issue_err_med_pct, zero_issue_err_p90_pct;
+    double stall_err_med_ns, stall_err_p90_ns;
+    double zero_stall_err_med_ns, zero_stall_err_p90_ns;
+    size_t nstalled;
+    double stalled_err_med_ns, zero_stalled_err_med_ns;
+    double stalled_ratio;
+    ...;
+} xs_trace_summary;
+
+xs_status xs_trace_compare(const xs_profile *p, const xs_trace *t, const xs_trace_prediction *pr,
+                           xs_trace_summary *out);
+xs_status xs_timeline_write(const char *path, const xs_trace *t, const double *pred_start_ns,
+                            const double *pred_end_ns, const xs_profile *p, const char *title);
+
 /* glue (defined below, in SOURCE) */
 xs_status xs_py_schedule_fill(xs_schedule *s, size_t n, const int64_t *producers,
                               const int64_t *bytes, const double *gap_ns, size_t *bad_row);
@@ -211,6 +291,7 @@ SOURCE = r"""
 #include <stdlib.h>
 #include <string.h>
 #include "xstage.h"
+#include "xstage_trace.h"
 
 /* Append n rows from three columns; on failure *bad_row is the first row the core refused. */
 static xs_status xs_py_schedule_fill(xs_schedule *s, size_t n, const int64_t *producers,
