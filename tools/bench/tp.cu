@@ -14,6 +14,9 @@
  *            the drain rate, spread through the compute, this rank's own tiles as the tail
  *   unfused  cuBLAS GEMM(s) (+ SwiGLU kernel), then the collective: cudaMemcpyAsync of each
  *            peer's rows into its window, and the owner-side reduction
+ *   overlapped  the unfused steps as a pipeline (virtual peers): the GEMM rows in chunks, each
+ *            finished chunk copied to its owner on a side stream while the next chunk computes
+ *            (xs_tp_run_overlapped), the chunk count chosen by verified pilot runs
  * The planner builds the naive and several shaped orders as burst-gap schedules (producers =
  * CTAs, one row per step of grid tasks, bytes = the step's remote bytes, gaps = the local run's
  * measured task times) and predicts each with the event model (xs_simulate) on the profile; its

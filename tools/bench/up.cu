@@ -20,12 +20,16 @@
  *           CTAs, the last part merging them; task lists built on the host): the planner's
  *           choice. Where the plan splits, one more variant (ls) runs the planned split with
  *           local output: the kernel's own cost of the slices, without the link.
- * Times: the headline columns fa_us, serial_us, pb_us and fused_us are the kernels' spans from
- * %globaltimer stamps inside the kernel (first CTA start to the last CTA's last store issued -
- * never a fence; serial_us adds its copies' event time); the harness's event times of the same
- * runs are beside them (fa_evt_us, pb_vis_us, fused_vis_us). The variants run in table order
- * (ls, fa, serial, pb, fused), one of each per repetition, so that slow drifts of the clock hit
- * all alike and fa's output is the reference of every window check. The planner's prediction
+ *   overlapped (one GPU) the attention kernel per head chunk, each finished chunk's all-to-all
+ *           as 2-D cudaMemcpyAsync on a side stream (the unfused pipeline overlapped by the copy
+ *           engine); head chunks searched by verified pilots.
+ * Times: the headline columns fa_us, serial_us, pb_us, fused_us and overlapped_us are the
+ * harness's timing rule (xs_bench_time_op: CUDA events around the whole operation until every
+ * byte is at its destination); the sender-visible times beside them (*_sent_us) are the
+ * kernels' spans from %globaltimer stamps inside the kernel (first CTA start to the last CTA's
+ * last store issued - never a fence; serial adds its copies' event time). The variants run in
+ * table order (ls, fa, serial, pb, fused, overlapped), one of each per repetition, so that slow
+ * drifts of the clock hit all alike and fa's output is the reference of every window check. The planner's prediction
  * uses the calibrated profile (--profile) and per-tile compute times measured in an fa run
  * before.
  * Checks: fa against an fp32 GPU reference on sampled rows (bf16 tolerance), and every byte of
