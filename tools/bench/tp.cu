@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "tp/tp.h"
+#include "xstage_overlap.h"
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
@@ -754,7 +755,8 @@ static void tpb_row_init(const tpb_opts *o, tpb_row *row)
     row->ovl = none;
     row->ovl_chunks = 0;
     row->ovl_pilot[0] = 0;
-    row->cublas_us = row->best_other_us = row->comm_over_compute = NAN;
+    row->cublas_us = row->best_other_us = row->comm_over_compute = row->ovl_pred_us = NAN;
+    row->ovl_model_chunks = 0;
     snprintf(row->best_other, sizeof row->best_other, "-");
 }
 
@@ -875,6 +877,16 @@ static xs_status tpb_plan_overlap(const tpb_ctx *cx, xs_tp *t, tpb_row *row, con
             x[i - 1] = ms * 1e3;
     }
     row->cublas_us = xs_median(x, TPB_PILOT_REPS);
+    /* the model's choice from the compute alone and R */
+    const xs_ov_terms terms = xs_ov_terms_default(cx->prof->drain_bytes_per_ns);
+    double pbest = INFINITY;
+    for (int c = 0; c < TPB_OV_NCHUNKS; c++) {
+        double ns;
+        if (xs_tp_overlap_fits(in, chunks[c]) &&
+            xs_ov_tp_predict(in, row->s.peers, row->cublas_us * 1e3, &terms, chunks[c],
+                             &ns) == XS_OK && ns < pbest)
+            pbest = ns, row->ovl_model_chunks = chunks[c];
+    }
     double best = INFINITY;
     size_t at = 0;
     for (int c = 0; c < TPB_OV_NCHUNKS; c++) {
@@ -898,6 +910,11 @@ static xs_status tpb_plan_overlap(const tpb_ctx *cx, xs_tp *t, tpb_row *row, con
         if (med < best)
             best = med, row->ovl_chunks = chunks[c];
     }
+    double ns;
+    if (row->ovl_chunks > 0 &&
+        xs_ov_tp_predict(in, row->s.peers, row->cublas_us * 1e3, &terms, row->ovl_chunks,
+                         &ns) == XS_OK)
+        row->ovl_pred_us = ns / 1e3;
     return XS_OK;
 }
 

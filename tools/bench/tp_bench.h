@@ -114,6 +114,9 @@ typedef struct {
                                         overlapped and the courier orders, us */
     char best_other[16];             /* its variant's name */
     double comm_over_compute;        /* comm_us / the fastest compute alone */
+    double ovl_pred_us;              /* the overlap model (include/xstage_overlap.h) at
+                                        ovl_chunks, from cublas_us and R, us */
+    int ovl_model_chunks;            /* the chunk count the model alone would choose */
 } tpb_row;
 
 /* ---- the report (tp_report.cu) --------------------------------------------------------------- */

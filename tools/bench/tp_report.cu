@@ -181,6 +181,10 @@ int tpb_cols(const tpb_opts *o, xs_bench_col *c)
         offsetof(tpb_row, comm_over_compute), F);
     col_get(c, &n, "overlapped_over_shaped", "x", "%.4f", ratio,
             OFF(ovl.med) << 16 | OFF(shp.med), F);
+    col(c, &n, "overlapped_pred_us", "us", "%.1f", XS_COL_DOUBLE, offsetof(tpb_row, ovl_pred_us),
+        F);
+    col(c, &n, "overlapped_model_chunks", "", "%d", XS_COL_INT,
+        offsetof(tpb_row, ovl_model_chunks), F);
     return n;
 }
 
@@ -274,9 +278,10 @@ void tpb_detail(void *ctx, int i, const void *rowp, xs_bench_report *rep)
     }
     if (r->ovl_pilot[0])
         xs_bench_report_note(rep, "  overlapped pilots, us: %s; GEMMs alone (cuBLAS) %.1f; "
-                             "chosen C=%d %.1f (%.1f%%); best other: %s %.1f", r->ovl_pilot,
-                             r->cublas_us, r->ovl_chunks, r->ovl.med,
-                             xs_bench_spread_pct(&r->ovl), r->best_other, r->best_other_us);
+                             "chosen C=%d %.1f (%.1f%%), model %.1f (its own choice C=%d); "
+                             "best other: %s %.1f", r->ovl_pilot, r->cublas_us, r->ovl_chunks,
+                             r->ovl.med, xs_bench_spread_pct(&r->ovl), r->ovl_pred_us,
+                             r->ovl_model_chunks, r->best_other, r->best_other_us);
     if (isfinite(r->rank_max[0]))
         xs_bench_report_note(rep, "  ranks: slowest rank's medians, us: naive %.1f, shaped %.1f, "
                              "unfused %.1f", r->rank_max[0], r->rank_max[1], r->rank_max[2]);

@@ -51,6 +51,7 @@
 
 #include "up/up.h"
 #include "up_bench.h"
+#include "xstage_overlap.h"
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
@@ -1086,6 +1087,23 @@ static void point_figures(up_rounds *p, int same, double d_pb, double d_fu, doub
             row->best_other_us = v[i].us;
             snprintf(row->best_other, sizeof row->best_other, "%s", v[i].name);
         }
+    /* the overlap model from fa_us and R: at the measured choice, and its own choice */
+    static const int cs[UP_OV_NCHUNKS] = UP_OV_CHUNKS;
+    const xs_ov_terms terms = xs_ov_terms_default(drain);
+    const int tph = xs_attn_tiles(c->seq, 1);
+    double pbest = INFINITY, ns;
+    row->ovl_pred_us = NAN;
+    row->ovl_model_chunks = 0;
+    for (int i = 0; i < UP_OV_NCHUNKS && isfinite(row->fa.med); i++) {
+        if (cs[i] > c->heads || c->heads % cs[i] ||
+            xs_ov_up_predict(row->fa.med * 1e3, c->heads, tph, c->sms, c->peers,
+                             row->comm_mb * 1e6, &terms, cs[i], &ns) != XS_OK)
+            continue;
+        if (ns < pbest)
+            pbest = ns, row->ovl_model_chunks = cs[i];
+        if (cs[i] == p->ov_chunks)
+            row->ovl_pred_us = ns / 1e3;
+    }
 }
 
 /* One configuration: plan, the overlapped pipeline's chunk count, then the rounds of ls, fa,

@@ -56,6 +56,9 @@ typedef struct {
     double best_other_us;                   /* fastest of serial, pb, fused, overlapped */
     char best_other[16];                    /* its name */
     double comm_over_compute;               /* (comm bytes / R) / fa_us */
+    double ovl_pred_us;                     /* the overlap model at ovl_chunks, from fa_us and
+                                               R (include/xstage_overlap.h), us */
+    int ovl_model_chunks;                   /* the head chunks the model alone would choose */
     double fa_evt_us, fa_tflops;            /* fa's event time; its throughput, TFLOP/s */
     double copy_us, comm_ratio;             /* serial's copies (events); copy_us / fa_us */
     double pb_pred_us, pb_vis_us;           /* piggyback predicted; its event time */

@@ -99,7 +99,9 @@ const xs_bench_col up_cols[] = {
     UP_COL("best_other_us", "us", "%.2f", XS_COL_DOUBLE, best_other_us, F),
     {"best_other", "", "%s", XS_COL_CHARS, offsetof(up_row, best_other), NULL, NULL, 0, 10, F},
     UP_COL("bound_us", "us", "%.2f", XS_COL_DOUBLE, bound_us, F),
-    UP_COL("comm_over_compute", "x", "%.4f", XS_COL_DOUBLE, comm_over_compute, F)};
+    UP_COL("comm_over_compute", "x", "%.4f", XS_COL_DOUBLE, comm_over_compute, F),
+    UP_COL("overlapped_pred_us", "us", "%.2f", XS_COL_DOUBLE, ovl_pred_us, F),
+    UP_COL("overlapped_model_chunks", "", "%d", XS_COL_INT, ovl_model_chunks, F)};
 #undef F
 const int up_ncols = (int)(sizeof up_cols / sizeof up_cols[0]);
 
