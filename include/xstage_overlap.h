@@ -65,6 +65,22 @@ xs_status xs_ov_tp_predict(const xs_tp_info *in, int peers, double compute_ns,
 xs_status xs_ov_up_predict(double fa_ns, int heads, int tiles_per_head, int sms, int peers,
                            double out_bytes, const xs_ov_terms *t, int chunks, double *ns);
 
+/* ---- auto: the choice among a bench's variants from the model alone ---- */
+
+/* One variant auto may choose: its name and its predicted completion time (the timing rule of
+ * docs/METRICS.md: until every byte is at its destination; never a sender-visible time). */
+typedef struct {
+    const char *name; /* e.g. "overlapped C=2", "shaped f0.95/b0.0/ring" */
+    double pred_us;   /* predicted completion time, us; nan or inf: no prediction (skipped) */
+} xs_auto_cand;
+
+/* The index of the candidate with the least finite pred_us (the first of equals), and in why
+ * (len bytes, truncated) one line without a newline saying why: "NAME (pred X us) over NAME2
+ * (pred Y us), the runner-up: the least predicted completion time of K variants" (K the
+ * candidates with a prediction; "the only variant with a prediction" when K = 1). -1 and
+ * "no variant has a prediction" when none has one. why may be NULL. */
+int xs_auto_pick(const xs_auto_cand *c, int n, char *why, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,7 @@
  * two-stream pipeline (compute in order, copies in order), and the TP and UP pieces it is fed.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "xstage_overlap.h"
@@ -124,4 +125,30 @@ xs_status xs_ov_up_predict(double fa_ns, int heads, int tiles_per_head, int sms,
     const double x = out_bytes / C / t->copy_bytes_per_ns + (peers - 1) * t->copy_call_ns;
     *ns = xs_ov_uniform_ns(C, g, peers > 1 ? x : 0);
     return XS_OK;
+}
+
+int xs_auto_pick(const xs_auto_cand *c, int n, char *why, size_t len)
+{
+    int best = -1, second = -1, k = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(c[i].pred_us))
+            continue;
+        k++;
+        if (best < 0 || c[i].pred_us < c[best].pred_us)
+            second = best, best = i;
+        else if (second < 0 || c[i].pred_us < c[second].pred_us)
+            second = i;
+    }
+    if (why && len) {
+        if (best < 0)
+            snprintf(why, len, "no variant has a prediction");
+        else if (second < 0)
+            snprintf(why, len, "%s (pred %.1f us): the only variant with a prediction",
+                     c[best].name, c[best].pred_us);
+        else
+            snprintf(why, len, "%s (pred %.1f us) over %s (pred %.1f us), the runner-up: the "
+                     "least predicted completion time of %d variants", c[best].name,
+                     c[best].pred_us, c[second].name, c[second].pred_us, k);
+    }
+    return best;
 }

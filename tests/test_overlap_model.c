@@ -122,9 +122,39 @@ static void up(void)
     XT_CHECK(xs_ov_up_predict(-1, 16, 64, 132, 4, 12e6, &t, 2, &ns) == XS_EINVAL, "fa < 0");
 }
 
+/* auto's pick: the least finite prediction, the runner-up named, the count in the line */
+static void pick(void)
+{
+    char why[256];
+    const xs_auto_cand c[] = {{"naive", 812.0},
+                              {"shaped f0.95/b0.0/ring", 631.4},
+                              {"unfused", NAN},
+                              {"overlapped C=2", 515.3},
+                              {"shaped_c4", INFINITY}};
+    XT_CHECK(xs_auto_pick(c, 5, why, sizeof why) == 3, "overlapped has the least prediction");
+    XT_CHECK(!strcmp(why, "overlapped C=2 (pred 515.3 us) over shaped f0.95/b0.0/ring (pred "
+                          "631.4 us), the runner-up: the least predicted completion time of 3 "
+                          "variants"), "why: %s", why);
+    /* the fused order wins when the pipeline's prediction is larger */
+    xs_auto_cand d[] = {{"overlapped C=4", 700}, {"shaped s8", 650}, {"naive", 650}};
+    XT_CHECK(xs_auto_pick(d, 3, why, sizeof why) == 1, "first of equals");
+    XT_CHECK(strstr(why, "shaped s8 (pred 650.0 us) over naive (pred 650.0 us)") == why, "%s",
+             why);
+    XT_CHECK(xs_auto_pick(d, 1, why, sizeof why) == 0, "one candidate");
+    XT_CHECK(!strcmp(why, "overlapped C=4 (pred 700.0 us): the only variant with a prediction"),
+             "%s", why);
+    XT_CHECK(xs_auto_pick(c + 2, 1, why, sizeof why) == -1, "no prediction: -1");
+    XT_CHECK(!strcmp(why, "no variant has a prediction"), "%s", why);
+    XT_CHECK(xs_auto_pick(d, 0, NULL, 0) == -1, "no candidates");
+    /* truncated, still terminated */
+    char small[8];
+    XT_CHECK(xs_auto_pick(d, 3, small, sizeof small) == 1 && strlen(small) == 7, "truncated");
+}
+
 int main(void)
 {
     pipeline();
+    pick();
     tp();
     up();
     return xt_done();
