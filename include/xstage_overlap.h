@@ -81,6 +81,33 @@ typedef struct {
  * "no variant has a prediction" when none has one. why may be NULL. */
 int xs_auto_pick(const xs_auto_cand *c, int n, char *why, size_t len);
 
+/* Issue 33's acceptance figures over a bench's rows (docs/METRICS.md "auto and tuned"). */
+typedef struct {
+    int rows;           /* rows with finite auto_us and best_other_us */
+    int auto_met;       /* of them, auto_us <= 1.05 best_other_us */
+    double auto_worst;  /* max auto_us / best_other_us */
+    int tuned_rows;     /* rows with finite tuned_us and best_other_us */
+    int tuned_met;      /* of them, tuned_us <= 1.02 best_other_us */
+    double tuned_worst; /* max tuned_us / best_other_us */
+    int band_rows;      /* rows with comm_over_compute in [0.5, 2] and finite overlapped_us,
+                           auto_us */
+    double band_gm;     /* geomean of overlapped_us / auto_us over them (nan: none) */
+    int bound_rows;     /* rows with finite auto_us and bound_us */
+    int bound_met;      /* of them, auto_us <= 1.1 bound_us */
+} xs_auto_sum;
+
+/* The figures over n rows of the given columns (nan: not measured); any array may repeat. */
+void xs_auto_summarize(const double *auto_us, const double *tuned_us,
+                       const double *best_other_us, const double *overlapped_us,
+                       const double *comm_over_compute, const double *bound_us, int n,
+                       xs_auto_sum *s);
+
+/* The four summary lines of s (no "summary: " prefix, no newline), each ending in "met" or
+ * "NOT met" against issue 33's targets (auto <= 1.05 best other on every row, tuned <= 1.02
+ * on every row, the band's geomean >= 1.10, auto near bound on >= 80 % of rows); a figure with
+ * no rows says so and is NOT met. */
+void xs_auto_sum_lines(const xs_auto_sum *s, char lines[4][200]);
+
 #ifdef __cplusplus
 }
 #endif

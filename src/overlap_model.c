@@ -152,3 +152,55 @@ int xs_auto_pick(const xs_auto_cand *c, int n, char *why, size_t len)
     }
     return best;
 }
+
+void xs_auto_summarize(const double *auto_us, const double *tuned_us,
+                       const double *best_other_us, const double *overlapped_us,
+                       const double *comm_over_compute, const double *bound_us, int n,
+                       xs_auto_sum *s)
+{
+    memset(s, 0, sizeof *s);
+    s->auto_worst = s->tuned_worst = s->band_gm = NAN;
+    double lg = 0;
+    for (int i = 0; i < n; i++) {
+        const double a = auto_us[i], t = tuned_us[i], b = best_other_us[i];
+        if (isfinite(a) && isfinite(b) && b > 0) {
+            s->rows++;
+            s->auto_met += a <= 1.05 * b;
+            if (!(a / b <= s->auto_worst))
+                s->auto_worst = a / b;
+        }
+        if (isfinite(t) && isfinite(b) && b > 0) {
+            s->tuned_rows++;
+            s->tuned_met += t <= 1.02 * b;
+            if (!(t / b <= s->tuned_worst))
+                s->tuned_worst = t / b;
+        }
+        const double c = comm_over_compute[i], o = overlapped_us[i];
+        if (c >= 0.5 && c <= 2 && isfinite(o) && o > 0 && isfinite(a) && a > 0) {
+            s->band_rows++;
+            lg += log(o / a);
+        }
+        if (isfinite(a) && isfinite(bound_us[i]) && bound_us[i] > 0) {
+            s->bound_rows++;
+            s->bound_met += a <= 1.1 * bound_us[i];
+        }
+    }
+    if (s->band_rows)
+        s->band_gm = exp(lg / s->band_rows);
+}
+
+void xs_auto_sum_lines(const xs_auto_sum *s, char lines[4][200])
+{
+    snprintf(lines[0], 200, "auto_us <= 1.05 x best_other_us in %d of %d rows (worst %.3f): %s",
+             s->auto_met, s->rows, s->auto_worst,
+             s->rows && s->auto_met == s->rows ? "met" : "NOT met");
+    snprintf(lines[1], 200, "tuned_us <= 1.02 x best_other_us in %d of %d rows (worst %.3f): %s",
+             s->tuned_met, s->tuned_rows, s->tuned_worst,
+             s->tuned_rows && s->tuned_met == s->tuned_rows ? "met" : "NOT met");
+    snprintf(lines[2], 200, "overlapped_us/auto_us geomean %.3f over %d rows with "
+             "comm_over_compute in [0.5, 2] (target 1.10): %s", s->band_gm, s->band_rows,
+             s->band_rows && s->band_gm >= 1.10 ? "met" : "NOT met");
+    snprintf(lines[3], 200, "auto_us within 10%% of bound_us in %d of %d rows (target 80%%): %s",
+             s->bound_met, s->bound_rows,
+             s->bound_rows && s->bound_met >= 0.8 * s->bound_rows ? "met" : "NOT met");
+}

@@ -151,8 +151,41 @@ static void pick(void)
     XT_CHECK(xs_auto_pick(d, 3, small, sizeof small) == 1 && strlen(small) == 7, "truncated");
 }
 
+/* the acceptance figures over rows, by hand */
+static void summary(void)
+{
+    const double au[4] = {100, 106, 90, NAN}, tu[4] = {101, 103, NAN, 50},
+                 bo[4] = {100, 100, 95, 50}, ov[4] = {110, 130, 99, 60},
+                 cc[4] = {0.5, 2.5, 1.0, 1.0}, bd[4] = {95, 100, 70, 40};
+    xs_auto_sum s;
+    xs_auto_summarize(au, tu, bo, ov, cc, bd, 4, &s);
+    XT_CHECK(s.rows == 3 && s.auto_met == 2, "auto: %d of %d", s.auto_met, s.rows);
+    XT_NEAR(s.auto_worst, 1.06, 1e-12);
+    XT_CHECK(s.tuned_rows == 3 && s.tuned_met == 2, "tuned: %d of %d", s.tuned_met,
+             s.tuned_rows);
+    XT_NEAR(s.tuned_worst, 1.03, 1e-12);
+    /* band: rows 0 (0.5, edge in) and 2; row 1 (2.5) out, row 3 has no auto */
+    XT_CHECK(s.band_rows == 2, "band rows %d", s.band_rows);
+    XT_NEAR(s.band_gm, sqrt(1.1 * 1.1), 1e-12);
+    XT_CHECK(s.bound_rows == 3 && s.bound_met == 2, "bound: %d of %d", s.bound_met,
+             s.bound_rows);
+    char l[4][200];
+    xs_auto_sum_lines(&s, l);
+    XT_CHECK(!strcmp(l[0], "auto_us <= 1.05 x best_other_us in 2 of 3 rows (worst 1.060): NOT "
+                           "met"), "%s", l[0]);
+    XT_CHECK(!strcmp(l[2], "overlapped_us/auto_us geomean 1.100 over 2 rows with "
+                           "comm_over_compute in [0.5, 2] (target 1.10): met"), "%s", l[2]);
+    XT_CHECK(!strcmp(l[3], "auto_us within 10% of bound_us in 2 of 3 rows (target 80%): NOT "
+                           "met"), "%s", l[3]);
+    xs_auto_summarize(au, tu, bo, ov, cc, bd, 0, &s);
+    xs_auto_sum_lines(&s, l);
+    XT_CHECK(strstr(l[1], "0 of 0 rows") && strstr(l[1], "NOT met"), "%s", l[1]);
+    XT_CHECK(s.rows == 0 && isnan(s.band_gm), "no rows");
+}
+
 int main(void)
 {
+    summary();
     pipeline();
     pick();
     tp();

@@ -758,6 +758,14 @@ static void tpb_row_init(const tpb_opts *o, tpb_row *row)
     row->cublas_us = row->best_other_us = row->comm_over_compute = row->ovl_pred_us = NAN;
     row->ovl_model_chunks = 0;
     snprintf(row->best_other, sizeof row->best_other, "-");
+    row->ovl_model_pred_us = row->ovl_pilot_us = row->auto_pred_us = NAN;
+    row->auto_us = row->tuned_us = NAN;
+    row->auto_v = row->tuned_v = -1;
+    row->auto_chunks = 0;
+    row->aut = none;
+    snprintf(row->auto_name, sizeof row->auto_name, "-");
+    snprintf(row->tuned_name, sizeof row->tuned_name, "-");
+    row->auto_why[0] = 0;
 }
 
 /* The row's statistics from the timed rounds x[v * n + j] (nan where variant v did not run:
@@ -769,6 +777,7 @@ static void tpb_row_stats(tpb_row *row, const double *x, int n, int pick)
     row->shp = xs_bench_stat_of(x + TPB_V_SHAPED * n, n);
     row->unf = xs_bench_stat_of(x + TPB_V_UNFUSED * n, n);
     row->ovl = xs_bench_stat_of(x + TPB_V_OVERLAP * n, n);
+    row->aut = xs_bench_stat_of(x + TPB_V_AUTO * n, n);
     for (int v = 0; v < TPB_MAX_COUR; v++) {
         row->cour[v].nai = xs_bench_stat_of(x + (TPB_V_COUR + 2 * v) * n, n);
         row->cour[v].shp = xs_bench_stat_of(x + (TPB_V_COUR + 2 * v + 1) * n, n);
@@ -887,6 +896,8 @@ static xs_status tpb_plan_overlap(const tpb_ctx *cx, xs_tp *t, tpb_row *row, con
                              &ns) == XS_OK && ns < pbest)
             pbest = ns, row->ovl_model_chunks = chunks[c];
     }
+    if (isfinite(pbest))
+        row->ovl_model_pred_us = pbest / 1e3;
     double best = INFINITY;
     size_t at = 0;
     for (int c = 0; c < TPB_OV_NCHUNKS; c++) {
@@ -910,12 +921,83 @@ static xs_status tpb_plan_overlap(const tpb_ctx *cx, xs_tp *t, tpb_row *row, con
         if (med < best)
             best = med, row->ovl_chunks = chunks[c];
     }
+    if (row->ovl_chunks > 0)
+        row->ovl_pilot_us = best;
     double ns;
     if (row->ovl_chunks > 0 &&
         xs_ov_tp_predict(in, row->s.peers, row->cublas_us * 1e3, &terms, row->ovl_chunks,
                          &ns) == XS_OK)
         row->ovl_pred_us = ns / 1e3;
     return XS_OK;
+}
+
+/* auto, before the rounds: every variant with a prediction of its completion time - naive and
+ * the default kernel's shaped order (the measured local control plus the model's cost of the
+ * link), each courier count's shaped order, unfused (cuBLAS alone, then the remote bytes at R
+ * plus one copy call per peer) and the overlapped pipeline at the model's own chunk count -
+ * and the least prediction wins (xs_auto_pick). Its timed runs are those of the variant with
+ * the same parameters; the overlapped pipeline at a count the pilots did not choose runs as
+ * TPB_V_AUTO. */
+static void tpb_auto(tpb_row *row)
+{
+    xs_auto_cand c[4 + TPB_MAX_COUR];
+    int vof[4 + TPB_MAX_COUR], chk[4 + TPB_MAX_COUR];
+    char nm[4 + TPB_MAX_COUR][64];
+    int k = 0;
+    snprintf(nm[k], sizeof nm[k], "naive");
+    c[k].pred_us = row->nai_pred, vof[k] = TPB_V_NAIVE, chk[k++] = 0;
+    snprintf(nm[k], sizeof nm[k], "shaped %.30s", row->cand);
+    c[k].pred_us = row->shp_pred, vof[k] = TPB_V_SHAPED, chk[k++] = 0;
+    for (int v = 0; v < TPB_MAX_COUR; v++)
+        if (row->cour[v].n > 0 && isfinite(row->cour[v].shp_pred)) {
+            snprintf(nm[k], sizeof nm[k], "shaped_c%d %.24s", row->cour[v].n, row->cour[v].cand);
+            c[k].pred_us = row->cour[v].shp_pred, vof[k] = TPB_V_COUR + 2 * v + 1, chk[k++] = 0;
+        }
+    snprintf(nm[k], sizeof nm[k], "unfused");
+    c[k].pred_us = row->cublas_us + row->comm_us +
+                   (row->s.peers - 1) * XS_OV_COPY_CALL_NS / 1e3;
+    vof[k] = TPB_V_UNFUSED, chk[k++] = 0;
+    if (row->ovl_model_chunks > 0) {
+        snprintf(nm[k], sizeof nm[k], "overlapped C=%d", row->ovl_model_chunks);
+        c[k].pred_us = row->ovl_model_pred_us;
+        vof[k] = row->ovl_model_chunks == row->ovl_chunks ? TPB_V_OVERLAP : TPB_V_AUTO;
+        chk[k++] = row->ovl_model_chunks;
+    }
+    for (int i = 0; i < k; i++)
+        c[i].name = nm[i];
+    const int i = xs_auto_pick(c, k, row->auto_why, sizeof row->auto_why);
+    if (i < 0)
+        return;
+    row->auto_v = vof[i];
+    row->auto_chunks = chk[i];
+    row->auto_pred_us = c[i].pred_us;
+    snprintf(row->auto_name, sizeof row->auto_name, "%s", nm[i]);
+}
+
+/* tuned, after the rounds: the variant whose pilot median was the fastest - the default
+ * kernel's chosen shaped order, each courier count's, the overlapped pipeline's chosen count -
+ * and its timed median (the same parameters as its pilot). */
+static void tpb_tuned(tpb_row *row)
+{
+    double best = row->pick_ms * 1e3;
+    if (isfinite(best)) {
+        row->tuned_v = TPB_V_SHAPED, row->tuned_us = row->shp0.med;
+        snprintf(row->tuned_name, sizeof row->tuned_name, "shaped %.30s", row->cand0);
+    }
+    for (int v = 0; v < TPB_MAX_COUR; v++) {
+        const tpb_cour *rc = &row->cour[v];
+        if (isfinite(rc->pick_ms) && isfinite(rc->shp.med) &&
+            !(rc->pick_ms * 1e3 >= best)) {
+            best = rc->pick_ms * 1e3;
+            row->tuned_v = TPB_V_COUR + 2 * v + 1, row->tuned_us = rc->shp.med;
+            snprintf(row->tuned_name, sizeof row->tuned_name, "shaped_c%d %.24s", rc->n,
+                     rc->cand);
+        }
+    }
+    if (isfinite(row->ovl_pilot_us) && !(row->ovl_pilot_us >= best)) {
+        row->tuned_v = TPB_V_OVERLAP, row->tuned_us = row->ovl.med;
+        snprintf(row->tuned_name, sizeof row->tuned_name, "overlapped C=%d", row->ovl_chunks);
+    }
 }
 
 /* After the rounds: the bound over the fastest compute alone (the fused kernel's local control
@@ -945,6 +1027,17 @@ static void tpb_row_totals(tpb_row *row)
                          rc->n);
             }
     }
+    /* auto's time: its own runs, or the median of the variant run with the same parameters */
+    const double med[TPB_NV] = {
+        row->nai.med, row->shp0.med, row->unf.med,
+#define TPB_C2(v) row->cour[v].nai.med, row->cour[v].shp.med
+        TPB_C2(0), TPB_C2(1), TPB_C2(2),
+#undef TPB_C2
+        row->ovl.med, row->aut.med};
+    static_assert(TPB_MAX_COUR == 3 && TPB_NV == 11, "one median per variant");
+    if (row->auto_v >= 0)
+        row->auto_us = med[row->auto_v];
+    tpb_tuned(row);
 }
 
 /* ---- the rounds: the variants of one configuration ------------------------------------------- */
@@ -973,9 +1066,10 @@ static xs_status tpb_round_run(void *x, int v, int round, double *us)
     tpb_point *p = (tpb_point *)x;
     float ms = 0;
     (void)round;
-    if (v == TPB_V_OVERLAP)
-        XS_TRY(xs_tp_run_overlapped(p->t, p->cx->cb, p->row->ovl_chunks, 1, p->cx->e->stream,
-                                    &ms));
+    if (v == TPB_V_OVERLAP || v == TPB_V_AUTO)
+        XS_TRY(xs_tp_run_overlapped(p->t, p->cx->cb,
+                                    v == TPB_V_AUTO ? p->row->auto_chunks : p->row->ovl_chunks,
+                                    1, p->cx->e->stream, &ms));
     else
         XS_TRY(tpb_run(p->cx, p->t, tpb_slot(v), &p->ro, v == TPB_V_UNFUSED, &ms));
     *us = ms * 1e3;
@@ -989,8 +1083,9 @@ static xs_status tpb_round_verify(void *x, int v, int round, int *ok)
     tpb_point *p = (tpb_point *)x;
     char buf[48];
     (void)round;
-    if (v == TPB_V_OVERLAP)
-        snprintf(buf, sizeof buf, "overlapped, %d chunks", p->row->ovl_chunks);
+    if (v == TPB_V_OVERLAP || v == TPB_V_AUTO)
+        snprintf(buf, sizeof buf, "%soverlapped, %d chunks", v == TPB_V_AUTO ? "auto: " : "",
+                 v == TPB_V_AUTO ? p->row->auto_chunks : p->row->ovl_chunks);
     else if (v >= TPB_V_COUR)
         snprintf(buf, sizeof buf, "%s, %d couriers", (v - TPB_V_COUR) % 2 ? "shaped" : "naive",
                  p->row->cour[(v - TPB_V_COUR) / 2].n);
@@ -1009,14 +1104,15 @@ static xs_status tpb_rounds(tpb_point *p, const xs_tp_info *in, int cour_run, in
     static const char *const name[TPB_NV] = {"naive",     "shaped",    "unfused",
                                               "naive_c1",  "shaped_c1", "naive_c2",
                                               "shaped_c2", "naive_c3",  "shaped_c3",
-                                              "overlapped"};
-    static_assert(TPB_NV == 10, "one name per variant");
+                                              "overlapped", "auto"};
+    static_assert(TPB_NV == 11, "one name per variant");
     xs_bench_variant var[TPB_NV];
     for (int v = 0; v < TPB_NV; v++) {
         var[v].name = name[v]; /* courier variants by their place in --couriers */
         var[v].on = v < TPB_V_COUR || (v - TPB_V_COUR) / 2 < cour_run;
     }
     var[TPB_V_OVERLAP].on = p->row->ovl_chunks > 0;
+    var[TPB_V_AUTO].on = p->row->auto_v == TPB_V_AUTO;
     xs_bench_rounds r = xs_bench_rounds_default(cx->e, tpb_round_run, tpb_round_verify, p);
     double *x = (double *)malloc(sizeof(double) * TPB_NV * (size_t)n);
     if (!x)
@@ -1107,6 +1203,7 @@ static xs_status tpb_config(tpb_point *p, const xs_wintab *tab, uint32_t seed, i
 
     /* ---- the overlapped unfused pipeline: its chunk count ---- */
     XS_TRY(tpb_plan_overlap(cx, p->t, row, &in, &ok));
+    tpb_auto(row); /* from the model alone, before any variant is timed */
 
     /* ---- the variants, interleaved round by round ---- */
     XS_TRY(tpb_rounds(p, &in, cour_run, pick, &ok));

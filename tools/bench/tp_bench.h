@@ -52,9 +52,10 @@ typedef struct {
 /* The variants of a configuration, run in the same rounds: the default kernel's naive and
  * shaped orders, the unfused sequence, then naive and shaped per courier count v
  * (TPB_V_COUR + 2v, + 2v + 1), then the overlapped unfused pipeline at its chosen chunk count
- * (virtual peers only). */
+ * (virtual peers only), then auto's pick when no other variant runs it with the same
+ * parameters (the overlapped pipeline at the model's chunk count; else not run). */
 enum { TPB_V_NAIVE, TPB_V_SHAPED, TPB_V_UNFUSED, TPB_V_COUR,
-       TPB_V_OVERLAP = TPB_V_COUR + 2 * TPB_MAX_COUR, TPB_NV };
+       TPB_V_OVERLAP = TPB_V_COUR + 2 * TPB_MAX_COUR, TPB_V_AUTO, TPB_NV };
 
 /* The overlapped pipeline's declared chunk counts (pieces per rank block), searched like the
  * fused orders: TPB_PILOT_REPS verified pilot runs each, the fastest median is timed. */
@@ -117,11 +118,26 @@ typedef struct {
     double ovl_pred_us;              /* the overlap model (include/xstage_overlap.h) at
                                         ovl_chunks, from cublas_us and R, us */
     int ovl_model_chunks;            /* the chunk count the model alone would choose */
+    double ovl_model_pred_us;        /* the overlap model at ovl_model_chunks, us */
+    double ovl_pilot_us;             /* the fastest overlapped pilot median, us */
+    /* auto (the model alone) and tuned (the pilots) over every variant (docs/TP.md "auto") */
+    int auto_v;                      /* the variant whose timed runs are auto's (TPB_V_*;
+                                        TPB_V_AUTO: its own runs), -1: no pick */
+    int auto_chunks;                 /* auto's pick is the overlapped pipeline at this count
+                                        (0: a fused or unfused variant) */
+    char auto_name[64];              /* auto's pick */
+    char auto_why[256];              /* one line: the pick over the runner-up, predictions */
+    double auto_pred_us;             /* its predicted completion time, us */
+    xs_bench_stat aut;               /* TPB_V_AUTO's own runs, us; nan: not run */
+    double auto_us;                  /* the median of auto's pick's timed runs, us */
+    int tuned_v;                     /* the variant with the fastest pilot, -1: none */
+    char tuned_name[64];             /* its name */
+    double tuned_us;                 /* its timed median, us */
 } tpb_row;
 
 /* ---- the report (tp_report.cu) --------------------------------------------------------------- */
 
-enum { TPB_MAX_COLS = 96 };
+enum { TPB_MAX_COLS = 112 };
 /* The columns of this run into cols (TPB_MAX_COLS): the base set, one set per courier count;
  * returns their count. Names of the per-count columns live in
  * a static buffer (one table per process). */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tp_bench.h"
+#include "xstage_overlap.h"
 
 /* ---- columns --------------------------------------------------------------------------------- */
 
@@ -185,6 +186,12 @@ int tpb_cols(const tpb_opts *o, xs_bench_col *c)
         F);
     col(c, &n, "overlapped_model_chunks", "", "%d", XS_COL_INT,
         offsetof(tpb_row, ovl_model_chunks), F);
+    /* auto (the model alone) and tuned (the pilots) over every variant */
+    col(c, &n, "auto_us", "us", "%.1f", XS_COL_DOUBLE, offsetof(tpb_row, auto_us), 0);
+    col(c, &n, "auto_pred_us", "us", "%.1f", XS_COL_DOUBLE, offsetof(tpb_row, auto_pred_us), F);
+    col(c, &n, "auto", "", "%s", XS_COL_CHARS, offsetof(tpb_row, auto_name), F);
+    col(c, &n, "tuned_us", "us", "%.1f", XS_COL_DOUBLE, offsetof(tpb_row, tuned_us), 0);
+    col(c, &n, "tuned", "", "%s", XS_COL_CHARS, offsetof(tpb_row, tuned_name), F);
     return n;
 }
 
@@ -282,6 +289,11 @@ void tpb_detail(void *ctx, int i, const void *rowp, xs_bench_report *rep)
                              "best other: %s %.1f", r->ovl_pilot, r->cublas_us, r->ovl_chunks,
                              r->ovl.med, xs_bench_spread_pct(&r->ovl), r->ovl_pred_us,
                              r->ovl_model_chunks, r->best_other, r->best_other_us);
+    if (r->auto_why[0])
+        xs_bench_report_note(rep, "  auto: %s; timed %.1f us%s; tuned (pilots): %s %.1f us",
+                             r->auto_why, r->auto_us,
+                             r->auto_v == TPB_V_AUTO ? " (its own runs)" : "", r->tuned_name,
+                             r->tuned_us);
     if (isfinite(r->rank_max[0]))
         xs_bench_report_note(rep, "  ranks: slowest rank's medians, us: naive %.1f, shaped %.1f, "
                              "unfused %.1f", r->rank_max[0], r->rank_max[1], r->rank_max[2]);
@@ -403,6 +415,28 @@ static void mlp_line(xs_bench_report *rep, const tpb_row *rows, int nrows)
                          mx >= 1.75 ? "MET" : "NOT MET");
 }
 
+/* auto and tuned against the other variants, near the bound, and against the overlapped
+ * pipeline (xs_auto_summarize): one line each, met or NOT met. */
+static void auto_lines(xs_bench_report *rep, const tpb_row *rows, int nrows)
+{
+    static double a[TPB_MAX_SUM], t[TPB_MAX_SUM], b[TPB_MAX_SUM], o[TPB_MAX_SUM],
+        cc[TPB_MAX_SUM], bd[TPB_MAX_SUM];
+    int k = 0;
+    for (int i = 0; i < nrows && k < TPB_MAX_SUM; i++) {
+        const tpb_row *r = &rows[i];
+        if (!r->ok)
+            continue;
+        a[k] = r->auto_us, t[k] = r->tuned_us, b[k] = r->best_other_us, o[k] = r->ovl.med;
+        cc[k] = r->comm_over_compute, bd[k++] = r->bound_us;
+    }
+    xs_auto_sum s;
+    char l[4][200];
+    xs_auto_summarize(a, t, b, o, cc, bd, k, &s);
+    xs_auto_sum_lines(&s, l);
+    for (int i = 0; i < 4; i++)
+        xs_bench_report_note(rep, "summary: %s", l[i]);
+}
+
 void tpb_summary(xs_bench_report *rep, const tpb_row *rows, int nrows)
 {
     int nok = 0, nran = 0, ntimed = 0, nge = 0, nrs = 0, nrs10 = 0, nrsf10 = 0, nagree = 0;
@@ -468,4 +502,5 @@ void tpb_summary(xs_bench_report *rep, const tpb_row *rows, int nrows)
         xs_bench_report_note(rep, "summary: model picked the measured best order in %d of %d "
                              "rows; shaped prediction error median %.1f%%, max %.1f%%", nagree,
                              ntimed, xs_median(perr, (size_t)npe), xs_max(perr, (size_t)npe));
+    auto_lines(rep, rows, nrows);
 }

@@ -257,9 +257,9 @@ static int up_check_opts(up_opts *o, const xs_bench_common *c)
 
 /* The variants of a point, in the order of every repetition: ls (the planned split with local
  * output) before fa, so that O - the reference of every window check - is fa's. */
-enum { V_LS, V_FA, V_SERIAL, V_PB, V_FUSED, V_OVL, UP_NV };
+enum { V_LS, V_FA, V_SERIAL, V_PB, V_FUSED, V_OVL, V_AUTO, UP_NV };
 static const char *const up_var_name[UP_NV] = {"ls", "fa", "serial", "pb", "fused",
-                                               "overlapped"};
+                                               "overlapped", "auto"};
 
 /* The overlapped pipeline's declared chunk counts (head chunks), searched by UP_PILOT_REPS
  * verified runs each (those that divide the heads); the fastest median is timed. */
@@ -827,6 +827,7 @@ static xs_status ovl_plan(up_bench *b, const up_cfg *c, up_row *row, int *chunks
             best = med, *chunks = C;
     }
     row->ovl_chunks = *chunks;
+    row->ovl_pilot_us = *chunks > 0 ? best : NAN;
     fprintf(b->rep->out, "%s; chosen C=%d\n", line, *chunks);
     return XS_OK;
 }
@@ -883,6 +884,7 @@ typedef struct {
     int warmup, iters;
     int last_ok[UP_NV];               /* the data of v's latest run were right */
     int ov_chunks;                    /* the overlapped variant's head chunks (0: off) */
+    int auto_chunks;                  /* V_AUTO's head chunks (0: off) */
     double s[UP_NV * XS_BENCH_MAX_ITERS];   /* per timed round j: s[v * iters + j], us: the
                                                timing rule's event time (the headline) */
     double sent[UP_NV * XS_BENCH_MAX_ITERS]; /* the same rounds' sender-visible time: the
@@ -907,10 +909,11 @@ static xs_status up_run(void *x, int v, int round, double *us)
     case V_SERIAL: XS_TRY(serial_once(b, p->c, round, &sent, &evt, &total, &ok)); break;
     case V_PB: XS_TRY(fused_once(b, p->c, &pb, round, &sent, &evt, &store, &ok)); break;
     case V_OVL: XS_TRY(ovl_once(b, p->c, p->ov_chunks, round, &total, &sent, &ok)); break;
+    case V_AUTO: XS_TRY(ovl_once(b, p->c, p->auto_chunks, round, &total, &sent, &ok)); break;
     default: XS_TRY(fused_once(b, p->c, &p->plan, round, &sent, &evt, &store, &ok)); break;
     }
     /* the headline: the whole operation by events (kernels: their event time) */
-    *us = v == V_SERIAL || v == V_OVL ? total : evt;
+    *us = v == V_SERIAL || v == V_OVL || v == V_AUTO ? total : evt;
     p->last_ok[v] = ok;
     const int j = round - p->warmup;
     if (j >= 0) {
@@ -972,6 +975,7 @@ static xs_status plan_point(up_bench *b, up_cfg *c, up_row *row, uint32_t seed, 
     double evt, fa_plan_us = 0;
     for (int i = 0; i <= b->e->c->b.warmup; i++)
         XS_TRY(fa_once(b, c, &c->base, i, &fa_plan_us, &evt, ok));
+    row->auto_fa_us = evt;
     XS_TRY(check_devstatus(B, "attention"));
     /* couriers' waits: no wait can last longer than the kernel; 20x fa, at least 2 s */
     c->timeout_ns = (uint64_t)fmax(2e9, isfinite(fa_plan_us) ? 20e3 * fa_plan_us : 2e9);
@@ -1104,6 +1108,76 @@ static void point_figures(up_rounds *p, int same, double d_pb, double d_fu, doub
         if (cs[i] == p->ov_chunks)
             row->ovl_pred_us = ns / 1e3;
     }
+    /* auto's time: its own runs, or the timed median of the variant with its parameters */
+    row->aut = xs_bench_stat_of(s + V_AUTO * n, n);
+    if (row->auto_own)
+        row->auto_us = row->aut.med;
+    else if (row->auto_chunks > 0)
+        row->auto_us = row->ovl.med;
+    else if (!strcmp(row->auto_name, "serial"))
+        row->auto_us = row->serial.med;
+    else if (!strcmp(row->auto_name, "pb"))
+        row->auto_us = row->pb.med;
+    else if (!strncmp(row->auto_name, "fused", 5))
+        row->auto_us = row->fused.med;
+    /* tuned: the faster pilot by the timing rule, the plan's or the overlapped pipeline's */
+    if (isfinite(row->ovl_pilot_us) && !(row->ovl_pilot_us >= row->fused_pilot_us)) {
+        row->tuned_us = row->ovl.med;
+        snprintf(row->tuned_name, sizeof row->tuned_name, "overlapped C=%d", p->ov_chunks);
+    } else if (isfinite(row->fused_pilot_us)) {
+        row->tuned_us = row->fused.med;
+        snprintf(row->tuned_name, sizeof row->tuned_name, "fused %.16s", row->plan);
+    }
+}
+
+/* auto, before the rounds, from the model alone and by completion times (the timing rule), like
+ * with like: serial = fa + the crossing bytes at R + one copy call per remote rank; pb and the
+ * planned fused kernel = fa + the planner's cost over fa (d_pb, d_fu: it models the
+ * sender-visible span, so fa's event time, not its span, is the base: the kernel's exit and
+ * its last stores' visibility are in fa's event time as in theirs); overlapped = the overlap
+ * model at its own head-chunk count. fa is the event time measured at planning. Then tuned's
+ * pilot of the plan: UP_PILOT_REPS verified runs by the timing rule (the overlapped pilots are
+ * ovl_plan's). Prints nothing; up_detail prints the line under the row. */
+static xs_status up_auto(up_bench *b, up_cfg *c, up_row *row, up_rounds *p, double d_pb,
+                         double d_fu, int *ok)
+{
+    const double fa = row->auto_fa_us, drain = b->prof->drain_bytes_per_ns;
+    const double comm = row->comm_mb * 1e6 / drain / 1e3;
+    static const int cs[UP_OV_NCHUNKS] = UP_OV_CHUNKS;
+    const xs_ov_terms terms = xs_ov_terms_default(drain);
+    double ov = INFINITY, ns;
+    int oc = 0;
+    for (int i = 0; i < UP_OV_NCHUNKS && p->ov_chunks > 0 && isfinite(fa); i++)
+        if (cs[i] <= c->heads && c->heads % cs[i] == 0 &&
+            xs_ov_up_predict(fa * 1e3, c->heads, xs_attn_tiles(c->seq, 1), c->sms, c->peers,
+                             row->comm_mb * 1e6, &terms, cs[i], &ns) == XS_OK && ns < ov)
+            ov = ns, oc = cs[i];
+    char fu[24], ovn[24];
+    snprintf(fu, sizeof fu, "fused %.16s", row->plan);
+    snprintf(ovn, sizeof ovn, "overlapped C=%d", oc);
+    const xs_auto_cand k[4] = {
+        {"serial", fa + comm + (c->peers - 1) * XS_OV_COPY_CALL_NS / 1e3},
+        {"pb", fa + d_pb / 1e3},
+        {fu, fa + d_fu / 1e3},
+        {ovn, oc > 0 ? ov / 1e3 : NAN}};
+    const int i = xs_auto_pick(k, 4, row->auto_why, sizeof row->auto_why);
+    if (i >= 0) {
+        snprintf(row->auto_name, sizeof row->auto_name, "%s", k[i].name);
+        row->auto_pred_us = k[i].pred_us;
+        row->auto_chunks = i == 3 ? oc : 0;
+        row->auto_own = i == 3 && oc != p->ov_chunks;
+        p->auto_chunks = row->auto_own ? oc : 0;
+    }
+    /* tuned: the plan's pilot by completion, against the overlapped pipeline's best pilot */
+    double t[UP_PILOT_REPS];
+    for (int r = 0; r <= UP_PILOT_REPS; r++) {
+        double sent, evt, st;
+        XS_TRY(fused_once(b, c, &p->plan, 0, &sent, &evt, &st, ok));
+        if (r > 0)
+            t[r - 1] = evt;
+    }
+    row->fused_pilot_us = xs_median(t, UP_PILOT_REPS);
+    return XS_OK;
 }
 
 /* One configuration: plan, the overlapped pipeline's chunk count, then the rounds of ls, fa,
@@ -1111,6 +1185,10 @@ static void point_figures(up_rounds *p, int same, double d_pb, double d_fu, doub
 static xs_status run_config(up_bench *b, up_cfg *c, up_row *row)
 {
     memset(row, 0, sizeof *row);
+    row->auto_fa_us = row->ovl_pilot_us = row->fused_pilot_us = row->auto_pred_us = NAN;
+    row->auto_us = row->tuned_us = NAN;
+    snprintf(row->auto_name, sizeof row->auto_name, "-");
+    snprintf(row->tuned_name, sizeof row->tuned_name, "-");
     uint32_t seed;
     XS_TRY(config_setup(b, c, row, &seed));
     int ok = 1;
@@ -1124,12 +1202,15 @@ static xs_status run_config(up_bench *b, up_cfg *c, up_row *row)
                      p->plan.couriers == 0 && p->plan.kv == 0;
     if (st == XS_OK)
         st = ovl_plan(b, c, row, &p->ov_chunks, &ok);
+    if (st == XS_OK)
+        st = up_auto(b, c, row, p, d_pb, d_fu, &ok);
     xs_bench_variant var[UP_NV] = {{up_var_name[V_LS], p->plan.split > 0},
                                    {up_var_name[V_FA], 1},
                                    {up_var_name[V_SERIAL], 1},
                                    {up_var_name[V_PB], 1},
                                    {up_var_name[V_FUSED], !same},
-                                   {up_var_name[V_OVL], p->ov_chunks > 0}};
+                                   {up_var_name[V_OVL], p->ov_chunks > 0},
+                                   {up_var_name[V_AUTO], p->auto_chunks > 0}};
     /* fixed order: fa's O is the reference of every window check (ls before fa) */
     xs_bench_rounds r = xs_bench_rounds_default(b->e, up_run, up_verify, p);
     r.rotate = 0;
@@ -1222,6 +1303,12 @@ static void up_label(void *ctx, int i, char *buf, size_t n)
 static void up_detail(void *ctx, int i, const void *rowp, xs_bench_report *r)
 {
     const up_row *row = (const up_row *)rowp;
+    if (row->auto_why[0])
+        xs_bench_report_note(r, "  auto: %s; timed %.1f us%s; tuned (pilots by completion: "
+                             "fused %.1f, overlapped %.1f): %s %.1f us", row->auto_why,
+                             row->auto_us, row->auto_own ? " (its own runs)" : "",
+                             row->fused_pilot_us, row->ovl_pilot_us, row->tuned_name,
+                             row->tuned_us);
     if (((const up_bench *)ctx)->e->real)
         xs_bench_report_note(r, "  ranks: slowest rank's medians, us: fa %.1f, serial %.1f, pb "
                              "%.1f, fused %.1f", row->rank_max_us[0], row->rank_max_us[1],

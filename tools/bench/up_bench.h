@@ -77,6 +77,21 @@ typedef struct {
     double rank_max_us[4];                  /* -g: the slowest rank's medians of fa, serial, pb
                                                and fused (detail lines, not columns) */
     int done;                               /* the row was measured (its point did not fail) */
+    /* auto (the model alone) and tuned (pilots by the timing rule) over every variant */
+    double auto_fa_us;                      /* fa's event time at planning (before the rounds) */
+    double ovl_pilot_us;                    /* the fastest overlapped pilot median */
+    double fused_pilot_us;                  /* the plan's completion time: median of
+                                               UP_PILOT_REPS verified runs before the rounds */
+    int auto_chunks;                        /* auto picked overlapped at this count (0: not) */
+    int auto_own;                           /* auto's pick runs as its own variant */
+    char auto_name[24];                     /* auto's pick: serial, pb, fused <plan>,
+                                               overlapped C=<n> */
+    char auto_why[256];                     /* one line: why (xs_auto_pick) */
+    double auto_pred_us;                    /* its predicted completion time */
+    xs_bench_stat aut;                      /* auto's own runs (nan: not run) */
+    double auto_us;                         /* the median of auto's pick's timed runs */
+    char tuned_name[24];                    /* the variant with the fastest pilot */
+    double tuned_us;                        /* its timed median */
 } up_row;
 
 /* The column table (up_report.cu): the CSV keeps the names and formats of the bench's earlier

@@ -11,6 +11,7 @@
 
 #include "up/up.h"
 #include "up_bench.h"
+#include "xstage_overlap.h"
 
 /* ---- columns -------------------------------------------------------------------------------- */
 
@@ -101,7 +102,13 @@ const xs_bench_col up_cols[] = {
     UP_COL("bound_us", "us", "%.2f", XS_COL_DOUBLE, bound_us, F),
     UP_COL("comm_over_compute", "x", "%.4f", XS_COL_DOUBLE, comm_over_compute, F),
     UP_COL("overlapped_pred_us", "us", "%.2f", XS_COL_DOUBLE, ovl_pred_us, F),
-    UP_COL("overlapped_model_chunks", "", "%d", XS_COL_INT, ovl_model_chunks, F)};
+    UP_COL("overlapped_model_chunks", "", "%d", XS_COL_INT, ovl_model_chunks, F),
+    /* auto (the model alone) and tuned (pilots by the timing rule) over every variant */
+    UP_COL("auto_us", "us", "%.2f", XS_COL_DOUBLE, auto_us, 0),
+    UP_COL("auto_pred_us", "us", "%.2f", XS_COL_DOUBLE, auto_pred_us, F),
+    {"auto", "", "%s", XS_COL_CHARS, offsetof(up_row, auto_name), NULL, NULL, 0, 16, F},
+    UP_COL("tuned_us", "us", "%.2f", XS_COL_DOUBLE, tuned_us, 0),
+    {"tuned", "", "%s", XS_COL_CHARS, offsetof(up_row, tuned_name), NULL, NULL, 0, 16, F}};
 #undef F
 const int up_ncols = (int)(sizeof up_cols / sizeof up_cols[0]);
 
@@ -288,6 +295,28 @@ void up_summary(xs_bench_report *rep, const up_row *rows, int nrows)
                                  "%.3f), serial/overlapped geomean %.3f, over %d rows",
                                  xs_geomean(x, (size_t)nx), xs_min(x, (size_t)nx),
                                  xs_max(x, (size_t)nx), xs_geomean(x + nrows, (size_t)nx), nx);
+        free(x);
+    }
+    {
+        /* auto and tuned against every other variant, the overlapped pipeline and the bound */
+        const size_t m = (size_t)(nrows > 0 ? nrows : 1);
+        double *x = (double *)calloc(m, 6 * sizeof(double));
+        int nx = 0;
+        for (int i = 0; x && i < nrows; i++)
+            if (rows[i].done) {
+                const up_row *r = &rows[i];
+                x[nx] = r->auto_us, x[m + nx] = r->tuned_us, x[2 * m + nx] = r->best_other_us;
+                x[3 * m + nx] = r->ovl_chunks > 0 ? r->ovl.med : NAN;
+                x[4 * m + nx] = r->comm_over_compute, x[5 * m + nx++] = r->bound_us;
+            }
+        xs_auto_sum su;
+        char l[4][200];
+        if (x) {
+            xs_auto_summarize(x, x + m, x + 2 * m, x + 3 * m, x + 4 * m, x + 5 * m, nx, &su);
+            xs_auto_sum_lines(&su, l);
+            for (int i = 0; i < 4; i++)
+                xs_bench_report_note(rep, "summary: %s", l[i]);
+        }
         free(x);
     }
     xs_bench_report_note(rep, "summary: planner's predicted fused time (sender-visible) within %.0f%% in %d of %d "
