@@ -34,17 +34,23 @@ double xs_ov_pipeline_ns(const xs_ov_piece *p, int n, double tail_ns);
  * g + (n - 1) max(g, x) + x. */
 double xs_ov_uniform_ns(int n, double g, double x);
 
-/* The model's terms. Not fitted yet: the defaults (xs_ov_terms_default) are assumptions, to be
- * fitted on the pilot lines of `bench tp` and `bench up` (each chunk count's measured time). */
+/* The model's terms. The defaults (xs_ov_terms_default) are fitted by lab/ovfit.c on the
+ * pilot lines of bench/results/overlap/overlap.log.gz (each chunk count's measured time): fit
+ * on the llama3-8b and seq 8192 rows, judged on the llama3-70b and seq 16384 rows
+ * (docs/METRICS.md "Fitted constants"). */
 typedef struct {
     double copy_bytes_per_ns; /* copy engine rate over the link (default: the profile's R) */
     double copy_call_ns;      /* fixed cost of one cudaMemcpyAsync */
     double call_ns;           /* fixed cost of one compute call (a launch; a small GEMM's lost
                                  efficiency) */
+    double weight_bytes_per_ns; /* TP: a GEMM call reads its whole weight matrix, so a piece
+                                   takes at least its weight bytes at this rate (a chunk of few
+                                   rows is memory-bound); 0: no such floor */
 } xs_ov_terms;
 
-#define XS_OV_COPY_CALL_NS 2000.0 /* assumption: one copy's setup, not fitted */
-#define XS_OV_CALL_NS 3000.0      /* assumption: one compute call's overhead, not fitted */
+#define XS_OV_COPY_CALL_NS 2000.0   /* fitted (lab/ovfit.c): one copy's setup */
+#define XS_OV_CALL_NS 4750.0        /* fitted: one compute call's overhead */
+#define XS_OV_WEIGHT_BYTES_PER_NS 3500.0 /* fitted: HBM rate of a GEMM call's weight read */
 
 /* The defaults over a link of drain rate r (bytes/ns). */
 xs_ov_terms xs_ov_terms_default(double r);
@@ -52,18 +58,22 @@ xs_ov_terms xs_ov_terms_default(double r);
 /* TP (xs_tp_run_overlapped's pipeline): the predicted time of `chunks` pieces per rank block,
  * from compute_ns, the cuBLAS GEMMs alone as one piece per rank block (bench tp's cublas_us),
  * split over the pieces by rows, each piece paying t->call_ns per call (mlp: GEMM 1, SwiGLU,
- * GEMM 2). The owner-side reduction is not modelled. XS_EINVAL (one line) for chunks < 1 or
+ * GEMM 2) and each GEMM call taking at least its weight bytes (gn x gk x 2) at
+ * t->weight_bytes_per_ns when that is > 0. The owner-side reduction is not modelled. XS_EINVAL (one line) for chunks < 1 or
  * compute_ns <= 0. */
 xs_status xs_ov_tp_predict(const xs_tp_info *in, int peers, double compute_ns,
                            const xs_ov_terms *t, int chunks, double *ns);
 
 /* UP (bench up's overlapped variant): C head chunks of heads/C heads each; a chunk's attention
  * takes fa_ns scaled by its waves, ceil(tiles_c / sms) / ceil(tiles / sms) with tiles =
- * tiles_per_head x heads, plus t->call_ns; its out transfer is its (peers - 1)/peers share of
+ * tiles_per_head x heads, and at least the longest tile (causal: a query block's tile over
+ * every key, twice the mean tile, so 2 fa_ns / ceil(tiles / sms); a chunk of fewer tiles than
+ * SMs waits for it), plus t->call_ns; its out transfer is its (peers - 1)/peers share of
  * out_bytes (the bytes that cross the link) at the copy rate plus one call per remote rank.
  * XS_EINVAL (one line) when chunks does not divide heads or an argument is out of range. */
 xs_status xs_ov_up_predict(double fa_ns, int heads, int tiles_per_head, int sms, int peers,
-                           double out_bytes, const xs_ov_terms *t, int chunks, double *ns);
+                           int causal, double out_bytes, const xs_ov_terms *t, int chunks,
+                           double *ns);
 
 /* ---- auto: the choice among a bench's variants from the model alone ---- */
 

@@ -44,7 +44,17 @@ xs_ov_terms xs_ov_terms_default(double r)
     t.copy_bytes_per_ns = r;
     t.copy_call_ns = XS_OV_COPY_CALL_NS;
     t.call_ns = XS_OV_CALL_NS;
+    t.weight_bytes_per_ns = XS_OV_WEIGHT_BYTES_PER_NS;
     return t;
+}
+
+/* One GEMM call's compute: its share of the work, at least its weight read. */
+static double gemm_ns(double work, const xs_tp_info *in, int g, const xs_ov_terms *t)
+{
+    if (!(t->weight_bytes_per_ns > 0))
+        return work;
+    const double w = (double)in->gn[g] * in->gk[g] * 2 / t->weight_bytes_per_ns;
+    return work > w ? work : w;
 }
 
 enum { OV_MAX_PIECES = 1024 };
@@ -76,15 +86,18 @@ xs_status xs_ov_tp_predict(const xs_tp_info *in, int peers, double compute_ns,
     const double out_ns = (double)in->rs_n * 2 * rows / t->copy_bytes_per_ns + t->copy_call_ns;
     xs_ov_piece pc[OV_MAX_PIECES + 1];
     int n = 0;
+    /* a piece's compute: GEMM 1 (or the only GEMM) and, for mlp's remote rows, GEMM 2 */
+    const double g0 = gemm_ns(piece_work * f1, in, 0, t);
+    const double g1 = mlp ? gemm_ns(piece_work * (1 - f1), in, 1, t) : 0;
     if (ag) { /* own shard first (no wait), then the others as their pieces arrive */
         for (int i = 0; i < C; i++) {
-            pc[n].compute_ns = mlp ? piece_work * f1 + 2 * t->call_ns : piece_work + t->call_ns;
+            pc[n].compute_ns = mlp ? g0 + 2 * t->call_ns : g0 + t->call_ns;
             pc[n].in_ns = pc[n].out_ns = 0;
             n++;
         }
         for (int j = 1; j < P; j++)
             for (int i = 0; i < C; i++) {
-                pc[n].compute_ns = piece_work + calls * t->call_ns;
+                pc[n].compute_ns = g0 + g1 + calls * t->call_ns;
                 /* the k-th remote piece waits for the k-th push (the pushes go to the peers in
                  * ring order, C pieces each; piece i of shard s arrives with piece i of the
                  * push to s's mirror rank) */
@@ -93,14 +106,14 @@ xs_status xs_ov_tp_predict(const xs_tp_info *in, int peers, double compute_ns,
                 n++;
             }
         if (mlp) { /* own GEMM 2 rows last, no copy */
-            pc[n].compute_ns = work * (1 - f1) / P + t->call_ns;
+            pc[n].compute_ns = gemm_ns(work * (1 - f1) / P, in, 1, t) + t->call_ns;
             pc[n].in_ns = pc[n].out_ns = 0;
             n++;
         }
     } else { /* gemm_rs: the other owners' pieces first, own rows last */
         for (int j = 1; j <= P; j++)
             for (int i = 0; i < C; i++) {
-                pc[n].compute_ns = piece_work + t->call_ns;
+                pc[n].compute_ns = g0 + t->call_ns;
                 pc[n].in_ns = 0;
                 pc[n].out_ns = j < P ? out_ns : 0;
                 n++;
@@ -111,7 +124,8 @@ xs_status xs_ov_tp_predict(const xs_tp_info *in, int peers, double compute_ns,
 }
 
 xs_status xs_ov_up_predict(double fa_ns, int heads, int tiles_per_head, int sms, int peers,
-                           double out_bytes, const xs_ov_terms *t, int chunks, double *ns)
+                           int causal, double out_bytes, const xs_ov_terms *t, int chunks,
+                           double *ns)
 {
     const int C = chunks;
     if (C < 1 || heads < 1 || heads % C || tiles_per_head < 1 || sms < 1 || peers < 1 ||
@@ -121,7 +135,9 @@ xs_status xs_ov_up_predict(double fa_ns, int heads, int tiles_per_head, int sms,
                          "everything positive)", C, heads, tiles_per_head, sms, peers, fa_ns);
     const double tiles = (double)tiles_per_head * heads, tc = tiles / C;
     const double waves = ceil(tiles / sms), wc = ceil(tc / sms);
-    const double g = fa_ns * wc / waves + t->call_ns;
+    const double longest = (causal ? 2 : 1) * fa_ns / waves;
+    const double share = fa_ns * wc / waves;
+    const double g = (share > longest ? share : longest) + t->call_ns;
     const double x = out_bytes / C / t->copy_bytes_per_ns + (peers - 1) * t->copy_call_ns;
     *ns = xs_ov_uniform_ns(C, g, peers > 1 ? x : 0);
     return XS_OK;

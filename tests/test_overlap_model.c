@@ -60,19 +60,30 @@ static void tp(void)
                 XT_CHECK(xs_ov_tp_predict(&in, P, comp, &t, C, &ns) == XS_OK, "%s",
                          xs_errmsg());
                 /* never below the compute or the transfer alone */
-                XT_CHECK(ns >= 0.999 * comp - P * 3 * t.call_ns && ns >= comm, "op %d P %d C %d: "
+                XT_CHECK(ns >= 0.999 * comp - P * 3 * t.call_ns && ns >= comm * (1 - 1e-12),
+                         "op %d P %d C %d: "
                          "%.0f ns against compute %.0f, comm %.0f", op, P, C, ns, comp, comm);
-                /* never above compute then transfer in series, with every call paid */
-                XT_CHECK(ns <= comp + comm + P * C * (3 * t.call_ns + t.copy_call_ns) * 2,
+                /* never above compute then transfer in series, with every call paid and
+                 * every GEMM call reading its weights */
+                const double wr = (double)in.gn[0] * in.gk[0] * 2 +
+                                  (in.ngemm > 1 ? (double)in.gn[1] * in.gk[1] * 2 : 0);
+                XT_CHECK(ns <= comp + comm + P * C * (3 * t.call_ns + t.copy_call_ns +
+                                                      wr / t.weight_bytes_per_ns) * 2,
                          "op %d P %d C %d: %.0f ns above the serial sum", op, P, C, ns);
                 prev = ns;
             }
             (void)prev;
             /* a free link: the compute alone (plus the calls the finer pieces add) */
-            xs_ov_terms fast = {1e12, 0, 0};
+            xs_ov_terms fast = {1e12, 0, 0, 0};
             double ns = 0;
             XT_CHECK(xs_ov_tp_predict(&in, P, comp, &fast, 4, &ns) == XS_OK, "%s", xs_errmsg());
             XT_NEAR(ns, comp, 1e-6);
+            /* the weight floor: pieces of few rows take their weight read, not their share */
+            fast.weight_bytes_per_ns = 1.0;
+            XT_CHECK(xs_ov_tp_predict(&in, P, comp, &fast, 16, &ns) == XS_OK, "%s",
+                     xs_errmsg());
+            XT_CHECK(ns >= (double)P * 16 * in.gn[0] * in.gk[0] * 2, "op %d P %d: %.0f ns under "
+                     "the weight reads", op, P, ns);
         }
     xs_tp_shape s = {XS_TP_GEMM_RS, 4096, 8192, 28672, 4};
     xs_tp_info in;
@@ -83,7 +94,7 @@ static void tp(void)
     XT_CHECK(strchr(xs_errmsg(), '\n') == NULL && strlen(xs_errmsg()) > 0, "one line");
     XT_CHECK(xs_ov_tp_predict(&in, 4, 0, &t, 2, &ns) == XS_EINVAL, "no compute refused");
     /* gemm_rs by hand, C = 1, no call costs: P pieces of g, P - 1 copies of x, own last */
-    xs_ov_terms h = {50, 0, 0};
+    xs_ov_terms h = {50, 0, 0, 0};
     const double g = 1e5 / 4, x = (double)in.rs_rows * in.rs_n * 2 / 50;
     XT_CHECK(xs_ov_tp_predict(&in, 4, 1e5, &h, 1, &ns) == XS_OK, "%s", xs_errmsg());
     /* copies start at g, 2g, 3g; each x long */
@@ -98,12 +109,12 @@ static void up(void)
     const xs_ov_terms t = xs_ov_terms_default(50);
     double ns = 0, one = 0;
     /* 16 heads, 64 tiles per head (seq 8192), 132 SMs, 4 peers, 12 MB crossing */
-    XT_CHECK(xs_ov_up_predict(1e6, 16, 64, 132, 4, 12e6, &t, 1, &one) == XS_OK, "%s",
+    XT_CHECK(xs_ov_up_predict(1e6, 16, 64, 132, 4, 0, 12e6, &t, 1, &one) == XS_OK, "%s",
              xs_errmsg());
     XT_NEAR(one, 1e6 + t.call_ns + 12e6 / 50 + 3 * t.copy_call_ns, 1e-9);
     double c8 = 0;
     for (int C = 2; C <= 8; C *= 2) {
-        XT_CHECK(xs_ov_up_predict(1e6, 16, 64, 132, 4, 12e6, &t, C, &ns) == XS_OK, "%s",
+        XT_CHECK(xs_ov_up_predict(1e6, 16, 64, 132, 4, 0, 12e6, &t, C, &ns) == XS_OK, "%s",
                  xs_errmsg());
         XT_CHECK(ns <= one && ns >= fmax(1e6, 12e6 / 50), "C %d: %.0f against serial %.0f", C,
                  ns, one);
@@ -111,15 +122,27 @@ static void up(void)
     }
     /* 16 chunks of one head: 64 tiles each, a partial wave of 132 SMs per chunk, 16 waves in
      * all against fa's 8: slower than 8 chunks and than serial */
-    XT_CHECK(xs_ov_up_predict(1e6, 16, 64, 132, 4, 12e6, &t, 16, &ns) == XS_OK, "%s",
+    XT_CHECK(xs_ov_up_predict(1e6, 16, 64, 132, 4, 0, 12e6, &t, 16, &ns) == XS_OK, "%s",
              xs_errmsg());
     XT_CHECK(ns > c8 && ns > one, "C 16: %.0f against C 8 %.0f, serial %.0f", ns, c8, one);
     /* a chunk below one wave runs as long as a whole wave */
-    XT_CHECK(xs_ov_up_predict(1e6, 8, 8, 132, 2, 1e3, &t, 8, &ns) == XS_OK, "%s", xs_errmsg());
+    XT_CHECK(xs_ov_up_predict(1e6, 8, 8, 132, 2, 0, 1e3, &t, 8, &ns) == XS_OK, "%s", xs_errmsg());
     XT_CHECK(ns >= 8 * 1e6, "8 chunks of one partial wave each: %.0f", ns);
-    XT_CHECK(xs_ov_up_predict(1e6, 16, 64, 132, 4, 12e6, &t, 3, &ns) == XS_EINVAL,
+    /* causal: a chunk of one wave waits for its longest tile, twice the mean; 16 heads of 64
+     * tiles (8 waves) in 8 chunks of 128 tiles, each at least 2 fa / 8 */
+    XT_CHECK(xs_ov_up_predict(1e6, 16, 64, 132, 4, 1, 12e6, &t, 8, &ns) == XS_OK, "%s",
+             xs_errmsg());
+    XT_CHECK(ns >= 8 * (2 * 1e6 / 8), "causal, 8 chunks: %.0f", ns);
+    XT_NEAR(ns, 8 * (2 * 1e6 / 8 + t.call_ns) + 12e6 / 8 / 50 + 3 * t.copy_call_ns, 1e-6);
+    /* causal and whole waves: the wave share dominates, as without causal */
+    double nc = 0;
+    XT_CHECK(xs_ov_up_predict(1e6, 16, 64, 132, 4, 1, 12e6, &t, 1, &ns) == XS_OK &&
+             xs_ov_up_predict(1e6, 16, 64, 132, 4, 0, 12e6, &t, 1, &nc) == XS_OK, "%s",
+             xs_errmsg());
+    XT_NEAR(ns, nc, 1e-9);
+    XT_CHECK(xs_ov_up_predict(1e6, 16, 64, 132, 4, 0, 12e6, &t, 3, &ns) == XS_EINVAL,
              "3 does not divide 16");
-    XT_CHECK(xs_ov_up_predict(-1, 16, 64, 132, 4, 12e6, &t, 2, &ns) == XS_EINVAL, "fa < 0");
+    XT_CHECK(xs_ov_up_predict(-1, 16, 64, 132, 4, 0, 12e6, &t, 2, &ns) == XS_EINVAL, "fa < 0");
 }
 
 /* auto's pick: the least finite prediction, the runner-up named, the count in the line */

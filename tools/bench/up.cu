@@ -1100,7 +1100,7 @@ static void point_figures(up_rounds *p, int same, double d_pb, double d_fu, doub
     row->ovl_model_chunks = 0;
     for (int i = 0; i < UP_OV_NCHUNKS && isfinite(row->fa.med); i++) {
         if (cs[i] > c->heads || c->heads % cs[i] ||
-            xs_ov_up_predict(row->fa.med * 1e3, c->heads, tph, c->sms, c->peers,
+            xs_ov_up_predict(row->fa.med * 1e3, c->heads, tph, c->sms, c->peers, c->causal,
                              row->comm_mb * 1e6, &terms, cs[i], &ns) != XS_OK)
             continue;
         if (ns < pbest)
@@ -1149,7 +1149,7 @@ static xs_status up_auto(up_bench *b, up_cfg *c, up_row *row, up_rounds *p, doub
     int oc = 0;
     for (int i = 0; i < UP_OV_NCHUNKS && p->ov_chunks > 0 && isfinite(fa); i++)
         if (cs[i] <= c->heads && c->heads % cs[i] == 0 &&
-            xs_ov_up_predict(fa * 1e3, c->heads, xs_attn_tiles(c->seq, 1), c->sms, c->peers,
+            xs_ov_up_predict(fa * 1e3, c->heads, xs_attn_tiles(c->seq, 1), c->sms, c->peers, c->causal,
                              row->comm_mb * 1e6, &terms, cs[i], &ns) == XS_OK && ns < ov)
             ov = ns, oc = cs[i];
     char fu[24], ovn[24];
