@@ -59,8 +59,8 @@ xs_ov_terms xs_ov_terms_default(double r);
  * from compute_ns, the cuBLAS GEMMs alone as one piece per rank block (bench tp's cublas_us),
  * split over the pieces by rows, each piece paying t->call_ns per call (mlp: GEMM 1, SwiGLU,
  * GEMM 2) and each GEMM call taking at least its weight bytes (gn x gk x 2) at
- * t->weight_bytes_per_ns when that is > 0. The owner-side reduction is not modelled. XS_EINVAL (one line) for chunks < 1 or
- * compute_ns <= 0. */
+ * t->weight_bytes_per_ns when that is > 0. The owner-side reduction is not modelled. XS_EINVAL
+ * (one line) for chunks < 1 or compute_ns <= 0. */
 xs_status xs_ov_tp_predict(const xs_tp_info *in, int peers, double compute_ns,
                            const xs_ov_terms *t, int chunks, double *ns);
 

@@ -1137,7 +1137,7 @@ static void point_figures(up_rounds *p, int same, double d_pb, double d_fu, doub
  * its last stores' visibility are in fa's event time as in theirs); overlapped = the overlap
  * model at its own head-chunk count. fa is the event time measured at planning. Then tuned's
  * pilot of the plan: UP_PILOT_REPS verified runs by the timing rule (the overlapped pilots are
- * ovl_plan's). Prints nothing; up_detail prints the line under the row. */
+ * ovl_plan's; one GPU only). Prints nothing; up_detail prints the line under the row. */
 static xs_status up_auto(up_bench *b, up_cfg *c, up_row *row, up_rounds *p, double d_pb,
                          double d_fu, int *ok)
 {
@@ -1149,8 +1149,9 @@ static xs_status up_auto(up_bench *b, up_cfg *c, up_row *row, up_rounds *p, doub
     int oc = 0;
     for (int i = 0; i < UP_OV_NCHUNKS && p->ov_chunks > 0 && isfinite(fa); i++)
         if (cs[i] <= c->heads && c->heads % cs[i] == 0 &&
-            xs_ov_up_predict(fa * 1e3, c->heads, xs_attn_tiles(c->seq, 1), c->sms, c->peers, c->causal,
-                             row->comm_mb * 1e6, &terms, cs[i], &ns) == XS_OK && ns < ov)
+            xs_ov_up_predict(fa * 1e3, c->heads, xs_attn_tiles(c->seq, 1), c->sms, c->peers,
+                             c->causal, row->comm_mb * 1e6, &terms, cs[i], &ns) == XS_OK &&
+            ns < ov)
             ov = ns, oc = cs[i];
     char fu[24], ovn[24];
     snprintf(fu, sizeof fu, "fused %.16s", row->plan);
@@ -1168,7 +1169,10 @@ static xs_status up_auto(up_bench *b, up_cfg *c, up_row *row, up_rounds *p, doub
         row->auto_own = i == 3 && oc != p->ov_chunks;
         p->auto_chunks = row->auto_own ? oc : 0;
     }
-    /* tuned: the plan's pilot by completion, against the overlapped pipeline's best pilot */
+    /* tuned: the plan's pilot by completion, against the overlapped pipeline's best pilot
+     * (one GPU only, as the planner's pilots) */
+    if (c->pp)
+        return XS_OK;
     double t[UP_PILOT_REPS];
     for (int r = 0; r <= UP_PILOT_REPS; r++) {
         double sent, evt, st;
