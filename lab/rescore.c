@@ -23,6 +23,7 @@
 typedef struct {
     int sched, row, storing;
     double meas, model_old, zero_old;
+    double meas_end;    /* the row's measured end (ns) */
 } rec;
 
 static int load_rows(const char *path, rec **out, int *n, unsigned long long *seed)
@@ -33,7 +34,7 @@ static int load_rows(const char *path, rec **out, int *n, unsigned long long *se
     char line[4096];
     int cap = 256, k = 0, have_hdr = 0;
     rec *a = malloc((size_t)cap * sizeof *a);
-    int c_seed = -1, c_s = -1, c_r = -1, c_st = -1, c_m = -1, c_mo = -1, c_z = -1;
+    int c_seed = -1, c_s = -1, c_r = -1, c_st = -1, c_m = -1, c_mo = -1, c_z = -1, c_e = -1;
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#' || line[0] == '\n')
             continue;
@@ -50,8 +51,10 @@ static int load_rows(const char *path, rec **out, int *n, unsigned long long *se
                 if (!strcmp(fld[i], "meas_issue_max_ns")) c_m = i;
                 if (!strcmp(fld[i], "model_issue_max_ns")) c_mo = i;
                 if (!strcmp(fld[i], "zero_issue_max_ns")) c_z = i;
+                if (!strcmp(fld[i], "meas_end_ns")) c_e = i;
             }
-            if (c_seed < 0 || c_s < 0 || c_r < 0 || c_m < 0 || c_mo < 0 || c_z < 0 || c_st < 0) {
+            if (c_seed < 0 || c_s < 0 || c_r < 0 || c_m < 0 || c_mo < 0 || c_z < 0 || c_st < 0 ||
+                c_e < 0) {
                 fclose(f);
                 free(a);
                 return -2;
@@ -68,6 +71,7 @@ static int load_rows(const char *path, rec **out, int *n, unsigned long long *se
         a[k].meas = atof(fld[c_m]);
         a[k].model_old = atof(fld[c_mo]);
         a[k].zero_old = atof(fld[c_z]);
+        a[k].meas_end = atof(fld[c_e]);
         k++;
     }
     fclose(f);
@@ -145,7 +149,8 @@ int main(int argc, char **argv)
             nsched = a[i].sched + 1;
     double *em = calloc((size_t)n, sizeof *em), *ez = calloc((size_t)n, sizeof *ez),
            *eo = calloc((size_t)n, sizeof *eo);
-    int ne = 0;
+    double *et = calloc((size_t)nsched + 1, sizeof *et);
+    int ne = 0, nt = 0;
     uint64_t state = seed;
     if (verbose)
         printf("sched row storing meas_ns model_ns zero_ns old_model_ns err_pct zero_err_pct\n");
@@ -189,6 +194,14 @@ int main(int argc, char **argv)
                        zi, a[i].model_old, em[ne], ez[ne]);
             ne++;
         }
+        /* the total: the schedule's last row's end (validate's err_tot) */
+        int last = -1;
+        for (int i = 0; i < n; i++)
+            if (a[i].sched == s && (last < 0 || a[i].row > a[last].row))
+                last = i;
+        if (last >= 0 && a[last].row == d.s.nrows - 1)
+            et[nt++] = 100 * fabs(pm.rows[a[last].row].end_ns - a[last].meas_end) /
+                       a[last].meas_end;
         if (s == dump_s && dump_r >= 0 && dump_r < d.s.nrows)
             dump_row(&d, &pm, &pz, dump_r);
         xs_result_free(&pm);
@@ -200,6 +213,9 @@ int main(int argc, char **argv)
            "%.1f%%); zero %.1f%% / %.1f%%; model/zero %.2f\n", seed, ne, mm,
            xs_quantile(em, (size_t)ne, 0.9), xs_median(eo, (size_t)ne),
            xs_quantile(eo, (size_t)ne, 0.9), mz, xs_quantile(ez, (size_t)ne, 0.9), mm / mz);
+    printf("seed %llu: totals |error| over %d schedules: median %.1f%%, max %.1f%%\n", seed, nt,
+           xs_median(et, (size_t)nt), nt ? xs_max(et, (size_t)nt) : NAN);
+    free(et);
     free(em);
     free(ez);
     free(eo);
