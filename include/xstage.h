@@ -117,6 +117,12 @@ typedef struct {
     double overflow_loss_ns;            /* optional: the time over which that share is lost,
                                          * linearly from the first refusal; 0 = at once;
                                          * default 0 */
+    double issue_tail_ns;               /* optional: extra issue time of a burst whose store
+                                         * loop's last unrolled pass is taken by only part of the
+                                         * CTA (xs_store_tail_diverges: xs_burst_pattern with 128
+                                         * threads, the replay's and examples/byo's stores);
+                                         * fitted by calibrate from its unconstrained bursts;
+                                         * 0 = none (the earlier model); default 0 */
     char device[128];                   /* e.g. "NVIDIA H200" */
     char path[16];                      /* "host", "local", "peer" or "virtual" */
     char date[32];                      /* ISO date of the calibration */
@@ -124,6 +130,16 @@ typedef struct {
     char notes[512];                    /* versions, fit residuals (informational) */
     int provisional;                    /* 1 until a calibration replaced the numbers */
 } xs_profile;
+
+/* Whether a burst of `bytes` stored by xs_burst_pattern with XS_PRODUCER_THREADS (128) threads
+ * ends in an unrolled pass that only part of the CTA takes: n16 = bytes/16 units, thread t runs
+ * the 4-store pass at t + 512k while t + 512k + 384 < n16, so pass k is split when
+ * 0 < n16 - 384 - 512k < 128. Such a burst issues issue_tail_ns slower than its size alone
+ * says (docs/MODEL.md, "Profile fields"). */
+int xs_store_tail_diverges(double bytes);
+/* The extra issue time of a burst of `bytes`: issue_tail_ns when xs_store_tail_diverges, else
+ * 0 (ns). */
+double xs_store_tail_ns(const xs_profile *p, double bytes);
 
 /* The profile embedded in the library (H200, PCIe path to pinned host memory). */
 void xs_profile_default(xs_profile *p);

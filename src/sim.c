@@ -990,8 +990,10 @@ static int rows_take(void *ctx, int p, double t, xs_engine_burst *b)
             if (d->win0)
                 d->win0[win_at(d, row, p)] = t;
             d->started[p] = 1;
-            b->start_ns = t;
             b->bytes = (double)row_bytes(d, row, p);
+            /* a store loop split in its last unrolled pass issues later (issue_tail_ns): the
+             * window opens at t, the burst's stream starts that much later */
+            b->start_ns = t + xs_store_tail_ns(d->pf, b->bytes);
             b->gap_ns = row_gap(d, row, p);
             b->task = row;
             return 1;
