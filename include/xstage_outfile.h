@@ -6,7 +6,8 @@
  * step removes the temporary file and leaves NAME as it was (absent, or its old contents): no
  * truncated file is ever left where a reader would take it for a whole one. A symbolic link is
  * followed (its target is replaced, the link stays); a path that exists and is not a regular
- * file (/dev/null, /dev/full, a pipe) is written in place, with the same checks.
+ * file (/dev/null, /dev/full, a pipe) is written in place, with the same checks. The name "-"
+ * is the standard output (flushed and checked at commit, never closed).
  *
  * Before a command starts, xs_files_distinct compares every output with every input and with
  * the other outputs by device and inode (so ./a, a symbolic link to a and a hard link of a are
