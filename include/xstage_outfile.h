@@ -37,6 +37,11 @@ xs_status xs_outfile_open(xs_outfile *o, const char *path);
  * system's reason (e.g. "No space left on device", "File too large"). o->f is closed either way.
  * Safe on a zeroed or already finished xs_outfile (returns XS_OK). */
 xs_status xs_outfile_commit(xs_outfile *o);
+/* The standard output carries a --csv - or --json - from now on: what the command prints to
+ * stdout (its human report) goes to /dev/null, and "-" writes to the real standard output.
+ * Call once options are parsed, in the process that writes the files (a rank, not a launcher).
+ * Safe to call twice. */
+xs_status xs_outfile_claim_stdout(void);
 /* Give up: close and remove the temporary file; the old file stays. Safe to call twice. */
 void xs_outfile_discard(xs_outfile *o);
 /* The whole file in one call: n bytes of data to path, through open and commit. */

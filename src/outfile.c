@@ -29,6 +29,31 @@ static int split_path(const char *path, char *dir, size_t dn, char *base, size_t
     return r1 < 0 || (size_t)r1 >= dn || r2 < 0 || (size_t)r2 >= bn ? -1 : 0;
 }
 
+/* The real standard output once xs_outfile_claim_stdout moved the report aside; NULL before. */
+static FILE *data_out;
+
+static int is_stdout(const FILE *f)
+{
+    return f && (f == stdout || f == data_out);
+}
+
+xs_status xs_outfile_claim_stdout(void)
+{
+    if (data_out)
+        return XS_OK;
+    fflush(stdout);
+    int fd = dup(STDOUT_FILENO);
+    if (fd < 0 || !(data_out = fdopen(fd, "w"))) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return xs_seterr(XS_EIO, "cannot duplicate the standard output: %s", strerror(e));
+    }
+    if (!freopen("/dev/null", "w", stdout))
+        return xs_seterr(XS_EIO, "cannot open /dev/null: %s", strerror(errno));
+    return XS_OK;
+}
+
 xs_status xs_outfile_open(xs_outfile *o, const char *path)
 {
     memset(o, 0, sizeof *o);
@@ -38,7 +63,7 @@ xs_status xs_outfile_open(xs_outfile *o, const char *path)
         return xs_seterr(XS_EINVAL, "%.64s...: output path too long", path);
     if (!strcmp(path, "-")) { /* the standard output: written in place, never closed */
         snprintf(o->path, sizeof o->path, "the standard output");
-        o->f = stdout;
+        o->f = data_out ? data_out : stdout;
         return XS_OK;
     }
 #ifdef fopen
@@ -102,9 +127,10 @@ xs_status xs_outfile_commit(xs_outfile *o)
     if (!o->f)
         return XS_OK;
     int err = 0;
-    if (o->f == stdout) {
+    if (is_stdout(o->f)) {
+        FILE *f = o->f;
         o->f = NULL;
-        if (fflush(stdout) != 0 || ferror(stdout))
+        if (fflush(f) != 0 || ferror(f))
             return xs_seterr(XS_EIO, "cannot write the standard output: %s",
                              strerror(errno ? errno : EIO));
         return XS_OK;
@@ -135,8 +161,8 @@ xs_status xs_outfile_commit(xs_outfile *o)
 
 void xs_outfile_discard(xs_outfile *o)
 {
-    if (o->f == stdout)
-        fflush(stdout);
+    if (is_stdout(o->f))
+        fflush(o->f);
     else if (o->f)
         fclose(o->f);
     o->f = NULL;

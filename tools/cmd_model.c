@@ -22,6 +22,7 @@
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_outfile.h"
+#include "xstage_results.h"
 #include "xstage_sigint.h"
 
 #define PROFILE_OPTIONS                                                                       \
@@ -46,167 +47,7 @@ static int profile_opt(int c, xs_profile_args *pa, int *bad)
     return 0;
 }
 
-/* ---- --csv FILE and --json FILE ---------------------------------------------------------------
- * The table of a command in CSV and in JSON besides the human report ("-": the standard output,
- * and then no human report). The CSV holds the table's columns only (its first line names
- * them); the JSON holds
- *   {"format": 1, "command": "xstage ...", "notes": ["# ..."], "columns": [{"name", "unit"}],
- *    "rows": [{column: value}], "summary": ["..."]}
- * with notes = the report's '#' header lines and summary = the lines after the table. */
-#define XS_RESULTS_FORMAT 1
-
 enum { XS_OPT_GAP = XS_OPT_FIRST_FREE }; /* criterion's --gap: no short form (-g is --gpus) */
-
-typedef struct {
-    const char *csv_path, *json_path; /* NULL: not asked for */
-    xs_outfile csv, json;
-    int rows; /* rows written to the JSON */
-} tab_out;
-
-/* 1 when one of the files is the standard output: the human report stays silent. */
-static int tab_quiet(const tab_out *t)
-{
-    return (t->csv_path && !strcmp(t->csv_path, "-")) ||
-           (t->json_path && !strcmp(t->json_path, "-"));
-}
-
-/* Open both (atomic files, xstage_outfile.h); 0, or the exit status after the error line. */
-static int tab_open(tab_out *t, const char *cmd)
-{
-    if (t->csv_path && xs_outfile_open(&t->csv, t->csv_path) != XS_OK)
-        return xs_cli_failf("%s: --csv %s", cmd, xs_errmsg());
-    if (t->json_path && xs_outfile_open(&t->json, t->json_path) != XS_OK) {
-        xs_outfile_discard(&t->csv);
-        return xs_cli_failf("%s: --json %s", cmd, xs_errmsg());
-    }
-    return 0;
-}
-
-/* Each line of text as a JSON string of an array, after "key": [. */
-static void json_lines(FILE *f, const char *key, const char *text)
-{
-    fprintf(f, ",\n\"%s\": [", key);
-    int n = 0;
-    while (text && *text) {
-        const char *nl = strchr(text, '\n');
-        size_t len = nl ? (size_t)(nl - text) : strlen(text);
-        char line[2048];
-        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1),
-                 text);
-        fputs(n++ ? ",\n" : "\n", f);
-        xs_json_string(f, line);
-        text += len + (nl != NULL);
-    }
-    fputs("]", f);
-}
-
-/* The JSON's head: format, the command line, the header lines (notes) and the columns
- * (name, unit); then the rows array is open. */
-static void tab_json_head(tab_out *t, const char *notes, const char *const *name,
-                          const char *const *unit, int ncol)
-{
-    FILE *f = t->json.f;
-    if (!f)
-        return;
-    int argc;
-    char **argv = xs_cli_command(&argc);
-    char cmd[4096] = "xstage";
-    size_t n = strlen(cmd);
-    for (int i = 1; i < argc && n < sizeof cmd; i++)
-        n += (size_t)snprintf(cmd + n, sizeof cmd - n, " %s", argv[i]);
-    fprintf(f, "{\"format\": %d, \"command\": ", XS_RESULTS_FORMAT);
-    xs_json_string(f, cmd);
-    json_lines(f, "notes", notes);
-    fputs(",\n\"columns\": [", f);
-    for (int i = 0; i < ncol; i++) {
-        fprintf(f, "%s\n{\"name\": ", i ? "," : "");
-        xs_json_string(f, name[i]);
-        fputs(", \"unit\": ", f);
-        xs_json_string(f, unit[i]);
-        fputc('}', f);
-    }
-    fputs("\n],\n\"rows\": [", f);
-}
-
-/* One JSON row: ncol values, each a number when it reads whole as a finite one, else a
- * string. */
-static void tab_json_row(tab_out *t, const char *const *name, const char *const *val, int ncol)
-{
-    FILE *f = t->json.f;
-    if (!f)
-        return;
-    fputs(t->rows++ ? ",\n{" : "\n{", f);
-    for (int i = 0; i < ncol; i++) {
-        char *end;
-        double v = strtod(val[i], &end);
-        xs_json_string(f, name[i]);
-        fputs(": ", f);
-        if (*val[i] && !*end && isfinite(v) && !isspace((unsigned char)*val[i]))
-            fputs(val[i], f);
-        else
-            xs_json_string(f, val[i]);
-        if (i + 1 < ncol)
-            fputs(", ", f);
-    }
-    fputc('}', f);
-}
-
-/* Close the JSON (summary: the lines after the table) and commit both files; 0 or 1 after the
- * error line. */
-static int tab_close(tab_out *t, const char *summary)
-{
-    if (t->json.f) {
-        fputs("\n]", t->json.f);
-        json_lines(t->json.f, "summary", summary);
-        fputs("}\n", t->json.f);
-    }
-    int rc = 0;
-    if (xs_outfile_commit(&t->csv) != XS_OK)
-        rc = xs_cli_fail();
-    if (!rc && xs_outfile_commit(&t->json) != XS_OK)
-        rc = xs_cli_fail();
-    xs_outfile_discard(&t->json);
-    return rc;
-}
-
-/* s as a CSV field: quoted when it holds a comma, a quote or a line break. */
-static void csv_field(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-/* predict's and plan's rows (the columns of xs_result_print) to the CSV and the JSON. */
-static void tab_result(tab_out *t, const char *notes, const xs_result *r, const xs_schedule *s)
-{
-    static const char *const name[7] = {"row", "producers", "bytes_per_producer", "gap_ns",
-                                        "issue_med_ns", "issue_max_ns", "end_ns"};
-    static const char *const unit[7] = {"", "", "bytes", "ns", "ns", "ns", "ns"};
-    if (t->csv.f)
-        xs_result_print(r, s, 1, t->csv.f);
-    tab_json_head(t, notes, name, unit, 7);
-    for (int i = 0; t->json.f && i < r->nrows; i++) {
-        char v[7][40];
-        snprintf(v[0], 40, "%d", i);
-        snprintf(v[1], 40, "%d", s->rows[i].producers);
-        snprintf(v[2], 40, "%lld", (long long)s->rows[i].bytes_per_producer);
-        snprintf(v[3], 40, "%.10g", s->rows[i].gap_ns);
-        snprintf(v[4], 40, "%.1f", r->rows[i].issue_med_ns);
-        snprintf(v[5], 40, "%.1f", r->rows[i].issue_max_ns);
-        snprintf(v[6], 40, "%.1f", r->rows[i].end_ns);
-        const char *const val[7] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
-        tab_json_row(t, name, val, 7);
-    }
-}
 
 /* Text printed to a memory stream: the header and summary lines, for the report and the
  * JSON. */
@@ -488,7 +329,7 @@ int xs_cmd_predict(int argc, char **argv)
         {"sync", no_argument, 0, XS_OPT_SYNC}, {"help", no_argument, 0, 'h'}, PROFILE_OPTIONS,
         {0, 0, 0, 0}};
     const char *sched = NULL, *png = NULL;
-    tab_out t = {0};
+    xs_results t = {0};
     int sync = 0, bad = 0, c;
     xs_profile_args pa = {0};
     optind = 1;
@@ -531,7 +372,7 @@ int xs_cmd_predict(int argc, char **argv)
         return xs_cli_fail();
     }
     memtext head, tail;
-    int rc = tab_open(&t, "predict");
+    int rc = xs_results_open(&t, "predict");
     if (!rc && !(rc = mem_open(&head)) && (rc = mem_open(&tail))) {
         mem_text(&head);
         free(head.text);
@@ -543,7 +384,7 @@ int xs_cmd_predict(int argc, char **argv)
         xs_schedule_free(&s);
         return rc;
     }
-    const int quiet = tab_quiet(&t);
+    const int quiet = xs_results_quiet(&t);
     print_profile_line(head.f, &p, pa.file ? pa.file : "embedded");
     fprintf(head.f, "# schedule: %s, %d rows, %.6g bytes, %s producers\n",
             strcmp(sched, "-") ? sched : "stdin", s.nrows, xs_schedule_bytes(&s),
@@ -557,8 +398,8 @@ int xs_cmd_predict(int argc, char **argv)
         xs_result_print(&r, &s, 0, stdout);
         fputs(ttext, stdout);
     }
-    tab_result(&t, htext, &r, &s);
-    rc = tab_close(&t, ttext);
+    xs_results_sim(&t, htext, &r, &s);
+    rc = xs_results_close(&t, ttext);
     free(head.text);
     free(tail.text);
     if (png && !rc) {
@@ -581,7 +422,7 @@ int xs_cmd_criterion(int argc, char **argv)
     long k = -1;
     int64_t b = -1;
     double g = -1;
-    tab_out t = {0};
+    xs_results t = {0};
     int bad = 0, c;
     xs_profile_args pa = {0};
     optind = 1;
@@ -664,7 +505,7 @@ int xs_cmd_criterion(int argc, char **argv)
     ROW("T_period steady (capacity-aware)", "ns", "%.1f", o.t_period_steady_ns);
 #undef ROW
     memtext head, tail;
-    int rc = tab_open(&t, "criterion");
+    int rc = xs_results_open(&t, "criterion");
     if (!rc && !(rc = mem_open(&head)) && (rc = mem_open(&tail))) {
         mem_text(&head);
         free(head.text);
@@ -683,7 +524,7 @@ int xs_cmd_criterion(int argc, char **argv)
     fprintf(tail.f, "verdict:  %s\n", o.no_backpressure ? "no backpressure (piggyback)"
                                                          : "backpressure (reshape)");
     const char *htext = mem_text(&head), *ttext = mem_text(&tail);
-    if (!tab_quiet(&t)) {
+    if (!xs_results_quiet(&t)) {
         fputs(htext, stdout);
         printf("%-34s %14s  %s\n", "quantity", "value", "unit");
         for (int i = 0; i < n; i++)
@@ -694,16 +535,16 @@ int xs_cmd_criterion(int argc, char **argv)
     static const char *const unit[3] = {"", "", ""};
     if (t.csv.f)
         fputs("quantity,value,unit\n", t.csv.f);
-    tab_json_head(&t, htext, name, unit, 3);
+    xs_results_head(&t, htext, name, unit, 3);
     for (int i = 0; i < n; i++) {
         if (t.csv.f) {
-            csv_field(t.csv.f, row[i].q);
+            xs_csv_field(t.csv.f, row[i].q);
             fprintf(t.csv.f, ",%s,%s\n", row[i].v, row[i].unit);
         }
         const char *const val[3] = {row[i].q, row[i].v, row[i].unit};
-        tab_json_row(&t, name, val, 3);
+        xs_results_row(&t, name, val, 3);
     }
-    rc = tab_close(&t, ttext);
+    rc = xs_results_close(&t, ttext);
     free(head.text);
     free(tail.text);
     return rc;
@@ -718,7 +559,7 @@ int xs_cmd_plan(int argc, char **argv)
         {"csv", required_argument, 0, XS_OPT_CSV}, {"json", required_argument, 0, XS_OPT_JSON},
         {"help", no_argument, 0, 'h'}, PROFILE_OPTIONS, {0, 0, 0, 0}};
     const char *sched = NULL, *outp = NULL;
-    tab_out t = {0};
+    xs_results t = {0};
     int bad = 0, c;
     xs_plan_opts po;
     xs_plan_opts_default(&po);
@@ -788,7 +629,7 @@ int xs_cmd_plan(int argc, char **argv)
     else
         have_r = t.csv_path || t.json_path;
     if (!rc)
-        rc = tab_open(&t, "plan");
+        rc = xs_results_open(&t, "plan");
     if (!rc && !(rc = mem_open(&head)) && (rc = mem_open(&tail))) {
         mem_text(&head);
         free(head.text);
@@ -802,7 +643,7 @@ int xs_cmd_plan(int argc, char **argv)
         xs_schedule_free(&s);
         return rc;
     }
-    const int quiet = tab_quiet(&t);
+    const int quiet = xs_results_quiet(&t);
     print_profile_line(head.f, &p, pa.file ? pa.file : "embedded");
     fprintf(head.f, "# schedule: %s, %d rows, %.6g bytes, %.1f us of useful work\n",
             strcmp(sched, "-") ? sched : "stdin", s.nrows, xs_schedule_bytes(&s),
@@ -823,10 +664,10 @@ int xs_cmd_plan(int argc, char **argv)
         fputs(ttext, stdout);
     }
     if (have_r) {
-        tab_result(&t, htext, &r, &pl.planned);
+        xs_results_sim(&t, htext, &r, &pl.planned);
         xs_result_free(&r);
     }
-    rc = tab_close(&t, ttext);
+    rc = xs_results_close(&t, ttext);
     free(head.text);
     free(tail.text);
     if (outp) {
