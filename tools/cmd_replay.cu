@@ -385,6 +385,9 @@ int xs_cmd_replay(int argc, char **argv)
     }
     if (!a.schedule)
         return xs_cli_failf("replay: --schedule FILE is required");
+    if (!strcmp(a.schedule, "-") && a.gpus > 1) /* every rank would read the one stdin */
+        return xs_cli_failf("replay: --schedule - (the standard input) takes one GPU; with -g %d "
+                            "give a file", a.gpus);
     if (a.ro.target == XS_TARGET_VIRTUAL && a.ro.virtual_peers < 1)
         return xs_cli_failf("replay: --target virtual needs --virtual-peers N");
     if (check_sms(&a))
