@@ -177,8 +177,35 @@ static void test_set_symbols(void)
     EXPECT_ERR(xs_profile_set(&p, "X=1"), XS_EINVAL, "or the symbols r, o, R, Q, q, c, b");
 }
 
+/* calibrate's samples file (xs_samples_load): the same header rules */
+static void test_samples_columns(void)
+{
+    char path[] = "/tmp/xs-samples-XXXXXX";
+    int fd = mkstemp(path);
+    XT_CHECK(fd >= 0, "mkstemp");
+    const char text[] = "# reordered, with an extra column\n"
+                        "end_ns,rep,note,experiment,producers,bytes_per_producer,gap_ns,rows,row,"
+                        "issue_med_ns,issue_max_ns\n"
+                        "5000.5,0,x,issue,132,16384,0,1,0,300.5,400.5\n";
+    XT_CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1), "write");
+    close(fd);
+    xs_samples s;
+    XT_CHECK(xs_samples_load(path, &s) == XS_OK, "%s", xs_errmsg());
+    XT_CHECK(s.n == 1 && !strcmp(s.v[0].experiment, "issue") && s.v[0].producers == 132 &&
+                 s.v[0].bytes_per_producer == 16384 && s.v[0].rows == 1 &&
+                 s.v[0].issue_med_ns == 300.5 && s.v[0].issue_max_ns == 400.5 &&
+                 s.v[0].end_ns == 5000.5, "the sample read by column name");
+    xs_samples_free(&s);
+    FILE *f = fopen(path, "w");
+    fputs("experiment,producers,bytes_per_producer,gap_ns,rows,rep,row,issue_med_ns\n", f);
+    fclose(f);
+    EXPECT_ERR(xs_samples_load(path, &s), XS_EPARSE, "missing: issue_max_ns, end_ns");
+    unlink(path);
+}
+
 int main(void)
 {
+    test_samples_columns();
     test_split();
     test_columns();
     test_schedule_columns();
