@@ -384,7 +384,8 @@ int xs_cmd_predict(int argc, char **argv)
         xs_schedule_free(&s);
         return rc;
     }
-    const int quiet = xs_results_quiet(&t);
+    /* a file sent to stdout (--csv -, --json -, --plot -) goes there alone */
+    const int quiet = xs_results_quiet(&t) || (png && !strcmp(png, "-"));
     print_profile_line(head.f, &p, pa.file ? pa.file : "embedded");
     fprintf(head.f, "# schedule: %s, %d rows, %.6g bytes, %s producers\n",
             strcmp(sched, "-") ? sched : "stdin", s.nrows, xs_schedule_bytes(&s),
@@ -597,7 +598,7 @@ int xs_cmd_plan(int argc, char **argv)
                    "bursts to fit the headroom and move work earlier so the injection rate\n"
                    "stays at or under R. Prints both predictions; --out writes the plan.\n\n"
                    "  -s, --schedule FILE   the schedule to plan\n"
-                   "  -o, --out FILE        write the planned schedule (CSV)\n"
+                   "  -o, --out FILE        write the planned schedule (CSV; - : to stdout, alone)\n"
                    "  --move-cost X         extra work per unit of work moved (locality), def 0\n"
                    "  --headroom F          fraction of Q(K) a planned burst may fill, def 0.9\n"
                    "  --max-split N         most pieces per burst, default 64\n"
@@ -643,7 +644,8 @@ int xs_cmd_plan(int argc, char **argv)
         xs_schedule_free(&s);
         return rc;
     }
-    const int quiet = xs_results_quiet(&t);
+    /* a file sent to stdout (--csv -, --json -, --out -) goes there alone */
+    const int quiet = xs_results_quiet(&t) || (outp && !strcmp(outp, "-"));
     print_profile_line(head.f, &p, pa.file ? pa.file : "embedded");
     fprintf(head.f, "# schedule: %s, %d rows, %.6g bytes, %.1f us of useful work\n",
             strcmp(sched, "-") ? sched : "stdin", s.nrows, xs_schedule_bytes(&s),

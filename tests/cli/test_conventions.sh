@@ -129,6 +129,11 @@ check "predict --schedule - = predict --schedule FILE" cmp -s "$T/out" "$T/file.
 run "plan -s -" sh -c "'$X' plan -s - --csv - <'$S'"
 "$X" plan -s "$S" --csv - >"$T/plan_file.csv"
 check "plan -s - = plan -s FILE" cmp -s "$T/out" "$T/plan_file.csv"
+run "plan --out - | predict -s -" sh -c "'$X' plan -s '$S' --out - | '$X' predict -s - --csv -"
+"$X" plan -s "$S" --out "$T/planned.csv" >/dev/null
+"$X" predict -s "$T/planned.csv" --csv - >"$T/planned_pred.csv"
+check "plan --out - pipes the planned schedule alone into predict -s -" cmp -s "$T/out" "$T/planned_pred.csv"
+expect_err "plan --out - --csv -" "both name the standard output" "$X" plan -s "$S" --out - --csv -
 run "predict -s - report" sh -c "'$X' predict -s - <'$S'"
 check "predict -s -: the report names stdin" grep -q '^# schedule: stdin, ' "$T/out"
 printf 'producers,bytes_per_producer,gap_ns\n4,x,0\n' >"$T/badrow.csv"
