@@ -64,8 +64,11 @@ CTEST_BIN := $(CTEST_SRC:%.cu=$(BUILD)/%)
 HEADERS   := $(wildcard include/*.h include/*.cuh src/*.h tools/*.h tools/bench/*.h cuda/*.h \
                         cuda/*.cuh cuda/*/*.h cuda/*/*.cuh tests/*.h)
 
+# the public device header alone (include/ only on the path), for the oldest and the newest target
+HDRCHECK  := $(BUILD)/tests/device_header_sm80.o $(BUILD)/tests/device_header_sm90a.o
+
 ifneq ($(NVCC),)
-ALL_GPU  := $(BUILD)/libxstage_cuda.a $(GTEST_BIN) $(CTEST_BIN)
+ALL_GPU  := $(BUILD)/libxstage_cuda.a $(GTEST_BIN) $(CTEST_BIN) $(HDRCHECK) $(BUILD)/examples/byo
 TOOL_GPU := $(CU_OBJ)   # objects, not the archive: weak references do not pull archive members
 LINK     := $(NVCC) $(NVARCH) -Xlinker --no-as-needed
 else
@@ -126,6 +129,19 @@ $(BUILD)/tests/gpu/test_%: tests/gpu/test_%.cu $(BUILD)/libxstage_cuda.a $(BUILD
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) $< -o $@ $(BUILD)/libxstage_cuda.a $(BUILD)/libxstage.a $(LDLIBS)
 
+# examples/byo as a user builds it (public headers and libxstage.a only; its own Makefile does
+# the same outside the tree), so that it stays in step
+$(BUILD)/examples/byo: examples/byo/byo.cu $(wildcard examples/byo/*.h) $(BUILD)/libxstage.a \
+                       $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -lineinfo -std=c++17 $(NVARCH) -Xcompiler -Wall -Iinclude $< -o $@ \
+	    $(BUILD)/libxstage.a $(LDLIBS)
+
+$(BUILD)/tests/device_header_sm%.o: tests/device_header.cu include/xstage_device.cuh \
+                                    include/xstage_pattern.h
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++17 -Iinclude -arch=sm_$* -Xcompiler -Wall -c $< -o $@
+
 # CPU tests (unit, property, command line). The last line is "N passed, N failed".
 test: all
 	@sh tests/run.sh $(BUILD)
@@ -141,7 +157,7 @@ run: all
 deps:
 	@sh scripts/deps.sh
 
-# libFuzzer targets (tests/fuzz/, clang): the schedule and profile parsers and the CPU
+# libFuzzer targets (tests/fuzz/, clang): the schedule, profile and trace parsers and the CPU
 # subcommands' command line, each linked with the core built the same way (ASan + UBSan);
 # scripts/fuzz.sh builds them here and runs each for a bounded time. The command-line target
 # opens files through its in-memory seam (fuzz_cli.c).
@@ -149,11 +165,13 @@ FUZZ_CC    ?= clang
 FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=undefined -std=c11 -Wall -Wextra -Wno-unused-parameter \
               -Iinclude -Isrc -D_GNU_SOURCE
-fuzz: $(BUILD)-fuzz/fuzz_schedule $(BUILD)-fuzz/fuzz_profile $(BUILD)-fuzz/fuzz_cli
+fuzz: $(BUILD)-fuzz/fuzz_schedule $(BUILD)-fuzz/fuzz_profile $(BUILD)-fuzz/fuzz_cli \
+      $(BUILD)-fuzz/fuzz_trace
 $(BUILD)-fuzz/fuzz_cli: FUZZ_SEAM := -Dfopen=xs_fuzz_fopen
-$(BUILD)-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(CORE_SRC) tools/cmd_model.c $(HEADERS)
+FUZZ_TOOL := tools/cmd_model.c tools/cmd_trace.c
+$(BUILD)-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(CORE_SRC) $(FUZZ_TOOL) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SEAM) -o $@ $< $(CORE_SRC) tools/cmd_model.c $(LDLIBS)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SEAM) -o $@ $< $(CORE_SRC) $(FUZZ_TOOL) $(LDLIBS)
 
 # Headers, the static and the shared core, the tool and xstage.pc under DESTDIR + PREFIX.
 install: $(BUILD)/libxstage.a $(BUILD)/libxstage.so $(BUILD)/xstage

@@ -159,8 +159,10 @@ typedef struct {
 #define XS_MAX_ROWS 10000000
 #define XS_MAX_BYTES_PER_PRODUCER (INT64_C(1) << 40)
 #define XS_MAX_GAP_NS 1e12
-/* The simulator records an issue window per row and producer: rows x the widest row's producers
- * is at most XS_MAX_SIM_CELLS (2^26). The one place this limit is set; docs/MODEL.md, "Sizes". */
+/* When asked to record every issue window (record_windows), the simulator keeps one per row and
+ * producer: rows x the widest row's producers is then at most XS_MAX_SIM_CELLS (2^26); without
+ * windows its memory is linear in producers. The one place this limit is set; docs/MODEL.md,
+ * "Sizes". */
 #define XS_MAX_SIM_CELLS (INT64_C(1) << 26)
 
 /* A schedule CSV: '#' comment lines, a header naming the columns producers,
@@ -174,8 +176,9 @@ xs_status xs_schedule_write(const xs_schedule *s, FILE *f, const char *comment);
 void xs_write_comment(FILE *f, const char *comment);
 xs_status xs_schedule_save(const xs_schedule *s, const char *path, const char *comment);
 void xs_schedule_free(xs_schedule *s);
-/* XS_ERANGE, naming name and the schedule's own numbers, when s is larger than the simulator
- * takes (rows x widest row's producers > XS_MAX_SIM_CELLS); commands check it before running. */
+/* XS_ERANGE, naming name and the schedule's own numbers, when s is larger than a simulation that
+ * records issue windows takes (rows x widest row's producers > XS_MAX_SIM_CELLS); commands that
+ * record windows (predict --plot) check it before running. */
 xs_status xs_schedule_check_size(const xs_schedule *s, const char *name);
 int xs_schedule_max_producers(const xs_schedule *s);
 double xs_schedule_bytes(const xs_schedule *s); /* sum over rows of producers*bytes */
@@ -259,10 +262,16 @@ typedef struct {
     /* optional: called once per chunk at its acceptance into the stage, in acceptance order */
     void (*trace)(void *ctx, const xs_chunk_trace *c);
     void *trace_ctx;
+    /* 1: rows[].issue_med_ns is left NaN and the windows' lengths are not kept, so that memory
+     * stays linear in the producers however far they drift apart (issue_max_ns, end_ns and
+     * everything else are filled as usual); 0: every row's median (default) */
+    int skip_row_medians;
 } xs_sim_opts;
 
 /* Simulate a schedule. Fills *out (free with xs_result_free). Fails with XS_ERANGE when the
- * schedule has more chunks than can be simulated in reasonable time (> 2^31). */
+ * schedule has more chunks than can be simulated in reasonable time (> 2^31), or when windows are
+ * recorded for more than 2^26 (row, producer) cells. Without record_windows the memory is linear
+ * in rows plus producers x the rows in flight (skip_row_medians: producers alone). */
 xs_status xs_simulate(const xs_profile *p, const xs_schedule *s, const xs_sim_opts *o,
                       xs_result *out);
 
@@ -287,6 +296,48 @@ void xs_result_rows_from_windows(xs_result *r, const xs_schedule *s);
 void xs_result_free(xs_result *r);
 /* One line per row: row,producers,bytes_per_producer,gap_ns,issue_med_ns,issue_max_ns,end_ns */
 void xs_result_print(const xs_result *r, const xs_schedule *s, int csv, FILE *f);
+
+/* ---- randomized schedules and reference predictors (src/randsched.c) ----------------------- */
+
+/* validate --random draws schedules the calibration never ran (docs/MODEL.md, "Randomized
+ * validation"): irregular producer counts, per-producer bytes and gaps, staggered starts. */
+typedef struct {
+    int max_producers;    /* K <= this (the SM count: one producer per SM) */
+    double max_bytes;     /* the schedule's bytes, all rows, at most this (the window's room) */
+} xs_rand_opts;
+
+/* One drawn schedule in the per-producer program form. Row 0 may store nothing (stagger = 1):
+ * its gaps are the producers' start offsets. rows[i].bytes_per_producer is the row's largest
+ * producer (16 in a stagger row) and rows[i].gap_ns its mean gap, for printing. */
+typedef struct {
+    xs_schedule s;        /* rows[i].producers: producers 0..K_i-1 take part in row i */
+    int producers;        /* columns of bytes / gap_ns: the widest row */
+    int64_t *bytes;       /* [nrows * producers] 0 (no store) or a multiple of 16 */
+    double *gap_ns;       /* [nrows * producers] work after the row's store */
+    int stagger;          /* 1: row 0 is the staggered start */
+} xs_randsched;
+
+/* Draw one schedule from *state (advanced; splitmix64). The same state gives the same schedule
+ * on every machine for the same profile and options. Free with xs_randsched_free. */
+xs_status xs_randsched_draw(const xs_profile *p, const xs_rand_opts *o, uint64_t *state,
+                            xs_randsched *out);
+/* The drawn programs as xs_simulate_programs and the replay take them (views into r). */
+xs_programs xs_randsched_programs(const xs_randsched *r);
+void xs_randsched_free(xs_randsched *r);
+
+/* Zero-stall predictor: every producer issues each burst in T_iss0 = o + [B - b]+/r, its clock
+ * chained through its gaps (start_ns, row_start_ns as the event model), nothing ever pushes
+ * back. pg may be NULL (the schedule's rows). Fills out's rows and windows like xs_simulate. */
+xs_status xs_predict_zero(const xs_profile *p, const xs_schedule *s, const xs_programs *pg,
+                          xs_result *out);
+/* The published fluid model, row by row (docs/MODEL.md): synchronised equal producers; a row
+ * of K storing producers, V bytes in all and the largest burst B issues in
+ * T_iss = max(T_iss0, V/R - G) where G is the work since the previous storing row (mean over
+ * producers), and in T_iss_iso = max(T_iss0, (V - Q(K))/R) when no row stored before it;
+ * T_iss0 = o + [B - b]+/r. Every producer of a row gets the row's window (issue_med = issue_max);
+ * rows follow each other without overlap. Fills out's rows (no windows). */
+xs_status xs_predict_fluid(const xs_profile *p, const xs_schedule *s, const xs_programs *pg,
+                           xs_result *out);
 
 /* ---- planner ---------------------------------------------------------------------------------- */
 

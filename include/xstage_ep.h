@@ -272,7 +272,9 @@ typedef struct {
  * The pacer: P = 128 KB at 0.95 R. 128 KB beat 256 KB (below X) on a whole sweep: every
  * reshapable row faster (median 2.7 %), 29 of 30 within 10 % of bound_us, no other row slower
  * than 0.2 %; with fewer tiles' stores in flight at once the loads of the other SMs slow less
- * (docs/EP.md, "The pacer"; bench/results/ep/). */
+ * (docs/EP.md, "The pacer"; bench/results/ep/). X and s were fitted on every configuration that
+ * bench ep's sweep judges them on; the split to refit them on is bench/results/ep/split.csv
+ * (docs/METRICS.md, "Fitted constants"). */
 #define XS_MOE_BLOCK_BYTES 550000.0
 #define XS_MOE_BLOCK_SPEED 0.05
 #define XS_MOE_PACE_BYTES 131072.0
@@ -382,6 +384,69 @@ xs_status xs_moe_auto(const xs_moe_problem *pb, const xs_profile *p, const xs_mo
                       const xs_moe_costs *wave_costs, const xs_moe_costs *inter_costs,
                       const xs_moe_local_traces *lt, xs_moe_auto_result *out);
 
+/* ---- the decision cache (src/ep_cache.c) ----------------------------------------------------- */
+
+/* A server plans the same batch shapes again and again: the cache keeps xs_moe_auto's results
+ * by the inputs that decide them. Two keys:
+ *
+ * XS_MOE_CACHE_EXACT (the default): every input the auto rule reads - the shape (H, the tiles
+ * per row block, E, topk, N, T, grid), the routing as the model sees it (rows per expert; each
+ * row block's expert, rows and remote rows), the profile's numbers, the model terms and both
+ * cost sets. A hit returns the very result xs_moe_auto computed for equal inputs (every field
+ * equal): the cache never changes a decision. Two seeds that route to the same row blocks share
+ * an entry.
+ *
+ * XS_MOE_CACHE_BUCKETED (opt-in, for serving): the configuration (H, I, E, topk, N, grid), the
+ * token count's bucket (tokens_per_octave buckets per doubling: T in (2^((b-1)/n), 2^(b/n)]),
+ * the routing histogram's bucket (the largest expert's rows over the mean, in steps of
+ * imbalance_step; the remote rows' share, in steps of remote_step), and the profile, model and
+ * costs exactly. A hit returns the result computed for the first input of that bucket: its
+ * plan (a lead in row blocks, a pace, couriers) is one the kernel runs on any problem of the
+ * configuration, but its predicted times are that input's, and a full evaluation of this input
+ * may decide otherwise. That is the price of the hit; use EXACT where decisions must equal
+ * xs_moe_auto's.
+ *
+ * Calls with measured local traces (lt with n > 0) are not cached (counted in `bypassed`). Not
+ * thread-safe: one cache per thread, or the caller serialises. */
+typedef enum { XS_MOE_CACHE_EXACT = 0, XS_MOE_CACHE_BUCKETED = 1 } xs_moe_cache_key;
+
+typedef struct {
+    xs_moe_cache_key key;
+    int entries;            /* capacity (rounded up to a multiple of 4; 0: 256); the least
+                             * recently used of four candidate entries is replaced */
+    int tokens_per_octave;  /* BUCKETED: token buckets per doubling of T (0: 4, about 19 %) */
+    double imbalance_step;  /* BUCKETED: max expert rows / mean expert rows, step (0: 0.25) */
+    double remote_step;     /* BUCKETED: remote rows / rows, step (0: 1/16) */
+} xs_moe_cache_opts;
+
+typedef struct {
+    long long lookups;  /* xs_moe_auto_cached calls with inputs the auto rule accepted */
+    long long hits;     /* of them answered from the cache */
+    long long misses;   /* of them evaluated by xs_moe_auto (and stored) */
+    long long bypassed; /* calls not cached (measured local traces); not in lookups */
+    long long evictions;
+    int entries, capacity; /* entries held now, capacity */
+} xs_moe_cache_stats;
+
+typedef struct xs_moe_cache xs_moe_cache;
+
+/* A cache with options o (NULL: exact, 256 entries). *out is the caller's (xs_moe_cache_destroy;
+ * NULL on failure). XS_EINVAL (one line) on an unknown key, a negative count or step or more than
+ * 2^20 entries; XS_ENOMEM. */
+xs_status xs_moe_cache_create(const xs_moe_cache_opts *o, xs_moe_cache **out);
+void xs_moe_cache_destroy(xs_moe_cache *c);
+/* xs_moe_auto through cache c (its arguments and result as there): a hit copies the stored
+ * result into *out; a miss runs xs_moe_auto and stores a successful result. *hit (optional): 1
+ * on a hit, else 0. Failures are xs_moe_auto's (not stored), or XS_ENOMEM for a key. */
+xs_status xs_moe_auto_cached(xs_moe_cache *c, const xs_moe_problem *pb, const xs_profile *p,
+                             const xs_moe_model *mm, const xs_moe_costs *wave_costs,
+                             const xs_moe_costs *inter_costs, const xs_moe_local_traces *lt,
+                             xs_moe_auto_result *out, int *hit);
+/* The counts so far (hit rate: hits / lookups). */
+void xs_moe_cache_stats_get(const xs_moe_cache *c, xs_moe_cache_stats *out);
+/* Forget every entry and zero the counts. */
+void xs_moe_cache_clear(xs_moe_cache *c);
+
 typedef struct {
     /* issue side (sender-visible): Linear-2 tiles with remote rows */
     int tiles;
@@ -396,7 +461,18 @@ typedef struct {
     double mma_abs_err_med_ns;
     double mma_abs_err_p90_ns;
     double blocked_ns;         /* predicted time with the backlog above block_bytes */
+    /* where it matters: the tiles whose measured stall exceeds XS_MOE_STALLED_NS, the model's
+     * median |pred - meas| beside the zero predictor's (stall 0: the measured stall itself) */
+    int stalled_tiles;               /* issue side */
+    double stalled_err_med_ns;
+    double stalled_zero_err_med_ns;
+    int mma_stalled_tiles;           /* MMA side */
+    double mma_stalled_err_med_ns;
+    double mma_stalled_zero_err_med_ns;
 } xs_moe_stall;
+
+/* A tile counts as stalled above this measured stall (ns), issue side or MMA side. */
+#define XS_MOE_STALLED_NS 500.0
 
 /* Per-tile stalls of a run, predicted given when the combine bursts started: every Linear-2
  * tile's burst (producer = its CTA, start = its measured first store) goes through the same

@@ -96,6 +96,13 @@ xs_status xs_replay_check(const xs_replayer *rp, const xs_schedule *s);
  * a mismatch is XS_EVERIFY (with stats->bad16 set). seed rotates the pattern (never 0 data). */
 xs_status xs_replay_run(xs_replayer *rp, const xs_schedule *s, int sync, uint32_t seed,
                         xs_result *res, xs_replay_stats *stats);
+/* xs_replay_run with per-producer programs (xs_programs, include/xstage.h): producer p of row r
+ * stores pg->bytes[r * pg->producers + p] bytes (a multiple of 16; 0: no store, its window stays
+ * NaN) and then works pg->gap_ns[...] ns; the rows give the producers taking part. The row's
+ * producers each get a region of the row's largest burst. One process only (not N > 1 peer
+ * ranks). pg NULL: xs_replay_run. */
+xs_status xs_replay_run_programs(xs_replayer *rp, const xs_schedule *s, const xs_programs *pg,
+                                 int sync, uint32_t seed, xs_result *res, xs_replay_stats *stats);
 /* Plain zero-copy store bandwidth: a grid of many CTAs storing `bytes` into the window; GB/s. */
 xs_status xs_replay_store_bw(xs_replayer *rp, size_t bytes, int reps, double *gbps_med,
                              double *gbps_min, double *gbps_max);

@@ -142,7 +142,8 @@ XS_TP_HD size_t xs_tp_slot_index(xs_tp_layout l, int n, int r, int c)
 /* One courier's sustained copy rate (bytes/ns) that the prediction of courier orders assumes by
  * default: the comm-bound gemm_rs rows with 4 couriers on the H200 host path moved their remote
  * bytes at 10.0-10.9 B/ns per courier over the whole kernel (fill included, so a lower bound;
- * bench/results/tp/) - a fit on one set of runs, not a calibration. */
+ * bench/results/tp/) - a fit on one set of runs, not a calibration, judged on the same sweep's
+ * courier rows (docs/METRICS.md, "Fitted constants"). */
 #define XS_TP_COURIER_RATE 11.0
 /* Split scratch slots of a launch (xs_tp_pace.split): three steps' worth of parts (a split of 8
  * cascades 8, 4, 2: at most G (7/8 + 3/4 + 1/2) slots). */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ep_sim.h"
 #include "xstage_ep.h"
 
 /* What every candidate's prediction shares: the problem, the profile and model, a task list
@@ -31,6 +32,17 @@ static void xs_auto_sim(xs_auto_ctx *x, const xs_moe_plan *plan, const xs_moe_co
         return;
     const int n = xs_moe_tasks_build(x->pb, plan, x->tasks);
     x->st = xs_moe_predict_tasks(x->pb, x->tasks, n, plan, x->p, x->mm, c, link, NULL, out_ns);
+}
+
+/* The same for a candidate that only counts if t x fi < best (the screen, xs_moe_predict_cut):
+ * *out_ns is INFINITY where a lower bound proved it cannot be. */
+static void xs_auto_sim_cut(xs_auto_ctx *x, const xs_moe_plan *plan, const xs_moe_costs *c,
+                            double fi, double best, double *out_ns)
+{
+    if (x->st != XS_OK)
+        return;
+    const int n = xs_moe_tasks_build(x->pb, plan, x->tasks);
+    x->st = xs_moe_predict_cut(x->pb, x->tasks, n, plan, x->p, x->mm, c, fi, best, out_ns);
 }
 
 /* The criterion's inputs and the decision's terms, between the steps of xs_moe_auto. */
@@ -127,7 +139,7 @@ static void xs_auto_orders(xs_auto_ctx *x, const xs_moe_costs *wc, const xs_moe_
             continue;
         const xs_moe_plan ip = {.kind = XS_MOE_INTERLEAVED, .lead = leads[i]};
         double t = NAN;
-        xs_auto_sim(x, &ip, inter, 1, &t);
+        xs_auto_sim_cut(x, &ip, inter, a->fi, best, &t);
         if (t * a->fi < best) {
             best = t * a->fi;
             a->best_lead = leads[i];
@@ -150,6 +162,7 @@ static void xs_auto_lead_search(xs_auto_ctx *x, const xs_moe_costs *inter,
     xs_moe_plan best_pp = *pp;
     double best_t = out->paced_ns;
     const int cand[6] = {3 * d0 / 4, d0, 5 * d0 / 4, d0 / 2, 3 * d0 / 2, 2 * d0};
+    int seen[24][2], nseen = 0; /* (lead, taper end) predicted: a repeat cannot win (strict <) */
     for (int i = 0; i < 6; i++) {
         const int L = cand[i] > 1 ? cand[i] : 1;
         const int ends[4] = {0, L / 2, 2 * L / 3, 3 * L / 4};
@@ -157,11 +170,18 @@ static void xs_auto_lead_search(xs_auto_ctx *x, const xs_moe_costs *inter,
             if ((j && (ends[j] < 1 || ends[j] >= L || ends[j] == ends[j - 1])) ||
                 (!j && L == pp->lead))
                 continue;
+            int repeat = 0;
+            for (int k = 0; k < nseen && !repeat; k++)
+                repeat = seen[k][0] == L && seen[k][1] == ends[j];
+            if (repeat)
+                continue;
+            seen[nseen][0] = L;
+            seen[nseen++][1] = ends[j];
             xs_moe_plan q = *pp;
             q.lead = L;
             q.lead_end = ends[j];
             double tq = NAN;
-            xs_auto_sim(x, &q, inter, 1, &tq);
+            xs_auto_sim_cut(x, &q, inter, a->fi, best_t, &tq);
             if (tq * a->fi < best_t) {
                 best_t = tq * a->fi;
                 best_pp = q;

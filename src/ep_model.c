@@ -112,6 +112,19 @@ typedef struct {
     int spill_depth;
     int *sq_head, *sq_n, *sq_task, *flushing;
     double *sq_rem, *fwait0; /* fwait0: when the producer began to wait for a flush */
+    /* The pacer's wait list: the producers held at the gate (XS_P_GATE), keyed by producer
+     * index alone ({0, 0, p}). Only its first one is due, at the gate's opening (xs_mrun_events):
+     * every waiter would wake there, in producer order, and all but the first would find the
+     * gate moved on by the first one's bytes, so they wait on without events of their own. */
+    xs_evheap gate;
+    /* The screen (xs_moe_predict_cut): the run stops once a lower bound on its end, times
+     * cut_fi, is at least cut_best (off: cut_best = INFINITY); then `cut` is set. The bound needs
+     * what is left: the main-loop ns of the tasks not taken yet and the remote bytes of the
+     * Linear-2 tiles whose bursts have not started. */
+    double cut_fi, cut_best;
+    int cut;
+    double left_cost_ns, left_bytes;
+    double max_tile_bytes; /* the most remote bytes of one Linear-2 tile */
 } xs_mrun;
 
 static void xs_mrun_take(xs_mrun *u, int p);
@@ -175,7 +188,7 @@ static int xs_mrun_flush(xs_mrun *u, int p, int wait)
             u->fwait0[p] = g->t_now;
         u->flushing[p] = u->sq_task[e];
         z->state = XS_P_GATE;
-        if (xs_evheap_push(&g->pev, (xs_ev){open, 0, p}))
+        if (xs_evheap_push(&u->gate, (xs_ev){0, 0, p}))
             g->oom = 1;
         return 1;
     }
@@ -216,6 +229,7 @@ static void xs_mrun_take(xs_mrun *u, int p)
     z->cur = idx;
     const xs_moe_task tk = u->tasks[idx];
     z->kind = xs_moe_task_kind(tk);
+    u->left_cost_ns -= z->kind == 1 ? u->c->c1_ns : u->c->c2_ns;
     z->rb = xs_moe_task_rb(tk);
     z->nb = tk.nb;
     if (u->trace) {
@@ -276,7 +290,7 @@ static void xs_mrun_burst(xs_mrun *u, int p)
         }
         if (open > g->t_now) {
             z->state = XS_P_GATE;
-            if (xs_evheap_push(&g->pev, (xs_ev){open, 0, p}))
+            if (xs_evheap_push(&u->gate, (xs_ev){0, 0, p}))
                 g->oom = 1;
             return;
         }
@@ -284,12 +298,14 @@ static void xs_mrun_burst(xs_mrun *u, int p)
                         z->rem * u->pace_ns_per_byte;
     }
     const double ns_per_byte = (z->rem / g->r + (z->tot - z->rem) / g->r_local) / z->tot;
+    u->left_bytes -= z->rem;
     z->state = XS_P_BURST;
     xs_msim_start(g, p, z->tot, z->rem, ns_per_byte, -1, g->t_now);
 }
 
 static void xs_mrun_free(xs_mrun *u)
 {
+    xs_evheap_free(&u->gate);
     free(u->dep_cnt);
     free(u->wait_head);
     free(u->pending);
@@ -405,17 +421,59 @@ static void xs_mrun_step(xs_mrun *u, xs_ev e)
     }
 }
 
-/* Run the events until none is left; 1 if the bound on their number was hit (a model bug). */
+/* A lower bound on the run's end, now: the stage drains at most R after the departure of its
+ * last accepted byte (d_last grows by at least each later chunk's bytes / R); the main loops of
+ * the tasks not taken yet need their ns of virtual time, which no CTA gains faster than real
+ * time; and paced, every tile passes the gate no earlier than pace_until - slack, which each
+ * pass moves on by its bytes at the pacer's rate, so the last of the bytes left passes no
+ * earlier than pace_until - slack + (left - the largest tile) / rate. Lowered by 1e-9 (relative)
+ * for the rounding of the sums it stands for. */
+static double xs_mrun_lower_bound(const xs_mrun *u, int np)
+{
+    const xs_msim *g = u->g;
+    const double left = u->left_bytes > 0 ? u->left_bytes : 0;
+    double lb = xs_msim_d_last(g) + left / g->R;
+    const double comp = g->t_now + (u->left_cost_ns > 0 ? u->left_cost_ns : 0) / np;
+    lb = comp > lb ? comp : lb;
+    if (u->pace_ns_per_byte > 0 && left > u->max_tile_bytes) {
+        const double pace = u->pace_until - u->pace_slack_ns +
+                            (left - u->max_tile_bytes) * u->pace_ns_per_byte;
+        lb = pace > lb ? pace : lb;
+    }
+    return lb * (1 - 1e-9);
+}
+
+/* Run the events until none is left; 1 if the bound on their number was hit (a model bug). With
+ * a cut (u->cut_best finite), every 64 events the run stops once the lower bound proves its end
+ * x cut_fi >= cut_best (u->cut set). */
 static int xs_mrun_events(xs_mrun *u, double max_events)
 {
     xs_msim *g = u->g;
     double events = 0;
+    unsigned tick = 0;
     while (!g->oom) {
         if (++events > max_events)
             return 1;
+        if (u->cut_best < INFINITY && (tick++ & 63u) == 0 &&
+            xs_mrun_lower_bound(u, g->np) * u->cut_fi >= u->cut_best) {
+            u->cut = 1;
+            return 0;
+        }
         const double ts = xs_msim_stage_next(g);
-        const double tp = g->pev.n ? g->pev.a[0].t : INFINITY;
+        double tp = g->pev.n ? g->pev.a[0].t : INFINITY;
         const double tv = g->vev.n ? xs_msim_t_of_v(g, g->vev.a[0].t) : INFINITY;
+        /* the wait list's first producer is due when the gate opens (or now, where rounding
+         * left it open): among the timed steps in (time, producer) order, as a timed step of
+         * its own would be */
+        int gate_due = 0;
+        if (u->gate.n) {
+            const double open = u->pace_until - u->pace_slack_ns;
+            const double tg = open > g->t_now ? open : g->t_now;
+            if (!g->pev.n || tg < tp || (tg == tp && u->gate.a[0].p < g->pev.a[0].p)) {
+                tp = tg;
+                gate_due = 1;
+            }
+        }
         if (ts == INFINITY && tp == INFINITY && tv == INFINITY)
             break;
         if (tv <= tp && tv <= ts) {
@@ -423,7 +481,7 @@ static int xs_mrun_events(xs_mrun *u, double max_events)
             xs_mrun_mma_end(u, xs_evheap_pop(&g->vev));
         } else if (tp <= ts) {
             xs_msim_advance(g, tp);
-            xs_mrun_step(u, xs_evheap_pop(&g->pev));
+            xs_mrun_step(u, gate_due ? xs_evheap_pop(&u->gate) : xs_evheap_pop(&g->pev));
         } else {
             xs_msim_advance(g, ts);
             xs_msim_stage_accept(g, ts);
@@ -478,6 +536,10 @@ static xs_status xs_mrun_run(xs_mrun *u, int np, double *end)
     const double max_events =
         16.0 * ((double)pb->rows * pb->H * 2.0 / g->c + 8.0 * u->ntasks) + 1e6;
     const int stalled = xs_mrun_events(u, max_events);
+    if (u->cut && !g->oom) {
+        *end = INFINITY;
+        return XS_OK;
+    }
     int stuck = 0;
     for (int p = 0; p < np; p++)
         stuck += g->pr[p].state != XS_P_DONE;
@@ -494,10 +556,14 @@ static xs_status xs_mrun_run(xs_mrun *u, int np, double *end)
     return XS_OK;
 }
 
-xs_status xs_moe_predict_tasks(const xs_moe_problem *pb, const xs_moe_task *tasks, int ntasks,
-                               const xs_moe_plan *plan, const xs_profile *pf,
-                               const xs_moe_model *mm, const xs_moe_costs *c, int link,
-                               xs_moe_tile *trace, double *total_ns)
+/* xs_moe_predict_tasks with the screen: cut_best < INFINITY (only without couriers, spilling or
+ * a trace) stops the run as soon as its end x cut_fi is proven >= cut_best; *total_ns is then
+ * INFINITY. */
+static xs_status xs_moe_predict_run(const xs_moe_problem *pb, const xs_moe_task *tasks,
+                                    int ntasks, const xs_moe_plan *plan, const xs_profile *pf,
+                                    const xs_moe_model *mm, const xs_moe_costs *c, int link,
+                                    xs_moe_tile *trace, double cut_fi, double cut_best,
+                                    double *total_ns)
 {
     *total_ns = NAN;
     if (!(c->c1_ns > 0) || !(c->c2_ns > 0))
@@ -537,6 +603,22 @@ xs_status xs_moe_predict_tasks(const xs_moe_problem *pb, const xs_moe_task *task
     u.link = link;
     u.trace = trace;
     xs_mrun_plan(&u, plan, link);
+    u.cut_fi = cut_fi;
+    u.cut_best = INFINITY;
+    if (cut_best < INFINITY && cut_fi > 0 && !trace && couriers == 0 && u.spill_depth == 0) {
+        u.cut_best = cut_best;
+        for (int i = 0; i < ntasks; i++) {
+            const xs_moe_task tk = tasks[i];
+            const int kind = xs_moe_task_kind(tk);
+            u.left_cost_ns += kind == 1 ? c->c1_ns : c->c2_ns;
+            if (kind == 2 && link) {
+                double rem, tot;
+                xs_moe_tile_bytes(pb, xs_moe_task_rb(tk), tk.nb, &rem, &tot);
+                u.left_bytes += rem;
+                u.max_tile_bytes = rem > u.max_tile_bytes ? rem : u.max_tile_bytes;
+            }
+        }
+    }
     double end = NAN;
     st = xs_mrun_run(&u, np, &end);
     xs_mrun_free(&u);
@@ -547,6 +629,23 @@ xs_status xs_moe_predict_tasks(const xs_moe_problem *pb, const xs_moe_task *task
     XS_TRY(st);
     *total_ns = end;
     return XS_OK;
+}
+
+xs_status xs_moe_predict_tasks(const xs_moe_problem *pb, const xs_moe_task *tasks, int ntasks,
+                               const xs_moe_plan *plan, const xs_profile *pf,
+                               const xs_moe_model *mm, const xs_moe_costs *c, int link,
+                               xs_moe_tile *trace, double *total_ns)
+{
+    return xs_moe_predict_run(pb, tasks, ntasks, plan, pf, mm, c, link, trace, 1.0, INFINITY,
+                              total_ns);
+}
+
+xs_status xs_moe_predict_cut(const xs_moe_problem *pb, const xs_moe_task *tasks, int ntasks,
+                             const xs_moe_plan *plan, const xs_profile *pf,
+                             const xs_moe_model *mm, const xs_moe_costs *c, double fi,
+                             double best, double *total_ns)
+{
+    return xs_moe_predict_run(pb, tasks, ntasks, plan, pf, mm, c, 1, NULL, fi, best, total_ns);
 }
 
 xs_status xs_moe_predict(const xs_moe_problem *pb, int slot, const xs_profile *pf,

@@ -75,4 +75,14 @@ void xs_msim_stage_accept(xs_msim *g, double t_next);
 /* The departure time of the stage's last accepted byte (ns). */
 double xs_msim_d_last(const xs_msim *g);
 
+/* The screen of the auto rule (src/ep_auto.c): xs_moe_predict_tasks with the link, no trace,
+ * that gives up on a candidate that cannot win. *total_ns is the model's time as there, or
+ * INFINITY once a lower bound on it proves total x fi >= best (exactly: the bound holds in
+ * floating point, so a candidate compared by `total * fi < best` loses either way). Plans with
+ * couriers or spilling run whole. */
+xs_status xs_moe_predict_cut(const xs_moe_problem *pb, const xs_moe_task *tasks, int ntasks,
+                             const xs_moe_plan *plan, const xs_profile *pf,
+                             const xs_moe_model *mm, const xs_moe_costs *c, double fi,
+                             double best, double *total_ns);
+
 #endif /* XSTAGE_EP_SIM_H */

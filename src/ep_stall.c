@@ -142,6 +142,32 @@ static xs_status xs_stall_replay(xs_msim *g, const xs_moe_tile *t, const int *or
     return XS_OK;
 }
 
+/* The tiles whose measured stall meas[i] exceeds XS_MOE_STALLED_NS: how many, the median of
+ * the model's |error| err[i] over them, and the zero predictor's (the median measured stall).
+ * Reorders nothing; NaN medians when none. */
+static void stalled_errs(const double *meas, const double *err, int n, int *count,
+                         double *err_med, double *zero_med)
+{
+    double *a = malloc(sizeof(double) * (size_t)(2 * n + 1));
+    int k = 0;
+    *err_med = *zero_med = NAN;
+    *count = 0;
+    if (!a)
+        return;
+    for (int i = 0; i < n; i++)
+        if (meas[i] > XS_MOE_STALLED_NS) {
+            a[k] = err[i];
+            a[n + k] = meas[i];
+            k++;
+        }
+    if (k) {
+        *count = k;
+        *err_med = xs_median(a, (size_t)k);
+        *zero_med = xs_median(a + n, (size_t)k);
+    }
+    free(a);
+}
+
 /* The issue side: predicted window vs measured span, both minus T_iss0. e1..e3: [nb] scratch. */
 static xs_status xs_stall_issue(const xs_msim *g, const xs_moe_tile *t, const int *order,
                                 int nb, const xs_profile *pf,
@@ -169,6 +195,8 @@ static xs_status xs_stall_issue(const xs_msim *g, const xs_moe_tile *t, const in
         out->pred_stall_med_ns = xs_median(e2, (size_t)ne);
         out->abs_err_med_ns = xs_median(e3, (size_t)ne);
         out->abs_err_p90_ns = xs_quantile_lower(e3, (size_t)ne, 0.9);
+        stalled_errs(e1, e3, ne, &out->stalled_tiles, &out->stalled_err_med_ns,
+                     &out->stalled_zero_err_med_ns);
     }
     return XS_OK;
 }
@@ -209,6 +237,8 @@ static xs_status xs_stall_mma(const xs_msim *g, const xs_moe_tile *t, int n, con
         out->mma_pred_med_ns = xs_median(e2, (size_t)nm);
         out->mma_abs_err_med_ns = xs_median(e3, (size_t)nm);
         out->mma_abs_err_p90_ns = xs_quantile_lower(e3, (size_t)nm, 0.9);
+        stalled_errs(e1, e3, nm, &out->mma_stalled_tiles, &out->mma_stalled_err_med_ns,
+                     &out->mma_stalled_zero_err_med_ns);
     }
     free(pre);
     return XS_OK;
@@ -223,6 +253,8 @@ xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *pf
     out->meas_stall_med_ns = out->pred_stall_med_ns = out->abs_err_med_ns = NAN;
     out->abs_err_p90_ns = out->mma_meas_med_ns = out->mma_pred_med_ns = NAN;
     out->mma_abs_err_med_ns = out->mma_abs_err_p90_ns = NAN;
+    out->stalled_err_med_ns = out->stalled_zero_err_med_ns = NAN;
+    out->mma_stalled_err_med_ns = out->mma_stalled_zero_err_med_ns = NAN;
     for (int i = 0; i < n; i++) {
         if (pred_span)
             pred_span[i] = NAN;

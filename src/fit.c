@@ -336,6 +336,9 @@ static xs_status fit_drain(const xs_samples *s, xs_profile *p, xs_fit_report *re
 /* One measured schedule (all rows equal but the last, which has no gap), its repetitions merged:
  * per row, the median over repetitions of each column. */
 #define MAX_REPS 16
+/* Distinct schedules the stage step scores: calibrate's capacity grid (every 8 producers, 13
+ * volumes: 260 on a 132-SM chip), the issue runs and the drift trains */
+#define MAX_RUNS 512
 typedef struct {
     int k, rows, weight, nrep;
     int issue;           /* 1: an unconstrained 'issue' run (scored, not a capacity point) */
@@ -495,9 +498,9 @@ static int fit_threads(void)
  * the last row's end (1), over all rows of all runs (with_issue 0: without the 'issue' runs). */
 static double model_error(const xs_profile *p, const run *runs, int nruns, int with_issue)
 {
-    double err_v[256], w_v[256];
-    if (nruns > 256)
-        nruns = 256; /* fit_stage collects at most 256 */
+    double err_v[MAX_RUNS], w_v[MAX_RUNS];
+    if (nruns > MAX_RUNS)
+        nruns = MAX_RUNS; /* fit_stage collects at most MAX_RUNS */
     err_job j = {p, runs, nruns, with_issue, 0, 0, err_v, w_v};
     int nt = fit_threads();
     if (nt > nruns)
@@ -527,9 +530,9 @@ static double model_error(const xs_profile *p, const run *runs, int nruns, int w
 static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *rep,
                            int published)
 {
-    run runs[256];
+    run runs[MAX_RUNS];
     int nruns = 0;
-    XS_TRY(collect_runs(s, runs, 256, &nruns, rep));
+    XS_TRY(collect_runs(s, runs, MAX_RUNS, &nruns, rep));
     if (rep->n_capacity == 0) {
         runs_free(runs, nruns);
         return xs_seterr(XS_EINVAL, "calibration: no 'capacity' samples");

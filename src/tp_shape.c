@@ -11,17 +11,24 @@
 
 #include "tp_plan.h"
 
-/* A queue of candidate tasks with a taken mark, scanned from its first untaken entry. */
+/* A queue of candidate tasks with a taken mark, scanned from its first untaken entry. While the
+ * readiness of its entries stays the same (one epoch of tp_ready: a step's pass; entries are
+ * only taken meanwhile), a scan resumes where the last one stopped: the entries before it were
+ * taken or not ready, and still are. So a step scans each queue about once, not once per task. */
 typedef struct {
     tp_list l;
     unsigned char *taken;
     int front, left;
+    unsigned memo_epoch; /* the tp_ready epoch of memo_pos (0: none) */
+    int memo_pos;        /* the last scan's stop in that epoch */
 } tp_queue;
 
 static int queue_seal(tp_queue *q)
 {
     q->taken = (unsigned char *)calloc((size_t)(q->l.n ? q->l.n : 1), 1);
     q->front = 0;
+    q->memo_epoch = 0;
+    q->memo_pos = 0;
     q->left = q->l.n;
     return q->taken ? 0 : -1;
 }
@@ -47,6 +54,7 @@ typedef struct {
     const xs_tp_info *in;
     int me, P;
     int step, lead, ag_lead;
+    unsigned epoch;       /* changes with step, lead or ag_lead, and with the placed state */
 } tp_ready;
 
 static int is_ready(const xs_tp_task *x, const tp_ready *r)
@@ -70,10 +78,17 @@ static int queue_find(tp_queue *q, const tp_ready *r)
 {
     while (q->front < q->l.n && q->taken[q->front])
         q->front++;
-    for (int i = q->front; i < q->l.n; i++)
+    int i = q->front;
+    if (r && q->memo_epoch == r->epoch && q->memo_pos > i)
+        i = q->memo_pos;
+    for (; i < q->l.n; i++)
         if (!q->taken[i] && is_ready(&q->l.v[i], r))
-            return i;
-    return -1;
+            break;
+    if (r) {
+        q->memo_epoch = r->epoch;
+        q->memo_pos = i;
+    }
+    return i < q->l.n ? i : -1;
 }
 
 static xs_tp_task queue_take(tp_queue *q, int i)
@@ -320,6 +335,7 @@ static void shape_fill(tp_shaper *h, int s, int *n_, int *nr_, int *np_, double 
     rd->step = s;
     rd->lead = h->pace->lead;
     rd->ag_lead = h->pace->lead > 1 ? h->pace->lead : 1;
+    rd->epoch++; /* a new step: steps placed since the last one changed readiness */
     for (int pass = 0; pass < 2 && n == 0 && np == 0; pass++) {
         /* 1. pushes riding on this step's tasks */
         shape_riders(h, budget, &used, &np, nrem);
@@ -374,6 +390,7 @@ static void shape_fill(tp_shaper *h, int s, int *n_, int *nr_, int *np_, double 
         rd->ag_lead = 1; /* a push in an earlier step, at least */
         if (h->cpush) /* the couriers' pushes are on their way: the CTAs will wait */
             rd->ag_lead = -1000000000;
+        rd->epoch++;
     }
     *n_ = n, *nr_ = nr, *np_ = np, *used_ = used;
 }

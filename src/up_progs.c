@@ -55,18 +55,21 @@ static int prog_rows(const prog_step *st, int m, int split, int64_t *bytes, doub
         }
         const int nk = nx->iters > 0 ? nx->iters : 1;
         const double t_it = nx->ns / nk;
-        int jg = -1, sent = 0, ng = 0; /* the open group: its iteration, slices before, slices */
-        for (int j = 0; j <= nk; j++) {
-            const int due = j < nk ? xs_attn_slices_due(split, nk, j) : split;
-            if (j == nk || due > sent + ng) {
-                if (jg >= 0) {
-                    const int64_t b0 = (int64_t)llround(B * sent / split / 16.0) * 16;
-                    const int64_t b1 = (int64_t)llround(B * (sent + ng) / split / 16.0) * 16;
-                    PROG_ROW(b1 - b0, t_it * (j - jg));
-                }
-                if (j < nk)
-                    sent += ng, ng = due - sent, jg = j;
-            }
+        /* The groups of slices due at the same iteration: one opens at iteration 0 and at every
+         * iteration where xs_attn_slices_due grows, the last one closes at nk. The due count
+         * ceil((j + 1) split / nk) exceeds d from j = floor(d nk / split) on, so the next group's
+         * iteration is found directly instead of by walking the iterations. */
+        int jg = 0, sent = 0, ng = xs_attn_slices_due(split, nk, 0); /* the open group */
+        for (;;) {
+            const int d = sent + ng;
+            const long long jn_ = d >= split ? nk : (long long)d * nk / split;
+            const int jn = jn_ < nk ? (int)jn_ : nk;
+            const int64_t b0 = (int64_t)llround(B * sent / split / 16.0) * 16;
+            const int64_t b1 = (int64_t)llround(B * (sent + ng) / split / 16.0) * 16;
+            PROG_ROW(b1 - b0, t_it * (jn - jg));
+            if (jn >= nk)
+                break;
+            sent = d, ng = xs_attn_slices_due(split, nk, jn) - d, jg = jn;
         }
     }
 #undef PROG_ROW

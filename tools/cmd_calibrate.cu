@@ -4,7 +4,7 @@
  *
  *   (a) drain     periodic zero-gap bursts; several K/B splits of one volume side by side
  *   (b) issue     unconstrained bursts and the large-gap plateau
- *   (c) capacity  isolated bursts, volume sweeps for K = 1, 2, 4, ..., all SMs
+ *   (c) capacity  isolated bursts, volume sweeps for K = 1, 2, 4, every 8 up to all SMs
  *   (d) local     the same loops into local HBM (--target local, the control)
  *   (e) latency   issue-to-visibility round trip seen by the host (host target)
  *   drift         free-running trains above the headroom (fits chunk_bytes)
@@ -115,7 +115,7 @@ static void usage(void)
            "Measure the X-Stage of one path on this GPU and fit a profile: drain rate R from\n"
            "periodic zero-gap bursts (several K/B splits), issue rate r and overhead o from\n"
            "unconstrained bursts and the large-gap plateau, capacity Q(K) from isolated bursts\n"
-           "(K = 1, 2, 4, ..., all SMs), chunk_bytes from free-running trains; plus a plain\n"
+           "(K = 1, 2, 4, every 8 to all SMs), chunk_bytes from free-running trains; plus a plain\n"
            "zero-copy store kernel and (host) the visibility round trip. Every byte verified.\n\n"
            "  -t, --target T        host (pinned host memory over PCIe, default), local (HBM),\n"
            "                        peer (NCCL windows; one rank: its own window) or virtual\n"
@@ -278,6 +278,31 @@ static const int64_t issue_b[] = {256, 512, 1024, 2048, 4096, 8192, 16384, 32768
 /* Bytes of one row of the drain experiment (a): every SM's 32 KiB. */
 static int64_t drain_row_bytes(int sms) { return (int64_t)sms * 32768; }
 
+/* The capacity sweep's producer counts: 1, 2, 4, every multiple of 8 below sms, and sms. Returns
+ * the count (at most XS_CAL_MAX_KS). */
+enum { XS_CAL_MAX_KS = 32, XS_CAL_STEP_K = 8 };
+static int calib_capacity_ks(int sms, int *ks)
+{
+    int n = 0;
+    for (int k = 1; k < XS_CAL_STEP_K && k < sms; k *= 2)
+        ks[n++] = k;
+    for (int k = XS_CAL_STEP_K; k < sms && n < XS_CAL_MAX_KS - 1; k += XS_CAL_STEP_K)
+        ks[n++] = k;
+    ks[n++] = sms;
+    return n;
+}
+
+/* Repetitions of each capacity point, so that the sweep's cost is bounded by construction: at
+ * most 48 sweeps of the volume list in all (24 with --quick), at most 4 (2 with --quick) per
+ * point. The powers-of-two grid it replaced ran 8 K x 4 = 32 sweeps (8 x 2 = 16 quick); every
+ * 8 producers on 132 SMs is 20 K: 2 repetitions (40 sweeps), quick 1 (20). */
+static int calib_capacity_reps(int nk, int quick)
+{
+    const int budget = quick ? 24 : 48, most = quick ? 2 : 4;
+    int r = budget / (nk > 0 ? nk : 1);
+    return r < 1 ? 1 : r > most ? most : r;
+}
+
 /* The training runs (b), (a), (c) and drift into cx->samples, with a preliminary fit into *p
  * after (a) (r, o and R size the later steps). */
 static xs_status calib_train_all(calib_ctx *cx, calib_args *a, int sms, xs_profile *p,
@@ -327,14 +352,18 @@ static xs_status calib_train_all(calib_ctx *cx, calib_args *a, int sms, xs_profi
         for (int j = 0; j < a->nvols; j++)
             a->vols[j] = (int)(d[j] * 1048576);
     }
-    static const int ks[] = {1, 2, 4, 8, 16, 32, 64, 0};
-    for (int i = 0; i < 8 && st == XS_OK; i++) {
-        int k = ks[i] ? ks[i] : sms;
+    /* per K: 1, 2, 4, then every 8 producers up to all SMs, so that Q(K) is sampled at the
+     * producer counts schedules use (validate's 24 and 96 among them) rather than interpolated
+     * between powers of two */
+    int ks[XS_CAL_MAX_KS], nk = calib_capacity_ks(sms, ks);
+    const int creps = calib_capacity_reps(nk, a->quick);
+    for (int i = 0; i < nk && st == XS_OK; i++) {
+        const int k = ks[i];
         for (int j = 0; j < a->nvols && st == XS_OK; j++) {
             int64_t b = ((int64_t)a->vols[j] / k) / 16 * 16;
             if (b < 16)
                 continue;
-            st = train(cx, "capacity", k, b, 0, 1, reps, 0);
+            st = train(cx, "capacity", k, b, 0, 1, creps, 0);
         }
     }
     /* drift: trains far above the headroom with enough work between bursts to average under

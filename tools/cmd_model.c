@@ -295,11 +295,12 @@ out:
 }
 
 /* After option parsing: the checks predict and plan share, then their two inputs. outs[nout]
- * are the command's output files (path NULL: none), refused when one is an input. Returns 0,
- * or the exit status after printing the one-line error. */
+ * are the command's output files (path NULL: none), refused when one is an input; windows:
+ * the simulation will record every issue window (--plot), which bounds rows x producers.
+ * Returns 0, or the exit status after printing the one-line error. */
 static int load_inputs(const char *cmd, int bad, int argc, char **argv, const char *sched,
                        const xs_profile_args *pa, const xs_file_arg *outs, int nout,
-                       xs_profile *p, xs_schedule *s)
+                       int windows, xs_profile *p, xs_schedule *s)
 {
     if (bad)
         return xs_cli_fail();
@@ -314,7 +315,7 @@ static int load_inputs(const char *cmd, int bad, int argc, char **argv, const ch
         return xs_cli_fail();
     if (xs_schedule_load(sched, s) != XS_OK)
         return xs_cli_fail();
-    if (xs_schedule_check_size(s, sched) != XS_OK) {
+    if (windows && xs_schedule_check_size(s, sched) != XS_OK) {
         xs_schedule_free(s);
         return xs_cli_fail();
     }
@@ -323,6 +324,11 @@ static int load_inputs(const char *cmd, int bad, int argc, char **argv, const ch
 
 int xs_cmd_predict(int argc, char **argv)
 {
+    /* predict --trace FILE: a recorded kernel's per-CTA programs (tools/cmd_trace.c) */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--trace") || !strncmp(argv[i], "--trace=", 8) ||
+            !strcmp(argv[i], "-t"))
+            return xs_cmd_predict_trace(argc, argv);
     static const struct option lo[] = {
         {"schedule", required_argument, 0, 's'}, {"csv", required_argument, 0, XS_OPT_CSV},
         {"json", required_argument, 0, XS_OPT_JSON}, {"plot", required_argument, 0, XS_OPT_PLOT},
@@ -354,6 +360,8 @@ int xs_cmd_predict(int argc, char **argv)
                    "  --json FILE           also write the report as JSON (- : to stdout, alone)\n"
                    "  --plot FILE.png       backlog over time and issue windows (gnuplot)\n"
                    "  --sync                a grid barrier between rows (default: free-running)\n"
+                   "  -t, --trace FILE      a kernel's recorded trace instead of a schedule\n"
+                   "                        (xstage predict --trace FILE --help)\n"
                    PROFILE_HELP);
             return 0;
         default: return xs_cli_badopt("predict", "s:h", argc, argv);
@@ -362,7 +370,7 @@ int xs_cmd_predict(int argc, char **argv)
     xs_profile p;
     xs_schedule s;
     const xs_file_arg outs[] = {{"--plot", png}, {"--csv", t.csv_path}, {"--json", t.json_path}};
-    int rc0 = load_inputs("predict", bad, argc, argv, sched, &pa, outs, 3, &p, &s);
+    int rc0 = load_inputs("predict", bad, argc, argv, sched, &pa, outs, 3, png != NULL, &p, &s);
     if (rc0)
         return rc0;
     xs_sim_opts so = {.sync = sync, .record_windows = png != NULL, .record_backlog = png != NULL};
@@ -614,7 +622,7 @@ int xs_cmd_plan(int argc, char **argv)
     xs_profile p;
     xs_schedule s;
     const xs_file_arg outs[] = {{"--out", outp}, {"--csv", t.csv_path}, {"--json", t.json_path}};
-    int rc0 = load_inputs("plan", bad, argc, argv, sched, &pa, outs, 3, &p, &s);
+    int rc0 = load_inputs("plan", bad, argc, argv, sched, &pa, outs, 3, 0, &p, &s);
     if (rc0)
         return rc0;
     xs_plan pl;

@@ -3,12 +3,14 @@
  * and `xstage validate` (a built-in suite of schedules never used in fitting, each predicted
  * without refitting and replayed; errors per schedule and over the suite).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "xstage.h"
 #include "xstage_cli.h"
@@ -34,6 +36,7 @@ typedef struct {
     const char *csv_out;         /* --csv FILE ("-": the standard output, alone) */
     const char *json_out;        /* replay --json FILE (xstage_results.h) */
     const char *windows_out;
+    const char *timeline_out;    /* replay --timeline FILE.json */
     const char *rows_out;
     const char *placement_out;
     const char *sms;             /* replay --sms LIST */
@@ -44,7 +47,7 @@ typedef struct {
 enum { OPT_WINDOW = XS_OPT_FIRST_FREE, OPT_TIMEOUT, OPT_DEVICE, OPT_CSVFILE, OPT_WINDOWS,
        OPT_JSONFILE,
        OPT_ROWS, OPT_DEST, OPT_MAXSKEW, OPT_PLACEMENT, OPT_SMS, OPT_FIXED, OPT_COLD,
-       OPT_MAXITERS };
+       OPT_MAXITERS, OPT_TIMELINE };
 
 static int parse_common(int c, run_args *a)
 {
@@ -107,6 +110,7 @@ static int parse_common(int c, run_args *a)
     case OPT_CSVFILE: a->csv_out = optarg; return 0;
     case OPT_JSONFILE: a->json_out = optarg; return 0;
     case OPT_WINDOWS: a->windows_out = optarg; return 0;
+    case OPT_TIMELINE: a->timeline_out = optarg; return 0;
     case OPT_ROWS: a->rows_out = optarg; return 0;
     case OPT_PLACEMENT: a->placement_out = optarg; return 0;
     case OPT_SMS: a->sms = optarg; return 0;
@@ -160,7 +164,7 @@ static int parse_common(int c, run_args *a)
     "                        (numbers, ranges a-b); default: where the scheduler puts CTA p\n" \
     "  --profile FILE, --set NAME=VALUE   the profile for the prediction shown alongside\n"
 
-enum { XS_VALIDATE_REPS = 16, XS_VALIDATE_REPS_MAX = 64 };
+enum { XS_VALIDATE_REPS = 16, XS_VALIDATE_REPS_MAX = 64, RAND_ROWS_CAP = 64 };
 #define XS_VALIDATE_CI_TOL 0.05 /* half-width of the median's 95 % interval, relative */
 
 static void defaults(run_args *a)
@@ -190,7 +194,7 @@ static int maybe_launch(run_args *a)
     if ((l = xs_launch_exit(l, ec)) >= 0)
         return l;
     if (!xs_rank_primary()) /* a rank > 0 of a -g run: rank 0 writes the files */
-        a->csv_out = a->windows_out = a->rows_out = NULL;
+        a->csv_out = a->windows_out = a->timeline_out = a->rows_out = NULL;
     return -1;
 }
 
@@ -231,7 +235,8 @@ static void placement_head(xs_replayer *rp, FILE *place)
  * +-ci_tol of it, `reps` more, up to reps_max in all (reps_max <= reps: exactly reps); *used
  * gets the count. out gets, per row, the median over repetitions of each column (windows of the
  * median-total repetition). */
-static xs_status replay_median(xs_replayer *rp, const xs_schedule *s, int sync, int reps,
+static xs_status replay_median(xs_replayer *rp, const xs_schedule *s, const xs_programs *pg,
+                               int sync, int reps,
                                int reps_max, double ci_tol, uint32_t *seed, xs_result *out,
                                double *spread_pct, int *used, xs_replay_stats *last,
                                double *totals, double *skews, FILE *place)
@@ -252,7 +257,7 @@ static xs_status replay_median(xs_replayer *rp, const xs_schedule *s, int sync, 
             st = xs_interrupt_err("%d of %d repetitions", i, want);
             break;
         }
-        st = xs_replay_run(rp, s, sync, (*seed)++, &rs[i], last);
+        st = xs_replay_run_programs(rp, s, pg, sync, (*seed)++, &rs[i], last);
         if (st == XS_OK) {
             tot[i] = rs[i].rows[s->nrows - 1].end_ns;
             if (place) {
@@ -339,6 +344,7 @@ int xs_cmd_replay(int argc, char **argv)
                                        {"csv", required_argument, 0, OPT_CSVFILE},
                                        {"json", required_argument, 0, OPT_JSONFILE},
                                        {"windows", required_argument, 0, OPT_WINDOWS},
+                                       {"timeline", required_argument, 0, OPT_TIMELINE},
                                        {"placement", required_argument, 0, OPT_PLACEMENT},
                                        COMMON_OPTIONS, {0, 0, 0, 0}};
     run_args a;
@@ -360,9 +366,10 @@ int xs_cmd_replay(int argc, char **argv)
                    "  --csv FILE            also write the measured rows as CSV\n"
                    "  --json FILE           also write the report as JSON\n"
                    "                        (- for either: to stdout, instead of the report)\n"
-                   "  --windows FILE        every producer's issue window of the reported run\n"
-                   "                        (CSV: row,producer,start_ns,end_ns; measured and\n"
-                   "                        predicted side by side)\n"
+                   "  --windows FILE        every producer's issue window of the reported run,\n"
+                   "                        a trace (docs/TRACE.md; xstage compare --trace FILE)\n"
+                   "  --timeline FILE.json  those windows and the schedule's predicted ones as\n"
+                   "                        Chrome trace-event JSON (ui.perfetto.dev)\n"
                    "  --placement FILE      every repetition's total, the SM (%%smid) of each\n"
                    "                        producer and when its last row's window ended (CSV:\n"
                    "                        run,total_ns,skew_ns,smids,ends_ns,offset_bytes),\n"
@@ -458,7 +465,7 @@ int xs_cmd_replay(int argc, char **argv)
         warm_ns = m.rows[s.nrows - 1].end_ns;
         xs_result_free(&m);
         int used = 0;
-        st = replay_median(rp, &s, a.sync, a.reps, a.reps, 0, &seed, &m, &spread, &used, &rs,
+        st = replay_median(rp, &s, NULL, a.sync, a.reps, a.reps, 0, &seed, &m, &spread, &used, &rs,
                            totals, skews, place);
     }
     if (xs_outfile_commit(&placeo) != XS_OK && st == XS_OK)
@@ -528,31 +535,25 @@ int xs_cmd_replay(int argc, char **argv)
         return 1;
     }
     int rc = 0;
-    if (a.windows_out) {
-        xs_outfile wfo; /* atomic (xstage_outfile.h) */
-        FILE *wf = xs_outfile_open(&wfo, a.windows_out) == XS_OK ? wfo.f : NULL;
+    if (a.windows_out || a.timeline_out) {
         xs_sim_opts wo;
         memset(&wo, 0, sizeof wo);
         wo.sync = a.sync;
         wo.record_windows = 1;
         xs_result pw;
-        if (!wf) {
-            rc = xs_cli_fail();
-        } else if (xs_simulate(&p, &s, &wo, &pw) != XS_OK) {
-            xs_outfile_discard(&wfo);
+        if (xs_simulate(&p, &s, &wo, &pw) != XS_OK) {
             rc = xs_cli_fail();
         } else {
-            xs_gpu_report_header(wf, xs_replayer_gpu(rp), argc + 1, argv - 1);
-            fprintf(wf, "row,producer,start_ns,end_ns,pred_start_ns,pred_end_ns\n");
-            for (int r = 0; r < s.nrows; r++)
-                for (int q = 0; q < s.rows[r].producers; q++) {
-                    size_t i = (size_t)r * m.nproducers + q, j = (size_t)r * pw.nproducers + q;
-                    fprintf(wf, "%d,%d,%.1f,%.1f,%.1f,%.1f\n", r, q, m.win_start[i],
-                            m.win_end[i], pw.win_start[j], pw.win_end[j]);
-                }
+            int sm[1024], nsm = xs_replayer_last_smids(rp, sm, 1024);
+            char dev[300], tgt[40], np[40];
+            snprintf(dev, sizeof dev, "device=%s", xs_replayer_gpu(rp)->name);
+            snprintf(tgt, sizeof tgt, "target=%s", xs_target_name(a.ro.target));
+            snprintf(np, sizeof np, "producers=%d", xs_schedule_max_producers(&s));
+            const char *meta[] = {dev, tgt, np, "kernel=xstage replay (the median-total run; sm: "
+                                  "the last run's)", "clock=globaltimer", NULL};
+            rc = xs_replay_trace_files(a.windows_out, a.timeline_out, &s, &m, &pw, sm, nsm, &p,
+                                       meta);
             xs_result_free(&pw);
-            if (xs_outfile_commit(&wfo) != XS_OK)
-                rc = xs_cli_fail();
         }
     }
     xs_result_free(&m);
@@ -697,6 +698,7 @@ static void validate_usage(void)
 {
     printf("usage: xstage validate [--profile FILE] [--target host|local] [--csv FILE] "
            "[--json FILE]\n"
+           "       xstage validate --random N [--seed S] [--random-csv FILE] [--random-rows FILE]\n"
            "Predict (without refitting) and replay a built-in suite of schedules that the\n"
            "calibration never ran: gap sweeps across G*, capacity sweeps across Q(K),\n"
            "mixed producer counts, random trains, drift trains, expert-wave schedules.\n"
@@ -710,6 +712,13 @@ static void validate_usage(void)
            "  --max-iters M         while a schedule's median total is uncertain by more\n"
            "                        than +-5 %% (its 95 %% interval), N more runs, up to M\n"
            "                        in all (default 64; exactly N when M <= N or -g > 1)\n"
+           "  --random N            instead of the suite, N schedules drawn at random (irregular\n"
+           "                        K, per-producer bytes and gaps, staggered starts), each\n"
+           "                        predicted by the model, by zero stall and by the published\n"
+           "                        fluid forms; per-row error medians and p90s side by side\n"
+           "  --seed S              the generator's seed (default: a new one, printed)\n"
+           "  --random-csv FILE     the summary row (chip,seed,schedules,rows,...)\n"
+           "  --random-rows FILE    every storing row, measured next to the three predictions\n"
            COMMON_HELP);
 }
 
@@ -733,6 +742,290 @@ static int validate_summary(const double *etot, int nv, const double *allrow, in
     return med <= 5 && mx <= 15 && rmed <= 15 && fabs(iso_err) <= 10;
 }
 
+/* ---- validate --random ---------------------------------------------------------------------- */
+
+/* validate --random's options (apart from the shared ones). */
+typedef struct {
+    int n;                  /* schedules to draw; 0: the fixed suite */
+    uint64_t seed;          /* the generator's seed */
+    int seed_set;           /* --seed given (else from the clock) */
+    const char *csv;        /* --random-csv: one summary row */
+    const char *rows;       /* --random-rows: every row of every schedule */
+} rand_args;
+
+enum { OPT_RANDOM = OPT_MAXITERS + 40, OPT_RANDCSV, OPT_RANDROWS };
+
+/* Stalled rows for the stall comparison: the measured stall over the zero-stall issue above this
+ * (as bench ep/up's stalled tiles). */
+#define XS_RAND_STALLED_NS 500.0
+/* Room for a drawn schedule's footprint in validate's window (the rest is rotation room). */
+#define XS_RAND_MAX_BYTES (16.0 * 1048576)
+
+/* The GPU's UUID, short form (GPU- and its first 8 hex digits, as nvidia-smi's prefix and
+ * bench/results name chips), or "GPU-unknown". */
+static void chip_name(int device, char *out, size_t n)
+{
+    cudaDeviceProp pr;
+    if (cudaGetDeviceProperties(&pr, device) != cudaSuccess) {
+        snprintf(out, n, "GPU-unknown");
+        return;
+    }
+    const unsigned char *u = (const unsigned char *)pr.uuid.bytes;
+    snprintf(out, n, "GPU-%02x%02x%02x%02x", u[0], u[1], u[2], u[3]);
+}
+
+static double q90(const double *x, int n) { return n ? xs_quantile(x, (size_t)n, 0.9) : NAN; }
+static double med(const double *x, int n) { return n ? xs_median(x, (size_t)n) : NAN; }
+
+/* Per-row errors over the whole run (every storing row of every schedule). */
+typedef struct {
+    double *model, *zero, *fluid;          /* |issue_max error|, % of measured */
+    double *s_model, *s_zero, *s_fluid;    /* |stall error|, ns (stall: issue_max over zero's) */
+    double *t_model, *t_zero, *t_fluid;    /* the same on stalled rows (> XS_RAND_STALLED_NS) */
+    int n, nstall, cap;
+} rand_errs;
+
+static int errs_alloc(rand_errs *e, int cap)
+{
+    memset(e, 0, sizeof *e);
+    double **f[] = {&e->model, &e->zero, &e->fluid, &e->s_model, &e->s_zero, &e->s_fluid,
+                    &e->t_model, &e->t_zero, &e->t_fluid};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (!(*f[i] = (double *)calloc((size_t)cap, sizeof(double))))
+            return -1;
+    e->cap = cap;
+    return 0;
+}
+
+static void errs_free(rand_errs *e)
+{
+    double *f[] = {e->model, e->zero, e->fluid, e->s_model, e->s_zero, e->s_fluid,
+                   e->t_model, e->t_zero, e->t_fluid};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        free(f[i]);
+}
+
+/* Draw, predict (model, zero, fluid) and replay a.n random schedules; print a table and the
+ * summary, write the CSVs. Returns the exit status. */
+static int validate_random(xs_replayer *rp, const xs_profile *p, const run_args *a,
+                           const rand_args *ra, int argc, char **argv)
+{
+    const xs_gpu_info *gpu = xs_replayer_gpu(rp);
+    char chip[32];
+    chip_name(a->ro.device, chip, sizeof chip);
+    FILE *cf = NULL, *rf = NULL;
+    if (ra->csv && !(cf = fopen(ra->csv, "w")))
+        return xs_cli_failf("validate: cannot write %s", ra->csv);
+    if (ra->rows && !(rf = fopen(ra->rows, "w"))) {
+        if (cf)
+            fclose(cf);
+        return xs_cli_failf("validate: cannot write %s", ra->rows);
+    }
+    xs_rand_opts ro;
+    ro.max_producers = gpu->sm_count;
+    ro.max_bytes = fmin(XS_RAND_MAX_BYTES, (double)a->ro.window_bytes / 4);
+    xs_gpu_report_header(stdout, gpu, argc + 1, argv - 1);
+    printf("# chip %s; profile %s: r %.3g B/ns, o %.3g ns, R %.4g B/ns, Q %.4g B, q %.4g B, "
+           "chunk %.0f B\n", chip, a->pa.file ? a->pa.file : "embedded", p->issue_bytes_per_ns,
+           p->issue_overhead_ns, p->drain_bytes_per_ns, p->capacity_bytes,
+           p->capacity_bytes_per_producer, p->chunk_bytes);
+    printf("# random schedules: %d, seed %llu (%s); K <= %d producers, footprint <= %.0f MiB; "
+           "each: median of %d replays after one warm-up, up to %d while its 95%% interval is "
+           "wider than +-%.0f%%; target %s\n", ra->n, (unsigned long long)ra->seed,
+           ra->seed_set ? "given" : "from the clock: --seed repeats it", ro.max_producers,
+           ro.max_bytes / 1048576, a->reps, a->reps_max, 100 * XS_VALIDATE_CI_TOL,
+           xs_target_name(a->ro.target));
+    printf("# predictors: model = the calibrated event model; zero = every producer issues in "
+           "T_iss0 with no backpressure; fluid = the published closed forms row by row\n");
+    printf("%-6s %4s %9s %10s %10s %10s %8s %6s %4s %8s %8s %8s\n", "sched", "rows", "K",
+           "MiB", "meas_us", "pred_us", "err_tot", "spread", "runs", "model", "zero", "fluid");
+    printf("%-6s %4s %9s %10s %10s %10s %8s %6s %4s %8s %8s %8s\n", "", "", "min-max", "", "(us)",
+           "(us)", "(%)", "(%)", "", "row |err| median (%)", "", "");
+    if (rf) {
+        xs_gpu_report_header(rf, gpu, argc + 1, argv - 1);
+        fprintf(rf, "# chip %s, seed %llu; stall = issue_max_ns over the zero-stall predictor's\n",
+                chip, (unsigned long long)ra->seed);
+        fprintf(rf, "chip,seed,schedule,row,producers,storing,bytes_min,bytes_max,bytes_total,"
+                    "gap_before_ns,meas_issue_max_ns,model_issue_max_ns,zero_issue_max_ns,"
+                    "fluid_issue_max_ns,meas_stall_ns,model_stall_ns,fluid_stall_ns,"
+                    "model_err_pct,zero_err_pct,fluid_err_pct,meas_end_ns,model_end_ns\n");
+    }
+    uint64_t state = ra->seed;
+    uint32_t rseed = 0x7a11u ^ (uint32_t)ra->seed;
+    rand_errs e;
+    double *tot = (double *)calloc((size_t)ra->n, sizeof *tot);
+    int rc = 0, done = 0;
+    if (errs_alloc(&e, ra->n * 16) || !tot) {
+        errs_free(&e);
+        free(tot);
+        if (cf)
+            fclose(cf);
+        if (rf)
+            fclose(rf);
+        return xs_cli_failf("validate: out of host memory");
+    }
+    for (int i = 0; i < ra->n && !rc; i++) {
+        if (xs_interrupted()) {
+            xs_interrupt_err("%d of %d schedules", i, ra->n);
+            rc = xs_cli_fail();
+            break;
+        }
+        xs_randsched d;
+        if (xs_randsched_draw(p, &ro, &state, &d) != XS_OK) {
+            rc = xs_cli_fail();
+            break;
+        }
+        const xs_programs pg = xs_randsched_programs(&d);
+        const xs_schedule *s = &d.s;
+        xs_sim_opts so;
+        memset(&so, 0, sizeof so);
+        xs_result pm, pz, pf, m;
+        xs_replay_stats rs;
+        double spread = 0;
+        int used = 0;
+        xs_status st = xs_simulate_programs(p, s, &pg, &so, &pm);
+        if (st == XS_OK && (st = xs_predict_zero(p, s, &pg, &pz)) != XS_OK)
+            xs_result_free(&pm);
+        if (st == XS_OK && (st = xs_predict_fluid(p, s, &pg, &pf)) != XS_OK) {
+            xs_result_free(&pm);
+            xs_result_free(&pz);
+        }
+        if (st != XS_OK) {
+            xs_randsched_free(&d);
+            rc = xs_cli_fail();
+            break;
+        }
+        st = xs_replay_run_programs(rp, s, &pg, 0, rseed++, &m, &rs); /* warm-up */
+        if (st == XS_OK) {
+            xs_result_free(&m);
+            st = replay_median(rp, s, &pg, 0, a->reps, a->reps_max, XS_VALIDATE_CI_TOL, &rseed,
+                               &m, &spread, &used, &rs, NULL, NULL, NULL);
+        }
+        if (st != XS_OK) {
+            if (st == XS_EINTR)
+                xs_interrupt_err("%d of %d schedules", i, ra->n);
+            rc = xs_cli_fail();
+        } else {
+            const double mt = m.rows[s->nrows - 1].end_ns, pt = pm.rows[s->nrows - 1].end_ns;
+            tot[done++] = 100 * (pt - mt) / mt;
+            double rm[RAND_ROWS_CAP], rz[RAND_ROWS_CAP], rfl[RAND_ROWS_CAP], mib = 0;
+            int nr = 0, kmin = 1 << 30, kmax = 0;
+            double since = 0;
+            for (int r = 0; r < s->nrows; r++) {
+                int64_t bmin = INT64_MAX, bmax = 0;
+                double btot = 0, gmean = 0;
+                int k = 0;
+                for (int q = 0; q < pg.producers; q++) {
+                    const int64_t b =
+                        q < s->rows[r].producers ? pg.bytes[(size_t)r * pg.producers + q] : 0;
+                    gmean += pg.gap_ns[(size_t)r * pg.producers + q] / pg.producers;
+                    if (b <= 0)
+                        continue;
+                    k++;
+                    btot += (double)b;
+                    bmin = b < bmin ? b : bmin;
+                    bmax = b > bmax ? b : bmax;
+                }
+                mib += btot / 1048576;
+                const double gb = since;
+                since = k ? gmean : since + gmean;
+                if (!k || isnan(m.rows[r].issue_max_ns) || !(m.rows[r].issue_max_ns > 0))
+                    continue;
+                kmin = k < kmin ? k : kmin;
+                kmax = k > kmax ? k : kmax;
+                const double mi = m.rows[r].issue_max_ns, zi = pz.rows[r].issue_max_ns;
+                const double em = 100 * fabs(pm.rows[r].issue_max_ns - mi) / mi;
+                const double ez = 100 * fabs(zi - mi) / mi;
+                const double ef = 100 * fabs(pf.rows[r].issue_max_ns - mi) / mi;
+                const double ms = mi - zi, sm = pm.rows[r].issue_max_ns - zi,
+                             sf = pf.rows[r].issue_max_ns - zi;
+                if (nr < RAND_ROWS_CAP) {
+                    rm[nr] = em;
+                    rz[nr] = ez;
+                    rfl[nr] = ef;
+                    nr++;
+                }
+                if (e.n < e.cap) {
+                    e.model[e.n] = em;
+                    e.zero[e.n] = ez;
+                    e.fluid[e.n] = ef;
+                    e.s_model[e.n] = fabs(sm - ms);
+                    e.s_zero[e.n] = fabs(ms);
+                    e.s_fluid[e.n] = fabs(sf - ms);
+                    e.n++;
+                    if (ms > XS_RAND_STALLED_NS) {
+                        e.t_model[e.nstall] = fabs(sm - ms);
+                        e.t_zero[e.nstall] = fabs(ms);
+                        e.t_fluid[e.nstall] = fabs(sf - ms);
+                        e.nstall++;
+                    }
+                }
+                if (rf)
+                    fprintf(rf, "%s,%llu,%d,%d,%d,%d,%lld,%lld,%.0f,%.1f,%.1f,%.1f,%.1f,%.1f,"
+                            "%.1f,%.1f,%.1f,%.2f,%.2f,%.2f,%.1f,%.1f\n", chip,
+                            (unsigned long long)ra->seed, i, r, s->rows[r].producers, k,
+                            (long long)bmin, (long long)bmax, btot, gb, mi,
+                            pm.rows[r].issue_max_ns, zi, pf.rows[r].issue_max_ns, ms, sm, sf, em,
+                            ez, ef, m.rows[r].end_ns, pm.rows[r].end_ns);
+            }
+            char kr[24];
+            snprintf(kr, sizeof kr, "%d-%d", kmin, kmax);
+            printf("%-6d %4d %9s %10.2f %10.1f %10.1f %+7.1f%% %5.1f%% %4d %7.1f%% %7.1f%% "
+                   "%7.1f%%\n", i, nr, kr, mib, mt / 1e3, pt / 1e3, tot[done - 1], spread, used,
+                   med(rm, nr), med(rz, nr), med(rfl, nr));
+            fflush(stdout);
+            xs_result_free(&m);
+        }
+        xs_result_free(&pm);
+        xs_result_free(&pz);
+        xs_result_free(&pf);
+        xs_randsched_free(&d);
+    }
+    if (!rc) {
+        double at[1024];
+        int nt = done < 1024 ? done : 1024;
+        for (int i = 0; i < nt; i++)
+            at[i] = fabs(tot[i]);
+        const double mrm = med(e.model, e.n), mrp = q90(e.model, e.n), zrm = med(e.zero, e.n),
+                     frm = med(e.fluid, e.n), tmed = med(at, nt), tmax = nt ? xs_max(at, (size_t)nt)
+                                                                          : NAN;
+        printf("# per-row issue_max_ns |error| over %d rows, median / p90: model %.1f%% / %.1f%%, "
+               "zero %.1f%% / %.1f%%, fluid %.1f%% / %.1f%%\n", e.n, mrm, mrp, zrm,
+               q90(e.zero, e.n), frm, q90(e.fluid, e.n));
+        printf("# per-row stall |error| (ns), median / p90: model %.0f / %.0f, zero %.0f / %.0f, "
+               "fluid %.0f / %.0f; on the %d stalled rows (measured stall > %.0f ns): model %.0f, "
+               "zero %.0f, fluid %.0f (medians)\n", med(e.s_model, e.n), q90(e.s_model, e.n),
+               med(e.s_zero, e.n), q90(e.s_zero, e.n), med(e.s_fluid, e.n), q90(e.s_fluid, e.n),
+               e.nstall, XS_RAND_STALLED_NS, med(e.t_model, e.nstall), med(e.t_zero, e.nstall),
+               med(e.t_fluid, e.nstall));
+        printf("# totals |error| over %d schedules: median %.1f%%, max %.1f%%\n", nt, tmed, tmax);
+        const int ok = mrm <= 15 && tmax <= 15 && mrm <= 0.5 * zrm;
+        printf("# validate --random %s: row median %.1f%% (target <= 15%%), totals max %.1f%% "
+               "(target <= 15%%), model row median / zero's %.2f (target <= 0.5)\n",
+               ok ? "OK: all targets met" : "done: targets NOT all met", mrm, tmax,
+               zrm > 0 ? mrm / zrm : NAN);
+        if (cf) {
+            fprintf(cf, "chip,seed,schedules,rows,model_row_med_pct,model_row_p90_pct,"
+                        "zero_row_med_pct,fluid_row_med_pct,model_total_med_pct,"
+                        "model_total_max_pct\n");
+            fprintf(cf, "%s,%llu,%d,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f\n", chip,
+                    (unsigned long long)ra->seed, done, e.n, mrm, mrp, zrm, frm, tmed, tmax);
+        }
+    } else if (rf) {
+        fputs("# INTERRUPTED: partial results\n", rf);
+    }
+    int werr = 0;
+    if (cf && fclose(cf) != 0)
+        werr = 1;
+    if (rf && fclose(rf) != 0)
+        werr = 1;
+    errs_free(&e);
+    free(tot);
+    if (werr && !rc)
+        rc = xs_cli_failf("validate: write error on %s", ra->csv ? ra->csv : ra->rows);
+    return rc;
+}
+
 int xs_cmd_validate(int argc, char **argv)
 {
     static const struct option lo[] = {{"csv", required_argument, 0, OPT_CSVFILE},
@@ -740,9 +1033,15 @@ int xs_cmd_validate(int argc, char **argv)
                                        {"rows", required_argument, 0, OPT_ROWS},
                                        {"quick", no_argument, 0, XS_OPT_QUICK},
                                        {"max-iters", required_argument, 0, OPT_MAXITERS},
+                                       {"random", required_argument, 0, OPT_RANDOM},
+                                       {"seed", required_argument, 0, XS_OPT_SEED},
+                                       {"random-csv", required_argument, 0, OPT_RANDCSV},
+                                       {"random-rows", required_argument, 0, OPT_RANDROWS},
                                        COMMON_OPTIONS, {0, 0, 0, 0}};
     run_args a;
     defaults(&a);
+    rand_args ra;
+    memset(&ra, 0, sizeof ra);
     int c, quick = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:d:n:g:h", lo, NULL)) != -1) {
@@ -763,16 +1062,54 @@ int xs_cmd_validate(int argc, char **argv)
             a.reps_max = (int)v;
             continue;
         }
+        if (c == OPT_RANDOM) {
+            long v;
+            if (xs_parse_int("--random", optarg, 1, 1000, &v) != XS_OK)
+                return xs_cli_fail();
+            ra.n = (int)v;
+            continue;
+        }
+        if (c == XS_OPT_SEED) {
+            char *end = NULL;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 0);
+            if (!*optarg || *optarg == '-' || !end || *end || errno)
+                return xs_cli_failf("--seed '%s': a non-negative integer", optarg);
+            ra.seed = v;
+            ra.seed_set = 1;
+            continue;
+        }
+        if (c == OPT_RANDCSV || c == OPT_RANDROWS) {
+            *(c == OPT_RANDCSV ? &ra.csv : &ra.rows) = optarg;
+            continue;
+        }
         if (parse_common(c, &a))
             return 1;
     }
     if (optind < argc)
         return xs_cli_failf("validate: unexpected argument '%s'", argv[optind]);
+    if (!ra.n && (ra.seed_set || ra.csv || ra.rows))
+        return xs_cli_failf("validate: --seed, --random-csv and --random-rows go with --random N");
+    if (ra.n && (quick || a.csv_out || a.rows_out))
+        return xs_cli_failf("validate: --random N replaces the fixed suite (--quick, --csv and "
+                            "--rows belong to the suite; use --random-csv, --random-rows)");
+    if (ra.n && a.gpus > 1)
+        return xs_cli_failf("validate: --random runs on one GPU (per-producer programs replay on "
+                            "one process)");
+    if (ra.n && !ra.seed_set) {
+        /* a new seed on every run: the clock's nanoseconds and the process id */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t x = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^
+                     ((uint64_t)getpid() << 40);
+        ra.seed = x % 1000000000000ull; /* 12 digits: easy to retype */
+    }
     {
         const xs_file_arg outs[] = {{"--csv", a.csv_out}, {"--rows", a.rows_out},
-                                    {"--json", a.json_out}};
+                                    {"--json", a.json_out}, {"--random-csv", ra.csv},
+                                    {"--random-rows", ra.rows}};
         const xs_file_arg ins[] = {{"--profile", a.pa.file}};
-        if (xs_files_distinct(outs, 3, ins, 1) != XS_OK)
+        if (xs_files_distinct(outs, 5, ins, 1) != XS_OK)
             return xs_cli_fail();
     }
     /* 16: at the knee single runs stall or not at random (96 producers at 0.9·Q(K) in some of
@@ -806,6 +1143,11 @@ int xs_cmd_validate(int argc, char **argv)
     if (apply_sms(rp, &a) != XS_OK) {
         xs_replayer_close(rp);
         return xs_cli_fail();
+    }
+    if (ra.n) {
+        int rr = validate_random(rp, &p, &a, &ra, argc, argv);
+        xs_replayer_close(rp);
+        return rr;
     }
     const xs_gpu_info *gpu = xs_replayer_gpu(rp);
     vcase v[40];
@@ -885,8 +1227,8 @@ int xs_cmd_validate(int argc, char **argv)
         xs_status st = xs_replay_run(rp, s, v[i].sync, seed++, &m, &rs); /* warm-up */
         if (st == XS_OK) {
             xs_result_free(&m);
-            st = replay_median(rp, s, v[i].sync, a.reps, a.reps_max, XS_VALIDATE_CI_TOL, &seed,
-                               &m, &spread, &used, &rs, NULL, NULL, NULL);
+            st = replay_median(rp, s, NULL, v[i].sync, a.reps, a.reps_max, XS_VALIDATE_CI_TOL,
+                               &seed, &m, &spread, &used, &rs, NULL, NULL, NULL);
         }
         if (st != XS_OK) {
             xs_result_free(&pr);

@@ -1,6 +1,6 @@
 /*
- * xstage - the command-line tool: predict, criterion, plan and profile run anywhere; calibrate,
- * replay, validate and bench need a GPU (and a build with nvcc).
+ * xstage - the command-line tool: predict, criterion, plan, profile and compare run anywhere;
+ * calibrate, replay, validate and bench need a GPU (and a build with nvcc).
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,17 +26,19 @@ typedef struct {
 } xs_subcmd;
 
 static int cmd_bench(int argc, char **argv);
+int xs_bench_model(int argc, char **argv); /* tools/cmd_bench_model.c: CPU only */
 
 static const xs_subcmd subcmds[] = {
     {"predict", xs_cmd_predict, "simulate a schedule on a profile: per-row issue and end times"},
     {"criterion", xs_cmd_criterion, "closed forms and the no-backpressure criterion for K, B, G"},
     {"plan", xs_cmd_plan, "piggyback or reshape a schedule; write the planned schedule"},
     {"profile", xs_cmd_profile, "show or check a profile (JSON)"},
+    {"compare", xs_cmd_compare, "a kernel's recorded trace against its prediction, tile by tile"},
     {"calibrate", NULL, "measure R, issue rate, overhead and capacity on the GPU; fit a profile"},
     {"replay", NULL, "run a schedule on the GPU and measure the same columns as predict"},
     {"validate", NULL, "predict and replay a built-in suite of schedules; report the errors"},
     {"probe", NULL, "work under stores, and the drain of row-shaped stores (measured, not fitted)"},
-    {"bench", cmd_bench, "fused workloads: bench ep | tp | up"},
+    {"bench", cmd_bench, "fused workloads: bench ep | tp | up; the model's CPU cost: bench model"},
 };
 
 static int (*gpu_fn(const char *name))(int, char **)
@@ -59,17 +61,21 @@ static int not_built(const char *name)
 static int cmd_bench(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        printf("usage: xstage bench ep|tp|up [options]   (xstage bench ep --help for options)\n"
+        printf("usage: xstage bench ep|tp|up|model [options]   (xstage bench ep --help for "
+               "options)\n"
                "  ep  fused MoE: dispatch, Linear-1, SwiGLU, Linear-2, combine (expert parallel)\n"
                "  tp  fused GEMM + reduce-scatter, all-gather + GEMM, TP MLP block\n"
-               "  up  attention with a piggybacked Ulysses all-to-all\n");
+               "  up  attention with a piggybacked Ulysses all-to-all\n"
+               "  model  the model's own cost on this CPU (no GPU)\n");
         return argc < 2 ? 1 : 0;
     }
+    if (!strcmp(argv[1], "model"))
+        return xs_bench_model(argc - 1, argv + 1);
     int (*fn)(int, char **) = NULL;
     if (!strcmp(argv[1], "ep") || !strcmp(argv[1], "tp") || !strcmp(argv[1], "up"))
         fn = gpu_fn(argv[1]);
     else {
-        return xs_cli_failf("unknown benchmark '%s' (ep, tp or up)", argv[1]);
+        return xs_cli_failf("unknown benchmark '%s' (ep, tp, up or model)", argv[1]);
     }
     if (!fn)
         return not_built(argv[1]);

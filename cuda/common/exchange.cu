@@ -13,6 +13,7 @@
 
 #include <cuda_runtime.h>
 
+#include "nvtx_launch.h"
 #include "xstage_cuda.h"
 #include "xstage_device.cuh"
 #include "xstage_exchange.h"
@@ -217,7 +218,9 @@ extern "C" xs_status xs_win_barrier(xs_winset *w, int timeout_ms)
     XS_TRY(alloc_rec(w, &drec));
     int lo, n;
     own_range(w, &lo, &n);
-    xs_barrier_kernel<<<1, 64, 0, (cudaStream_t)xs_win_stream(w)>>>(*t, lo, n, epoch, tns, drec);
+    XS_NVTX_LAUNCH("xs_barrier_kernel",
+                   xs_barrier_kernel<<<1, 64, 0, (cudaStream_t)xs_win_stream(w)>>>(*t, lo, n, epoch,
+                                                                                   tns, drec));
     cudaError_t e = cudaGetLastError();
     char what[64];
     snprintf(what, sizeof what, "host barrier %llu", (unsigned long long)epoch);
@@ -237,8 +240,9 @@ extern "C" xs_status xs_win_wait_flag(xs_winset *w, int rank, int flag, uint64_t
                          flag, rank, t->nflags, t->nranks);
     xs_waitrec *drec = NULL;
     XS_TRY(alloc_rec(w, &drec));
-    xs_wait_flag_kernel<<<1, 1, 0, (cudaStream_t)xs_win_stream(w)>>>(t->flags[rank] + flag, value,
-                                                                     timeout_ns, drec);
+    XS_NVTX_LAUNCH("xs_wait_flag_kernel",
+                   xs_wait_flag_kernel<<<1, 1, 0, (cudaStream_t)xs_win_stream(w)>>>(
+                       t->flags[rank] + flag, value, timeout_ns, drec));
     cudaError_t e = cudaGetLastError();
     char what[96];
     snprintf(what, sizeof what, "flag %d of rank %d's window did not reach %llu", flag, rank,
@@ -310,12 +314,13 @@ extern "C" xs_status xs_exchange(xs_winset *w, const xs_exchange_opts *o, xs_exc
     XS_CU_GOTO(s, done, cudaEventCreate(&e1));
     XS_CU_GOTO(s, done, cudaEventRecord(e0, st));
     if (!o->skip_send) {
-        xs_exchange_send_kernel<<<grid, XS_PRODUCER_THREADS, 0, st>>>(*t, lo, nown, n16, bpp,
-                                                                      o->seed, o->epoch, pieces,
-                                                                      dcnt);
+        XS_NVTX_LAUNCH("xs_exchange_send_kernel",
+                       xs_exchange_send_kernel<<<grid, XS_PRODUCER_THREADS, 0, st>>>(
+                           *t, lo, nown, n16, bpp, o->seed, o->epoch, pieces, dcnt));
         XS_CU_GOTO(s, done, cudaGetLastError());
     }
-    xs_exchange_wait_kernel<<<1, 256, 0, st>>>(*t, lo, nown, o->epoch, bepoch, tns, drec);
+    XS_NVTX_LAUNCH("xs_exchange_wait_kernel", xs_exchange_wait_kernel<<<1, 256, 0, st>>>(
+                                                  *t, lo, nown, o->epoch, bepoch, tns, drec));
     XS_CU_GOTO(s, done, cudaGetLastError());
     XS_CU_GOTO(s, done, cudaEventRecord(e1, st));
     XS_CU_GOTO(s, done, cudaStreamSynchronize(st));

@@ -30,6 +30,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "nvtx_launch.h"
 #include "xstage.h"
 #include "xstage_cuda.h"
 #include "xstage_device.cuh"
@@ -504,8 +505,8 @@ static inline xs_status xs_gemm_bf16(const xs_gemm_problem *p, xs_bf16 *c, long 
         (long long)((p->m + C::BM - 1) / C::BM) * ((p->n + C::BN - 1) / C::BN);
     if (tiles > 0x7fffffffLL)
         return xs_seterr(XS_ERANGE, "gemm: %lld tiles exceed the grid", tiles);
-    xs_gemm_bf16_kernel<C, SWIGLU><<<(unsigned)tiles, C::THREADS, C::SMEM_BYTES, s>>>(
-        *p, c, ldc, row_scale);
+    XS_NVTX_LAUNCH("xs_gemm_bf16_kernel", xs_gemm_bf16_kernel<C, SWIGLU>
+                   <<<(unsigned)tiles, C::THREADS, C::SMEM_BYTES, s>>>(*p, c, ldc, row_scale));
     XS_CU_LAUNCH();
     return XS_OK;
 }

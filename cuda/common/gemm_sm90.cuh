@@ -770,8 +770,9 @@ static inline xs_status xs_gemm90_launch(const xs_gemm90_plan *plan, cudaStream_
 {
     if (plan->grid == 0)
         return XS_OK;
-    xs_gemm90_kernel<C, SWIGLU><<<plan->grid, C::THREADS, C::SMEM_BYTES, s>>>(
-        plan->tma_a, plan->tma_b, plan->p, plan->c, plan->ldc, plan->row_scale);
+    XS_NVTX_LAUNCH("xs_gemm90_kernel",
+                   xs_gemm90_kernel<C, SWIGLU><<<plan->grid, C::THREADS, C::SMEM_BYTES, s>>>(
+                       plan->tma_a, plan->tma_b, plan->p, plan->c, plan->ldc, plan->row_scale));
     XS_CU_LAUNCH();
     return XS_OK;
 }

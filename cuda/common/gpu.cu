@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include "libpath.h"
+#include "nvtx_launch.h"
 #include "xstage_bench.h" /* xs_json_string */
 #include "xstage_cli.h"
 #include "xstage_cuda.h"
@@ -303,8 +304,9 @@ static xs_status simt_gemm(void *stream, int m, int n, int k, const void *a, lon
         return xs_seterr(XS_EINVAL, "XS_CUBLAS_SIMT GEMM m=%d batch=%d: too large for the "
                          "reference kernel's grid", m, batch);
     dim3 blk(16, 16), grd((unsigned)((n + 15) / 16), (unsigned)((m + 15) / 16), (unsigned)batch);
-    simt_gemm_kernel<<<grd, blk, 0, (cudaStream_t)stream>>>(
-        m, n, k, (const __nv_bfloat16 *)a, sa, (const __nv_bfloat16 *)b, sb, b_trans, c, sc, c_f32);
+    XS_NVTX_LAUNCH("simt_gemm_kernel", simt_gemm_kernel<<<grd, blk, 0, (cudaStream_t)stream>>>(
+                                           m, n, k, (const __nv_bfloat16 *)a, sa,
+                                           (const __nv_bfloat16 *)b, sb, b_trans, c, sc, c_f32));
     XS_CU(cudaGetLastError());
     return XS_OK;
 }

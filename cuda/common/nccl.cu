@@ -18,6 +18,7 @@
 #include <nccl_device.h>
 
 #include "libpath.h"
+#include "nvtx_launch.h"
 #include "xstage_cuda.h"
 #include "xstage_exchange.h"
 #include "xstage_launch.h"
@@ -434,7 +435,7 @@ extern "C" xs_status xs_nccl_open(int nranks, int rank, const unsigned char id[1
         }
     }
     XS_CU_GOTO(st, fail, cudaMalloc((void **)&dptrs, (size_t)nranks * sizeof(void *)));
-    xs_lsa_ptrs_kernel<<<1, 64>>>(c->win, nranks, dptrs);
+    XS_NVTX_LAUNCH("xs_lsa_ptrs_kernel", xs_lsa_ptrs_kernel<<<1, 64>>>(c->win, nranks, dptrs));
     XS_CU_GOTO(st, fail, cudaGetLastError());
     XS_CU_GOTO(st, fail, cudaMemcpy(peers, dptrs, (size_t)nranks * sizeof(void *),
                                     cudaMemcpyDeviceToHost));

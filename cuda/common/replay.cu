@@ -9,6 +9,7 @@
  * so windows of different SMs are comparable to within one timer read. The probes (store rate,
  * drain under load, work under stores, visibility, SM groups) are in replay_probe.cu.
  */
+#include "nvtx_launch.h"
 #include "replay_impl.h"
 
 
@@ -18,7 +19,7 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
                   xs_anchor *anchors, int sync, unsigned long long *scratch,
                   unsigned long long lead_ns, unsigned long long timeout_ns, xs_devstatus *st,
                   int dbase, int ndest, unsigned int salt, unsigned long long xepoch,
-                  const int *sm_map, int grid)
+                  const int *sm_map, int grid, const xs_dprog *prog)
 {
     extern __shared__ unsigned char occupancy_only[]; /* forces one CTA per SM; unused */
     (void)occupancy_only;
@@ -47,6 +48,10 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
      * the previous row's gap, so that a row's timing holds the stage and the store loop, not a
      * global-memory read of our own bookkeeping (zero-gap rows still wait for theirs). */
     xs_drow row = rows[0];
+    /* with per-producer programs, this producer's own bytes and work, loaded ahead alike */
+    xs_dprog cell = {0, 0};
+    if (prog && p < grid)
+        cell = prog[p];
     if (threadIdx.x == 0) {
         s_abort = 0;
         xs_time_anchor(&a.g0, &a.c0, 1u << 16);
@@ -104,11 +109,12 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
     const int d = (dbase + p % ndest) % n;
     const unsigned long long slot = (unsigned long long)(p / ndest);
     for (int r = 0; r < nrows; r++) {
-        if (p < row.k) {
+        const unsigned long long n16 = prog ? cell.n16 : row.n16;
+        if (p < row.k && n16) {
             __syncthreads();
             unsigned long long cs = xs_clock();
             unsigned long long first = row.off16 + slot * row.stride16;
-            xs_burst_pattern(tab.data[d] + 16 * first, row.n16,
+            xs_burst_pattern(tab.data[d] + 16 * first, n16,
                              row.seed ^ (d * 0x85ebca6bu) ^ salt, first);
             __syncthreads();
             if (threadIdx.x == 0) {
@@ -117,8 +123,11 @@ __global__ void __launch_bounds__(XS_PRODUCER_THREADS, 1)
             }
         }
         const xs_drow next = rows[r + 1 < nrows ? r + 1 : r];
-        if (row.gap_cyc)
-            xs_spin_cycles(row.gap_cyc);
+        const unsigned long long gap_cyc = prog ? cell.gap_cyc : row.gap_cyc;
+        if (prog)
+            cell = prog[(size_t)(r + 1 < nrows ? r + 1 : r) * grid + p];
+        if (gap_cyc)
+            xs_spin_cycles(gap_cyc);
         if (sync) {
             __syncthreads();
             if (threadIdx.x == 0) {
@@ -212,7 +221,7 @@ static xs_status open_device(xs_replayer *rp)
     /* SM clock, for converting gaps to cycles */
     unsigned long long *dprobe, hprobe[2];
     XS_CU(cudaMalloc((void **)&dprobe, sizeof hprobe));
-    clock_probe_kernel<<<1, 1, 0, rp->stream>>>(dprobe);
+    XS_NVTX_LAUNCH("clock_probe_kernel", clock_probe_kernel<<<1, 1, 0, rp->stream>>>(dprobe));
     XS_CU(cudaGetLastError());
     XS_CU(cudaMemcpyAsync(hprobe, dprobe, sizeof hprobe, cudaMemcpyDeviceToHost, rp->stream));
     XS_CU(cudaStreamSynchronize(rp->stream));
@@ -319,6 +328,7 @@ void xs_replayer_close(xs_replayer *rp)
     if (rp->stream)
         cudaStreamSynchronize(rp->stream);
     cudaFree(rp->drows);
+    cudaFree(rp->dprog);
     cudaFree(rp->dstamps);
     cudaFree(rp->danchors);
     cudaFree(rp->dsm_map);
@@ -346,18 +356,46 @@ static unsigned long long slot16(int64_t bytes)
     return (n16 + 7) & ~7ull;
 }
 
+/* Bytes of producer p in row r: its program's (pg), or the row's. */
+static int64_t cell_bytes(const xs_schedule *s, const xs_programs *pg, int r, int p)
+{
+    return pg ? pg->bytes[(size_t)r * pg->producers + p] : s->rows[r].bytes_per_producer;
+}
+
+/* The largest burst of row r (the stride of its producers' regions). */
+static int64_t row_bytes_max(const xs_schedule *s, const xs_programs *pg, int r)
+{
+    if (!pg)
+        return s->rows[r].bytes_per_producer;
+    int64_t m = 0;
+    for (int p = 0; p < s->rows[r].producers; p++)
+        if (cell_bytes(s, pg, r, p) > m)
+            m = cell_bytes(s, pg, r, p);
+    return m;
+}
+
 /* 16-byte units each destination window needs for the schedule. */
-static unsigned long long window_need16(const xs_schedule *s, const xs_peermap *pm)
+static unsigned long long window_need16(const xs_schedule *s, const xs_programs *pg,
+                                        const xs_peermap *pm)
 {
     unsigned long long need = 0;
     for (int r = 0; r < s->nrows; r++) {
         unsigned long long slots = (unsigned long long)xs_pm_slots_max(pm, s->rows[r].producers);
-        need += slots * slot16(s->rows[r].bytes_per_producer);
+        need += slots * slot16(row_bytes_max(s, pg, r));
     }
     return need;
 }
 
+static xs_status check_programs(const xs_replayer *rp, const xs_schedule *s,
+                                const xs_programs *pg);
+
 xs_status xs_replay_check(const xs_replayer *rp, const xs_schedule *s)
+{
+    return check_programs(rp, s, NULL);
+}
+
+static xs_status check_programs(const xs_replayer *rp, const xs_schedule *s,
+                                const xs_programs *pg)
 {
     int kmax = xs_schedule_max_producers(s);
     if (kmax > rp->gpu.sm_count)
@@ -366,12 +404,27 @@ xs_status xs_replay_check(const xs_replayer *rp, const xs_schedule *s)
     if (rp->nsms && kmax > rp->nsms)
         return xs_seterr(XS_ERANGE, "the schedule needs %d producers; %d SMs were chosen for them",
                          kmax, rp->nsms);
+    if (pg && rp->multi)
+        return xs_seterr(XS_EINVAL, "per-producer programs replay on one process only, not on "
+                         "%d peer ranks", rp->n);
+    if (pg && (pg->producers < kmax || !pg->bytes || !pg->gap_ns))
+        return xs_seterr(XS_EINVAL, "programs of %d producers for a schedule of %d",
+                         pg ? pg->producers : 0, kmax);
     for (int r = 0; r < s->nrows; r++)
         if (s->rows[r].bytes_per_producer % 16)
             return xs_seterr(XS_EINVAL, "row %d: bytes_per_producer %lld is not a multiple of 16 "
                              "(producers store 16-byte units)", r,
                              (long long)s->rows[r].bytes_per_producer);
-    unsigned long long need = 16 * window_need16(s, &rp->pm);
+    for (int r = 0; pg && r < s->nrows; r++)
+        for (int p = 0; p < s->rows[r].producers; p++) {
+            const int64_t b = cell_bytes(s, pg, r, p);
+            const double g = pg->gap_ns[(size_t)r * pg->producers + p];
+            if (b % 16 || b < 0 || !(g >= 0) || g > XS_MAX_GAP_NS)
+                return xs_seterr(XS_EINVAL, "row %d, producer %d: %lld bytes, gap %g ns (bytes "
+                                 "a multiple of 16: producers store 16-byte units)", r, p,
+                                 (long long)b, g);
+        }
+    unsigned long long need = 16 * window_need16(s, pg, &rp->pm);
     if (need > rp->tab.bytes)
         return xs_seterr(XS_ERANGE, "the schedule stores %.4g MB per destination window%s; the "
                          "window holds %.4g MB (raise --window)", need / 1e6,
@@ -397,15 +450,16 @@ unsigned int xs_replay_src_salt(const xs_replayer *rp, int src)
  * producer's bytes (the padding to whole lines between them is never written and not checked).
  * One process: every window. N > 1 peer ranks: this rank's own window, every other source's
  * region of it (the sources' stores are complete: the caller passed a barrier). */
-static xs_status verify_all(xs_replayer *rp, const xs_schedule *s, const unsigned int *seeds,
-                            const unsigned long long *off16, uint64_t *bad_total)
+static xs_status verify_all(xs_replayer *rp, const xs_schedule *s, const xs_programs *pg,
+                            const unsigned int *seeds, const unsigned long long *off16,
+                            uint64_t *bad_total)
 {
     const int n = rp->n;
     *bad_total = 0;
     for (int r = 0; r < s->nrows; r++) {
         const int k = s->rows[r].producers;
-        unsigned long long n16 = (unsigned long long)(s->rows[r].bytes_per_producer / 16);
-        unsigned long long st16 = slot16(s->rows[r].bytes_per_producer);
+        unsigned long long n16 = (unsigned long long)(row_bytes_max(s, pg, r) / 16);
+        unsigned long long st16 = slot16(row_bytes_max(s, pg, r));
         for (int i = 0; i < n; i++) {
             /* (destination d, source src): the producers p = j, j + D, ... of src land here */
             const int d = rp->multi ? rp->me : i, src = rp->multi ? i : rp->me;
@@ -417,7 +471,7 @@ static xs_status verify_all(xs_replayer *rp, const xs_schedule *s, const unsigne
                 seeds[r] ^ ((unsigned)d * 0x85ebca6bu) ^ xs_replay_src_salt(rp, src);
             unsigned long long base = rp->multi ? (unsigned long long)src * rp->region16 : 0;
             uint64_t bad = 0;
-            if (st16 == n16) {
+            if (st16 == n16 && !pg) {
                 XS_TRY(xs_win_verify(rp->win, d, base + off16[r], slots * n16, seed, off16[r],
                                      &bad));
                 *bad_total += bad;
@@ -426,21 +480,27 @@ static xs_status verify_all(xs_replayer *rp, const xs_schedule *s, const unsigne
             }
             for (unsigned long long q = 0; q < slots; q++) {
                 unsigned long long first = off16[r] + q * st16;
-                XS_TRY(xs_win_verify(rp->win, d, base + first, n16, seed, first, &bad));
+                /* programs (one process): slot q of window d holds producer j + q D */
+                const unsigned long long m16 =
+                    pg ? (unsigned long long)(cell_bytes(s, pg, r, j + (int)q * rp->pm.ndest) / 16)
+                       : n16;
+                if (m16 == 0)
+                    continue;
+                XS_TRY(xs_win_verify(rp->win, d, base + first, m16, seed, first, &bad));
                 *bad_total += bad;
-                XS_TRY(xs_win_host_state(rp->win, d, base + first, n16, rp->o.dest));
+                XS_TRY(xs_win_host_state(rp->win, d, base + first, m16, rp->o.dest));
             }
         }
     }
     return XS_OK;
 }
 
-static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, uint32_t seed,
-                             xs_result *res, xs_replay_stats *stats)
+static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, const xs_programs *pg,
+                             int sync, uint32_t seed, xs_result *res, xs_replay_stats *stats)
 {
     memset(res, 0, sizeof *res);
     memset(stats, 0, sizeof *stats);
-    XS_TRY(xs_replay_check(rp, s));
+    XS_TRY(check_programs(rp, s, pg));
     const int grid = xs_schedule_max_producers(s);
     /* N > 1 peer ranks: every rank must know every source's patterns, and callers seed from the
      * clock: the seed is the run counter, which the lockstep keeps equal on every rank */
@@ -455,14 +515,15 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
     size_t nst = (size_t)s->nrows * grid;
     xs_stamp *hs = (xs_stamp *)malloc(nst * sizeof *hs);
     xs_anchor *ha = (xs_anchor *)malloc((size_t)grid * sizeof *ha);
+    xs_dprog *hp = pg ? (xs_dprog *)calloc(nst, sizeof *hp) : NULL;
     xs_status st = XS_OK;
-    if (!h || !seeds || !off16 || !hs || !ha) {
+    if (!h || !seeds || !off16 || !hs || !ha || (pg && !hp)) {
         st = xs_seterr(XS_ENOMEM, "out of host memory for %d rows", s->nrows);
         goto out;
     }
     {
         /* rotate destination offsets: this run starts where the last one's footprint ended */
-        const unsigned long long need16 = window_need16(s, &rp->pm);
+        const unsigned long long need16 = window_need16(s, pg, &rp->pm);
         const unsigned long long base16 =
             rp->o.fixed_offsets ? 0 : xs_pm_rotate(rp->rot16, rp->rot_need16, need16,
                                                    (unsigned long long)(rp->tab.bytes / 16));
@@ -473,8 +534,15 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
         for (int r = 0; r < s->nrows; r++) {
             const xs_row *rw = &s->rows[r];
             h[r].k = rw->producers;
-            h[r].n16 = (unsigned long long)(rw->bytes_per_producer / 16);
-            h[r].stride16 = slot16(rw->bytes_per_producer);
+            h[r].n16 = (unsigned long long)(row_bytes_max(s, pg, r) / 16);
+            h[r].stride16 = slot16(row_bytes_max(s, pg, r));
+            for (int p = 0; pg && p < grid; p++) {
+                const size_t at = (size_t)r * pg->producers + p;
+                hp[(size_t)r * grid + p].n16 =
+                    p < rw->producers ? (unsigned long long)(pg->bytes[at] / 16) : 0;
+                hp[(size_t)r * grid + p].gap_cyc =
+                    (unsigned long long)llround(pg->gap_ns[at] * rp->ghz);
+            }
             h[r].gap_cyc = (unsigned long long)llround(rw->gap_ns * rp->ghz);
             h[r].off16 = off;
             h[r].seed = xs_mix32(seed * 0x9e3779b9u + (unsigned)r) | 1u;
@@ -495,6 +563,15 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
         XS_CU_GOTO(st, out, cudaMalloc((void **)&rp->dstamps, nst * sizeof(xs_stamp)));
         rp->dstamps_cap = nst;
     }
+    if (pg && nst > rp->dprog_cap) {
+        cudaFree(rp->dprog);
+        rp->dprog = NULL;
+        XS_CU_GOTO(st, out, cudaMalloc((void **)&rp->dprog, nst * sizeof(xs_dprog)));
+        rp->dprog_cap = nst;
+    }
+    if (pg)
+        XS_CU_GOTO(st, out, cudaMemcpyAsync(rp->dprog, hp, nst * sizeof *hp,
+                                            cudaMemcpyHostToDevice, rp->stream));
     XS_CU_GOTO(st, out, cudaMemcpyAsync(rp->drows, h, (size_t)s->nrows * sizeof *h,
                                         cudaMemcpyHostToDevice, rp->stream));
     XS_CU_GOTO(st, out,
@@ -503,12 +580,14 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
     XS_CU_GOTO(st, out,
                cudaMemsetAsync(rp->danchors, 0, (size_t)grid * sizeof(xs_anchor), rp->stream));
     XS_CU_GOTO(st, out, cudaEventRecord(rp->ev0, rp->stream));
-    replay_kernel<<<rp->nsms ? rp->gpu.sm_count : grid, XS_PRODUCER_THREADS, rp->smem,
-                    rp->stream>>>(
-        rp->tab, rp->drows, s->nrows, rp->dstamps, rp->danchors, sync, rp->dscratch,
-        10000ull /* common start 10 us after the first producer arrives */,
-        (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat, rp->pm.dbase, rp->pm.ndest,
-        xs_replay_src_salt(rp, rp->me), xepoch, rp->nsms ? rp->dsm_map : NULL, grid);
+    XS_NVTX_LAUNCH("replay_kernel",
+                   replay_kernel<<<rp->nsms ? rp->gpu.sm_count : grid, XS_PRODUCER_THREADS,
+                                   rp->smem, rp->stream>>>(
+                       rp->tab, rp->drows, s->nrows, rp->dstamps, rp->danchors, sync, rp->dscratch,
+                       10000ull /* common start 10 us after the first producer arrives */,
+                       (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat, rp->pm.dbase,
+                       rp->pm.ndest, xs_replay_src_salt(rp, rp->me), xepoch,
+                       rp->nsms ? rp->dsm_map : NULL, grid, pg ? rp->dprog : NULL));
     XS_CU_GOTO(st, out, cudaGetLastError());
     XS_CU_GOTO(st, out, cudaEventRecord(rp->ev1, rp->stream));
     st = xs_event_wait(rp->ev1, rp->o.timeout_s + 5, "replay kernel");
@@ -567,6 +646,8 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
         }
         for (int r = 0; r < s->nrows; r++)
             for (int p = 0; p < s->rows[r].producers; p++) {
+                if (pg && cell_bytes(s, pg, r, p) == 0)
+                    continue; /* no store: no window (NaN) */
                 const xs_stamp *x = &hs[(size_t)r * grid + p];
                 double base = (double)ha[p].g0 - t_go;
                 res->win_start[(size_t)r * grid + p] =
@@ -584,11 +665,19 @@ static xs_status replay_once(xs_replayer *rp, const xs_schedule *s, int sync, ui
         free(f);
         free(go);
     }
-    stats->bytes = xs_schedule_bytes(s);
+    if (pg) {
+        double b = 0;
+        for (int r = 0; r < s->nrows; r++)
+            for (int p = 0; p < s->rows[r].producers; p++)
+                b += (double)cell_bytes(s, pg, r, p);
+        stats->bytes = b;
+    } else {
+        stats->bytes = xs_schedule_bytes(s);
+    }
     /* N > 1 peer ranks: every source's stores are in this window before it is read */
     if (rp->multi && (st = xs_win_barrier(rp->win, (int)(rp->o.timeout_s * 1000) + 5000)) != XS_OK)
         goto out;
-    st = verify_all(rp, s, seeds, off16, &stats->bad16);
+    st = verify_all(rp, s, pg, seeds, off16, &stats->bad16);
     if (st == XS_OK && stats->bad16)
         st = xs_seterr(XS_EVERIFY, "%llu of %.0f 16-byte units wrong or missing at the "
                        "destination", (unsigned long long)stats->bad16, stats->bytes / 16);
@@ -600,6 +689,7 @@ out:
     free(off16);
     free(hs);
     free(ha);
+    free(hp);
     return st;
 }
 
@@ -623,7 +713,7 @@ static xs_status agree_max(xs_replayer *rp, double *v)
     if (!rp->multi)
         return XS_OK;
     const unsigned long long mine = (unsigned long long)ceil(*v > 0 ? *v : 0);
-    agree_put_kernel<<<1, 64, 0, rp->stream>>>(rp->own, mine);
+    XS_NVTX_LAUNCH("agree_put_kernel", agree_put_kernel<<<1, 64, 0, rp->stream>>>(rp->own, mine));
     XS_CU_LAUNCH();
     XS_CU(cudaStreamSynchronize(rp->stream));
     XS_TRY(xs_win_barrier(rp->win, (int)(rp->o.timeout_s * 1000) + 5000));
@@ -677,7 +767,7 @@ static xs_status sweep_window(xs_replayer *rp)
     xs_result res;
     xs_replay_stats stats;
     /* no run before it: it starts at the window's start, rotating or not */
-    xs_status st = replay_once(rp, &s, 0, 0x5eed5u, &res, &stats);
+    xs_status st = replay_once(rp, &s, NULL, 0, 0x5eed5u, &res, &stats);
     rp->rot16 = rp->rot_need16 = 0; /* and so does the first recorded run */
     if (st == XS_OK) {
         xs_result_free(&res);
@@ -694,9 +784,16 @@ static xs_status sweep_window(xs_replayer *rp)
 xs_status xs_replay_run(xs_replayer *rp, const xs_schedule *s, int sync, uint32_t seed,
                         xs_result *res, xs_replay_stats *stats)
 {
+    return xs_replay_run_programs(rp, s, NULL, sync, seed, res, stats);
+}
+
+xs_status xs_replay_run_programs(xs_replayer *rp, const xs_schedule *s, const xs_programs *pg,
+                                 int sync, uint32_t seed, xs_result *res, xs_replay_stats *stats)
+{
     int again = 0;
     for (int attempt = 0;; attempt++) {
-        xs_status st = replay_once(rp, s, sync, seed + 0x51ed27u * (uint32_t)attempt, res, stats);
+        xs_status st = replay_once(rp, s, pg, sync, seed + 0x51ed27u * (uint32_t)attempt, res,
+                                   stats);
         stats->restarts = again;
         double skew = stats->start_skew_ns;
         if (rp->multi && (st == XS_OK || st == XS_EVERIFY)) {

@@ -36,6 +36,13 @@ typedef struct {
     unsigned long long off16;    /* start of the row's region in every window, 16-byte units */
 } xs_drow;
 
+/* One producer's part of one row when the schedule comes with per-producer programs
+ * (xs_replay_run_programs): its own bytes (0: no store in the row) and work. */
+typedef struct {
+    unsigned long long n16;     /* 16-byte units this producer stores in the row; 0: none */
+    unsigned long long gap_cyc; /* its work after the row, in SM cycles */
+} xs_dprog;
+
 typedef struct {
     unsigned long long c_start, c_end; /* clock64 around this producer's issue in one row */
 } xs_stamp;
@@ -71,6 +78,8 @@ struct xs_replayer {
     unsigned long long *dscratch; /* [0] common start instant, [1] grid barrier counter */
     xs_drow *drows;
     size_t drows_cap;
+    xs_dprog *dprog;             /* [rows x producers] per-producer programs (0 when unused) */
+    size_t dprog_cap;
     xs_stamp *dstamps;
     size_t dstamps_cap;
     xs_anchor *danchors;

@@ -3,6 +3,7 @@
  * drain under load, work under stores, the visibility round trip, and the SM groups; each kernel
  * next to the host code that launches it. The replayer itself is in replay.cu.
  */
+#include "nvtx_launch.h"
 #include "replay_impl.h"
 
 
@@ -318,12 +319,16 @@ static xs_status store_rate(xs_replayer *rp, size_t bytes, int load, int reps, d
             break;
         cudaEventRecord(rp->ev0, rp->stream);
         if (load < 0)
-            store_bw_kernel<<<4 * rp->gpu.sm_count, 256, 0, rp->stream>>>(
-                rp->tab.data[dst], bytes / 16, seed ^ xs_replay_src_salt(rp, rp->me));
+            XS_NVTX_LAUNCH(
+                "store_bw_kernel",
+                store_bw_kernel<<<4 * rp->gpu.sm_count, 256, 0, rp->stream>>>(
+                    rp->tab.data[dst], bytes / 16, seed ^ xs_replay_src_salt(rp, rp->me)));
         else
-            store_load_kernel<<<rp->gpu.sm_count, 256, 0, rp->stream>>>(
-                rp->tab.data[dst], bytes / 16, seed ^ xs_replay_src_salt(rp, rp->me), buf,
-                buf_bytes / 16, load, (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat);
+            XS_NVTX_LAUNCH("store_load_kernel",
+                           store_load_kernel<<<rp->gpu.sm_count, 256, 0, rp->stream>>>(
+                               rp->tab.data[dst], bytes / 16, seed ^ xs_replay_src_salt(rp, rp->me),
+                               buf, buf_bytes / 16, load,
+                               (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat));
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) {
             st = xs_seterr(XS_ECUDA, "%s: %s", load < 0 ? "store_bw_kernel" : "store_load_kernel",
@@ -583,7 +588,9 @@ xs_status xs_replayer_sm_groups(xs_replayer *rp, int *group, int n, int *ngroups
         if (grid > sms)
             continue;
         cfg.gridDim = dim3((unsigned)grid);
-        if (cudaLaunchKernelEx(&cfg, sm_group_kernel, d) != cudaSuccess ||
+        cudaError_t le;
+        XS_NVTX_LAUNCH("sm_group_kernel", le = cudaLaunchKernelEx(&cfg, sm_group_kernel, d));
+        if (le != cudaSuccess ||
             cudaStreamSynchronize(rp->stream) != cudaSuccess ||
             cudaMemcpy(h, d, (size_t)grid * sizeof *h, cudaMemcpyDeviceToHost) != cudaSuccess) {
             st = xs_seterr(XS_ECUDA, "SM groups: clusters of %d: %s", sizes[z],
@@ -713,8 +720,8 @@ xs_status xs_replay_work_probe(xs_replayer *rp, const xs_probe_cfg *cfg, int rep
         a.seed = xs_mix32(0x9e0bu + (unsigned)(i + 11) * 7919u) | 1u;
         cudaMemsetAsync(dev, 0, (1 + 5 * (size_t)sms) * sizeof *dev, rp->stream);
         cudaEventRecord(rp->ev0, rp->stream);
-        work_probe_kernel<<<sms, 256, rp->smem, rp->stream>>>(rp->tab.data[0], a, buf, dev,
-                                                               dev + 1, rp->dstat);
+        XS_NVTX_LAUNCH("work_probe_kernel", work_probe_kernel<<<sms, 256, rp->smem, rp->stream>>>(
+                                                rp->tab.data[0], a, buf, dev, dev + 1, rp->dstat));
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) {
             st = xs_seterr(XS_ECUDA, "work_probe_kernel: %s", cudaGetErrorString(e));
@@ -828,9 +835,10 @@ xs_status xs_replay_visibility(xs_replayer *rp, size_t bytes, int reps, double *
     up[0] = 0;
     back[0] = 0;
     unsigned int seed = 0x7157u;
-    visibility_kernel<<<1, XS_PRODUCER_THREADS, 0, rp->stream>>>(
-        rp->tab.data[0], bytes / 16, rp->tab.flags[0], rp->tab.flags[0] + 1, reps, seed, drtt,
-        (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat);
+    XS_NVTX_LAUNCH("visibility_kernel",
+                   visibility_kernel<<<1, XS_PRODUCER_THREADS, 0, rp->stream>>>(
+                       rp->tab.data[0], bytes / 16, rp->tab.flags[0], rp->tab.flags[0] + 1, reps,
+                       seed, drtt, (unsigned long long)(rp->o.timeout_s * 1e9), rp->dstat));
     cudaError_t e = cudaGetLastError();
     xs_status st = XS_OK;
     uint64_t bad = 0;

@@ -17,6 +17,7 @@
 
 #include <cuda_runtime.h>
 
+#include "nvtx_launch.h"
 #include "xstage_cuda.h"
 #include "xstage_device.cuh"
 #include "xstage_exchange.h"
@@ -447,8 +448,8 @@ extern "C" xs_status xs_win_verify(xs_winset *w, int rank, uint64_t off16, uint6
     const uint64_t max_blocks = (uint64_t)(w->sm_count > 0 ? w->sm_count : 1) * 8;
     if (blocks > max_blocks)
         blocks = max_blocks;
-    xs_verify_kernel<<<(unsigned)blocks, 256, 0, w->stream>>>((const uint4 *)p, n16, seed,
-                                                             first_idx16, w->dcount);
+    XS_NVTX_LAUNCH("xs_verify_kernel", xs_verify_kernel<<<(unsigned)blocks, 256, 0, w->stream>>>(
+                                           (const uint4 *)p, n16, seed, first_idx16, w->dcount));
     XS_CU_LAUNCH();
     XS_CU(cudaMemcpyAsync(&got, w->dcount, sizeof got, cudaMemcpyDeviceToHost, w->stream));
     XS_CU(cudaStreamSynchronize(w->stream));

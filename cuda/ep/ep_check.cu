@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ep_kernel.cuh"
+#include "nvtx_launch.h"
 
 static float xs_bf16_to_f(uint16_t b)
 {
@@ -50,17 +51,19 @@ xs_status xs_moe_reference_gpu(xs_moe *m, xs_cublas *cb)
     XS_TRY(xs_moe_ensure_unfused(m, 1));
     const int blocks = 4 * m->pb->grid;
     cudaStream_t s = 0;
-    xs_moe_gather_kernel<<<blocks, 256, 0, s>>>(m->x, m->d_row_token, m->xs_sorted, m->pb->rows,
-                                                m->pb->H);
+    XS_NVTX_LAUNCH("xs_moe_gather_kernel",
+                   xs_moe_gather_kernel<<<blocks, 256, 0, s>>>(m->x, m->d_row_token, m->xs_sorted,
+                                                               m->pb->rows, m->pb->H));
     XS_CU_LAUNCH();
     XS_TRY(xs_moe_gemms(m, cb, s, 1, 1));
-    xs_moe_swiglu_kernel<float><<<blocks, 256, 0, s>>>(m->y1f, m->h, m->pb->rows, m->pb->I);
+    XS_NVTX_LAUNCH("xs_moe_swiglu_kernel", xs_moe_swiglu_kernel<float>
+                   <<<blocks, 256, 0, s>>>(m->y1f, m->h, m->pb->rows, m->pb->I));
     XS_CU_LAUNCH();
     XS_TRY(xs_moe_keep_ref_h(m, NULL));
     XS_TRY(xs_moe_gemms(m, cb, s, 2, 1));
-    xs_moe_scatter_kernel<float><<<blocks, 256, 0, s>>>(m->y2f, m->d_row_weight, m->d_row_rank,
-                                                        m->d_row_off, (char *)NULL, 0, m->reff,
-                                                        m->pb->rows, m->pb->H);
+    XS_NVTX_LAUNCH("xs_moe_scatter_kernel", xs_moe_scatter_kernel<float>
+                   <<<blocks, 256, 0, s>>>(m->y2f, m->d_row_weight, m->d_row_rank, m->d_row_off,
+                                           (char *)NULL, 0, m->reff, m->pb->rows, m->pb->H));
     XS_CU_LAUNCH();
     XS_CU(cudaDeviceSynchronize());
     if (!m->ref && !(m->ref = (float *)malloc(sizeof(float) * (size_t)m->pb->rows * m->pb->H)))

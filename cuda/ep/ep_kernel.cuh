@@ -121,56 +121,24 @@ typedef struct {
 #define XS_MOE_CWAIT_DETAIL 0x80000000u   /* | j: a courier waiting for Linear-2 tile j (clist) */
 
 
-/* A software link, one word in device memory: the %globaltimer time until which the bytes
- * reserved so far keep the link busy. Reserves need_ns after that backlog and returns 1; with
- * `limit`, only while the backlog ends within slack_ns of now (else 0, nothing reserved). d: the
- * word as the caller last read it (a stale value costs one retry). Every pass returns or lost a
- * race to a reservation that moved the word forward, so it never waits. */
-static __device__ int xs_link_reserve(unsigned long long *word, unsigned long long d,
-                                      unsigned long long need_ns, int limit,
-                                      unsigned long long slack_ns)
-{
-    for (;;) {
-        const unsigned long long now = xs_globaltimer();
-        if (limit && d > now + slack_ns)
-            return 0;
-        const unsigned long long start = d > now ? d : now;
-        const unsigned long long prev = atomicCAS(word, d, start + need_ns);
-        if (prev == d)
-            return 1;
-        d = prev; /* another tile reserved first: its bytes go before ours */
-    }
-}
-
 /* The combine pacer without waiting (thread 0): reserves the link time of `bytes` at the pacer's
- * rate and returns 1 when the backlog is at most pace_slack_ns, else returns 0. */
+ * rate and returns 1 when the backlog is at most pace_slack_ns, else returns 0
+ * (xs_link_try). */
 static __device__ int xs_moe_pace_try(const xs_moe_kargs &a, double bytes)
 {
-    const unsigned long long need = (unsigned long long)(bytes * a.pace_ns_per_byte) + 1ull;
-    return xs_link_reserve(a.pace, *(volatile unsigned long long *)a.pace, need, 1,
-                           a.pace_slack_ns);
+    return xs_link_try(a.pace, xs_link_need_ns(bytes, a.pace_ns_per_byte), a.pace_slack_ns);
 }
 
 /* The combine pacer (thread 0 of a Linear-2 tile with remote rows, after the epilogue staged the
- * tile and before its stores): a software link (xs_link_reserve) draining at the calibrated rate.
- * The tile waits until the backlog is at most pace_slack_ns, then reserves its own bytes. It
- * depends only on time passing (a reservation never waits for another CTA), so it cannot
- * deadlock; it is bounded by timeout_ns all the same. Returns the ns waited. The reason
- * (docs/EP.md, "The model"): on the PCIe path every SM's main loop stalls while the combine
- * backlog is above ~0.55 MB, so bursts that pile up cost every CTA; held back at their source
- * they cost only their own CTA. */
+ * tile and before its stores): a software link (xs_link_pace) draining at the calibrated rate.
+ * The tile waits until the backlog is at most pace_slack_ns, then reserves its own bytes; bounded
+ * by timeout_ns. Returns the ns waited. The reason (docs/EP.md, "The model"): on the PCIe path
+ * every SM's main loop stalls while the combine backlog is above ~0.55 MB, so bursts that pile up
+ * cost every CTA; held back at their source they cost only their own CTA. */
 static __device__ unsigned long long xs_moe_pace(const xs_moe_kargs &a, double bytes)
 {
-    const unsigned long long t0 = xs_globaltimer();
-    while (!xs_moe_pace_try(a, bytes)) {
-        if (xs_globaltimer() - t0 > a.timeout_ns) {
-            xs_devfail(a.status, XS_DEVERR_TIMEOUT,
-                       ((unsigned long long)blockIdx.x << 32) | XS_MOE_PACE_DETAIL);
-            break;
-        }
-        __nanosleep(64);
-    }
-    return xs_globaltimer() - t0;
+    return xs_link_pace(a.pace, xs_link_need_ns(bytes, a.pace_ns_per_byte), a.pace_slack_ns,
+                        a.timeout_ns, a.status, XS_MOE_PACE_DETAIL);
 }
 
 /* An adaptive plan's next task (thread 0; docs/EP.md, "Adaptive"). *pending is the Linear-2
@@ -254,35 +222,15 @@ static __device__ int xs_moe_courier_wait(const xs_moe_kargs &a, int j, int rbi,
     return 0;
 }
 
-/* A courier's pacer (thread 0): a chunk may start at *next (ns, %globaltimer) at the earliest, and
- * moves *next on by its bytes at the courier's share of the pace, from when it starts: no credit
- * for idle time, so a courier that waited for a tile does not burst. Each courier is a FIFO server
- * at rate / C (xs_moe_courier_drain is the same on the host). A chunk that had to wait starts at
- * *next itself, not at the timer value that ended the wait: %globaltimer can tick coarsely, and
- * the tick's overshoot must not lower the rate. Bounded by timeout_ns. Returns the ns it held the
- * chunk; *stop = 1 after a timeout (recorded in the status). */
+/* A courier's pacer (thread 0): xs_courier_pace at the courier's share of the pace, so each
+ * courier is a FIFO server at rate / C (xs_moe_courier_drain is the same on the host). Returns
+ * the ns it held the chunk; *stop = 1 after a timeout (recorded in the status). */
 static __device__ unsigned long long xs_moe_courier_pace(const xs_moe_kargs &a,
                                                          unsigned long long *next, double bytes,
                                                          int *stop)
 {
-    const unsigned long long t0 = xs_globaltimer();
-    unsigned long long now = t0;
-    int waited = 0;
-    while (now < *next) {
-        if (now - t0 > a.timeout_ns) {
-            xs_devfail(a.status, XS_DEVERR_TIMEOUT,
-                       ((unsigned long long)blockIdx.x << 32) | XS_MOE_CPACE_DETAIL);
-            *stop = 1;
-            break;
-        }
-        waited = 1;
-        __nanosleep(64);
-        now = xs_globaltimer();
-    }
-    const unsigned long long start = waited || *next > now ? *next : now;
-    const double dt = bytes * a.courier_ns_per_byte; /* < 1e18 ns: a rate far below any plan's */
-    *next = start + (dt < 1e18 ? (unsigned long long)dt : 1000000000000000000ull);
-    return now - t0;
+    return xs_courier_pace(next, bytes, a.courier_ns_per_byte, a.timeout_ns, a.status,
+                           XS_MOE_CPACE_DETAIL, stop);
 }
 
 /* A courier's chunk: thread tid's units base + u * THREADS + tid (u < XS_MOE_COURIER_UNITS) of

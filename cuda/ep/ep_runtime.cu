@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ep_kernel.cuh"
+#include "nvtx_launch.h"
 
 /* cudaMalloc with a one-line error naming the buffer and its size */
 xs_status xs_moe_dalloc(void **p, size_t bytes, const char *what)
@@ -45,10 +46,12 @@ xs_status xs_moe_weights_create(const xs_moe_config *c, uint32_t seed, xs_moe_we
         return st;
     }
     /* uniform(-a, a) with a = 3 / sqrt(fan_in): unit-variance outputs for unit-variance inputs */
-    xs_moe_fill_kernel<<<2048, 256>>>(w->w1, n1, seed * 2654435761u + 1u,
-                                      3.0f / sqrtf((float)c->hidden));
-    xs_moe_fill_kernel<<<2048, 256>>>(w->w2, n2, seed * 2654435761u + 2u,
-                                      3.0f / sqrtf((float)c->inter));
+    XS_NVTX_LAUNCH("xs_moe_fill_kernel",
+                   xs_moe_fill_kernel<<<2048, 256>>>(w->w1, n1, seed * 2654435761u + 1u,
+                                                     3.0f / sqrtf((float)c->hidden)));
+    XS_NVTX_LAUNCH("xs_moe_fill_kernel",
+                   xs_moe_fill_kernel<<<2048, 256>>>(w->w2, n2, seed * 2654435761u + 2u,
+                                                     3.0f / sqrtf((float)c->inter)));
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess)
         e = cudaDeviceSynchronize();
@@ -112,7 +115,9 @@ static xs_status xs_moe_device_init(xs_moe *m, const xs_moe_opts *o)
         return xs_seterr(XS_ENOMEM, "moe: out of host memory for traces");
     for (int i = 0; i < 6; i++)
         XS_CU(cudaEventCreate(&m->ev[i]));
-    xs_moe_fill_kernel<<<1024, 256>>>(m->x, (size_t)pb->T * pb->H, o->seed * 7919u + 3u, 1.0f);
+    XS_NVTX_LAUNCH(
+        "xs_moe_fill_kernel",
+        xs_moe_fill_kernel<<<1024, 256>>>(m->x, (size_t)pb->T * pb->H, o->seed * 7919u + 3u, 1.0f));
     XS_CU_LAUNCH();
     XS_CU(cudaDeviceSynchronize());
     return XS_OK;
@@ -236,14 +241,17 @@ xs_status xs_moe_poison(xs_moe *m, const xs_wintab *tab, cudaStream_t s)
 {
     XS_TRY(xs_moe_check_table(m, tab));
     for (int r = 0; r < m->pb->N; r++) {
-        xs_moe_poison_kernel<<<264, 256, 0, s>>>((uint4 *)tab->data[r], m->pb->window_bytes / 16);
+        XS_NVTX_LAUNCH("xs_moe_poison_kernel",
+                       xs_moe_poison_kernel<<<264, 256, 0, s>>>((uint4 *)tab->data[r],
+                                                                m->pb->window_bytes / 16));
         XS_CU_LAUNCH();
     }
     /* the couriers' staging buffer too: a copy of a row that was never staged then arrives as
      * NaN, instead of as the previous run's identical bytes */
     if (m->d_cstage) {
-        xs_moe_poison_kernel<<<264, 256, 0, s>>>((uint4 *)m->d_cstage,
-                                                 (size_t)m->pb->rows * m->pb->H * 2 / 16);
+        XS_NVTX_LAUNCH("xs_moe_poison_kernel",
+                       xs_moe_poison_kernel<<<264, 256, 0, s>>>(
+                           (uint4 *)m->d_cstage, (size_t)m->pb->rows * m->pb->H * 2 / 16));
         XS_CU_LAUNCH();
     }
     return XS_OK;
@@ -685,14 +693,17 @@ xs_status xs_moe_run_fused(xs_moe *m, int slot, const xs_wintab *tab, const xs_m
 
     XS_CU(cudaEventRecord(m->ev[0], s));
     if (defer == XS_MOE_DEFER_RING)
-        xs_moe_kernel_defer<<<m->pb->grid, C::THREADS, XS_MOE_DEFER_SMEM, s>>>(
-            (const xs_moe_kargs *)m->d_kargs);
+        XS_NVTX_LAUNCH("xs_moe_kernel_defer",
+                       xs_moe_kernel_defer<<<m->pb->grid, C::THREADS, XS_MOE_DEFER_SMEM, s>>>(
+                           (const xs_moe_kargs *)m->d_kargs));
     else if (defer == XS_MOE_DEFER_SPILL)
-        xs_moe_kernel_spill<<<m->pb->grid, C::THREADS, XS_MOE_SPILL_SMEM, s>>>(
-            (const xs_moe_kargs *)m->d_kargs);
+        XS_NVTX_LAUNCH("xs_moe_kernel_spill",
+                       xs_moe_kernel_spill<<<m->pb->grid, C::THREADS, XS_MOE_SPILL_SMEM, s>>>(
+                           (const xs_moe_kargs *)m->d_kargs));
     else
-        xs_moe_kernel<<<m->pb->grid, C::THREADS, C::SMEM_BYTES, s>>>(
-            (const xs_moe_kargs *)m->d_kargs);
+        XS_NVTX_LAUNCH("xs_moe_kernel",
+                       xs_moe_kernel<<<m->pb->grid, C::THREADS, C::SMEM_BYTES, s>>>(
+                           (const xs_moe_kargs *)m->d_kargs));
     XS_CU_LAUNCH();
     XS_CU(cudaEventRecord(m->ev[1], s));
     XS_CU(cudaEventSynchronize(m->ev[1]));
@@ -799,21 +810,23 @@ xs_status xs_moe_run_unfused_with(xs_moe *m, xs_cublas *cb, const xs_wintab *tab
     XS_TRY(xs_moe_ensure_unfused(m, 0));
     const int blocks = 4 * m->pb->grid;
     XS_CU(cudaEventRecord(m->ev[0], s));
-    xs_moe_gather_kernel<<<blocks, 256, 0, s>>>(m->x, m->d_row_token, m->xs_sorted, m->pb->rows,
-                                                m->pb->H);
+    XS_NVTX_LAUNCH("xs_moe_gather_kernel",
+                   xs_moe_gather_kernel<<<blocks, 256, 0, s>>>(m->x, m->d_row_token, m->xs_sorted,
+                                                               m->pb->rows, m->pb->H));
     XS_CU_LAUNCH();
     XS_CU(cudaEventRecord(m->ev[2], s));
     XS_TRY(xs_moe_gemms(m, cb, s, 1, 0));
     XS_CU(cudaEventRecord(m->ev[3], s));
-    xs_moe_swiglu_kernel<xs_bf16><<<blocks, 256, 0, s>>>(m->y1, m->h, m->pb->rows, m->pb->I);
+    XS_NVTX_LAUNCH("xs_moe_swiglu_kernel", xs_moe_swiglu_kernel<xs_bf16>
+                   <<<blocks, 256, 0, s>>>(m->y1, m->h, m->pb->rows, m->pb->I));
     XS_CU_LAUNCH();
     XS_CU(cudaEventRecord(m->ev[4], s));
     XS_TRY(xs_moe_gemms(m, cb, s, 2, 0));
     XS_CU(cudaEventRecord(m->ev[5], s));
-    xs_moe_scatter_kernel<xs_bf16><<<blocks, 256, 0, s>>>(m->y2, m->d_row_weight, m->d_row_rank,
-                                                          m->d_row_off, (char *)m->stage,
-                                                          m->pb->window_bytes, (float *)NULL,
-                                                          m->pb->rows, m->pb->H);
+    XS_NVTX_LAUNCH("xs_moe_scatter_kernel", xs_moe_scatter_kernel<xs_bf16>
+                   <<<blocks, 256, 0, s>>>(m->y2, m->d_row_weight, m->d_row_rank, m->d_row_off,
+                                           (char *)m->stage, m->pb->window_bytes, (float *)NULL,
+                                           m->pb->rows, m->pb->H));
     XS_CU_LAUNCH();
     if (combine) {
         XS_TRY(combine(ctx, (const char *)m->stage, m->pb->window_bytes, m->pb->rank_used,

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nvtx_launch.h"
 #include "tp/tp_ctx.h"
 
 /* ---- references -------------------------------------------------------------------------------- */
@@ -25,9 +26,10 @@ static xs_status tp_ref_y(xs_tp *t)
     const xs_tp_info *in = &t->pl.in;
     const size_t ny = (size_t)in->rs_rows * in->rs_n;
     const char *own = t->virt ? t->vt.data[t->pl.me] : t->lt.data[t->pl.me];
-    tp_ref_y_kernel<<<tp_blocks(ny, 256), 256, 0, t->vstream>>>(
-        t->ref_part + (size_t)t->pl.me * ny, (const xs_bf16 *)(own + in->rs_off), (int)t->pl.layout,
-        t->pl.P, t->pl.me, in->rs_rows, in->rs_n, t->ref_y);
+    XS_NVTX_LAUNCH("tp_ref_y_kernel",
+                   tp_ref_y_kernel<<<tp_blocks(ny, 256), 256, 0, t->vstream>>>(
+                       t->ref_part + (size_t)t->pl.me * ny, (const xs_bf16 *)(own + in->rs_off),
+                       (int)t->pl.layout, t->pl.P, t->pl.me, in->rs_rows, in->rs_n, t->ref_y));
     XS_CU_LAUNCH();
     return XS_OK;
 }
@@ -69,8 +71,9 @@ extern "C" xs_status xs_tp_reference(xs_tp *t, xs_cublas *cb)
         XS_TRY(xs_cublas_gemm_bf16(cb, s, t->pl.s.m, in->gn[0], in->gk[0], own, t->w[0], 1,
                                    t->ref_tmp, 1));
         const size_t nh = m * in->out_n[0];
-        tp_swiglu_kernel<float><<<tp_blocks(nh, 256), 256, 0, s>>>(t->ref_tmp, t->ref_h,
-                                                                   t->ref_out0, t->pl.s.m, in->gn[0]);
+        XS_NVTX_LAUNCH("tp_swiglu_kernel", tp_swiglu_kernel<float>
+                       <<<tp_blocks(nh, 256), 256, 0, s>>>(t->ref_tmp, t->ref_h, t->ref_out0,
+                                                           t->pl.s.m, in->gn[0]));
         XS_CU_LAUNCH();
         XS_TRY(xs_cublas_gemm_bf16(cb, s, t->pl.s.m, in->gn[1], in->gk[1], t->ref_h, t->w[1], 1,
                                    t->ref_part, 1));
@@ -138,8 +141,9 @@ static xs_status gpu_diff_units(xs_tp *t, const void *a, const void *b, size_t b
     }
     unsigned long long h = 0;
     XS_CU(cudaMemsetAsync(t->d_bad, 0, sizeof h, t->vstream));
-    tp_cmp_kernel<<<tp_blocks(bytes / 16, 256), 256, 0, t->vstream>>>(
-        (const uint4 *)a, (const uint4 *)b, bytes / 16, t->d_bad);
+    XS_NVTX_LAUNCH("tp_cmp_kernel",
+                   tp_cmp_kernel<<<tp_blocks(bytes / 16, 256), 256, 0, t->vstream>>>(
+                       (const uint4 *)a, (const uint4 *)b, bytes / 16, t->d_bad));
     XS_CU_LAUNCH();
     XS_CU(cudaMemcpyAsync(&h, t->d_bad, sizeof h, cudaMemcpyDeviceToHost, t->vstream));
     XS_CU(cudaStreamSynchronize(t->vstream));
@@ -176,8 +180,10 @@ static xs_status gpu_diff_slot(xs_tp *t, const void *slot, const xs_bf16 *rows, 
         return gpu_diff_units(t, slot, rows, in->slot_bytes, bad);
     unsigned long long h = 0;
     XS_CU(cudaMemsetAsync(t->d_bad, 0, sizeof h, t->vstream));
-    tp_cmp_slot_kernel<<<tp_blocks(in->slot_bytes / 16, 256), 256, 0, t->vstream>>>(
-        (const xs_bf16 *)slot, (int)t->pl.layout, rows, in->rs_rows, in->rs_n, t->d_bad);
+    XS_NVTX_LAUNCH(
+        "tp_cmp_slot_kernel",
+        tp_cmp_slot_kernel<<<tp_blocks(in->slot_bytes / 16, 256), 256, 0, t->vstream>>>(
+            (const xs_bf16 *)slot, (int)t->pl.layout, rows, in->rs_rows, in->rs_n, t->d_bad));
     XS_CU_LAUNCH();
     XS_CU(cudaMemcpyAsync(&h, t->d_bad, sizeof h, cudaMemcpyDeviceToHost, t->vstream));
     XS_CU(cudaStreamSynchronize(t->vstream));
@@ -193,8 +199,9 @@ static xs_status tol_check(xs_tp *t, const xs_bf16 *got, long long ldg, const fl
         return xs_seterr(XS_EINVAL, "tp: %d rows to check, room for %zu", rows, t->err_rows);
     unsigned long long nf = 0;
     XS_CU(cudaMemsetAsync(t->d_nonfinite, 0, sizeof nf, t->vstream));
-    tp_err_kernel<<<rows < 4096 ? rows : 4096, 256, 0, t->vstream>>>(
-        got, ldg, ref, ldr, rows, cols, t->d_err, t->d_err + rows, t->d_nonfinite);
+    XS_NVTX_LAUNCH("tp_err_kernel",
+                   tp_err_kernel<<<rows < 4096 ? rows : 4096, 256, 0, t->vstream>>>(
+                       got, ldg, ref, ldr, rows, cols, t->d_err, t->d_err + rows, t->d_nonfinite));
     XS_CU_LAUNCH();
     double *h = (double *)malloc((size_t)2 * rows * sizeof(double));
     if (!h)
@@ -354,9 +361,10 @@ static xs_status split_diff(xs_tp *t, const void *slot, int r, xs_tp_check *c, u
             cudaError_t e = cudaMemcpyAsync(t->d_split_tiles, idx, (size_t)n * sizeof(int),
                                             cudaMemcpyHostToDevice, t->vstream);
             if (e == cudaSuccess) {
-                tp_copy_tiles_kernel<<<n * XS_TP_BM, 128, 0, t->vstream>>>(
-                    t->split_tmp, t->exp_part + (size_t)r * ny, in->rs_n, tiles_n,
-                    t->d_split_tiles);
+                XS_NVTX_LAUNCH("tp_copy_tiles_kernel",
+                               tp_copy_tiles_kernel<<<n * XS_TP_BM, 128, 0, t->vstream>>>(
+                                   t->split_tmp, t->exp_part + (size_t)r * ny, in->rs_n, tiles_n,
+                                   t->d_split_tiles));
                 e = cudaGetLastError();
             }
             if (e != cudaSuccess)

@@ -635,10 +635,7 @@ XS_DEV void tp90_ccopy(const tp90_ctile &c, int tid, unsigned long long t0, floa
             /* paced: round r of TP90_CU x TP90_CW units leaves no earlier than the courier's
              * share of the pace allows (t0: when the tile may start, thread 0's token bucket);
              * due is at most the tile's bytes / pace after t0, so the spin is bounded */
-            const unsigned long long due =
-                t0 + (unsigned long long)((float)(16 * (j - tid)) / pace);
-            while (xs_globaltimer() < due) {
-            }
+            xs_spin_until(t0 + (unsigned long long)((float)(16 * (j - tid)) / pace));
         }
         tp90_cround_store(c, j, v);
 #pragma unroll
@@ -803,8 +800,7 @@ XS_DEV void tp90_courier(const tp_args &a, const xs_wintab &tab, const tp90_cour
                 w = c0.ready ? tp90_cwait(a, k, c0.ready, i) : 0;
                 if (w == 0 && k.pace_bytes_per_ns > 0.0f) {
                     /* a tile that was ready late does not bank the time it waited */
-                    const unsigned long long now = xs_globaltimer();
-                    s_t0[par] = due > now ? due : now;
+                    s_t0[par] = xs_bucket_start(due);
                     due = s_t0[par] +
                           (unsigned long long)((float)(16 * c0.units) / k.pace_bytes_per_ns);
                 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nvtx_launch.h"
 #include "up/up.h"
 #include "xstage_cuda.h"
 
@@ -57,9 +58,10 @@ extern "C" xs_status xs_attn_compare_parts(const void *win, const void *ref, int
     size_t blocks = (n + 255) / 256;
     if (blocks > 4096)
         blocks = 4096;
-    xs_attn_compare_parts_kernel<<<(unsigned)blocks, 256, 0, s>>>(
-        (const unsigned short *)win, (const unsigned short *)ref, n, row0, seq, heads, split,
-        atol, rtol, bad);
+    XS_NVTX_LAUNCH("xs_attn_compare_parts_kernel",
+                   xs_attn_compare_parts_kernel<<<(unsigned)blocks, 256, 0, s>>>(
+                       (const unsigned short *)win, (const unsigned short *)ref, n, row0, seq,
+                       heads, split, atol, rtol, bad));
     XS_CU_LAUNCH();
     return XS_OK;
 }
@@ -146,9 +148,10 @@ extern "C" xs_status xs_attn_ref_rows(const void *q, const void *k, const void *
         return XS_OK;
     if (!(scale > 0.f))
         scale = 0.08838834764831845f;
-    xs_attn_ref_kernel<<<n, XS_REF_THREADS, 0, s>>>(
-        (const __nv_bfloat16 *)q, (const __nv_bfloat16 *)k, (const __nv_bfloat16 *)v,
-        (const __nv_bfloat16 *)o, seq, heads, causal, scale, rows, ref, got);
+    XS_NVTX_LAUNCH("xs_attn_ref_kernel",
+                   xs_attn_ref_kernel<<<n, XS_REF_THREADS, 0, s>>>(
+                       (const __nv_bfloat16 *)q, (const __nv_bfloat16 *)k, (const __nv_bfloat16 *)v,
+                       (const __nv_bfloat16 *)o, seq, heads, causal, scale, rows, ref, got));
     XS_CU_LAUNCH();
     return XS_OK;
 }
@@ -177,8 +180,9 @@ extern "C" xs_status xs_attn_fill_random(void *p, size_t n, uint32_t seed, float
     size_t blocks = (n + 255) / 256;
     if (blocks > 65536)
         blocks = 65536;
-    xs_attn_fill_random_kernel<<<(unsigned)blocks, 256, 0, s>>>((__nv_bfloat16 *)p, n, seed, lo,
-                                                                hi - lo);
+    XS_NVTX_LAUNCH("xs_attn_fill_random_kernel",
+                   xs_attn_fill_random_kernel<<<(unsigned)blocks, 256, 0, s>>>(
+                       (__nv_bfloat16 *)p, n, seed, lo, hi - lo));
     XS_CU_LAUNCH();
     return XS_OK;
 }
@@ -200,7 +204,9 @@ extern "C" xs_status xs_attn_fill_word(void *p, size_t bytes, uint32_t word, cud
     size_t n16 = bytes / 16, blocks = (n16 + 255) / 256;
     if (blocks > 8192)
         blocks = 8192;
-    xs_attn_fill_word_kernel<<<(unsigned)blocks, 256, 0, s>>>((uint4 *)p, n16, word);
+    XS_NVTX_LAUNCH(
+        "xs_attn_fill_word_kernel",
+        xs_attn_fill_word_kernel<<<(unsigned)blocks, 256, 0, s>>>((uint4 *)p, n16, word));
     XS_CU_LAUNCH();
     return XS_OK;
 }
@@ -231,8 +237,9 @@ extern "C" xs_status xs_attn_compare(const void *a, const void *b, size_t bytes,
     size_t n16 = bytes / 16, blocks = (n16 + 255) / 256;
     if (blocks > 4096)
         blocks = 4096;
-    xs_attn_compare_kernel<<<(unsigned)blocks, 256, 0, s>>>((const uint4 *)a, (const uint4 *)b,
-                                                            n16, bad);
+    XS_NVTX_LAUNCH("xs_attn_compare_kernel",
+                   xs_attn_compare_kernel<<<(unsigned)blocks, 256, 0, s>>>(
+                       (const uint4 *)a, (const uint4 *)b, n16, bad));
     XS_CU_LAUNCH();
     return XS_OK;
 }
@@ -260,8 +267,9 @@ extern "C" xs_status xs_attn_count_nonfinite(const void *p, size_t n, unsigned l
     size_t blocks = (n + 255) / 256;
     if (blocks > 4096)
         blocks = 4096;
-    xs_attn_nonfinite_kernel<<<(unsigned)blocks, 256, 0, s>>>((const unsigned short *)p, n,
-                                                              count);
+    XS_NVTX_LAUNCH("xs_attn_nonfinite_kernel",
+                   xs_attn_nonfinite_kernel<<<(unsigned)blocks, 256, 0, s>>>(
+                       (const unsigned short *)p, n, count));
     XS_CU_LAUNCH();
     return XS_OK;
 }
@@ -289,7 +297,8 @@ extern "C" xs_status xs_attn_flags_check(const xs_wintab *tab, int n, uint64_t v
     for (int r = 0; r < tab->nranks; r++)
         if (!tab->flags[r])
             return xs_seterr(XS_EINVAL, "flags check: rank %d has no flag pointer", r);
-    xs_attn_flags_kernel<<<tab->nranks, 256, 0, s>>>(*tab, n, value, bad);
+    XS_NVTX_LAUNCH("xs_attn_flags_kernel",
+                   xs_attn_flags_kernel<<<tab->nranks, 256, 0, s>>>(*tab, n, value, bad));
     XS_CU_LAUNCH();
     return XS_OK;
 }

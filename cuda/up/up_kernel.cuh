@@ -772,12 +772,9 @@ XS_DEV void xs_attn_courier(const xs_attn_args &a, const xs_wintab &tab, unsigne
             if (nrow <= 0)
                 break;
             if (rate > 0) {
+                /* bounded: go - now <= one chunk's time after the credit (validated pace) */
                 if (tid == 0) {
-                    const double now = (double)(xs_globaltimer() - t_start);
-                    const double go = fmax(due_ns, now - credit_ns);
-                    /* bounded: go - now <= one chunk's time after the credit (validated pace) */
-                    while ((double)(xs_globaltimer() - t_start) < go) {
-                    }
+                    const double go = xs_bucket_credit_wait(due_ns, t_start, credit_ns);
                     due_ns = go + nrow * XS_ATTN_ROW_BYTES / rate;
                 }
                 __syncthreads(); /* the chunk leaves when thread 0 says so */

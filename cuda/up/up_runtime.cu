@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nvtx_launch.h"
 #include "up/up_kernel.cuh"
 #include "xstage_cuda.h"
 
@@ -159,17 +160,23 @@ extern "C" xs_status xs_attn_fwd(const xs_attn_args *a, const xs_wintab *tab, in
         tab = &none;
     }
     if (a->tasks && a->causal)
-        xs_attn_kv_kernel<true><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);
+        XS_NVTX_LAUNCH("xs_attn_kv_kernel", xs_attn_kv_kernel<true>
+                       <<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab));
     else if (a->tasks)
-        xs_attn_kv_kernel<false><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);
+        XS_NVTX_LAUNCH("xs_attn_kv_kernel", xs_attn_kv_kernel<false>
+                       <<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab));
     else if (a->couriers > 0 && a->causal)
-        xs_attn_courier_kernel<true><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);
+        XS_NVTX_LAUNCH("xs_attn_courier_kernel", xs_attn_courier_kernel<true>
+                       <<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab));
     else if (a->couriers > 0)
-        xs_attn_courier_kernel<false><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);
+        XS_NVTX_LAUNCH("xs_attn_courier_kernel", xs_attn_courier_kernel<false>
+                       <<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab));
     else if (a->causal)
-        xs_attn_kernel<true><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);
+        XS_NVTX_LAUNCH("xs_attn_kernel", xs_attn_kernel<true>
+                       <<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab));
     else
-        xs_attn_kernel<false><<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab);
+        XS_NVTX_LAUNCH("xs_attn_kernel", xs_attn_kernel<false>
+                       <<<grid, XS_ATTN_THREADS, XS_ATTN_SMEM_BYTES, s>>>(*a, *tab));
     XS_CU_LAUNCH();
     return XS_OK;
 }

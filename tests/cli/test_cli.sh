@@ -147,6 +147,12 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "validate bad iters" "--iters 0: outside" "$X" validate -n 0
     expect_err "validate bad max-iters" "--max-iters 0: outside" "$X" validate --max-iters 0
     "$X" validate --help | grep -q -- "--max-iters" && ok || bad "validate --help names --max-iters"
+    expect_err "validate --random 0" "--random 0: outside" "$X" validate --random 0
+    expect_err "validate bad --seed" "--seed '12x': a non-negative integer" "$X" validate --random 2 --seed 12x
+    expect_err "validate --seed alone" "go with --random N" "$X" validate --seed 5
+    expect_err "validate --random with --quick" "replaces the fixed suite" "$X" validate --random 2 --quick
+    expect_err "validate --random -g 2" "runs on one GPU" "$X" validate --random 2 --target peer -g 2
+    "$X" validate --help | grep -q -- "--random-csv" && ok || bad "validate --help names --random-csv"
     expect_err "replay bad --dest" "expected keep, flush or dirty" "$X" replay --schedule examples/ep_wave.csv --dest cold
     expect_err "validate bad --dest" "expected keep, flush or dirty" "$X" validate --dest ""
     expect_err "calibrate bad --dest" "destination state 'warm'" "$X" calibrate --dest warm

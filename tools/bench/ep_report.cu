@@ -129,8 +129,66 @@ const xs_bench_col ep_cols[] = {
     EP_T("auto_fixed", EP_AUTO_FIXED, EP_F), EP_Q("auto_fixed", EP_AUTO_FIXED),
     EP_X("auto_over_auto_fixed", EP_AUTO, EP_AUTO_FIXED, EP_F),
     EP_I("auto_fixed_lead", fixed_lead, EP_F), EP_I("auto_fixed_lead_end", fixed_lead_end, EP_F),
-    EP_D("pred_auto_fixed_us", "us", "%.1f", pred_fixed_us, EP_F)};
+    EP_D("pred_auto_fixed_us", "us", "%.1f", pred_fixed_us, EP_F),
+    /* per-tile stall where it matters (tiles stalled > XS_MOE_STALLED_NS): the model's median
+     * |error| beside the zero predictor's, issue and MMA side, wave and interleaved */
+    EP_I("stalled_tiles", stall_wave.stalled_tiles, EP_F),
+    EP_NS("stalled_err_med_us", "%.3f", stall_wave.stalled_err_med_ns),
+    EP_NS("stalled_zero_err_med_us", "%.3f", stall_wave.stalled_zero_err_med_ns),
+    EP_I("mma_stalled_tiles", stall_wave.mma_stalled_tiles, EP_F),
+    EP_NS("mma_stalled_err_med_us", "%.3f", stall_wave.mma_stalled_err_med_ns),
+    EP_NS("mma_stalled_zero_err_med_us", "%.3f", stall_wave.mma_stalled_zero_err_med_ns),
+    EP_I("stalled_tiles_interleaved", stall_inter.stalled_tiles, EP_F),
+    EP_NS("stalled_err_med_interleaved_us", "%.3f", stall_inter.stalled_err_med_ns),
+    EP_NS("stalled_zero_err_med_interleaved_us", "%.3f", stall_inter.stalled_zero_err_med_ns),
+    EP_I("mma_stalled_tiles_interleaved", stall_inter.mma_stalled_tiles, EP_F),
+    EP_NS("mma_stalled_err_med_interleaved_us", "%.3f", stall_inter.mma_stalled_err_med_ns),
+    EP_NS("mma_stalled_zero_err_med_interleaved_us", "%.3f",
+          stall_inter.mma_stalled_zero_err_med_ns)};
 const int ep_ncols = (int)(sizeof ep_cols / sizeof ep_cols[0]);
+
+/* The stall prediction where it matters: over the wave, interleaved and auto runs, the tiles
+ * whose measured stall exceeds XS_MOE_STALLED_NS, the model's median |error| beside the zero
+ * predictor's (the median measured stall), issue side and MMA side; medians over the runs of
+ * the runs' medians, and the verdict (model at most half of zero). */
+static void ep_summary_stalled(xs_bench_report *rep, const ep_row *rows, int n)
+{
+    for (int side = 0; side < 2; side++) {
+        double *m = (double *)malloc(sizeof(double) * (size_t)(3 * n + 1));
+        double *z = (double *)malloc(sizeof(double) * (size_t)(3 * n + 1));
+        int k = 0, tiles = 0;
+        for (int i = 0; m && z && i < n; i++) {
+            const xs_moe_stall *sv[3] = {&rows[i].stall_wave, &rows[i].stall_inter,
+                                         &rows[i].stall_auto};
+            for (int j = 0; j < 3; j++) {
+                const double em = side ? sv[j]->mma_stalled_err_med_ns : sv[j]->stalled_err_med_ns;
+                const double ez =
+                    side ? sv[j]->mma_stalled_zero_err_med_ns : sv[j]->stalled_zero_err_med_ns;
+                if (!isfinite(em) || !isfinite(ez))
+                    continue;
+                m[k] = em / 1e3;
+                z[k] = ez / 1e3;
+                tiles += side ? sv[j]->mma_stalled_tiles : sv[j]->stalled_tiles;
+                k++;
+            }
+        }
+        if (k) {
+            const double mm = xs_median(m, (size_t)k), zz = xs_median(z, (size_t)k);
+            xs_bench_report_note(rep,
+                                 "%-22s %s side, tiles stalled > %.1f us (%d tiles, %d runs): "
+                                 "median |pred - meas| %.3f us, zero predictor %.3f us: %s "
+                                 "(target: model <= half of zero)",
+                                 "stalled tiles", side ? "MMA" : "issue",
+                                 XS_MOE_STALLED_NS / 1e3, tiles, k, mm, zz,
+                                 mm <= 0.5 * zz ? "met" : "NOT met");
+        } else {
+            xs_bench_report_note(rep, "%-22s %s side: no tile stalled > %.1f us", "stalled tiles",
+                                 side ? "MMA" : "issue", XS_MOE_STALLED_NS / 1e3);
+        }
+        free(m);
+        free(z);
+    }
+}
 
 void ep_row_plan_text(ep_row *r)
 {
@@ -367,6 +425,7 @@ void ep_summary(xs_bench_report *rep, const ep_row *rows, int n)
             "%-22s MMA side: median over runs of the per-tile median |pred - meas| = %.3f "
             "us (max %.3f, %d runs)",
             "stall prediction", xs_median(dm, (size_t)ndm), xs_max(dm, (size_t)ndm), ndm);
+    ep_summary_stalled(rep, rows, n);
     free(a);
     free(b);
     free(c);
