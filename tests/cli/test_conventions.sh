@@ -106,6 +106,19 @@ if [ $have_python = 1 ]; then
     check "criterion JSON: values are numbers, verdict in the summary" json "$T/criterion.json" \
         "j['rows'][0] == {'quantity': 'K (producers)', 'value': 66, 'unit': ''} and any(s.startswith('verdict:') for s in j['summary'])"
 fi
+# the trace commands (docs/TRACE.md): --csv FILE too
+REC=tests/data/trace_sim132.csv
+if [ -e "$REC" ]; then
+    for c in predict compare; do
+        run "$c --trace --csv FILE" "$X" $c --trace "$REC" --csv "$T/tr_$c.csv"
+        check "$c --trace --csv FILE: the report stays on stdout" grep -q '^#' "$T/out"
+        run "$c --trace --csv -" "$X" $c --trace "$REC" --csv -
+        grep -v '^#' "$T/tr_$c.csv" >"$T/tr_$c.rows"
+        grep -v '^#' "$T/out" >"$T/tr_$c.out"
+        check "$c --trace --csv - = the file's rows, alone" sh -c \
+            "cmp -s '$T/tr_$c.rows' '$T/tr_$c.out' && [ \$(grep -c '^#' '$T/out') -le 1 ]"
+    done
+fi
 expect_err "--csv into a missing directory" "predict: --csv $T/no/such.csv" "$X" predict $P --csv "$T/no/such.csv"
 check "... and no JSON left" test ! -e "$T/no"
 expect_err "--json = --schedule" "is the same file as --schedule" "$X" predict --schedule "$T/predict.csv" --json "$T/predict.csv"
