@@ -157,7 +157,7 @@ run: all
 deps:
 	@sh scripts/deps.sh
 
-# libFuzzer targets (tests/fuzz/, clang): the schedule and profile parsers and the CPU
+# libFuzzer targets (tests/fuzz/, clang): the schedule, profile and trace parsers and the CPU
 # subcommands' command line, each linked with the core built the same way (ASan + UBSan);
 # scripts/fuzz.sh builds them here and runs each for a bounded time. The command-line target
 # opens files through its in-memory seam (fuzz_cli.c).
@@ -165,11 +165,13 @@ FUZZ_CC    ?= clang
 FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=undefined -std=c11 -Wall -Wextra -Wno-unused-parameter \
               -Iinclude -Isrc -D_GNU_SOURCE
-fuzz: $(BUILD)-fuzz/fuzz_schedule $(BUILD)-fuzz/fuzz_profile $(BUILD)-fuzz/fuzz_cli
+fuzz: $(BUILD)-fuzz/fuzz_schedule $(BUILD)-fuzz/fuzz_profile $(BUILD)-fuzz/fuzz_cli \
+      $(BUILD)-fuzz/fuzz_trace
 $(BUILD)-fuzz/fuzz_cli: FUZZ_SEAM := -Dfopen=xs_fuzz_fopen
-$(BUILD)-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(CORE_SRC) tools/cmd_model.c $(HEADERS)
+FUZZ_TOOL := tools/cmd_model.c tools/cmd_trace.c
+$(BUILD)-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(CORE_SRC) $(FUZZ_TOOL) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SEAM) -o $@ $< $(CORE_SRC) tools/cmd_model.c $(LDLIBS)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SEAM) -o $@ $< $(CORE_SRC) $(FUZZ_TOOL) $(LDLIBS)
 
 # Headers, the static and the shared core, the tool and xstage.pc under DESTDIR + PREFIX.
 install: $(BUILD)/libxstage.a $(BUILD)/libxstage.so $(BUILD)/xstage

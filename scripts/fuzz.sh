@@ -5,7 +5,7 @@
 # Any crash, leak, timeout, out-of-memory or sanitizer report fails the run; the failing input is
 # kept and its path printed. One summary line per target.
 #
-# Usage: scripts/fuzz.sh [TARGET...]   (schedule, profile, cli; default all three)
+# Usage: scripts/fuzz.sh [TARGET...]   (schedule, profile, cli, trace; default all four)
 #   FUZZ_SECONDS  time per target (default 60)
 #   BUILD         build directory prefix (default build; the targets go to $BUILD-fuzz)
 #   FUZZ_CC       the clang to build with (default clang)
@@ -13,7 +13,7 @@ set -eu
 cd "$(dirname "$0")/.."
 secs=${FUZZ_SECONDS:-60}
 build=${BUILD:-build}
-targets=${*:-schedule profile cli}
+targets=${*:-schedule profile cli trace}
 
 if ! command -v "${FUZZ_CC:-clang}" >/dev/null 2>&1; then
     echo "fuzz: error: ${FUZZ_CC:-clang} not found (Debian: apt-get install clang libclang-rt-dev)" >&2

@@ -294,6 +294,11 @@ static int load_inputs(const char *cmd, int bad, int argc, char **argv, const ch
 
 int xs_cmd_predict(int argc, char **argv)
 {
+    /* predict --trace FILE: a recorded kernel's per-CTA programs (tools/cmd_trace.c) */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--trace") || !strncmp(argv[i], "--trace=", 8) ||
+            !strcmp(argv[i], "-t"))
+            return xs_cmd_predict_trace(argc, argv);
     static const struct option lo[] = {
         {"schedule", required_argument, 0, 's'}, {"csv", no_argument, 0, XS_OPT_CSV},
         {"plot", required_argument, 0, XS_OPT_PLOT}, {"sync", no_argument, 0, XS_OPT_SYNC},
@@ -319,6 +324,8 @@ int xs_cmd_predict(int argc, char **argv)
                    "  --csv                 CSV instead of the table\n"
                    "  --plot FILE.png       backlog over time and issue windows (gnuplot)\n"
                    "  --sync                a grid barrier between rows (default: free-running)\n"
+                   "  -t, --trace FILE      a kernel's recorded trace instead of a schedule\n"
+                   "                        (xstage predict --trace FILE --help)\n"
                    PROFILE_HELP);
             return 0;
         default: return xs_cli_badopt("predict", "s:h", argc, argv);

@@ -35,6 +35,7 @@ typedef struct {
     const char *schedule;
     const char *csv_out;
     const char *windows_out;
+    const char *timeline_out;    /* replay --timeline FILE.json */
     const char *rows_out;
     const char *placement_out;
     const char *sms;             /* replay --sms LIST */
@@ -44,7 +45,7 @@ typedef struct {
 
 enum { OPT_WINDOW = XS_OPT_FIRST_FREE, OPT_TIMEOUT, OPT_DEVICE, OPT_CSVFILE, OPT_WINDOWS,
        OPT_ROWS, OPT_DEST, OPT_MAXSKEW, OPT_PLACEMENT, OPT_SMS, OPT_FIXED, OPT_COLD,
-       OPT_MAXITERS };
+       OPT_MAXITERS, OPT_TIMELINE };
 
 static int parse_common(int c, run_args *a)
 {
@@ -107,6 +108,7 @@ static int parse_common(int c, run_args *a)
     case XS_OPT_CSV: a->csv = 1; return 0;
     case OPT_CSVFILE: a->csv_out = optarg; return 0;
     case OPT_WINDOWS: a->windows_out = optarg; return 0;
+    case OPT_TIMELINE: a->timeline_out = optarg; return 0;
     case OPT_ROWS: a->rows_out = optarg; return 0;
     case OPT_PLACEMENT: a->placement_out = optarg; return 0;
     case OPT_SMS: a->sms = optarg; return 0;
@@ -190,7 +192,7 @@ static int maybe_launch(run_args *a)
     if ((l = xs_launch_exit(l, ec)) >= 0)
         return l;
     if (!xs_rank_primary()) /* a rank > 0 of a -g run: rank 0 writes the files */
-        a->csv_out = a->windows_out = a->rows_out = NULL;
+        a->csv_out = a->windows_out = a->timeline_out = a->rows_out = NULL;
     return -1;
 }
 
@@ -339,6 +341,7 @@ int xs_cmd_replay(int argc, char **argv)
     static const struct option lo[] = {{"schedule", required_argument, 0, 's'},
                                        {"csv", no_argument, 0, XS_OPT_CSV},
                                        {"windows", required_argument, 0, OPT_WINDOWS},
+                                       {"timeline", required_argument, 0, OPT_TIMELINE},
                                        {"placement", required_argument, 0, OPT_PLACEMENT},
                                        COMMON_OPTIONS, {0, 0, 0, 0}};
     run_args a;
@@ -357,9 +360,10 @@ int xs_cmd_replay(int argc, char **argv)
                    "  -s, --schedule FILE   the schedule (CSV)\n"
                    "  --sync                a grid barrier between rows\n"
                    "  --csv                 CSV instead of the table\n"
-                   "  --windows FILE        every producer's issue window of the reported run\n"
-                   "                        (CSV: row,producer,start_ns,end_ns; measured and\n"
-                   "                        predicted side by side)\n"
+                   "  --windows FILE        every producer's issue window of the reported run,\n"
+                   "                        a trace (docs/TRACE.md; xstage compare --trace FILE)\n"
+                   "  --timeline FILE.json  those windows and the schedule's predicted ones as\n"
+                   "                        Chrome trace-event JSON (ui.perfetto.dev)\n"
                    "  --placement FILE      every repetition's total, the SM (%%smid) of each\n"
                    "                        producer and when its last row's window ended (CSV:\n"
                    "                        run,total_ns,skew_ns,smids,ends_ns,offset_bytes),\n"
@@ -478,31 +482,25 @@ int xs_cmd_replay(int argc, char **argv)
                (unsigned long long)rs.bad16);
     }
     int rc = 0;
-    if (a.windows_out) {
-        xs_outfile wfo; /* atomic (xstage_outfile.h) */
-        FILE *wf = xs_outfile_open(&wfo, a.windows_out) == XS_OK ? wfo.f : NULL;
+    if (a.windows_out || a.timeline_out) {
         xs_sim_opts wo;
         memset(&wo, 0, sizeof wo);
         wo.sync = a.sync;
         wo.record_windows = 1;
         xs_result pw;
-        if (!wf) {
-            rc = xs_cli_fail();
-        } else if (xs_simulate(&p, &s, &wo, &pw) != XS_OK) {
-            xs_outfile_discard(&wfo);
+        if (xs_simulate(&p, &s, &wo, &pw) != XS_OK) {
             rc = xs_cli_fail();
         } else {
-            xs_gpu_report_header(wf, xs_replayer_gpu(rp), argc + 1, argv - 1);
-            fprintf(wf, "row,producer,start_ns,end_ns,pred_start_ns,pred_end_ns\n");
-            for (int r = 0; r < s.nrows; r++)
-                for (int q = 0; q < s.rows[r].producers; q++) {
-                    size_t i = (size_t)r * m.nproducers + q, j = (size_t)r * pw.nproducers + q;
-                    fprintf(wf, "%d,%d,%.1f,%.1f,%.1f,%.1f\n", r, q, m.win_start[i],
-                            m.win_end[i], pw.win_start[j], pw.win_end[j]);
-                }
+            int sm[1024], nsm = xs_replayer_last_smids(rp, sm, 1024);
+            char dev[300], tgt[40], np[40];
+            snprintf(dev, sizeof dev, "device=%s", xs_replayer_gpu(rp)->name);
+            snprintf(tgt, sizeof tgt, "target=%s", xs_target_name(a.ro.target));
+            snprintf(np, sizeof np, "producers=%d", xs_schedule_max_producers(&s));
+            const char *meta[] = {dev, tgt, np, "kernel=xstage replay (the median-total run; sm: "
+                                  "the last run's)", "clock=globaltimer", NULL};
+            rc = xs_replay_trace_files(a.windows_out, a.timeline_out, &s, &m, &pw, sm, nsm, &p,
+                                       meta);
             xs_result_free(&pw);
-            if (xs_outfile_commit(&wfo) != XS_OK)
-                rc = xs_cli_fail();
         }
     }
     xs_result_free(&m);

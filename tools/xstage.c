@@ -1,6 +1,6 @@
 /*
- * xstage - the command-line tool: predict, criterion, plan and profile run anywhere; calibrate,
- * replay, validate and bench need a GPU (and a build with nvcc).
+ * xstage - the command-line tool: predict, criterion, plan, profile and compare run anywhere;
+ * calibrate, replay, validate and bench need a GPU (and a build with nvcc).
  */
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +32,7 @@ static const xs_subcmd subcmds[] = {
     {"criterion", xs_cmd_criterion, "closed forms and the no-backpressure criterion for K, B, G"},
     {"plan", xs_cmd_plan, "piggyback or reshape a schedule; write the planned schedule"},
     {"profile", xs_cmd_profile, "show or check a profile (JSON)"},
+    {"compare", xs_cmd_compare, "a kernel's recorded trace against its prediction, tile by tile"},
     {"calibrate", NULL, "measure R, issue rate, overhead and capacity on the GPU; fit a profile"},
     {"replay", NULL, "run a schedule on the GPU and measure the same columns as predict"},
     {"validate", NULL, "predict and replay a built-in suite of schedules; report the errors"},

@@ -4,17 +4,17 @@
  *
  * The input is an argv: words separated by newline or NUL bytes. Every word goes through
  * xs_parse_size/int/double/time_ns and xs_profile_set. When the first word names a CPU
- * subcommand (predict, criterion, plan, profile), the words are its argv and it runs with stdout
- * sent to /dev/null and stderr captured: it returns 0 with nothing on stderr, or 1 with at most
- * one line there.
+ * subcommand (predict, criterion, plan, profile, compare), the words are its argv and it runs
+ * with stdout sent to /dev/null and stderr captured: it returns 0 with nothing on stderr, or 1
+ * with at most one line there.
  *
  * Files: this target is built with -Dfopen=xs_fuzz_fopen (make fuzz), so the core and
- * tools/cmd_model.c open files through the seam below. It serves a few small schedules and
- * profiles from memory by name (see `files`), sends every write (--out) to /dev/null and refuses
- * every other path, so the fuzzer never reads or writes the filesystem. PATH is emptied, so
- * --plot stops at "needs gnuplot" and never starts a program. The schedules are small enough
- * that any profile simulates them in well under a second: the fuzzer explores the command line
- * and the model's corners, not run time.
+ * tools/cmd_model.c and cmd_trace.c open files through the seam below. It serves a few small
+ * schedules, profiles and traces from memory by name (see `files`), sends every write (--out,
+ * --csv, --timeline) to /dev/null and refuses every other path, so the fuzzer never reads or
+ * writes the filesystem. PATH is emptied, so --plot stops at "needs gnuplot" and never starts a
+ * program. The schedules are small enough that any profile simulates them in well under a
+ * second: the fuzzer explores the command line and the model's corners, not run time.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -35,6 +35,7 @@
 FILE *fopen(const char *restrict path, const char *restrict mode); /* the C library's */
 
 #define H "producers,bytes_per_producer,gap_ns\n"
+#define TH "cta,sm,seq,bytes,issue_start_ns,issue_end_ns,work_start_ns,work_end_ns\n"
 #define PROFILE_NUMBERS                                                                       \
     "\"issue_bytes_per_ns\": 41, \"issue_overhead_ns\": 100, \"drain_bytes_per_ns\": 52.5, "  \
     "\"capacity_bytes\": 65536, \"chunk_bytes\": 2048"
@@ -56,6 +57,10 @@ static const struct {
     {"queue.json", "{\"path\": \"local\", \"queue_bytes_per_producer\": 8192, "
                    "\"capacity_bytes_per_producer\": 6144, " PROFILE_NUMBERS "}\n"},
     {"bad.json", "{\"path\": \"host\", \"chunk_bytes\": 1,,}\n"},
+    {"t.csv", "# xstage-trace v1\n# dropped=0\n# producers=4\n" TH
+              "0,1,0,65536,100,1400,-1,-1\n0,1,1,0,1500,1600,-1,-1\n"
+              "0,1,2,8192,1700,2000,1600,1690\n3,7,0,200000,0,5000,-1,-1\n1,2,0,16,50,60,-1,-1\n"},
+    {"tbad.csv", "# xstage-trace v1\n# dropped=3\n" TH "0,1,0,1,1,2,-1,-1\n"},
 };
 
 FILE *xs_fuzz_fopen(const char *path, const char *mode);
@@ -136,6 +141,7 @@ static const struct {
     {"criterion", xs_cmd_criterion},
     {"plan", xs_cmd_plan},
     {"profile", xs_cmd_profile},
+    {"compare", xs_cmd_compare},
 };
 
 /* Run one subcommand as the tool would, stdout to /dev/null, stderr to memory. */
