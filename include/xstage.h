@@ -117,6 +117,12 @@ typedef struct {
     double overflow_loss_ns;            /* optional: the time over which that share is lost,
                                          * linearly from the first refusal; 0 = at once;
                                          * default 0 */
+    double issue_tail_ns;               /* optional: extra issue time of a burst whose store
+                                         * loop's last unrolled pass is taken by only part of the
+                                         * CTA (xs_store_tail_diverges: xs_burst_pattern with 128
+                                         * threads, the replay's and examples/byo's stores);
+                                         * fitted by calibrate from its unconstrained bursts;
+                                         * 0 = none (the earlier model); default 0 */
     char device[128];                   /* e.g. "NVIDIA H200" */
     char path[16];                      /* "host", "local", "peer" or "virtual" */
     char date[32];                      /* ISO date of the calibration */
@@ -124,6 +130,16 @@ typedef struct {
     char notes[512];                    /* versions, fit residuals (informational) */
     int provisional;                    /* 1 until a calibration replaced the numbers */
 } xs_profile;
+
+/* Whether a burst of `bytes` stored by xs_burst_pattern with XS_PRODUCER_THREADS (128) threads
+ * ends in an unrolled pass that only part of the CTA takes: n16 = bytes/16 units, thread t runs
+ * the 4-store pass at t + 512k while t + 512k + 384 < n16, so pass k is split when
+ * 0 < n16 - 384 - 512k < 128. Such a burst issues issue_tail_ns slower than its size alone
+ * says (docs/MODEL.md, "Profile fields"). */
+int xs_store_tail_diverges(double bytes);
+/* The extra issue time of a burst of `bytes`: issue_tail_ns when xs_store_tail_diverges, else
+ * 0 (ns). */
+double xs_store_tail_ns(const xs_profile *p, double bytes);
 
 /* The profile embedded in the library (H200, PCIe path to pinned host memory). */
 void xs_profile_default(xs_profile *p);
@@ -159,8 +175,10 @@ typedef struct {
 #define XS_MAX_ROWS 10000000
 #define XS_MAX_BYTES_PER_PRODUCER (INT64_C(1) << 40)
 #define XS_MAX_GAP_NS 1e12
-/* The simulator records an issue window per row and producer: rows x the widest row's producers
- * is at most XS_MAX_SIM_CELLS (2^26). The one place this limit is set; docs/MODEL.md, "Sizes". */
+/* When asked to record every issue window (record_windows), the simulator keeps one per row and
+ * producer: rows x the widest row's producers is then at most XS_MAX_SIM_CELLS (2^26); without
+ * windows its memory is linear in producers. The one place this limit is set; docs/MODEL.md,
+ * "Sizes". */
 #define XS_MAX_SIM_CELLS (INT64_C(1) << 26)
 
 xs_status xs_schedule_load(const char *path, xs_schedule *s);
@@ -171,8 +189,9 @@ xs_status xs_schedule_write(const xs_schedule *s, FILE *f, const char *comment);
 void xs_write_comment(FILE *f, const char *comment);
 xs_status xs_schedule_save(const xs_schedule *s, const char *path, const char *comment);
 void xs_schedule_free(xs_schedule *s);
-/* XS_ERANGE, naming name and the schedule's own numbers, when s is larger than the simulator
- * takes (rows x widest row's producers > XS_MAX_SIM_CELLS); commands check it before running. */
+/* XS_ERANGE, naming name and the schedule's own numbers, when s is larger than a simulation that
+ * records issue windows takes (rows x widest row's producers > XS_MAX_SIM_CELLS); commands that
+ * record windows (predict --plot) check it before running. */
 xs_status xs_schedule_check_size(const xs_schedule *s, const char *name);
 int xs_schedule_max_producers(const xs_schedule *s);
 double xs_schedule_bytes(const xs_schedule *s); /* sum over rows of producers*bytes */
@@ -256,10 +275,16 @@ typedef struct {
     /* optional: called once per chunk at its acceptance into the stage, in acceptance order */
     void (*trace)(void *ctx, const xs_chunk_trace *c);
     void *trace_ctx;
+    /* 1: rows[].issue_med_ns is left NaN and the windows' lengths are not kept, so that memory
+     * stays linear in the producers however far they drift apart (issue_max_ns, end_ns and
+     * everything else are filled as usual); 0: every row's median (default) */
+    int skip_row_medians;
 } xs_sim_opts;
 
 /* Simulate a schedule. Fills *out (free with xs_result_free). Fails with XS_ERANGE when the
- * schedule has more chunks than can be simulated in reasonable time (> 2^31). */
+ * schedule has more chunks than can be simulated in reasonable time (> 2^31), or when windows are
+ * recorded for more than 2^26 (row, producer) cells. Without record_windows the memory is linear
+ * in rows plus producers x the rows in flight (skip_row_medians: producers alone). */
 xs_status xs_simulate(const xs_profile *p, const xs_schedule *s, const xs_sim_opts *o,
                       xs_result *out);
 

@@ -227,6 +227,75 @@ static xs_status fit_issue(const xs_samples *s, xs_profile *p, xs_fit_report *re
     return XS_OK;
 }
 
+/* The issue time of the bursts of `bytes` among the calibration's unconstrained ones: the median
+ * issue_med_ns over the "issue" and "capacity" samples of that size whose issue is within twice
+ * the fitted T_iss0 (a burst that stalled at the knee is left out); NAN when there is none. */
+static double issue_at(const xs_samples *s, const xs_profile *p, double bytes, double *tmp)
+{
+    int n = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const xs_sample_row *v = &s->v[i];
+        if ((!is(v, "issue") && !is(v, "capacity")) || (double)v->bytes_per_producer != bytes)
+            continue;
+        const double x = bytes - p->queue_bytes_per_producer;
+        const double t0 = p->issue_overhead_ns + (x > 0 ? x / p->issue_bytes_per_ns : 0);
+        if (v->issue_med_ns > 0 && v->issue_med_ns < 2 * t0)
+            tmp[n++] = v->issue_med_ns;
+    }
+    return n ? xs_median(tmp, (size_t)n) : NAN;
+}
+
+/* The split store loop's cost (issue_tail_ns): every calibration burst size up to 20 KiB whose
+ * store loop splits its last unrolled pass (xs_store_tail_diverges) against the sizes nearest
+ * below and above it (within 4 KiB) that do not, interpolated linearly in the size; the median of
+ * those differences, at least 3 of them (else 0). The issue samples' powers of two never split;
+ * the capacity sweep's sizes (V/K) do. */
+static void fit_tail(const xs_samples *s, xs_profile *p)
+{
+    p->issue_tail_ns = 0;
+    double *sz = malloc((s->n + 1) * sizeof *sz), *tmp = malloc((s->n + 1) * sizeof *tmp);
+    double *d = malloc((s->n + 1) * sizeof *d);
+    int nsz = 0, nd = 0;
+    if (!sz || !tmp || !d)
+        goto out;
+    /* the distinct sizes up to 20 KiB, ascending */
+    for (size_t i = 0; i < s->n; i++) {
+        const double b = (double)s->v[i].bytes_per_producer;
+        if ((!is(&s->v[i], "issue") && !is(&s->v[i], "capacity")) || b > 20480)
+            continue;
+        int j = 0;
+        while (j < nsz && sz[j] < b)
+            j++;
+        if (j < nsz && sz[j] == b)
+            continue;
+        memmove(sz + j + 1, sz + j, (size_t)(nsz - j) * sizeof *sz);
+        sz[j] = b;
+        nsz++;
+    }
+    for (int j = 0; j < nsz; j++) {
+        if (!xs_store_tail_diverges(sz[j]))
+            continue;
+        int lo = j - 1, hi = j + 1;
+        while (lo >= 0 && xs_store_tail_diverges(sz[lo]))
+            lo--;
+        while (hi < nsz && xs_store_tail_diverges(sz[hi]))
+            hi++;
+        if (lo < 0 || hi >= nsz || sz[j] - sz[lo] > 4096 || sz[hi] - sz[j] > 4096)
+            continue;
+        const double t = issue_at(s, p, sz[j], tmp), a = issue_at(s, p, sz[lo], tmp),
+                     b = issue_at(s, p, sz[hi], tmp);
+        if (isnan(t) || isnan(a) || isnan(b))
+            continue;
+        d[nd++] = t - (a + (b - a) * (sz[j] - sz[lo]) / (sz[hi] - sz[lo]));
+    }
+    if (nd >= 3)
+        p->issue_tail_ns = fmax(0, xs_median(d, (size_t)nd));
+out:
+    free(sz);
+    free(tmp);
+    free(d);
+}
+
 /* drain: for each periodic zero-gap run, bytes per ns over its second half (steady state) */
 static xs_status fit_drain(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
 {
@@ -683,6 +752,26 @@ static xs_status fit_stage(const xs_samples *s, xs_profile *p, xs_fit_report *re
     return XS_OK;
 }
 
+/* The event model holds whole chunks in a producer's store queue (floor(b/c) of them), so a queue
+ * b fitted off that grid issues every burst longer than b by (b mod c)/r in the model than in
+ * T_iss0 = o + [B - b]+/r, and counts b mod c bytes in Q(K) that no simulated producer holds.
+ * Once the stage fit has chosen c: b on the grid, o and r fitted again for it (issue samples). */
+static void fit_queue_grid(const xs_samples *s, xs_profile *p, xs_fit_report *rep)
+{
+    const double c = p->chunk_bytes, b = p->queue_bytes_per_producer;
+    if (!(c >= 1) || !(b > 0))
+        return;
+    const double bg = floor(b / c) * c;
+    double o, r, rmed, rmax;
+    if (bg == b || !isfinite(fit_issue_for(s, bg, &o, &r, &rmed, &rmax, 0)))
+        return;
+    p->queue_bytes_per_producer = bg;
+    p->issue_overhead_ns = o;
+    p->issue_bytes_per_ns = r;
+    rep->issue_resid_med = rmed;
+    rep->issue_resid_max = rmax;
+}
+
 static xs_status fit(const xs_samples *s, xs_profile *p, xs_fit_report *rep, int published)
 {
     memset(rep, 0, sizeof *rep);
@@ -697,8 +786,14 @@ static xs_status fit(const xs_samples *s, xs_profile *p, xs_fit_report *rep, int
         p->overflow_loss_ns = 0;
     }
     XS_TRY(fit_issue(s, p, rep, published));
+    if (published)
+        p->issue_tail_ns = 0;
+    else
+        fit_tail(s, p);
     XS_TRY(fit_drain(s, p, rep));
     XS_TRY(fit_stage(s, p, rep, published));
+    if (!published)
+        fit_queue_grid(s, p, rep);
     p->provisional = 0;
     return xs_profile_check(p, "fitted profile");
 }

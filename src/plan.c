@@ -70,7 +70,8 @@ static xs_status emit_split(xs_schedule *out, const xs_row *rw, int n, double ga
 static xs_status predict_makespan(const xs_profile *p, const xs_schedule *s, double *ns)
 {
     xs_result r;
-    XS_TRY(xs_simulate(p, s, NULL, &r));
+    const xs_sim_opts so = {.skip_row_medians = 1}; /* the makespan alone: memory in producers */
+    XS_TRY(xs_simulate(p, s, &so, &r));
     *ns = r.makespan_ns;
     xs_result_free(&r);
     return XS_OK;
@@ -165,20 +166,18 @@ xs_status xs_plan_schedule(const xs_profile *p, const xs_schedule *s, const xs_p
     double drain = (bytes - p->capacity_bytes) / p->drain_bytes_per_ns -
                    p->chunk_bytes / p->issue_bytes_per_ns;
     out->bound_ns = work > drain ? work : drain;
-    /* a plan that splits must fit the simulator too: refused now, in the user's numbers, not
-     * after the original's simulation (xs_schedule_check_size is the same limit) */
-    const int64_t np = xs_schedule_max_producers(s);
-    if (!out->criterion_ok && (int64_t)s->nrows * o.max_split * np > XS_MAX_SIM_CELLS) {
+    /* a plan that splits must stay a schedule: refused now, in the user's numbers, not after
+     * the original's simulation (the simulations keep no issue windows, so rows x producers is
+     * not bounded; rows are, by XS_MAX_ROWS) */
+    if (!out->criterion_ok && (int64_t)s->nrows * o.max_split > XS_MAX_ROWS) {
         int64_t rows = 0;
         for (int r = 0; r < s->nrows; r++)
             rows += split_needed(p, &s->rows[r], o.headroom, o.max_split);
-        if (rows * np > XS_MAX_SIM_CELLS)
-            return xs_seterr(XS_ERANGE, "splitting the bursts of %d rows x %" PRId64 " producers "
-                             "(--max-split %d, --headroom %g) gives %" PRId64 " rows = %" PRId64
-                             " cells; the simulator takes at most %" PRId64 " rows x producers "
-                             "(docs/MODEL.md, Sizes): lower --max-split", s->nrows, np,
-                             o.max_split, o.headroom, rows, rows * np,
-                             (int64_t)XS_MAX_SIM_CELLS);
+        if (rows > XS_MAX_ROWS)
+            return xs_seterr(XS_ERANGE, "splitting the bursts of %d rows (--max-split %d, "
+                             "--headroom %g) gives %" PRId64 " rows; a schedule has at most %d "
+                             "rows (docs/MODEL.md, Sizes): lower --max-split", s->nrows,
+                             o.max_split, o.headroom, rows, XS_MAX_ROWS);
     }
     XS_TRY(predict_makespan(p, s, &out->original_ns));
 

@@ -57,7 +57,8 @@ static const char default_profile_json[] =
     X(buffer_bytes_per_producer, 0, "bytes")                                                  \
     X(drain_under_load_bytes_per_ns, 0, "bytes/ns")                                           \
     X(overflow_capacity_loss, 0, "")                                                          \
-    X(overflow_loss_ns, 0, "ns")
+    X(overflow_loss_ns, 0, "ns")                                                              \
+    X(issue_tail_ns, 0, "ns")
 
 typedef struct {
     const char *name;
@@ -381,6 +382,9 @@ xs_status xs_profile_check(const xs_profile *p, const char *name)
     if (!(p->overflow_loss_ns >= 0) || p->overflow_loss_ns > 1e9)
         return xs_seterr(XS_ERANGE, "%s: overflow_loss_ns = %g must be within 0..1e9", name,
                          p->overflow_loss_ns);
+    if (!(p->issue_tail_ns >= 0) || p->issue_tail_ns > 1e9)
+        return xs_seterr(XS_ERANGE, "%s: issue_tail_ns = %g must be within 0..1e9", name,
+                         p->issue_tail_ns);
     if (p->row_start_ns < 0 || p->row_start_ns > 1e9)
         return xs_seterr(XS_ERANGE, "%s: row_start_ns = %g must be within 0..1e9", name,
                          p->row_start_ns);
@@ -474,4 +478,20 @@ void xs_profile_print(const xs_profile *p, FILE *f)
     for (size_t i = 0; i < NNUMERIC; i++)
         fprintf(f, "%-30s %14.6g  %s\n", numeric_fields[i].name,
                 *field_ptr((xs_profile *)p, &numeric_fields[i]), numeric_fields[i].unit);
+}
+
+int xs_store_tail_diverges(double bytes)
+{
+    if (!(bytes > 0) || bytes > (double)XS_MAX_BYTES_PER_PRODUCER)
+        return 0;
+    const int64_t n16 = (int64_t)(bytes / 16), step = 128;
+    if (n16 <= 3 * step)
+        return 0;
+    const int64_t m = (n16 - 3 * step) % (4 * step);
+    return m > 0 && m < step;
+}
+
+double xs_store_tail_ns(const xs_profile *p, double bytes)
+{
+    return p->issue_tail_ns > 0 && xs_store_tail_diverges(bytes) ? p->issue_tail_ns : 0;
 }

@@ -195,7 +195,8 @@ static xs_status check_pg(const xs_schedule *s, const xs_programs *pg)
 static double t_iss0(const xs_profile *p, double bytes)
 {
     double b = bytes - p->queue_bytes_per_producer;
-    return p->issue_overhead_ns + (b > 0 ? b / p->issue_bytes_per_ns : 0);
+    return p->issue_overhead_ns + (b > 0 ? b / p->issue_bytes_per_ns : 0) +
+           xs_store_tail_ns(p, bytes);
 }
 
 xs_status xs_predict_zero(const xs_profile *p, const xs_schedule *s, const xs_programs *pg,

@@ -35,9 +35,12 @@
  * instant: the answer must not depend on how the two were rounded (shifting every time by
  * start_ns would otherwise let a producer's cap release a chunk at one shift and hold it at
  * another, and a producer's window, which reads its last two chunks' times, would move). */
-static int by_then(double t, double now)
+static inline int by_then(double t, double now)
 {
-    return t <= now || fabs(t - now) <= 1e-12 * fmax(fabs(t), fabs(now));
+    /* the larger magnitude without a libm call (fmax is one without -ffast-math); a NaN gives
+     * 0 either way */
+    const double at = fabs(t), an = fabs(now);
+    return t <= now || fabs(t - now) <= 1e-12 * (at > an ? at : an);
 }
 
 
@@ -82,6 +85,7 @@ typedef struct {
     double ready;       /* when the pending chunk is ready */
     double ftag;        /* finish tag of its last accepted chunk (fair queueing) */
     double weight;      /* its share of the stage when producers contend */
+    double fq_c, fq;    /* the last chunk's bytes and bytes / weight (kept: a division) */
     double d_own;       /* when its last accepted byte will have drained */
     int outstanding;    /* 1 while it has bytes in the stage (holds its reserve) */
     double *acc;        /* when each of the last q+2 chunks left the store queue: acc[idx %
@@ -234,6 +238,20 @@ static double room_time(double Q, double loss, double loss_ns, double t_fill, do
 
 enum { QB_FIRST = 4 }; /* bursts a producer's queue holds before it grows (a power of two) */
 
+/* x / d for the last x asked for (d fixed per engine). */
+typedef struct {
+    double x, q;
+} quot;
+
+static inline double quot_of(quot *m, double x, double d)
+{
+    if (x != m->x || x == 0) { /* 0: the cache starts empty (and -0.0 == 0.0) */
+        m->x = x;
+        m->q = x / d;
+    }
+    return m->q;
+}
+
 struct xs_engine {
     const xs_profile *pf;
     xs_engine_program prog;
@@ -252,7 +270,8 @@ struct xs_engine {
     int tail_share;        /* a short last chunk ends its window at its share of the step */
     int np;                /* producers */
     int ring_m, nring;     /* per-producer cap: chunks outstanding, producers that have a ring */
-    int q, qr;             /* store queue (chunks); size of each producer's acc ring (q + 2) */
+    int q, qr;             /* store queue (chunks); size of each producer's acc ring: q + 2
+                            * rounded up to a power of two (indexed by a mask, no division) */
     int nbuf, tandem;      /* tandem queues: each producer's own buffer (chunks); nbuf > 0 */
     int held_cap;          /* capacity of held, stale entries included */
     /* producers and their storage */
@@ -260,7 +279,7 @@ struct xs_engine {
     double *rings, *accs, *bufs; /* backing arrays of pr[].ring, .acc, .qa/.rdy/.inq */
     qburst *qblock;        /* [np * QB_FIRST] each producer's first burst queue */
     /* the stage */
-    xs_evheap future;      /* chunks not yet ready, by ready time (t) */
+    xs_tqueue future;      /* chunks not yet ready, by ready time (t) */
     xs_evheap eligible;    /* ready chunks contending, by start tag (t) then ready time (t2) */
     xs_evheap held;        /* reserve releases: when each holder's reserve leaves (t) */
     int n_out;             /* producers holding a reserve */
@@ -273,6 +292,9 @@ struct xs_engine {
     double peak;           /* largest backlog (bytes) */
     sampler smp;           /* backlog record */
     int oom;               /* a burst queue could not grow */
+    /* quotients on the per-chunk path, kept for the last numerator (chunks are mostly equal, and
+     * a division is slow): the same bits as dividing again */
+    quot q_r, q_R, q_room; /* bytes / r, bytes / R, room bytes / R */
 };
 
 /* Whether time t has come by time now: exactly, or within one instant (by_then). */
@@ -287,9 +309,9 @@ static qburst *qb(const producer *y, int64_t seq)
 }
 
 /* The issue time of `bytes` of burst u's stream (ns). */
-static double issue_ns(const xs_engine *e, const qburst *u, double bytes)
+static double issue_ns(xs_engine *e, const qburst *u, double bytes)
 {
-    return u->npb < 0 ? bytes / e->r : bytes * u->npb;
+    return u->npb < 0 ? quot_of(&e->q_r, bytes, e->r) : bytes * u->npb;
 }
 
 /* Append a started burst to producer p's queue; 0, or -1 when out of memory. Bursts before the
@@ -343,7 +365,7 @@ void xs_engine_close(xs_engine *e, xs_result *out)
             free(e->pr[p].bq);
     free(e->pr);
     free(e->qblock);
-    xs_evheap_free(&e->future);
+    xs_tqueue_free(&e->future);
     xs_evheap_free(&e->eligible);
     xs_evheap_free(&e->held);
     free(e->rings);
@@ -369,6 +391,10 @@ static xs_status engine_size(xs_engine *e, const xs_engine_opts *o)
     if ((double)e->np * e->qr > (double)(1 << 28))
         return xs_seterr(XS_ERANGE, "%d producers x a queue of %d chunks: too much state (raise "
                          "chunk_bytes with --set)", e->np, e->q);
+    int pow2 = 2;
+    while (pow2 < e->qr)
+        pow2 *= 2;
+    e->qr = pow2;
     if (e->ep) {
         /* the tandem buffer counts as reserve: it keeps the capacity a producer's bursts see
          * (Q plus its own bytes) where the fit put it */
@@ -432,7 +458,7 @@ xs_status xs_engine_open(const xs_profile *pf, int np, const xs_engine_program *
     e->pr = calloc((size_t)np, sizeof *e->pr);
     /* each producer has at most one chunk in future or eligible, and held is compacted when it
      * fills: the heaps never grow, so their pushes cannot fail */
-    int heaps_ok = xs_evheap_init(&e->future, np) == 0 && xs_evheap_init(&e->eligible, np) == 0;
+    int heaps_ok = xs_tqueue_init(&e->future, np) == 0 && xs_evheap_init(&e->eligible, np) == 0;
     if (e->track_drain)
         heaps_ok = heaps_ok && xs_evheap_init(&e->held, e->held_cap) == 0;
     if (e->nring)
@@ -510,13 +536,13 @@ static void offer_next(xs_engine *e, int p)
         /* in the queue once the program has started and there is room; streamed at r after
          * the previous chunk left */
         double in = u->t0 + e->oh;
-        if (e->q > 0 && z->oidx - e->q >= 0 && z->acc[(z->oidx - e->q) % e->qr] > in)
-            in = z->acc[(z->oidx - e->q) % e->qr];
+        if (e->q > 0 && z->oidx - e->q >= 0 && z->acc[(z->oidx - e->q) & (e->qr - 1)] > in)
+            in = z->acc[(z->oidx - e->q) & (e->qr - 1)];
         z->in_t = in;
         ready = (in > z->a_prev ? in : z->a_prev) + issue_ns(e, u, z->pending);
     }
     z->ready = ready;
-    xs_evheap_push(&e->future, (xs_ev){ready, 0, p});
+    xs_tqueue_put(&e->future, ready, p);
 }
 
 /* Tandem queues: stream producer p's next chunks at r into its own buffer while the buffer has
@@ -540,14 +566,14 @@ static void stream_buffer(xs_engine *e, int p)
         const double size = w->srem < e->c ? w->srem : e->c;
         w->srem -= size;
         double in = u->t0 + e->oh;
-        if (q > 0 && n - q >= 0 && w->acc[(n - q) % qr] > in)
-            in = w->acc[(n - q) % qr];
+        if (q > 0 && n - q >= 0 && w->acc[(n - q) & (qr - 1)] > in)
+            in = w->acc[(n - q) & (qr - 1)];
         double ready = (in > w->s_prev ? in : w->s_prev) + issue_ns(e, u, size);
         /* its bytes stream in while the buffer's oldest chunk waits; it is complete once that
          * one has gone on into the stage (the producer holds q + nbuf chunks then) */
         if (n - nbuf >= 0 && w->qa[(n - nbuf) % nbuf] > ready)
             ready = w->qa[(n - nbuf) % nbuf];
-        w->acc[n % qr] = ready; /* it has left the store queue */
+        w->acc[n & (qr - 1)] = ready; /* it has left the store queue */
         w->rdy[n % nbuf] = ready;
         w->inq[n % nbuf] = in;
         w->s_prev = ready;
@@ -584,11 +610,11 @@ static void settle(xs_engine *e, int p)
             return;
         double end = u->t0 + e->oh;
         double end_prev = end; /* the same with the burst's last chunk left out */
-        if (need >= 0 && x->acc[need % qr] > end)
-            end = x->acc[need % qr];
+        if (need >= 0 && x->acc[need & (qr - 1)] > end)
+            end = x->acc[need & (qr - 1)];
         if (e->tail_share) {
-            if (need >= 1 && x->acc[(need - 1) % qr] > end_prev)
-                end_prev = x->acc[(need - 1) % qr];
+            if (need >= 1 && x->acc[(need - 1) & (qr - 1)] > end_prev)
+                end_prev = x->acc[(need - 1) & (qr - 1)];
             /* with a queue, a last chunk of s < c bytes enters it once s/c of the chunk q places
              * before it has left: that share of the step between the two (continuous in B;
              * whole chunks alone put a burst's stall on a grid of c bytes per producer) */
@@ -650,7 +676,7 @@ static double stage_room(xs_engine *e, double t_next)
     const double rsv = e->reserve * (double)(e->n_out > 0 ? e->n_out : 1);
     double t_space = e->overflowed
                          ? room_time(Q, e->loss, e->loss_ns, e->t_fill, rsv, c, R, e->d_last)
-                         : e->d_last - (Q + rsv - c) / R;
+                         : e->d_last - quot_of(&e->q_room, Q + rsv - c, R);
     if (!by_then(t_space, t_next) && e->loss > 0 && !e->overflowed) {
         e->overflowed = 1; /* a ready chunk finds no room: the first refusal */
         e->t_fill = t_next;
@@ -672,9 +698,13 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
     if (!e->ep)
         e->t_now = t_acc; /* with ep the driver moves the clock */
     e->vtime = ev.t;
-    z->ftag = ev.t + c / z->weight;
-    const double t_arr = t_acc - c / e->r;
-    e->d_last = (e->d_last > t_arr ? e->d_last : t_arr) + c / R;
+    if (c != z->fq_c || c == 0) { /* 0: not yet computed (and -0.0 == 0.0) */
+        z->fq_c = c;
+        z->fq = c / z->weight;
+    }
+    z->ftag = ev.t + z->fq;
+    const double t_arr = t_acc - quot_of(&e->q_r, c, e->r);
+    e->d_last = (e->d_last > t_arr ? e->d_last : t_arr) + quot_of(&e->q_R, c, R);
     if (e->reserve > 0 && !z->outstanding) {
         z->outstanding = 1;
         e->n_out++;
@@ -688,9 +718,9 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
             e->held.n = 0;
             for (int p = 0; p < e->np; p++)
                 if (e->pr[p].outstanding)
-                    xs_evheap_push(&e->held, (xs_ev){e->pr[p].d_own - e->hold_ns, 0, p});
+                    xs_evheap_put(&e->held, e->pr[p].d_own - e->hold_ns, 0, p);
         }
-        xs_evheap_push(&e->held, (xs_ev){e->d_last - e->hold_ns, 0, ev.p});
+        xs_evheap_put(&e->held, e->d_last - e->hold_ns, 0, ev.p);
     }
     if (e->so->trace) {
         xs_chunk_trace ct = {ev.p, qb(z, z->ob)->task, (int64_t)z->pending, z->in_t, z->ready,
@@ -721,7 +751,7 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
         if (z->owait)
             offer_next(e, ev.p);
     } else {
-        z->acc[z->oidx % e->qr] = t_acc;
+        z->acc[z->oidx & (e->qr - 1)] = t_acc;
         settle(e, ev.p);
         offer_next(e, ev.p);
     }
@@ -737,10 +767,10 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
  * whichever is later (with ep, no earlier than the driver's clock). */
 double xs_engine_next_ns(xs_engine *e)
 {
-    if (!e->eligible.n && !e->future.n)
+    if (!e->eligible.n && !xs_tqueue_size(&e->future))
         return INFINITY;
     release_drained(e);
-    double t = e->eligible.n ? e->t_now : e->future.a[0].t;
+    double t = e->eligible.n ? e->t_now : xs_tqueue_peek(&e->future).t;
     if (e->ep && t < e->t_now)
         t = e->t_now;
     e->t_next = stage_room(e, t);
@@ -755,21 +785,34 @@ double xs_engine_next_ns(xs_engine *e)
 double xs_engine_step(xs_engine *e)
 {
     const double t_next = e->t_next;
-    while (e->future.n && reached(e, e->future.a[0].t, t_next)) {
-        xs_ev f = xs_evheap_pop(&e->future);
+    /* a take leaves a hole that the admitted producer's next chunk fills (offer_next): one
+     * heap move per chunk where a producer's chunks follow each other */
+    xs_ev ev;
+    int sole = 0;
+    while (xs_tqueue_size(&e->future) && reached(e, xs_tqueue_peek(&e->future).t, t_next)) {
+        xs_tev f = xs_tqueue_take(&e->future);
         const producer *y = &e->pr[f.p];
         double tag = y->ftag > e->vtime ? y->ftag : e->vtime;
-        xs_evheap_push(&e->eligible, (xs_ev){tag, f.t, f.p});
+        ev = (xs_ev){tag, f.t, f.p};
+        /* the only contender (none waiting, no other ready): it is the one served */
+        if (!e->eligible.n &&
+            !(xs_tqueue_size(&e->future) && reached(e, xs_tqueue_peek(&e->future).t, t_next))) {
+            sole = 1;
+            break;
+        }
+        xs_evheap_put(&e->eligible, ev.t, ev.t2, ev.p);
     }
-    if (!e->eligible.n)
-        return NAN;
-    xs_ev ev = xs_evheap_pop(&e->eligible);
+    if (!sole) {
+        if (!e->eligible.n)
+            return NAN;
+        ev = xs_evheap_pop(&e->eligible);
+    }
     const producer *z = &e->pr[ev.p];
     /* the producer's own cap: its m-th most recent chunk must have drained */
     if (z->ring && z->ring_n == e->ring_m) {
         double tc = z->ring[z->ring_head];
         if (!reached(e, tc, t_next)) {
-            xs_evheap_push(&e->future, (xs_ev){tc, 0, ev.p});
+            xs_tqueue_put(&e->future, tc, ev.p);
             return NAN;
         }
     }
@@ -782,6 +825,17 @@ double xs_engine_step(xs_engine *e)
  * it takes part in (its program's bytes, or the row's); with sync it waits at a grid barrier
  * after each row. The windows of the result are the bursts' windows, by (row, producer). */
 
+/* A row's issue windows as they close: the row's statistics (median and maximum of the windows'
+ * lengths, the latest end) are taken once its last window has closed, and its lengths freed, so
+ * that memory follows the rows in flight, not rows x producers. */
+typedef struct {
+    double *len;           /* [active] lengths of the closed windows (ns); NULL until the first */
+    int active;            /* windows the row opens: its producers taking part */
+    int closed;            /* windows closed so far */
+    double max;            /* longest window so far (ns) */
+    double end;            /* latest end so far (ns) */
+} rowacc;
+
 typedef struct {
     const xs_profile *pf;
     const xs_schedule *s;
@@ -789,7 +843,11 @@ typedef struct {
     const xs_sim_opts *o;
     int np;                /* producers: the schedule's widest row */
     double chunk;          /* the engine's chunk (bytes) */
-    double *win0, *win1;   /* the result's windows: start and end of (row, producer) (ns) */
+    double *win0, *win1;   /* the result's windows: start and end of (row, producer) (ns);
+                            * NULL unless the caller records them */
+    rowacc *acc;           /* [nrows] each row's closed windows, until the row is complete */
+    xs_rowres *res;        /* [nrows] the result's rows */
+    int oom;               /* a row's accumulator could not be allocated */
     int *cur;              /* [np] the row each producer's program is at */
     char *started;         /* [np] 1 while the burst of cur runs (its end comes next) */
     double *arrive;        /* [np] sync: when each producer reached the barrier (ns) */
@@ -929,10 +987,13 @@ static int rows_take(void *ctx, int p, double t, xs_engine_burst *b)
         if (row > 0)
             t += d->pf->row_start_ns; /* every later row: its descriptor, the barriers */
         if (row_active(d, row, p)) {
-            d->win0[win_at(d, row, p)] = t;
+            if (d->win0)
+                d->win0[win_at(d, row, p)] = t;
             d->started[p] = 1;
-            b->start_ns = t;
             b->bytes = (double)row_bytes(d, row, p);
+            /* a store loop split in its last unrolled pass issues later (issue_tail_ns): the
+             * window opens at t, the burst's stream starts that much later */
+            b->start_ns = t + xs_store_tail_ns(d->pf, b->bytes);
             b->gap_ns = row_gap(d, row, p);
             b->task = row;
             return 1;
@@ -947,8 +1008,31 @@ static int rows_take(void *ctx, int p, double t, xs_engine_burst *b)
 static void rows_closed(void *ctx, int p, int task, double t_start_ns, double t_end_ns)
 {
     rows_run *d = ctx;
-    (void)t_start_ns;
-    d->win1[win_at(d, task, p)] = t_end_ns;
+    if (d->win1)
+        d->win1[win_at(d, task, p)] = t_end_ns;
+    rowacc *a = &d->acc[task];
+    const double len = t_end_ns - t_start_ns;
+    /* the same statistics as xs_result_rows_from_windows: order-free, so the order in which
+     * the windows close does not matter */
+    if (!d->o->skip_row_medians) {
+        if (!a->len && !(a->len = malloc((size_t)a->active * sizeof *a->len))) {
+            d->oom = 1;
+            return;
+        }
+        a->len[a->closed] = len;
+    }
+    if (!a->closed || len > a->max)
+        a->max = len;
+    if (!a->closed || t_end_ns > a->end)
+        a->end = t_end_ns;
+    if (++a->closed == a->active) {
+        d->res[task].issue_med_ns =
+            a->len ? xs_median(a->len, (size_t)a->active) : NAN;
+        d->res[task].issue_max_ns = a->max;
+        d->res[task].end_ns = a->end;
+        free(a->len);
+        a->len = NULL;
+    }
 }
 
 /* Sync: every producer reached the barrier after barrier_row; release them together. 1 when
@@ -1000,28 +1084,25 @@ static void rows_run_all(rows_run *d, xs_engine *e)
  * of the engine) or memory ran out. */
 static xs_status rows_finish(rows_run *d, xs_engine *e, xs_result *out)
 {
-    const int oom = xs_engine_oom(e);
+    const int oom = xs_engine_oom(e) || d->oom;
     xs_engine_close(e, out);
     if (oom) {
         xs_result_free(out);
         return xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", d->np);
     }
-    /* every active window must have closed */
-    for (int row = 0; row < d->s->nrows; row++)
-        for (int p = 0; p < d->s->rows[row].producers; p++)
-            if (row_active(d, row, p) && isnan(d->win1[win_at(d, row, p)])) {
-                xs_result_free(out);
-                return xs_seterr(XS_ERANGE, "simulation did not complete (row %d, producer %d)",
-                                 row, p);
-            }
-    /* rows where a producer was inactive keep NaN windows */
-    xs_result_rows_from_windows(out, d->s);
-    out->makespan_ns = d->makespan;
-    if (!d->o->record_windows) {
-        free(out->win_start);
-        free(out->win_end);
-        out->win_start = out->win_end = NULL;
+    /* every active window must have closed; rows nobody took part in have NaN statistics */
+    for (int row = 0; row < d->s->nrows; row++) {
+        const rowacc *a = &d->acc[row];
+        if (a->closed < a->active) {
+            xs_result_free(out);
+            return xs_seterr(XS_ERANGE, "simulation did not complete (row %d: %d of %d windows "
+                             "closed)", row, a->closed, a->active);
+        }
+        if (!a->active)
+            out->rows[row].issue_med_ns = out->rows[row].issue_max_ns = out->rows[row].end_ns =
+                NAN;
     }
+    out->makespan_ns = d->makespan;
     return XS_OK;
 }
 
@@ -1036,6 +1117,7 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
 {
     static const xs_sim_opts defaults = {0};
     memset(out, 0, sizeof *out);
+    /* ---- entry checks: what the simulation accepts (bad input fails here, one message) ---- */
     XS_TRY(xs_profile_check(pf, "profile"));
     if (!s || s->nrows < 1)
         return xs_seterr(XS_EINVAL, "schedule has no rows");
@@ -1046,27 +1128,43 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
     d.chunk = (int64_t)pf->chunk_bytes > 0 ? (double)(int64_t)pf->chunk_bytes : 1;
     int nring = 0;
     XS_TRY(rows_size(&d, &nring));
+    /* ---- end of entry checks -------------------------------------------------------------- */
     const xs_engine_program prog = {rows_take, rows_closed, &d};
     const xs_engine_opts eo = {.sim = d.o, .nring = nring, .ep_stage = 0};
     xs_engine *e = NULL;
     XS_TRY(xs_engine_open(pf, d.np, &prog, &eo, &e));
-    xs_status st = xs_result_alloc(out, s->nrows, d.np, 1);
+    /* issue windows only where they are recorded: without them the memory is linear in the
+     * producers (and the rows), not in rows x producers */
+    xs_status st = xs_result_alloc(out, s->nrows, d.np, d.o->record_windows);
     d.cur = calloc((size_t)d.np, sizeof *d.cur);
     d.started = calloc((size_t)d.np, sizeof *d.started);
+    d.acc = calloc((size_t)s->nrows, sizeof *d.acc);
     if (d.o->sync)
         d.arrive = malloc((size_t)d.np * sizeof *d.arrive);
-    if (st == XS_OK && (!d.cur || !d.started || (d.o->sync && !d.arrive))) {
+    if (st == XS_OK && (!d.cur || !d.started || !d.acc || (d.o->sync && !d.arrive))) {
         xs_result_free(out);
         st = xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", d.np);
     }
     if (st == XS_OK) {
+        for (int row = 0; row < s->nrows; row++) {
+            if (!pg) {
+                d.acc[row].active = s->rows[row].producers;
+                continue;
+            }
+            for (int p = 0; p < s->rows[row].producers; p++)
+                d.acc[row].active += row_active(&d, row, p);
+        }
         d.win0 = out->win_start;
         d.win1 = out->win_end;
+        d.res = out->rows;
         rows_run_all(&d, e);
         st = rows_finish(&d, e, out);
     } else {
         xs_engine_close(e, NULL);
     }
+    for (int row = 0; d.acc && row < s->nrows; row++)
+        free(d.acc[row].len);
+    free(d.acc);
     free(d.cur);
     free(d.started);
     free(d.arrive);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "xstage_bench.h"
+#include "xstage_outfile.h"
 #include "xstage_trace.h"
 
 enum { PID_MEASURED = 1, PID_PREDICTED = 2 };
@@ -47,9 +48,10 @@ xs_status xs_timeline_write(const char *path, const xs_trace *t, const double *p
                             const double *pred_end_ns, const xs_profile *p, const char *title)
 {
     const int pred = pred_start_ns && pred_end_ns;
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return xs_seterr(XS_EIO, "%s: cannot write timeline: %s", path, strerror(errno));
+    xs_outfile o; /* atomic: a failed write leaves the old file, if any (xstage_outfile.h) */
+    if (xs_outfile_open(&o, path) != XS_OK)
+        return XS_EIO;
+    FILE *f = o.f;
     fputs("{\"displayTimeUnit\": \"ns\", \"otherData\": {\"title\": ", f);
     xs_json_string(f, title ? title : "xstage trace");
     fprintf(f, ", \"ctas\": %d, \"tiles\": %zu, \"origin_ns\": %" PRId64 "},\n"
@@ -91,8 +93,5 @@ xs_status xs_timeline_write(const char *path, const xs_trace *t, const double *p
                      p && r->bytes > 0 ? pred_end_ns[i] - pred_start_ns[i] - t0 : -1e308);
         }
     fputs("\n]}\n", f);
-    const int err = ferror(f);
-    if (fclose(f) != 0 || err)
-        return xs_seterr(XS_EIO, "%s: write error on the timeline", path);
-    return XS_OK;
+    return xs_outfile_commit(&o);
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "xstage_outfile.h"
 #include "xstage_trace.h"
 
 #define MAX_LINE 4096
@@ -67,18 +68,17 @@ xs_status xs_trace_fwrite(FILE *f, const xs_trace_record *r, size_t n, uint64_t 
 xs_status xs_trace_write(const char *path, const xs_trace_record *r, size_t n, uint64_t dropped,
                          const char *const *meta)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return xs_seterr(XS_EIO, "%s: cannot write trace: %s", path, strerror(errno));
-    xs_status st = xs_trace_fwrite(f, r, n, dropped, meta);
-    if (fclose(f) != 0 && st == XS_OK)
-        st = xs_seterr(XS_EIO, "%s: write error: %s", path, strerror(errno));
-    else if (st != XS_OK) {
+    xs_outfile o; /* atomic: a failed write leaves the old file, if any (xstage_outfile.h) */
+    if (xs_outfile_open(&o, path) != XS_OK)
+        return XS_EIO;
+    xs_status st = xs_trace_fwrite(o.f, r, n, dropped, meta);
+    if (st != XS_OK) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", xs_errmsg());
-        st = xs_seterr(st, "%s: %s", path, msg);
+        xs_outfile_discard(&o);
+        return xs_seterr(st, "%s: %s", path, msg);
     }
-    return st;
+    return xs_outfile_commit(&o);
 }
 
 /* ---- validate and rebase (file and memory alike) --------------------------------------------- */

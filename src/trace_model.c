@@ -111,7 +111,8 @@ double xs_trace_unstalled_ns(const xs_profile *p, int64_t bytes)
         return 0;
     xs_bg bg;
     xs_bg_eval(p, 1, (double)bytes, 0, &bg);
-    return bg.t_iss0_ns;
+    /* the same unstalled issue time the event model gives the burst (its store loop's tail) */
+    return bg.t_iss0_ns + xs_store_tail_ns(p, (double)bytes);
 }
 
 void xs_trace_prediction_free(xs_trace_prediction *pr)

@@ -152,11 +152,24 @@ static void test_h200(const char *samples, const char *profile, double start_lo,
     /* the same code on the same samples: the recorded numbers (tolerances cover only the
      * printing precision of the samples file) */
     XT_NEAR(p.drain_bytes_per_ns, want.drain_bytes_per_ns, 1e-3);
-    XT_NEAR(p.issue_bytes_per_ns, want.issue_bytes_per_ns, 1e-3);
-    XT_CHECK(fabs(p.issue_overhead_ns - want.issue_overhead_ns) < 1, "o %g vs %g",
-             p.issue_overhead_ns, want.issue_overhead_ns);
     XT_NEAR(p.capacity_bytes, want.capacity_bytes, 0.02);
-    XT_NEAR(p.queue_bytes_per_producer, want.queue_bytes_per_producer, 1e-9);
+    const double grid = floor(want.queue_bytes_per_producer / want.chunk_bytes) * want.chunk_bytes;
+    if (grid == want.queue_bytes_per_producer) {
+        XT_NEAR(p.issue_bytes_per_ns, want.issue_bytes_per_ns, 1e-3);
+        XT_CHECK(fabs(p.issue_overhead_ns - want.issue_overhead_ns) < 1, "o %g vs %g",
+                 p.issue_overhead_ns, want.issue_overhead_ns);
+        XT_NEAR(p.queue_bytes_per_producer, want.queue_bytes_per_producer, 1e-9);
+    } else {
+        /* recorded before the store queue went on the chunk grid (the event model holds whole
+         * chunks; fit_queue_grid): b on the grid, o and r refitted for it, still within a few
+         * percent of the issue samples and of the recorded pair */
+        XT_CHECK(p.queue_bytes_per_producer == grid, "queue %g on the grid %g",
+                 p.queue_bytes_per_producer, grid);
+        XT_CHECK(rep.issue_resid_med < 0.06, "issue residual median %g", rep.issue_resid_med);
+        XT_NEAR(p.issue_bytes_per_ns, want.issue_bytes_per_ns, 0.1);
+        XT_CHECK(fabs(p.issue_overhead_ns - want.issue_overhead_ns) < 30, "o %g vs %g",
+                 p.issue_overhead_ns, want.issue_overhead_ns);
+    }
     XT_NEAR(p.reserve_bytes_per_producer, want.reserve_bytes_per_producer, 1e-9);
     XT_CHECK(p.buffer_bytes_per_producer == want.buffer_bytes_per_producer, "buffer %g vs %g",
              p.buffer_bytes_per_producer, want.buffer_bytes_per_producer);

@@ -147,6 +147,7 @@ static void test_zero_is_unbounded_model(void)
     p.queue_bytes_per_producer = 4096;
     p.start_ns = 300;
     p.row_start_ns = 150;
+    p.issue_tail_ns = 70; /* both sides add it to a split store loop's burst */
     xs_profile u = p;
     u.drain_bytes_per_ns = 1e9;
     u.capacity_bytes = 1e15;
@@ -192,6 +193,55 @@ static void test_zero_is_unbounded_model(void)
         xs_randsched_free(&r);
     }
     XT_CHECK(bad == 0 && rows > 40, "%d of %d rows differ", bad, rows);
+}
+
+/* xs_store_tail_diverges against xs_burst_pattern's loop run thread by thread (128 threads:
+ * thread t takes the 4-store pass at i = t + 512k while i + 384 < n16), and the event model
+ * opening such a burst's window issue_tail_ns earlier than its stream: exactly that much longer
+ * in a stage that never pushes back, and no change for a burst that does not split. */
+static void test_store_tail(void)
+{
+    int bad = 0, split = 0;
+    for (int64_t n16 = 1; n16 <= 5000; n16++) {
+        int div = 0;
+        for (int64_t k = 0; 512 * k + 384 < n16; k++) {
+            int takers = 0;
+            for (int64_t t = 0; t < 128; t++)
+                takers += t + 512 * k + 384 < n16;
+            div |= takers > 0 && takers < 128;
+        }
+        split += div;
+        bad += div != xs_store_tail_diverges((double)(16 * n16));
+    }
+    XT_CHECK(bad == 0 && split > 500, "%d of 5000 sizes misjudged (%d split)", bad, split);
+    XT_CHECK(!xs_store_tail_diverges(8192) && xs_store_tail_diverges(6544) &&
+                 !xs_store_tail_diverges(0) && !xs_store_tail_diverges(-16),
+             "8192 B whole passes, 6544 B split");
+    xs_profile p = prof();
+    p.queue_bytes_per_producer = 4096;
+    p.drain_bytes_per_ns = 1e9;
+    p.capacity_bytes = 1e15;
+    p.capacity_bytes_per_producer = 0;
+    xs_profile t = p;
+    t.issue_tail_ns = 77.5;
+    XT_CHECK(xs_store_tail_ns(&t, 6544) == 77.5 && xs_store_tail_ns(&t, 8192) == 0 &&
+                 xs_store_tail_ns(&p, 6544) == 0, "tail ns");
+    const int64_t sizes[] = {6544, 8192, 14560, 4096};
+    for (int i = 0; i < 4; i++) {
+        xs_row row = {8, sizes[i], 100};
+        xs_schedule s = {&row, 1, 1};
+        xs_result a, b;
+        if (xs_simulate(&p, &s, NULL, &a) != XS_OK || xs_simulate(&t, &s, NULL, &b) != XS_OK) {
+            XT_CHECK(0, "simulate: %s", xs_errmsg());
+            continue;
+        }
+        const double want = xs_store_tail_diverges((double)sizes[i]) ? 77.5 : 0;
+        XT_CHECK(fabs(b.rows[0].issue_max_ns - a.rows[0].issue_max_ns - want) < 1e-6,
+                 "%lld B: window %g vs %g", (long long)sizes[i], b.rows[0].issue_max_ns,
+                 a.rows[0].issue_max_ns);
+        xs_result_free(&a);
+        xs_result_free(&b);
+    }
 }
 
 /* The fluid rows are the published closed forms: a train of equal rows gives T_iss_iso first,
@@ -256,6 +306,7 @@ int main(int argc, char **argv)
     test_repeatable();
     test_bad_input();
     test_zero_is_unbounded_model();
+    test_store_tail();
     test_fluid_closed_forms();
     return xt_done();
 }

@@ -265,11 +265,12 @@ out:
 }
 
 /* After option parsing: the checks predict and plan share, then their two inputs. out/outopt
- * name the command's output file (NULL: none), refused when it is one of the inputs. Returns 0,
- * or the exit status after printing the one-line error. */
+ * name the command's output file (NULL: none), refused when it is one of the inputs; windows:
+ * the simulation will record every issue window (--plot), which bounds rows x producers.
+ * Returns 0, or the exit status after printing the one-line error. */
 static int load_inputs(const char *cmd, int bad, int argc, char **argv, const char *sched,
                        const xs_profile_args *pa, const char *outopt, const char *out,
-                       xs_profile *p, xs_schedule *s)
+                       int windows, xs_profile *p, xs_schedule *s)
 {
     if (bad)
         return xs_cli_fail();
@@ -285,7 +286,7 @@ static int load_inputs(const char *cmd, int bad, int argc, char **argv, const ch
         return xs_cli_fail();
     if (xs_schedule_load(sched, s) != XS_OK)
         return xs_cli_fail();
-    if (xs_schedule_check_size(s, sched) != XS_OK) {
+    if (windows && xs_schedule_check_size(s, sched) != XS_OK) {
         xs_schedule_free(s);
         return xs_cli_fail();
     }
@@ -333,7 +334,8 @@ int xs_cmd_predict(int argc, char **argv)
     }
     xs_profile p;
     xs_schedule s;
-    int rc0 = load_inputs("predict", bad, argc, argv, sched, &pa, "--plot", png, &p, &s);
+    int rc0 = load_inputs("predict", bad, argc, argv, sched, &pa, "--plot", png, png != NULL,
+                          &p, &s);
     if (rc0)
         return rc0;
     xs_sim_opts so = {.sync = sync, .record_windows = png != NULL, .record_backlog = png != NULL};
@@ -503,7 +505,7 @@ int xs_cmd_plan(int argc, char **argv)
     }
     xs_profile p;
     xs_schedule s;
-    int rc0 = load_inputs("plan", bad, argc, argv, sched, &pa, "--out", outp, &p, &s);
+    int rc0 = load_inputs("plan", bad, argc, argv, sched, &pa, "--out", outp, 0, &p, &s);
     if (rc0)
         return rc0;
     xs_plan pl;

@@ -19,6 +19,7 @@
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
+#include "xstage_outfile.h"
 #include "xstage_trace.h"
 
 enum { OPT_TRACE = XS_OPT_FIRST_FREE, OPT_TIMELINE, OPT_WORST };
@@ -50,26 +51,38 @@ static void remove_in(const char *dir, const char *name)
     unlink(path);
 }
 
-/* Move src to dst: rename, or copy across file systems. 0 on success. */
+/* Move src to dst: rename, or across file systems an atomic copy (xs_outfile_write). 0 on
+ * success. */
 static int move_file(const char *src, const char *dst)
 {
     if (rename(src, dst) == 0)
         return 0;
     if (errno != EXDEV)
         return -1;
-    FILE *a = fopen(src, "rb"), *b = a ? fopen(dst, "wb") : NULL;
-    int rc = a && b ? 0 : -1;
-    char buf[65536];
-    size_t n;
-    while (rc == 0 && (n = fread(buf, 1, sizeof buf, a)) > 0)
-        if (fwrite(buf, 1, n, b) != n)
-            rc = -1;
-    if (a && ferror(a))
+    FILE *a = fopen(src, "rb");
+    if (!a)
+        return -1;
+    char *buf = NULL;
+    size_t n = 0, cap = 0, k;
+    int rc = 0;
+    do {
+        if (n == cap) {
+            char *nb = realloc(buf, cap = cap ? 2 * cap : 1 << 20);
+            if (!nb) {
+                rc = -1;
+                break;
+            }
+            buf = nb;
+        }
+        k = fread(buf + n, 1, cap - n, a);
+        n += k;
+    } while (k > 0);
+    if (ferror(a))
         rc = -1;
-    if (a)
-        fclose(a);
-    if (b && fclose(b) != 0)
+    fclose(a);
+    if (rc == 0 && xs_outfile_write(dst, buf, n) != XS_OK)
         rc = -1;
+    free(buf);
     return rc;
 }
 
@@ -249,6 +262,7 @@ static int parse(int argc, char **argv, int compare, trace_args *a)
     a->worst = 10;
     int c;
     optind = 1;
+    opterr = 0; /* one line of ours (xs_cli_badopt) instead of getopt's */
     while ((c = getopt_long(argc, argv, "t:h", lo, NULL)) != -1) {
         switch (c) {
         case 't': a->trace = optarg; break;
@@ -280,13 +294,19 @@ static int parse(int argc, char **argv, int compare, trace_args *a)
                 return xs_cli_fail();
             break;
         case 'h': usage(compare); return -1;
-        default: return 1;
+        default: return xs_cli_badopt(cmd, "t:h", argc, argv);
         }
     }
     if (optind < argc)
         return xs_cli_failf("%s: unexpected argument '%s'", cmd, argv[optind]);
     if (!a->trace)
         return xs_cli_failf("%s: --trace FILE is required", cmd);
+    /* an output that is an input (or another output) is refused before anything runs */
+    const xs_file_arg outs[] = {{"--csv", a->csv_file}, {"--timeline", a->timeline},
+                                {"--plot", a->png}};
+    const xs_file_arg ins[] = {{"--trace", a->trace}, {"--profile", a->pa.file}};
+    if (xs_files_distinct(outs, 3, ins, 2) != XS_OK)
+        return xs_cli_fail();
     return 0;
 }
 
@@ -424,9 +444,10 @@ static int by_err_desc(const void *a, const void *b)
 static int write_csv(const char *path, const xs_profile *p, const xs_trace *t,
                      const xs_trace_prediction *pr)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return xs_cli_failf("compare: cannot write %s: %s", path, strerror(errno));
+    xs_outfile of; /* atomic: a failed write leaves the old file, if any (xstage_outfile.h) */
+    if (xs_outfile_open(&of, path) != XS_OK)
+        return xs_cli_fail();
+    FILE *f = of.f;
     int argc;
     char **argv = xs_cli_command(&argc);
     fputs("# xstage compare:", f);
@@ -455,10 +476,7 @@ static int write_csv(const char *path, const xs_profile *p, const xs_trace *t,
         else
             fprintf(f, ",,,\n"); /* not compared: no bytes or no measured issue time */
     }
-    const int err = ferror(f);
-    if (fclose(f) != 0 || err)
-        return xs_cli_failf("compare: write error on %s", path);
-    return 0;
+    return xs_outfile_commit(&of) == XS_OK ? 0 : xs_cli_fail();
 }
 
 int xs_cmd_compare(int argc, char **argv)

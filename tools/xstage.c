@@ -26,6 +26,7 @@ typedef struct {
 } xs_subcmd;
 
 static int cmd_bench(int argc, char **argv);
+int xs_bench_model(int argc, char **argv); /* tools/cmd_bench_model.c: CPU only */
 
 static const xs_subcmd subcmds[] = {
     {"predict", xs_cmd_predict, "simulate a schedule on a profile: per-row issue and end times"},
@@ -37,7 +38,7 @@ static const xs_subcmd subcmds[] = {
     {"replay", NULL, "run a schedule on the GPU and measure the same columns as predict"},
     {"validate", NULL, "predict and replay a built-in suite of schedules; report the errors"},
     {"probe", NULL, "work under stores, and the drain of row-shaped stores (measured, not fitted)"},
-    {"bench", cmd_bench, "fused workloads: bench ep | tp | up"},
+    {"bench", cmd_bench, "fused workloads: bench ep | tp | up; the model's CPU cost: bench model"},
 };
 
 static int (*gpu_fn(const char *name))(int, char **)
@@ -60,17 +61,21 @@ static int not_built(const char *name)
 static int cmd_bench(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        printf("usage: xstage bench ep|tp|up [options]   (xstage bench ep --help for options)\n"
+        printf("usage: xstage bench ep|tp|up|model [options]   (xstage bench ep --help for "
+               "options)\n"
                "  ep  fused MoE: dispatch, Linear-1, SwiGLU, Linear-2, combine (expert parallel)\n"
                "  tp  fused GEMM + reduce-scatter, all-gather + GEMM, TP MLP block\n"
-               "  up  attention with a piggybacked Ulysses all-to-all\n");
+               "  up  attention with a piggybacked Ulysses all-to-all\n"
+               "  model  the model's own cost on this CPU (no GPU)\n");
         return argc < 2 ? 1 : 0;
     }
+    if (!strcmp(argv[1], "model"))
+        return xs_bench_model(argc - 1, argv + 1);
     int (*fn)(int, char **) = NULL;
     if (!strcmp(argv[1], "ep") || !strcmp(argv[1], "tp") || !strcmp(argv[1], "up"))
         fn = gpu_fn(argv[1]);
     else {
-        return xs_cli_failf("unknown benchmark '%s' (ep, tp or up)", argv[1]);
+        return xs_cli_failf("unknown benchmark '%s' (ep, tp, up or model)", argv[1]);
     }
     if (!fn)
         return not_built(argv[1]);

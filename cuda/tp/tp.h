@@ -179,6 +179,26 @@ xs_status xs_tp_costs_of_last(xs_tp *t, xs_tp_costs *c);
  * *ms = the whole sequence (events). */
 xs_status xs_tp_run_unfused(xs_tp *t, xs_cublas *cb, cudaStream_t s, float *ms);
 
+/* The overlapped unfused baseline (docs/TP.md "Overlapped"): the same steps as
+ * xs_tp_run_unfused on the same inputs and outputs, decomposed so that the copy engine overlaps
+ * the GEMMs. Each rank's block of m/P rows is cut into `chunks` pieces (boundaries on multiples
+ * of XS_TP_OV_ROWS rows); every piece is one cuBLAS call (the handle of the unfused run) on s,
+ * and, for the reduce-scattered GEMM, each finished remote piece is copied to its owner's slot
+ * with cudaMemcpyAsync on a side stream after an event (the other owners' rows first, this
+ * rank's own last). All-gather: this rank's shard goes to the peers in ring order in the same
+ * pieces on the side stream, first; the GEMM piece of shard s waits for the event of the same
+ * piece of the push to the mirror rank (xs_tp_mirror: one GPU, virtual peers). mlp: GEMM 1,
+ * SwiGLU and GEMM 2 per piece, this rank's own GEMM 2 rows last. The side stream joins s, then
+ * the owner-side reduction; *ms = events on s from before the first piece to after the
+ * reduction (every copy complete). Verified as an unfused run (xs_tp_verify). copies = 0: the
+ * compute alone (the same pieces, no copies, no waits; not verifiable). Virtual peers only
+ * (XS_EUNSUPPORTED, one line); XS_EINVAL when !xs_tp_overlap_fits. */
+#define XS_TP_OV_ROWS 64
+#define XS_TP_OV_MAX_CHUNKS 16
+int xs_tp_overlap_fits(const xs_tp_info *in, int chunks);
+xs_status xs_tp_run_overlapped(xs_tp *t, xs_cublas *cb, int chunks, int copies, cudaStream_t s,
+                               float *ms);
+
 /* ---- references and verification ---------------------------------------------------------------- */
 
 /* fp32 references on the GPU (cuBLAS with fp32 output; h rounded to bf16 as in every path). */

@@ -65,6 +65,10 @@ struct xs_tp {
     /* unfused */
     xs_bf16 *u_c0, *u_h, *u_c, *u_y;
     xs_bf16 *u_part_h;             /* host snapshot of u_c */
+    /* overlapped (xs_tp_run_overlapped): the copy stream and one event per chunk and phase */
+    cudaStream_t ov_side;
+    cudaEvent_t *ov_ev;
+    int ov_nev;
     xs_tp_coll coll;               /* real peers: the collectives (xs_tp_set_coll) */
     int have_coll;
     xs_bf16 *exp_recv;             /* real peers: [P][rs_rows][rs_n] what each source sends here */

@@ -141,6 +141,13 @@ extern "C" void xs_tp_destroy(xs_tp *t)
         cudaEventDestroy(t->ev1);
     if (t->vstream)
         cudaStreamDestroy(t->vstream);
+    if (t->ov_side) {
+        cudaStreamSynchronize(t->ov_side);
+        cudaStreamDestroy(t->ov_side);
+    }
+    for (int i = 0; i < t->ov_nev; i++)
+        cudaEventDestroy(t->ov_ev[i]);
+    free(t->ov_ev);
     cudaGetLastError();
     free(t);
 }
@@ -907,15 +914,13 @@ static xs_status tp_unfused_alloc(xs_tp *t)
     return XS_OK;
 }
 
-extern "C" xs_status xs_tp_run_unfused(xs_tp *t, xs_cublas *cb, cudaStream_t s, float *ms)
+/* Before an unfused or overlapped run: poison what it writes, wait until the poison has crossed
+ * the link, then overwrite L2. */
+static xs_status tp_unfused_prepare(xs_tp *t, cudaStream_t s)
 {
-    if (!cb)
-        return xs_seterr(XS_EINVAL, "tp unfused: no cuBLAS handle");
     const xs_tp_info *in = &t->pl.in;
     const int P = t->pl.P, me = t->pl.me, peer = !t->virt && P > 1;
     const size_t m = (size_t)t->pl.s.m;
-    XS_TRY(tp_unfused_alloc(t));
-    t->last = TP_RUN_NONE;
     /* poison what this run writes: the other ranks' windows and the outputs (real peers: what
      * this rank receives, the other shards of its own gathered buffer; the collectives write
      * no other window) */
@@ -941,6 +946,19 @@ extern "C" xs_status xs_tp_run_unfused(xs_tp *t, xs_cublas *cb, cudaStream_t s, 
         XS_TRY(tp_word(s, t->u_c0, m * in->gn[0] * 2, w));
     XS_CU(cudaStreamSynchronize(s)); /* the poison has crossed the link before timing */
     XS_TRY(tp_flush(t, s, 0x5a));
+    return XS_OK;
+}
+
+extern "C" xs_status xs_tp_run_unfused(xs_tp *t, xs_cublas *cb, cudaStream_t s, float *ms)
+{
+    if (!cb)
+        return xs_seterr(XS_EINVAL, "tp unfused: no cuBLAS handle");
+    const xs_tp_info *in = &t->pl.in;
+    const int P = t->pl.P, me = t->pl.me, peer = !t->virt && P > 1;
+    const size_t m = (size_t)t->pl.s.m;
+    XS_TRY(tp_unfused_alloc(t));
+    t->last = TP_RUN_NONE;
+    XS_TRY(tp_unfused_prepare(t, s));
 
     char *own = t->vt.data[me];
     XS_CU(cudaEventRecord(t->ev0, s));
@@ -1003,5 +1021,161 @@ extern "C" xs_status xs_tp_run_unfused(xs_tp *t, xs_cublas *cb, cudaStream_t s, 
     if (ms)
         *ms = e_ms;
     t->last = TP_RUN_UNFUSED;
+    return XS_OK;
+}
+
+/* ---- the overlapped unfused baseline --------------------------------------------------------- */
+
+/* Rows [*a, *b) of piece i of C of an owner's rs_rows rows: boundaries on multiples of 64 rows
+ * (XS_TP_OV_ROWS); xs_tp_overlap_fits has checked that no piece is empty. */
+static void tp_ov_piece(int rows, int C, int i, int *a, int *b)
+{
+    const int u = rows / XS_TP_OV_ROWS;
+    *a = (int)((long)u * i / C) * XS_TP_OV_ROWS;
+    *b = i + 1 == C ? rows : (int)((long)u * (i + 1) / C) * XS_TP_OV_ROWS;
+}
+
+extern "C" int xs_tp_overlap_fits(const xs_tp_info *in, int chunks)
+{
+    return chunks >= 1 && chunks <= XS_TP_OV_MAX_CHUNKS && in->rs_rows % XS_TP_OV_ROWS == 0 &&
+           in->rs_rows / XS_TP_OV_ROWS >= chunks;
+}
+
+/* n events without timing, held by the context (grown on demand). */
+static xs_status tp_ov_events(xs_tp *t, int n)
+{
+    if (!t->ov_side)
+        XS_CU(cudaStreamCreateWithFlags(&t->ov_side, cudaStreamNonBlocking));
+    if (n <= t->ov_nev)
+        return XS_OK;
+    cudaEvent_t *ev = (cudaEvent_t *)realloc(t->ov_ev, sizeof(cudaEvent_t) * (size_t)n);
+    if (!ev)
+        return xs_seterr(XS_ENOMEM, "out of host memory");
+    t->ov_ev = ev;
+    for (; t->ov_nev < n; t->ov_nev++)
+        XS_CU(cudaEventCreateWithFlags(&t->ov_ev[t->ov_nev], cudaEventDisableTiming));
+    return XS_OK;
+}
+
+extern "C" xs_status xs_tp_run_overlapped(xs_tp *t, xs_cublas *cb, int chunks, int copies,
+                                          cudaStream_t s, float *ms)
+{
+    if (!cb)
+        return xs_seterr(XS_EINVAL, "tp overlapped: no cuBLAS handle");
+    const xs_tp_info *in = &t->pl.in;
+    const xs_tp_op op = t->pl.s.op;
+    const int P = t->pl.P, me = t->pl.me, C = chunks;
+    if (!t->virt && P > 1)
+        return xs_seterr(XS_EUNSUPPORTED, "tp overlapped: virtual peers only (real peers run "
+                         "the unfused NCCL baseline)");
+    if (!xs_tp_overlap_fits(in, C))
+        return xs_seterr(XS_EINVAL, "tp overlapped: %d chunks of %d rows per rank (1..%d "
+                         "chunks of at least %d rows)", C, in->rs_rows, XS_TP_OV_MAX_CHUNKS,
+                         XS_TP_OV_ROWS);
+    XS_TRY(tp_unfused_alloc(t));
+    XS_TRY(tp_ov_events(t, 2 * P * C + 1));
+    t->last = TP_RUN_NONE;
+    XS_TRY(tp_unfused_prepare(t, s));
+
+    cudaStream_t side = t->ov_side;
+    cudaEvent_t *ev_push = t->ov_ev, *ev_done = t->ov_ev + P * C, ev_end = t->ov_ev[2 * P * C];
+    char *own = t->vt.data[me];
+    const size_t rr = (size_t)in->rs_rows;
+    const size_t rs_row_b = (size_t)in->rs_n * 2, ag_row_b = (size_t)in->ag_k * 2;
+    XS_CU(cudaEventRecord(t->ev0, s));
+    XS_CU(cudaStreamWaitEvent(side, t->ev0, 0)); /* the copies start with the operation */
+
+    /* all-gather: this rank's shard to every peer in ring order, C pieces each; piece i of the
+     * push to rank r stands for piece i of the shard its mirror sends here (one GPU, virtual
+     * peers: the placed shards are in the window already; the wait is what a symmetric peer's
+     * arrival would cost) */
+    if (in->ag && copies)
+        for (int j = 1; j < P; j++) {
+            const int r = (me + j) % P;
+            for (int i = 0; i < C; i++) {
+                int a, b;
+                tp_ov_piece(in->rs_rows, C, i, &a, &b);
+                const size_t off = (size_t)me * in->shard_bytes + (size_t)a * ag_row_b;
+                XS_CU(cudaMemcpyAsync(t->vt.data[r] + off, own + off, (size_t)(b - a) * ag_row_b,
+                                      cudaMemcpyDefault, side));
+                XS_CU(cudaEventRecord(ev_push[r * C + i], side));
+            }
+        }
+
+    /* Rank blocks in the order their inputs arrive (all-gather: own shard, then the shard of
+     * rank me - j, whose mirror is the j-th push) or their outputs are needed (reduce-scatter:
+     * the other owners first, own rows last). */
+    int order[XS_MAX_RANKS];
+    for (int j = 0; j < P; j++)
+        order[j] = in->ag ? ((me - j) % P + P) % P : (me + 1 + j) % P;
+
+    /* GEMM 0 (and for mlp the SwiGLU and GEMM 2) per piece; the reduce-scattered GEMM's finished
+     * pieces go to their owners on the side stream */
+    for (int j = 0; j < P; j++) {
+        const int blk = order[j];
+        for (int i = 0; i < C; i++) {
+            int a, b;
+            tp_ov_piece(in->rs_rows, C, i, &a, &b);
+            const size_t row0 = (size_t)blk * rr + (size_t)a;
+            const int rows = b - a;
+            if (in->ag && blk != me && copies) {
+                const int d = xs_tp_mirror(me, blk, P);
+                XS_CU(cudaStreamWaitEvent(s, ev_push[d * C + i], 0));
+            }
+            if (op == XS_TP_GEMM_RS) {
+                XS_TRY(xs_cublas_gemm_bf16(cb, s, rows, in->gn[0], in->gk[0],
+                                           t->a_rs + row0 * in->gk[0], t->w[0], 1,
+                                           t->u_c + row0 * in->gn[0], 0));
+            } else {
+                XS_TRY(xs_cublas_gemm_bf16(cb, s, rows, in->gn[0], in->gk[0],
+                                           own + row0 * ag_row_b, t->w[0], 1,
+                                           t->u_c0 + row0 * in->gn[0], 0));
+                if (op == XS_TP_MLP) {
+                    const size_t nh = (size_t)rows * in->out_n[0];
+                    XS_NVTX_LAUNCH("tp_swiglu_kernel", tp_swiglu_kernel<xs_bf16>
+                                   <<<tp_blocks(nh, 256), 256, 0, s>>>(
+                                       t->u_c0 + row0 * in->gn[0], t->u_h + row0 * in->out_n[0],
+                                       NULL, rows, in->gn[0]));
+                    XS_CU_LAUNCH();
+                    if (blk == me)
+                        continue; /* own GEMM 2 rows: after every remote piece (below) */
+                    XS_TRY(xs_cublas_gemm_bf16(cb, s, rows, in->gn[1], in->gk[1],
+                                               t->u_h + row0 * in->out_n[0], t->w[1], 1,
+                                               t->u_c + row0 * in->gn[1], 0));
+                }
+            }
+            if (in->rs_gemm >= 0 && blk != me && copies) {
+                XS_CU(cudaEventRecord(ev_done[blk * C + i], s));
+                XS_CU(cudaStreamWaitEvent(side, ev_done[blk * C + i], 0));
+                XS_CU(cudaMemcpyAsync(t->vt.data[blk] + in->rs_off +
+                                          (size_t)me * in->slot_bytes + (size_t)a * rs_row_b,
+                                      (const char *)t->u_c + row0 * rs_row_b,
+                                      (size_t)rows * rs_row_b, cudaMemcpyDefault, side));
+            }
+        }
+    }
+    if (op == XS_TP_MLP) /* own GEMM 2 rows, hidden under the last copies */
+        XS_TRY(xs_cublas_gemm_bf16(cb, s, in->rs_rows, in->gn[1], in->gk[1],
+                                   t->u_h + (size_t)me * rr * in->out_n[0], t->w[1], 1,
+                                   t->u_c + (size_t)me * rr * in->gn[1], 0));
+    /* every copy done, then the owner-side reduction as in the unfused sequence */
+    XS_CU(cudaEventRecord(ev_end, side));
+    XS_CU(cudaStreamWaitEvent(s, ev_end, 0));
+    if (in->rs_gemm >= 0) {
+        const size_t n8 = rr * in->rs_n / 8;
+        XS_NVTX_LAUNCH("tp_sum_kernel",
+                       tp_sum_kernel<<<tp_blocks(n8, 256), 256, 0, s>>>(
+                           (const xs_bf16 *)(own + in->rs_off), (int)t->pl.layout,
+                           t->u_c + (size_t)me * rr * in->rs_n, P, me, in->rs_rows, in->rs_n,
+                           t->u_y));
+        XS_CU_LAUNCH();
+    }
+    XS_CU(cudaEventRecord(t->ev1, s));
+    XS_TRY(xs_event_wait(t->ev1, 120.0, "tp overlapped"));
+    float e_ms = 0;
+    XS_CU(cudaEventElapsedTime(&e_ms, t->ev0, t->ev1));
+    if (ms)
+        *ms = e_ms;
+    t->last = copies ? TP_RUN_UNFUSED : TP_RUN_NONE;
     return XS_OK;
 }

@@ -216,7 +216,7 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "probe bad --only" "probe: --only bogus: no case named 'bogus'" "$X" probe --only bogus
     expect_err "probe bad --only list" "probe: --only rows,zz: no case named 'zz'" "$X" probe --only rows,zz
     expect_err "probe stray argument" "probe: unexpected argument 'now'" "$X" probe now
-    expect_err "replay unwritable --placement" "cannot write /nonexistent/p.csv" "$X" replay --schedule examples/isolated.csv --placement /nonexistent/p.csv
+    expect_err "replay unwritable --placement" "cannot write a file in /nonexistent" "$X" replay --schedule examples/isolated.csv --placement /nonexistent/p.csv
     expect_err "replay --sms not a number" "--sms '1,x': expected spread, or SM numbers" "$X" replay --schedule examples/isolated.csv --sms 1,x
     expect_err "validate bad --sms" "--sms 'q': expected spread" "$X" validate --sms q
     expect_err "calibrate bad --sms" "--sms '3-': bad range" "$X" calibrate --sms 3-

@@ -198,14 +198,15 @@ expect_err "ESC in --set" "unknown profile field" "$X" predict -s v.csv --set "$
     i=0
     while [ $i -lt 1025 ]; do echo "65536,16,0"; i=$((i + 1)); done
 } >wide.csv
-expect_err "predict over the simulator's size" "1025 rows x 65536 producers" "$X" predict -s wide.csv
+expect_err "predict --plot over the windows' size" "1025 rows x 65536 producers" "$X" predict \
+    -s wide.csv --plot wide.png
 {
     echo producers,bytes_per_producer,gap_ns
     i=0
-    while [ $i -lt 2000 ]; do echo "1024,1M,0"; i=$((i + 1)); done
+    while [ $i -lt 2500 ]; do echo "132,1G,0"; i=$((i + 1)); done
 } >deep.csv
-expect_err "plan that would split past the simulator's size" "2000 rows x 1024 producers" \
-    "$X" plan -s deep.csv
+expect_err "plan that would split past the row limit" "splitting the bursts of 2500 rows" \
+    "$X" plan -s deep.csv --max-split 4096
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

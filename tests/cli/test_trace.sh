@@ -91,7 +91,7 @@ expect_err "compare extra argument" "unexpected argument" "$X" compare --trace "
 expect_err "compare missing file" "cannot open trace" "$X" compare --trace "$T/none.csv"
 expect_err "compare bad profile" "" "$X" compare --trace "$REC" --set nosuch=1
 expect_err "compare --worst -1" "--worst" "$X" compare --trace "$REC" --worst -1
-expect_err "timeline to a bad path" "cannot write timeline" "$X" compare --trace "$REC" \
+expect_err "timeline to a bad path" "cannot write a file in" "$X" compare --trace "$REC" \
     --timeline /nonexistent/dir/t.json
 expect_err "csv to a bad path" "cannot write" "$X" compare --trace "$REC" --csv /nonexistent/dir/t.csv
 

@@ -14,6 +14,9 @@
  *            the drain rate, spread through the compute, this rank's own tiles as the tail
  *   unfused  cuBLAS GEMM(s) (+ SwiGLU kernel), then the collective: cudaMemcpyAsync of each
  *            peer's rows into its window, and the owner-side reduction
+ *   overlapped  the unfused steps as a pipeline (virtual peers): the GEMM rows in chunks, each
+ *            finished chunk copied to its owner on a side stream while the next chunk computes
+ *            (xs_tp_run_overlapped), the chunk count chosen by verified pilot runs
  * The planner builds the naive and several shaped orders as burst-gap schedules (producers =
  * CTAs, one row per step of grid tasks, bytes = the step's remote bytes, gaps = the local run's
  * measured task times) and predicts each with the event model (xs_simulate) on the profile; its
@@ -35,6 +38,7 @@
 #include <string.h>
 
 #include "tp/tp.h"
+#include "xstage_overlap.h"
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
@@ -748,6 +752,12 @@ static void tpb_row_init(const tpb_opts *o, tpb_row *row)
     row->pilot[0] = 0;
     row->shp_cour = 0;
     row->shp0_pred = row->pick_ms = NAN;
+    row->ovl = none;
+    row->ovl_chunks = 0;
+    row->ovl_pilot[0] = 0;
+    row->cublas_us = row->best_other_us = row->comm_over_compute = row->ovl_pred_us = NAN;
+    row->ovl_model_chunks = 0;
+    snprintf(row->best_other, sizeof row->best_other, "-");
 }
 
 /* The row's statistics from the timed rounds x[v * n + j] (nan where variant v did not run:
@@ -758,6 +768,7 @@ static void tpb_row_stats(tpb_row *row, const double *x, int n, int pick)
     row->nai = xs_bench_stat_of(x + TPB_V_NAIVE * n, n);
     row->shp = xs_bench_stat_of(x + TPB_V_SHAPED * n, n);
     row->unf = xs_bench_stat_of(x + TPB_V_UNFUSED * n, n);
+    row->ovl = xs_bench_stat_of(x + TPB_V_OVERLAP * n, n);
     for (int v = 0; v < TPB_MAX_COUR; v++) {
         row->cour[v].nai = xs_bench_stat_of(x + (TPB_V_COUR + 2 * v) * n, n);
         row->cour[v].shp = xs_bench_stat_of(x + (TPB_V_COUR + 2 * v + 1) * n, n);
@@ -847,6 +858,95 @@ static xs_status tpb_plan_family(const tpb_ctx *cx, xs_tp *t, tpb_row *row, cons
     return XS_OK;
 }
 
+/* The overlapped unfused pipeline (virtual peers only): the GEMMs alone (cublas_us: one piece
+ * per rank block, no copies; one warm-up, then the median of TPB_PILOT_REPS runs), then the
+ * chunk count: every declared count that fits the shape gets one warm-up and TPB_PILOT_REPS
+ * verified runs, the fastest median is timed in the rounds as `overlapped`. A wrong pilot run
+ * clears *ok. */
+static xs_status tpb_plan_overlap(const tpb_ctx *cx, xs_tp *t, tpb_row *row, const xs_tp_info *in,
+                                  int *ok)
+{
+    static const int chunks[TPB_OV_NCHUNKS] = TPB_OV_CHUNKS;
+    if (cx->e->real || !xs_tp_overlap_fits(in, 1))
+        return XS_OK;
+    double x[TPB_PILOT_REPS];
+    for (int i = 0; i <= TPB_PILOT_REPS; i++) {
+        float ms = 0;
+        XS_TRY(xs_tp_run_overlapped(t, cx->cb, 1, 0, cx->e->stream, &ms));
+        if (i > 0)
+            x[i - 1] = ms * 1e3;
+    }
+    row->cublas_us = xs_median(x, TPB_PILOT_REPS);
+    /* the model's choice from the compute alone and R */
+    const xs_ov_terms terms = xs_ov_terms_default(cx->prof->drain_bytes_per_ns);
+    double pbest = INFINITY;
+    for (int c = 0; c < TPB_OV_NCHUNKS; c++) {
+        double ns;
+        if (xs_tp_overlap_fits(in, chunks[c]) &&
+            xs_ov_tp_predict(in, row->s.peers, row->cublas_us * 1e3, &terms, chunks[c],
+                             &ns) == XS_OK && ns < pbest)
+            pbest = ns, row->ovl_model_chunks = chunks[c];
+    }
+    double best = INFINITY;
+    size_t at = 0;
+    for (int c = 0; c < TPB_OV_NCHUNKS; c++) {
+        if (!xs_tp_overlap_fits(in, chunks[c]))
+            continue;
+        int pr = 0;
+        double dummy = 0;
+        char what[32];
+        snprintf(what, sizeof what, "overlapped pilot, %d chunks", chunks[c]);
+        for (int i = 0; i <= TPB_PILOT_REPS; i++) {
+            float ms = 0;
+            XS_TRY(xs_tp_run_overlapped(t, cx->cb, chunks[c], 1, cx->e->stream, &ms));
+            *ok &= verified(t, row, what, &pr, &dummy);
+            if (i > 0)
+                x[i - 1] = ms * 1e3;
+        }
+        const double med = xs_median(x, TPB_PILOT_REPS);
+        if (at < sizeof row->ovl_pilot)
+            at += (size_t)snprintf(row->ovl_pilot + at, sizeof row->ovl_pilot - at, "%sC=%d %.1f",
+                                   at ? ", " : "", chunks[c], med);
+        if (med < best)
+            best = med, row->ovl_chunks = chunks[c];
+    }
+    double ns;
+    if (row->ovl_chunks > 0 &&
+        xs_ov_tp_predict(in, row->s.peers, row->cublas_us * 1e3, &terms, row->ovl_chunks,
+                         &ns) == XS_OK)
+        row->ovl_pred_us = ns / 1e3;
+    return XS_OK;
+}
+
+/* After the rounds: the bound over the fastest compute alone (the fused kernel's local control
+ * or the cuBLAS GEMMs), the fastest variant other than a tuned pick, and comm/compute. */
+static void tpb_row_totals(tpb_row *row)
+{
+    const double comp = isfinite(row->cublas_us) && row->cublas_us < row->local_us
+                            ? row->cublas_us : row->local_us;
+    row->bound_us = comp > row->comm_us ? comp : row->comm_us;
+    row->comm_over_compute = row->comm_us / comp;
+    const struct { const char *name; double us; } v[] = {
+        {"naive", row->nai.med}, {"shaped", row->shp0.med}, {"unfused", row->unf.med},
+        {"overlapped", row->ovl.med}};
+    row->best_other_us = NAN;
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        if (isfinite(v[i].us) && !(v[i].us >= row->best_other_us)) {
+            row->best_other_us = v[i].us;
+            snprintf(row->best_other, sizeof row->best_other, "%s", v[i].name);
+        }
+    for (int c = 0; c < TPB_MAX_COUR; c++) {
+        const tpb_cour *rc = &row->cour[c];
+        const double u[2] = {rc->nai.med, rc->shp.med};
+        for (int k = 0; k < 2; k++)
+            if (isfinite(u[k]) && !(u[k] >= row->best_other_us)) {
+                row->best_other_us = u[k];
+                snprintf(row->best_other, sizeof row->best_other, "%s_c%d", k ? "shaped" : "naive",
+                         rc->n);
+            }
+    }
+}
+
 /* ---- the rounds: the variants of one configuration ------------------------------------------- */
 
 /* The configuration under way, for the rounds' callbacks. */
@@ -858,11 +958,11 @@ typedef struct {
     int printed[TPB_NV]; /* a variant's first wrong run printed */
 } tpb_point;
 
-/* The plan slot of variant v: naive 0, shaped 1 (unfused: none), courier count v' naive
- * 3 + 2v', shaped 4 + 2v'. */
+/* The plan slot of variant v: naive 0, shaped 1 (unfused, overlapped: none), courier count v'
+ * naive 3 + 2v', shaped 4 + 2v'. */
 static int tpb_slot(int v)
 {
-    if (v >= TPB_V_COUR)
+    if (v >= TPB_V_COUR && v < TPB_V_OVERLAP)
         return v - TPB_V_COUR + 3;
     return v == TPB_V_SHAPED ? 1 : 0;
 }
@@ -873,7 +973,11 @@ static xs_status tpb_round_run(void *x, int v, int round, double *us)
     tpb_point *p = (tpb_point *)x;
     float ms = 0;
     (void)round;
-    XS_TRY(tpb_run(p->cx, p->t, tpb_slot(v), &p->ro, v == TPB_V_UNFUSED, &ms));
+    if (v == TPB_V_OVERLAP)
+        XS_TRY(xs_tp_run_overlapped(p->t, p->cx->cb, p->row->ovl_chunks, 1, p->cx->e->stream,
+                                    &ms));
+    else
+        XS_TRY(tpb_run(p->cx, p->t, tpb_slot(v), &p->ro, v == TPB_V_UNFUSED, &ms));
     *us = ms * 1e3;
     return XS_OK;
 }
@@ -885,7 +989,9 @@ static xs_status tpb_round_verify(void *x, int v, int round, int *ok)
     tpb_point *p = (tpb_point *)x;
     char buf[48];
     (void)round;
-    if (v >= TPB_V_COUR)
+    if (v == TPB_V_OVERLAP)
+        snprintf(buf, sizeof buf, "overlapped, %d chunks", p->row->ovl_chunks);
+    else if (v >= TPB_V_COUR)
         snprintf(buf, sizeof buf, "%s, %d couriers", (v - TPB_V_COUR) % 2 ? "shaped" : "naive",
                  p->row->cour[(v - TPB_V_COUR) / 2].n);
     *ok = verified(p->t, p->row, v >= TPB_V_COUR ? buf : what[v], &p->printed[v],
@@ -902,13 +1008,15 @@ static xs_status tpb_rounds(tpb_point *p, const xs_tp_info *in, int cour_run, in
     const int n = cx->e->c->b.iters;
     static const char *const name[TPB_NV] = {"naive",     "shaped",    "unfused",
                                               "naive_c1",  "shaped_c1", "naive_c2",
-                                              "shaped_c2", "naive_c3",  "shaped_c3"};
-    static_assert(TPB_NV == 9, "one name per variant");
+                                              "shaped_c2", "naive_c3",  "shaped_c3",
+                                              "overlapped"};
+    static_assert(TPB_NV == 10, "one name per variant");
     xs_bench_variant var[TPB_NV];
     for (int v = 0; v < TPB_NV; v++) {
         var[v].name = name[v]; /* courier variants by their place in --couriers */
         var[v].on = v < TPB_V_COUR || (v - TPB_V_COUR) / 2 < cour_run;
     }
+    var[TPB_V_OVERLAP].on = p->row->ovl_chunks > 0;
     xs_bench_rounds r = xs_bench_rounds_default(cx->e, tpb_round_run, tpb_round_verify, p);
     double *x = (double *)malloc(sizeof(double) * TPB_NV * (size_t)n);
     if (!x)
@@ -997,8 +1105,12 @@ static xs_status tpb_config(tpb_point *p, const xs_wintab *tab, uint32_t seed, i
     /* ---- couriers (--couriers): orders for grid - N compute CTAs, and the family's pick ---- */
     XS_TRY(tpb_plan_family(cx, p->t, row, &in, &cost, &ok, &cour_run, &pick));
 
+    /* ---- the overlapped unfused pipeline: its chunk count ---- */
+    XS_TRY(tpb_plan_overlap(cx, p->t, row, &in, &ok));
+
     /* ---- the variants, interleaved round by round ---- */
     XS_TRY(tpb_rounds(p, &in, cour_run, pick, &ok));
+    tpb_row_totals(row);
     row->ok = 1;
     row->verified = *verified = ok;
     return XS_OK;

@@ -51,9 +51,15 @@ typedef struct {
 
 /* The variants of a configuration, run in the same rounds: the default kernel's naive and
  * shaped orders, the unfused sequence, then naive and shaped per courier count v
- * (TPB_V_COUR + 2v, + 2v + 1). */
+ * (TPB_V_COUR + 2v, + 2v + 1), then the overlapped unfused pipeline at its chosen chunk count
+ * (virtual peers only). */
 enum { TPB_V_NAIVE, TPB_V_SHAPED, TPB_V_UNFUSED, TPB_V_COUR,
-       TPB_NV = TPB_V_COUR + 2 * TPB_MAX_COUR };
+       TPB_V_OVERLAP = TPB_V_COUR + 2 * TPB_MAX_COUR, TPB_NV };
+
+/* The overlapped pipeline's declared chunk counts (pieces per rank block), searched like the
+ * fused orders: TPB_PILOT_REPS verified pilot runs each, the fastest median is timed. */
+#define TPB_OV_CHUNKS {1, 2, 4, 8, 16}
+#define TPB_OV_NCHUNKS 5
 
 /* One courier count of a configuration (--couriers): its naive and chosen shaped orders, built
  * for grid - n compute CTAs, timed in the same rounds as the rows' default runs. */
@@ -98,6 +104,19 @@ typedef struct {
     double shp0_pred;                /* its prediction, us */
     char cand0[32];                  /* its pace label */
     double pick_ms;                  /* its pilot time (real peers: the slowest rank's), ms */
+    /* the overlapped unfused pipeline (xs_tp_run_overlapped) and the columns over all variants */
+    xs_bench_stat ovl;               /* at ovl_chunks, us; nan: not run (real peers) */
+    int ovl_chunks;                  /* the chunk count the pilots chose (0: not run) */
+    char ovl_pilot[160];             /* "C=<n> <us>, ...": the pilot medians */
+    double cublas_us;                /* the pipeline's GEMMs alone (1 piece per rank block, no
+                                        copies): the cuBLAS compute-alone time, us */
+    double best_other_us;            /* the fastest median of naive, shaped, unfused,
+                                        overlapped and the courier orders, us */
+    char best_other[16];             /* its variant's name */
+    double comm_over_compute;        /* comm_us / the fastest compute alone */
+    double ovl_pred_us;              /* the overlap model (include/xstage_overlap.h) at
+                                        ovl_chunks, from cublas_us and R, us */
+    int ovl_model_chunks;            /* the chunk count the model alone would choose */
 } tpb_row;
 
 /* ---- the report (tp_report.cu) --------------------------------------------------------------- */

@@ -169,6 +169,22 @@ int tpb_cols(const tpb_opts *o, xs_bench_col *c)
     col_time(c, &n, shp0, OFF(shp0), F);
     col(c, &n, "shaped_c0_pred_us", "us", "%.1f", XS_COL_DOUBLE, offsetof(tpb_row, shp0_pred), F);
     col(c, &n, "shaped_c0_order", "", "%s", XS_COL_CHARS, offsetof(tpb_row, cand0), F);
+    /* the overlapped unfused pipeline and the columns over every variant (docs/METRICS.md) */
+    static const char *const ovl[4] = {"overlapped_us", "overlapped_spread", "overlapped_min_us",
+                                       "overlapped_max_us"};
+    col_time(c, &n, ovl, OFF(ovl), 0);
+    col(c, &n, "overlapped_chunks", "", "%d", XS_COL_INT, offsetof(tpb_row, ovl_chunks), 0);
+    col(c, &n, "cublas_us", "us", "%.1f", XS_COL_DOUBLE, offsetof(tpb_row, cublas_us), F);
+    col(c, &n, "best_other_us", "us", "%.1f", XS_COL_DOUBLE, offsetof(tpb_row, best_other_us), F);
+    col(c, &n, "best_other", "", "%s", XS_COL_CHARS, offsetof(tpb_row, best_other), F);
+    col(c, &n, "comm_over_compute", "x", "%.4f", XS_COL_DOUBLE,
+        offsetof(tpb_row, comm_over_compute), F);
+    col_get(c, &n, "overlapped_over_shaped", "x", "%.4f", ratio,
+            OFF(ovl.med) << 16 | OFF(shp.med), F);
+    col(c, &n, "overlapped_pred_us", "us", "%.1f", XS_COL_DOUBLE, offsetof(tpb_row, ovl_pred_us),
+        F);
+    col(c, &n, "overlapped_model_chunks", "", "%d", XS_COL_INT,
+        offsetof(tpb_row, ovl_model_chunks), F);
     return n;
 }
 
@@ -217,6 +233,20 @@ void tpb_report_notes(xs_bench_report *r, const xs_bench_env *e, const tpb_opts 
                          "L2 flushed, variants interleaved round by round", XS_TP_BM, XS_TP_BN,
                          xs_tp_engine_name(o->engine), e->gi.sm_count, XS_TP_CHUNK / 1024,
                          XS_TP_TOL_FROB, XS_TP_TOL_ROW, e->c->b.iters, e->c->b.warmup);
+    static const int ch[TPB_OV_NCHUNKS] = TPB_OV_CHUNKS;
+    char cl[64];
+    size_t l = 0;
+    for (int i = 0; i < TPB_OV_NCHUNKS && l < sizeof cl; i++)
+        l += (size_t)snprintf(cl + l, sizeof cl - l, "%s%d", i ? "," : "", ch[i]);
+    xs_bench_report_note(r, "overlapped: %s", e->real
+        ? "not run with real peers"
+        : "cuBLAS GEMM pieces on the bench stream, each finished piece's copy to its owner "
+          "(cudaMemcpyAsync) on a side stream after an event; all-gather pieces pushed first, "
+          "each GEMM piece waits for its shard's piece; chunks per rank block searched over");
+    if (!e->real)
+        xs_bench_report_note(r, "overlapped chunk counts: {%s} (those with >= %d rows per "
+                             "piece), %d verified pilot runs each, the fastest median timed",
+                             cl, XS_TP_OV_ROWS, TPB_PILOT_REPS);
 }
 
 /* ---- the detail lines under a row ------------------------------------------------------------ */
@@ -246,6 +276,12 @@ void tpb_detail(void *ctx, int i, const void *rowp, xs_bench_report *rep)
         if (c->pilot[0])
             xs_bench_report_note(rep, "  %d couriers, pilot runs, us: %s", c->n, c->pilot);
     }
+    if (r->ovl_pilot[0])
+        xs_bench_report_note(rep, "  overlapped pilots, us: %s; GEMMs alone (cuBLAS) %.1f; "
+                             "chosen C=%d %.1f (%.1f%%), model %.1f (its own choice C=%d); "
+                             "best other: %s %.1f", r->ovl_pilot, r->cublas_us, r->ovl_chunks,
+                             r->ovl.med, xs_bench_spread_pct(&r->ovl), r->ovl_pred_us,
+                             r->ovl_model_chunks, r->best_other, r->best_other_us);
     if (isfinite(r->rank_max[0]))
         xs_bench_report_note(rep, "  ranks: slowest rank's medians, us: naive %.1f, shaped %.1f, "
                              "unfused %.1f", r->rank_max[0], r->rank_max[1], r->rank_max[2]);
@@ -263,10 +299,12 @@ static const char *gmm(const double *v, int n, char *buf, size_t size)
     return buf;
 }
 
-/* unfused/shaped (num = 0) or naive/shaped (num = 1) over the timed rows of op (-1: all). */
+/* unfused/shaped (num = 0), naive/shaped (num = 1) or overlapped/shaped (num = 2) over the
+ * timed rows of op (-1: all) where both ran. */
 static void ratio_line(xs_bench_report *rep, const char *what, const tpb_row *rows, int nrows,
                        int op, int num)
 {
+    static const char *const name[3] = {"unfused", "naive", "overlapped"};
     double v[TPB_MAX_SUM];
     char buf[128];
     int n = 0;
@@ -274,10 +312,12 @@ static void ratio_line(xs_bench_report *rep, const char *what, const tpb_row *ro
         const tpb_row *r = &rows[i];
         if (!r->ok || (op >= 0 && (int)r->op != op))
             continue;
-        v[n++] = (num ? r->nai.med : r->unf.med) / r->shp.med;
+        const double a = num == 0 ? r->unf.med : num == 1 ? r->nai.med : r->ovl.med;
+        if (isfinite(a))
+            v[n++] = a / r->shp.med;
     }
     if (n)
-        xs_bench_report_note(rep, "summary: %-7s %s/shaped: %s", what, num ? "naive" : "unfused",
+        xs_bench_report_note(rep, "summary: %-7s %s/shaped: %s", what, name[num],
                              gmm(v, n, buf, sizeof buf));
 }
 
@@ -402,9 +442,11 @@ void tpb_summary(xs_bench_report *rep, const tpb_row *rows, int nrows)
                          ntimed);
     ratio_line(rep, "all", rows, nrows, -1, 0);
     ratio_line(rep, "all", rows, nrows, -1, 1);
+    ratio_line(rep, "all", rows, nrows, -1, 2);
     for (int op = 0; op < XS_TP_NOPS; op++) {
         ratio_line(rep, xs_tp_op_name((xs_tp_op)op), rows, nrows, op, 0);
         ratio_line(rep, xs_tp_op_name((xs_tp_op)op), rows, nrows, op, 1);
+        ratio_line(rep, xs_tp_op_name((xs_tp_op)op), rows, nrows, op, 2);
     }
     if (ntimed)
         xs_bench_report_note(rep, "summary: shaped >= naive within noise in %d of %d rows (worst "

@@ -20,12 +20,16 @@
  *           CTAs, the last part merging them; task lists built on the host): the planner's
  *           choice. Where the plan splits, one more variant (ls) runs the planned split with
  *           local output: the kernel's own cost of the slices, without the link.
- * Times: the headline columns fa_us, serial_us, pb_us and fused_us are the kernels' spans from
- * %globaltimer stamps inside the kernel (first CTA start to the last CTA's last store issued -
- * never a fence; serial_us adds its copies' event time); the harness's event times of the same
- * runs are beside them (fa_evt_us, pb_vis_us, fused_vis_us). The variants run in table order
- * (ls, fa, serial, pb, fused), one of each per repetition, so that slow drifts of the clock hit
- * all alike and fa's output is the reference of every window check. The planner's prediction
+ *   overlapped (one GPU) the attention kernel per head chunk, each finished chunk's all-to-all
+ *           as 2-D cudaMemcpyAsync on a side stream (the unfused pipeline overlapped by the copy
+ *           engine); head chunks searched by verified pilots.
+ * Times: the headline columns fa_us, serial_us, pb_us, fused_us and overlapped_us are the
+ * harness's timing rule (xs_bench_time_op: CUDA events around the whole operation until every
+ * byte is at its destination); the sender-visible times beside them (*_sent_us) are the
+ * kernels' spans from %globaltimer stamps inside the kernel (first CTA start to the last CTA's
+ * last store issued - never a fence; serial adds its copies' event time). The variants run in
+ * table order (ls, fa, serial, pb, fused, overlapped), one of each per repetition, so that slow
+ * drifts of the clock hit all alike and fa's output is the reference of every window check. The planner's prediction
  * uses the calibrated profile (--profile) and per-tile compute times measured in an fa run
  * before.
  * Checks: fa against an fp32 GPU reference on sampled rows (bf16 tolerance), and every byte of
@@ -47,6 +51,7 @@
 
 #include "up/up.h"
 #include "up_bench.h"
+#include "xstage_overlap.h"
 #include "xstage.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
@@ -257,8 +262,15 @@ static int up_check_opts(up_opts *o, const xs_bench_common *c)
 
 /* The variants of a point, in the order of every repetition: ls (the planned split with local
  * output) before fa, so that O - the reference of every window check - is fa's. */
-enum { V_LS, V_FA, V_SERIAL, V_PB, V_FUSED, UP_NV };
-static const char *const up_var_name[UP_NV] = {"ls", "fa", "serial", "pb", "fused"};
+enum { V_LS, V_FA, V_SERIAL, V_PB, V_FUSED, V_OVL, UP_NV };
+static const char *const up_var_name[UP_NV] = {"ls", "fa", "serial", "pb", "fused",
+                                               "overlapped"};
+
+/* The overlapped pipeline's declared chunk counts (head chunks), searched by UP_PILOT_REPS
+ * verified runs each (those that divide the heads); the fastest median is timed. */
+#define UP_OV_CHUNKS {1, 2, 4, 8, 16}
+#define UP_OV_NCHUNKS 5
+#define UP_OV_MAX 16
 
 /* ---- the bench's state ---------------------------------------------------------------------- */
 
@@ -281,6 +293,13 @@ typedef struct {
     int *rows;                     /* [2 * samples] */
     float *ref, *got;              /* [samples * 128] */
     cudaEvent_t mid;               /* serial: between the kernel and the copies */
+    /* overlapped (one GPU): Q, K, V head-chunk-major for ov_c chunks ([c][seq, heads/C, 128],
+     * laid out before the runs, not timed), each chunk's O, the copy stream, one event per
+     * chunk kernel, the copies' end and the last kernel's end */
+    void *ovq, *ovk, *ovv, *ovo;
+    int ov_c;                      /* chunk count of the layout in ovq.. (0: none) */
+    cudaStream_t ov_side;
+    cudaEvent_t ov_ev[UP_OV_MAX], ov_end, ov_kend;
 } up_bufs;
 
 /* -g N, N > 1: this rank's window and the two tables that map the one-GPU problem onto real
@@ -597,9 +616,10 @@ static xs_status serial_op(void *ctx, int v, cudaStream_t s)
 }
 
 /* One serial run, windows poisoned first, every byte checked after at its destination.
- * *us = kernel span + copy time; *copy_us the copies alone (events). */
+ * *us = kernel span + copy time (the sender-visible form); *copy_us the copies alone (events);
+ * *evt_us the whole operation (events: the headline). */
 static xs_status serial_once(up_bench *b, const up_cfg *c, int round, double *us,
-                             double *copy_us, int *ok)
+                             double *copy_us, double *evt_us, int *ok)
 {
     XS_TRY(poison_windows(b, c));
     up_serial ctx = {b, c};
@@ -619,6 +639,7 @@ static xs_status serial_once(up_bench *b, const up_cfg *c, int round, double *us
     }
     *copy_us = ms * 1e3;
     *us = sp + ms * 1e3;
+    *evt_us = evt;
     return XS_OK;
 }
 
@@ -687,6 +708,136 @@ static xs_status fused_once(up_bench *b, const up_cfg *c0, const up_member *m, i
     return XS_OK;
 }
 
+/* ---- the overlapped unfused pipeline (one GPU) ------------------------------------------------ */
+
+/* Q, K and V laid out head-chunk-major for C chunks: chunk j is [seq, heads/C, 128] at
+ * j * seq * heads/C rows, so that the attention kernel runs on it as a problem of heads/C heads
+ * (a 2-D copy per chunk and tensor, on the bench stream, before the timed runs). */
+static xs_status ov_layout(up_bench *b, const up_cfg *c, int C)
+{
+    up_bufs *B = &b->B;
+    if (B->ov_c == C)
+        return XS_OK;
+    const int hc = c->heads / C;
+    const size_t w = (size_t)hc * XS_ATTN_ROW_BYTES, pitch = (size_t)c->heads * XS_ATTN_ROW_BYTES;
+    const void *src[3] = {B->q, B->k, B->v};
+    void *dst[3] = {B->ovq, B->ovk, B->ovv};
+    for (int t = 0; t < 3; t++)
+        for (int j = 0; j < C; j++)
+            XS_CU(cudaMemcpy2DAsync((char *)dst[t] + (size_t)j * c->seq * w, w,
+                                    (const char *)src[t] + (size_t)j * w, pitch, w,
+                                    (size_t)c->seq, cudaMemcpyDeviceToDevice, b->e->stream));
+    XS_CU(cudaStreamSynchronize(b->e->stream));
+    B->ov_c = C;
+    return XS_OK;
+}
+
+/* The overlapped operation: the attention kernel per head chunk on the bench stream (local
+ * output, chunk j's O at its place in ovo), and after each chunk's event the all-to-all of that
+ * chunk on the side stream: for every rank p one 2-D cudaMemcpyAsync of rows [p rpr,
+ * (p+1) rpr) of the chunk's heads into their columns of rank p's window ([rpr, heads, 128]).
+ * The bench stream waits for the side stream's last copy: the harness's second event marks
+ * every byte at its destination. ov_kend: after the last chunk kernel (the sender-visible
+ * end). */
+typedef struct {
+    up_bench *b;
+    const up_cfg *c;
+    int C;
+} up_ovl;
+
+static xs_status ovl_op(void *ctx, int v, cudaStream_t s)
+{
+    const up_ovl *x = (const up_ovl *)ctx;
+    up_bench *b = x->b;
+    up_bufs *B = &b->B;
+    const up_cfg *c = x->c;
+    const int C = x->C, hc = c->heads / C;
+    const size_t w = (size_t)hc * XS_ATTN_ROW_BYTES, pitch = (size_t)c->heads * XS_ATTN_ROW_BYTES;
+    const size_t chunk = (size_t)c->seq * w;
+    const int tiles = xs_attn_tiles(c->seq, hc);
+    const int grid = tiles < c->sms ? tiles : c->sms;
+    (void)v;
+    for (int j = 0; j < C; j++) {
+        xs_attn_args a = c->base;
+        a.q = (const char *)B->ovq + j * chunk;
+        a.k = (const char *)B->ovk + j * chunk;
+        a.v = (const char *)B->ovv + j * chunk;
+        a.o = (char *)B->ovo + j * chunk;
+        a.heads = hc;
+        XS_TRY(xs_attn_fwd(&a, NULL, grid, s));
+        XS_CU(cudaEventRecord(B->ov_ev[j], s));
+        XS_CU(cudaStreamWaitEvent(B->ov_side, B->ov_ev[j], 0));
+        for (int r = 0; r < c->peers; r++)
+            XS_CU(cudaMemcpy2DAsync((char *)c->tab->data[r] + (size_t)j * w, pitch,
+                                    (const char *)a.o + (size_t)r * c->rpr * w, w, w,
+                                    (size_t)c->rpr, cudaMemcpyDefault, B->ov_side));
+    }
+    XS_CU(cudaEventRecord(B->ov_kend, s));
+    XS_CU(cudaEventRecord(B->ov_end, B->ov_side));
+    XS_CU(cudaStreamWaitEvent(s, B->ov_end, 0));
+    return XS_OK;
+}
+
+/* One overlapped run of C chunks: windows poisoned first, every byte checked after at its
+ * destination against fa's output (bitwise: a chunk's tiles are fa's tiles). *us the event time
+ * until the last copy completed, *sent_us until the last chunk kernel ended. */
+static xs_status ovl_once(up_bench *b, const up_cfg *c, int C, int round, double *us,
+                          double *sent_us, int *ok)
+{
+    XS_TRY(ov_layout(b, c, C));
+    XS_TRY(poison_windows(b, c));
+    up_ovl x = {b, c, C};
+    XS_TRY(xs_bench_time_op(b->e, ovl_op, &x, 0, round, "overlapped", us));
+    float ms = 0;
+    XS_CU(cudaEventElapsedTime(&ms, b->e->ev[0], b->B.ov_kend));
+    *sent_us = ms * 1e3;
+    unsigned long long bad = 0;
+    XS_TRY(verify_windows(b, c, 0, &bad));
+    if (bad) {
+        fprintf(stderr, "xstage: error: overlapped, %d head chunks (seq %d heads %d causal %d "
+                "peers %d): %llu 16-byte units differ at their destinations\n", C, c->seq,
+                c->heads, c->causal, c->peers, bad);
+        *ok = 0;
+    }
+    return XS_OK;
+}
+
+/* The overlapped pipeline's chunk count (one GPU): every declared count that divides the heads
+ * gets one warm-up and UP_PILOT_REPS verified runs; the fastest median is *chunks (0: not
+ * run). Prints one line. */
+static xs_status ovl_plan(up_bench *b, const up_cfg *c, up_row *row, int *chunks, int *ok)
+{
+    static const int cs[UP_OV_NCHUNKS] = UP_OV_CHUNKS;
+    *chunks = 0;
+    if (c->pp || !b->B.ovq)
+        return XS_OK;
+    double best = INFINITY;
+    char line[512];
+    int l = snprintf(line, sizeof line, "# overlapped seq %d heads %d causal %d peers %d "
+                     "(head chunks: median of %d verified runs, us):", c->seq, c->heads,
+                     c->causal, c->peers, UP_PILOT_REPS);
+    for (int i = 0; i < UP_OV_NCHUNKS; i++) {
+        const int C = cs[i];
+        if (C > c->heads || c->heads % C)
+            continue;
+        double t[UP_PILOT_REPS], sent;
+        for (int r = 0; r <= UP_PILOT_REPS; r++) {
+            double us;
+            XS_TRY(ovl_once(b, c, C, 0, &us, &sent, ok));
+            if (r > 0)
+                t[r - 1] = us;
+        }
+        const double med = xs_median(t, UP_PILOT_REPS);
+        if (l > 0 && (size_t)l < sizeof line)
+            l += snprintf(line + l, sizeof line - (size_t)l, " C=%d %.1f", C, med);
+        if (med < best)
+            best = med, *chunks = C;
+    }
+    row->ovl_chunks = *chunks;
+    fprintf(b->rep->out, "%s; chosen C=%d\n", line, *chunks);
+    return XS_OK;
+}
+
 /* Pilots (--pilots, one GPU; docs/UP.md "Pilots"): the family's o->pilots best members by
  * prediction, the model's choice always among them, each timed by the median of UP_PILOT_REPS
  * fused runs (every run verified: *ok); the fastest becomes the plan (*m), and its prediction
@@ -738,7 +889,13 @@ typedef struct {
     up_member plan;                   /* the fused variant's member */
     int warmup, iters;
     int last_ok[UP_NV];               /* the data of v's latest run were right */
-    double s[UP_NV * XS_BENCH_MAX_ITERS];   /* per timed round j: s[v * iters + j], us */
+    int ov_chunks;                    /* the overlapped variant's head chunks (0: off) */
+    double s[UP_NV * XS_BENCH_MAX_ITERS];   /* per timed round j: s[v * iters + j], us: the
+                                               timing rule's event time (the headline) */
+    double sent[UP_NV * XS_BENCH_MAX_ITERS]; /* the same rounds' sender-visible time: the
+                                                in-kernel span to the last store issued
+                                                (serial: span + its copies' events;
+                                                overlapped: events to the last kernel's end) */
     double evt[UP_NV * XS_BENCH_MAX_ITERS]; /* per timed round: fa, pb, fused: the event time;
                                                serial: its copies' time */
     double store[UP_NV];              /* pb, fused: store_us of the last timed round */
@@ -749,19 +906,23 @@ static xs_status up_run(void *x, int v, int round, double *us)
     up_rounds *p = (up_rounds *)x;
     up_bench *b = p->b;
     static const up_member pb = {XS_ATTN_ORDER_SNAKE, 0, 0, 0};
-    double evt = NAN, store = NAN;
+    double evt = NAN, store = NAN, sent = NAN, total = NAN;
     int ok = 1;
     switch (v) {
-    case V_LS: XS_TRY(ls_once(b, p->c, &p->plan, round, us, &evt, &ok)); break;
-    case V_FA: XS_TRY(fa_once(b, p->c, &p->c->base, round, us, &evt, &ok)); break;
-    case V_SERIAL: XS_TRY(serial_once(b, p->c, round, us, &evt, &ok)); break;
-    case V_PB: XS_TRY(fused_once(b, p->c, &pb, round, us, &evt, &store, &ok)); break;
-    default: XS_TRY(fused_once(b, p->c, &p->plan, round, us, &evt, &store, &ok)); break;
+    case V_LS: XS_TRY(ls_once(b, p->c, &p->plan, round, &sent, &evt, &ok)); break;
+    case V_FA: XS_TRY(fa_once(b, p->c, &p->c->base, round, &sent, &evt, &ok)); break;
+    case V_SERIAL: XS_TRY(serial_once(b, p->c, round, &sent, &evt, &total, &ok)); break;
+    case V_PB: XS_TRY(fused_once(b, p->c, &pb, round, &sent, &evt, &store, &ok)); break;
+    case V_OVL: XS_TRY(ovl_once(b, p->c, p->ov_chunks, round, &total, &sent, &ok)); break;
+    default: XS_TRY(fused_once(b, p->c, &p->plan, round, &sent, &evt, &store, &ok)); break;
     }
+    /* the headline: the whole operation by events (kernels: their event time) */
+    *us = v == V_SERIAL || v == V_OVL ? total : evt;
     p->last_ok[v] = ok;
     const int j = round - p->warmup;
     if (j >= 0) {
         p->evt[v * p->iters + j] = evt;
+        p->sent[v * p->iters + j] = sent;
         p->store[v] = store;
     }
     return XS_OK;
@@ -817,6 +978,7 @@ static xs_status config_setup(up_bench *b, up_cfg *c, up_row *row, uint32_t *see
     XS_TRY(xs_attn_fill_random(B->v, nel, *seed * 3u + 3u, -1.f, 1.f, s));
     XS_CU(cudaMemsetAsync(B->status, 0, sizeof(xs_devstatus), s));
     B->kv_kb = 0; /* another shape: the lists are rebuilt on first use */
+    B->ov_c = 0;  /* and the overlapped pipeline's head-chunk layout */
 
     xs_attn_args *a = &c->base;
     memset(a, 0, sizeof *a);
@@ -877,34 +1039,46 @@ static xs_status plan_point(up_bench *b, up_cfg *c, up_row *row, uint32_t seed, 
     return XS_OK;
 }
 
-/* The row's figures from the rounds' samples and the predictions. */
-static void point_figures(up_rounds *p, int same, double d_pb, double d_fu, up_row *row)
+/* The row's figures from the rounds' samples and the predictions. The headline stats are the
+ * timing rule's event times; the planner's predictions and the split's cost terms stay on the
+ * sender-visible spans they model. */
+static void point_figures(up_rounds *p, int same, double d_pb, double d_fu, double drain,
+                          up_row *row)
 {
     const int n = p->iters;
-    double *s = p->s;
+    double *s = p->s, *sn = p->sent;
     const up_cfg *c = p->c;
     double *fa = s + V_FA * n, *se = s + V_SERIAL * n, *pb = s + V_PB * n, *fu = s + V_FUSED * n;
-    double *ls = s + V_LS * n;
+    double *fa_s = sn + V_FA * n, *pb_s = sn + V_PB * n, *fu_s = sn + V_FUSED * n;
+    double *ls_s = sn + V_LS * n;
     const double *ev = p->evt;
-    if (same) /* the plan is piggyback: its runs are fused's */
+    if (same) { /* the plan is piggyback: its runs are fused's */
         memcpy(fu, pb, (size_t)n * sizeof(double));
+        memcpy(fu_s, pb_s, (size_t)n * sizeof(double));
+    }
     const double *fu_evt = ev + (same ? V_PB : V_FUSED) * n;
     row->fa = xs_bench_stat_of(fa, n);
     row->serial = xs_bench_stat_of(se, n);
     row->pb = xs_bench_stat_of(pb, n);
     row->fused = xs_bench_stat_of(fu, n);
+    row->ovl = xs_bench_stat_of(s + V_OVL * n, n);
+    row->fa_sent_us = xs_median(fa_s, (size_t)n);
+    row->serial_sent_us = xs_median(sn + V_SERIAL * n, (size_t)n);
+    row->pb_sent_us = xs_median(pb_s, (size_t)n);
+    row->fused_sent_us = xs_median(fu_s, (size_t)n);
+    row->ovl_sent_us = p->ov_chunks > 0 ? xs_median(sn + V_OVL * n, (size_t)n) : NAN;
     row->store_us = p->store[same ? V_PB : V_FUSED];
     row->fa_evt_us = xs_median(ev + V_FA * n, (size_t)n);
     const double flops = 4.0 * c->seq * (double)c->seq * XS_ATTN_D * c->heads *
                          (c->causal ? 0.5 : 1);
-    row->fa_tflops = flops / (row->fa.med * 1e-6) / 1e12;
+    row->fa_tflops = flops / (row->fa_sent_us * 1e-6) / 1e12;
     row->copy_us = xs_median(ev + V_SERIAL * n, (size_t)n);
-    row->comm_ratio = row->copy_us / row->fa.med;
+    row->comm_ratio = row->copy_us / row->fa_sent_us;
     row->pb_vis_us = xs_median(ev + V_PB * n, (size_t)n);
     row->fused_vis_us = xs_median(fu_evt, (size_t)n);
-    row->pb_pred_us = row->fa.med + d_pb / 1e3;
-    row->pred_us = row->fa.med + d_fu / 1e3;
-    row->pred_err_pct = 100.0 * (row->pred_us - row->fused.med) / row->fused.med;
+    row->pb_pred_us = row->fa_sent_us + d_pb / 1e3;
+    row->pred_us = row->fa_sent_us + d_fu / 1e3;
+    row->pred_err_pct = 100.0 * (row->pred_us - row->fused_sent_us) / row->fused_sent_us;
     /* hidden = (serial - fused) / (serial - fa) = 1 - (fused - fa) / (serial - fa), with both
      * differences taken per repetition (the runs of one repetition are back to back) and their
      * medians: a slow drift of the clock over the runs then cancels instead of landing in a
@@ -913,10 +1087,10 @@ static void point_figures(up_rounds *p, int same, double d_pb, double d_fu, up_r
     row->slice_us = row->link_us = NAN;
     if (row->split > 0) {
         for (int j = 0; j < n; j++)
-            d[j] = ls[j] - fa[j];
+            d[j] = ls_s[j] - fa_s[j];
         row->slice_us = xs_median(d, (size_t)n);
         for (int j = 0; j < n; j++)
-            d[j] = fu[j] - ls[j];
+            d[j] = fu_s[j] - ls_s[j];
         row->link_us = xs_median(d, (size_t)n);
     }
     row->hidden_lo = INFINITY, row->hidden_hi = -INFINITY;
@@ -928,9 +1102,42 @@ static void point_figures(up_rounds *p, int same, double d_pb, double d_fu, up_r
     }
     row->hidden_pct = 100.0 * (1.0 - xs_median(d, (size_t)n) / xs_median(dse, (size_t)n));
     row->speedup = row->serial.med / row->fused.med;
+    /* the columns over every variant: the bound (fa is the fastest compute alone measured
+     * here), the fastest complete operation, comm/compute */
+    const double comm = row->comm_mb * 1e6 / drain / 1e3;
+    row->bound_us = row->fa.med > comm ? row->fa.med : comm;
+    row->comm_over_compute = comm / row->fa.med;
+    const struct { const char *name; double us; } v[] = {
+        {"serial", row->serial.med}, {"pb", row->pb.med}, {"fused", row->fused.med},
+        {"overlapped", p->ov_chunks > 0 ? row->ovl.med : NAN}};
+    row->best_other_us = NAN;
+    snprintf(row->best_other, sizeof row->best_other, "-");
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        if (isfinite(v[i].us) && !(v[i].us >= row->best_other_us)) {
+            row->best_other_us = v[i].us;
+            snprintf(row->best_other, sizeof row->best_other, "%s", v[i].name);
+        }
+    /* the overlap model from fa_us and R: at the measured choice, and its own choice */
+    static const int cs[UP_OV_NCHUNKS] = UP_OV_CHUNKS;
+    const xs_ov_terms terms = xs_ov_terms_default(drain);
+    const int tph = xs_attn_tiles(c->seq, 1);
+    double pbest = INFINITY, ns;
+    row->ovl_pred_us = NAN;
+    row->ovl_model_chunks = 0;
+    for (int i = 0; i < UP_OV_NCHUNKS && isfinite(row->fa.med); i++) {
+        if (cs[i] > c->heads || c->heads % cs[i] ||
+            xs_ov_up_predict(row->fa.med * 1e3, c->heads, tph, c->sms, c->peers,
+                             row->comm_mb * 1e6, &terms, cs[i], &ns) != XS_OK)
+            continue;
+        if (ns < pbest)
+            pbest = ns, row->ovl_model_chunks = cs[i];
+        if (cs[i] == p->ov_chunks)
+            row->ovl_pred_us = ns / 1e3;
+    }
 }
 
-/* One configuration: plan, then the rounds of ls, fa, serial, pb and fused, then the row. */
+/* One configuration: plan, the overlapped pipeline's chunk count, then the rounds of ls, fa,
+ * serial, pb, fused and overlapped, then the row. */
 static xs_status run_config(up_bench *b, up_cfg *c, up_row *row)
 {
     memset(row, 0, sizeof *row);
@@ -945,11 +1152,14 @@ static xs_status run_config(up_bench *b, up_cfg *c, up_row *row)
     xs_status st = plan_point(b, c, row, seed, &p->plan, &d_pb, &d_fu, &ok);
     const int same = p->plan.split == 0 && p->plan.order == XS_ATTN_ORDER_SNAKE &&
                      p->plan.couriers == 0 && p->plan.kv == 0;
+    if (st == XS_OK)
+        st = ovl_plan(b, c, row, &p->ov_chunks, &ok);
     xs_bench_variant var[UP_NV] = {{up_var_name[V_LS], p->plan.split > 0},
                                    {up_var_name[V_FA], 1},
                                    {up_var_name[V_SERIAL], 1},
                                    {up_var_name[V_PB], 1},
-                                   {up_var_name[V_FUSED], !same}};
+                                   {up_var_name[V_FUSED], !same},
+                                   {up_var_name[V_OVL], p->ov_chunks > 0}};
     /* fixed order: fa's O is the reference of every window check (ls before fa) */
     xs_bench_rounds r = xs_bench_rounds_default(b->e, up_run, up_verify, p);
     r.rotate = 0;
@@ -965,7 +1175,7 @@ static xs_status run_config(up_bench *b, up_cfg *c, up_row *row)
     }
     for (int v = 0; v < UP_NV; v++)
         ok = ok && vok[v];
-    point_figures(p, same, d_pb, d_fu, row);
+    point_figures(p, same, d_pb, d_fu, b->prof->drain_bytes_per_ns, row);
     free(p);
     /* each rank verified what its window received: the row is verified when all did; the
      * worst error and the slowest rank's medians */
@@ -1097,6 +1307,17 @@ static xs_status bufs_open(up_bench *b)
     XS_CU(cudaMalloc((void **)&B->rows, (size_t)2 * o->samples * sizeof(int)));
     XS_CU(cudaMalloc((void **)&B->ref, (size_t)o->samples * XS_ATTN_D * sizeof(float)));
     XS_CU(cudaMalloc((void **)&B->got, (size_t)o->samples * XS_ATTN_D * sizeof(float)));
+    if (!b->e->real) { /* overlapped: virtual peers only */
+        XS_CU(cudaMalloc(&B->ovq, nbytes));
+        XS_CU(cudaMalloc(&B->ovk, nbytes));
+        XS_CU(cudaMalloc(&B->ovv, nbytes));
+        XS_CU(cudaMalloc(&B->ovo, nbytes));
+        XS_CU(cudaStreamCreateWithFlags(&B->ov_side, cudaStreamNonBlocking));
+        for (int i = 0; i < UP_OV_MAX; i++)
+            XS_CU(cudaEventCreateWithFlags(&B->ov_ev[i], cudaEventDisableTiming));
+        XS_CU(cudaEventCreateWithFlags(&B->ov_end, cudaEventDisableTiming));
+        XS_CU(cudaEventCreate(&B->ov_kend));
+    }
     /* the output buffer is compared against windows: never leave it uninitialised */
     XS_CU(cudaMemsetAsync(B->o, 0, nbytes, s));
     b->cta = (uint64_t *)malloc((size_t)sms * 3 * sizeof(uint64_t));
@@ -1119,6 +1340,15 @@ static void bufs_close(up_bench *b)
     cudaFree(B->rows), cudaFree(B->ref), cudaFree(B->got);
     if (B->mid)
         cudaEventDestroy(B->mid);
+    cudaFree(B->ovq), cudaFree(B->ovk), cudaFree(B->ovv), cudaFree(B->ovo);
+    if (B->ov_side) {
+        cudaStreamSynchronize(B->ov_side);
+        cudaStreamDestroy(B->ov_side);
+        for (int i = 0; i < UP_OV_MAX; i++)
+            cudaEventDestroy(B->ov_ev[i]);
+        cudaEventDestroy(B->ov_end);
+        cudaEventDestroy(B->ov_kend);
+    }
     free(b->cta), free(b->tns), free(b->dur);
     memset(B, 0, sizeof *B);
     b->cta = b->tns = NULL, b->dur = NULL;

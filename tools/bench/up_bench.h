@@ -37,7 +37,8 @@ typedef struct {
 } up_opts;
 
 /* One row of the report (docs/METRICS.md). Times in us; the stats' medians are the headline
- * columns (in-kernel spans), their min and max the spread. */
+ * columns (the timing rule: events around the whole operation until every byte is at its
+ * destination), their min and max the spread; *_sent_us the sender-visible times. */
 typedef struct {
     int seq, heads, head_dim, causal, peers, grid, tiles, split, order, criterion_ok, verified;
     int couriers;                           /* the plan's couriers (0: none) */
@@ -46,7 +47,20 @@ typedef struct {
                                                "c4", "k32s8" */
     double courier_pace;                    /* their total rate, bytes/ns (0: none/unpaced) */
     double comm_mb;                         /* bytes that cross the link, MB */
-    xs_bench_stat fa, serial, pb, fused;    /* the spans (serial: span + copies), us */
+    xs_bench_stat fa, serial, pb, fused;    /* event times of the whole operation, us */
+    xs_bench_stat ovl;                      /* the overlapped pipeline (head chunks), us */
+    int ovl_chunks;                         /* its chosen head-chunk count (0: not run) */
+    double fa_sent_us, serial_sent_us, pb_sent_us, fused_sent_us, ovl_sent_us; /* sender-
+                                               visible medians: in-kernel span to the last
+                                               store issued (serial: + its copies' events;
+                                               overlapped: events to the last kernel's end) */
+    double bound_us;                        /* max(fa_us, comm bytes / R) */
+    double best_other_us;                   /* fastest of serial, pb, fused, overlapped */
+    char best_other[16];                    /* its name */
+    double comm_over_compute;               /* (comm bytes / R) / fa_us */
+    double ovl_pred_us;                     /* the overlap model at ovl_chunks, from fa_us and
+                                               R (include/xstage_overlap.h), us */
+    int ovl_model_chunks;                   /* the head chunks the model alone would choose */
     double fa_evt_us, fa_tflops;            /* fa's event time; its throughput, TFLOP/s */
     double copy_us, comm_ratio;             /* serial's copies (events); copy_us / fa_us */
     double pb_pred_us, pb_vis_us;           /* piggyback predicted; its event time */

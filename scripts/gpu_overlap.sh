@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# gpu_overlap.sh - the overlapped unfused baselines (issue 33) on one H200, from an already-built
+# tree (build/xstage): a small declared subset of `bench tp` and `bench up` with every variant,
+# the new `overlapped` among them, every run verified. Builds nothing.
+#   1. bench tp  --op gemm_rs,ag_gemm,mlp --model llama3-8b,llama3-70b --m 4096 --peers 4,8
+#                (12 configurations), -n 5 -w 1           -> $OUT/tp_overlap.csv
+#   2. bench up  --seq 8192,16384 --heads 16 --causal both --peers 4,8
+#                (8 configurations), -n 5 -w 1            -> $OUT/up_overlap.csv
+# Everything is logged to $OUT/overlap.log. Expected wall time about 2 minutes (tp about 50 s,
+# up about 60 s); at most 180 s: each bench stops starting configurations after its
+# --max-time (tp 70 s, up 80 s) and is killed 15 s after that.
+# The model uses PROFILE when given, else bench/results/<area>/profile.json, else the embedded
+# profile (scripts/steps.sh pick_profile).
+# usage: OUT=dir scripts/gpu_overlap.sh [BUILD_DIR]      (BUILD_DIR defaults to build)
+set -u
+XS_VENV=${XS_VENV:-/opt/torch/.venv}
+if [ -z "${VIRTUAL_ENV:-}" ] && [ -d "$XS_VENV" ]; then
+    export VIRTUAL_ENV="$XS_VENV" PATH="$XS_VENV/bin:$PATH"
+fi
+
+B=${1:-${BUILD:-build}}
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+LOG="$OUT/overlap.log"
+: >"$LOG"
+
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
+
+say "# gpu_overlap.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) build=$B out=$OUT"
+say "# git $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+
+X=$(xstage_with tp "$B")
+if [ -z "$X" ]; then
+    say "FAIL: $B/xstage lacks the CUDA bench subcommands"
+    exit 1
+fi
+
+pick_profile "${PROFILE:-}" tp
+say "$PROFILE_LINE"
+step bench_tp_overlap 85 "$X" bench tp --op gemm_rs,ag_gemm,mlp --model llama3-8b,llama3-70b \
+    --m 4096 --peers 4,8 -n 5 -w 1 --max-time 70 ${PROFILE_ARGS[@]+"${PROFILE_ARGS[@]}"} \
+    --csv "$OUT/tp_overlap.csv"
+
+pick_profile "${PROFILE:-}" up
+say "$PROFILE_LINE"
+step bench_up_overlap 95 "$X" bench up --seq 8192,16384 --heads 16 --causal both --peers 4,8 \
+    -n 5 -w 1 --max-time 80 ${PROFILE_ARGS[@]+"${PROFILE_ARGS[@]}"} --csv "$OUT/up_overlap.csv"
+case "$X" in "${TMPDIR:-/tmp}"/xstage-tp.*) rm -f "$X" ;; esac
+
+# the new columns side by side
+if [ -s "$OUT/tp_overlap.csv" ]; then
+    echo
+    grep -E '^(op,|[a-z_]+,)' "$OUT/tp_overlap.csv" |
+        awk -F, 'NR==1{for(i=1;i<=NF;i++)c[$i]=i; printf "%-7s %-11s %5s %2s %9s %9s %9s %3s %9s %9s %-12s %6s %3s\n","op","model","m","P","unfused","shaped","overlap","C","cublas","bound","best","c/c","ok"; next}
+             {printf "%-7s %-11s %5s %2s %9.1f %9.1f %9.1f %3s %9.1f %9.1f %-12s %6.3f %3s\n",$c["op"],$c["model"],$c["m"],$c["peers"],$c["unfused_us"],$c["shaped_us"],$c["overlapped_us"],$c["overlapped_chunks"],$c["cublas_us"],$c["bound_us"],$c["best_other"],$c["comm_over_compute"],$c["verified"]}'
+fi
+if [ -s "$OUT/up_overlap.csv" ]; then
+    echo
+    grep -E '^(seq,|[0-9]+,)' "$OUT/up_overlap.csv" |
+        awk -F, 'NR==1{for(i=1;i<=NF;i++)c[$i]=i; printf "%6s %3s %2s %2s %9s %9s %9s %9s %3s %9s %-10s %6s %3s\n","seq","H","c","P","fa","serial","fused","overlap","C","bound","best","c/c","ok"; next}
+             {printf "%6s %3s %2s %2s %9.1f %9.1f %9.1f %9.1f %3s %9.1f %-10s %6.3f %3s\n",$c["seq"],$c["heads"],$c["causal"],$c["peers"],$c["fa_us"],$c["serial_us"],$c["fused_us"],$c["overlapped_us"],$c["overlapped_chunks"],$c["bound_us"],$c["best_other"],$c["comm_over_compute"],$c["verified"]}'
+fi
+echo
+grep -E '^# (summary|bench (tp|up)|overlapped)' "$LOG" | tail -n 40
+printf '%s\n' "${results[@]}"
+[ "$fails" -eq 0 ] && echo "gpu_overlap: ALL PASS" || echo "gpu_overlap: SOME STEPS FAILED"
+[ "$fails" -eq 0 ]
