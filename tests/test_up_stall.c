@@ -16,6 +16,7 @@
 #include "xstage_ep.h"
 #include "xstage_trace.h"
 #include "xstage_up.h"
+#include "xt_ep.h"
 #include "xt_profile.h"
 #include "xt_rand.h"
 
@@ -271,6 +272,44 @@ static void test_ep_records(void)
     XT_CHECK(xs_moe_trace_records(t, 5, &r, &n) == XS_EINVAL && !r, "reversed span refused");
 }
 
+/* A model trace of a real EP problem (both kinds of tile, 132 CTAs, wave and interleaved
+ * plans) gives records the trace loader accepts, one per tile, with the remote bytes. */
+static void test_ep_model_records(const char *name, int tokens, int peers, xs_moe_routing rt,
+                                  xs_moe_sched kind, const xs_profile *p)
+{
+    xt_moe_fixture f;
+    if (!xt_moe_fixture_open(&f, name, tokens, peers, rt))
+        return;
+    const xs_moe_plan pl = {.kind = kind};
+    double tot = NAN;
+    if (xs_moe_problem_set_plan(f.m, 0, &pl) != XS_OK ||
+        xs_moe_predict_trace(f.m, 0, p, NULL, &f.c, 1, f.t, &tot) != XS_OK) {
+        XT_CHECK(0, "%s: set-up: %s", name, xs_errmsg());
+        xt_moe_fixture_close(&f);
+        return;
+    }
+    double rem = 0;
+    int with_cta = 0;
+    for (int i = 0; i < f.n; i++) {
+        with_cta += f.t[i].cta >= 0;
+        rem += f.t[i].cta >= 0 && f.t[i].kind == 2 ? f.t[i].remote_bytes : 0;
+    }
+    xs_trace_record *r = NULL;
+    size_t n = 0;
+    xs_trace tr;
+    XT_CHECK(xs_moe_trace_records(f.t, f.n, &r, &n) == XS_OK, "%s: %s", name, xs_errmsg());
+    XT_CHECK(n == (size_t)with_cta, "%s: %zu records of %d tiles", name, n, with_cta);
+    if (r && xs_trace_build(r, n, name, &tr) == XS_OK) {
+        XT_NEAR((double)xs_trace_bytes(&tr), rem, 1e-12);
+        XT_CHECK(tr.nwork == n, "%s: every record has its main loop", name);
+        xs_trace_free(&tr);
+    } else {
+        XT_CHECK(0, "%s: trace build: %s", name, xs_errmsg());
+    }
+    free(r);
+    xt_moe_fixture_close(&f);
+}
+
 int main(int argc, char **argv)
 {
     xt_seed("test_up_stall", argc > 1 ? argv[1] : NULL);
@@ -281,5 +320,8 @@ int main(int argc, char **argv)
     test_up_stall(&p, 3000, 2, 1, 2, 132);
     test_up_unlimited();
     test_ep_records();
+    test_ep_model_records("olmoe-1b-7b", 2048, 4, XS_ROUTE_ZIPF, XS_MOE_WAVE, &p);
+    test_ep_model_records("deepseek-v2-lite", 1024, 8, XS_ROUTE_BALANCED, XS_MOE_INTERLEAVED,
+                          &p);
     return xt_done();
 }
