@@ -181,6 +181,9 @@ typedef struct {
  * "Sizes". */
 #define XS_MAX_SIM_CELLS (INT64_C(1) << 26)
 
+/* A schedule CSV: '#' comment lines, a header naming the columns producers,
+ * bytes_per_producer and gap_ns in any order (other columns are allowed and ignored; a missing
+ * one is named in the error), then one row per burst. path "-" reads the standard input. */
 xs_status xs_schedule_load(const char *path, xs_schedule *s);
 xs_status xs_schedule_parse(const char *text, size_t len, const char *name, xs_schedule *s);
 xs_status xs_schedule_append(xs_schedule *s, int producers, int64_t bytes, double gap_ns);

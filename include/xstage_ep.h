@@ -491,6 +491,17 @@ xs_status xs_moe_stall_predict(const xs_moe_tile *t, int n, const xs_profile *p,
 double xs_moe_tile_t0(const xs_profile *p, double remote_bytes, double total_bytes,
                       double local_bytes_per_ns);
 
+/* The trace v1 records (include/xstage_trace.h, docs/TRACE.md "Workload traces") of a run's
+ * tiles t[n] (xs_moe_trace): per CTA, its tiles in the order their main loops began are seq
+ * 0, 1, ...; sm = smid; bytes = the tile's remote bytes (a Linear-1 tile: 0); issue = [st0_ns,
+ * st1_ns] (a tile without stores: [mma1_ns, mma1_ns]), held after the CTA's previous issue end
+ * where a deferring kernel's flush overlaps it; work = [mma0_ns, mma1_ns]; times rounded to ns
+ * (all moved by the same amount where one is negative). Tiles with cta < 0 are left out. *out malloc'd (free it). XS_EINVAL on a reversed span,
+ * XS_ENOMEM. */
+struct xs_trace_record;
+xs_status xs_moe_trace_records(const xs_moe_tile *t, int n, struct xs_trace_record **out,
+                               size_t *nout);
+
 #ifdef __cplusplus
 }
 #endif

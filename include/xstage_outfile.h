@@ -6,7 +6,8 @@
  * step removes the temporary file and leaves NAME as it was (absent, or its old contents): no
  * truncated file is ever left where a reader would take it for a whole one. A symbolic link is
  * followed (its target is replaced, the link stays); a path that exists and is not a regular
- * file (/dev/null, /dev/full, a pipe) is written in place, with the same checks.
+ * file (/dev/null, /dev/full, a pipe) is written in place, with the same checks. The name "-"
+ * is the standard output (flushed and checked at commit, never closed).
  *
  * Before a command starts, xs_files_distinct compares every output with every input and with
  * the other outputs by device and inode (so ./a, a symbolic link to a and a hard link of a are
@@ -36,6 +37,11 @@ xs_status xs_outfile_open(xs_outfile *o, const char *path);
  * system's reason (e.g. "No space left on device", "File too large"). o->f is closed either way.
  * Safe on a zeroed or already finished xs_outfile (returns XS_OK). */
 xs_status xs_outfile_commit(xs_outfile *o);
+/* The standard output carries a --csv - or --json - from now on: what the command prints to
+ * stdout (its human report) goes to /dev/null, and "-" writes to the real standard output.
+ * Call once options are parsed, in the process that writes the files (a rank, not a launcher).
+ * Safe to call twice. */
+xs_status xs_outfile_claim_stdout(void);
 /* Give up: close and remove the temporary file; the old file stays. Safe to call twice. */
 void xs_outfile_discard(xs_outfile *o);
 /* The whole file in one call: n bytes of data to path, through open and commit. */

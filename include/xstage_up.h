@@ -409,6 +409,62 @@ int xs_up_pilot_pick(const xs_up_family *f, const int *idx, const double *med, i
  * Returns buf. */
 const char *xs_up_plan_name(int order, int split, int couriers, int kv, char *buf, size_t n);
 
+/* ---- per-tile stall of the piggyback kernel (src/up_stall.c, docs/UP.md "Per-tile stall") -- */
+
+/* A tile counts as stalled above this measured stall (ns), issue side or MMA side (EP's
+ * XS_MOE_STALLED_NS). */
+#define XS_UP_STALLED_NS 500.0
+
+/* A per-tile prediction scored where it matters: over the tiles whose measured stall exceeds
+ * a threshold, the model's median |pred - meas| beside the zero predictor's (stall 0: the
+ * median measured stall). Times in ns; NAN where no tile counts. */
+typedef struct {
+    int tiles;                  /* tiles with finite meas and pred */
+    double err_med_ns;          /* median |pred - meas| over them */
+    int stalled;                /* of those, meas > the threshold */
+    double stalled_err_med_ns;  /* the model's median |pred - meas| over the stalled tiles */
+    double stalled_zero_med_ns; /* the zero predictor's: their median meas */
+    int met;                    /* stalled > 0 and stalled_err_med_ns <= 0.5 stalled_zero_med_ns */
+} xs_stall_score;
+
+/* Score pred[n] against meas[n] (ns; a NAN in either leaves the tile out) on the tiles with
+ * meas > thresh_ns. XS_OK, or XS_ENOMEM / XS_EINVAL (n < 0, NULL arrays with n > 0). */
+xs_status xs_stall_score_of(const double *meas, const double *pred, int n, double thresh_ns,
+                            xs_stall_score *out);
+
+/* One plain run's stamps (xs_attn_args cta_ns, tile_work_ns, tile_ns), %globaltimer ns. */
+typedef struct {
+    const uint64_t *cta_ns;  /* [grid * 3]: CTA b started at cta_ns[3 b] */
+    const uint64_t *work_ns; /* [tiles]: warp 0 finished tile t's main loop */
+    const uint64_t *end_ns;  /* [tiles]: warp 0 issued tile t's last store */
+} xs_up_stamps;
+
+/* Per-tile stall of the piggyback kernel (docs/UP.md "Per-tile stall"). */
+typedef struct {
+    xs_stall_score issue;  /* tiles with remote bytes: issue time over fa's, minus unstalled */
+    xs_stall_score mma;    /* every tile: main loop over fa's */
+} xs_up_stall;
+
+/* The piggyback run pb (split 0, snake, c->grid CTAs) against the fa run fa of the same
+ * configuration, tile by tile, and the model's prediction of both sides from fa's stamps (its
+ * per-CTA programs, xs_attn_progs_plain, simulated three times: with the CTAs' own store queues
+ * (the issue side), without them (the work waits for the held-back stores), and on an unlimited
+ * stage). per_tile (optional, [4 * c->tiles]): meas_issue, pred_issue, meas_mma, pred_mma of
+ * tile t at 4 t .. 4 t + 3 (NAN where the side does not score the tile). XS_EINVAL when a stamp
+ * is missing (0) or out of order; XS_ENOMEM; the simulation's errors. */
+xs_status xs_up_tile_stall(const xs_profile *p, const xs_up_cfg *c, const xs_up_stamps *fa,
+                           const xs_up_stamps *pb, xs_up_stall *out, double *per_tile);
+
+struct xs_trace_record;
+/* The trace v1 records (include/xstage_trace.h, docs/TRACE.md "Workload traces") of a plain run
+ * in the snake order on c->grid CTAs: CTA b's k-th tile is seq k; sm = b (the kernel records no
+ * %smid; one CTA per SM); bytes = its remote bytes (remote != 0) or 0; issue = [work_ns, end_ns]
+ * (warp 0's epilogue: final rescale and stores), work = [previous end_ns or the CTA's start,
+ * work_ns]. *out malloc'd (free it), *n = c->tiles. XS_EINVAL when a stamp is missing or out of
+ * order, XS_ENOMEM. */
+xs_status xs_up_trace_records(const xs_up_cfg *c, const xs_up_stamps *s, int remote,
+                              struct xs_trace_record **out, size_t *n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -54,7 +54,7 @@ def main():
                 f.write("producers,bytes_per_producer,gap_ns\n")
                 for r in rr:
                     f.write(f"{r['producers']},{r['bytes_per_producer']},{r['gap_ns']}\n")
-            cmd = [a.xstage, "predict", "--schedule", path, "--csv", "--profile", a.profile]
+            cmd = [a.xstage, "predict", "--schedule", path, "--csv", "-", "--profile", a.profile]
             for s in a.set:
                 cmd += ["--set", s]
             if rr[0]["sync"] == "1":

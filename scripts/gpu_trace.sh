@@ -25,7 +25,7 @@ for f in examples/ep_wave.csv examples/drift.csv examples/mixed.csv; do
 done
 T="$OUT/ep_wave_trace.csv"
 if [ -s "$T" ]; then
-    step "predict --trace" 60 "$X" predict --trace "$T" --profile "$PROFILE" --csv
+    step "predict --trace" 60 "$X" predict --trace "$T" --profile "$PROFILE" --csv -
     # a trace cut mid-line is refused with one line
     head -c "$(($(wc -c <"$T") - 7))" "$T" >"$OUT/cut.csv"
     if "$X" compare --trace "$OUT/cut.csv" >/dev/null 2>"$OUT/cut.err"; then

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "xstage_bench.h"
+#include "xstage_results.h"
 #include "xstage_launch.h"
 
 /* ---- columns ---------------------------------------------------------------------------------- */
@@ -250,6 +251,9 @@ xs_status xs_bench_report_open(xs_bench_report *r, const char *cmd, const xs_ben
     r->cmd = cmd;
     if (!xs_rank_primary())
         return XS_OK; /* rank 0 writes the files */
+    /* "-": the file goes to the standard output and the human report to /dev/null */
+    if (((csv && !strcmp(csv, "-")) || (json && !strcmp(json, "-"))) && out == stdout)
+        XS_TRY(xs_outfile_claim_stdout());
     /* atomic files (xstage_outfile.h): a run that dies leaves the old file, not half a one */
     char why[600];
     if (csv && xs_outfile_open(&r->csv_file, csv) != XS_OK) {
@@ -264,8 +268,18 @@ xs_status xs_bench_report_open(xs_bench_report *r, const char *cmd, const xs_ben
         return xs_seterr(XS_EIO, "%s: --json %s", cmd, why);
     }
     r->json = r->json_file.f;
-    if (r->json)
-        fprintf(r->json, "{\"command\": \"%s\"", cmd);
+    if (r->json) {
+        /* the results format (xstage_results.h), the subcommand and the whole command line */
+        fprintf(r->json, "{\"format\": %d, \"command\": \"%s\", \"argv\": [",
+                XS_RESULTS_FORMAT, cmd);
+        int argc;
+        char **argv = xs_cli_command(&argc);
+        for (int i = 0; i < argc; i++) {
+            fputs(i ? ", " : "", r->json);
+            xs_json_string(r->json, argv[i]);
+        }
+        fputc(']', r->json);
+    }
     r->json_items = 1;
     return XS_OK;
 }

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "xstage.h"
+#include "csv.h"
 #include "xstage_outfile.h"
 
 static const char sample_header[] =
@@ -65,6 +66,33 @@ xs_status xs_samples_save(const xs_samples *s, const char *path, const char *com
     return xs_outfile_commit(&o);
 }
 
+#define NCOLS_MAX 64 /* columns in a samples file's header */
+
+/* The whole of t as a number (white space around it trimmed by xs_csv_split); 1 on success. */
+static int whole_double(const char *t, double *out)
+{
+    char *end;
+    *out = strtod(t, &end);
+    return end != t && !*end;
+}
+
+static int whole_ll(const char *t, long long *out)
+{
+    char *end;
+    errno = 0;
+    *out = strtoll(t, &end, 10);
+    return end != t && !*end && errno != ERANGE;
+}
+
+static int whole_int(const char *t, int *out)
+{
+    long long v;
+    if (!whole_ll(t, &v) || v < -2147483647LL || v > 2147483647LL)
+        return 0;
+    *out = (int)v;
+    return 1;
+}
+
 xs_status xs_samples_load(const char *path, xs_samples *s)
 {
     memset(s, 0, sizeof *s);
@@ -72,7 +100,10 @@ xs_status xs_samples_load(const char *path, xs_samples *s)
     if (!f)
         return xs_seterr(XS_EIO, "%s: cannot open samples: %s", path, strerror(errno));
     char line[1024];
-    int lineno = 0, header = 0;
+    int lineno = 0, header = 0, ncols = 0, col[10];
+    static const char *const columns[10] = {"experiment", "producers", "bytes_per_producer",
+                                            "gap_ns", "rows", "rep", "row", "issue_med_ns",
+                                            "issue_max_ns", "end_ns"};
     xs_status st = XS_OK;
     while (fgets(line, sizeof line, f)) {
         lineno++;
@@ -82,22 +113,40 @@ xs_status xs_samples_load(const char *path, xs_samples *s)
         if (!l || line[0] == '#')
             continue;
         if (!header) {
-            if (strcmp(line, sample_header)) {
-                st = xs_seterr(XS_EPARSE, "%s:%d: expected the header '%s'", path, lineno,
-                               sample_header);
+            /* the columns by name, in any order, among any others (src/csv.h) */
+            char *hf[NCOLS_MAX], where[300];
+            int nh = xs_csv_split(line, hf, NCOLS_MAX);
+            snprintf(where, sizeof where, "%s:%d", path, lineno);
+            if (nh > NCOLS_MAX) {
+                st = xs_seterr(XS_EPARSE, "%s: more than %d columns in the header", where,
+                               NCOLS_MAX);
                 break;
             }
+            if ((st = xs_csv_columns(hf, nh, columns, 10, col, where)) != XS_OK)
+                break;
+            ncols = nh;
             header = 1;
             continue;
         }
         xs_sample_row r;
         memset(&r, 0, sizeof r);
-        long long b;
-        int used = 0;
-        int n = sscanf(line, "%15[^,],%d,%lld,%lf,%d,%d,%d,%lf,%lf,%lf%n", r.experiment,
-                       &r.producers, &b, &r.gap_ns, &r.rows, &r.rep, &r.row, &r.issue_med_ns,
-                       &r.issue_max_ns, &r.end_ns, &used);
-        if (n != 10 || line[used] != 0 || r.producers < 1 || b < 1 || r.rows < 1 || r.row < 0 ||
+        char *all[NCOLS_MAX], *v[10];
+        if (xs_csv_split(line, all, NCOLS_MAX) != ncols) {
+            st = xs_seterr(XS_EPARSE, "%s:%d: malformed sample row (not %d fields)", path,
+                           lineno, ncols);
+            break;
+        }
+        for (int i = 0; i < 10; i++)
+            v[i] = all[col[i]];
+        long long b = 0;
+        int ok = strlen(v[0]) < sizeof r.experiment && *v[0];
+        snprintf(r.experiment, sizeof r.experiment, "%s", v[0]);
+        ok = ok && whole_int(v[1], &r.producers) && whole_ll(v[2], &b) &&
+             whole_double(v[3], &r.gap_ns) && whole_int(v[4], &r.rows) &&
+             whole_int(v[5], &r.rep) && whole_int(v[6], &r.row) &&
+             whole_double(v[7], &r.issue_med_ns) && whole_double(v[8], &r.issue_max_ns) &&
+             whole_double(v[9], &r.end_ns);
+        if (!ok || r.producers < 1 || b < 1 || r.rows < 1 || r.row < 0 ||
             r.row >= r.rows || !isfinite(r.issue_max_ns) || !isfinite(r.end_ns)) {
             st = xs_seterr(XS_EPARSE, "%s:%d: malformed sample row", path, lineno);
             break;

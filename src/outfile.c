@@ -29,6 +29,31 @@ static int split_path(const char *path, char *dir, size_t dn, char *base, size_t
     return r1 < 0 || (size_t)r1 >= dn || r2 < 0 || (size_t)r2 >= bn ? -1 : 0;
 }
 
+/* The real standard output once xs_outfile_claim_stdout moved the report aside; NULL before. */
+static FILE *data_out;
+
+static int is_stdout(const FILE *f)
+{
+    return f && (f == stdout || f == data_out);
+}
+
+xs_status xs_outfile_claim_stdout(void)
+{
+    if (data_out)
+        return XS_OK;
+    fflush(stdout);
+    int fd = dup(STDOUT_FILENO);
+    if (fd < 0 || !(data_out = fdopen(fd, "w"))) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return xs_seterr(XS_EIO, "cannot duplicate the standard output: %s", strerror(e));
+    }
+    if (!freopen("/dev/null", "w", stdout))
+        return xs_seterr(XS_EIO, "cannot open /dev/null: %s", strerror(errno));
+    return XS_OK;
+}
+
 xs_status xs_outfile_open(xs_outfile *o, const char *path)
 {
     memset(o, 0, sizeof *o);
@@ -36,6 +61,11 @@ xs_status xs_outfile_open(xs_outfile *o, const char *path)
         return xs_seterr(XS_EINVAL, "an output file needs a name");
     if (strlen(path) >= sizeof o->path)
         return xs_seterr(XS_EINVAL, "%.64s...: output path too long", path);
+    if (!strcmp(path, "-")) { /* the standard output: written in place, never closed */
+        snprintf(o->path, sizeof o->path, "the standard output");
+        o->f = data_out ? data_out : stdout;
+        return XS_OK;
+    }
 #ifdef fopen
     /* the fuzz build's seam (tests/fuzz/fuzz_cli.c) takes every write: no file system */
     snprintf(o->path, sizeof o->path, "%s", path);
@@ -97,6 +127,14 @@ xs_status xs_outfile_commit(xs_outfile *o)
     if (!o->f)
         return XS_OK;
     int err = 0;
+    if (is_stdout(o->f)) {
+        FILE *f = o->f;
+        o->f = NULL;
+        if (fflush(f) != 0 || ferror(f))
+            return xs_seterr(XS_EIO, "cannot write the standard output: %s",
+                             strerror(errno ? errno : EIO));
+        return XS_OK;
+    }
     if (fflush(o->f) != 0)
         err = errno ? errno : EIO;
     else if (ferror(o->f))
@@ -123,7 +161,9 @@ xs_status xs_outfile_commit(xs_outfile *o)
 
 void xs_outfile_discard(xs_outfile *o)
 {
-    if (o->f)
+    if (is_stdout(o->f))
+        fflush(o->f);
+    else if (o->f)
         fclose(o->f);
     o->f = NULL;
     if (o->tmp[0])
@@ -157,7 +197,7 @@ static file_id identify(const char *path)
 {
     file_id id = {0};
     struct stat st;
-    if (!path)
+    if (!path || !strcmp(path, "-"))
         return id;
     if (stat(path, &st) == 0) {
         id.kind = S_ISREG(st.st_mode) ? 1 : 2;
@@ -184,6 +224,14 @@ static int same(const file_id *a, const file_id *b)
 xs_status xs_files_distinct(const xs_file_arg *out, int nout, const xs_file_arg *in, int nin)
 {
     for (int i = 0; i < nout; i++) {
+        /* "-" is the standard output (or, as an input, the standard input): no file */
+        if (out[i].path && !strcmp(out[i].path, "-")) {
+            for (int j = 0; j < i; j++)
+                if (out[j].path && !strcmp(out[j].path, "-"))
+                    return xs_seterr(XS_EINVAL, "%s - and %s - both name the standard output; "
+                                     "give one of them a file", out[j].opt, out[i].opt);
+            continue;
+        }
         file_id o = identify(out[i].path);
         if (o.kind == 0 || o.kind == 2)
             continue;

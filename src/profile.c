@@ -132,7 +132,10 @@ static int edit_distance(const char *a, const char *b)
     return d[la][lb];
 }
 
-static const char *suggest(const char *name)
+/* The closest known name to a typo (NULL: none within 3 edits). settable_only = 1 (--set)
+ * considers only the numeric fields, which --set can change; 0 (a profile file) also the other
+ * keys. */
+static const char *suggest(const char *name, int settable_only)
 {
     const char *best = NULL;
     int bd = 4;
@@ -140,12 +143,19 @@ static const char *suggest(const char *name)
         int dd = edit_distance(name, numeric_fields[i].name);
         if (dd < bd) { bd = dd; best = numeric_fields[i].name; }
     }
-    for (size_t i = 0; other_keys[i]; i++) {
+    for (size_t i = 0; !settable_only && other_keys[i]; i++) {
         int dd = edit_distance(name, other_keys[i]);
         if (dd < bd) { bd = dd; best = other_keys[i]; }
     }
     return best;
 }
+
+/* The model's symbols (docs/MODEL.md, "Profile fields") that --set takes for a field's name;
+ * case matters: q is the per-producer cap, Q the shared capacity. */
+static const struct { const char *symbol, *field; } symbols[] = {
+    {"r", "issue_bytes_per_ns"}, {"o", "issue_overhead_ns"}, {"R", "drain_bytes_per_ns"},
+    {"Q", "capacity_bytes"}, {"q", "capacity_bytes_per_producer"}, {"c", "chunk_bytes"},
+    {"b", "queue_bytes_per_producer"}};
 
 /* Copy a JSON string (UTF-8) into a fixed field. A string too long for the field is cut at a
  * character boundary: half a character would make the field invalid UTF-8, which jansson
@@ -201,7 +211,7 @@ xs_status xs_profile_parse(const char *text, size_t len, const char *name, xs_pr
         for (size_t i = 0; other_keys[i]; i++)
             known |= !strcmp(other_keys[i], key);
         if (!known) {
-            const char *s = suggest(key);
+            const char *s = suggest(key, 0);
             st = xs_seterr(XS_EPARSE, "%s:%d: unknown field '%s'%s%s%s", name, line, key,
                            s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
             goto out;
@@ -412,11 +422,15 @@ xs_status xs_profile_set(xs_profile *p, const char *assignment)
         return xs_seterr(XS_EINVAL, "--set '%s': unknown field name", assignment);
     memcpy(name, assignment, nl);
     name[nl] = 0;
+    for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++)
+        if (!strcmp(name, symbols[i].symbol))
+            snprintf(name, sizeof name, "%s", symbols[i].field);
     const numeric_field *f = find_numeric(name);
     if (!f) {
-        const char *s = suggest(name);
-        return xs_seterr(XS_EINVAL, "--set: unknown profile field '%s'%s%s%s (numeric fields: %s)",
-                         name, s ? "; did you mean '" : "", s ? s : "", s ? "'?" : "",
+        /* a one- or two-letter name is closer to a symbol than to any field: no guess */
+        const char *s = strlen(name) > 2 ? suggest(name, 1) : NULL;
+        return xs_seterr(XS_EINVAL, "--set: unknown profile field '%s'%s%s%s (settable: %s; "
+                         "or the symbols r, o, R, Q, q, c, b)", name, s ? "; did you mean '" : "", s ? s : "", s ? "'?" : "",
                          numeric_list + 2);
     }
     const char *v = eq + 1;

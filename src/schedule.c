@@ -15,9 +15,11 @@
 #include <string.h>
 
 #include "xstage.h"
+#include "csv.h"
 #include "xstage_outfile.h"
 
 #define MAX_LINE 4096
+#define MAX_COLUMNS 64 /* in a schedule's header */
 static const char header[] = "producers,bytes_per_producer,gap_ns";
 
 void xs_schedule_free(xs_schedule *s)
@@ -103,7 +105,8 @@ xs_status xs_schedule_parse(const char *text, size_t len, const char *name, xs_s
     if (memchr(text, 0, len))
         return xs_seterr(XS_EPARSE, "%s: binary data (NUL byte) in a schedule", name);
     char line[MAX_LINE + 2];
-    int lineno = 0, have_header = 0;
+    int lineno = 0, have_header = 0, ncols = 0, col[3];
+    static const char *const columns[3] = {"producers", "bytes_per_producer", "gap_ns"};
     double total = 0;
     size_t pos = 0;
     while (pos < len) {
@@ -122,47 +125,36 @@ xs_status xs_schedule_parse(const char *text, size_t len, const char *name, xs_s
         if (!*l || *l == '#')
             continue;
         if (!have_header) {
-            /* the header, with optional spaces around the names */
-            char norm[MAX_LINE + 2];
-            size_t n = 0;
-            for (char *c = l; *c; c++)
-                if (!isspace((unsigned char)*c))
-                    norm[n++] = *c;
-            norm[n] = 0;
-            if (strcmp(norm, header)) {
-                xs_seterr(XS_EPARSE, "%s:%d: expected the header '%s', found '%.60s'", name,
-                          lineno, header, l);
-                return XS_EPARSE;
-            }
+            /* the header: the three columns by name, in any order, among any others */
+            char *hf[MAX_COLUMNS];
+            int nh = xs_csv_split(l, hf, MAX_COLUMNS);
+            char where[300];
+            snprintf(where, sizeof where, "%s:%d", name, lineno);
+            if (nh > MAX_COLUMNS)
+                return xs_seterr(XS_EPARSE, "%s: more than %d columns in the header", where,
+                                 MAX_COLUMNS);
+            XS_TRY(xs_csv_columns(hf, nh, columns, 3, col, where));
+            ncols = nh;
             have_header = 1;
             continue;
         }
-        char *field[4];
-        int nf = 0;
-        char *c = l;
-        field[nf++] = c;
-        for (; *c; c++) {
-            if (*c == ',') {
-                *c = 0;
-                if (nf == 4)
-                    break;
-                field[nf++] = c + 1;
-            }
-        }
-        if (nf != 3) {
+        char *all[MAX_COLUMNS];
+        int nf = xs_csv_split(l, all, MAX_COLUMNS);
+        if (nf != ncols) {
             xs_schedule_free(s);
-            return xs_seterr(XS_EPARSE, "%s:%d: %s fields; a row is producers,bytes_per_producer,"
-                             "gap_ns", name, lineno, nf < 3 ? "too few" : "too many");
+            return xs_seterr(XS_EPARSE, "%s:%d: %s fields; the header has %d columns (%s)", name,
+                             lineno, nf < ncols ? "too few" : "too many", ncols, header);
         }
+        char *field[3] = {all[col[0]], all[col[1]], all[col[2]]};
         const char *why;
         int64_t k, b;
         double g;
-        if (parse_int(trim(field[0]), XS_MAX_PRODUCERS, &k, &why)) {
+        if (parse_int(field[0], XS_MAX_PRODUCERS, &k, &why)) {
             xs_schedule_free(s);
             if (!strcmp(why, "is too large"))
                 return xs_seterr(XS_EPARSE, "%s:%d: producers '%s' is too large (at most %d)",
-                                 name, lineno, trim(field[0]), XS_MAX_PRODUCERS);
-            return xs_seterr(XS_EPARSE, "%s:%d: producers '%s' %s", name, lineno, trim(field[0]),
+                                 name, lineno, field[0], XS_MAX_PRODUCERS);
+            return xs_seterr(XS_EPARSE, "%s:%d: producers '%s' %s", name, lineno, field[0],
                              why);
         }
         if (k == 0) {
@@ -170,10 +162,10 @@ xs_status xs_schedule_parse(const char *text, size_t len, const char *name, xs_s
             return xs_seterr(XS_EPARSE, "%s:%d: zero producers; a row needs at least one", name,
                              lineno);
         }
-        if (parse_int(trim(field[1]), XS_MAX_BYTES_PER_PRODUCER, &b, &why)) {
+        if (parse_int(field[1], XS_MAX_BYTES_PER_PRODUCER, &b, &why)) {
             xs_schedule_free(s);
             return xs_seterr(XS_EPARSE, "%s:%d: bytes_per_producer '%s' %s%s", name, lineno,
-                             trim(field[1]), why,
+                             field[1], why,
                              strcmp(why, "is too large") ? "" : " (at most 2^40)");
         }
         if (b == 0) {
@@ -181,9 +173,9 @@ xs_status xs_schedule_parse(const char *text, size_t len, const char *name, xs_s
             return xs_seterr(XS_EPARSE, "%s:%d: bytes_per_producer is zero; a burst stores at "
                              "least one byte", name, lineno);
         }
-        if (parse_gap(trim(field[2]), &g, &why)) {
+        if (parse_gap(field[2], &g, &why)) {
             xs_schedule_free(s);
-            return xs_seterr(XS_EPARSE, "%s:%d: gap_ns '%s' %s", name, lineno, trim(field[2]),
+            return xs_seterr(XS_EPARSE, "%s:%d: gap_ns '%s' %s", name, lineno, field[2],
                              why);
         }
         total += (double)k * (double)b;
@@ -211,7 +203,11 @@ xs_status xs_schedule_parse(const char *text, size_t len, const char *name, xs_s
 xs_status xs_schedule_load(const char *path, xs_schedule *s)
 {
     memset(s, 0, sizeof *s);
-    FILE *f = fopen(path, "rb");
+    /* "-" is the standard input, named "stdin" in messages */
+    const int in = !strcmp(path, "-");
+    FILE *f = in ? stdin : fopen(path, "rb");
+    if (in)
+        path = "stdin";
     if (!f)
         return xs_seterr(XS_EIO, "%s: cannot open schedule: %s", path, strerror(errno));
     size_t cap = 1 << 16, len = 0;
@@ -247,7 +243,8 @@ xs_status xs_schedule_load(const char *path, xs_schedule *s)
     st = xs_schedule_parse(buf, len, path, s);
 out:
     free(buf);
-    fclose(f);
+    if (!in)
+        fclose(f);
     return st;
 }
 

@@ -1011,7 +1011,9 @@ static void rows_closed(void *ctx, int p, int task, double t_start_ns, double t_
     if (d->win1)
         d->win1[win_at(d, task, p)] = t_end_ns;
     rowacc *a = &d->acc[task];
-    const double len = t_end_ns - t_start_ns;
+    /* the window opened issue_tail_ns before the burst's stream started (rows_take) */
+    const double len =
+        t_end_ns - (t_start_ns - xs_store_tail_ns(d->pf, (double)row_bytes(d, task, p)));
     /* the same statistics as xs_result_rows_from_windows: order-free, so the order in which
      * the windows close does not matter */
     if (!d->o->skip_row_medians) {

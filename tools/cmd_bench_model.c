@@ -20,6 +20,7 @@
 
 #include "xstage.h"
 #include "xstage_cli.h"
+#include "xstage_outfile.h"
 #include "xstage_ep.h"
 #include "xstage_tp.h"
 #include "xstage_up.h"
@@ -134,7 +135,7 @@ static double floor_run(const xs_profile *pf, int rows, double gap, int per_chun
 
 typedef struct {
     int iters, warmup;
-    int csv;
+    FILE *csv; /* --csv FILE (NULL: none) */
 } bopts;
 
 typedef struct {
@@ -270,7 +271,7 @@ static void usage(FILE *f)
                "  -n, --iters N      timed runs per case (default 7)\n"
                "  -w, --warmup N     untimed runs first (default 1)\n"
                "      --quick        a smoke run: 20 rows, 1 timed run, no warm-up\n"
-               "      --csv          one CSV table instead of the human one\n"
+               "      --csv FILE     also write the table as CSV (- : to stdout, alone)\n"
                "  -h, --help\n"
                "Times xs_simulate (132 producers x N rows of 64 KiB bursts, without and with\n"
                "contention), xs_plan_schedule and the EP, TP and UP decisions on the embedded\n"
@@ -283,22 +284,22 @@ static void print_row(const bopts *o, const bcase *c, timing tm, double ref_ns, 
     const double per = c->events > 0 ? tm.med_ns / c->events : NAN;
     const double ratio = ref_ns > 0 ? tm.med_ns / ref_ns : NAN;
     if (o->csv)
-        printf("%s,%.0f,%s,%.0f,%.3f,%.4f,%.3f,%s\n", c->name, c->events, c->unit, tm.med_ns,
-               per, tm.spread, ratio, ref ? ref : "");
-    else
-        printf("%-22s %12.0f %-8s %14.0f %10.2f %7.1f%% %8.2f %s\n", c->name, c->events,
+        fprintf(o->csv, "%s,%.0f,%s,%.0f,%.3f,%.4f,%.3f,%s\n", c->name, c->events, c->unit,
+                tm.med_ns, per, tm.spread, ratio, ref ? ref : "");
+    printf("%-22s %12.0f %-8s %14.0f %10.2f %7.1f%% %8.2f %s\n", c->name, c->events,
                c->unit, tm.med_ns, per, 100 * tm.spread, ratio, ref ? ref : "");
 }
 
 int xs_bench_model(int argc, char **argv)
 {
-    bopts o = {7, 1, 0};
+    bopts o = {7, 1, NULL};
     int rows = 1000;
+    const char *csv_path = NULL;
     static const struct option lo[] = {{"rows", required_argument, 0, 'r'},
                                        {"iters", required_argument, 0, 'n'},
                                        {"warmup", required_argument, 0, 'w'},
                                        {"quick", no_argument, 0, 'q'},
-                                       {"csv", no_argument, 0, 'C'},
+                                       {"csv", required_argument, 0, 'C'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     int ch;
@@ -327,7 +328,7 @@ int xs_bench_model(int argc, char **argv)
             rows = 20, o.iters = 1, o.warmup = 0;
             break;
         case 'C':
-            o.csv = 1;
+            csv_path = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -339,6 +340,9 @@ int xs_bench_model(int argc, char **argv)
     if (optind < argc) {
         return xs_cli_failf("bench model: unexpected argument '%s'", argv[optind]);
     }
+    /* --csv -: the CSV alone on stdout, the report to /dev/null (docs/CLI.md) */
+    if (csv_path && !strcmp(csv_path, "-") && xs_outfile_claim_stdout() != XS_OK)
+        return xs_cli_fail();
 
     xs_profile pf;
     xs_profile_default(&pf);
@@ -483,14 +487,16 @@ int xs_bench_model(int argc, char **argv)
            "overlap\n", slot);
     printf("# ep_auto: %s T=%d N=8 zipf; tp_predict: gemm_rs 4096x4096x14336 P=4 naive; "
            "up_plan: seq 4096 heads 8 causal P=8\n", cfg->name, mo.tokens);
+    /* opened here, after every set-up that can fail: nothing below returns early */
+    xs_outfile cof = {0}; /* atomic (xstage_outfile.h) */
+    if (csv_path && xs_outfile_open(&cof, csv_path) != XS_OK)
+        return xs_cli_fail();
+    o.csv = cof.f;
     if (o.csv)
-        printf("case,events,unit,median_ns,ns_per_event,spread,ratio,ratio_to\n");
-    else {
-        printf("%-22s %12s %-8s %14s %10s %8s %8s %s\n", "case", "events", "unit", "median",
-               "per_event", "spread", "ratio", "ratio_to");
-        printf("%-22s %12s %-8s %14s %10s %8s %8s %s\n", "", "", "", "(ns)", "(ns)", "", "(x)",
-               "");
-    }
+        fprintf(o.csv, "case,events,unit,median_ns,ns_per_event,spread,ratio,ratio_to\n");
+    printf("%-22s %12s %-8s %14s %10s %8s %8s %s\n", "case", "events", "unit", "median",
+           "per_event", "spread", "ratio", "ratio_to");
+    printf("%-22s %12s %-8s %14s %10s %8s %8s %s\n", "", "", "", "(ns)", "(ns)", "", "(x)", "");
     for (int i = 0; i < NC; i++) {
         tm[i] = time_case(&o, &cases[i]);
         double ref = 0;
@@ -508,7 +514,10 @@ int xs_bench_model(int argc, char **argv)
     printf("# targets: simulate_free <= 3x floor_burst_free (%s), simulate_sat <= 2x "
            "floor_chunk_sat (%s)\n", tm[4].med_ns <= 3 * tm[0].med_ns ? "met" : "not met",
            tm[5].med_ns <= 2 * tm[3].med_ns ? "met" : "not met");
-    printf("# bench model OK\n");
+    int rc = 0;
+    if (xs_outfile_commit(&cof) != XS_OK)
+        rc = xs_cli_fail();
+    printf("# bench model %s\n", rc ? "FAILED" : "OK");
     for (int i = 0; i < 2; i++)
         xs_schedule_free(&sc[i].s);
     xs_schedule_free(&plc.s);
@@ -519,5 +528,5 @@ int xs_bench_model(int argc, char **argv)
     xs_tp_plan_destroy(tp.pl);
     free(up.dur);
     free(up.tns);
-    return 0;
+    return rc;
 }

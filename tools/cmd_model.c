@@ -18,9 +18,11 @@
 #include <unistd.h>
 
 #include "xstage.h"
+#include "xstage_bench.h"
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_outfile.h"
+#include "xstage_results.h"
 #include "xstage_sigint.h"
 
 #define PROFILE_OPTIONS                                                                       \
@@ -43,6 +45,34 @@ static int profile_opt(int c, xs_profile_args *pa, int *bad)
         return 1;
     }
     return 0;
+}
+
+enum { XS_OPT_GAP = XS_OPT_FIRST_FREE }; /* criterion's --gap: no short form (-g is --gpus) */
+
+/* Text printed to a memory stream: the header and summary lines, for the report and the
+ * JSON. */
+typedef struct {
+    char *text;
+    size_t len;
+    FILE *f;
+} memtext;
+
+/* 0, or the exit status after the error line */
+static int mem_open(memtext *m)
+{
+    m->text = NULL;
+    m->len = 0;
+    m->f = open_memstream(&m->text, &m->len);
+    return m->f ? 0 : xs_cli_failf("out of memory");
+}
+
+/* The text so far ("" when nothing); the stream is closed; free(m->text) after. */
+static const char *mem_text(memtext *m)
+{
+    if (m->f)
+        fclose(m->f);
+    m->f = NULL;
+    return m->text ? m->text : "";
 }
 
 static void print_profile_line(FILE *f, const xs_profile *p, const char *src)
@@ -264,12 +294,12 @@ out:
     return rc;
 }
 
-/* After option parsing: the checks predict and plan share, then their two inputs. out/outopt
- * name the command's output file (NULL: none), refused when it is one of the inputs; windows:
+/* After option parsing: the checks predict and plan share, then their two inputs. outs[nout]
+ * are the command's output files (path NULL: none), refused when one is an input; windows:
  * the simulation will record every issue window (--plot), which bounds rows x producers.
  * Returns 0, or the exit status after printing the one-line error. */
 static int load_inputs(const char *cmd, int bad, int argc, char **argv, const char *sched,
-                       const xs_profile_args *pa, const char *outopt, const char *out,
+                       const xs_profile_args *pa, const xs_file_arg *outs, int nout,
                        int windows, xs_profile *p, xs_schedule *s)
 {
     if (bad)
@@ -278,9 +308,8 @@ static int load_inputs(const char *cmd, int bad, int argc, char **argv, const ch
         return xs_cli_failf("%s: unexpected argument '%s'", cmd, argv[optind]);
     if (!sched)
         return xs_cli_failf("%s: --schedule FILE is required", cmd);
-    const xs_file_arg outs[] = {{outopt, out}};
     const xs_file_arg ins[] = {{"--schedule", sched}, {"--profile", pa->file}};
-    if (xs_files_distinct(outs, 1, ins, 2) != XS_OK)
+    if (xs_files_distinct(outs, nout, ins, 2) != XS_OK)
         return xs_cli_fail();
     if (xs_profile_args_resolve(pa, p) != XS_OK)
         return xs_cli_fail();
@@ -301,11 +330,13 @@ int xs_cmd_predict(int argc, char **argv)
             !strcmp(argv[i], "-t"))
             return xs_cmd_predict_trace(argc, argv);
     static const struct option lo[] = {
-        {"schedule", required_argument, 0, 's'}, {"csv", no_argument, 0, XS_OPT_CSV},
-        {"plot", required_argument, 0, XS_OPT_PLOT}, {"sync", no_argument, 0, XS_OPT_SYNC},
-        {"help", no_argument, 0, 'h'}, PROFILE_OPTIONS, {0, 0, 0, 0}};
+        {"schedule", required_argument, 0, 's'}, {"csv", required_argument, 0, XS_OPT_CSV},
+        {"json", required_argument, 0, XS_OPT_JSON}, {"plot", required_argument, 0, XS_OPT_PLOT},
+        {"sync", no_argument, 0, XS_OPT_SYNC}, {"help", no_argument, 0, 'h'}, PROFILE_OPTIONS,
+        {0, 0, 0, 0}};
     const char *sched = NULL, *png = NULL;
-    int csv = 0, sync = 0, bad = 0, c;
+    xs_results t = {0};
+    int sync = 0, bad = 0, c;
     xs_profile_args pa = {0};
     optind = 1;
     opterr = 0; /* one line of ours (xs_cli_badopt) instead of getopt's */
@@ -314,15 +345,19 @@ int xs_cmd_predict(int argc, char **argv)
             continue;
         switch (c) {
         case 's': sched = optarg; break;
-        case XS_OPT_CSV: csv = 1; break;
+        case XS_OPT_CSV: t.csv_path = optarg; break;
+        case XS_OPT_JSON: t.json_path = optarg; break;
         case XS_OPT_PLOT: png = optarg; break;
         case XS_OPT_SYNC: sync = 1; break;
         case 'h':
-            printf("usage: xstage predict --schedule FILE [--csv] [--plot FILE.png] [--sync]\n"
+            printf("usage: xstage predict --schedule FILE [--csv FILE] [--json FILE] "
+                   "[--plot FILE.png] [--sync]\n"
                    "Simulate the schedule producer by producer; one line per row:\n"
                    "row,producers,bytes_per_producer,gap_ns,issue_med_ns,issue_max_ns,end_ns\n\n"
-                   "  -s, --schedule FILE   CSV: producers,bytes_per_producer,gap_ns\n"
-                   "  --csv                 CSV instead of the table\n"
+                   "  -s, --schedule FILE   CSV: producers,bytes_per_producer,gap_ns (columns\n"
+                   "                        by name, any order); - reads the standard input\n"
+                   "  --csv FILE            also write the table as CSV (- : to stdout, alone)\n"
+                   "  --json FILE           also write the report as JSON (- : to stdout, alone)\n"
                    "  --plot FILE.png       backlog over time and issue windows (gnuplot)\n"
                    "  --sync                a grid barrier between rows (default: free-running)\n"
                    "  -t, --trace FILE      a kernel's recorded trace instead of a schedule\n"
@@ -334,8 +369,8 @@ int xs_cmd_predict(int argc, char **argv)
     }
     xs_profile p;
     xs_schedule s;
-    int rc0 = load_inputs("predict", bad, argc, argv, sched, &pa, "--plot", png, png != NULL,
-                          &p, &s);
+    const xs_file_arg outs[] = {{"--plot", png}, {"--csv", t.csv_path}, {"--json", t.json_path}};
+    int rc0 = load_inputs("predict", bad, argc, argv, sched, &pa, outs, 3, png != NULL, &p, &s);
     if (rc0)
         return rc0;
     xs_sim_opts so = {.sync = sync, .record_windows = png != NULL, .record_backlog = png != NULL};
@@ -344,21 +379,41 @@ int xs_cmd_predict(int argc, char **argv)
         xs_schedule_free(&s);
         return xs_cli_fail();
     }
-    int rc = 0;
-    if (csv) {
-        xs_result_print(&r, &s, 1, stdout);
-    } else {
-        print_profile_line(stdout, &p, pa.file ? pa.file : "embedded");
-        printf("# schedule: %s, %d rows, %.6g bytes, %s producers\n", sched, s.nrows,
-               xs_schedule_bytes(&s), sync ? "synchronised" : "free-running");
-        xs_result_print(&r, &s, 0, stdout);
-        printf("# total (end_ns of the last row) %.1f ns; makespan with the last gap %.1f ns; "
-               "peak backlog %.0f bytes\n", r.rows[r.nrows - 1].end_ns, r.makespan_ns,
-               r.peak_backlog_bytes);
+    memtext head, tail;
+    int rc = xs_results_open(&t, "predict");
+    if (!rc && !(rc = mem_open(&head)) && (rc = mem_open(&tail))) {
+        mem_text(&head);
+        free(head.text);
     }
-    if (png) {
+    if (rc) {
+        xs_outfile_discard(&t.csv);
+        xs_outfile_discard(&t.json);
+        xs_result_free(&r);
+        xs_schedule_free(&s);
+        return rc;
+    }
+    /* a file sent to stdout (--csv -, --json -, --plot -) goes there alone */
+    const int quiet = xs_results_quiet(&t) || (png && !strcmp(png, "-"));
+    print_profile_line(head.f, &p, pa.file ? pa.file : "embedded");
+    fprintf(head.f, "# schedule: %s, %d rows, %.6g bytes, %s producers\n",
+            strcmp(sched, "-") ? sched : "stdin", s.nrows, xs_schedule_bytes(&s),
+            sync ? "synchronised" : "free-running");
+    fprintf(tail.f, "# total (end_ns of the last row) %.1f ns; makespan with the last gap %.1f "
+            "ns; peak backlog %.0f bytes\n", r.rows[r.nrows - 1].end_ns, r.makespan_ns,
+            r.peak_backlog_bytes);
+    const char *htext = mem_text(&head), *ttext = mem_text(&tail);
+    if (!quiet) {
+        fputs(htext, stdout);
+        xs_result_print(&r, &s, 0, stdout);
+        fputs(ttext, stdout);
+    }
+    xs_results_sim(&t, htext, &r, &s);
+    rc = xs_results_close(&t, ttext);
+    free(head.text);
+    free(tail.text);
+    if (png && !rc) {
         rc = plot(png, &r, sched, p.drain_bytes_per_ns);
-        if (!rc && !csv)
+        if (!rc && !quiet)
             printf("# plot written to %s\n", png);
     }
     xs_result_free(&r);
@@ -370,16 +425,18 @@ int xs_cmd_criterion(int argc, char **argv)
 {
     static const struct option lo[] = {
         {"producers", required_argument, 0, 'k'}, {"bytes", required_argument, 0, 'b'},
-        {"gap", required_argument, 0, 'g'}, {"help", no_argument, 0, 'h'}, PROFILE_OPTIONS,
-        {0, 0, 0, 0}};
+        {"gap", required_argument, 0, XS_OPT_GAP}, {"csv", required_argument, 0, XS_OPT_CSV},
+        {"json", required_argument, 0, XS_OPT_JSON}, {"help", no_argument, 0, 'h'},
+        PROFILE_OPTIONS, {0, 0, 0, 0}};
     long k = -1;
     int64_t b = -1;
     double g = -1;
+    xs_results t = {0};
     int bad = 0, c;
     xs_profile_args pa = {0};
     optind = 1;
     opterr = 0; /* one line of ours (xs_cli_badopt) instead of getopt's */
-    while ((c = getopt_long(argc, argv, "k:b:g:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "k:b:h", lo, NULL)) != -1) {
         if (profile_opt(c, &pa, &bad))
             continue;
         switch (c) {
@@ -393,20 +450,30 @@ int xs_cmd_criterion(int argc, char **argv)
             if (b < 1)
                 return xs_cli_failf("--bytes %s: a burst stores at least one byte", optarg);
             break;
-        case 'g':
+        case XS_OPT_GAP:
             if (xs_parse_time_ns("--gap", optarg, &g) != XS_OK)
                 return xs_cli_fail();
             break;
+        case XS_OPT_CSV: t.csv_path = optarg; break;
+        case XS_OPT_JSON: t.json_path = optarg; break;
         case 'h':
-            printf("usage: xstage criterion --producers K --bytes B --gap NS\n"
+            printf("usage: xstage criterion --producers K --bytes B --gap NS [--csv FILE] "
+                   "[--json FILE]\n"
                    "Burst-Gap closed forms and the no-backpressure criterion for steady periodic\n"
                    "bursts of K producers x B bytes separated by G of useful work.\n\n"
                    "  -k, --producers K     concurrent producers\n"
                    "  -b, --bytes B         bytes per producer per burst (K/M/G suffixes)\n"
-                   "  -g, --gap NS          useful work between bursts (ns, or with us/ms)\n"
+                   "  --gap NS              useful work between bursts (ns, or with us/ms)\n"
+                   "  --csv FILE            also write the table (quantity,value,unit) as CSV\n"
+                   "  --json FILE           also write the report as JSON\n"
+                   "                        (- for either: to stdout, instead of the report)\n"
                    PROFILE_HELP);
             return 0;
-        default: return xs_cli_badopt("criterion", "k:b:g:h", argc, argv);
+        default:
+            if (optopt == 'g') /* -g is --gpus everywhere in xstage */
+                return xs_cli_failf("criterion: option -g is unknown (-g means --gpus; the gap "
+                                    "is --gap; --help lists the options)");
+            return xs_cli_badopt("criterion", "k:b:h", argc, argv);
         }
     }
     if (bad)
@@ -418,33 +485,78 @@ int xs_cmd_criterion(int argc, char **argv)
     xs_profile p;
     if (xs_profile_args_resolve(&pa, &p) != XS_OK)
         return xs_cli_fail();
+    const xs_file_arg outs[] = {{"--csv", t.csv_path}, {"--json", t.json_path}};
+    const xs_file_arg ins[] = {{"--profile", pa.file}};
+    if (xs_files_distinct(outs, 2, ins, 1) != XS_OK)
+        return xs_cli_fail();
     xs_bg o;
     xs_bg_eval(&p, (int)k, (double)b, g, &o);
-    print_profile_line(stdout, &p, pa.file ? pa.file : "embedded");
-    printf("%-34s %14s  %s\n", "quantity", "value", "unit");
-    printf("%-34s %14d  %s\n", "K (producers)", (int)k, "");
-    printf("%-34s %14lld  %s\n", "B (bytes per producer)", (long long)b, "bytes");
-    printf("%-34s %14.0f  %s\n", "V = K*B", o.volume_bytes, "bytes");
-    printf("%-34s %14.1f  %s\n", "G (gap)", g, "ns");
-    printf("%-34s %14.0f  %s\n", "Q(K) capacity", o.capacity_bytes, "bytes");
-    printf("%-34s %14.1f  %s\n", "T_iss0 = o + B/r", o.t_iss0_ns, "ns");
-    printf("%-34s %14.1f  %s\n", "V/R", o.v_over_r_ns, "ns");
-    printf("%-34s %14.1f  %s\n", "G* = [V/R - T_iss0]+", o.g_star_ns, "ns");
-    printf("%-34s %14.0f  %s\n", "q_peak0 = [V - R*T_iss0]+", o.q_peak0_bytes, "bytes");
-    printf("%-34s %14.1f  %s\n", "T_iss(G) = max(T_iss0, V/R - G)", o.t_iss_ns, "ns");
-    printf("%-34s %14.1f  %s\n", "dT_iss = [V/R - G - T_iss0]+", o.delta_t_iss_ns, "ns");
-    printf("%-34s %14.1f  %s\n", "T_period = max(T_iss0 + G, V/R)", o.t_period_ns, "ns");
-    printf("%-34s %14.1f  %s\n", "T_iss_iso (isolated burst)", o.t_iss_iso_ns, "ns");
-    printf("%-34s %14.1f  %s\n", "T_iss steady (capacity-aware)", o.t_iss_steady_ns, "ns");
-    printf("%-34s %14.1f  %s\n", "T_period steady (capacity-aware)", o.t_period_steady_ns, "ns");
-    printf("rate:     V/(T_iss0+G) = %.4g B/ns %s R = %.4g B/ns  -> %s\n",
-           o.injection_bytes_per_ns, o.rate_ok ? "<=" : ">", p.drain_bytes_per_ns,
-           o.rate_ok ? "holds" : "fails");
-    printf("capacity: q_peak0 = %.6g B %s Q(K) = %.6g B  -> %s\n", o.q_peak0_bytes,
-           o.capacity_ok ? "<=" : ">", o.capacity_bytes, o.capacity_ok ? "holds" : "fails");
-    printf("verdict:  %s\n", o.no_backpressure ? "no backpressure (piggyback)"
-                                               : "backpressure (reshape)");
-    return 0;
+    /* the table: quantity, value (as printed), unit */
+    struct { const char *q; char v[40]; const char *unit; } row[16];
+    int n = 0;
+#define ROW(name, unitname, ...)                                                              \
+    (row[n].q = (name), row[n].unit = (unitname),                                             \
+     snprintf(row[n].v, sizeof row[n].v, __VA_ARGS__), n++)
+    ROW("K (producers)", "", "%d", (int)k);
+    ROW("B (bytes per producer)", "bytes", "%lld", (long long)b);
+    ROW("V = K*B", "bytes", "%.0f", o.volume_bytes);
+    ROW("G (gap)", "ns", "%.1f", g);
+    ROW("Q(K) capacity", "bytes", "%.0f", o.capacity_bytes);
+    ROW("T_iss0 = o + B/r", "ns", "%.1f", o.t_iss0_ns);
+    ROW("V/R", "ns", "%.1f", o.v_over_r_ns);
+    ROW("G* = [V/R - T_iss0]+", "ns", "%.1f", o.g_star_ns);
+    ROW("q_peak0 = [V - R*T_iss0]+", "bytes", "%.0f", o.q_peak0_bytes);
+    ROW("T_iss(G) = max(T_iss0, V/R - G)", "ns", "%.1f", o.t_iss_ns);
+    ROW("dT_iss = [V/R - G - T_iss0]+", "ns", "%.1f", o.delta_t_iss_ns);
+    ROW("T_period = max(T_iss0 + G, V/R)", "ns", "%.1f", o.t_period_ns);
+    ROW("T_iss_iso (isolated burst)", "ns", "%.1f", o.t_iss_iso_ns);
+    ROW("T_iss steady (capacity-aware)", "ns", "%.1f", o.t_iss_steady_ns);
+    ROW("T_period steady (capacity-aware)", "ns", "%.1f", o.t_period_steady_ns);
+#undef ROW
+    memtext head, tail;
+    int rc = xs_results_open(&t, "criterion");
+    if (!rc && !(rc = mem_open(&head)) && (rc = mem_open(&tail))) {
+        mem_text(&head);
+        free(head.text);
+    }
+    if (rc) {
+        xs_outfile_discard(&t.csv);
+        xs_outfile_discard(&t.json);
+        return rc;
+    }
+    print_profile_line(head.f, &p, pa.file ? pa.file : "embedded");
+    fprintf(tail.f, "rate:     V/(T_iss0+G) = %.4g B/ns %s R = %.4g B/ns  -> %s\n",
+            o.injection_bytes_per_ns, o.rate_ok ? "<=" : ">", p.drain_bytes_per_ns,
+            o.rate_ok ? "holds" : "fails");
+    fprintf(tail.f, "capacity: q_peak0 = %.6g B %s Q(K) = %.6g B  -> %s\n", o.q_peak0_bytes,
+            o.capacity_ok ? "<=" : ">", o.capacity_bytes, o.capacity_ok ? "holds" : "fails");
+    fprintf(tail.f, "verdict:  %s\n", o.no_backpressure ? "no backpressure (piggyback)"
+                                                         : "backpressure (reshape)");
+    const char *htext = mem_text(&head), *ttext = mem_text(&tail);
+    if (!xs_results_quiet(&t)) {
+        fputs(htext, stdout);
+        printf("%-34s %14s  %s\n", "quantity", "value", "unit");
+        for (int i = 0; i < n; i++)
+            printf("%-34s %14s  %s\n", row[i].q, row[i].v, row[i].unit);
+        fputs(ttext, stdout);
+    }
+    static const char *const name[3] = {"quantity", "value", "unit"};
+    static const char *const unit[3] = {"", "", ""};
+    if (t.csv.f)
+        fputs("quantity,value,unit\n", t.csv.f);
+    xs_results_head(&t, htext, name, unit, 3);
+    for (int i = 0; i < n; i++) {
+        if (t.csv.f) {
+            xs_csv_field(t.csv.f, row[i].q);
+            fprintf(t.csv.f, ",%s,%s\n", row[i].v, row[i].unit);
+        }
+        const char *const val[3] = {row[i].q, row[i].v, row[i].unit};
+        xs_results_row(&t, name, val, 3);
+    }
+    rc = xs_results_close(&t, ttext);
+    free(head.text);
+    free(tail.text);
+    return rc;
 }
 
 int xs_cmd_plan(int argc, char **argv)
@@ -453,10 +565,11 @@ int xs_cmd_plan(int argc, char **argv)
         {"schedule", required_argument, 0, 's'}, {"out", required_argument, 0, 'o'},
         {"move-cost", required_argument, 0, 'm'}, {"headroom", required_argument, 0, 'H'},
         {"max-split", required_argument, 0, 'x'}, {"no-move", no_argument, 0, 'n'},
-        {"csv", no_argument, 0, XS_OPT_CSV}, {"help", no_argument, 0, 'h'}, PROFILE_OPTIONS,
-        {0, 0, 0, 0}};
+        {"csv", required_argument, 0, XS_OPT_CSV}, {"json", required_argument, 0, XS_OPT_JSON},
+        {"help", no_argument, 0, 'h'}, PROFILE_OPTIONS, {0, 0, 0, 0}};
     const char *sched = NULL, *outp = NULL;
-    int bad = 0, c, csv = 0;
+    xs_results t = {0};
+    int bad = 0, c;
     xs_plan_opts po;
     xs_plan_opts_default(&po);
     xs_profile_args pa = {0};
@@ -484,7 +597,8 @@ int xs_cmd_plan(int argc, char **argv)
             break;
         }
         case 'n': po.allow_move = 0; break;
-        case XS_OPT_CSV: csv = 1; break;
+        case XS_OPT_CSV: t.csv_path = optarg; break;
+        case XS_OPT_JSON: t.json_path = optarg; break;
         case 'h':
             printf("usage: xstage plan --schedule FILE [--out FILE] [options]\n"
                    "The gaps of the schedule are the useful work available between bursts.\n"
@@ -492,12 +606,14 @@ int xs_cmd_plan(int argc, char **argv)
                    "bursts to fit the headroom and move work earlier so the injection rate\n"
                    "stays at or under R. Prints both predictions; --out writes the plan.\n\n"
                    "  -s, --schedule FILE   the schedule to plan\n"
-                   "  -o, --out FILE        write the planned schedule (CSV)\n"
+                   "  -o, --out FILE        write the planned schedule (CSV; - : to stdout, alone)\n"
                    "  --move-cost X         extra work per unit of work moved (locality), def 0\n"
                    "  --headroom F          fraction of Q(K) a planned burst may fill, def 0.9\n"
                    "  --max-split N         most pieces per burst, default 64\n"
                    "  --no-move             split only; never move work between rows\n"
-                   "  --csv                 print the plan's predicted rows as CSV\n"
+                   "  --csv FILE            write the plan's predicted rows as CSV\n"
+                   "  --json FILE           the same rows, with the report's lines, as JSON\n"
+                   "                        (- for either: to stdout, instead of the report)\n"
                    PROFILE_HELP);
             return 0;
         default: return xs_cli_badopt("plan", "s:o:h", argc, argv);
@@ -505,7 +621,8 @@ int xs_cmd_plan(int argc, char **argv)
     }
     xs_profile p;
     xs_schedule s;
-    int rc0 = load_inputs("plan", bad, argc, argv, sched, &pa, "--out", outp, 0, &p, &s);
+    const xs_file_arg outs[] = {{"--out", outp}, {"--csv", t.csv_path}, {"--json", t.json_path}};
+    int rc0 = load_inputs("plan", bad, argc, argv, sched, &pa, outs, 3, 0, &p, &s);
     if (rc0)
         return rc0;
     xs_plan pl;
@@ -513,37 +630,64 @@ int xs_cmd_plan(int argc, char **argv)
         xs_schedule_free(&s);
         return xs_cli_fail();
     }
-    int rc = 0;
-    if (csv) {
-        xs_result r;
-        if (xs_simulate(&p, &pl.planned, NULL, &r) != XS_OK)
-            rc = xs_cli_fail();
-        else {
-            xs_result_print(&r, &pl.planned, 1, stdout);
-            xs_result_free(&r);
-        }
-    } else {
-        print_profile_line(stdout, &p, pa.file ? pa.file : "embedded");
-        printf("# schedule: %s, %d rows, %.6g bytes, %.1f us of useful work\n", sched, s.nrows,
-               xs_schedule_bytes(&s), xs_schedule_gap_ns(&s) / 1e3);
-        printf("criterion:     %s\n", pl.criterion_ok ? "holds on every burst"
-                                                      : "fails on at least one burst");
-        printf("decision:      %s\n", pl.how);
-        printf("%-14s %12s  %s\n", "prediction", "makespan", "");
-        printf("%-14s %12.1f  us\n", "original", pl.original_ns / 1e3);
-        printf("%-14s %12.1f  us  (%.3fx)\n", "planned", pl.planned_ns / 1e3,
-               pl.original_ns / pl.planned_ns);
-        printf("%-14s %12.1f  us  (max(work + unstalled issue, (bytes - Q)/R))\n", "bound",
-               pl.bound_ns / 1e3);
+    xs_result r = {0};
+    memtext head, tail;
+    int rc = 0, have_r = 0;
+    if ((t.csv_path || t.json_path) && xs_simulate(&p, &pl.planned, NULL, &r) != XS_OK)
+        rc = xs_cli_fail();
+    else
+        have_r = t.csv_path || t.json_path;
+    if (!rc)
+        rc = xs_results_open(&t, "plan");
+    if (!rc && !(rc = mem_open(&head)) && (rc = mem_open(&tail))) {
+        mem_text(&head);
+        free(head.text);
     }
+    if (rc) {
+        xs_outfile_discard(&t.csv);
+        xs_outfile_discard(&t.json);
+        if (have_r)
+            xs_result_free(&r);
+        xs_plan_free(&pl);
+        xs_schedule_free(&s);
+        return rc;
+    }
+    /* a file sent to stdout (--csv -, --json -, --out -) goes there alone */
+    const int quiet = xs_results_quiet(&t) || (outp && !strcmp(outp, "-"));
+    print_profile_line(head.f, &p, pa.file ? pa.file : "embedded");
+    fprintf(head.f, "# schedule: %s, %d rows, %.6g bytes, %.1f us of useful work\n",
+            strcmp(sched, "-") ? sched : "stdin", s.nrows, xs_schedule_bytes(&s),
+            xs_schedule_gap_ns(&s) / 1e3);
+    FILE *f = tail.f;
+    fprintf(f, "criterion:     %s\n", pl.criterion_ok ? "holds on every burst"
+                                                      : "fails on at least one burst");
+    fprintf(f, "decision:      %s\n", pl.how);
+    fprintf(f, "%-14s %12s  %s\n", "prediction", "makespan", "");
+    fprintf(f, "%-14s %12.1f  us\n", "original", pl.original_ns / 1e3);
+    fprintf(f, "%-14s %12.1f  us  (%.3fx)\n", "planned", pl.planned_ns / 1e3,
+            pl.original_ns / pl.planned_ns);
+    fprintf(f, "%-14s %12.1f  us  (max(work + unstalled issue, (bytes - Q)/R))\n", "bound",
+            pl.bound_ns / 1e3);
+    const char *htext = mem_text(&head), *ttext = mem_text(&tail);
+    if (!quiet) {
+        fputs(htext, stdout);
+        fputs(ttext, stdout);
+    }
+    if (have_r) {
+        xs_results_sim(&t, htext, &r, &pl.planned);
+        xs_result_free(&r);
+    }
+    rc = xs_results_close(&t, ttext);
+    free(head.text);
+    free(tail.text);
     if (outp) {
         char comment[1024];
         snprintf(comment, sizeof comment,
                  "planned by xstage plan from %s\n%s\npredicted makespan %.1f us (original %.1f "
                  "us)", sched, pl.how, pl.planned_ns / 1e3, pl.original_ns / 1e3);
-        if (xs_schedule_save(&pl.planned, outp, comment) != XS_OK)
+        if (!rc && xs_schedule_save(&pl.planned, outp, comment) != XS_OK)
             rc = xs_cli_fail();
-        else if (!csv)
+        else if (!rc && !quiet)
             printf("# planned schedule written to %s (%d rows)\n", outp, pl.planned.nrows);
     }
     xs_plan_free(&pl);
@@ -572,7 +716,8 @@ int xs_cmd_profile(int argc, char **argv)
             if (xs_profile_args_add_set(&pa, argv[i] + 6) != XS_OK)
                 return xs_cli_fail();
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            return xs_cli_failf("profile %s: unknown option '%s'", verb, argv[i]);
+            return xs_cli_failf("profile %s: option '%s' is unknown (--help lists the "
+                                "options)", verb, argv[i]);
         } else if (!pa.file) {
             pa.file = argv[i];
         } else {

@@ -22,6 +22,7 @@
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_outfile.h"
+#include "xstage_results.h"
 #include "xstage_cuda.h"
 #include "xstage_replay.h"
 #include "xstage_sigint.h"
@@ -111,7 +112,7 @@ static const char *const load_names[] = {"none", "hbm", "l2", "fma"};
 static void usage(void)
 {
     printf("usage: xstage probe [--target host|local] [--window SIZE] [--only NAME] [-n N] "
-           "[--csv FILE]\n"
+           "[--csv FILE] [--json FILE]\n"
            "Work under stores, and the drain of row-shaped stores, on one path; not fitted.\n"
            "One CTA of 256 threads per SM: 128 threads of the storing CTAs store their share of\n"
            "the window, 128 threads of every CTA run a load (HBM or L2 read-modify-write passes,\n"
@@ -130,6 +131,8 @@ static void usage(void)
            "                        separated, e.g. rows,bulkrows)\n"
            "  -n, --iters N         repetitions per case after one warm-up (default 5)\n"
            "  --csv FILE            also write the table as CSV\n"
+           "  --json FILE           also write the table as JSON (format 1, xstage_results.h)\n"
+           "                        (- for either: to stdout, instead of the report)\n"
            "  -d, --device N        CUDA device (default 0)\n"
            "  --timeout S           bound on one run, seconds (default 30)\n");
 }
@@ -176,6 +179,7 @@ int xs_cmd_probe(int argc, char **argv)
     static const struct option lo[] = {
         {"target", required_argument, 0, 't'}, {"window", required_argument, 0, 'W'},
         {"iters", required_argument, 0, 'n'},  {"csv", required_argument, 0, 'c'},
+        {"json", required_argument, 0, 'J'},
         {"device", required_argument, 0, 'd'}, {"timeout", required_argument, 0, 'T'},
         {"only", required_argument, 0, 'O'},   {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
@@ -184,7 +188,7 @@ int xs_cmd_probe(int argc, char **argv)
     ro.target = XS_TARGET_HOST;
     ro.window_bytes = 64u << 20;
     ro.timeout_s = 30;
-    const char *csv = NULL, *only = NULL;
+    const char *csv = NULL, *json = NULL, *only = NULL;
     int reps = 5, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:n:d:h", lo, NULL)) != -1) {
@@ -212,6 +216,7 @@ int xs_cmd_probe(int argc, char **argv)
             break;
         }
         case 'c': csv = optarg; break;
+        case 'J': json = optarg; break;
         case 'O': {
             char bad[64];
             if (!only_known(optarg, bad, sizeof bad))
@@ -238,19 +243,46 @@ int xs_cmd_probe(int argc, char **argv)
     }
     if (optind < argc)
         return xs_cli_failf("probe: unexpected argument '%s'", argv[optind]);
-    xs_outfile cfo = {0}; /* atomic (xstage_outfile.h) */
+    {
+        const xs_file_arg outs[] = {{"--csv", csv}, {"--json", json}};
+        if (xs_files_distinct(outs, 2, NULL, 0) != XS_OK)
+            return xs_cli_fail();
+    }
+    xs_outfile cfo = {0}, jfo = {0}; /* atomic (xstage_outfile.h) */
+    /* --csv - or --json -: that file alone on stdout, the report to /dev/null */
+    if (((csv && !strcmp(csv, "-")) || (json && !strcmp(json, "-"))) &&
+        xs_outfile_claim_stdout() != XS_OK)
+        return xs_cli_fail();
     if (csv && xs_outfile_open(&cfo, csv) != XS_OK)
         return xs_cli_fail();
-    FILE *cf = cfo.f;
+    if (json && xs_outfile_open(&jfo, json) != XS_OK) {
+        xs_outfile_discard(&cfo);
+        return xs_cli_fail();
+    }
+    /* the table's CSV is gathered in memory, then written to --csv and, as JSON, to --json */
+    char *ctext = NULL;
+    size_t clen = 0;
+    FILE *cf = cfo.f || jfo.f ? open_memstream(&ctext, &clen) : NULL;
     time_t t_start = time(NULL);
     xs_replayer *rp;
     if (xs_replayer_open(&ro, &rp) != XS_OK) {
+        if (cf)
+            fclose(cf);
+        free(ctext);
         xs_outfile_discard(&cfo);
+        xs_outfile_discard(&jfo);
         return xs_cli_fail();
     }
     const xs_gpu_info *gpu = xs_replayer_gpu(rp);
     const int sms = gpu->sm_count;
     xs_gpu_report_header(stdout, gpu, argc + 1, argv - 1);
+    char *htext = NULL; /* the header again, as the JSON's notes (the CSV has none) */
+    size_t hlen = 0;
+    FILE *hf = jfo.f ? open_memstream(&htext, &hlen) : NULL;
+    if (hf) {
+        xs_gpu_report_header(hf, gpu, argc + 1, argv - 1);
+        fclose(hf);
+    }
     printf("# target %s, %.0f MiB per run, %d repetitions per case after a warm-up; load work per "
            "SM: MB/s of read-modify-write traffic (hbm, l2) or GFLOP/s (fma); spread = "
            "(max - min) / median\n", xs_target_name(ro.target), ro.window_bytes / 1048576.0,
@@ -319,8 +351,25 @@ int xs_cmd_probe(int argc, char **argv)
                     ratio(m.load_other_sms, a), m.kernel_us, m.bytes, pc->bulk);
         fflush(stdout);
     }
+    if (cf) {
+        fclose(cf);
+        if (cfo.f && clen)
+            fwrite(ctext, 1, clen, cfo.f);
+        size_t n = hlen + clen + 1;
+        char *all = jfo.f ? (char *)malloc(n) : NULL;
+        if (all)
+            snprintf(all, n, "%s%s", htext ? htext : "", ctext ? ctext : "");
+        if (jfo.f && (!all || xs_results_json_from_csv(jfo.f, all) != XS_OK) && !rc)
+            rc = all ? xs_cli_fail() : xs_cli_failf("probe: out of memory for --json");
+        free(all);
+        free(ctext);
+    }
+    free(htext);
     if (xs_outfile_commit(&cfo) != XS_OK && !rc)
         rc = xs_cli_fail();
+    if (xs_outfile_commit(&jfo) != XS_OK && !rc)
+        rc = xs_cli_fail();
+    xs_outfile_discard(&jfo);
     printf("# %ld s; probe %s\n", (long)(time(NULL) - t_start), rc ? "FAILED" : "OK");
     xs_replayer_close(rp);
     return rc;

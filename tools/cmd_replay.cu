@@ -16,6 +16,7 @@
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_outfile.h"
+#include "xstage_results.h"
 #include "xstage_cuda.h"
 #include "xstage_launch.h"
 #include "xstage_replay.h"
@@ -31,9 +32,9 @@ typedef struct {
     int reps_max;                /* validate --max-iters: more runs, in blocks of reps, while the
                                   * median total's confidence interval is wider than +-5 % */
     int sync;
-    int csv;
     const char *schedule;
-    const char *csv_out;
+    const char *csv_out;         /* --csv FILE ("-": the standard output, alone) */
+    const char *json_out;        /* replay --json FILE (xstage_results.h) */
     const char *windows_out;
     const char *timeline_out;    /* replay --timeline FILE.json */
     const char *rows_out;
@@ -44,6 +45,7 @@ typedef struct {
 } run_args;
 
 enum { OPT_WINDOW = XS_OPT_FIRST_FREE, OPT_TIMEOUT, OPT_DEVICE, OPT_CSVFILE, OPT_WINDOWS,
+       OPT_JSONFILE,
        OPT_ROWS, OPT_DEST, OPT_MAXSKEW, OPT_PLACEMENT, OPT_SMS, OPT_FIXED, OPT_COLD,
        OPT_MAXITERS, OPT_TIMELINE };
 
@@ -105,8 +107,8 @@ static int parse_common(int c, run_args *a)
             return xs_cli_fail();
         return 0;
     case XS_OPT_SYNC: a->sync = 1; return 0;
-    case XS_OPT_CSV: a->csv = 1; return 0;
     case OPT_CSVFILE: a->csv_out = optarg; return 0;
+    case OPT_JSONFILE: a->json_out = optarg; return 0;
     case OPT_WINDOWS: a->windows_out = optarg; return 0;
     case OPT_TIMELINE: a->timeline_out = optarg; return 0;
     case OPT_ROWS: a->rows_out = optarg; return 0;
@@ -339,7 +341,8 @@ static size_t window_for(const xs_schedule *s, const run_args *a)
 int xs_cmd_replay(int argc, char **argv)
 {
     static const struct option lo[] = {{"schedule", required_argument, 0, 's'},
-                                       {"csv", no_argument, 0, XS_OPT_CSV},
+                                       {"csv", required_argument, 0, OPT_CSVFILE},
+                                       {"json", required_argument, 0, OPT_JSONFILE},
                                        {"windows", required_argument, 0, OPT_WINDOWS},
                                        {"timeline", required_argument, 0, OPT_TIMELINE},
                                        {"placement", required_argument, 0, OPT_PLACEMENT},
@@ -352,14 +355,17 @@ int xs_cmd_replay(int argc, char **argv)
         if (c == '?')
             return xs_cli_badopt("replay", "s:t:d:n:g:h", argc, argv);
         if (c == 'h') {
-            printf("usage: xstage replay --schedule FILE [--target T] [--sync] [--csv]\n"
+            printf("usage: xstage replay --schedule FILE [--target T] [--sync] [--csv FILE] "
+                   "[--json FILE]\n"
                    "Run the schedule on this GPU with one producer (CTA of 128 threads) per SM,\n"
                    "free-running unless --sync, and print the measured columns of predict:\n"
                    "row,producers,bytes_per_producer,gap_ns,issue_med_ns,issue_max_ns,end_ns.\n"
                    "Every byte is verified at its destination.\n\n"
-                   "  -s, --schedule FILE   the schedule (CSV)\n"
+                   "  -s, --schedule FILE   the schedule (CSV; - reads the standard input)\n"
                    "  --sync                a grid barrier between rows\n"
-                   "  --csv                 CSV instead of the table\n"
+                   "  --csv FILE            also write the measured rows as CSV\n"
+                   "  --json FILE           also write the report as JSON\n"
+                   "                        (- for either: to stdout, instead of the report)\n"
                    "  --windows FILE        every producer's issue window of the reported run,\n"
                    "                        a trace (docs/TRACE.md; xstage compare --trace FILE)\n"
                    "  --timeline FILE.json  those windows and the schedule's predicted ones as\n"
@@ -378,13 +384,17 @@ int xs_cmd_replay(int argc, char **argv)
     if (optind < argc)
         return xs_cli_failf("replay: unexpected argument '%s'", argv[optind]);
     {
-        const xs_file_arg outs[] = {{"--windows", a.windows_out}, {"--placement", a.placement_out}};
+        const xs_file_arg outs[] = {{"--windows", a.windows_out}, {"--placement", a.placement_out},
+                                    {"--csv", a.csv_out}, {"--json", a.json_out}};
         const xs_file_arg ins[] = {{"--schedule", a.schedule}, {"--profile", a.pa.file}};
-        if (xs_files_distinct(outs, 2, ins, 2) != XS_OK)
+        if (xs_files_distinct(outs, 4, ins, 2) != XS_OK)
             return xs_cli_fail();
     }
     if (!a.schedule)
         return xs_cli_failf("replay: --schedule FILE is required");
+    if (!strcmp(a.schedule, "-") && a.gpus > 1) /* every rank would read the one stdin */
+        return xs_cli_failf("replay: --schedule - (the standard input) takes one GPU; with -g %d "
+                            "give a file", a.gpus);
     if (a.ro.target == XS_TARGET_VIRTUAL && a.ro.virtual_peers < 1)
         return xs_cli_failf("replay: --target virtual needs --virtual-peers N");
     if (check_sms(&a))
@@ -400,8 +410,24 @@ int xs_cmd_replay(int argc, char **argv)
         return xs_cli_fail();
     FILE *place = NULL; /* opened first: a bad path is an error before the GPU is touched */
     xs_outfile placeo = {0}; /* atomic (xstage_outfile.h) */
+    xs_results res;
+    memset(&res, 0, sizeof res);
+    if (xs_rank_primary()) {
+        res.csv_path = a.csv_out;
+        res.json_path = a.json_out;
+    }
+    if (xs_results_quiet(&res) && xs_outfile_claim_stdout() != XS_OK) {
+        xs_schedule_free(&s);
+        return xs_cli_fail();
+    }
+    if (xs_results_open(&res, "replay")) {
+        xs_schedule_free(&s);
+        return 1;
+    }
     if (a.placement_out && xs_rank_primary()) {
         if (xs_outfile_open(&placeo, a.placement_out) != XS_OK) {
+            xs_outfile_discard(&res.csv);
+            xs_outfile_discard(&res.json);
             xs_schedule_free(&s);
             return xs_cli_fail();
         }
@@ -411,11 +437,15 @@ int xs_cmd_replay(int argc, char **argv)
     xs_replayer *rp;
     if (xs_replayer_open(&a.ro, &rp) != XS_OK) {
         xs_outfile_discard(&placeo);
+        xs_outfile_discard(&res.csv);
+        xs_outfile_discard(&res.json);
         xs_schedule_free(&s);
         return xs_cli_fail();
     }
     if (apply_sms(rp, &a) != XS_OK || xs_replay_check(rp, &s) != XS_OK) {
         xs_outfile_discard(&placeo);
+        xs_outfile_discard(&res.csv);
+        xs_outfile_discard(&res.json);
         xs_replayer_close(rp);
         xs_schedule_free(&s);
         return xs_cli_fail();
@@ -442,15 +472,25 @@ int xs_cmd_replay(int argc, char **argv)
         st = XS_EIO;
     if (st != XS_OK) {
         xs_cli_fail();
+        xs_outfile_discard(&res.csv);
+        xs_outfile_discard(&res.json);
         free(totals);
         xs_replayer_close(rp);
         xs_schedule_free(&s);
         return 1;
     }
-    if (a.csv) {
-        xs_result_print(&m, &s, 1, stdout);
-    } else {
-        xs_gpu_report_header(stdout, xs_replayer_gpu(rp), argc + 1, argv - 1);
+    char summary[1024] = "";
+    {
+        /* the human report on stdout (/dev/null after --csv - or --json -: see
+         * xs_outfile_claim_stdout); its '#' header is the JSON's notes */
+        char *notes = NULL;
+        size_t notes_len = 0;
+        FILE *h = res.json.f ? open_memstream(&notes, &notes_len) : NULL;
+        xs_gpu_report_header(h ? h : stdout, xs_replayer_gpu(rp), argc + 1, argv - 1);
+        if (h) {
+            fclose(h);
+            fputs(notes ? notes : "", stdout);
+        }
         printf("# schedule %s, %d rows, %.6g bytes; target %s; %s; destination %s; median of %d "
                "runs; offsets %s over a %.0f MiB window%s\n", a.schedule, s.nrows,
                xs_schedule_bytes(&s), xs_target_name(a.ro.target),
@@ -466,20 +506,33 @@ int xs_cmd_replay(int argc, char **argv)
                    a.ro.max_skew_ns);
         printf("\n");
         xs_result_print(&m, &s, 0, stdout);
+        xs_results_sim(&res, notes, &m, &s);
+        free(notes);
         xs_sim_opts so;
         memset(&so, 0, sizeof so);
         so.sync = a.sync;
         xs_result pr;
+        size_t n = 0;
         if (xs_simulate(&p, &s, &so, &pr) == XS_OK) {
             double mt = m.rows[s.nrows - 1].end_ns, pt = pr.rows[s.nrows - 1].end_ns;
-            printf("# total %.1f ns measured (spread %.1f%% over runs), %.1f ns predicted by the "
-                   "%s profile: error %+.1f%%\n", mt, spread, pt, a.pa.file ? a.pa.file : "embedded",
-                   100 * (pt - mt) / mt);
+            n = (size_t)snprintf(summary, sizeof summary, "# total %.1f ns measured (spread "
+                                 "%.1f%% over runs), %.1f ns predicted by the %s profile: "
+                                 "error %+.1f%%\n", mt, spread, pt,
+                                 a.pa.file ? a.pa.file : "embedded", 100 * (pt - mt) / mt);
             xs_result_free(&pr);
         }
-        printf("# SM clock %.3f GHz, producer start skew %.0f ns, %.0f bytes verified, %llu bad; "
-               "replay OK\n", rs.sm_ghz, rs.start_skew_ns, rs.bytes,
-               (unsigned long long)rs.bad16);
+        snprintf(summary + n, n < sizeof summary ? sizeof summary - n : 0,
+                 "# SM clock %.3f GHz, producer start skew %.0f ns, %.0f bytes verified, %llu "
+                 "bad; replay OK\n", rs.sm_ghz, rs.start_skew_ns, rs.bytes,
+                 (unsigned long long)rs.bad16);
+        fputs(summary, stdout);
+    }
+    if (xs_results_close(&res, summary)) {
+        free(totals);
+        xs_result_free(&m);
+        xs_replayer_close(rp);
+        xs_schedule_free(&s);
+        return 1;
     }
     int rc = 0;
     if (a.windows_out || a.timeline_out) {
@@ -643,7 +696,8 @@ static int quick_suite(vcase *v, int n)
 
 static void validate_usage(void)
 {
-    printf("usage: xstage validate [--profile FILE] [--target host|local] [--csv FILE]\n"
+    printf("usage: xstage validate [--profile FILE] [--target host|local] [--csv FILE] "
+           "[--json FILE]\n"
            "       xstage validate --random N [--seed S] [--random-csv FILE] [--random-rows FILE]\n"
            "Predict (without refitting) and replay a built-in suite of schedules that the\n"
            "calibration never ran: gap sweeps across G*, capacity sweeps across Q(K),\n"
@@ -651,6 +705,8 @@ static void validate_usage(void)
            "Prints per schedule the error of the total and of each row's issue_max_ns,\n"
            "then the median and maximum over the suite.\n\n"
            "  --csv FILE            also write the table as CSV\n"
+           "  --json FILE           also write the table, with the report's lines, as JSON\n"
+           "                        (- for either: to stdout, instead of the report)\n"
            "  --rows FILE           every row of every schedule, measured next to predicted\n"
            "  --quick               five schedules, one of each kind (a smoke test)\n"
            "  --max-iters M         while a schedule's median total is uncertain by more\n"
@@ -973,6 +1029,7 @@ static int validate_random(xs_replayer *rp, const xs_profile *p, const run_args 
 int xs_cmd_validate(int argc, char **argv)
 {
     static const struct option lo[] = {{"csv", required_argument, 0, OPT_CSVFILE},
+                                       {"json", required_argument, 0, OPT_JSONFILE},
                                        {"rows", required_argument, 0, OPT_ROWS},
                                        {"quick", no_argument, 0, XS_OPT_QUICK},
                                        {"max-iters", required_argument, 0, OPT_MAXITERS},
@@ -1049,9 +1106,10 @@ int xs_cmd_validate(int argc, char **argv)
     }
     {
         const xs_file_arg outs[] = {{"--csv", a.csv_out}, {"--rows", a.rows_out},
-                                     {"--random-csv", ra.csv}, {"--random-rows", ra.rows}};
+                                    {"--json", a.json_out}, {"--random-csv", ra.csv},
+                                    {"--random-rows", ra.rows}};
         const xs_file_arg ins[] = {{"--profile", a.pa.file}};
-        if (xs_files_distinct(outs, 4, ins, 1) != XS_OK)
+        if (xs_files_distinct(outs, 5, ins, 1) != XS_OK)
             return xs_cli_fail();
     }
     /* 16: at the knee single runs stall or not at random (96 producers at 0.9·Q(K) in some of
@@ -1098,17 +1156,25 @@ int xs_cmd_validate(int argc, char **argv)
     int nv = build_suite(&p, gpu->sm_count, v, seed);
     if (quick)
         nv = quick_suite(v, nv);
-    xs_outfile cfo = {0}, rfo = {0}; /* atomic (xstage_outfile.h) */
-    if (a.csv_out && xs_outfile_open(&cfo, a.csv_out) != XS_OK) {
+    xs_outfile cfo = {0}, rfo = {0}, jfo = {0}; /* atomic (xstage_outfile.h) */
+    /* --csv - or --json -: that file alone on stdout, the report to /dev/null */
+    if (((a.csv_out && !strcmp(a.csv_out, "-")) || (a.json_out && !strcmp(a.json_out, "-"))) &&
+        xs_outfile_claim_stdout() != XS_OK) {
         xs_replayer_close(rp);
         return xs_cli_fail();
     }
-    if (a.rows_out && xs_outfile_open(&rfo, a.rows_out) != XS_OK) {
+    if ((a.csv_out && xs_outfile_open(&cfo, a.csv_out) != XS_OK) ||
+        (a.json_out && xs_outfile_open(&jfo, a.json_out) != XS_OK) ||
+        (a.rows_out && xs_outfile_open(&rfo, a.rows_out) != XS_OK)) {
         xs_outfile_discard(&cfo);
+        xs_outfile_discard(&jfo);
         xs_replayer_close(rp);
         return xs_cli_fail();
     }
-    FILE *cf = cfo.f, *rf = rfo.f;
+    /* the table's CSV is gathered in memory, then written to --csv and, as JSON, to --json */
+    char *ctext = NULL;
+    size_t clen = 0;
+    FILE *cf = cfo.f || jfo.f ? open_memstream(&ctext, &clen) : NULL, *rf = rfo.f;
     if (rf) {
         xs_gpu_report_header(rf, gpu, argc + 1, argv - 1);
         fprintf(rf, "schedule,sync,row,producers,bytes_per_producer,gap_ns,meas_issue_med_ns,"
@@ -1219,8 +1285,19 @@ int xs_cmd_validate(int argc, char **argv)
         if (rf)
             fputs("# INTERRUPTED: partial results\n", rf);
     }
+    if (cf) {
+        fclose(cf);
+        if (cfo.f && clen)
+            fwrite(ctext, 1, clen, cfo.f);
+        if (jfo.f && xs_results_json_from_csv(jfo.f, ctext ? ctext : "") != XS_OK && !rc)
+            rc = xs_cli_fail();
+        free(ctext);
+    }
     if (xs_outfile_commit(&cfo) != XS_OK && !rc)
         rc = xs_cli_fail();
+    if (xs_outfile_commit(&jfo) != XS_OK && !rc)
+        rc = xs_cli_fail();
+    xs_outfile_discard(&jfo);
     if (xs_outfile_commit(&rfo) != XS_OK && !rc)
         rc = xs_cli_fail();
     for (int i = 0; i < nv; i++)

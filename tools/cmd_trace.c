@@ -26,7 +26,7 @@ enum { OPT_TRACE = XS_OPT_FIRST_FREE, OPT_TIMELINE, OPT_WORST };
 
 typedef struct {
     const char *trace, *timeline, *png, *csv_file;
-    int csv;      /* predict: CSV on stdout */
+    int csv;      /* --csv -: the CSV alone on stdout */
     int worst;    /* compare: tiles listed */
     xs_profile_args pa;
 } trace_args;
@@ -233,14 +233,14 @@ static void usage(int compare)
                "  --csv FILE            every tile's measured, predicted and zero-stall row\n"
                "  --worst N             tiles listed by issue-time error (default 10)\n");
     else
-        printf("usage: xstage predict --trace FILE [--profile P] [--csv] [--timeline FILE.json] "
-               "[--plot FILE.png]\n"
+        printf("usage: xstage predict --trace FILE [--profile P] [--csv FILE] "
+               "[--timeline FILE.json] [--plot FILE.png]\n"
                "Predict the per-CTA programs a recorded trace implies (docs/TRACE.md): each CTA\n"
                "starts when it first issued and works, between its tiles, as long as it measured;\n"
                "the model gives every tile's issue window and stall. One line per tile, then per\n"
                "CTA, then the totals.\n\n"
                "  -t, --trace FILE      the trace (xstage-trace v1 CSV)\n"
-               "  --csv                 the tiles as CSV on stdout\n");
+               "  --csv FILE            the tiles as CSV (- : to stdout, alone)\n");
     printf("  --timeline FILE.json  measured and predicted issue windows as Chrome trace-event\n"
            "                        JSON (open in ui.perfetto.dev)\n"
            "  --plot FILE.png       the same picture as a PNG (gnuplot)\n"
@@ -253,7 +253,7 @@ static int parse(int argc, char **argv, int compare, trace_args *a)
 {
     static const struct option lo[] = {
         {"trace", required_argument, 0, 't'}, {"timeline", required_argument, 0, OPT_TIMELINE},
-        {"plot", required_argument, 0, XS_OPT_PLOT}, {"csv", optional_argument, 0, XS_OPT_CSV},
+        {"plot", required_argument, 0, XS_OPT_PLOT}, {"csv", required_argument, 0, XS_OPT_CSV},
         {"worst", required_argument, 0, OPT_WORST},
         {"profile", required_argument, 0, XS_OPT_PROFILE},
         {"set", required_argument, 0, XS_OPT_SET}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -268,16 +268,9 @@ static int parse(int argc, char **argv, int compare, trace_args *a)
         case 't': a->trace = optarg; break;
         case OPT_TIMELINE: a->timeline = optarg; break;
         case XS_OPT_PLOT: a->png = optarg; break;
-        case XS_OPT_CSV:
-            /* predict: --csv (stdout); compare: --csv FILE */
-            if (compare && !optarg && optind < argc && argv[optind][0] != '-')
-                optarg = argv[optind++];
-            if (compare && !optarg)
-                return xs_cli_failf("compare: --csv needs a FILE");
-            if (!compare && optarg)
-                return xs_cli_failf("predict: --csv takes no value (CSV goes to stdout)");
-            a->csv = 1;
+        case XS_OPT_CSV: /* --csv FILE; "-": the standard output, alone (docs/CLI.md) */
             a->csv_file = optarg;
+            a->csv = !strcmp(optarg, "-");
             break;
         case OPT_WORST: {
             long v;
@@ -306,6 +299,9 @@ static int parse(int argc, char **argv, int compare, trace_args *a)
                                 {"--plot", a->png}};
     const xs_file_arg ins[] = {{"--trace", a->trace}, {"--profile", a->pa.file}};
     if (xs_files_distinct(outs, 3, ins, 2) != XS_OK)
+        return xs_cli_fail();
+    /* --csv -: the CSV alone on stdout, the human report to /dev/null */
+    if (a->csv && xs_outfile_claim_stdout() != XS_OK)
         return xs_cli_fail();
     return 0;
 }
@@ -369,19 +365,31 @@ int xs_cmd_predict_trace(int argc, char **argv)
     xs_trace_prediction pr;
     if ((rc = load(&a, &p, &t, &pr)))
         return rc;
-    if (a.csv) {
-        printf("cta,sm,seq,bytes,pred_start_ns,pred_end_ns,pred_issue_ns,pred_stall_ns,"
-               "zero_start_ns,zero_end_ns\n");
+    xs_outfile of; /* atomic (xstage_outfile.h); "-": the standard output */
+    if (a.csv_file && xs_outfile_open(&of, a.csv_file) != XS_OK) {
+        xs_trace_prediction_free(&pr);
+        xs_trace_free(&t);
+        return xs_cli_fail();
+    }
+    if (a.csv_file) {
+        fprintf(of.f, "cta,sm,seq,bytes,pred_start_ns,pred_end_ns,pred_issue_ns,pred_stall_ns,"
+                "zero_start_ns,zero_end_ns\n");
         for (size_t i = 0; i < t.n; i++) {
             const xs_trace_record *r = &t.recs[i];
             const xs_trace_pred *o = &pr.tiles[i];
             const double iss = o->end_ns - o->start_ns;
-            printf("%d,%d,%d,%lld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", (int)r->cta, (int)r->sm,
-                   (int)r->seq, (long long)r->bytes, o->start_ns, o->end_ns, iss,
-                   r->bytes > 0 ? iss - xs_trace_unstalled_ns(&p, r->bytes) : 0.0,
-                   o->zero_start_ns, o->zero_end_ns);
+            fprintf(of.f, "%d,%d,%d,%lld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", (int)r->cta,
+                    (int)r->sm, (int)r->seq, (long long)r->bytes, o->start_ns, o->end_ns, iss,
+                    r->bytes > 0 ? iss - xs_trace_unstalled_ns(&p, r->bytes) : 0.0,
+                    o->zero_start_ns, o->zero_end_ns);
         }
-    } else {
+        if (xs_outfile_commit(&of) != XS_OK) {
+            xs_trace_prediction_free(&pr);
+            xs_trace_free(&t);
+            return xs_cli_fail();
+        }
+    }
+    {
         print_profile_line(stdout, &p, a.pa.file ? a.pa.file : "embedded");
         print_trace_line(stdout, a.trace, &t);
         printf("%5s %5s %5s %10s %10s %10s %9s %9s\n", "cta", "sm", "seq", "bytes", "start",

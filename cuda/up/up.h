@@ -56,6 +56,8 @@ typedef struct {
                                and ns warp 0 spent issuing output stores */
     uint64_t *tile_ns;      /* [tiles] or NULL: %globaltimer when warp 0 finished the tile's
                                epilogue (stores issued, or staged when split > 0) */
+    uint64_t *tile_work_ns; /* [tiles] or NULL: %globaltimer when warp 0 finished the tile's
+                               main loop (and a KV split's merge): its epilogue begins */
     xs_devstatus *status;   /* or NULL: first device-side failure (a row with no rank, a
                                courier's wait that timed out) */
     /* couriers (docs/UP.md "Couriers"); all zero = the kernel above, unchanged */

@@ -611,6 +611,8 @@ XS_DEV void xs_attn_cta(const xs_attn_args &a, const xs_wintab &tab, unsigned ch
         }
         if (tns)
             tns[2] = xs_globaltimer();
+        if (tid == 0 && a.tile_work_ns)
+            a.tile_work_ns[tile] = xs_globaltimer();
 
         /* ---- epilogue: final rescale, bf16, this warp's 16 rows out ---- */
         float inv[2];

@@ -1,6 +1,6 @@
 /*
  * predict.c - the smallest program against the installed C core: simulate a schedule on the
- * embedded H200 profile and print the rows as CSV, as `xstage predict --schedule FILE --csv` does.
+ * embedded H200 profile and print the rows as CSV, as `xstage predict --schedule FILE --csv -` does.
  *
  *     cc predict.c $(pkg-config --cflags --libs xstage) -o predict && ./predict schedule.csv
  */

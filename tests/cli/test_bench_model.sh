@@ -22,7 +22,7 @@ for c in $cases; do
         bad "quick run: case $c missing or without a time"
 done
 
-if "$X" bench model --quick --csv -r 5 >"$T/csv" 2>"$T/err"; then ok; else bad "csv run: exit $?"; fi
+if "$X" bench model --quick --csv - -r 5 >"$T/csv" 2>"$T/err"; then ok; else bad "csv run: exit $?"; fi
 grep -q '^case,events,unit,median_ns,ns_per_event,spread,ratio,ratio_to$' "$T/csv" && ok ||
     bad "csv run: header"
 n=$(grep -c -v '^#' "$T/csv")

@@ -50,10 +50,10 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     "$X" calibrate --help | grep -q -- '--volumes LIST' && ok || bad "calibrate --help names --volumes"
 fi
 expect_ok "predict example" "$X" predict --schedule examples/ep_wave.csv
-expect_ok "predict csv" "$X" predict --schedule examples/mixed.csv --csv
+expect_ok "predict csv" "$X" predict --schedule examples/mixed.csv --csv -
 head -n 1 "$T/out" | grep -q '^row,producers,bytes_per_producer,gap_ns,issue_med_ns,issue_max_ns,end_ns$' && ok || bad "predict --csv header"
 [ "$(wc -l <"$T/out")" -eq 6 ] && ok || bad "predict --csv: one line per row"
-expect_ok "criterion" "$X" criterion -k 132 -b 16K -g 2us
+expect_ok "criterion" "$X" criterion -k 132 -b 16K --gap 2us
 grep -q '^verdict:' "$T/out" && ok || bad "criterion prints a verdict"
 expect_ok "plan" "$X" plan --schedule examples/ep_wave.csv --out "$T/plan.csv"
 expect_ok "planned schedule is valid" "$X" predict --schedule "$T/plan.csv"
@@ -71,12 +71,12 @@ done
 # --- acceptance: the published B200 numbers, one row of 148 producers x B ---------------------
 for B in 8192 16384 32768 65536 131072 262144; do
     printf '%s\n148,%s,0\n' "$H" "$B" >"$T/one.csv"
-    got=$("$X" predict --csv --schedule "$T/one.csv" $B200 | tail -n 1 | cut -d, -f6)
+    got=$("$X" predict --csv - --schedule "$T/one.csv" $B200 | tail -n 1 | cut -d, -f6)
     awk -v g="$got" -v B="$B" 'BEGIN { a = B / 43.1; b = (148 * B - 4456448) / 717;
         w = a > b ? a : b; e = (g - w) / w; if (e < 0) e = -e; exit !(e <= 0.02) }' \
         && ok || bad "B200 one row B=$B: issue_max $got"
     { echo "$H"; for i in 1 2 3 4 5 6 7 8 9 10; do echo "148,$B,0"; done; } >"$T/ten.csv"
-    got=$("$X" predict --csv --schedule "$T/ten.csv" $B200 | tail -n 1 | cut -d, -f7)
+    got=$("$X" predict --csv - --schedule "$T/ten.csv" $B200 | tail -n 1 | cut -d, -f7)
     awk -v g="$got" -v B="$B" 'BEGIN { w = (10 * 148 * B - 4456448) / 717;
         if (10 * 148 * B - 4456448 < 148 * B / 43.1 * 717) exit 0;
         e = (g - w) / w; if (e < 0) e = -e; exit !(e <= 0.02) }' \
@@ -124,15 +124,15 @@ prof_err "misspelled field" "unknown field 'chunk_byte' (did you mean 'chunk_byt
 prof_err "zero drain" "a drain rate must be > 0" "$(printf '%s' "$good" | sed 's/"drain_bytes_per_ns": 52/"drain_bytes_per_ns": 0/')"
 prof_err "negative issue rate" "an issue rate must be > 0" "$(printf '%s' "$good" | sed 's/"issue_bytes_per_ns": 41/"issue_bytes_per_ns": -41/')"
 expect_err "unknown --set" "unknown profile field 'drain'" "$X" predict --schedule examples/isolated.csv --set drain=5
-expect_err "bad --set value" "'fast' is not a finite number" "$X" criterion -k 1 -b 1K -g 0 --set chunk_bytes=fast
-expect_err "impossible --set" "a drain rate must be > 0" "$X" criterion -k 1 -b 1K -g 0 --set drain_bytes_per_ns=-1
+expect_err "bad --set value" "'fast' is not a finite number" "$X" criterion -k 1 -b 1K --gap 0 --set chunk_bytes=fast
+expect_err "impossible --set" "a drain rate must be > 0" "$X" criterion -k 1 -b 1K --gap 0 --set drain_bytes_per_ns=-1
 
 # --- bad input: options -----------------------------------------------------------------------------
 expect_err "unknown command" "unknown command 'frobnicate'" "$X" frobnicate
 expect_err "criterion missing args" "are all required" "$X" criterion -k 4
-expect_err "criterion bad size" "--bytes '12Q': not a size" "$X" criterion -k 4 -b 12Q -g 0
-expect_err "criterion zero producers" "--producers 0: outside" "$X" criterion -k 0 -b 1K -g 0
-expect_err "criterion bad time" "unknown time unit" "$X" criterion -k 4 -b 1K -g 3parsecs
+expect_err "criterion bad size" "--bytes '12Q': not a size" "$X" criterion -k 4 -b 12Q --gap 0
+expect_err "criterion zero producers" "--producers 0: outside" "$X" criterion -k 0 -b 1K --gap 0
+expect_err "criterion bad time" "unknown time unit" "$X" criterion -k 4 -b 1K --gap 3parsecs
 expect_err "profile bad action" "unknown action 'frob'" "$X" profile frob
 expect_err "stray argument" "unexpected argument 'extra'" "$X" predict --schedule examples/isolated.csv extra
 expect_err "unknown benchmark" "unknown benchmark 'xx'" "$X" bench xx

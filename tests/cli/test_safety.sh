@@ -96,8 +96,8 @@ no_temp . "plan --out new file past ulimit -f"
 # --- every write is checked: /dev/full ----------------------------------------------------------
 if [ -w /dev/full ]; then
     expect_err "predict > /dev/full" "standard output" sh -c "exec \"$X\" predict -s v.csv >/dev/full"
-    expect_err "predict --csv > /dev/full" "standard output" sh -c "exec \"$X\" predict -s v.csv --csv >/dev/full"
-    expect_err "criterion > /dev/full" "standard output" sh -c "exec \"$X\" criterion -k 8 -b 64K -g 1us >/dev/full"
+    expect_err "predict --csv - > /dev/full" "standard output" sh -c "exec \"$X\" predict -s v.csv --csv - >/dev/full"
+    expect_err "criterion > /dev/full" "standard output" sh -c "exec \"$X\" criterion -k 8 -b 64K --gap 1us >/dev/full"
     expect_err "plan > /dev/full" "standard output" sh -c "exec \"$X\" plan -s v.csv >/dev/full"
     expect_err "profile show > /dev/full" "standard output" sh -c "exec \"$X\" profile show >/dev/full"
     expect_err "predict --help > /dev/full" "standard output" sh -c "exec \"$X\" predict --help >/dev/full"
@@ -173,7 +173,7 @@ expect_err "queue of 1e15 bytes" "queue_bytes_per_producer" "$X" predict -s v.cs
 expect_err "queue of 1e15 bytes (plan)" "queue_bytes_per_producer" "$X" plan -s v.csv --set queue_bytes_per_producer=1e15
 expect_err "drain rate 3e-308" "drain_bytes_per_ns" "$X" predict -s v.csv --set drain_bytes_per_ns=3e-308
 expect_err "issue rate 3e-308" "issue_bytes_per_ns" "$X" predict -s v.csv --set issue_bytes_per_ns=3e-308
-expect_err "drain rate 3e-308 (criterion)" "drain_bytes_per_ns" "$X" criterion -k 8 -b 4K -g 0 --set drain_bytes_per_ns=3e-308
+expect_err "drain rate 3e-308 (criterion)" "drain_bytes_per_ns" "$X" criterion -k 8 -b 4K --gap 0 --set drain_bytes_per_ns=3e-308
 expect_err "profile check: drain rate 3e-308" "drain_bytes_per_ns" "$X" profile show --set drain_bytes_per_ns=3e-308
 sed 's/"drain_bytes_per_ns": 52.5/"drain_bytes_per_ns": 3e-308/' p.json >tiny.json
 expect_err "profile file: drain rate 3e-308" "drain_bytes_per_ns" "$X" profile check tiny.json

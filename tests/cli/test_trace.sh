@@ -42,7 +42,7 @@ ntiles=$(grep -c '^[0-9]' "$REC")
 rows=$(awk '/^# per CTA/ { exit } /^ *[0-9]/ { n++ } END { print n + 0 }' "$T/out")
 [ "$rows" -eq "$ntiles" ] && ok || bad "predict --trace: $rows tile lines, $ntiles tiles"
 grep -q '^# total: predicted ' "$T/out" && ok || bad "predict --trace prints the total"
-expect_ok "predict --trace --csv" "$X" predict --trace "$REC" --csv
+expect_ok "predict --trace --csv -" "$X" predict --trace "$REC" --csv -
 head -n 1 "$T/out" | grep -q '^cta,sm,seq,bytes,pred_start_ns,pred_end_ns,pred_issue_ns,pred_stall_ns,zero_start_ns,zero_end_ns$' \
     && ok || bad "predict --trace --csv header"
 [ "$(($(wc -l <"$T/out") - 1))" -eq "$ntiles" ] && ok || bad "predict --trace --csv: one line per tile"
@@ -85,8 +85,8 @@ fi
 
 # --- bad command lines -------------------------------------------------------------------------
 expect_err "compare without --trace" "--trace FILE is required" "$X" compare
-expect_err "compare --csv without a file" "needs a FILE" "$X" compare --trace "$REC" --csv
-expect_err "predict --trace --csv FILE" "takes no value" "$X" predict --trace "$REC" --csv=x.csv
+expect_err "compare --csv without a file" "'--csv' needs a value" "$X" compare --trace "$REC" --csv
+expect_err "predict --trace --csv without a file" "'--csv' needs a value" "$X" predict --trace "$REC" --csv
 expect_err "compare extra argument" "unexpected argument" "$X" compare --trace "$REC" extra
 expect_err "compare missing file" "cannot open trace" "$X" compare --trace "$T/none.csv"
 expect_err "compare bad profile" "" "$X" compare --trace "$REC" --set nosuch=1

@@ -11,7 +11,7 @@ for prof in "" "--profile tests/data/h200_host_profile.json"; do
     for s in examples/*.csv; do
         for sync in "" "--sync"; do
             echo "== predict $s $sync $prof"
-            "$X" predict --schedule "$s" $sync $prof --csv 2>&1
+            "$X" predict --schedule "$s" $sync $prof --csv - 2>&1
         done
         echo "== plan $s $prof"
         "$X" plan --schedule "$s" $prof --out "$T/plan.csv" 2>&1 | sed "s|$T/|TMP/|"

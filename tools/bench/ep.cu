@@ -24,11 +24,14 @@
  * overwritten. Every variant's last run is verified row by row at the destination against an
  * fp32 reference (the unfused path with fp32 GEMM outputs). docs/EP.md defines every column.
  */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ep_bench.h"
 #include "harness.h"
@@ -36,8 +39,10 @@
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_cuda.h"
+#include "xstage_ep.h"
 #include "xstage_exchange.h"
 #include "xstage_launch.h"
+#include "xstage_trace.h"
 #include "xstage_win.h"
 
 #define EP_MAX_LIST 16
@@ -81,6 +86,7 @@ typedef struct {
     xs_moe_model mm; /* the kernel-level model (--block-bytes, --block-speed, --pace-bytes,
                       * --couriers, --courier-pace) */
     const char *tiles;
+    const char *trace; /* --trace DIR: each point's runs as trace v1 files */
 } ep_opts;
 
 /* -g/--gpus: this rank's windows and the tables that map the one-rank problem onto real ranks.
@@ -125,6 +131,8 @@ static const char *ep_help(void)
          "      --lead D                 interleaved row-block lead (default: model rule)\n"
          "      --wave-experts W         experts per wave (default: waves of >= 1 round)\n"
          "      --tiles FILE             one row per tile of every verified run\n"
+         "      --trace DIR              each point's verified runs as trace v1 files\n"
+         "                               (xstage compare --trace; docs/TRACE.md)\n"
          "      --block-bytes B          model: backlog above which main loops stall\n"
          "                               (550000)\n"
          "      --block-speed S          model: main-loop speed while stalled (0.05)\n"
@@ -176,12 +184,13 @@ static const char *ep_help(void)
 
 enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_BLOCK, O_BSPEED, O_PACE, O_COURIERS,
        O_CPACE, O_AUTOCOUR, O_CCOPY, O_BULK, O_AUTOADAPT, O_PACEFRAC, O_DEFER, O_SPILLDEPTH,
-       O_AUTOSPILL, O_LONG, O_AUTOFIXED };
+       O_AUTOSPILL, O_LONG, O_AUTOFIXED, O_TRACE };
 static const struct option ep_long[] = {
     {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
     {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
     {"schedule", required_argument, 0, XS_OPT_SCHEDULE},
     {"tiles", required_argument, 0, O_TILES},
+    {"trace", required_argument, 0, O_TRACE},
     {"lead", required_argument, 0, O_LEAD},
     {"wave-experts", required_argument, 0, O_WAVE},
     {"block-bytes", required_argument, 0, O_BLOCK},
@@ -243,6 +252,7 @@ static xs_status ep_opt(void *ctx, int ch, const char *arg)
         return XS_OK;
     case XS_OPT_SCHEDULE: return ep_schedule(o, arg);
     case O_TILES: o->tiles = arg; return XS_OK;
+    case O_TRACE: o->trace = arg; return XS_OK;
     case O_LEAD:
         XS_TRY(xs_parse_int("--lead", arg, 0, 1 << 20, &v));
         o->lead = (int)v;
@@ -392,6 +402,41 @@ static void ep_tiles_out(FILE *f, const ep_row *r, const char *sched, xs_moe *m,
                 c[j].gate_ns);
     free(pred);
     free(pmma);
+}
+
+/* --trace DIR (rank 0): the last run's tiles as trace v1 (docs/TRACE.md "Workload traces"),
+ * DIR/ep_<config>_<routing>_t<tokens>_p<peers>_<schedule>.csv, the last verified run of each
+ * point and fused schedule. A courier run has none (its Linear-2 tiles store into HBM; the link
+ * is the couriers'), nor has the local control (nothing crosses the link). */
+static xs_status ep_trace_out(const char *dir, const ep_row *r, const char *sched, xs_moe *m,
+                              const xs_bench_env *e, const xs_profile *p, int real)
+{
+    const xs_moe_tile *t;
+    int n;
+    xs_trace_record *rec = NULL;
+    size_t nr = 0;
+    char path[4096], dev[300], tgt[40], ker[200], np[40];
+    int l = snprintf(path, sizeof path, "%s/ep_%s_%s_t%d_p%d_%s.csv", dir, r->config, r->routing,
+                     r->tokens, r->peers, sched);
+    if (l < 0 || (size_t)l >= sizeof path)
+        return xs_seterr(XS_EINVAL, "--trace %s: path too long", dir);
+    for (char *c = path + strlen(dir) + 1; *c; c++)
+        if (!(isalnum((unsigned char)*c) || *c == '.' || *c == '-' || *c == '_'))
+            *c = '_';
+    XS_TRY(xs_moe_trace(m, &t, &n));
+    XS_TRY(xs_moe_trace_records(t, n, &rec, &nr));
+    int most = 0;
+    for (size_t i = 0; i < nr; i++)
+        most = rec[i].cta + 1 > most ? rec[i].cta + 1 : most;
+    snprintf(dev, sizeof dev, "device=%s", e->gi.name);
+    snprintf(tgt, sizeof tgt, "target=%s", real ? "peer" : p->path[0] ? p->path : "host");
+    snprintf(ker, sizeof ker, "kernel=xstage bench ep %s %s tokens %d peers %d %s (the last "
+             "verified run)", r->config, r->routing, r->tokens, r->peers, sched);
+    snprintf(np, sizeof np, "producers=%d", most);
+    const char *meta[] = {dev, tgt, ker, np, "clock=globaltimer", NULL};
+    const xs_status st = xs_trace_write(path, rec, nr, 0, meta);
+    free(rec);
+    return st;
 }
 
 /* Each tile's main loop over the local-control runs of one order, by tile id: the median (the
@@ -753,6 +798,8 @@ static xs_status ep_verify_cb(void *ctx, int v, int round, int *ok)
     XS_TRY(ep_check(x->m, x->chk, ep_var_name[v], r, ok));
     if (v == EP_UNFUSED)
         return XS_OK;
+    if (x->o->trace && x->e->me == 0 && v != EP_COURIER && !(v == EP_AUTO && r->auto_couriers > 0))
+        XS_TRY(ep_trace_out(x->o->trace, r, ep_var_name[v], x->m, x->e, x->prof, x->pp != NULL));
     if (v == EP_COURIER || (v == EP_AUTO && r->auto_couriers > 0)) {
         /* no per-tile stall prediction: the link is the couriers' */
         if (x->tiles)
@@ -1130,6 +1177,8 @@ static int ep_run_sweep(ep_sweep *s, int argc, char **argv, int *abort)
     xs_bench_report rep;
     *abort = 1;
     XS_CHECK(xs_bench_table_init(&t, ep_cols, ep_ncols));
+    if (s->o->trace && e->me == 0 && mkdir(s->o->trace, 0777) != 0 && errno != EEXIST)
+        return xs_cli_failf("--trace %s: %s", s->o->trace, strerror(errno));
     if (s->o->tiles && e->me == 0) {
         if (xs_outfile_open(&s->tiles_file, s->o->tiles) != XS_OK)
             return xs_cli_failf("--tiles %s", xs_errmsg());

@@ -72,7 +72,7 @@
 /* ---- options -------------------------------------------------------------------------------- */
 
 enum { OPT_SPLIT = XS_OPT_FIRST_FREE, OPT_SAMPLES, OPT_ORDER, OPT_COURIERS, OPT_PACE, OPT_PILOTS,
-       OPT_PILOT_MAX, OPT_KV, OPT_SLICE_NS };
+       OPT_PILOT_MAX, OPT_KV, OPT_SLICE_NS, OPT_TRACE };
 
 static const struct option up_long[] = {
     {"seq", required_argument, 0, 's'},
@@ -87,6 +87,7 @@ static const struct option up_long[] = {
     {"pilots", required_argument, 0, OPT_PILOTS},
     {"pilot-max-us", required_argument, 0, OPT_PILOT_MAX},
     {"slice-ns", required_argument, 0, OPT_SLICE_NS},
+    {"trace", required_argument, 0, OPT_TRACE},
     {"samples", required_argument, 0, OPT_SAMPLES},
     {0, 0, 0, 0}};
 
@@ -127,6 +128,9 @@ static const char up_help[] =
     "                        split member's prediction once per slice of its busiest\n"
     "                        CTA: the slice_us column of an earlier run [0]\n"
     "      --samples N       reference rows checked per configuration [256]\n"
+    "      --trace DIR       each point's last piggyback run as a trace v1 file,\n"
+    "                        DIR/up_s<seq>_h<heads>_c<causal>_p<peers>_pb.csv\n"
+    "                        (xstage compare --trace; docs/TRACE.md)\n"
     "  The model's drain rate for the fused kernel's stores is the profile's\n"
     "  drain_under_load_bytes_per_ns (calibrate --load-probe; --set to override), else R.\n";
 
@@ -191,6 +195,7 @@ static xs_status up_opt(void *ctx, int ch, const char *arg)
         return xs_parse_double("--pilot-max-us", arg, 0.0, 1e9, &o->pilot_max_us);
     case OPT_SLICE_NS:
         return xs_parse_double("--slice-ns", arg, 0.0, 1e6, &o->slice_ns);
+    case OPT_TRACE: o->trace = arg; return XS_OK;
     case OPT_SAMPLES:
         XS_TRY(xs_parse_int("--samples", arg, 1, 65536, &v));
         o->samples = (int)v;
@@ -274,6 +279,7 @@ typedef struct {
     void *q, *k, *v, *o;           /* bf16 [seq, heads, 128] */
     uint64_t *cta_ns;              /* [sm_count * 3] */
     uint64_t *tile_ns;             /* [max tiles] */
+    uint64_t *tile_work_ns;        /* [max tiles] */
     void *stage;                   /* couriers: staging of the remote tiles, like o (NULL when
                                       --couriers 0); never o, which holds fa's output, the
                                       reference of every window check */
@@ -334,6 +340,7 @@ typedef struct {
     uint64_t *cta;         /* [sms * 3]: a courier run's grid can exceed the config's grid */
     uint64_t *tns;         /* [max tiles] */
     double *dur;           /* [max tiles] */
+    up_tiles tk;           /* the last repetition's fa and piggyback stamps (up_report.cu) */
 } up_bench;
 
 /* One configuration as the runs see it. */
@@ -924,9 +931,30 @@ static xs_status up_run(void *x, int v, int round, double *us)
     return XS_OK;
 }
 
+/* The last repetition's fa (pb = 0) or piggyback (pb = 1) stamps into b->tk; after
+ * piggyback's, its per-tile stall and trace (up_tiles_point). */
+static xs_status read_stamps(up_bench *b, const up_cfg *c, int pb)
+{
+    up_tiles *t = &b->tk;
+    memcpy(t->cta[pb], b->cta, (size_t)c->grid * 3 * sizeof(uint64_t));
+    XS_CU(cudaMemcpy(t->work[pb], b->B.tile_work_ns, (size_t)c->tiles * sizeof(uint64_t),
+                     cudaMemcpyDeviceToHost));
+    XS_CU(cudaMemcpy(t->end[pb], b->B.tile_ns, (size_t)c->tiles * sizeof(uint64_t),
+                     cudaMemcpyDeviceToHost));
+    t->have_fa = !pb || t->have_fa;
+    if (!pb || !t->have_fa)
+        return XS_OK;
+    t->have_fa = 0;
+    const xs_up_cfg mc = model_cfg(c);
+    return up_tiles_point(t, b->prof, &mc, b->o->trace, b->e, c->pp != NULL);
+}
+
 static xs_status up_verify(void *x, int v, int round, int *ok)
 {
-    *ok = ((const up_rounds *)x)->last_ok[v]; /* the run checked its own data */
+    up_rounds *p = (up_rounds *)x;
+    *ok = p->last_ok[v]; /* the run checked its own data */
+    if (*ok && (v == V_FA || v == V_PB) && round == p->warmup + p->iters - 1)
+        XS_TRY(read_stamps(p->b, p->c, v == V_PB));
     return XS_OK;
 }
 
@@ -961,6 +989,8 @@ static xs_status config_setup(up_bench *b, up_cfg *c, up_row *row, uint32_t *see
     a->seq = c->seq, a->heads = c->heads, a->causal = c->causal;
     a->out = XS_ATTN_OUT_LOCAL;
     a->cta_ns = B->cta_ns, a->tile_ns = B->tile_ns, a->status = B->status;
+    a->tile_work_ns = B->tile_work_ns;
+    b->tk.row = row, b->tk.have_fa = 0;
     return XS_OK;
 }
 
@@ -1353,6 +1383,8 @@ static xs_status bufs_open(up_bench *b)
     XS_CU(cudaMalloc(&B->o, nbytes));
     XS_CU(cudaMalloc((void **)&B->cta_ns, (size_t)sms * 3 * sizeof(uint64_t)));
     XS_CU(cudaMalloc((void **)&B->tile_ns, (size_t)max_tiles * sizeof(uint64_t)));
+    XS_CU(cudaMalloc((void **)&B->tile_work_ns, (size_t)max_tiles * sizeof(uint64_t)));
+    XS_TRY(up_tiles_open(&b->tk, sms, max_tiles));
     if (o->couriers != 0) {
         /* couriers: a staging buffer the size of O, and their flags (zeros: never a signal) */
         XS_CU(cudaMalloc(&B->stage, nbytes));
@@ -1392,6 +1424,8 @@ static void bufs_close(up_bench *b)
     up_bufs *B = &b->B;
     cudaFree(B->q), cudaFree(B->k), cudaFree(B->v), cudaFree(B->o);
     cudaFree(B->cta_ns), cudaFree(B->tile_ns), cudaFree(B->status), cudaFree(B->bad);
+    cudaFree(B->tile_work_ns);
+    up_tiles_close(&b->tk);
     cudaFree(B->stage), cudaFree(B->sync);
     xs_attn_kvbuf_free(&B->kv);
     cudaFree(B->rows), cudaFree(B->ref), cudaFree(B->got);

@@ -8,6 +8,7 @@
 
 #include "harness.h"
 #include "xstage.h"
+#include "xstage_up.h"
 
 #define UP_ATOL 2e-3           /* |out - ref| <= ATOL + RTOL*|ref|: bf16 P and bf16 output */
 #define UP_RTOL 2e-2
@@ -32,6 +33,7 @@ typedef struct {
                             and keeps the fastest (0: the model's choice alone) */
     double pilot_max_us; /* --pilot-max-us: only in rows whose fa takes at most this long */
     double slice_ns;     /* --slice-ns: the kernel's own cost of one output slice, ns */
+    const char *trace;   /* --trace DIR: the piggyback run's tiles as trace v1, per point */
 } up_opts;
 
 /* One row of the report (docs/METRICS.md). Times in us; the stats' medians are the headline
@@ -68,6 +70,10 @@ typedef struct {
     int crit_keff;                          /* most CTAs issuing at once (measured arrivals) */
     int crit_fluid_ok;                      /* the fluid criterion (docs/UP.md; comparison) */
     double crit_held_us;                    /* per-CTA piggyback: most a CTA's stores were held */
+    xs_up_stall stall;                      /* piggyback's per-tile stall against fa, the last
+                                               repetition's (docs/UP.md "Per-tile stall");
+                                               stall_ok 0: not scored */
+    int stall_ok;
     /* fused - fa taken apart, medians of per-repetition differences (us): slice_us = the
      * planned split with LOCAL output (no link) - fa, the kernel's own cost of the split;
      * link_us = fused - that run, what the link adds. NAN when the plan has no split. */
@@ -93,6 +99,26 @@ typedef struct {
     char tuned_name[24];                    /* the variant with the fastest pilot */
     double tuned_us;                        /* its timed median */
 } up_row;
+
+/* Host copies of the stamps of the last timed repetition's fa run ([0]) and piggyback run
+ * ([1]) of a point (xs_up_stamps), for the per-tile stall and the trace (up_report.cu). */
+typedef struct {
+    uint64_t *cta[2];  /* [sms * 3] */
+    uint64_t *work[2]; /* [max tiles]: warp 0 finished the tile's main loop */
+    uint64_t *end[2];  /* [max tiles]: warp 0 issued the tile's last store */
+    int have_fa;       /* [0] holds this repetition's fa stamps */
+    up_row *row;       /* the point's row */
+} up_tiles;
+
+xs_status up_tiles_open(up_tiles *t, int sms, int max_tiles);
+void up_tiles_close(up_tiles *t);
+/* After a piggyback run whose stamps are in [1] (fa's in [0]): the per-tile stall of c into
+ * t->row (stall, stall_ok; xs_up_tile_stall on the model's profile, xs_up_model_profile) and,
+ * with trace_dir (rank 0), the piggyback run as trace v1 in
+ * trace_dir/up_s<seq>_h<heads>_c<causal>_p<peers>_pb.csv (created where missing). Errors
+ * (stamps missing or out of order, the file) return with the message set. */
+xs_status up_tiles_point(up_tiles *t, const xs_profile *prof, const xs_up_cfg *c,
+                         const char *trace_dir, const xs_bench_env *e, int real);
 
 /* The column table (up_report.cu): the CSV keeps the names and formats of the bench's earlier
  * writer; the table shows the columns without XS_COL_FILE. */

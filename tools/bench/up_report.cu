@@ -3,15 +3,18 @@
  * harness writes as the human table, CSV and JSON, the bench's header notes, and the summary of
  * the sweep (docs/UP.md "Current figures"; docs/METRICS.md defines the columns).
  */
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "up/up.h"
 #include "up_bench.h"
 #include "xstage_overlap.h"
+#include "xstage_trace.h"
 
 /* ---- columns -------------------------------------------------------------------------------- */
 
@@ -28,6 +31,28 @@ static double up_spread(const void *row, int off)
 #define UP_SPREAD(name, stat)                                                                 \
     {name, "%", "%.1f", XS_COL_DOUBLE, 0, up_spread, NULL, (int)offsetof(up_row, stat), 0, 0}
 #define F XS_COL_FILE
+
+/* A per-tile stall column (xs_up_stall field f of the row): counts as they are, ns as us; NAN
+ * where the point was not scored. */
+static double up_stall_col(const void *row, int arg)
+{
+    const up_row *r = (const up_row *)row;
+    if (!r->stall_ok)
+        return NAN;
+    const char *p = (const char *)&r->stall + (arg >> 1);
+    if (arg & 1) {
+        int v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
+    double v;
+    memcpy(&v, p, sizeof v);
+    return v / 1e3;
+}
+#define UP_STALL_IS_INT(f) (sizeof(((xs_up_stall *)0)->f) == sizeof(int))
+#define UP_STALL(name, f)                                                                     \
+    {name, UP_STALL_IS_INT(f) ? "" : "us", UP_STALL_IS_INT(f) ? "%.0f" : "%.3f", XS_COL_DOUBLE, \
+     0, up_stall_col, NULL, (int)(offsetof(xs_up_stall, f) * 2 + UP_STALL_IS_INT(f)), 0, F}
 
 /* The CSV keeps the names and formats of the bench's earlier writer; the table shows the
  * columns without F (the headline times with their spread, the plan and the verdict). */
@@ -78,6 +103,15 @@ const xs_bench_col up_cols[] = {
     UP_COL("crit_keff", "", "%d", XS_COL_INT, crit_keff, F),
     UP_COL("slice_us", "us", "%.2f", XS_COL_DOUBLE, slice_us, F),
     UP_COL("link_us", "us", "%.2f", XS_COL_DOUBLE, link_us, F),
+    /* piggyback's per-tile stall against fa where it matters (docs/UP.md "Per-tile stall") */
+    UP_STALL("stall_tiles", issue.tiles), UP_STALL("stall_err_med_us", issue.err_med_ns),
+    UP_STALL("stalled_tiles", issue.stalled),
+    UP_STALL("stalled_err_med_us", issue.stalled_err_med_ns),
+    UP_STALL("stalled_zero_err_med_us", issue.stalled_zero_med_ns),
+    UP_STALL("mma_stall_tiles", mma.tiles), UP_STALL("mma_stall_err_med_us", mma.err_med_ns),
+    UP_STALL("mma_stalled_tiles", mma.stalled),
+    UP_STALL("mma_stalled_err_med_us", mma.stalled_err_med_ns),
+    UP_STALL("mma_stalled_zero_err_med_us", mma.stalled_zero_med_ns),
     UP_COL("hidden_lo_pct", "%", "%.2f", XS_COL_DOUBLE, hidden_lo, F),
     UP_COL("hidden_hi_pct", "%", "%.2f", XS_COL_DOUBLE, hidden_hi, F),
     UP_COL("couriers", "", "%d", XS_COL_INT, couriers, F),
@@ -166,6 +200,99 @@ static int same_size_rows(xs_bench_report *rep, const up_row *rows, int nrows, i
                                  r->hidden_pct, r->hidden_lo, r->hidden_hi, r->plan);
     }
     return n;
+}
+
+/* Piggyback's per-tile stall where it matters, per side: over the scored rows with stalled
+ * tiles, the median of each row's model and zero-predictor medians (as bench ep's "stalled
+ * tiles" over its runs); target: model <= half of zero. */
+static void summary_stall(xs_bench_report *rep, const up_row *rows, int nrows)
+{
+    double *m = (double *)malloc(sizeof(double) * (size_t)(2 * nrows + 1));
+    if (!m)
+        return;
+    for (int side = 0; side < 2; side++) {
+        int k = 0, tiles = 0;
+        for (int i = 0; i < nrows; i++) {
+            const xs_stall_score *sc = side ? &rows[i].stall.mma : &rows[i].stall.issue;
+            if (rows[i].done && rows[i].stall_ok && sc->stalled > 0) {
+                m[k] = sc->stalled_err_med_ns / 1e3;
+                m[nrows + k] = sc->stalled_zero_med_ns / 1e3;
+                tiles += sc->stalled;
+                k++;
+            }
+        }
+        if (k) {
+            const double mm = xs_median(m, (size_t)k), zz = xs_median(m + nrows, (size_t)k);
+            xs_bench_report_note(rep, "summary: piggyback per-tile stall, %s side, tiles stalled "
+                                 "> %.1f us (%d tiles, %d rows): model median |error| %.3f us, "
+                                 "zero predictor %.3f us: %s (target: model <= half of zero)",
+                                 side ? "MMA" : "issue", XS_UP_STALLED_NS / 1e3, tiles, k, mm,
+                                 zz, mm <= 0.5 * zz ? "met" : "NOT met");
+        } else {
+            xs_bench_report_note(rep, "summary: piggyback per-tile stall, %s side: no tile "
+                                 "stalled > %.1f us", side ? "MMA" : "issue",
+                                 XS_UP_STALLED_NS / 1e3);
+        }
+    }
+    free(m);
+}
+
+/* ---- per-tile stamps ------------------------------------------------------------------------ */
+
+xs_status up_tiles_open(up_tiles *t, int sms, int max_tiles)
+{
+    memset(t, 0, sizeof *t);
+    for (int i = 0; i < 2; i++) {
+        t->cta[i] = (uint64_t *)calloc((size_t)sms * 3, sizeof(uint64_t));
+        t->work[i] = (uint64_t *)calloc((size_t)max_tiles, sizeof(uint64_t));
+        t->end[i] = (uint64_t *)calloc((size_t)max_tiles, sizeof(uint64_t));
+        if (!t->cta[i] || !t->work[i] || !t->end[i]) {
+            up_tiles_close(t);
+            return xs_seterr(XS_ENOMEM, "bench up: out of host memory for %d tiles' stamps",
+                             max_tiles);
+        }
+    }
+    return XS_OK;
+}
+
+void up_tiles_close(up_tiles *t)
+{
+    for (int i = 0; i < 2; i++)
+        free(t->cta[i]), free(t->work[i]), free(t->end[i]);
+    memset(t, 0, sizeof *t);
+}
+
+xs_status up_tiles_point(up_tiles *t, const xs_profile *prof, const xs_up_cfg *c,
+                         const char *trace_dir, const xs_bench_env *e, int real)
+{
+    const xs_up_stamps fa = {t->cta[0], t->work[0], t->end[0]};
+    const xs_up_stamps pb = {t->cta[1], t->work[1], t->end[1]};
+    xs_profile pm;
+    xs_up_model_profile(prof, 0, &pm);
+    t->row->stall_ok = 0;
+    XS_TRY(xs_up_tile_stall(&pm, c, &fa, &pb, &t->row->stall, NULL));
+    t->row->stall_ok = 1;
+    if (!trace_dir || e->me != 0)
+        return XS_OK;
+    if (mkdir(trace_dir, 0777) != 0 && errno != EEXIST)
+        return xs_seterr(XS_EIO, "--trace %s: %s", trace_dir, strerror(errno));
+    char path[4096], dev[300], tgt[40], ker[200], np[40];
+    const int l = snprintf(path, sizeof path, "%s/up_s%d_h%d_c%d_p%d_pb.csv", trace_dir, c->seq,
+                           c->heads, c->causal, c->peers);
+    if (l < 0 || (size_t)l >= sizeof path)
+        return xs_seterr(XS_EINVAL, "--trace %s: path too long", trace_dir);
+    xs_trace_record *rec = NULL;
+    size_t n = 0;
+    XS_TRY(xs_up_trace_records(c, &pb, 1, &rec, &n));
+    snprintf(dev, sizeof dev, "device=%s", e->gi.name);
+    snprintf(tgt, sizeof tgt, "target=%s", real ? "peer" : prof->path[0] ? prof->path : "host");
+    snprintf(ker, sizeof ker, "kernel=xstage bench up seq %d heads %d causal %d peers %d "
+             "piggyback (the last timed run; sm = CTA)", c->seq, c->heads, c->causal, c->peers);
+    snprintf(np, sizeof np, "producers=%d", c->grid);
+    const char *meta[] = {dev, tgt, ker, np, "clock=globaltimer", NULL};
+    const xs_status st = xs_trace_write(path, rec, n, 0, meta);
+    free(rec);
+    return st;
 }
 
 /* The criterion (which = 0) or the fluid test (1) against the piggyback kernel they speak of:
@@ -279,6 +406,7 @@ void up_summary(xs_bench_report *rep, const up_row *rows, int nrows)
     }
     xs_bench_report_note(rep, "summary: criterion fails: hidden >= 90%% in %d of %d rows (min "
                          "%.1f%%)", nresh90, nresh, nresh ? min_hid_resh : NAN);
+    summary_stall(rep, rows, nrows);
     summary_criterion(rep, rows, nrows, 0);
     summary_criterion(rep, rows, nrows, 1);
     {
