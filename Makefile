@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # xstage build: the C11 core (libxstage.a, and libxstage.so for `make shared` and `make
 # install`), the CUDA side (libxstage_cuda.a, whenever nvcc is found), the `xstage` tool and the
 # tests. `make help` lists the targets; docs/INSTALL.md describes installing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_bench.h - the CPU half of the bench harness behind `xstage bench ep|tp|up`: the common
  * option block merged with a workload's own options, interleaved rounds over a point's variants,

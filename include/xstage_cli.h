@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_cli.h - command-line helpers shared by the tool's CPU and GPU subcommands.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_cmd.h - the subcommands of the xstage tool. Each takes (argc, argv) with argv[0] the
  * subcommand name and returns the process exit status. CPU subcommands live in tools/; GPU ones

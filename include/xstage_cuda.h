@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_cuda.h - host-side C API of the CUDA side: GPU discovery, the report header, error
  * checks, and cuBLAS loaded at run time.

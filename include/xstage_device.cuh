@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_device.cuh - the public device API: store, timing, signalling, pacing and trace
  * primitives, shared by xstage's own kernels and by any kernel a user wants to model.

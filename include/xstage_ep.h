@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_ep.h - the EP (MoE expert-parallel) workload on the host, free of CUDA: the public
  * configurations, routing, the expert-sorted rows and their 128-row blocks, the task lists of the

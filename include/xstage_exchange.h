@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_exchange.h - the N-rank transport path over windows: all-pairs exchange with per-source
  * slots, flag signals and a flag-built barrier; plus the transport internals shared by

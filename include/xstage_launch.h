@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_launch.h - one process per GPU: the fork/exec launcher behind `-g/--gpus N`.
  *

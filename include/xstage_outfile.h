@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_outfile.h - every file xstage writes: atomically, and never over one of its inputs.
  *

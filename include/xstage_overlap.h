@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_overlap.h - the model of the overlapped unfused baselines (plain C): a compute stream
  * and a copy stream, each in order, the copy of a piece issued once its compute ended (bench tp

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_pattern.h - the payload pattern every kernel stores and every destination checks.
  *

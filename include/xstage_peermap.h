@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_peermap.h - where a replay producer's bytes land, and where a destination finds them
  * (cuda/common/replay.cu; docs/MULTIGPU.md "calibrate, replay and validate -g N").

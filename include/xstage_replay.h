@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_replay.h - run a burst-gap schedule on the GPU with the producers of docs/MODEL.md
  * and measure the same columns the model predicts.

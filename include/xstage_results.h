@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_results.h - a command's table as --csv FILE and --json FILE, besides the human report.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_sigint.h - stop a long GPU command cleanly on SIGINT (Ctrl-C) or SIGTERM.
  *

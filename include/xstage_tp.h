@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_tp.h - tensor parallelism, the host side in plain C (no CUDA): operations and shapes,
  * what a shape derives (xs_tp_info), the task record the persistent kernel reads, the host plan

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_trace.h - per-CTA tile traces of a user's kernel (format v1, docs/TRACE.md): write them
  * from the host, load and validate them, turn them into per-producer programs for the event

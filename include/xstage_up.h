@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_up.h - UP (Ulysses sequence parallelism: FlashAttention forward + all-to-all) on the
  * host, plain C: the kernel's tile geometry and orders, the couriers' walk, the KV split's task

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage_win.h - destination windows: one per-destination pointer table for every kernel.
  *

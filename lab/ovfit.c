@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ovfit.c - fits the overlap model's per-call constants (include/xstage_overlap.h: the compute
  * call cost, the copy call cost, the GEMM weight-read rate) on recorded pilot lines of bench tp

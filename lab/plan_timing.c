@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * plan_timing.c - wall time of the planners' decisions on this CPU (single thread): the EP auto
  * rule (xs_moe_auto) on every configuration of the EP table at its three default token counts,

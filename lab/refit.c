@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* refit.c - offline: fit a profile from recorded calibration samples; optionally print the event
  * model against every capacity/drift run (median over reps). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rescore.c - offline: re-predict recorded `xstage validate --random` rows with a profile (and
  * the library's current model), on the CPU, and print validate --random's per-row figures.

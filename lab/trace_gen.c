@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * trace_gen.c - a synthetic v1 trace (docs/TRACE.md) from the event model: K CTAs, each a
  * staggered start and then tiles of log-normal bytes separated by log-normal compute, simulated

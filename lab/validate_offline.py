@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Re-predict recorded `xstage validate` rows with a profile, on the CPU, and print the suite
 figures as validate does (docs/METRICS.md, "Validation").
 

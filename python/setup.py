@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 setup.py - what pyproject.toml cannot say: the cffi extension xstage._core, built from the
 repository's src/*.c by xstage/_build.py, and the version, read from include/xstage.h (the one

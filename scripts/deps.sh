@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Install the Debian packages the build needs, where they are missing: a C compiler and make,
 # jansson (JSON, linked statically), gnuplot (plots; optional at run time). nvcc comes from the
 # CUDA toolkit (not a Debian package); without it the build skips the CUDA side.

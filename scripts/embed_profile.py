@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Embed a calibrated profile (JSON) as the library's default: rewrites the string literal
 default_profile_json in src/profile.c. Usage: scripts/embed_profile.py PROFILE.json [RESULTS_DIR]"""
 import json

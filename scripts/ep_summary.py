@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """ep_summary.py - the EP headline figures (docs/METRICS.md) over the rows of one or more
 `xstage bench ep --csv` files together (the default sweep and the --long points are two runs).
 

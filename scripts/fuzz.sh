@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Build the libFuzzer targets (make fuzz: clang, ASan + UBSan, into build-fuzz/) and run each for
 # a bounded time on a copy of its seed corpus (tests/fuzz/corpus/) and of the inputs that once
 # failed (tests/fuzz/regress/), in a temporary directory: nothing is written into the checkout.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_all.sh - one reference run on a GPU machine, from an already built tree (build/xstage,
 # build/tests/gpu/*). Each area writes into $OUT/<area>/ the files that bench/results/<area>/
 # keeps, plus env.txt (device, driver, CUDA, NCCL, commit, date, command): copy the folder over

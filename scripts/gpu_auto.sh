@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_auto.sh - `auto` (the model alone) and `tuned` (pilots) over every variant of bench tp and
 # bench up (issue 33 items 5-6) on one H200, from an already-built tree (build/xstage): the
 # subset of scripts/gpu_overlap.sh, every run verified. Builds nothing.

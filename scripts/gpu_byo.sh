@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_byo.sh - the bring-your-own-kernel loop on a GPU machine, from already built binaries
 # (build/xstage, build/examples/byo or examples/byo/byo, build/tests/gpu/test_trace; nothing is
 # built here): the trace stamps' GPU test, then examples/byo on three shapes x two seeds, each

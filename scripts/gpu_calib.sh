@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_calib.sh - the calibrate area's reference run on one GPU, from an already built tree:
 #   1. xstage calibrate --target host    (full: profile.json, samples.csv.gz)
 #   2. xstage calibrate --target local   (the HBM control: local_profile.json)

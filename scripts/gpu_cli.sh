@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_cli.sh - the CLI convention (docs/CLI.md) on the GPU commands, from an already built tree,
 # on one GPU, in about a minute:
 #   1. replay --csv - : the CSV alone on stdout = the --csv FILE of the same run's columns;

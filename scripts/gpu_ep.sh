@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_ep.sh - the expert-parallel GPU runs on one H200, from an already-built tree:
 #   1. tests/gpu/test_gemm  the tile engine vs fp64 / cuBLAS, and its throughput vs cuBLAS
 #   2. tests/gpu/test_moe   the fused MoE kernel: each layer alone (h, then Linear-2 from the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_launch.sh - the launcher paths on a machine with 2 or more GPUs, from an already built
 # tree (build/xstage; nothing is built): -g 2 (the fork launcher), torchrun, srun's variables with
 # XS_ID_FILE, the collectives' communicator under torchrun (bench tp), and the bounds: a rank

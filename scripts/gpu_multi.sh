@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_multi.sh - the multigpu area on N GPUs of one host, from an already built tree (docs/MULTIGPU.md):
 #   0. topology and versions: nvidia-smi -L, nvidia-smi topo -m, nvidia-smi, NCCL library
 #   1. xstage calibrate --target peer -g N     (R, issue rate, Q(K) of the NVLink peer path;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_overlap.sh - the overlapped unfused baselines (issue 33) on one H200, from an already-built
 # tree (build/xstage): a small declared subset of `bench tp` and `bench up` with every variant,
 # the new `overlapped` among them, every run verified. Builds nothing.

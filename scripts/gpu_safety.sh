@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_safety.sh - the GPU commands' output files through the atomic writer (docs/ROBUSTNESS.md),
 # from an already built tree, on one GPU, in about a minute:
 #   1. replay --windows --placement: both files written whole, no temporary file left

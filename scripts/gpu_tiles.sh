@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_tiles.sh - the workloads' tile traces and per-tile stall on one GPU, from an already built
 # tree (about 90 s): `bench ep` and `bench up` on one small configuration each with --trace
 # (trace v1 files, docs/TRACE.md "Workload traces") and --tiles (EP's per-tile CSV), then

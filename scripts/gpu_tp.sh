@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_tp.sh - the tensor-parallel GPU runs on one H200, from an already-built tree:
 #   1. tests/gpu/test_tp   fused GEMM+RS, AG+GEMM, MLP vs a CPU fp64 reference on small shapes,
 #                          every remote byte checked, missed signals time out within their bound

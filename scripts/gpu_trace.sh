@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_trace.sh - the trace path on one GPU, from an already built tree: `xstage replay --windows
 # --timeline` writes each example schedule's measured run as a v1 trace (docs/TRACE.md) and its
 # Chrome timeline; `xstage compare` then predicts the trace's per-CTA programs on the profile and

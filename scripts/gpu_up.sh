@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_up.sh - the Ulysses (attention + all-to-all) GPU runs, from an already built tree:
 #   1. build/tests/gpu/test_attn      kernel vs CPU reference, fused output via virtual peers
 #   2. scripts/sdpa_ref.py            PyTorch SDPA (flash backend) throughput, same shapes

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_validate.sh - transfer across chips: on one GPU (device 0), from an already built tree,
 #   1. xstage calibrate --target host                  -> profile.json, samples.csv.gz
 #   2. xstage validate on that profile (the fixed suite) -> validate.csv, validate_rows.csv

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The main job. Without a GPU: the model on the embedded profile (criterion, prediction with and
 # without producer drift, a plan for the expert-wave example). With a GPU and a CUDA build: first a
 # quick calibration of the host path, then the same on the calibrated profile, and the original

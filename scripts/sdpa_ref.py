@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """sdpa_ref.py - reference attention throughput on this GPU: PyTorch's
 scaled_dot_product_attention restricted to its flash backend, on the shapes `xstage bench up`
 runs (bf16, head dim 128, batch 1, [seq, heads, 128] storage viewed as [1, heads, seq, 128]).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # steps.sh - the bounded step runner shared by the gpu_*.sh scripts (sourced once LOG is set).
 #   step NAME LIMIT CMD...  runs CMD under `timeout LIMIT` (SIGKILL STEP_KILL_AFTER s later,
 #                           default 5), its output appended to $LOG; with STEP_SHOW=1 also shown

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bench.c - the CPU half of the bench harness (include/xstage_bench.h): common options merged
  * with a workload's, statistics, interleaved rounds, the sweep over points, and the verdict

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bench_report.c - one table description (include/xstage_bench.h) written three ways: the human
  * fixed-width table with a units row and the spread next to each timing, CSV and JSON with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cli.c - option value parsing shared by every subcommand (sizes with K/M/G, times with units,
  * bounded integers) and the --profile / --set resolution.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * csv.c - CSV headers matched by column name (csv.h).
  */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * csv.h - the header of a CSV file that people write: columns found by name (any order, extra
  * columns allowed), the missing ones named in the error. Used by the schedule reader.

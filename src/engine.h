@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine.h - the incremental API of the X-Stage event engine (src/sim.c, docs/MODEL.md "Event
  * model"). Internal to the core: xs_simulate_programs drives it with a built-in program that walks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep_auto.c - the auto rule of the fused MoE kernel (include/xstage_ep.h, docs/EP.md "The auto
  * rule"): the no-backpressure criterion on the wave order's Linear-2 bursts, the model's times of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep_cache.c - the EP auto rule's decision cache (include/xstage_ep.h, "the decision cache"): a
  * set-associative table of xs_moe_auto results keyed by the inputs that decide them, exactly (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep_model.c - the X-Stage model of the fused MoE kernel's combine (include/xstage_ep.h,
  * docs/EP.md "The model"): a whole run as an event simulation on src/ep_sim.c in which every CTA

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep_route.c - the EP problem on the host (include/xstage_ep.h): the public configurations, the
  * routing of tokens to experts (balanced or Zipf-skewed, a function of the seed), the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep_sim.c - the EP model's run of the event engine (src/ep_sim.h explains it): the producers'
  * programs hand their bursts to the one engine of src/sim.c (src/engine.h) when the EP driver

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep_sim.h - the EP model's run of the event engine (src/engine.h, src/sim.c), shared by the
  * whole-run prediction (src/ep_model.c) and the per-tile stall replay (src/ep_stall.c). Internal

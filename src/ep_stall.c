@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep_stall.c - per-tile stalls of a measured (or predicted) run of the fused MoE kernel
  * (include/xstage_ep.h, docs/EP.md "The model"): every Linear-2 tile's combine burst is replayed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep_tasks.c - the fused kernel's task lists (include/xstage_ep.h, docs/EP.md "Schedules"): the
  * plan checks, the default lead and wave, the wave / interleaved / adaptive orders of the

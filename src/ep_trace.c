@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep_trace.c - the fused MoE kernel's tile stamps (xs_moe_trace) as trace v1 records
  * (include/xstage_trace.h, docs/TRACE.md "Workload traces"), so that `xstage compare --trace`

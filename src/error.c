@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * error.c - status names and the one-line error message of the last failing call.
  *

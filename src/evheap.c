@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * evheap.c - the binary min-heap of events shared by the core's event engines (src/evheap.h).
  */

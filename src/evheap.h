@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * evheap.h - the event heap shared by the core's event engines (src/sim.c and the workload
  * models in src/ep_*.c, src/tp_*.c, src/up_*.c): a binary min-heap of (t, t2, p) events.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fit.c - calibration: fit a profile to measured samples (docs/MODEL.md, docs/METRICS.md).
  *

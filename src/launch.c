@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * launch.c - the fork/exec launcher: one process per GPU, bounded, no rank left behind.
  *

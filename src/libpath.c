@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * libpath.c - the run-time search order for NCCL and cuBLAS (libpath.h): the active Python
  * environment's site-packages, then the system loader, then the CUDA toolkit. CPU-only.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * libpath.h - where the CUDA side looks for the libraries it loads at run time (NCCL, cuBLAS).
  *

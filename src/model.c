@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * model.c - the Burst-Gap closed forms (docs/MODEL.md).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * outfile.c - atomic output files and the output-is-not-an-input check (xstage_outfile.h).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * overlap_model.c - the model of the overlapped unfused baselines (include/xstage_overlap.h): a
  * two-stream pipeline (compute in order, copies in order), and the TP and UP pieces it is fed.

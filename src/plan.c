@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * plan.c - the planner: piggyback where the criterion holds, reshape where it fails.
  *

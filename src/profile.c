@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * profile.c - calibrated profiles: JSON load/save (jansson), --set overrides, plausibility.
  *

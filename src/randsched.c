@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * randsched.c - schedules drawn at random for `xstage validate --random`, and the two reference
  * predictors the calibrated event model is judged against there: zero stall (no backpressure at

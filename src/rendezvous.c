@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rendezvous.c - ranks started by someone else's launcher (torchrun, mpirun, srun): which rank
  * this process is, and the bounded exchange that carries the NCCL unique id from rank 0 to the

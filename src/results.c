@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * results.c - a command's table as --csv FILE and --json FILE (xstage_results.h).
  */

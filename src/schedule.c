@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * schedule.c - burst-gap schedules: CSV parse and write (docs/MODEL.md).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sigint.c - the interrupt flag of long GPU commands (include/xstage_sigint.h).
  *

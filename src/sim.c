@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sim.c - the per-producer event simulation of the X-Stage (docs/MODEL.md, "Event model").
  *

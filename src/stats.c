@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * stats.c - medians, quantiles and geometric means for reports (copies; inputs untouched), and
  * the host's monotonic clock the timings and bounds read.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * timeline.c - a trace and its prediction as Chrome trace-event JSON (docs/TRACE.md,
  * "Timeline"), which Perfetto (ui.perfetto.dev) and chrome://tracing open: process 1 holds the

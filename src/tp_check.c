@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tp_check.c - the invariants of a TP order (include/xstage_tp.h xs_tp_order_check), on the CPU:
  * every task's fields in range, every tile, push and reduction exactly once, every dependency on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tp_info.c - TP shapes and plans (include/xstage_tp.h): operation and slot-layout names, what a
  * shape derives (xs_tp_info_of), the plan of one rank and its courier settings, the courier

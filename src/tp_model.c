@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tp_model.c - the X-Stage model of a TP order (include/xstage_tp.h xs_tp_predict): the order as
  * a burst-gap schedule simulated on a profile (xs_simulate), or, for an order built for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tp_order.c - the TP task lists of a plan (include/xstage_tp.h): the store of a list into a slot
  * with the couriers' walk and the list's hash, the naive order, copies and caller-made lists,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tp_plan.c - the CPU side of choosing a TP order and a TP configuration
  * (include/xstage_tp.h): public model widths and the default peer counts (where compute and

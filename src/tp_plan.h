@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tp_plan.h - internals shared by the TP planner's files (src/tp_*.c; not installed): the growing
  * task list, the task constructors, a task's remote bytes and measured compute, and the store of

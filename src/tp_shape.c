@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tp_shape.c - the shaped TP order (include/xstage_tp.h xs_tp_order_shaped, xs_tp_pace): steps
  * of G tasks filled one after the other from queues of pushes, remote reduce-scatter tiles,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * trace.c - the per-CTA tile trace, format v1 (docs/TRACE.md): write, parse, validate, rebase.
  *

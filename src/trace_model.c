@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * trace_model.c - a loaded trace as per-producer programs of the event model, its prediction,
  * and measured against predicted (docs/TRACE.md, "Conversion to programs" and "Comparison").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * up_kv.c - the KV split on the host (docs/UP.md "KV split"): the CTAs' task lists, their check
  * as the kernel will read them, their replay and the split kernel's predicted timing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * up_kv.h - the KV split's replay, shared by src/up_kv.c (check, prediction) and src/up_progs.c
  * (the KV kernel's per-CTA programs). Internal to the core (not installed).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * up_model.c - the model's view of one UP configuration (docs/UP.md): the bytes each tile
  * sends, the predicted cost over fa of the plain kernel's splits and orders (its per-CTA

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * up_plan.c - the UP planner (docs/UP.md "Criterion"): the per-CTA criterion on the piggyback
  * kernel, and the member of the kernel's reshape family (order x split, couriers, KV splits)

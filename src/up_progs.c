@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * up_progs.c - the fused attention kernel as one program per CTA (docs/UP.md "Per-CTA
  * programs"): the plain kernel's and the KV-split kernel's programs, and their simulation on a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * up_stall.c - per-tile stall of the piggyback attention kernel (docs/UP.md "Per-tile stall"):
  * the measured stall of every tile (a piggyback run's stamps against an fa run's), the model's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * up_tiles.c - the attention kernel's tile geometry on the host (query blocks x heads, the
  * snake and early orders, the couriers' walk) and the couriers' prediction (docs/UP.md

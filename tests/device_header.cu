@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * device_header.cu - include/xstage_device.cuh compiles alone (only include/ on the path) and
  * instantiates every primitive a user kernel may call; the Makefile builds it for sm_80 and

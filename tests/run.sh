@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Run every CPU test binary and the command-line tests; sum their "N passed, N failed" lines.
 # Usage: tests/run.sh BUILD_DIR. The last line printed is the total; exits non-zero on failure.
 build=${1:-build}

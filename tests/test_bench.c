@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_bench.c - the CPU half of the bench harness (include/xstage_bench.h): the common options
  * merged with a workload's (defaults, values, --quick, errors: one line and a non-zero result),

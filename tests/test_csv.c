@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_csv.c - CSV headers matched by name (src/csv.c) and the schedule reader built on them:
  * any column order, extra columns, the missing ones named; the results JSON of a CSV text; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_engine.c - the incremental API of the event engine (src/engine.h, src/sim.c).
  *

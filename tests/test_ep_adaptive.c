@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_ep_adaptive.c - the host side of the fused MoE kernel's adaptive plan (xstage_ep.h,
  * docs/EP.md "Adaptive"), CPU only: host-only problems (xs_moe_problem_create), no device.

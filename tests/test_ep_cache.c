@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_ep_cache.c - the EP decision cache (src/ep_cache.c): with the exact key a miss and a hit
  * both return xs_moe_auto's result field by field, over configurations, token counts, peers,

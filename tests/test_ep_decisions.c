@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_ep_decisions.c - recorded decisions of the EP model (src/ep_*.c): for every configuration
  * of the table, two token counts, 1, 2 and 8 peers, both routings, two seeds and two profiles (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_ep_lead.c - the tapered lead (xstage_ep.h: xs_moe_plan.lead_end) and auto's lead search
  * for its paced order (xs_moe_model.lead_search; docs/EP.md "The paced order's lead"), CPU only:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_ep_spill.c - the host side of the spilling kernel (xstage_ep.h: xs_moe_plan.spill_depth;
  * cuda/ep/ep.h: xs_moe_run_opts.defer = XS_MOE_DEFER_SPILL; docs/EP.md "The spilling kernel"),

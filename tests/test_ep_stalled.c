@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_ep_stalled.c - the per-tile stall scored where it matters (xs_moe_stall's stalled_* and
  * mma_stalled_* fields, src/ep_stall.c): on a model trace standing in for a measurement, with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_fit.c - calibration fitting. (1) Samples synthesised by the event model from a known
  * profile: the fit must recover the profile's numbers. (2) Raw samples recorded from a real H200

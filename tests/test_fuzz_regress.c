@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_fuzz_regress.c - what the fuzz targets (tests/fuzz/) found, each input fed to the library
  * with the check that failed on it. The inputs are the files under tests/fuzz/regress/ (the fuzz

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_io.c - profile and schedule parsing: the good forms, and every bad input with the one-line
  * message that names the file, the line and the problem.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_launch.c - the launcher on the CPU: rank environment parsing (good and bad values), hex,
  * starting N helper programs (all succeed; one fails and the others are stopped within the bound;

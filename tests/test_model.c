@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_model.c - closed forms, the event simulation against them (property tests over random
  * parameters), producer drift, the per-producer cap, and the planner's invariants.

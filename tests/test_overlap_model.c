@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_overlap_model.c - the model of the overlapped unfused baselines (src/overlap_model.c):
  * the two-stream pipeline against hand-computed schedules and its closed form, the TP and UP

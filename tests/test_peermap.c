@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_peermap.c - the replay's producer-to-window map and its inverse (include/xstage_peermap.h)
  * for one process and for N = 2..8 peer ranks, all-to-all and one destination: every producer of

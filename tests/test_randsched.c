@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_randsched.c - validate --random's generator (src/randsched.c: bounds, repeatability,
  * variety) and its two reference predictors: zero stall against the event model with a stage

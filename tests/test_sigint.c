@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_sigint.c - the interrupt flag of long GPU commands (src/sigint.c) on the CPU: SIGINT and
  * SIGTERM set it and the process goes on; the message is one line with the signal's name; a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_sim_equiv.c - the engine's equivalence corpus: predictions of the event simulation
  * (xs_simulate_programs, src/sim.c) on larger schedules than test_sim_record's, checked against

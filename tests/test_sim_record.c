@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_sim_record.c - recorded outputs of the event engine (xs_simulate_programs, src/sim.c).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_tp_orders.c - recorded decisions of the TP planner (include/xstage_tp.h): every order the
  * builders make over 210 configurations (the three operations, P = 1..8, grids 1, 5 and 132,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_tp_plan.c - cross-rank deadlock freedom of the TP task lists (include/xstage_tp.h), on the
  * CPU against the plain-C planner (xs_tp_plan_create plans). `bench tp -g N` runs one list per

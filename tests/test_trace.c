@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_trace.c - the trace format v1 (src/trace.c), its conversion to programs and prediction
  * (src/trace_model.c) and the Chrome timeline (src/timeline.c): write/load round trips on random

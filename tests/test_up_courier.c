@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_up_courier.c - the host side of the attention kernel's couriers (include/xstage_up.h,
  * src/up_tiles.c; docs/UP.md "Couriers"), plain C against the core.

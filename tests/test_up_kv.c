@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_up_kv.c - the host side of the attention kernel's KV split (include/xstage_up.h,
  * src/up_kv.c, src/up_progs.c; docs/UP.md "KV split"), plain C against the core.

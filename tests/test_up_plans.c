@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_up_plans.c - recorded decisions of the UP model and planner (src/up_model.c,
  * src/up_plan.c): over tests/xt_up.h's grid of configurations (sequence lengths, heads, causal,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_up_stall.c - per-tile stall scored where it matters (src/up_stall.c) and the workloads'
  * stamps as trace v1 records (src/up_stall.c, src/ep_trace.c): the score on hand-made data

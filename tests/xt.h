@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xt.h - the test framework: two macros and a summary.
  *

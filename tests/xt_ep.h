@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xt_ep.h - synthetic local-control costs for the CPU checks of the EP model (tests/test_ep_*.c):
  * 1.6 us per 64-wide k-step, about an H200 main loop of the mma.sync engine, plus a fixed

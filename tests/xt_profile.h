@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xt_profile.h - the provisional PCIe profile of docs/MODEL.md (the embedded default before the
  * H200 calibration), for tests whose expectations must not move when the embedded default is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xt_rand.h - the tests' random numbers: splitmix64, seeded by setting xt_rng_state (a test
  * binary takes its seed from the command line or the clock, and prints it).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xt_up.h - the grid of UP configurations and the deterministic inputs (per-tile times and end
  * stamps) of the recorded-decisions test (tests/test_up_plans.c, tests/data/up_plans.txt).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_bench_model.c - `xstage bench model`: what the model costs on this CPU (single thread).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_calibrate.cu - `xstage calibrate`: the microbenchmarks of the X-Stage, each a schedule run
  * by the replay kernel, then the fit (src/fit.c) and the profile.

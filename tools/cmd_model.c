@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_model.c - the CPU subcommands: predict, criterion, plan, profile. They need no GPU and run
  * on the embedded profile unless --profile FILE is given.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_probe.cu - `xstage probe`: what the X-Stage does to the work around it, and what the
  * write pattern does to the X-Stage. Not fitted; a table of measurements on one path.

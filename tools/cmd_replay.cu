@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_replay.cu - `xstage replay` (run a schedule on the GPU, print the columns `predict` prints)
  * and `xstage validate` (a built-in suite of schedules never used in fitting, each predicted

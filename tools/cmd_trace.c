@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_trace.c - the trace subcommands: `xstage predict --trace FILE` (the per-CTA programs a
  * trace implies, predicted on a profile) and `xstage compare --trace FILE` (measured against

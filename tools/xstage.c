@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * xstage - the command-line tool: predict, criterion, plan, profile and compare run anywhere;
  * calibrate, replay, validate and bench need a GPU (and a build with nvcc).

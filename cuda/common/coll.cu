@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * coll.cu - benches over ranks (bench ep|tp|up -g N, docs/MULTIGPU.md): the launcher that starts
  * one rank per GPU, and the NCCL communicator of the unfused baselines' collectives (declared in

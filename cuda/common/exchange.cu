@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * exchange.cu - the N-rank path: all-pairs stores into per-source slots, flag signals, bounded
  * flag waits, and a barrier across ranks built from flags (host-called and device-side).

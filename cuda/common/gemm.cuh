@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * gemm.cuh - the tensor-core tile engine: C = A * B^T in bf16 with fp32 accumulation, one
  * BM x BN output tile at a time, for persistent fused kernels (EP: cuda/ep/, TP: cuda/tp/).

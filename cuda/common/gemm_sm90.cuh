@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * gemm_sm90.cuh - the Hopper tile engine: C = A * B^T in bf16 with fp32 accumulation, for H100 /
  * H200 (sm_90a only). Opt-in next to gemm.cuh (the mma.sync engine, which stays the one the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * gpu.cu - GPU discovery, the report header (text and JSON), and cuBLAS loaded at run time.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * nccl.cu - NCCL loaded at run time, its version checked, and its device API turned into plain
  * pointers: one symmetric window per rank and the LSA pointer of every peer's window.

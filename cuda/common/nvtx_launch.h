@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * nvtx_launch.h - an NVTX range around each kernel launch, so that Nsight Systems names the
  * kernels xstage launches by what they do (its NVTX view projects a range onto the GPU work

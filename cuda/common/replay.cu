@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * replay.cu - run a burst-gap schedule on the GPU and measure it (include/xstage_replay.h).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * replay_impl.h - the replayer's state and the helpers its two halves share (internal to
  * cuda/common: replay.cu runs schedules, replay_probe.cu runs the probes; include/xstage_replay.h

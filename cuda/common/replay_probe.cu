@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * replay_probe.cu - the replayer's probes (include/xstage_replay.h): the plain store rate and the
  * drain under load, work under stores, the visibility round trip, and the SM groups; each kernel

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * win.cu - destination windows for all four targets behind one pointer table (xstage_win.h):
  * local HBM, pinned host memory, virtual peers (1 local + N-1 host windows) and real peers

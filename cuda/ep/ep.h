@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep.h - the fused MoE (expert-parallel) workload on the GPU: weights, the GPU context of a
  * problem (its device copies, task lists and traces), the persistent fused kernel's runs, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep_check.cu - references and destination-side verification of the fused MoE workload
  * (cuda/ep/ep.h, docs/EP.md "Correctness in every run"): the fp32 GPU reference (the unfused

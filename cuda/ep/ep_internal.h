@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep_internal.h - what cuda/ep/ep_runtime.cu, cuda/ep/ep_check.cu and the device code share: the
  * GPU context's layout, the trace record's words, and the helpers the references take from the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep_kernel.cuh - the device code of the fused MoE workload (cuda/ep/ep.h, docs/EP.md): the
  * persistent fused kernel (dispatch -> Linear-1 -> SwiGLU -> Linear-2 -> combine) on its three

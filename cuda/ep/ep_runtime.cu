@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep_runtime.cu - the host side of the fused MoE workload on the GPU (cuda/ep/ep.h): weights,
  * the problem's device copies, task lists uploaded from the host problem (src/ep_tasks.c), the

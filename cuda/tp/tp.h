@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tp/tp.h - tensor parallelism on the GPU: fused GEMM + reduce-scatter, fused all-gather + GEMM
  * and the fused TP MLP block (all-gather + GEMM1 + SwiGLU -> GEMM2 + reduce-scatter), in one

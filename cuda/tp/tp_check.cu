@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tp/tp_check.cu - references and verification of the TP runs (cuda/tp/tp.h): fp32 cuBLAS
  * references, the exchange of expectations between real peers, and the destination-side checks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tp/tp_ctx.h - the TP GPU context (struct xs_tp), private to tp_runtime.cu and tp_check.cu:
  * the embedded host plan (include/xstage_tp.h), the windows, inputs, device task lists, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tp/tp_kernel.cuh - the TP persistent task kernel on the shared tile engine (cuda/gemm.cuh),
  * its device helpers, the same kernel on the Hopper engine (tp_sm90.cuh) and the small helper

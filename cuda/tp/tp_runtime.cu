@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tp/tp_runtime.cu - the TP GPU context (cuda/tp/tp.h): creation (inputs, windows, the local
  * control table, placed data of the virtual peers), engines, couriers and slot layouts, the

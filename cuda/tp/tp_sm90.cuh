@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tp_sm90.cuh - the TP task kernel on the Hopper tile engine (cuda/gemm_sm90.cuh): the same task
  * lists, windows, flags, waits and failure reporting as tp_kernel in tp_kernel.cuh (included

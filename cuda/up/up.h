@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * up.h - the UP attention kernel's CUDA API (cudaStream_t): its launch arguments, validation
  * and launcher (cuda/up/up_runtime.cu), and the references and checks that verify its output

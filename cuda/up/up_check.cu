@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * up_check.cu - references and checks of the attention kernel's output (cuda/up/up.h): the
  * fp32 reference on sampled rows, random inputs, destination poisoning, byte and tolerance

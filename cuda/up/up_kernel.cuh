@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * up_kernel.cuh - FlashAttention-2-style forward tile engine (bf16 in/out, head dim 128, fp32
  * online softmax) whose output tiles either land in a local buffer or are stored straight into

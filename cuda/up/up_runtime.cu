@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * up_runtime.cu - the attention kernel's host side (cuda/up/up.h): argument validation and the
  * launcher that picks the plain, courier or KV-split instantiation (cuda/up/up_kernel.cuh).

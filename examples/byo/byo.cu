@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * byo.cu - "bring your own kernel": a user kernel stamped with xstage's public device API.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * trace_fallback.h - FALLBACK ONLY: a local xs_trace_write for as long as the installed headers
  * lack xstage_trace.h (the core's trace writer). byo.cu includes it only when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * predict.c - the smallest program against the installed C core: simulate a schedule on the
  * embedded H200 profile and print the rows as CSV, as `xstage predict --schedule FILE --csv -` does.

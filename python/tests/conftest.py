@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 conftest.py - shared fixtures of the package's tests: the repository's paths and the `xstage`
 tool the results are compared with.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 test_errors.py - the core's failures become xstage.Error with the core's one-line message (the
 text the tool prints after "xstage: error: "), and bad arguments are refused, never defaulted.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 test_plan_criterion.py - plan and criterion: the decisions and numbers of `xstage plan` and
 `xstage criterion`, the closed forms' identities, and out-of-range arguments refused.

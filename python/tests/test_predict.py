@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 test_predict.py - predict gives the results of `xstage predict --csv` on every examples/ schedule:
 the same columns, and every value the same at the tool's printed precision (the C core's doubles

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 test_profile.py - Profile: the embedded default, load / parse / save, set by field name and by
 model symbol (R, Q, r, o), to_dict, and the core's refusals as xstage.Error.

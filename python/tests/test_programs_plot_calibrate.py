@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 test_programs_plot_calibrate.py - per-CTA programs (xs_simulate_programs), the schedule's own
 I/O, plot_timeline and calibrate (with stand-in tools: calibration itself needs a GPU).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 test_trace.py - Trace over the core's v1 trace format (include/xstage_trace.h): load, build from
 records, refusals as xstage.Error, the implied per-CTA programs, the prediction (the same

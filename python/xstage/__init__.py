@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 xstage - predict and plan the backpressure of device-initiated remote stores (the X-Stage),
 over the C core of the xstage repository (in-process; no GPU needed except for calibrate).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 _build.py - the cffi (API mode) description of the C core that the package binds.
 

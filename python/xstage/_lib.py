@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 _lib.py - the compiled core (xstage._core) and the one way its failures become exceptions.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 calibration.py - xstage.calibrate: run `xstage calibrate` on this machine's GPU and load the
 profile it fits. Calibration runs kernels, so it is the one place the package starts the tool

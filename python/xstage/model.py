@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 model.py - the model's three questions over the C core: criterion (the Burst-Gap closed forms,
 xs_bg_eval), predict (the per-producer event simulation, xs_simulate_programs, with per-CTA

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 plot.py - plot_timeline: the stage backlog over time (top) and each producer's issue windows
 (bottom) of one prediction, the figure `xstage predict --plot` draws with gnuplot, with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 profile.py - Profile: the calibrated numbers of one path (xs_profile), held in C memory.
 

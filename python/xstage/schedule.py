@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 schedule.py - Schedule: rows of bursts and gaps (xs_schedule), held in C memory.
 

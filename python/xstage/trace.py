@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """
 trace.py - Trace: per-CTA tile traces of a kernel run (format v1, docs/TRACE.md; the core's
 xs_trace), their per-producer programs, the model's prediction of them, the comparison of

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # `xstage bench model` as a smoke test: a quick run (no timing asserted) prints every case with a
 # finite time, the CSV form has the same cases, and bad options fail with one line. Works in a
 # NOCUDA build. Usage: test_bench_model.sh BUILD_DIR

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Command-line tests of the xstage tool: good runs, the published B200 acceptance figures, and
 # every bad input with its one-line error and non-zero exit. Usage: test_cli.sh BUILD_DIR
 build=${1:-build}

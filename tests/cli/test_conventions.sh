@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The tool's one command-line convention (docs/CLI.md), one block per rule:
 #   1. --csv FILE and --json FILE on every command that writes a table, "-" for the standard
 #      output (then alone); the same columns in CSV, JSON and the human table; JSON with a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # `make install` as a user meets it: install into a temporary PREFIX (and once through DESTDIR),
 # then build examples/c/predict.c with pkg-config alone, against the shared library
 # (LD_LIBRARY_PATH) and against the static one, and check that it prints exactly the rows of the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Output safety of the xstage tool (docs/ROBUSTNESS.md): no input is ever overwritten (same path,
 # ./ path, symbolic link, hard link), a failed write leaves the old file and no partial one, no
 # user string reaches gnuplot's command language, every write is checked (/dev/full), profiles

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Command-line tests of the trace commands (predict --trace, compare, --timeline, --plot): good
 # runs on the recorded trace, and every class of bad trace with its one-line error and non-zero
 # exit. Usage: test_trace.sh BUILD_DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # faults.sh - the faults that need a GPU (docs/ROBUSTNESS.md), each checked for its one-line error,
 # from an already built tree (make -j all) on one GPU:
 #   oom_device     replay --target local --window 1000G    one line "out of device memory"

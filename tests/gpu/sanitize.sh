@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # sanitize.sh - every GPU test binary and a small case of every GPU subcommand under
 # compute-sanitizer memcheck, synccheck and racecheck, on one GPU, from an
 # already built tree (make -j all); README.md "Robustness" says what it covers. In short:

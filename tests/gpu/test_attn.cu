@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_attn.cu - the attention forward kernel (cuda/up/up_kernel.cuh) against a CPU fp64 reference
  * on small shapes: causal and non-causal, odd sequence lengths (masked tails), one tile per CTA,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_gemm.cu - the tensor-core tile engine (cuda/common/gemm.cuh): correctness against a CPU fp64
  * reference on small odd shapes (boundaries, row gather, row scale, SwiGLU, untouched guards),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_moe.cu - the fused MoE kernel (cuda/ep/): every schedule against an fp64 CPU reference
  * on small odd shapes (partial tiles, empty experts, 1..4 destinations, local and virtual-peer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_signal.cu - the signal primitive and its bounds on one GPU.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_tp.cu - tensor parallelism (cuda/tp/tp.h) on small odd shapes against a CPU fp64 reference:
  * fused GEMM + reduce-scatter, all-gather + GEMM and the MLP block, naive and shaped orders,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_trace.cu - the public trace stamps and pacers of xstage_device.cuh on one GPU.
  *

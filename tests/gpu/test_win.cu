@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_win.cu - GPU plumbing and windows on one GPU: discovery and report header, NCCL loading
  * and its version check (error paths included), the four window targets (table, reset, verify

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep.cu - `xstage bench ep`: the fused MoE (expert parallelism) sweep on one GPU with
  * virtual peers: rank 0's window in HBM, ranks 1..N-1 in pinned host memory over PCIe; with -g,

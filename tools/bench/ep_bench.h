@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep_bench.h - what the two files of `xstage bench ep` share (tools/bench/ep.cu: options, the
  * points, the runs; tools/bench/ep_report.cu: the column table and the summary): the variants

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ep_report.cu - the output of `xstage bench ep` (tools/bench/ep.cu): the column table the
  * harness writes as the table, CSV and JSON (one row per point), and the closing summary of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * harness.cu - the GPU half of the bench harness (tools/bench/harness.h): the launch over ranks,
  * the bench stream, the timing rule (events around the whole operation, L2 flushed first, ranks

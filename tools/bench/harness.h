@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * harness.h - the GPU half of the bench harness behind `xstage bench ep|tp|up`, as nccl-tests'
  * common.cu serves every collective: a workload brings a variant table, a column table and a

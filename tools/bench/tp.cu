@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tools/bench/tp.cu - `xstage bench tp`: fused GEMM + reduce-scatter, fused all-gather + GEMM
  * and the fused TP MLP block, against the unfused sequence, on one GPU with virtual peers, or

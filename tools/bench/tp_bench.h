@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tools/bench/tp_bench.h - the configurations and results of `xstage bench tp` shared by its driver
  * (tools/bench/tp.cu: options, the planner's pilots, the point function over the shared harness,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tools/bench/tp_report.cu - the report of `xstage bench tp` (tools/bench/tp.cu) on the shared
  * harness (tools/bench/harness.h): the column table (the human table, CSV and JSON write the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * up.cu - `xstage bench up`: FlashAttention forward with a piggybacked Ulysses all-to-all, on the
  * shared bench harness (tools/bench/harness.h): the workload's options, variant table and point

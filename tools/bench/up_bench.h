@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * up_bench.h - what the two files of `xstage bench up` share: the workload's options and one row
  * of its report. up.cu holds the options, the runs and the point function; up_report.cu the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * up_report.cu - the report of `xstage bench up` (up.cu runs it): the column table that the
  * harness writes as the human table, CSV and JSON, the bench's header notes, and the summary of
