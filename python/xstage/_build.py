@@ -50,6 +50,7 @@ typedef struct {
     double drain_under_load_bytes_per_ns;
     double overflow_capacity_loss;
     double overflow_loss_ns;
+    double issue_tail_ns;
     char device[128];
     char path[16];
     char date[32];
