@@ -36,7 +36,7 @@ double xs_ov_pipeline_ns(const xs_ov_piece *p, int n, double tail_ns);
 double xs_ov_uniform_ns(int n, double g, double x);
 
 /* The model's terms. The defaults (xs_ov_terms_default) are fitted by lab/ovfit.c on the
- * pilot lines of bench/results/overlap/overlap.log.gz (each chunk count's measured time): fit
+ * pilot lines of bench/results/overlap/fit_pilots.log.gz (each chunk count's measured time): fit
  * on the llama3-8b and seq 8192 rows, judged on the llama3-70b and seq 16384 rows
  * (docs/METRICS.md "Fitted constants"). */
 typedef struct {

@@ -4,9 +4,9 @@
  * call cost, the copy call cost, the GEMM weight-read rate) on recorded pilot lines of bench tp
  * and bench up, on a split disjoint from the rows that judge them.
  *
- *   zcat bench/results/overlap/overlap.log.gz | build/lab/ovfit [-v]
+ *   zcat bench/results/overlap/fit_pilots.log.gz | build/lab/ovfit [-v]
  *
- * Reads a gpu_overlap.sh log from stdin: bench tp's rows with their "overlapped pilots, us:
+ * Reads a gpu_auto.sh log from stdin: bench tp's rows with their "overlapped pilots, us:
  * C=1 t1, C=2 t2, ...; GEMMs alone (cuBLAS) g" lines, bench up's "# overlapped seq S heads H
  * causal Z peers P (...): C=1 t1 ..." lines with the row's fa_us after them, the profile's R.
  * Fit half: TP llama3-8b rows and UP seq <= 8192 rows; judge half: the others (TP llama3-70b,

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # gpu_auto.sh - `auto` (the model alone) and `tuned` (pilots) over every variant of bench tp and
 # bench up (issue 33 items 5-6) on one H200, from an already-built tree (build/xstage): the
-# subset of scripts/gpu_overlap.sh, every run verified. Builds nothing.
+# declared subset below, every run verified. Builds nothing.
 #   1. bench tp  --op gemm_rs,ag_gemm,mlp --model llama3-8b,llama3-70b --m 4096 --peers 4,8
 #                (12 configurations), -n 5 -w 1           -> $OUT/tp_auto.csv
 #   2. bench up  --seq 8192,16384 --heads 16 --causal both --peers 4,8

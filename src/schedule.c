@@ -17,6 +17,7 @@
 
 #include "xstage.h"
 #include "csv.h"
+#include "readall.h"
 #include "xstage_outfile.h"
 
 #define MAX_LINE 4096
@@ -204,48 +205,11 @@ xs_status xs_schedule_parse(const char *text, size_t len, const char *name, xs_s
 xs_status xs_schedule_load(const char *path, xs_schedule *s)
 {
     memset(s, 0, sizeof *s);
-    /* "-" is the standard input, named "stdin" in messages */
-    const int in = !strcmp(path, "-");
-    FILE *f = in ? stdin : fopen(path, "rb");
-    if (in)
-        path = "stdin";
-    if (!f)
-        return xs_seterr(XS_EIO, "%s: cannot open schedule: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    xs_status st = XS_OK;
-    if (!buf) {
-        st = xs_seterr(XS_ENOMEM, "%s: out of memory", path);
-        goto out;
-    }
-    for (;;) {
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0)
-            break;
-        if (len == cap) {
-            if (cap >= ((size_t)1 << 30)) {
-                st = xs_seterr(XS_ERANGE, "%s: schedule larger than 1 GiB", path);
-                goto out;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                st = xs_seterr(XS_ENOMEM, "%s: out of memory", path);
-                goto out;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    if (ferror(f)) {
-        st = xs_seterr(XS_EIO, "%s: read error: %s", path, strerror(errno));
-        goto out;
-    }
-    st = xs_schedule_parse(buf, len, path, s);
-out:
+    char *buf;
+    size_t len;
+    XS_TRY(xs_read_all(path, "schedule", &buf, &len));
+    xs_status st = xs_schedule_parse(buf, len, strcmp(path, "-") ? path : "stdin", s);
     free(buf);
-    if (!in)
-        fclose(f);
     return st;
 }
 

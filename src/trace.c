@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "xstage_outfile.h"
+#include "readall.h"
 #include "xstage_trace.h"
 
 #define MAX_LINE 4096
@@ -551,43 +552,11 @@ fail:
 xs_status xs_trace_load(const char *path, xs_trace *out)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return xs_seterr(XS_EIO, "%s: cannot open trace: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    xs_status st = XS_OK;
-    if (!buf) {
-        st = xs_seterr(XS_ENOMEM, "%s: out of memory", path);
-        goto out;
-    }
-    for (;;) {
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0)
-            break;
-        if (len == cap) {
-            if (cap >= ((size_t)1 << 30)) {
-                st = xs_seterr(XS_ERANGE, "%s: trace larger than 1 GiB", path);
-                goto out;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                st = xs_seterr(XS_ENOMEM, "%s: out of memory", path);
-                goto out;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    if (ferror(f)) {
-        st = xs_seterr(XS_EIO, "%s: read error: %s", path, strerror(errno));
-        goto out;
-    }
-    st = xs_trace_parse(buf, len, path, out);
-out:
+    char *buf;
+    size_t len;
+    XS_TRY(xs_read_all(path, "trace", &buf, &len));
+    xs_status st = xs_trace_parse(buf, len, strcmp(path, "-") ? path : "stdin", out);
     free(buf);
-    fclose(f);
     return st;
 }
 
