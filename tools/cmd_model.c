@@ -76,6 +76,22 @@ static const char *mem_text(memtext *m)
     return m->text ? m->text : "";
 }
 
+/* Open the tables' outputs (xs_results_open) and the memory streams of the report's header and
+ * summary; on failure nothing stays open. 0, or the exit status after the error line. */
+static int report_open(xs_results *t, const char *cmd, memtext *head, memtext *tail)
+{
+    int rc = xs_results_open(t, cmd);
+    if (!rc && !(rc = mem_open(head)) && (rc = mem_open(tail))) {
+        mem_text(head);
+        free(head->text);
+    }
+    if (rc) {
+        xs_outfile_discard(&t->csv);
+        xs_outfile_discard(&t->json);
+    }
+    return rc;
+}
+
 static void print_profile_line(FILE *f, const xs_profile *p, const char *src)
 {
     fprintf(f, "# profile: %s (%s, path %s%s): r %.4g B/ns, o %.4g ns, R %.4g B/ns, Q %.6g B, "
@@ -381,14 +397,8 @@ int xs_cmd_predict(int argc, char **argv)
         return xs_cli_fail();
     }
     memtext head, tail;
-    int rc = xs_results_open(&t, "predict");
-    if (!rc && !(rc = mem_open(&head)) && (rc = mem_open(&tail))) {
-        mem_text(&head);
-        free(head.text);
-    }
+    int rc = report_open(&t, "predict", &head, &tail);
     if (rc) {
-        xs_outfile_discard(&t.csv);
-        xs_outfile_discard(&t.json);
         xs_result_free(&r);
         xs_schedule_free(&s);
         return rc;
@@ -515,16 +525,9 @@ int xs_cmd_criterion(int argc, char **argv)
     ROW("T_period steady (capacity-aware)", "ns", "%.1f", o.t_period_steady_ns);
 #undef ROW
     memtext head, tail;
-    int rc = xs_results_open(&t, "criterion");
-    if (!rc && !(rc = mem_open(&head)) && (rc = mem_open(&tail))) {
-        mem_text(&head);
-        free(head.text);
-    }
-    if (rc) {
-        xs_outfile_discard(&t.csv);
-        xs_outfile_discard(&t.json);
+    int rc = report_open(&t, "criterion", &head, &tail);
+    if (rc)
         return rc;
-    }
     print_profile_line(head.f, &p, pa.file ? pa.file : "embedded");
     fprintf(tail.f, "rate:     V/(T_iss0+G) = %.4g B/ns %s R = %.4g B/ns  -> %s\n",
             o.injection_bytes_per_ns, o.rate_ok ? "<=" : ">", p.drain_bytes_per_ns,
@@ -639,14 +642,8 @@ int xs_cmd_plan(int argc, char **argv)
     else
         have_r = t.csv_path || t.json_path;
     if (!rc)
-        rc = xs_results_open(&t, "plan");
-    if (!rc && !(rc = mem_open(&head)) && (rc = mem_open(&tail))) {
-        mem_text(&head);
-        free(head.text);
-    }
+        rc = report_open(&t, "plan", &head, &tail);
     if (rc) {
-        xs_outfile_discard(&t.csv);
-        xs_outfile_discard(&t.json);
         if (have_r)
             xs_result_free(&r);
         xs_plan_free(&pl);
