@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * up_bench.h - what the two files of `xstage bench up` share: the workload's options and one row
- * of its report. up.cu holds the options, the runs and the point function; up_report.cu the
- * column table, the header notes and the summary (docs/UP.md, docs/METRICS.md).
+ * up_bench.h - what the files of `xstage bench up` share: the workload's options and one row of
+ * its report. up_opts.cu holds the options; up.cu the runs and the point function; up_report.cu
+ * the column table, the header notes and the summary (docs/UP.md, docs/METRICS.md).
  */
 #ifndef XSTAGE_BENCH_UP_H
 #define XSTAGE_BENCH_UP_H
@@ -14,6 +14,7 @@
 #define UP_ATOL 2e-3           /* |out - ref| <= ATOL + RTOL*|ref|: bf16 P and bf16 output */
 #define UP_RTOL 2e-2
 #define UP_MAX_LIST 32         /* values of --seq, --heads, --peers */
+#define UP_MAX_PILOTS 8        /* --pilots */
 
 /* The workload's options (the common ones are the harness's xs_bench_common). */
 typedef struct {
@@ -133,5 +134,16 @@ void up_header_notes(xs_bench_report *rep, const xs_bench_env *e, const up_opts 
 /* The sweep's figures (docs/UP.md "Current figures") over the measured rows rows[0..nrows), as
  * notes after the table; the verdict line is the harness's. */
 void up_summary(xs_bench_report *rep, const up_row *rows, int nrows);
+
+/* up_opts.cu: the bench's own options for the harness's parser (xs_bench_spec): the long-option
+ * table, the one-paragraph description, the help lines, the parser of one option (ctx: the
+ * up_opts), the defaults before parsing and the checks after it (0, or the exit status after the
+ * one-line error). */
+extern const struct option xs_upb_long[];
+extern const char xs_upb_about[];
+extern const char xs_upb_help[];
+xs_status xs_upb_opt(void *ctx, int ch, const char *arg);
+void xs_upb_defaults(up_opts *o);
+int xs_upb_check_opts(up_opts *o, const xs_bench_common *c);
 
 #endif /* XSTAGE_BENCH_UP_H */
