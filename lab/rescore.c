@@ -11,7 +11,13 @@
  * on its Q(K) and R), 132 producers and 16 MiB of room unless told; the prediction uses
  * --profile (default DRAW_PROFILE) with --set overrides. The measured columns are never
  * changed. -v prints every row; --dump S:R prints schedule S's row R per producer (bytes, gap
- * before, predicted start and window) for diagnosis. Rows looked at to choose a change are
+ * before, predicted start and window) for diagnosis. A third line splits the rows at validate's
+ * stall threshold (measured issue_max above the zero predictor's by more than 0.5 us): the
+ * model's and the zero predictor's median on the stalled rows and on the others, and on the
+ * others how often the model equals the zero predictor and how often it predicts a stall; a
+ * fourth the all-row median and model/zero of a model exact on the stalled rows and equal to
+ * the zero predictor on the others (what the all-row ratio can reach without a better
+ * unstalled issue time, which the zero predictor would share). Rows looked at to choose a change are
  * in-sample for it: say so when quoting the figures.
  */
 #include <math.h>
@@ -20,6 +26,9 @@
 #include <string.h>
 
 #include "xstage.h"
+
+/* validate --random's stalled rows (XS_RAND_STALLED_NS): measured stall above this (ns) */
+#define STALLED_NS 500.0
 
 typedef struct {
     int sched, row, storing;
@@ -151,7 +160,12 @@ int main(int argc, char **argv)
     double *em = calloc((size_t)n, sizeof *em), *ez = calloc((size_t)n, sizeof *ez),
            *eo = calloc((size_t)n, sizeof *eo);
     double *et = calloc((size_t)nsched + 1, sizeof *et);
-    int ne = 0, nt = 0;
+    /* the same errors split at validate's stall threshold (docs/METRICS.md) */
+    double *sm = calloc((size_t)n, sizeof *sm), *sz = calloc((size_t)n, sizeof *sz),
+           *um = calloc((size_t)n, sizeof *um), *uz = calloc((size_t)n, sizeof *uz);
+    double *eb = calloc((size_t)n, sizeof *eb); /* a model exact on the stalled rows, zero's
+                                                 * prediction on the others: the ratio's bound */
+    int ne = 0, nt = 0, ns = 0, nu = 0, u_same = 0, u_fp = 0;
     uint64_t state = seed;
     if (verbose)
         printf("sched row storing meas_ns model_ns zero_ns old_model_ns err_pct zero_err_pct\n");
@@ -190,6 +204,16 @@ int main(int argc, char **argv)
             em[ne] = 100 * fabs(pi - mi) / mi;
             ez[ne] = 100 * fabs(zi - mi) / mi;
             eo[ne] = 100 * fabs(a[i].model_old - mi) / mi;
+            eb[ne] = mi - zi > STALLED_NS ? 0 : ez[ne];
+            if (mi - zi > STALLED_NS) {
+                sm[ns] = em[ne];
+                sz[ns++] = ez[ne];
+            } else {
+                um[nu] = em[ne];
+                uz[nu++] = ez[ne];
+                u_same += fabs(pi - zi) <= 1;
+                u_fp += pi - zi > STALLED_NS;
+            }
             if (verbose)
                 printf("%d %d %d %.1f %.1f %.1f %.1f %.2f %.2f\n", s, r, a[i].storing, mi, pi,
                        zi, a[i].model_old, em[ne], ez[ne]);
@@ -216,6 +240,20 @@ int main(int argc, char **argv)
            xs_quantile(eo, (size_t)ne, 0.9), mz, xs_quantile(ez, (size_t)ne, 0.9), mm / mz);
     printf("seed %llu: totals |error| over %d schedules: median %.1f%%, max %.1f%%\n", seed, nt,
            xs_median(et, (size_t)nt), nt ? xs_max(et, (size_t)nt) : NAN);
+    printf("seed %llu: %d of %d rows stall (measured - zero > %.0f ns): model median %.1f%%, zero "
+           "%.1f%%, model/zero %.2f; the other %d: model %.1f%%, zero %.1f%%, model = zero on %d, "
+           "model stall > %.0f ns on %d\n", seed, ns, ne, STALLED_NS,
+           xs_median(sm, (size_t)ns), xs_median(sz, (size_t)ns),
+           xs_median(sm, (size_t)ns) / xs_median(sz, (size_t)ns), nu, xs_median(um, (size_t)nu),
+           xs_median(uz, (size_t)nu), u_same, STALLED_NS, u_fp);
+    printf("seed %llu: a model exact on the stalled rows and equal to zero on the others: row "
+           "median %.1f%%, model/zero %.2f\n", seed, xs_median(eb, (size_t)ne),
+           xs_median(eb, (size_t)ne) / mz);
+    free(eb);
+    free(sm);
+    free(sz);
+    free(um);
+    free(uz);
     free(et);
     free(em);
     free(ez);
