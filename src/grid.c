@@ -175,7 +175,7 @@ double xs_grid_tp_est_s(const xs_tp_info *in, double tflops, double drain_bytes_
     const double comp_s = in->flops / (tflops * 1e12), link_s = remote / (drain_bytes_per_ns * 1e9);
     const double run_s = (comp_s > link_s ? comp_s : link_s) + remote / (verify_gbps * 1e9);
     /* setup: random inputs in the windows, the fp32 reference (about 3 GEMMs at fp32 rate) */
-    return XS_GRID_TP_RUNS * run_s + 3.0 * comp_s + 0.3;
+    return XS_GRID_TP_RUNS * run_s + 3.0 * comp_s + XS_GRID_TP_SETUP_S;
 }
 
 double xs_grid_up_est_s(const xs_grid_up_row *r, double tflops, double drain_bytes_per_ns,
@@ -186,5 +186,5 @@ double xs_grid_up_est_s(const xs_grid_up_row *r, double tflops, double drain_byt
     const double remote = rows_bytes * (r->peers - 1) / r->peers;
     const double comp_s = flops / (tflops * 1e12), link_s = remote / (drain_bytes_per_ns * 1e9);
     const double run_s = comp_s + link_s + remote / (verify_gbps * 1e9);
-    return XS_GRID_UP_RUNS * run_s + 0.2;
+    return XS_GRID_UP_RUNS * run_s + XS_GRID_UP_SETUP_S;
 }
