@@ -13,24 +13,26 @@
 # logged to $OUT/grid.log.
 #
 # One device call runs at most 10 minutes: split the grids over calls with GRID and the row
-# slices. Expected times (xs_grid_tp_est_s / xs_grid_up_est_s, tests/test_grid.c prints them;
-# calibrated on the 36 rows of bench/results/tp/tp.csv, 51 s estimated against 53 s measured):
-#   tp rows 0:27 (gemm_rs) ~90 s, 27:54 (ag_gemm) ~95 s, 54:81 (mlp) ~150 s; all 81 ~335 s;
-#   worst rows mlp llama3-405b m=16384 ~20 s each;
-#   up all 60 rows ~125 s (rows 48:60, seq 65536, ~75 s of it; worst row ~7 s).
-# Each bench stops starting rows after its --max-time (TP_MAX_TIME, UP_MAX_TIME, default 400 s)
-# and is killed 90 s after that; the build step is bounded by BUILD_LIMIT (default 480 s): on a
-# fresh machine run the build alone first (GRID=none) if a slice is large.
+# slices. Expected times from the shapes (xs_grid_tp_est_s / xs_grid_up_est_s: the bench's runs
+# per row at the slower of compute and link, the CPU's checks, a setup fitted to the runs of
+# bench/results/overlap/; tests/test_grid.c prints them): TP all 81 rows ~195 s (rows 0:27
+# gemm_rs ~46 s, 27:54 ag_gemm ~56 s, 54:81 mlp ~91 s; the worst rows, llama3-405b m=16384,
+# 9-21 s each); UP all 60 rows ~66 s (rows 48:60, seq 65536, ~41 s of it; worst row ~6 s).
+# The estimates are fitted on mid-size rows only: allow twice as much. Each bench stops starting
+# rows after its --max-time (TP_MAX_TIME, UP_MAX_TIME, default 400 s) and is killed 90 s later;
+# the build step (make -j tool, a no-op when up to date) is bounded by BUILD_LIMIT (480 s), so a
+# call on a fresh machine should run the build with the short grid (GRID=up) only.
 #
 # usage: OUT=dir [GRID=both|tp|up|none] [TP_ROWS=A:B] [UP_ROWS=A:B] [GRID_ARGS="-n 5 -w 1"]
 #        scripts/gpu_grid.sh [BUILD_DIR]                          (BUILD_DIR defaults to build)
 #        scripts/gpu_grid.sh check DIR...   (CPU) every declared row exactly once over the
 #                                            tp_grid_*.csv / up_grid_*.csv files in DIRs
-# Split for the lead (one device call each, ~25 min of device time in all):
-#   OUT=out/grid GRID=up scripts/gpu_grid.sh                    build + UP, ~2-6 min
-#   OUT=out/grid GRID=tp TP_ROWS=0:54 scripts/gpu_grid.sh       gemm_rs + ag_gemm, ~3 min
-#   OUT=out/grid GRID=tp TP_ROWS=54:81 scripts/gpu_grid.sh      mlp, ~2.5 min
-#   scripts/gpu_grid.sh check out/grid                          (here, after fetching)
+# Split for the lead (one device call each):
+#   OUT=$OUT GRID=up scripts/gpu_grid.sh                        build + UP (60 rows)
+#   OUT=$OUT GRID=tp TP_ROWS=0:54 scripts/gpu_grid.sh           gemm_rs + ag_gemm (54 rows)
+#   OUT=$OUT GRID=tp TP_ROWS=54:81 scripts/gpu_grid.sh          mlp (27 rows)
+#   scripts/gpu_grid.sh check DIR1 DIR2 DIR3                    (here, on the fetched files)
+# Rows a call could not start say "not run: --max-time spent": rerun them with their --rows.
 set -u
 
 # ---- check: every row of each grid once, over the slices (CPU; python3's csv reads the quoted
@@ -47,7 +49,8 @@ for name, want in (("tp", 81), ("up", 60)):
         print(f"{name}: no {name}_grid_*.csv")
         rc = 1
         continue
-    seen, status = {}, {}
+    # a row counts once it has a status other than "not run" (a later slice reran it)
+    seen, late, status = {}, set(), {}
     for f in files:
         head = None
         for rec in csv.reader(l for l in open(f) if not l.startswith("#")):
@@ -56,18 +59,24 @@ for name, want in (("tp", 81), ("up", 60)):
                 continue
             row = dict(zip(head, rec))
             r = int(row["grid_row"])
-            seen[r] = seen.get(r, 0) + 1
             word = row["status"].split(":")[0]
+            if word == "not run":
+                late.add(r)
+                continue
+            seen[r] = seen.get(r, 0) + 1
             status[word] = status.get(word, 0) + 1
-    missing = [r for r in range(want) if r not in seen]
+    notrun = sorted(r for r in late if r not in seen)
+    missing = [r for r in range(want) if r not in seen and r not in late]
     twice = [r for r, n in sorted(seen.items()) if n > 1]
     print(f"{name}: {len(seen)} rows of {want} in {len(files)} file(s);",
           " ".join(f"{k}={v}" for k, v in sorted(status.items())))
+    if notrun:
+        print(f"{name}: not run (--max-time), rerun with --rows:", " ".join(map(str, notrun)))
     if missing:
         print(f"{name}: missing rows:", " ".join(map(str, missing)))
     if twice:
         print(f"{name}: rows given more than once:", " ".join(map(str, twice)))
-    rc |= bool(missing or twice)
+    rc |= bool(notrun or missing or twice)
 print("gpu_grid check: every declared row present once" if not rc else "gpu_grid check: INCOMPLETE")
 sys.exit(rc)
 PY

@@ -174,8 +174,12 @@ double xs_grid_tp_est_s(const xs_tp_info *in, double tflops, double drain_bytes_
     const double remote = in->ag_remote_bytes + in->rs_remote_bytes;
     const double comp_s = in->flops / (tflops * 1e12), link_s = remote / (drain_bytes_per_ns * 1e9);
     const double run_s = (comp_s > link_s ? comp_s : link_s) + remote / (verify_gbps * 1e9);
-    /* setup: random inputs in the windows, the fp32 reference (about 3 GEMMs at fp32 rate) */
-    return XS_GRID_TP_RUNS * run_s + 3.0 * comp_s + XS_GRID_TP_SETUP_S;
+    /* setup: the fp32 reference (about 3 GEMMs at fp32 rate), the placed data of the P - 1
+     * host windows written by the CPU (at the rate it checks them), a fixed part */
+    const int m = in->tiles_m * XS_TP_BM, P = in->rs_rows ? m / in->rs_rows : 1;
+    const double placed = (double)(P - 1) * in->window_bytes;
+    return XS_GRID_TP_RUNS * run_s + 3.0 * comp_s + placed / (verify_gbps * 1e9) +
+           XS_GRID_TP_SETUP_S;
 }
 
 double xs_grid_up_est_s(const xs_grid_up_row *r, double tflops, double drain_bytes_per_ns,

@@ -93,6 +93,16 @@ else
     grep -q '^up: missing rows: 59$' "$T/out" && ok || bad "missing rows: $(cat "$T/out")"
     grep -q 'INCOMPLETE' "$T/out" && ok || bad "verdict: $(cat "$T/out")"
     if bash "$G" check "$T/none" >"$T/out" 2>&1; then bad "check of no files: exit 0"; else ok; fi
+    # rows a slice did not start, then rerun: complete; not rerun: incomplete, named
+    mkdir -p "$T/c"
+    mk "$T/c/tp_grid_0_81.csv" 0 81 ok
+    mk "$T/c/up_grid_0_60.csv" 0 50 ok
+    mk "$T/c/up_grid_0_60b.csv" 50 60 '"not run: --max-time spent"'
+    if bash "$G" check "$T/c" >"$T/out" 2>&1; then bad "check with rows not run: exit 0"; else ok; fi
+    grep -q '^up: not run (--max-time), rerun with --rows: 50 51 52 53 54 55 56 57 58 59$' "$T/out" &&
+        ok || bad "rows not run: $(cat "$T/out")"
+    mk "$T/c/up_grid_50_60.csv" 50 60 ok
+    if bash "$G" check "$T/c" >"$T/out" 2>&1; then ok; else bad "check after a rerun: $(cat "$T/out")"; fi
 fi
 
 echo "$pass passed, $fail failed"
