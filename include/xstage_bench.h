@@ -175,6 +175,11 @@ typedef struct {
  * format, or more than XS_BENCH_MAX_COLS leaves. */
 xs_status xs_bench_table_init(xs_bench_table *t, const xs_bench_col *cols, int n);
 
+/* A row with no measurement: every XS_COL_DOUBLE read from the row (no getter) becomes NaN and
+ * every XS_COL_STAT NaN with n = 0; integers and strings are left as they are (the workload sets
+ * the point's identity and status). For rows of points that did not run. */
+void xs_bench_row_blank(const xs_bench_table *t, void *row);
+
 /* The three forms of one row (no newline from the value writers): */
 void xs_bench_table_head(FILE *f, const xs_bench_table *t, int all); /* names, then units */
 void xs_bench_table_row(FILE *f, const xs_bench_table *t, const void *row, int all);
@@ -234,8 +239,11 @@ typedef struct {
     int npoints;
     void *rows;       /* npoints rows of row_bytes bytes, owned by the workload */
     size_t row_bytes;
-    /* Point i into row: XS_OK with *verified (0: some run's data were wrong; its line printed),
-     * or an error, which the sweep prints as "xstage: error: [rank R: ]LABEL: message". */
+    /* Point i into row: XS_OK with *verified (0: some run's data were wrong; its line printed;
+     * XS_BENCH_CANNOT_RUN: the point cannot run here, e.g. it does not fit the device's memory,
+     * and its row says why in a status column: written, counted in tally.cannot, not a
+     * failure), or an error, which the sweep prints as "xstage: error: [rank R: ]LABEL:
+     * message". */
     xs_status (*point)(void *ctx, int i, void *row, int *verified);
     /* Point i's name for error lines, e.g. "olmoe-1b-7b balanced T=512 N=4" (NULL: none). */
     void (*label)(void *ctx, int i, char *buf, size_t n);
@@ -253,7 +261,14 @@ typedef struct {
     xs_status (*between)(void *hctx, int *interrupted, int *late);
     int (*sticky)(void); /* after XS_ECUDA: 1 when no later point can run; NULL: never */
     void *hctx;
+    /* A declared grid reports every point (issue 33): a point that failed or was not started
+     * (--max-time) still gets its row, filled by this hook with its status line ("failed:
+     * <message>", "not run: --max-time 200 s spent"); the failure still counts as one. NULL: such
+     * points have no row. */
+    void (*unrun)(void *ctx, int i, void *row, const char *status);
 } xs_bench_sweep;
+
+enum { XS_BENCH_CANNOT_RUN = -1 }; /* xs_bench_sweep.point's *verified: see there */
 
 /* What a sweep did, in points. */
 typedef struct {
@@ -262,6 +277,7 @@ typedef struct {
     int wrong;       /* rows written with wrong data */
     int failed;      /* a call failed: no row */
     int skipped;     /* not started: --max-time spent */
+    int cannot;      /* rows of points that cannot run here (XS_BENCH_CANNOT_RUN) */
     int interrupted; /* SIGINT/SIGTERM arrived: the sweep stopped between points */
     int stopped;     /* a failure ended the sweep (lockstep ranks, or a sticky CUDA error) */
 } xs_bench_tally;

@@ -243,6 +243,12 @@ void xs_bench_sweep_run(const xs_bench_sweep *s, xs_bench_report *r, xs_bench_ta
             s->label(s->ctx, i, label, sizeof label);
         if (st == XS_OK && late) {
             t->skipped++;
+            if (r && s->unrun) {
+                char why[96];
+                snprintf(why, sizeof why, "not run: --max-time spent");
+                s->unrun(s->ctx, i, (char *)s->rows + (size_t)i * s->row_bytes, why);
+                xs_bench_report_row(r, (char *)s->rows + (size_t)i * s->row_bytes);
+            }
             continue;
         }
         void *row = (char *)s->rows + (size_t)i * s->row_bytes;
@@ -258,6 +264,12 @@ void xs_bench_sweep_run(const xs_bench_sweep *s, xs_bench_report *r, xs_bench_ta
             fprintf(stderr, "xstage: error: %s%s%s%s\n", who, label, *label ? ": " : "",
                     xs_errmsg());
             t->failed++;
+            if (r && s->unrun) {
+                char why[400];
+                snprintf(why, sizeof why, "failed: %s", xs_errmsg());
+                s->unrun(s->ctx, i, row, why);
+                xs_bench_report_row(r, row);
+            }
             /* the ranks walk the points in lockstep: one rank's error ends the sweep (its exit
              * stops the others through the launcher); a sticky CUDA error poisons every later
              * point */
@@ -265,6 +277,12 @@ void xs_bench_sweep_run(const xs_bench_sweep *s, xs_bench_report *r, xs_bench_ta
                 t->stopped = 1;
                 return;
             }
+            continue;
+        }
+        if (verified == XS_BENCH_CANNOT_RUN) {
+            t->cannot++;
+            if (r)
+                xs_bench_report_row(r, row);
             continue;
         }
         t->wrong += !verified;
@@ -281,6 +299,9 @@ int xs_bench_sweep_close(xs_bench_report *r, const xs_bench_tally *t, int npoint
     xs_bench_report_end(r); /* no-op after the workload's own call */
     if (t->skipped)
         xs_bench_report_note(r, "--max-time: %d of %d points skipped", t->skipped, npoints);
+    if (t->cannot)
+        xs_bench_report_note(r, "%d of %d points cannot run here (status column)", t->cannot,
+                             npoints);
     const int files = r->csv || r->json;
     const int rc = xs_bench_report_close(r, t->ok + t->wrong, t->failed + t->wrong,
                                          t->interrupted);

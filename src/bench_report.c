@@ -68,6 +68,24 @@ double xs_bench_ns_as_us(const void *row, int off)
     return v / 1e3;
 }
 
+void xs_bench_row_blank(const xs_bench_table *t, void *row)
+{
+    const double nan = NAN;
+    const xs_bench_col *last = NULL;
+    for (int i = 0; i < t->n; i++) {
+        const xs_bench_col *c = t->leaf[i].col;
+        if (c == last) /* the other leaves of one XS_COL_STAT */
+            continue;
+        last = c;
+        if (c->kind == XS_COL_DOUBLE && !c->get)
+            memcpy((char *)row + c->off, &nan, sizeof nan);
+        else if (c->kind == XS_COL_STAT) {
+            const xs_bench_stat s = {NAN, NAN, NAN, NAN, NAN, 0};
+            memcpy((char *)row + c->off, &s, sizeof s);
+        }
+    }
+}
+
 /* A leaf's value: a number (*d, *is_int) or a string (returned, or NULL for a number). */
 static const char *leaf_value(const struct xs_bench_leaf *l, const void *row, double *d,
                               int *is_int)

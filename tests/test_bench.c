@@ -518,7 +518,7 @@ static int sweep6(pt_ctx *c, int lockstep, int sticky, xs_bench_tally *t, char *
     xs_bench_table tab;
     xs_bench_table_init(&tab, pt_cols, 2);
     xs_bench_sweep s = {6, rows, sizeof rows[0], pt_point, pt_label, pt_detail, c, lockstep, 1,
-                        pt_between, sticky ? pt_sticky_yes : NULL, c};
+                        pt_between, sticky ? pt_sticky_yes : NULL, c, NULL};
     FILE *out = tmpfile();
     xs_bench_report r;
     xs_bench_report_open(&r, "bench pt", &tab, out, NULL, NULL);
@@ -582,6 +582,101 @@ static void test_sweep(void)
     XT_CHECK(strstr(last, "# INTERRUPTED: partial results"), "%s", last);
 }
 
+/* A declared grid: every point has a row, its status says what became of it. */
+typedef struct {
+    int id;
+    double us;
+    xs_bench_stat t;
+    char status[96];
+} dg_row;
+
+static xs_status dg_point(void *ctx, int i, void *row, int *verified)
+{
+    pt_ctx *c = (pt_ctx *)ctx;
+    dg_row *r = (dg_row *)row;
+    c->calls++;
+    r->id = i;
+    if (i == c->fail_at)
+        return xs_seterr(XS_ECUDA, "point %d broke", i);
+    if (i == c->wrong_at) { /* here: cannot run */
+        snprintf(r->status, sizeof r->status, "skipped: needs 180.0 GiB > 139.0 GiB free");
+        *verified = XS_BENCH_CANNOT_RUN;
+        return XS_OK;
+    }
+    r->us = 10 + i;
+    snprintf(r->status, sizeof r->status, "ok");
+    *verified = 1;
+    return XS_OK;
+}
+
+static const xs_bench_col dg_cols[] = {
+    {"id", "", "%d", XS_COL_INT, offsetof(dg_row, id), 0, 0, 0, 0, 0},
+    {"x_us", "us", "%.1f", XS_COL_DOUBLE, offsetof(dg_row, us), 0, 0, 0, 0, 0},
+    {"t", "us", "%.1f", XS_COL_STAT, offsetof(dg_row, t), 0, 0, 0, 0, 0},
+    {"status", "", "%s", XS_COL_CHARS, offsetof(dg_row, status), 0, 0, 0, 0, 0}};
+
+static xs_bench_table dg_tab;
+
+static void dg_unrun(void *ctx, int i, void *row, const char *status)
+{
+    dg_row *r = (dg_row *)row;
+    xs_bench_row_blank(&dg_tab, row);
+    r->id = i;
+    snprintf(r->status, sizeof r->status, "%s", status);
+}
+
+static void test_sweep_declared(void)
+{
+    dg_row rows[6];
+    memset(rows, 0, sizeof rows);
+    for (int i = 0; i < 6; i++)
+        rows[i].t = xs_bench_stat_of((const double[]){1, 2, 3}, 3);
+    XT_CHECK(xs_bench_table_init(&dg_tab, dg_cols, 4) == XS_OK, "%s", xs_errmsg());
+    /* point 1 fails, point 2 cannot run, points 4 and 5 are late */
+    pt_ctx c = {1, XS_ECUDA, 2, 4, -1, 0, 0};
+    xs_bench_sweep s = {6, rows, sizeof rows[0], dg_point, pt_label, NULL, &c, 0, 0,
+                        pt_between, NULL, &c, dg_unrun};
+    FILE *out = tmpfile();
+    xs_bench_report r;
+    xs_bench_report_open(&r, "bench dg", &dg_tab, out, NULL, NULL);
+    xs_bench_report_begin(&r);
+    fflush(stderr);
+    const int se = dup(2);
+    FILE *e = tmpfile();
+    dup2(fileno(e), 2);
+    xs_bench_tally t;
+    xs_bench_sweep_run(&s, &r, &t);
+    const int rc = xs_bench_sweep_close(&r, &t, 6);
+    fflush(stderr);
+    dup2(se, 2);
+    close(se);
+    fclose(e);
+    XT_CHECK(rc == 1 && t.failed == 1 && t.cannot == 1 && t.skipped == 2 && t.ok == 2,
+             "rc %d failed %d cannot %d skipped %d ok %d", rc, t.failed, t.cannot, t.skipped,
+             t.ok);
+    XT_CHECK(!strcmp(rows[0].status, "ok") && rows[0].us == 10, "row 0: %s", rows[0].status);
+    XT_CHECK(!strncmp(rows[1].status, "failed: point 1 broke", 21) && isnan(rows[1].us) &&
+                 isnan(rows[1].t.med) && rows[1].t.n == 0 && rows[1].id == 1,
+             "row 1: %s", rows[1].status);
+    XT_CHECK(!strncmp(rows[2].status, "skipped: needs", 14), "row 2: %s", rows[2].status);
+    XT_CHECK(!strcmp(rows[4].status, "not run: --max-time spent") && isnan(rows[4].us) &&
+                 !strcmp(rows[5].status, rows[4].status),
+             "rows 4, 5: %s, %s", rows[4].status, rows[5].status);
+    /* every point is a row of the table, in order */
+    rewind(out);
+    char line[256];
+    int n = 0, ids_in_order = 1, cannot_note = 0;
+    while (fgets(line, sizeof line, out)) {
+        cannot_note |= strstr(line, "1 of 6 points cannot run here") != NULL;
+        int id;
+        if (line[0] != '#' && sscanf(line, " %d", &id) == 1)
+            ids_in_order &= id == n++;
+    }
+    fclose(out);
+    XT_CHECK(n == 6 && ids_in_order, "%d rows in the table", n);
+    XT_CHECK(cannot_note, "a note counts the points that cannot run");
+}
+
 static void test_ns_as_us(void)
 {
     struct { int a; double ns; } r = {1, 2500};
@@ -609,6 +704,7 @@ int main(void)
     test_rounds();
     test_table();
     test_sweep();
+    test_sweep_declared();
     test_ns_as_us();
     test_verdict();
     return xt_done();

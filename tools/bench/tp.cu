@@ -44,6 +44,7 @@
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_cuda.h"
+#include "xstage_grid.h"
 #include "xstage_launch.h"
 #include "xstage_pattern.h"
 #include "xstage_win.h"
@@ -53,7 +54,8 @@
 
 /* ---- options --------------------------------------------------------------------------------- */
 
-enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_ENGINE, OPT_COURIERS };
+enum { OPT_MODEL = XS_OPT_FIRST_FREE, OPT_N, OPT_K, OPT_ENGINE, OPT_COURIERS, OPT_GRID,
+       OPT_ROWS };
 
 static const struct option tp_long[] = {
     {"op", required_argument, 0, 'o'},        {"model", required_argument, 0, OPT_MODEL},
@@ -61,6 +63,7 @@ static const struct option tp_long[] = {
     {"k", required_argument, 0, OPT_K},       {"peers", required_argument, 0, 'p'},
     {"engine", required_argument, 0, OPT_ENGINE},
     {"couriers", required_argument, 0, OPT_COURIERS},
+    {"grid", required_argument, 0, OPT_GRID}, {"rows", required_argument, 0, OPT_ROWS},
     {0, 0, 0, 0}};
 
 static const char tp_about[] =
@@ -99,8 +102,15 @@ static const char *tp_help(void)
              "                        The couriers together issue at most %.2f x the profile's\n"
              "                        R; the pilot takes the front order with its first remote\n"
              "                        tiles split along k in 2, 4 and 8 parts (gemm_rs, virtual\n"
-             "                        peers); every pilot is the median of %d verified runs\n",
-             TPB_MAX_COUR, TPB_COURIER_PACE, TPB_PILOT_REPS);
+             "                        peers); every pilot is the median of %d verified runs\n"
+             "      --grid WORD       declared: the declared grid of issue 33, op x model x m\n"
+             "                        (1024,4096,16384) x peers (2,4,8), %d rows, every one\n"
+             "                        reported (columns grid_row, status: ok, skipped: <why>\n"
+             "                        when it cannot run here, failed: <error>, not run:\n"
+             "                        --max-time spent); default: the sweep above [default]\n"
+             "      --rows A:B        with --grid declared: rows A..B-1 of it only (A: or :B\n"
+             "                        open-ended), to split the grid over runs [all]\n",
+             TPB_MAX_COUR, TPB_COURIER_PACE, TPB_PILOT_REPS, XS_GRID_TP_ROWS);
     return buf;
 }
 
@@ -200,13 +210,37 @@ static xs_status tp_opt(void *ctx, int ch, const char *arg)
             return xs_seterr(XS_EINVAL, "--engine '%s': expected mma or sm90", arg);
         return XS_OK;
     case OPT_COURIERS: return tp_opt_couriers(o, arg);
+    case OPT_GRID: return xs_grid_parse(arg, &o->grid);
+    case OPT_ROWS: o->rows_arg = arg; return XS_OK;
     }
     return xs_seterr(XS_EINVAL, "bench tp: unhandled option");
+}
+
+/* --grid declared: the grid fixes the points (XS_EINVAL with one line for an option that would
+ * change them), --rows picks a slice. */
+static xs_status tp_check_grid(tpb_opts *o, const xs_bench_common *c)
+{
+    if (!o->grid) {
+        if (o->rows_arg)
+            return xs_seterr(XS_EINVAL, "bench tp: --rows needs --grid declared");
+        return XS_OK;
+    }
+    const char *bad = o->ops_set ? "--op" : o->models_set ? "--model" : o->nm ? "--m"
+                      : o->nn ? "--n/--k" : o->npeers ? "--peers" : c->quick ? "--quick"
+                      : c->b.gpus > 1 ? "-g N > 1" : NULL;
+    if (bad)
+        return xs_seterr(XS_EINVAL, "bench tp: --grid declared fixes the points; %s cannot be "
+                         "combined with it (--rows A:B picks a slice)", bad);
+    o->rows_lo = 0, o->rows_hi = XS_GRID_TP_ROWS;
+    if (o->rows_arg)
+        XS_TRY(xs_grid_rows_parse(o->rows_arg, XS_GRID_TP_ROWS, &o->rows_lo, &o->rows_hi));
+    return XS_OK;
 }
 
 /* The checks and defaults after parsing (XS_EINVAL with its one line). */
 static xs_status tp_check(tpb_opts *o, const xs_bench_common *c)
 {
+    XS_TRY(tp_check_grid(o, c));
     if (!o->cour_set && o->engine == XS_TP_ENGINE_SM90) {
         /* the planner's family on sm90: the default kernel and 4, 6 and 8 couriers (on the
          * H200, 6 couriers won 9 of 36 rows, mostly compute-bound ones, where 8 cost the compute
@@ -277,7 +311,19 @@ static xs_status build_rows(const tpb_opts *o, int quick, double drain, tpb_row 
         return xs_seterr(XS_ENOMEM, "out of host memory");
     int n = 0;
     xs_status st = XS_OK;
-    for (int oi = 0; oi < o->nops && st == XS_OK; oi++) {
+    for (int i = o->rows_lo; o->grid && i < o->rows_hi && st == XS_OK; i++) {
+        /* the declared grid: a shape the kernel refuses is a row that cannot run */
+        xs_grid_tp_row g;
+        if ((st = xs_grid_tp_row_at(i, &g)) != XS_OK)
+            break;
+        int nn = 0, kk = 0;
+        xs_tp_model_nk(g.op, xs_tp_model_at(g.model_index), &nn, &kk);
+        if (tp_add_row(built, &n, g.op, g.model, g.m, nn, kk, g.peers) != XS_OK)
+            snprintf(built[n - 1].status, sizeof built[n - 1].status, "skipped: %s",
+                     xs_errmsg());
+        built[n - 1].index = i;
+    }
+    for (int oi = 0; !o->grid && oi < o->nops && st == XS_OK; oi++) {
         const xs_tp_op op = (xs_tp_op)o->ops[oi];
         if (o->nn) {
             for (int a = 0; a < o->nm; a++)
@@ -1227,6 +1273,7 @@ typedef struct {
     int bad_P;             /* virtual peers whose windows could not be opened (0: none) */
     xs_status bad_st;
     char bad[320];         /* that failure's line, repeated for the group's other rows */
+    const xs_bench_table *t; /* the columns (a row that did not run: xs_bench_row_blank) */
 } tpb_sweep;
 
 /* The window set of row i's peer count, sized for the group's largest configuration: opened
@@ -1275,14 +1322,66 @@ static xs_status tpb_windows(tpb_sweep *sw, int i)
     return XS_OK;
 }
 
+/* A row of the declared grid that does not run: no measurement, its status. */
+static void tpb_blank(const tpb_sweep *sw, tpb_row *row, const char *status)
+{
+    tpb_row_init(sw->cx.o, row);
+    xs_bench_row_blank(sw->t, row);
+    row->ran = row->ok = row->verified = 0;
+    row->grid = row->tiles = 0;
+    snprintf(row->status, sizeof row->status, "%s", status);
+}
+
+/* xs_bench_sweep.unrun (--grid declared): point i failed or was not started. */
+static void tpb_unrun(void *ctx, int i, void *rowp, const char *status)
+{
+    tpb_blank((const tpb_sweep *)ctx, (tpb_row *)rowp, status);
+}
+
+/* --grid declared, before point i runs (its windows open): 1 with the row's status "skipped:
+ * ..." when it cannot run here: a shape the kernel refuses (build_rows), or more device memory
+ * than is free (xs_grid_tp_bytes against cudaMemGetInfo; this rank's window, already open,
+ * left out); 0 to run it. */
+static int tpb_cannot_run(const tpb_sweep *sw, tpb_row *row)
+{
+    char why[sizeof row->status];
+    if (!strncmp(row->status, "skipped:", 8)) {
+        snprintf(why, sizeof why, "%s", row->status);
+        tpb_blank(sw, row, why);
+        return 1;
+    }
+    xs_tp_info in;
+    size_t dev = 0, host = 0, free_b = 0, total_b = 0;
+    if (xs_tp_info_of(&row->s, &in) != XS_OK || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess)
+        return 0; /* the run reports it */
+    xs_grid_tp_bytes(&in, row->s.m, &dev, &host);
+    dev = dev > in.window_bytes ? dev - in.window_bytes : 0;
+    if (dev <= free_b)
+        return 0;
+    snprintf(why, sizeof why, "skipped: needs %.1f GiB > %.1f GiB free (estimate, "
+             "xs_grid_tp_bytes)", dev / 1073741824.0, free_b / 1073741824.0);
+    tpb_blank(sw, row, why);
+    return 1;
+}
+
 /* xs_bench_sweep.point: configuration i. */
 static xs_status tpb_point_run(void *ctx, int i, void *rowp, int *verified)
 {
     tpb_sweep *sw = (tpb_sweep *)ctx;
     tpb_row *row = (tpb_row *)rowp;
+    const int declared = sw->cx.o->grid;
     tpb_row_init(sw->cx.o, row);
     row->ran = 1;
+    /* a shape the kernel refuses is skipped before its windows are opened */
+    if (declared && !strncmp(row->status, "skipped:", 8) && tpb_cannot_run(sw, row)) {
+        *verified = XS_BENCH_CANNOT_RUN;
+        return XS_OK;
+    }
     XS_TRY(tpb_windows(sw, i));
+    if (declared && tpb_cannot_run(sw, row)) {
+        *verified = XS_BENCH_CANNOT_RUN;
+        return XS_OK;
+    }
     const uint32_t seed = sw->cx.e->c->b.seed ^
                           xs_mix32((uint32_t)row->index * 2654435761u + 17u);
     tpb_point p;
@@ -1291,15 +1390,30 @@ static xs_status tpb_point_run(void *ctx, int i, void *rowp, int *verified)
     p.row = row;
     p.ro.timeout_ns = (unsigned long long)(sw->cx.e->c->timeout_s * 1e9);
     p.ro.flush_l2 = 1; /* the flush sits between xs_tp_run's own poison and its events */
-    const xs_status st = tpb_config(&p, sw->tab, seed, verified);
+    xs_status st = tpb_config(&p, sw->tab, seed, verified);
     xs_tp_destroy(p.t);
+    if (declared && st == XS_ECUDA && strstr(xs_errmsg(), "out of memory")) {
+        /* cudaErrorMemoryAllocation is not sticky: the row says so and the sweep goes on */
+        char why[sizeof row->status];
+        snprintf(why, sizeof why, "skipped: out of device memory: %s", xs_errmsg());
+        cudaGetLastError();
+        tpb_blank(sw, row, why);
+        *verified = XS_BENCH_CANNOT_RUN;
+        return XS_OK;
+    }
+    if (st == XS_OK)
+        snprintf(row->status, sizeof row->status, "%s", *verified ? "ok" : "failed: wrong data");
     return st;
 }
 
 static void tpb_label(void *ctx, int i, char *buf, size_t n)
 {
-    const tpb_row *r = &((const tpb_sweep *)ctx)->rows[i];
-    snprintf(buf, n, "%s %s m=%d n=%d k=%d P=%d", xs_tp_op_name(r->op), r->model, r->s.m,
+    const tpb_sweep *sw = (const tpb_sweep *)ctx;
+    const tpb_row *r = &sw->rows[i];
+    char row[24] = "";
+    if (sw->cx.o->grid)
+        snprintf(row, sizeof row, "grid row %d: ", r->index);
+    snprintf(buf, n, "%s%s %s m=%d n=%d k=%d P=%d", row, xs_tp_op_name(r->op), r->model, r->s.m,
              r->s.n, r->s.k, r->s.peers);
 }
 
@@ -1323,10 +1437,12 @@ static int tpb_sweep_all(xs_bench_env *e, const tpb_opts *o, const xs_profile *p
     memset(&sw, 0, sizeof sw);
     sw.cx.e = e, sw.cx.cb = cb, sw.cx.prof = prof, sw.cx.o = o, sw.cx.grid = e->gi.sm_count;
     sw.rows = rows, sw.nrows = nrows;
+    sw.t = &t;
     xs_bench_sweep s;
     memset(&s, 0, sizeof s);
     s.npoints = nrows, s.rows = rows, s.row_bytes = sizeof *rows;
     s.point = tpb_point_run, s.label = tpb_label, s.detail = tpb_detail, s.ctx = &sw;
+    s.unrun = o->grid ? tpb_unrun : NULL;
     xs_bench_sweep_hooks(&s, e);
     xs_bench_tally tally;
     xs_bench_sweep_run(&s, &rep, &tally);
@@ -1337,6 +1453,19 @@ static int tpb_sweep_all(xs_bench_env *e, const tpb_opts *o, const xs_profile *p
     xs_bench_report_end(&rep);
     if (!tally.interrupted)
         tpb_summary(&rep, rows, nrows);
+    if (o->grid) {
+        int nok = 0, nskip = 0, nfail = 0, nlate = 0;
+        for (int i = 0; i < nrows; i++) {
+            nok += !strcmp(rows[i].status, "ok");
+            nskip += !strncmp(rows[i].status, "skipped:", 8);
+            nfail += !strncmp(rows[i].status, "failed:", 7);
+            nlate += !strncmp(rows[i].status, "not run:", 8);
+        }
+        xs_bench_report_note(&rep, "declared grid: rows %d..%d of %d: %d ok, %d skipped (cannot "
+                             "run here), %d failed, %d not run (--max-time), %d without a row",
+                             o->rows_lo, o->rows_hi - 1, XS_GRID_TP_ROWS, nok, nskip, nfail,
+                             nlate, nrows - nok - nskip - nfail - nlate);
+    }
     xs_bench_report_note(&rep, "wall time %.1f s", xs_now_s() - e->t0);
     *abort = tally.stopped || tally.interrupted;
     return xs_bench_sweep_close(&rep, &tally, nrows);

@@ -40,6 +40,10 @@ typedef struct {
     int cour[TPB_MAX_COUR], ncour; /* --couriers: courier counts run next to the default (0);
                                       default 4,6,8 on sm90, none on mma */
     int cour_set;                  /* --couriers given */
+    int grid;                      /* --grid declared: the issue's declared grid
+                                      (include/xstage_grid.h), every point a row */
+    const char *rows_arg;          /* --rows A:B as given (parsed once the grid is known) */
+    int rows_lo, rows_hi;          /* --rows: the declared rows lo..hi-1 [all] */
 } tpb_opts;
 
 /* The couriers together issue at most this fraction of the profile's R: a few SMs paced at
@@ -134,6 +138,10 @@ typedef struct {
     int tuned_v;                     /* the variant with the fastest pilot, -1: none */
     char tuned_name[64];             /* its name */
     double tuned_us;                 /* its timed median, us */
+    /* --grid declared: what became of the point (index is its row of the grid): "ok",
+     * "skipped: <why>" (it cannot run here, e.g. not enough memory), "failed: <message>",
+     * "not run: ..." */
+    char status[200];
 } tpb_row;
 
 /* ---- the report (tp_report.cu) --------------------------------------------------------------- */

@@ -193,6 +193,10 @@ int tpb_cols(const tpb_opts *o, xs_bench_col *c)
     col(c, &n, "auto", "", "%s", XS_COL_CHARS, offsetof(tpb_row, auto_name), F);
     col(c, &n, "tuned_us", "us", "%.1f", XS_COL_DOUBLE, offsetof(tpb_row, tuned_us), 0);
     col(c, &n, "tuned", "", "%s", XS_COL_CHARS, offsetof(tpb_row, tuned_name), F);
+    if (o->grid) { /* every declared point is a row: its index in the grid and its status */
+        col(c, &n, "grid_row", "", "%d", XS_COL_INT, offsetof(tpb_row, index), 0);
+        col(c, &n, "status", "", "%s", XS_COL_CHARS, offsetof(tpb_row, status), 0);
+    }
     return n;
 }
 

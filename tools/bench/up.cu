@@ -57,6 +57,7 @@
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_cuda.h"
+#include "xstage_grid.h"
 #include "xstage_win.h"
 
 #define UP_POISON 0xffffffffu  /* bf16 NaN pairs: never an attention output */
@@ -127,6 +128,7 @@ typedef struct {
 /* A point of the sweep. */
 typedef struct {
     int seq, heads, causal, peers;
+    int index; /* --grid declared: its row of the grid */
 } up_point_def;
 
 /* The whole bench: options, harness, buffers, the open windows and the host scratch of a
@@ -152,6 +154,7 @@ typedef struct {
     uint64_t *tns;         /* [max tiles] */
     double *dur;           /* [max tiles] */
     up_tiles tk;           /* the last repetition's fa and piggyback stamps (up_report.cu) */
+    const xs_bench_table *t; /* the columns (a row that did not run: xs_bench_row_blank) */
 } up_bench;
 
 /* One configuration as the runs see it. */
@@ -1120,6 +1123,22 @@ static xs_status open_windows(up_bench *b, int P)
     return XS_OK;
 }
 
+/* A row of point i with no measurement (xs_bench_row_blank), its identity and status. */
+static void up_blank(const up_bench *b, int i, up_row *row, const char *status)
+{
+    const up_point_def *d = &b->pts[i];
+    memset(row, 0, sizeof *row);
+    xs_bench_row_blank(b->t, row);
+    row->seq = d->seq, row->heads = d->heads, row->causal = d->causal, row->peers = d->peers;
+    row->head_dim = XS_ATTN_D;
+    row->grid_row = d->index;
+    snprintf(row->plan, sizeof row->plan, "-");
+    snprintf(row->best_other, sizeof row->best_other, "-");
+    snprintf(row->auto_name, sizeof row->auto_name, "-");
+    snprintf(row->tuned_name, sizeof row->tuned_name, "-");
+    snprintf(row->status, sizeof row->status, "%s", status);
+}
+
 static xs_status up_point(void *ctx, int i, void *rowp, int *verified)
 {
     up_bench *b = (up_bench *)ctx;
@@ -1133,15 +1152,37 @@ static xs_status up_point(void *ctx, int i, void *rowp, int *verified)
     c.pp = b->pp;
     c.tab = b->pp ? &b->pp->send : b->tab;
     c.own = b->pp ? &b->pp->own : b->tab;
-    XS_TRY(run_config(b, &c, row));
+    const xs_status st = run_config(b, &c, row);
+    row->grid_row = d->index;
+    if (b->o->grid && st == XS_ECUDA && strstr(xs_errmsg(), "out of memory")) {
+        /* cudaErrorMemoryAllocation is not sticky: the row says so and the sweep goes on */
+        char why[sizeof row->status];
+        snprintf(why, sizeof why, "skipped: out of device memory: %s", xs_errmsg());
+        cudaGetLastError();
+        up_blank(b, i, row, why);
+        *verified = XS_BENCH_CANNOT_RUN;
+        return XS_OK;
+    }
+    XS_TRY(st);
+    snprintf(row->status, sizeof row->status, "%s", row->verified ? "ok" : "failed: wrong data");
     *verified = row->verified;
     return XS_OK;
 }
 
+/* xs_bench_sweep.unrun (--grid declared): point i failed or was not started. */
+static void up_unrun(void *ctx, int i, void *rowp, const char *status)
+{
+    up_blank((const up_bench *)ctx, i, (up_row *)rowp, status);
+}
+
 static void up_label(void *ctx, int i, char *buf, size_t n)
 {
-    const up_point_def *d = &((const up_bench *)ctx)->pts[i];
-    snprintf(buf, n, "seq %d heads %d causal %d peers %d", d->seq, d->heads, d->causal,
+    const up_bench *b = (const up_bench *)ctx;
+    const up_point_def *d = &b->pts[i];
+    char row[24] = "";
+    if (b->o->grid)
+        snprintf(row, sizeof row, "grid row %d: ", d->index);
+    snprintf(buf, n, "%sseq %d heads %d causal %d peers %d", row, d->seq, d->heads, d->causal,
              d->peers);
 }
 
@@ -1164,6 +1205,20 @@ static void up_detail(void *ctx, int i, const void *rowp, xs_bench_report *r)
 static int make_points(const up_opts *o, up_point_def *pts)
 {
     int n = 0;
+    if (o->grid) {
+        /* the declared rows lo..hi-1, grouped by peer count (one window set per group) */
+        for (int pi = 0; pi < XS_GRID_NPEERS; pi++)
+            for (int i = o->rows_lo; i < o->rows_hi; i++) {
+                xs_grid_up_row g;
+                xs_grid_up_row_at(i, &g);
+                if (g.peers != xs_grid_peers[pi])
+                    continue;
+                up_point_def *d = &pts[n++];
+                d->seq = g.seq, d->heads = g.heads, d->causal = g.causal, d->peers = g.peers;
+                d->index = i;
+            }
+        return n;
+    }
     for (int pi = 0; pi < o->npeers; pi++)
         for (int hi = 0; hi < o->nheads; hi++)
             for (int si = 0; si < o->nseq; si++)
@@ -1285,6 +1340,7 @@ static int up_sweep(up_bench *b, xs_bench_report *rep, xs_bench_tally *tally)
     memset(&sw, 0, sizeof sw);
     sw.npoints = np, sw.rows = rows, sw.row_bytes = sizeof rows[0];
     sw.point = up_point, sw.label = up_label, sw.detail = up_detail, sw.ctx = b;
+    sw.unrun = b->o->grid ? up_unrun : NULL;
     xs_bench_sweep_hooks(&sw, b->e);
     xs_bench_report_begin(rep);
     xs_bench_sweep_run(&sw, rep, tally);
@@ -1294,6 +1350,19 @@ static int up_sweep(up_bench *b, xs_bench_report *rep, xs_bench_tally *tally)
         b->ws = NULL;
     }
     xs_bench_report_end(rep);
+    if (b->o->grid) {
+        int nok = 0, nskip = 0, nfail = 0, nlate = 0;
+        for (int i = 0; i < np; i++) {
+            nok += !strcmp(rows[i].status, "ok");
+            nskip += !strncmp(rows[i].status, "skipped:", 8);
+            nfail += !strncmp(rows[i].status, "failed:", 7);
+            nlate += !strncmp(rows[i].status, "not run:", 8);
+        }
+        xs_bench_report_note(rep, "declared grid: rows %d..%d of %d: %d ok, %d skipped (cannot "
+                             "run here), %d failed, %d not run (--max-time), %d without a row",
+                             b->o->rows_lo, b->o->rows_hi - 1, XS_GRID_UP_ROWS, nok, nskip,
+                             nfail, nlate, np - nok - nskip - nfail - nlate);
+    }
     if (!tally->interrupted) { /* stopped early: no figures */
         int n = 0;
         for (int i = 0; i < np; i++)
@@ -1335,11 +1404,20 @@ extern "C" int xs_bench_up(int argc, char **argv)
     const int npts = o.nseq * o.nheads * o.npeers * (o.causal_hi - o.causal_lo + 1);
     xs_bench_table t;
     xs_bench_report rep;
+    /* --grid declared: up_cols, then grid_row and status */
+    static xs_bench_col cols[XS_BENCH_MAX_COLS];
+    int ncols = up_ncols;
+    memcpy(cols, up_cols, sizeof(xs_bench_col) * (size_t)up_ncols);
+    if (o.grid) {
+        memcpy(cols + ncols, up_grid_cols, sizeof up_grid_cols);
+        ncols += 2;
+    }
+    b.t = &t;
     b.pts = (up_point_def *)calloc((size_t)npts, sizeof *b.pts);
     if ((rc = up_check_gpus(&e, &o)) == 0) {
         if (!b.pts)
             rc = xs_cli_failf("out of host memory for %d points", npts);
-        else if (bufs_open(&b) != XS_OK || xs_bench_table_init(&t, up_cols, up_ncols) != XS_OK ||
+        else if (bufs_open(&b) != XS_OK || xs_bench_table_init(&t, cols, ncols) != XS_OK ||
                  xs_bench_report_open(&rep, "bench up", &t, stdout, c.csv, c.json) != XS_OK)
             rc = xs_cli_fail();
     }

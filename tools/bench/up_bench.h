@@ -36,6 +36,11 @@ typedef struct {
     double pilot_max_us; /* --pilot-max-us: only in rows whose fa takes at most this long */
     double slice_ns;     /* --slice-ns: the kernel's own cost of one output slice, ns */
     const char *trace;   /* --trace DIR: the piggyback run's tiles as trace v1, per point */
+    int causal_set;      /* --causal given */
+    int grid;            /* --grid declared: the issue's declared grid (include/xstage_grid.h),
+                            every point a row */
+    const char *rows_arg; /* --rows A:B as given */
+    int rows_lo, rows_hi; /* --rows: the declared rows lo..hi-1 [all] */
 } up_opts;
 
 /* One row of the report (docs/METRICS.md). Times in us; the stats' medians are the headline
@@ -100,6 +105,10 @@ typedef struct {
     double auto_us;                         /* the median of auto's pick's timed runs */
     char tuned_name[24];                    /* the variant with the fastest pilot */
     double tuned_us;                        /* its timed median */
+    /* --grid declared: the point's row of the grid and what became of it: "ok", "skipped:
+     * <why>" (it cannot run here: out of device memory), "failed: <message>", "not run: ..." */
+    int grid_row;
+    char status[200];
 } up_row;
 
 /* Host copies of the stamps of the last timed repetition's fa run ([0]) and piggyback run
@@ -126,6 +135,8 @@ xs_status up_tiles_point(up_tiles *t, const xs_profile *prof, const xs_up_cfg *c
  * writer; the table shows the columns without XS_COL_FILE. */
 extern const xs_bench_col up_cols[];
 extern const int up_ncols;
+/* --grid declared: the two columns after up_cols, grid_row and status. */
+extern const xs_bench_col up_grid_cols[2];
 
 /* The bench's own '#' lines under the harness's header: the real peers, the profile and the
  * model's terms, the kernel's layout, the couriers, the timing. profile_file NULL: embedded. */

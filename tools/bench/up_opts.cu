@@ -12,9 +12,10 @@
 #include "xstage_cli.h"
 #include "xstage_cmd.h"
 #include "xstage_cuda.h"
+#include "xstage_grid.h"
 
 enum { OPT_SPLIT = XS_OPT_FIRST_FREE, OPT_SAMPLES, OPT_ORDER, OPT_COURIERS, OPT_PACE, OPT_PILOTS,
-       OPT_PILOT_MAX, OPT_KV, OPT_SLICE_NS, OPT_TRACE };
+       OPT_PILOT_MAX, OPT_KV, OPT_SLICE_NS, OPT_TRACE, OPT_GRID, OPT_ROWS };
 
 const struct option xs_upb_long[] = {
     {"seq", required_argument, 0, 's'},
@@ -31,6 +32,8 @@ const struct option xs_upb_long[] = {
     {"slice-ns", required_argument, 0, OPT_SLICE_NS},
     {"trace", required_argument, 0, OPT_TRACE},
     {"samples", required_argument, 0, OPT_SAMPLES},
+    {"grid", required_argument, 0, OPT_GRID},
+    {"rows", required_argument, 0, OPT_ROWS},
     {0, 0, 0, 0}};
 
 const char xs_upb_about[] =
@@ -73,6 +76,13 @@ const char xs_upb_help[] =
     "      --trace DIR       each point's last piggyback run as a trace v1 file,\n"
     "                        DIR/up_s<seq>_h<heads>_c<causal>_p<peers>_pb.csv\n"
     "                        (xstage compare --trace; docs/TRACE.md)\n"
+    "      --grid WORD       declared: the declared grid of issue 33, seq (4096..65536) x\n"
+    "                        heads (8,16) x causal (0,1) x peers (2,4,8), 60 rows, every\n"
+    "                        one reported (columns grid_row, status: ok, skipped: <why>\n"
+    "                        when it cannot run here, failed: <error>, not run:\n"
+    "                        --max-time spent); default: the sweep above [default]\n"
+    "      --rows A:B        with --grid declared: rows A..B-1 of it only (A: or :B\n"
+    "                        open-ended), to split the grid over runs [all]\n"
     "  The model's drain rate for the fused kernel's stores is the profile's\n"
     "  drain_under_load_bytes_per_ns (calibrate --load-probe; --set to override), else R.\n";
 
@@ -104,6 +114,7 @@ xs_status xs_upb_opt(void *ctx, int ch, const char *arg)
             o->causal_lo = 0, o->causal_hi = 1;
         else
             return xs_seterr(XS_EINVAL, "--causal '%s': expected 0, 1 or both", arg);
+        o->causal_set = 1;
         return XS_OK;
     case OPT_SPLIT:
         XS_TRY(xs_parse_int("--split", arg, -1, XS_ATTN_MAX_SPLIT, &v));
@@ -142,6 +153,8 @@ xs_status xs_upb_opt(void *ctx, int ch, const char *arg)
         XS_TRY(xs_parse_int("--samples", arg, 1, 65536, &v));
         o->samples = (int)v;
         return XS_OK;
+    case OPT_GRID: return xs_grid_parse(arg, &o->grid);
+    case OPT_ROWS: o->rows_arg = arg; return XS_OK;
     }
     return xs_seterr(XS_EINVAL, "bench up: unhandled option %d", ch);
 }
@@ -160,10 +173,42 @@ void xs_upb_defaults(up_opts *o)
     o->pilots = 4, o->pilot_max_us = 3000;
 }
 
+/* --grid declared: the grid fixes the points (one line for an option that would change them),
+ * --rows picks a slice; the lists become the grid's axes (the buffers' sizes). 0, or 1 after
+ * the one error line. */
+static int upb_check_grid(up_opts *o, const xs_bench_common *c)
+{
+    if (!o->grid) {
+        if (o->rows_arg)
+            return xs_cli_failf("bench up: --rows needs --grid declared");
+        return 0;
+    }
+    const char *bad = o->seq_set ? "--seq" : o->heads_set ? "--heads" : o->peers_set ? "--peers"
+                      : o->causal_set ? "--causal" : c->quick ? "--quick"
+                      : c->b.gpus > 1 ? "-g N > 1" : NULL;
+    if (bad)
+        return xs_cli_failf("bench up: --grid declared fixes the points; %s cannot be combined "
+                            "with it (--rows A:B picks a slice)", bad);
+    o->rows_lo = 0, o->rows_hi = XS_GRID_UP_ROWS;
+    if (o->rows_arg &&
+        xs_grid_rows_parse(o->rows_arg, XS_GRID_UP_ROWS, &o->rows_lo, &o->rows_hi) != XS_OK)
+        return xs_cli_fail();
+    memcpy(o->seq, xs_grid_up_seq, sizeof xs_grid_up_seq);
+    o->nseq = XS_GRID_UP_NSEQ;
+    memcpy(o->heads, xs_grid_up_heads, sizeof xs_grid_up_heads);
+    o->nheads = XS_GRID_UP_NHEADS;
+    memcpy(o->peers, xs_grid_peers, sizeof xs_grid_peers);
+    o->npeers = XS_GRID_NPEERS;
+    o->causal_lo = 0, o->causal_hi = 1;
+    return 0;
+}
+
 /* The checks across options, after parsing: 0, or 1 after the one error line. */
 int xs_upb_check_opts(up_opts *o, const xs_bench_common *c)
 {
     const int gpus = c->b.gpus;
+    if (upb_check_grid(o, c))
+        return 1;
     if (o->couriers > 0 && o->split >= 0)
         return xs_cli_failf("--couriers %d cannot be combined with --split %d (a courier run "
                             "stores each tile once, unsliced)", o->couriers, o->split);

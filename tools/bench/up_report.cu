@@ -146,6 +146,9 @@ const xs_bench_col up_cols[] = {
     {"tuned", "", "%s", XS_COL_CHARS, offsetof(up_row, tuned_name), NULL, NULL, 0, 16, F}};
 #undef F
 const int up_ncols = (int)(sizeof up_cols / sizeof up_cols[0]);
+const xs_bench_col up_grid_cols[2] = {
+    {"grid_row", "", "%d", XS_COL_INT, offsetof(up_row, grid_row), NULL, NULL, 0, 0, 0},
+    {"status", "", "%s", XS_COL_CHARS, offsetof(up_row, status), NULL, NULL, 0, 0, 0}};
 
 /* ---- summary -------------------------------------------------------------------------------- */
 
