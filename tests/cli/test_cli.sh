@@ -162,7 +162,7 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench tp bad --engine" "expected mma or sm90" "$X" bench tp --engine tpu
     # --couriers (docs/TP.md "Couriers (sm90)"): sm90 only, 0..16, at most three besides 0;
     # default 4,8 on sm90 and none on mma (an explicit list on mma is refused)
-    expect_err "bench tp --couriers on mma" "--couriers: needs --engine sm90" "$X" bench tp --couriers 4
+    expect_err "bench tp --couriers on mma" "--couriers: needs the sm90 engine" "$X" bench tp --engine mma --couriers 4
     expect_err "bench tp --couriers 17" "--couriers 17: outside 0..16" "$X" bench tp --engine sm90 --couriers 17
     expect_err "bench tp --couriers -1" "--couriers -1: outside 0..16" "$X" bench tp --engine sm90 --couriers -1
     expect_err "bench tp --couriers word" "--couriers 'four': not an integer" "$X" bench tp --engine sm90 --couriers four

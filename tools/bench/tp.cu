@@ -90,7 +90,8 @@ static const char *tp_help(void)
              "                        two of 2,4,8,16 whose compute / PCIe time is nearest 1]\n"
              "      --engine mma|sm90 the fused kernel's tile engine: mma.sync (cuda/gemm.cuh) or\n"
              "                        wgmma/TMA (cuda/gemm_sm90.cuh, H100/H200; stored orders\n"
-             "                        only, no streamed stores) [mma]\n"
+             "                        only, no streamed stores) [sm90 on compute capability\n"
+             "                        9.0, else mma]\n"
              "      --couriers LIST   sm90 only: courier counts (1..16, at most %d) the planner\n"
              "                        weighs against the default kernel (shaped = the fastest\n"
              "                        pilot of the family), all timed in the same rounds; 0\n"
@@ -208,6 +209,7 @@ static xs_status tp_opt(void *ctx, int ch, const char *arg)
     case OPT_ENGINE:
         if (xs_tp_engine_parse(arg, &o->engine) != XS_OK)
             return xs_seterr(XS_EINVAL, "--engine '%s': expected mma or sm90", arg);
+        o->engine_set = 1;
         return XS_OK;
     case OPT_COURIERS: return tp_opt_couriers(o, arg);
     case OPT_GRID: return xs_grid_parse(arg, &o->grid);
@@ -238,10 +240,27 @@ static xs_status tp_check_grid(tpb_opts *o, const xs_bench_common *c)
 }
 
 /* The checks and defaults after parsing (XS_EINVAL with its one line). */
-static xs_status tp_check(tpb_opts *o, const xs_bench_common *c)
+/* The engine when --engine is not given: sm90 on a device of compute capability 9.0 (its
+ * wgmma/TMA GEMM runs at about twice the mma engine's rate: TPB_SM90_TFLOPS against
+ * TPB_ENGINE_TFLOPS), mma elsewhere. Asked before any rank starts (one GPU) or in each rank (-g N);
+ * a device that cannot be asked leaves mma, and the bench's own start reports the device. */
+static void tp_engine_default(tpb_opts *o, int device)
 {
-    XS_TRY(tp_check_grid(o, c));
-    if (!o->cour_set && o->engine == XS_TP_ENGINE_SM90) {
+    if (o->engine_set)
+        return;
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    o->engine = major == 9 && minor == 0 ? XS_TP_ENGINE_SM90 : XS_TP_ENGINE_MMA;
+}
+
+/* The engine's courier defaults and checks, once the engine is known. */
+static xs_status tp_check_engine(tpb_opts *o)
+{
+    if (!o->cour_set && o->engine == XS_TP_ENGINE_SM90 && o->ncour == 0) {
         /* the planner's family on sm90: the default kernel and 4, 6 and 8 couriers (on the
          * H200, 6 couriers won 9 of 36 rows, mostly compute-bound ones, where 8 cost the compute
          * 8 SMs and 4 copied too slowly; bench/results/tp/) */
@@ -249,8 +268,17 @@ static xs_status tp_check(tpb_opts *o, const xs_bench_common *c)
         o->ncour = 3;
     }
     if (o->ncour > 0 && o->engine != XS_TP_ENGINE_SM90)
-        return xs_seterr(XS_EINVAL, "--couriers: needs --engine sm90 (the mma engine streams its "
-                         "remote stores through the next main loop instead)");
+        return xs_seterr(XS_EINVAL, "--couriers: needs the sm90 engine (the mma engine streams "
+                         "its remote stores through the next main loop instead)");
+    return XS_OK;
+}
+
+static xs_status tp_check(tpb_opts *o, const xs_bench_common *c)
+{
+    XS_TRY(tp_check_grid(o, c));
+    /* with -g N the ranks choose the default engine on their own GPUs */
+    if (o->engine_set || !(c->b.gpus_set && c->b.gpus > 1))
+        XS_TRY(tp_check_engine(o));
     /* -g 1 is the one-GPU bench (its --peers are virtual); with N > 1 the ranks are the peers */
     const xs_gpus_conflict cf[] = {
         {"--device", c->b.device_set, "rank r runs on GPU r"},
@@ -1473,9 +1501,14 @@ static int tpb_sweep_all(xs_bench_env *e, const tpb_opts *o, const xs_profile *p
 
 /* ---- entry ----------------------------------------------------------------------------------- */
 
-/* --engine sm90 needs compute capability 9.0. */
-static xs_status tpb_device_check(const xs_bench_env *e, const tpb_opts *o)
+/* A rank of -g N chooses the default engine on its GPU; --engine sm90 needs compute
+ * capability 9.0. */
+static xs_status tpb_device_check(const xs_bench_env *e, tpb_opts *o)
 {
+    if (e->real && !o->engine_set) {
+        tp_engine_default(o, e->gi.device);
+        XS_TRY(tp_check_engine(o));
+    }
     if (o->engine != XS_TP_ENGINE_SM90)
         return XS_OK;
     int major = 0, minor = 0;
@@ -1507,6 +1540,8 @@ extern "C" int xs_bench_tp(int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     xs_profile prof;
+    if (!(c.b.gpus_set && c.b.gpus > 1))
+        tp_engine_default(&o, c.b.device);
     if (tp_check(&o, &c) != XS_OK || xs_profile_args_resolve(&c.b.pa, &prof) != XS_OK)
         return xs_cli_fail();
     tpb_row *rows = (tpb_row *)calloc(TPB_MAX_ROWS, sizeof *rows);

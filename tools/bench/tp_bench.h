@@ -37,6 +37,7 @@ typedef struct {
     int k[TPB_MAX_LIST], nk;
     int peers[TPB_MAX_LIST], npeers;
     xs_tp_engine engine; /* --engine: the fused kernel's tile engine */
+    int engine_set;      /* --engine given; else the device decides (tp_engine_default) */
     int cour[TPB_MAX_COUR], ncour; /* --couriers: courier counts run next to the default (0);
                                       default 4,6,8 on sm90, none on mma */
     int cour_set;                  /* --couriers given */
