@@ -41,7 +41,7 @@
 #else
 #include "trace_fallback.h" /* FALLBACK until xstage_trace.h is installed: see that file */
 #endif
-#if __has_include(<nccl_device.h>)
+#if !defined(BYO_NO_NCCL) && __has_include(<nccl_device.h>) /* -DBYO_NO_NCCL: without -g */
 #define BYO_HAVE_NCCL 1
 #include "byo_nccl.cuh"
 #else
@@ -272,9 +272,9 @@ static void rank_out(const char *out, int rank, int nranks, char *buf, size_t ca
 int main(int argc, char **argv)
 {
     const char *shape = "lognormal", *out = "trace.csv";
-    long long seed = 1, ctas = 0, capacity = 0, device = 0;
+    long long seed = 1, ctas = 0, capacity = 0, device = -1; /* -1: not given */
     double pace_gbps = 0;
-    int dry_run = 0, use_nccl = 0, device_set = 0;
+    int dry_run = 0, use_nccl = 0;
     const time_t started = time(NULL);
     static const struct option opts[] = {
         {"shape", required_argument, 0, 's'},    {"seed", required_argument, 0, 'S'},
@@ -292,11 +292,7 @@ int main(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'c': if (parse_count(optarg, "--ctas", 1, 1 << 16, &ctas)) return 2; break;
         case 'C': if (parse_count(optarg, "--capacity", 0, 1 << 30, &capacity)) return 2; break;
-        case 'd':
-            if (parse_count(optarg, "--device", 0, 1024, &device))
-                return 2;
-            device_set = 1;
-            break;
+        case 'd': if (parse_count(optarg, "--device", 0, 1024, &device)) return 2; break;
         case 'p':
             pace_gbps = strtod(optarg, &end);
             if (!*optarg || *end || !(pace_gbps >= 0) || pace_gbps > 1e6) {
@@ -353,7 +349,7 @@ int main(int argc, char **argv)
         nranks = ranks.nranks;
         int visible = 0;
         CHECK(cudaGetDeviceCount(&visible));
-        if (ranks.local_rank >= 0 && visible > 1 && !device_set) {
+        if (ranks.local_rank >= 0 && visible > 1 && device < 0) {
             if (ranks.local_rank >= visible) {
                 fprintf(stderr, "byo: error: rank %d (local rank %d of %s) but %d GPUs visible\n",
                         rank, ranks.local_rank, ranks.launcher, visible);
@@ -369,6 +365,8 @@ int main(int argc, char **argv)
         return 2;
     }
 #endif
+    if (device < 0)
+        device = 0;
     CHECK(cudaSetDevice((int)device));
     cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, (int)device));
@@ -395,7 +393,7 @@ int main(int argc, char **argv)
     /* rank r's payload pattern; rank 0's is the host path's */
     const uint32_t pseed = (uint32_t)seed ^ (0x9e3779b9u * (uint32_t)rank);
     const uint32_t prev_pseed = (uint32_t)seed ^ (0x9e3779b9u * (uint32_t)prev);
-    (void)next, (void)started, (void)device_set; /* -g only */
+    (void)next, (void)started; /* -g only */
 #if BYO_HAVE_NCCL
     if (use_nccl) {
         if (byo_nccl_open(&nw, &ranks, (int)ctas, p.total, started)) {
@@ -463,8 +461,8 @@ int main(int argc, char **argv)
         fail = 1;
     }
     const char *recv = (const char *)hwin; /* the bytes this process checks, in host memory */
-    int missed = 0;                        /* -g: a rank did not reach the barrier in time */
 #if BYO_HAVE_NCCL
+    int missed = 0; /* a rank did not reach the barrier in time */
     if (use_nccl) {
         /* the previous rank's CTAs have all signalled this window, and every rank is here */
         xs_devstatus *hbs = NULL, *dbs = NULL;
