@@ -7,7 +7,8 @@
 # profile of this GPU), then once with -g (one rank storing into its own NCCL window).
 # Writes under $OUT: byo_<shape>_s<seed>.{csv,log} (the trace, the run's output),
 # compare_<shape>_s<seed>.{csv,json,log} (per-tile comparison, Chrome timeline, summary),
-# byo_nccl_r1.{csv,log} (the -g run), test_trace.log, summary.log. The example takes no part in
+# byo_nccl_r1.{csv,log} (the -g run), byo_nccl_none.log (-g without NCCL), test_trace.log,
+# summary.log. The example takes no part in
 # calibration or fitting.
 # Usage: OUT=dir [BUILD=build] [BYO=build/examples/byo] [SHAPES="lognormal staggered bimodal"]
 #        [SEEDS="1 2"] scripts/gpu_byo.sh PROFILE.json
@@ -96,6 +97,16 @@ if timeout 120 "$BYO" -g --shape lognormal --seed 1 --out "$OUT/byo_nccl_r1.csv"
 else
     fail=1
     echo "byo -g 1 rank: FAILED ($(tail -n 1 "$OUT/byo_nccl_r1.log"))" | tee -a "$S"
+fi
+# -g without NCCL to load: one error line, exit 1
+XS_NCCL_LIB=/nonexistent/libnccl.so.2 timeout 60 "$BYO" -g --out "$OUT/byo_nccl_none.csv" \
+    >"$OUT/byo_nccl_none.log" 2>&1
+rc=$?
+if [ "$rc" = 1 ] && [ "$(grep -c '^byo: error' "$OUT/byo_nccl_none.log")" = 1 ]; then
+    echo "byo -g without NCCL: exit 1, $(grep '^byo: error' "$OUT/byo_nccl_none.log" | cut -c1-100)" | tee -a "$S"
+else
+    fail=1
+    echo "byo -g without NCCL: FAILED (exit $rc)" | tee -a "$S"
 fi
 # N ranks on one multi-GPU machine (each rank stores into the next one's window over NVLink;
 # every rank writes byo_nccl.rank<r>.csv):
