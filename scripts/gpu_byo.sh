@@ -8,8 +8,7 @@
 # Writes under $OUT: byo_<shape>_s<seed>.{csv,log} (the trace, the run's output),
 # compare_<shape>_s<seed>.{csv,json,log} (per-tile comparison, Chrome timeline, summary),
 # byo_nccl_r1.{csv,log} (the -g run), byo_nccl_none.log (-g without NCCL), test_trace.log,
-# summary.log. The example takes no part in
-# calibration or fitting.
+# summary.log. The example takes no part in calibration or fitting.
 # Usage: OUT=dir [BUILD=build] [BYO=build/examples/byo] [SHAPES="lognormal staggered bimodal"]
 #        [SEEDS="1 2"] scripts/gpu_byo.sh PROFILE.json
 # Exit status: non-zero when any step failed (each step is still attempted). About 1 minute.
