@@ -132,10 +132,11 @@ $(BUILD)/tests/gpu/test_%: tests/gpu/test_%.cu $(BUILD)/libxstage_cuda.a $(BUILD
 
 # examples/byo as a user builds it (public headers and libxstage.a only; its own Makefile does
 # the same outside the tree), so that it stays in step
-$(BUILD)/examples/byo: examples/byo/byo.cu $(wildcard examples/byo/*.h) $(BUILD)/libxstage.a \
-                       $(HEADERS)
+$(BUILD)/examples/byo: examples/byo/byo.cu $(wildcard examples/byo/*.h examples/byo/*.cuh) \
+                       $(BUILD)/libxstage.a $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(NVCC) -O3 -lineinfo -std=c++17 $(NVARCH) -Xcompiler -Wall -Iinclude $< -o $@ \
+	$(NVCC) -O3 -lineinfo -std=c++17 $(NVARCH) -Xcompiler -Wall -Iinclude \
+	    $(if $(NCCL_HOME),-I$(NCCL_HOME)/include) $< -o $@ \
 	    $(BUILD)/libxstage.a $(LDLIBS)
 
 $(BUILD)/tests/device_header_sm%.o: tests/device_header.cu include/xstage_device.cuh \

@@ -4,14 +4,21 @@
 # (build/xstage, build/examples/byo or examples/byo/byo, build/tests/gpu/test_trace; nothing is
 # built here): the trace stamps' GPU test, then examples/byo on three shapes x two seeds, each
 # trace compared with what the model predicts on the given profile (a host-path calibrate
-# profile of this GPU).
+# profile of this GPU), then once with -g (one rank storing into its own NCCL window).
 # Writes under $OUT: byo_<shape>_s<seed>.{csv,log} (the trace, the run's output),
 # compare_<shape>_s<seed>.{csv,json,log} (per-tile comparison, Chrome timeline, summary),
-# test_trace.log, summary.log. The example takes no part in calibration or fitting.
+# byo_nccl_r1.{csv,log} (the -g run), byo_nccl_none.log (-g without NCCL), test_trace.log,
+# summary.log. The example takes no part in calibration or fitting.
 # Usage: OUT=dir [BUILD=build] [BYO=build/examples/byo] [SHAPES="lognormal staggered bimodal"]
 #        [SEEDS="1 2"] scripts/gpu_byo.sh PROFILE.json
 # Exit status: non-zero when any step failed (each step is still attempted). About 1 minute.
 set -u
+# -g loads NCCL from the active Python environment's nvidia-nccl wheel: on the GPU machine the
+# PyTorch venv (XS_VENV names another; XS_NCCL_LIB, when set, wins)
+XS_VENV=${XS_VENV:-/opt/torch/.venv}
+if [ -z "${VIRTUAL_ENV:-}" ] && [ -d "$XS_VENV" ]; then
+    export VIRTUAL_ENV="$XS_VENV" PATH="$XS_VENV/bin:$PATH"
+fi
 OUT=${OUT:-./out}
 BUILD=${BUILD:-build}
 BYO=${BYO:-$BUILD/examples/byo}
@@ -79,5 +86,30 @@ else
     fail=1
     echo "overflow: FAILED (byo exit $rc, compare exit $crc)" | tee -a "$S"
 fi
+# -g: the same kernel storing into an NCCL symmetric window, one rank (its own window), every
+# byte checked there, its trace written like the host path's
+if timeout 120 "$BYO" -g --shape lognormal --seed 1 --out "$OUT/byo_nccl_r1.csv" \
+    >"$OUT/byo_nccl_r1.log" 2>&1; then
+    echo "byo -g 1 rank: $(grep '^# byo:' "$OUT/byo_nccl_r1.log" | sed 's/.* MB to //')" | tee -a "$S"
+    echo "    $(grep '^# window' "$OUT/byo_nccl_r1.log"); $(grep '^# kernel' "$OUT/byo_nccl_r1.log")" \
+        | tee -a "$S"
+else
+    fail=1
+    echo "byo -g 1 rank: FAILED ($(tail -n 1 "$OUT/byo_nccl_r1.log"))" | tee -a "$S"
+fi
+# -g without NCCL to load: one error line, exit 1
+XS_NCCL_LIB=/nonexistent/libnccl.so.2 timeout 60 "$BYO" -g --out "$OUT/byo_nccl_none.csv" \
+    >"$OUT/byo_nccl_none.log" 2>&1
+rc=$?
+if [ "$rc" = 1 ] && [ "$(grep -c '^byo: error' "$OUT/byo_nccl_none.log")" = 1 ]; then
+    echo "byo -g without NCCL: exit 1, $(grep '^byo: error' "$OUT/byo_nccl_none.log" | cut -c1-100)" | tee -a "$S"
+else
+    fail=1
+    echo "byo -g without NCCL: FAILED (exit $rc)" | tee -a "$S"
+fi
+# N ranks on one multi-GPU machine (each rank stores into the next one's window over NVLink;
+# every rank writes byo_nccl.rank<r>.csv):
+#   torchrun --standalone --nproc-per-node N --no-python "$BYO" -g --out "$OUT/byo_nccl.csv"
+#   BYO_ID_FILE=/tmp/byo.id mpirun -np N "$BYO" -g --out "$OUT/byo_nccl.csv"
 echo "# gpu_byo.sh $([ $fail = 0 ] && echo OK || echo FAILED)" | tee -a "$S"
 exit $fail

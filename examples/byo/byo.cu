@@ -10,12 +10,19 @@
  * every byte of the window and every thread's compute result, and writes the trace with
  * xs_trace_write (docs/BYO.md shows the loop around it: calibrate, stamp, run, compare, plan).
  *
+ * With -g the window is an NCCL symmetric window instead (byo_nccl.cuh): every rank of the
+ * launch (torchrun, mpirun, srun; one rank without a launcher) stores its tiles into the next
+ * rank's window through NCCL's LSA pointer (one rank: into its own), each CTA signals the
+ * destination once its last tile is stored, a bounded barrier follows, and every rank checks
+ * every byte its window received. Each rank writes its own trace.
+ *
  *   byo [--shape lognormal|staggered|bimodal] [--seed N] [--out trace.csv] [--ctas N]
- *       [--capacity N] [--pace-gbps G] [--device N] [--dry-run]
+ *       [--capacity N] [--pace-gbps G] [--device N] [-g] [--dry-run]
  *
  * Exit status: 0 when every byte and every compute result verified and the trace kept every
- * record; 1 otherwise (a failed check, an overflowed trace buffer, a CUDA error); 2 on bad usage.
- * It includes only public headers: xstage_device.cuh (device), xstage_trace.h (the host writer).
+ * record; 1 otherwise (a failed check, an overflowed trace buffer, a CUDA or NCCL error, a
+ * timeout); 2 on bad usage. It includes only public headers: xstage_device.cuh (device),
+ * xstage_trace.h (the host writer), and for -g NCCL's (nccl.h, nccl_device.h).
  */
 #include <cuda_runtime.h>
 #include <getopt.h>
@@ -24,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "xstage.h"
 #include "xstage_device.cuh"
@@ -32,6 +40,12 @@
 #include "xstage_trace.h"
 #else
 #include "trace_fallback.h" /* FALLBACK until xstage_trace.h is installed: see that file */
+#endif
+#if !defined(BYO_NO_NCCL) && __has_include(<nccl_device.h>) /* -DBYO_NO_NCCL: without -g */
+#define BYO_HAVE_NCCL 1
+#include "byo_nccl.cuh"
+#else
+#define BYO_HAVE_NCCL 0 /* built without NCCL 2.28's headers: -g says so */
 #endif
 
 #define BYO_THREADS 128
@@ -65,11 +79,14 @@ static __host__ __device__ uint32_t byo_work(uint32_t x, unsigned int iters)
 
 /* One CTA per SM. CTA c runs tiles first[c] .. first[c+1]-1 in order, after a start delay of
  * delay_ns[c]. link (NULL: unpaced) is the public link pacer's word: each tile reserves its bytes
- * at pace_ns_per_byte and waits while the backlog reserved before it exceeds slack_ns. */
+ * at pace_ns_per_byte and waits while the backlog reserved before it exceeds slack_ns. The
+ * payload is the pattern of pseed. done (NULL on the host path) is the destination's counter:
+ * after its last tile each CTA adds one, ordered after every store of the CTA. */
 __global__ void byo_kernel(char *win, const byo_tile *tiles, const int *first,
-                           const unsigned long long *delay_ns, uint32_t seed, uint32_t *sink,
-                           xs_trace_buf tb, unsigned long long *link, double pace_ns_per_byte,
-                           unsigned long long slack_ns, xs_devstatus *st)
+                           const unsigned long long *delay_ns, uint32_t seed, uint32_t pseed,
+                           uint32_t *sink, xs_trace_buf tb, unsigned long long *link,
+                           double pace_ns_per_byte, unsigned long long slack_ns,
+                           uint64_t *done, xs_devstatus *st)
 {
     const int cta = blockIdx.x, tid = threadIdx.x;
     xs_trace_cta tc = xs_trace_cta_begin();
@@ -91,12 +108,19 @@ __global__ void byo_kernel(char *win, const byo_tile *tiles, const int *first,
             xs_trace_issue_start(&tc);
         }
         __syncthreads();
-        xs_burst_pattern(win + t.off, t.bytes / 16, seed, t.off / 16);
+        xs_burst_pattern(win + t.off, t.bytes / 16, pseed, t.off / 16);
         __syncthreads(); /* every thread's stores of the tile issued */
         if (tid == 0)
             xs_trace_issue_end(tb, &tc, (int64_t)t.bytes);
     }
     sink[cta * BYO_THREADS + tid] = x;
+    /* the CTA's stores, then its signal: the fence after the barrier makes thread 0's add a
+     * release that is cumulative over every thread's stores */
+    __syncthreads();
+    if (done && tid == 0) {
+        __threadfence_system();
+        atomicAdd_system((unsigned long long *)done, 1ull);
+    }
 }
 
 /* ---- the shapes (host) --------------------------------------------------------------------- */
@@ -215,8 +239,10 @@ static void usage(FILE *f)
                "  --capacity   trace records the device buffer holds (default: the tiles)\n"
                "  --pace-gbps  pace the stores with the public link pacer at G GB/s (default 0: "
                "unpaced)\n"
-               "  --dry-run    print the plan's size and exit (no GPU)\n"
-               "  -g           an NCCL window (not implemented yet)\n");
+               "  --device     the GPU (default 0; with -g under a launcher: the local rank)\n"
+               "  -g, --nccl   store to the next rank's NCCL symmetric window (ranks from\n"
+               "               torchrun, mpirun or srun; one rank without: its own window)\n"
+               "  --dry-run    print the plan's size and exit (no GPU)\n");
 }
 
 /* a non-negative integer option, whole string */
@@ -232,18 +258,31 @@ static int parse_count(const char *s, const char *what, long long lo, long long 
     return 0;
 }
 
+/* rank r's trace: --out itself for one rank, else "<out without .csv>.rank<r>.csv" */
+static void rank_out(const char *out, int rank, int nranks, char *buf, size_t cap)
+{
+    const size_t n = strlen(out);
+    const int csv = n > 4 && !strcmp(out + n - 4, ".csv");
+    if (nranks == 1)
+        snprintf(buf, cap, "%s", out);
+    else
+        snprintf(buf, cap, "%.*s.rank%d%s", (int)(csv ? n - 4 : n), out, rank, csv ? ".csv" : "");
+}
+
 int main(int argc, char **argv)
 {
     const char *shape = "lognormal", *out = "trace.csv";
-    long long seed = 1, ctas = 0, capacity = 0, device = 0;
+    long long seed = 1, ctas = 0, capacity = 0, device = -1; /* -1: not given */
     double pace_gbps = 0;
-    int dry_run = 0;
+    int dry_run = 0, use_nccl = 0;
+    const time_t started = time(NULL);
     static const struct option opts[] = {
         {"shape", required_argument, 0, 's'},    {"seed", required_argument, 0, 'S'},
         {"out", required_argument, 0, 'o'},      {"ctas", required_argument, 0, 'c'},
         {"capacity", required_argument, 0, 'C'}, {"pace-gbps", required_argument, 0, 'p'},
         {"device", required_argument, 0, 'd'},   {"dry-run", no_argument, 0, 'n'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+        {"nccl", no_argument, 0, 'g'},           {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "s:S:o:c:C:p:d:ngh", opts, NULL)) != -1) {
         char *end = NULL;
@@ -262,10 +301,7 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'g':
-            fprintf(stderr, "byo: error: -g (an NCCL window) is not implemented yet; the "
-                            "default window is pinned host memory\n");
-            return 2;
+        case 'g': use_nccl = 1; break;
         case 'n': dry_run = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -298,6 +334,39 @@ int main(int argc, char **argv)
                shape, p.ctas, p.ntiles, p.total / 1e6, lo, hi, (double)work / p.ntiles);
         return 0;
     }
+
+    /* -g: which rank this is and which GPU it drives (the local rank when several are seen) */
+    int rank = 0, nranks = 1;
+#if BYO_HAVE_NCCL
+    byo_ranks ranks;
+    static byo_nccl nw;
+    if (use_nccl) {
+        if (byo_ranks_detect(&ranks)) {
+            fprintf(stderr, "byo: error: %s\n", byo_err);
+            return 2;
+        }
+        rank = ranks.rank;
+        nranks = ranks.nranks;
+        int visible = 0;
+        CHECK(cudaGetDeviceCount(&visible));
+        if (ranks.local_rank >= 0 && visible > 1 && device < 0) {
+            if (ranks.local_rank >= visible) {
+                fprintf(stderr, "byo: error: rank %d (local rank %d of %s) but %d GPUs visible\n",
+                        rank, ranks.local_rank, ranks.launcher, visible);
+                return 2;
+            }
+            device = ranks.local_rank;
+        }
+    }
+#else
+    if (use_nccl) {
+        fprintf(stderr, "byo: error: -g: built without NCCL 2.28's headers (nccl_device.h); "
+                        "rebuild with NCCL_HOME=DIR holding include/nccl_device.h\n");
+        return 2;
+    }
+#endif
+    if (device < 0)
+        device = 0;
     CHECK(cudaSetDevice((int)device));
     cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, (int)device));
@@ -316,16 +385,34 @@ int main(int argc, char **argv)
     if (capacity == 0)
         capacity = p.ntiles;
 
-    /* the window: mapped pinned host memory, zeroed (the pattern never is) */
+    /* the window: mapped pinned host memory, zeroed (the pattern never is); with -g the next
+     * rank's NCCL window (zeroed by its owner), this rank's own receiving the previous rank's */
     char *hwin = NULL, *dwin = NULL;
-    CHECK(cudaHostAlloc((void **)&hwin, p.total, cudaHostAllocMapped));
-    CHECK(cudaHostGetDevicePointer((void **)&dwin, hwin, 0));
-    memset(hwin, 0, p.total);
+    uint64_t *done = NULL;
+    const int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+    /* rank r's payload pattern; rank 0's is the host path's */
+    const uint32_t pseed = (uint32_t)seed ^ (0x9e3779b9u * (uint32_t)rank);
+    const uint32_t prev_pseed = (uint32_t)seed ^ (0x9e3779b9u * (uint32_t)prev);
+    (void)next, (void)started; /* -g only */
+#if BYO_HAVE_NCCL
+    if (use_nccl) {
+        if (byo_nccl_open(&nw, &ranks, (int)ctas, p.total, started)) {
+            fprintf(stderr, "byo: error: -g: %s\n", byo_err);
+            return 1;
+        }
+        dwin = (char *)nw.peer[next];
+        done = (uint64_t *)(dwin + nw.flag_off);
+    }
+#endif
+    if (!use_nccl) {
+        CHECK(cudaHostAlloc((void **)&hwin, p.total, cudaHostAllocMapped));
+        CHECK(cudaHostGetDevicePointer((void **)&dwin, hwin, 0));
+        memset(hwin, 0, p.total);
+    }
     xs_devstatus *hst = NULL, *dst = NULL;
     CHECK(cudaHostAlloc((void **)&hst, sizeof *hst, cudaHostAllocMapped));
     CHECK(cudaHostGetDevicePointer((void **)&dst, hst, 0));
     memset(hst, 0, sizeof *hst);
-
     byo_tile *dtiles;
     int *dfirst;
     unsigned long long *ddelay, *dlink = NULL, *dcount;
@@ -356,9 +443,9 @@ int main(int argc, char **argv)
     CHECK(cudaEventCreate(&e1));
     CHECK(cudaEventRecord(e0));
     byo_kernel<<<(unsigned)ctas, BYO_THREADS>>>(dwin, dtiles, dfirst, ddelay, (uint32_t)seed,
-                                                dsink, tb, dlink,
+                                                pseed, dsink, tb, dlink,
                                                 pace_gbps > 0 ? 1.0 / pace_gbps : 0.0, 2000,
-                                                dst);
+                                                done, dst);
     CHECK(cudaGetLastError());
     CHECK(cudaEventRecord(e1));
     CHECK(cudaEventSynchronize(e1));
@@ -373,10 +460,52 @@ int main(int argc, char **argv)
                 hst->block, hst->detail);
         fail = 1;
     }
-    const uint64_t bad = xs_pattern_check((const uint32_t *)hwin, p.total / 16, (uint32_t)seed, 0);
+    const char *recv = (const char *)hwin; /* the bytes this process checks, in host memory */
+#if BYO_HAVE_NCCL
+    int missed = 0; /* a rank did not reach the barrier in time */
+    if (use_nccl) {
+        /* the previous rank's CTAs have all signalled this window, and every rank is here */
+        xs_devstatus *hbs = NULL, *dbs = NULL;
+        uint64_t **dbar = NULL, *hbar[BYO_MAX_RANKS];
+        CHECK(cudaHostAlloc((void **)&hbs, sizeof *hbs, cudaHostAllocMapped));
+        CHECK(cudaHostGetDevicePointer((void **)&dbs, hbs, 0));
+        memset(hbs, 0, sizeof *hbs);
+        for (int q = 0; q < nranks; q++)
+            hbar[q] = (uint64_t *)((char *)nw.peer[q] + nw.flag_off) + 1;
+        CHECK(cudaMalloc((void **)&dbar, (size_t)nranks * sizeof *dbar));
+        CHECK(cudaMemcpy(dbar, hbar, (size_t)nranks * sizeof *dbar, cudaMemcpyHostToDevice));
+        uint64_t *own = (uint64_t *)((char *)nw.base + nw.flag_off);
+        byo_barrier_kernel<<<1, 1>>>(own, (uint64_t)ctas, dbar, own + 1, nranks, rank,
+                                     (uint64_t)(ranks.timeout_s * 1e9), dbs);
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+        if (hbs->code && hbs->detail == 0) {
+            fprintf(stderr, "byo: error: rank %d of %d: rank %d's %lld CTAs did not all signal "
+                            "their tiles within %g s (XS_RANK_TIMEOUT)\n", rank, nranks, prev,
+                    ctas, ranks.timeout_s);
+            fail = missed = 1;
+        } else if (hbs->code) {
+            fprintf(stderr, "byo: error: rank %d of %d: rank %llu did not reach the barrier "
+                            "within %g s (XS_RANK_TIMEOUT)\n", rank, nranks, hbs->detail - 1,
+                    ranks.timeout_s);
+            fail = missed = 1;
+        }
+        char *copy = (char *)malloc(p.total ? p.total : 1);
+        if (!copy) {
+            fprintf(stderr, "byo: error: out of host memory\n");
+            return 1;
+        }
+        CHECK(cudaMemcpy(copy, nw.base, p.total, cudaMemcpyDeviceToHost));
+        recv = copy;
+    }
+#endif
+    /* every byte this window received: the sender's pattern (on the host path, this one's) */
+    const uint64_t bad = xs_pattern_check((const uint32_t *)recv, p.total / 16,
+                                          use_nccl ? prev_pseed : pseed, 0);
     if (bad) {
-        fprintf(stderr, "byo: error: %llu of %llu 16-byte units in the window are wrong\n",
-                (unsigned long long)bad, p.total / 16);
+        fprintf(stderr, "byo: error: %llu of %llu 16-byte units in the window are wrong%s\n",
+                (unsigned long long)bad, p.total / 16,
+                use_nccl && nranks > 1 ? " (stored by the previous rank)" : "");
         fail = 1;
     }
     uint32_t *sink = (uint32_t *)malloc((size_t)ctas * BYO_THREADS * sizeof *sink);
@@ -423,10 +552,15 @@ int main(int argc, char **argv)
     snprintf(m_cap, sizeof m_cap, "capacity=%lld", capacity);
     snprintf(m_seed, sizeof m_seed, "seed=%lld", seed);
     snprintf(m_pace, sizeof m_pace, "pace_gbps=%g", pace_gbps);
-    const char *meta[] = {m_dev, "target=host", m_kernel, m_prod, m_cap, "clock=globaltimer",
-                          m_seed, m_pace, NULL};
-    if (xs_trace_write(out, recs, n, dropped, meta) != XS_OK) {
-        fprintf(stderr, "byo: error: writing %s: %s\n", out, xs_errmsg());
+    char m_rank[48], path[1100];
+    snprintf(m_rank, sizeof m_rank, "rank=%d of %d", rank, nranks);
+    /* one rank's window is its own HBM; more: the next GPU's over NVLink */
+    const char *target = !use_nccl ? "target=host" : nranks == 1 ? "target=local" : "target=peer";
+    const char *meta[] = {m_dev, target, m_kernel, m_prod, m_cap, "clock=globaltimer",
+                          m_seed, m_pace, use_nccl ? m_rank : NULL, NULL};
+    rank_out(out, rank, nranks, path, sizeof path);
+    if (xs_trace_write(path, recs, n, dropped, meta) != XS_OK) {
+        fprintf(stderr, "byo: error: writing %s: %s\n", path, xs_errmsg());
         fail = 1;
     }
     if (dropped) {
@@ -434,11 +568,26 @@ int main(int argc, char **argv)
                         "(raise --capacity)\n", dropped, count);
         fail = 1;
     }
-    printf("# byo: %s on %s, %lld CTAs, %d tiles, %.3f MB to host memory, seed %lld%s\n", shape,
-           prop.name, ctas, p.ntiles, p.total / 1e6, seed,
+    char where[160] = "host memory";
+#if BYO_HAVE_NCCL
+    if (use_nccl) {
+        snprintf(where, sizeof where, "rank %d's NCCL window (rank %d of %d, GPU %lld, NCCL "
+                 "%d.%d.%d)", next, rank, nranks, device, bn.version / 10000,
+                 bn.version / 100 % 100, bn.version % 100);
+        if (byo_nccl_close(&nw, missed)) {
+            fprintf(stderr, "byo: error: -g: rank %d of %d: %s\n", rank, nranks, byo_err);
+            fail = 1;
+        }
+    }
+#endif
+    printf("# byo: %s on %s, %lld CTAs, %d tiles, %.3f MB to %s, seed %lld%s\n", shape,
+           prop.name, ctas, p.ntiles, p.total / 1e6, where, seed,
            pace_gbps > 0 ? " (paced)" : "");
     printf("# kernel %.3f ms, %.2f GB/s; trace %s: %zu records, %llu dropped\n", ms,
-           p.total / (ms * 1e6), out, n, dropped);
+           p.total / (ms * 1e6), path, n, dropped);
+    if (use_nccl)
+        printf("# window: %.3f MB from rank %d checked, %llu of %llu 16-byte units wrong\n",
+               p.total / 1e6, prev, (unsigned long long)bad, p.total / 16);
     printf("# byo %s\n", fail ? "FAILED" : "OK");
     return fail;
 }
