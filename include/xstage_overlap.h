@@ -110,8 +110,10 @@ void xs_moe_ovplan_destroy(xs_moe_ovplan *p);
 /* One piece of the EP pipeline, as the model sees it. */
 typedef struct {
     double rows_frac;     /* its share of the rows (the GEMM work) */
+    int groups;           /* its experts with rows */
     int calls;            /* its compute calls: one GEMM per expert with rows, per layer, plus
-                             gather, SwiGLU and scale/permute */
+                             gather, SwiGLU and scale/permute (2 groups + 3; a grouped GEMM per
+                             layer: 5) */
     double weight_bytes;  /* weights its GEMMs read (each expert with rows: 3 I H bf16) */
     double remote_bytes;  /* its combine bytes to host windows (the link) */
     double local_bytes;   /* its combine bytes to rank 0's window (device to device) */

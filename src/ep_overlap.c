@@ -123,6 +123,7 @@ void xs_moe_ovplan_pieces(const xs_moe_ovplan *p, const xs_moe_problem *pb, xs_o
         int groups = 0;
         for (int e = 0; e < p->experts; e++)
             groups += p->grp_rows[(size_t)i * p->experts + e] > 0;
+        q->groups = groups;
         q->calls = 2 * groups + 3;
         q->weight_bytes = groups * wb;
         for (int s = p->seg_off[i]; s < p->seg_off[i + 1]; s++) {

@@ -129,8 +129,9 @@ xs_status xs_moe_run_unfused_with(xs_moe *m, xs_cublas *cb, const xs_wintab *tab
 
 /* The unfused steps as a pipeline (virtual peers; docs/EP.md "Overlapped"): the rows in
  * `chunks` pieces of equal tokens in destination order (xs_moe_ovplan: host windows first, rank
- * 0 last), each piece's gather, cuBLAS GEMM per expert with rows in it, SwiGLU, GEMM per expert
- * and scale/permute on stream s; once a piece is staged (an event), its rows go to their windows
+ * 0 last), each piece's gather, cuBLAS GEMM per expert with rows in it (grouped = 1: one grouped
+ * GEMM per layer over those experts, xs_cublas_gemm_bf16_grouped; XS_EUNSUPPORTED where cuBLAS
+ * lacks it), SwiGLU, the same for Linear-2, and scale/permute on stream s; once a piece is staged (an event), its rows go to their windows
  * by one cudaMemcpyAsync per window it touches on a side stream, under the next piece's compute.
  * copies = 0: no copies (the compute alone). *ms from events on s around the whole operation,
  * the end recorded after s has waited for the side stream's last copy (every byte at its
@@ -138,7 +139,7 @@ xs_status xs_moe_run_unfused_with(xs_moe *m, xs_cublas *cb, const xs_wintab *tab
  * count (1..XS_MOE_OV_MAX_CHUNKS, at most T) or table. The workspaces (h among them) are left in
  * the pipeline's row order: xs_moe_verify_h does not apply after it. */
 xs_status xs_moe_run_overlapped(xs_moe *m, xs_cublas *cb, const xs_wintab *tab, int chunks,
-                                int copies, cudaStream_t s, float *ms);
+                                int grouped, int copies, cudaStream_t s, float *ms);
 
 /* ---- references and verification ------------------------------------------------------------ */
 

@@ -29,6 +29,13 @@ typedef struct {
     int *d_token, *d_rank;  /* [rows] */
     float *d_weight;        /* [rows] */
     long long *d_off;       /* [rows] */
+    /* the grouped GEMMs (xs_cublas_gemm_bf16_grouped): per piece its experts with rows, in
+     * order, grp_first[i] .. grp_first[i + 1] - 1 of them; their row counts and the operand
+     * pointers of both layers (device: a1, b1, c1, a2, b2, c2, ngrp each) */
+    int ngrp;
+    int *grp_first;         /* [C + 1] host */
+    int *grp_m;             /* [ngrp] host */
+    void **d_ptr;           /* [6 * ngrp] device */
 } xs_moe_ov;
 
 static_assert(sizeof(xs_moe_task) == sizeof(int2), "xs_moe_task is the kernel's int2");

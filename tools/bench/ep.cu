@@ -526,8 +526,8 @@ typedef struct {
     int nltr[2];
     double gemm[XS_BENCH_MAX_ITERS]; /* unfused runs' cuBLAS GEMM time per timed round, us */
     int last_round;         /* the rounds' last (the fused runs' verified one) */
-    double ov_pilot[XS_MOE_OV_MAX_CHUNKS + 1]; /* the overlapped pilot's median per piece
-                                                * count, us (NaN: not piloted) */
+    double ov_pilot[2][XS_MOE_OV_MAX_CHUNKS + 1]; /* the overlapped pilot's median per GEMM
+                                                   * form and piece count, us (NaN: none) */
     ep_row *r;
 } ep_pctx;
 
@@ -552,7 +552,8 @@ static xs_status ep_run(ep_pctx *x, int var, int slot, const xs_wintab *tab,
         var = EP_UNFUSED;
     if (var == EP_OVERLAP || (var == EP_AUTO && r->auto_kind == EP_PICK_OVERLAP))
         XS_TRY(xs_moe_run_overlapped(x->m, x->cb, tab,
-                                     var == EP_AUTO ? r->auto_ov_chunks : r->ovl_chunks, 1, 0,
+                                     var == EP_AUTO ? r->auto_ov_chunks : r->ovl_chunks,
+                                     var == EP_AUTO ? r->auto_ov_grouped : r->ovl_grouped, 1, 0,
                                      &ms));
     else if (var == EP_UNFUSED && x->pp)
         XS_TRY(xs_moe_run_unfused_with(x->m, x->cb, tab, ep_nccl_combine, x->pp, 0, &ms, &gms));
@@ -617,6 +618,8 @@ static void ep_row_init(const ep_opts *o, const xs_moe_config *cfg, int tokens, 
     r->pred_paced_plain_us = r->pred_fixed_us = NAN;
     r->fixed_lead = r->fixed_lead_end = -1;
     r->ovl_compute_us = r->ovl_pilot_us = r->ovl_pred_us = r->ovl_model_pred_us = NAN;
+    r->ovl_compute_form_us[0] = r->ovl_compute_form_us[1] = NAN;
+    snprintf(r->ovl_form, sizeof r->ovl_form, "-");
     r->auto_pick_pred_us = r->auto_pilot_us = r->tuned_us = r->best_other_us = NAN;
     r->comm_over_compute = NAN;
     snprintf(r->tuned, sizeof r->tuned, "-");
@@ -819,34 +822,41 @@ static xs_status ep_pilot(ep_pctx *x, int v, const char *what, double *us)
     return XS_OK;
 }
 
-/* The overlapped pipeline (virtual peers only): its compute alone (one piece, no copies; one
- * warm-up, then the median of EP_PILOT_REPS runs, each after an L2 flush), the model's piece
- * count from it and R (xs_ov_ep_predict), then, when the variant runs, every declared count up
- * to T gets a verified pilot (ep_pilot) and the fastest median is timed in the rounds. */
+/* The overlapped pipeline (virtual peers only), for each GEMM form (one cuBLAS call per expert;
+ * one grouped call per layer where cuBLAS has it): its compute alone (one piece, no copies; one
+ * warm-up, then the median of EP_PILOT_REPS runs, each after an L2 flush), and from it and R
+ * the model's piece count and form (xs_ov_ep_predict); then, when the variant runs, every
+ * declared count up to T in each form gets a verified pilot (ep_pilot) and the fastest median
+ * is timed in the rounds. */
 static xs_status ep_overlap_plan(ep_pctx *x)
 {
     static const int chunks[EP_OV_NCHUNKS] = EP_OV_CHUNKS;
     ep_row *r = x->r;
-    for (int c = 0; c <= XS_MOE_OV_MAX_CHUNKS; c++)
-        x->ov_pilot[c] = NAN;
+    for (int f = 0; f < 2; f++)
+        for (int c = 0; c <= XS_MOE_OV_MAX_CHUNKS; c++)
+            x->ov_pilot[f][c] = NAN;
     if (x->pp)
         return XS_OK;
-    double t[EP_PILOT_REPS];
-    for (int i = 0; i <= EP_PILOT_REPS; i++) {
-        float ms = 0;
-        XS_TRY(xs_bench_flush_l2_async(x->e, i, 0));
-        XS_TRY(xs_moe_run_overlapped(x->m, x->cb, x->tab, 1, 0, 0, &ms));
-        if (i > 0)
-            t[i - 1] = ms * 1e3;
+    const int forms = xs_cublas_has_grouped(x->cb) ? 2 : 1;
+    for (int f = 0; f < forms; f++) {
+        double t[EP_PILOT_REPS];
+        for (int i = 0; i <= EP_PILOT_REPS; i++) {
+            float ms = 0;
+            XS_TRY(xs_bench_flush_l2_async(x->e, i, 0));
+            XS_TRY(xs_moe_run_overlapped(x->m, x->cb, x->tab, 1, f, 0, 0, &ms));
+            if (i > 0)
+                t[i - 1] = ms * 1e3;
+        }
+        r->ovl_compute_form_us[f] = xs_median(t, EP_PILOT_REPS);
+        if (!(r->ovl_compute_form_us[f] >= r->ovl_compute_us))
+            r->ovl_compute_us = r->ovl_compute_form_us[f];
     }
-    r->ovl_compute_us = xs_median(t, EP_PILOT_REPS);
-    /* the model's choice: each count's pieces from the host problem */
+    /* the model's choice: each count's pieces from the host problem, in each form */
     const xs_moe_problem *pb = xs_moe_host(x->m);
     const xs_ov_terms terms = xs_ov_terms_default(x->prof->drain_bytes_per_ns);
-    double pred[EP_OV_NCHUNKS];
-    int calls1 = 0;
+    double pred[2][EP_OV_NCHUNKS];
     for (int c = 0; c < EP_OV_NCHUNKS; c++) {
-        pred[c] = NAN;
+        pred[0][c] = pred[1][c] = NAN;
         if (chunks[c] > pb->T)
             continue;
         xs_moe_ovplan *p = NULL;
@@ -854,37 +864,54 @@ static xs_status ep_overlap_plan(ep_pctx *x)
         XS_TRY(xs_moe_ovplan_create(pb, chunks[c], &p));
         xs_moe_ovplan_pieces(p, pb, pc);
         xs_moe_ovplan_destroy(p);
-        if (chunks[c] == 1)
-            calls1 = pc[0].calls;
-        double ns = NAN;
-        if (xs_ov_ep_predict(pc, chunks[c], r->ovl_compute_us * 1e3, calls1, &terms, &ns) ==
-            XS_OK)
-            pred[c] = ns / 1e3;
-        if (isfinite(pred[c]) && !(pred[c] >= r->ovl_model_pred_us))
-            r->ovl_model_pred_us = pred[c], r->ovl_model_chunks = chunks[c];
+        for (int f = 0; f < forms; f++) {
+            /* the calls of the measured compute (one piece): gather, SwiGLU, scale/permute and
+             * per layer one GEMM per expert with rows, or one grouped GEMM */
+            int calls1 = 5;
+            if (f) {
+                for (int i = 0; i < chunks[c]; i++)
+                    pc[i].calls = 5;
+            } else {
+                calls1 = 3;
+                for (int e = 0; e < pb->E; e++)
+                    calls1 += 2 * (pb->expert_rows[e] > 0);
+            }
+            double ns = NAN;
+            if (xs_ov_ep_predict(pc, chunks[c], r->ovl_compute_form_us[f] * 1e3, calls1, &terms,
+                                 &ns) == XS_OK)
+                pred[f][c] = ns / 1e3;
+            if (isfinite(pred[f][c]) && !(pred[f][c] >= r->ovl_model_pred_us))
+                r->ovl_model_pred_us = pred[f][c], r->ovl_model_chunks = chunks[c],
+                r->ovl_model_grouped = f;
+        }
     }
     if (!x->o->run[EP_OVERLAP])
         return XS_OK;
     size_t at = 0;
-    for (int c = 0; c < EP_OV_NCHUNKS; c++) {
-        if (chunks[c] > pb->T)
-            continue;
-        char what[40];
-        double med = NAN;
-        snprintf(what, sizeof what, "overlapped pilot, %d chunks", chunks[c]);
-        const int keep = r->ovl_chunks;
-        r->ovl_chunks = chunks[c];
-        XS_TRY(ep_pilot(x, EP_OVERLAP, what, &med));
-        r->ovl_chunks = keep;
-        x->ov_pilot[chunks[c]] = med;
-        if (at < sizeof r->ovl_pilot)
-            at += (size_t)snprintf(r->ovl_pilot + at, sizeof r->ovl_pilot - at, "%sC=%d %.1f",
-                                   at ? ", " : "", chunks[c], med);
-        if (!(med >= r->ovl_pilot_us)) {
-            r->ovl_pilot_us = med, r->ovl_chunks = chunks[c];
-            r->ovl_pred_us = pred[c];
+    for (int f = 0; f < forms; f++)
+        for (int c = 0; c < EP_OV_NCHUNKS; c++) {
+            if (chunks[c] > pb->T)
+                continue;
+            char what[48];
+            double med = NAN;
+            snprintf(what, sizeof what, "overlapped pilot, %d chunks%s", chunks[c],
+                     f ? ", grouped" : "");
+            const int keep = r->ovl_chunks, keepf = r->ovl_grouped;
+            r->ovl_chunks = chunks[c], r->ovl_grouped = f;
+            XS_TRY(ep_pilot(x, EP_OVERLAP, what, &med));
+            r->ovl_chunks = keep, r->ovl_grouped = keepf;
+            x->ov_pilot[f][chunks[c]] = med;
+            if (at < sizeof r->ovl_pilot)
+                at += (size_t)snprintf(r->ovl_pilot + at, sizeof r->ovl_pilot - at,
+                                       "%sC=%d%s %.1f", at ? ", " : "", chunks[c], f ? "g" : "",
+                                       med);
+            if (!(med >= r->ovl_pilot_us)) {
+                r->ovl_pilot_us = med, r->ovl_chunks = chunks[c], r->ovl_grouped = f;
+                r->ovl_pred_us = pred[f][c];
+            }
         }
-    }
+    if (r->ovl_chunks > 0)
+        snprintf(r->ovl_form, sizeof r->ovl_form, "%s", r->ovl_grouped ? "grouped" : "per-expert");
     return XS_OK;
 }
 
@@ -903,7 +930,8 @@ static xs_status ep_auto_pick(ep_pctx *x)
     snprintf(nm[k], sizeof nm[k], "fused %s", r->auto_plan);
     c[k].pred_us = r->pred_auto_us, kind[k++] = EP_PICK_FUSED;
     if (isfinite(r->ovl_model_pred_us)) {
-        snprintf(nm[k], sizeof nm[k], "overlapped C=%d", r->ovl_model_chunks);
+        snprintf(nm[k], sizeof nm[k], "overlapped C=%d%s", r->ovl_model_chunks,
+                 r->ovl_model_grouped ? " grouped" : "");
         c[k].pred_us = r->ovl_model_pred_us, kind[k++] = EP_PICK_OVERLAP;
     }
     if (isfinite(r->ovl_compute_us)) {
@@ -918,10 +946,12 @@ static xs_status ep_auto_pick(ep_pctx *x)
     r->auto_kind = i >= 0 ? kind[i] : EP_PICK_FUSED;
     r->auto_pick_pred_us = i >= 0 ? c[i].pred_us : NAN;
     r->auto_ov_chunks = r->auto_kind == EP_PICK_OVERLAP ? r->ovl_model_chunks : 0;
+    r->auto_ov_grouped = r->auto_kind == EP_PICK_OVERLAP ? r->ovl_model_grouped : 0;
     if (!x->o->run[EP_AUTO] || x->pp)
         return XS_OK;
-    if (r->auto_kind == EP_PICK_OVERLAP && isfinite(x->ov_pilot[r->auto_ov_chunks])) {
-        r->auto_pilot_us = x->ov_pilot[r->auto_ov_chunks];
+    if (r->auto_kind == EP_PICK_OVERLAP &&
+        isfinite(x->ov_pilot[r->auto_ov_grouped][r->auto_ov_chunks])) {
+        r->auto_pilot_us = x->ov_pilot[r->auto_ov_grouped][r->auto_ov_chunks];
         return XS_OK;
     }
     return ep_pilot(x, EP_AUTO, "auto pilot", &r->auto_pilot_us);
@@ -949,7 +979,8 @@ static void ep_row_totals(ep_row *r)
         snprintf(r->tuned, sizeof r->tuned, "auto");
     } else if (isfinite(po) && isfinite(r->t[EP_OVERLAP].med)) {
         r->tuned_us = r->t[EP_OVERLAP].med;
-        snprintf(r->tuned, sizeof r->tuned, "overlapped C=%d", r->ovl_chunks);
+        snprintf(r->tuned, sizeof r->tuned, "overlapped C=%d%s", r->ovl_chunks,
+                 r->ovl_grouped ? " grouped" : "");
     }
 }
 
@@ -1356,13 +1387,15 @@ static void ep_closing(xs_bench_report *rep, const ep_sweep *s, ep_row *rows)
         const ep_row *r = &rows[i];
         if (r->ovl_pilot[0] || isfinite(r->ovl_compute_us))
             xs_bench_report_note(rep, "overlapped %s %s T=%d N=%d: pilots, us: %s; compute "
-                                 "alone (cuBLAS) %.1f; chosen C=%d %.1f (%.1f%%), model %.1f "
-                                 "(its own choice C=%d, %.1f); best other: %s %.1f", r->config,
-                                 r->routing, r->tokens, r->peers,
-                                 r->ovl_pilot[0] ? r->ovl_pilot : "none", r->ovl_compute_us,
-                                 r->ovl_chunks, r->t[EP_OVERLAP].med,
+                                 "alone (cuBLAS) %.1f per expert, %.1f grouped; chosen C=%d %s "
+                                 "%.1f (%.1f%%), model %.1f (its own choice C=%d%s, %.1f); best "
+                                 "other: %s %.1f", r->config, r->routing, r->tokens, r->peers,
+                                 r->ovl_pilot[0] ? r->ovl_pilot : "none",
+                                 r->ovl_compute_form_us[0], r->ovl_compute_form_us[1],
+                                 r->ovl_chunks, r->ovl_form, r->t[EP_OVERLAP].med,
                                  xs_bench_spread_pct(&r->t[EP_OVERLAP]), r->ovl_pred_us,
-                                 r->ovl_model_chunks, r->ovl_model_pred_us, r->best_other,
+                                 r->ovl_model_chunks, r->ovl_model_grouped ? " grouped" : "",
+                                 r->ovl_model_pred_us, r->best_other,
                                  r->best_other_us);
         if (r->auto_why[0])
             xs_bench_report_note(rep, "auto pick %s %s T=%d N=%d: %s; timed %.1f us; tuned "

@@ -66,16 +66,24 @@ typedef struct {
     char how[800];
     /* the overlapped pipeline (EP_OVERLAP; docs/EP.md "Overlapped") */
     int ovl_chunks;          /* the pilots' chunk count (0: not run) */
+    int ovl_grouped;         /* the pilots' GEMM form: 1 one grouped call per layer and piece,
+                              * 0 one call per expert */
     int ovl_model_chunks;    /* the model's (0: no prediction) */
-    double ovl_compute_us;   /* its compute alone: one piece, no copies (cuBLAS), median */
+    int ovl_model_grouped;   /* the model's GEMM form */
+    double ovl_compute_us;   /* its compute alone: one piece, no copies (cuBLAS), median; the
+                              * faster GEMM form's */
+    double ovl_compute_form_us[2]; /* the same per GEMM form (per expert, grouped; NaN: none) */
     double ovl_pilot_us;     /* the chosen count's pilot median */
     double ovl_pred_us;      /* the model at the chosen count */
     double ovl_model_pred_us; /* the model at its own count */
-    char ovl_pilot[200];     /* every count's pilot median, e.g. "C=1 812.0, C=2 650.3" */
+    char ovl_pilot[300];     /* every pilot's median, e.g. "C=1 812.0, C=2 650.3, C=1g 700.1"
+                              * (g: grouped GEMMs) */
+    char ovl_form[12];       /* "grouped" or "per-expert" (the pilots' choice), "-" */
     /* auto's pick among its fused plan, the overlapped pipeline and unfused, from the model
      * alone (xs_auto_pick), and tuned's by the pilots; the columns over every variant */
     int auto_kind;           /* EP_PICK_* */
-    int auto_ov_chunks;      /* auto_kind EP_PICK_OVERLAP: its chunk count */
+    int auto_ov_chunks;      /* auto_kind EP_PICK_OVERLAP: its chunk count and GEMM form */
+    int auto_ov_grouped;
     double auto_pick_pred_us; /* the prediction of auto's pick */
     char auto_why[300];      /* xs_auto_pick's line */
     double auto_pilot_us;    /* auto's run's pilot median (tuned's input) */

@@ -48,6 +48,7 @@ const xs_bench_col ep_cols[] = {
     EP_D("bound_us", "us", "%.1f", bound_us, 0),
     /* the overlapped unfused pipeline and the columns over every variant (docs/METRICS.md) */
     EP_T("overlapped", EP_OVERLAP, 0), EP_I("overlapped_chunks", ovl_chunks, 0),
+    {"overlapped_gemm", "", "%s", XS_COL_CHARS, EP_R(ovl_form), 0, 0, 0, 0, EP_F},
     EP_D("best_other_us", "us", "%.1f", best_other_us, EP_F),
     {"best_other", "", "%s", XS_COL_CHARS, EP_R(best_other), 0, 0, 0, 0, EP_F},
     EP_D("tuned_us", "us", "%.1f", tuned_us, 0),
@@ -141,6 +142,9 @@ const xs_bench_col ep_cols[] = {
     EP_D("pred_auto_fixed_us", "us", "%.1f", pred_fixed_us, EP_F),
     EP_Q("overlapped", EP_OVERLAP),
     EP_D("overlapped_compute_us", "us", "%.1f", ovl_compute_us, EP_F),
+    EP_D("overlapped_compute_per_expert_us", "us", "%.1f", ovl_compute_form_us[0], EP_F),
+    EP_D("overlapped_compute_grouped_us", "us", "%.1f", ovl_compute_form_us[1], EP_F),
+    EP_I("overlapped_model_grouped", ovl_model_grouped, EP_F),
     EP_D("overlapped_pilot_us", "us", "%.1f", ovl_pilot_us, EP_F),
     EP_D("overlapped_pred_us", "us", "%.1f", ovl_pred_us, EP_F),
     EP_I("overlapped_model_chunks", ovl_model_chunks, EP_F),
@@ -212,7 +216,7 @@ void ep_row_plan_text(ep_row *r)
     char *choice = r->auto_plan;
     const size_t n = sizeof r->auto_plan;
     if (r->auto_kind == EP_PICK_OVERLAP) {
-        snprintf(choice, n, "overlapped C=%d", r->auto_ov_chunks);
+        snprintf(choice, n, "overlapped C=%d%s", r->auto_ov_chunks, r->auto_ov_grouped ? "g" : "");
         return;
     }
     if (r->auto_kind == EP_PICK_UNFUSED) {
