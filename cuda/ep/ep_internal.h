@@ -20,7 +20,7 @@
                                 * (256 threads), loaded before it is stored, so one courier keeps
                                 * more than R/C in flight even when its loads miss L2 (~1 us) */
 
-#define XS_MOE_OV_CACHE 4 /* overlapped pipelines (chunk counts) kept uploaded at once */
+#define XS_MOE_OV_CACHE 6 /* overlapped pipelines (chunk counts) kept uploaded at once */
 
 /* One chunk count's overlapped pipeline on the device (cuda/ep/ep_overlap.cu): its plan and the
  * per-row arrays in its row order. */
