@@ -57,6 +57,17 @@ xs_status xs_cublas_gemm_bf16_batched(xs_cublas *h, void *stream, int m, int n, 
                                       const void *a, long long stride_a, const void *b,
                                       long long stride_b, int b_trans, void *c,
                                       long long stride_c, int c_f32, int batch);
+/* Grouped form, one call (cublasGemmGroupedBatchedEx): for g < groups, C_g[m[g], n] =
+ * A_g[m[g], k] * B_g^T (B_g given as [n, k]), bf16 in and out, fp32 accumulation. a, b, c:
+ * device arrays of `groups` device pointers; m: a host array. XS_EUNSUPPORTED (one line) when
+ * the loaded cuBLAS lacks the call (before 12.5) or under XS_CUBLAS_SIMT; XS_EINVAL beyond
+ * XS_CUBLAS_MAX_GROUPS groups. Not reentrant (its host arrays are static). */
+#define XS_CUBLAS_MAX_GROUPS 1024
+xs_status xs_cublas_gemm_bf16_grouped(xs_cublas *h, void *stream, int groups, const int *m, int n,
+                                      int k, const void *const *a, const void *const *b,
+                                      void *const *c);
+/* 1 when xs_cublas_gemm_bf16_grouped can run on h. */
+int xs_cublas_has_grouped(const xs_cublas *h);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 #define XSTAGE_OVERLAP_H
 
 #include "xstage.h"
+#include "xstage_ep.h"
 #include "xstage_tp.h"
 
 #ifdef __cplusplus
@@ -75,6 +76,62 @@ xs_status xs_ov_tp_predict(const xs_tp_info *in, int peers, double compute_ns,
 xs_status xs_ov_up_predict(double fa_ns, int heads, int tiles_per_head, int sms, int peers,
                            int causal, double out_bytes, const xs_ov_terms *t, int chunks,
                            double *ns);
+
+/* ---- EP: the overlapped pipeline's pieces (src/ep_overlap.c) and their model ---- */
+
+/* The EP pipeline (bench ep's `overlapped`, xs_moe_run_overlapped) cuts the combine's
+ * destination space into C pieces of equal token counts: the tokens in destination order
+ * (ranks 1..N-1, then rank 0, whose window is local; within a rank by slot, t / N), so that a
+ * piece's rows land in one contiguous byte range of each window it touches and its combine is
+ * one cudaMemcpyAsync per such window. The rows are reordered piece-major, then by expert (in
+ * expert-sorted order within), so that a piece's GEMMs are one call per expert with rows in it.
+ * Expert groups would read each weight once, but a group's rows are scattered over every
+ * window's slots (one copy per row); token pieces keep the copies contiguous. */
+typedef struct {
+    int chunks;       /* C */
+    int rows, experts; /* the problem's T * topk and E */
+    int *perm;        /* [rows] the expert-sorted row of each pipeline row */
+    int *piece_off;   /* [C + 1] first pipeline row of each piece */
+    int *grp_off;     /* [C * E] first pipeline row of piece i's rows of expert e (i * E + e) */
+    int *grp_rows;    /* [C * E] their count (0: no call) */
+    int nseg;         /* copies over all pieces */
+    int *seg_off;     /* [C + 1] first copy of each piece */
+    int *seg_rank;    /* [nseg] the destination window */
+    size_t *seg_start, *seg_bytes; /* [nseg] byte range in that window (and in its staging) */
+} xs_moe_ovplan;
+
+#define XS_MOE_OV_MAX_CHUNKS 64
+
+/* The plan of `chunks` pieces (1..XS_MOE_OV_MAX_CHUNKS, at most T) over problem pb; *out is
+ * the caller's (xs_moe_ovplan_destroy). XS_EINVAL (one line) on a bad count, XS_ENOMEM. */
+xs_status xs_moe_ovplan_create(const xs_moe_problem *pb, int chunks, xs_moe_ovplan **out);
+void xs_moe_ovplan_destroy(xs_moe_ovplan *p);
+
+/* One piece of the EP pipeline, as the model sees it. */
+typedef struct {
+    double rows_frac;     /* its share of the rows (the GEMM work) */
+    int groups;           /* its experts with rows */
+    int calls;            /* its compute calls: one GEMM per expert with rows, per layer, plus
+                             gather, SwiGLU and scale/permute (2 groups + 3; a grouped GEMM per
+                             layer: 5) */
+    double weight_bytes;  /* weights its GEMMs read (each expert with rows: 3 I H bf16) */
+    double remote_bytes;  /* its combine bytes to host windows (the link) */
+    double local_bytes;   /* its combine bytes to rank 0's window (device to device) */
+    int copies;           /* its cudaMemcpyAsync calls */
+} xs_ov_ep_piece;
+
+/* The pieces of plan p over pb (out: p->chunks entries). */
+void xs_moe_ovplan_pieces(const xs_moe_ovplan *p, const xs_moe_problem *pb, xs_ov_ep_piece *out);
+
+/* EP: the predicted time of the n pieces from compute_ns, the whole pipeline's compute alone in
+ * one piece (xs_moe_run_overlapped with one chunk and no copies; calls1 its calls): the work
+ * (compute_ns less calls1 x t->call_ns, at least a tenth of it) split by rows, each piece at
+ * least its weight bytes at t->weight_bytes_per_ns (when > 0), plus its calls x t->call_ns; its
+ * copies at the copy rate (remote bytes), local bytes at t->weight_bytes_per_ns (an HBM copy;
+ * free when 0), plus t->copy_call_ns per copy. XS_EINVAL (one line) on n < 1, compute_ns <= 0
+ * or no copy rate. */
+xs_status xs_ov_ep_predict(const xs_ov_ep_piece *p, int n, double compute_ns, int calls1,
+                           const xs_ov_terms *t, double *ns);
 
 /* ---- auto: the choice among a bench's variants from the model alone ---- */
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * overlap_model.c - the model of the overlapped unfused baselines (include/xstage_overlap.h): a
- * two-stream pipeline (compute in order, copies in order), and the TP and UP pieces it is fed.
+ * two-stream pipeline (compute in order, copies in order), and the TP, UP and EP pieces it is
+ * fed.
  */
 #include <math.h>
 #include <stdio.h>
@@ -141,6 +142,33 @@ xs_status xs_ov_up_predict(double fa_ns, int heads, int tiles_per_head, int sms,
     const double g = (share > longest ? share : longest) + t->call_ns;
     const double x = out_bytes / C / t->copy_bytes_per_ns + (peers - 1) * t->copy_call_ns;
     *ns = xs_ov_uniform_ns(C, g, peers > 1 ? x : 0);
+    return XS_OK;
+}
+
+xs_status xs_ov_ep_predict(const xs_ov_ep_piece *p, int n, double compute_ns, int calls1,
+                           const xs_ov_terms *t, double *ns)
+{
+    if (n < 1 || n > OV_MAX_PIECES || !(compute_ns > 0) || calls1 < 0 ||
+        !(t->copy_bytes_per_ns > 0))
+        return xs_seterr(XS_EINVAL, "overlap model: %d EP pieces, compute %.4g ns, copy rate "
+                         "%.4g B/ns (pieces 1..%d, compute and rate > 0)", n, compute_ns,
+                         t->copy_bytes_per_ns, OV_MAX_PIECES);
+    double work = compute_ns - calls1 * t->call_ns;
+    if (work < 0.1 * compute_ns)
+        work = 0.1 * compute_ns;
+    const int hbm = t->weight_bytes_per_ns > 0;
+    xs_ov_piece pc[OV_MAX_PIECES];
+    for (int i = 0; i < n; i++) {
+        double g = work * p[i].rows_frac;
+        if (hbm && p[i].weight_bytes / t->weight_bytes_per_ns > g)
+            g = p[i].weight_bytes / t->weight_bytes_per_ns;
+        pc[i].compute_ns = g + p[i].calls * t->call_ns;
+        pc[i].in_ns = 0;
+        pc[i].out_ns = p[i].remote_bytes / t->copy_bytes_per_ns +
+                       (hbm ? p[i].local_bytes / t->weight_bytes_per_ns : 0) +
+                       p[i].copies * t->copy_call_ns;
+    }
+    *ns = xs_ov_pipeline_ns(pc, n, 0);
     return XS_OK;
 }
 

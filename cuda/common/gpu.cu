@@ -231,9 +231,18 @@ typedef cublasStatus_t (*fn_gemm_sb)(cublasHandle_t, cublasOperation_t, cublasOp
                                      const void *, void *, cudaDataType, int, long long, int,
                                      cublasComputeType_t, cublasGemmAlgo_t);
 
+typedef cublasStatus_t (*fn_gemm_grouped)(cublasHandle_t, const cublasOperation_t *,
+                                          const cublasOperation_t *, const int *, const int *,
+                                          const int *, const void *, const void *const *,
+                                          cudaDataType_t, const int *, const void *const *,
+                                          cudaDataType_t, const int *, const void *,
+                                          void *const *, cudaDataType_t, const int *, int,
+                                          const int *, cublasComputeType_t);
+
 static struct {
     void *lib;
     char path[XS_LIBPATH_MAX];
+    fn_gemm_grouped gemm_grouped; /* cuBLAS 12.5+; NULL: older (optional) */
     fn_create create;
     fn_destroy destroy;
     fn_set_stream set_stream;
@@ -359,6 +368,7 @@ static xs_status cublas_load(void)
     cub.status_string = (fn_status_string)dlsym(h, "cublasGetStatusString");
     cub.gemm = (fn_gemm_ex)dlsym(h, "cublasGemmEx");
     cub.gemm_sb = (fn_gemm_sb)dlsym(h, "cublasGemmStridedBatchedEx");
+    cub.gemm_grouped = (fn_gemm_grouped)dlsym(h, "cublasGemmGroupedBatchedEx");
     if (!cub.create || !cub.destroy || !cub.set_stream || !cub.gemm || !cub.gemm_sb) {
         char path[XS_LIBPATH_MAX];
         snprintf(path, sizeof path, "%s", cub.path);
@@ -466,5 +476,44 @@ extern "C" xs_status xs_cublas_gemm_bf16_batched(xs_cublas *h, void *stream, int
     if (s != CUBLAS_STATUS_SUCCESS)
         return xs_seterr(XS_ECUDA, "cublasGemmStridedBatchedEx(m=%d, n=%d, k=%d, batch=%d, bf16 "
                          "-> %s): %s", m, n, k, batch, c_f32 ? "fp32" : "bf16", cublas_str(s));
+    return XS_OK;
+}
+
+extern "C" int xs_cublas_has_grouped(const xs_cublas *h)
+{
+    return h && !h->simt && cub.gemm_grouped != NULL;
+}
+
+extern "C" xs_status xs_cublas_gemm_bf16_grouped(xs_cublas *h, void *stream, int groups,
+                                                 const int *m, int n, int k,
+                                                 const void *const *a, const void *const *b,
+                                                 void *const *c)
+{
+    enum { MAXG = XS_CUBLAS_MAX_GROUPS };
+    if (!xs_cublas_has_grouped(h))
+        return xs_seterr(XS_EUNSUPPORTED, "grouped GEMM: %s", h && h->simt
+                         ? "not under XS_CUBLAS_SIMT" : "cublasGemmGroupedBatchedEx missing "
+                         "(cuBLAS 12.5 or newer)");
+    if (groups < 1 || groups > MAXG || n <= 0 || k <= 0 || !a || !b || !c)
+        return xs_seterr(XS_EINVAL, "grouped GEMM: %d groups (1..%d), n=%d k=%d (positive), "
+                         "pointer arrays given", groups, MAXG, n, k);
+    static cublasOperation_t ta[MAXG], tb[MAXG];
+    static int nn[MAXG], kk[MAXG], ones[MAXG];
+    static float alpha[MAXG], beta[MAXG];
+    for (int g = 0; g < groups; g++) {
+        if (m[g] <= 0)
+            return xs_seterr(XS_EINVAL, "grouped GEMM: group %d has m=%d", g, m[g]);
+        ta[g] = CUBLAS_OP_T, tb[g] = CUBLAS_OP_N;
+        nn[g] = n, kk[g] = k, ones[g] = 1, alpha[g] = 1.0f, beta[g] = 0.0f;
+    }
+    /* row-major C_g = A_g B_g^T is column-major C_g^T = B_g^T' A_g^T: B_g ([n, k] row-major =
+     * [k, n] column-major, transposed) first, n and m swapped, every leading dimension k, n */
+    cublasStatus_t s = cub.set_stream(h->h, (cudaStream_t)stream);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cub.gemm_grouped(h->h, ta, tb, nn, m, kk, alpha, b, CUDA_R_16BF, kk, a, CUDA_R_16BF,
+                             kk, beta, c, CUDA_R_16BF, nn, groups, ones, CUBLAS_COMPUTE_32F);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return xs_seterr(XS_ECUDA, "cublasGemmGroupedBatchedEx(%d groups, n=%d, k=%d, bf16): %s",
+                         groups, n, k, cublas_str(s));
     return XS_OK;
 }

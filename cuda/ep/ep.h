@@ -57,8 +57,10 @@ xs_status xs_moe_set_plan(xs_moe *m, int slot, const xs_moe_plan *p);
 
 /* The local control: N windows in this GPU's memory (owned by m), in the same table format. */
 xs_status xs_moe_local_table(xs_moe *m, xs_wintab *tab);
-/* Fill the payload of every window of tab with 0xff bytes (bf16 NaN) on stream s, and the
- * couriers' staging buffer once a courier run has allocated it. */
+/* Fill the payload of every window of tab with 0xff bytes (bf16 NaN) on stream s, the
+ * couriers' staging buffer once a courier run has allocated it, and the unfused paths'
+ * workspaces once allocated (dispatched rows, Linear-1 and Linear-2 outputs, the combine's
+ * staging; not h): a step that never ran shows as NaN at the destination. */
 xs_status xs_moe_poison(xs_moe *m, const xs_wintab *tab, cudaStream_t s);
 /* Overwrite a scratch buffer larger than L2 so that no run starts with a warm cache. */
 xs_status xs_moe_flush_l2(xs_moe *m, cudaStream_t s);
@@ -124,6 +126,20 @@ typedef xs_status (*xs_moe_combine_fn)(void *ctx, const char *stage, size_t stri
 xs_status xs_moe_run_unfused_with(xs_moe *m, xs_cublas *cb, const xs_wintab *tab,
                                   xs_moe_combine_fn combine, void *ctx, cudaStream_t s,
                                   float *ms, float *gemm_ms);
+
+/* The unfused steps as a pipeline (virtual peers; docs/EP.md "Overlapped"): the rows in
+ * `chunks` pieces of equal tokens in destination order (xs_moe_ovplan: host windows first, rank
+ * 0 last), each piece's gather, cuBLAS GEMM per expert with rows in it (grouped = 1: one grouped
+ * GEMM per layer over those experts, xs_cublas_gemm_bf16_grouped; XS_EUNSUPPORTED where cuBLAS
+ * lacks it), SwiGLU, the same for Linear-2, and scale/permute on stream s; once a piece is staged (an event), its rows go to their windows
+ * by one cudaMemcpyAsync per window it touches on a side stream, under the next piece's compute.
+ * copies = 0: no copies (the compute alone). *ms from events on s around the whole operation,
+ * the end recorded after s has waited for the side stream's last copy (every byte at its
+ * destination). Waits for the end, bounded (XS_ETIMEOUT). XS_EINVAL (one line) on a bad chunk
+ * count (1..XS_MOE_OV_MAX_CHUNKS, at most T) or table. The workspaces (h among them) are left in
+ * the pipeline's row order: xs_moe_verify_h does not apply after it. */
+xs_status xs_moe_run_overlapped(xs_moe *m, xs_cublas *cb, const xs_wintab *tab, int chunks,
+                                int grouped, int copies, cudaStream_t s, float *ms);
 
 /* ---- references and verification ------------------------------------------------------------ */
 

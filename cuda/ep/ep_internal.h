@@ -10,6 +10,7 @@
 
 #include "ep.h"
 #include "gemm.cuh"
+#include "xstage_overlap.h"
 
 #define XS_MOE_TRACE_WORDS 10 /* u64 per task: 5 clocks, cta/smid, bytes, pacer wait (ns),
                                * order ticket (xs_moe_tile.seq), deferred (1) */
@@ -18,6 +19,24 @@
 #define XS_MOE_COURIER_UNITS 8 /* 16-byte units per courier thread per chunk: a chunk is 32 KB
                                 * (256 threads), loaded before it is stored, so one courier keeps
                                 * more than R/C in flight even when its loads miss L2 (~1 us) */
+
+#define XS_MOE_OV_CACHE 6 /* overlapped pipelines (chunk counts) kept uploaded at once */
+
+/* One chunk count's overlapped pipeline on the device (cuda/ep/ep_overlap.cu): its plan and the
+ * per-row arrays in its row order. */
+typedef struct {
+    xs_moe_ovplan *plan; /* NULL: empty entry */
+    int *d_token, *d_rank;  /* [rows] */
+    float *d_weight;        /* [rows] */
+    long long *d_off;       /* [rows] */
+    /* the grouped GEMMs (xs_cublas_gemm_bf16_grouped): per piece its experts with rows, in
+     * order, grp_first[i] .. grp_first[i + 1] - 1 of them; their row counts and the operand
+     * pointers of both layers (device: a1, b1, c1, a2, b2, c2, ngrp each) */
+    int ngrp;
+    int *grp_first;         /* [C + 1] host */
+    int *grp_m;             /* [ngrp] host */
+    void **d_ptr;           /* [6 * ngrp] device */
+} xs_moe_ov;
 
 static_assert(sizeof(xs_moe_task) == sizeof(int2), "xs_moe_task is the kernel's int2");
 static_assert(sizeof(xs_moe_rb) == sizeof(int4), "xs_moe_rb is the kernel's int4");
@@ -84,6 +103,13 @@ struct xs_moe {
     int have_ref;
     xs_bf16 *ref_h; /* device [rows, I]: the reference's h (bf16), for xs_moe_verify_h */
     int have_ref_h;
+    /* the overlapped pipeline (cuda/ep/ep_overlap.cu): its side stream, one event per piece
+     * and one for the end, and the chunk counts uploaded (round robin) */
+    cudaStream_t ov_side;
+    cudaEvent_t ov_ev[XS_MOE_OV_MAX_CHUNKS + 1];
+    int ov_nev;
+    xs_moe_ov ov[XS_MOE_OV_CACHE];
+    int ov_next;
     /* L2 flush scratch */
     void *flush;
     size_t flush_bytes;
@@ -99,5 +125,8 @@ xs_status xs_moe_ensure_unfused(xs_moe *m, int reference);
 /* The cuBLAS GEMMs of one layer (1 or 2), one call per expert with rows, outputs in fp32 (f32)
  * or bf16, on stream s. */
 xs_status xs_moe_gemms(xs_moe *m, xs_cublas *cb, cudaStream_t s, int layer, int f32);
+
+/* Free the overlapped pipeline's state (xs_moe_destroy). */
+void xs_moe_ov_free(xs_moe *m);
 
 #endif /* XSTAGE_EP_INTERNAL_H */

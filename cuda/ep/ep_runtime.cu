@@ -151,6 +151,7 @@ void xs_moe_destroy(xs_moe *m)
 {
     if (!m)
         return;
+    xs_moe_ov_free(m);
     xs_moe_problem_destroy(m->pb); /* the slots' host lists with it */
     free(m->h_trace);
     free(m->h_anchors);
@@ -255,6 +256,20 @@ xs_status xs_moe_poison(xs_moe *m, const xs_wintab *tab, cudaStream_t s)
                            (uint4 *)m->d_cstage, (size_t)m->pb->rows * m->pb->H * 2 / 16));
         XS_CU_LAUNCH();
     }
+    /* the unfused paths' workspaces (but h, which a Linear-2-only test run reads as loaded):
+     * a piece of the overlapped pipeline (or a step of unfused) that never ran then leaves NaN
+     * in the staged rows, instead of an earlier run's identical bytes */
+    const size_t rows = (size_t)m->pb->rows;
+    const struct { void *p; size_t bytes; } ws[] = {
+        {m->xs_sorted, rows * m->pb->H * 2}, {m->y1, rows * 2 * m->pb->I * 2},
+        {m->y2, rows * m->pb->H * 2}, {m->stage, m->pb->window_bytes * (size_t)m->pb->N}};
+    for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+        if (ws[i].p && ws[i].bytes >= 16) {
+            XS_NVTX_LAUNCH("xs_moe_poison_kernel",
+                           xs_moe_poison_kernel<<<264, 256, 0, s>>>((uint4 *)ws[i].p,
+                                                                    ws[i].bytes / 16));
+            XS_CU_LAUNCH();
+        }
     return XS_OK;
 }
 

@@ -190,7 +190,7 @@ if ! "$X" replay --help 2>&1 | grep -q 'built without nvcc'; then
     expect_err "bench ep --courier-pace 0" "--courier-pace 0: outside 0.01..2" "$X" bench ep --courier-pace 0
     expect_err "bench ep --courier-pace 3" "--courier-pace 3: outside 0.01..2" "$X" bench ep --courier-pace 3
     expect_err "bench ep --courier-pace word" "--courier-pace 'fast': not a number" "$X" bench ep --courier-pace fast
-    expect_err "bench ep bad --schedule" "--schedule 'couriers': wave, interleaved, auto, courier, adaptive or all" "$X" bench ep --schedule couriers
+    expect_err "bench ep bad --schedule" "--schedule 'couriers': wave, interleaved, auto, courier, adaptive, overlapped or all" "$X" bench ep --schedule couriers
     "$X" bench ep --help 2>&1 | grep -q -- '--couriers N' && ok || bad "bench ep --help lists --couriers"
     expect_err "bench tp -g with --peers" "bench tp: -g/--gpus 2 cannot be combined with --peers (with -g the ranks are the peers" "$X" bench tp -g 2 --peers 4
     expect_err "bench tp -g 65" "--gpus 65: outside 1..64" "$X" bench tp -g 65

@@ -654,6 +654,27 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
                  xs_moe_routing_name(c->routing));
         if (st == XS_OK)
             verify(m, &virt, what);
+        /* the overlapped pipeline at several piece counts (a count above T refused), and its
+         * compute alone leaves every window poisoned: the check sees a missing copy */
+        for (int f = 0; f < (xs_cublas_has_grouped(cb) ? 2 : 1); f++)
+            for (int C = 1; C <= 4 && C <= c->tokens; C++) {
+                XT_CHECK(xs_moe_poison(m, &virt, 0) == XS_OK, "poison");
+                st = xs_moe_run_overlapped(m, cb, &virt, C, f, 1, 0, &t);
+                XT_CHECK(st == XS_OK && t > 0, "overlapped C=%d%s: %s", C, f ? " grouped" : "",
+                         xs_errmsg());
+                snprintf(what, sizeof what, "%s/%s overlapped C=%d%s virtual", c->cfg.name,
+                         xs_moe_routing_name(c->routing), C, f ? " grouped" : "");
+                if (st == XS_OK)
+                    verify(m, &virt, what);
+            }
+        XT_CHECK(xs_moe_run_overlapped(m, cb, &virt, c->tokens + 1, 0, 1, 0, &t) == XS_EINVAL,
+                 "overlapped: more pieces than tokens refused");
+        XT_CHECK(xs_moe_poison(m, &virt, 0) == XS_OK, "poison");
+        st = xs_moe_run_overlapped(m, cb, &virt, 2 <= c->tokens ? 2 : 1, 0, 0, 0, &t);
+        xs_moe_check oc;
+        XT_CHECK(st == XS_OK && xs_moe_verify(m, &virt, &oc) == XS_OK && !oc.ok &&
+                 oc.nonfinite > 0, "overlapped without copies: the poisoned windows must fail "
+                 "the check (%s)", xs_errmsg());
         /* the GPU reference agrees with the CPU one: the fused output passes against both */
         st = xs_moe_reference_gpu(m, cb);
         XT_CHECK(st == XS_OK, "gpu reference: %s", xs_errmsg());

@@ -12,8 +12,14 @@
  *   wave         the fused kernel, expert-wave task order (the published baseline);
  *   interleaved  the fused kernel, Linear-1 tiles of later row blocks between Linear-2 bursts
  *                with a minimum row lead D;
- *   auto         the fused kernel in the order (and pacing, or couriers) the model picks
- *                (docs/EP.md);
+ *   overlapped   the unfused steps as a pipeline (virtual peers; docs/EP.md "Overlapped"):
+ *                pieces of equal tokens in destination order, each piece's cuBLAS GEMMs per
+ *                expert on the compute stream and its combine copied by cudaMemcpyAsync on a
+ *                side stream under the next piece's compute (xs_moe_run_overlapped); the
+ *                piece count chosen by verified pilot runs, every timed run verified;
+ *   auto         what the model picks from its predictions alone (xs_auto_pick): the fused
+ *                kernel in the order (and pacing, or couriers) it predicts best, the
+ *                overlapped pipeline at the count it predicts best, or unfused (docs/EP.md);
  *   courier      the fused kernel with its best courier candidate forced (docs/EP.md,
  *                "Couriers"): the last C CTAs copy the combine from an HBM staging buffer,
  *                paced under R; side by side with the others (--couriers 0: not run);
@@ -43,6 +49,7 @@
 #include "xstage_ep.h"
 #include "xstage_exchange.h"
 #include "xstage_launch.h"
+#include "xstage_overlap.h"
 #include "xstage_trace.h"
 #include "xstage_win.h"
 
@@ -56,12 +63,16 @@
 static const int ep_long_mult[] = {8, 16, 32};
 static_assert(sizeof ep_long_mult / sizeof ep_long_mult[0] == 3, "--long's help names three");
 #define EP_LONG_MAX_GIB 4
+/* the overlapped pipeline's declared piece counts (those up to T run) and the runs of a pilot */
+#define EP_OV_CHUNKS {1, 2, 4, 8, 16}
+#define EP_OV_NCHUNKS 5
+#define EP_PILOT_REPS 3
 #define EP_LONG_MAX_BYTES (EP_LONG_MAX_GIB * 1024.0 * 1024 * 1024)
 
 static const char *const ep_var_name[EP_NVAR] = {"unfused", "wave", "interleaved", "auto",
                                                  "courier", "adaptive", "wave_bulk",
                                                  "interleaved_bulk", "auto_bulk", "auto_defer",
-                                                 "auto_fixed"};
+                                                 "auto_fixed", "overlapped"};
 
 /* The options of bench ep beyond the harness's common block (xs_bench_common). */
 typedef struct {
@@ -127,8 +138,9 @@ static const char *ep_help(void)
          "                               windows; unfused baseline: grouped ncclSend/\n"
          "                               ncclRecv, docs/MULTIGPU.md)\n"
          "  -r, --routing balanced|zipf|all   (default all)\n"
-         "      --schedule wave|interleaved|auto|courier|adaptive|all  fused schedules\n"
-         "                               (default all)\n"
+         "      --schedule wave|interleaved|auto|courier|adaptive|overlapped|all\n"
+         "                               the variants besides wave and unfused (default all;\n"
+         "                               overlapped: virtual peers only)\n"
          "      --lead D                 interleaved row-block lead (default: model rule)\n"
          "      --wave-experts W         experts per wave (default: waves of >= 1 round)\n"
          "      --tiles FILE             one row per tile of every verified run\n"
@@ -221,10 +233,11 @@ static xs_status ep_schedule(ep_opts *o, const char *arg)
     o->run[EP_AUTO] = !strcmp(arg, "auto");
     o->run[EP_COURIER] = !strcmp(arg, "courier");
     o->run[EP_ADAPT] = !strcmp(arg, "adaptive");
+    o->run[EP_OVERLAP] = !strcmp(arg, "overlapped");
     if (!o->run[EP_WAVE] && !o->run[EP_INTER] && !o->run[EP_AUTO] && !o->run[EP_COURIER] &&
-        !o->run[EP_ADAPT])
-        return xs_seterr(XS_EINVAL, "--schedule '%s': wave, interleaved, auto, courier, adaptive "
-                         "or all", arg);
+        !o->run[EP_ADAPT] && !o->run[EP_OVERLAP])
+        return xs_seterr(XS_EINVAL, "--schedule '%s': wave, interleaved, auto, courier, adaptive, "
+                         "overlapped or all", arg);
     o->run[EP_WAVE] = 1;
     return XS_OK;
 }
@@ -512,6 +525,9 @@ typedef struct {
     xs_moe_tile *ltr[2];    /* each order's last local-control trace */
     int nltr[2];
     double gemm[XS_BENCH_MAX_ITERS]; /* unfused runs' cuBLAS GEMM time per timed round, us */
+    int last_round;         /* the rounds' last (the fused runs' verified one) */
+    double ov_pilot[2][XS_MOE_OV_MAX_CHUNKS + 1]; /* the overlapped pilot's median per GEMM
+                                                   * form and piece count, us (NaN: none) */
     ep_row *r;
 } ep_pctx;
 
@@ -519,7 +535,8 @@ typedef struct {
  * this rank's own window, every source's region), L2 flushed, the ranks met (-g), the run (it
  * times itself), the ranks met again, so that every source's stores are in place before anyone
  * verifies and no one poisons a window that is still being verified. *us its time; *gemm_us
- * the unfused run's GEMM time. */
+ * the unfused run's GEMM time. EP_OVERLAP runs at r->ovl_chunks pieces; EP_AUTO runs auto's
+ * pick (r->auto_kind). */
 static xs_status ep_run(ep_pctx *x, int var, int slot, const xs_wintab *tab,
                         const xs_moe_run_opts *ro, int round, double *us, double *gemm_us)
 {
@@ -530,7 +547,15 @@ static xs_status ep_run(ep_pctx *x, int var, int slot, const xs_wintab *tab,
     XS_TRY(xs_bench_flush_l2_async(x->e, round, 0));
     XS_TRY(xs_bench_barrier(x->e));
     float ms = 0, gms = 0;
-    if (var == EP_UNFUSED && x->pp)
+    const ep_row *r = x->r;
+    if (var == EP_AUTO && r->auto_kind == EP_PICK_UNFUSED)
+        var = EP_UNFUSED;
+    if (var == EP_OVERLAP || (var == EP_AUTO && r->auto_kind == EP_PICK_OVERLAP))
+        XS_TRY(xs_moe_run_overlapped(x->m, x->cb, tab,
+                                     var == EP_AUTO ? r->auto_ov_chunks : r->ovl_chunks,
+                                     var == EP_AUTO ? r->auto_ov_grouped : r->ovl_grouped, 1, 0,
+                                     &ms));
+    else if (var == EP_UNFUSED && x->pp)
         XS_TRY(xs_moe_run_unfused_with(x->m, x->cb, tab, ep_nccl_combine, x->pp, 0, &ms, &gms));
     else if (var == EP_UNFUSED)
         XS_TRY(xs_moe_run_unfused(x->m, x->cb, tab, 0, &ms, &gms));
@@ -592,6 +617,13 @@ static void ep_row_init(const ep_opts *o, const xs_moe_config *cfg, int tokens, 
     r->defer_gate_us = r->defer_frac = NAN;
     r->pred_paced_plain_us = r->pred_fixed_us = NAN;
     r->fixed_lead = r->fixed_lead_end = -1;
+    r->ovl_compute_us = r->ovl_pilot_us = r->ovl_pred_us = r->ovl_model_pred_us = NAN;
+    r->ovl_compute_form_us[0] = r->ovl_compute_form_us[1] = NAN;
+    snprintf(r->ovl_form, sizeof r->ovl_form, "-");
+    r->auto_pick_pred_us = r->auto_pilot_us = r->tuned_us = r->best_other_us = NAN;
+    r->comm_over_compute = NAN;
+    snprintf(r->tuned, sizeof r->tuned, "-");
+    snprintf(r->best_other, sizeof r->best_other, "-");
     if (o->defer == XS_MOE_DEFER_SPILL)
         snprintf(r->defer_kernel, sizeof r->defer_kernel, "spill:%d",
                  o->spill_depth ? o->spill_depth : XS_MOE_SPILL_DEPTH);
@@ -769,10 +801,193 @@ static xs_status ep_windows(ep_pctx *x, const xs_moe_info *info, xs_winset **ws)
     return XS_OK;
 }
 
+/* ---- the overlapped pipeline, auto's pick, tuned ---------------------------------------------- */
+
+/* A pilot of variant v: one warm-up run, then EP_PILOT_REPS runs, each verified at the
+ * destination as `what` (a wrong run clears r->verified and is printed); *us their median. */
+static xs_status ep_pilot(ep_pctx *x, int v, const char *what, double *us)
+{
+    static const int slot_of[EP_NVAR] = {0, 0, 1, 2, 3, 4, 0, 1, 2, 2, 5, 0};
+    double t[EP_PILOT_REPS];
+    for (int i = 0; i <= EP_PILOT_REPS; i++) {
+        double u = 0, g = 0;
+        int ok = 1;
+        XS_TRY(ep_run(x, v, slot_of[v], x->tab, &x->ro[0], i, &u, &g));
+        if (i == 0)
+            continue;
+        XS_TRY(ep_check(x->m, x->chk, what, x->r, &ok));
+        t[i - 1] = u;
+    }
+    *us = xs_median(t, EP_PILOT_REPS);
+    return XS_OK;
+}
+
+/* The overlapped pipeline (virtual peers only), for each GEMM form (one cuBLAS call per expert;
+ * one grouped call per layer where cuBLAS has it): its compute alone (one piece, no copies; one
+ * warm-up, then the median of EP_PILOT_REPS runs, each after an L2 flush), and from it and R
+ * the model's piece count and form (xs_ov_ep_predict); then, when the variant runs, every
+ * declared count up to T in each form gets a verified pilot (ep_pilot) and the fastest median
+ * is timed in the rounds. */
+static xs_status ep_overlap_plan(ep_pctx *x)
+{
+    static const int chunks[EP_OV_NCHUNKS] = EP_OV_CHUNKS;
+    ep_row *r = x->r;
+    for (int f = 0; f < 2; f++)
+        for (int c = 0; c <= XS_MOE_OV_MAX_CHUNKS; c++)
+            x->ov_pilot[f][c] = NAN;
+    if (x->pp)
+        return XS_OK;
+    const int forms = xs_cublas_has_grouped(x->cb) ? 2 : 1;
+    for (int f = 0; f < forms; f++) {
+        double t[EP_PILOT_REPS];
+        for (int i = 0; i <= EP_PILOT_REPS; i++) {
+            float ms = 0;
+            XS_TRY(xs_bench_flush_l2_async(x->e, i, 0));
+            XS_TRY(xs_moe_run_overlapped(x->m, x->cb, x->tab, 1, f, 0, 0, &ms));
+            if (i > 0)
+                t[i - 1] = ms * 1e3;
+        }
+        r->ovl_compute_form_us[f] = xs_median(t, EP_PILOT_REPS);
+        if (!(r->ovl_compute_form_us[f] >= r->ovl_compute_us))
+            r->ovl_compute_us = r->ovl_compute_form_us[f];
+    }
+    /* the model's choice: each count's pieces from the host problem, in each form */
+    const xs_moe_problem *pb = xs_moe_host(x->m);
+    const xs_ov_terms terms = xs_ov_terms_default(x->prof->drain_bytes_per_ns);
+    double pred[2][EP_OV_NCHUNKS];
+    for (int c = 0; c < EP_OV_NCHUNKS; c++) {
+        pred[0][c] = pred[1][c] = NAN;
+        if (chunks[c] > pb->T)
+            continue;
+        xs_moe_ovplan *p = NULL;
+        xs_ov_ep_piece pc[XS_MOE_OV_MAX_CHUNKS];
+        XS_TRY(xs_moe_ovplan_create(pb, chunks[c], &p));
+        xs_moe_ovplan_pieces(p, pb, pc);
+        xs_moe_ovplan_destroy(p);
+        for (int f = 0; f < forms; f++) {
+            /* the calls of the measured compute (one piece): gather, SwiGLU, scale/permute and
+             * per layer one GEMM per expert with rows, or one grouped GEMM */
+            int calls1 = 5;
+            if (f) {
+                for (int i = 0; i < chunks[c]; i++)
+                    pc[i].calls = 5;
+            } else {
+                calls1 = 3;
+                for (int e = 0; e < pb->E; e++)
+                    calls1 += 2 * (pb->expert_rows[e] > 0);
+            }
+            double ns = NAN;
+            if (xs_ov_ep_predict(pc, chunks[c], r->ovl_compute_form_us[f] * 1e3, calls1, &terms,
+                                 &ns) == XS_OK)
+                pred[f][c] = ns / 1e3;
+            if (isfinite(pred[f][c]) && !(pred[f][c] >= r->ovl_model_pred_us))
+                r->ovl_model_pred_us = pred[f][c], r->ovl_model_chunks = chunks[c],
+                r->ovl_model_grouped = f;
+        }
+    }
+    if (!x->o->run[EP_OVERLAP])
+        return XS_OK;
+    size_t at = 0;
+    for (int f = 0; f < forms; f++)
+        for (int c = 0; c < EP_OV_NCHUNKS; c++) {
+            if (chunks[c] > pb->T)
+                continue;
+            char what[48];
+            double med = NAN;
+            snprintf(what, sizeof what, "overlapped pilot, %d chunks%s", chunks[c],
+                     f ? ", grouped" : "");
+            const int keep = r->ovl_chunks, keepf = r->ovl_grouped;
+            r->ovl_chunks = chunks[c], r->ovl_grouped = f;
+            XS_TRY(ep_pilot(x, EP_OVERLAP, what, &med));
+            r->ovl_chunks = keep, r->ovl_grouped = keepf;
+            x->ov_pilot[f][chunks[c]] = med;
+            if (at < sizeof r->ovl_pilot)
+                at += (size_t)snprintf(r->ovl_pilot + at, sizeof r->ovl_pilot - at,
+                                       "%sC=%d%s %.1f", at ? ", " : "", chunks[c], f ? "g" : "",
+                                       med);
+            if (!(med >= r->ovl_pilot_us)) {
+                r->ovl_pilot_us = med, r->ovl_chunks = chunks[c], r->ovl_grouped = f;
+                r->ovl_pred_us = pred[f][c];
+            }
+        }
+    if (r->ovl_chunks > 0)
+        snprintf(r->ovl_form, sizeof r->ovl_form, "%s", r->ovl_grouped ? "grouped" : "per-expert");
+    return XS_OK;
+}
+
+/* auto's pick from the model alone (xs_auto_pick): its fused plan (pred_auto_us, ep_auto), the
+ * overlapped pipeline at the model's count and unfused (the compute alone, then the remote bytes
+ * at R plus one copy call per remote rank) - the last two with virtual peers only. Then auto's
+ * pilot (tuned's input): the overlapped pilot at the same count where one ran, else a verified
+ * pilot of its own. */
+static xs_status ep_auto_pick(ep_pctx *x)
+{
+    ep_row *r = x->r;
+    xs_auto_cand c[3];
+    char nm[3][64];
+    int kind[3], k = 0;
+    ep_row_plan_text(r); /* the fused plan's short form */
+    snprintf(nm[k], sizeof nm[k], "fused %s", r->auto_plan);
+    c[k].pred_us = r->pred_auto_us, kind[k++] = EP_PICK_FUSED;
+    if (isfinite(r->ovl_model_pred_us)) {
+        snprintf(nm[k], sizeof nm[k], "overlapped C=%d%s", r->ovl_model_chunks,
+                 r->ovl_model_grouped ? " grouped" : "");
+        c[k].pred_us = r->ovl_model_pred_us, kind[k++] = EP_PICK_OVERLAP;
+    }
+    if (isfinite(r->ovl_compute_us)) {
+        snprintf(nm[k], sizeof nm[k], "unfused");
+        c[k].pred_us = r->ovl_compute_us + r->drain_us +
+                       (r->peers - 1) * XS_OV_COPY_CALL_NS / 1e3;
+        kind[k++] = EP_PICK_UNFUSED;
+    }
+    for (int i = 0; i < k; i++)
+        c[i].name = nm[i];
+    const int i = xs_auto_pick(c, k, r->auto_why, sizeof r->auto_why);
+    r->auto_kind = i >= 0 ? kind[i] : EP_PICK_FUSED;
+    r->auto_pick_pred_us = i >= 0 ? c[i].pred_us : NAN;
+    r->auto_ov_chunks = r->auto_kind == EP_PICK_OVERLAP ? r->ovl_model_chunks : 0;
+    r->auto_ov_grouped = r->auto_kind == EP_PICK_OVERLAP ? r->ovl_model_grouped : 0;
+    if (!x->o->run[EP_AUTO] || x->pp)
+        return XS_OK;
+    if (r->auto_kind == EP_PICK_OVERLAP &&
+        isfinite(x->ov_pilot[r->auto_ov_grouped][r->auto_ov_chunks])) {
+        r->auto_pilot_us = x->ov_pilot[r->auto_ov_grouped][r->auto_ov_chunks];
+        return XS_OK;
+    }
+    return ep_pilot(x, EP_AUTO, "auto pilot", &r->auto_pilot_us);
+}
+
+/* After the rounds: the bound over the fastest compute alone (the fused kernel's local control
+ * or the overlapped pipeline's compute, cuBLAS) and bytes/R, comm/compute, the fastest variant
+ * other than auto, and tuned: of auto's run and the overlapped pipeline at the pilots' count,
+ * the one with the smaller pilot median, at its timed median. */
+static void ep_row_totals(ep_row *r)
+{
+    if (isfinite(r->ovl_compute_us) && !(r->ovl_compute_us >= r->compute_us))
+        r->compute_us = r->ovl_compute_us;
+    r->bound_us = r->compute_us > r->drain_us ? r->compute_us : r->drain_us;
+    r->comm_over_compute = r->drain_us / r->compute_us;
+    for (int v = 0; v < EP_NVAR; v++)
+        if (v != EP_AUTO && isfinite(r->t[v].med) && !(r->t[v].med >= r->best_other_us)) {
+            r->best_other_us = r->t[v].med;
+            snprintf(r->best_other, sizeof r->best_other, "%s", ep_var_name[v]);
+        }
+    const double pa = r->auto_pilot_us, po = r->ovl_pilot_us;
+    if (isfinite(pa) && isfinite(r->t[EP_AUTO].med) &&
+        !(isfinite(po) && isfinite(r->t[EP_OVERLAP].med) && po < pa)) {
+        r->tuned_us = r->t[EP_AUTO].med;
+        snprintf(r->tuned, sizeof r->tuned, "auto");
+    } else if (isfinite(po) && isfinite(r->t[EP_OVERLAP].med)) {
+        r->tuned_us = r->t[EP_OVERLAP].med;
+        snprintf(r->tuned, sizeof r->tuned, "overlapped C=%d%s", r->ovl_chunks,
+                 r->ovl_grouped ? " grouped" : "");
+    }
+}
+
 /* xs_bench_rounds.run: one run of variant v in its plan slot. */
 static xs_status ep_run_cb(void *ctx, int v, int round, double *us)
 {
-    static const int slot_of[EP_NVAR] = {0, 0, 1, 2, 3, 4, 0, 1, 2, 2, 5};
+    static const int slot_of[EP_NVAR] = {0, 0, 1, 2, 3, 4, 0, 1, 2, 2, 5, 0};
     ep_pctx *x = (ep_pctx *)ctx;
     const xs_moe_run_opts *ro = EP_IS_BULK(v)        ? &x->ro[1]
                                 : v == EP_AUTO_DEFER ? &x->ro[2]
@@ -785,8 +1000,9 @@ static xs_status ep_run_cb(void *ctx, int v, int round, double *us)
     return XS_OK;
 }
 
-/* xs_bench_rounds.verify (the last round): variant v's rows verified at the destination, then
- * (fused runs) the per-tile stall prediction of its trace against the local-control reference,
+/* xs_bench_rounds.verify (every round): variant v's rows verified at the destination (the
+ * overlapped pipeline and auto's unfused picks every run, the others the last), then on the
+ * last round (fused runs) the per-tile stall prediction of its trace against the local-control reference,
  * its pacer waits and, with --tiles, its tiles. */
 static xs_status ep_verify_cb(void *ctx, int v, int round, int *ok)
 {
@@ -795,9 +1011,16 @@ static xs_status ep_verify_cb(void *ctx, int v, int round, int *ok)
     ep_row *r = x->r;
     const xs_moe_tile *tr;
     int ntr;
-    (void)round;
+    /* the overlapped pipeline and auto's unfused picks: every run; the others: the last */
+    const int unfused = v == EP_UNFUSED || v == EP_OVERLAP ||
+                        (v == EP_AUTO && r->auto_kind != EP_PICK_FUSED);
+    const int each = v == EP_OVERLAP || (v == EP_AUTO && r->auto_kind != EP_PICK_FUSED);
+    if (round != x->last_round && !each) {
+        *ok = 1;
+        return XS_OK;
+    }
     XS_TRY(ep_check(x->m, x->chk, ep_var_name[v], r, ok));
-    if (v == EP_UNFUSED)
+    if (unfused || round != x->last_round)
         return XS_OK;
     if (x->o->trace && x->e->me == 0 && v != EP_COURIER && !(v == EP_AUTO && r->auto_couriers > 0))
         XS_TRY(ep_trace_out(x->o->trace, r, ep_var_name[v], x->m, x->e, x->prof, x->pp != NULL));
@@ -862,11 +1085,13 @@ static xs_status ep_rounds(ep_pctx *x, const xs_moe_info *info)
         var[v].on = o->run[v] && !(v == EP_COURIER && r->couriers <= 0) &&
                     !(v == EP_ADAPT && !r->adaptive) &&
                     !(v == EP_AUTO_FIXED && r->fixed_lead < 0) &&
-                    !((v == EP_AUTO_BULK || v == EP_AUTO_DEFER) && r->auto_couriers > 0);
+                    !((v == EP_AUTO_BULK || v == EP_AUTO_DEFER) && r->auto_couriers > 0) &&
+                    !(v == EP_OVERLAP && r->ovl_chunks <= 0);
     }
     xs_bench_rounds rr = xs_bench_rounds_default(x->e, ep_run_cb, ep_verify_cb, x);
     rr.rotate = 0;
-    rr.verify_when = XS_BENCH_VERIFY_LAST;
+    rr.verify_when = XS_BENCH_VERIFY_EVERY; /* ep_verify_cb: which runs it checks */
+    x->last_round = rr.warmup + rr.iters - 1;
     const int n = rr.iters;
     double *s = (double *)malloc(sizeof(double) * (size_t)EP_NVAR * (size_t)n);
     if (!s)
@@ -882,8 +1107,8 @@ static xs_status ep_rounds(ep_pctx *x, const xs_moe_info *info)
     r->cublas_gemm_us = xs_bench_stat_of(x->gemm, n).med;
     r->compute_us = r->local.med < r->local_inter.med ? r->local.med : r->local_inter.med;
     r->drain_us = info->remote_bytes / x->prof->drain_bytes_per_ns / 1e3;
-    r->bound_us = r->compute_us > r->drain_us ? r->compute_us : r->drain_us;
     r->gemm_eff = r->cublas_gemm_us / r->local.med;
+    ep_row_totals(r);
     /* every rank verified its own window: the point is verified when all are; the slowest
      * rank's medians go next to rank 0's */
     return xs_bench_agree_verdict(x->e, &r->verified, &r->max_rel_err, med, r->rank_max_us,
@@ -931,6 +1156,9 @@ static xs_status ep_point_run(ep_pctx *x, xs_winset **ws)
     XS_TRY(ep_local_control(x, &local, cost));
     XS_TRY(ep_auto(x, cost));
     XS_TRY(ep_windows(x, &info, ws));
+    r->drain_us = info.remote_bytes / x->prof->drain_bytes_per_ns / 1e3;
+    XS_TRY(ep_overlap_plan(x));
+    XS_TRY(ep_auto_pick(x));
     return ep_rounds(x, &info);
 }
 
@@ -1135,8 +1363,10 @@ static void ep_notes(xs_bench_report *rep, const xs_bench_env *e, const ep_opts 
                              mm->courier_pace_frac, cr);
     xs_bench_report_note(rep, "times: median of %d runs after %d warm-up, variants interleaved "
                          "round-robin; windows poisoned and L2 overwritten before every run; "
-                         "every variant's last run verified at the destination (row tolerance "
-                         "%.0e, overall %.0e)", e->c->b.iters, e->c->b.warmup, XS_MOE_TOL_ROW,
+                         "every variant's last run verified at the destination, the overlapped "
+                         "pipeline's every run and pilot (row tolerance %.0e, overall %.0e); "
+                         "each time from events around the whole operation until every byte is "
+                         "at its destination", e->c->b.iters, e->c->b.warmup, XS_MOE_TOL_ROW,
                          XS_MOE_TOL_FROB);
 }
 
@@ -1153,6 +1383,25 @@ static void ep_closing(xs_bench_report *rep, const ep_sweep *s, ep_row *rows)
         if (rows[i].how[0])
             xs_bench_report_note(rep, "auto %s %s T=%d N=%d: %s", rows[i].config,
                                  rows[i].routing, rows[i].tokens, rows[i].peers, rows[i].how);
+    for (int i = 0; i < n; i++) {
+        const ep_row *r = &rows[i];
+        if (r->ovl_pilot[0] || isfinite(r->ovl_compute_us))
+            xs_bench_report_note(rep, "overlapped %s %s T=%d N=%d: pilots, us: %s; compute "
+                                 "alone (cuBLAS) %.1f per expert, %.1f grouped; chosen C=%d %s "
+                                 "%.1f (%.1f%%), model %.1f (its own choice C=%d%s, %.1f); best "
+                                 "other: %s %.1f", r->config, r->routing, r->tokens, r->peers,
+                                 r->ovl_pilot[0] ? r->ovl_pilot : "none",
+                                 r->ovl_compute_form_us[0], r->ovl_compute_form_us[1],
+                                 r->ovl_chunks, r->ovl_form, r->t[EP_OVERLAP].med,
+                                 xs_bench_spread_pct(&r->t[EP_OVERLAP]), r->ovl_pred_us,
+                                 r->ovl_model_chunks, r->ovl_model_grouped ? " grouped" : "",
+                                 r->ovl_model_pred_us, r->best_other,
+                                 r->best_other_us);
+        if (r->auto_why[0])
+            xs_bench_report_note(rep, "auto pick %s %s T=%d N=%d: %s; timed %.1f us; tuned "
+                                 "(pilots): %s %.1f us", r->config, r->routing, r->tokens,
+                                 r->peers, r->auto_why, r->t[EP_AUTO].med, r->tuned, r->tuned_us);
+    }
     for (int i = 0; s->e->real && i < n; i++)
         xs_bench_report_note(rep, "ranks %s %s T=%d N=%d: slowest rank's medians (us) unfused "
                              "%.1f wave %.1f interleaved %.1f auto %.1f courier %.1f",

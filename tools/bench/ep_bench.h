@@ -15,8 +15,12 @@
 
 /* the *_BULK variants (--bulk): the same plans as wave, interleaved and auto, with the Linear-2
  * epilogues handing their rows to the TMA (xs_moe_run_opts.bulk_combine) */
+/* EP_AUTO runs auto's pick (ep_row.auto_kind): its fused plan (plan slot 2; the *_BULK, defer
+ * and fixed variants run that plan too), the overlapped pipeline or unfused. EP_OVERLAP: the
+ * overlapped unfused pipeline at the pilots' chunk count (virtual peers only). */
 enum { EP_UNFUSED, EP_WAVE, EP_INTER, EP_AUTO, EP_COURIER, EP_ADAPT, EP_WAVE_BULK,
-       EP_INTER_BULK, EP_AUTO_BULK, EP_AUTO_DEFER, EP_AUTO_FIXED, EP_NVAR };
+       EP_INTER_BULK, EP_AUTO_BULK, EP_AUTO_DEFER, EP_AUTO_FIXED, EP_OVERLAP, EP_NVAR };
+enum { EP_PICK_FUSED, EP_PICK_OVERLAP, EP_PICK_UNFUSED }; /* ep_row.auto_kind */
 #define EP_IS_BULK(v) ((v) >= EP_WAVE_BULK && (v) <= EP_AUTO_BULK)
 
 typedef struct {
@@ -60,6 +64,34 @@ typedef struct {
     char defer_kernel[16];    /* which: none, ring, spill:<depth> */
     double defer_frac;        /* auto_defer run: deferred / Linear-2 tiles with remote rows */
     char how[800];
+    /* the overlapped pipeline (EP_OVERLAP; docs/EP.md "Overlapped") */
+    int ovl_chunks;          /* the pilots' chunk count (0: not run) */
+    int ovl_grouped;         /* the pilots' GEMM form: 1 one grouped call per layer and piece,
+                              * 0 one call per expert */
+    int ovl_model_chunks;    /* the model's (0: no prediction) */
+    int ovl_model_grouped;   /* the model's GEMM form */
+    double ovl_compute_us;   /* its compute alone: one piece, no copies (cuBLAS), median; the
+                              * faster GEMM form's */
+    double ovl_compute_form_us[2]; /* the same per GEMM form (per expert, grouped; NaN: none) */
+    double ovl_pilot_us;     /* the chosen count's pilot median */
+    double ovl_pred_us;      /* the model at the chosen count */
+    double ovl_model_pred_us; /* the model at its own count */
+    char ovl_pilot[300];     /* every pilot's median, e.g. "C=1 812.0, C=2 650.3, C=1g 700.1"
+                              * (g: grouped GEMMs) */
+    char ovl_form[12];       /* "grouped" or "per-expert" (the pilots' choice), "-" */
+    /* auto's pick among its fused plan, the overlapped pipeline and unfused, from the model
+     * alone (xs_auto_pick), and tuned's by the pilots; the columns over every variant */
+    int auto_kind;           /* EP_PICK_* */
+    int auto_ov_chunks;      /* auto_kind EP_PICK_OVERLAP: its chunk count and GEMM form */
+    int auto_ov_grouped;
+    double auto_pick_pred_us; /* the prediction of auto's pick */
+    char auto_why[300];      /* xs_auto_pick's line */
+    double auto_pilot_us;    /* auto's run's pilot median (tuned's input) */
+    double tuned_us;         /* the timed median of the variant with the least pilot median */
+    char tuned[32];          /* its name */
+    double best_other_us;    /* the fastest variant other than auto */
+    char best_other[24];     /* its name */
+    double comm_over_compute; /* drain_us / compute_us */
     double rank_max_us[EP_NVAR]; /* -g: the slowest rank's median per variant (NaN otherwise) */
 } ep_row;
 

@@ -13,6 +13,7 @@
 
 #include "ep_bench.h"
 #include "xstage.h"
+#include "xstage_overlap.h"
 
 /* ---- rows -------------------------------------------------------------------------------- */
 
@@ -45,6 +46,14 @@ const xs_bench_col ep_cols[] = {
     EP_I("peers", peers, 0), EP_T("unfused", EP_UNFUSED, 0), EP_T("wave", EP_WAVE, 0),
     EP_T("interleaved", EP_INTER, 0), EP_T("auto", EP_AUTO, 0),
     EP_D("bound_us", "us", "%.1f", bound_us, 0),
+    /* the overlapped unfused pipeline and the columns over every variant (docs/METRICS.md) */
+    EP_T("overlapped", EP_OVERLAP, 0), EP_I("overlapped_chunks", ovl_chunks, 0),
+    {"overlapped_gemm", "", "%s", XS_COL_CHARS, EP_R(ovl_form), 0, 0, 0, 0, EP_F},
+    EP_D("best_other_us", "us", "%.1f", best_other_us, EP_F),
+    {"best_other", "", "%s", XS_COL_CHARS, EP_R(best_other), 0, 0, 0, 0, EP_F},
+    EP_D("tuned_us", "us", "%.1f", tuned_us, 0),
+    {"tuned", "", "%s", XS_COL_CHARS, EP_R(tuned), 0, 0, 0, 0, EP_F},
+    EP_D("comm_over_compute", "x", "%.4f", comm_over_compute, EP_F),
     {"verified", "", NULL, XS_COL_BOOL, EP_R(verified), 0, 0, 0, 0, 0},
     {"local_us", "us", "%.1f", XS_COL_STAT, EP_R(local), 0, 0, 0, 0, 0},
     {"local_interleaved_us", "us", "%.1f", XS_COL_STAT, EP_R(local_inter), 0, 0, 0, 0, EP_F},
@@ -131,6 +140,17 @@ const xs_bench_col ep_cols[] = {
     EP_X("auto_over_auto_fixed", EP_AUTO, EP_AUTO_FIXED, EP_F),
     EP_I("auto_fixed_lead", fixed_lead, EP_F), EP_I("auto_fixed_lead_end", fixed_lead_end, EP_F),
     EP_D("pred_auto_fixed_us", "us", "%.1f", pred_fixed_us, EP_F),
+    EP_Q("overlapped", EP_OVERLAP),
+    EP_D("overlapped_compute_us", "us", "%.1f", ovl_compute_us, EP_F),
+    EP_D("overlapped_compute_per_expert_us", "us", "%.1f", ovl_compute_form_us[0], EP_F),
+    EP_D("overlapped_compute_grouped_us", "us", "%.1f", ovl_compute_form_us[1], EP_F),
+    EP_I("overlapped_model_grouped", ovl_model_grouped, EP_F),
+    EP_D("overlapped_pilot_us", "us", "%.1f", ovl_pilot_us, EP_F),
+    EP_D("overlapped_pred_us", "us", "%.1f", ovl_pred_us, EP_F),
+    EP_I("overlapped_model_chunks", ovl_model_chunks, EP_F),
+    EP_D("overlapped_model_pred_us", "us", "%.1f", ovl_model_pred_us, EP_F),
+    EP_D("auto_pick_pred_us", "us", "%.1f", auto_pick_pred_us, EP_F),
+    EP_D("auto_pilot_us", "us", "%.1f", auto_pilot_us, EP_F),
     /* per-tile stall where it matters (tiles stalled > XS_MOE_STALLED_NS): the model's median
      * |error| beside the zero predictor's, issue and MMA side, wave and interleaved */
     EP_I("stalled_tiles", stall_wave.stalled_tiles, EP_F),
@@ -195,6 +215,14 @@ void ep_row_plan_text(ep_row *r)
 {
     char *choice = r->auto_plan;
     const size_t n = sizeof r->auto_plan;
+    if (r->auto_kind == EP_PICK_OVERLAP) {
+        snprintf(choice, n, "overlapped C=%d%s", r->auto_ov_chunks, r->auto_ov_grouped ? "g" : "");
+        return;
+    }
+    if (r->auto_kind == EP_PICK_UNFUSED) {
+        snprintf(choice, n, "unfused");
+        return;
+    }
     if (!strcmp(r->auto_choice, "interleaved"))
         snprintf(choice, n, "inter D=%d%s", r->auto_lead, r->auto_paced ? " p" : "");
     else
@@ -318,6 +346,37 @@ static void ep_summary_bulk(xs_bench_report *rep, const ep_row *rows, int n, dou
     ep_summary_column(rep, rows, n, EP_AUTO_BULK, "auto_bulk", q);
 }
 
+/* auto and tuned against the other variants, near the bound, and against the overlapped
+ * pipeline (xs_auto_summarize) over the verified rows: one line each, met or NOT met. */
+static void ep_summary_auto(xs_bench_report *rep, const ep_row *rows, int n)
+{
+    double *v = (double *)malloc(sizeof(double) * 6 * (size_t)(n + 1));
+    if (!v)
+        return;
+    double *a = v, *t = a + n + 1, *b = t + n + 1, *o = b + n + 1, *cc = o + n + 1,
+           *bd = cc + n + 1;
+    int k = 0, picked_ov = 0, picked_unf = 0;
+    for (int i = 0; i < n; i++) {
+        const ep_row *r = &rows[i];
+        if (!r->verified)
+            continue;
+        a[k] = r->t[EP_AUTO].med, t[k] = r->tuned_us, b[k] = r->best_other_us;
+        o[k] = r->t[EP_OVERLAP].med, cc[k] = r->comm_over_compute, bd[k++] = r->bound_us;
+        picked_ov += r->auto_kind == EP_PICK_OVERLAP;
+        picked_unf += r->auto_kind == EP_PICK_UNFUSED;
+    }
+    xs_bench_report_note(rep, "%-22s auto picked the overlapped pipeline on %d and unfused on %d "
+                         "of %d verified rows, its fused plan on the others", "auto pick",
+                         picked_ov, picked_unf, k);
+    xs_auto_sum sm;
+    char l[4][200];
+    xs_auto_summarize(a, t, b, o, cc, bd, k, &sm);
+    xs_auto_sum_lines(&sm, l);
+    for (int i = 0; i < 4; i++)
+        xs_bench_report_note(rep, "summary: %s", l[i]);
+    free(v);
+}
+
 void ep_summary(xs_bench_report *rep, const ep_row *rows, int n)
 {
     double *a = (double *)malloc(sizeof(double) * (size_t)(n + 1));
@@ -427,6 +486,7 @@ void ep_summary(xs_bench_report *rep, const ep_row *rows, int n)
             "us (max %.3f, %d runs)",
             "stall prediction", xs_median(dm, (size_t)ndm), xs_max(dm, (size_t)ndm), ndm);
     ep_summary_stalled(rep, rows, n);
+    ep_summary_auto(rep, rows, n);
     free(a);
     free(b);
     free(c);
