@@ -239,6 +239,12 @@ static double room_time(double Q, double loss, double loss_ns, double t_fill, do
 
 enum { QB_FIRST = 4 }; /* bursts a producer's queue holds before it grows (a power of two) */
 
+/* An accepted chunk of the unlimited stage's run: its acceptance time and stage bytes. */
+typedef struct {
+    double t, c;
+    int p;
+} fchunk;
+
 /* x / d for the last x asked for (d fixed per engine). */
 typedef struct {
     double x, q;
@@ -296,6 +302,14 @@ struct xs_engine {
     /* quotients on the per-chunk path, kept for the last numerator (chunks are mostly equal, and
      * a division is slow): the same bits as dividing again */
     quot q_r, q_R, q_room; /* bytes / r, bytes / R, room bytes / R */
+    /* the unlimited stage (xs_simulate_free): chunks are accepted at their ready times,
+     * producer by producer, with no heap; the last departure is found from the late chunks */
+    int free_run;
+    double horizon_ns;     /* stage bytes of the whole run / R: how far back a chunk can still
+                            * set the last departure (ns) */
+    double arr_max;        /* latest arrival at the stage so far (ns) */
+    fchunk *late;          /* chunks accepted no earlier than arr_max - horizon_ns, when taken */
+    size_t nlate, late_cap;
 };
 
 /* Whether time t has come by time now: exactly, or within one instant (by_then). */
@@ -373,6 +387,7 @@ void xs_engine_close(xs_engine *e, xs_result *out)
     free(e->accs);
     free(e->bufs);
     free(e->smp.a);
+    free(e->late);
     free(e);
 }
 
@@ -543,7 +558,8 @@ static void offer_next(xs_engine *e, int p)
         ready = (in > z->a_prev ? in : z->a_prev) + issue_ns(e, u, z->pending);
     }
     z->ready = ready;
-    xs_tqueue_put(&e->future, ready, p);
+    if (!e->free_run) /* the unlimited stage takes each producer's chunks in turn (free_accept) */
+        xs_tqueue_put(&e->future, ready, p);
 }
 
 /* Tandem queues: stream producer p's next chunks at r into its own buffer while the buffer has
@@ -818,6 +834,94 @@ double xs_engine_step(xs_engine *e)
         }
     }
     return admit(e, ev, t_next);
+}
+
+/* ---- the unlimited stage (xs_simulate_free) --------------------------------------------------
+ *
+ * When the stage never holds a chunk back (its room is never short, no producer reaches a cap),
+ * a chunk is accepted at its ready time, and a producer's times follow from its own program
+ * alone: its chunks are taken one after the other, producer by producer, with no heap. What the
+ * engine sums in acceptance order, the departure of the last byte d_last, is the FIFO recurrence
+ * d = max(d, arrival) + c / R over every chunk in acceptance order; its final value is the
+ * largest arrival + (bytes accepted from that chunk on) / R, which only chunks accepted within
+ * (stage bytes of the run) / R of the latest arrival can reach. Those are kept (free_keep) and
+ * the recurrence runs over them in acceptance order at the end (free_drain). */
+
+/* Keep chunk (t, c) of producer p while it can still set the last departure (-1: out of
+ * memory). */
+static int free_keep(xs_engine *e, double t, double c, int p)
+{
+    const double arr = t - quot_of(&e->q_r, c, e->r);
+    if (arr > e->arr_max)
+        e->arr_max = arr;
+    const double lo = e->arr_max - e->horizon_ns;
+    if (t < lo)
+        return 0;
+    if (e->nlate == e->late_cap) {
+        size_t n = 0; /* drop those that fell behind the horizon since they were kept */
+        for (size_t i = 0; i < e->nlate; i++)
+            if (e->late[i].t >= lo)
+                e->late[n++] = e->late[i];
+        e->nlate = n;
+        if (n >= e->late_cap / 2) {
+            const size_t nc = e->late_cap ? 2 * e->late_cap : 1024;
+            fchunk *nl = realloc(e->late, nc * sizeof *nl);
+            if (!nl)
+                return -1;
+            e->late = nl;
+            e->late_cap = nc;
+        }
+    }
+    e->late[e->nlate++] = (fchunk){t, c, p};
+    return 0;
+}
+
+/* Producer p's pending chunk is accepted at its ready time; its queue moves on (admit's
+ * producer side). */
+static void free_accept(xs_engine *e, int p)
+{
+    producer *z = &e->pr[p];
+    const double t_acc = z->ready;
+    if (free_keep(e, t_acc, z->pstage, p))
+        e->oom = 1;
+    z->a_prev = t_acc;
+    z->accepted = z->oidx + 1;
+    if (e->tandem) {
+        z->qa[z->oidx % e->nbuf] = t_acc;
+        z->owait = 1;
+        stream_buffer(e, p);
+        settle(e, p);
+        if (z->owait)
+            offer_next(e, p);
+    } else {
+        z->acc[z->oidx & (e->qr - 1)] = t_acc;
+        settle(e, p);
+        offer_next(e, p);
+    }
+}
+
+static int fchunk_cmp(const void *a, const void *b)
+{
+    const fchunk *x = a, *y = b;
+    return x->t < y->t ? -1 : x->t > y->t ? 1 : (x->p > y->p) - (x->p < y->p);
+}
+
+/* The departure of the last accepted byte: the FIFO recurrence over the kept chunks in
+ * acceptance order (producers in index order where times tie). -INFINITY when none. */
+static double free_drain(xs_engine *e)
+{
+    const double lo = e->arr_max - e->horizon_ns;
+    size_t n = 0;
+    for (size_t i = 0; i < e->nlate; i++)
+        if (e->late[i].t >= lo)
+            e->late[n++] = e->late[i];
+    qsort(e->late, n, sizeof *e->late, fchunk_cmp);
+    double d = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        const double c = e->late[i].c, t_arr = e->late[i].t - quot_of(&e->q_r, c, e->r);
+        d = (d > t_arr ? d : t_arr) + quot_of(&e->q_R, c, e->R);
+    }
+    return d;
 }
 
 /* ---- the schedule's programs (xs_simulate_programs) -------------------------------------------
@@ -1115,8 +1219,33 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
     return xs_simulate_programs(pf, s, NULL, opts, out);
 }
 
-xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const xs_programs *pg,
-                               const xs_sim_opts *opts, xs_result *out)
+/* The unlimited stage's run (xs_simulate_free): every producer's program to its end, one producer
+ * after the other, each chunk accepted at its ready time. */
+static void rows_run_free(rows_run *d, xs_engine *e)
+{
+    for (int p = 0; p < d->np && !e->oom; p++) {
+        xs_engine_wake(e, p, d->pf->start_ns);
+        while (!e->pr[p].owait && !e->oom)
+            free_accept(e, p);
+    }
+}
+
+/* Whether the stage of pf can hold back a chunk of the run: its room may run short (the run's
+ * stage bytes exceed Q less one chunk) or a producer may reach its cap (nring > 0). Sets the
+ * run's stage bytes. */
+static int stage_can_hold(const rows_run *d, int nring, double *bytes)
+{
+    double b = 0;
+    for (int i = 0; i < d->s->nrows; i++)
+        for (int p = 0; p < d->s->rows[i].producers; p++)
+            b += (double)row_bytes(d, i, p);
+    *bytes = b;
+    return nring > 0 || b > d->pf->capacity_bytes - d->chunk;
+}
+
+static xs_status simulate(const xs_profile *pf, const xs_schedule *s, const xs_programs *pg,
+                          const xs_sim_opts *opts, int free_run, xs_result *out,
+                          double *drained_ns)
 {
     static const xs_sim_opts defaults = {0};
     memset(out, 0, sizeof *out);
@@ -1131,11 +1260,23 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
     d.chunk = (int64_t)pf->chunk_bytes > 0 ? (double)(int64_t)pf->chunk_bytes : 1;
     int nring = 0;
     XS_TRY(rows_size(&d, &nring));
+    double stage_bytes = 0;
+    if (free_run && (d.o->sync || d.o->trace || d.o->record_backlog))
+        return xs_seterr(XS_EINVAL, "unlimited-stage run: no sync, trace or backlog record");
+    if (free_run && stage_can_hold(&d, nring, &stage_bytes))
+        return xs_seterr(XS_EINVAL, "unlimited-stage run: the stage can hold chunks back (%.6g "
+                         "bytes through a stage of %.6g, or a per-producer cap)", stage_bytes,
+                         pf->capacity_bytes);
     /* ---- end of entry checks -------------------------------------------------------------- */
     const xs_engine_program prog = {rows_take, rows_closed, &d};
     const xs_engine_opts eo = {.sim = d.o, .nring = nring, .ep_stage = 0};
     xs_engine *e = NULL;
     XS_TRY(xs_engine_open(pf, d.np, &prog, &eo, &e));
+    if (free_run) {
+        e->free_run = 1;
+        e->horizon_ns = stage_bytes / e->R * (1 + 1e-9);
+        e->arr_max = -INFINITY;
+    }
     /* issue windows only where they are recorded: without them the memory is linear in the
      * producers (and the rows), not in rows x producers */
     xs_status st = xs_result_alloc(out, s->nrows, d.np, d.o->record_windows);
@@ -1160,8 +1301,19 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
         d.win0 = out->win_start;
         d.win1 = out->win_end;
         d.res = out->rows;
-        rows_run_all(&d, e);
+        double drained = -INFINITY;
+        if (free_run) {
+            rows_run_free(&d, e);
+            drained = free_drain(e);
+        } else {
+            rows_run_all(&d, e);
+        }
         st = rows_finish(&d, e, out);
+        if (free_run && st == XS_OK) {
+            out->peak_backlog_bytes = NAN; /* not followed */
+            if (drained_ns)
+                *drained_ns = drained;
+        }
     } else {
         xs_engine_close(e, NULL);
     }
@@ -1172,6 +1324,18 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
     free(d.started);
     free(d.arrive);
     return st;
+}
+
+xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const xs_programs *pg,
+                               const xs_sim_opts *opts, xs_result *out)
+{
+    return simulate(pf, s, pg, opts, 0, out, NULL);
+}
+
+xs_status xs_simulate_free(const xs_profile *pf, const xs_schedule *s, const xs_programs *pg,
+                           const xs_sim_opts *opts, xs_result *out, double *drained_ns)
+{
+    return simulate(pf, s, pg, opts, 1, out, drained_ns);
 }
 
 void xs_result_print(const xs_result *r, const xs_schedule *s, int csv, FILE *f)
