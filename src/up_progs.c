@@ -2,12 +2,13 @@
 /*
  * up_progs.c - the fused attention kernel as one program per CTA (docs/UP.md "Per-CTA
  * programs"): the plain kernel's and the KV-split kernel's programs, and their simulation on a
- * profile and on an unlimited stage (xs_simulate_programs).
+ * profile (xs_simulate_programs) and on an unlimited stage (xs_simulate_free).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "up_kv.h"
 
 /* ---- per-CTA programs (docs/UP.md "Per-CTA programs") ---------------------------------------- */
@@ -205,10 +206,11 @@ xs_status xs_attn_progs_simulate(const xs_profile *p, const xs_attn_progs *pg,
     xs_sim_opts so;
     memset(&so, 0, sizeof so);
     so.record_windows = 1;
+    so.skip_row_medians = 1; /* the rows are not read */
     xs_result a, f;
     xs_status st = xs_simulate_programs(&real, &s, &prog, &so, &a);
     if (st == XS_OK) {
-        st = xs_simulate_programs(&ideal, &s, &prog, &so, &f);
+        st = xs_simulate_free(&ideal, &s, &prog, &so, &f, NULL); /* no heap: nothing waits */
         if (st == XS_OK) {
             out->span_ns = a.makespan_ns, out->free_ns = f.makespan_ns;
             out->peak_bytes = a.peak_backlog_bytes;
