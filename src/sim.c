@@ -242,7 +242,7 @@ enum { QB_FIRST = 4 }; /* bursts a producer's queue holds before it grows (a pow
 /* An accepted chunk of the unlimited stage's run: its acceptance time and stage bytes. */
 typedef struct {
     double t, c;
-    int p;
+    int p, n;              /* its producer, and how many alike producers accepted the same */
 } fchunk;
 
 /* x / d for the last x asked for (d fixed per engine). */
@@ -305,6 +305,7 @@ struct xs_engine {
     /* the unlimited stage (xs_simulate_free): chunks are accepted at their ready times,
      * producer by producer, with no heap; the last departure is found from the late chunks */
     int free_run;
+    int copies;            /* producer 0 stands for this many alike producers (0, 1: itself) */
     double horizon_ns;     /* stage bytes of the whole run / R: how far back a chunk can still
                             * set the last departure (ns) */
     double arr_max;        /* latest arrival at the stage so far (ns) */
@@ -872,7 +873,7 @@ static int free_keep(xs_engine *e, double t, double c, int p)
             e->late_cap = nc;
         }
     }
-    e->late[e->nlate++] = (fchunk){t, c, p};
+    e->late[e->nlate++] = (fchunk){t, c, p, e->copies > 1 ? e->copies : 1};
     return 0;
 }
 
@@ -919,7 +920,8 @@ static double free_drain(xs_engine *e)
     double d = -INFINITY;
     for (size_t i = 0; i < n; i++) {
         const double c = e->late[i].c, t_arr = e->late[i].t - quot_of(&e->q_r, c, e->r);
-        d = (d > t_arr ? d : t_arr) + quot_of(&e->q_R, c, e->R);
+        for (int k = 0; k < e->late[i].n; k++)
+            d = (d > t_arr ? d : t_arr) + quot_of(&e->q_R, c, e->R);
     }
     return d;
 }
@@ -959,6 +961,8 @@ typedef struct {
     int arrived;           /* sync: producers at the barrier */
     int barrier_row;       /* sync: the row the last barrier released */
     double makespan;       /* the latest end of a producer's work (ns) */
+    int copies;            /* unlimited stage, every row of the same producers and no programs:
+                            * producer 0's run stands for producers 0..copies-1 (0: none) */
 } rows_run;
 
 /* A producer's bytes and work in a row: its program's, or the row's (every producer of the row
@@ -1110,9 +1114,8 @@ static int rows_take(void *ctx, int p, double t, xs_engine_burst *b)
     }
 }
 
-static void rows_closed(void *ctx, int p, int task, double t_start_ns, double t_end_ns)
+static void row_window(rows_run *d, int p, int task, double t_start_ns, double t_end_ns)
 {
-    rows_run *d = ctx;
     if (d->win1)
         d->win1[win_at(d, task, p)] = t_end_ns;
     rowacc *a = &d->acc[task];
@@ -1139,6 +1142,17 @@ static void rows_closed(void *ctx, int p, int task, double t_start_ns, double t_
         d->res[task].end_ns = a->end;
         free(a->len);
         a->len = NULL;
+    }
+}
+
+static void rows_closed(void *ctx, int p, int task, double t_start_ns, double t_end_ns)
+{
+    rows_run *d = ctx;
+    row_window(d, p, task, t_start_ns, t_end_ns);
+    for (int q = 1; q < d->copies; q++) { /* producer 0's window stands for theirs */
+        if (d->win0)
+            d->win0[win_at(d, task, q)] = d->win0[win_at(d, task, 0)];
+        row_window(d, q, task, t_start_ns, t_end_ns);
     }
 }
 
@@ -1220,9 +1234,21 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
 }
 
 /* The unlimited stage's run (xs_simulate_free): every producer's program to its end, one producer
- * after the other, each chunk accepted at its ready time. */
+ * after the other, each chunk accepted at its ready time; producers that are alike (no programs,
+ * every row of the same width) run once. */
 static void rows_run_free(rows_run *d, xs_engine *e)
 {
+    /* producers alike (the same rows, bursts and gaps, and no stage between them): one runs */
+    int alike = !d->pg;
+    for (int i = 1; i < d->s->nrows && alike; i++)
+        alike = d->s->rows[i].producers == d->s->rows[0].producers;
+    if (alike) {
+        d->copies = e->copies = d->np;
+        xs_engine_wake(e, 0, d->pf->start_ns);
+        while (!e->pr[0].owait && !e->oom)
+            free_accept(e, 0);
+        return;
+    }
     for (int p = 0; p < d->np && !e->oom; p++) {
         xs_engine_wake(e, p, d->pf->start_ns);
         while (!e->pr[p].owait && !e->oom)

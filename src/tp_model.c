@@ -280,7 +280,7 @@ static xs_status tp_bound(const xs_profile *p, const xs_schedule *sc, double lea
 }
 
 xs_status tp_rank_prep(const xs_tp_plan *pl, int slot, const xs_profile *p, const xs_tp_costs *c,
-                       int bound, tp_rank_item *x)
+                       tp_rank_item *x)
 {
     memset(x, 0, sizeof *x);
     if (slot < 0 || slot >= XS_TP_SLOTS || !pl->ntasks[slot])
@@ -302,10 +302,12 @@ xs_status tp_rank_prep(const xs_tp_plan *pl, int slot, const xs_profile *p, cons
         return XS_OK;
     }
     x->lb = 0;
-    const xs_status st = bound ? tp_bound(p, &x->sc, x->lead, &x->lb) : XS_OK;
-    if (st != XS_OK)
-        xs_schedule_free(&x->sc);
-    return st;
+    return XS_OK;
+}
+
+xs_status tp_rank_bound(const xs_profile *p, tp_rank_item *x)
+{
+    return x->done ? XS_OK : tp_bound(p, &x->sc, x->lead, &x->lb);
 }
 
 xs_status tp_rank_finish(const xs_profile *p, tp_rank_item *x)

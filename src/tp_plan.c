@@ -138,8 +138,8 @@ xs_status xs_tp_predict_candidates(xs_tp_plan *pl, int slot, const xs_tp_pace *c
     tp_rank_item it[NMAX];
     int same[NMAX], idx[NMAX], n = 0, m = 0;
     xs_status st = XS_OK;
-    /* every usable candidate built, checked and turned into its schedule (with pred NULL, a
-     * bound too); one whose schedule an earlier candidate has predicts what that one does */
+    /* every usable candidate built, checked and turned into its schedule; one whose schedule
+     * an earlier candidate has predicts what that one does */
     for (int i = 0; i < nc; i++) {
         if (pred)
             pred[i] = INFINITY;
@@ -150,7 +150,7 @@ xs_status xs_tp_predict_candidates(xs_tp_plan *pl, int slot, const xs_tp_pace *c
         if (st == XS_OK)
             st = xs_tp_order_check(pl, slot);
         if (st == XS_OK)
-            st = tp_rank_prep(pl, slot, prof, c, !pred, &it[i]);
+            st = tp_rank_prep(pl, slot, prof, c, &it[i]);
         if (st != XS_OK)
             break;
         for (int k = 0; k < n && same[i] < 0; k++)
@@ -178,7 +178,9 @@ xs_status xs_tp_predict_candidates(xs_tp_plan *pl, int slot, const xs_tp_pace *c
          * goes to the lower index); the others simulated in the order of their bounds until the
          * next bound exceeds the best prediction found (1e-9 relative of slack for the
          * bound's rounding) */
-        for (int a = 1; a < n; a++)
+        for (int k = 0; k < n && st == XS_OK; k++)
+            st = tp_rank_bound(prof, &it[idx[k]]);
+        for (int a = 1; a < n && st == XS_OK; a++)
             for (int b = a; b > 0; b--) {
                 const tp_rank_item *x = &it[idx[b]], *y = &it[idx[b - 1]];
                 if (!(x->lb < y->lb || (x->lb == y->lb && idx[b] < idx[b - 1])))

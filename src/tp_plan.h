@@ -146,10 +146,13 @@ typedef struct {
     double pred;        /* xs_tp_predict's model_ns, once done */
     int done;
 } tp_rank_item;
-/* The order in slot: its schedule and, with bound, its bound (else lb 0); courier orders and
- * orders with no rows: their prediction at once. Free with tp_rank_free. */
+/* The order in slot: its schedule (lb 0); courier orders and orders with no rows: their
+ * prediction at once. Free with tp_rank_free. */
 xs_status tp_rank_prep(const xs_tp_plan *pl, int slot, const xs_profile *p, const xs_tp_costs *c,
-                       int bound, tp_rank_item *x);
+                       tp_rank_item *x);
+/* The item's lower bound (x->lb): the unlimited stage's makespan, the drain of each row suffix
+ * at R from its earliest window (tp_model.c tp_bound). */
+xs_status tp_rank_bound(const xs_profile *p, tp_rank_item *x);
 /* Simulate the item's schedule: x->pred (what xs_tp_predict's model_ns is). */
 xs_status tp_rank_finish(const xs_profile *p, tp_rank_item *x);
 void tp_rank_free(tp_rank_item *x);

@@ -233,8 +233,10 @@ static void free_corpus(void)
             pf.queue_bytes_per_producer = 3 * 4096 + 1000; /* a queue of 3 chunks */
         const int K = uniform_int(8, 132), nrows = uniform_int(20, 60);
         xs_schedule s = {0};
-        for (int i = 0; i < nrows; i++) /* odd sizes: short last chunks */
-            xs_schedule_append(&s, programs ? K : uniform_int(K / 2, K),
+        /* odd sizes (short last chunks); rows of one width (gapkind 0: producers alike, which
+         * the direct run runs once) or of drawn widths */
+        for (int i = 0; i < nrows; i++)
+            xs_schedule_append(&s, programs || gapkind == 0 ? K : uniform_int(K / 2, K),
                                16 * uniform_int(1, 8192), gapkind ? 20000 * xt_urand() : 0.0);
         int64_t *bytes = NULL;
         double *gaps = NULL;
