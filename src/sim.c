@@ -1236,20 +1236,53 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
 /* The unlimited stage's run (xs_simulate_free): every producer's program to its end, one producer
  * after the other, each chunk accepted at its ready time; producers that are alike (no programs,
  * every row of the same width) run once. */
+/* Producer p's program on the unlimited stage with no store queue and no buffer of its own: a
+ * burst's chunks stream at r one after the other from its start plus the overhead (or from the
+ * previous chunk), each accepted when it has streamed, and its window ends with its last
+ * chunk. The engine's arithmetic (offer_next, settle) without its producer state. */
+static void free_direct(rows_run *d, xs_engine *e, int p)
+{
+    double t = d->pf->start_ns, a_prev = -INFINITY;
+    for (;;) {
+        xs_engine_burst b = {.start_ns = t, .stage_bytes = -1, .ns_per_byte = -1};
+        if (rows_take(d, p, t, &b) <= 0)
+            return;
+        const double in = b.start_ns + e->oh;
+        double rem = b.bytes;
+        while (rem > 0) {
+            const double pending = rem < e->c ? rem : e->c;
+            rem -= pending;
+            if (rem < 0.5)
+                rem = 0;
+            const double ready = (in > a_prev ? in : a_prev) + quot_of(&e->q_r, pending, e->r);
+            if (free_keep(e, ready, pending, p)) {
+                e->oom = 1;
+                return;
+            }
+            a_prev = ready;
+        }
+        /* the window ends when its last chunk is accepted (a burst of no bytes: at once, or
+         * when the chunk before it was) */
+        const double end = in > a_prev ? in : a_prev;
+        rows_closed(d, p, b.task, b.start_ns, end);
+        t = end + b.gap_ns;
+    }
+}
+
 static void rows_run_free(rows_run *d, xs_engine *e)
 {
     /* producers alike (the same rows, bursts and gaps, and no stage between them): one runs */
     int alike = !d->pg;
     for (int i = 1; i < d->s->nrows && alike; i++)
         alike = d->s->rows[i].producers == d->s->rows[0].producers;
-    if (alike) {
+    const int direct = e->q == 0 && !e->tandem;
+    if (alike)
         d->copies = e->copies = d->np;
-        xs_engine_wake(e, 0, d->pf->start_ns);
-        while (!e->pr[0].owait && !e->oom)
-            free_accept(e, 0);
-        return;
-    }
-    for (int p = 0; p < d->np && !e->oom; p++) {
+    for (int p = 0; p < (alike ? 1 : d->np) && !e->oom; p++) {
+        if (direct) {
+            free_direct(d, e, p);
+            continue;
+        }
         xs_engine_wake(e, p, d->pf->start_ns);
         while (!e->pr[p].owait && !e->oom)
             free_accept(e, p);
