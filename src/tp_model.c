@@ -274,6 +274,41 @@ static xs_status tp_bound(const xs_profile *p, const xs_schedule *sc, double lea
         const double d = first + p->issue_overhead_ns + tail / p->drain_bytes_per_ns;
         lo = d > lo ? d : lo;
     }
+    /* With no store queue and no buffer a window ends when its last chunk is accepted, so the
+     * last window of row j ends once the stage has taken every byte of rows 0..j, which it holds
+     * (Q plus every producer's reserve) less what it drained since the first byte arrived (at
+     * R); the program then has the rest of its work, no shorter than on the unlimited stage
+     * (each burst starts after the previous one's last acceptance: the rest does not depend on
+     * when it starts). Where the producers are alike (every row the same width, the TP
+     * schedules), that rest is the unlimited run's makespan less its end of row j. */
+    const double c = p->chunk_bytes >= 1 ? floor(p->chunk_bytes) : 1;
+    int alike = floor(p->queue_bytes_per_producer > 0 ? p->queue_bytes_per_producer / c : 0) == 0 &&
+                !(floor(p->buffer_bytes_per_producer / c) > 0);
+    for (int j = 1; j < sc->nrows && alike; j++)
+        alike = sc->rows[j].producers == sc->rows[0].producers;
+    if (alike) {
+        const double K = sc->rows[0].producers;
+        const double room = p->capacity_bytes +
+                            K * (p->reserve_bytes_per_producer > 0 ? p->reserve_bytes_per_producer
+                                                                   : 0);
+        double head = 0, start = INFINITY;
+        for (int q = 0; q < sc->rows[0].producers; q++) {
+            const double w = res.win_start[q];
+            start = w < start ? w : start;
+        }
+        start += p->issue_overhead_ns; /* no byte arrives earlier */
+        for (int j = 0; j < sc->nrows; j++) {
+            head += K * (double)sc->rows[j].bytes_per_producer;
+            double end_j = -INFINITY; /* the unlimited run's end of row j (alike: all equal) */
+            for (int q = 0; q < sc->rows[j].producers; q++) {
+                const double w = res.win_end[(size_t)j * res.nproducers + q];
+                end_j = w > end_j ? w : end_j;
+            }
+            const double d = start + (head - room) / p->drain_bytes_per_ns +
+                             (res.makespan_ns - end_j);
+            lo = d > lo ? d : lo;
+        }
+    }
     xs_result_free(&res);
     *lb = lead + lo;
     return XS_OK;
