@@ -190,11 +190,16 @@ static int shape_pushes(tp_shaper *h)
     int bad = 0;
     for (size_t q = 0; q < h->nch; q++)
         h->pidx[q] = -1;
+    /* a tile row's chunks are queued at its first tile; its other tiles find them there */
+    unsigned char *seen = (unsigned char *)calloc((size_t)(in->tiles_m > 0 ? in->tiles_m : 1), 1);
+    if (!seen)
+        return -1;
     for (int i = 0; i < h->ql.l.n && !bad; i++) {
         const xs_tp_task *x = &h->ql.l.v[i];
         const int s = x->tm / rbpr;
-        if (x->gemm != 0 || s == me)
+        if (x->gemm != 0 || s == me || seen[x->tm])
             continue;
+        seen[x->tm] = 1;
         const int d = xs_tp_mirror(me, s, P), c1 = tp_ag_last_chunk(in, x->tm);
         const int c0 = (int)((double)(x->tm - s * rbpr) * XS_TP_BM * in->ag_k * 2 / XS_TP_CHUNK);
         for (int cc = c0; cc <= c1; cc++)
@@ -203,6 +208,7 @@ static int shape_pushes(tp_shaper *h)
                 bad |= tp_list_push(&h->qp.l, tp_mk_push(d, cc));
             }
     }
+    free(seen);
     for (int cc = 0; cc < in->ag_chunks && !bad; cc++) /* (none left: every chunk is needed) */
         for (int j = 1; j < P; j++)
             if (h->pidx[(size_t)((me + j) % P) * in->ag_chunks + cc] < 0) {
