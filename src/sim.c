@@ -1045,18 +1045,29 @@ static xs_status size_rings(const rows_run *d, int *nring_out)
     return XS_OK;
 }
 
-/* How much work: chunks offered in total (at most 2^31), and the cap's rings. */
-static xs_status rows_size(const rows_run *d, int *nring)
+/* How much work: chunks offered in total (at most 2^31), and the cap's rings; in the same pass
+ * the windows each row opens (d->acc[].active) and the bytes of the whole run (*bytes). */
+static xs_status rows_size(const rows_run *d, int *nring, double *bytes)
 {
     const xs_schedule *s = d->s;
-    double nchunks = 0;
+    double nchunks = 0, b = 0;
     for (int i = 0; i < s->nrows; i++)
-        if (!d->pg)
-            nchunks += (double)s->rows[i].producers *
-                       ceil((double)s->rows[i].bytes_per_producer / d->chunk);
-        else
-            for (int p = 0; p < s->rows[i].producers; p++)
-                nchunks += ceil((double)row_bytes(d, i, p) / d->chunk);
+        if (!d->pg) {
+            const double per = (double)s->rows[i].bytes_per_producer;
+            nchunks += (double)s->rows[i].producers * ceil(per / d->chunk);
+            b += (double)s->rows[i].producers * per;
+            d->acc[i].active = s->rows[i].producers;
+        } else {
+            int active = 0;
+            for (int p = 0; p < s->rows[i].producers; p++) {
+                const int64_t x = row_bytes(d, i, p);
+                nchunks += ceil((double)x / d->chunk);
+                b += (double)x;
+                active += x > 0;
+            }
+            d->acc[i].active = active;
+        }
+    *bytes = b;
     if (nchunks > 2147483647.0)
         return xs_seterr(XS_ERANGE, "schedule offers %.3g chunks of %lld bytes; the simulation "
                          "handles at most 2^31 (raise chunk_bytes with --set)", nchunks,
@@ -1289,17 +1300,11 @@ static void rows_run_free(rows_run *d, xs_engine *e)
     }
 }
 
-/* Whether the stage of pf can hold back a chunk of the run: its room may run short (the run's
- * stage bytes exceed Q less one chunk) or a producer may reach its cap (nring > 0). Sets the
- * run's stage bytes. */
-static int stage_can_hold(const rows_run *d, int nring, double *bytes)
+/* Whether the stage of pf can hold back a chunk of a run of `bytes` stage bytes: its room may
+ * run short (they exceed Q less one chunk) or a producer may reach its cap (nring > 0). */
+static int stage_can_hold(const rows_run *d, int nring, double bytes)
 {
-    double b = 0;
-    for (int i = 0; i < d->s->nrows; i++)
-        for (int p = 0; p < d->s->rows[i].producers; p++)
-            b += (double)row_bytes(d, i, p);
-    *bytes = b;
-    return nring > 0 || b > d->pf->capacity_bytes - d->chunk;
+    return nring > 0 || bytes > d->pf->capacity_bytes - d->chunk;
 }
 
 static xs_status simulate(const xs_profile *pf, const xs_schedule *s, const xs_programs *pg,
@@ -1317,20 +1322,28 @@ static xs_status simulate(const xs_profile *pf, const xs_schedule *s, const xs_p
     rows_run d = {.pf = pf, .s = s, .pg = pg, .o = opts ? opts : &defaults};
     d.np = xs_schedule_max_producers(s);
     d.chunk = (int64_t)pf->chunk_bytes > 0 ? (double)(int64_t)pf->chunk_bytes : 1;
+    d.acc = calloc((size_t)s->nrows, sizeof *d.acc);
+    if (!d.acc)
+        return xs_seterr(XS_ENOMEM, "out of memory for %d rows", s->nrows);
     int nring = 0;
-    XS_TRY(rows_size(&d, &nring));
     double stage_bytes = 0;
-    if (free_run && (d.o->sync || d.o->trace || d.o->record_backlog))
-        return xs_seterr(XS_EINVAL, "unlimited-stage run: no sync, trace or backlog record");
-    if (free_run && stage_can_hold(&d, nring, &stage_bytes))
-        return xs_seterr(XS_EINVAL, "unlimited-stage run: the stage can hold chunks back (%.6g "
-                         "bytes through a stage of %.6g, or a per-producer cap)", stage_bytes,
-                         pf->capacity_bytes);
+    xs_status st = rows_size(&d, &nring, &stage_bytes);
+    if (st == XS_OK && free_run && (d.o->sync || d.o->trace || d.o->record_backlog))
+        st = xs_seterr(XS_EINVAL, "unlimited-stage run: no sync, trace or backlog record");
+    if (st == XS_OK && free_run && stage_can_hold(&d, nring, stage_bytes))
+        st = xs_seterr(XS_EINVAL, "unlimited-stage run: the stage can hold chunks back (%.6g "
+                       "bytes through a stage of %.6g, or a per-producer cap)", stage_bytes,
+                       pf->capacity_bytes);
     /* ---- end of entry checks -------------------------------------------------------------- */
     const xs_engine_program prog = {rows_take, rows_closed, &d};
     const xs_engine_opts eo = {.sim = d.o, .nring = nring, .ep_stage = 0};
     xs_engine *e = NULL;
-    XS_TRY(xs_engine_open(pf, d.np, &prog, &eo, &e));
+    if (st == XS_OK)
+        st = xs_engine_open(pf, d.np, &prog, &eo, &e);
+    if (st != XS_OK) {
+        free(d.acc);
+        return st;
+    }
     if (free_run) {
         e->free_run = 1;
         e->horizon_ns = stage_bytes / e->R * (1 + 1e-9);
@@ -1338,25 +1351,16 @@ static xs_status simulate(const xs_profile *pf, const xs_schedule *s, const xs_p
     }
     /* issue windows only where they are recorded: without them the memory is linear in the
      * producers (and the rows), not in rows x producers */
-    xs_status st = xs_result_alloc(out, s->nrows, d.np, d.o->record_windows);
+    st = xs_result_alloc(out, s->nrows, d.np, d.o->record_windows);
     d.cur = calloc((size_t)d.np, sizeof *d.cur);
     d.started = calloc((size_t)d.np, sizeof *d.started);
-    d.acc = calloc((size_t)s->nrows, sizeof *d.acc);
     if (d.o->sync)
         d.arrive = malloc((size_t)d.np * sizeof *d.arrive);
-    if (st == XS_OK && (!d.cur || !d.started || !d.acc || (d.o->sync && !d.arrive))) {
+    if (st == XS_OK && (!d.cur || !d.started || (d.o->sync && !d.arrive))) {
         xs_result_free(out);
         st = xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", d.np);
     }
     if (st == XS_OK) {
-        for (int row = 0; row < s->nrows; row++) {
-            if (!pg) {
-                d.acc[row].active = s->rows[row].producers;
-                continue;
-            }
-            for (int p = 0; p < s->rows[row].producers; p++)
-                d.acc[row].active += row_active(&d, row, p);
-        }
         d.win0 = out->win_start;
         d.win1 = out->win_end;
         d.res = out->rows;
