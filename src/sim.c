@@ -1244,9 +1244,6 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
     return xs_simulate_programs(pf, s, NULL, opts, out);
 }
 
-/* The unlimited stage's run (xs_simulate_free): every producer's program to its end, one producer
- * after the other, each chunk accepted at its ready time; producers that are alike (no programs,
- * every row of the same width) run once. */
 /* Producer p's program on the unlimited stage with no store queue and no buffer of its own: a
  * burst's chunks stream at r one after the other from its start plus the overhead (or from the
  * previous chunk), each accepted when it has streamed, and its window ends with its last
@@ -1280,6 +1277,9 @@ static void free_direct(rows_run *d, xs_engine *e, int p)
     }
 }
 
+/* The unlimited stage's run (xs_simulate_free): every producer's program to its end, one producer
+ * after the other, each chunk accepted at its ready time; producers that are alike (no programs,
+ * every row of the same width) run once. */
 static void rows_run_free(rows_run *d, xs_engine *e)
 {
     /* producers alike (the same rows, bursts and gaps, and no stage between them): one runs */
