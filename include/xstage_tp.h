@@ -415,8 +415,13 @@ void xs_tp_engine_candidates(int streams, xs_tp_pace *cand, int nc, int *usable)
 int xs_tp_courier_candidates(double cap_q, const int *splits, int nsplit, xs_tp_pace *cand,
                              int *usable, int *front, int *fsplit);
 /* The model's ranking: each usable candidate built into slot, checked and predicted;
- * pred[i] = its model_ns (INFINITY where not usable), *best the lowest (-1: none usable). The
- * slot holds the last candidate built. The first failure is returned. */
+ * pred[i] = its model_ns (INFINITY where not usable), *best the lowest, the lowest index among
+ * equal ones (-1: none usable). Candidates whose orders give the same schedule share one
+ * simulation. pred NULL: *best alone (the same one), simulating only the candidates whose lower
+ * bound (src/tp_model.c tp_bound: the unlimited stage's run, the drain at R, the stage's room)
+ * does not exceed the best prediction found. The slot holds the last candidate built. The first
+ * failure is returned (with pred NULL, failures to build any order come before failures to
+ * simulate). At most XS_TP_NCAND + 8 candidates. */
 xs_status xs_tp_predict_candidates(xs_tp_plan *pl, int slot, const xs_tp_pace *cand,
                                    const int *usable, int nc, const xs_tp_costs *c,
                                    const xs_profile *prof, double *pred, int *best);

@@ -3,7 +3,8 @@
  * plan_timing.c - wall time of the planners' decisions on this CPU (single thread): the EP auto
  * rule (xs_moe_auto) on every configuration of the EP table at its three default token counts,
  * both routings, its default peer count, 132 CTAs, synthetic costs (tests/xt_ep.h's) and the
- * embedded profile; the TP planner's ranking (xs_tp_predict_candidates) on the default sweep's
+ * embedded profile; the TP planner's decision (xs_tp_predict_candidates, the best alone; -v also
+ * checks it against the full ranking) on the default sweep's
  * shapes (bench tp: models x token counts x default peers, 132 CTAs, the mma engine's usable
  * candidates, tests/test_tp_orders.c's synthetic costs); the UP planner (xs_up_plan_run) on bench
  * up's default grid (seq 8K..64K, heads 8 and 16, causal or not, peers 2, 4, 8, 132 SMs); and
@@ -217,16 +218,20 @@ static void time_tp(int reps)
                     int usable[XS_TP_NCAND], best = -1;
                     xs_tp_engine_candidates(1, cand, nc, usable);
                     double pred[XS_TP_NCAND], v[16];
-                    for (int k = 0; k < reps; k++) {
+                    for (int k = 0; k < reps; k++) { /* the decision: the best alone */
                         const double t0 = now_ns();
-                        xs_tp_predict_candidates(pl, 2, cand, usable, nc, &c, &pf, pred, &best);
+                        xs_tp_predict_candidates(pl, 2, cand, usable, nc, &c, &pf, NULL, &best);
                         v[k] = (now_ns() - t0) / 1e6;
                     }
                     ms[n] = median_of(v, reps);
-                    if (verbose)
-                        printf("tp %-8s %-12s m=%5d P=%2d %9.3f ms -> candidate %d\n",
+                    if (verbose) {
+                        /* and the full ranking (every prediction), untimed: the same pick */
+                        int full = -1;
+                        xs_tp_predict_candidates(pl, 2, cand, usable, nc, &c, &pf, pred, &full);
+                        printf("tp %-8s %-12s m=%5d P=%2d %9.3f ms -> candidate %d%s\n",
                                xs_tp_op_name((xs_tp_op)op), md->name, s.m, s.peers, ms[n],
-                               best);
+                               best, full == best ? "" : "  MISMATCH with the full ranking");
+                    }
                     n++;
                     xs_tp_plan_destroy(pl);
                 }

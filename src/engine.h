@@ -73,4 +73,16 @@ int xs_engine_oom(const xs_engine *e);
 /* Release the engine; with out, its peak backlog and backlog record go there first. */
 void xs_engine_close(xs_engine *e, xs_result *out);
 
+/* The run of xs_simulate_programs on a stage that never holds a chunk back (the TP and UP
+ * planners' ideal run, docs/MODEL.md "Event model"): each producer's chunks are accepted at their
+ * ready times, its times computed from its own program in O(chunks) with no event heap. The
+ * rows, windows (o->record_windows) and makespan are the engine's (within 1e-9 relative:
+ * acceptances the engine takes as one instant may shift by 1e-12 relative); *drained_ns (may be
+ * NULL) is the departure of the last accepted byte (the engine's d_last); the peak backlog is
+ * not followed (NAN) and o may ask for no sync, trace or backlog record. Fails with XS_EINVAL
+ * when the profile's stage could hold a chunk back: the run's bytes exceed its capacity less one
+ * chunk, or a producer could reach its per-producer cap. */
+xs_status xs_simulate_free(const xs_profile *pf, const xs_schedule *s, const xs_programs *pg,
+                           const xs_sim_opts *o, xs_result *out, double *drained_ns);
+
 #endif /* XSTAGE_ENGINE_H */

@@ -239,6 +239,12 @@ static double room_time(double Q, double loss, double loss_ns, double t_fill, do
 
 enum { QB_FIRST = 4 }; /* bursts a producer's queue holds before it grows (a power of two) */
 
+/* An accepted chunk of the unlimited stage's run: its acceptance time and stage bytes. */
+typedef struct {
+    double t, c;
+    int p, n;              /* its producer, and how many alike producers accepted the same */
+} fchunk;
+
 /* x / d for the last x asked for (d fixed per engine). */
 typedef struct {
     double x, q;
@@ -296,6 +302,15 @@ struct xs_engine {
     /* quotients on the per-chunk path, kept for the last numerator (chunks are mostly equal, and
      * a division is slow): the same bits as dividing again */
     quot q_r, q_R, q_room; /* bytes / r, bytes / R, room bytes / R */
+    /* the unlimited stage (xs_simulate_free): chunks are accepted at their ready times,
+     * producer by producer, with no heap; the last departure is found from the late chunks */
+    int free_run;
+    int copies;            /* producer 0 stands for this many alike producers (0, 1: itself) */
+    double horizon_ns;     /* stage bytes of the whole run / R: how far back a chunk can still
+                            * set the last departure (ns) */
+    double arr_max;        /* latest arrival at the stage so far (ns) */
+    fchunk *late;          /* chunks accepted no earlier than arr_max - horizon_ns, when taken */
+    size_t nlate, late_cap;
 };
 
 /* Whether time t has come by time now: exactly, or within one instant (by_then). */
@@ -373,6 +388,7 @@ void xs_engine_close(xs_engine *e, xs_result *out)
     free(e->accs);
     free(e->bufs);
     free(e->smp.a);
+    free(e->late);
     free(e);
 }
 
@@ -543,7 +559,8 @@ static void offer_next(xs_engine *e, int p)
         ready = (in > z->a_prev ? in : z->a_prev) + issue_ns(e, u, z->pending);
     }
     z->ready = ready;
-    xs_tqueue_put(&e->future, ready, p);
+    if (!e->free_run) /* the unlimited stage takes each producer's chunks in turn (free_accept) */
+        xs_tqueue_put(&e->future, ready, p);
 }
 
 /* Tandem queues: stream producer p's next chunks at r into its own buffer while the buffer has
@@ -820,6 +837,95 @@ double xs_engine_step(xs_engine *e)
     return admit(e, ev, t_next);
 }
 
+/* ---- the unlimited stage (xs_simulate_free) --------------------------------------------------
+ *
+ * When the stage never holds a chunk back (its room is never short, no producer reaches a cap),
+ * a chunk is accepted at its ready time, and a producer's times follow from its own program
+ * alone: its chunks are taken one after the other, producer by producer, with no heap. What the
+ * engine sums in acceptance order, the departure of the last byte d_last, is the FIFO recurrence
+ * d = max(d, arrival) + c / R over every chunk in acceptance order; its final value is the
+ * largest arrival + (bytes accepted from that chunk on) / R, which only chunks accepted within
+ * (stage bytes of the run) / R of the latest arrival can reach. Those are kept (free_keep) and
+ * the recurrence runs over them in acceptance order at the end (free_drain). */
+
+/* Keep chunk (t, c) of producer p while it can still set the last departure (-1: out of
+ * memory). */
+static int free_keep(xs_engine *e, double t, double c, int p)
+{
+    const double arr = t - quot_of(&e->q_r, c, e->r);
+    if (arr > e->arr_max)
+        e->arr_max = arr;
+    const double lo = e->arr_max - e->horizon_ns;
+    if (t < lo)
+        return 0;
+    if (e->nlate == e->late_cap) {
+        size_t n = 0; /* drop those that fell behind the horizon since they were kept */
+        for (size_t i = 0; i < e->nlate; i++)
+            if (e->late[i].t >= lo)
+                e->late[n++] = e->late[i];
+        e->nlate = n;
+        if (n >= e->late_cap / 2) {
+            const size_t nc = e->late_cap ? 2 * e->late_cap : 1024;
+            fchunk *nl = realloc(e->late, nc * sizeof *nl);
+            if (!nl)
+                return -1;
+            e->late = nl;
+            e->late_cap = nc;
+        }
+    }
+    e->late[e->nlate++] = (fchunk){t, c, p, e->copies > 1 ? e->copies : 1};
+    return 0;
+}
+
+/* Producer p's pending chunk is accepted at its ready time; its queue moves on (admit's
+ * producer side). */
+static void free_accept(xs_engine *e, int p)
+{
+    producer *z = &e->pr[p];
+    const double t_acc = z->ready;
+    if (free_keep(e, t_acc, z->pstage, p))
+        e->oom = 1;
+    z->a_prev = t_acc;
+    z->accepted = z->oidx + 1;
+    if (e->tandem) {
+        z->qa[z->oidx % e->nbuf] = t_acc;
+        z->owait = 1;
+        stream_buffer(e, p);
+        settle(e, p);
+        if (z->owait)
+            offer_next(e, p);
+    } else {
+        z->acc[z->oidx & (e->qr - 1)] = t_acc;
+        settle(e, p);
+        offer_next(e, p);
+    }
+}
+
+static int fchunk_cmp(const void *a, const void *b)
+{
+    const fchunk *x = a, *y = b;
+    return x->t < y->t ? -1 : x->t > y->t ? 1 : (x->p > y->p) - (x->p < y->p);
+}
+
+/* The departure of the last accepted byte: the FIFO recurrence over the kept chunks in
+ * acceptance order (producers in index order where times tie). -INFINITY when none. */
+static double free_drain(xs_engine *e)
+{
+    const double lo = e->arr_max - e->horizon_ns;
+    size_t n = 0;
+    for (size_t i = 0; i < e->nlate; i++)
+        if (e->late[i].t >= lo)
+            e->late[n++] = e->late[i];
+    qsort(e->late, n, sizeof *e->late, fchunk_cmp);
+    double d = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        const double c = e->late[i].c, t_arr = e->late[i].t - quot_of(&e->q_r, c, e->r);
+        for (int k = 0; k < e->late[i].n; k++)
+            d = (d > t_arr ? d : t_arr) + quot_of(&e->q_R, c, e->R);
+    }
+    return d;
+}
+
 /* ---- the schedule's programs (xs_simulate_programs) -------------------------------------------
  *
  * The built-in program: every producer walks the schedule's rows, starting the burst of each row
@@ -855,6 +961,8 @@ typedef struct {
     int arrived;           /* sync: producers at the barrier */
     int barrier_row;       /* sync: the row the last barrier released */
     double makespan;       /* the latest end of a producer's work (ns) */
+    int copies;            /* unlimited stage, every row of the same producers and no programs:
+                            * producer 0's run stands for producers 0..copies-1 (0: none) */
 } rows_run;
 
 /* A producer's bytes and work in a row: its program's, or the row's (every producer of the row
@@ -937,18 +1045,29 @@ static xs_status size_rings(const rows_run *d, int *nring_out)
     return XS_OK;
 }
 
-/* How much work: chunks offered in total (at most 2^31), and the cap's rings. */
-static xs_status rows_size(const rows_run *d, int *nring)
+/* How much work: chunks offered in total (at most 2^31), and the cap's rings; in the same pass
+ * the windows each row opens (d->acc[].active) and the bytes of the whole run (*bytes). */
+static xs_status rows_size(const rows_run *d, int *nring, double *bytes)
 {
     const xs_schedule *s = d->s;
-    double nchunks = 0;
+    double nchunks = 0, b = 0;
     for (int i = 0; i < s->nrows; i++)
-        if (!d->pg)
-            nchunks += (double)s->rows[i].producers *
-                       ceil((double)s->rows[i].bytes_per_producer / d->chunk);
-        else
-            for (int p = 0; p < s->rows[i].producers; p++)
-                nchunks += ceil((double)row_bytes(d, i, p) / d->chunk);
+        if (!d->pg) {
+            const double per = (double)s->rows[i].bytes_per_producer;
+            nchunks += (double)s->rows[i].producers * ceil(per / d->chunk);
+            b += (double)s->rows[i].producers * per;
+            d->acc[i].active = s->rows[i].producers;
+        } else {
+            int active = 0;
+            for (int p = 0; p < s->rows[i].producers; p++) {
+                const int64_t x = row_bytes(d, i, p);
+                nchunks += ceil((double)x / d->chunk);
+                b += (double)x;
+                active += x > 0;
+            }
+            d->acc[i].active = active;
+        }
+    *bytes = b;
     if (nchunks > 2147483647.0)
         return xs_seterr(XS_ERANGE, "schedule offers %.3g chunks of %lld bytes; the simulation "
                          "handles at most 2^31 (raise chunk_bytes with --set)", nchunks,
@@ -1006,9 +1125,8 @@ static int rows_take(void *ctx, int p, double t, xs_engine_burst *b)
     }
 }
 
-static void rows_closed(void *ctx, int p, int task, double t_start_ns, double t_end_ns)
+static void row_window(rows_run *d, int p, int task, double t_start_ns, double t_end_ns)
 {
-    rows_run *d = ctx;
     if (d->win1)
         d->win1[win_at(d, task, p)] = t_end_ns;
     rowacc *a = &d->acc[task];
@@ -1035,6 +1153,17 @@ static void rows_closed(void *ctx, int p, int task, double t_start_ns, double t_
         d->res[task].end_ns = a->end;
         free(a->len);
         a->len = NULL;
+    }
+}
+
+static void rows_closed(void *ctx, int p, int task, double t_start_ns, double t_end_ns)
+{
+    rows_run *d = ctx;
+    row_window(d, p, task, t_start_ns, t_end_ns);
+    for (int q = 1; q < d->copies; q++) { /* producer 0's window stands for theirs */
+        if (d->win0)
+            d->win0[win_at(d, task, q)] = d->win0[win_at(d, task, 0)];
+        row_window(d, q, task, t_start_ns, t_end_ns);
     }
 }
 
@@ -1115,8 +1244,72 @@ xs_status xs_simulate(const xs_profile *pf, const xs_schedule *s, const xs_sim_o
     return xs_simulate_programs(pf, s, NULL, opts, out);
 }
 
-xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const xs_programs *pg,
-                               const xs_sim_opts *opts, xs_result *out)
+/* Producer p's program on the unlimited stage with no store queue and no buffer of its own: a
+ * burst's chunks stream at r one after the other from its start plus the overhead (or from the
+ * previous chunk), each accepted when it has streamed, and its window ends with its last
+ * chunk. The engine's arithmetic (offer_next, settle) without its producer state. */
+static void free_direct(rows_run *d, xs_engine *e, int p)
+{
+    double t = d->pf->start_ns, a_prev = -INFINITY;
+    for (;;) {
+        xs_engine_burst b = {.start_ns = t, .stage_bytes = -1, .ns_per_byte = -1};
+        if (rows_take(d, p, t, &b) <= 0)
+            return;
+        const double in = b.start_ns + e->oh;
+        double rem = b.bytes;
+        while (rem > 0) {
+            const double pending = rem < e->c ? rem : e->c;
+            rem -= pending;
+            if (rem < 0.5)
+                rem = 0;
+            const double ready = (in > a_prev ? in : a_prev) + quot_of(&e->q_r, pending, e->r);
+            if (free_keep(e, ready, pending, p)) {
+                e->oom = 1;
+                return;
+            }
+            a_prev = ready;
+        }
+        /* the window ends when its last chunk is accepted (a burst of no bytes: at once, or
+         * when the chunk before it was) */
+        const double end = in > a_prev ? in : a_prev;
+        rows_closed(d, p, b.task, b.start_ns, end);
+        t = end + b.gap_ns;
+    }
+}
+
+/* The unlimited stage's run (xs_simulate_free): every producer's program to its end, one producer
+ * after the other, each chunk accepted at its ready time; producers that are alike (no programs,
+ * every row of the same width) run once. */
+static void rows_run_free(rows_run *d, xs_engine *e)
+{
+    /* producers alike (the same rows, bursts and gaps, and no stage between them): one runs */
+    int alike = !d->pg;
+    for (int i = 1; i < d->s->nrows && alike; i++)
+        alike = d->s->rows[i].producers == d->s->rows[0].producers;
+    const int direct = e->q == 0 && !e->tandem;
+    if (alike)
+        d->copies = e->copies = d->np;
+    for (int p = 0; p < (alike ? 1 : d->np) && !e->oom; p++) {
+        if (direct) {
+            free_direct(d, e, p);
+            continue;
+        }
+        xs_engine_wake(e, p, d->pf->start_ns);
+        while (!e->pr[p].owait && !e->oom)
+            free_accept(e, p);
+    }
+}
+
+/* Whether the stage of pf can hold back a chunk of a run of `bytes` stage bytes: its room may
+ * run short (they exceed Q less one chunk) or a producer may reach its cap (nring > 0). */
+static int stage_can_hold(const rows_run *d, int nring, double bytes)
+{
+    return nring > 0 || bytes > d->pf->capacity_bytes - d->chunk;
+}
+
+static xs_status simulate(const xs_profile *pf, const xs_schedule *s, const xs_programs *pg,
+                          const xs_sim_opts *opts, int free_run, xs_result *out,
+                          double *drained_ns)
 {
     static const xs_sim_opts defaults = {0};
     memset(out, 0, sizeof *out);
@@ -1129,39 +1322,61 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
     rows_run d = {.pf = pf, .s = s, .pg = pg, .o = opts ? opts : &defaults};
     d.np = xs_schedule_max_producers(s);
     d.chunk = (int64_t)pf->chunk_bytes > 0 ? (double)(int64_t)pf->chunk_bytes : 1;
+    d.acc = calloc((size_t)s->nrows, sizeof *d.acc);
+    if (!d.acc)
+        return xs_seterr(XS_ENOMEM, "out of memory for %d rows", s->nrows);
     int nring = 0;
-    XS_TRY(rows_size(&d, &nring));
+    double stage_bytes = 0;
+    xs_status st = rows_size(&d, &nring, &stage_bytes);
+    if (st == XS_OK && free_run && (d.o->sync || d.o->trace || d.o->record_backlog))
+        st = xs_seterr(XS_EINVAL, "unlimited-stage run: no sync, trace or backlog record");
+    if (st == XS_OK && free_run && stage_can_hold(&d, nring, stage_bytes))
+        st = xs_seterr(XS_EINVAL, "unlimited-stage run: the stage can hold chunks back (%.6g "
+                       "bytes through a stage of %.6g, or a per-producer cap)", stage_bytes,
+                       pf->capacity_bytes);
     /* ---- end of entry checks -------------------------------------------------------------- */
     const xs_engine_program prog = {rows_take, rows_closed, &d};
     const xs_engine_opts eo = {.sim = d.o, .nring = nring, .ep_stage = 0};
     xs_engine *e = NULL;
-    XS_TRY(xs_engine_open(pf, d.np, &prog, &eo, &e));
+    if (st == XS_OK)
+        st = xs_engine_open(pf, d.np, &prog, &eo, &e);
+    if (st != XS_OK) {
+        free(d.acc);
+        return st;
+    }
+    if (free_run) {
+        e->free_run = 1;
+        e->horizon_ns = stage_bytes / e->R * (1 + 1e-9);
+        e->arr_max = -INFINITY;
+    }
     /* issue windows only where they are recorded: without them the memory is linear in the
      * producers (and the rows), not in rows x producers */
-    xs_status st = xs_result_alloc(out, s->nrows, d.np, d.o->record_windows);
+    st = xs_result_alloc(out, s->nrows, d.np, d.o->record_windows);
     d.cur = calloc((size_t)d.np, sizeof *d.cur);
     d.started = calloc((size_t)d.np, sizeof *d.started);
-    d.acc = calloc((size_t)s->nrows, sizeof *d.acc);
     if (d.o->sync)
         d.arrive = malloc((size_t)d.np * sizeof *d.arrive);
-    if (st == XS_OK && (!d.cur || !d.started || !d.acc || (d.o->sync && !d.arrive))) {
+    if (st == XS_OK && (!d.cur || !d.started || (d.o->sync && !d.arrive))) {
         xs_result_free(out);
         st = xs_seterr(XS_ENOMEM, "out of memory simulating %d producers", d.np);
     }
     if (st == XS_OK) {
-        for (int row = 0; row < s->nrows; row++) {
-            if (!pg) {
-                d.acc[row].active = s->rows[row].producers;
-                continue;
-            }
-            for (int p = 0; p < s->rows[row].producers; p++)
-                d.acc[row].active += row_active(&d, row, p);
-        }
         d.win0 = out->win_start;
         d.win1 = out->win_end;
         d.res = out->rows;
-        rows_run_all(&d, e);
+        double drained = -INFINITY;
+        if (free_run) {
+            rows_run_free(&d, e);
+            drained = free_drain(e);
+        } else {
+            rows_run_all(&d, e);
+        }
         st = rows_finish(&d, e, out);
+        if (free_run && st == XS_OK) {
+            out->peak_backlog_bytes = NAN; /* not followed */
+            if (drained_ns)
+                *drained_ns = drained;
+        }
     } else {
         xs_engine_close(e, NULL);
     }
@@ -1172,6 +1387,18 @@ xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const
     free(d.started);
     free(d.arrive);
     return st;
+}
+
+xs_status xs_simulate_programs(const xs_profile *pf, const xs_schedule *s, const xs_programs *pg,
+                               const xs_sim_opts *opts, xs_result *out)
+{
+    return simulate(pf, s, pg, opts, 0, out, NULL);
+}
+
+xs_status xs_simulate_free(const xs_profile *pf, const xs_schedule *s, const xs_programs *pg,
+                           const xs_sim_opts *opts, xs_result *out, double *drained_ns)
+{
+    return simulate(pf, s, pg, opts, 1, out, drained_ns);
 }
 
 void xs_result_print(const xs_result *r, const xs_schedule *s, int csv, FILE *f)

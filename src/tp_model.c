@@ -9,7 +9,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "tp_plan.h"
+
+/* Completion (ns) of `sched` after `lead` ns of compute on the ideal stage (draining at 1e9
+ * bytes/ns, unlimited, no cap): max(makespan, last byte drained), from the direct run. */
+static xs_status ideal_total(const xs_profile *p, const xs_schedule *sc, double lead, double *ns)
+{
+    if (sc->nrows == 0) {
+        *ns = lead;
+        return XS_OK;
+    }
+    xs_profile ideal = *p;
+    ideal.drain_bytes_per_ns = 1e9;
+    ideal.capacity_bytes = 1e15;
+    ideal.capacity_bytes_per_producer = 0;
+    xs_sim_opts o;
+    memset(&o, 0, sizeof o);
+    o.skip_row_medians = 1;
+    xs_result res;
+    double drained = -INFINITY;
+    XS_TRY(xs_simulate_free(&ideal, sc, NULL, &o, &res, &drained));
+    *ns = lead + (res.makespan_ns > drained ? res.makespan_ns : drained);
+    xs_result_free(&res);
+    return XS_OK;
+}
 
 /* Completion (ns) of `sched` after `lead` ns of compute: max(makespan, last byte drained). */
 static xs_status sim_total(const xs_profile *p, const xs_schedule *sc, double lead, double *ns)
@@ -25,6 +49,7 @@ static xs_status sim_total(const xs_profile *p, const xs_schedule *sc, double le
     xs_sim_opts o;
     memset(&o, 0, sizeof o);
     o.record_backlog = 1;
+    o.skip_row_medians = 1; /* the rows are not read */
     o.max_samples = (size_t)chunks + 16; /* never decimated: the last sample is the last byte */
     xs_result res;
     XS_TRY(xs_simulate(p, sc, &o, &res));
@@ -98,13 +123,16 @@ static xs_status tp_predict_couriers(const xs_tp_plan *pl, int slot, const xs_pr
 xs_status xs_tp_predict(const xs_tp_plan *pl, int slot, const xs_profile *p, const xs_tp_costs *c,
                         int with_plan, xs_tp_pred *out)
 {
-    memset(out, 0, sizeof *out);
-    if (slot < 0 || slot >= XS_TP_SLOTS || !pl->ntasks[slot])
-        return xs_seterr(XS_EINVAL, "tp: order slot %d is empty", slot);
-    if (!c)
-        return xs_seterr(XS_EINVAL, "tp: prediction needs measured costs");
-    if (pl->scour[slot] > 0)
-        return tp_predict_couriers(pl, slot, p, c, out);
+    return tp_predict(pl, slot, p, c, with_plan, 1, out);
+}
+
+/* The non-courier order of slot as a burst-gap schedule of G producers (*sc, free with
+ * xs_schedule_free; empty when no step stores), the compute before its first row (*lead, ns)
+ * and its remote bytes (*bytes_out). */
+static xs_status tp_schedule_of(const xs_tp_plan *pl, int slot, const xs_tp_costs *c,
+                                xs_schedule *sc_out, double *lead_out, double *bytes_out)
+{
+    *bytes_out = 0;
     const int G = pl->grid, n = pl->ntasks[slot], S = (n + G - 1) / G;
     const xs_tp_task *v = pl->tasks[slot];
     /* per step: bytes stored at its end (burst), bytes streamed through its main loops, mean
@@ -145,7 +173,7 @@ xs_status xs_tp_predict(const xs_tp_plan *pl, int slot, const xs_profile *p, con
     double lead = 0, carry = 0; /* carry: burst bytes waiting for the next row */
     xs_status st = XS_OK;
     for (int s = 0; s < S && st == XS_OK; s++) {
-        out->bytes += bytes[s] + strm[s];
+        *bytes_out += bytes[s] + strm[s];
         const int parts = strm[s] >= 16.0 * G ? NS : 1;
         for (int j = 0; j < parts && st == XS_OK; j++) {
             const double b = carry + (parts > 1 ? strm[s] / NS : strm[s]);
@@ -168,15 +196,36 @@ xs_status xs_tp_predict(const xs_tp_plan *pl, int slot, const xs_profile *p, con
     free(bytes);
     free(strm);
     free(comp);
-    if (st == XS_OK) {
-        xs_profile ideal = *p;
-        ideal.drain_bytes_per_ns = 1e9;
-        ideal.capacity_bytes = 1e15;
-        ideal.capacity_bytes_per_producer = 0;
-        st = sim_total(p, &sc, lead, &out->model_ns);
-        if (st == XS_OK)
-            st = sim_total(&ideal, &sc, lead, &out->ideal_ns);
+    if (st != XS_OK) {
+        xs_schedule_free(&sc);
+        return st;
     }
+    *sc_out = sc;
+    *lead_out = lead;
+    return XS_OK;
+}
+
+xs_status tp_predict(const xs_tp_plan *pl, int slot, const xs_profile *p, const xs_tp_costs *c,
+                     int with_plan, int with_ideal, xs_tp_pred *out)
+{
+    memset(out, 0, sizeof *out);
+    if (slot < 0 || slot >= XS_TP_SLOTS || !pl->ntasks[slot])
+        return xs_seterr(XS_EINVAL, "tp: order slot %d is empty", slot);
+    if (!c)
+        return xs_seterr(XS_EINVAL, "tp: prediction needs measured costs");
+    if (pl->scour[slot] > 0)
+        return tp_predict_couriers(pl, slot, p, c, out);
+    xs_schedule sc;
+    double lead = 0;
+    xs_status st = tp_schedule_of(pl, slot, c, &sc, &lead, &out->bytes);
+    if (st != XS_OK)
+        return st;
+    if (st == XS_OK)
+        st = sim_total(p, &sc, lead, &out->model_ns);
+    if (st == XS_OK)
+        out->ideal_ns = NAN;
+    if (st == XS_OK && with_ideal)
+        st = ideal_total(p, &sc, lead, &out->ideal_ns);
     out->rows = sc.nrows;
     out->criterion_ok = 1;
     if (st == XS_OK && sc.nrows && !with_plan) {
@@ -195,4 +244,117 @@ xs_status xs_tp_predict(const xs_tp_plan *pl, int slot, const xs_profile *p, con
     }
     xs_schedule_free(&sc);
     return st;
+}
+
+/* A lower bound on the completion sim_total finds for `sc` after `lead` on profile p: the
+ * stage only delays (every chunk is accepted no earlier than on the unlimited stage, so every
+ * window ends no earlier), so the makespan is at least the unlimited stage's; and the stage
+ * drains at most R bytes/ns, none of a row's bytes before the row's earliest window has opened
+ * and paid the issue overhead, so the last byte leaves no earlier than, for every row j, that
+ * time over rows j.. + their bytes / R. */
+static xs_status tp_bound(const xs_profile *p, const xs_schedule *sc, double lead, double *lb)
+{
+    xs_profile ideal = *p;
+    ideal.drain_bytes_per_ns = 1e9;
+    ideal.capacity_bytes = 1e15;
+    ideal.capacity_bytes_per_producer = 0;
+    xs_sim_opts o;
+    memset(&o, 0, sizeof o);
+    o.record_windows = 1;
+    o.skip_row_medians = 1;
+    xs_result res;
+    XS_TRY(xs_simulate_free(&ideal, sc, NULL, &o, &res, NULL));
+    double lo = res.makespan_ns, first = INFINITY, tail = 0;
+    for (int j = sc->nrows - 1; j >= 0; j--) {
+        for (int q = 0; q < sc->rows[j].producers; q++) {
+            const double w = res.win_start[(size_t)j * res.nproducers + q];
+            first = w < first ? w : first;
+        }
+        tail += (double)sc->rows[j].producers * (double)sc->rows[j].bytes_per_producer;
+        const double d = first + p->issue_overhead_ns + tail / p->drain_bytes_per_ns;
+        lo = d > lo ? d : lo;
+    }
+    /* With no store queue and no buffer a window ends when its last chunk is accepted, so the
+     * last window of row j ends once the stage has taken every byte of rows 0..j, which it holds
+     * (Q plus every producer's reserve) less what it drained since the first byte arrived (at
+     * R); the program then has the rest of its work, no shorter than on the unlimited stage
+     * (each burst starts after the previous one's last acceptance: the rest does not depend on
+     * when it starts). Where the producers are alike (every row the same width, the TP
+     * schedules), that rest is the unlimited run's makespan less its end of row j. */
+    const double c = p->chunk_bytes >= 1 ? floor(p->chunk_bytes) : 1;
+    int alike = floor(p->queue_bytes_per_producer > 0 ? p->queue_bytes_per_producer / c : 0) == 0 &&
+                !(floor(p->buffer_bytes_per_producer / c) > 0);
+    for (int j = 1; j < sc->nrows && alike; j++)
+        alike = sc->rows[j].producers == sc->rows[0].producers;
+    if (alike) {
+        const double K = sc->rows[0].producers;
+        const double room = p->capacity_bytes +
+                            K * (p->reserve_bytes_per_producer > 0 ? p->reserve_bytes_per_producer
+                                                                   : 0);
+        double head = 0, start = INFINITY;
+        for (int q = 0; q < sc->rows[0].producers; q++) {
+            const double w = res.win_start[q];
+            start = w < start ? w : start;
+        }
+        start += p->issue_overhead_ns; /* no byte arrives earlier */
+        for (int j = 0; j < sc->nrows; j++) {
+            head += K * (double)sc->rows[j].bytes_per_producer;
+            double end_j = -INFINITY; /* the unlimited run's end of row j (alike: all equal) */
+            for (int q = 0; q < sc->rows[j].producers; q++) {
+                const double w = res.win_end[(size_t)j * res.nproducers + q];
+                end_j = w > end_j ? w : end_j;
+            }
+            const double d = start + (head - room) / p->drain_bytes_per_ns +
+                             (res.makespan_ns - end_j);
+            lo = d > lo ? d : lo;
+        }
+    }
+    xs_result_free(&res);
+    *lb = lead + lo;
+    return XS_OK;
+}
+
+xs_status tp_rank_prep(const xs_tp_plan *pl, int slot, const xs_profile *p, const xs_tp_costs *c,
+                       tp_rank_item *x)
+{
+    memset(x, 0, sizeof *x);
+    if (slot < 0 || slot >= XS_TP_SLOTS || !pl->ntasks[slot])
+        return xs_seterr(XS_EINVAL, "tp: order slot %d is empty", slot);
+    if (!c)
+        return xs_seterr(XS_EINVAL, "tp: prediction needs measured costs");
+    if (pl->scour[slot] > 0) { /* the fluid model: as cheap as a bound */
+        xs_tp_pred pp;
+        XS_TRY(tp_predict_couriers(pl, slot, p, c, &pp));
+        x->pred = x->lb = pp.model_ns;
+        x->done = 1;
+        return XS_OK;
+    }
+    double bytes = 0;
+    XS_TRY(tp_schedule_of(pl, slot, c, &x->sc, &x->lead, &bytes));
+    if (x->sc.nrows == 0) {
+        x->pred = x->lb = x->lead;
+        x->done = 1;
+        return XS_OK;
+    }
+    x->lb = 0;
+    return XS_OK;
+}
+
+xs_status tp_rank_bound(const xs_profile *p, tp_rank_item *x)
+{
+    return x->done ? XS_OK : tp_bound(p, &x->sc, x->lead, &x->lb);
+}
+
+xs_status tp_rank_finish(const xs_profile *p, tp_rank_item *x)
+{
+    if (x->done)
+        return XS_OK;
+    XS_TRY(sim_total(p, &x->sc, x->lead, &x->pred));
+    x->done = 1;
+    return XS_OK;
+}
+
+void tp_rank_free(tp_rank_item *x)
+{
+    xs_schedule_free(&x->sc);
 }

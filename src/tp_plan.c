@@ -110,24 +110,100 @@ int xs_tp_courier_candidates(double cap_q, const int *splits, int nsplit, xs_tp_
     return nc;
 }
 
+/* Whether two prepared candidates predict the same: the same schedule and lead, bit for bit
+ * (the prediction is a function of them alone). Courier orders and orders with no rows are not
+ * compared (their predictions cost nothing). */
+static int same_schedule(const tp_rank_item *x, const tp_rank_item *y)
+{
+    if (x->done || y->done || x->sc.nrows != y->sc.nrows ||
+        memcmp(&x->lead, &y->lead, sizeof x->lead))
+        return 0;
+    for (int r = 0; r < x->sc.nrows; r++) {
+        const xs_row *a = &x->sc.rows[r], *b = &y->sc.rows[r];
+        if (a->producers != b->producers || a->bytes_per_producer != b->bytes_per_producer ||
+            memcmp(&a->gap_ns, &b->gap_ns, sizeof a->gap_ns))
+            return 0;
+    }
+    return 1;
+}
+
 xs_status xs_tp_predict_candidates(xs_tp_plan *pl, int slot, const xs_tp_pace *cand,
                                    const int *usable, int nc, const xs_tp_costs *c,
                                    const xs_profile *prof, double *pred, int *best)
 {
+    enum { NMAX = XS_TP_NCAND + 8 };
     *best = -1;
+    if (nc > NMAX)
+        return xs_seterr(XS_EINVAL, "tp: %d candidates, at most %d", nc, NMAX);
+    tp_rank_item it[NMAX];
+    int same[NMAX], idx[NMAX], n = 0, m = 0;
+    xs_status st = XS_OK;
+    /* every usable candidate built, checked and turned into its schedule; one whose schedule
+     * an earlier candidate has predicts what that one does */
     for (int i = 0; i < nc; i++) {
-        pred[i] = INFINITY;
-        if (!usable[i])
+        if (pred)
+            pred[i] = INFINITY;
+        same[i] = -1;
+        if (!usable[i] || st != XS_OK)
             continue;
-        XS_TRY(xs_tp_order_shaped(pl, slot, &cand[i], c, prof));
-        XS_TRY(xs_tp_order_check(pl, slot));
-        xs_tp_pred pp;
-        XS_TRY(xs_tp_predict(pl, slot, prof, c, 0, &pp));
-        pred[i] = pp.model_ns;
-        if (*best < 0 || pred[i] < pred[*best])
-            *best = i;
+        st = xs_tp_order_shaped(pl, slot, &cand[i], c, prof);
+        if (st == XS_OK)
+            st = xs_tp_order_check(pl, slot);
+        if (st == XS_OK)
+            st = tp_rank_prep(pl, slot, prof, c, &it[i]);
+        if (st != XS_OK)
+            break;
+        for (int k = 0; k < n && same[i] < 0; k++)
+            if (same_schedule(&it[i], &it[idx[k]]))
+                same[i] = idx[k];
+        if (same[i] < 0)
+            idx[n++] = i;
+        else
+            tp_rank_free(&it[i]);
+        m++;
     }
-    return XS_OK;
+    if (st == XS_OK && pred) {
+        /* every prediction */
+        for (int k = 0; k < n && st == XS_OK; k++)
+            st = tp_rank_finish(prof, &it[idx[k]]);
+        for (int i = 0; i < nc && st == XS_OK; i++) {
+            if (!usable[i])
+                continue;
+            pred[i] = it[same[i] < 0 ? i : same[i]].pred;
+            if (*best < 0 || pred[i] < pred[*best])
+                *best = i;
+        }
+    } else if (st == XS_OK) {
+        /* the best alone: a candidate with the schedule of an earlier one never beats it (a tie
+         * goes to the lower index); the others simulated in the order of their bounds until the
+         * next bound exceeds the best prediction found (1e-9 relative of slack for the
+         * bound's rounding) */
+        for (int k = 0; k < n && st == XS_OK; k++)
+            st = tp_rank_bound(prof, &it[idx[k]]);
+        for (int a = 1; a < n && st == XS_OK; a++)
+            for (int b = a; b > 0; b--) {
+                const tp_rank_item *x = &it[idx[b]], *y = &it[idx[b - 1]];
+                if (!(x->lb < y->lb || (x->lb == y->lb && idx[b] < idx[b - 1])))
+                    break;
+                const int t = idx[b];
+                idx[b] = idx[b - 1];
+                idx[b - 1] = t;
+            }
+        double bp = INFINITY;
+        for (int k = 0; k < n && st == XS_OK; k++) {
+            tp_rank_item *x = &it[idx[k]];
+            if (*best >= 0 && x->lb * (1 - 1e-9) > bp)
+                break; /* this bound and every later one exceed the best */
+            st = tp_rank_finish(prof, x);
+            if (st == XS_OK && (*best < 0 || x->pred < bp || (x->pred == bp && idx[k] < *best)))
+                bp = x->pred, *best = idx[k];
+        }
+    }
+    for (int k = 0; k < n; k++)
+        tp_rank_free(&it[idx[k]]);
+    if (st != XS_OK)
+        *best = -1;
+    return st;
 }
 
 void xs_tp_pace_label(const xs_tp_pace *p, char *buf, size_t n)

@@ -133,4 +133,28 @@ xs_status tp_store_order(xs_tp_plan *pl, int slot, tp_list *l, int cour);
  * for G compute CTAs; tp_order.c). -1: out of memory. */
 int tp_split_head(const xs_tp_plan *pl, tp_list *l, int G, int S0);
 
+/* xs_tp_predict; with_ideal 0 leaves ideal_ns NAN (the ranking reads model_ns alone). */
+xs_status tp_predict(const xs_tp_plan *pl, int slot, const xs_profile *p, const xs_tp_costs *c,
+                     int with_plan, int with_ideal, xs_tp_pred *out);
+
+/* One candidate of a ranking that only wants the best (xs_tp_predict_candidates, pred NULL):
+ * its schedule, a lower bound on its prediction, and the prediction once simulated. */
+typedef struct {
+    xs_schedule sc;     /* the order's schedule (empty for a courier order or no rows) */
+    double lead;        /* compute before its first row (ns) */
+    double lb;          /* pred >= lb (ns; the prediction itself once done) */
+    double pred;        /* xs_tp_predict's model_ns, once done */
+    int done;
+} tp_rank_item;
+/* The order in slot: its schedule (lb 0); courier orders and orders with no rows: their
+ * prediction at once. Free with tp_rank_free. */
+xs_status tp_rank_prep(const xs_tp_plan *pl, int slot, const xs_profile *p, const xs_tp_costs *c,
+                       tp_rank_item *x);
+/* The item's lower bound (x->lb): the unlimited stage's makespan, the drain of each row suffix
+ * at R from its earliest window (tp_model.c tp_bound). */
+xs_status tp_rank_bound(const xs_profile *p, tp_rank_item *x);
+/* Simulate the item's schedule: x->pred (what xs_tp_predict's model_ns is). */
+xs_status tp_rank_finish(const xs_profile *p, tp_rank_item *x);
+void tp_rank_free(tp_rank_item *x);
+
 #endif /* XSTAGE_TP_PLAN_H */

@@ -52,6 +52,9 @@ typedef struct {
     int need;             /* tiles per row block */
     const int *placed;    /* [P] chunks placed per destination (all-gather), or NULL */
     const int *pstep;     /* [P][ag_chunks] step of each placed push */
+    const int *ag_at;     /* [tiles_m] the push a GEMM 0 tile row waits for last: destination
+                           * * ag_chunks + chunk (tp_ag_last_chunk to the mirror rank), -1 for
+                           * this rank's own shard */
     const xs_tp_info *in;
     int me, P;
     int step, lead, ag_lead;
@@ -65,11 +68,11 @@ static int is_ready(const xs_tp_task *x, const tp_ready *r)
     if (x->gemm == 1 && r->done)
         return r->done[x->tm] == r->need && r->last_step[x->tm] <= r->step - r->lead;
     if (x->gemm == 0 && r->placed) {
-        const int s = x->tm * XS_TP_BM / r->in->rs_rows;
-        if (s == r->me)
+        const int at = r->ag_at[x->tm];
+        if (at < 0)
             return 1;
-        const int c = tp_ag_last_chunk(r->in, x->tm), d = xs_tp_mirror(r->me, s, r->P);
-        return r->placed[d] > c && r->pstep[(size_t)d * r->in->ag_chunks + c] <= r->step - r->ag_lead;
+        const int nch = r->in->ag_chunks, d = at / nch, c = at - d * nch;
+        return r->placed[d] > c && r->pstep[at] <= r->step - r->ag_lead;
     }
     return 1;
 }
@@ -112,6 +115,7 @@ typedef struct {
     int *done, *last_step;   /* GEMM 0 tiles placed per row block (mlp), step of the last */
     int *placed, *pstep;     /* chunks placed per destination, step of each placed push */
     int *pidx;               /* [P][ag_chunks] position in qp, or -1 */
+    int *ag_at;              /* [tiles_m] tp_ready.ag_at */
     size_t nch;
     tp_list out;             /* the order */
     xs_tp_task *step, *riders; /* [G] one step's tasks and pushes */
@@ -186,11 +190,16 @@ static int shape_pushes(tp_shaper *h)
     int bad = 0;
     for (size_t q = 0; q < h->nch; q++)
         h->pidx[q] = -1;
+    /* a tile row's chunks are queued at its first tile; its other tiles find them there */
+    unsigned char *seen = (unsigned char *)calloc((size_t)(in->tiles_m > 0 ? in->tiles_m : 1), 1);
+    if (!seen)
+        return -1;
     for (int i = 0; i < h->ql.l.n && !bad; i++) {
         const xs_tp_task *x = &h->ql.l.v[i];
         const int s = x->tm / rbpr;
-        if (x->gemm != 0 || s == me)
+        if (x->gemm != 0 || s == me || seen[x->tm])
             continue;
+        seen[x->tm] = 1;
         const int d = xs_tp_mirror(me, s, P), c1 = tp_ag_last_chunk(in, x->tm);
         const int c0 = (int)((double)(x->tm - s * rbpr) * XS_TP_BM * in->ag_k * 2 / XS_TP_CHUNK);
         for (int cc = c0; cc <= c1; cc++)
@@ -199,6 +208,7 @@ static int shape_pushes(tp_shaper *h)
                 bad |= tp_list_push(&h->qp.l, tp_mk_push(d, cc));
             }
     }
+    free(seen);
     for (int cc = 0; cc < in->ag_chunks && !bad; cc++) /* (none left: every chunk is needed) */
         for (int j = 1; j < P; j++)
             if (h->pidx[(size_t)((me + j) % P) * in->ag_chunks + cc] < 0) {
@@ -264,6 +274,7 @@ static void shape_pace(tp_shaper *h, const xs_profile *prof)
     rd->need = in->tiles_n[0];
     rd->placed = in->ag && h->P > 1 ? h->placed : NULL;
     rd->pstep = h->pstep;
+    rd->ag_at = h->ag_at;
     rd->in = in;
     rd->me = h->me, rd->P = h->P;
     h->rdp = rd->done || rd->placed ? rd : NULL;
@@ -481,6 +492,7 @@ static void shaper_free(tp_shaper *h)
     free(h->placed);
     free(h->pstep);
     free(h->pidx);
+    free(h->ag_at);
     queue_free(&h->qp);
     queue_free(&h->qr);
     queue_free(&h->ql);
@@ -517,7 +529,14 @@ xs_status xs_tp_order_shaped(xs_tp_plan *pl, int slot, const xs_tp_pace *pace,
     h->pstep = (int *)calloc((size_t)P * (in->ag_chunks > 0 ? in->ag_chunks : 1), sizeof(int));
     h->nch = (size_t)P * (in->ag_chunks > 0 ? in->ag_chunks : 1);
     h->pidx = (int *)malloc(h->nch * sizeof(int));
-    int bad = !h->done || !h->last_step || !h->placed || !h->pstep || !h->pidx;
+    h->ag_at = (int *)malloc((size_t)(in->tiles_m > 0 ? in->tiles_m : 1) * sizeof(int));
+    int bad = !h->done || !h->last_step || !h->placed || !h->pstep || !h->pidx || !h->ag_at;
+    for (int tm = 0; !bad && tm < in->tiles_m; tm++) {
+        const int s = tm * XS_TP_BM / in->rs_rows;
+        h->ag_at[tm] = s == pl->me || !(in->ag && P > 1)
+                           ? -1
+                           : xs_tp_mirror(pl->me, s, P) * in->ag_chunks + tp_ag_last_chunk(in, tm);
+    }
     if (!bad)
         bad |= shape_tiles(h);
     if (in->ag && P > 1 && !bad)

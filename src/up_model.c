@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "xstage_up.h"
+#include "up_kv.h"
 
 /* Prefix the pending message (xs_errmsg) with `what`: "what: message". */
 static void prefix_err(xs_status st, const char *what)
@@ -63,10 +63,13 @@ void xs_up_tile_durations(const xs_up_cfg *c, const uint64_t *cta_start, size_t 
 }
 
 /* The per-CTA programs simulated (xs_attn_progs_simulate: the profile without the CTAs' own
- * store queues and buffers, docs/UP.md "Per-CTA programs"); frees pg. XS_OK or the error. */
-static xs_status progs_sim(const xs_profile *p, xs_attn_progs *pg, xs_attn_progsim *out)
+ * store queues and buffers, docs/UP.md "Per-CTA programs"), with the unlimited stage's run
+ * where free_run and the windows' stretch (held_ns) where windows; frees pg. XS_OK or the
+ * error. */
+static xs_status progs_sim(const xs_profile *p, xs_attn_progs *pg, int free_run, int windows,
+                           xs_attn_progsim *out)
 {
-    const xs_status st = xs_attn_progs_simulate(p, pg, out);
+    const xs_status st = xs_up_progs_simulate(p, pg, free_run, windows, out);
     xs_attn_progs_free(pg);
     return st;
 }
@@ -95,7 +98,7 @@ double xs_up_predict_delta(const xs_profile *p, const xs_up_cfg *c, const double
                                        split, dur_ns, rb, &pg);
     free(rb);
     if (st == XS_OK)
-        st = progs_sim(p, &pg, &r);
+        st = progs_sim(p, &pg, 1, sim != NULL, &r); /* held_ns: only for the caller */
     if (st != XS_OK) {
         prefix_err(st, "model");
         return NAN;
@@ -182,7 +185,7 @@ double xs_up_predict_kv(const xs_profile *p, const xs_up_cfg *c, const double *d
                                     rb, 1.0, 0.0, &fa) == XS_OK &&
             xs_attn_progs_kv(c->seq, c->heads, c->causal, c->grid, off, tk, split, dur, rb, &pg) ==
                 XS_OK &&
-            progs_sim(p, &pg, &kv) == XS_OK) {
+            progs_sim(p, &pg, 0, 0, &kv) == XS_OK) { /* the span alone */
             int most = 0; /* slices of the busiest CTA: split per task that stores its tile */
             for (int b = 0; b < c->grid; b++) {
                 int n = 0;

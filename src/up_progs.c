@@ -2,12 +2,13 @@
 /*
  * up_progs.c - the fused attention kernel as one program per CTA (docs/UP.md "Per-CTA
  * programs"): the plain kernel's and the KV-split kernel's programs, and their simulation on a
- * profile and on an unlimited stage (xs_simulate_programs).
+ * profile (xs_simulate_programs) and on an unlimited stage (xs_simulate_free).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "up_kv.h"
 
 /* ---- per-CTA programs (docs/UP.md "Per-CTA programs") ---------------------------------------- */
@@ -181,9 +182,17 @@ xs_status xs_attn_progs_kv(int seq, int heads, int causal, int grid,
 xs_status xs_attn_progs_simulate(const xs_profile *p, const xs_attn_progs *pg,
                                             xs_attn_progsim *out)
 {
+    return xs_up_progs_simulate(p, pg, 1, 1, out);
+}
+
+xs_status xs_up_progs_simulate(const xs_profile *p, const xs_attn_progs *pg, int free_run,
+                               int windows, xs_attn_progsim *out)
+{
     if (!p || !pg || !out || pg->grid < 1 || pg->nrows < 1 || !pg->bytes || !pg->gap_ns)
         return xs_seterr(XS_EINVAL, "per-CTA programs: nothing to simulate");
     memset(out, 0, sizeof *out);
+    out->free_ns = NAN;
+    out->held_ns = windows && free_run ? 0 : NAN;
     xs_schedule s;
     memset(&s, 0, sizeof s);
     /* the rows' widths; the programs say the rest */
@@ -204,16 +213,19 @@ xs_status xs_attn_progs_simulate(const xs_profile *p, const xs_attn_progs *pg,
     const xs_programs prog = {pg->grid, pg->bytes, pg->gap_ns};
     xs_sim_opts so;
     memset(&so, 0, sizeof so);
-    so.record_windows = 1;
+    so.record_windows = windows && free_run; /* held_ns compares the two runs' windows */
+    so.skip_row_medians = 1; /* the rows are not read */
     xs_result a, f;
     xs_status st = xs_simulate_programs(&real, &s, &prog, &so, &a);
     if (st == XS_OK) {
-        st = xs_simulate_programs(&ideal, &s, &prog, &so, &f);
-        if (st == XS_OK) {
-            out->span_ns = a.makespan_ns, out->free_ns = f.makespan_ns;
-            out->peak_bytes = a.peak_backlog_bytes;
+        out->span_ns = a.makespan_ns;
+        out->peak_bytes = a.peak_backlog_bytes;
+        if (free_run) /* no heap: nothing waits */
+            st = xs_simulate_free(&ideal, &s, &prog, &so, &f, NULL);
+        if (free_run && st == XS_OK) {
+            out->free_ns = f.makespan_ns;
             const size_t n = (size_t)pg->nrows * pg->grid;
-            for (size_t k = 0; k < n; k++)
+            for (size_t k = 0; so.record_windows && k < n; k++)
                 if (!isnan(a.win_end[k]) && !isnan(f.win_end[k])) {
                     const double d = (a.win_end[k] - a.win_start[k]) -
                                      (f.win_end[k] - f.win_start[k]);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "xstage_trace.h"
 #include "xstage_up.h"
 
@@ -70,9 +71,10 @@ static xs_status stamps_check(const xs_up_cfg *c, const xs_up_stamps *s, const c
     return XS_OK;
 }
 
-/* The programs pg simulated on profile q, windows recorded: *len[row * grid + b] the window's
- * length (NAN where none). */
-static xs_status windows_of(const xs_profile *q, const xs_attn_progs *pg, double *len)
+/* The programs pg simulated on profile q (unlimited: its stage never holds a chunk, the direct
+ * run), windows recorded: *len[row * grid + b] the window's length (NAN where none). */
+static xs_status windows_of(const xs_profile *q, const xs_attn_progs *pg, int unlimited,
+                            double *len)
 {
     xs_schedule s;
     memset(&s, 0, sizeof s);
@@ -83,9 +85,11 @@ static xs_status windows_of(const xs_profile *q, const xs_attn_progs *pg, double
     xs_sim_opts so;
     memset(&so, 0, sizeof so);
     so.record_windows = 1;
+    so.skip_row_medians = 1; /* the rows are not read */
     xs_result r;
     if (st == XS_OK)
-        st = xs_simulate_programs(q, &s, &prog, &so, &r);
+        st = unlimited ? xs_simulate_free(q, &s, &prog, &so, &r, NULL)
+                       : xs_simulate_programs(q, &s, &prog, &so, &r);
     if (st == XS_OK) {
         for (int i = 0; i < pg->nrows; i++)
             for (int b = 0; b < pg->grid; b++) {
@@ -145,11 +149,11 @@ xs_status xs_up_tile_stall(const xs_profile *p, const xs_up_cfg *c, const xs_up_
         n.queue_bytes_per_producer = 0, n.buffer_bytes_per_producer = 0;
         i = n;
         i.drain_bytes_per_ns = 1e9, i.capacity_bytes = 1e15, i.capacity_bytes_per_producer = 0;
-        st = windows_of(&q, &pg, wq);
+        st = windows_of(&q, &pg, 0, wq);
         if (st == XS_OK)
-            st = windows_of(&n, &pg, wn);
+            st = windows_of(&n, &pg, 0, wn);
         if (st == XS_OK)
-            st = windows_of(&i, &pg, wi);
+            st = windows_of(&i, &pg, 1, wi);
     }
     if (st == XS_OK) {
         for (size_t k = 0; k < (size_t)4 * T; k++)

@@ -4,7 +4,8 @@
  *
  * Times the event simulation (xs_simulate: 132 producers x N rows of 64 KiB bursts, with no
  * contention, gaps of 10 K B / R, and saturated, gaps of K B / R), the planner (xs_plan_schedule)
- * and the workload decisions (EP xs_moe_auto, TP xs_tp_predict, UP xs_up_plan_run) on fixed
+ * and the workload decisions (EP xs_moe_auto, TP xs_tp_predict and xs_tp_predict_candidates' best,
+ * UP xs_up_plan_run) on fixed
  * configurations, next to two reference floors: a minimal binary-heap event loop over the same
  * producers with one event per burst, and the same with one event per chunk. Each line gives the
  * median of -n timed runs (after -w warm-up runs), the spread (max - min) / median, the events
@@ -237,6 +238,8 @@ typedef struct {
     xs_profile pf;
     xs_tp_plan *pl;
     xs_tp_costs costs;
+    xs_tp_pace cand[XS_TP_NCAND]; /* the ranking's candidates (tp_rank) */
+    int usable[XS_TP_NCAND], nc;
 } tpcase;
 
 static void run_tp(void *ctx)
@@ -245,6 +248,16 @@ static void run_tp(void *ctx)
     xs_tp_pred pr;
     CHECK(xs_tp_predict(c->pl, 0, &c->pf, &c->costs, 0, &pr));
     sink = pr.model_ns;
+}
+
+/* The TP planner's decision: the best of the candidate shaped orders (built in slot 2). */
+static void run_tp_rank(void *ctx)
+{
+    tpcase *c = ctx;
+    int best = -1;
+    CHECK(xs_tp_predict_candidates(c->pl, 2, c->cand, c->usable, c->nc, &c->costs, &c->pf, NULL,
+                                   &best));
+    sink = best;
 }
 
 typedef struct {
@@ -430,6 +443,8 @@ int xs_bench_model(int argc, char **argv)
         tp.costs.tile_ns[g] = 2.0 * XS_TP_BM * XS_TP_BN * in.gk[g] / 2.65e12 * 1e9 + 1000;
     tp.costs.push_ns = 1600;
     tp.costs.reduce_ns = 3000;
+    tp.nc = xs_tp_candidates(0.9 * xs_capacity(&pf, K), tp.cand, XS_TP_NCAND);
+    xs_tp_engine_candidates(1, tp.cand, tp.nc, tp.usable);
 
     /* UP: 4096 tokens, 8 heads, causal, 8 peers, 132 SMs; synthetic tile times */
     upcase up;
@@ -473,6 +488,7 @@ int xs_bench_model(int argc, char **argv)
         {"plan", run_plan, &plc, 1, "decision"},
         {"ep_auto", run_ep, &ep, 1, "decision"},
         {"tp_predict", run_tp, &tp, 1, "decision"},
+        {"tp_rank", run_tp_rank, &tp, 1, "decision"},
         {"up_plan", run_up, &up, 1, "decision"},
     };
     enum { NC = sizeof cases / sizeof cases[0] };
@@ -487,7 +503,8 @@ int xs_bench_model(int argc, char **argv)
     printf("# staggered: producer p starts p x %.0f ns late, period K x that: no two bursts "
            "overlap\n", slot);
     printf("# ep_auto: %s T=%d N=8 zipf; tp_predict: gemm_rs 4096x4096x14336 P=4 naive; "
-           "up_plan: seq 4096 heads 8 causal P=8\n", cfg->name, mo.tokens);
+           "tp_rank: the same, the best of %d candidate orders; up_plan: seq 4096 heads 8 causal "
+           "P=8\n", cfg->name, mo.tokens, tp.nc);
     /* opened here, after every set-up that can fail: nothing below returns early */
     xs_outfile cof = {0}; /* atomic (xstage_outfile.h) */
     if (csv_path && xs_outfile_open(&cof, csv_path) != XS_OK)

@@ -13,7 +13,7 @@ ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
 cases="floor_burst_free floor_chunk_free floor_burst_sat floor_chunk_sat simulate_free
-simulate_sat simulate_staggered plan ep_auto tp_predict up_plan"
+simulate_sat simulate_staggered plan ep_auto tp_predict tp_rank up_plan"
 
 if "$X" bench model --quick >"$T/out" 2>"$T/err"; then ok; else bad "quick run: exit $? ($(head -c 300 "$T/err"))"; fi
 grep -q '^# bench model OK$' "$T/out" && ok || bad "quick run: no closing OK line"
@@ -27,7 +27,7 @@ if "$X" bench model --quick --csv - -r 5 >"$T/csv" 2>"$T/err"; then ok; else bad
 grep -q '^case,events,unit,median_ns,ns_per_event,spread,ratio,ratio_to$' "$T/csv" && ok ||
     bad "csv run: header"
 n=$(grep -c -v '^#' "$T/csv")
-[ "$n" -eq 12 ] && ok || bad "csv run: $n lines, expected a header and 11 cases"
+[ "$n" -eq 13 ] && ok || bad "csv run: $n lines, expected a header and 12 cases"
 
 expect_err() {
     d=$1; pat=$2; shift 2
