@@ -23,21 +23,23 @@
 # 9-21 s each); UP all 60 rows ~66 s (rows 48:60, seq 65536, ~41 s of it; worst row ~6 s).
 # The estimates are fitted on mid-size rows only: allow twice as much. Each bench stops starting
 # rows after its --max-time (TP_MAX_TIME, UP_MAX_TIME, default 400 s) and is killed 90 s later;
+# the build step (make -j tool, a no-op when up to date) is bounded by BUILD_LIMIT (480 s), so a
+# call on a fresh machine should run the build with the short grid (GRID=up) only.
 #
 # EP (xs_grid_ep_est_s: 100 runs a row at compute + twice the remote bytes at R, 47 checks of
 # every combine byte on the CPU at 0.68 GB/s, the host-side model; fitted to the 48 points of
 # bench/results/ep/sweep.csv, which predate the overlapped variant and its verified pilots, so
-# this is the least certain estimate): all 192 rows ~3600 s, of it the checks ~3300 s. Per model
+# this is the least certain estimate): all 192 rows ~3600 s, of it the checks ~3250 s (the
+# overlapped pilots' 30 checks a row ~2080 s). Per model
 # (24 rows: balanced then zipf, each T = 256, 1024, 4096, 16384 x peers 2, 4, 8; the T = 16384
-# rows are four fifths of each):
+# rows are three quarters of each):
 #   rows   0:24  deepseek-v2-lite   ~243 s     rows  96:120 qwen1.5-moe-a2.7b  ~162 s
 #   rows  24:48  deepseek-v3       ~1141 s     rows 120:144 qwen2-57b-a14b     ~575 s
 #   rows  48:72  mixtral-8x7b       ~190 s     rows 144:168 qwen3-30b-a3b      ~321 s
 #   rows  72:96  olmoe-1b-7b        ~322 s     rows 168:192 qwen3-235b-a22b    ~648 s
 # worst row deepseek-v3 T=16384 ~144 s. EP stops starting rows after EP_MAX_TIME (default 360 s)
-# and is killed 180 s later.
-# the build step (make -j tool, a no-op when up to date) is bounded by BUILD_LIMIT (480 s), so a
-# call on a fresh machine should run the build with the short grid (GRID=up) only.
+# and is killed 180 s later. On a fresh machine run the build alone first (GRID=none), so that
+# an EP call's 360 + 180 s fit the call's 10 minutes.
 #
 # usage: OUT=dir [GRID=both|all|tp|up|ep|none] [TP_ROWS=A:B] [UP_ROWS=A:B] [EP_ROWS=A:B]
 #        [GRID_ARGS="-n 5 -w 1"] scripts/gpu_grid.sh [BUILD_DIR]  (BUILD_DIR defaults to build;
