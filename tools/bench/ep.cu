@@ -1359,6 +1359,17 @@ static void ep_label(void *ctx, int i, char *buf, size_t n)
              xs_moe_routing_name(p->routing), p->tokens, p->peers);
 }
 
+/* A stall summary with nothing measured: NaN times, no tiles. */
+static void ep_stall_blank(xs_moe_stall *st)
+{
+    memset(st, 0, sizeof *st);
+    st->meas_stall_med_ns = st->pred_stall_med_ns = st->abs_err_med_ns = NAN;
+    st->abs_err_p90_ns = st->mma_meas_med_ns = st->mma_pred_med_ns = NAN;
+    st->mma_abs_err_med_ns = st->mma_abs_err_p90_ns = st->blocked_ns = NAN;
+    st->stalled_err_med_ns = st->stalled_zero_err_med_ns = NAN;
+    st->mma_stalled_err_med_ns = st->mma_stalled_zero_err_med_ns = NAN;
+}
+
 /* A row of point i with no measurement (--grid declared): its identity, NaN timings, status. */
 static void ep_blank(const ep_sweep *s, int i, ep_row *r, const char *status)
 {
@@ -1367,6 +1378,12 @@ static void ep_blank(const ep_sweep *s, int i, ep_row *r, const char *status)
     snprintf(why, sizeof why, "%s", status); /* status may be r->status itself */
     ep_row_init(s->o, s->o->configs[p->cfg], p->tokens, p->peers, p->routing, r);
     xs_bench_row_blank(s->t, r);
+    /* the stall columns read through getters (ns as us), which the blank leaves alone */
+    xs_moe_stall *st[] = {&r->stall_wave, &r->stall_inter, &r->stall_auto, &r->stall_bulk[0],
+                          &r->stall_bulk[1], &r->stall_bulk[2], &r->stall_adapt,
+                          &r->stall_defer, &r->stall_fixed};
+    for (size_t k = 0; k < sizeof st / sizeof st[0]; k++)
+        ep_stall_blank(st[k]);
     r->verified = 0;
     r->grid_row = p->index;
     snprintf(r->auto_plan, sizeof r->auto_plan, "-");
