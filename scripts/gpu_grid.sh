@@ -6,11 +6,14 @@
 #                                               -> $OUT/tp_grid_<A>_<B>.csv
 #   bench up --grid declared [--rows UP_ROWS]  seq x heads x causal x peers, 60 rows
 #                                               -> $OUT/up_grid_<A>_<B>.csv
+#   bench ep --grid declared [--rows EP_ROWS]  model x routing x tokens x peers, 192 rows
+#                                               -> $OUT/ep_grid_<A>_<B>.csv
 # with the bench defaults (-n 5 timed rounds after -w 1, every run verified). Every declared
 # point of the slice is a row: its columns grid_row and status say ok, skipped: <why> (cannot
 # run here: a shape the kernel refuses, more memory than is free, out of device memory),
 # failed: <error>, or not run: --max-time spent (rerun those rows with --rows). Everything is
-# logged to $OUT/grid.log.
+# logged to $OUT/grid.log. EP checks each row's footprint first (xs_grid_ep_bytes: device
+# memory against cudaMemGetInfo, pinned and pageable host memory against MemAvailable).
 #
 # One device call runs at most 10 minutes: split the grids over calls with GRID and the row
 # slices. Expected times from the shapes (xs_grid_tp_est_s / xs_grid_up_est_s: the bench's runs
@@ -23,15 +26,38 @@
 # the build step (make -j tool, a no-op when up to date) is bounded by BUILD_LIMIT (480 s), so a
 # call on a fresh machine should run the build with the short grid (GRID=up) only.
 #
-# usage: OUT=dir [GRID=both|tp|up|none] [TP_ROWS=A:B] [UP_ROWS=A:B] [GRID_ARGS="-n 5 -w 1"]
-#        scripts/gpu_grid.sh [BUILD_DIR]                          (BUILD_DIR defaults to build)
-#        scripts/gpu_grid.sh check DIR...   (CPU) every declared row exactly once over the
-#                                            tp_grid_*.csv / up_grid_*.csv files in DIRs
+# EP (xs_grid_ep_est_s: 100 runs a row at compute + twice the remote bytes at R, 47 checks of
+# every combine byte on the CPU at 0.68 GB/s, the host-side model; fitted to the 48 points of
+# bench/results/ep/sweep.csv, which predate the overlapped variant and its verified pilots, so
+# this is the least certain estimate): all 192 rows ~3600 s, of it the checks ~3250 s (the
+# overlapped pilots' 30 checks a row ~2080 s). Per model
+# (24 rows: balanced then zipf, each T = 256, 1024, 4096, 16384 x peers 2, 4, 8; the T = 16384
+# rows are three quarters of each):
+#   rows   0:24  deepseek-v2-lite   ~243 s     rows  96:120 qwen1.5-moe-a2.7b  ~162 s
+#   rows  24:48  deepseek-v3       ~1141 s     rows 120:144 qwen2-57b-a14b     ~575 s
+#   rows  48:72  mixtral-8x7b       ~190 s     rows 144:168 qwen3-30b-a3b      ~321 s
+#   rows  72:96  olmoe-1b-7b        ~322 s     rows 168:192 qwen3-235b-a22b    ~648 s
+# worst row deepseek-v3 T=16384 ~144 s. EP stops starting rows after EP_MAX_TIME (default 360 s)
+# and is killed 180 s later. On a fresh machine run the build alone first (GRID=none), so that
+# an EP call's 360 + 180 s fit the call's 10 minutes.
+#
+# usage: OUT=dir [GRID=both|all|tp|up|ep|none] [TP_ROWS=A:B] [UP_ROWS=A:B] [EP_ROWS=A:B]
+#        [GRID_ARGS="-n 5 -w 1"] scripts/gpu_grid.sh [BUILD_DIR]  (BUILD_DIR defaults to build;
+#                                            both: tp and up; all: tp, up and ep)
+#        [GRIDS="tp up ep"] scripts/gpu_grid.sh check DIR...
+#                                           (CPU) every declared row of each grid in GRIDS
+#                                           exactly once over the tp_grid_*.csv /
+#                                           up_grid_*.csv / ep_grid_*.csv files in DIRs
 # Split for the lead (one device call each):
 #   OUT=$OUT GRID=up scripts/gpu_grid.sh                        build + UP (60 rows)
 #   OUT=$OUT GRID=tp TP_ROWS=0:54 scripts/gpu_grid.sh           gemm_rs + ag_gemm (54 rows)
 #   OUT=$OUT GRID=tp TP_ROWS=54:81 scripts/gpu_grid.sh          mlp (27 rows)
-#   scripts/gpu_grid.sh check DIR1 DIR2 DIR3                    (here, on the fetched files)
+#   EP, twelve calls of <= 330 s estimated each (GRID=ep EP_ROWS=A:B):
+#     0:31 (~312 s)   31:34 (~214 s)   34:42 (~322 s)   42:46 (~249 s)   46:57 (~311 s)
+#     57:87 (~330 s)  87:124 (~330 s)  124:139 (~314 s) 139:153 (~292 s) 153:175 (~321 s)
+#     175:187 (~324 s) 187:192 (~285 s)
+#   e.g. OUT=$OUT GRID=ep EP_ROWS=0:31 scripts/gpu_grid.sh
+#   scripts/gpu_grid.sh check DIR1 DIR2 ...                     (here, on the fetched files)
 # Rows a call could not start say "not run: --max-time spent": rerun them with their --rows.
 set -u
 
@@ -40,10 +66,16 @@ set -u
 if [ "${1:-}" = check ]; then
     shift
     [ $# -gt 0 ] || { echo "usage: scripts/gpu_grid.sh check DIR..." >&2; exit 2; }
-    python3 - "$@" <<'PY'
+    GRIDS=${GRIDS:-tp up ep} python3 - "$@" <<'PY'
 import csv, glob, os, sys
 rc = 0
-for name, want in (("tp", 81), ("up", 60)):
+sizes = {"tp": 81, "up": 60, "ep": 192}
+names = os.environ["GRIDS"].replace(",", " ").split()
+for name in names:
+    if name not in sizes:
+        print(f"GRIDS: unknown grid {name} (tp, up, ep)")
+        sys.exit(2)
+for name, want in ((n, sizes[n]) for n in names):
     files = sorted(f for d in sys.argv[1:] for f in glob.glob(os.path.join(d, name + "_grid_*.csv")))
     if not files:
         print(f"{name}: no {name}_grid_*.csv")
@@ -93,8 +125,10 @@ OUT=${OUT:-out}
 GRID=${GRID:-both}
 TP_ROWS=${TP_ROWS:-0:81}
 UP_ROWS=${UP_ROWS:-0:60}
+EP_ROWS=${EP_ROWS:-0:192}
 TP_MAX_TIME=${TP_MAX_TIME:-400}
 UP_MAX_TIME=${UP_MAX_TIME:-400}
+EP_MAX_TIME=${EP_MAX_TIME:-360}
 BUILD_LIMIT=${BUILD_LIMIT:-480}
 read -r -a EXTRA <<<"${GRID_ARGS:-}"
 mkdir -p "$OUT"
@@ -103,8 +137,9 @@ LOG="$OUT/grid.log"
 
 . "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 
-case "$GRID" in both|tp|up|none) ;; *) echo "GRID=$GRID: expected both, tp, up or none" >&2; exit 2 ;; esac
-say "# gpu_grid.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) build=$B out=$OUT grid=$GRID tp_rows=$TP_ROWS up_rows=$UP_ROWS"
+case "$GRID" in both|all|tp|up|ep|none) ;;
+    *) echo "GRID=$GRID: expected both, all, tp, up, ep or none" >&2; exit 2 ;; esac
+say "# gpu_grid.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) build=$B out=$OUT grid=$GRID tp_rows=$TP_ROWS up_rows=$UP_ROWS ep_rows=$EP_ROWS"
 say "# git $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 
 step build "$BUILD_LIMIT" make -j"$(nproc)" BUILD="$B" tool
@@ -116,24 +151,31 @@ fi
 
 slice_name() { local a=${1%%:*} b=${1##*:}; echo "${a:-0}_${b:-end}"; }
 
-if [ "$GRID" = both ] || [ "$GRID" = tp ]; then
+if [ "$GRID" = both ] || [ "$GRID" = all ] || [ "$GRID" = tp ]; then
     pick_profile "${PROFILE:-}" tp
     say "$PROFILE_LINE"
     step bench_tp_grid $((TP_MAX_TIME + 90)) "$X" bench tp --grid declared --rows "$TP_ROWS" \
         --max-time "$TP_MAX_TIME" ${PROFILE_ARGS[@]+"${PROFILE_ARGS[@]}"} \
         ${EXTRA[@]+"${EXTRA[@]}"} --csv "$OUT/tp_grid_$(slice_name "$TP_ROWS").csv"
 fi
-if [ "$GRID" = both ] || [ "$GRID" = up ]; then
+if [ "$GRID" = both ] || [ "$GRID" = all ] || [ "$GRID" = up ]; then
     pick_profile "${PROFILE:-}" up
     say "$PROFILE_LINE"
     step bench_up_grid $((UP_MAX_TIME + 90)) "$X" bench up --grid declared --rows "$UP_ROWS" \
         --max-time "$UP_MAX_TIME" ${PROFILE_ARGS[@]+"${PROFILE_ARGS[@]}"} \
         ${EXTRA[@]+"${EXTRA[@]}"} --csv "$OUT/up_grid_$(slice_name "$UP_ROWS").csv"
 fi
+if [ "$GRID" = all ] || [ "$GRID" = ep ]; then
+    pick_profile "${PROFILE:-}" ep
+    say "$PROFILE_LINE"
+    step bench_ep_grid $((EP_MAX_TIME + 180)) "$X" bench ep --grid declared --rows "$EP_ROWS" \
+        --max-time "$EP_MAX_TIME" ${PROFILE_ARGS[@]+"${PROFILE_ARGS[@]}"} \
+        ${EXTRA[@]+"${EXTRA[@]}"} --csv "$OUT/ep_grid_$(slice_name "$EP_ROWS").csv"
+fi
 case "$X" in "${TMPDIR:-/tmp}"/xstage-tp.*) rm -f "$X" ;; esac
 
 echo
-grep -E '^# (declared grid|bench (tp|up) (OK|FAILED)|wall time|--max-time|[0-9]+ of [0-9]+ points cannot)' "$LOG" | tail -n 12
+grep -E '^# (declared grid|bench (tp|up|ep) (OK|FAILED)|wall time|--max-time|[0-9]+ of [0-9]+ points cannot)' "$LOG" | tail -n 12
 grep -E '^xstage: error' "$LOG" | tail -n 10
 printf '%s\n' "${results[@]}"
 [ "$fails" -eq 0 ] && echo "gpu_grid: ALL PASS" || echo "gpu_grid: SOME STEPS FAILED"

@@ -2,11 +2,13 @@
 /*
  * grid.c - the declared grids of the benches (include/xstage_grid.h): their axes as tables, row
  * i of each in the declared order, the --grid and --rows options, and what a point needs before
- * it runs (device bytes, expected seconds).
+ * it runs (device and host bytes, expected seconds).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "xstage_grid.h"
 
@@ -191,4 +193,68 @@ double xs_grid_up_est_s(const xs_grid_up_row *r, double tflops, double drain_byt
     const double comp_s = flops / (tflops * 1e12), link_s = remote / (drain_bytes_per_ns * 1e9);
     const double run_s = comp_s + link_s + remote / (verify_gbps * 1e9);
     return XS_GRID_UP_RUNS * run_s + XS_GRID_UP_SETUP_S;
+}
+
+void xs_grid_ep_bytes(const xs_moe_config *c, int tokens, int peers, size_t *weights, size_t *dev,
+                      size_t *pinned, size_t *host)
+{
+    const size_t T = (size_t)tokens, N = (size_t)(peers > 0 ? peers : 1), K = (size_t)c->topk;
+    const size_t H = (size_t)c->hidden, I = (size_t)c->inter, rows = T * K;
+    const size_t win = (T + N - 1) / N * K * H * 2; /* one rank's window */
+    *weights = (size_t)c->experts * 3 * I * H * 2;
+    /* kept for the whole point: tokens, h, the row maps (token, rank, weight, slot), the
+     * dispatched tokens, the reference h */
+    const size_t keep = T * H * 2 + rows * I * 2 + rows * 20 + rows * H * 2 + rows * I * 2;
+    /* the fp32 reference's temporaries: y1f, y2f, reff */
+    const size_t ref = rows * 2 * I * 4 + rows * H * 4 * 2;
+    /* the runs: local-control windows, unfused y1, y2 and staging, couriers' staging, rank 0's
+     * window, the overlapped pipelines' row arrays (six chunk counts cached) */
+    const size_t runs = N * win + rows * 2 * I * 2 + rows * H * 2 + N * win + rows * H * 2 + win +
+                        6 * rows * 20;
+    *dev = keep + (ref > runs ? ref : runs) + ((size_t)256 << 20);
+    *pinned = (N - 1) * win;
+    /* the fp32 reference rows, the verification's copy of the windows, the host problem */
+    *host = rows * H * 4 + N * win + rows * 64;
+}
+
+size_t xs_grid_host_avail(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    unsigned long long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    if (kb)
+        return (size_t)kb * 1024;
+#if defined(_SC_AVPHYS_PAGES) && defined(_SC_PAGESIZE)
+    const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0)
+        return (size_t)pages * (size_t)page;
+#endif
+    return 0;
+}
+
+double xs_grid_ep_est_runs_s(const xs_grid_ep_row *r, int runs, int checks, double tflops,
+                             double drain_bytes_per_ns, double verify_gbps)
+{
+    const xs_moe_config *c = xs_moe_config_find(r->model);
+    if (!c)
+        return NAN;
+    const double rows = (double)r->tokens * c->topk;
+    const double bytes = rows * c->hidden * 2.0; /* the combine, every rank's rows */
+    const double remote = bytes * (r->peers - 1) / r->peers;
+    const double flops = 2.0 * rows * c->hidden * 3.0 * c->inter;
+    const double run_s = flops / (tflops * 1e12) + 2.0 * remote / (drain_bytes_per_ns * 1e9);
+    return runs * run_s + checks * bytes / (verify_gbps * 1e9) +
+           XS_GRID_EP_MODEL_S_PER_GB * bytes / 1e9 + XS_GRID_EP_SETUP_S;
+}
+
+double xs_grid_ep_est_s(const xs_grid_ep_row *r, double tflops, double drain_bytes_per_ns,
+                        double verify_gbps)
+{
+    return xs_grid_ep_est_runs_s(r, XS_GRID_EP_RUNS, XS_GRID_EP_CHECKS, tflops,
+                                 drain_bytes_per_ns, verify_gbps);
 }

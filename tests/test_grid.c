@@ -3,7 +3,8 @@
  * test_grid.c - the declared grids (include/xstage_grid.h): their row counts (TP 81, UP 60,
  * EP 192), every point of the issue's cross products listed exactly once and in the declared
  * order, every model name known to its workload's table, every TP shape accepted by
- * xs_tp_info_of, the --grid and --rows parsers, and the footprint and time estimates.
+ * xs_tp_info_of, the --grid and --rows parsers, and the footprint and time estimates (TP, UP,
+ * EP).
  */
 #include <math.h>
 #include <stdio.h>
@@ -225,6 +226,88 @@ static void test_estimate_fit(void)
     XT_NEAR(up, 4.0, 0.15);
 }
 
+/* EP: the footprint of every declared row fits an H200 (139 GiB device with the weights, the
+ * pinned windows and the pageable host memory well under its host's 128 GiB); it grows with the
+ * tokens; an absurd point does not fit. The estimates are positive and finite; the totals per
+ * model slice are printed (the numbers gpu_grid.sh quotes). */
+static void test_ep_estimates(void)
+{
+    size_t dev_max = 0, host_max = 0;
+    double total = 0, worst = 0, slice[XS_GRID_EP_NMODELS] = {0};
+    for (int i = 0; i < XS_GRID_EP_ROWS; i++) {
+        xs_grid_ep_row r;
+        XT_CHECK(xs_grid_ep_row_at(i, &r) == XS_OK, "%s", xs_errmsg());
+        const xs_moe_config *c = xs_moe_config_find(r.model);
+        size_t w, dev, pin, host, w4, dev4, pin4, host4;
+        xs_grid_ep_bytes(c, r.tokens, r.peers, &w, &dev, &pin, &host);
+        const size_t win = (size_t)((r.tokens + r.peers - 1) / r.peers) * c->topk * c->hidden * 2;
+        XT_CHECK(w == (size_t)c->experts * 3 * c->inter * c->hidden * 2, "ep row %d weights", i);
+        XT_CHECK(pin == (size_t)(r.peers - 1) * win, "ep row %d pinned %zu", i, pin);
+        XT_CHECK(dev > 2 * win && host > (size_t)r.tokens * c->topk * c->hidden * 4,
+                 "ep row %d: dev %zu host %zu", i, dev, host);
+        xs_grid_ep_bytes(c, 4 * r.tokens, r.peers, &w4, &dev4, &pin4, &host4);
+        XT_CHECK(w4 == w && dev4 > dev && pin4 > pin && host4 > host, "ep row %d: 4x T", i);
+        dev_max = w + dev > dev_max ? w + dev : dev_max;
+        host_max = pin + host > host_max ? pin + host : host_max;
+        const double est = xs_grid_ep_est_s(&r, 300.0, 52.0, 0.68);
+        XT_CHECK(isfinite(est) && est > 0, "ep row %d: %g s", i, est);
+        total += est;
+        worst = est > worst ? est : worst;
+        slice[i / (XS_GRID_EP_ROWS / XS_GRID_EP_NMODELS)] += est;
+    }
+    XT_CHECK(dev_max < ((size_t)139 << 30), "largest EP row needs %.1f GiB", dev_max / 1073741824.0);
+    XT_CHECK(host_max < ((size_t)64 << 30), "largest EP row needs %.1f GiB of host memory",
+             host_max / 1073741824.0);
+    size_t w, dev, pin, host;
+    xs_grid_ep_bytes(xs_moe_config_find("deepseek-v3"), 1 << 20, 2, &w, &dev, &pin, &host);
+    XT_CHECK(w + dev > ((size_t)139 << 30), "1M-token deepseek-v3: %.1f GiB", (w + dev) / 1073741824.0);
+    XT_CHECK(xs_grid_host_avail() > 0, "MemAvailable unknown");
+    /* a model the table lacks has no estimate */
+    const xs_grid_ep_row bad = {0, "no-such-model", "balanced", 256, 2};
+    XT_CHECK(isnan(xs_grid_ep_est_s(&bad, 300.0, 52.0, 0.68)), "unknown model");
+    printf("estimate: ep grid %.0f s (worst row %.1f s), largest row %.1f GiB device, %.1f GiB "
+           "host; per model (24 rows each, 4 token counts x 6):", total, worst,
+           dev_max / 1073741824.0, host_max / 1073741824.0);
+    for (int m = 0; m < XS_GRID_EP_NMODELS; m++)
+        printf(" %s %.0f s", xs_grid_ep_models[m], slice[m]);
+    printf("\n");
+    /* per model and token count (6 rows each: routing x peers), the slices gpu_grid.sh names */
+    for (int m = 0; m < XS_GRID_EP_NMODELS; m++) {
+        printf("estimate: ep %s rows %d:%d", xs_grid_ep_models[m], m * 24, m * 24 + 24);
+        for (int t = 0; t < XS_GRID_EP_NTOKENS; t++) {
+            double s = 0;
+            for (int ro = 0; ro < 2; ro++)
+                for (int p = 0; p < 3; p++) {
+                    xs_grid_ep_row r;
+                    xs_grid_ep_row_at(m * 24 + ro * 12 + t * 3 + p, &r);
+                    s += xs_grid_ep_est_s(&r, 300.0, 52.0, 0.68);
+                }
+            printf("; T=%d %.0f s", xs_grid_ep_tokens[t], s);
+        }
+        printf("\n");
+    }
+}
+
+/* The EP estimate with the older bench's counts (44 runs, 8 checks a point) against the run it
+ * is fitted to: bench/results/ep/sweep.csv, the default sweep (each configuration's three
+ * default token counts at its own peer count, both routings), 84.6 s of point_s in all. */
+static void test_ep_estimate_fit(void)
+{
+    double s = 0;
+    for (int i = 0; i < xs_moe_nconfigs; i++) {
+        const xs_moe_config *c = &xs_moe_configs[i];
+        if (!c->sweep)
+            continue;
+        for (int ro = 0; ro < 2; ro++)
+            for (int t = 0; t < 3; t++) {
+                const xs_grid_ep_row r = {0, c->name, ep_routing[ro], c->tokens[t],
+                                          c->peers > 0 ? c->peers : 4};
+                s += xs_grid_ep_est_runs_s(&r, 44, 8, 300.0, 52.0, 0.68);
+            }
+    }
+    XT_NEAR(s, 84.6, 0.15);
+}
+
 int main(void)
 {
     test_estimate_fit();
@@ -234,5 +317,7 @@ int main(void)
     test_ep_rows();
     test_parse();
     test_estimates();
+    test_ep_estimate_fit();
+    test_ep_estimates();
     return xt_done();
 }

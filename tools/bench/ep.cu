@@ -48,6 +48,7 @@
 #include "xstage_cuda.h"
 #include "xstage_ep.h"
 #include "xstage_exchange.h"
+#include "xstage_grid.h"
 #include "xstage_launch.h"
 #include "xstage_overlap.h"
 #include "xstage_trace.h"
@@ -99,6 +100,11 @@ typedef struct {
                       * --couriers, --courier-pace) */
     const char *tiles;
     const char *trace; /* --trace DIR: each point's runs as trace v1 files */
+    int cfg_set, routing_set; /* --config, --routing given */
+    int grid;             /* --grid declared: the issue's declared grid (include/xstage_grid.h),
+                           * every point a row */
+    const char *rows_arg; /* --rows A:B as given (parsed once the grid is known) */
+    int rows_lo, rows_hi; /* the grid's rows lo..hi-1 */
 } ep_opts;
 
 /* -g/--gpus: this rank's windows and the tables that map the one-rank problem onto real ranks.
@@ -190,14 +196,22 @@ static const char *ep_help(void)
          "      --long                   the long-token points instead of the defaults: %d, %d\n"
          "                               and %d x each configuration's largest default token\n"
          "                               count; a point whose combine exceeds %d GiB is\n"
-         "                               skipped (docs/EP.md, \"The long-token limit\")\n",
-             ep_long_mult[0], ep_long_mult[1], ep_long_mult[2], EP_LONG_MAX_GIB);
+         "                               skipped (docs/EP.md, \"The long-token limit\")\n"
+         "      --grid WORD              declared: the declared grid of issue 33, model (8) x\n"
+         "                               routing x tokens per rank (256..16384) x peers\n"
+         "                               (2, 4, 8), %d rows, each one reported (columns\n"
+         "                               grid_row, status: ok, skipped: <why> when it cannot\n"
+         "                               run here, failed: <error>, not run: --max-time\n"
+         "                               spent); default: the sweep above\n"
+         "      --rows A:B               with --grid declared: rows A..B-1 of it only (A: or\n"
+         "                               :B open-ended), to split the grid over runs [all]\n",
+             ep_long_mult[0], ep_long_mult[1], ep_long_mult[2], EP_LONG_MAX_GIB, XS_GRID_EP_ROWS);
     return h;
 }
 
 enum { O_LEAD = XS_OPT_FIRST_FREE, O_WAVE, O_TILES, O_BLOCK, O_BSPEED, O_PACE, O_COURIERS,
        O_CPACE, O_AUTOCOUR, O_CCOPY, O_BULK, O_AUTOADAPT, O_PACEFRAC, O_DEFER, O_SPILLDEPTH,
-       O_AUTOSPILL, O_LONG, O_AUTOFIXED, O_TRACE };
+       O_AUTOSPILL, O_LONG, O_AUTOFIXED, O_TRACE, O_GRID, O_ROWS };
 static const struct option ep_long[] = {
     {"config", required_argument, 0, 'c'},   {"tokens", required_argument, 0, 't'},
     {"peers", required_argument, 0, 'p'},    {"routing", required_argument, 0, 'r'},
@@ -221,6 +235,8 @@ static const struct option ep_long[] = {
     {"auto-adaptive", no_argument, 0, O_AUTOADAPT},
     {"long", no_argument, 0, O_LONG},
     {"auto-fixed", no_argument, 0, O_AUTOFIXED},
+    {"grid", required_argument, 0, O_GRID},
+    {"rows", required_argument, 0, O_ROWS},
     {0, 0, 0, 0}};
 
 /* --schedule NAME: the fused variants it keeps (wave always: the baseline every ratio divides) */
@@ -249,7 +265,10 @@ static xs_status ep_opt(void *ctx, int ch, const char *arg)
     long v;
     int64_t sz;
     switch (ch) {
-    case 'c': o->cfg_arg = arg; return XS_OK;
+    case 'c':
+        o->cfg_arg = arg;
+        o->cfg_set = 1;
+        return XS_OK;
     case 't': return xs_parse_list("--tokens", arg, 0, 1, 1 << 20, o->tokens, EP_MAX_LIST,
                                    &o->ntokens);
     case 'p':
@@ -257,6 +276,7 @@ static xs_status ep_opt(void *ctx, int ch, const char *arg)
         return xs_parse_list("--peers", arg, 0, 1, XS_MAX_RANKS, o->peers, EP_MAX_LIST,
                              &o->npeers);
     case 'r':
+        o->routing_set = 1;
         if (!strcmp(arg, "balanced") || !strcmp(arg, "zipf")) {
             o->routings[0] = !strcmp(arg, "zipf") ? XS_ROUTE_ZIPF : XS_ROUTE_BALANCED;
             o->nroutings = 1;
@@ -315,14 +335,47 @@ static xs_status ep_opt(void *ctx, int ch, const char *arg)
     case O_CPACE:
         return xs_parse_double("--courier-pace", arg, 0.01, 2, &o->mm.courier_pace_frac);
     case O_LONG: o->long_tokens = 1; return XS_OK;
+    case O_GRID: return xs_grid_parse(arg, &o->grid);
+    case O_ROWS: o->rows_arg = arg; return XS_OK;
     default: return xs_seterr(XS_EINVAL, "bench ep: unknown option %d", ch);
     }
 }
 
+/* --grid declared: the grid fixes the points (XS_EINVAL with one line for an option that would
+ * change them; -g in any form: its ranks are the peers), --rows picks a slice, and the
+ * configurations become the grid's models in its order. */
+static xs_status ep_check_grid(ep_opts *o, const xs_bench_common *c)
+{
+    if (!o->grid) {
+        if (o->rows_arg)
+            return xs_seterr(XS_EINVAL, "bench ep: --rows needs --grid declared");
+        return XS_OK;
+    }
+    const char *bad = o->cfg_set ? "--config" : o->ntokens ? "--tokens" : o->peers_set ? "--peers"
+                      : o->routing_set ? "--routing" : o->long_tokens ? "--long"
+                      : c->quick ? "--quick" : c->b.gpus_set ? "-g" : NULL;
+    if (bad)
+        return xs_seterr(XS_EINVAL, "bench ep: --grid declared fixes the points; %s cannot be "
+                         "combined with it (--rows A:B picks a slice)", bad);
+    o->rows_lo = 0, o->rows_hi = XS_GRID_EP_ROWS;
+    if (o->rows_arg)
+        XS_TRY(xs_grid_rows_parse(o->rows_arg, XS_GRID_EP_ROWS, &o->rows_lo, &o->rows_hi));
+    o->nconfigs = 0;
+    for (int m = 0; m < XS_GRID_EP_NMODELS; m++) {
+        const xs_moe_config *cf = xs_moe_config_find(xs_grid_ep_models[m]);
+        if (!cf)
+            return xs_seterr(XS_EINVAL, "ep grid: model %s is not in the EP configuration table",
+                             xs_grid_ep_models[m]);
+        o->configs[o->nconfigs++] = cf;
+    }
+    return XS_OK;
+}
+
 /* The checks after parsing, the variants that follow from the options, and the configurations
- * (--config, or the default sweep; --quick: two). */
+ * (--config, or the default sweep; --quick: two; --grid declared: the grid's models). */
 static xs_status ep_opts_finish(ep_opts *o, const xs_bench_common *c)
 {
+    XS_TRY(ep_check_grid(o, c));
     const xs_gpus_conflict cf[] = {
         {"--peers", o->peers_set, "with -g the ranks are the peers: N = the number of GPUs"},
         {"--device", c->b.device_set, "rank r runs on GPU r"}};
@@ -338,6 +391,8 @@ static xs_status ep_opts_finish(ep_opts *o, const xs_bench_common *c)
     o->run[EP_AUTO_FIXED] = o->auto_fixed && o->run[EP_AUTO];
     if (o->spill_depth && o->defer != XS_MOE_DEFER_SPILL)
         return xs_seterr(XS_EINVAL, "bench ep: --spill-depth needs --defer=spill");
+    if (o->grid)
+        return XS_OK;
     if (!strcmp(o->cfg_arg, "all")) {
         if (o->quick) {
             o->configs[o->nconfigs++] = xs_moe_config_find("olmoe-1b-7b");
@@ -1208,6 +1263,7 @@ typedef struct {
     int cfg; /* index into ep_opts.configs */
     xs_moe_routing routing;
     int tokens, peers;
+    int index; /* --grid declared: its row of the grid */
 } ep_pt;
 
 typedef struct {
@@ -1221,8 +1277,9 @@ typedef struct {
     int npts;
     xs_moe_weights *w; /* the weights of configuration wcfg (-1: none) */
     int wcfg;
-    int done[EP_MAX_ROWS]; /* the points whose rows were written, in order */
+    int done[EP_MAX_ROWS]; /* the points whose rows were measured, in order */
     int ndone;
+    const xs_bench_table *t; /* the report's columns (a blank row's doubles: NaN) */
 } ep_sweep;
 
 /* A configuration's token counts: --tokens, --long (ep_long_mult x its largest default, a point
@@ -1259,6 +1316,20 @@ static void ep_points(ep_sweep *s, xs_bench_report *rep)
 {
     const ep_opts *o = s->o;
     s->npts = 0;
+    for (int i = o->rows_lo; o->grid && i < o->rows_hi && s->npts < EP_MAX_ROWS; i++) {
+        /* the declared rows lo..hi-1 in the grid's order (model outermost: one set of weights
+         * per model); ep_check_grid made o->configs the grid's models in its order */
+        xs_grid_ep_row g;
+        xs_grid_ep_row_at(i, &g);
+        int ci = 0;
+        while (ci < o->nconfigs - 1 && strcmp(o->configs[ci]->name, g.model))
+            ci++;
+        const ep_pt p = {ci, strcmp(g.routing, "zipf") ? XS_ROUTE_BALANCED : XS_ROUTE_ZIPF,
+                         g.tokens, g.peers, i};
+        s->pts[s->npts++] = p;
+    }
+    if (o->grid)
+        return;
     for (int ci = 0; ci < o->nconfigs; ci++) {
         const xs_moe_config *cfg = o->configs[ci];
         int toks[EP_MAX_LIST], peers[EP_MAX_LIST], npeers = o->npeers;
@@ -1281,28 +1352,131 @@ static void ep_label(void *ctx, int i, char *buf, size_t n)
 {
     const ep_sweep *s = (const ep_sweep *)ctx;
     const ep_pt *p = &s->pts[i];
-    snprintf(buf, n, "%s %s T=%d N=%d", s->o->configs[p->cfg]->name,
+    char row[24] = "";
+    if (s->o->grid)
+        snprintf(row, sizeof row, "grid row %d: ", p->index);
+    snprintf(buf, n, "%s%s %s T=%d N=%d", row, s->o->configs[p->cfg]->name,
              xs_moe_routing_name(p->routing), p->tokens, p->peers);
 }
 
-/* xs_bench_sweep.point: the configuration's weights (made when it changes), then the point. */
+/* A stall summary with nothing measured: NaN times, no tiles. */
+static void ep_stall_blank(xs_moe_stall *st)
+{
+    memset(st, 0, sizeof *st);
+    st->meas_stall_med_ns = st->pred_stall_med_ns = st->abs_err_med_ns = NAN;
+    st->abs_err_p90_ns = st->mma_meas_med_ns = st->mma_pred_med_ns = NAN;
+    st->mma_abs_err_med_ns = st->mma_abs_err_p90_ns = st->blocked_ns = NAN;
+    st->stalled_err_med_ns = st->stalled_zero_err_med_ns = NAN;
+    st->mma_stalled_err_med_ns = st->mma_stalled_zero_err_med_ns = NAN;
+}
+
+/* A row of point i with no measurement (--grid declared): its identity, NaN timings, status. */
+static void ep_blank(const ep_sweep *s, int i, ep_row *r, const char *status)
+{
+    const ep_pt *p = &s->pts[i];
+    char why[sizeof r->status];
+    snprintf(why, sizeof why, "%s", status); /* status may be r->status itself */
+    ep_row_init(s->o, s->o->configs[p->cfg], p->tokens, p->peers, p->routing, r);
+    xs_bench_row_blank(s->t, r);
+    /* the stall columns read through getters (ns as us), which the blank leaves alone */
+    xs_moe_stall *st[] = {&r->stall_wave, &r->stall_inter, &r->stall_auto, &r->stall_bulk[0],
+                          &r->stall_bulk[1], &r->stall_bulk[2], &r->stall_adapt,
+                          &r->stall_defer, &r->stall_fixed};
+    for (size_t k = 0; k < sizeof st / sizeof st[0]; k++)
+        ep_stall_blank(st[k]);
+    r->verified = 0;
+    r->grid_row = p->index;
+    snprintf(r->auto_plan, sizeof r->auto_plan, "-");
+    snprintf(r->ovl_form, sizeof r->ovl_form, "-");
+    snprintf(r->status, sizeof r->status, "%s", why);
+}
+
+/* xs_bench_sweep.unrun (--grid declared): point i failed or was not started. */
+static void ep_unrun(void *ctx, int i, void *row, const char *status)
+{
+    ep_blank((const ep_sweep *)ctx, i, (ep_row *)row, status);
+}
+
+/* --grid declared, before point i runs (the weights of another configuration already freed):
+ * 1 with the row's status "skipped: ..." when its footprint (xs_grid_ep_bytes: the weights
+ * unless loaded, the point's device peak; the pinned windows and pageable host memory) exceeds
+ * cudaMemGetInfo's free bytes or the host's MemAvailable; 0 to run it. */
+static int ep_cannot_run(const ep_sweep *s, int i, ep_row *r)
+{
+    const ep_pt *p = &s->pts[i];
+    size_t w = 0, dev = 0, pin = 0, host = 0, free_b = 0, total_b = 0;
+    xs_grid_ep_bytes(s->o->configs[p->cfg], p->tokens, p->peers, &w, &dev, &pin, &host);
+    if (s->w)
+        w = 0; /* this configuration's, loaded */
+    char why[sizeof r->status];
+    const size_t avail = xs_grid_host_avail();
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess && w + dev > free_b)
+        snprintf(why, sizeof why, "skipped: needs %.1f GiB of device memory > %.1f GiB free "
+                 "(estimate, xs_grid_ep_bytes)", (w + dev) / 1073741824.0,
+                 free_b / 1073741824.0);
+    else if (avail && pin + host > avail)
+        snprintf(why, sizeof why, "skipped: needs %.1f GiB of host memory (%.1f GiB pinned) > "
+                 "%.1f GiB available (estimate, xs_grid_ep_bytes)", (pin + host) / 1073741824.0,
+                 pin / 1073741824.0, avail / 1073741824.0);
+    else
+        return 0;
+    (void)cudaGetLastError();
+    ep_blank(s, i, r, why);
+    return 1;
+}
+
+/* Out of device, pinned or host memory: a point that cannot run here, not a failure. */
+static int ep_out_of_memory(xs_status st)
+{
+    const char *m = xs_errmsg();
+    return st == XS_ENOMEM ||
+           (st == XS_ECUDA && (strstr(m, "out of memory") || strstr(m, "out of pinned host")));
+}
+
+/* xs_bench_sweep.point: the configuration's weights (made when it changes), then the point.
+ * --grid declared: a point that does not fit (ep_cannot_run), or runs out of memory (not a
+ * sticky CUDA error), is a row with its reason; the others say ok or failed: wrong data. */
 static xs_status ep_sweep_point(void *ctx, int i, void *row, int *verified)
 {
     ep_sweep *s = (ep_sweep *)ctx;
     const ep_pt *p = &s->pts[i];
     const xs_moe_config *cfg = s->o->configs[p->cfg];
+    const int declared = s->o->grid;
     ep_row *r = (ep_row *)row;
     if (s->wcfg != p->cfg) {
         if (s->w)
             xs_moe_weights_destroy(s->w);
         s->w = NULL;
         s->wcfg = -1;
-        XS_TRY(xs_moe_weights_create(cfg, s->e->c->b.seed, &s->w));
-        s->wcfg = p->cfg;
     }
-    XS_TRY(ep_point(s->o, s->e, s->prof, s->cb, s->tiles, s->w, cfg, p->tokens, p->peers,
-                    p->routing, r));
+    if (declared && ep_cannot_run(s, i, r)) {
+        *verified = XS_BENCH_CANNOT_RUN;
+        return XS_OK;
+    }
+    xs_status st = XS_OK;
+    if (!s->w) {
+        st = xs_moe_weights_create(cfg, s->e->c->b.seed, &s->w);
+        if (st == XS_OK)
+            s->wcfg = p->cfg;
+    }
+    if (st == XS_OK)
+        st = ep_point(s->o, s->e, s->prof, s->cb, s->tiles, s->w, cfg, p->tokens, p->peers,
+                      p->routing, r);
+    r->grid_row = p->index;
+    if (declared && ep_out_of_memory(st)) {
+        char why[sizeof r->status];
+        snprintf(why, sizeof why, "skipped: out of %s memory: %s",
+                 st == XS_ENOMEM ? "host" : strstr(xs_errmsg(), "pinned") ? "pinned host"
+                                                                          : "device",
+                 xs_errmsg());
+        (void)cudaGetLastError(); /* cudaErrorMemoryAllocation is not sticky */
+        ep_blank(s, i, r, why);
+        *verified = XS_BENCH_CANNOT_RUN;
+        return XS_OK;
+    }
+    XS_TRY(st);
     ep_row_plan_text(r);
+    snprintf(r->status, sizeof r->status, "%s", r->verified ? "ok" : "failed: wrong data");
     *verified = r->verified;
     return XS_OK;
 }
@@ -1426,7 +1600,16 @@ static int ep_run_sweep(ep_sweep *s, int argc, char **argv, int *abort)
     xs_bench_table t;
     xs_bench_report rep;
     *abort = 1;
-    XS_CHECK(xs_bench_table_init(&t, ep_cols, ep_ncols));
+    /* --grid declared: ep_cols, then grid_row and status */
+    static xs_bench_col cols[XS_BENCH_MAX_COLS];
+    int ncols = ep_ncols;
+    memcpy(cols, ep_cols, sizeof(xs_bench_col) * (size_t)ep_ncols);
+    if (s->o->grid) {
+        memcpy(cols + ncols, ep_grid_cols, sizeof ep_grid_cols);
+        ncols += 2;
+    }
+    XS_CHECK(xs_bench_table_init(&t, cols, ncols));
+    s->t = &t;
     if (s->o->trace && e->me == 0 && mkdir(s->o->trace, 0777) != 0 && errno != EEXIST)
         return xs_cli_failf("--trace %s: %s", s->o->trace, strerror(errno));
     if (s->o->tiles && e->me == 0) {
@@ -1454,10 +1637,24 @@ static int ep_run_sweep(ep_sweep *s, int argc, char **argv, int *abort)
     sw.label = ep_label;
     sw.detail = ep_detail;
     sw.ctx = s;
+    sw.unrun = s->o->grid ? ep_unrun : NULL;
     xs_bench_sweep_hooks(&sw, e);
     xs_bench_tally tally;
     xs_bench_sweep_run(&sw, &rep, &tally);
     xs_bench_report_end(&rep);
+    if (s->o->grid) {
+        int nok = 0, nskip = 0, nfail = 0, nlate = 0;
+        for (int i = 0; i < s->npts; i++) {
+            nok += !strcmp(rows[i].status, "ok");
+            nskip += !strncmp(rows[i].status, "skipped:", 8);
+            nfail += !strncmp(rows[i].status, "failed:", 7);
+            nlate += !strncmp(rows[i].status, "not run:", 8);
+        }
+        xs_bench_report_note(&rep, "declared grid: rows %d..%d of %d: %d ok, %d skipped (cannot "
+                             "run here), %d failed, %d not run (--max-time), %d without a row",
+                             s->o->rows_lo, s->o->rows_hi - 1, XS_GRID_EP_ROWS, nok, nskip,
+                             nfail, nlate, s->npts - nok - nskip - nfail - nlate);
+    }
     ep_closing(&rep, s, rows);
     if (tally.interrupted && s->tiles)
         fputs("# INTERRUPTED: partial results\n", s->tiles);

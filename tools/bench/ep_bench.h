@@ -93,11 +93,18 @@ typedef struct {
     char best_other[24];     /* its name */
     double comm_over_compute; /* drain_us / compute_us */
     double rank_max_us[EP_NVAR]; /* -g: the slowest rank's median per variant (NaN otherwise) */
+    /* --grid declared: the point's row of the grid and what became of it: "ok", "skipped:
+     * <why>" (it cannot run here: more memory than is free, out of memory), "failed:
+     * <message>", "not run: --max-time spent" */
+    int grid_row;
+    char status[400];
 } ep_row;
 
 /* The columns of one row (table, CSV, JSON): ep_cols[0..ep_ncols). */
 extern const xs_bench_col ep_cols[];
 extern const int ep_ncols;
+/* --grid declared: the two columns after ep_cols, grid_row and status. */
+extern const xs_bench_col ep_grid_cols[2];
 /* Fill r->auto_plan from auto's decision in the row. */
 void ep_row_plan_text(ep_row *r);
 /* The closing summary over the n rows of a sweep ('#' notes after the table). */

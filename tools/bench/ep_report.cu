@@ -167,6 +167,9 @@ const xs_bench_col ep_cols[] = {
     EP_NS("mma_stalled_zero_err_med_interleaved_us", "%.3f",
           stall_inter.mma_stalled_zero_err_med_ns)};
 const int ep_ncols = (int)(sizeof ep_cols / sizeof ep_cols[0]);
+const xs_bench_col ep_grid_cols[2] = {
+    {"grid_row", "", "%d", XS_COL_INT, EP_R(grid_row), 0, 0, 0, 0, 0},
+    {"status", "", "%s", XS_COL_CHARS, EP_R(status), 0, 0, 0, 0, 0}};
 
 /* The stall prediction where it matters: over the wave, interleaved and auto runs, the tiles
  * whose measured stall exceeds XS_MOE_STALLED_NS, the model's median |error| beside the zero
