@@ -92,6 +92,79 @@ void xs_moe_model_default(xs_moe_model *mm)
 
 /* ---- the whole run (xs_moe_predict) ---- */
 
+/* The main loops' ends by virtual time, in (V, producer) order, as one heap would pop them: a
+ * main loop that starts at V ends at V + c1 or V + c2, and V never decreases, so the ends of
+ * each cost arrive in order and two FIFOs hold them. Equal ends of one cost (CTAs released
+ * together) are kept in producer order at the tail. Each holds at most one end per producer. */
+typedef struct {
+    double *t; /* [2][np] ring: V of the end */
+    int *p;    /* [2][np] ring: producer */
+    int head[2], n[2], cap;
+    double cost0; /* the cost of FIFO 0 (c1); every other cost goes to FIFO 1 (c2) */
+} xs_vq;
+
+static int xs_vq_init(xs_vq *v, int np, double cost0)
+{
+    memset(v, 0, sizeof *v);
+    v->cap = np > 0 ? np : 1;
+    v->cost0 = cost0;
+    v->t = malloc(sizeof(double) * 2 * (size_t)v->cap);
+    v->p = malloc(sizeof(int) * 2 * (size_t)v->cap);
+    return v->t && v->p ? 0 : -1;
+}
+
+static void xs_vq_free(xs_vq *v)
+{
+    free(v->t);
+    free(v->p);
+}
+
+static void xs_vq_push(xs_vq *v, double cost, double t, int p)
+{
+    const int f = cost == v->cost0 ? 0 : 1;
+    double *ft = v->t + (size_t)f * v->cap;
+    int *fp = v->p + (size_t)f * v->cap;
+    int k = v->head[f] + v->n[f];
+    k -= k >= v->cap ? v->cap : 0;
+    v->n[f]++;
+    /* ties of the tail in producer order (t never falls below the tail's: V is monotone) */
+    for (int m = v->n[f] - 1; m > 0; m--) {
+        const int j = k > 0 ? k - 1 : v->cap - 1;
+        if (!(ft[j] == t && fp[j] > p))
+            break;
+        ft[k] = ft[j];
+        fp[k] = fp[j];
+        k = j;
+    }
+    ft[k] = t;
+    fp[k] = p;
+}
+
+/* The FIFO whose head comes first (-1: both empty). */
+static inline int xs_vq_first(const xs_vq *v)
+{
+    if (!v->n[0])
+        return v->n[1] ? 1 : -1;
+    if (!v->n[1])
+        return 0;
+    const double t0 = v->t[v->head[0]], t1 = v->t[v->cap + v->head[1]];
+    return t1 < t0 || (t1 == t0 && v->p[v->cap + v->head[1]] < v->p[v->head[0]]) ? 1 : 0;
+}
+
+static inline double xs_vq_peek_t(const xs_vq *v, int f)
+{
+    return v->t[(size_t)f * v->cap + v->head[f]];
+}
+
+static xs_ev xs_vq_pop(xs_vq *v, int f)
+{
+    const size_t i = (size_t)f * v->cap + v->head[f];
+    const xs_ev e = {v->t[i], 0, v->p[i]};
+    v->head[f] = v->head[f] + 1 == v->cap ? 0 : v->head[f] + 1;
+    v->n[f]--;
+    return e;
+}
+
 typedef struct {
     xs_msim *g;
     const xs_moe_problem *pb;
@@ -106,6 +179,7 @@ typedef struct {
     int *pending;       /* per producer: a claimed Linear-2 tile not run yet (-1: none) */
     double adm_until, adm_ns_per_byte, adm_ahead_ns, adm_tile_bytes;
     int *dep_cnt, *wait_head;
+    xs_vq vq;           /* the main loops' ends */
     double end;
     xs_moe_tile *trace; /* optional [ntasks]: the predicted trace */
     /* the spilling kernel (plan.spill_depth > 0, paced): per producer its held-back tiles (a ring
@@ -136,8 +210,7 @@ static void xs_mrun_compute(xs_mrun *u, int p, double cost)
     g->pr[p].state = XS_P_COMP;
     if (u->trace)
         u->trace[g->pr[p].cur].mma0_ns = g->t_now;
-    if (xs_evheap_push(&g->vev, (xs_ev){g->V + cost, 0, p}))
-        g->oom = 1;
+    xs_vq_push(&u->vq, cost, g->V + cost, p);
 }
 
 /* The kernel's choice (xs_moe_take_adaptive) for producer p at the model's time: a Linear-1 tile
@@ -307,6 +380,7 @@ static void xs_mrun_burst(xs_mrun *u, int p)
 static void xs_mrun_free(xs_mrun *u)
 {
     xs_evheap_free(&u->gate);
+    xs_vq_free(&u->vq);
     free(u->dep_cnt);
     free(u->wait_head);
     free(u->pending);
@@ -330,6 +404,8 @@ static int xs_mrun_alloc(xs_mrun *u, int nrb, int np)
     u->sq_task = malloc(sizeof(int) * XS_MOE_SPILL_MAX * ((size_t)np + 1));
     u->sq_rem = malloc(sizeof(double) * XS_MOE_SPILL_MAX * ((size_t)np + 1));
     u->fwait0 = calloc((size_t)np + 1, sizeof(double));
+    if (xs_vq_init(&u->vq, np, u->c->c1_ns))
+        return -1;
     if (!u->dep_cnt || !u->wait_head || !u->pending || !u->sq_head || !u->sq_n || !u->flushing ||
         !u->sq_task || !u->sq_rem || !u->fwait0)
         return -1;
@@ -462,7 +538,8 @@ static int xs_mrun_events(xs_mrun *u, double max_events)
         }
         const double ts = xs_msim_stage_next(g);
         double tp = g->pev.n ? g->pev.a[0].t : INFINITY;
-        const double tv = g->vev.n ? xs_msim_t_of_v(g, g->vev.a[0].t) : INFINITY;
+        const int vf = xs_vq_first(&u->vq);
+        const double tv = vf >= 0 ? xs_msim_t_of_v(g, xs_vq_peek_t(&u->vq, vf)) : INFINITY;
         /* the wait list's first producer is due when the gate opens (or now, where rounding
          * left it open): among the timed steps in (time, producer) order, as a timed step of
          * its own would be */
@@ -479,7 +556,7 @@ static int xs_mrun_events(xs_mrun *u, double max_events)
             break;
         if (tv <= tp && tv <= ts) {
             xs_msim_advance(g, tv);
-            xs_mrun_mma_end(u, xs_evheap_pop(&g->vev));
+            xs_mrun_mma_end(u, xs_vq_pop(&u->vq, vf));
         } else if (tp <= ts) {
             xs_msim_advance(g, tp);
             xs_mrun_step(u, gate_due ? xs_evheap_pop(&u->gate) : xs_evheap_pop(&g->pev));

@@ -15,7 +15,6 @@ void xs_msim_free(xs_msim *g)
 {
     xs_engine_close(g->eng, NULL);
     free(g->pev.a);
-    free(g->vev.a);
     free(g->pr);
     free(g->want);
     free(g->wanted);

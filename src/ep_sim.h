@@ -13,7 +13,8 @@
  * stage. What the kernel adds here (xs_moe_model): while the backlog is above block_bytes every
  * CTA's main loop runs at block_speed (the main loops' virtual clock V); a paced plan holds a
  * tile's burst until a software link at pace_drain_frac * R has at most pace_bytes reserved (in
- * src/ep_model.c). The driver interleaves its own events (pev, vev) with the stage's by time.
+ * src/ep_model.c). The driver interleaves its own events (pev; the main loops' ends, in
+ * src/ep_model.c) with the stage's by time.
  */
 #ifndef XSTAGE_EP_SIM_H
 #define XSTAGE_EP_SIM_H
@@ -40,7 +41,7 @@ typedef struct {
     double X, s;             /* block_bytes, block_speed */
     double t_now, V;         /* the clock and the main loops' virtual clock (ns) */
     xs_engine *eng;          /* the stage */
-    xs_evheap pev, vev;      /* the driver's timed steps (t) and main loops' ends (V) */
+    xs_evheap pev;           /* the driver's timed steps (t) */
     xs_mprod *pr;
     int np;
     xs_engine_burst *want;   /* [np] the burst a producer's program hands over next */
