@@ -14,15 +14,44 @@
 #include "ep_sim.h"
 #include "xstage_ep.h"
 
+/* Interleaved candidates of one group (the same pacing) predicted at most: the three unpaced
+ * leads, or the paced order and its lead search (6 leads, 3 of them with 3 tapers). */
+#define XS_AUTO_GROUP_MAX 26
+
 /* What every candidate's prediction shares: the problem, the profile and model, a task list
- * buffer, and the first failure (once set, later predictions are skipped). */
+ * buffer, and the first failure (once set, later predictions are skipped). The screen: a
+ * candidate that only counts if it beats the best so far stops once a bound proves it cannot
+ * (xs_moe_predict_cut), and is not predicted at all where an earlier candidate of its group
+ * built the same list (equal needs, xs_moe_lead_need): equal times lose the strict comparison. */
 typedef struct {
     const xs_moe_problem *pb;
     const xs_profile *p;
     const xs_moe_model *mm;
     xs_moe_task *tasks; /* [trace_cap + 1] */
     xs_status st;
+    int screen;         /* 0: every candidate in full (xs_moe_auto_exhaustive) */
+    int *need;          /* [XS_AUTO_GROUP_MAX][nrb] the needs of the group's lists so far */
+    int nneed;
 } xs_auto_ctx;
+
+/* A new group of candidates: none predicted yet. */
+static void xs_auto_group(xs_auto_ctx *x) { x->nneed = 0; }
+
+/* 1 if an interleaved plan of the group with the same needs was predicted (then q need not be);
+ * else q's needs join the group and 0. Without the screen always 0. */
+static int xs_auto_repeat(xs_auto_ctx *x, const xs_moe_plan *q)
+{
+    if (!x->screen || x->nneed >= XS_AUTO_GROUP_MAX)
+        return 0;
+    const int nrb = x->pb->nrb;
+    int *mine = x->need + (size_t)x->nneed * nrb;
+    xs_moe_lead_need(x->pb, q, mine);
+    for (int k = 0; k < x->nneed; k++)
+        if (!memcmp(x->need + (size_t)k * nrb, mine, sizeof(int) * (size_t)nrb))
+            return 1;
+    x->nneed++;
+    return 0;
+}
 
 /* The model's time of plan with costs c (link or the local control) into *out_ns; nothing once
  * an earlier prediction failed. */
@@ -43,7 +72,10 @@ static void xs_auto_sim_cut(xs_auto_ctx *x, const xs_moe_plan *plan, const xs_mo
     if (x->st != XS_OK)
         return;
     const int n = xs_moe_tasks_build(x->pb, plan, x->tasks);
-    x->st = xs_moe_predict_cut(x->pb, x->tasks, n, plan, x->p, x->mm, c, fi, best, out_ns);
+    x->st = x->screen ? xs_moe_predict_cut(x->pb, x->tasks, n, plan, x->p, x->mm, c, fi, best,
+                                           out_ns)
+                      : xs_moe_predict_tasks(x->pb, x->tasks, n, plan, x->p, x->mm, c, 1, NULL,
+                                             out_ns);
 }
 
 /* The criterion's inputs and the decision's terms, between the steps of xs_moe_auto. */
@@ -135,10 +167,11 @@ static void xs_auto_orders(xs_auto_ctx *x, const xs_moe_costs *wc, const xs_moe_
     const int leads[3] = {d0, 2 * d0, d0 / 2 > 1 ? d0 / 2 : 1};
     double best = INFINITY;
     a->best_lead = d0;
+    xs_auto_group(x);
     for (int i = 0; i < 3; i++) {
-        if (i && leads[i] == leads[0])
-            continue;
         const xs_moe_plan ip = {.kind = XS_MOE_INTERLEAVED, .lead = leads[i]};
+        if (xs_auto_repeat(x, &ip))
+            continue;
         double t = NAN;
         xs_auto_sim_cut(x, &ip, inter, a->fi, best, &t);
         if (t * a->fi < best) {
@@ -163,24 +196,19 @@ static void xs_auto_lead_search(xs_auto_ctx *x, const xs_moe_costs *inter,
     xs_moe_plan best_pp = *pp;
     double best_t = out->paced_ns;
     const int cand[6] = {3 * d0 / 4, d0, 5 * d0 / 4, d0 / 2, 3 * d0 / 2, 2 * d0};
-    int seen[24][2], nseen = 0; /* (lead, taper end) predicted: a repeat cannot win (strict <) */
+    xs_auto_group(x);
+    xs_auto_repeat(x, pp); /* predicted: out->paced_ns */
     for (int i = 0; i < 6; i++) {
         const int L = cand[i] > 1 ? cand[i] : 1;
         const int ends[4] = {0, L / 2, 2 * L / 3, 3 * L / 4};
         for (int j = 0; j < (i < 3 ? 4 : 1); j++) {
-            if ((j && (ends[j] < 1 || ends[j] >= L || ends[j] == ends[j - 1])) ||
-                (!j && L == pp->lead))
+            if (j && (ends[j] < 1 || ends[j] >= L || ends[j] == ends[j - 1]))
                 continue;
-            int repeat = 0;
-            for (int k = 0; k < nseen && !repeat; k++)
-                repeat = seen[k][0] == L && seen[k][1] == ends[j];
-            if (repeat)
-                continue;
-            seen[nseen][0] = L;
-            seen[nseen++][1] = ends[j];
             xs_moe_plan q = *pp;
             q.lead = L;
             q.lead_end = ends[j];
+            if (xs_auto_repeat(x, &q))
+                continue; /* the same list as a candidate predicted before */
             double tq = NAN;
             xs_auto_sim_cut(x, &q, inter, a->fi, best_t, &tq);
             if (tq * a->fi < best_t) {
@@ -472,9 +500,10 @@ static void xs_auto_alternatives(const xs_profile *p, const xs_moe_model *mm,
     }
 }
 
-xs_status xs_moe_auto(const xs_moe_problem *pb, const xs_profile *p, const xs_moe_model *mm,
-                      const xs_moe_costs *wc, const xs_moe_costs *ic,
-                      const xs_moe_local_traces *lt, xs_moe_auto_result *out)
+/* xs_moe_auto, with the screen (screen = 1) or without it (xs_moe_auto_exhaustive). */
+static xs_status xs_auto_run(const xs_moe_problem *pb, const xs_profile *p, const xs_moe_model *mm,
+                             const xs_moe_costs *wc, const xs_moe_costs *ic,
+                             const xs_moe_local_traces *lt, int screen, xs_moe_auto_result *out)
 {
     memset(out, 0, sizeof *out);
     out->paced_ns = NAN;
@@ -505,9 +534,13 @@ xs_status xs_moe_auto(const xs_moe_problem *pb, const xs_profile *p, const xs_mo
     xs_auto_criterion(pb, p, wc, &inter, &a, out);
 
     /* the model's times with and without the link; each order scaled by its local control */
-    xs_auto_ctx x = {pb, p, mm, malloc(sizeof(xs_moe_task) * (size_t)(ntask + 1)), XS_OK};
-    if (!x.tasks)
+    xs_auto_ctx x = {pb, p, mm, malloc(sizeof(xs_moe_task) * (size_t)(ntask + 1)), XS_OK, screen,
+                     malloc(sizeof(int) * XS_AUTO_GROUP_MAX * ((size_t)pb->nrb + 1)), 0};
+    if (!x.tasks || !x.need) {
+        free(x.tasks);
+        free(x.need);
         return xs_seterr(XS_ENOMEM, "moe: out of host memory for a task list");
+    }
     a.d0 = xs_moe_default_lead(pb);
     xs_auto_orders(&x, wc, &inter, &a, out);
     a.rp = mm->pace_drain_frac > 0 ? mm->pace_drain_frac * p->drain_bytes_per_ns : 0;
@@ -516,8 +549,24 @@ xs_status xs_moe_auto(const xs_moe_problem *pb, const xs_profile *p, const xs_mo
     a.rc = mm->courier_pace_frac > 0 ? mm->courier_pace_frac * p->drain_bytes_per_ns : 0;
     xs_auto_couriers(&x, wc, &inter, lt, &a, out);
     free(x.tasks);
+    free(x.need);
     XS_TRY(x.st);
     xs_auto_decide(pb, p, mm, &a, out);
     xs_auto_alternatives(p, mm, &a, out);
     return XS_OK;
+}
+
+xs_status xs_moe_auto(const xs_moe_problem *pb, const xs_profile *p, const xs_moe_model *mm,
+                      const xs_moe_costs *wc, const xs_moe_costs *ic,
+                      const xs_moe_local_traces *lt, xs_moe_auto_result *out)
+{
+    return xs_auto_run(pb, p, mm, wc, ic, lt, 1, out);
+}
+
+xs_status xs_moe_auto_exhaustive(const xs_moe_problem *pb, const xs_profile *p,
+                                 const xs_moe_model *mm, const xs_moe_costs *wc,
+                                 const xs_moe_costs *ic, const xs_moe_local_traces *lt,
+                                 xs_moe_auto_result *out)
+{
+    return xs_auto_run(pb, p, mm, wc, ic, lt, 0, out);
 }

@@ -78,6 +78,7 @@ xs_status xs_msim_init(xs_msim *g, const xs_profile *p, const xs_moe_model *mm, 
                          "chunks: too much state (raise chunk_bytes)", np, q, ring_m);
     g->r_local = r_local > 0 ? r_local : g->r;
     g->X = mm && mm->block_bytes > 0 ? mm->block_bytes : INFINITY;
+    g->x_ns = g->X / g->R;
     g->s = mm ? (mm->block_speed < 0 ? 0 : mm->block_speed > 1 ? 1 : mm->block_speed) : 1;
     g->np = np;
     g->t_now = 0;
@@ -117,7 +118,7 @@ void xs_msim_start(xs_msim *g, int p, double tot, double rem, double ns_per_byte
 double xs_msim_d_last(const xs_msim *g) { return xs_engine_d_last(g->eng); }
 
 /* the backlog is above X before this time (given no further acceptance) */
-static double xs_msim_tres(const xs_msim *g) { return xs_msim_d_last(g) - g->X / g->R; }
+static double xs_msim_tres(const xs_msim *g) { return xs_msim_d_last(g) - g->x_ns; }
 
 /* advance the clock (and the main loops' virtual clock V) to t */
 void xs_msim_advance(xs_msim *g, double t)

@@ -39,6 +39,7 @@ typedef struct {
     double r, R, c, r_local; /* issue rate, drain rate (bytes/ns), chunk (bytes), local rate */
     /* kernel */
     double X, s;             /* block_bytes, block_speed */
+    double x_ns;             /* X / R: how long a backlog of X takes to drain (ns) */
     double t_now, V;         /* the clock and the main loops' virtual clock (ns) */
     xs_engine *eng;          /* the stage */
     xs_evheap pev;           /* the driver's timed steps (t) */
@@ -86,5 +87,19 @@ xs_status xs_moe_predict_cut(const xs_moe_problem *pb, const xs_moe_task *tasks,
                              const xs_moe_plan *plan, const xs_profile *pf,
                              const xs_moe_model *mm, const xs_moe_costs *c, double fi,
                              double best, double *total_ns);
+
+/* The row block whose Linear-1 tiles the interleaved plan p places before each row block b's
+ * Linear-2 tiles: need[b] = min(b + its lead at b, nrb - 1), b in [0, nrb). The interleaved list
+ * (xs_moe_tasks_build) is a function of these alone: two interleaved plans with equal needs
+ * build the same list. */
+void xs_moe_lead_need(const xs_moe_problem *pb, const xs_moe_plan *p, int *need);
+
+/* xs_moe_auto with every candidate predicted in full: no run stops at a bound and no repeated
+ * list is skipped. The reference that the screen is tested against (tests/test_ep_screen.c):
+ * both give the same result, field by field. */
+xs_status xs_moe_auto_exhaustive(const xs_moe_problem *pb, const xs_profile *p,
+                                 const xs_moe_model *mm, const xs_moe_costs *wave_costs,
+                                 const xs_moe_costs *inter_costs, const xs_moe_local_traces *lt,
+                                 xs_moe_auto_result *out);
 
 #endif /* XSTAGE_EP_SIM_H */

@@ -7,6 +7,7 @@
  */
 #include <stdlib.h>
 
+#include "ep_sim.h"
 #include "xstage_ep.h"
 
 /* ---- task lists ------------------------------------------------------------------------------ */
@@ -87,6 +88,14 @@ static int xs_moe_lead_at(const xs_moe_problem *pb, const xs_moe_plan *p, int b)
         return p->lead_end;
     return p->lead_end +
            (int)((2 * (long long)(p->lead - p->lead_end) * (span - b) + span) / (2 * span));
+}
+
+void xs_moe_lead_need(const xs_moe_problem *pb, const xs_moe_plan *p, int *need)
+{
+    for (int b = 0; b < pb->nrb; b++) {
+        const long long n = (long long)b + xs_moe_lead_at(pb, p, b);
+        need[b] = n > pb->nrb - 1 ? pb->nrb - 1 : (int)n;
+    }
 }
 
 /* The task list of a (checked) plan into t[trace_cap]; returns the number of tasks. */
