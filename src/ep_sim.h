@@ -40,6 +40,10 @@ typedef struct {
     /* kernel */
     double X, s;             /* block_bytes, block_speed */
     double x_ns;             /* X / R: how long a backlog of X takes to drain (ns) */
+    double d_last;           /* the stage's departure time of its last accepted byte (ns), as
+                              * of its last acceptance (nothing else moves it) */
+    double t_res;            /* d_last - x_ns: the backlog is above X before this time (given no
+                              * further acceptance) */
     double t_now, V;         /* the clock and the main loops' virtual clock (ns) */
     xs_engine *eng;          /* the stage */
     xs_evheap pev;           /* the driver's timed steps (t) */
@@ -68,15 +72,41 @@ xs_status xs_msim_init(xs_msim *g, const xs_profile *p, const xs_moe_model *mm, 
 void xs_msim_start(xs_msim *g, int p, double tot, double rem, double ns_per_byte, int task,
                    double t);
 /* Advance the clock (and the main loops' virtual clock V) to t. */
-void xs_msim_advance(xs_msim *g, double t);
+static inline void xs_msim_advance(xs_msim *g, double t)
+{
+    if (!(t > g->t_now))
+        return;
+    const double tr = g->t_res;
+    if (g->t_now < tr) {
+        const double seg = (t < tr ? t : tr) - g->t_now;
+        g->V += g->s * seg;
+        g->t_now += seg;
+    }
+    g->V += t - g->t_now;
+    g->t_now = t;
+    xs_engine_advance(g->eng, t);
+}
 /* The time at which V reaches v (no acceptance in between). */
-double xs_msim_t_of_v(const xs_msim *g, double v);
+static inline double xs_msim_t_of_v(const xs_msim *g, double v)
+{
+    const double dv = v - g->V;
+    if (!(dv > 0))
+        return g->t_now;
+    const double tr = g->t_res;
+    if (g->t_now < tr) {
+        const double gain = g->s * (tr - g->t_now);
+        if (dv <= gain)
+            return g->t_now + dv / g->s;
+        return tr + (dv - gain);
+    }
+    return g->t_now + dv;
+}
 /* When the stage next accepts a chunk (INFINITY: no chunk offered). */
-double xs_msim_stage_next(xs_msim *g);
+static inline double xs_msim_stage_next(xs_msim *g) { return xs_engine_next_ns(g->eng); }
 /* Accept the next chunk at t_next (from xs_msim_stage_next, the clock advanced to it). */
 void xs_msim_stage_accept(xs_msim *g, double t_next);
 /* The departure time of the stage's last accepted byte (ns). */
-double xs_msim_d_last(const xs_msim *g);
+static inline double xs_msim_d_last(const xs_msim *g) { return g->d_last; }
 
 /* The screen of the auto rule (src/ep_auto.c): xs_moe_predict_tasks with the link, no trace,
  * that gives up on a candidate that cannot win. *total_ns is the model's time as there, or
