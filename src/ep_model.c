@@ -520,6 +520,106 @@ static double xs_mrun_lower_bound(const xs_mrun *u, int np)
     return lb * (1 - 1e-9);
 }
 
+/* The screen's bound before a run starts (xs_moe_predict_cut), from its list alone: the list on
+ * a relaxed machine where a CTA waits for nothing but its row block's Linear-1 tiles and every
+ * main loop runs at full speed (no stage, no gate, no blocking). Its CTAs take the tasks in list
+ * order, each as soon as it is free, and are free again at the end of the main loop. By
+ * induction over the list, the relaxed CTAs' free times, sorted, are never later than the run's:
+ * in the run a CTA is free no earlier than its main loop ended, which began no earlier than its
+ * take and its row block's Linear-1 ends and gains at most real time. So every main loop ends
+ * in the run no earlier than its relaxed end E, and the run, which ends after every main loop,
+ * no earlier than max E. Paced, the Linear-2 tiles with E >= s pass the gate after s, each moving
+ * pace_until on by its bytes at the pacer's rate, so the last pass, before the run's end, comes
+ * no earlier than s + (their bytes - the largest tile's) / rate - slack; s runs over the lower
+ * edges of XS_MRUN_BUCKETS equal buckets of E. Lowered by 1e-9 (relative) as
+ * xs_mrun_lower_bound. 0 (no bound) where the list takes a Linear-2 tile before its row block's
+ * Linear-1 tiles, or out of memory. Not for adaptive plans, whose CTAs choose their tasks. */
+#define XS_MRUN_BUCKETS 2048
+static double xs_mrun_prebound(const xs_mrun *u, int np)
+{
+    const xs_moe_problem *pb = u->pb;
+    const double c1 = u->c->c1_ns, c2 = u->c->c2_ns;
+    /* The relaxed CTAs' free times in two FIFOs, by the kind of the task that ended: a Linear-1
+     * tile ends at its take (the earliest free time, which never decreases) + c1; a Linear-2
+     * tile at the later of its take and its row block's Linear-1 end, + c2, and in a list whose
+     * tiles of each kind go in row-block order those never decrease either. A list where one
+     * would (no such order) gets no bound. FIFO 1 starts with every CTA free at 0. */
+    double *fq = malloc(sizeof(double) * 2 * ((size_t)np + 1));
+    double *l1_end = calloc((size_t)pb->nrb + 1, sizeof(double));
+    int *l1_n = calloc((size_t)pb->nrb + 1, sizeof(int));
+    double *e2 = malloc(sizeof(double) * ((size_t)u->ntasks + 1)); /* Linear-2: E, pacer ns */
+    double *b2 = malloc(sizeof(double) * ((size_t)u->ntasks + 1));
+    double *suffix = calloc(XS_MRUN_BUCKETS + 1, sizeof(double));
+    double lb = 0;
+    if (!fq || !l1_end || !l1_n || !e2 || !b2 || !suffix)
+        goto done;
+    const int cap = np + 1;
+    double *q[2] = {fq, fq + cap};
+    int head[2] = {0, 0}, n[2] = {0, np};
+    for (int p = 0; p < np; p++)
+        q[1][p] = 0;
+    double e_max = 0;
+    int n2 = 0;
+    for (int i = 0; i < u->ntasks; i++) {
+        const xs_moe_task tk = u->tasks[i];
+        const int kind = xs_moe_task_kind(tk), rb = xs_moe_task_rb(tk);
+        /* the earliest free CTA takes it */
+        const int f = !n[0] ? 1 : !n[1] ? 0 : q[1][head[1]] < q[0][head[0]];
+        double start = q[f][head[f]];
+        head[f] = head[f] + 1 == cap ? 0 : head[f] + 1;
+        n[f]--;
+        if (kind == 2) {
+            if (l1_n[rb] < pb->l1_per_rb)
+                goto done; /* the run would wait forever */
+            start = l1_end[rb] > start ? l1_end[rb] : start;
+        }
+        const double e = start + (kind == 1 ? c1 : c2);
+        const int g = kind == 1 ? 0 : 1;
+        int tail = head[g] + n[g] - 1;
+        tail += tail < 0 ? cap : tail >= cap ? -cap : 0;
+        if (n[g] && e < q[g][tail])
+            goto done; /* not in row-block order */
+        tail = tail + 1 == cap ? 0 : tail + 1;
+        q[g][n[g] ? tail : head[g]] = e;
+        n[g]++;
+        if (kind == 1) {
+            l1_n[rb]++;
+            l1_end[rb] = e > l1_end[rb] ? e : l1_end[rb];
+        } else if (u->pace_ns_per_byte > 0) {
+            double rem, tot;
+            xs_moe_tile_bytes(pb, rb, tk.nb, &rem, &tot);
+            e2[n2] = e;
+            b2[n2++] = rem * u->pace_ns_per_byte;
+        }
+        e_max = e > e_max ? e : e_max;
+    }
+    lb = e_max;
+    if (u->pace_ns_per_byte > 0 && n2 && e_max > 0) {
+        const double w = e_max / XS_MRUN_BUCKETS;
+        for (int j = 0; j < n2; j++) {
+            int k = (int)(e2[j] / w);
+            k = k < 0 ? 0 : k > XS_MRUN_BUCKETS - 1 ? XS_MRUN_BUCKETS - 1 : k;
+            suffix[k] += b2[j];
+        }
+        const double drop = u->max_tile_bytes * u->pace_ns_per_byte + u->pace_slack_ns;
+        double after = 0; /* pacer ns of the tiles in buckets >= k */
+        for (int k = XS_MRUN_BUCKETS - 1; k >= 0; k--) {
+            after += suffix[k];
+            const double pace = k * w + after - drop;
+            lb = pace > lb ? pace : lb;
+        }
+    }
+    lb *= 1 - 1e-9;
+done:
+    free(fq);
+    free(l1_end);
+    free(l1_n);
+    free(e2);
+    free(b2);
+    free(suffix);
+    return lb;
+}
+
 /* Run the events until none is left; 1 if the bound on their number was hit (a model bug). With
  * a cut (u->cut_best finite), every 64 events the run stops once the lower bound proves its end
  * x cut_fi >= cut_best (u->cut set). */
@@ -698,6 +798,13 @@ static xs_status xs_moe_predict_run(const xs_moe_problem *pb, const xs_moe_task 
         }
     }
     double end = NAN;
+    if (u.cut_best < INFINITY && !u.adaptive && xs_mrun_prebound(&u, np) * cut_fi >= cut_best) {
+        xs_mrun_free(&u); /* screened out before it ran */
+        xs_msim_free(&g);
+        free(own_trace);
+        *total_ns = INFINITY;
+        return XS_OK;
+    }
     st = xs_mrun_run(&u, np, &end);
     xs_mrun_free(&u);
     xs_msim_free(&g);
