@@ -7,7 +7,9 @@
  * candidate allowed with measured interleaved costs; forced couriers without the lead search; a
  * forced paced lead), xs_moe_auto (candidates stopped at a bound, repeated lists skipped) must
  * equal xs_moe_auto_exhaustive (every candidate predicted in full) field by field: the decision,
- * every prediction (bit for bit) and the reason. Routing seeds are fresh per run (printed; pass
+ * every prediction (bit for bit) and the reason. And the screen's bounds hold: on each problem,
+ * wave and interleaved plans (leads 1, D, 2D, a taper; paced or not) predicted with a best just
+ * above their own time (xs_moe_predict_cut) must run to that very time, not be cut. Routing seeds are fresh per run (printed; pass
  * one to repeat it) besides a fixed one. The cases must include paced decisions whose lead
  * search ran, or the screen would go unexercised.
  *
@@ -48,6 +50,35 @@ static void fmt_result(char *b, size_t n, const xs_moe_auto_result *r)
 
 static int searched; /* cases whose lead search ran (paced_plain_ns finite) */
 
+/* The bounds of xs_moe_predict_cut never exceed the time: a best 1e-7 above it cuts nothing. */
+static void check_bounds(xs_moe_problem *m, const xs_profile *pf, const xs_moe_costs *c,
+                         const char *what)
+{
+    const int d0 = xs_moe_default_lead(m);
+    const double rp = XS_MOE_PACE_DRAIN_FRAC * pf->drain_bytes_per_ns;
+    const xs_moe_plan plans[5] = {
+        {.kind = XS_MOE_WAVE},
+        {.kind = XS_MOE_INTERLEAVED, .lead = 1, .pace_bytes = XS_MOE_PACE_BYTES,
+         .pace_bytes_per_ns = rp},
+        {.kind = XS_MOE_INTERLEAVED, .lead = d0, .pace_bytes = XS_MOE_PACE_BYTES,
+         .pace_bytes_per_ns = rp},
+        {.kind = XS_MOE_INTERLEAVED, .lead = d0 + 2, .lead_end = (d0 + 2) / 2,
+         .pace_bytes = XS_MOE_PACE_BYTES, .pace_bytes_per_ns = rp},
+        {.kind = XS_MOE_INTERLEAVED, .lead = 2 * d0}};
+    for (int i = 0; i < 5; i++) {
+        double full = NAN, cut = NAN;
+        XT_CHECK(xs_moe_problem_set_plan(m, 2, &plans[i]) == XS_OK &&
+                     xs_moe_predict(m, 2, pf, NULL, c, 1, &full) == XS_OK,
+                 "%s plan %d: %s", what, i, xs_errmsg());
+        const xs_moe_tasks *tl = &m->slots[2];
+        XT_CHECK(xs_moe_predict_cut(m, tl->tasks, tl->n, &plans[i], pf, NULL, c, 1.0,
+                                    full * (1 + 1e-7), &cut) == XS_OK && cut == full,
+                 "%s plan %d (%s lead %d end %d, pace %g): cut at a best above its time: %.17g "
+                 "vs %.17g", what, i, xs_moe_sched_name(plans[i].kind), plans[i].lead,
+                 plans[i].lead_end, plans[i].pace_bytes, cut, full);
+    }
+}
+
 /* One problem, four model variants: screened == exhaustive. */
 static void one_case(const xs_moe_config *cfg, int T, int N, xs_moe_routing rt, unsigned seed,
                      const xs_profile *pf, const char *pname)
@@ -66,6 +97,10 @@ static void one_case(const xs_moe_config *cfg, int T, int N, xs_moe_routing rt, 
                  xs_moe_predict(m, 0, pf, NULL, &c, 0, &kern) == XS_OK,
              "wave local control %s: %s", cfg->name, xs_errmsg());
     c.kernel_ns = kern;
+    char what[160];
+    snprintf(what, sizeof what, "%s T=%d N=%d %s seed=%u profile=%s", cfg->name, T, N,
+             xs_moe_routing_name(rt), seed, pname);
+    check_bounds(m, pf, &c, what);
     xs_moe_costs ic = c;
     ic.c1_ns *= 1.02;
     ic.c2_ns *= 1.04;
