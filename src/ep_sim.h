@@ -111,8 +111,11 @@ static inline double xs_msim_d_last(const xs_msim *g) { return g->d_last; }
 /* The screen of the auto rule (src/ep_auto.c): xs_moe_predict_tasks with the link, no trace,
  * that gives up on a candidate that cannot win. *total_ns is the model's time as there, or
  * INFINITY once a lower bound on it proves total x fi >= best (exactly: the bound holds in
- * floating point, so a candidate compared by `total * fi < best` loses either way). Plans with
- * couriers or spilling run whole. */
+ * floating point, so a candidate compared by `total * fi < best` loses either way). Two bounds
+ * (src/ep_model.c): the list's on a relaxed machine (no stage, gate or blocking), before the run
+ * and each time half of the tasks left have been taken; and every 64 events the stage's drain,
+ * the main loops left and the pacer. Plans with couriers or spilling run whole; adaptive plans
+ * only with the second. */
 xs_status xs_moe_predict_cut(const xs_moe_problem *pb, const xs_moe_task *tasks, int ntasks,
                              const xs_moe_plan *plan, const xs_profile *pf,
                              const xs_moe_model *mm, const xs_moe_costs *c, double fi,

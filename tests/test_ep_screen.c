@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * test_ep_screen.c - the auto rule's screen (src/ep_auto.c) never changes a result: on every
- * configuration of the EP table at 2 and 8 peers, both routings, the embedded profile (at half the
- * configuration's first token count) and tests/data/h200_host_profile.json (at a quarter of it),
- * and four model variants (the default; every
- * candidate allowed with measured interleaved costs; forced couriers without the lead search; a
- * forced paced lead), xs_moe_auto (candidates stopped at a bound, repeated lists skipped) must
- * equal xs_moe_auto_exhaustive (every candidate predicted in full) field by field: the decision,
- * every prediction (bit for bit) and the reason. And the screen's bounds hold: on each problem,
- * wave and interleaved plans (leads 1, D, 2D, a taper; paced or not) predicted with a best just
- * above their own time (xs_moe_predict_cut) must run to that very time, not be cut. Routing seeds are fresh per run (printed; pass
- * one to repeat it) besides a fixed one. The cases must include paced decisions whose lead
- * search ran, or the screen would go unexercised.
+ * configuration of the EP table at 2 and 8 peers, both routings, the embedded profile (at half
+ * the configuration's first token count) and tests/data/h200_host_profile.json (at a quarter of
+ * it), and four model variants (the default; every candidate allowed with measured interleaved
+ * costs; forced couriers without the lead search; a forced paced lead), xs_moe_auto (candidates
+ * screened out by bounds, repeated lists skipped) must equal xs_moe_auto_exhaustive (every
+ * candidate predicted in full) field by field: the decision, every prediction (bit for bit) and
+ * the reason. And the screen's bounds hold: on each problem, wave and interleaved plans (leads
+ * 1, D, 2D, a taper; paced or not) predicted with a best just above their own time
+ * (xs_moe_predict_cut) must run to that very time, not be cut. Routing seeds are fresh per run
+ * (printed; pass one to repeat it) besides a fixed one. The cases must include paced decisions
+ * whose lead search ran, or the screen would go unexercised.
  *
  * usage: test_ep_screen [seed]   last line: "N passed, N failed"
  */
