@@ -14,25 +14,77 @@
 #include "ep_sim.h"
 #include "xstage_ep.h"
 
+/* Interleaved candidates of one group (the same pacing) predicted at most: the three unpaced
+ * leads, or the paced order and its lead search (6 leads, 3 of them with 3 tapers). */
+#define XS_AUTO_GROUP_MAX 26
+
 /* What every candidate's prediction shares: the problem, the profile and model, a task list
- * buffer, and the first failure (once set, later predictions are skipped). */
+ * buffer, and the first failure (once set, later predictions are skipped). The screen: a
+ * candidate that only counts if it beats the best so far stops once a bound proves it cannot
+ * (xs_moe_predict_cut), and is not predicted at all where an earlier candidate of its group
+ * built the same list (equal needs, xs_moe_lead_need): equal times lose the strict comparison. */
 typedef struct {
     const xs_moe_problem *pb;
     const xs_profile *p;
     const xs_moe_model *mm;
     xs_moe_task *tasks; /* [trace_cap + 1] */
     xs_status st;
+    int screen;         /* 0: every candidate in full (xs_moe_auto_exhaustive) */
+    int *need;          /* [XS_AUTO_GROUP_MAX][nrb] the needs of the group's lists so far */
+    int nneed;
+    /* The model's local traces of the wave and interleaved (lead D) orders, kept from their
+     * local controls where the couriers will read one (NULL: not kept): the same run as
+     * xs_auto_couriers would make. */
+    xs_moe_tile *loc_wave, *loc_inter; /* [trace_cap + 1] */
+    const xs_moe_local_traces *lt;     /* the caller's (may be NULL) */
 } xs_auto_ctx;
 
-/* The model's time of plan with costs c (link or the local control) into *out_ns; nothing once
- * an earlier prediction failed. */
-static void xs_auto_sim(xs_auto_ctx *x, const xs_moe_plan *plan, const xs_moe_costs *c, int link,
-                        double *out_ns)
+/* A new group of candidates: none predicted yet. */
+static void xs_auto_group(xs_auto_ctx *x) { x->nneed = 0; }
+
+/* 1 if an interleaved plan of the group with the same needs was predicted (then q need not be);
+ * else q's needs join the group and 0. Without the screen always 0. */
+static int xs_auto_repeat(xs_auto_ctx *x, const xs_moe_plan *q)
+{
+    if (!x->screen || x->nneed >= XS_AUTO_GROUP_MAX)
+        return 0;
+    const int nrb = x->pb->nrb;
+    int *mine = x->need + (size_t)x->nneed * nrb;
+    xs_moe_lead_need(x->pb, q, mine);
+    for (int k = 0; k < x->nneed; k++)
+        if (!memcmp(x->need + (size_t)k * nrb, mine, sizeof(int) * (size_t)nrb))
+            return 1;
+    x->nneed++;
+    return 0;
+}
+
+/* The model's time of plan with costs c (link or the local control) into *out_ns, and its trace
+ * where `trace` is not NULL; nothing once an earlier prediction failed. */
+static void xs_auto_sim_trace(xs_auto_ctx *x, const xs_moe_plan *plan, const xs_moe_costs *c,
+                              int link, xs_moe_tile *trace, double *out_ns)
 {
     if (x->st != XS_OK)
         return;
     const int n = xs_moe_tasks_build(x->pb, plan, x->tasks);
-    x->st = xs_moe_predict_tasks(x->pb, x->tasks, n, plan, x->p, x->mm, c, link, NULL, out_ns);
+    x->st = xs_moe_predict_tasks(x->pb, x->tasks, n, plan, x->p, x->mm, c, link, trace, out_ns);
+}
+
+static void xs_auto_sim(xs_auto_ctx *x, const xs_moe_plan *plan, const xs_moe_costs *c, int link,
+                        double *out_ns)
+{
+    xs_auto_sim_trace(x, plan, c, link, NULL, out_ns);
+}
+
+/* A trace of every task (NULL, with x->st set, when out of memory). */
+static xs_moe_tile *xs_auto_trace_alloc(xs_auto_ctx *x)
+{
+    if (x->st != XS_OK)
+        return NULL;
+    const int ntask = x->pb->nrb * (x->pb->l1_per_rb + x->pb->l2_per_rb);
+    xs_moe_tile *t = calloc((size_t)ntask + 1, sizeof *t);
+    if (!t)
+        x->st = xs_seterr(XS_ENOMEM, "moe: out of host memory for a trace");
+    return t;
 }
 
 /* The same for a candidate that only counts if t x fi < best (the screen, xs_moe_predict_cut):
@@ -43,7 +95,10 @@ static void xs_auto_sim_cut(xs_auto_ctx *x, const xs_moe_plan *plan, const xs_mo
     if (x->st != XS_OK)
         return;
     const int n = xs_moe_tasks_build(x->pb, plan, x->tasks);
-    x->st = xs_moe_predict_cut(x->pb, x->tasks, n, plan, x->p, x->mm, c, fi, best, out_ns);
+    x->st = x->screen ? xs_moe_predict_cut(x->pb, x->tasks, n, plan, x->p, x->mm, c, fi, best,
+                                           out_ns)
+                      : xs_moe_predict_tasks(x->pb, x->tasks, n, plan, x->p, x->mm, c, 1, NULL,
+                                             out_ns);
 }
 
 /* The criterion's inputs and the decision's terms, between the steps of xs_moe_auto. */
@@ -113,32 +168,64 @@ static void xs_auto_criterion(const xs_moe_problem *pb, const xs_profile *p,
                                          xs_capacity(p, k));
 }
 
+/* The courier counts the model lets auto predict into cand[2]; returns how many. */
+static int xs_auto_courier_cands(const xs_moe_model *mm, int *cand)
+{
+    int n = 0;
+    if (mm->couriers == XS_MOE_COURIERS_AUTO) {
+        cand[n++] = 4;
+        cand[n++] = 8;
+    } else if (mm->couriers > 0) {
+        cand[n++] = mm->couriers;
+    }
+    return n;
+}
+
+/* 1 if xs_auto_couriers will read the model's local trace of an order: it predicts couriers and
+ * the caller measured no local trace (a->rc and a->mean_rem set). */
+static int xs_auto_couriers_want(const xs_auto_ctx *x, const xs_auto_terms *a)
+{
+    int cand[2];
+    const xs_moe_local_traces *lt = x->lt;
+    return xs_auto_courier_cands(x->mm, cand) > 0 && a->rc > 0 && a->mean_rem > 0 &&
+           (!lt || !lt->wave || lt->nwave <= 0 || !lt->inter || lt->ninter <= 0);
+}
+
 /* The wave order and the unpaced interleaved order at the leads D, 2D, D/2, each scaled by its
  * local control: out->wave_ns, out->inter_ns, a->best_lead. */
 static void xs_auto_orders(xs_auto_ctx *x, const xs_moe_costs *wc, const xs_moe_costs *inter,
                            xs_auto_terms *a, xs_moe_auto_result *out)
 {
+    const int d0 = a->d0;
+    a->fi = 1.0;
+    a->i_loc = NAN;
+    /* the interleaved local control first: where the couriers will want a local trace, it
+     * tells which order's (xs_auto_couriers) before the wave order's runs */
+    const int keep = xs_auto_couriers_want(x, a);
+    const xs_moe_plan ip0 = {.kind = XS_MOE_INTERLEAVED, .lead = d0};
+    if (keep)
+        x->loc_inter = xs_auto_trace_alloc(x);
+    xs_auto_sim_trace(x, &ip0, inter, 0, x->loc_inter, &a->i_loc);
+    if (inter->kernel_ns > 0 && a->i_loc > 0)
+        a->fi = inter->kernel_ns / a->i_loc;
     double w_link = NAN;
     a->w_loc = NAN;
     const xs_moe_plan wave = {.kind = XS_MOE_WAVE};
     xs_auto_sim(x, &wave, wc, 1, &w_link);
-    xs_auto_sim(x, &wave, wc, 0, &a->w_loc);
+    const double ki = inter->kernel_ns > 0 ? inter->kernel_ns : a->i_loc * a->fi;
+    if (keep && !(wc->kernel_ns > 0 && ki < wc->kernel_ns))
+        x->loc_wave = xs_auto_trace_alloc(x);
+    xs_auto_sim_trace(x, &wave, wc, 0, x->loc_wave, &a->w_loc);
     const double fw = wc->kernel_ns > 0 && a->w_loc > 0 ? wc->kernel_ns / a->w_loc : 1.0;
     out->wave_ns = w_link * fw;
-    const int d0 = a->d0;
-    a->fi = 1.0;
-    a->i_loc = NAN;
-    const xs_moe_plan ip0 = {.kind = XS_MOE_INTERLEAVED, .lead = d0};
-    xs_auto_sim(x, &ip0, inter, 0, &a->i_loc);
-    if (inter->kernel_ns > 0 && a->i_loc > 0)
-        a->fi = inter->kernel_ns / a->i_loc;
     const int leads[3] = {d0, 2 * d0, d0 / 2 > 1 ? d0 / 2 : 1};
     double best = INFINITY;
     a->best_lead = d0;
+    xs_auto_group(x);
     for (int i = 0; i < 3; i++) {
-        if (i && leads[i] == leads[0])
-            continue;
         const xs_moe_plan ip = {.kind = XS_MOE_INTERLEAVED, .lead = leads[i]};
+        if (xs_auto_repeat(x, &ip))
+            continue;
         double t = NAN;
         xs_auto_sim_cut(x, &ip, inter, a->fi, best, &t);
         if (t * a->fi < best) {
@@ -163,24 +250,19 @@ static void xs_auto_lead_search(xs_auto_ctx *x, const xs_moe_costs *inter,
     xs_moe_plan best_pp = *pp;
     double best_t = out->paced_ns;
     const int cand[6] = {3 * d0 / 4, d0, 5 * d0 / 4, d0 / 2, 3 * d0 / 2, 2 * d0};
-    int seen[24][2], nseen = 0; /* (lead, taper end) predicted: a repeat cannot win (strict <) */
+    xs_auto_group(x);
+    xs_auto_repeat(x, pp); /* predicted: out->paced_ns */
     for (int i = 0; i < 6; i++) {
         const int L = cand[i] > 1 ? cand[i] : 1;
         const int ends[4] = {0, L / 2, 2 * L / 3, 3 * L / 4};
         for (int j = 0; j < (i < 3 ? 4 : 1); j++) {
-            if ((j && (ends[j] < 1 || ends[j] >= L || ends[j] == ends[j - 1])) ||
-                (!j && L == pp->lead))
+            if (j && (ends[j] < 1 || ends[j] >= L || ends[j] == ends[j - 1]))
                 continue;
-            int repeat = 0;
-            for (int k = 0; k < nseen && !repeat; k++)
-                repeat = seen[k][0] == L && seen[k][1] == ends[j];
-            if (repeat)
-                continue;
-            seen[nseen][0] = L;
-            seen[nseen++][1] = ends[j];
             xs_moe_plan q = *pp;
             q.lead = L;
             q.lead_end = ends[j];
+            if (xs_auto_repeat(x, &q))
+                continue; /* the same list as a candidate predicted before */
             double tq = NAN;
             xs_auto_sim_cut(x, &q, inter, a->fi, best_t, &tq);
             if (tq * a->fi < best_t) {
@@ -306,13 +388,8 @@ static void xs_auto_couriers(xs_auto_ctx *x, const xs_moe_costs *wc, const xs_mo
     const xs_moe_problem *pb = x->pb;
     const xs_moe_model *mm = x->mm;
     const int ntask = pb->nrb * (pb->l1_per_rb + pb->l2_per_rb);
-    int ncand = 0, cand[2];
-    if (mm->couriers == XS_MOE_COURIERS_AUTO) {
-        cand[ncand++] = 4;
-        cand[ncand++] = 8;
-    } else if (mm->couriers > 0) {
-        cand[ncand++] = mm->couriers;
-    }
+    int cand[2];
+    const int ncand = xs_auto_courier_cands(mm, cand);
     if (!(x->st == XS_OK && ncand && a->rc > 0 && a->mean_rem > 0))
         return;
     const double kw = wc->kernel_ns > 0 ? wc->kernel_ns : a->w_loc;
@@ -323,8 +400,16 @@ static void xs_auto_couriers(xs_auto_ctx *x, const xs_moe_costs *wc, const xs_mo
     int ntr = lt ? (c_inter ? lt->ninter : lt->nwave) : 0;
     xs_moe_tile *own = NULL;
     double scale = 1.0;
-    if (!tr || ntr <= 0) {
-        /* the model's local trace of the order, scaled to the measured kernel time */
+    xs_moe_tile *kept = c_inter ? x->loc_inter : x->loc_wave;
+    if ((!tr || ntr <= 0) && kept) {
+        /* the model's local trace of the order (its local control's run), scaled to the
+         * measured kernel time */
+        const double t_loc = c_inter ? a->i_loc : a->w_loc;
+        scale = t_loc > 0 ? c_kern / t_loc : 1.0;
+        tr = kept;
+        ntr = ntask;
+    } else if (!tr || ntr <= 0) {
+        /* the same, run here */
         own = calloc((size_t)ntask + 1, sizeof *own);
         if (!own) {
             x->st = xs_seterr(XS_ENOMEM, "moe: out of host memory for a trace");
@@ -472,9 +557,10 @@ static void xs_auto_alternatives(const xs_profile *p, const xs_moe_model *mm,
     }
 }
 
-xs_status xs_moe_auto(const xs_moe_problem *pb, const xs_profile *p, const xs_moe_model *mm,
-                      const xs_moe_costs *wc, const xs_moe_costs *ic,
-                      const xs_moe_local_traces *lt, xs_moe_auto_result *out)
+/* xs_moe_auto, with the screen (screen = 1) or without it (xs_moe_auto_exhaustive). */
+static xs_status xs_auto_run(const xs_moe_problem *pb, const xs_profile *p, const xs_moe_model *mm,
+                             const xs_moe_costs *wc, const xs_moe_costs *ic,
+                             const xs_moe_local_traces *lt, int screen, xs_moe_auto_result *out)
 {
     memset(out, 0, sizeof *out);
     out->paced_ns = NAN;
@@ -505,19 +591,42 @@ xs_status xs_moe_auto(const xs_moe_problem *pb, const xs_profile *p, const xs_mo
     xs_auto_criterion(pb, p, wc, &inter, &a, out);
 
     /* the model's times with and without the link; each order scaled by its local control */
-    xs_auto_ctx x = {pb, p, mm, malloc(sizeof(xs_moe_task) * (size_t)(ntask + 1)), XS_OK};
-    if (!x.tasks)
+    xs_auto_ctx x = {pb, p, mm, malloc(sizeof(xs_moe_task) * (size_t)(ntask + 1)), XS_OK, screen,
+                     malloc(sizeof(int) * XS_AUTO_GROUP_MAX * ((size_t)pb->nrb + 1)), 0,
+                     NULL, NULL, lt};
+    if (!x.tasks || !x.need) {
+        free(x.tasks);
+        free(x.need);
         return xs_seterr(XS_ENOMEM, "moe: out of host memory for a task list");
+    }
     a.d0 = xs_moe_default_lead(pb);
-    xs_auto_orders(&x, wc, &inter, &a, out);
     a.rp = mm->pace_drain_frac > 0 ? mm->pace_drain_frac * p->drain_bytes_per_ns : 0;
+    a.rc = mm->courier_pace_frac > 0 ? mm->courier_pace_frac * p->drain_bytes_per_ns : 0;
+    xs_auto_orders(&x, wc, &inter, &a, out);
     xs_auto_paced(&x, &inter, &a, out);
     xs_auto_adaptive(&x, &inter, &a, out);
-    a.rc = mm->courier_pace_frac > 0 ? mm->courier_pace_frac * p->drain_bytes_per_ns : 0;
     xs_auto_couriers(&x, wc, &inter, lt, &a, out);
     free(x.tasks);
+    free(x.need);
+    free(x.loc_wave);
+    free(x.loc_inter);
     XS_TRY(x.st);
     xs_auto_decide(pb, p, mm, &a, out);
     xs_auto_alternatives(p, mm, &a, out);
     return XS_OK;
+}
+
+xs_status xs_moe_auto(const xs_moe_problem *pb, const xs_profile *p, const xs_moe_model *mm,
+                      const xs_moe_costs *wc, const xs_moe_costs *ic,
+                      const xs_moe_local_traces *lt, xs_moe_auto_result *out)
+{
+    return xs_auto_run(pb, p, mm, wc, ic, lt, 1, out);
+}
+
+xs_status xs_moe_auto_exhaustive(const xs_moe_problem *pb, const xs_profile *p,
+                                 const xs_moe_model *mm, const xs_moe_costs *wc,
+                                 const xs_moe_costs *ic, const xs_moe_local_traces *lt,
+                                 xs_moe_auto_result *out)
+{
+    return xs_auto_run(pb, p, mm, wc, ic, lt, 0, out);
 }

@@ -6,6 +6,7 @@
  * kernels' rules at the model's time), the couriers' link, the default model terms, and the tile
  * costs of a trace.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,79 @@ void xs_moe_model_default(xs_moe_model *mm)
 
 /* ---- the whole run (xs_moe_predict) ---- */
 
+/* The main loops' ends by virtual time, in (V, producer) order, as one heap would pop them: a
+ * main loop that starts at V ends at V + c1 or V + c2, and V never decreases, so the ends of
+ * each cost arrive in order and two FIFOs hold them. Equal ends of one cost (CTAs released
+ * together) are kept in producer order at the tail. Each holds at most one end per producer. */
+typedef struct {
+    double *t; /* [2][np] ring: V of the end */
+    int *p;    /* [2][np] ring: producer */
+    int head[2], n[2], cap;
+    double cost0; /* the cost of FIFO 0 (c1); every other cost goes to FIFO 1 (c2) */
+} xs_vq;
+
+static int xs_vq_init(xs_vq *v, int np, double cost0)
+{
+    memset(v, 0, sizeof *v);
+    v->cap = np > 0 ? np : 1;
+    v->cost0 = cost0;
+    v->t = malloc(sizeof(double) * 2 * (size_t)v->cap);
+    v->p = malloc(sizeof(int) * 2 * (size_t)v->cap);
+    return v->t && v->p ? 0 : -1;
+}
+
+static void xs_vq_free(xs_vq *v)
+{
+    free(v->t);
+    free(v->p);
+}
+
+static void xs_vq_push(xs_vq *v, double cost, double t, int p)
+{
+    const int f = cost == v->cost0 ? 0 : 1;
+    double *ft = v->t + (size_t)f * v->cap;
+    int *fp = v->p + (size_t)f * v->cap;
+    int k = v->head[f] + v->n[f];
+    k -= k >= v->cap ? v->cap : 0;
+    v->n[f]++;
+    /* ties of the tail in producer order (t never falls below the tail's: V is monotone) */
+    for (int m = v->n[f] - 1; m > 0; m--) {
+        const int j = k > 0 ? k - 1 : v->cap - 1;
+        if (!(ft[j] == t && fp[j] > p))
+            break;
+        ft[k] = ft[j];
+        fp[k] = fp[j];
+        k = j;
+    }
+    ft[k] = t;
+    fp[k] = p;
+}
+
+/* The FIFO whose head comes first (-1: both empty). */
+static inline int xs_vq_first(const xs_vq *v)
+{
+    if (!v->n[0])
+        return v->n[1] ? 1 : -1;
+    if (!v->n[1])
+        return 0;
+    const double t0 = v->t[v->head[0]], t1 = v->t[v->cap + v->head[1]];
+    return t1 < t0 || (t1 == t0 && v->p[v->cap + v->head[1]] < v->p[v->head[0]]) ? 1 : 0;
+}
+
+static inline double xs_vq_peek_t(const xs_vq *v, int f)
+{
+    return v->t[(size_t)f * v->cap + v->head[f]];
+}
+
+static xs_ev xs_vq_pop(xs_vq *v, int f)
+{
+    const size_t i = (size_t)f * v->cap + v->head[f];
+    const xs_ev e = {v->t[i], 0, v->p[i]};
+    v->head[f] = v->head[f] + 1 == v->cap ? 0 : v->head[f] + 1;
+    v->n[f]--;
+    return e;
+}
+
 typedef struct {
     xs_msim *g;
     const xs_moe_problem *pb;
@@ -106,6 +180,7 @@ typedef struct {
     int *pending;       /* per producer: a claimed Linear-2 tile not run yet (-1: none) */
     double adm_until, adm_ns_per_byte, adm_ahead_ns, adm_tile_bytes;
     int *dep_cnt, *wait_head;
+    xs_vq vq;           /* the main loops' ends */
     double end;
     xs_moe_tile *trace; /* optional [ntasks]: the predicted trace */
     /* the spilling kernel (plan.spill_depth > 0, paced): per producer its held-back tiles (a ring
@@ -126,6 +201,10 @@ typedef struct {
     int cut;
     double left_cost_ns, left_bytes;
     double max_tile_bytes; /* the most remote bytes of one Linear-2 tile */
+    int relax_at;          /* the list bound (xs_mrun_relaxed) is next taken once this many
+                            * tasks are taken (INT_MAX: not again) */
+    double *rx;            /* the list bound's workspace (NULL until its first call) */
+    int *rx_n;
 } xs_mrun;
 
 static void xs_mrun_take(xs_mrun *u, int p);
@@ -136,8 +215,7 @@ static void xs_mrun_compute(xs_mrun *u, int p, double cost)
     g->pr[p].state = XS_P_COMP;
     if (u->trace)
         u->trace[g->pr[p].cur].mma0_ns = g->t_now;
-    if (xs_evheap_push(&g->vev, (xs_ev){g->V + cost, 0, p}))
-        g->oom = 1;
+    xs_vq_push(&u->vq, cost, g->V + cost, p);
 }
 
 /* The kernel's choice (xs_moe_take_adaptive) for producer p at the model's time: a Linear-1 tile
@@ -307,6 +385,9 @@ static void xs_mrun_burst(xs_mrun *u, int p)
 static void xs_mrun_free(xs_mrun *u)
 {
     xs_evheap_free(&u->gate);
+    xs_vq_free(&u->vq);
+    free(u->rx);
+    free(u->rx_n);
     free(u->dep_cnt);
     free(u->wait_head);
     free(u->pending);
@@ -330,6 +411,8 @@ static int xs_mrun_alloc(xs_mrun *u, int nrb, int np)
     u->sq_task = malloc(sizeof(int) * XS_MOE_SPILL_MAX * ((size_t)np + 1));
     u->sq_rem = malloc(sizeof(double) * XS_MOE_SPILL_MAX * ((size_t)np + 1));
     u->fwait0 = calloc((size_t)np + 1, sizeof(double));
+    if (xs_vq_init(&u->vq, np, u->c->c1_ns))
+        return -1;
     if (!u->dep_cnt || !u->wait_head || !u->pending || !u->sq_head || !u->sq_n || !u->flushing ||
         !u->sq_task || !u->sq_rem || !u->fwait0)
         return -1;
@@ -444,6 +527,173 @@ static double xs_mrun_lower_bound(const xs_mrun *u, int np)
     return lb * (1 - 1e-9);
 }
 
+#define XS_MRUN_BUCKETS 2048
+
+/* The remote combine bytes of Linear-2 tile (rb, nb): xs_moe_tile_bytes's. */
+static inline double xs_mrun_tile_remote(const xs_moe_problem *pb, int rb, int nb)
+{
+    const int nv = pb->H - nb * XS_MOE_BN;
+    const int ncols = nv < XS_MOE_BN ? nv : XS_MOE_BN;
+    return pb->N > 1 ? (double)pb->rb[rb].remote * ncols * 2.0 : 0.0;
+}
+
+/* Merge sorted a[na] and b[nb] into out (apart from both). */
+static void xs_mrun_merge(const double *a, int na, const double *b, int nb, double *out)
+{
+    int i = 0, j = 0, k = 0;
+    while (i < na && j < nb)
+        out[k++] = b[j] < a[i] ? b[j++] : a[i++];
+    while (i < na)
+        out[k++] = a[i++];
+    while (j < nb)
+        out[k++] = b[j++];
+}
+
+/* The screen's bound from the list (xs_moe_predict_cut), before the run and at a few points of
+ * it: the tasks not taken yet on a relaxed machine where a CTA waits for nothing but its row
+ * block's Linear-1 tiles and every main loop runs at full speed (no stage, no gate, no
+ * blocking). The relaxed CTAs are free when the run's could be at the earliest: now, or where a
+ * main loop runs, now + what is left of it in V (V gains at most real time), or where a Linear-2
+ * tile waits for its row block, now + c2. They take the tasks in list order, each as soon as one
+ * is free, and are free again at the end of the main loop. By induction over the list, the
+ * relaxed free times, sorted, are never later than the run's: in the run a CTA is free no
+ * earlier than its main loop ended, which began no earlier than its take and its row block's
+ * Linear-1 ends. So every main loop ends in the run no earlier than its relaxed end E, and the
+ * run, which ends after every main loop, no earlier than max E. Paced, the Linear-2 tiles that
+ * have not passed the gate and have E >= s pass it after s, each moving pace_until on by its
+ * bytes at the pacer's rate, so the last pass, before the run's end, comes no earlier than s +
+ * (their bytes - the largest tile's) / rate - slack; s runs over the lower edges of
+ * XS_MRUN_BUCKETS equal buckets of [now, max E]. Lowered by 1e-9 (relative) as
+ * xs_mrun_lower_bound. 0 (no bound) where a Linear-2 tile comes before its row block's Linear-1
+ * tiles or the ends of a kind do not keep their order (below), or out of memory. Not for
+ * adaptive plans, whose CTAs choose their tasks. */
+static double xs_mrun_relaxed(xs_mrun *u, int np)
+{
+    const xs_moe_problem *pb = u->pb;
+    const xs_msim *g = u->g;
+    const double c1 = u->c->c1_ns, c2 = u->c->c2_ns, now = g->t_now;
+    const int paced = u->pace_ns_per_byte > 0;
+    const size_t cap = (size_t)u->ntasks + (size_t)np + 1;
+    if (!u->rx) {
+        /* the workspace of every call of this run: 3 FIFOs, the Linear-2 tiles' E and pacer
+         * ns, 2 x np for the CTAs now, the buckets and the row blocks' Linear-1 ends */
+        u->rx = malloc(sizeof(double) * (5 * cap + 2 * ((size_t)np + 1) + XS_MRUN_BUCKETS + 1 +
+                                         (size_t)pb->nrb + 1));
+        u->rx_n = malloc(sizeof(int) * ((size_t)pb->nrb + 1));
+        if (!u->rx || !u->rx_n)
+            return 0;
+    }
+    double *q[3] = {u->rx, u->rx + cap, u->rx + 2 * cap};
+    double *e2 = u->rx + 3 * cap, *b2 = u->rx + 4 * cap;
+    double *fa = u->rx + 5 * cap, *fb = fa + np + 1;
+    double *suffix = fb + np + 1, *l1_end = suffix + XS_MRUN_BUCKETS + 1;
+    int *l1_n = u->rx_n;
+    for (int b = 0; b < pb->nrb; b++) {
+        l1_n[b] = u->dep_cnt ? u->dep_cnt[b] : 0;
+        l1_end[b] = 0;
+    }
+    /* The relaxed CTAs now, sorted into q[2]: those free now, then the main loops in progress
+     * (each FIFO of u->vq is in order) merged with those waiting for their row block (now + c2).
+     * The Linear-2 tiles not past the gate go to e2/b2, the Linear-1 tiles in progress to
+     * l1_n/l1_end. */
+    int n2 = 0, nnow = 0, ndep = 0, nrun[2] = {0, 0};
+    for (int p = 0; p < np; p++) {
+        const xs_mprod *z = &g->pr[p];
+        if (z->state == XS_P_DEP) {
+            ndep++;
+            if (paced) {
+                e2[n2] = now + c2;
+                b2[n2++] = xs_mrun_tile_remote(pb, z->rb, z->nb) * u->pace_ns_per_byte;
+            }
+        } else if (z->state == XS_P_GATE) {
+            nnow++;
+            if (paced && z->rem > 0) {
+                e2[n2] = now;
+                b2[n2++] = z->rem * u->pace_ns_per_byte;
+            }
+        } else if (z->state != XS_P_COMP && z->state != XS_P_DONE) {
+            nnow++;
+        }
+    }
+    for (int f = 0; f < 2; f++) {
+        double *dst = f ? fb : fa;
+        for (int k = 0, i = u->vq.head[f]; k < u->vq.n[f]; k++) {
+            const size_t at = (size_t)f * u->vq.cap + i;
+            const xs_mprod *z = &g->pr[u->vq.p[at]];
+            const double left = u->vq.t[at] - g->V;
+            const double e = now + (left > 0 ? left : 0);
+            dst[nrun[f]++] = e;
+            if (z->kind == 1) {
+                l1_n[z->rb]++;
+                l1_end[z->rb] = e > l1_end[z->rb] ? e : l1_end[z->rb];
+            } else if (paced) {
+                e2[n2] = e;
+                b2[n2++] = xs_mrun_tile_remote(pb, z->rb, z->nb) * u->pace_ns_per_byte;
+            }
+            i = i + 1 == u->vq.cap ? 0 : i + 1;
+        }
+    }
+    for (int i = 0; i < nnow; i++)
+        q[2][i] = now;
+    xs_mrun_merge(fa, nrun[0], fb, nrun[1], q[0]); /* q[0], q[1]: empty yet, room for np */
+    for (int i = 0; i < ndep; i++)
+        q[1][i] = now + c2;
+    xs_mrun_merge(q[0], nrun[0] + nrun[1], q[1], ndep, q[2] + nnow);
+    int head[3] = {0, 0, 0}, end[3] = {0, 0, nnow + nrun[0] + nrun[1] + ndep};
+    double hv[3] = {INFINITY, INFINITY, end[2] ? q[2][0] : INFINITY}; /* the heads */
+    double e_max = end[2] ? q[2][end[2] - 1] : now;
+    e_max = e_max > now ? e_max : now;
+    if (!end[2] && u->q < u->ntasks)
+        return 0;
+    for (int i = u->q; i < u->ntasks; i++) {
+        const xs_moe_task tk = u->tasks[i];
+        const int kind = xs_moe_task_kind(tk), rb = xs_moe_task_rb(tk);
+        /* the earliest free CTA takes it */
+        const int f = hv[1] < hv[0] ? (hv[2] < hv[1] ? 2 : 1) : (hv[2] < hv[0] ? 2 : 0);
+        double start = hv[f];
+        head[f]++;
+        hv[f] = head[f] < end[f] ? q[f][head[f]] : INFINITY;
+        if (kind == 2) {
+            if (l1_n[rb] < pb->l1_per_rb)
+                return 0; /* the run would wait forever */
+            start = l1_end[rb] > start ? l1_end[rb] : start;
+        }
+        const double e = start + (kind == 1 ? c1 : c2);
+        const int k = kind == 1 ? 0 : 1;
+        if (end[k] > head[k] && e < q[k][end[k] - 1])
+            return 0; /* not in row-block order */
+        if (end[k] == head[k])
+            hv[k] = e;
+        q[k][end[k]++] = e;
+        if (kind == 1) {
+            l1_n[rb]++;
+            l1_end[rb] = e > l1_end[rb] ? e : l1_end[rb];
+        } else if (paced) {
+            e2[n2] = e;
+            b2[n2++] = xs_mrun_tile_remote(pb, rb, tk.nb) * u->pace_ns_per_byte;
+        }
+        e_max = e > e_max ? e : e_max;
+    }
+    double lb = e_max;
+    if (paced && n2 && e_max > now) {
+        const double w = (e_max - now) / XS_MRUN_BUCKETS;
+        memset(suffix, 0, sizeof(double) * XS_MRUN_BUCKETS);
+        for (int j = 0; j < n2; j++) {
+            int k = (int)((e2[j] - now) / w);
+            k = k < 0 ? 0 : k > XS_MRUN_BUCKETS - 1 ? XS_MRUN_BUCKETS - 1 : k;
+            suffix[k] += b2[j];
+        }
+        const double drop = u->max_tile_bytes * u->pace_ns_per_byte + u->pace_slack_ns;
+        double after = 0; /* pacer ns of the tiles in buckets >= k */
+        for (int k = XS_MRUN_BUCKETS - 1; k >= 0; k--) {
+            after += suffix[k];
+            const double pace = now + k * w + after - drop;
+            lb = pace > lb ? pace : lb;
+        }
+    }
+    return lb * (1 - 1e-9);
+}
+
 /* Run the events until none is left; 1 if the bound on their number was hit (a model bug). With
  * a cut (u->cut_best finite), every 64 events the run stops once the lower bound proves its end
  * x cut_fi >= cut_best (u->cut set). */
@@ -460,9 +710,19 @@ static int xs_mrun_events(xs_mrun *u, double max_events)
             u->cut = 1;
             return 0;
         }
+        if (u->q >= u->relax_at) {
+            /* halfway through what was left, the list bound again */
+            const int left = u->ntasks - u->q;
+            u->relax_at = left >= 256 ? u->q + left / 2 : INT_MAX;
+            if (xs_mrun_relaxed(u, g->np) * u->cut_fi >= u->cut_best) {
+                u->cut = 1;
+                return 0;
+            }
+        }
         const double ts = xs_msim_stage_next(g);
         double tp = g->pev.n ? g->pev.a[0].t : INFINITY;
-        const double tv = g->vev.n ? xs_msim_t_of_v(g, g->vev.a[0].t) : INFINITY;
+        const int vf = xs_vq_first(&u->vq);
+        const double tv = vf >= 0 ? xs_msim_t_of_v(g, xs_vq_peek_t(&u->vq, vf)) : INFINITY;
         /* the wait list's first producer is due when the gate opens (or now, where rounding
          * left it open): among the timed steps in (time, producer) order, as a timed step of
          * its own would be */
@@ -479,7 +739,7 @@ static int xs_mrun_events(xs_mrun *u, double max_events)
             break;
         if (tv <= tp && tv <= ts) {
             xs_msim_advance(g, tv);
-            xs_mrun_mma_end(u, xs_evheap_pop(&g->vev));
+            xs_mrun_mma_end(u, xs_vq_pop(&u->vq, vf));
         } else if (tp <= ts) {
             xs_msim_advance(g, tp);
             xs_mrun_step(u, gate_due ? xs_evheap_pop(&u->gate) : xs_evheap_pop(&g->pev));
@@ -621,6 +881,14 @@ static xs_status xs_moe_predict_run(const xs_moe_problem *pb, const xs_moe_task 
         }
     }
     double end = NAN;
+    u.relax_at = u.cut_best < INFINITY && !u.adaptive ? ntasks / 2 : INT_MAX;
+    if (u.cut_best < INFINITY && !u.adaptive && xs_mrun_relaxed(&u, np) * cut_fi >= cut_best) {
+        xs_mrun_free(&u); /* screened out before it ran */
+        xs_msim_free(&g);
+        free(own_trace);
+        *total_ns = INFINITY;
+        return XS_OK;
+    }
     st = xs_mrun_run(&u, np, &end);
     xs_mrun_free(&u);
     xs_msim_free(&g);

@@ -15,7 +15,6 @@ void xs_msim_free(xs_msim *g)
 {
     xs_engine_close(g->eng, NULL);
     free(g->pev.a);
-    free(g->vev.a);
     free(g->pr);
     free(g->want);
     free(g->wanted);
@@ -79,6 +78,7 @@ xs_status xs_msim_init(xs_msim *g, const xs_profile *p, const xs_moe_model *mm, 
                          "chunks: too much state (raise chunk_bytes)", np, q, ring_m);
     g->r_local = r_local > 0 ? r_local : g->r;
     g->X = mm && mm->block_bytes > 0 ? mm->block_bytes : INFINITY;
+    g->x_ns = g->X / g->R;
     g->s = mm ? (mm->block_speed < 0 ? 0 : mm->block_speed > 1 ? 1 : mm->block_speed) : 1;
     g->np = np;
     g->t_now = 0;
@@ -99,9 +99,13 @@ xs_status xs_msim_init(xs_msim *g, const xs_profile *p, const xs_moe_model *mm, 
     const xs_engine_program prog = {xs_msim_take, xs_msim_closed, g};
     const xs_engine_opts eo = {.sim = NULL, .nring = -1, .ep_stage = 1};
     xs_status st = xs_engine_open(p, np, &prog, &eo, &g->eng);
-    if (st != XS_OK)
+    if (st != XS_OK) {
         xs_msim_free(g);
-    return st;
+        return st;
+    }
+    g->d_last = xs_engine_d_last(g->eng);
+    g->t_res = g->d_last - g->x_ns;
+    return XS_OK;
 }
 
 void xs_msim_start(xs_msim *g, int p, double tot, double rem, double ns_per_byte, int task,
@@ -114,45 +118,6 @@ void xs_msim_start(xs_msim *g, int p, double tot, double rem, double ns_per_byte
     if (xs_engine_oom(g->eng))
         g->oom = 1;
 }
-
-double xs_msim_d_last(const xs_msim *g) { return xs_engine_d_last(g->eng); }
-
-/* the backlog is above X before this time (given no further acceptance) */
-static double xs_msim_tres(const xs_msim *g) { return xs_msim_d_last(g) - g->X / g->R; }
-
-/* advance the clock (and the main loops' virtual clock V) to t */
-void xs_msim_advance(xs_msim *g, double t)
-{
-    if (!(t > g->t_now))
-        return;
-    const double tr = xs_msim_tres(g);
-    if (g->t_now < tr) {
-        const double seg = (t < tr ? t : tr) - g->t_now;
-        g->V += g->s * seg;
-        g->t_now += seg;
-    }
-    g->V += t - g->t_now;
-    g->t_now = t;
-    xs_engine_advance(g->eng, t);
-}
-
-/* the time at which V reaches v (no acceptance in between) */
-double xs_msim_t_of_v(const xs_msim *g, double v)
-{
-    double dv = v - g->V;
-    if (!(dv > 0))
-        return g->t_now;
-    const double tr = xs_msim_tres(g);
-    if (g->t_now < tr) {
-        const double gain = g->s * (tr - g->t_now);
-        if (dv <= gain)
-            return g->t_now + dv / g->s;
-        return tr + (dv - gain);
-    }
-    return g->t_now + dv;
-}
-
-double xs_msim_stage_next(xs_msim *g) { return xs_engine_next_ns(g->eng); }
 
 /* The stall replay's blocked intervals: [t_acc, until) merged into the last one it overlaps. */
 static void xs_msim_blocked(xs_msim *g, double t_acc, double until)
@@ -183,8 +148,10 @@ void xs_msim_stage_accept(xs_msim *g, double t_next)
 {
     (void)t_next; /* the engine accepts at the time xs_msim_stage_next found */
     const double t_acc = xs_engine_step(g->eng);
+    g->d_last = xs_engine_d_last(g->eng); /* only an acceptance moves it */
+    g->t_res = g->d_last - g->x_ns;
     if (g->record_blocked && !isnan(t_acc))
-        xs_msim_blocked(g, t_acc, xs_msim_tres(g));
+        xs_msim_blocked(g, t_acc, g->t_res);
     if (xs_engine_oom(g->eng))
         g->oom = 1;
 }

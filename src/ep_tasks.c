@@ -7,6 +7,7 @@
  */
 #include <stdlib.h>
 
+#include "ep_sim.h"
 #include "xstage_ep.h"
 
 /* ---- task lists ------------------------------------------------------------------------------ */
@@ -89,6 +90,14 @@ static int xs_moe_lead_at(const xs_moe_problem *pb, const xs_moe_plan *p, int b)
            (int)((2 * (long long)(p->lead - p->lead_end) * (span - b) + span) / (2 * span));
 }
 
+void xs_moe_lead_need(const xs_moe_problem *pb, const xs_moe_plan *p, int *need)
+{
+    for (int b = 0; b < pb->nrb; b++) {
+        const long long n = (long long)b + xs_moe_lead_at(pb, p, b);
+        need[b] = n > pb->nrb - 1 ? pb->nrb - 1 : (int)n;
+    }
+}
+
 /* The task list of a (checked) plan into t[trace_cap]; returns the number of tasks. */
 int xs_moe_tasks_build(const xs_moe_problem *pb, const xs_moe_plan *p, xs_moe_task *t)
 {
@@ -136,23 +145,36 @@ int xs_moe_tasks_build(const xs_moe_problem *pb, const xs_moe_plan *p, xs_moe_ta
         /* proportional merge of the Linear-1 and Linear-2 sequences (row-block order) with the
          * Linear-1 prefix at least `lead` row blocks ahead of every Linear-2 tile placed */
         long long i1 = 0, i2 = 0;
+        int b = 0, nb = 0;      /* i2 = b * l2_per_rb + nb */
+        int b1 = 0, nb1 = 0;    /* i1 = b1 * l1_per_rb + nb1 */
+        long long need1 = -1;   /* Linear-1 tiles row block b's Linear-2 tiles need (-1: not yet) */
         while (i1 < n1 || i2 < n2) {
             if (i2 < n2) {
-                int b = (int)(i2 / pb->l2_per_rb);
-                long long need_rb = (long long)b + xs_moe_lead_at(pb, p, b);
-                if (need_rb > pb->nrb - 1)
-                    need_rb = pb->nrb - 1;
-                long long need1 = (need_rb + 1) * pb->l1_per_rb;
+                if (need1 < 0) {
+                    long long need_rb = (long long)b + xs_moe_lead_at(pb, p, b);
+                    if (need_rb > pb->nrb - 1)
+                        need_rb = pb->nrb - 1;
+                    need1 = (need_rb + 1) * pb->l1_per_rb;
+                }
                 int ready = i1 >= need1;
                 int behind = i1 >= n1 || i2 * (long long)n1 <= i1 * (long long)n2;
                 if (ready && behind) {
-                    t[q++] = xs_moe_task_make(2, b, (int)(i2 % pb->l2_per_rb));
+                    t[q++] = xs_moe_task_make(2, b, nb);
                     i2++;
+                    if (++nb == pb->l2_per_rb) {
+                        nb = 0;
+                        b++;
+                        need1 = -1;
+                    }
                     continue;
                 }
             }
-            t[q++] = xs_moe_task_make(1, (int)(i1 / pb->l1_per_rb), (int)(i1 % pb->l1_per_rb));
+            t[q++] = xs_moe_task_make(1, b1, nb1);
             i1++;
+            if (++nb1 == pb->l1_per_rb) {
+                nb1 = 0;
+                b1++;
+            }
         }
     }
     return q;
