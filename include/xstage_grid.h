@@ -134,14 +134,15 @@ double xs_grid_up_est_s(const xs_grid_up_row *r, double tflops, double drain_byt
  *   *weights  the configuration's Linear-1 and Linear-2 weights, E x 3 I x H bf16 (allocated once
  *             per configuration, before its first point);
  *   *dev      the point's own device peak: tokens, SwiGLU output h, the row maps, the dispatched
- *             tokens and the reference h, then the larger of the fp32 reference's temporaries
- *             (y1f, y2f, reff; freed after it) and the runs' buffers (the local control's N
+ *             tokens, the reference h and the fp32 reference rows (the checks read them on the
+ *             device), then the larger of the fp32 reference's temporaries (y1f, y2f; freed
+ *             after it) and the runs' buffers (the local control's N
  *             windows, the unfused y1, y2 and staging, the couriers' staging buffer, rank 0's
  *             window, the overlapped pipelines' row arrays), plus 256 MB for the L2 flush
  *             buffers, cuBLAS's workspace, task lists and traces;
  *   *pinned   the N - 1 virtual peers' windows in pinned host memory;
- *   *host     pageable host memory: the fp32 reference rows, the verification's copy of every
- *             window, the host problem's per-row arrays.
+ *   *host     pageable host memory: the fp32 reference rows (host copy), the host problem's
+ *             per-row arrays.
  * An upper estimate: the bench compares it with cudaMemGetInfo and MemAvailable before a
  * declared row runs and reports a point that does not fit as skipped. */
 void xs_grid_ep_bytes(const xs_moe_config *c, int tokens, int peers, size_t *weights, size_t *dev,
@@ -152,13 +153,18 @@ size_t xs_grid_host_avail(void);
 /* Seconds one declared EP row is expected to take with the bench's defaults (-n 5 -w 1, every
  * variant, both GEMM forms of the overlapped pipeline): runs x (compute at tflops + the remote
  * bytes at drain_bytes_per_ns twice: the run's combine and the poisoning of the windows before
- * it), checks x the combine bytes (T x topk x H bf16) at verify_gbps (each check copies every
- * window back and compares every row with the fp32 reference on the CPU), the host-side model
- * (XS_GRID_EP_MODEL_S_PER_GB of combine) and a fixed setup. The checks dominate from a
- * gigabyte of combine on. Constants fitted to bench/results/ep/sweep.csv (48 points of the
- * default sweep, run before the overlapped variant, 44 runs and 8 checks a point, 84.6 s of
- * point_s in all; tests/test_grid.c checks the fit within 15 %) with 300 TFLOP/s, R = 52 B/ns,
- * 0.68 GB/s per check. */
+ * it), checks x the combine bytes (T x topk x H bf16) at verify_gbps, the host-side model
+ * (XS_GRID_EP_MODEL_S_PER_GB of combine) and a fixed setup. Constants fitted to
+ * bench/results/ep/sweep.csv (48 points of the default sweep, run before the overlapped
+ * variant, 44 runs and 8 checks a point, 84.6 s of point_s in all; tests/test_grid.c checks the
+ * fit within 15 %) with 300 TFLOP/s, R = 52 B/ns and XS_GRID_EP_HOST_VERIFY_GBPS per check: in
+ * that run each check copied every window back and compared every row on the CPU
+ * (xs_moe_verify_host). The bench now checks on the GPU (xs_moe_verify: a kernel reads every
+ * row where it landed, the host windows over PCIe); XS_GRID_EP_VERIFY_GBPS is its rate as
+ * estimated from that path, not yet measured. */
+#define XS_GRID_EP_HOST_VERIFY_GBPS 0.68 /* fitted: the CPU check of the sweep's run */
+#define XS_GRID_EP_VERIFY_GBPS 20.0      /* estimate (not measured): the GPU check, bounded by
+                                          * reading the host windows over PCIe */
 #define XS_GRID_EP_RUNS 100  /* local control 2 x 4, overlapped compute alone 2 forms x 4,
                                 overlapped pilots 5 counts x 2 forms x 4, auto pilot 4,
                                 rounds 6 x 7 variants */

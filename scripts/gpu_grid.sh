@@ -27,19 +27,20 @@
 # call on a fresh machine should run the build with the short grid (GRID=up) only.
 #
 # EP (xs_grid_ep_est_s: 100 runs a row at compute + twice the remote bytes at R, 47 checks of
-# every combine byte on the CPU at 0.68 GB/s, the host-side model; fitted to the 48 points of
-# bench/results/ep/sweep.csv, which predate the overlapped variant and its verified pilots, so
-# this is the least certain estimate): all 192 rows ~3600 s, of it the checks ~3250 s (the
-# overlapped pilots' 30 checks a row ~2080 s). Per model
-# (24 rows: balanced then zipf, each T = 256, 1024, 4096, 16384 x peers 2, 4, 8; the T = 16384
-# rows are three quarters of each):
-#   rows   0:24  deepseek-v2-lite   ~243 s     rows  96:120 qwen1.5-moe-a2.7b  ~162 s
-#   rows  24:48  deepseek-v3       ~1141 s     rows 120:144 qwen2-57b-a14b     ~575 s
-#   rows  48:72  mixtral-8x7b       ~190 s     rows 144:168 qwen3-30b-a3b      ~321 s
-#   rows  72:96  olmoe-1b-7b        ~322 s     rows 168:192 qwen3-235b-a22b    ~648 s
-# worst row deepseek-v3 T=16384 ~144 s. EP stops starting rows after EP_MAX_TIME (default 360 s)
-# and is killed 180 s later. On a fresh machine run the build alone first (GRID=none), so that
-# an EP call's 360 + 180 s fit the call's 10 minutes.
+# every combine byte on the GPU at 20 GB/s (xs_moe_verify reads every row where it landed, the
+# host windows over PCIe; 20 GB/s is an estimate, not yet measured), the host-side model; fitted
+# to the 48 points of bench/results/ep/sweep.csv, whose checks ran on the CPU and which predate
+# the overlapped variant and its verified pilots, so this is the least certain estimate): all
+# 192 rows ~462 s, of it the runs ~237 s, the host-side model and set-up ~114 s, the checks
+# ~111 s. Per model (24 rows: balanced then zipf, each T = 256, 1024, 4096, 16384 x peers 2, 4,
+# 8; the T = 16384 rows are three quarters of each):
+#   rows   0:24  deepseek-v2-lite    ~29 s     rows  96:120 qwen1.5-moe-a2.7b   ~20 s
+#   rows  24:48  deepseek-v3        ~141 s     rows 120:144 qwen2-57b-a14b      ~75 s
+#   rows  48:72  mixtral-8x7b        ~47 s     rows 144:168 qwen3-30b-a3b       ~36 s
+#   rows  72:96  olmoe-1b-7b         ~37 s     rows 168:192 qwen3-235b-a22b     ~77 s
+# worst row deepseek-v3 T=16384 N=8 ~19 s. EP stops starting rows after EP_MAX_TIME (default
+# 360 s) and is killed 180 s later. On a fresh machine run the build alone first (GRID=none), so
+# that an EP call's 360 + 180 s fit the call's 10 minutes.
 #
 # usage: OUT=dir [GRID=both|all|tp|up|ep|none] [TP_ROWS=A:B] [UP_ROWS=A:B] [EP_ROWS=A:B]
 #        [GRID_ARGS="-n 5 -w 1"] scripts/gpu_grid.sh [BUILD_DIR]  (BUILD_DIR defaults to build;
@@ -52,11 +53,10 @@
 #   OUT=$OUT GRID=up scripts/gpu_grid.sh                        build + UP (60 rows)
 #   OUT=$OUT GRID=tp TP_ROWS=0:54 scripts/gpu_grid.sh           gemm_rs + ag_gemm (54 rows)
 #   OUT=$OUT GRID=tp TP_ROWS=54:81 scripts/gpu_grid.sh          mlp (27 rows)
-#   EP, twelve calls of <= 330 s estimated each (GRID=ep EP_ROWS=A:B):
-#     0:31 (~312 s)   31:34 (~214 s)   34:42 (~322 s)   42:46 (~249 s)   46:57 (~311 s)
-#     57:87 (~330 s)  87:124 (~330 s)  124:139 (~314 s) 139:153 (~292 s) 153:175 (~321 s)
-#     175:187 (~324 s) 187:192 (~285 s)
-#   e.g. OUT=$OUT GRID=ep EP_ROWS=0:31 scripts/gpu_grid.sh
+#   EP, two calls of <= 260 s estimated each (GRID=ep EP_ROWS=A:B), ~100 s of EP_MAX_TIME left
+#   for the estimate's error (the whole grid, ~462 s, would pass the 360 s):
+#     0:96 (~254 s)   96:192 (~208 s)
+#   e.g. OUT=$OUT GRID=ep EP_ROWS=0:96 scripts/gpu_grid.sh
 #   scripts/gpu_grid.sh check DIR1 DIR2 ...                     (here, on the fetched files)
 # Rows a call could not start say "not run: --max-time spent": rerun them with their --rows.
 set -u

@@ -203,18 +203,19 @@ void xs_grid_ep_bytes(const xs_moe_config *c, int tokens, int peers, size_t *wei
     const size_t win = (T + N - 1) / N * K * H * 2; /* one rank's window */
     *weights = (size_t)c->experts * 3 * I * H * 2;
     /* kept for the whole point: tokens, h, the row maps (token, rank, weight, slot), the
-     * dispatched tokens, the reference h */
-    const size_t keep = T * H * 2 + rows * I * 2 + rows * 20 + rows * H * 2 + rows * I * 2;
-    /* the fp32 reference's temporaries: y1f, y2f, reff */
-    const size_t ref = rows * 2 * I * 4 + rows * H * 4 * 2;
+     * dispatched tokens, the reference h, the fp32 reference rows (what the checks read) */
+    const size_t keep = T * H * 2 + rows * I * 2 + rows * 20 + rows * H * 2 + rows * I * 2 +
+                        rows * H * 4;
+    /* the fp32 reference's temporaries: y1f, y2f */
+    const size_t ref = rows * 2 * I * 4 + rows * H * 4;
     /* the runs: local-control windows, unfused y1, y2 and staging, couriers' staging, rank 0's
      * window, the overlapped pipelines' row arrays (six chunk counts cached) */
     const size_t runs = N * win + rows * 2 * I * 2 + rows * H * 2 + N * win + rows * H * 2 + win +
                         6 * rows * 20;
     *dev = keep + (ref > runs ? ref : runs) + ((size_t)256 << 20);
     *pinned = (N - 1) * win;
-    /* the fp32 reference rows, the verification's copy of the windows, the host problem */
-    *host = rows * H * 4 + N * win + rows * 64;
+    /* the fp32 reference rows (host copy), the host problem */
+    *host = rows * H * 4 + rows * 64;
 }
 
 size_t xs_grid_host_avail(void)

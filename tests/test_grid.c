@@ -233,7 +233,7 @@ static void test_estimate_fit(void)
 static void test_ep_estimates(void)
 {
     size_t dev_max = 0, host_max = 0;
-    double total = 0, worst = 0, slice[XS_GRID_EP_NMODELS] = {0};
+    double total = 0, worst = 0, checks = 0, slice[XS_GRID_EP_NMODELS] = {0};
     for (int i = 0; i < XS_GRID_EP_ROWS; i++) {
         xs_grid_ep_row r;
         XT_CHECK(xs_grid_ep_row_at(i, &r) == XS_OK, "%s", xs_errmsg());
@@ -249,9 +249,10 @@ static void test_ep_estimates(void)
         XT_CHECK(w4 == w && dev4 > dev && pin4 > pin && host4 > host, "ep row %d: 4x T", i);
         dev_max = w + dev > dev_max ? w + dev : dev_max;
         host_max = pin + host > host_max ? pin + host : host_max;
-        const double est = xs_grid_ep_est_s(&r, 300.0, 52.0, 0.68);
+        const double est = xs_grid_ep_est_s(&r, 300.0, 52.0, XS_GRID_EP_VERIFY_GBPS);
         XT_CHECK(isfinite(est) && est > 0, "ep row %d: %g s", i, est);
         total += est;
+        checks += est - xs_grid_ep_est_s(&r, 300.0, 52.0, INFINITY);
         worst = est > worst ? est : worst;
         slice[i / (XS_GRID_EP_ROWS / XS_GRID_EP_NMODELS)] += est;
     }
@@ -264,9 +265,11 @@ static void test_ep_estimates(void)
     XT_CHECK(xs_grid_host_avail() > 0, "MemAvailable unknown");
     /* a model the table lacks has no estimate */
     const xs_grid_ep_row bad = {0, "no-such-model", "balanced", 256, 2};
-    XT_CHECK(isnan(xs_grid_ep_est_s(&bad, 300.0, 52.0, 0.68)), "unknown model");
-    printf("estimate: ep grid %.0f s (worst row %.1f s), largest row %.1f GiB device, %.1f GiB "
-           "host; per model (24 rows each, 4 token counts x 6):", total, worst,
+    XT_CHECK(isnan(xs_grid_ep_est_s(&bad, 300.0, 52.0, XS_GRID_EP_VERIFY_GBPS)),
+             "unknown model");
+    printf("estimate: ep grid %.0f s (the checks %.0f s, worst row %.1f s), largest row %.1f "
+           "GiB device, %.1f GiB host; per model (24 rows each, 4 token counts x 6):", total,
+           checks, worst,
            dev_max / 1073741824.0, host_max / 1073741824.0);
     for (int m = 0; m < XS_GRID_EP_NMODELS; m++)
         printf(" %s %.0f s", xs_grid_ep_models[m], slice[m]);
@@ -280,7 +283,7 @@ static void test_ep_estimates(void)
                 for (int p = 0; p < 3; p++) {
                     xs_grid_ep_row r;
                     xs_grid_ep_row_at(m * 24 + ro * 12 + t * 3 + p, &r);
-                    s += xs_grid_ep_est_s(&r, 300.0, 52.0, 0.68);
+                    s += xs_grid_ep_est_s(&r, 300.0, 52.0, XS_GRID_EP_VERIFY_GBPS);
                 }
             printf("; T=%d %.0f s", xs_grid_ep_tokens[t], s);
         }
@@ -288,9 +291,10 @@ static void test_ep_estimates(void)
     }
 }
 
-/* The EP estimate with the older bench's counts (44 runs, 8 checks a point) against the run it
- * is fitted to: bench/results/ep/sweep.csv, the default sweep (each configuration's three
- * default token counts at its own peer count, both routings), 84.6 s of point_s in all. */
+/* The EP estimate with the older bench's counts (44 runs, 8 checks a point, each on the CPU at
+ * XS_GRID_EP_HOST_VERIFY_GBPS) against the run it is fitted to: bench/results/ep/sweep.csv, the
+ * default sweep (each configuration's three default token counts at its own peer count, both
+ * routings), 84.6 s of point_s in all. */
 static void test_ep_estimate_fit(void)
 {
     double s = 0;
@@ -302,7 +306,8 @@ static void test_ep_estimate_fit(void)
             for (int t = 0; t < 3; t++) {
                 const xs_grid_ep_row r = {0, c->name, ep_routing[ro], c->tokens[t],
                                           c->peers > 0 ? c->peers : 4};
-                s += xs_grid_ep_est_runs_s(&r, 44, 8, 300.0, 52.0, 0.68);
+                s += xs_grid_ep_est_runs_s(&r, 44, 8, 300.0, 52.0,
+                                          XS_GRID_EP_HOST_VERIFY_GBPS);
             }
     }
     XT_NEAR(s, 84.6, 0.15);

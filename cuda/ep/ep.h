@@ -143,10 +143,12 @@ xs_status xs_moe_run_overlapped(xs_moe *m, xs_cublas *cb, const xs_wintab *tab, 
 
 /* ---- references and verification ------------------------------------------------------------ */
 
-/* fp32 reference of every row (host copy kept in m): the unfused path with fp32 GEMM outputs
- * (h rounded to bf16, as in every path). */
+/* fp32 reference of every row, kept in m on the device (what xs_moe_verify reads) and on the
+ * host (xs_moe_verify_host): the unfused path with fp32 GEMM outputs (h rounded to bf16, as in
+ * every path). */
 xs_status xs_moe_reference_gpu(xs_moe *m, xs_cublas *cb);
-/* fp64 reference on the CPU (small shapes only: rows * H * 3I <= 2^33). */
+/* fp64 reference on the CPU (small shapes only: rows * H * 3I <= 2^33), rounded to fp32 and
+ * kept as xs_moe_reference_gpu keeps its rows. */
 xs_status xs_moe_reference_cpu(xs_moe *m);
 
 typedef struct {
@@ -163,10 +165,18 @@ typedef struct {
 #define XS_MOE_TOL_ROW 2e-2  /* per row: ||out - ref|| / ||ref|| */
 #define XS_MOE_TOL_FROB 1e-2 /* whole output */
 
-/* Read every combined row at its destination (host windows by the CPU, device windows copied
- * back) and compare it with the reference. Needs a reference; XS_EVERIFY is not returned here:
- * the caller decides from out->ok. */
+/* Read every combined row at its destination and compare it with the reference, on the GPU:
+ * a kernel (one warp per row) reads each row's bytes where they landed, through tab's
+ * device-usable pointers (device windows, pinned host windows over PCIe, a peer's window), and
+ * reduces the per-row errors; only the totals come back. Runs on stream 0 after the work
+ * enqueued before it, waited for with a bound (XS_ETIMEOUT, one line). Needs a reference;
+ * XS_EVERIFY is not returned here: the caller decides from out->ok. */
 xs_status xs_moe_verify(xs_moe *m, const xs_wintab *tab, xs_moe_check *out);
+/* The same check on the CPU: every window copied back and every row compared by 8 host
+ * threads (the GPU check's cross-check in tests/gpu/test_moe; far slower). Same rules, same
+ * result: the counts and the worst row (highest score, the lowest row on a tie) exactly, the
+ * fp64 sums within rounding (they add in another order). */
+xs_status xs_moe_verify_host(xs_moe *m, const xs_wintab *tab, xs_moe_check *out);
 
 /* The intermediate h [rows, I] that the last run left on the device against the reference's h
  * (bf16 in every path; kept by xs_moe_reference_cpu and xs_moe_reference_gpu), row by row with

@@ -47,8 +47,26 @@ static xs_status xs_moe_keep_ref_h(xs_moe *m, const uint16_t *hb)
     return XS_OK;
 }
 
+/* The host reference rows m->ref onto the device (m->d_ref), what xs_moe_verify reads. */
+static xs_status xs_moe_upload_ref(xs_moe *m)
+{
+    const size_t bytes = (size_t)m->pb->rows * m->pb->H * 4;
+    if (!m->d_ref)
+        XS_TRY(xs_moe_dalloc((void **)&m->d_ref, bytes ? bytes : 16, "device reference rows"));
+    if (bytes)
+        XS_CU(cudaMemcpy(m->d_ref, m->ref, bytes, cudaMemcpyHostToDevice));
+    return XS_OK;
+}
+
 xs_status xs_moe_reference_gpu(xs_moe *m, xs_cublas *cb)
 {
+    /* the scatter writes the reference rows straight into the device copy that the checks
+     * read: an earlier one is reused as the workspace */
+    if (m->d_ref && !m->reff) {
+        m->reff = m->d_ref;
+        m->d_ref = NULL;
+    }
+    m->have_ref = 0; /* until both copies hold the new rows */
     XS_TRY(xs_moe_ensure_unfused(m, 1));
     const int blocks = 4 * m->pb->grid;
     cudaStream_t s = 0;
@@ -70,11 +88,13 @@ xs_status xs_moe_reference_gpu(xs_moe *m, xs_cublas *cb)
     if (!m->ref && !(m->ref = (float *)malloc(sizeof(float) * (size_t)m->pb->rows * m->pb->H)))
         return xs_seterr(XS_ENOMEM, "moe: out of host memory for %d reference rows", m->pb->rows);
     XS_CU(cudaMemcpy(m->ref, m->reff, (size_t)m->pb->rows * m->pb->H * 4, cudaMemcpyDeviceToHost));
-    /* the fp32 temporaries are large; give them back */
+    /* the rows stay on the device for the checks; the other fp32 temporaries are large: give
+     * them back */
+    m->d_ref = m->reff;
+    m->reff = NULL;
     cudaFree(m->y1f);
     cudaFree(m->y2f);
-    cudaFree(m->reff);
-    m->y1f = m->y2f = m->reff = NULL;
+    m->y1f = m->y2f = NULL;
     m->have_ref = 1;
     return XS_OK;
 }
@@ -85,6 +105,7 @@ xs_status xs_moe_reference_cpu(xs_moe *m)
     if ((double)m->pb->rows * H * 3.0 * I > 8589934592.0)
         return xs_seterr(XS_EINVAL, "moe: %d rows x H=%d x I=%d is too large for the CPU "
                          "reference; use the GPU reference", m->pb->rows, H, I);
+    m->have_ref = 0; /* until both copies hold the new rows */
     size_t nx = (size_t)m->pb->T * H, n1 = (size_t)m->pb->E * 2 * I * H,
            n2 = (size_t)m->pb->E * H * I;
     uint16_t *xb = (uint16_t *)malloc(nx * 2), *w1 = (uint16_t *)malloc(n1 * 2),
@@ -137,20 +158,230 @@ xs_status xs_moe_reference_cpu(xs_moe *m)
     xs_status st = xs_moe_keep_ref_h(m, hb);
     free(hb);
     XS_TRY(st);
+    XS_TRY(xs_moe_upload_ref(m));
     m->have_ref = 1;
     return XS_OK;
 }
 
 /* ---- verification ---------------------------------------------------------------------------- */
 
+/* Both checks of the combined rows score a row the same way: se and sr, the sums of (got - ref)^2
+ * and ref^2 over its finite values (fp64), nf its non-finite values, rel = sqrt(se / max(sr,
+ * 1e-30)); the row is bad when nf > 0 or rel > XS_MOE_TOL_ROW. The worst row is the one of
+ * highest score (infinite with non-finite values, else rel), the lowest such row on a tie. */
+
+/* A share of the rows: its sums and counts and its worst row (-1: none yet). */
+typedef struct {
+    double se, sr, max_rel, worst_score;
+    long long bad, nonfinite, worst;
+} xs_vpart;
+
+/* 1 when row ra of score sa is worse than row rb of score sb (rb < 0: no row yet) */
+__host__ __device__ static inline int xs_vworse(double sa, long long ra, double sb, long long rb)
+{
+    if (ra < 0)
+        return 0;
+    return rb < 0 || sa > sb || (sa == sb && ra < rb);
+}
+
+__host__ __device__ static inline void xs_vpart_init(xs_vpart *p)
+{
+    p->se = p->sr = p->max_rel = p->worst_score = 0;
+    p->bad = p->nonfinite = 0;
+    p->worst = -1;
+}
+
+/* One row's result into p. */
+__host__ __device__ static inline void xs_vpart_row(xs_vpart *p, long long gr, double se,
+                                                    double sr, long long nf)
+{
+    const double rel = sqrt(se / (sr > 1e-30 ? sr : 1e-30));
+    p->bad += nf || rel > XS_MOE_TOL_ROW;
+    if (rel > p->max_rel)
+        p->max_rel = rel;
+    const double score = nf ? INFINITY : rel;
+    if (xs_vworse(score, gr, p->worst_score, p->worst)) {
+        p->worst = gr;
+        p->worst_score = score;
+    }
+    p->nonfinite += nf;
+    p->se += se;
+    p->sr += sr;
+}
+
+/* Another share q into p. */
+__host__ __device__ static inline void xs_vpart_add(xs_vpart *p, const xs_vpart *q)
+{
+    p->se += q->se;
+    p->sr += q->sr;
+    p->bad += q->bad;
+    p->nonfinite += q->nonfinite;
+    if (q->max_rel > p->max_rel)
+        p->max_rel = q->max_rel;
+    if (xs_vworse(q->worst_score, q->worst, p->worst_score, p->worst)) {
+        p->worst = q->worst;
+        p->worst_score = q->worst_score;
+    }
+}
+
+/* out from the totals of every row */
+static void xs_vpart_finish(const xs_moe *m, const xs_vpart *t, xs_moe_check *out)
+{
+    out->rows = m->pb->rows;
+    out->bad_rows = t->bad;
+    out->nonfinite = t->nonfinite;
+    out->max_row_rel = t->max_rel;
+    out->worst_row = t->worst;
+    out->worst_expert = t->worst >= 0 ? m->pb->row_expert[t->worst] : -1;
+    out->rel_frob = sqrt(t->se / (t->sr > 1e-30 ? t->sr : 1e-30));
+    out->ok = out->bad_rows == 0 && out->nonfinite == 0 && out->rel_frob <= XS_MOE_TOL_FROB;
+}
+
+/* The checks' common start: out cleared (no row checked), a reference and the table. */
+static xs_status xs_moe_verify_begin(xs_moe *m, const xs_wintab *tab, xs_moe_check *out)
+{
+    memset(out, 0, sizeof *out);
+    out->worst_row = -1;
+    out->worst_expert = -1;
+    if (!m->have_ref)
+        return xs_seterr(XS_EINVAL, "moe: verify needs a reference (xs_moe_reference_*)");
+    return xs_moe_check_table(m, tab);
+}
+
+/* -- on the GPU -- */
+
+#define XS_VWARPS 8             /* warps (rows in flight) per block */
+#define XS_VERIFY_TIMEOUT_S 120 /* the host's bound on the check (it has no waits of its own) */
+
+/* the windows' payloads, device-usable pointers (xs_wintab.data) */
+typedef struct {
+    const char *p[XS_MAX_RANKS];
+} xs_vbase;
+
+/* One warp per row (grid-stride): its H bf16 values read where they landed (window row_rank[gr],
+ * byte row_off[gr]; ld.global.cv: fetched again, never a cached copy) against the reference row
+ * ref[gr], 8 values per lane and step; the lanes' sums meet by butterfly, every lane holds the
+ * row's totals and lane 0 keeps the warp's share. A block's warps meet in shared memory and its
+ * share goes to part[blockIdx.x]. H is a multiple of 8 and every row 16-byte aligned
+ * (xs_moe_weights_create, xs_moe_check_table). No waits. */
+static __global__ void __launch_bounds__(32 * XS_VWARPS)
+    xs_moe_verify_kernel(const __grid_constant__ xs_vbase win, const int *__restrict__ row_rank,
+                         const long long *__restrict__ row_off, const float *__restrict__ ref,
+                         int rows, int H, xs_vpart *__restrict__ part)
+{
+    __shared__ xs_vpart warp_part[XS_VWARPS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, units = H / 8;
+    xs_vpart mine;
+    xs_vpart_init(&mine);
+    for (long long gr = (long long)blockIdx.x * XS_VWARPS + warp; gr < rows;
+         gr += (long long)gridDim.x * XS_VWARPS) {
+        const uint4 *got = (const uint4 *)(win.p[row_rank[gr]] + row_off[gr]);
+        const float4 *want = (const float4 *)(ref + gr * H);
+        double se = 0, sr = 0;
+        int nf = 0;
+        for (int u = lane; u < units; u += 32) {
+            const uint4 g = __ldcv(got + u);
+            const float4 a = want[2 * u], b = want[2 * u + 1];
+            const unsigned int gw[4] = {g.x, g.y, g.z, g.w};
+            const float rv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                /* value 2j in the low half of word j (little-endian) */
+                const unsigned int bits = (gw[k >> 1] >> (16 * (k & 1))) & 0xffffu;
+                if ((bits & 0x7f80u) == 0x7f80u) { /* Inf or NaN */
+                    nf++;
+                    continue;
+                }
+                const double d = (double)__uint_as_float(bits << 16) - (double)rv[k];
+                se += d * d;
+                sr += (double)rv[k] * rv[k];
+            }
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            se += __shfl_xor_sync(0xffffffffu, se, o);
+            sr += __shfl_xor_sync(0xffffffffu, sr, o);
+            nf += __shfl_xor_sync(0xffffffffu, nf, o);
+        }
+        xs_vpart_row(&mine, gr, se, sr, nf);
+    }
+    if (lane == 0)
+        warp_part[warp] = mine;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        xs_vpart t = warp_part[0];
+        for (int w = 1; w < XS_VWARPS; w++)
+            xs_vpart_add(&t, &warp_part[w]);
+        part[blockIdx.x] = t;
+    }
+}
+
+xs_status xs_moe_verify(xs_moe *m, const xs_wintab *tab, xs_moe_check *out)
+{
+    XS_TRY(xs_moe_verify_begin(m, tab, out));
+    const int rows = m->pb->rows;
+    xs_vpart total;
+    xs_vpart_init(&total);
+    if (rows <= 0) {
+        xs_vpart_finish(m, &total, out);
+        return XS_OK;
+    }
+    if (!m->d_ref) /* a reference whose device copy was lost: the host rows again */
+        XS_TRY(xs_moe_upload_ref(m));
+    const int cap = 4 * (m->pb->grid > 0 ? m->pb->grid : 1);
+    if (!m->d_vpart)
+        XS_TRY(xs_moe_dalloc(&m->d_vpart, sizeof(xs_vpart) * (size_t)cap, "check results"));
+    const int need = (rows + XS_VWARPS - 1) / XS_VWARPS;
+    const int blocks = need < cap ? need : cap;
+    xs_vbase win;
+    memset(&win, 0, sizeof win);
+    for (int r = 0; r < m->pb->N; r++)
+        win.p[r] = tab->data[r];
+    xs_vpart *part = (xs_vpart *)malloc(sizeof(xs_vpart) * (size_t)blocks);
+    if (!part)
+        return xs_seterr(XS_ENOMEM, "moe: out of host memory for the check's results");
+    cudaEvent_t done = NULL;
+    xs_status st = XS_OK;
+    cudaError_t e = cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+    /* stream 0, as the host check's cudaMemcpy: after the run's work on the blocking streams */
+    if (e == cudaSuccess) {
+        XS_NVTX_LAUNCH("xs_moe_verify_kernel",
+                       xs_moe_verify_kernel<<<blocks, 32 * XS_VWARPS, 0, 0>>>(
+                           win, m->d_row_rank, m->d_row_off, m->d_ref, rows, m->pb->H,
+                           (xs_vpart *)m->d_vpart));
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess)
+        e = cudaEventRecord(done, 0);
+    if (e != cudaSuccess)
+        st = xs_seterr(XS_ECUDA, "moe: the check on the GPU: %s", cudaGetErrorString(e));
+    if (st == XS_OK)
+        st = xs_event_wait(done, XS_VERIFY_TIMEOUT_S, "moe: the check of the combined rows");
+    if (st == XS_OK) {
+        e = cudaMemcpy(part, m->d_vpart, sizeof(xs_vpart) * (size_t)blocks,
+                       cudaMemcpyDeviceToHost);
+        if (e != cudaSuccess)
+            st = xs_seterr(XS_ECUDA, "moe: reading the check's results: %s",
+                           cudaGetErrorString(e));
+    }
+    if (done)
+        cudaEventDestroy(done);
+    if (st == XS_OK) {
+        for (int b = 0; b < blocks; b++)
+            xs_vpart_add(&total, &part[b]);
+        xs_vpart_finish(m, &total, out);
+    }
+    free(part);
+    return st;
+}
+
+/* -- on the host -- */
+
 typedef struct {
     const xs_moe *m;
     unsigned char *const *win;
     int r0, r1;
-    double se, sr, maxrel;
-    long bad, nonfinite;
-    long worst;        /* row with the highest score (non-finite values first, then rel) */
-    double worst_score;
+    xs_vpart p;
 } xs_vjob;
 
 static void *xs_moe_verify_worker(void *arg)
@@ -173,31 +404,14 @@ static void *xs_moe_verify_worker(void *arg)
             se += d * d;
             sr += (double)ref[c] * ref[c];
         }
-        double rel = sqrt(se / (sr > 1e-30 ? sr : 1e-30));
-        if (nf || rel > XS_MOE_TOL_ROW)
-            j->bad++;
-        if (rel > j->maxrel)
-            j->maxrel = rel;
-        const double score = nf ? INFINITY : rel;
-        if (j->worst < 0 || score > j->worst_score) {
-            j->worst = gr;
-            j->worst_score = score;
-        }
-        j->nonfinite += nf;
-        j->se += se;
-        j->sr += sr;
+        xs_vpart_row(&j->p, gr, se, sr, nf);
     }
     return NULL;
 }
 
-xs_status xs_moe_verify(xs_moe *m, const xs_wintab *tab, xs_moe_check *out)
+xs_status xs_moe_verify_host(xs_moe *m, const xs_wintab *tab, xs_moe_check *out)
 {
-    memset(out, 0, sizeof *out);
-    out->worst_row = -1;
-    out->worst_expert = -1;
-    if (!m->have_ref)
-        return xs_seterr(XS_EINVAL, "moe: verify needs a reference (xs_moe_reference_*)");
-    XS_TRY(xs_moe_check_table(m, tab));
+    XS_TRY(xs_moe_verify_begin(m, tab, out));
     unsigned char *win[XS_MAX_RANKS];
     memset(win, 0, sizeof win);
     xs_status st = XS_OK;
@@ -222,36 +436,23 @@ xs_status xs_moe_verify(xs_moe *m, const xs_wintab *tab, xs_moe_check *out)
         pthread_t th[NJ];
         int started[NJ] = {0};
         for (int i = 0; i < NJ; i++) {
-            memset(&jobs[i], 0, sizeof jobs[i]);
             jobs[i].m = m;
             jobs[i].win = win;
-            jobs[i].worst = -1;
+            xs_vpart_init(&jobs[i].p);
             jobs[i].r0 = (int)((long long)m->pb->rows * i / NJ);
             jobs[i].r1 = (int)((long long)m->pb->rows * (i + 1) / NJ);
             started[i] = pthread_create(&th[i], NULL, xs_moe_verify_worker, &jobs[i]) == 0;
             if (!started[i])
                 xs_moe_verify_worker(&jobs[i]);
         }
-        double se = 0, sr = 0, worst_score = 0;
-        out->worst_row = -1;
+        xs_vpart total;
+        xs_vpart_init(&total);
         for (int i = 0; i < NJ; i++) {
             if (started[i])
                 pthread_join(th[i], NULL);
-            se += jobs[i].se;
-            sr += jobs[i].sr;
-            out->bad_rows += jobs[i].bad;
-            out->nonfinite += jobs[i].nonfinite;
-            if (jobs[i].maxrel > out->max_row_rel)
-                out->max_row_rel = jobs[i].maxrel;
-            if (jobs[i].worst >= 0 && (out->worst_row < 0 || jobs[i].worst_score > worst_score)) {
-                out->worst_row = jobs[i].worst;
-                worst_score = jobs[i].worst_score;
-            }
+            xs_vpart_add(&total, &jobs[i].p);
         }
-        out->worst_expert = out->worst_row >= 0 ? m->pb->row_expert[out->worst_row] : -1;
-        out->rows = m->pb->rows;
-        out->rel_frob = sqrt(se / (sr > 1e-30 ? sr : 1e-30));
-        out->ok = out->bad_rows == 0 && out->nonfinite == 0 && out->rel_frob <= XS_MOE_TOL_FROB;
+        xs_vpart_finish(m, &total, out);
     }
     for (int r = 0; r < m->pb->N; r++)
         free(win[r]);

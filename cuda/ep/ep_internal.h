@@ -99,8 +99,10 @@ struct xs_moe {
     /* unfused / reference workspaces (lazily) */
     xs_bf16 *xs_sorted, *y1, *y2, *stage;
     float *y1f, *y2f, *reff;
-    float *ref; /* host [rows, H] */
+    float *ref;   /* host [rows, H] */
+    float *d_ref; /* device [rows, H]: the same rows, what xs_moe_verify reads */
     int have_ref;
+    void *d_vpart; /* xs_moe_verify's per-block partial results ([4 * grid]) */
     xs_bf16 *ref_h; /* device [rows, I]: the reference's h (bf16), for xs_moe_verify_h */
     int have_ref_h;
     /* the overlapped pipeline (cuda/ep/ep_overlap.cu): its side stream, one event per piece

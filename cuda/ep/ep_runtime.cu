@@ -177,7 +177,7 @@ void xs_moe_destroy(xs_moe *m)
                    m->d_rank_host, m->d_trace, m->d_anchors, m->local_win, m->xs_sorted, m->y1,
                    m->y2, m->stage, m->y1f, m->y2f, m->reff, m->flush, m->d_kargs, m->ref_h,
                    m->d_cstage, m->d_ready, m->d_clist, m->d_ctrace, m->d_crow, m->d_cdst,
-                   m->d_ccnt};
+                   m->d_ccnt, m->d_ref, m->d_vpart};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i])
             cudaFree(dev[i]);

@@ -12,7 +12,10 @@
  * its blocked time; with one, the auto rule on synthetic cases. Before the schedules, each layer
  * runs alone
  * (stage_checks): Linear-1 against the reference's h expert by expert, and Linear-2 fed the
- * reference's h, so that a fault in the fused path names its layer, expert and row.
+ * reference's h, so that a fault in the fused path names its layer, expert and row. The check
+ * itself: every verified run is checked on the GPU (xs_moe_verify) and on the CPU
+ * (xs_moe_verify_host), which must agree, and corrupted rows in device and host windows
+ * (corrupt_checks) must be found by both.
  *
  * Tolerance: per combined row ||out - ref|| / ||ref|| <= 2e-2 and <= 1e-2 over the whole output
  * (bf16 h and bf16 output of fp32 accumulations; docs/EP.md).
@@ -87,11 +90,44 @@ static void check_trace(xs_moe *m, const char *what)
     free(l1_cnt);
 }
 
+/* a and b within rel of each other (both 0 counts as equal) */
+static int close_rel(double a, double b, double rel)
+{
+    return fabs(a - b) <= rel * fmax(fabs(a), fabs(b));
+}
+
+/* The GPU check (xs_moe_verify) against the host check (xs_moe_verify_host) of the same
+ * windows: the same verdict, counts and worst row, the fp64 sums within 1e-9 (they add in
+ * another order). *g gets the GPU's result. 0 when either fails or they disagree. */
+static int both_checks(xs_moe *m, const xs_wintab *tab, const char *what, xs_moe_check *g)
+{
+    xs_moe_check h;
+    xs_status st = xs_moe_verify(m, tab, g);
+    XT_CHECK(st == XS_OK, "%s: verify (GPU): %s", what, xs_errmsg());
+    if (st != XS_OK)
+        return 0;
+    st = xs_moe_verify_host(m, tab, &h);
+    XT_CHECK(st == XS_OK, "%s: verify (host): %s", what, xs_errmsg());
+    if (st != XS_OK)
+        return 0;
+    const int same = g->ok == h.ok && g->rows == h.rows && g->bad_rows == h.bad_rows &&
+                     g->nonfinite == h.nonfinite && g->worst_row == h.worst_row &&
+                     g->worst_expert == h.worst_expert &&
+                     close_rel(g->rel_frob, h.rel_frob, 1e-9) &&
+                     close_rel(g->max_row_rel, h.max_row_rel, 1e-9);
+    XT_CHECK(same, "%s: GPU check ok=%d rows=%ld bad=%ld nonfinite=%ld worst=%ld (expert %d) "
+             "rel=%.17g max=%.17g, host check ok=%d rows=%ld bad=%ld nonfinite=%ld worst=%ld "
+             "(expert %d) rel=%.17g max=%.17g", what, g->ok, g->rows, g->bad_rows, g->nonfinite,
+             g->worst_row, g->worst_expert, g->rel_frob, g->max_row_rel, h.ok, h.rows,
+             h.bad_rows, h.nonfinite, h.worst_row, h.worst_expert, h.rel_frob, h.max_row_rel);
+    return same;
+}
+
 static void verify(xs_moe *m, const xs_wintab *tab, const char *what)
 {
     xs_moe_check c;
-    xs_status st = xs_moe_verify(m, tab, &c);
-    XT_CHECK(st == XS_OK, "%s: verify: %s", what, xs_errmsg());
+    if (!both_checks(m, tab, what, &c))
+        return;
     XT_CHECK(c.ok, "%s: %ld of %ld rows off (%ld non-finite), rel err %.3g, worst row %.3g", what,
              c.bad_rows, c.rows, c.nonfinite, c.rel_frob, c.max_row_rel);
     printf("%s %-52s rows=%6ld rel_err=%.2e worst_row=%.2e\n", c.ok ? "ok  " : "FAIL", what,
@@ -200,6 +236,132 @@ static unsigned char *read_windows(xs_moe *m, const xs_wintab *tab)
             return NULL;
         }
     return b;
+}
+
+/* Row gr of the combine at its destination (H bf16 values) into v (write = 0) or from v. */
+static int row_io(const xs_wintab *tab, const xs_moe_problem *pb, int gr, uint16_t *v, int write)
+{
+    char *p = tab->data[pb->row_rank[gr]] + pb->row_off[gr];
+    const size_t n = (size_t)pb->H * 2;
+    return (write ? cudaMemcpy(p, v, n, cudaMemcpyDefault)
+                  : cudaMemcpy(v, p, n, cudaMemcpyDefault)) == cudaSuccess;
+}
+
+static float bf16_value(uint16_t b)
+{
+    const uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* The check must see a wrong row wherever it lands. tab holds a verified run; rows of one
+ * device window and of one host window (when tab has one) are corrupted in turn, five ways,
+ * and restored: the GPU check must agree with the host check (both_checks) and find exactly
+ * the corrupted rows, the worst of them as the worst row:
+ *   flip   the sign of the row's largest value (bad when that moves the row by more than twice
+ *          the row tolerance, as it does on these shapes; else only the agreement is checked)
+ *   big    one value 10000 (finite, far off)
+ *   nan    one value NaN: one non-finite value
+ *   zero   the whole row 0: rel exactly 1
+ *   shift  the row's bytes 16 bytes (8 values) along its slot, the last 8 wrapping round: a
+ *          combine that stored at the wrong offset
+ *   swap   the row and the next row of the same window in each other's slot: two bad rows */
+static void corrupt_checks(xs_moe *m, const xs_wintab *tab, const char *name)
+{
+    char what[240];
+    const xs_moe_problem *pb = xs_moe_host(m);
+    const int H = pb->H;
+    int pick[2] = {-1, -1}; /* a device-window row, a host-window row: the middle one of each */
+    for (int kind = 0; kind < 2; kind++) {
+        int n = 0;
+        for (int gr = 0; gr < pb->rows; gr++)
+            n += (tab->host_mem[pb->row_rank[gr]] != 0) == kind;
+        for (int gr = 0, k = 0; gr < pb->rows && n; gr++)
+            if ((tab->host_mem[pb->row_rank[gr]] != 0) == kind && k++ == n / 2) {
+                pick[kind] = gr;
+                break;
+            }
+    }
+    uint16_t *keep = (uint16_t *)malloc((size_t)H * 2), *v = (uint16_t *)malloc((size_t)H * 2),
+             *keep2 = (uint16_t *)malloc((size_t)H * 2);
+    XT_CHECK(keep && v && keep2, "%s: host memory", name);
+    for (int kind = 0; kind < 2 && keep && v && keep2; kind++) {
+        const int gr = pick[kind];
+        if (gr < 0)
+            continue;
+        /* the swap's partner: the first other row of the same window */
+        int gr2 = -1;
+        for (int q = 0; q < pb->rows && gr2 < 0; q++)
+            if (q != gr && pb->row_rank[q] == pb->row_rank[gr])
+                gr2 = q;
+        if (!row_io(tab, pb, gr, keep, 0) || (gr2 >= 0 && !row_io(tab, pb, gr2, keep2, 0))) {
+            XT_CHECK(0, "%s: reading row %d", name, gr);
+            continue;
+        }
+        int big = 0;
+        double norm2 = 0;
+        for (int c = 0; c < H; c++) {
+            const double x = bf16_value(keep[c]);
+            norm2 += x * x;
+            if (fabs(x) > fabs((double)bf16_value(keep[big])))
+                big = c;
+        }
+        const int flip_bad = 2.0 * fabs((double)bf16_value(keep[big])) >
+                             2.0 * XS_MOE_TOL_ROW * sqrt(norm2);
+        for (int way = 0; way < 6; way++) {
+            static const char *const names[6] = {"flip", "big", "nan", "zero", "shift", "swap"};
+            if (way == 5 && gr2 < 0)
+                continue;
+            memcpy(v, keep, (size_t)H * 2);
+            if (way == 0)
+                v[big] ^= 0x8000u;
+            else if (way == 1)
+                v[H / 2] = 0x461cu; /* 9984: 10000 in bf16 */
+            else if (way == 2)
+                v[H / 3] = 0x7fc0u;
+            else if (way == 3)
+                memset(v, 0, (size_t)H * 2);
+            else if (way == 4)
+                for (int c = 0; c < H; c++)
+                    v[c] = keep[(c + H - 8) % H];
+            else
+                memcpy(v, keep2, (size_t)H * 2);
+            int wrote = row_io(tab, pb, gr, v, 1);
+            if (way == 5)
+                wrote = wrote && row_io(tab, pb, gr2, keep, 1);
+            XT_CHECK(wrote, "%s: writing row %d", name, gr);
+            snprintf(what, sizeof what, "%s %s row %d (%s window %d)", name, names[way], gr,
+                     kind ? "host" : "device", pb->row_rank[gr]);
+            xs_moe_check c;
+            if (wrote && both_checks(m, tab, what, &c)) {
+                const int want_bad = way == 5 ? 2 : way == 0 && !flip_bad ? -1 : 1;
+                if (want_bad > 0) {
+                    XT_CHECK(!c.ok && c.bad_rows == want_bad &&
+                                 c.nonfinite == (way == 2 ? 1 : 0) &&
+                                 (c.worst_row == gr || (way == 5 && c.worst_row == gr2)),
+                             "%s: want %d bad row(s) (%d non-finite), worst %d; the check says "
+                             "ok=%d, %ld bad, %ld non-finite, worst %ld", what, want_bad,
+                             way == 2, gr, c.ok, c.bad_rows, c.nonfinite, c.worst_row);
+                    if (way == 3)
+                        XT_CHECK(c.max_row_rel == 1.0, "%s: a zero row's rel is %.17g, not 1",
+                                 what, c.max_row_rel);
+                }
+                printf("%s %-52s found: %ld bad row(s), %ld non-finite, worst row %ld "
+                       "(rel %.2e)\n", c.ok && want_bad > 0 ? "FAIL" : "ok  ", what, c.bad_rows,
+                       c.nonfinite, c.worst_row, c.max_row_rel);
+            }
+            int restored = row_io(tab, pb, gr, keep, 1);
+            if (way == 5)
+                restored = restored && row_io(tab, pb, gr2, keep2, 1);
+            XT_CHECK(restored, "%s: restoring row %d", name, gr);
+        }
+    }
+    snprintf(what, sizeof what, "%s restored after the corruptions", name);
+    verify(m, tab, what);
+    free(keep);
+    free(keep2);
+    free(v);
 }
 
 /* The windows of tab now, byte for byte against want (a reference run's, reference_windows);
@@ -580,11 +742,15 @@ static void small_case(const scase *c, xs_cublas *cb, const xs_profile *prof)
                  xs_moe_routing_name(c->routing), xs_moe_sched_name(plans[i].kind), plans[i].lead,
                  plans[i].lead_end, plans[i].wave_experts, pc);
         run_and_verify(m, 0, &local, what);
+        if (i == 0) /* the check itself: corrupted rows in device windows */
+            corrupt_checks(m, &local, what);
         if (ws) {
             snprintf(what, sizeof what, "%s/%s %s D=%d E=%d W=%d%s virtual N=%d", c->cfg.name,
                      xs_moe_routing_name(c->routing), xs_moe_sched_name(plans[i].kind),
                      plans[i].lead, plans[i].lead_end, plans[i].wave_experts, pc, c->peers);
             run_and_verify(m, 0, &virt, what);
+            if (i == 0) /* and in host windows */
+                corrupt_checks(m, &virt, what);
             if (plans[i].pace_bytes > 0 && info.peers > 1 && info.remote_bytes > 3 * 4096) {
                 /* the pacer held tiles: their waits are in the trace, between mma1 and st0 */
                 const xs_moe_tile *t;
@@ -750,6 +916,8 @@ static void large_case(const char *name, int tokens, int peers, xs_moe_routing r
                      xs_moe_routing_name(routing), xs_moe_sched_name(plans[i].kind),
                      plans[i].pace_bytes > 0 ? " paced" : "");
             run_and_verify(m, 0, &virt, what);
+            if (i == 0) /* the check on a large shape, against the GPU reference */
+                corrupt_checks(m, &virt, what);
         }
         float t, g;
         XT_CHECK(xs_moe_poison(m, &virt, 0) == XS_OK, "poison");
@@ -963,6 +1131,8 @@ static void bad_input(void)
         printf("ok   %s\n", xs_errmsg());
         xs_moe_check chk;
         XT_CHECK(xs_moe_verify(m, &small, &chk) == XS_EINVAL, "verify without reference");
+        XT_CHECK(xs_moe_verify_host(m, &small, &chk) == XS_EINVAL,
+                 "host verify without reference");
         xs_moe_destroy(m);
     }
     xs_moe_weights_destroy(w);

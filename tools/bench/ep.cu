@@ -59,8 +59,7 @@
 #define EP_REF_RUNS 8 /* local-control runs whose main loops give each tile's reference */
 /* --long: each configuration at these multiples of its largest default token count, where the
  * combine (T x top-k rows of H bf16 values, all ranks' windows together) stays within
- * EP_LONG_MAX_BYTES; one such point takes up to a minute, most of it poisoning and verifying the
- * windows on the CPU (docs/EP.md, "The long-token limit") */
+ * EP_LONG_MAX_BYTES (its runs, poisoning and checks all grow with the combine) */
 static const int ep_long_mult[] = {8, 16, 32};
 static_assert(sizeof ep_long_mult / sizeof ep_long_mult[0] == 3, "--long's help names three");
 #define EP_LONG_MAX_GIB 4
