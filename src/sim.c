@@ -916,7 +916,8 @@ static double free_drain(xs_engine *e)
     for (size_t i = 0; i < e->nlate; i++)
         if (e->late[i].t >= lo)
             e->late[n++] = e->late[i];
-    qsort(e->late, n, sizeof *e->late, fchunk_cmp);
+    if (n > 1)
+        qsort(e->late, n, sizeof *e->late, fchunk_cmp);
     double d = -INFINITY;
     for (size_t i = 0; i < n; i++) {
         const double c = e->late[i].c, t_arr = e->late[i].t - quot_of(&e->q_r, c, e->r);
