@@ -265,29 +265,42 @@ static double round_up(double x)
     return x + 1e-9 * fabs(x) + 1e-6;
 }
 
-/* A CTA's first store and its bytes, for the link bound. */
+/* A CTA's stores, for the link bound. */
 typedef struct {
     double t_first; /* ns: no byte of it is issued before */
     double bytes;   /* at least this many bytes it stores */
+    double tail;    /* ns of its work that follow its last byte's entry into the stage */
 } cta_store;
 
-static int cta_store_cmp(const void *a, const void *b)
+static int tail_desc(const void *a, const void *b)
 {
-    const double x = ((const cta_store *)a)->t_first, y = ((const cta_store *)b)->t_first;
-    return (x > y) - (x < y);
+    const double x = ((const cta_store *)a)->tail, y = ((const cta_store *)b)->tail;
+    return (x < y) - (x > y);
 }
 
-/* When the last byte can have entered the stage (pm's drain R, capacity q): by any time tau at
- * most q bytes are held and the stage drains at most R (tau' - tau) until tau', so the bytes
- * that cannot issue before tau enter no earlier than tau + (those bytes - q) / R. The CTAs'
- * stores sorted by first issue (n of them; sorted here). */
-static double link_bound(cta_store *cs, int n, double R, double q)
+/* When the last CTA can end, from the stage alone (drain R, capacity q): by any time tau at most
+ * q bytes are held and the stage drains at most R (tau' - tau) until tau', so the bytes of a set
+ * of CTAs that cannot issue before tau have all entered no earlier than tau + (those bytes - q)
+ * / R, and the last of those CTAs to see its last byte enter still works its tail. Over the sets
+ * of the CTAs with the longest tails (each set's least tail counts) and every tau among their
+ * first stores. cs[n] is sorted here; by[n] scratch. */
+static double link_bound(cta_store *cs, int n, double R, double q, cta_store *by)
 {
-    qsort(cs, (size_t)n, sizeof *cs, cta_store_cmp);
-    double after = 0, lb = 0;
-    for (int k = n - 1; k >= 0; k--) {
-        after += cs[k].bytes;
-        const double t = cs[k].t_first + (after - q) / R;
+    qsort(cs, (size_t)n, sizeof *cs, tail_desc);
+    double lb = 0;
+    for (int j = 0; j < n; j++) {
+        /* by[0..j]: the set's CTAs by first store, ascending */
+        int k = j;
+        for (; k > 0 && by[k - 1].t_first > cs[j].t_first; k--)
+            by[k] = by[k - 1];
+        by[k] = cs[j];
+        double after = 0, t = -INFINITY;
+        for (int m = j; m >= 0; m--) {
+            after += by[m].bytes;
+            const double v = by[m].t_first + (after - q) / R;
+            t = v > t ? v : t;
+        }
+        t += cs[j].tail;
         lb = t > lb ? t : lb;
     }
     return lb;
@@ -308,7 +321,9 @@ static double stage_bytes(const xs_profile *pm, int grid)
  * plus, per row with bytes, the overhead o and bytes / r (its program, xs_attn_progs_plain:
  * the step's bytes in one row, or in min(split, next step's iterations) rows of slices); the
  * profile's run is no faster (span >= free) and ends no earlier than the last byte enters
- * (link_bound). -INFINITY where the profile gives no rates. cs: [grid] scratch. */
+ * (link_bound), and each CTA still works after its last byte entered: the rest of the step
+ * whose iterations carry its last slice (split 0: all of the next step) and the steps after.
+ * -INFINITY where the profile gives no rates. cs: [2 grid] scratch. */
 static double plain_bound(const xs_profile *pm, const xs_up_cfg *c, const double *dur,
                           const double *rb, int order, int split, cta_store *cs)
 {
@@ -322,6 +337,7 @@ static double plain_bound(const xs_profile *pm, const xs_up_cfg *c, const double
     for (int b = 0; b < c->grid; b++) {
         const int m = xs_attn_cta_count(c->tiles, c->grid, b);
         double ns = 0, iss_lo = 0, iss_hi = 0, bytes = 0, first = -1;
+        double at_last = 0; /* ns up to the row of its last bytes, that row's work included */
         int t = m > 0 ? xs_attn_cta_tile(order, c->tiles, c->remote, c->grid, b, 0) : 0;
         for (int k = 0; k < m; k++) {
             const int nx = k + 1 < m ? xs_attn_cta_tile(order, c->tiles, c->remote, c->grid, b,
@@ -331,9 +347,16 @@ static double plain_bound(const xs_profile *pm, const xs_up_cfg *c, const double
             const double B = rb[t];
             if (B > 0) {
                 int rows = 1;
-                if (split > 0 && nx >= 0) {
-                    const int nk = xs_attn_tile_iters(c->seq, c->heads, c->causal, nx);
-                    rows = split < (nk > 0 ? nk : 1) ? split : (nk > 0 ? nk : 1);
+                at_last = ns; /* the last step's bytes: nothing after them */
+                if (nx >= 0) {
+                    const double nns = dur[nx] > 0 ? dur[nx] : 0;
+                    const int it = xs_attn_tile_iters(c->seq, c->heads, c->causal, nx);
+                    const int nk = it > 0 ? it : 1;
+                    rows = split > 0 ? (split < nk ? split : nk) : 1;
+                    /* the row of the last slice runs from the slice's iteration to the step's
+                     * end (split 0: the whole next step) */
+                    const int j0 = split > 0 ? xs_attn_slice_iter(split, nk, split - 1) : 0;
+                    at_last = ns + nns / nk * j0;
                 }
                 if (first < 0)
                     first = ns; /* its bytes go out after its own step */
@@ -347,9 +370,11 @@ static double plain_bound(const xs_profile *pm, const xs_up_cfg *c, const double
         free_lo = fmax(free_lo, ns + iss_lo);
         free_hi = fmax(free_hi, ns + iss_hi);
         if (first >= 0)
-            cs[n].t_first = round_down(first), cs[n++].bytes = bytes;
+            cs[n].t_first = round_down(first), cs[n].bytes = bytes,
+            cs[n++].tail = round_down(ns - at_last);
     }
-    const double span_lo = fmax(round_down(link_bound(cs, n, R, stage_bytes(pm, c->grid))),
+    const double span_lo = fmax(round_down(link_bound(cs, n, R, stage_bytes(pm, c->grid),
+                                                      cs + c->grid)),
                                 round_down(free_lo));
     return span_lo - round_up(free_hi);
 }
@@ -389,7 +414,7 @@ void xs_up_plan_decide(const xs_up_plan_opts *o, const xs_profile *prof0, const 
     out->n = n;
     int slices[XS_UP_MAX_MEMBERS] = {0};
     double *rb = (double *)malloc((size_t)(c->tiles > 0 ? c->tiles : 1) * sizeof(double));
-    cta_store *cs = (cta_store *)malloc((size_t)(c->grid > 0 ? c->grid : 1) * sizeof *cs);
+    cta_store *cs = (cta_store *)malloc((size_t)(c->grid > 0 ? 2 * c->grid : 1) * sizeof *cs);
     double fa_end = NAN;
     if (rb && cs && c->tiles > 0) {
         xs_up_remote_bytes(c, rb);
