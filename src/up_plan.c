@@ -446,9 +446,9 @@ void xs_up_plan_decide(const xs_up_plan_opts *o, const xs_profile *prof0, const 
      * d. With the evaluated members' least d as hi and the least of it and the others' bounds
      * as lo, best lies in [lo, hi], and tie_limit is monotone: an evaluated member with d <=
      * tie_limit(lo) ties for sure, one with d > tie_limit(hi) (or NAN) never, and an
-     * unevaluated one never once its bound exceeds tie_limit(hi). The first member that is
-     * neither is evaluated, or where an evaluated member is in doubt, the unevaluated one of
-     * least bound (it narrows [lo, hi]); each round evaluates one member, so it ends. */
+     * unevaluated one never once its bound exceeds tie_limit(hi). While a member before the
+     * first sure tie is in doubt, the unevaluated member of least bound is evaluated (bound
+     * order: it lowers hi, or raises lo, soonest); each round evaluates one, so it ends. */
     int pick = -1;
     for (;;) {
         double hi = INFINITY, lo;
@@ -473,7 +473,7 @@ void xs_up_plan_decide(const xs_up_plan_opts *o, const xs_profile *prof0, const 
                 else if (out->d[i] <= lim_hi)
                     need = least;
             } else if (!(out->lb[i] > lim_hi)) {
-                need = i;
+                need = least; /* its bound is no less than least's */
             }
         }
         if (pick >= 0)
