@@ -392,6 +392,32 @@ void xs_up_model_profile(const xs_profile *p, double load_drain_bytes_per_ns, xs
  * is a NAN member, noted in out->fam). */
 void xs_up_plan_run(const xs_up_plan_opts *o, const xs_profile *prof, const xs_up_cfg *c,
                     const double *dur_ns, const uint64_t *tns, xs_up_plan *out);
+/* The planner's decision alone (xs_up_plan_decide): the member xs_up_plan_run chooses and its
+ * predicted cost, with the bounds that spared the other members' simulations. Member i is the
+ * i-th of the family xs_up_plan_run lists in out->fam (the same options, the same order). */
+typedef struct {
+    int order, split, couriers, kv; /* the choice, as in xs_up_plan */
+    double courier_pace;            /* as in xs_up_plan */
+    double d_ns;                    /* the choice's cost over fa by which it ranks (fam.d) */
+    double d_fu_ns;                 /* its predicted cost over fa (xs_up_plan's d_fu_ns) */
+    int n;                          /* members of the family */
+    int pick;                       /* the choice's index in the family */
+    int simulated;                  /* members whose engine simulation ran */
+    double lb[XS_UP_MAX_MEMBERS];   /* a proven lower bound on member i's d (ns; -INFINITY:
+                                       none; a courier member's is its exact d) */
+    double d[XS_UP_MAX_MEMBERS];    /* member i's d where it was evaluated, else NAN */
+    int evaluated[XS_UP_MAX_MEMBERS]; /* 1 where d[i] is member i's prediction */
+} xs_up_decision;
+/* The decision of xs_up_plan_run (same arguments but the stamps, which only its criteria
+ * read) without the full table: every member gets a lower bound from closed forms (its CTAs'
+ * compute and issue alone on an unlimited stage; its remote bytes through the stage's capacity
+ * at the drain rate; the couriers' replay, exact and cheap); then members are simulated only
+ * while one of them can still be the choice, the one the ties need first (docs/UP.md
+ * "Criterion"): a member whose bound lies above the tie threshold of the best prediction found
+ * cannot be chosen. The choice, its d and d_fu_ns are bit-identical to xs_up_plan_run's. Fills
+ * *out; prints nothing; always succeeds (as xs_up_plan_run: a failed prediction loses). */
+void xs_up_plan_decide(const xs_up_plan_opts *o, const xs_profile *prof, const xs_up_cfg *c,
+                       const double *dur_ns, xs_up_decision *out);
 /* Pilots (docs/UP.md "Pilots": the model proposes, short verified runs decide among its best):
  * the members to time, into idx[f->n]: the `pilots` best by prediction (failed predictions
  * last), the current choice (order, split, couriers, kv) always among them, then every KV split

@@ -6,12 +6,15 @@
  * embedded profile; the TP planner's decision (xs_tp_predict_candidates, the best alone; -v also
  * checks it against the full ranking) on the default sweep's
  * shapes (bench tp: models x token counts x default peers, 132 CTAs, the mma engine's usable
- * candidates, tests/test_tp_orders.c's synthetic costs); the UP planner (xs_up_plan_run) on bench
+ * candidates, tests/test_tp_orders.c's synthetic costs); the UP planner's decision alone
+ * (xs_up_plan_decide, which simulates only members that can win; -v also checks it against the
+ * full table, and `upfull` times the full table, xs_up_plan_run, which the bench prints) on bench
  * up's default grid (seq 8K..64K, heads 8 and 16, causal or not, peers 2, 4, 8, 132 SMs); and
  * the EP decision cache (xs_moe_auto_cached): the median hit per case. Prints per decision lines with
  * -v, and the median, min and max per workload. No assertion: a measurement.
  *
- * usage: build/lab/plan_timing [-v] [-r REPS] [ep|tp|up|cache ...]   (default: all, 3 reps)
+ * usage: build/lab/plan_timing [-v] [-r REPS] [ep|tp|up|upfull|cache ...]
+ *        (default: ep tp up cache, 3 reps)
  */
 #include <math.h>
 #include <stdio.h>
@@ -240,7 +243,8 @@ static void time_tp(int reps)
     summary("tp rank", ms, n);
 }
 
-static void time_up(int reps)
+/* The UP planner on bench up's default grid: the decision alone (full 0) or the full table. */
+static void time_up(int reps, int full)
 {
     xs_profile pf;
     xs_profile_default(&pf);
@@ -280,31 +284,51 @@ static void time_up(int reps)
                     }
                     const xs_up_plan_opts o = {-1, -1, -1, -1, 0, 0.0, 0.0};
                     xs_up_plan *pl = malloc(sizeof *pl);
+                    xs_up_decision *dc = malloc(sizeof *dc);
                     double v[16];
                     for (int k = 0; k < reps; k++) {
                         const double t0 = now_ns();
-                        xs_up_plan_run(&o, &pf, &c, dur, tns, pl);
+                        if (full)
+                            xs_up_plan_run(&o, &pf, &c, dur, tns, pl);
+                        else
+                            xs_up_plan_decide(&o, &pf, &c, dur, dc);
                         v[k] = (now_ns() - t0) / 1e6;
                     }
                     ms[n] = median_of(v, reps);
                     if (verbose) {
-                        char nm[32];
-                        printf("up seq=%5d heads=%2d causal=%d peers=%d %9.3f ms -> %s\n", c.seq,
-                               c.heads, causal, c.peers, ms[n],
-                               xs_up_plan_name(pl->order, pl->split, pl->couriers, pl->kv, nm,
-                                               sizeof nm));
+                        char nm[32], fn[32];
+                        if (!full) /* the full table's choice, to compare */
+                            xs_up_plan_run(&o, &pf, &c, dur, tns, pl);
+                        xs_up_plan_name(pl->order, pl->split, pl->couriers, pl->kv, fn,
+                                        sizeof fn);
+                        if (full)
+                            printf("up seq=%5d heads=%2d causal=%d peers=%d %9.3f ms -> %s "
+                                   "(full table, %d members)\n", c.seq, c.heads, causal,
+                                   c.peers, ms[n], fn, pl->fam.n);
+                        else {
+                            xs_up_plan_name(dc->order, dc->split, dc->couriers, dc->kv, nm,
+                                            sizeof nm);
+                            const int same = !strcmp(nm, fn) && !memcmp(&dc->d_fu_ns,
+                                                                         &pl->d_fu_ns,
+                                                                         sizeof(double));
+                            printf("up seq=%5d heads=%2d causal=%d peers=%d %9.3f ms -> %s "
+                                   "(%d of %d members simulated)%s\n", c.seq, c.heads, causal,
+                                   c.peers, ms[n], nm, dc->simulated, dc->n,
+                                   same ? "" : "  MISMATCH with the full table");
+                        }
                     }
                     n++;
                     free(pl);
+                    free(dc);
                     free(dur);
                     free(tns);
                 }
-    summary("up plan", ms, n);
+    summary(full ? "up table" : "up decide", ms, n);
 }
 
 int main(int argc, char **argv)
 {
-    int reps = 3, want[4] = {0, 0, 0, 0}, any = 0;
+    int reps = 3, want[5] = {0, 0, 0, 0, 0}, any = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v"))
             verbose = 1;
@@ -318,8 +342,10 @@ int main(int argc, char **argv)
             want[2] = any = 1;
         else if (!strcmp(argv[i], "cache"))
             want[3] = any = 1;
+        else if (!strcmp(argv[i], "upfull"))
+            want[4] = any = 1;
         else {
-            fprintf(stderr, "usage: plan_timing [-v] [-r REPS] [ep|tp|up|cache ...]\n");
+            fprintf(stderr, "usage: plan_timing [-v] [-r REPS] [ep|tp|up|upfull|cache ...]\n");
             return 2;
         }
     }
@@ -330,7 +356,9 @@ int main(int argc, char **argv)
     if (want[1] || !any)
         time_tp(reps);
     if (want[2] || !any)
-        time_up(reps);
+        time_up(reps, 0);
+    if (want[4])
+        time_up(reps, 1);
     if (want[3] || !any)
         time_cache();
     return 0;

@@ -6,6 +6,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "xstage_up.h"
@@ -86,6 +87,54 @@ static void member_failed(xs_up_family *f, int i, int kind)
     snprintf(f->why[i], sizeof f->why[i], "%s", xs_errmsg());
 }
 
+static int is_piggyback(const xs_up_family *f, int i)
+{
+    return f->ord[i] == XS_ATTN_ORDER_SNAKE && f->spl[i] == 0 && f->cou[i] == 0 && f->kv[i] == 0;
+}
+
+/* Member i's cost over fa (d; NAN with the failure noted in f) and the output slices of its
+ * busiest CTA (*slices), piggyback's included (xs_up_plan_run takes piggyback's from the
+ * criterion's simulation, the same programs). */
+static double member_cost(const xs_profile *prof, const xs_up_cfg *c, const double *dur,
+                          xs_up_family *f, int i, int *slices)
+{
+    int listed = 1;
+    double d;
+    *slices = 0;
+    if (f->kv[i] > 0) {
+        d = xs_up_predict_kv(prof, c, dur, f->kv[i], f->spl[i], slices, &listed);
+        if (isnan(d))
+            member_failed(f, i, listed ? 1 : 2);
+    } else if (f->cou[i] > 0) {
+        d = xs_up_predict_courier(prof, c, dur, f->ord[i], f->cou[i]);
+        if (isnan(d))
+            member_failed(f, i, 1);
+    } else { /* slices on the CTA with the most tiles (CTA 0) */
+        d = xs_up_predict_delta(prof, c, dur, f->ord[i], f->spl[i], NULL);
+        if (isnan(d))
+            member_failed(f, i, 1);
+        *slices = xs_attn_cta_count(c->tiles, c->grid, 0) * f->spl[i];
+    }
+    return d;
+}
+
+/* The compute the ties are relative to: the tile times' sum, in tile order. */
+static double work_sum(const xs_up_cfg *c, const double *dur)
+{
+    double work = 0;
+    for (int t = 0; t < c->tiles; t++)
+        work += dur[t];
+    return work;
+}
+
+/* The largest d that ties with the best prediction `best`: within XS_UP_TIE of the whole
+ * predicted time (the compute is the position sums). Non-decreasing in best, also as rounded. */
+static double tie_limit(const xs_up_cfg *c, double work, double best)
+{
+    const double tol = XS_UP_TIE * (work / c->grid + best);
+    return best + tol;
+}
+
 void xs_up_model_profile(const xs_profile *p, double load_drain_bytes_per_ns, xs_profile *out)
 {
     *out = *p;
@@ -127,35 +176,19 @@ void xs_up_plan_run(const xs_up_plan_opts *o, const xs_profile *prof0, const xs_
      * slices (fewer of them), whose link cost it underestimates (docs/UP.md) */
     double best = INFINITY;
     for (int i = 0; i < f->n; i++) {
-        int slices = 0, listed = 1;
-        if (f->kv[i] > 0) {
-            f->d[i] = xs_up_predict_kv(prof, c, dur, f->kv[i], f->spl[i], &slices, &listed);
-            if (isnan(f->d[i]))
-                member_failed(f, i, listed ? 1 : 2);
-        } else if (f->cou[i] > 0) {
-            f->d[i] = xs_up_predict_courier(prof, c, dur, f->ord[i], f->cou[i]);
-            if (isnan(f->d[i]))
-                member_failed(f, i, 1);
-        } else if (f->spl[i] == 0 && f->ord[i] == XS_ATTN_ORDER_SNAKE) {
+        int slices = 0;
+        if (is_piggyback(f, i))
             f->d[i] = out->d_pb_ns; /* its failure is out->pb_why */
-        } else { /* slices on the CTA with the most tiles (CTA 0) */
-            f->d[i] = xs_up_predict_delta(prof, c, dur, f->ord[i], f->spl[i], NULL);
-            if (isnan(f->d[i]))
-                member_failed(f, i, 1);
-            slices = xs_attn_cta_count(c->tiles, c->grid, 0) * f->spl[i];
-        }
+        else
+            f->d[i] = member_cost(prof, c, dur, f, i, &slices);
         f->dp[i] = f->d[i] + slices * o->slice_ns;
         if (f->d[i] < best)
             best = f->d[i];
     }
-    /* ties relative to the whole predicted time: the compute is the position sums */
-    double work = 0;
-    for (int t = 0; t < c->tiles; t++)
-        work += dur[t];
-    const double tol = XS_UP_TIE * (work / c->grid + best);
+    const double work = work_sum(c, dur);
     int pick = -1;
     for (int i = 0; i < f->n && pick < 0; i++)
-        if (f->d[i] <= best + tol)
+        if (f->d[i] <= tie_limit(c, work, best))
             pick = i;
     if (pick < 0) /* every prediction failed: keep what the kernel does unplanned */
         pick = f->n - 1;
@@ -168,11 +201,6 @@ void xs_up_plan_run(const xs_up_plan_opts *o, const xs_profile *prof0, const xs_
 static double rank_cost(const xs_up_family *f, int i)
 {
     return isnan(f->d[i]) ? INFINITY : f->d[i];
-}
-
-static int is_piggyback(const xs_up_family *f, int i)
-{
-    return f->ord[i] == XS_ATTN_ORDER_SNAKE && f->spl[i] == 0 && f->cou[i] == 0 && f->kv[i] == 0;
 }
 
 int xs_up_pilot_members(const xs_up_family *f, int order, int split, int couriers, int kv,
@@ -222,4 +250,254 @@ int xs_up_pilot_pick(const xs_up_family *f, const int *idx, const double *med, i
             bi = i;
     }
     return bi;
+}
+
+/* ---- the decision alone (xs_up_plan_decide) ------------------------------------------------ */
+
+/* x less a margin for the rounding between a closed form and the engine's own sums. */
+static double round_down(double x)
+{
+    return x - 1e-9 * fabs(x) - 1e-6;
+}
+
+static double round_up(double x)
+{
+    return x + 1e-9 * fabs(x) + 1e-6;
+}
+
+/* A CTA's stores, for the link bound. */
+typedef struct {
+    double t_first; /* ns: no byte of it is issued before */
+    double bytes;   /* at least this many bytes it stores */
+    double tail;    /* ns of its work that follow its last byte's entry into the stage */
+} cta_store;
+
+static int tail_desc(const void *a, const void *b)
+{
+    const double x = ((const cta_store *)a)->tail, y = ((const cta_store *)b)->tail;
+    return (x < y) - (x > y);
+}
+
+/* When the last CTA can end, from the stage alone (drain R, capacity q): by any time tau at most
+ * q bytes are held and the stage drains at most R (tau' - tau) until tau', so the bytes of a set
+ * of CTAs that cannot issue before tau have all entered no earlier than tau + (those bytes - q)
+ * / R, and the last of those CTAs to see its last byte enter still works its tail. Over the sets
+ * of the CTAs with the longest tails (each set's least tail counts) and every tau among their
+ * first stores. cs[n] is sorted here; by[n] scratch. */
+static double link_bound(cta_store *cs, int n, double R, double q, cta_store *by)
+{
+    qsort(cs, (size_t)n, sizeof *cs, tail_desc);
+    double lb = 0;
+    for (int j = 0; j < n; j++) {
+        /* by[0..j]: the set's CTAs by first store, ascending */
+        int k = j;
+        for (; k > 0 && by[k - 1].t_first > cs[j].t_first; k--)
+            by[k] = by[k - 1];
+        by[k] = cs[j];
+        double after = 0, t = -INFINITY;
+        for (int m = j; m >= 0; m--) {
+            after += by[m].bytes;
+            const double v = by[m].t_first + (after - q) / R;
+            t = v > t ? v : t;
+        }
+        t += cs[j].tail;
+        lb = t > lb ? t : lb;
+    }
+    return lb;
+}
+
+/* The stage the per-CTA programs are simulated on (xs_up_progs_simulate: no CTA queues or
+ * buffers) holds at most this many bytes; one chunk more, for a chunk that the engine admits
+ * while the last one is still in. */
+static double stage_bytes(const xs_profile *pm, int grid)
+{
+    xs_profile real = *pm;
+    real.queue_bytes_per_producer = 0, real.buffer_bytes_per_producer = 0;
+    return xs_capacity(&real, grid) + (pm->chunk_bytes > 0 ? pm->chunk_bytes : 0);
+}
+
+/* A lower bound on a plain member's d = span - free (xs_up_predict_delta) from its programs'
+ * closed forms, without building them. On the unlimited stage a CTA's end is its steps' times
+ * plus, per row with bytes, the overhead o and bytes / r (its program, xs_attn_progs_plain:
+ * the step's bytes in one row, or in min(split, next step's iterations) rows of slices); the
+ * profile's run is no faster (span >= free) and ends no earlier than the last byte enters
+ * (link_bound), and each CTA still works after its last byte entered: the rest of the step
+ * whose iterations carry its last slice (split 0: all of the next step) and the steps after.
+ * -INFINITY where the profile gives no rates. cs: [2 grid] scratch. */
+static double plain_bound(const xs_profile *pm, const xs_up_cfg *c, const double *dur,
+                          const double *rb, int order, int split, cta_store *cs)
+{
+    const double r = pm->issue_bytes_per_ns, R = pm->drain_bytes_per_ns;
+    const double oh = pm->issue_overhead_ns;
+    if (!(r > 0) || !(R > 0) || !(R < INFINITY) || !(oh >= 0) || c->grid < 1 ||
+        c->grid > c->tiles)
+        return -INFINITY;
+    double free_lo = 0, free_hi = 0;
+    int n = 0;
+    for (int b = 0; b < c->grid; b++) {
+        const int m = xs_attn_cta_count(c->tiles, c->grid, b);
+        double ns = 0, iss_lo = 0, iss_hi = 0, bytes = 0, first = -1;
+        double at_last = 0; /* ns up to the row of its last bytes, that row's work included */
+        int t = m > 0 ? xs_attn_cta_tile(order, c->tiles, c->remote, c->grid, b, 0) : 0;
+        for (int k = 0; k < m; k++) {
+            const int nx = k + 1 < m ? xs_attn_cta_tile(order, c->tiles, c->remote, c->grid, b,
+                                                        k + 1)
+                                     : -1;
+            ns += dur[t] > 0 ? dur[t] : 0;
+            const double B = rb[t];
+            if (B > 0) {
+                int rows = 1;
+                at_last = ns; /* the last step's bytes: nothing after them */
+                if (nx >= 0) {
+                    const double nns = dur[nx] > 0 ? dur[nx] : 0;
+                    const int it = xs_attn_tile_iters(c->seq, c->heads, c->causal, nx);
+                    const int nk = it > 0 ? it : 1;
+                    rows = split > 0 ? (split < nk ? split : nk) : 1;
+                    /* the row of the last slice runs from the slice's iteration to the step's
+                     * end (split 0: the whole next step) */
+                    const int j0 = split > 0 ? xs_attn_slice_iter(split, nk, split - 1) : 0;
+                    at_last = ns + nns / nk * j0;
+                }
+                if (first < 0)
+                    first = ns; /* its bytes go out after its own step */
+                /* each row's bytes round to 16 cumulatively: the step's total within 8 */
+                iss_lo += oh + (B > 8 ? B - 8 : 0) / r;
+                iss_hi += rows * oh + (B + 8) / r;
+                bytes += B > 8 ? B - 8 : 0;
+            }
+            t = nx;
+        }
+        free_lo = fmax(free_lo, ns + iss_lo);
+        free_hi = fmax(free_hi, ns + iss_hi);
+        if (first >= 0)
+            cs[n].t_first = round_down(first), cs[n].bytes = bytes,
+            cs[n++].tail = round_down(ns - at_last);
+    }
+    const double span_lo = fmax(round_down(link_bound(cs, n, R, stage_bytes(pm, c->grid),
+                                                      cs + c->grid)),
+                                round_down(free_lo));
+    return span_lo - round_up(free_hi);
+}
+
+/* A lower bound on a KV member's d = span - fa's compute end (xs_up_predict_kv): its CTAs
+ * share the tile times (a part's share of its tile's, a last part's wait on top), so the
+ * busiest one computes at least their mean; its bytes enter the stage from time 0 on at the
+ * earliest. fa_end: the replay xs_up_predict_kv subtracts (the same call, the same value). */
+static double kv_bound(const xs_profile *pm, const xs_up_cfg *c, const double *dur,
+                       const double *rb, double fa_end)
+{
+    const double R = pm->drain_bytes_per_ns;
+    double work = 0, bytes = 0;
+    int neg = 0;
+    for (int t = 0; t < c->tiles; t++) {
+        work += dur[t];
+        neg |= !(dur[t] >= 0);
+        bytes += rb[t] > 8 ? rb[t] - 8 : 0;
+    }
+    double span_lo = neg ? 0 : work / c->grid;
+    if (R > 0 && R < INFINITY)
+        span_lo = fmax(span_lo, (bytes - stage_bytes(pm, c->grid)) / R);
+    return round_down(span_lo) - fa_end;
+}
+
+void xs_up_plan_decide(const xs_up_plan_opts *o, const xs_profile *prof0, const xs_up_cfg *c,
+                       const double *dur, xs_up_decision *out)
+{
+    memset(out, 0, sizeof *out);
+    xs_profile pm;
+    xs_up_model_profile(prof0, o->load_drain_bytes_per_ns, &pm);
+    const xs_profile *prof = &pm;
+    xs_up_family f; /* its predictions where evaluated; failures noted but not reported */
+    memset(&f, 0, sizeof f);
+    family_members(o, c, &f);
+    const int n = f.n;
+    out->n = n;
+    int slices[XS_UP_MAX_MEMBERS] = {0};
+    double *rb = (double *)malloc((size_t)(c->tiles > 0 ? c->tiles : 1) * sizeof(double));
+    cta_store *cs = (cta_store *)malloc((size_t)(c->grid > 0 ? 2 * c->grid : 1) * sizeof *cs);
+    double fa_end = NAN;
+    if (rb && cs && c->tiles > 0) {
+        xs_up_remote_bytes(c, rb);
+        xs_attn_courier_pred fa;
+        if (xs_attn_courier_predict(XS_ATTN_ORDER_SNAKE, c->tiles, c->remote, c->grid, 0, dur,
+                                    rb, 1.0, 0.0, &fa) == XS_OK)
+            fa_end = fa.compute_end_ns;
+    }
+    /* the bounds; the couriers' replay is the prediction itself */
+    for (int i = 0; i < n; i++) {
+        out->d[i] = NAN;
+        out->lb[i] = -INFINITY;
+        if (f.cou[i] > 0 && f.kv[i] <= 0) {
+            out->d[i] = member_cost(prof, c, dur, &f, i, &slices[i]);
+            out->evaluated[i] = 1;
+            out->lb[i] = out->d[i];
+        } else if (!rb || !cs || c->tiles < 1) {
+            continue;
+        } else if (f.kv[i] > 0) {
+            if (!isnan(fa_end))
+                out->lb[i] = kv_bound(prof, c, dur, rb, fa_end);
+        } else {
+            out->lb[i] = plain_bound(prof, c, dur, rb, f.ord[i], f.spl[i], cs);
+        }
+    }
+    free(rb), free(cs);
+    const double work = work_sum(c, dur);
+    /* The choice is the first member (family order) with d <= tie_limit(best), best the least
+     * d. With the evaluated members' least d as hi and the least of it and the others' bounds
+     * as lo, best lies in [lo, hi], and tie_limit is monotone: an evaluated member with d <=
+     * tie_limit(lo) ties for sure, one with d > tie_limit(hi) (or NAN) never, and an
+     * unevaluated one never once its bound exceeds tie_limit(hi). While a member before the
+     * first sure tie is in doubt, the unevaluated member of least bound is evaluated (bound
+     * order: it lowers hi, or raises lo, soonest); each round evaluates one, so it ends. */
+    int pick = -1;
+    for (;;) {
+        double hi = INFINITY, lo;
+        for (int i = 0; i < n; i++)
+            if (out->evaluated[i] && out->d[i] < hi)
+                hi = out->d[i];
+        lo = hi;
+        int least = -1;
+        for (int i = 0; i < n; i++)
+            if (!out->evaluated[i]) {
+                if (out->lb[i] < lo)
+                    lo = out->lb[i];
+                if (least < 0 || out->lb[i] < out->lb[least])
+                    least = i;
+            }
+        const double lim_lo = tie_limit(c, work, lo), lim_hi = tie_limit(c, work, hi);
+        int need = -1;
+        for (int i = 0; i < n && pick < 0 && need < 0; i++) {
+            if (out->evaluated[i]) {
+                if (out->d[i] <= lim_lo)
+                    pick = i;
+                else if (out->d[i] <= lim_hi)
+                    need = least;
+            } else if (!(out->lb[i] > lim_hi)) {
+                need = least; /* its bound is no less than least's */
+            }
+        }
+        if (pick >= 0)
+            break;
+        if (need < 0 && n > 0 && !out->evaluated[n - 1])
+            need = n - 1; /* no member ties (every prediction failed): xs_up_plan_run keeps the
+                             last, with its prediction */
+        else if (need < 0) {
+            pick = n - 1;
+            break;
+        }
+        if (is_piggyback(&f, need))
+            out->d[need] = xs_up_predict_delta(prof, c, dur, XS_ATTN_ORDER_SNAKE, 0, NULL);
+        else
+            out->d[need] = member_cost(prof, c, dur, &f, need, &slices[need]);
+        out->evaluated[need] = 1;
+        out->simulated++;
+    }
+    out->order = XS_ATTN_ORDER_SNAKE, out->split = 0, out->couriers = 0, out->kv = 0;
+    out->pick = pick;
+    if (pick >= 0) {
+        out->order = f.ord[pick], out->split = f.spl[pick], out->couriers = f.cou[pick];
+        out->kv = f.kv[pick], out->d_ns = out->d[pick];
+        out->d_fu_ns = out->d[pick] + slices[pick] * o->slice_ns;
+    }
+    out->courier_pace = out->couriers > 0 ? c->pace_bytes_per_ns : 0.0;
 }
