@@ -293,6 +293,12 @@ struct xs_engine {
     double d_last;         /* departure time of the last accepted byte (ns) */
     double t_now;          /* the last acceptance, or with ep the driver's clock (ns) */
     double t_next;         /* the acceptance xs_engine_next_ns found (ns) */
+    /* xs_engine_next_ns's answer, kept while no wake or step has happened: drivers ask again
+     * after every event of their own (ep: the answer then moves only with the clock) */
+    int nx_ok;             /* 1 while nx_t0 and nx_space hold */
+    double nx_t0;          /* the first offer's time before the clock (INFINITY: none offered;
+                            * -INFINITY: a chunk waits, so the clock decides) */
+    double nx_space;       /* when the stage has room (ns) */
     double vtime;          /* fair queueing: the start tag of the last accepted chunk */
     int overflowed;        /* the stage has refused a ready chunk and not yet run empty */
     double t_fill;         /* the first refusal of the current overflow (ns) */
@@ -652,14 +658,18 @@ static void settle(xs_engine *e, int p)
 
 void xs_engine_wake(xs_engine *e, int p, double t_ns)
 {
+    e->nx_ok = 0;
     program_start(e, p, t_ns);
     settle(e, p);
 }
 
 void xs_engine_advance(xs_engine *e, double t_ns)
 {
-    if (t_ns > e->t_now)
+    if (t_ns > e->t_now) {
         e->t_now = t_ns;
+        if (!e->ep)
+            e->nx_ok = 0; /* the kept answer follows the clock under ep's rules only */
+    }
 }
 
 double xs_engine_d_last(const xs_engine *e) { return e->d_last; }
@@ -681,6 +691,15 @@ static void release_drained(xs_engine *e)
     }
 }
 
+/* When the stage has room for a chunk, with no overflow loss (ns). */
+static inline double room_free(xs_engine *e)
+{
+    /* Q shared, plus a reserve for each producer with stores in it (at least one: the producer
+     * about to offer brings its own into an empty stage) */
+    const double rsv = e->reserve * (double)(e->n_out > 0 ? e->n_out : 1);
+    return e->d_last - quot_of(&e->q_room, e->Q + rsv - e->c, e->R);
+}
+
 /* When the stage has room for a chunk, no earlier than t_next (ns); records the first refusal
  * of an overflow (overflow loss: the stage holds Q (1 - loss) from its first refusal until it
  * next runs empty, and the earliest offer finds it empty again). */
@@ -689,12 +708,10 @@ static double stage_room(xs_engine *e, double t_next)
     const double R = e->R, Q = e->Q, c = e->c;
     if (e->overflowed && by_then(e->d_last, t_next))
         e->overflowed = 0;
-    /* Q shared, plus a reserve for each producer with stores in it (at least one: the producer
-     * about to offer brings its own into an empty stage) */
     const double rsv = e->reserve * (double)(e->n_out > 0 ? e->n_out : 1);
     double t_space = e->overflowed
                          ? room_time(Q, e->loss, e->loss_ns, e->t_fill, rsv, c, R, e->d_last)
-                         : e->d_last - quot_of(&e->q_room, Q + rsv - c, R);
+                         : room_free(e);
     if (!by_then(t_space, t_next) && e->loss > 0 && !e->overflowed) {
         e->overflowed = 1; /* a ready chunk finds no room: the first refusal */
         e->t_fill = t_next;
@@ -785,13 +802,38 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
  * whichever is later (with ep, no earlier than the driver's clock). */
 double xs_engine_next_ns(xs_engine *e)
 {
-    if (!e->eligible.n && !xs_tqueue_size(&e->future))
+    if (e->nx_ok) {
+        /* nothing moved since the last answer but (ep) the clock: the same answer, taken against
+         * the clock again, unless a reserve leaves by it (which moves the stage's room) */
+        if (!(e->track_drain && e->held.n && reached(e, e->held.a[0].t, e->t_now))) {
+            if (e->nx_t0 == INFINITY)
+                return INFINITY;
+            if (!e->ep)
+                return e->t_next;
+            const double t = e->nx_t0 < e->t_now ? e->t_now : e->nx_t0;
+            e->t_next = e->nx_space > t ? e->nx_space : t;
+            return e->t_next;
+        }
+    }
+    if (!e->eligible.n && !xs_tqueue_size(&e->future)) {
+        e->nx_ok = 1;
+        e->nx_t0 = INFINITY;
         return INFINITY;
+    }
     release_drained(e);
     double t = e->eligible.n ? e->t_now : xs_tqueue_peek(&e->future).t;
-    if (e->ep && t < e->t_now)
-        t = e->t_now;
-    e->t_next = stage_room(e, t);
+    e->nx_ok = 1;
+    e->nx_t0 = e->eligible.n ? -INFINITY : t;
+    if (e->ep) {
+        /* ep's stage has no overflow loss (stage_room's other rules): its room follows d_last
+         * and the reserves alone */
+        if (t < e->t_now)
+            t = e->t_now;
+        e->nx_space = room_free(e);
+        e->t_next = e->nx_space > t ? e->nx_space : t;
+    } else {
+        e->t_next = stage_room(e, t);
+    }
     return e->t_next;
 }
 
@@ -803,6 +845,7 @@ double xs_engine_next_ns(xs_engine *e)
 double xs_engine_step(xs_engine *e)
 {
     const double t_next = e->t_next;
+    e->nx_ok = 0;
     /* a take leaves a hole that the admitted producer's next chunk fills (offer_next): one
      * heap move per chunk where a producer's chunks follow each other */
     xs_ev ev;
