@@ -798,23 +798,16 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
     return t_acc;
 }
 
-/* The next acceptance: when the stage has room for a chunk, or the earliest chunk is ready,
- * whichever is later (with ep, no earlier than the driver's clock). */
-double xs_engine_next_ns(xs_engine *e)
+/* Kept out of line: the kept answer's path (xs_engine_next_ns) then saves no registers. */
+#if defined(__GNUC__)
+#define XS_NOINLINE __attribute__((noinline))
+#else
+#define XS_NOINLINE
+#endif
+
+/* xs_engine_next_ns with nothing kept: found again, and kept. */
+static XS_NOINLINE double next_found(xs_engine *e)
 {
-    if (e->nx_ok) {
-        /* nothing moved since the last answer but (ep) the clock: the same answer, taken against
-         * the clock again, unless a reserve leaves by it (which moves the stage's room) */
-        if (!(e->track_drain && e->held.n && reached(e, e->held.a[0].t, e->t_now))) {
-            if (e->nx_t0 == INFINITY)
-                return INFINITY;
-            if (!e->ep)
-                return e->t_next;
-            const double t = e->nx_t0 < e->t_now ? e->t_now : e->nx_t0;
-            e->t_next = e->nx_space > t ? e->nx_space : t;
-            return e->t_next;
-        }
-    }
     if (!e->eligible.n && !xs_tqueue_size(&e->future)) {
         e->nx_ok = 1;
         e->nx_t0 = INFINITY;
@@ -834,6 +827,21 @@ double xs_engine_next_ns(xs_engine *e)
     } else {
         e->t_next = stage_room(e, t);
     }
+    return e->t_next;
+}
+
+/* The next acceptance: when the stage has room for a chunk, or the earliest chunk is ready,
+ * whichever is later (with ep, no earlier than the driver's clock). */
+double xs_engine_next_ns(xs_engine *e)
+{
+    /* nothing moved since the last answer but (ep) the clock: the same answer, taken against
+     * the clock again, unless a reserve leaves by it (which moves the stage's room) */
+    if (!e->nx_ok || (e->track_drain && e->held.n && reached(e, e->held.a[0].t, e->t_now)))
+        return next_found(e);
+    if (e->nx_t0 == INFINITY || !e->ep)
+        return e->nx_t0 == INFINITY ? INFINITY : e->t_next;
+    const double t = e->nx_t0 < e->t_now ? e->t_now : e->nx_t0;
+    e->t_next = e->nx_space > t ? e->nx_space : t;
     return e->t_next;
 }
 
