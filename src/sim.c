@@ -96,6 +96,7 @@ typedef struct {
                          * when the cap never holds this producer */
     int ring_head;
     int ring_n;
+    int held_gen;       /* the engine's held_gen once its newest release is kept in a compaction */
 } producer;
 
 void xs_result_free(xs_result *r)
@@ -281,6 +282,7 @@ struct xs_engine {
                             * rounded up to a power of two (indexed by a mask, no division) */
     int nbuf, tandem;      /* tandem queues: each producer's own buffer (chunks); nbuf > 0 */
     int held_cap;          /* capacity of held, stale entries included */
+    int held_gen;          /* compactions of held so far (producer.held_gen) */
     /* producers and their storage */
     producer *pr;          /* [np] */
     double *rings, *accs, *bufs; /* backing arrays of pr[].ring, .acc, .qa/.rdy/.inq */
@@ -288,7 +290,12 @@ struct xs_engine {
     /* the stage */
     xs_tqueue future;      /* chunks not yet ready, by ready time (t) */
     xs_evheap eligible;    /* ready chunks contending, by start tag (t) then ready time (t2) */
-    xs_evheap held;        /* reserve releases: when each holder's reserve leaves (t) */
+    /* reserve releases: when each holder's reserve leaves (t), a ring in the order of the
+     * acceptances that set them; d_last never moves back, so that order is time order and the
+     * ring's head is the earliest (a heap would pop equal times in another order, which no
+     * release depends on) */
+    xs_tev *held;          /* [held_cap] */
+    int held_head, held_n; /* the earliest entry, and entries held */
     int n_out;             /* producers holding a reserve */
     double d_last;         /* departure time of the last accepted byte (ns) */
     double t_now;          /* the last acceptance, or with ep the driver's clock (ns) */
@@ -389,7 +396,7 @@ void xs_engine_close(xs_engine *e, xs_result *out)
     free(e->qblock);
     xs_tqueue_free(&e->future);
     xs_evheap_free(&e->eligible);
-    xs_evheap_free(&e->held);
+    free(e->held);
     free(e->rings);
     free(e->accs);
     free(e->bufs);
@@ -483,7 +490,7 @@ xs_status xs_engine_open(const xs_profile *pf, int np, const xs_engine_program *
      * fills: the heaps never grow, so their pushes cannot fail */
     int heaps_ok = xs_tqueue_init(&e->future, np) == 0 && xs_evheap_init(&e->eligible, np) == 0;
     if (e->track_drain)
-        heaps_ok = heaps_ok && xs_evheap_init(&e->held, e->held_cap) == 0;
+        heaps_ok = heaps_ok && (e->held = malloc((size_t)e->held_cap * sizeof *e->held));
     if (e->nring)
         e->rings = malloc((size_t)e->nring * (size_t)e->ring_m * sizeof(double));
     e->accs = malloc((size_t)np * (size_t)e->qr * sizeof(double));
@@ -680,8 +687,10 @@ int xs_engine_oom(const xs_engine *e) { return e->oom; }
  * of producers that accepted a chunk since are stale and dropped. */
 static void release_drained(xs_engine *e)
 {
-    while (e->track_drain && e->held.n && reached(e, e->held.a[0].t, e->t_now)) {
-        xs_ev d = xs_evheap_pop(&e->held);
+    while (e->track_drain && e->held_n && reached(e, e->held[e->held_head].t, e->t_now)) {
+        const xs_tev d = e->held[e->held_head];
+        e->held_head = e->held_head + 1 == e->held_cap ? 0 : e->held_head + 1;
+        e->held_n--;
         /* the schedule's stage releases on every entry that matches its holder's drain time
          * (a second acceptance with the same drain time releases twice); EP's once */
         if (d.t == e->pr[d.p].d_own - e->hold_ns && (e->pr[d.p].outstanding || !e->ep)) {
@@ -720,6 +729,32 @@ static double stage_room(xs_engine *e, double t_next)
     return t_space > t_next ? t_space : t_next;
 }
 
+/* The release ring is full of stale entries (a producer's older ones, superseded by its newest):
+ * keep the newest entry of each producer that holds its reserve, in their order, and for the
+ * producer p being admitted (its d_own already the new one) its new drain time, which the push
+ * that follows repeats (the schedule's stage then releases it twice, as it always has). */
+static void held_compact(xs_engine *e, int p)
+{
+    const int cap = e->held_cap, gen = ++e->held_gen;
+    for (int i = e->held_n - 1; i >= 0; i--) { /* newest first: mark the rest dropped */
+        xs_tev *d = &e->held[(e->held_head + i) % cap];
+        producer *z = &e->pr[d->p];
+        if (z->outstanding && z->held_gen != gen && d->p != p)
+            z->held_gen = gen;
+        else
+            d->p = -1;
+    }
+    int n = 0; /* the kept ones move up, in order (slot n is at or before slot i) */
+    for (int i = 0; i < e->held_n; i++) {
+        const xs_tev d = e->held[(e->held_head + i) % cap];
+        if (d.p >= 0)
+            e->held[(e->held_head + n++) % cap] = d;
+    }
+    if (e->pr[p].outstanding)
+        e->held[(e->held_head + n++) % cap] = (xs_tev){e->pr[p].d_own - e->hold_ns, p};
+    e->held_n = n;
+}
+
 /* Producer ev.p's pending chunk enters the stage no earlier than t_next (ns): the stage's
  * backlog, the producer's reserve and cap ring, the trace and the backlog record follow; then
  * the producer's queue moves on. Returns the acceptance time. */
@@ -748,14 +783,12 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
         /* this producer holds its reserve until its last accepted byte has drained (or is
          * within f*Q of the drain head) */
         z->d_own = e->d_last;
-        if (e->held.n == e->held_cap) {
-            /* stale entries only: compact by re-pushing the live ones */
-            e->held.n = 0;
-            for (int p = 0; p < e->np; p++)
-                if (e->pr[p].outstanding)
-                    xs_evheap_put(&e->held, e->pr[p].d_own - e->hold_ns, 0, p);
-        }
-        xs_evheap_put(&e->held, e->d_last - e->hold_ns, 0, ev.p);
+        if (e->held_n == e->held_cap)
+            held_compact(e, ev.p);
+        int at = e->held_head + e->held_n++;
+        if (at >= e->held_cap)
+            at -= e->held_cap;
+        e->held[at] = (xs_tev){e->d_last - e->hold_ns, ev.p};
     }
     if (e->so->trace) {
         xs_chunk_trace ct = {ev.p, qb(z, z->ob)->task, (int64_t)z->pending, z->in_t, z->ready,
@@ -836,7 +869,7 @@ double xs_engine_next_ns(xs_engine *e)
 {
     /* nothing moved since the last answer but (ep) the clock: the same answer, taken against
      * the clock again, unless a reserve leaves by it (which moves the stage's room) */
-    if (!e->nx_ok || (e->track_drain && e->held.n && reached(e, e->held.a[0].t, e->t_now)))
+    if (!e->nx_ok || (e->track_drain && e->held_n && reached(e, e->held[e->held_head].t, e->t_now)))
         return next_found(e);
     if (e->nx_t0 == INFINITY || !e->ep)
         return e->nx_t0 == INFINITY ? INFINITY : e->t_next;
