@@ -89,6 +89,7 @@ typedef struct {
     double fq_c, fq;    /* the last chunk's bytes and bytes / weight (kept: a division) */
     double d_own;       /* when its last accepted byte will have drained */
     int outstanding;    /* 1 while it has bytes in the stage (holds its reserve) */
+    int held_gen;       /* the engine's held_gen once its newest release is kept in a compaction */
     double *acc;        /* when each of the last q+2 chunks left the store queue: acc[idx %
                          * (q+2)]; its acceptance into the stage, or with tandem queues its
                          * entry into the producer's own buffer */
@@ -96,7 +97,6 @@ typedef struct {
                          * when the cap never holds this producer */
     int ring_head;
     int ring_n;
-    int held_gen;       /* the engine's held_gen once its newest release is kept in a compaction */
 } producer;
 
 void xs_result_free(xs_result *r)
