@@ -300,8 +300,8 @@ struct xs_engine {
     double d_last;         /* departure time of the last accepted byte (ns) */
     double t_now;          /* the last acceptance, or with ep the driver's clock (ns) */
     double t_next;         /* the acceptance xs_engine_next_ns found (ns) */
-    /* xs_engine_next_ns's answer, kept while no wake or step has happened: drivers ask again
-     * after every event of their own (ep: the answer then moves only with the clock) */
+    /* ep: xs_engine_next_ns's answer, kept while no wake or step has happened: the drivers ask
+     * again after every event of their own, and the answer then moves only with the clock */
     int nx_ok;             /* 1 while nx_t0 and nx_space hold */
     double nx_t0;          /* the first offer's time before the clock (INFINITY: none offered;
                             * -INFINITY: a chunk waits, so the clock decides) */
@@ -672,11 +672,8 @@ void xs_engine_wake(xs_engine *e, int p, double t_ns)
 
 void xs_engine_advance(xs_engine *e, double t_ns)
 {
-    if (t_ns > e->t_now) {
+    if (t_ns > e->t_now)
         e->t_now = t_ns;
-        if (!e->ep)
-            e->nx_ok = 0; /* the kept answer follows the clock under ep's rules only */
-    }
 }
 
 double xs_engine_d_last(const xs_engine *e) { return e->d_last; }
@@ -831,15 +828,8 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
     return t_acc;
 }
 
-/* Kept out of line: the kept answer's path (xs_engine_next_ns) then saves no registers. */
-#if defined(__GNUC__)
-#define XS_NOINLINE __attribute__((noinline))
-#else
-#define XS_NOINLINE
-#endif
-
-/* xs_engine_next_ns with nothing kept: found again, and kept. */
-static XS_NOINLINE double next_found(xs_engine *e)
+/* The next acceptance found again (and, ep, kept). */
+static inline double next_found(xs_engine *e)
 {
     if (!e->eligible.n && !xs_tqueue_size(&e->future)) {
         e->nx_ok = 1;
@@ -848,31 +838,40 @@ static XS_NOINLINE double next_found(xs_engine *e)
     }
     release_drained(e);
     double t = e->eligible.n ? e->t_now : xs_tqueue_peek(&e->future).t;
+    if (!e->ep)
+        return e->t_next = stage_room(e, t);
     e->nx_ok = 1;
     e->nx_t0 = e->eligible.n ? -INFINITY : t;
-    if (e->ep) {
-        /* ep's stage has no overflow loss (stage_room's other rules): its room follows d_last
-         * and the reserves alone */
-        if (t < e->t_now)
-            t = e->t_now;
-        e->nx_space = room_free(e);
-        e->t_next = e->nx_space > t ? e->nx_space : t;
-    } else {
-        e->t_next = stage_room(e, t);
-    }
+    /* ep's stage has no overflow loss (stage_room's other rules): its room follows d_last and
+     * the reserves alone */
+    if (t < e->t_now)
+        t = e->t_now;
+    e->nx_space = room_free(e);
+    e->t_next = e->nx_space > t ? e->nx_space : t;
     return e->t_next;
+}
+
+/* next_found out of line for ep's drivers: the kept answer's path then saves no registers. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static double next_found_ep(xs_engine *e)
+{
+    return next_found(e);
 }
 
 /* The next acceptance: when the stage has room for a chunk, or the earliest chunk is ready,
  * whichever is later (with ep, no earlier than the driver's clock). */
 double xs_engine_next_ns(xs_engine *e)
 {
-    /* nothing moved since the last answer but (ep) the clock: the same answer, taken against
-     * the clock again, unless a reserve leaves by it (which moves the stage's room) */
-    if (!e->nx_ok || (e->track_drain && e->held_n && reached(e, e->held[e->held_head].t, e->t_now)))
+    if (!e->ep) /* its driver (rows_run_all) asks once per step: nothing to keep */
         return next_found(e);
-    if (e->nx_t0 == INFINITY || !e->ep)
-        return e->nx_t0 == INFINITY ? INFINITY : e->t_next;
+    /* nothing moved since the last answer but the clock: the same answer, taken against the
+     * clock again, unless a reserve leaves by it (which moves the stage's room) */
+    if (!e->nx_ok || (e->track_drain && e->held_n && e->held[e->held_head].t <= e->t_now))
+        return next_found_ep(e);
+    if (e->nx_t0 == INFINITY)
+        return INFINITY;
     const double t = e->nx_t0 < e->t_now ? e->t_now : e->nx_t0;
     e->t_next = e->nx_space > t ? e->nx_space : t;
     return e->t_next;
