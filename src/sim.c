@@ -89,6 +89,7 @@ typedef struct {
     double fq_c, fq;    /* the last chunk's bytes and bytes / weight (kept: a division) */
     double d_own;       /* when its last accepted byte will have drained */
     int outstanding;    /* 1 while it has bytes in the stage (holds its reserve) */
+    int held_gen;       /* the engine's held_gen once its newest release is kept in a compaction */
     double *acc;        /* when each of the last q+2 chunks left the store queue: acc[idx %
                          * (q+2)]; its acceptance into the stage, or with tandem queues its
                          * entry into the producer's own buffer */
@@ -281,6 +282,7 @@ struct xs_engine {
                             * rounded up to a power of two (indexed by a mask, no division) */
     int nbuf, tandem;      /* tandem queues: each producer's own buffer (chunks); nbuf > 0 */
     int held_cap;          /* capacity of held, stale entries included */
+    int held_gen;          /* compactions of held so far (producer.held_gen) */
     /* producers and their storage */
     producer *pr;          /* [np] */
     double *rings, *accs, *bufs; /* backing arrays of pr[].ring, .acc, .qa/.rdy/.inq */
@@ -288,11 +290,22 @@ struct xs_engine {
     /* the stage */
     xs_tqueue future;      /* chunks not yet ready, by ready time (t) */
     xs_evheap eligible;    /* ready chunks contending, by start tag (t) then ready time (t2) */
-    xs_evheap held;        /* reserve releases: when each holder's reserve leaves (t) */
+    /* reserve releases: when each holder's reserve leaves (t), a ring in the order of the
+     * acceptances that set them; d_last never moves back, so that order is time order and the
+     * ring's head is the earliest (a heap would pop equal times in another order, which no
+     * release depends on) */
+    xs_tev *held;          /* [held_cap] */
+    int held_head, held_n; /* the earliest entry, and entries held */
     int n_out;             /* producers holding a reserve */
     double d_last;         /* departure time of the last accepted byte (ns) */
     double t_now;          /* the last acceptance, or with ep the driver's clock (ns) */
     double t_next;         /* the acceptance xs_engine_next_ns found (ns) */
+    /* ep: xs_engine_next_ns's answer, kept while no wake or step has happened: the drivers ask
+     * again after every event of their own, and the answer then moves only with the clock */
+    int nx_ok;             /* 1 while nx_t0 and nx_space hold */
+    double nx_t0;          /* the first offer's time before the clock (INFINITY: none offered;
+                            * -INFINITY: a chunk waits, so the clock decides) */
+    double nx_space;       /* when the stage has room (ns) */
     double vtime;          /* fair queueing: the start tag of the last accepted chunk */
     int overflowed;        /* the stage has refused a ready chunk and not yet run empty */
     double t_fill;         /* the first refusal of the current overflow (ns) */
@@ -383,7 +396,7 @@ void xs_engine_close(xs_engine *e, xs_result *out)
     free(e->qblock);
     xs_tqueue_free(&e->future);
     xs_evheap_free(&e->eligible);
-    xs_evheap_free(&e->held);
+    free(e->held);
     free(e->rings);
     free(e->accs);
     free(e->bufs);
@@ -477,7 +490,7 @@ xs_status xs_engine_open(const xs_profile *pf, int np, const xs_engine_program *
      * fills: the heaps never grow, so their pushes cannot fail */
     int heaps_ok = xs_tqueue_init(&e->future, np) == 0 && xs_evheap_init(&e->eligible, np) == 0;
     if (e->track_drain)
-        heaps_ok = heaps_ok && xs_evheap_init(&e->held, e->held_cap) == 0;
+        heaps_ok = heaps_ok && (e->held = malloc((size_t)e->held_cap * sizeof *e->held));
     if (e->nring)
         e->rings = malloc((size_t)e->nring * (size_t)e->ring_m * sizeof(double));
     e->accs = malloc((size_t)np * (size_t)e->qr * sizeof(double));
@@ -652,6 +665,7 @@ static void settle(xs_engine *e, int p)
 
 void xs_engine_wake(xs_engine *e, int p, double t_ns)
 {
+    e->nx_ok = 0;
     program_start(e, p, t_ns);
     settle(e, p);
 }
@@ -670,8 +684,10 @@ int xs_engine_oom(const xs_engine *e) { return e->oom; }
  * of producers that accepted a chunk since are stale and dropped. */
 static void release_drained(xs_engine *e)
 {
-    while (e->track_drain && e->held.n && reached(e, e->held.a[0].t, e->t_now)) {
-        xs_ev d = xs_evheap_pop(&e->held);
+    while (e->track_drain && e->held_n && reached(e, e->held[e->held_head].t, e->t_now)) {
+        const xs_tev d = e->held[e->held_head];
+        e->held_head = e->held_head + 1 == e->held_cap ? 0 : e->held_head + 1;
+        e->held_n--;
         /* the schedule's stage releases on every entry that matches its holder's drain time
          * (a second acceptance with the same drain time releases twice); EP's once */
         if (d.t == e->pr[d.p].d_own - e->hold_ns && (e->pr[d.p].outstanding || !e->ep)) {
@@ -679,6 +695,15 @@ static void release_drained(xs_engine *e)
             e->n_out--;
         }
     }
+}
+
+/* When the stage has room for a chunk, with no overflow loss (ns). */
+static inline double room_free(xs_engine *e)
+{
+    /* Q shared, plus a reserve for each producer with stores in it (at least one: the producer
+     * about to offer brings its own into an empty stage) */
+    const double rsv = e->reserve * (double)(e->n_out > 0 ? e->n_out : 1);
+    return e->d_last - quot_of(&e->q_room, e->Q + rsv - e->c, e->R);
 }
 
 /* When the stage has room for a chunk, no earlier than t_next (ns); records the first refusal
@@ -689,18 +714,42 @@ static double stage_room(xs_engine *e, double t_next)
     const double R = e->R, Q = e->Q, c = e->c;
     if (e->overflowed && by_then(e->d_last, t_next))
         e->overflowed = 0;
-    /* Q shared, plus a reserve for each producer with stores in it (at least one: the producer
-     * about to offer brings its own into an empty stage) */
     const double rsv = e->reserve * (double)(e->n_out > 0 ? e->n_out : 1);
     double t_space = e->overflowed
                          ? room_time(Q, e->loss, e->loss_ns, e->t_fill, rsv, c, R, e->d_last)
-                         : e->d_last - quot_of(&e->q_room, Q + rsv - c, R);
+                         : room_free(e);
     if (!by_then(t_space, t_next) && e->loss > 0 && !e->overflowed) {
         e->overflowed = 1; /* a ready chunk finds no room: the first refusal */
         e->t_fill = t_next;
         t_space = room_time(Q, e->loss, e->loss_ns, e->t_fill, rsv, c, R, e->d_last);
     }
     return t_space > t_next ? t_space : t_next;
+}
+
+/* The release ring is full of stale entries (a producer's older ones, superseded by its newest):
+ * keep the newest entry of each producer that holds its reserve, in their order, and for the
+ * producer p being admitted (its d_own already the new one) its new drain time, which the push
+ * that follows repeats (the schedule's stage then releases it twice, as it always has). */
+static void held_compact(xs_engine *e, int p)
+{
+    const int cap = e->held_cap, gen = ++e->held_gen;
+    for (int i = e->held_n - 1; i >= 0; i--) { /* newest first: mark the rest dropped */
+        xs_tev *d = &e->held[(e->held_head + i) % cap];
+        producer *z = &e->pr[d->p];
+        if (z->outstanding && z->held_gen != gen && d->p != p)
+            z->held_gen = gen;
+        else
+            d->p = -1;
+    }
+    int n = 0; /* the kept ones move up, in order (slot n is at or before slot i) */
+    for (int i = 0; i < e->held_n; i++) {
+        const xs_tev d = e->held[(e->held_head + i) % cap];
+        if (d.p >= 0)
+            e->held[(e->held_head + n++) % cap] = d;
+    }
+    if (e->pr[p].outstanding)
+        e->held[(e->held_head + n++) % cap] = (xs_tev){e->pr[p].d_own - e->hold_ns, p};
+    e->held_n = n;
 }
 
 /* Producer ev.p's pending chunk enters the stage no earlier than t_next (ns): the stage's
@@ -731,14 +780,12 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
         /* this producer holds its reserve until its last accepted byte has drained (or is
          * within f*Q of the drain head) */
         z->d_own = e->d_last;
-        if (e->held.n == e->held_cap) {
-            /* stale entries only: compact by re-pushing the live ones */
-            e->held.n = 0;
-            for (int p = 0; p < e->np; p++)
-                if (e->pr[p].outstanding)
-                    xs_evheap_put(&e->held, e->pr[p].d_own - e->hold_ns, 0, p);
-        }
-        xs_evheap_put(&e->held, e->d_last - e->hold_ns, 0, ev.p);
+        if (e->held_n == e->held_cap)
+            held_compact(e, ev.p);
+        int at = e->held_head + e->held_n++;
+        if (at >= e->held_cap)
+            at -= e->held_cap;
+        e->held[at] = (xs_tev){e->d_last - e->hold_ns, ev.p};
     }
     if (e->so->trace) {
         xs_chunk_trace ct = {ev.p, qb(z, z->ob)->task, (int64_t)z->pending, z->in_t, z->ready,
@@ -781,17 +828,52 @@ static double admit(xs_engine *e, xs_ev ev, double t_next)
     return t_acc;
 }
 
+/* The next acceptance found again (and, ep, kept). */
+static inline double next_found(xs_engine *e)
+{
+    if (!e->eligible.n && !xs_tqueue_size(&e->future)) {
+        e->nx_ok = 1;
+        e->nx_t0 = INFINITY;
+        return INFINITY;
+    }
+    release_drained(e);
+    double t = e->eligible.n ? e->t_now : xs_tqueue_peek(&e->future).t;
+    if (!e->ep)
+        return e->t_next = stage_room(e, t);
+    e->nx_ok = 1;
+    e->nx_t0 = e->eligible.n ? -INFINITY : t;
+    /* ep's stage has no overflow loss (stage_room's other rules): its room follows d_last and
+     * the reserves alone */
+    if (t < e->t_now)
+        t = e->t_now;
+    e->nx_space = room_free(e);
+    e->t_next = e->nx_space > t ? e->nx_space : t;
+    return e->t_next;
+}
+
+/* next_found out of line for ep's drivers: the kept answer's path then saves no registers. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static double next_found_ep(xs_engine *e)
+{
+    return next_found(e);
+}
+
 /* The next acceptance: when the stage has room for a chunk, or the earliest chunk is ready,
  * whichever is later (with ep, no earlier than the driver's clock). */
 double xs_engine_next_ns(xs_engine *e)
 {
-    if (!e->eligible.n && !xs_tqueue_size(&e->future))
+    if (!e->ep) /* its driver (rows_run_all) asks once per step: nothing to keep */
+        return next_found(e);
+    /* nothing moved since the last answer but the clock: the same answer, taken against the
+     * clock again, unless a reserve leaves by it (which moves the stage's room) */
+    if (!e->nx_ok || (e->track_drain && e->held_n && e->held[e->held_head].t <= e->t_now))
+        return next_found_ep(e);
+    if (e->nx_t0 == INFINITY)
         return INFINITY;
-    release_drained(e);
-    double t = e->eligible.n ? e->t_now : xs_tqueue_peek(&e->future).t;
-    if (e->ep && t < e->t_now)
-        t = e->t_now;
-    e->t_next = stage_room(e, t);
+    const double t = e->nx_t0 < e->t_now ? e->t_now : e->nx_t0;
+    e->t_next = e->nx_space > t ? e->nx_space : t;
     return e->t_next;
 }
 
@@ -803,6 +885,7 @@ double xs_engine_next_ns(xs_engine *e)
 double xs_engine_step(xs_engine *e)
 {
     const double t_next = e->t_next;
+    e->nx_ok = 0;
     /* a take leaves a hole that the admitted producer's next chunk fills (offer_next): one
      * heap move per chunk where a producer's chunks follow each other */
     xs_ev ev;
