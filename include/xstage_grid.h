@@ -96,6 +96,12 @@ xs_status xs_grid_parse(const char *arg, int *declared);
  * to n; "A" alone is row A). XS_EINVAL with one line for anything else, an empty range or an
  * end beyond n. */
 xs_status xs_grid_rows_parse(const char *arg, int n, int *lo, int *hi);
+/* A bench's grid options once parsed (cmd names it in the messages): --rows needs --grid
+ * declared; with it, `bad` (the first option given that would change the points, or NULL) is
+ * refused in one line, and [*lo, *hi) is the --rows slice of the n rows, or all of them.
+ * Without --grid declared *lo and *hi are left alone. XS_EINVAL with one line. */
+xs_status xs_grid_opts_check(const char *cmd, int declared, const char *bad, const char *rows_arg,
+                             int n, int *lo, int *hi);
 
 /* ---- what a point needs, before it runs ----------------------------------------------------- */
 

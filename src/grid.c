@@ -144,6 +144,18 @@ xs_status xs_grid_rows_parse(const char *arg, int n, int *lo, int *hi)
     return XS_OK;
 }
 
+xs_status xs_grid_opts_check(const char *cmd, int declared, const char *bad, const char *rows_arg,
+                             int n, int *lo, int *hi)
+{
+    if (!declared)
+        return rows_arg ? xs_seterr(XS_EINVAL, "%s: --rows needs --grid declared", cmd) : XS_OK;
+    if (bad)
+        return xs_seterr(XS_EINVAL, "%s: --grid declared fixes the points; %s cannot be combined "
+                         "with it (--rows A:B picks a slice)", cmd, bad);
+    *lo = 0, *hi = n;
+    return rows_arg ? xs_grid_rows_parse(rows_arg, n, lo, hi) : XS_OK;
+}
+
 void xs_grid_tp_bytes(const xs_tp_info *in, int m, size_t *dev, size_t *host)
 {
     const size_t M = (size_t)m, P = (size_t)(in->rs_rows ? m / in->rs_rows : 1);

@@ -12,6 +12,16 @@
 #include "engine.h"
 #include "tp_plan.h"
 
+/* The ideal stage of profile p: draining at 1e9 bytes/ns, unlimited, no per-producer cap. */
+static xs_profile ideal_of(const xs_profile *p)
+{
+    xs_profile ideal = *p;
+    ideal.drain_bytes_per_ns = 1e9;
+    ideal.capacity_bytes = 1e15;
+    ideal.capacity_bytes_per_producer = 0;
+    return ideal;
+}
+
 /* Completion (ns) of `sched` after `lead` ns of compute on the ideal stage (draining at 1e9
  * bytes/ns, unlimited, no cap): max(makespan, last byte drained), from the direct run. */
 static xs_status ideal_total(const xs_profile *p, const xs_schedule *sc, double lead, double *ns)
@@ -20,10 +30,7 @@ static xs_status ideal_total(const xs_profile *p, const xs_schedule *sc, double 
         *ns = lead;
         return XS_OK;
     }
-    xs_profile ideal = *p;
-    ideal.drain_bytes_per_ns = 1e9;
-    ideal.capacity_bytes = 1e15;
-    ideal.capacity_bytes_per_producer = 0;
+    const xs_profile ideal = ideal_of(p);
     xs_sim_opts o;
     memset(&o, 0, sizeof o);
     o.skip_row_medians = 1;
@@ -254,10 +261,7 @@ xs_status tp_predict(const xs_tp_plan *pl, int slot, const xs_profile *p, const 
  * time over rows j.. + their bytes / R. */
 static xs_status tp_bound(const xs_profile *p, const xs_schedule *sc, double lead, double *lb)
 {
-    xs_profile ideal = *p;
-    ideal.drain_bytes_per_ns = 1e9;
-    ideal.capacity_bytes = 1e15;
-    ideal.capacity_bytes_per_producer = 0;
+    const xs_profile ideal = ideal_of(p);
     xs_sim_opts o;
     memset(&o, 0, sizeof o);
     o.record_windows = 1;

@@ -345,20 +345,13 @@ static xs_status ep_opt(void *ctx, int ch, const char *arg)
  * configurations become the grid's models in its order. */
 static xs_status ep_check_grid(ep_opts *o, const xs_bench_common *c)
 {
-    if (!o->grid) {
-        if (o->rows_arg)
-            return xs_seterr(XS_EINVAL, "bench ep: --rows needs --grid declared");
-        return XS_OK;
-    }
     const char *bad = o->cfg_set ? "--config" : o->ntokens ? "--tokens" : o->peers_set ? "--peers"
                       : o->routing_set ? "--routing" : o->long_tokens ? "--long"
                       : c->quick ? "--quick" : c->b.gpus_set ? "-g" : NULL;
-    if (bad)
-        return xs_seterr(XS_EINVAL, "bench ep: --grid declared fixes the points; %s cannot be "
-                         "combined with it (--rows A:B picks a slice)", bad);
-    o->rows_lo = 0, o->rows_hi = XS_GRID_EP_ROWS;
-    if (o->rows_arg)
-        XS_TRY(xs_grid_rows_parse(o->rows_arg, XS_GRID_EP_ROWS, &o->rows_lo, &o->rows_hi));
+    XS_TRY(xs_grid_opts_check("bench ep", o->grid, bad, o->rows_arg, XS_GRID_EP_ROWS, &o->rows_lo,
+                              &o->rows_hi));
+    if (!o->grid)
+        return XS_OK;
     o->nconfigs = 0;
     for (int m = 0; m < XS_GRID_EP_NMODELS; m++) {
         const xs_moe_config *cf = xs_moe_config_find(xs_grid_ep_models[m]);

@@ -222,21 +222,11 @@ static xs_status tp_opt(void *ctx, int ch, const char *arg)
  * change them), --rows picks a slice. */
 static xs_status tp_check_grid(tpb_opts *o, const xs_bench_common *c)
 {
-    if (!o->grid) {
-        if (o->rows_arg)
-            return xs_seterr(XS_EINVAL, "bench tp: --rows needs --grid declared");
-        return XS_OK;
-    }
     const char *bad = o->ops_set ? "--op" : o->models_set ? "--model" : o->nm ? "--m"
                       : o->nn ? "--n/--k" : o->npeers ? "--peers" : c->quick ? "--quick"
                       : c->b.gpus > 1 ? "-g N > 1" : NULL;
-    if (bad)
-        return xs_seterr(XS_EINVAL, "bench tp: --grid declared fixes the points; %s cannot be "
-                         "combined with it (--rows A:B picks a slice)", bad);
-    o->rows_lo = 0, o->rows_hi = XS_GRID_TP_ROWS;
-    if (o->rows_arg)
-        XS_TRY(xs_grid_rows_parse(o->rows_arg, XS_GRID_TP_ROWS, &o->rows_lo, &o->rows_hi));
-    return XS_OK;
+    return xs_grid_opts_check("bench tp", o->grid, bad, o->rows_arg, XS_GRID_TP_ROWS, &o->rows_lo,
+                              &o->rows_hi);
 }
 
 /* The checks and defaults after parsing (XS_EINVAL with its one line). */

@@ -178,21 +178,14 @@ void xs_upb_defaults(up_opts *o)
  * the one error line. */
 static int upb_check_grid(up_opts *o, const xs_bench_common *c)
 {
-    if (!o->grid) {
-        if (o->rows_arg)
-            return xs_cli_failf("bench up: --rows needs --grid declared");
-        return 0;
-    }
     const char *bad = o->seq_set ? "--seq" : o->heads_set ? "--heads" : o->peers_set ? "--peers"
                       : o->causal_set ? "--causal" : c->quick ? "--quick"
                       : c->b.gpus > 1 ? "-g N > 1" : NULL;
-    if (bad)
-        return xs_cli_failf("bench up: --grid declared fixes the points; %s cannot be combined "
-                            "with it (--rows A:B picks a slice)", bad);
-    o->rows_lo = 0, o->rows_hi = XS_GRID_UP_ROWS;
-    if (o->rows_arg &&
-        xs_grid_rows_parse(o->rows_arg, XS_GRID_UP_ROWS, &o->rows_lo, &o->rows_hi) != XS_OK)
+    if (xs_grid_opts_check("bench up", o->grid, bad, o->rows_arg, XS_GRID_UP_ROWS, &o->rows_lo,
+                           &o->rows_hi) != XS_OK)
         return xs_cli_fail();
+    if (!o->grid)
+        return 0;
     memcpy(o->seq, xs_grid_up_seq, sizeof xs_grid_up_seq);
     o->nseq = XS_GRID_UP_NSEQ;
     memcpy(o->heads, xs_grid_up_heads, sizeof xs_grid_up_heads);
