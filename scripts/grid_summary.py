@@ -114,8 +114,10 @@ def main():
     best = Counter(r["best_other"] for r in ran)
     print(f"{a.area}: fastest variant besides auto and tuned: "
           + ", ".join(f"{k} {v}" for k, v in best.most_common()))
-    picks = Counter((r["auto"].split() or ["?"])[0] for r in ran)
-    print(f"{a.area}: auto ran " + ", ".join(f"{k} {v}" for k, v in picks.most_common()))
+    key = next((k for k in ("auto", "auto_pick") if k in ran[0]), None)
+    if key:
+        picks = Counter((r[key].split() or ["?"])[0] for r in ran)
+        print(f"{a.area}: auto ran " + ", ".join(f"{k} {v}" for k, v in picks.most_common()))
     return 1 if missing else 0
 
 
